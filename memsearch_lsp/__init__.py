@@ -1,0 +1,21 @@
+"""memsearch-lsp: long-term Markdown memory with hybrid search, served over LSP and a CLI."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.memory import Memory
+
+__all__ = ["Memory", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # `from memsearch_lsp import Memory` without importing the engine for `--version`.
+    if name == "Memory":
+        from memsearch_lsp.core.memory import Memory
+
+        return Memory
+    raise AttributeError(name)

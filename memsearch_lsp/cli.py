@@ -1,0 +1,182 @@
+"""The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from memsearch_lsp import __version__
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.memory import Memory
+
+EXIT_OK, EXIT_USER = 0, 1
+
+
+class UserError(Exception):
+    """A mistake the user can fix; printed as one line, exit code 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USER)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="memsearch-lsp", description="Markdown memory with hybrid search, over LSP and a CLI.")
+    parser.add_argument("--version", action="version", version=f"memsearch-lsp {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", "-w", default=".", help="workspace folder (default: the current folder)")
+    common.add_argument("--json", action="store_true", help="print JSON")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.add_argument("--stdio", action="store_true", help="use stdio (the default)")
+
+    index = sub.add_parser("index", parents=[common], help="bring the index up to date with the Markdown")
+    index.add_argument("--force", action="store_true", help="re-index every file")
+
+    search = sub.add_parser("search", parents=[common], help="hybrid search (reconciles first)")
+    search.add_argument("query")
+    search.add_argument("-k", "--top-k", type=int, default=None, help="number of results (default 3)")
+    search.add_argument("--vector-weight", type=float, default=None, help="dense weight; BM25 gets 1 - W")
+    search.add_argument("--ranker", choices=["weighted", "rrf"], default=None)
+
+    expand = sub.add_parser("expand", parents=[common], help="print the full text of a chunk")
+    expand.add_argument("id")
+
+    compact = sub.add_parser("compact", parents=[common], help="summarise old daily logs and archive them")
+    compact.add_argument("--older-than", type=int, default=None, metavar="DAYS")
+    compact.add_argument("--dry-run", action="store_true", help="print the plan without applying it")
+    compact.add_argument("files", nargs="*", help="compact these logs instead of the old ones")
+
+    sub.add_parser("status", parents=[common], help="what is indexed, where, with which model")
+
+    reset = sub.add_parser("reset", parents=[common], help="delete the index (the Markdown stays)")
+    reset.add_argument("--yes", action="store_true", help="confirm")
+    return parser
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=None) + "\n")
+    else:
+        sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+def _memory(args: argparse.Namespace, **settings: Any) -> Memory:
+    from memsearch_lsp.core.memory import Memory
+
+    workspace = Path(args.workspace).expanduser()
+    if not workspace.is_dir():
+        raise UserError(f"workspace {workspace} is not a folder")
+    return Memory(workspace, **settings)
+
+
+def _format_hits(hits: Sequence[Any]) -> str:
+    if not hits:
+        return "no results"
+    lines = []
+    for n, hit in enumerate(hits, 1):
+        lines.append(f"{n}. {hit.source}:{hit.start_line}-{hit.end_line}  {hit.heading or '(preamble)'}"
+                     f"  score={hit.score:.3f}  id={hit.id}")
+        lines.append(f"   {hit.snippet}")
+    return "\n".join(lines)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        stats = memory.index(force=args.force)
+    _emit(args, stats.to_dict(), str(stats))
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {}
+    if args.vector_weight is not None:
+        if not 0 <= args.vector_weight <= 1:
+            raise UserError("--vector-weight must be between 0 and 1")
+        overrides = {"vector_weight": args.vector_weight, "bm25_weight": round(1 - args.vector_weight, 6)}
+    if args.ranker:
+        overrides["ranker"] = args.ranker
+    if args.top_k is not None and args.top_k < 1:
+        raise UserError("-k must be at least 1")
+    with _memory(args) as memory:
+        memory.index()
+        hits = memory.search(args.query, top_k=args.top_k, **overrides)
+    _emit(args, [h.to_dict() for h in hits], _format_hits(hits))
+    return EXIT_OK
+
+
+def cmd_expand(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        chunk = memory.expand(args.id)
+    if chunk is None:
+        raise UserError(f"no chunk with id {args.id!r} (ids come from `search`; run `index` if files changed)")
+    _emit(args, chunk.to_dict(), f"{chunk.source}:{chunk.start_line}-{chunk.end_line}\n\n{chunk.content}")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        data = memory.status()
+    _emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
+    return EXIT_OK
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    if not args.yes:
+        raise UserError("reset deletes the index; run `memsearch-lsp reset --yes` to confirm")
+    with _memory(args) as memory:
+        memory.reset()
+    _emit(args, {"reset": True}, "index deleted; the next index or search rebuilds it")
+    return EXIT_OK
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.compact import apply_plan, plan_compaction
+
+    with _memory(args) as memory:
+        plan = plan_compaction(memory, older_than_days=args.older_than, files=args.files or None)
+        if not args.dry_run and not plan.empty:
+            apply_plan(memory, plan)
+    _emit(args, dict(plan.to_dict(), applied=not args.dry_run and not plan.empty), plan.describe())
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from memsearch_lsp.lsp.server import run
+
+    run(tcp=args.tcp)
+    return EXIT_OK
+
+
+COMMANDS = {"serve": cmd_serve, "index": cmd_index, "search": cmd_search, "expand": cmd_expand,
+            "compact": cmd_compact, "status": cmd_status, "reset": cmd_reset}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
+                        format="memsearch-lsp: %(levelname)s: %(message)s")
+    from memsearch_lsp.config import ConfigError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (UserError, ConfigError, FileNotFoundError) as exc:
+        sys.stderr.write(f"memsearch-lsp: error: {exc}\n")
+        return EXIT_USER
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # never a traceback for the user; -v shows it
+        logging.getLogger(__name__).debug("failed", exc_info=True)
+        sys.stderr.write(f"memsearch-lsp: error: {type(exc).__name__}: {exc}\n")
+        return EXIT_USER

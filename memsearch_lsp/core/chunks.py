@@ -1,0 +1,223 @@
+"""Chunk and chunk_markdown(): split Markdown into heading chunks with tree-sitter-markdown (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+MAX_CHARS = 1500
+DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
+CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_id(source: str, start_line: int, end_line: int, content_hash: str, model: str) -> str:
+    return sha256(f"{source}:{start_line}:{end_line}:{content_hash}:{model}")[:16]
+
+
+def log_date(source: str) -> str:
+    """'memory/2026-02-09.md' -> '2026-02-09'; '' for files that are not daily logs."""
+    match = DATE_RE.search(source)
+    return match.group(1) if match else ""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    source: str
+    heading: str
+    heading_path: tuple[str, ...]
+    level: int
+    start_line: int
+    end_line: int
+    content: str
+    content_hash: str = field(default="")
+    model: str = ""
+    id: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.content_hash:
+            object.__setattr__(self, "content_hash", sha256(self.content))
+        if not self.id:
+            object.__setattr__(self, "id", chunk_id(self.source, self.start_line, self.end_line,
+                                                     self.content_hash, self.model))
+
+    @property
+    def date(self) -> str:
+        return log_date(self.source)
+
+    @property
+    def embed_text(self) -> str:
+        """What the embedder sees: the heading path, then the content."""
+        path = " > ".join(self.heading_path)
+        return f"{path}\n{self.content}" if path else self.content
+
+    @property
+    def embed_hash(self) -> str:
+        return sha256(self.embed_text)
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    import tree_sitter_markdown
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_markdown.language()))
+
+
+def normalize_newlines(text: str) -> str:
+    """LSP and tree-sitter agree on lines only once CRLF and CR are plain LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@dataclass(frozen=True)
+class _Heading:
+    row: int  # 0-based first line
+    end_row: int  # 0-based last line of the heading itself (setext headings span two or more)
+    level: int
+    title: str
+
+
+def _heading_title(node: Node, lines: list[str]) -> str:
+    if node.type == "setext_heading":
+        text = " ".join(lines[r].strip() for r in range(node.start_point[0], node.end_point[0] - 1))
+    else:
+        text = re.sub(r"^\s{0,3}#{1,6}(\s+|$)", "", lines[node.start_point[0]])
+        text = re.sub(r"(^|\s+)#+\s*$", "", text)
+    return text.strip()
+
+
+def _level(node: Node) -> int:
+    for child in node.children:
+        if child.type.startswith("atx_h") and child.type.endswith("_marker"):
+            return int(child.type[5])
+        if child.type == "setext_h1_underline":
+            return 1
+        if child.type == "setext_h2_underline":
+            return 2
+    return 1
+
+
+def _outline(lines: list[str]) -> tuple[list[_Heading], list[tuple[int, int]], int]:
+    """Top-level headings, fenced code ranges (0-based rows, inclusive), first row after front matter."""
+    tree = _parser().parse(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+    headings: list[_Heading] = []
+    fences: list[tuple[int, int]] = []
+    body_start = 0
+    stack: list[Any] = list(reversed(tree.root_node.children))
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind in ("minus_metadata", "plus_metadata") and node.start_point[0] == 0:
+            body_start = node.end_point[0]
+        elif kind in ("atx_heading", "setext_heading"):
+            end = node.end_point[0] - (1 if node.end_point[1] == 0 else 0)
+            headings.append(_Heading(node.start_point[0], max(end, node.start_point[0]), _level(node),
+                                     _heading_title(node, lines)))
+        elif kind == "fenced_code_block":
+            end = node.end_point[0] - (1 if node.end_point[1] == 0 else 0)
+            fences.append((node.start_point[0], max(end, node.start_point[0])))
+        elif kind == "section":
+            stack.extend(reversed(node.children))
+    headings.sort(key=lambda h: h.row)
+    return headings, fences, body_start
+
+
+def _split(rows: range, lines: list[str], fences: list[tuple[int, int]], max_chars: int) -> list[range]:
+    """Split rows into pieces of at most max_chars: at blank lines, then at line ends; fences stay whole."""
+    def size(r: range) -> int:
+        return sum(len(lines[i]) + 1 for i in r)
+
+    if size(rows) <= max_chars:
+        return [rows]
+    in_fence = {i for a, b in fences for i in range(a, b + 1) if i in rows}
+    # Blocks: runs of lines separated by blank lines outside fences.
+    blocks: list[range] = []
+    start = rows.start
+    for i in rows:
+        if not lines[i].strip() and i not in in_fence:
+            if i > start:
+                blocks.append(range(start, i + 1))  # keep the blank line with its block
+            else:
+                blocks.append(range(i, i + 1))
+            start = i + 1
+    if start < rows.stop:
+        blocks.append(range(start, rows.stop))
+    # Blocks over the limit split at line ends.
+    units: list[range] = []
+    for block in blocks:
+        if size(block) <= max_chars:
+            units.append(block)
+        else:
+            units.extend(range(i, i + 1) for i in block)
+    pieces: list[range] = []
+    current: range | None = None
+    for unit in units:
+        if current is not None and size(range(current.start, unit.stop)) <= max_chars:
+            current = range(current.start, unit.stop)
+        else:
+            if current is not None:
+                pieces.append(current)
+            current = unit
+    if current is not None:
+        pieces.append(current)
+    return pieces
+
+
+def _trim(rows: range, lines: list[str]) -> range | None:
+    start, stop = rows.start, rows.stop
+    while start < stop and not lines[start].strip():
+        start += 1
+    while stop > start and not lines[stop - 1].strip():
+        stop -= 1
+    return range(start, stop) if stop > start else None
+
+
+def chunk_markdown(text: str, source: str, model: str = "", max_chars: int = MAX_CHARS) -> list[Chunk]:
+    """Heading chunks of one Markdown document; lines are 1-based and inclusive."""
+    lines = normalize_newlines(text).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return []
+    headings, fences, body_start = _outline(lines)
+    sections: list[tuple[range, _Heading | None]] = []
+    first = headings[0].row if headings else len(lines)
+    sections.append((range(body_start, first), None))
+    for n, heading in enumerate(headings):
+        stop = headings[n + 1].row if n + 1 < len(headings) else len(lines)
+        sections.append((range(heading.row, stop), heading))
+
+    chunks: list[Chunk] = []
+    path: list[tuple[int, str]] = []  # (level, title) of the open headings
+    for rows, heading in sections:
+        if heading is not None:
+            path = [(lvl, t) for lvl, t in path if lvl < heading.level] + [(heading.level, heading.title)]
+        trimmed = _trim(rows, lines)
+        if trimmed is None:
+            continue
+        titles = tuple(t for _, t in path)
+        for piece in _split(trimmed, lines, fences, max_chars):
+            piece_rows = _trim(piece, lines)
+            if piece_rows is None:
+                continue
+            content = "\n".join(lines[piece_rows.start:piece_rows.stop])
+            chunks.append(Chunk(
+                source=source,
+                heading=heading.title if heading else "",
+                heading_path=titles,
+                level=heading.level if heading else 0,
+                start_line=piece_rows.start + 1,
+                end_line=piece_rows.stop,
+                content=content,
+                model=model,
+            ))
+    return chunks

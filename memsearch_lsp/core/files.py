@@ -1,0 +1,128 @@
+"""Find memory files under a workspace, read them safely, and keep every path inside the root."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from memsearch_lsp.config import Config
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+SUFFIXES = (".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    source: str  # POSIX path relative to the workspace root
+    path: Path  # absolute
+
+
+@dataclass(frozen=True)
+class Skipped:
+    source: str
+    reason: str
+
+
+class PathError(ValueError):
+    """A path or URI points outside the workspace."""
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + "(?:/.*)?$")
+
+
+def glob_match(pattern: str, source: str) -> bool:
+    """Gitignore-like: `**` spans folders, a pattern naming a folder excludes what is inside."""
+    return bool(_glob_regex(pattern.strip("/")).match(source))
+
+
+def excludes(config: Config) -> tuple[str, ...]:
+    extra = () if config.compact.index_archive else (config.compact.archive_dir,)
+    return tuple(config.memory.exclude) + extra
+
+
+def inside(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except (ValueError, OSError, RuntimeError):
+        return False
+
+
+def relative_source(root: Path, path: Path) -> str:
+    """The workspace-relative POSIX source of `path`; PathError when it lies outside the root."""
+    root = root.resolve()
+    candidate = path if path.is_absolute() else root / path
+    try:
+        rel = Path(os.path.normpath(candidate)).relative_to(root)
+    except ValueError as exc:
+        raise PathError(f"{path} is outside the workspace {root}") from exc
+    if not inside(root, candidate):
+        raise PathError(f"{path} resolves outside the workspace {root}")
+    return PurePosixPath(*rel.parts).as_posix()
+
+
+def is_memory_source(config: Config, source: str) -> bool:
+    if not source.endswith(SUFFIXES):
+        return False
+    in_paths = any(source == p.strip("/") or source.startswith(p.strip("/") + "/") or p in (".", "")
+                   for p in config.memory.paths)
+    return in_paths and not any(glob_match(p, source) for p in excludes(config))
+
+
+def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], list[Skipped]]:
+    """Every Markdown file under the configured paths; symlinked folders are not followed."""
+    root = root.resolve()
+    found: dict[str, MemoryFile] = {}
+    skipped: list[Skipped] = []
+    for entry in config.memory.paths:
+        base = root / entry
+        if base.is_file():
+            candidates = [base]
+        elif base.is_dir():
+            candidates = [Path(d) / f for d, _, names in os.walk(base) for f in names]
+        else:
+            continue
+        for path in candidates:
+            try:
+                source = relative_source(root, path)
+            except PathError as exc:
+                skipped.append(Skipped(path.name, str(exc)))
+                continue
+            if not is_memory_source(config, source):
+                continue
+            if not path.is_file():
+                skipped.append(Skipped(source, "not a regular file (a broken or looping link?)"))
+                continue
+            found[source] = MemoryFile(source, path)
+    return [found[s] for s in sorted(found)], skipped
+
+
+def read_text(path: Path) -> tuple[str, str]:
+    """(text, problem): invalid UTF-8 is replaced; binary and oversized files give '' and a reason."""
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        return "", f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB ({size} bytes)"
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        return "", "binary file (contains NUL bytes)"
+    try:
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError as exc:
+        return data.decode("utf-8", "replace"), f"invalid UTF-8 at byte {exc.start}, decoded with replacement"

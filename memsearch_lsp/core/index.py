@@ -1,0 +1,252 @@
+"""Indexer: reconcile disk (and unsaved buffers) with the store; embed only text never seen before."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp.config import Config
+from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
+from memsearch_lsp.core.embed import Embedder
+from memsearch_lsp.core.files import Skipped, find_memory_files, read_text
+from memsearch_lsp.core.store import MilvusStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+GROUP_CHUNKS = 256
+
+
+@dataclass
+class IndexStats:
+    files_added: int = 0
+    files_modified: int = 0
+    files_removed: int = 0
+    files_total: int = 0
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    seconds: float = 0.0
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[Skipped] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        text = (f"+{self.files_added} added ~{self.files_modified} modified -{self.files_removed} removed, "
+                f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
+                f"({self.chunks_total} chunks in {self.files_total} files, {self.seconds:.2f}s)")
+        for item in self.skipped:
+            text += f"\nskipped {item.source}: {item.reason}"
+        for item in self.warnings:
+            text += f"\nwarning {item.source}: {item.reason}"
+        return text
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.files_added or self.files_modified or self.files_removed)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+@dataclass
+class _FileState:
+    file_hash: str  # "<sha256 of the text>:<number of chunks>"
+    ids: set[str] = field(default_factory=set)
+    consistent: bool = True  # every row carries the same file_hash and the current model
+
+    @property
+    def complete(self) -> bool:
+        expected = self.file_hash.rsplit(":", 1)[-1]
+        return self.consistent and expected.isdigit() and int(expected) == len(self.ids)
+
+
+class Indexer:
+    """Owns the store's rows; one writer at a time (callers serialise through `lock`)."""
+
+    def __init__(self, root: Path, config: Config, store: MilvusStore, embedder: Embedder):
+        self.root, self.config, self.store, self.embedder = root, config, store, embedder
+        self.lock = threading.RLock()
+        self.overlays: dict[str, str] = {}  # unsaved editor buffers: the truth for their files
+        self._manifest: dict[str, _FileState] | None = None
+
+    @property
+    def model(self) -> str:
+        return self.embedder.model_name
+
+    # -- state -----------------------------------------------------------------------------
+    def manifest(self) -> dict[str, _FileState]:
+        if self._manifest is None:
+            manifest: dict[str, _FileState] = {}
+            for row in self.store.iter_rows(["source", "file_hash", "model"]):
+                state = manifest.get(row["source"])
+                if state is None:
+                    state = manifest[row["source"]] = _FileState(row["file_hash"])
+                state.ids.add(row["id"])
+                if row["file_hash"] != state.file_hash or row["model"] != self.model:
+                    state.consistent = False
+            self._manifest = manifest
+        return self._manifest
+
+    def forget(self) -> None:
+        """Drop the cached manifest (after a reset or a store swap)."""
+        self._manifest = None
+
+    def chunk(self, source: str, text: str) -> list[Chunk]:
+        return chunk_markdown(text, source, model=self.model, max_chars=MAX_CHARS)
+
+    # -- public operations -----------------------------------------------------------------
+    def reconcile(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
+        started = time.perf_counter()
+        stats = IndexStats()
+        with self.lock:
+            files, stats.skipped = find_memory_files(self.root, self.config)
+            manifest = self.manifest()
+            texts: dict[str, str] = {}
+            for item in files:
+                if item.source in self.overlays:
+                    texts[item.source] = self.overlays[item.source]
+                    continue
+                try:
+                    text, problem = read_text(item.path)
+                except OSError as exc:
+                    stats.skipped.append(Skipped(item.source, f"cannot read: {exc}"))
+                    continue
+                if problem and not text:
+                    stats.skipped.append(Skipped(item.source, problem))
+                    continue
+                if problem:
+                    stats.warnings.append(Skipped(item.source, problem))
+                texts[item.source] = text
+            for source, text in self.overlays.items():
+                texts.setdefault(source, text)
+            unreadable = {s.source for s in stats.skipped}
+            changed = {s: t for s, t in texts.items() if force or self._stale(manifest.get(s), t)}
+            for source in changed:
+                if source in manifest:
+                    stats.files_modified += 1
+                elif texts[source].strip():
+                    stats.files_added += 1
+            self._write(changed, stats, progress)
+            # Removals last, so a renamed file reuses the vectors of its old rows.
+            removed = [s for s in manifest if s not in texts and s not in unreadable]
+            for source in removed:
+                self._remove(source)
+            stats.files_removed = len(removed)
+            # Files that became unreadable lose their rows too: the index mirrors what can be read.
+            for source in unreadable & set(manifest):
+                self._remove(source)
+            if stats.changed or force:
+                self.store.flush()
+            self._totals(stats)
+        stats.seconds = time.perf_counter() - started
+        for item in stats.skipped + stats.warnings:
+            log.warning("%s: %s", item.source, item.reason)
+        return stats
+
+    def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
+        """Index one file's text (an unsaved buffer when `overlay`), replacing its rows."""
+        started = time.perf_counter()
+        stats = IndexStats()
+        with self.lock:
+            if overlay:
+                self.overlays[source] = text
+            state = self.manifest().get(source)
+            if self._stale(state, text):
+                if state is None:
+                    stats.files_added = 1
+                else:
+                    stats.files_modified = 1
+                self._write({source: text}, stats, None)
+                self.store.flush()
+            self._totals(stats)
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def drop_overlay(self, source: str) -> None:
+        with self.lock:
+            self.overlays.pop(source, None)
+
+    def remove(self, source: str) -> IndexStats:
+        started = time.perf_counter()
+        stats = IndexStats()
+        with self.lock:
+            self.overlays.pop(source, None)
+            if source in self.manifest():
+                self._remove(source)
+                self.store.flush()
+                stats.files_removed = 1
+            self._totals(stats)
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    # -- internals -------------------------------------------------------------------------
+    def _stale(self, state: _FileState | None, text: str) -> bool:
+        return state is None or not state.complete or state.file_hash.split(":")[0] != sha256(text)
+
+    def _totals(self, stats: IndexStats) -> None:
+        manifest = self.manifest()
+        stats.files_total = sum(1 for s in manifest.values() if s.ids)
+        stats.chunks_total = sum(len(s.ids) for s in manifest.values())
+
+    def _remove(self, source: str) -> None:
+        state = self.manifest().pop(source, None)
+        if state is not None:
+            self.store.delete(state.ids)
+
+    def _write(self, texts: dict[str, str], stats: IndexStats, progress: Progress | None) -> None:
+        """Chunk, embed what is new, upsert, then delete the rows the new chunks replace."""
+        pending: list[tuple[str, str, list[Chunk]]] = []
+        total = len(texts)
+        done = 0
+        for source, text in texts.items():
+            pending.append((source, text, self.chunk(source, text)))
+            if sum(len(c) for _, _, c in pending) >= GROUP_CHUNKS:
+                self._write_group(pending, stats)
+                done += len(pending)
+                pending = []
+                if progress:
+                    progress(done, total, f"{done}/{total} files")
+        if pending:
+            self._write_group(pending, stats)
+            if progress:
+                progress(total, total, f"{total}/{total} files")
+
+    def _write_group(self, group: Sequence[tuple[str, str, list[Chunk]]], stats: IndexStats) -> None:
+        chunks = [c for _, _, cs in group for c in cs]
+        vectors = self.store.vectors_for([c.embed_hash for c in chunks], self.model) if chunks else {}
+        missing: dict[str, str] = {}
+        for c in chunks:
+            if c.embed_hash not in vectors:
+                missing.setdefault(c.embed_hash, c.embed_text)
+        if missing:
+            hashes = list(missing)
+            for h, v in zip(hashes, self.embedder.embed([missing[h] for h in hashes])):
+                vectors[h] = v
+        stats.chunks_embedded += len(missing)
+        stats.chunks_reused += len(chunks) - sum(1 for c in chunks if c.embed_hash in missing)
+        rows: list[dict[str, Any]] = []
+        for source, text, cs in group:
+            file_hash = f"{sha256(text)}:{len(cs)}"
+            rows.extend(self._row(c, file_hash, vectors[c.embed_hash]) for c in cs)
+        self.store.upsert(rows)
+        manifest = self.manifest()
+        for source, text, cs in group:
+            new_ids = {c.id for c in cs}
+            old = manifest.get(source)
+            if old is not None and old.ids - new_ids:
+                self.store.delete(old.ids - new_ids)
+            manifest[source] = _FileState(f"{sha256(text)}:{len(cs)}", new_ids)
+
+    def _row(self, c: Chunk, file_hash: str, vector: list[float]) -> dict[str, Any]:
+        return {"id": c.id, "source": c.source, "heading": c.heading,
+                "heading_path": " > ".join(c.heading_path), "level": c.level,
+                "start_line": c.start_line, "end_line": c.end_line, "content_hash": c.content_hash,
+                "embed_hash": c.embed_hash, "file_hash": file_hash, "model": self.model,
+                "date": c.date, "content": c.content, "dense": vector}

@@ -1,0 +1,212 @@
+"""Memory: one facade over config, embedder, store and indexer, used by the CLI, the LSP and agents."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import logging
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp import __version__
+from memsearch_lsp.config import Config, kwargs_to_settings, load_config
+from memsearch_lsp.core.chunks import Chunk, chunk_markdown
+from memsearch_lsp.core.embed import Embedder, create_embedder
+from memsearch_lsp.core.files import is_memory_source, read_text, relative_source
+from memsearch_lsp.core.index import Indexer, IndexStats, Progress
+from memsearch_lsp.core.search import Expanded, Hit, hybrid_search, to_expanded
+from memsearch_lsp.core.store import MilvusStore
+
+log = logging.getLogger(__name__)
+
+INDEX_DIR = ".memsearch"
+
+
+class Memory:
+    """A workspace's memory: `index()`, `search()`, `expand()` and their async twins.
+
+    >>> mem = Memory("~/project")            # doctest: +SKIP
+    >>> mem.index(); mem.search("redis ttl")  # doctest: +SKIP
+    """
+
+    def __init__(self, workspace: str | Path = ".", *, config: Config | None = None,
+                 embedder: Embedder | None = None, **settings: Any):
+        self.root = Path(workspace).expanduser().resolve()
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"workspace {self.root} is not a folder")
+        base = config or load_config(self.root)
+        self.config = base.merged(kwargs_to_settings(settings)) if settings else base
+        self._embedder = embedder
+        self._store: MilvusStore | None = None
+        self._indexer: Indexer | None = None
+
+    # -- composition (lazy: nothing heavy until the first index or search) -----------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            e = self.config.embedding
+            self._embedder = create_embedder(e.model, batch_size=e.batch_size, threads=e.threads)
+        return self._embedder
+
+    @property
+    def uri(self) -> str:
+        return self.config.milvus.uri or str(self.root / INDEX_DIR / "milvus.db")
+
+    @property
+    def collection(self) -> str:
+        name = self.config.milvus.collection
+        if "://" in self.uri and name == "memsearch":  # a shared server: one collection per root
+            name += "_" + hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
+        return name
+
+    @property
+    def store(self) -> MilvusStore:
+        if self._store is None:
+            store = MilvusStore(self.uri, self.collection, self._dim(), token=self.config.milvus.token)
+            store.open()
+            self._store = store
+        return self._store
+
+    def _dim(self) -> int:
+        if not self.embedder.dim:
+            self.embedder.embed(["dimension probe"])
+        return self.embedder.dim
+
+    @property
+    def indexer(self) -> Indexer:
+        if self._indexer is None:
+            self._indexer = Indexer(self.root, self.config, self.store, self.embedder)
+        return self._indexer
+
+    def reconfigure(self, config: Config) -> bool:
+        """Apply new settings; True when the index must be rebuilt (model, paths or store moved)."""
+        old, self.config = self.config, config
+        heavy = (old.embedding != config.embedding or old.milvus != config.milvus
+                 or old.memory != config.memory or old.compact.index_archive != config.compact.index_archive
+                 or old.compact.archive_dir != config.compact.archive_dir)
+        if old.embedding != config.embedding:
+            self._embedder = None
+        if old.milvus != config.milvus or old.embedding != config.embedding:
+            self.close()
+        elif self._indexer is not None:
+            self._indexer.config = config
+        return heavy
+
+    # -- paths -----------------------------------------------------------------------------
+    def source_of(self, path: str | Path) -> str:
+        """Workspace-relative POSIX source; PathError when `path` is outside the workspace."""
+        return relative_source(self.root, Path(path))
+
+    def is_memory(self, source: str) -> bool:
+        return is_memory_source(self.config, source)
+
+    def path_of(self, source: str) -> Path:
+        return self.root / relative_source(self.root, Path(source))
+
+    # -- indexing --------------------------------------------------------------------------
+    def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
+        return self.indexer.reconcile(force=force, progress=progress)
+
+    def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
+        return self.indexer.index_text(source, text, overlay=overlay)
+
+    def index_file(self, source: str) -> IndexStats:
+        """Re-index one file from disk (it lost its buffer, or an agent wrote it)."""
+        self.indexer.drop_overlay(source)
+        path = self.path_of(source)
+        if not path.is_file() or not self.is_memory(source):
+            return self.indexer.remove(source)
+        text, problem = read_text(path)
+        if problem and not text:
+            log.warning("%s: %s", source, problem)
+            return self.indexer.remove(source)
+        return self.indexer.index_text(source, text, overlay=False)
+
+    def remove(self, source: str) -> IndexStats:
+        return self.indexer.remove(source)
+
+    def reset(self) -> None:
+        """Delete the index (the Markdown is untouched); the next index() rebuilds it."""
+        if self.config.milvus.uri:
+            self.store.drop()
+        else:
+            self.close()
+            shutil.rmtree(self.root / INDEX_DIR, ignore_errors=True)
+        if self._indexer is not None:
+            self._indexer.forget()
+        self._indexer = None
+
+    # -- reading ---------------------------------------------------------------------------
+    def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
+        """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call."""
+        settings = replace(self.config.search, **overrides) if overrides else self.config.search
+        return hybrid_search(self.store, self.embedder, query, settings,
+                             top_k if top_k is not None else settings.top_k)
+
+    def expand(self, chunk_id: str) -> Expanded | None:
+        row = self.store.get(chunk_id.strip().lower())
+        return to_expanded(row) if row else None
+
+    def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
+        """Memories from other files that resemble `chunk`."""
+        query = f"{chunk.heading}\n{chunk.content}"[:2000]
+        return hybrid_search(self.store, self.embedder, query, self.config.search, top_k,
+                             exclude_source=chunk.source)
+
+    def outline(self, source: str, text: str) -> list[Chunk]:
+        return chunk_markdown(text, source, model=self.config.embedding.model)
+
+    def status(self) -> dict[str, Any]:
+        indexer = self.indexer
+        manifest = indexer.manifest()
+        return {"version": __version__, "root": str(self.root), "uri": self.uri,
+                "collection": self.collection, "model": self.embedder.model_name,
+                "dim": self.embedder.dim, "files": len(manifest),
+                "chunks": sum(len(s.ids) for s in manifest.values()),
+                "pending_buffers": sorted(indexer.overlays)}
+
+    def today(self, date: dt.date | None = None) -> Path:
+        """Today's daily log (created with a heading when missing)."""
+        day = (date or dt.date.today()).isoformat()
+        folder = self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
+        path = folder / f"{day}.md"
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"# {day}\n\n", encoding="utf-8")
+        return path
+
+    def remember(self, text: str, heading: str | None = None) -> IndexStats:
+        """Append a note to today's log and index it: the 'remember' step of an agent loop."""
+        path = self.today()
+        stamp = heading or dt.datetime.now().strftime("%H:%M")
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"\n## {stamp}\n\n{text.strip()}\n")
+        return self.index_file(self.source_of(path))
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+        self._store = None
+        self._indexer = None
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async twins, for event-loop code --------------------------------------------------
+    async def aindex(self, force: bool = False) -> IndexStats:
+        return await asyncio.to_thread(self.index, force)
+
+    async def asearch(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
+        return await asyncio.to_thread(self.search, query, top_k, **overrides)
+
+    async def aexpand(self, chunk_id: str) -> Expanded | None:
+        return await asyncio.to_thread(self.expand, chunk_id)
+
+    async def aremember(self, text: str, heading: str | None = None) -> IndexStats:
+        return await asyncio.to_thread(self.remember, text, heading)

@@ -1,0 +1,101 @@
+"""Hybrid search over the store: hits with snippets, expand a chunk, related memories."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from memsearch_lsp.config import SearchConfig
+from memsearch_lsp.core.embed import Embedder
+from memsearch_lsp.core.store import MilvusStore, Row, quote
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result; lines are 1-based and inclusive, `source` relative to the workspace."""
+
+    id: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    date: str = ""
+    heading_path: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "heading": self.heading,
+                "start_line": self.start_line, "end_line": self.end_line,
+                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date}
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """A whole chunk, for `expand`, hover and definition."""
+
+    id: str
+    source: str
+    heading: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    content: str
+    date: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "heading": self.heading,
+                "heading_path": self.heading_path, "start_line": self.start_line,
+                "end_line": self.end_line, "content": self.content, "date": self.date}
+
+
+def _body(content: str) -> str:
+    lines = content.split("\n")
+    if lines and re.match(r"^\s{0,3}#{1,6}(\s|$)", lines[0]):
+        lines = lines[1:]
+    elif len(lines) > 1 and re.match(r"^\s{0,3}(=+|-+)\s*$", lines[1]):
+        lines = lines[2:]
+    return " ".join(" ".join(lines).split())
+
+
+def snippet(content: str, query: str, width: int = 200) -> str:
+    """`width` characters of the body around the first query word it contains."""
+    text = _body(content) or " ".join(content.split())
+    if len(text) <= width:
+        return text
+    lowered = text.lower()
+    positions = [lowered.find(w.lower()) for w in _WORD.findall(query) if len(w) > 1]
+    found = [p for p in positions if p >= 0]
+    start = max(0, min(found) - width // 4) if found else 0
+    if start:
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < start + 20 else start
+    piece = text[start:start + width - (1 if start else 0) - 1].rstrip()
+    return ("…" if start else "") + piece + "…"
+
+
+def to_hit(row: Row, query: str, width: int) -> Hit:
+    return Hit(id=row.id, source=row.source, heading=row.heading, start_line=row.start_line,
+               end_line=row.end_line, score=row.score, snippet=snippet(row.content, query, width),
+               date=row.date, heading_path=row.heading_path)
+
+
+def to_expanded(row: Row) -> Expanded:
+    return Expanded(id=row.id, source=row.source, heading=row.heading, heading_path=row.heading_path,
+                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date)
+
+
+def hybrid_search(store: MilvusStore, embedder: Embedder, query: str, settings: SearchConfig,
+                  top_k: int, exclude_source: str = "") -> list[Hit]:
+    """Dense and BM25 candidates fused with the configured ranker, best first."""
+    if not query.strip() or top_k <= 0:
+        return []
+    vector = embedder.embed([query])[0] if settings.vector_weight > 0 or settings.ranker == "rrf" else None
+    expr = f"source != {quote(exclude_source)}" if exclude_source else ""
+    rows = store.search(vector, query, limit=top_k, candidates=settings.candidates,
+                        vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,
+                        ranker=settings.ranker, rrf_k=settings.rrf_k, expr=expr)
+    return [to_hit(r, query, settings.snippet_chars) for r in rows]

@@ -1,0 +1,237 @@
+"""MilvusStore: schema, writes and hybrid (dense + BM25) search; the only pymilvus import."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MAX_CONTENT_BYTES = 60000
+SCALARS = ("source", "heading", "heading_path", "level", "start_line", "end_line", "content_hash",
+           "embed_hash", "file_hash", "model", "date", "content")
+_BATCH = 500
+
+
+class StoreError(RuntimeError):
+    """The vector store cannot be opened or used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stored chunk as the store returns it."""
+
+    id: str
+    source: str
+    heading: str
+    heading_path: str
+    level: int
+    start_line: int
+    end_line: int
+    content_hash: str
+    embed_hash: str
+    file_hash: str
+    model: str
+    date: str
+    content: str
+    score: float = 0.0
+
+    @classmethod
+    def from_entity(cls, pk: str, entity: dict[str, Any], score: float = 0.0) -> Row:
+        values = {name: entity.get(name, "") for name in SCALARS}
+        for name in ("level", "start_line", "end_line"):
+            values[name] = int(values[name] or 0)
+        return cls(id=pk, score=score, **values)
+
+
+def quote(value: str) -> str:
+    """A Milvus filter string literal (Milvus Lite has no filter templates)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _clip(text: str) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= MAX_CONTENT_BYTES:
+        return text
+    return data[:MAX_CONTENT_BYTES].decode("utf-8", "ignore")
+
+
+class MilvusStore:
+    """One collection: scalar metadata, a COSINE dense vector and a BM25 sparse vector."""
+
+    def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
+        self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
+        self._client: Any = None
+        self._lock = threading.RLock()
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                return
+            from pymilvus import MilvusClient
+
+            for name in ("pymilvus", "grpc._server", "milvus_lite"):  # we report errors ourselves
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            if self.is_local:
+                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._client = MilvusClient(uri=self.uri, token=self.token or "")
+                self._ensure_collection()
+            except Exception as exc:
+                self._client = None
+                raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                try:
+                    self._client.close()
+                finally:
+                    self._client = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self.open()
+        return self._client
+
+    def _existing_dim(self) -> int | None:
+        info = self._client.describe_collection(self.collection)
+        for f in info.get("fields", []):
+            if f.get("name") == "dense":
+                return int(f.get("params", {}).get("dim", 0))
+        return None
+
+    def _ensure_collection(self) -> None:
+        client = self._client
+        if client.has_collection(self.collection):
+            if self._existing_dim() == self.dim:
+                client.load_collection(self.collection)
+                return
+            log.warning("index %s has another embedding dimension; rebuilding it", self.collection)
+            client.drop_collection(self.collection)
+        self._create()
+
+    def _create(self) -> None:
+        from pymilvus import DataType, Function, FunctionType
+
+        client = self._client
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        for name in ("source", "heading", "heading_path"):
+            schema.add_field(name, DataType.VARCHAR, max_length=2048)
+        for name in ("level", "start_line", "end_line"):
+            schema.add_field(name, DataType.INT64)
+        for name in ("content_hash", "embed_hash", "file_hash", "model", "date"):
+            schema.add_field(name, DataType.VARCHAR, max_length=512)
+        schema.add_field("content", DataType.VARCHAR, max_length=65535, enable_analyzer=True)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
+                                     input_field_names=["content"], output_field_names=["sparse"]))
+        index = client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
+                        metric_type="COSINE")
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        client.create_collection(self.collection, schema=schema, index_params=index)
+        client.load_collection(self.collection)
+
+    def drop(self) -> None:
+        with self._lock:
+            if self.client.has_collection(self.collection):
+                self.client.drop_collection(self.collection)
+            self._create()
+
+    # -- writes ----------------------------------------------------------------------------
+    def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
+        for start in range(0, len(rows), _BATCH):
+            batch = [dict(r, content=_clip(r["content"]), heading=r["heading"][:500],
+                          heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
+            with self._lock:
+                self.client.upsert(self.collection, batch)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        for start in range(0, len(ids), _BATCH):
+            with self._lock:
+                self.client.delete(self.collection, ids=ids[start:start + _BATCH])
+
+    def flush(self) -> None:
+        with self._lock:
+            self.client.flush(self.collection)
+
+    # -- reads -----------------------------------------------------------------------------
+    def iter_rows(self, fields: Sequence[str], expr: str = "") -> Iterator[dict[str, Any]]:
+        with self._lock:
+            iterator = self.client.query_iterator(self.collection, batch_size=4096, filter=expr,
+                                                  output_fields=list(fields))
+            try:
+                while True:
+                    page = iterator.next()
+                    if not page:
+                        break
+                    yield from page
+            finally:
+                iterator.close()
+
+    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[float]]:
+        """Stored vectors by embed_hash, for the embedding cache."""
+        found: dict[str, list[float]] = {}
+        unique = sorted(set(embed_hashes))
+        for start in range(0, len(unique), _BATCH):
+            part = unique[start:start + _BATCH]
+            expr = f"model == {quote(model)} and embed_hash in [{', '.join(quote(h) for h in part)}]"
+            with self._lock:
+                rows = self.client.query(self.collection, filter=expr,
+                                         output_fields=["embed_hash", "dense"], limit=16384)
+            for row in rows:
+                found[row["embed_hash"]] = [float(x) for x in row["dense"]]
+        return found
+
+    def get(self, chunk_id: str) -> Row | None:
+        with self._lock:
+            rows = self.client.get(self.collection, ids=[chunk_id], output_fields=list(SCALARS))
+        return Row.from_entity(rows[0]["id"], rows[0]) if rows else None
+
+    def count(self) -> int:
+        with self._lock:
+            rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def search(self, vector: list[float] | None, text: str, limit: int, candidates: int,
+               vector_weight: float, bm25_weight: float, ranker: str = "weighted", rrf_k: int = 60,
+               expr: str = "") -> list[Row]:
+        """Dense + BM25 legs fused by WeightedRanker or RRF; a leg with weight 0 is skipped."""
+        from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
+
+        per_leg = max(candidates, limit)
+        fields = list(SCALARS)
+        legs: list[tuple[str, Any, float]] = []
+        if vector is not None and (vector_weight > 0 or ranker == "rrf"):
+            legs.append(("dense", vector, vector_weight))
+        if text.strip() and (bm25_weight > 0 or ranker == "rrf"):
+            legs.append(("sparse", text, bm25_weight))
+        if not legs:
+            return []
+        with self._lock:
+            if len(legs) == 1:
+                field, data, _ = legs[0]
+                hits = self.client.search(self.collection, data=[data], anns_field=field, limit=limit,
+                                          filter=expr, output_fields=fields,
+                                          search_params={"metric_type": "COSINE" if field == "dense" else "BM25"})
+            else:
+                requests = [AnnSearchRequest(data=[data], anns_field=field, param={}, limit=per_leg, expr=expr)
+                            for field, data, _ in legs]
+                fuse = RRFRanker(rrf_k) if ranker == "rrf" else WeightedRanker(*(w for _, _, w in legs))
+                hits = self.client.hybrid_search(self.collection, requests, fuse, limit=limit,
+                                                 output_fields=fields)
+        return [Row.from_entity(h["id"], h.get("entity", {}), float(h.get("distance", 0.0))) for h in hits[0]]

@@ -1,0 +1,147 @@
+"""Chunker: heading chunks with real tree-sitter, and its properties under hypothesis."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsearch_lsp.core.chunks import MAX_CHARS, chunk_id, chunk_markdown, log_date, normalize_newlines
+
+DOC = """---
+title: notes
+---
+Intro before any heading.
+
+# Title
+body line
+```python
+# not a heading
+x = 1
+```
+Setext Heading
+==============
+text under setext
+
+## Sub ##
+more
+"""
+
+
+def test_headings_preamble_fences_setext_and_front_matter() -> None:
+    chunks = chunk_markdown(DOC, "memory/2026-02-09.md", model="m")
+    assert [(c.heading, c.level, c.start_line, c.end_line) for c in chunks] == [
+        ("", 0, 4, 4),
+        ("Title", 1, 6, 11),
+        ("Setext Heading", 1, 12, 14),
+        ("Sub", 2, 16, 17),
+    ]
+    assert chunks[3].heading_path == ("Setext Heading", "Sub")
+    assert "# not a heading" in chunks[1].content
+    assert all("title: notes" not in c.content for c in chunks)
+    assert chunks[1].content == "\n".join(DOC.split("\n")[5:11])
+    assert {c.date for c in chunks} == {"2026-02-09"}
+
+
+def test_id_depends_on_place_text_and_model() -> None:
+    a = chunk_markdown("# A\ntext\n", "m.md", model="one")[0]
+    assert a.id == chunk_id("m.md", 1, 2, a.content_hash, "one") and len(a.id) == 16
+    assert chunk_markdown("# A\ntext\n", "m.md", model="two")[0].id != a.id
+    assert chunk_markdown("\n# A\ntext\n", "m.md", model="one")[0].id != a.id
+    assert chunk_markdown("\n# A\ntext\n", "m.md", model="one")[0].embed_hash == a.embed_hash
+
+
+def test_long_section_splits_at_blank_lines_and_keeps_fences_whole() -> None:
+    paragraphs = [f"para {i} " + "word " * 60 for i in range(12)]
+    fence = "```\n" + "\n".join(f"code line {i}" for i in range(20)) + "\n```"
+    text = "# Big\n\n" + "\n\n".join(paragraphs[:6] + [fence] + paragraphs[6:]) + "\n"
+    chunks = chunk_markdown(text, "big.md")
+    assert len(chunks) >= 3
+    assert all(len(c.content) <= MAX_CHARS for c in chunks)
+    assert all(c.heading == "Big" and c.heading_path == ("Big",) for c in chunks)
+    assert sum(fence in c.content for c in chunks) == 1  # the fence is never cut
+    assert all(c.embed_text.startswith("Big\n") for c in chunks)
+
+
+def test_crlf_and_missing_final_newline() -> None:
+    chunks = chunk_markdown("# A\r\none\r\n# B\rtwo", "x.md")
+    assert [(c.heading, c.start_line, c.end_line, c.content) for c in chunks] == [
+        ("A", 1, 2, "# A\none"), ("B", 3, 4, "# B\ntwo")]
+
+
+def test_log_date() -> None:
+    assert log_date("memory/2026-02-09.md") == "2026-02-09"
+    assert log_date("memory/MEMORY.md") == ""
+
+
+# -- properties ------------------------------------------------------------------------------
+line = st.one_of(
+    st.from_regex(r"#{1,6} [A-Za-z0-9 ]{1,20}", fullmatch=True),
+    st.from_regex(r"[A-Za-z0-9 ,.]{1,60}", fullmatch=True),
+    st.just(""), st.just("```"), st.just("# inside maybe"), st.just("---"), st.just("==="),
+    st.just("- item"), st.just("> quote"), st.text(max_size=30).map(lambda s: s.replace("\r", "")),
+)
+docs = st.lists(line, max_size=60).map(lambda ls: "\n".join(ls) + "\n")
+
+
+def _front_matter_rows(lines: list[str]) -> int:
+    if lines and lines[0] == "---" and "---" in lines[1:]:
+        return lines[1:].index("---") + 2
+    return 0
+
+
+def _fence_rows(lines: list[str]) -> set[int]:
+    inside, rows = False, set()
+    for i, text in enumerate(lines):
+        if text.startswith("```"):
+            rows.add(i)
+            inside = not inside
+        elif inside:
+            rows.add(i)
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs)
+def test_chunks_never_overlap_and_cover_every_nonblank_line(text: str) -> None:
+    chunks = chunk_markdown(text, "p.md")
+    lines = normalize_newlines(text).split("\n")
+    covered: list[int] = []
+    for c in chunks:
+        assert 1 <= c.start_line <= c.end_line <= len(lines)
+        assert c.content == "\n".join(lines[c.start_line - 1:c.end_line])
+        covered.extend(range(c.start_line, c.end_line + 1))
+    assert len(covered) == len(set(covered)), "chunks overlap"
+    assert covered == sorted(covered)
+    front = _front_matter_rows(lines)
+    missing = [i + 1 for i, t in enumerate(lines) if t.strip() and (i + 1) not in set(covered)]
+    assert all(n <= front for n in missing), f"uncovered lines {missing}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs)
+def test_every_top_level_atx_heading_starts_a_chunk_and_fenced_hashes_never_do(text: str) -> None:
+    chunks = chunk_markdown(text, "p.md")
+    lines = normalize_newlines(text).split("\n")
+    starts = {c.start_line for c in chunks}
+    fenced = _fence_rows(lines)
+    for c in chunks:
+        if c.level > 0 and c.start_line == min(x.start_line for x in chunks if x.heading_path == c.heading_path):
+            assert (c.start_line - 1) not in fenced, f"a line inside a fence started chunk {c.start_line}"
+    for i, t in enumerate(lines):
+        if re.fullmatch(r"#{1,6} [A-Za-z0-9 ]*[A-Za-z0-9][A-Za-z0-9 ]*", t) and i not in fenced \
+                and i >= _front_matter_rows(lines):
+            assert (i + 1) in starts, f"heading on line {i + 1} does not start a chunk"
+
+
+def test_setext_heading_starts_a_chunk() -> None:
+    chunks = chunk_markdown("intro\n\nTitle\n-----\nbody\n", "s.md")
+    assert [(c.heading, c.start_line) for c in chunks] == [("", 1), ("Title", 3)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_random_text_never_raises(text: str) -> None:
+    for c in chunk_markdown(text, "r.md"):
+        assert c.start_line <= c.end_line
