@@ -1,0 +1,389 @@
+"""Compaction: choose old daily logs, summarise them by period, plan the files (data), apply the plan atomically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import hashlib
+import logging
+import os
+import posixpath
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
+from memsearch_lsp.core.index import IndexStats, Progress
+from memsearch_lsp.core.summarize import CompactError, LogText, SummarizerError, create_summarizer
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.memory import Memory
+
+__all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "SummarizerError", "SummaryFile", "apply_plan",
+           "plan_compaction"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SummaryFile:
+    """A summary to create, or to append `content` to (an earlier compaction of the same period)."""
+
+    path: str  # workspace-relative POSIX path
+    action: Literal["create", "append"]
+    content: str  # the whole file for "create", the appended text for "append"
+    sources: tuple[str, ...]  # the daily logs it summarises (their paths before archiving)
+    base_sha256: str = ""  # for "append": the existing file's sha256 when planned
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": self.path, "action": self.action, "content": self.content,
+                                "sources": list(self.sources)}
+        if self.base_sha256:
+            data["base_sha256"] = self.base_sha256
+        return data
+
+
+@dataclass(frozen=True)
+class ArchiveMove:
+    src: str
+    dst: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"from": self.src, "to": self.dst}
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What compaction would do: summaries to write and originals to move into the archive."""
+
+    summaries: tuple[SummaryFile, ...] = ()
+    archive: tuple[ArchiveMove, ...] = ()
+    summarizer: str = "extractive"
+    note: str = ""  # why the plan is empty, or other context for humans
+    stats: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.summaries and not self.archive
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"summaries": [s.to_dict() for s in self.summaries],
+                                "archive": [m.to_dict() for m in self.archive], "summarizer": self.summarizer}
+        if self.note:
+            data["note"] = self.note
+        if self.stats:
+            data["stats"] = dict(self.stats)
+        return data
+
+    def describe(self) -> str:
+        if self.empty:
+            return self.note or "nothing to compact"
+        chars_in, chars_out = self.stats.get("chars_in", 0), self.stats.get("chars_out", 0)
+        lines = [f"compact {len(self.archive)} daily logs into {len(self.summaries)} summaries "
+                 f"({self.summarizer}; {chars_in} -> {chars_out} characters)"]
+        for s in self.summaries:
+            lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
+        for m in self.archive:
+            lines.append(f"  move    {m.src} -> {m.dst}")
+        return "\n".join(lines)
+
+
+# -- planning -----------------------------------------------------------------------------------
+def period_key(date: dt.date, group_by: str) -> str:
+    """'2026-W06' (ISO week), '2026-02' (month) or '2026-02-09' (day)."""
+    if group_by == "month":
+        return f"{date.year:04d}-{date.month:02d}"
+    if group_by == "day":
+        return date.isoformat()
+    year, week, _ = date.isocalendar()
+    return f"{year:04d}-W{week:02d}"
+
+
+def _in_archive(memory: Memory, source: str) -> bool:
+    return glob_match(memory.config.compact.archive_dir, source)
+
+
+def _explicit(memory: Memory, files: Sequence[str]) -> list[str]:
+    """Workspace sources of the files named by the user; CompactError for anything not a daily log."""
+    sources: list[str] = []
+    for name in files:
+        given = Path(name).expanduser()
+        # A relative name means the workspace's file, else (if only that exists) the one under the cwd.
+        use_cwd = not given.is_absolute() and not (memory.root / given).exists() and given.exists()
+        candidate = given.resolve() if use_cwd else given
+        try:
+            source = memory.source_of(candidate)
+        except PathError as exc:
+            raise CompactError(f"{name}: outside the workspace {memory.root}") from exc
+        if not log_date(source):
+            raise CompactError(f"{name}: not a daily log (only files named YYYY-MM-DD.md are compacted)")
+        if _in_archive(memory, source):
+            raise CompactError(f"{name}: already archived in {memory.config.compact.archive_dir}")
+        if not memory.is_memory(source):
+            raise CompactError(f"{name}: not a memory file (outside compact's memory.paths, or excluded)")
+        if not memory.path_of(source).is_file():
+            raise CompactError(f"{name}: no such file")
+        try:
+            dt.date.fromisoformat(log_date(source))
+        except ValueError as exc:
+            raise CompactError(f"{name}: {log_date(source)} is not a valid date") from exc
+        if source not in sources:
+            sources.append(source)
+    return sources
+
+
+def _old_logs(memory: Memory, cutoff: dt.date) -> list[str]:
+    found, _ = find_memory_files(memory.root, memory.config)
+    out = []
+    for item in found:
+        day = log_date(item.source)
+        if not day or _in_archive(memory, item.source):
+            continue
+        try:
+            if dt.date.fromisoformat(day) < cutoff:
+                out.append(item.source)
+        except ValueError:
+            log.warning("%s: not a valid date, not compacted", item.source)
+    return out
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def plan_compaction(memory: Memory, older_than_days: int | None = None, files: Sequence[str] | None = None,
+                    today: dt.date | None = None, *, texts: Mapping[str, str] | None = None,
+                    progress: Progress | None = None) -> CompactionPlan:
+    """Plan the compaction of `files`, or of the daily logs older than `older_than_days`.
+
+    Nothing is written. `texts` overrides the disk content of some sources (unsaved editor
+    buffers); `progress(done, total, message)` reports each summarised group.
+    """
+    config = memory.config.compact
+    today = today or dt.date.today()
+    days = config.older_than_days if older_than_days is None else older_than_days
+    if days < 0:
+        raise CompactError(f"--older-than must not be negative, got {days}")
+    cutoff = today - dt.timedelta(days=days)
+    sources = _explicit(memory, files) if files else _old_logs(memory, cutoff)
+    if not sources:
+        note = "no daily logs given" if files is not None and not files else \
+            f"nothing to compact: no daily logs older than {days} days (before {cutoff.isoformat()})"
+        return CompactionPlan(summarizer=config.summarizer, note=note)
+
+    try:
+        archive_dir = relative_source(memory.root, Path(config.archive_dir))
+    except PathError as exc:
+        raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
+    moves: dict[str, str] = {}
+    for source in sources:
+        dst = posixpath.join(archive_dir, posixpath.basename(source))
+        if dst in moves.values():
+            raise CompactError(f"{source}: another log named {posixpath.basename(source)} goes to {dst} too")
+        if memory.path_of(dst).exists():
+            raise CompactError(f"{source}: {dst} already exists; move it away or compact another log")
+        moves[source] = dst
+
+    groups: dict[str, list[str]] = {}
+    for source in sorted(sources, key=lambda s: (log_date(s), s)):
+        groups.setdefault(period_key(dt.date.fromisoformat(log_date(source)), config.group_by), []).append(source)
+
+    summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
+    summaries: list[SummaryFile] = []
+    chars_in = chars_out = 0
+    for done, (key, members) in enumerate(groups.items()):
+        if progress:
+            progress(done, len(groups), f"summarising {key} ({len(members)} logs)")
+        folder = posixpath.dirname(members[0])
+        path = posixpath.join(folder, f"summary-{key}.md")
+        logs = []
+        for source in members:
+            text = texts.get(source) if texts else None
+            if text is None:
+                text, problem = read_text(memory.path_of(source))
+                if problem and not text:
+                    raise CompactError(f"{source}: {problem}")
+            chars_in += len(text)
+            logs.append(LogText(source, moves[source], posixpath.relpath(moves[source], folder or "."),
+                                log_date(source), text))
+        body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)))
+        summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
+        chars_out += len(summaries[-1].content)
+    if progress:
+        progress(len(groups), len(groups), f"{len(groups)} summaries planned")
+    return CompactionPlan(tuple(summaries), tuple(ArchiveMove(s, d) for s, d in moves.items()),
+                          summarizer.name, stats={"logs": len(sources), "chars_in": chars_in, "chars_out": chars_out})
+
+
+def _noter(progress: Progress | None, done: int, total: int) -> Callable[[str], None] | None:
+    if progress is None:
+        return None
+    report = progress
+    return lambda message: report(done, total, message)
+
+
+def _summary_file(memory: Memory, path: str, key: str, logs: Sequence[LogText], body: str, how: str,
+                  today: dt.date) -> SummaryFile:
+    first, last = logs[0].date, logs[-1].date
+    span = first if first == last else f"{first} to {last}"
+    archive = posixpath.dirname(logs[0].archived)
+    links = ", ".join(f"[{x.date}]({x.link})" for x in logs)
+    intro = (f"Daily logs {span}, compacted on {today.isoformat()} ({how} summary); "
+             f"the originals are archived in `{archive}/`: {links}.\n")
+    section = f"{intro}\n{body.strip()}\n" if body.strip() else intro
+    target = memory.path_of(path)
+    if target.exists():
+        data = target.read_bytes()
+        existing = data.decode("utf-8", "replace")
+        lead = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
+        return SummaryFile(path, "append", f"{lead}---\n\n{section}", tuple(x.source for x in logs), _sha256(data))
+    return SummaryFile(path, "create", f"# Summary {key}\n\n{section}", tuple(x.source for x in logs))
+
+
+# -- applying -----------------------------------------------------------------------------------
+def _write_temp(target: Path, data: bytes) -> Path:
+    """Write `data` beside `target` under a hidden temporary name (fsynced); the caller renames it."""
+    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return temp
+
+
+def _check(memory: Memory, plan: CompactionPlan) -> dict[str, bytes]:
+    """Refuse a stale plan before touching anything; returns the current bytes of appended summaries."""
+    current: dict[str, bytes] = {}
+    for s in plan.summaries:
+        target = memory.path_of(s.path)
+        if s.action == "create" and target.exists():
+            raise CompactError(f"{s.path} appeared since the plan was made; plan again")
+        if s.action == "append":
+            if not target.is_file():
+                raise CompactError(f"{s.path} disappeared since the plan was made; plan again")
+            current[s.path] = target.read_bytes()
+            if s.base_sha256 and _sha256(current[s.path]) != s.base_sha256:
+                raise CompactError(f"{s.path} changed since the plan was made; plan again")
+    for m in plan.archive:
+        if not memory.path_of(m.src).is_file():
+            raise CompactError(f"{m.src} disappeared since the plan was made; plan again")
+        if memory.path_of(m.dst).exists():
+            raise CompactError(f"{m.dst} already exists; plan again")
+    return current
+
+
+def apply_files(memory: Memory, plan: CompactionPlan) -> None:
+    """Write the summaries and move the originals, all or nothing: on any failure, undo and raise."""
+    current = _check(memory, plan)
+    temps: dict[str, Path] = {}
+    backups: dict[str, Path] = {}
+    moved: list[tuple[Path, Path]] = []
+    made_dirs: list[Path] = []
+    installed: list[str] = []
+    try:
+        for s in plan.summaries:  # 1. every summary to a temporary file: a full disk fails here
+            target = memory.path_of(s.path)
+            if not target.parent.is_dir():
+                made_dirs.extend(_mkdirs(target.parent))
+            temps[s.path] = _write_temp(target, current.get(s.path, b"") + s.content.encode("utf-8"))
+        for m in plan.archive:  # 2. the originals into the archive
+            src, dst = memory.path_of(m.src), memory.path_of(m.dst)
+            if not dst.parent.is_dir():
+                made_dirs.extend(_mkdirs(dst.parent))
+            if dst.exists():
+                raise OSError(errno.EEXIST, f"{m.dst} already exists")
+            os.rename(src, dst)
+            moved.append((src, dst))
+        for s in plan.summaries:  # 3. the summaries in place (an appended one keeps a backup link)
+            target = memory.path_of(s.path)
+            if s.action == "append":
+                backups[s.path] = _backup(target)
+            elif target.exists():
+                raise OSError(errno.EEXIST, f"{s.path} already exists")
+            os.replace(temps[s.path], target)
+            del temps[s.path]
+            installed.append(s.path)
+    except BaseException as exc:
+        problems = _rollback(memory, plan, installed, backups, moved, temps, made_dirs)
+        if problems:
+            log.error("compaction rollback incomplete: %s", "; ".join(problems))
+        if isinstance(exc, (OSError, CompactError)):
+            detail = f"{exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+            undo = "rolled back, memory unchanged" if not problems else "ROLLBACK INCOMPLETE: " + "; ".join(problems)
+            raise CompactError(f"compaction failed ({detail}); {undo}") from exc
+        raise
+    for backup in backups.values():
+        backup.unlink(missing_ok=True)
+
+
+def _mkdirs(folder: Path) -> list[Path]:
+    missing = []
+    probe = folder
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing  # deepest first: the order to remove them in
+
+
+def _backup(target: Path) -> Path:
+    backup = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.bak")
+    try:
+        os.link(target, backup)
+    except OSError:
+        import shutil
+
+        shutil.copy2(target, backup)
+    return backup
+
+
+def _rollback(memory: Memory, plan: CompactionPlan, installed: list[str], backups: dict[str, Path],
+              moved: list[tuple[Path, Path]], temps: dict[str, Path], made_dirs: list[Path]) -> list[str]:
+    problems: list[str] = []
+    actions = {s.path: s.action for s in plan.summaries}
+    for path in reversed(installed):
+        target = memory.path_of(path)
+        try:
+            if actions[path] == "append":
+                os.replace(backups.pop(path), target)
+            else:
+                target.unlink()
+        except OSError as exc:
+            problems.append(f"restore {path}: {exc}")
+    for backup in backups.values():
+        backup.unlink(missing_ok=True)
+    for src, dst in reversed(moved):
+        try:
+            os.rename(dst, src)
+        except OSError as exc:
+            problems.append(f"move {dst} back to {src}: {exc}")
+    for temp in temps.values():
+        try:
+            temp.unlink(missing_ok=True)
+        except OSError as exc:
+            problems.append(f"remove {temp}: {exc}")
+    for folder in made_dirs:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+    return problems
+
+
+def apply_plan(memory: Memory, plan: CompactionPlan) -> IndexStats:
+    """Apply `plan` to the files (all or nothing), then bring the index up to date with them."""
+    if plan.empty:
+        return memory.index()
+    apply_files(memory, plan)
+    return memory.index()
