@@ -301,6 +301,7 @@ def pack(blocks: Sequence[list[str]], budget: int) -> list[str]:
     return pieces
 
 
+_ERROR_PREFIX = re.compile(r"^Error code: \d+ - ")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 
@@ -382,7 +383,7 @@ class OpenAISummarizer:
                     403: f"; check the API key in the environment variable {self.config.api_key_env}",
                     404: f"; check compact.base_url and compact.model ({self.config.model!r})"}
             raise SummarizerError(f"summariser endpoint {where} answered HTTP {exc.status_code} "
-                                  f"({attempts} attempts): {_short(exc.message)}"
+                                  f"({attempts} attempts): {_short(_ERROR_PREFIX.sub('', exc.message))}"
                                   f"{hint.get(exc.status_code, '')}") from exc
         except openai.OpenAIError as exc:
             raise SummarizerError(f"summariser endpoint {where} failed: {_short(str(exc))}") from exc
