@@ -164,7 +164,7 @@ def test_an_empty_answer_or_a_wrong_url_is_a_clear_error(workspace: Path, make_m
     with pytest.raises(SummarizerError, match="returned an empty summary"):
         plan_compaction(openai_memory(make_memory, workspace, chat), today=FEB18)
     wrong = openai_memory(make_memory, workspace, chat, base_url=chat.url.removesuffix("/v1"))
-    with pytest.raises(SummarizerError, match="HTTP 404.*check compact.base_url"):
+    with pytest.raises(SummarizerError, match=r"HTTP 404.*check compact\.base_url"):
         plan_compaction(wrong, today=FEB18)
     chat.close()
     with pytest.raises(SummarizerError, match=f"cannot reach summariser endpoint {chat.url}"):
@@ -224,5 +224,5 @@ def test_summaries_that_do_not_shrink_stop_with_an_error(workspace: Path, make_m
     (workspace / "prompts/p.md").write_text("Summarise.\n")
     chat.answer = lambda messages: "## Long\n\n" + "- a long canned line that does not shrink\n" * 6
     memory = openai_memory(make_memory, workspace, chat, prompt_file="prompts/p.md", max_input_tokens=120)
-    with pytest.raises(SummarizerError, match="do not fit compact.max_input_tokens = 120; raise it"):
+    with pytest.raises(SummarizerError, match=r"do not fit compact\.max_input_tokens = 120; raise it"):
         plan_compaction(memory, files=["memory/2026-02-05.md"], today=dt.date(2026, 2, 18))
