@@ -1,0 +1,156 @@
+/** Which Python runs the server, and whether memsearch_lsp can be imported there. */
+import { execFile } from 'node:child_process';
+import * as vscode from 'vscode';
+import { PIP_PACKAGE, SERVER_MODULE } from './constants';
+import { traceVerbose, traceWarn } from './log';
+
+export const PYTHON_EXTENSION_ID = 'ms-python.python';
+
+/** The part of the Python extension's API used here (see the @vscode/python-extension package). */
+export interface EnvironmentPath {
+    readonly id: string;
+    readonly path: string;
+}
+export interface ResolvedEnvironment {
+    readonly executable: { readonly uri?: vscode.Uri };
+}
+export interface PythonEnvironmentsApi {
+    getActiveEnvironmentPath(resource?: vscode.Uri): EnvironmentPath;
+    resolveEnvironment(environment: EnvironmentPath | string): Promise<ResolvedEnvironment | undefined>;
+    onDidChangeActiveEnvironmentPath(listener: (event: unknown) => unknown): { dispose(): unknown };
+}
+export interface PythonExtensionApi {
+    readonly environments?: PythonEnvironmentsApi;
+}
+
+/** The Python extension's environments API, or undefined when it is not installed. */
+export async function getPythonEnvironments(): Promise<PythonEnvironmentsApi | undefined> {
+    const extension = vscode.extensions.getExtension<PythonExtensionApi>(PYTHON_EXTENSION_ID);
+    if (extension === undefined) {
+        return undefined;
+    }
+    try {
+        const api = extension.isActive ? extension.exports : await extension.activate();
+        return api?.environments;
+    } catch (error) {
+        traceWarn(`Could not activate ${PYTHON_EXTENSION_ID}:`, error);
+        return undefined;
+    }
+}
+
+export type InterpreterSource = 'setting' | 'python-extension' | 'path';
+
+export interface Interpreter {
+    /** The command line of the Python, e.g. `['/venv/bin/python']` or `['py', '-3']`. */
+    readonly command: readonly string[];
+    readonly source: InterpreterSource;
+}
+
+export function defaultPython(platform: NodeJS.Platform = process.platform): string {
+    return platform === 'win32' ? 'python' : 'python3';
+}
+
+/**
+ * 1. the `memsearch.interpreter` setting; 2. the Python extension's active environment,
+ * when that extension is installed; 3. `python3` on PATH.
+ */
+export async function findInterpreter(
+    setting: readonly string[],
+    environments: PythonEnvironmentsApi | undefined,
+    resource?: vscode.Uri,
+    platform: NodeJS.Platform = process.platform,
+): Promise<Interpreter> {
+    if (setting.length > 0) {
+        return { command: [...setting], source: 'setting' };
+    }
+    if (environments !== undefined) {
+        try {
+            const active = environments.getActiveEnvironmentPath(resource);
+            const resolved = await environments.resolveEnvironment(active);
+            const executable = resolved?.executable.uri?.fsPath;
+            if (executable) {
+                return { command: [executable], source: 'python-extension' };
+            }
+            traceVerbose(`The Python extension's active environment (${active.path}) has no executable.`);
+        } catch (error) {
+            traceWarn("Could not read the Python extension's active environment:", error);
+        }
+    }
+    return { command: [defaultPython(platform)], source: 'path' };
+}
+
+/** `<python> -m memsearch_lsp serve` as (command, args). */
+export function serverCommand(interpreter: readonly string[]): { command: string; args: string[] } {
+    const [command, ...rest] = interpreter;
+    return { command: command ?? defaultPython(), args: [...rest, '-m', SERVER_MODULE, 'serve'] };
+}
+
+export type ModuleCheck =
+    | { readonly ok: true; readonly version: string }
+    | { readonly ok: false; readonly reason: 'python-not-found' | 'not-installed'; readonly detail: string };
+
+export interface RunResult {
+    readonly code: number | string | null;
+    readonly stdout: string;
+    readonly stderr: string;
+}
+export type Runner = (command: string, args: readonly string[], cwd?: string) => Promise<RunResult>;
+
+/** Run a program to its end; failures are a result (code = exit status or an errno name). */
+export const runProcess: Runner = (command, args, cwd) =>
+    new Promise((resolve) => {
+        execFile(command, [...args], { cwd, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
+            const code = error === null ? 0 : typeof error.code === 'number' || typeof error.code === 'string' ? error.code : 1;
+            resolve({ code, stdout, stderr });
+        });
+    });
+
+const CHECK_SCRIPT = `import ${SERVER_MODULE}, sys; sys.stdout.write(getattr(${SERVER_MODULE}, "__version__", "unknown"))`;
+
+/** Can `<python> -c "import memsearch_lsp"` run? Also reads the server's version. */
+export async function checkServerModule(interpreter: readonly string[], run: Runner = runProcess, cwd?: string): Promise<ModuleCheck> {
+    const [command, ...rest] = interpreter;
+    if (command === undefined) {
+        return { ok: false, reason: 'python-not-found', detail: 'no Python command' };
+    }
+    const result = await run(command, [...rest, '-c', CHECK_SCRIPT], cwd);
+    if (result.code === 0) {
+        return { ok: true, version: result.stdout.trim() || 'unknown' };
+    }
+    if (result.code === 'ENOENT' || result.code === 'EACCES') {
+        return { ok: false, reason: 'python-not-found', detail: `${command}: ${result.code}` };
+    }
+    const lines = result.stderr.trim().split(/\r?\n/);
+    return { ok: false, reason: 'not-installed', detail: lines[lines.length - 1] ?? '' };
+}
+
+/** Quote one argument for a shell, only when it needs it. */
+export function shellQuote(arg: string): string {
+    return /^[\w@%+=:,./\\-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, '\\$1')}"`;
+}
+
+/** The command that installs the server into `interpreter`. */
+export function installCommand(interpreter: readonly string[]): string {
+    return [...interpreter.map(shellQuote), '-m', 'pip', 'install', PIP_PACKAGE].join(' ');
+}
+
+/** The message shown when the server cannot start: what is wrong and how to fix it. */
+export function missingServerMessage(interpreter: Interpreter, check: Exclude<ModuleCheck, { ok: true }>): string {
+    const python = interpreter.command.map(shellQuote).join(' ');
+    const origin =
+        interpreter.source === 'setting'
+            ? 'from memsearch.interpreter'
+            : interpreter.source === 'python-extension'
+              ? "the Python extension's active environment"
+              : 'on PATH';
+    if (check.reason === 'python-not-found') {
+        return (
+            `Memsearch: cannot run Python "${python}" (${origin}). ` +
+            'Set memsearch.interpreter to a Python that has memsearch-lsp installed, e.g. ["/path/to/.venv/bin/python"].'
+        );
+    }
+    return (
+        `Memsearch: the language server is not installed in ${python} (${origin}): "import ${SERVER_MODULE}" failed. ` +
+        `Install it with \`${installCommand(interpreter.command)}\`, or set memsearch.interpreter to a Python that has it.`
+    );
+}

@@ -1,0 +1,288 @@
+/** The language client: start `<python> -m memsearch_lsp serve`, restart it, talk to it. */
+import * as vscode from 'vscode';
+import {
+    DidChangeConfigurationNotification,
+    ExecuteCommandRequest,
+    LanguageClient,
+    RevealOutputChannelOn,
+    State,
+    type LanguageClientOptions,
+    type Middleware,
+    type ServerOptions,
+} from 'vscode-languageclient/node';
+import type { ServerControl } from './commands';
+import { CLIENT_ID, CLIENT_NAME, INDEXED_NOTIFICATION, PIP_PACKAGE, SETTINGS_SECTION } from './constants';
+import { showLog, traceError, traceInfo } from './log';
+import {
+    checkServerModule,
+    findInterpreter,
+    getPythonEnvironments,
+    installCommand,
+    missingServerMessage,
+    runProcess,
+    serverCommand,
+    type Interpreter,
+    type PythonEnvironmentsApi,
+} from './python';
+import { getInterpreterSetting, getMemoryPaths, getServerSettings, memoryGlobs, ownSettingsPath, settingsAt } from './settings';
+import type { IndexStatus } from './status';
+
+function createWatchers(): vscode.FileSystemWatcher[] {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    if (folders.length === 0) {
+        return [vscode.workspace.createFileSystemWatcher('**/memory/**/*.md')];
+    }
+    return folders.flatMap((folder) =>
+        memoryGlobs(getMemoryPaths(folder.uri)).map((glob) =>
+            vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(glob.base !== undefined ? vscode.Uri.file(glob.base) : folder, glob.pattern)),
+        ),
+    );
+}
+
+export class ServerManager implements ServerControl, vscode.Disposable {
+    private client: LanguageClient | undefined;
+    private clientDisposables: { dispose(): unknown }[] = [];
+    private interpreter: Interpreter | undefined;
+    private version: string | undefined;
+    private lastProblem = '';
+    private queue: Promise<void> = Promise.resolve();
+    private environmentsListener: { dispose(): unknown } | undefined;
+
+    constructor(
+        private readonly channel: vscode.LogOutputChannel,
+        private readonly status: IndexStatus,
+    ) {}
+
+    get isRunning(): boolean {
+        return this.client?.state === State.Running;
+    }
+
+    /** Start, stop and restart run one at a time, in call order. */
+    private enqueue(task: () => Promise<void>): Promise<void> {
+        const next = this.queue.then(task, task);
+        this.queue = next.catch((error: unknown) => {
+            traceError('Server lifecycle:', error);
+        });
+        return this.queue;
+    }
+
+    start(): Promise<void> {
+        return this.enqueue(() => this.doStart());
+    }
+
+    stop(): Promise<void> {
+        return this.enqueue(() => this.doStop());
+    }
+
+    restart(): Promise<void> {
+        return this.enqueue(async () => {
+            await this.doStop();
+            await this.doStart();
+        });
+    }
+
+    async request(method: string, params: unknown, token?: vscode.CancellationToken): Promise<unknown> {
+        const client = this.runningClient();
+        return client.sendRequest<unknown>(method, params, token);
+    }
+
+    async executeCommand(command: string, args: readonly unknown[]): Promise<unknown> {
+        const client = this.runningClient();
+        return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [...args] });
+    }
+
+    describe(): string[] {
+        const state = this.client === undefined ? 'not started' : State[this.client.state].toLowerCase();
+        const lines = [
+            `server: ${state}${this.lastProblem ? ` (${this.lastProblem})` : ''}`,
+            `python: ${this.interpreter ? `${this.interpreter.command.join(' ')} (from ${this.interpreter.source})` : 'not chosen yet'}`,
+        ];
+        if (this.version !== undefined) {
+            lines.push(`memsearch_lsp version: ${this.version}`);
+        }
+        return lines;
+    }
+
+    private runningClient(): LanguageClient {
+        if (this.client === undefined || this.client.state !== State.Running) {
+            throw new Error('the memsearch language server is not running');
+        }
+        return this.client;
+    }
+
+    private async doStart(): Promise<void> {
+        this.status.starting();
+        this.lastProblem = '';
+        const folder = vscode.workspace.workspaceFolders?.[0];
+        const environments = await getPythonEnvironments();
+        this.watchEnvironments(environments);
+        const interpreter = await findInterpreter(getInterpreterSetting(folder?.uri), environments, folder?.uri);
+        this.interpreter = interpreter;
+        traceInfo(`Python: ${interpreter.command.join(' ')} (from ${interpreter.source})`);
+
+        const check = await checkServerModule(interpreter.command, runProcess, folder?.uri.fsPath);
+        if (!check.ok) {
+            const message = missingServerMessage(interpreter, check);
+            this.lastProblem = check.reason === 'python-not-found' ? 'Python not found' : `${PIP_PACKAGE} not installed`;
+            traceError(message, check.detail);
+            this.status.stopped('not-installed', message);
+            void this.offerFix(message, interpreter);
+            return;
+        }
+        this.version = check.version;
+        traceInfo(`memsearch_lsp ${check.version}`);
+
+        const client = this.createClient(interpreter, folder?.uri.fsPath);
+        this.client = client;
+        try {
+            await client.start();
+        } catch (error) {
+            this.lastProblem = 'failed to start';
+            traceError('The language server failed to start:', error);
+            this.status.stopped('error', `The server failed to start: ${error instanceof Error ? error.message : String(error)}`);
+        }
+    }
+
+    private async doStop(): Promise<void> {
+        const client = this.client;
+        this.client = undefined;
+        for (const disposable of this.clientDisposables) {
+            disposable.dispose();
+        }
+        this.clientDisposables = [];
+        if (client === undefined) {
+            return;
+        }
+        try {
+            await client.dispose(2000);
+        } catch (error) {
+            traceError('Stopping the language server:', error);
+        }
+    }
+
+    private createClient(interpreter: Interpreter, cwd: string | undefined): LanguageClient {
+        const { command, args } = serverCommand(interpreter.command);
+        const serverOptions: ServerOptions = { command, args, options: { cwd, env: { ...process.env, PYTHONUTF8: '1' } } };
+        const watchers = createWatchers();
+
+        const middleware: Middleware = {
+            workspace: {
+                // Answer `workspace/configuration` for our section with the user's values only
+                // (see settings.explicitValue); other sections get VS Code's answer.
+                configuration: async (params, token, next) => {
+                    const own = params.items.map((item) => ownSettingsPath(item.section));
+                    let fallback: unknown[] = [];
+                    if (own.some((entry) => entry === undefined)) {
+                        const result: unknown = await next(params, token);
+                        if (!Array.isArray(result)) {
+                            return result as never;
+                        }
+                        fallback = result;
+                    }
+                    return params.items.map((item, index) => {
+                        const settingsPath = own[index];
+                        if (settingsPath === undefined) {
+                            return fallback[index] ?? null;
+                        }
+                        const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
+                        return settingsAt(getServerSettings(scope), settingsPath);
+                    });
+                },
+                // A server that registers for didChangeConfiguration itself gets our section as
+                // the nested object of the user's values too (not VS Code's defaults).
+                didChangeConfiguration: async (sections, next) => {
+                    if (sections?.includes(SETTINGS_SECTION)) {
+                        await this.sendSettings(client);
+                        const others = sections.filter((section) => section !== SETTINGS_SECTION);
+                        if (others.length > 0) {
+                            await next(others);
+                        }
+                        return;
+                    }
+                    await next(sections);
+                },
+            },
+            handleWorkDoneProgress: (token, params, next) => {
+                this.status.onProgress(token, params);
+                next(token, params);
+            },
+        };
+
+        const clientOptions: LanguageClientOptions = {
+            documentSelector: [{ scheme: 'file', language: 'markdown' }],
+            // Settings changes are pushed by sendSettings (configurationSection is deprecated).
+            synchronize: { fileEvents: watchers },
+            initializationOptions: () => getServerSettings(),
+            outputChannel: this.channel,
+            traceOutputChannel: this.channel,
+            revealOutputChannelOn: RevealOutputChannelOn.Never,
+            middleware,
+        };
+        const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+        this.clientDisposables = [
+            ...watchers,
+            client.onNotification(INDEXED_NOTIFICATION, (params: unknown) => {
+                this.status.indexed(params);
+            }),
+            vscode.workspace.onDidChangeConfiguration((event) => {
+                if (event.affectsConfiguration(SETTINGS_SECTION) && client.state === State.Running) {
+                    void this.sendSettings(client);
+                }
+            }),
+            client.onDidChangeState((event) => {
+                if (event.newState === State.Starting) {
+                    this.status.starting();
+                } else if (event.newState === State.Running) {
+                    this.status.running();
+                } else if (this.client === client) {
+                    this.lastProblem = 'stopped';
+                    this.status.stopped('stopped', 'The server stopped. See the Memsearch output; "Memsearch: Restart server" starts it again.');
+                }
+            }),
+        ];
+        return client;
+    }
+
+    /** `workspace/didChangeConfiguration` with `{settings: {memsearch: <the user's values, nested>}}`. */
+    private async sendSettings(client: LanguageClient): Promise<void> {
+        try {
+            await client.sendNotification(DidChangeConfigurationNotification.type, {
+                settings: { [SETTINGS_SECTION]: getServerSettings() },
+            });
+        } catch (error) {
+            traceError('Sending the settings:', error);
+        }
+    }
+
+    /** A new active environment in the Python extension: restart unless memsearch.interpreter is set. */
+    private watchEnvironments(environments: PythonEnvironmentsApi | undefined): void {
+        if (environments === undefined || this.environmentsListener !== undefined) {
+            return;
+        }
+        this.environmentsListener = environments.onDidChangeActiveEnvironmentPath(() => {
+            if (this.interpreter?.source !== 'setting') {
+                traceInfo('The active Python environment changed; restarting the server.');
+                void this.restart();
+            }
+        });
+    }
+
+    private async offerFix(message: string, interpreter: Interpreter): Promise<void> {
+        const copy = 'Copy install command';
+        const settings = 'Set memsearch.interpreter';
+        const choice = await vscode.window.showErrorMessage(message, copy, settings, 'Show output');
+        if (choice === copy) {
+            await vscode.env.clipboard.writeText(installCommand(interpreter.command));
+        } else if (choice === settings) {
+            await vscode.commands.executeCommand('workbench.action.openSettings', `${SETTINGS_SECTION}.interpreter`);
+        } else if (choice === 'Show output') {
+            showLog();
+        }
+    }
+
+    dispose(): void {
+        this.environmentsListener?.dispose();
+        this.environmentsListener = undefined;
+        void this.stop();
+    }
+}

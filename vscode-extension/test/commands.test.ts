@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import manifest from '../package.json';
+import {
+    COMPACT_CONFIRM,
+    compact,
+    dailyLogUri,
+    ensureDailyLog,
+    formatReindex,
+    formatStatus,
+    localDate,
+    openTodayLog,
+    registerCommands,
+    reindex,
+    searchMemory,
+    showStatus,
+    type ServerControl,
+} from '../src/common/commands';
+import { Commands, ServerCommands } from '../src/common/constants';
+import { IndexStatus } from '../src/common/status';
+import { Uri, commands, stub, vsUri, window } from './stubs/vscode';
+
+class FakeServer implements ServerControl {
+    isRunning = true;
+    restarts = 0;
+    readonly requests: { method: string; params: unknown }[] = [];
+    readonly commands: { command: string; args: readonly unknown[] }[] = [];
+    constructor(private readonly results: Record<string, unknown> = {}) {}
+    async request(method: string, params: unknown): Promise<unknown> {
+        this.requests.push({ method, params });
+        return [];
+    }
+    async executeCommand(command: string, args: readonly unknown[]): Promise<unknown> {
+        this.commands.push({ command, args });
+        return this.results[command];
+    }
+    async restart(): Promise<void> {
+        this.restarts += 1;
+    }
+    describe(): string[] {
+        return ['python: python3 (from path)'];
+    }
+}
+
+describe("today's log", () => {
+    let dir: string;
+    beforeEach(async () => {
+        stub.reset();
+        dir = await fs.mkdtemp(path.join(os.tmpdir(), 'memsearch-vscode-'));
+    });
+    afterEach(async () => {
+        await fs.rm(dir, { recursive: true, force: true });
+    });
+
+    it('names the file after the local date', () => {
+        assert.equal(localDate(new Date(2026, 1, 9, 23, 59)), '2026-02-09');
+        assert.equal(localDate(new Date(2026, 11, 2, 0, 0)), '2026-12-02');
+    });
+
+    it('puts it in the memory folder', () => {
+        const folder = Uri.file('/ws');
+        assert.equal(dailyLogUri(vsUri(folder), 'memory', '2026-12-02').path, `${folder.path}/memory/2026-12-02.md`);
+        assert.equal(dailyLogUri(vsUri(folder), './notes/daily/', '2026-12-02').path, `${folder.path}/notes/daily/2026-12-02.md`);
+        assert.equal(dailyLogUri(vsUri(folder), '/abs/mem', '2026-12-02').fsPath, path.join('/abs/mem', '2026-12-02.md'));
+    });
+
+    it('creates it with its heading when missing, and leaves an existing one alone', async () => {
+        const uri = Uri.file(path.join(dir, 'memory', '2026-12-02.md'));
+        assert.equal(await ensureDailyLog(vsUri(uri), '2026-12-02'), true);
+        assert.equal(await fs.readFile(uri.fsPath, 'utf8'), '# 2026-12-02\n\n');
+        await fs.writeFile(uri.fsPath, '# 2026-12-02\n\n- kept\n');
+        assert.equal(await ensureDailyLog(vsUri(uri), '2026-12-02'), false);
+        assert.equal(await fs.readFile(uri.fsPath, 'utf8'), '# 2026-12-02\n\n- kept\n');
+    });
+
+    it('opens memory/YYYY-MM-DD.md of the first workspace folder', async () => {
+        stub.workspaceFolders = [{ uri: Uri.file(dir), name: 'ws', index: 0 }];
+        const now = new Date(2026, 11, 2, 10, 0);
+        const uri = await openTodayLog(now);
+        const file = path.join(dir, 'memory', '2026-12-02.md');
+        assert.equal(uri?.fsPath, file);
+        assert.equal(await fs.readFile(file, 'utf8'), '# 2026-12-02\n\n');
+        assert.equal(stub.shown[0]?.uri.fsPath, file);
+    });
+
+    it('uses the first memsearch.memory.paths entry', async () => {
+        stub.workspaceFolders = [{ uri: Uri.file(dir), name: 'ws', index: 0 }];
+        stub.set('memsearch.memory.paths', ['notes/memory']);
+        const uri = await openTodayLog(new Date(2026, 0, 5));
+        assert.equal(uri?.fsPath, path.join(dir, 'notes', 'memory', '2026-01-05.md'));
+    });
+
+    it('asks for a folder when none is open', async () => {
+        assert.equal(await openTodayLog(), undefined);
+        assert.equal(stub.messages[0]?.level, 'warning');
+    });
+});
+
+describe('server commands', () => {
+    beforeEach(() => stub.reset());
+
+    it('reindex runs memsearch.reindex and reports the numbers', async () => {
+        const server = new FakeServer({
+            [ServerCommands.reindex]: { files_added: 1, files_modified: 2, files_removed: 0, chunks_total: 42, chunks_embedded: 3, chunks_reused: 39, seconds: 1.25 },
+        });
+        await reindex(server);
+        assert.deepEqual(server.commands, [{ command: 'memsearch.reindex', args: [] }]);
+        assert.equal(stub.messages[0]?.message, 'Memsearch: reindexed in 1.3 s: files +1 ~2 -0; 42 chunks (3 embedded, 39 reused).');
+        assert.match(formatReindex(undefined), /0 chunks/);
+    });
+
+    it('compact asks first and runs memsearch.compact only when confirmed', async () => {
+        const server = new FakeServer({ [ServerCommands.compact]: { groups: [] } });
+        stub.answers = [undefined];
+        await compact(server);
+        assert.equal(server.commands.length, 0, 'cancelled');
+        assert.match(stub.messages[0]?.message ?? '', /older than 7 days/);
+        stub.answers = [COMPACT_CONFIRM];
+        await compact(server);
+        assert.deepEqual(server.commands, [{ command: 'memsearch.compact', args: [] }]);
+    });
+
+    it('status runs memsearch.status and sums the roots', async () => {
+        const result = {
+            version: '0.1.0',
+            roots: [
+                { root: '/a', uri: 'file:///a', collection: 'memsearch', model: 'm', files: 3, chunks: 40 },
+                { root: '/b', uri: 'file:///b', collection: 'memsearch', model: 'm', files: 1, chunks: 2 },
+            ],
+        };
+        const formatted = formatStatus(result, ['python: python3']);
+        assert.equal(formatted.summary, 'memsearch-lsp 0.1.0: 4 files, 42 chunks in 2 roots');
+        assert.ok(formatted.lines.includes('root /a: 3 files, 40 chunks (collection memsearch, model m)'));
+        assert.ok(formatted.lines.includes('  python: python3'));
+        assert.equal(formatStatus({ version: '0.1.0', roots: [{ root: '/a', files: 1, chunks: 1 }] }, []).summary, 'memsearch-lsp 0.1.0: 1 files, 1 chunks');
+
+        const server = new FakeServer({ [ServerCommands.status]: result });
+        await showStatus(server);
+        assert.deepEqual(server.commands, [{ command: 'memsearch.status', args: [] }]);
+        assert.equal(stub.messages[0]?.message, 'Memsearch: memsearch-lsp 0.1.0: 4 files, 42 chunks in 2 roots');
+    });
+
+    it('says so when the server is not running, and offers a restart', async () => {
+        const server = new FakeServer();
+        server.isRunning = false;
+        stub.answers = ['Restart server'];
+        await reindex(server);
+        assert.equal(server.commands.length, 0);
+        assert.equal(stub.messages[0]?.level, 'error');
+        assert.match(stub.messages[0]?.message ?? '', /not running/);
+        assert.equal(server.restarts, 1);
+        await showStatus(server);
+        assert.equal(server.commands.length, 0, 'status without a server shows the client side only');
+    });
+
+    it('search asks memsearch/search with the symbol limit', async () => {
+        const server = new FakeServer();
+        stub.set('memsearch.search.symbolLimit', 15);
+        const done = searchMemory(server, 'redis');
+        await new Promise((resolve) => setTimeout(resolve, 260)); // past the 200 ms debounce
+        const picker = stub.quickPicks[0];
+        assert.ok(picker);
+        assert.deepEqual(server.requests, [{ method: 'memsearch/search', params: { query: 'redis', topK: 15 } }]);
+        picker.hide();
+        await done;
+    });
+});
+
+describe('command registration', () => {
+    beforeEach(() => stub.reset());
+
+    it('registers every command of package.json, in the client namespace', async () => {
+        const server = new FakeServer();
+        const disposables = registerCommands(server, new IndexStatus(window.createStatusBarItem()));
+        const contributed = manifest.contributes.commands.map((c) => c.command).sort();
+        assert.deepEqual([...stub.commands.keys()].sort(), contributed);
+        assert.deepEqual(Object.values(Commands).sort(), contributed);
+        for (const id of contributed) {
+            assert.match(id, /^memsearch\.client\./);
+        }
+        await stub.commands.get(Commands.restart)?.();
+        assert.equal(server.restarts, 1);
+        for (const disposable of disposables) {
+            disposable.dispose();
+        }
+        assert.equal(stub.commands.size, 0);
+    });
+
+    it("does not collide with the server's commands, which the language client registers itself", () => {
+        registerCommands(new FakeServer(), new IndexStatus(window.createStatusBarItem()));
+        // vscode-languageclient's ExecuteCommandFeature calls commands.registerCommand for each
+        // command of the server's executeCommandProvider; that throws on an existing id.
+        for (const id of Object.values(ServerCommands)) {
+            assert.doesNotThrow(() => commands.registerCommand(id, () => undefined), id);
+        }
+        assert.throws(() => commands.registerCommand(Commands.search, () => undefined), /already exists/);
+    });
+});

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { beforeEach, describe, it } from 'node:test';
+import {
+    PYTHON_EXTENSION_ID,
+    checkServerModule,
+    defaultPython,
+    findInterpreter,
+    getPythonEnvironments,
+    installCommand,
+    missingServerMessage,
+    serverCommand,
+    shellQuote,
+    type PythonEnvironmentsApi,
+    type RunResult,
+} from '../src/common/python';
+import { Uri, stub, vsUri as toVsUri } from './stubs/vscode';
+
+function environments(executable: string | undefined, fail = false): PythonEnvironmentsApi & { asked: unknown[] } {
+    const asked: unknown[] = [];
+    return {
+        asked,
+        getActiveEnvironmentPath: (resource) => {
+            asked.push(resource);
+            if (fail) {
+                throw new Error('no environment');
+            }
+            return { id: 'env', path: executable ?? '/nowhere' };
+        },
+        resolveEnvironment: async () => (executable === undefined ? undefined : { executable: { uri: toVsUri(Uri.file(executable)) } }),
+        onDidChangeActiveEnvironmentPath: () => ({ dispose() {} }),
+    };
+}
+
+describe('finding Python', () => {
+    beforeEach(() => stub.reset());
+
+    it('uses memsearch.interpreter first', async () => {
+        const found = await findInterpreter(['/venv/bin/python'], environments('/other/python'));
+        assert.deepEqual(found, { command: ['/venv/bin/python'], source: 'setting' });
+    });
+
+    it("then the Python extension's active environment", async () => {
+        const env = environments('/conda/bin/python');
+        const folder = Uri.file('/ws');
+        const found = await findInterpreter([], env, toVsUri(folder));
+        assert.deepEqual(found, { command: [Uri.file('/conda/bin/python').fsPath], source: 'python-extension' });
+        assert.deepEqual(env.asked, [folder]);
+    });
+
+    it('then python3 on PATH', async () => {
+        assert.deepEqual(await findInterpreter([], undefined, undefined, 'linux'), { command: ['python3'], source: 'path' });
+        assert.deepEqual(await findInterpreter([], environments(undefined), undefined, 'darwin'), { command: ['python3'], source: 'path' });
+        assert.deepEqual(await findInterpreter([], environments('/x', true), undefined, 'linux'), { command: ['python3'], source: 'path' });
+        assert.equal(defaultPython('win32'), 'python');
+    });
+
+    it('gets the environments API from ms-python.python, activating it when needed', async () => {
+        assert.equal(await getPythonEnvironments(), undefined, 'not installed');
+        const api = { environments: environments('/p') };
+        let activated = 0;
+        stub.extensions.set(PYTHON_EXTENSION_ID, {
+            isActive: false,
+            exports: undefined,
+            activate: async () => {
+                activated += 1;
+                return api;
+            },
+        });
+        assert.equal(await getPythonEnvironments(), api.environments);
+        assert.equal(activated, 1);
+        stub.extensions.set(PYTHON_EXTENSION_ID, { isActive: true, exports: {}, activate: async () => ({}) });
+        assert.equal(await getPythonEnvironments(), undefined, 'an old API without environments');
+        stub.extensions.set(PYTHON_EXTENSION_ID, { isActive: false, exports: undefined, activate: () => Promise.reject(new Error('boom')) });
+        assert.equal(await getPythonEnvironments(), undefined, 'activation failed');
+    });
+});
+
+describe('starting the server', () => {
+    it('runs <python> -m memsearch_lsp serve', () => {
+        assert.deepEqual(serverCommand(['/venv/bin/python']), { command: '/venv/bin/python', args: ['-m', 'memsearch_lsp', 'serve'] });
+        assert.deepEqual(serverCommand(['py', '-3']), { command: 'py', args: ['-3', '-m', 'memsearch_lsp', 'serve'] });
+    });
+
+    it('checks that memsearch_lsp imports, and reads its version', async () => {
+        const calls: { command: string; args: readonly string[] }[] = [];
+        const runner = (result: RunResult) => async (command: string, args: readonly string[]) => {
+            calls.push({ command, args });
+            return result;
+        };
+        assert.deepEqual(await checkServerModule(['py', '-3'], runner({ code: 0, stdout: '0.1.0', stderr: '' })), { ok: true, version: '0.1.0' });
+        assert.equal(calls[0]?.command, 'py');
+        assert.equal(calls[0]?.args[0], '-3');
+        assert.equal(calls[0]?.args[1], '-c');
+        assert.match(calls[0]?.args[2] ?? '', /import memsearch_lsp/);
+
+        const missing = await checkServerModule(
+            ['python3'],
+            runner({ code: 1, stdout: '', stderr: "Traceback...\nModuleNotFoundError: No module named 'memsearch_lsp'\n" }),
+        );
+        assert.deepEqual(missing, { ok: false, reason: 'not-installed', detail: "ModuleNotFoundError: No module named 'memsearch_lsp'" });
+        const noPython = await checkServerModule(['/no/python'], runner({ code: 'ENOENT', stdout: '', stderr: '' }));
+        assert.equal(noPython.ok, false);
+        assert.equal(!noPython.ok && noPython.reason, 'python-not-found');
+    });
+
+    it('checks a real process: a missing program is "python-not-found"', async () => {
+        const result = await checkServerModule(['/definitely/not/a/python']);
+        assert.equal(!result.ok && result.reason, 'python-not-found');
+    });
+
+    it('says how to fix a missing server', () => {
+        assert.equal(installCommand(['/venv/bin/python']), '/venv/bin/python -m pip install memsearch-lsp');
+        assert.equal(installCommand(['C:\\Program Files\\Python\\python.exe']), '"C:\\\\Program Files\\\\Python\\\\python.exe" -m pip install memsearch-lsp');
+        assert.equal(shellQuote('a b'), '"a b"');
+        const message = missingServerMessage({ command: ['python3'], source: 'path' }, { ok: false, reason: 'not-installed', detail: '' });
+        assert.match(message, /python3 -m pip install memsearch-lsp/);
+        assert.match(message, /memsearch\.interpreter/);
+        assert.match(message, /on PATH/);
+        const notFound = missingServerMessage({ command: ['/x/python'], source: 'setting' }, { ok: false, reason: 'python-not-found', detail: '' });
+        assert.match(notFound, /cannot run Python "\/x\/python" \(from memsearch\.interpreter\)/);
+        assert.match(notFound, /memsearch\.interpreter/);
+    });
+});

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { beforeEach, describe, it } from 'node:test';
+import manifest from '../package.json';
+import {
+    CLIENT_ONLY_SETTINGS,
+    SERVER_SETTING_KEYS,
+    contributedSettingKeys,
+    explicitValue,
+    getInterpreterSetting,
+    getMemoryPaths,
+    getServerSettings,
+    interpreterFromSetting,
+    memoryGlobs,
+    needsRestart,
+    nestSettings,
+    ownSettingsPath,
+    resolveVariables,
+    serverSettings,
+    settingsAt,
+    type ConfigurationReader,
+    type SettingInspection,
+} from '../src/common/settings';
+import { Uri, stub } from './stubs/vscode';
+
+function reader(values: Record<string, SettingInspection>): ConfigurationReader {
+    return { inspect: (key) => values[key] };
+}
+
+describe('settings schema', () => {
+    it('reads every memsearch.* key of package.json, with or without categories', () => {
+        const keys = contributedSettingKeys(manifest);
+        assert.ok(keys.includes('interpreter'));
+        assert.ok(keys.includes('search.vectorWeight'));
+        assert.ok(keys.includes('showNotifications'));
+        assert.equal(new Set(keys).size, keys.length, 'no key twice');
+        const single = { contributes: { configuration: { properties: { 'memsearch.a.b': {}, 'other.c': {} } } } };
+        assert.deepEqual(contributedSettingKeys(single), ['a.b']);
+        assert.deepEqual(contributedSettingKeys({}), []);
+    });
+
+    it('sends server keys only: not interpreter, not trace.server', () => {
+        assert.ok(SERVER_SETTING_KEYS.length >= 30);
+        for (const key of CLIENT_ONLY_SETTINGS) {
+            assert.ok(!SERVER_SETTING_KEYS.includes(key), key);
+        }
+        for (const key of ['memory.paths', 'milvus.uri', 'milvus.token', 'embedding.model', 'search.topK', 'watch.debounceMs', 'compact.olderThanDays', 'showNotifications']) {
+            assert.ok(SERVER_SETTING_KEYS.includes(key), key);
+        }
+    });
+});
+
+describe('settings mapping', () => {
+    beforeEach(() => stub.reset());
+
+    it('prefers folder over workspace over user values, and ignores defaults', () => {
+        const r = reader({
+            a: { globalValue: 1, workspaceValue: 2, workspaceFolderValue: 3 },
+            b: { globalValue: 1, workspaceValue: 2 },
+            c: { globalValue: false },
+            d: {},
+        });
+        assert.equal(explicitValue(r, 'a'), 3);
+        assert.equal(explicitValue(r, 'b'), 2);
+        assert.equal(explicitValue(r, 'c'), false);
+        assert.equal(explicitValue(r, 'd'), undefined);
+        assert.equal(explicitValue(r, 'missing'), undefined);
+    });
+
+    it('nests dotted keys', () => {
+        assert.deepEqual(
+            nestSettings([
+                ['search.vectorWeight', 0.5],
+                ['search.topK', 5],
+                ['memory.paths', ['memory', 'notes']],
+                ['showNotifications', false],
+            ]),
+            { search: { vectorWeight: 0.5, topK: 5 }, memory: { paths: ['memory', 'notes'] }, showNotifications: false },
+        );
+        assert.deepEqual(nestSettings([]), {});
+    });
+
+    it('builds the nested server settings from the set values only', () => {
+        const r = reader({
+            'search.vectorWeight': { globalValue: 0.5 },
+            showNotifications: { workspaceValue: false },
+            interpreter: { globalValue: ['/usr/bin/python3'] },
+            'milvus.uri': {},
+        });
+        assert.deepEqual(serverSettings(r), { search: { vectorWeight: 0.5 }, showNotifications: false });
+    });
+
+    it('reads VS Code settings through workspace.getConfiguration', () => {
+        assert.deepEqual(getServerSettings(), {}, 'defaults alone send nothing');
+        stub.set('memsearch.search.topK', 7);
+        stub.set('memsearch.milvus.uri', 'http://localhost:19530', 'workspaceValue');
+        stub.set('memsearch.interpreter', ['/venv/bin/python']);
+        stub.set('memsearch.trace.server', 'verbose');
+        assert.deepEqual(getServerSettings(), { search: { topK: 7 }, milvus: { uri: 'http://localhost:19530' } });
+    });
+
+    it('answers workspace/configuration items of our section', () => {
+        assert.equal(ownSettingsPath('memsearch'), '');
+        assert.equal(ownSettingsPath('memsearch.search'), 'search');
+        assert.equal(ownSettingsPath('memsearchx'), undefined);
+        assert.equal(ownSettingsPath('files.exclude'), undefined);
+        assert.equal(ownSettingsPath(null), undefined);
+        const settings = { search: { topK: 5 }, showNotifications: false };
+        assert.deepEqual(settingsAt(settings, ''), settings);
+        assert.deepEqual(settingsAt(settings, 'search'), { topK: 5 });
+        assert.equal(settingsAt(settings, 'search.topK'), 5);
+        assert.equal(settingsAt(settings, 'showNotifications'), false);
+        assert.deepEqual(settingsAt(settings, 'milvus'), {}, 'an unset group is empty');
+        assert.equal(settingsAt(settings, 'milvus.uri'), null, 'an unset key is null');
+        assert.equal(settingsAt({}, 'showNotifications'), null);
+    });
+});
+
+describe('client-only settings', () => {
+    beforeEach(() => stub.reset());
+
+    it('expands variables in memsearch.interpreter', () => {
+        const vars = { workspaceFolder: '/ws', userHome: '/home/me', env: { VENV: '/opt/venv' } };
+        assert.deepEqual(resolveVariables(['${workspaceFolder}/.venv/bin/python', '~/py', '${env:VENV}/bin/python', '${userHome}/x', '${env:NOPE}'], vars), [
+            '/ws/.venv/bin/python',
+            '/home/me/py',
+            '/opt/venv/bin/python',
+            '/home/me/x',
+            '',
+        ]);
+        assert.deepEqual(resolveVariables(['${workspaceFolder}/p'], { userHome: '/h', env: {} }), ['${workspaceFolder}/p']);
+    });
+
+    it('accepts an array or a string as interpreter; empty means unset', () => {
+        const vars = { userHome: '/h', env: {} };
+        assert.deepEqual(interpreterFromSetting(['py', '-3'], vars), ['py', '-3']);
+        assert.deepEqual(interpreterFromSetting('/usr/bin/python3', vars), ['/usr/bin/python3']);
+        assert.deepEqual(interpreterFromSetting([], vars), []);
+        assert.deepEqual(interpreterFromSetting(['', '  '], vars), []);
+        assert.deepEqual(interpreterFromSetting(undefined, vars), []);
+        assert.deepEqual(interpreterFromSetting(42, vars), []);
+    });
+
+    it('reads memsearch.interpreter with the workspace folder', () => {
+        stub.workspaceFolders = [{ uri: Uri.file('/ws'), name: 'ws', index: 0 }];
+        assert.deepEqual(getInterpreterSetting(), []);
+        stub.set('memsearch.interpreter', ['${workspaceFolder}/.venv/bin/python']);
+        assert.deepEqual(getInterpreterSetting(), [`${Uri.file('/ws').fsPath}/.venv/bin/python`]);
+    });
+
+    it('reads memory.paths with its default', () => {
+        assert.deepEqual(getMemoryPaths(), ['memory']);
+        stub.set('memsearch.memory.paths', ['notes', 'memory']);
+        assert.deepEqual(getMemoryPaths(), ['notes', 'memory']);
+        stub.set('memsearch.memory.paths', []);
+        assert.deepEqual(getMemoryPaths(), ['memory']);
+    });
+
+    it('restarts the server for a new interpreter or new memory folders only', () => {
+        const event = (changed: string) => ({ affectsConfiguration: (section: string) => changed.startsWith(section) });
+        assert.equal(needsRestart(event('memsearch.interpreter')), true);
+        assert.equal(needsRestart(event('memsearch.memory.paths')), true);
+        assert.equal(needsRestart(event('memsearch.search.topK')), false);
+        assert.equal(needsRestart(event('editor.fontSize')), false);
+    });
+
+    it('watches the Markdown files of each memory path', () => {
+        assert.deepEqual(memoryGlobs(['memory', './notes/', 'a\\b', '.', '/abs/mem']), [
+            { pattern: 'memory/**/*.md' },
+            { pattern: 'notes/**/*.md' },
+            { pattern: 'a/b/**/*.md' },
+            { pattern: '**/*.md' },
+            { base: '/abs/mem', pattern: '**/*.md' },
+        ]);
+    });
+});
