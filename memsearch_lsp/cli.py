@@ -28,11 +28,11 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USER)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     parser = _Parser(prog="memsearch-lsp", description="Markdown memory with hybrid search, over LSP and a CLI.")
     parser.add_argument("--version", action="version", version=f"memsearch-lsp {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--workspace", "-w", default=".", help="workspace folder (default: the current folder)")
     common.add_argument("--json", action="store_true", help="print JSON")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

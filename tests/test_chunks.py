@@ -55,7 +55,7 @@ def test_id_depends_on_place_text_and_model() -> None:
 def test_long_section_splits_at_blank_lines_and_keeps_fences_whole() -> None:
     paragraphs = [f"para {i} " + "word " * 60 for i in range(12)]
     fence = "```\n" + "\n".join(f"code line {i}" for i in range(20)) + "\n```"
-    text = "# Big\n\n" + "\n\n".join(paragraphs[:6] + [fence] + paragraphs[6:]) + "\n"
+    text = "# Big\n\n" + "\n\n".join([*paragraphs[:6], fence, *paragraphs[6:]]) + "\n"
     chunks = chunk_markdown(text, "big.md")
     assert len(chunks) >= 3
     assert all(len(c.content) <= MAX_CHARS for c in chunks)

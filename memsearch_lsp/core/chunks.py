@@ -192,9 +192,9 @@ def chunk_markdown(text: str, source: str, model: str = "", max_chars: int = MAX
     sections: list[tuple[range, _Heading | None]] = []
     first = headings[0].row if headings else len(lines)
     sections.append((range(body_start, first), None))
-    for n, heading in enumerate(headings):
+    for n, h in enumerate(headings):
         stop = headings[n + 1].row if n + 1 < len(headings) else len(lines)
-        sections.append((range(heading.row, stop), heading))
+        sections.append((range(h.row, stop), h))
 
     chunks: list[Chunk] = []
     path: list[tuple[int, str]] = []  # (level, title) of the open headings

@@ -146,8 +146,8 @@ class Indexer:
                 self.store.flush()
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
-        for item in stats.skipped + stats.warnings:
-            log.warning("%s: %s", item.source, item.reason)
+        for note in [*stats.skipped, *stats.warnings]:
+            log.warning("%s: %s", note.source, note.reason)
         return stats
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
@@ -232,7 +232,7 @@ class Indexer:
         stats.chunks_embedded += len(missing)
         stats.chunks_reused += len(chunks) - sum(1 for c in chunks if c.embed_hash in missing)
         rows: list[dict[str, Any]] = []
-        for source, text, cs in group:
+        for _source, text, cs in group:
             file_hash = f"{sha256(text)}:{len(cs)}"
             rows.extend(self._row(c, file_hash, vectors[c.embed_hash]) for c in cs)
         self.store.upsert(rows)

@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import logging
 import shutil
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,14 +43,16 @@ class Memory:
         self._embedder = embedder
         self._store: MilvusStore | None = None
         self._indexer: Indexer | None = None
+        self._lock = threading.RLock()  # lazy composition from several threads
 
     # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            e = self.config.embedding
-            self._embedder = create_embedder(e.model, batch_size=e.batch_size, threads=e.threads)
-        return self._embedder
+        with self._lock:
+            if self._embedder is None:
+                e = self.config.embedding
+                self._embedder = create_embedder(e.model, batch_size=e.batch_size, threads=e.threads)
+            return self._embedder
 
     @property
     def uri(self) -> str:
@@ -64,11 +67,12 @@ class Memory:
 
     @property
     def store(self) -> MilvusStore:
-        if self._store is None:
-            store = MilvusStore(self.uri, self.collection, self._dim(), token=self.config.milvus.token)
-            store.open()
-            self._store = store
-        return self._store
+        with self._lock:
+            if self._store is None:
+                store = MilvusStore(self.uri, self.collection, self._dim(), token=self.config.milvus.token)
+                store.open()
+                self._store = store
+            return self._store
 
     def _dim(self) -> int:
         if not self.embedder.dim:
@@ -77,9 +81,10 @@ class Memory:
 
     @property
     def indexer(self) -> Indexer:
-        if self._indexer is None:
-            self._indexer = Indexer(self.root, self.config, self.store, self.embedder)
-        return self._indexer
+        with self._lock:
+            if self._indexer is None:
+                self._indexer = Indexer(self.root, self.config, self.store, self.embedder)
+            return self._indexer
 
     def reconfigure(self, config: Config) -> bool:
         """Apply new settings; True when the index must be rebuilt (model, paths or store moved)."""

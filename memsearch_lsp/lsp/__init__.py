@@ -1,0 +1,1 @@
+"""The language server: thin glue from LSP to core.Memory."""

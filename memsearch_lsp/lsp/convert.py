@@ -1,0 +1,138 @@
+"""Pure mappings from core data to lsprotocol types: lines, ranges, symbols, hover Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pygls.workspace.position_codec import PositionCodec
+
+from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk
+from memsearch_lsp.core.search import Expanded, Hit
+
+
+def uri_of(root: Path, source: str) -> str:
+    return from_fs_path(str(root / source)) or f"file://{root / source}"
+
+
+def chunk_range(codec: PositionCodec, start_line: int, end_line: int, last_line: str) -> types.Range:
+    """1-based inclusive lines -> an LSP range from the start of the first to the end of the last."""
+    return types.Range(start=types.Position(line=start_line - 1, character=0),
+                       end=types.Position(line=end_line - 1, character=codec.client_num_units(last_line)))
+
+
+def last_line(content: str) -> str:
+    return content.rsplit("\n", 1)[-1]
+
+
+def expanded_range(codec: PositionCodec, chunk: Expanded | Chunk) -> types.Range:
+    return chunk_range(codec, chunk.start_line, chunk.end_line, last_line(chunk.content))
+
+
+def hit_range(codec: PositionCodec, hit: Hit, lines: Sequence[str] | None) -> types.Range:
+    """Without the text at hand, the range ends at the start of the line after the chunk."""
+    if lines is not None and 0 < hit.end_line <= len(lines):
+        return chunk_range(codec, hit.start_line, hit.end_line, lines[hit.end_line - 1].rstrip("\r\n"))
+    return types.Range(start=types.Position(line=hit.start_line - 1, character=0),
+                       end=types.Position(line=hit.end_line, character=0))
+
+
+def hit_json(root: Path, hit: Hit, rng: types.Range) -> dict[str, Any]:
+    """A `memsearch/search` hit: the CLI's fields plus a uri and an LSP range."""
+    data = hit.to_dict()
+    data["uri"] = uri_of(root, hit.source)
+    data["range"] = {"start": {"line": rng.start.line, "character": rng.start.character},
+                     "end": {"line": rng.end.line, "character": rng.end.character}}
+    return data
+
+
+def symbol_name(heading: str, snippet: str) -> str:
+    return heading or (snippet[:60] + ("…" if len(snippet) > 60 else "")) or "(untitled)"
+
+
+def hit_symbol(root: Path, hit: Hit, rng: types.Range) -> types.WorkspaceSymbol:
+    container = hit.source + (f" · {hit.date}" if hit.date else "")
+    return types.WorkspaceSymbol(name=symbol_name(hit.heading, hit.snippet), kind=types.SymbolKind.String,
+                                 location=types.Location(uri=uri_of(root, hit.source), range=rng),
+                                 container_name=container)
+
+
+def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[types.DocumentSymbol]:
+    """The heading outline; sub-chunks of one long section merge back into one symbol."""
+    roots: list[types.DocumentSymbol] = []
+    stack: list[tuple[int, types.DocumentSymbol]] = []
+    previous: Chunk | None = None
+    for chunk in chunks:
+        if chunk.level == 0:
+            continue
+        rng = expanded_range(codec, chunk)
+        if previous is not None and stack and previous.heading_path == chunk.heading_path \
+                and previous.level == chunk.level and stack[-1][0] == chunk.level:
+            symbol = stack[-1][1]
+            symbol.range = types.Range(start=symbol.range.start, end=rng.end)
+            _grow(stack, rng.end)
+            previous = chunk
+            continue
+        while stack and stack[-1][0] >= chunk.level:
+            stack.pop()
+        heading_line = chunk.content.split("\n", 1)[0]
+        symbol = types.DocumentSymbol(
+            name=chunk.heading or "(untitled)", kind=types.SymbolKind.Namespace if chunk.level == 1
+            else types.SymbolKind.String, range=rng,
+            selection_range=types.Range(start=rng.start, end=types.Position(
+                line=rng.start.line, character=codec.client_num_units(heading_line))),
+            detail=f"h{chunk.level}", children=[])
+        if stack:
+            parent = stack[-1][1]
+            parent.children = [*(parent.children or []), symbol]
+            _grow(stack, rng.end)
+        else:
+            roots.append(symbol)
+        stack.append((chunk.level, symbol))
+        previous = chunk
+    return roots
+
+
+def _grow(stack: list[tuple[int, types.DocumentSymbol]], end: types.Position) -> None:
+    """Parents span their children."""
+    for _, parent in stack:
+        if (end.line, end.character) > (parent.range.end.line, parent.range.end.character):
+            parent.range = types.Range(start=parent.range.start, end=end)
+
+
+def id_at(line: str, column: int) -> str | None:
+    """The chunk id (16 hex characters) under a UTF-32 column, if any."""
+    for match in CHUNK_ID_RE.finditer(line):
+        if match.start() <= column <= match.end():
+            return match.group(0)
+    return None
+
+
+def chunk_markdown_hover(root: Path, chunk: Expanded) -> str:
+    link = f"{uri_of(root, chunk.source)}#L{chunk.start_line}"
+    head = f"**{chunk.heading or '(preamble)'}** · [{chunk.source}:{chunk.start_line}-{chunk.end_line}]({link})"
+    if chunk.date:
+        head += f" · {chunk.date}"
+    return f"{head}  \n`{chunk.id}`\n\n---\n\n{chunk.content}\n"
+
+
+def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> str:
+    lines = [f"**{chunk.heading or '(preamble)'}** · `{chunk.id}`",
+             "",
+             f"- source: `{chunk.source}` lines {chunk.start_line}-{chunk.end_line}",
+             f"- section: {' › '.join(chunk.heading_path) or '(preamble)'}",
+             f"- {len(chunk.content)} characters" + (f" · logged {chunk.date}" if chunk.date else ""),
+             ""]
+    if related:
+        lines.append("**Related memories**")
+        lines.append("")
+        for hit in related:
+            link = f"{uri_of(root, hit.source)}#L{hit.start_line}"
+            lines.append(f"- [{hit.heading or hit.source}]({link}) · `{hit.source}:{hit.start_line}` "
+                         f"({hit.score:.2f}): {hit.snippet[:120]}")
+    else:
+        lines.append("_No related memories in other files._")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""LSP features, each with a register(server) function."""

@@ -1,0 +1,73 @@
+"""workspace/executeCommand: memsearch.search, .expand, .reindex, .today and .status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memsearch_lsp import __version__
+from memsearch_lsp.core.index import IndexStats
+from memsearch_lsp.lsp import convert
+from memsearch_lsp.lsp.features.hover import find_chunk
+from memsearch_lsp.lsp.features.symbols import located, param, search_all
+from memsearch_lsp.lsp.server import MemsearchServer  # pygls reads command handlers' type hints
+
+
+class CommandError(ValueError):
+    """Bad command arguments; returned to the client as a JSON-RPC error."""
+
+
+def register(server: MemsearchServer) -> None:
+    @server.command("memsearch.search")
+    async def search(ls: MemsearchServer, *args: Any) -> list[dict[str, Any]]:
+        if not args or not isinstance(args[0], str):
+            raise CommandError("memsearch.search needs a query string")
+        top_k = args[1] if len(args) > 1 and isinstance(args[1], int) and args[1] > 0 else None
+        limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
+        pairs = await search_all(ls, args[0], limit)
+        return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
+
+    @server.command("memsearch.expand")
+    async def expand(ls: MemsearchServer, *args: Any) -> dict[str, Any] | None:
+        if not args or not isinstance(args[0], str):
+            raise CommandError("memsearch.expand needs a chunk id")
+        found = await find_chunk(ls, args[0].strip().lower())
+        if found is None:
+            return None
+        root, chunk = found
+        data = chunk.to_dict()
+        data["uri"] = convert.uri_of(root.path, chunk.source)
+        rng = convert.expanded_range(ls.workspace.position_codec, chunk)
+        data["range"] = {"start": {"line": rng.start.line, "character": rng.start.character},
+                         "end": {"line": rng.end.line, "character": rng.end.character}}
+        return data
+
+    @server.command("memsearch.reindex")
+    async def reindex(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
+        force = bool(param(args[0], "force", default=False)) if args and isinstance(args[0], dict) else False
+        total = IndexStats()
+        for root in list(ls.roots.values()):
+            stats = await ls.reconcile(root, force=force, title="Re-indexing memory")
+            for name in ("files_added", "files_modified", "files_removed", "files_total", "chunks_total",
+                         "chunks_embedded", "chunks_reused", "seconds"):
+                setattr(total, name, getattr(total, name) + getattr(stats, name))
+            total.skipped += stats.skipped
+        return total.to_dict()
+
+    @server.command("memsearch.today")
+    async def today(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
+        if not ls.roots:
+            raise CommandError("no workspace folder is open")
+        root = next(iter(ls.roots.values()))
+        path = await ls.read(root.memory.today)
+        return {"uri": convert.uri_of(root.path, root.memory.source_of(path)), "path": str(path)}
+
+    @server.command("memsearch.status")
+    async def status(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
+        roots = []
+        for root in ls.roots.values():
+            data: dict[str, Any] = (await ls.read(root.memory.status) if root.ready.is_set()
+                                    else {"root": str(root.path)})
+            data["indexing"] = not root.ready.is_set()
+            data["root_uri"] = convert.uri_of(root.path, "")
+            roots.append(data)
+        return {"version": __version__, "roots": roots, "index_passes": ls.passes}

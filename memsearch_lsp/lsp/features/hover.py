@@ -1,0 +1,86 @@
+"""textDocument/hover (a chunk id, or a heading with related memories) and textDocument/definition."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from memsearch_lsp.core.search import Expanded
+from memsearch_lsp.lsp import convert
+from memsearch_lsp.lsp.features.symbols import ready_roots
+
+if TYPE_CHECKING:
+    from memsearch_lsp.lsp.server import MemsearchServer, Root
+
+
+def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tuple[Sequence[str], int] | None:
+    """The document's lines and the cursor column in UTF-32 units (None when it cannot be read)."""
+    try:
+        lines = ls.workspace.get_text_document(uri).lines
+    except (OSError, ValueError):
+        return None
+    if position.line >= len(lines):
+        return None
+    where = ls.workspace.position_codec.position_from_client_units(
+        lines, types.Position(line=position.line, character=position.character))
+    return lines, where.character
+
+
+async def find_chunk(ls: MemsearchServer, chunk_id: str) -> tuple[Root, Expanded] | None:
+    """Look a chunk id up in every root (ids are unique across roots in practice)."""
+    roots = await ready_roots(ls)
+    found = await asyncio.gather(*(ls.read(r.memory.expand, chunk_id) for r in roots))
+    for root, chunk in zip(roots, found):
+        if chunk is not None:
+            return root, chunk
+    return None
+
+
+async def chunk_under_cursor(ls: MemsearchServer, uri: str, position: types.Position
+                             ) -> tuple[Root, Expanded] | None:
+    at = cursor(ls, uri, position)
+    if at is None:
+        return None
+    lines, column = at
+    chunk_id = convert.id_at(lines[position.line].rstrip("\r\n"), column)
+    return await find_chunk(ls, chunk_id) if chunk_id else None
+
+
+def register(server: MemsearchServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: MemsearchServer, params: types.HoverParams) -> types.Hover | None:
+        uri = params.text_document.uri
+        found = await chunk_under_cursor(ls, uri, params.position)
+        if found is not None:
+            root, chunk = found
+            return types.Hover(contents=types.MarkupContent(
+                kind=types.MarkupKind.Markdown, value=convert.chunk_markdown_hover(root.path, chunk)))
+        located = ls.locate_memory(uri)
+        at = cursor(ls, uri, params.position)
+        if located is None or at is None:
+            return None
+        root, source = located
+        lines, _ = at
+        line_no = params.position.line + 1
+        chunks = root.memory.outline(source, "".join(lines))
+        heading = next((c for c in chunks if c.level > 0 and c.start_line == line_no), None)
+        if heading is None:
+            return None
+        await root.ready.wait()
+        related = await ls.read(root.memory.related, heading, 3)
+        return types.Hover(contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=convert.heading_markdown_hover(root.path, heading, related)),
+            range=convert.chunk_range(ls.workspace.position_codec, line_no, line_no,
+                                      lines[params.position.line].rstrip("\r\n")))
+
+    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    async def definition(ls: MemsearchServer, params: types.DefinitionParams) -> types.Location | None:
+        found = await chunk_under_cursor(ls, params.text_document.uri, params.position)
+        if found is None:
+            return None
+        root, chunk = found
+        return types.Location(uri=convert.uri_of(root.path, chunk.source),
+                              range=convert.expanded_range(ls.workspace.position_codec, chunk))

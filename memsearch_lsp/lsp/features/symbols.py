@@ -1,0 +1,117 @@
+"""workspace/symbol (ranked hybrid search), textDocument/documentSymbol and `memsearch/search`."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from memsearch_lsp.core.files import read_text
+from memsearch_lsp.core.search import Hit
+from memsearch_lsp.lsp import convert
+
+if TYPE_CHECKING:
+    from memsearch_lsp.lsp.server import MemsearchServer, Root
+
+SEARCH = "memsearch/search"
+READY_WAIT_S = 60.0
+ALL_HEADINGS_LIMIT = 5000
+
+
+def param(params: Any, *names: str, default: Any = None) -> Any:
+    """A field of custom-request params, whether they arrive as a dict or an object."""
+    for name in names:
+        value = params.get(name) if isinstance(params, dict) else getattr(params, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def lines_of(ls: MemsearchServer, root: Root, source: str) -> list[str] | None:
+    """The current lines of a memory file: the open buffer, else the disk."""
+    uri = convert.uri_of(root.path, source)
+    document = ls.workspace.text_documents.get(uri)
+    if document is not None:
+        return document.source.split("\n")
+    try:
+        text, _ = read_text(root.path / source)
+    except OSError:
+        return None
+    return text.replace("\r\n", "\n").split("\n")
+
+
+async def ready_roots(ls: MemsearchServer) -> list[Root]:
+    roots = list(ls.roots.values())
+    waiting = [r.ready.wait() for r in roots if not r.ready.is_set()]
+    if waiting:
+        await asyncio.wait_for(asyncio.gather(*waiting), timeout=READY_WAIT_S)
+    return roots
+
+
+async def search_all(ls: MemsearchServer, query: str, limit: int) -> list[tuple[Root, Hit]]:
+    """Hybrid search in every root, merged best first."""
+    roots = await ready_roots(ls)
+    results = await asyncio.gather(*(ls.read(r.memory.search, query, limit) for r in roots))
+    merged = [(root, hit) for root, hits in zip(roots, results) for hit in hits]
+    return heapq.nlargest(limit, merged, key=lambda pair: pair[1].score)
+
+
+def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tuple[Root, Hit, types.Range]]:
+    codec = ls.workspace.position_codec
+    cache: dict[tuple[Path, str], list[str] | None] = {}
+    out = []
+    for root, hit in pairs:
+        key = (root.path, hit.source)
+        if key not in cache:
+            cache[key] = lines_of(ls, root, hit.source)
+        out.append((root, hit, convert.hit_range(codec, hit, cache[key])))
+    return out
+
+
+def all_headings(root: Root) -> list[Hit]:
+    rows = root.memory.store.iter_rows(["source", "heading", "start_line", "end_line", "level", "date"],
+                                       expr="level > 0")
+    hits = [Hit(id=r["id"], source=r["source"], heading=r["heading"], start_line=int(r["start_line"]),
+                end_line=int(r["end_line"]), score=0.0, snippet="", date=r["date"]) for r in rows]
+    hits.sort(key=lambda h: (h.source, h.start_line))
+    return hits[:ALL_HEADINGS_LIMIT]
+
+
+def register(server: MemsearchServer) -> None:
+    @server.feature(types.WORKSPACE_SYMBOL)
+    async def workspace_symbol(ls: MemsearchServer, params: types.WorkspaceSymbolParams
+                               ) -> list[types.WorkspaceSymbol]:
+        query = params.query.strip()
+        if not query:
+            roots = await ready_roots(ls)
+            pairs = [(r, h) for r in roots for h in await ls.read(all_headings, r)]
+        else:
+            limit = max((r.memory.config.search.symbol_limit for r in ls.roots.values()), default=20)
+            pairs = await search_all(ls, query, limit)
+        return [convert.hit_symbol(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
+
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    def document_symbol(ls: MemsearchServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+        found = ls.locate(params.text_document.uri)
+        if found is None:
+            return []
+        root, source = found
+        try:
+            text = ls.workspace.get_text_document(params.text_document.uri).source
+        except OSError:
+            return []
+        return convert.document_symbols(ls.workspace.position_codec, root.memory.outline(source, text))
+
+    @server.feature(SEARCH)
+    async def memsearch_search(ls: MemsearchServer, params: Any) -> list[dict[str, Any]]:
+        query = str(param(params, "query", default="") or "")
+        top_k = param(params, "topK", "top_k", "limit")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError("topK must be a positive integer")
+        limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
+        pairs = await search_all(ls, query, limit) if query.strip() else []
+        return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]

@@ -1,0 +1,197 @@
+"""Document sync (open/change/save/close, debounced) and watched files (registration or polling)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+if TYPE_CHECKING:
+    from memsearch_lsp.lsp.server import MemsearchServer, Root
+
+log = logging.getLogger(__name__)
+
+
+def _bump(ls: MemsearchServer, root: Root, source: str) -> int:
+    key = (root.path, source)
+    ls.generations[key] = ls.generations.get(key, 0) + 1
+    return ls.generations[key]
+
+
+async def index_buffer(ls: MemsearchServer, uri: str) -> None:
+    """Index the open buffer's current text (the truth for its file while it is open)."""
+    found = ls.locate_memory(uri)
+    if found is None:
+        return
+    root, source = found
+    await root.ready.wait()
+    try:
+        text = ls.workspace.get_text_document(uri).source
+    except OSError:
+        return
+    await ls.write(root, root.memory.index_text, source, text)
+
+
+async def debounced(ls: MemsearchServer, root: Root, source: str, uri: str, generation: int) -> None:
+    await asyncio.sleep(root.memory.config.watch.debounce_ms / 1000)
+    if ls.generations.get((root.path, source)) == generation:  # a later edit cancels this pass
+        await index_buffer(ls, uri)
+
+
+def register(server: MemsearchServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: MemsearchServer, params: types.DidOpenTextDocumentParams) -> None:
+        found = ls.locate_memory(params.text_document.uri)
+        if found:
+            _bump(ls, *found)
+            ls.background(index_buffer(ls, params.text_document.uri), "indexing an opened file")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: MemsearchServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        found = ls.locate_memory(uri)
+        if found:
+            generation = _bump(ls, *found)
+            ls.background(debounced(ls, *found, uri, generation), "indexing an edit")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: MemsearchServer, params: types.DidSaveTextDocumentParams) -> None:
+        found = ls.locate_memory(params.text_document.uri)
+        if found:
+            _bump(ls, *found)
+            ls.background(index_buffer(ls, params.text_document.uri), "indexing a saved file")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    async def did_close(ls: MemsearchServer, params: types.DidCloseTextDocumentParams) -> None:
+        found = ls.locate_memory(params.text_document.uri)
+        if found:
+            root, source = found
+            _bump(ls, root, source)
+            await root.ready.wait()
+            ls.background(ls.write(root, root.memory.index_file, source), "re-reading a closed file")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def did_change_watched(ls: MemsearchServer, params: types.DidChangeWatchedFilesParams) -> None:
+        touched: dict[Path, list[str]] = {}
+        for change in params.changes:
+            found = ls.locate(change.uri)
+            if found is None:
+                continue
+            root, source = found
+            if source in root.memory.indexer.overlays and change.type != types.FileChangeType.Deleted:
+                continue  # an open buffer is the truth for its file
+            touched.setdefault(root.path, []).append(source)
+        for path, sources in touched.items():
+            root = ls.roots[path]
+            ls.background(_reindex(ls, root, sources), "indexing changed files")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(ls: MemsearchServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        from pygls.uris import to_fs_path
+
+        for folder in params.event.removed:
+            root = ls.roots.pop(Path(to_fs_path(folder.uri) or "").resolve(), None)
+            if root is not None:
+                if root.poller:
+                    root.poller.cancel()
+                await ls.in_writer(root.memory.close)
+        ls.open_roots()
+        for root in ls.roots.values():
+            if not root.ready.is_set() and not root.registration and root.poller is None:
+                await watch(ls, root)
+                ls.background(ls.reconcile(root), f"indexing {root.path.name}")
+
+
+async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
+    await root.ready.wait()
+    if len(sources) > 20:
+        await ls.reconcile(root, title="Indexing changed files")
+        return
+    for source in dict.fromkeys(sources):
+        if root.memory.is_memory(source) or source in root.memory.indexer.manifest():
+            await ls.write(root, root.memory.index_file, source)
+
+
+# -- watching --------------------------------------------------------------------------------
+def _dynamic(ls: MemsearchServer) -> tuple[bool, bool]:
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched is None or not watched.dynamic_registration:
+        return False, False
+    return True, bool(watched.relative_pattern_support)
+
+
+async def watch(ls: MemsearchServer, root: Root) -> None:
+    """Ask the client to watch the memory folders; poll them when it cannot."""
+    dynamic, relative = _dynamic(ls)
+    if root.registration:
+        try:
+            await ls.client_unregister_capability_async(types.UnregistrationParams(unregisterations=[
+                types.Unregistration(id=root.registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)]))
+        except Exception as exc:
+            log.debug("unregister failed: %s", exc)
+        root.registration = ""
+    if root.poller:
+        root.poller.cancel()
+        root.poller = None
+    if not dynamic:
+        root.poller = asyncio.ensure_future(poll(ls, root))
+        return
+    watchers = []
+    for entry in root.memory.config.memory.paths:
+        base = root.path / entry
+        if relative:
+            pattern: types.GlobPattern = types.RelativePattern(base_uri=from_fs_path(str(base)) or str(base),
+                                                               pattern="**/*.md")
+        else:
+            pattern = f"{base.as_posix()}/**/*.md"
+        watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
+    registration = f"memsearch-watch-{abs(hash(root.path)) % 10**8}"
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
+            id=registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
+        root.registration = registration
+    except Exception as exc:
+        log.warning("the editor refused to watch files (%s); polling instead", exc)
+        root.poller = asyncio.ensure_future(poll(ls, root))
+
+
+def snapshot(root: Root) -> dict[str, tuple[int, int]]:
+    """mtime and size of every Markdown file under the memory folders."""
+    state: dict[str, tuple[int, int]] = {}
+    for entry in root.memory.config.memory.paths:
+        for folder, _, names in os.walk(root.path / entry):
+            for name in names:
+                if name.endswith((".md", ".markdown")):
+                    path = os.path.join(folder, name)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    state[path] = (st.st_mtime_ns, st.st_size)
+    return state
+
+
+async def poll(ls: MemsearchServer, root: Root) -> None:
+    """The fallback watcher: an mtime scan every `watch.poll_interval_ms`."""
+    await root.ready.wait()
+    before = await asyncio.to_thread(snapshot, root)
+    while True:
+        await asyncio.sleep(max(0.1, root.memory.config.watch.poll_interval_ms / 1000))
+        try:
+            now = await asyncio.to_thread(snapshot, root)
+        except Exception as exc:  # pragma: no cover - a vanished folder
+            log.debug("poll failed: %s", exc)
+            continue
+        if now != before:
+            before = now
+            try:
+                await ls.write(root, root.memory.index)
+            except Exception as exc:
+                ls.report(f"indexing changed files failed: {exc}", exc)

@@ -1,0 +1,284 @@
+"""create_server(): lifecycle, one writer thread, per-root Memory, debounce, error policy."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from memsearch_lsp import __version__
+from memsearch_lsp.config import Config, ConfigError, load_config
+from memsearch_lsp.core.files import PathError
+from memsearch_lsp.core.index import IndexStats
+from memsearch_lsp.core.memory import Memory
+
+log = logging.getLogger("memsearch_lsp")
+T = TypeVar("T")
+
+INDEXED = "memsearch/indexed"
+
+
+@dataclass
+class Root:
+    """One workspace folder: its own memory, index and watcher."""
+
+    path: Path
+    memory: Memory
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    poller: asyncio.Task[None] | None = None
+    registration: str = ""
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards log records to the client as window/logMessage (thread-safe)."""
+
+    LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning,
+              logging.INFO: types.MessageType.Info}
+
+    def __init__(self, server: MemsearchServer):
+        super().__init__(level=logging.INFO)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        loop = self.server.loop
+        if loop is None or not self.server.initialized:
+            return
+        kind = self.LEVELS.get(record.levelno, types.MessageType.Log)
+        params = types.LogMessageParams(type=kind, message=self.format(record))
+        try:
+            loop.call_soon_threadsafe(self.server.window_log_message, params)
+        except RuntimeError:
+            pass  # the loop is closed: we are shutting down
+
+
+class MemsearchServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("memsearch-lsp", __version__,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.roots: dict[Path, Root] = {}
+        self.overrides: dict[str, Any] = {}  # editor settings in force
+        self.init_options: dict[str, Any] = {}
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsearch-writer")
+        self.generations: dict[tuple[Path, str], int] = {}
+        self.initialized = False
+        self.passes = 0
+        self._shown: set[str] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # -- roots and paths -------------------------------------------------------------------
+    def locate(self, uri: str) -> tuple[Root, str] | None:
+        """The root holding `uri` and its workspace-relative source; None outside every root."""
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if not path:
+            return None
+        for root in sorted(self.roots.values(), key=lambda r: len(str(r.path)), reverse=True):
+            try:
+                return root, root.memory.source_of(path)
+            except PathError:
+                continue
+        return None
+
+    def locate_memory(self, uri: str) -> tuple[Root, str] | None:
+        found = self.locate(uri)
+        return found if found and found[0].memory.is_memory(found[1]) else None
+
+    def config_for(self, path: Path) -> Config:
+        return load_config(path, self.overrides)
+
+    # -- work ------------------------------------------------------------------------------
+    async def write(self, root: Root, fn: Callable[..., IndexStats], *args: Any) -> IndexStats:
+        """Run one index pass on the writer thread, then announce it with memsearch/indexed."""
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        stats: IndexStats = await loop.run_in_executor(self.writer, lambda: fn(*args))
+        self.passes += 1
+        self.protocol.notify(INDEXED, {
+            "root": str(root.path), "files": stats.files_total, "chunks": stats.chunks_total,
+            "embedded": stats.chunks_embedded, "reused": stats.chunks_reused,
+            "ms": round((time.perf_counter() - started) * 1000, 1)})
+        if stats.changed:
+            log.info("%s: %s", root.path.name, str(stats).split("\n")[0])
+        return stats
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.writer, lambda: fn(*args))
+
+    def background(self, coro: Awaitable[Any], what: str) -> asyncio.Task[Any]:
+        """Run `coro` as a task whose failure is logged and shown to the user once."""
+        async def guarded() -> Any:
+            try:
+                return await coro
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.report(f"{what} failed: {exc}", exc)
+                return None
+        return asyncio.ensure_future(guarded())
+
+    def report(self, message: str, exc: BaseException | None = None) -> None:
+        log.error(message, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
+        key = message.split(":")[0]
+        if key not in self._shown and self.config_show_notifications():
+            self._shown.add(key)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                             message=f"memsearch: {message}"))
+
+    def config_show_notifications(self) -> bool:
+        return all(r.memory.config.lsp.show_notifications for r in self.roots.values()) if self.roots else True
+
+    # -- start-up --------------------------------------------------------------------------
+    async def reconcile(self, root: Root, force: bool = False, title: str = "Indexing memory") -> IndexStats:
+        token = await self._progress_begin(title, root)
+        loop = asyncio.get_running_loop()
+
+        def progress(done: int, total: int, message: str) -> None:
+            if token is not None:
+                pct = int(100 * done / total) if total else 100
+                value = types.WorkDoneProgressReport(message=message, percentage=pct)
+                loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
+        try:
+            stats = await self.write(root, lambda: root.memory.index(force=force, progress=progress))
+        finally:
+            if token is not None:
+                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+            root.ready.set()
+        return stats
+
+    async def _progress_begin(self, title: str, root: Root) -> str | None:
+        window = self.client_capabilities.window
+        if not (window and window.work_done_progress):
+            return None
+        token = f"memsearch-{uuid.uuid4().hex[:8]}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception as exc:
+            log.debug("progress not created: %s", exc)
+            return None
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title=title, message=root.path.name, percentage=0, cancellable=False))
+        return token
+
+    async def load_settings(self) -> None:
+        """initializationOptions, then workspace/configuration (section `memsearch`) when supported."""
+        workspace = self.client_capabilities.workspace
+        if not (workspace and workspace.configuration):
+            return
+        try:
+            items = [types.ConfigurationItem(section="memsearch")]
+            result = await asyncio.wait_for(self.workspace_configuration_async(
+                types.ConfigurationParams(items=items)), timeout=5)
+        except Exception as exc:
+            log.debug("workspace/configuration failed: %s", exc)
+            return
+        if result and isinstance(result[0], dict):
+            self.overrides = {**self.init_options, **result[0]}
+
+    def open_roots(self) -> None:
+        folders = list(self.workspace.folders.values())
+        paths = [Path(to_fs_path(f.uri) or "") for f in folders]
+        if not paths and self.workspace.root_path:
+            paths = [Path(self.workspace.root_path)]
+        for path in paths:
+            path = path.resolve()
+            if path in self.roots or not path.is_dir():
+                continue
+            try:
+                self.roots[path] = Root(path, Memory(path, config=self.config_for(path)))
+            except (ConfigError, OSError) as exc:
+                self.report(f"settings for {path}: {exc}", exc)
+                self.roots[path] = Root(path, Memory(path, config=Config()))
+
+    def shutdown_roots(self) -> None:
+        for root in self.roots.values():
+            if root.poller:
+                root.poller.cancel()
+        for root in self.roots.values():
+            self.writer.submit(root.memory.close)
+
+
+def options_from(params: Any) -> dict[str, Any]:
+    """initializationOptions or settings: `{memsearch: {...}}` or the section itself."""
+    if not isinstance(params, dict):
+        return {}
+    inner = params.get("memsearch")
+    return dict(inner) if isinstance(inner, dict) else dict(params)
+
+
+def create_server() -> MemsearchServer:
+    server = MemsearchServer()
+    from memsearch_lsp.lsp.features import commands, hover, symbols, sync
+
+    for feature in (sync, symbols, hover, commands):
+        feature.register(server)
+    try:
+        from memsearch_lsp.lsp.features import actions
+    except ImportError:  # pragma: no cover - compaction is optional while it is being built
+        actions = None  # type: ignore[assignment]
+    if actions is not None:
+        actions.register(server)
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: MemsearchServer, params: types.InitializeParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        ls.init_options = ls.overrides = options_from(params.initialization_options)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
+        ls.initialized = True
+        await ls.load_settings()
+        ls.open_roots()
+        for root in ls.roots.values():
+            await sync.watch(ls, root)
+            ls.background(ls.reconcile(root), f"indexing {root.path.name}")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:
+        pushed = options_from(params.settings)
+        if pushed:
+            ls.overrides = {**ls.init_options, **pushed}  # complete: a removed setting is gone
+        await ls.load_settings()
+        for root in list(ls.roots.values()):
+            try:
+                config = ls.config_for(root.path)
+            except ConfigError as exc:
+                ls.report(f"settings: {exc}", exc)
+                continue
+            heavy = await ls.in_writer(root.memory.reconfigure, config)
+            if heavy:
+                await sync.watch(ls, root)
+                ls.background(ls.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
+
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls: MemsearchServer, params: None) -> None:
+        ls.shutdown_roots()
+
+    return server
+
+
+def run(tcp: str | None = None) -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="memsearch-lsp %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+    server = create_server()
+    handler = ClientLogHandler(server)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger("memsearch_lsp").addHandler(handler)
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()

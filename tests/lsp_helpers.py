@@ -1,0 +1,124 @@
+"""Helpers for end-to-end tests: start the real server over stdio with a client profile."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
+SERVER = [sys.executable, "-m", "memsearch_lsp", "serve"]
+CLIENTS = ["neovim@v0.11.0", "visual_studio_code"]
+
+
+def config() -> ClientServerConfig:
+    return ClientServerConfig(server_command=SERVER)
+
+
+def uri(path: Path) -> str:
+    return from_fs_path(str(path)) or ""
+
+
+def make_workspace(base: Path, examples: bool = True) -> Path:
+    ws = base / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    if examples:
+        shutil.copytree(EXAMPLES, ws / "memory")
+    else:
+        (ws / "memory").mkdir()
+    return ws
+
+
+class Session:
+    """A started client with the indexed notifications it received."""
+
+    def __init__(self, client: LanguageClient, workspace: Path, profile: str):
+        self.client, self.workspace, self.profile = client, workspace, profile
+        self.indexed: list[dict[str, Any]] = []
+        self.registrations: list[types.Registration] = []
+        self.edits: list[types.ApplyWorkspaceEditParams] = []
+        self.encoding = "utf-16"
+
+        @client.feature("memsearch/indexed")
+        def on_indexed(params: Any) -> None:
+            self.indexed.append(params if isinstance(params, dict) else params._asdict())
+
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def on_register(params: types.RegistrationParams) -> None:
+            self.registrations.extend(params.registrations)
+
+        @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
+        def on_unregister(params: types.UnregistrationParams) -> None:
+            return None
+
+    async def start(self, capabilities: types.ClientCapabilities, settings: dict[str, Any] | None = None,
+                    folders: list[Path] | None = None) -> types.InitializeResult:
+        folders = folders or [self.workspace]
+        self.client._configuration = {"": {}, "memsearch": settings or {}}
+        result = await self.client.initialize_session(types.InitializeParams(
+            capabilities=capabilities, root_uri=uri(folders[0]),
+            workspace_folders=[types.WorkspaceFolder(uri=uri(f), name=f.name) for f in folders],
+            initialization_options={"memsearch": settings or {}}))
+        self.encoding = str(result.capabilities.position_encoding or "utf-16")
+        return result
+
+    async def wait_indexed(self, count: int = 1, timeout: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while len(self.indexed) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.indexed)} memsearch/indexed notifications")
+            await asyncio.sleep(0.05)
+        return self.indexed[count - 1]
+
+    async def symbols(self, query: str) -> list[types.WorkspaceSymbol]:
+        result = await self.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
+        return list(result or [])  # type: ignore[arg-type]
+
+    async def until_symbol(self, query: str, name: str, timeout: float = 30.0) -> types.WorkspaceSymbol:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [s for s in await self.symbols(query) if s.name == name]
+            if found:
+                return found[0]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name!r} never found for {query!r}")
+            await asyncio.sleep(0.2)
+
+    def open(self, path: Path, text: str | None = None, version: int = 1) -> str:
+        doc_uri = uri(path)
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=doc_uri, language_id="markdown", version=version,
+            text=path.read_text() if text is None else text)))
+        return doc_uri
+
+    def units(self, text: str) -> int:
+        """Length of `text` in the negotiated position encoding."""
+        if "8" in self.encoding:
+            return len(text.encode("utf-8"))
+        if "32" in self.encoding:
+            return len(text)
+        return len(text.encode("utf-16-le")) // 2
+
+
+def capabilities(profile: str, dynamic_watch: bool | None = None) -> types.ClientCapabilities:
+    caps = client_capabilities(profile)
+    if dynamic_watch is not None:
+        caps.workspace = caps.workspace or types.WorkspaceClientCapabilities()
+        caps.workspace.did_change_watched_files = types.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=dynamic_watch, relative_pattern_support=dynamic_watch)
+    return caps
+
+
+def send_raw(client: LanguageClient, message: dict[str, Any] | bytes) -> None:
+    """Write a JSON-RPC message as is, bypassing the client's type checks (for malformed input)."""
+    import json
+
+    body = message if isinstance(message, bytes) else json.dumps(message).encode()
+    client.protocol.writer.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # type: ignore[union-attr]

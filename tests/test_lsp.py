@@ -1,0 +1,224 @@
+"""End-to-end: the real server over stdio (pytest-lsp), with Neovim and VS Code client capabilities."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from tests.lsp_helpers import CLIENTS, Session, capabilities, config, make_workspace, send_raw, uri
+
+SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
+
+
+@pytest_lsp.fixture(config=config(), params=CLIENTS)
+async def lsp(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_asyncio.fixture
+async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
+    profile = request.node.callspec.params["lsp"]
+    s = Session(lsp, make_workspace(tmp_path), profile)
+    await s.start(capabilities(profile), SETTINGS)
+    await s.wait_indexed()
+    return s
+
+
+async def test_startup_reports_progress_and_ranks_redis_first(session: Session) -> None:
+    reports = [v for vs in session.client.progress_reports.values() for v in vs]
+    kinds = [getattr(v, "kind", None) for v in reports]
+    assert kinds[0] == "begin" and kinds[-1] == "end"
+    first = session.indexed[0]
+    assert first["files"] == 13 and first["chunks"] > 30 and first["embedded"] == first["chunks"]
+    symbols = await session.symbols("Redis cache config")
+    assert symbols[0].name == "Redis Caching"
+    loc = symbols[0].location
+    assert isinstance(loc, types.Location) and loc.uri.endswith("memory/MEMORY.md")
+    lines = (session.workspace / "memory/MEMORY.md").read_text().split("\n")
+    assert lines[loc.range.start.line] == "## Redis Caching"
+    assert loc.range.end.line == 15 and loc.range.end.character == session.units(lines[15])
+    assert len(await session.symbols("")) >= 30  # empty query: every heading
+
+
+async def test_unsaved_edit_is_searchable_and_gone_after_close(session: Session) -> None:
+    path = session.workspace / "memory/2026-02-17.md"
+    original = path.read_text()
+    doc = session.open(path)
+    await session.wait_indexed(2)
+    n = len(session.indexed)
+    added = "\n## Kafka decision\n\nPartition the orders topic by customer id, 12 partitions.\n"
+    end = len(original.split("\n")) - 1
+    session.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=end, character=0),
+                              end=types.Position(line=end, character=0)), text=added)]))
+    await session.wait_indexed(n + 1)
+    symbol = await session.until_symbol("Kafka", "Kafka decision")
+    assert isinstance(symbol.location, types.Location)
+    assert symbol.location.range.start.line == end + 1
+    assert path.read_text() == original  # nothing was saved
+    session.client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=doc)))
+    await session.wait_indexed(n + 2)
+    assert "Kafka decision" not in {s.name for s in await session.symbols("Kafka")}
+
+
+async def test_file_written_by_another_program_becomes_searchable(session: Session) -> None:
+    path = session.workspace / "memory/2026-03-01.md"
+    n = len(session.indexed)
+    path.write_text("# 2026-03-01\n\n## Walrus migration\n\nThe walrus service moved to Graviton.\n")
+    if session.registrations:  # the client watches: it tells the server
+        session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(path), type=types.FileChangeType.Created)]))
+    await session.wait_indexed(n + 1, timeout=30)
+    await session.until_symbol("walrus Graviton", "Walrus migration", timeout=10)
+
+
+@pytest_asyncio.fixture
+async def polling(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
+    profile = request.node.callspec.params["lsp"]
+    s = Session(lsp, make_workspace(tmp_path), profile)
+    await s.start(capabilities(profile, dynamic_watch=False), SETTINGS)
+    await s.wait_indexed()
+    return s
+
+
+async def test_polling_finds_new_files_within_two_intervals(polling: Session) -> None:
+    assert not polling.registrations
+    await asyncio.sleep(1.2)  # let the poller take its first snapshot
+    n = len(polling.indexed)
+    path = polling.workspace / "memory/2026-03-02.md"
+    started = time.monotonic()
+    path.write_text("# 2026-03-02\n\n## Narwhal rollout\n\nNarwhal flags are enabled for 10% of users.\n")
+    note = await polling.wait_indexed(n + 1, timeout=10)
+    assert time.monotonic() - started <= 2 * 1.0 + note["ms"] / 1000 + 0.5
+    await polling.until_symbol("Narwhal rollout", "Narwhal rollout", timeout=5)
+
+
+async def test_dynamic_registration_uses_memory_folder_patterns(session: Session) -> None:
+    if session.profile.startswith("neovim"):
+        assert not session.registrations  # this Neovim profile cannot register: the server polls
+        return
+    (registration,) = session.registrations
+    assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    watchers = registration.register_options["watchers"]  # type: ignore[index]
+    assert any("memory" in str(w["globPattern"]) for w in watchers)
+
+
+async def _hover(session: Session, doc: str, line: int, character: int) -> str:
+    result = await session.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=line, character=character)))
+    if result is None:
+        return ""
+    assert isinstance(result.contents, types.MarkupContent)
+    return result.contents.value
+
+
+async def test_hover_and_definition_on_chunk_ids_with_emoji_and_accents(session: Session) -> None:
+    symbol = (await session.symbols("Kafka over RabbitMQ"))[0]
+    hits = await session.client.protocol.send_request_async("memsearch/search", {"query": "Kafka over RabbitMQ"})
+    chunk_id = hits[0]["id"]
+    prefix = "Café 🎉 naïve → see "
+    notes = session.workspace / "notes.md"
+    notes.write_text(f"# Notes\n\n{prefix}{chunk_id} for details\n")
+    doc = session.open(notes)
+    column = session.units(prefix) + 3
+    text = await _hover(session, doc, 2, column)
+    assert "Decision: Kafka over RabbitMQ" in text and "we chose Kafka over RabbitMQ" in text
+    assert await _hover(session, doc, 2, session.units(prefix) - 2) == ""  # on the emoji line, not the id
+    result = await session.client.text_document_definition_async(types.DefinitionParams(
+        text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=2, character=column)))
+    assert isinstance(result, types.Location) and isinstance(symbol.location, types.Location)
+    assert result.uri == symbol.location.uri and result.range.start == symbol.location.range.start
+
+
+async def test_hover_on_heading_shows_related_memories(session: Session) -> None:
+    path = session.workspace / "memory/MEMORY.md"
+    doc = session.open(path)
+    line = path.read_text().split("\n").index("## Redis Caching")
+    text = await _hover(session, doc, line, 4)
+    assert "Related memories" in text and "memory/MEMORY.md" in text
+    assert "2026-02-06.md" in text  # the pool-exhaustion incident is related
+
+
+async def test_document_symbols_outline(session: Session) -> None:
+    path = session.workspace / "memory/MEMORY.md"
+    doc = session.open(path)
+    result = await session.client.text_document_document_symbol_async(types.DocumentSymbolParams(
+        text_document=types.TextDocumentIdentifier(uri=doc)))
+    assert result and isinstance(result[0], types.DocumentSymbol)
+    assert result[0].name == "Project Memory"
+    assert [c.name for c in result[0].children or []][:3] == ["Team", "Redis Caching", "Database"]
+
+
+async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Session) -> None:
+    client = session.client
+    send_raw(client, {"jsonrpc": "2.0", "id": 90001, "method": "textDocument/hover", "params": {"textDocument": 3}})
+    send_raw(client, {"jsonrpc": "2.0", "id": 90002, "method": "workspace/symbol", "params": None})
+    with pytest.raises(JsonRpcException):
+        await client.protocol.send_request_async("memsearch/search", {"query": "redis", "topK": "many"})
+    with pytest.raises(JsonRpcException):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.nope"))
+    outside = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri="file:///etc/passwd"),
+        position=types.Position(line=0, character=0)))
+    assert outside is None
+    gone = session.workspace / "memory/2026-02-03.md"
+    doc = uri(gone)
+    gone.unlink()
+    assert await _hover(session, doc, 2, 2) == ""
+    n = len(session.indexed)
+    bad = session.workspace / "memory/2026-03-03.md"
+    bad.write_bytes("# Caf\xe9\n\n## Ocelot\n\nocelot na\xefve\n".encode("latin-1"))
+    if session.registrations:
+        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=uri(bad), type=types.FileChangeType.Created),
+            types.FileEvent(uri=doc, type=types.FileChangeType.Deleted)]))
+    await session.wait_indexed(n + 1, timeout=30)
+    await session.until_symbol("ocelot", "Ocelot", timeout=10)
+    assert (await session.symbols("Redis cache config"))[0].name == "Redis Caching"
+
+
+async def test_a_burst_of_edits_causes_one_or_two_passes(session: Session) -> None:
+    path = session.workspace / "memory/2026-02-13.md"
+    doc = session.open(path)
+    await session.wait_indexed(2)
+    before = len(session.indexed)
+    for version in range(2, 502):
+        session.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+                text="x" if version < 501 else "\n## Burst done\n\nokapi\n")]))
+        if version % 50 == 0:
+            await asyncio.sleep(0.2)  # 500 edits over about 2 s
+    await session.until_symbol("okapi", "Burst done", timeout=20)
+    await asyncio.sleep(1.0)
+    assert 1 <= len(session.indexed) - before <= 2
+
+
+async def test_commands_and_custom_search(session: Session) -> None:
+    client = session.client
+    status: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.status"))
+    assert status["roots"][0]["chunks"] > 30
+    hits: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.search", arguments=["PostgreSQL 16", 5]))
+    assert hits[0]["source"] in {"memory/MEMORY.md", "memory/2026-02-16.md"} and hits[0]["uri"].startswith("file:")
+    chunk: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.expand", arguments=[hits[0]["id"]]))
+    assert "PostgreSQL 16" in chunk["content"]
+    today: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.today"))
+    assert Path(today["path"]).is_file()
+    stats: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.reindex"))
+    assert (stats["files_added"], stats["chunks_embedded"]) == (1, 1)  # only today's new log
