@@ -1,0 +1,27 @@
+-- memsearch-lsp: Neovim 0.11 `vim.lsp.Config` for the memsearch language server.
+-- Found on 'runtimepath' by `vim.lsp.enable('memsearch')`; `require('memsearch').setup()` layers
+-- user options (cmd, settings) on top through `vim.lsp.config('memsearch', ...)`.
+
+---@type vim.lsp.Config
+return {
+  cmd = { 'memsearch-lsp', 'serve' },
+  filetypes = { 'markdown' },
+  root_markers = { '.memsearch.toml', 'memory', '.git' },
+  -- Neovim only advertises dynamic registration of watched files on macOS and Windows; turn it on so
+  -- memory files written by agents (not through the editor) reach the server on Linux too.
+  capabilities = {
+    workspace = {
+      didChangeWatchedFiles = { dynamicRegistration = true, relativePatternSupport = true },
+    },
+  },
+  -- Section `memsearch` is what the server asks for with workspace/configuration.
+  settings = { memsearch = vim.empty_dict() },
+  handlers = {
+    ['memsearch/indexed'] = function(err, result, ctx)
+      local ok, memsearch = pcall(require, 'memsearch')
+      if ok then
+        memsearch._on_indexed(err, result, ctx)
+      end
+    end,
+  },
+}

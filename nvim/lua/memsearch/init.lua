@@ -1,0 +1,488 @@
+-- memsearch: Neovim client for memsearch-lsp (setup, :Memsearch, search pickers, indexed events).
+local M = {}
+
+---@class memsearch.Options
+---@field cmd? string[]|fun(...):vim.lsp.rpc.PublicClient  server command (default from lsp/memsearch.lua)
+---@field settings? table   server settings of section `memsearch` (docs/protocol.md), e.g. { search = { topK = 5 } }
+---@field enable? boolean   call vim.lsp.enable('memsearch') (default true)
+---@field top_k? integer    hits asked for by :Memsearch search (default 15)
+---@field picker? 'select'|'telescope'  how :Memsearch search lets you jump (default 'select' = vim.ui.select)
+---@field lsp? vim.lsp.Config  extra fields for vim.lsp.config('memsearch', ...) (root_markers, on_attach, ...)
+M.defaults = {
+  cmd = nil,
+  settings = {},
+  enable = true,
+  top_k = 15,
+  picker = 'select',
+  lsp = {},
+}
+
+---@type memsearch.Options
+M.options = vim.deepcopy(M.defaults)
+
+--- Last `memsearch/indexed` payload (plus `client_id` and `time`), and the last one per root.
+M.last_indexed = nil ---@type table?
+M.indexed = {} ---@type table<string, table>
+M.last_hits = nil ---@type table[]?
+
+M.subcommands = { 'search', 'today', 'reindex', 'compact', 'status' }
+
+local NAME = 'memsearch'
+
+local function notify(msg, level)
+  vim.notify('memsearch: ' .. msg, level or vim.log.levels.INFO, { title = 'memsearch' })
+end
+
+--- A JSON value as a Lua string ('' for nil / vim.NIL).
+local function str(v)
+  if v == nil or v == vim.NIL then
+    return ''
+  end
+  return tostring(v)
+end
+
+local function one_line(s, max)
+  s = str(s):gsub('%s+', ' '):gsub('^ ', ''):gsub(' $', '')
+  if max and #s > max then
+    s = s:sub(1, max - 1) .. '…'
+  end
+  return s
+end
+
+local function err_text(err)
+  if type(err) == 'table' then
+    return str(err.message ~= nil and err.message or vim.inspect(err))
+  end
+  return str(err)
+end
+
+---@param opts? memsearch.Options
+function M.setup(opts)
+  M.options = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  local cfg = vim.deepcopy(M.options.lsp or {})
+  if M.options.cmd then
+    cfg.cmd = M.options.cmd
+  end
+  local settings = M.options.settings
+  if type(settings) == 'table' and next(settings) ~= nil then
+    cfg.init_options = settings
+    cfg.settings = { memsearch = settings }
+  end
+  vim.lsp.config(NAME, cfg)
+  if M.options.enable ~= false then
+    vim.lsp.enable(NAME)
+  end
+end
+
+--- The resolved config (lsp/memsearch.lua + vim.lsp.config calls), or nil when there is none.
+---@return vim.lsp.Config?
+function M.lsp_config()
+  local ok, cfg = pcall(function()
+    return vim.lsp.config[NAME]
+  end)
+  return ok and cfg or nil
+end
+
+--- The workspace root for `path` (default: the current buffer, else the cwd), by the root markers.
+---@param path? string
+---@return string?
+function M.find_root(path)
+  local cfg = M.lsp_config() or {}
+  local markers = cfg.root_markers or { '.memsearch.toml', 'memory', '.git' }
+  if not path then
+    local name = vim.api.nvim_buf_get_name(0)
+    path = (vim.bo.buftype == '' and name ~= '') and name or (vim.fn.getcwd() .. '/.')
+  end
+  return vim.fs.root(path, markers)
+end
+
+--- The memsearch client for the current buffer, else the one whose root holds the cwd, else any.
+---@return vim.lsp.Client?
+function M.get_client()
+  local clients = vim.lsp.get_clients({ name = NAME, bufnr = 0 })
+  if #clients > 0 then
+    return clients[1]
+  end
+  clients = vim.lsp.get_clients({ name = NAME })
+  local cwd = vim.fs.normalize(vim.fn.getcwd())
+  for _, client in ipairs(clients) do
+    local root = client.root_dir and vim.fs.normalize(client.root_dir)
+    if root and (cwd == root or vim.startswith(cwd, root .. '/')) then
+      return client
+    end
+  end
+  return clients[1]
+end
+
+--- Calls `cb(client)` with an initialized client, starting one for the cwd's workspace if none
+--- runs (so :Memsearch works from any buffer); `cb(nil, reason)` when that is impossible.
+---@param cb fun(client: vim.lsp.Client?, err: string?)
+function M.with_client(cb)
+  local client = M.get_client()
+  if not client then
+    local cfg = M.lsp_config()
+    if not cfg or not cfg.cmd then
+      return cb(nil, 'no memsearch LSP config (call require("memsearch").setup())')
+    end
+    cfg = vim.deepcopy(cfg)
+    cfg.root_dir = cfg.root_dir or M.find_root() or vim.fn.getcwd()
+    if type(cfg.root_dir) == 'function' then
+      cfg.root_dir = M.find_root() or vim.fn.getcwd()
+    end
+    local ok, id = pcall(vim.lsp.start, cfg, { attach = false, silent = true })
+    client = ok and id and vim.lsp.get_client_by_id(id) or nil
+    if not client then
+      return cb(nil, 'could not start the server ' .. vim.inspect(cfg.cmd))
+    end
+  end
+  if client.initialized then
+    return cb(client)
+  end
+  local waited, timer = 0, assert(vim.uv.new_timer())
+  timer:start(
+    50,
+    50,
+    vim.schedule_wrap(function()
+      waited = waited + 50
+      if client.initialized or client:is_stopped() or waited > 60000 then
+        timer:stop()
+        timer:close()
+        if client.initialized then
+          cb(client)
+        else
+          cb(nil, 'the server did not initialize')
+        end
+      end
+    end)
+  )
+end
+
+--- Sends `method` to the server; `cb(err, result, client)`. Pending buffer edits are flushed first.
+---@param method string
+---@param params table
+---@param cb fun(err: any, result: any, client: vim.lsp.Client?)
+function M.request(method, params, cb)
+  M.with_client(function(client, why)
+    if not client then
+      return cb(why, nil, nil)
+    end
+    local ok, sent = pcall(client.request, client, method, params, function(err, result)
+      cb(err, result, client)
+    end)
+    if not ok or not sent then
+      cb(not ok and sent or 'the server is not running', nil, client)
+    end
+  end)
+end
+
+--- workspace/executeCommand `command` with `arguments` (a list); `cb(err, result, client)`.
+function M.exec(command, arguments, cb)
+  M.request('workspace/executeCommand', { command = command, arguments = arguments or {} }, cb)
+end
+
+---------------------------------------------------------------------------------------------------
+-- search
+
+--- Quickfix items for search hits: file, line = start_line, text = heading + snippet.
+---@param hits table[]
+---@return vim.quickfix.entry[]
+function M.to_qf_items(hits)
+  local items = {}
+  for _, hit in ipairs(hits) do
+    local file = str(hit.uri) ~= '' and vim.uri_to_fname(hit.uri) or str(hit.source)
+    local heading = one_line(hit.heading)
+    local snippet = one_line(hit.snippet, 240)
+    items[#items + 1] = {
+      filename = file,
+      lnum = tonumber(hit.start_line) or 1,
+      end_lnum = tonumber(hit.end_line),
+      col = 1,
+      text = heading ~= '' and (heading .. ': ' .. snippet) or snippet,
+      user_data = { memsearch_id = str(hit.id), score = hit.score },
+    }
+  end
+  return items
+end
+
+--- One line for a picker: `source:line  heading — snippet  (score)`.
+function M.format_hit(hit)
+  return ('%s:%s  %s — %s'):format(
+    str(hit.source),
+    str(hit.start_line),
+    one_line(hit.heading),
+    one_line(hit.snippet, 120)
+  )
+end
+
+--- Opens a hit: its file, cursor on its first line.
+function M.open_hit(hit)
+  local file = str(hit.uri) ~= '' and vim.uri_to_fname(hit.uri) or str(hit.source)
+  vim.cmd.edit(vim.fn.fnameescape(file))
+  local line = math.max(1, math.min(tonumber(hit.start_line) or 1, vim.api.nvim_buf_line_count(0)))
+  vim.api.nvim_win_set_cursor(0, { line, 0 })
+  vim.cmd('normal! zv')
+end
+
+--- Searches the memory: fills the quickfix list with every hit and opens a picker to jump to one.
+--- Without a query, asks for one with vim.ui.input.
+---@param query? string
+---@param opts? { top_k?: integer, picker?: 'select'|'telescope'|false, on_results?: fun(hits: table[]) }
+function M.search(query, opts)
+  opts = opts or {}
+  if not query or vim.trim(query) == '' then
+    vim.ui.input({ prompt = 'Memsearch: ' }, function(input)
+      if input and vim.trim(input) ~= '' then
+        M.search(input, opts)
+      end
+    end)
+    return
+  end
+  query = vim.trim(query)
+  local params = { query = query, topK = opts.top_k or M.options.top_k }
+  M.request('memsearch/search', params, function(err, hits)
+    if err then
+      return notify('search failed: ' .. err_text(err), vim.log.levels.ERROR)
+    end
+    hits = type(hits) == 'table' and hits or {}
+    M.last_hits = hits
+    vim.fn.setqflist({}, ' ', { title = 'Memsearch: ' .. query, items = M.to_qf_items(hits) })
+    if opts.on_results then
+      opts.on_results(hits)
+    end
+    if #hits == 0 then
+      return notify('no memories match "' .. query .. '"', vim.log.levels.WARN)
+    end
+    local picker = opts.picker == nil and M.options.picker or opts.picker
+    if picker == false then
+      return
+    end
+    if picker == 'telescope' and pcall(require, 'telescope') then
+      return require('memsearch.telescope').pick_hits(hits, { query = query })
+    end
+    vim.ui.select(hits, {
+      prompt = ('Memsearch (%d hits, also in quickfix): '):format(#hits),
+      kind = 'memsearch',
+      format_item = M.format_hit,
+    }, function(choice)
+      if choice then
+        M.open_hit(choice)
+      end
+    end)
+  end)
+end
+
+--- Telescope picker (live search when no query); needs nvim-telescope/telescope.nvim.
+function M.telescope(opts)
+  if not pcall(require, 'telescope') then
+    return notify('Telescope is not installed; use :Memsearch search', vim.log.levels.WARN)
+  end
+  require('memsearch.telescope').picker(opts)
+end
+
+---------------------------------------------------------------------------------------------------
+-- commands
+
+local function today_local(client)
+  local root = client and client.root_dir or M.find_root() or vim.fn.getcwd()
+  local paths = vim.tbl_get(M.options, 'settings', 'memory', 'paths')
+  local dir = vim.fs.joinpath(root, type(paths) == 'table' and paths[1] or 'memory')
+  local date = os.date('%Y-%m-%d') --[[@as string]]
+  local path = vim.fs.joinpath(dir, date .. '.md')
+  if not vim.uv.fs_stat(path) then
+    vim.fn.mkdir(dir, 'p')
+    vim.fn.writefile({ '# ' .. date, '' }, path)
+  end
+  return path
+end
+
+--- Opens today's daily log (memsearch.today); creates memory/YYYY-MM-DD.md locally if the server fails.
+function M.today()
+  M.exec('memsearch.today', {}, function(err, result, client)
+    local path
+    if not err and type(result) == 'table' and (str(result.uri) ~= '' or str(result.path) ~= '') then
+      path = str(result.uri) ~= '' and vim.uri_to_fname(result.uri) or result.path
+    else
+      path = today_local(client)
+      notify(('server could not open today (%s); using %s'):format(err_text(err), path), vim.log.levels.WARN)
+    end
+    vim.cmd.edit(vim.fn.fnameescape(path))
+  end)
+end
+
+local function seconds(v)
+  local n = tonumber(v)
+  return n and ('%.2fs'):format(n) or '?'
+end
+
+--- "+a ~m -r files, N chunks (E embedded, R reused) in S" for a memsearch.reindex result.
+function M.format_reindex(r)
+  if type(r) ~= 'table' then
+    return 'reindexed: ' .. vim.inspect(r)
+  end
+  return ('reindexed: +%s ~%s -%s files, %s chunks (%s embedded, %s reused) in %s'):format(
+    str(r.files_added),
+    str(r.files_modified),
+    str(r.files_removed),
+    str(r.chunks_total),
+    str(r.chunks_embedded),
+    str(r.chunks_reused),
+    seconds(r.seconds)
+  )
+end
+
+--- A readable compaction plan: "compact (dry run): 13 daily logs into 4 summaries (...)" + one line
+--- per summary; falls back to listing the plan's fields for an unknown shape.
+function M.format_compact(plan)
+  if type(plan) ~= 'table' then
+    return 'compact: ' .. str(plan)
+  end
+  if type(plan.summaries) == 'table' and type(plan.archive) == 'table' then
+    local mode = plan.applied == true and 'applied' or 'dry run'
+    if #plan.summaries == 0 and #plan.archive == 0 then
+      return ('compact (%s): %s'):format(mode, str(plan.note) ~= '' and str(plan.note) or 'nothing to compact')
+    end
+    local stats = type(plan.stats) == 'table' and plan.stats or {}
+    local lines = {
+      ('compact (%s): %d daily logs into %d summaries (%s; %s -> %s characters)'):format(
+        mode, #plan.archive, #plan.summaries, str(plan.summarizer),
+        str(stats.chars_in ~= nil and stats.chars_in or '?'), str(stats.chars_out ~= nil and stats.chars_out or '?')),
+    }
+    for _, s in ipairs(plan.summaries) do
+      local sources = vim.tbl_map(function(p)
+        return vim.fs.basename(str(p))
+      end, type(s.sources) == 'table' and s.sources or {})
+      lines[#lines + 1] = ('  %s %s <- %s'):format(str(s.action), str(s.path), table.concat(sources, ', '))
+    end
+    return table.concat(lines, '\n')
+  end
+  local parts = {}
+  for key, value in vim.spairs(plan) do
+    if type(value) == 'table' then
+      parts[#parts + 1] = ('%s: %d'):format(key, vim.tbl_count(value))
+    elseif value ~= vim.NIL then
+      parts[#parts + 1] = ('%s: %s'):format(key, one_line(value, 80))
+    end
+  end
+  return 'compact: ' .. (#parts > 0 and table.concat(parts, ', ') or 'nothing to do')
+end
+
+--- "memsearch-lsp 0.1.0 | /ws: 12 files, 40 chunks (model, collection) | last pass: ..."
+function M.format_status(s)
+  if type(s) ~= 'table' then
+    return 'status: ' .. vim.inspect(s)
+  end
+  local lines = { 'memsearch-lsp ' .. str(s.version) }
+  for _, r in ipairs(type(s.roots) == 'table' and s.roots or { s }) do
+    if r.root or r.files or r.chunks then
+      lines[#lines + 1] = ('%s: %s files, %s chunks (model %s, collection %s)'):format(
+        str(r.root),
+        str(r.files),
+        str(r.chunks),
+        str(r.model),
+        str(r.collection)
+      )
+    end
+  end
+  local last = M.last_indexed
+  if last then
+    lines[#lines + 1] = ('last index pass %s: %s files, %s chunks, %s embedded, %s reused, %s ms'):format(
+      os.date('%H:%M:%S', last.time),
+      str(last.files),
+      str(last.chunks),
+      str(last.embedded),
+      str(last.reused),
+      str(last.ms ~= nil and last.ms ~= vim.NIL and math.floor(tonumber(last.ms) or 0) or '')
+    )
+  end
+  return table.concat(lines, '\n')
+end
+
+function M.reindex(force)
+  notify(force and 'reindexing everything…' or 'reindexing…')
+  M.exec('memsearch.reindex', force and { { force = true } } or {}, function(err, result)
+    if err then
+      return notify('reindex failed: ' .. err_text(err), vim.log.levels.ERROR)
+    end
+    notify(M.format_reindex(result))
+  end)
+end
+
+---@param opts? { dry_run?: boolean, older_than_days?: integer }
+function M.compact(opts)
+  opts = opts or {}
+  local arg = {}
+  if opts.dry_run then
+    arg.dryRun = true
+  end
+  if opts.older_than_days then
+    arg.olderThanDays = opts.older_than_days
+  end
+  M.exec('memsearch.compact', next(arg) and { arg } or {}, function(err, result)
+    if err then
+      return notify('compact failed: ' .. err_text(err), vim.log.levels.ERROR)
+    end
+    M.last_compact = result
+    notify(M.format_compact(result))
+  end)
+end
+
+function M.status()
+  M.exec('memsearch.status', {}, function(err, result)
+    if err then
+      return notify('status failed: ' .. err_text(err), vim.log.levels.ERROR)
+    end
+    M.last_status = result
+    notify(M.format_status(result))
+  end)
+end
+
+--- :Memsearch {search|today|reindex|compact|status} [args]
+function M.command(args)
+  local sub, rest = (args.args or ''):match('^%s*(%S*)%s*(.-)%s*$')
+  if sub == '' or sub == 'search' then
+    return M.search(rest)
+  elseif sub == 'today' then
+    return M.today()
+  elseif sub == 'reindex' then
+    return M.reindex(args.bang or rest == 'force')
+  elseif sub == 'compact' then
+    local days = tonumber(rest:match('(%d+)'))
+    return M.compact({ dry_run = rest:find('dry') ~= nil, older_than_days = days })
+  elseif sub == 'status' then
+    return M.status()
+  end
+  notify(('unknown subcommand "%s"; use one of: %s'):format(sub, table.concat(M.subcommands, ', ')), vim.log.levels.ERROR)
+end
+
+function M.complete(arglead, cmdline, _)
+  local words = vim.split(vim.trim(cmdline:gsub('^%s*%S+', '', 1)), '%s+', { trimempty = true })
+  local after_space = cmdline:match('%s$') ~= nil
+  local nth = #words + (after_space and 1 or 0)
+  local choices = {}
+  if nth <= 1 then
+    choices = M.subcommands
+  elseif words[1] == 'reindex' then
+    choices = { 'force' }
+  elseif words[1] == 'compact' then
+    choices = { 'dry-run' }
+  end
+  return vim.tbl_filter(function(c)
+    return vim.startswith(c, arglead)
+  end, choices)
+end
+
+--- Handler for the server's `memsearch/indexed` notification (wired in lsp/memsearch.lua).
+function M._on_indexed(err, result, ctx)
+  if err or type(result) ~= 'table' then
+    return
+  end
+  local info = vim.deepcopy(result)
+  info.client_id = ctx and ctx.client_id
+  info.time = os.time()
+  M.last_indexed = info
+  M.indexed[str(result.root)] = info
+  vim.g.memsearch_indexed = info
+  vim.api.nvim_exec_autocmds('User', { pattern = 'MemsearchIndexed', data = info, modeline = false })
+end
+
+return M

