@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from memsearch_lsp.core.memory import Memory
 
 __all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "SummarizerError", "SummaryFile", "apply_plan",
-           "plan_compaction"]
+           "compactable", "old_logs", "plan_compaction"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,11 @@ def _in_archive(memory: Memory, source: str) -> bool:
     return glob_match(memory.config.compact.archive_dir, source)
 
 
+def compactable(memory: Memory, source: str) -> bool:
+    """A daily log that may be compacted: named YYYY-MM-DD.md, a memory file, not archived."""
+    return bool(log_date(source)) and memory.is_memory(source) and not _in_archive(memory, source)
+
+
 def _explicit(memory: Memory, files: Sequence[str]) -> list[str]:
     """Workspace sources of the files named by the user; CompactError for anything not a daily log."""
     sources: list[str] = []
@@ -133,6 +138,19 @@ def _explicit(memory: Memory, files: Sequence[str]) -> list[str]:
         if source not in sources:
             sources.append(source)
     return sources
+
+
+def cutoff_date(memory: Memory, older_than_days: int | None = None, today: dt.date | None = None) -> dt.date:
+    """Logs dated before this day are old enough to compact."""
+    days = memory.config.compact.older_than_days if older_than_days is None else older_than_days
+    if days < 0:
+        raise CompactError(f"--older-than must not be negative, got {days}")
+    return (today or dt.date.today()) - dt.timedelta(days=days)
+
+
+def old_logs(memory: Memory, older_than_days: int | None = None, today: dt.date | None = None) -> list[str]:
+    """The daily logs (sources) older than `older_than_days`, oldest first; archived ones excluded."""
+    return _old_logs(memory, cutoff_date(memory, older_than_days, today))
 
 
 def _old_logs(memory: Memory, cutoff: dt.date) -> list[str]:
@@ -165,9 +183,7 @@ def plan_compaction(memory: Memory, older_than_days: int | None = None, files: S
     config = memory.config.compact
     today = today or dt.date.today()
     days = config.older_than_days if older_than_days is None else older_than_days
-    if days < 0:
-        raise CompactError(f"--older-than must not be negative, got {days}")
-    cutoff = today - dt.timedelta(days=days)
+    cutoff = cutoff_date(memory, days, today)
     sources = _explicit(memory, files) if files else _old_logs(memory, cutoff)
     if not sources:
         note = "no daily logs given" if files is not None and not files else \

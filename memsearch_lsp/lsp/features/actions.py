@@ -1,0 +1,262 @@
+"""Compaction over LSP: `source.compact` code actions (edit built in resolve) and the memsearch.compact command."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from memsearch_lsp.core.compact import CompactionPlan, apply_plan, compactable, old_logs, plan_compaction
+from memsearch_lsp.core.files import PathError
+from memsearch_lsp.lsp import convert
+from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
+
+log = logging.getLogger(__name__)
+
+COMPACT_KIND = "source.compact"  # a custom kind: lsprotocol's CodeActionKind enum cannot hold it
+COMMAND = "memsearch.compact"
+REINDEX = "memsearch.reindex"
+
+
+class CompactCommandError(ValueError):
+    """Bad memsearch.compact arguments or a failed compaction; returned as a JSON-RPC error."""
+
+
+# -- client capabilities ------------------------------------------------------------------------
+def can_edit_files(ls: MemsearchServer) -> bool:
+    """True when the client creates and renames files through WorkspaceEdit.documentChanges.
+
+    Neovim 0.11 handles documentChanges without declaring it, so only an explicit `false` counts.
+    """
+    workspace = ls.client_capabilities.workspace
+    edit = workspace.workspace_edit if workspace else None
+    if edit is None or edit.document_changes is False:
+        return False
+    kinds = {str(getattr(k, "value", k)) for k in edit.resource_operations or ()}
+    return {"create", "rename"} <= kinds
+
+
+def resolves_edits(ls: MemsearchServer) -> bool:
+    document = ls.client_capabilities.text_document
+    action = document.code_action if document else None
+    support = action.resolve_support if action else None
+    return bool(support and "edit" in support.properties)
+
+
+def shows_disabled(ls: MemsearchServer) -> bool:
+    document = ls.client_capabilities.text_document
+    action = document.code_action if document else None
+    return bool(action and action.disabled_support)
+
+
+def wanted(only: Sequence[str] | None) -> bool:
+    """Does the client's `context.only` filter admit source.compact (kinds are hierarchical)?"""
+    if not only:
+        return True
+    kinds = [str(getattr(k, "value", k)) for k in only]
+    return any(k == COMPACT_KIND or COMPACT_KIND.startswith(f"{k}.") for k in kinds)
+
+
+# -- the WorkspaceEdit ------------------------------------------------------------------------
+def end_position(ls: MemsearchServer, text: str) -> types.Position:
+    lines = text.split("\n")
+    last = lines[-1].rstrip("\r")
+    return types.Position(line=len(lines) - 1, character=ls.workspace.position_codec.client_num_units(last))
+
+
+def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.WorkspaceEdit:
+    """Create (or append to) each summary, then rename each original into the archive."""
+    changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
+    start = types.Position(line=0, character=0)
+    for summary in plan.summaries:
+        uri = convert.uri_of(root, summary.path)
+        if summary.action == "create":
+            changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(overwrite=False,
+                                                                                     ignore_if_exists=False)))
+            at, version = start, None
+        else:
+            document = ls.workspace.text_documents.get(uri)
+            text = document.source if document else (root / summary.path).read_text(encoding="utf-8")
+            at, version = end_position(ls, text), (document.version if document else None)
+        changes.append(types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+            edits=[types.TextEdit(range=types.Range(start=at, end=at), new_text=summary.content)]))
+    for move in plan.archive:
+        changes.append(types.RenameFile(old_uri=convert.uri_of(root, move.src), new_uri=convert.uri_of(root, move.dst),
+                                        options=types.RenameFileOptions(overwrite=False, ignore_if_exists=False)))
+    return types.WorkspaceEdit(document_changes=changes)
+
+
+# -- planning with progress -------------------------------------------------------------------
+async def _progress(ls: MemsearchServer, title: str) -> str | None:
+    window = ls.client_capabilities.window
+    if not (window and window.work_done_progress):
+        return None
+    token = f"memsearch-compact-{uuid.uuid4().hex[:8]}"
+    try:
+        await ls.work_done_progress.create_async(token)
+    except Exception as exc:
+        log.debug("progress not created: %s", exc)
+        return None
+    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False))
+    return token
+
+
+async def make_plan(ls: MemsearchServer, root: Root, older_than_days: int | None, files: list[str] | None,
+                    title: str = "Compacting memory") -> CompactionPlan:
+    """Plan off the event loop (LLM calls are slow) with work-done progress; open buffers are the truth."""
+    texts = {}
+    for uri, document in list(ls.workspace.text_documents.items()):
+        found = ls.locate(uri)
+        if found and found[0] is root and compactable(root.memory, found[1]):
+            texts[found[1]] = document.source
+    token = await _progress(ls, title)
+    loop = asyncio.get_running_loop()
+
+    def progress(done: int, total: int, message: str) -> None:
+        if token is not None:
+            value = types.WorkDoneProgressReport(message=message, percentage=int(100 * done / total) if total else 100)
+            loop.call_soon_threadsafe(ls.work_done_progress.report, token, value)
+
+    try:
+        return await ls.read(lambda: plan_compaction(root.memory, older_than_days=older_than_days, files=files,
+                                                     texts=texts, progress=progress))
+    except Exception as exc:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                       message=f"memsearch: compaction failed: {exc}"))
+        raise
+    finally:
+        if token is not None:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+
+# -- code actions -----------------------------------------------------------------------------
+def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    if not wanted(params.context.only):
+        return None
+    found = ls.locate_memory(params.text_document.uri)
+    if found is None:
+        return None
+    root, source = found
+    days = root.memory.config.compact.older_than_days
+    count = len(old_logs(root.memory))
+    by_edit = can_edit_files(ls) and resolves_edits(ls)
+    actions: list[types.CodeAction] = []
+
+    def action(title: str, args: dict[str, Any]) -> types.CodeAction:
+        if by_edit:  # the edit is computed in codeAction/resolve
+            return types.CodeAction(title=title, kind=COMPACT_KIND, data={"root": str(root.path), **args})
+        return types.CodeAction(title=title, kind=COMPACT_KIND,
+                                command=types.Command(title=title, command=COMMAND, arguments=[args]))
+
+    older = action(f"Compact logs older than {days} days ({count} logs)", {"olderThanDays": days})
+    if count:
+        actions.append(older)
+    elif shows_disabled(ls):
+        older.data, older.command = None, None
+        older.disabled = types.CodeActionDisabled(reason=f"no daily logs older than {days} days")
+        actions.append(older)
+    if compactable(root.memory, source):
+        actions.append(action("Compact this log", {"files": [source]}))
+    return actions
+
+
+def _root_named(ls: MemsearchServer, name: Any) -> Root:
+    root = ls.roots.get(Path(str(name))) if name else None
+    if root is None:
+        raise CompactCommandError(f"no workspace folder {name!r} is open")
+    return root
+
+
+async def resolve(ls: MemsearchServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    if action.edit is not None or not data:
+        return action
+    root = _root_named(ls, data.get("root"))
+    files = data.get("files") or None
+    plan = await make_plan(ls, root, data.get("olderThanDays") if files is None else None, files)
+    action.edit = plan_edit(ls, root.path, plan)
+    action.command = types.Command(title="Index the compacted memory", command=REINDEX)  # runs after the edit
+    if plan.empty:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info,
+                                                       message=f"memsearch: {plan.describe()}"))
+    return action
+
+
+# -- the command ------------------------------------------------------------------------------
+def _files(ls: MemsearchServer, value: Any) -> tuple[Root | None, list[str] | None]:
+    if value is None:
+        return None, None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CompactCommandError("memsearch.compact: files must be a list of paths or URIs")
+    root: Root | None = None
+    paths = []
+    for item in value:
+        uri = item if item.startswith("file:") else (from_fs_path(item) if Path(item).is_absolute() else None)
+        if uri is None:
+            paths.append(item)  # relative to the workspace folder
+            continue
+        found = ls.locate(uri)
+        if found is None:
+            raise CompactCommandError(f"memsearch.compact: {item} is outside every workspace folder")
+        root = found[0]
+        paths.append(found[1])
+    return root, paths
+
+
+async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str, Any]:
+    options = args[0] if args and isinstance(args[0], dict) else {}
+    days = options.get("olderThanDays")
+    if days is not None and (not isinstance(days, int) or isinstance(days, bool) or days < 0):
+        raise CompactCommandError("memsearch.compact: olderThanDays must be a whole number of days, 0 or more")
+    root, files = _files(ls, options.get("files"))
+    if options.get("root"):
+        root = _root_named(ls, options["root"])
+    if root is None:
+        if not ls.roots:
+            raise CompactCommandError("no workspace folder is open")
+        root = next(iter(ls.roots.values()))
+    try:
+        plan = await make_plan(ls, root, days, files)
+    except (ValueError, PathError) as exc:
+        raise CompactCommandError(str(exc)) from exc
+    result = dict(plan.to_dict(), applied=False)
+    if options.get("dryRun") or plan.empty:
+        return result
+    if can_edit_files(ls):
+        response = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+            edit=plan_edit(ls, root.path, plan), label="Compact memory"))
+        if not response.applied:
+            result["failureReason"] = response.failure_reason or "the editor did not apply the edit"
+            return result
+        await ls.reconcile(root, title="Indexing the compacted memory")
+        return dict(result, applied=True, appliedBy="editor")
+    await ls.write(root, apply_plan, root.memory, plan)
+    archive = root.memory.config.compact.archive_dir
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
+        f"memsearch: compacted {len(plan.archive)} daily logs into {len(plan.summaries)} summaries on disk "
+        f"(this editor cannot create or rename files through edits); the originals are in {archive}/")))
+    return dict(result, applied=True, appliedBy="server")
+
+
+def register(server: MemsearchServer) -> None:
+    options = types.CodeActionOptions(code_action_kinds=[COMPACT_KIND], resolve_provider=True)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, options)
+    def code_action(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        return offers(ls, params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: MemsearchServer, params: types.CodeAction) -> types.CodeAction:
+        return await resolve(ls, params)
+
+    @server.command(COMMAND)
+    async def compact(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
+        return await compact_command(ls, args)
+

@@ -1,0 +1,246 @@
+"""End-to-end compaction over LSP: code actions resolved into WorkspaceEdits, the memsearch.compact command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Union
+
+import pytest
+import pytest_asyncio
+import pytest_lsp
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pygls.uris import to_fs_path
+from pytest_lsp import LanguageClient
+
+from tests.lsp_helpers import CLIENTS, Session, capabilities, config, make_workspace, uri
+from tests.test_compact import snapshot
+
+SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
+
+
+def offset(text: str, position: types.Position, encoding: str) -> int:
+    """A client position (line, character in the negotiated encoding) as an index into `text`."""
+    lines = text.split("\n")
+    start = sum(len(line) + 1 for line in lines[:position.line])
+    line = lines[position.line] if position.line < len(lines) else ""
+    units = 0
+    for n, char in enumerate(line):
+        if units >= position.character:
+            return start + n
+        size = len(char.encode("utf-8")) if "8" in encoding else 1 if "32" in encoding else \
+            len(char.encode("utf-16-le")) // 2
+        units += size
+    return start + len(line)
+
+
+def apply_edit(edit: types.WorkspaceEdit, encoding: str) -> None:
+    """What an editor does with the edit: create, edit and rename files on disk, in order."""
+    for change in edit.document_changes or []:
+        if isinstance(change, types.CreateFile):
+            path = Path(to_fs_path(change.uri) or "")
+            assert not path.exists() and change.options and change.options.overwrite is False
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+        elif isinstance(change, types.RenameFile):
+            old, new = Path(to_fs_path(change.old_uri) or ""), Path(to_fs_path(change.new_uri) or "")
+            assert old.is_file() and not new.exists()
+            new.parent.mkdir(parents=True, exist_ok=True)
+            old.rename(new)
+        elif isinstance(change, types.TextDocumentEdit):
+            path = Path(to_fs_path(change.text_document.uri) or "")
+            text = path.read_bytes().decode("utf-8")
+            for item in sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                               reverse=True):
+                assert isinstance(item, types.TextEdit)
+                a, b = offset(text, item.range.start, encoding), offset(text, item.range.end, encoding)
+                text = text[:a] + item.new_text + text[b:]
+            path.write_bytes(text.encode("utf-8"))
+        else:
+            raise AssertionError(f"unexpected change {change!r}")
+
+
+def cli_compact(tmp_path: Path, *args: str) -> Path:
+    """The same compaction by the CLI, on a second copy of the example memory."""
+    ws = make_workspace(tmp_path / "cli")
+    subprocess.run([sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws), *args], check=True,
+                   capture_output=True, timeout=300)
+    return ws
+
+
+def without_index(tree: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: v for k, v in tree.items() if not k.startswith(".memsearch")}
+
+
+class Editor:
+    """Answers workspace/applyEdit by applying the edit to disk."""
+
+    def __init__(self, session: Session, applied: bool = True):
+        self.calls: list[types.ApplyWorkspaceEditParams] = []
+        self.applied = applied
+
+        @session.client.feature(types.WORKSPACE_APPLY_EDIT)
+        def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+            self.calls.append(params)
+            if self.applied:
+                apply_edit(params.edit, session.encoding)
+            return types.ApplyWorkspaceEditResult(applied=self.applied,
+                                                  failure_reason=None if self.applied else "the user said no")
+
+
+def _command_or_action(data: Any, _: type) -> types.Command | types.CodeAction:
+    """lsprotocol 2025.0.0 reads any item with a `command` key as a Command, though a CodeAction may
+    carry a command too (then `command` is an object, not a string): tell them apart like editors do."""
+    converter = default_converter()
+    if isinstance(data.get("command"), str):
+        return converter.structure(data, types.Command)
+    return converter.structure(data, types.CodeAction)
+
+
+@pytest_lsp.fixture(config=config(), params=CLIENTS)
+async def lsp(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def start(client: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path,
+                limit: bool = False) -> Session:
+    profile = request.node.callspec.params["lsp"]
+    caps = capabilities(profile)
+    if limit:  # a client that cannot create or rename files through edits
+        assert caps.workspace is not None
+        caps.workspace.workspace_edit = types.WorkspaceEditClientCapabilities(document_changes=False)
+    s = Session(client, make_workspace(tmp_path / "lsp"), profile)
+    fixed = Union[types.Command, types.CodeAction]  # noqa: UP007 - the key lsprotocol registered
+    client.protocol._converter.register_structure_hook(fixed, _command_or_action)
+    await s.start(caps, SETTINGS)
+    await s.wait_indexed()
+    return s
+
+
+@pytest_asyncio.fixture
+async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path) -> Session:
+    return await start(lsp, request, tmp_path)
+
+
+@pytest_asyncio.fixture
+async def limited(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path) -> Session:
+    return await start(lsp, request, tmp_path, limit=True)
+
+
+async def code_actions(session: Session, path: Path, only: list[str] | None = None) -> list[types.CodeAction]:
+    result = await session.client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(path)),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+        context=types.CodeActionContext(diagnostics=[], only=only)))
+    return [a for a in result or [] if isinstance(a, types.CodeAction)]
+
+
+async def test_code_action_edit_gives_the_same_files_as_the_cli(session: Session, tmp_path: Path) -> None:
+    memory = session.workspace / "memory"
+    actions = await code_actions(session, memory / "2026-02-09.md", only=["source.compact"])
+    assert [(a.title, a.kind) for a in actions] == [("Compact logs older than 7 days (12 logs)", "source.compact"),
+                                                    ("Compact this log", "source.compact")]
+    assert all(a.edit is None for a in actions)  # the edit is computed in codeAction/resolve
+    assert not await code_actions(session, memory / "2026-02-09.md", only=["quickfix"])
+    assert [a.title for a in await code_actions(session, memory / "MEMORY.md", only=["source"])] == \
+        ["Compact logs older than 7 days (12 logs)"]  # MEMORY.md is never compacted by itself
+    assert not await code_actions(session, session.workspace / "notes.md")  # not a memory file
+
+    before = len(session.client.progress_reports)
+    resolved = await session.client.code_action_resolve_async(actions[0])
+    assert resolved.edit is not None and resolved.edit.document_changes
+    kinds = [type(c).__name__ for c in resolved.edit.document_changes]
+    assert kinds == ["CreateFile", "TextDocumentEdit"] * 3 + ["RenameFile"] * 12
+    assert len(session.client.progress_reports) > before  # resolve reported its progress
+    assert (memory / "2026-02-09.md").exists() and not (memory / "archive").exists()  # nothing applied yet
+
+    apply_edit(resolved.edit, session.encoding)
+    assert resolved.command is not None and resolved.command.command == "memsearch.reindex"
+    stats: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=resolved.command.command, arguments=resolved.command.arguments))
+    assert stats["files_total"] == 4
+
+    cli_ws = cli_compact(tmp_path)
+    lsp_tree, cli_tree = without_index(snapshot(session.workspace)), without_index(snapshot(cli_ws))
+    assert sorted(lsp_tree) == sorted(cli_tree) and lsp_tree == cli_tree
+    assert "memory/archive/2026-02-05.md" in lsp_tree and "memory/summary-2026-W06.md" in lsp_tree
+
+    symbol = await session.until_symbol("Kafka over RabbitMQ", "Decision: Kafka over RabbitMQ for the event bus")
+    assert isinstance(symbol.location, types.Location)
+    assert symbol.location.uri.endswith("memory/summary-2026-W06.md")
+    hits: Any = await session.client.protocol.send_request_async("memsearch/search",
+                                                                 {"query": "PostgreSQL 15 legacy reporting"})
+    assert not any("archive" in h["source"] for h in hits)
+    status: Any = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.status"))
+    assert status["roots"][0]["files"] == 4  # MEMORY.md and three summaries: the index matches the files
+
+
+async def test_compact_this_log_and_the_command(session: Session) -> None:
+    memory = session.workspace / "memory"
+    editor = Editor(session)
+    (this,) = [a for a in await code_actions(session, memory / "2026-02-16.md") if a.title == "Compact this log"]
+    resolved = await session.client.code_action_resolve_async(this)
+    assert resolved.edit is not None and resolved.edit.document_changes is not None
+    renames = [c for c in resolved.edit.document_changes if isinstance(c, types.RenameFile)]
+    assert [(Path(to_fs_path(r.old_uri) or "").name, Path(to_fs_path(r.new_uri) or "").parent.name)
+            for r in renames] == [("2026-02-16.md", "archive")]
+
+    client = session.client
+    dry: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.compact", arguments=[{"olderThanDays": 7, "dryRun": True}]))
+    assert dry["applied"] is False and len(dry["archive"]) == 12 and not editor.calls
+    assert (memory / "2026-02-16.md").exists()
+
+    n = len(session.indexed)
+    done: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.compact", arguments=[{"files": ["memory/2026-02-16.md", "memory/2026-02-17.md"]}]))
+    assert done["applied"] is True and done["appliedBy"] == "editor" and len(editor.calls) == 1
+    assert [s["path"] for s in done["summaries"]] == ["memory/summary-2026-W08.md"]
+    assert (memory / "archive/2026-02-17.md").is_file() and not (memory / "2026-02-17.md").exists()
+    assert (memory / "summary-2026-W08.md").read_text() == done["summaries"][0]["content"]
+    assert len(session.indexed) > n  # reconciled after the editor applied the edit
+    hits: Any = await client.protocol.send_request_async("memsearch/search", {"query": "Amazon SES MJML"})
+    assert hits[0]["source"] == "memory/summary-2026-W08.md"
+
+    rest: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.compact"))
+    assert rest["applied"] is True and len(rest["archive"]) == 10  # [] means: older than the configured days
+    assert len(list((memory / "archive").iterdir())) == 12
+
+    nothing: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.compact", arguments=[{"olderThanDays": 7}]))
+    assert nothing["applied"] is False and nothing["summaries"] == [] and "nothing to compact" in nothing["note"]
+    with pytest.raises(Exception, match="olderThanDays"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="memsearch.compact", arguments=[{"olderThanDays": -1}]))
+    with pytest.raises(Exception, match="not a daily log"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="memsearch.compact", arguments=[{"files": ["memory/MEMORY.md"]}]))
+
+
+async def test_a_refused_edit_changes_nothing(session: Session) -> None:
+    editor = Editor(session, applied=False)
+    before = snapshot(session.workspace)
+    result: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.compact", arguments=[{"olderThanDays": 7}]))
+    assert result["applied"] is False and result["failureReason"] == "the user said no" and editor.calls
+    assert without_index(snapshot(session.workspace)) == without_index(before)
+
+
+async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(limited: Session,
+                                                                              tmp_path: Path) -> None:
+    session = limited
+    (action, _) = await code_actions(session, session.workspace / "memory/2026-02-09.md")
+    assert action.command is not None and action.command.command == "memsearch.compact" and action.data is None
+    result: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=action.command.command, arguments=action.command.arguments))
+    assert result["applied"] is True and result["appliedBy"] == "server"
+    assert any("on disk" in m.message for m in session.client.messages)
+    cli_ws = cli_compact(tmp_path)
+    assert without_index(snapshot(session.workspace)) == without_index(snapshot(cli_ws))
+    status: Any = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.status"))
+    assert status["roots"][0]["files"] == 4
