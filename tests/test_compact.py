@@ -338,3 +338,23 @@ def test_cli_rejects_a_file_that_is_not_a_daily_log(workspace: Path, fake_model,
     code, _, err = run_cli(["compact", "-w", str(workspace), "memory/MEMORY.md"], capsys)
     assert code == 1 and "not a daily log" in err and "Traceback" not in err
     assert snapshot(workspace) == before
+
+
+@pytest.mark.model
+def test_near_duplicates_with_the_real_model(tmp_path: Path) -> None:
+    from memsearch_lsp.core.memory import Memory
+
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    (mem / "2026-03-02.md").write_text(
+        "# 2026-03-02\n\n## Infra\n\n- Kafka runs on Amazon MSK with 3 brokers; retention is 7 days.\n"
+        "- Marco to provision the MSK cluster this week.\n- p95 latency was 280 ms.\n")
+    (mem / "2026-03-03.md").write_text(
+        "# 2026-03-03\n\n## Infra\n\n- Kafka runs on MSK with 3 brokers and 7 days retention.\n"
+        "- Marco will provision the MSK cluster this week.\n- p95 latency was 250 ms.\n")
+    with Memory(tmp_path) as memory:  # MiniLM: these pairs score 0.94-0.98 cosine
+        content = plan_compaction(memory, today=dt.date(2026, 3, 20)).summaries[0].content
+    assert "Kafka runs on MSK with 3 brokers and 7 days retention" not in content
+    assert "Marco will provision" not in content
+    assert "280 ms" in content and "250 ms" in content  # 0.96 alike, but the numbers differ
+    assert content.count("(also [2026-03-03#L") == 2

@@ -100,8 +100,9 @@ def openai_memory(make_memory: Callable[..., Any], ws: Path, chat: ChatServer, *
 def test_openai_summary_per_week_with_prompt_links_and_key(workspace: Path, make_memory, chat: ChatServer,
                                                            monkeypatch: pytest.MonkeyPatch, caplog) -> None:
     monkeypatch.setenv("ATLAS_LLM_KEY", "sk-test-secret-42")
-    chat.answer = lambda messages: ("```markdown\n# Event bus\n\n- Decision: Kafka over RabbitMQ, 7 days replay "
-                                    "([2026-02-05#L5](archive/2026-02-05.md#L5))\n\n## Sources\n\n- junk\n```")
+    kafka = ("```markdown\n# Event bus\n\n- Decision: Kafka over RabbitMQ, 7 days replay "
+             "([2026-02-05#L5](archive/2026-02-05.md#L5))\n\n## Sources\n\n- junk\n```")
+    chat.answer = lambda messages: kafka if "2026-02-05" in messages[-1]["content"] else "## Cart\n\n- UUIDv7 ids\n"
     memory = openai_memory(make_memory, workspace, chat)
     caplog.set_level(logging.DEBUG)
     plan = plan_compaction(memory, today=FEB18)

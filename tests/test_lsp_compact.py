@@ -206,8 +206,17 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
     hits: Any = await client.protocol.send_request_async("memsearch/search", {"query": "Amazon SES MJML"})
     assert hits[0]["source"] == "memory/summary-2026-W08.md"
 
+    # a summary that ends without a newline, on a line with characters that differ in UTF-8/16/32
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.compact", arguments=[{"files": [str(memory / "2026-02-09.md")]}]))
+    w07 = memory / "summary-2026-W07.md"
+    w07.write_text(w07.read_text() + "- Café 🎉 naïve → reviewed by hand")
+    before = w07.read_text()
     rest: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.compact"))
-    assert rest["applied"] is True and len(rest["archive"]) == 10  # [] means: older than the configured days
+    assert rest["applied"] is True and len(rest["archive"]) == 9  # [] means: older than the configured days
+    (appended,) = [s for s in rest["summaries"] if s["action"] == "append"]
+    assert appended["path"] == "memory/summary-2026-W07.md"
+    assert w07.read_text() == before + appended["content"] and appended["content"].startswith("\n\n---\n")
     assert len(list((memory / "archive").iterdir())) == 12
 
     nothing: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
