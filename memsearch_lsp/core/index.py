@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
+from memsearch_lsp.core.bm25 import DfTable, doc_vector
 from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.files import Skipped, find_memory_files, read_text
-from memsearch_lsp.core.store import MilvusStore
+from memsearch_lsp.core.store import MilvusStore, sparse_dict
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,8 @@ class _FileState:
 class Indexer:
     """Owns the store's rows; one writer at a time (callers serialise through `lock`)."""
 
-    def __init__(self, root: Path, config: Config, store: MilvusStore, embedder: Embedder):
-        self.root, self.config, self.store, self.embedder = root, config, store, embedder
+    def __init__(self, root: Path, config: Config, store: MilvusStore, embedder: Embedder, df: DfTable):
+        self.root, self.config, self.store, self.embedder, self.df = root, config, store, embedder, df
         self.lock = threading.RLock()
         self.overlays: dict[str, str] = {}  # unsaved editor buffers: the truth for their files
         self._manifest: dict[str, _FileState] | None = None
@@ -92,6 +93,10 @@ class Indexer:
                 if row["file_hash"] != state.file_hash or row["model"] != self.model:
                     state.consistent = False
             self._manifest = manifest
+            if not self.df.load(sum(len(s.ids) for s in manifest.values())):
+                self.df.reset()
+                self.df.add(sparse_dict(r["sparse"]) for r in self.store.iter_rows(["sparse"]))
+                self.df.save()
         return self._manifest
 
     def forget(self) -> None:
@@ -144,6 +149,7 @@ class Indexer:
                 self._remove(source)
             if stats.changed or force:
                 self.store.flush()
+                self.df.save()
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
         for note in [*stats.skipped, *stats.warnings]:
@@ -165,6 +171,7 @@ class Indexer:
                     stats.files_modified = 1
                 self._write({source: text}, stats, None)
                 self.store.flush()
+                self.df.save()
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
         return stats
@@ -181,6 +188,7 @@ class Indexer:
             if source in self.manifest():
                 self._remove(source)
                 self.store.flush()
+                self.df.save()
                 stats.files_removed = 1
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
@@ -198,7 +206,13 @@ class Indexer:
     def _remove(self, source: str) -> None:
         state = self.manifest().pop(source, None)
         if state is not None:
-            self.store.delete(state.ids)
+            self._delete(state.ids)
+
+    def _delete(self, ids: set[str]) -> None:
+        """Delete rows, taking their terms out of the document frequencies first."""
+        ordered = sorted(ids)
+        self.df.add(self.store.sparse_of(ordered), sign=-1)
+        self.store.delete(ordered)
 
     def _write(self, texts: dict[str, str], stats: IndexStats, progress: Progress | None) -> None:
         """Chunk, embed what is new, upsert, then delete the rows the new chunks replace."""
@@ -231,17 +245,24 @@ class Indexer:
                 vectors[h] = v
         stats.chunks_embedded += len(missing)
         stats.chunks_reused += len(chunks) - sum(1 for c in chunks if c.embed_hash in missing)
-        rows: list[dict[str, Any]] = []
-        for _source, text, cs in group:
-            file_hash = f"{sha256(text)}:{len(cs)}"
-            rows.extend(self._row(c, file_hash, vectors[c.embed_hash]) for c in cs)
-        self.store.upsert(rows)
         manifest = self.manifest()
+        rows: list[dict[str, Any]] = []
+        added: list[dict[int, float]] = []
+        for source, text, cs in group:
+            file_hash = f"{sha256(text)}:{len(cs)}"
+            known = manifest[source].ids if source in manifest else set()
+            for c in cs:
+                row = self._row(c, file_hash, vectors[c.embed_hash])
+                rows.append(row)
+                if c.id not in known:
+                    added.append(row["sparse"])
+        self.store.upsert(rows)
+        self.df.add(added)
         for source, text, cs in group:
             new_ids = {c.id for c in cs}
             old = manifest.get(source)
             if old is not None and old.ids - new_ids:
-                self.store.delete(old.ids - new_ids)
+                self._delete(old.ids - new_ids)
             manifest[source] = _FileState(f"{sha256(text)}:{len(cs)}", new_ids)
 
     def _row(self, c: Chunk, file_hash: str, vector: list[float]) -> dict[str, Any]:
@@ -249,4 +270,5 @@ class Indexer:
                 "heading_path": " > ".join(c.heading_path), "level": c.level,
                 "start_line": c.start_line, "end_line": c.end_line, "content_hash": c.content_hash,
                 "embed_hash": c.embed_hash, "file_hash": file_hash, "model": self.model,
-                "date": c.date, "content": c.content, "dense": vector}
+                "date": c.date, "content": c.content, "dense": vector, "sparse": doc_vector(c.embed_text)}
+

@@ -14,6 +14,7 @@ from typing import Any
 
 from memsearch_lsp import __version__
 from memsearch_lsp.config import Config, kwargs_to_settings, load_config
+from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embed import Embedder, create_embedder
 from memsearch_lsp.core.files import is_memory_source, read_text, relative_source
@@ -83,8 +84,16 @@ class Memory:
     def indexer(self) -> Indexer:
         with self._lock:
             if self._indexer is None:
-                self._indexer = Indexer(self.root, self.config, self.store, self.embedder)
+                df = DfTable(self.root / INDEX_DIR / f"bm25-{self.collection}.json")
+                self._indexer = Indexer(self.root, self.config, self.store, self.embedder, df)
             return self._indexer
+
+    @property
+    def df(self) -> DfTable:
+        """The BM25 document frequencies (loaded with the manifest)."""
+        indexer = self.indexer
+        indexer.manifest()
+        return indexer.df
 
     def reconfigure(self, config: Config) -> bool:
         """Apply new settings; True when the index must be rebuilt (model, paths or store moved)."""
@@ -137,6 +146,8 @@ class Memory:
         """Delete the index (the Markdown is untouched); the next index() rebuilds it."""
         if self.config.milvus.uri:
             self.store.drop()
+            self.df.reset()
+            self.df.save()
         else:
             self.close()
             shutil.rmtree(self.root / INDEX_DIR, ignore_errors=True)
@@ -148,7 +159,7 @@ class Memory:
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
         """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call."""
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
-        return hybrid_search(self.store, self.embedder, query, settings,
+        return hybrid_search(self.store, self.embedder, self.df, query, settings,
                              top_k if top_k is not None else settings.top_k)
 
     def expand(self, chunk_id: str) -> Expanded | None:
@@ -158,7 +169,7 @@ class Memory:
     def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
         """Memories from other files that resemble `chunk`."""
         query = f"{chunk.heading}\n{chunk.content}"[:2000]
-        return hybrid_search(self.store, self.embedder, query, self.config.search, top_k,
+        return hybrid_search(self.store, self.embedder, self.df, query, self.config.search, top_k,
                              exclude_source=chunk.source)
 
     def outline(self, source: str, text: str) -> list[Chunk]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memsearch_lsp.config import SearchConfig
+from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.store import MilvusStore, Row, quote
 
@@ -88,14 +89,14 @@ def to_expanded(row: Row) -> Expanded:
                     start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date)
 
 
-def hybrid_search(store: MilvusStore, embedder: Embedder, query: str, settings: SearchConfig,
+def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
                   top_k: int, exclude_source: str = "") -> list[Hit]:
     """Dense and BM25 candidates fused with the configured ranker, best first."""
     if not query.strip() or top_k <= 0:
         return []
     vector = embedder.embed([query])[0] if settings.vector_weight > 0 or settings.ranker == "rrf" else None
     expr = f"source != {quote(exclude_source)}" if exclude_source else ""
-    rows = store.search(vector, query, limit=top_k, candidates=settings.candidates,
+    rows = store.search(vector, df.query_vector(query), limit=top_k, candidates=settings.candidates,
                         vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,
                         ranker=settings.ranker, rrf_k=settings.rrf_k, expr=expr)
     return [to_hit(r, query, settings.snippet_chars) for r in rows]

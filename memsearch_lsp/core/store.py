@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 MAX_CONTENT_BYTES = 60000
 SCALARS = ("source", "heading", "heading_path", "level", "start_line", "end_line", "content_hash",
            "embed_hash", "file_hash", "model", "date", "content")
+FIELDS = {"id", *SCALARS, "dense", "sparse"}
 _BATCH = 500
 
 
@@ -114,15 +115,18 @@ class MilvusStore:
     def _ensure_collection(self) -> None:
         client = self._client
         if client.has_collection(self.collection):
-            if self._existing_dim() == self.dim:
+            info = client.describe_collection(self.collection)
+            names = {f.get("name") for f in info.get("fields", [])}
+            if names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim:
                 client.load_collection(self.collection)
                 return
-            log.warning("index %s has another embedding dimension; rebuilding it", self.collection)
+            log.warning("index %s was built by another version or model; rebuilding it from the Markdown",
+                        self.collection)
             client.drop_collection(self.collection)
         self._create()
 
     def _create(self) -> None:
-        from pymilvus import DataType, Function, FunctionType
+        from pymilvus import DataType
 
         client = self._client
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -133,15 +137,13 @@ class MilvusStore:
             schema.add_field(name, DataType.INT64)
         for name in ("content_hash", "embed_hash", "file_hash", "model", "date"):
             schema.add_field(name, DataType.VARCHAR, max_length=512)
-        schema.add_field("content", DataType.VARCHAR, max_length=65535, enable_analyzer=True)
+        schema.add_field("content", DataType.VARCHAR, max_length=65535)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
-                                     input_field_names=["content"], output_field_names=["sparse"]))
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/bm25.py)
         index = client.prepare_index_params()
         index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
                         metric_type="COSINE")
-        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         client.create_collection(self.collection, schema=schema, index_params=index)
         client.load_collection(self.collection)
 
@@ -197,6 +199,16 @@ class MilvusStore:
                 found[row["embed_hash"]] = [float(x) for x in row["dense"]]
         return found
 
+    def sparse_of(self, ids: Sequence[str]) -> list[dict[int, float]]:
+        """The stored BM25 weights of rows (to take them out of the document frequencies)."""
+        out: list[dict[int, float]] = []
+        for start in range(0, len(ids), _BATCH):
+            with self._lock:
+                rows = self.client.get(self.collection, ids=list(ids[start:start + _BATCH]),
+                                       output_fields=["sparse"])
+            out.extend(sparse_dict(r["sparse"]) for r in rows)
+        return out
+
     def get(self, chunk_id: str) -> Row | None:
         with self._lock:
             rows = self.client.get(self.collection, ids=[chunk_id], output_fields=list(SCALARS))
@@ -207,10 +219,14 @@ class MilvusStore:
             rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def search(self, vector: list[float] | None, text: str, limit: int, candidates: int,
+    def search(self, vector: list[float] | None, terms: dict[int, float], limit: int, candidates: int,
                vector_weight: float, bm25_weight: float, ranker: str = "weighted", rrf_k: int = 60,
                expr: str = "") -> list[Row]:
-        """Dense + BM25 legs fused by WeightedRanker or RRF; a leg with weight 0 is skipped."""
+        """Dense + BM25 (`terms`: IDF-weighted query terms) fused by WeightedRanker or RRF.
+
+        A leg with weight 0 is skipped; a single leg still goes through the ranker so scores are
+        normalised the same way whatever the weights.
+        """
         from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
 
         per_leg = max(candidates, limit)
@@ -218,20 +234,22 @@ class MilvusStore:
         legs: list[tuple[str, Any, float]] = []
         if vector is not None and (vector_weight > 0 or ranker == "rrf"):
             legs.append(("dense", vector, vector_weight))
-        if text.strip() and (bm25_weight > 0 or ranker == "rrf"):
-            legs.append(("sparse", text, bm25_weight))
+        if terms and (bm25_weight > 0 or ranker == "rrf"):
+            legs.append(("sparse", terms, bm25_weight))
         if not legs:
             return []
+        requests = [AnnSearchRequest(data=[data], anns_field=field, param={}, limit=per_leg, expr=expr or None)
+                    for field, data, _ in legs]
+        fuse = RRFRanker(rrf_k) if ranker == "rrf" else WeightedRanker(*(w or 1.0 for _, _, w in legs))
         with self._lock:
-            if len(legs) == 1:
-                field, data, _ = legs[0]
-                hits = self.client.search(self.collection, data=[data], anns_field=field, limit=limit,
-                                          filter=expr, output_fields=fields,
-                                          search_params={"metric_type": "COSINE" if field == "dense" else "BM25"})
-            else:
-                requests = [AnnSearchRequest(data=[data], anns_field=field, param={}, limit=per_leg, expr=expr)
-                            for field, data, _ in legs]
-                fuse = RRFRanker(rrf_k) if ranker == "rrf" else WeightedRanker(*(w for _, _, w in legs))
-                hits = self.client.hybrid_search(self.collection, requests, fuse, limit=limit,
-                                                 output_fields=fields)
+            hits = self.client.hybrid_search(self.collection, requests, fuse, limit=limit, output_fields=fields)
         return [Row.from_entity(h["id"], h.get("entity", {}), float(h.get("distance", 0.0))) for h in hits[0]]
+
+
+def sparse_dict(value: Any) -> dict[int, float]:
+    if isinstance(value, dict):
+        return {int(k): float(v) for k, v in value.items()}
+    try:  # scipy-like or pymilvus row objects
+        return {int(k): float(v) for k, v in dict(value).items()}
+    except (TypeError, ValueError):
+        return {}

@@ -1,0 +1,129 @@
+"""BM25 with global statistics: an analyzer, document term weights and the document-frequency table.
+
+Milvus Lite scores its built-in BM25 function with per-segment statistics, so a chunk written after
+the first bulk index lands in a tiny segment whose IDF is near zero and ranks below far weaker
+matches. We therefore weight terms ourselves: each row stores BM25 document weights
+tf*(k1+1)/(tf + k1*(1-b+b*dl/avgdl)) as a sparse vector, the query carries IDF weights from a
+collection-wide document-frequency table, and Milvus' inner product of the two is exactly BM25.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+K1 = 1.2
+B = 0.75
+AVGDL = 80.0  # tokens in a typical chunk; fixed so stored weights never go stale
+ANALYZER = "words-lower-snowball-en-v1"
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    try:
+        from py_rust_stemmers import SnowballStemmer  # ships with fastembed
+
+        return SnowballStemmer("english")
+    except ImportError:  # pragma: no cover - fastembed always brings it
+        return None
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    stemmer = _stemmer()
+    return str(stemmer.stem_word(word)) if stemmer is not None and word.isalpha() else word
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased words and numbers, English words stemmed ("Caching" and "cache" meet)."""
+    return [_stem(w) for w in _TOKEN.findall(text.lower()) if len(w) < 64]
+
+
+@lru_cache(maxsize=65536)
+def term_id(term: str) -> int:
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big") & 0x7FFFFFFF
+
+
+def doc_vector(text: str) -> dict[int, float]:
+    """BM25 document-side weights of one chunk (never empty: Milvus rejects empty sparse rows)."""
+    counts = Counter(term_id(t) for t in tokens(text))
+    length = sum(counts.values())
+    norm = K1 * (1 - B + B * length / AVGDL)
+    vector = {tid: tf * (K1 + 1) / (tf + norm) for tid, tf in counts.items()}
+    return vector or {0: 1e-9}
+
+
+def idf(n_docs: int, df: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+class DfTable:
+    """How many stored chunks contain each term, persisted beside the index."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.docs = 0
+        self.df: Counter[int] = Counter()
+        self._lock = threading.Lock()
+        self.dirty = False
+
+    def add(self, vectors: Iterable[Mapping[int, float]], sign: int = 1) -> None:
+        with self._lock:
+            for vector in vectors:
+                self.docs += sign
+                for tid in vector:
+                    self.df[tid] += sign
+                    if self.df[tid] <= 0:
+                        del self.df[tid]
+            self.dirty = True
+
+    def query_vector(self, text: str) -> dict[int, float]:
+        with self._lock:
+            n = max(self.docs, 1)
+            return {tid: idf(n, self.df.get(tid, 0)) for tid in {term_id(t) for t in tokens(text)}}
+
+    def reset(self) -> None:
+        with self._lock:
+            self.docs, self.df, self.dirty = 0, Counter(), True
+
+    def load(self, expected_docs: int) -> bool:
+        """Read the saved table; False when it is missing or does not match the store."""
+        if self.path is None or not self.path.is_file():
+            return False
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError) as exc:
+            log.warning("BM25 statistics unreadable (%s); rebuilding them", exc)
+            return False
+        if data.get("analyzer") != ANALYZER or data.get("docs") != expected_docs:
+            return False
+        with self._lock:
+            self.docs = int(data["docs"])
+            self.df = Counter({int(k): int(v) for k, v in data["df"].items()})
+            self.dirty = False
+        return True
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        with self._lock:
+            payload = json.dumps({"analyzer": ANALYZER, "docs": self.docs,
+                                  "df": {str(k): v for k, v in self.df.items()}}, separators=(",", ":"))
+            self.dirty = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(payload)
+        os.replace(tmp, self.path)

@@ -1,0 +1,116 @@
+"""The CLI as agents use it, in a subprocess, with the real bundled model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.model
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
+
+
+def cli(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
+                            capture_output=True, text=True, timeout=300)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def as_json(result: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli") / "ws"
+    root.mkdir()
+    shutil.copytree(EXAMPLES, root / "memory")
+    return root
+
+
+def test_index_json_fields_and_idempotence(ws: Path) -> None:
+    first = as_json(cli(ws, "index", "--json"))
+    for key in ("files_added", "files_modified", "files_removed", "chunks_total", "chunks_embedded",
+                "chunks_reused", "seconds"):
+        assert key in first
+    assert first["files_added"] == 13 and first["chunks_embedded"] == first["chunks_total"]
+    again = as_json(cli(ws, "index", "--json"))
+    assert again["chunks_embedded"] == 0 and again["files_modified"] == 0
+
+
+def test_search_json_ranks_redis_first(ws: Path) -> None:
+    hits = as_json(cli(ws, "search", "Redis cache config", "--json"))
+    assert len(hits) == 3
+    top = hits[0]
+    assert set(top) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet"}
+    assert (top["heading"], top["source"]) == ("Redis Caching", "memory/MEMORY.md")
+    lines = (ws / "memory/MEMORY.md").read_text().split("\n")
+    assert lines[top["start_line"] - 1] == "## Redis Caching" and "5min TTL" in lines[top["start_line"] + 1]
+    assert len(top["snippet"]) <= 200
+
+
+def test_postgres_16_ranks_above_15(ws: Path) -> None:
+    hits = as_json(cli(ws, "search", "PostgreSQL 16", "-k", "10", "--json"))
+    order = [h["source"] for h in hits]
+    assert order.index("memory/MEMORY.md") < order.index("memory/2026-02-04.md")
+
+
+def test_search_is_fresh_and_weights_apply(ws: Path) -> None:
+    (ws / "memory/2026-03-04.md").write_text("# 2026-03-04\n\n## Capybara\n\nCapybara cluster ready.\n")
+    hits = as_json(cli(ws, "search", "capybara cluster", "--json", "-k", "1", "--vector-weight", "0.2"))
+    assert hits[0]["source"] == "memory/2026-03-04.md"
+    (ws / "memory/2026-03-04.md").unlink()
+
+
+def test_expand_status_and_text_output(ws: Path) -> None:
+    hit = as_json(cli(ws, "search", "Kafka over RabbitMQ", "--json", "-k", "1"))[0]
+    chunk = as_json(cli(ws, "expand", hit["id"], "--json"))
+    assert chunk["content"].startswith("## Decision: Kafka over RabbitMQ")
+    assert "we chose Kafka over RabbitMQ" in cli(ws, "expand", hit["id"]).stdout
+    status = as_json(cli(ws, "status", "--json"))
+    assert status["chunks"] >= 40 and status["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "Redis Caching" in cli(ws, "search", "Redis cache config").stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["expand", "0000000000000000"],
+    ["search", "x", "-k", "0"],
+    ["search", "x", "--vector-weight", "3"],
+    ["reset"],
+    ["frobnicate"],
+])
+def test_user_errors_exit_1_with_one_line(ws: Path, args: list[str]) -> None:
+    result = cli(ws, *args, check=False)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / ".memsearch.toml").write_text("[search]\ntop_k = 'lots'\n")
+    result = cli(tmp_path, "status", check=False)
+    assert result.returncode == 1 and "search.top_k" in result.stderr
+
+
+def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
+    before = as_json(cli(ws, "search", "rate limit per API key", "--json"))
+    cli(ws, "reset", "--yes")
+    assert not (ws / ".memsearch").exists() and (ws / "memory/MEMORY.md").exists()
+    after = as_json(cli(ws, "search", "rate limit per API key", "--json"))
+    assert [h["id"] for h in after] == [h["id"] for h in before]
+
+
+def test_version_and_help_are_fast_and_light() -> None:
+    code = ("import sys, memsearch_lsp.cli as c\n"
+            "try:\n    c.main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('fastembed', 'pymilvus', 'onnxruntime', 'pygls') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("memsearch-lsp ")
