@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The project's test command (README "Quick start"): installs what it needs, then lints and tests
+# the Python package, the Neovim plugin (headless, inside pytest) and the VS Code extension.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+echo "== ruff"; .venv/bin/ruff check memsearch_lsp tests bench
+echo "== mypy"; .venv/bin/mypy
+echo "== pytest"; .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+
+echo "== vscode-extension"
+(
+  cd vscode-extension
+  npm ci --no-audit --no-fund
+  npm run compile
+  npm run lint
+  npm test
+  npx --no-install vsce package
+  npm run check-vsix
+)
+echo "== all checks passed"

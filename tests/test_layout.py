@@ -1,0 +1,65 @@
+"""House rules that keep the design honest: a pure core, lazy heavy imports, docs that match."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "memsearch_lsp"
+
+
+def imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_core_never_imports_the_lsp_stack() -> None:
+    for path in (PACKAGE / "core").glob("*.py"):
+        assert not imports(path) & {"pygls", "lsprotocol"}, path.name
+
+
+def test_heavy_libraries_have_one_home() -> None:
+    homes = {"fastembed": {"embed.py"}, "pymilvus": {"store.py"}}
+    for path in PACKAGE.rglob("*.py"):
+        for lib, allowed in homes.items():
+            if lib in imports(path):
+                assert path.name in allowed, f"{path} imports {lib}"
+
+
+def test_initialize_path_imports_nothing_heavy() -> None:
+    code = ("import sys\nfrom memsearch_lsp.lsp.server import create_server\ncreate_server()\n"
+            "heavy = [m for m in ('fastembed', 'pymilvus', 'onnxruntime', 'milvus_lite') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_readme_documents_every_cli_command_and_the_two_setup_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    from memsearch_lsp.cli import COMMANDS
+
+    for command in COMMANDS:
+        assert re.search(rf"memsearch-lsp {command}\b", readme), f"README lacks `memsearch-lsp {command}`"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "scripts/test.sh" in ci and "bash scripts/test.sh" in readme
+
+
+def test_changelog_follows_keep_a_changelog() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert "## [Unreleased]" in text and "Keep a Changelog" in text
+
+
+def test_bundled_tokenizer_ships_with_its_notice() -> None:
+    folder = PACKAGE / "models" / "all-MiniLM-L6-v2"
+    assert {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json",
+            "NOTICE"} <= {p.name for p in folder.iterdir()}
+    assert "Apache" in (folder / "NOTICE").read_text()

@@ -1,0 +1,78 @@
+"""The real bundled model (int8 all-MiniLM-L6-v2 through fastembed), fully offline."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.core.embed import FastEmbedEmbedder, by_length
+
+pytestmark = pytest.mark.model
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b))
+
+
+def test_vectors_are_normalised_and_related_text_scores_higher() -> None:
+    embedder = FastEmbedEmbedder()
+    query, related, unrelated = embedder.embed([
+        "How long do cached entries live in Redis?",
+        "We use Redis for L1 cache with 5min TTL.",
+        "Priya wants guest checkout without an account by the end of March.",
+    ])
+    assert embedder.dim == len(query) == 384
+    assert abs(cosine(query, query) - 1) < 1e-3
+    assert cosine(query, related) > cosine(query, unrelated) + 0.2
+
+
+def test_batching_by_length_keeps_the_input_order() -> None:
+    embedder = FastEmbedEmbedder(batch_size=2)
+    texts = ["a much longer sentence about PostgreSQL replicas and failover", "short", "kafka topics", "x y"]
+    together = embedder.embed(texts)
+    for text, vector in zip(texts, together):
+        alone = embedder.embed([text])[0]
+        assert cosine(alone, vector) > 0.999
+    assert by_length(texts, 2) == [[3, 1], [2, 0]]
+
+
+def test_nothing_is_fetched_from_any_host(tmp_path: Path) -> None:
+    """A fresh cache, outbound sockets that raise, and still: index and search with the real model."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, ws / "memory")
+    script = textwrap.dedent(f"""
+        import socket, sys
+        real_connect = socket.socket.connect
+        def guarded(self, address):
+            host = address[0] if isinstance(address, tuple) else address
+            if isinstance(host, str) and (host.startswith("127.") or host in ("localhost", "::1")
+                                          or self.family == socket.AF_UNIX):
+                return real_connect(self, address)
+            raise OSError(f"network access attempted: {{address}}")
+        socket.socket.connect = guarded
+        socket.socket.connect_ex = lambda self, address: guarded(self, address)
+        try:
+            socket.create_connection(("93.184.216.34", 80), timeout=1)
+            sys.exit("the guard is not armed")
+        except OSError:
+            pass
+        from memsearch_lsp import Memory
+        with Memory({str(ws)!r}) as memory:
+            stats = memory.index()
+            hits = memory.search("Redis cache config")
+        assert stats.chunks_embedded > 30, stats
+        assert hits[0].heading == "Redis Caching", hits
+        print("offline ok")
+    """)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "HF_HOME": str(tmp_path / "hf"), "NO_PROXY": "*"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "offline ok" in result.stdout
+    assert (tmp_path / "cache" / "memsearch-lsp" / "models").is_dir()
