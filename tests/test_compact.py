@@ -150,6 +150,14 @@ def test_compacting_the_rest_of_a_week_appends_to_its_summary(workspace: Path, m
     assert memory.search("OpenSearch 2.13", top_k=1, **BM25)[0].source == "memory/summary-2026-W07.md"
 
 
+def test_an_archive_folder_with_spaces_gets_working_links(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace, compact={"archive_dir": "memory/old logs"})
+    plan = plan_compaction(memory, files=["memory/2026-02-05.md"], today=FEB18)
+    assert plan.archive[0].dst == "memory/old logs/2026-02-05.md"
+    assert "[2026-02-05#L3](old%20logs/2026-02-05.md#L3)" in plan.summaries[0].content
+    assert plan_compaction(memory, files=[], today=FEB18).empty
+
+
 def test_archived_logs_can_be_indexed_when_configured(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace, compact={"index_archive": True})
     apply_plan(memory, plan_compaction(memory, today=FEB25))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
 
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
@@ -184,9 +185,9 @@ def plan_compaction(memory: Memory, older_than_days: int | None = None, files: S
     today = today or dt.date.today()
     days = config.older_than_days if older_than_days is None else older_than_days
     cutoff = cutoff_date(memory, days, today)
-    sources = _explicit(memory, files) if files else _old_logs(memory, cutoff)
+    sources = _explicit(memory, files) if files is not None else _old_logs(memory, cutoff)
     if not sources:
-        note = "no daily logs given" if files is not None and not files else \
+        note = "nothing to compact: no daily logs given" if files is not None else \
             f"nothing to compact: no daily logs older than {days} days (before {cutoff.isoformat()})"
         return CompactionPlan(summarizer=config.summarizer, note=note)
 
@@ -223,8 +224,8 @@ def plan_compaction(memory: Memory, older_than_days: int | None = None, files: S
                 if problem and not text:
                     raise CompactError(f"{source}: {problem}")
             chars_in += len(text)
-            logs.append(LogText(source, moves[source], posixpath.relpath(moves[source], folder or "."),
-                                log_date(source), text))
+            link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
+            logs.append(LogText(source, moves[source], link, log_date(source), text))
         body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)))
         summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
         chars_out += len(summaries[-1].content)
