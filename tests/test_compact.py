@@ -16,7 +16,8 @@ import pytest
 from memsearch_lsp import cli
 from memsearch_lsp.core import compact
 from memsearch_lsp.core.compact import CompactError, apply_plan, period_key, plan_compaction
-from memsearch_lsp.core.summarize import LogText, parse_log
+from memsearch_lsp.core.compact_extractive import parse_log
+from memsearch_lsp.core.summarize import LogText
 from tests.conftest import EXAMPLES
 from tests.fakes import FakeEmbedder
 
