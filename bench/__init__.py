@@ -1,0 +1,1 @@
+"""Benchmarks for memsearch-lsp (not tests): `python -m bench <name> [--quick]`."""

@@ -1,0 +1,43 @@
+"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("name", choices=[*NAMES, "all"])
+    parser.add_argument("--quick", action="store_true", help="small sizes and few runs (under 5 minutes for all)")
+    parser.add_argument("--chunks", type=int, default=0, help="only this corpus size")
+    parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
+    parser.add_argument("--seed", type=int, default=7, help="corpus seed")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    names = NAMES if args.name == "all" else [args.name]
+    started = time.perf_counter()
+    for name in names:
+        begin = time.perf_counter()
+        print(f"\n## bench {name}{' --quick' if args.quick else ''}", flush=True)
+        importlib.import_module(f"bench.{name}").main(args)
+        print(f"# {name}: {time.perf_counter() - begin:.1f}s", flush=True)
+    print(f"# total: {time.perf_counter() - started:.1f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

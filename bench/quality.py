@@ -1,0 +1,160 @@
+"""Retrieval quality: recall@1/3/5 and MRR@10 of each ranking setting on labelled query sets.
+
+Sets: bench/queries/examples.json over examples/memory, and bench/queries/generated.json over a generated
+memory (1k chunks; also 10k in the full run). An answer is a source file plus a heading ('*' = any chunk of
+that file), so labels survive line changes. recall@k = share of a query's answers found in the top k (an
+answer is found when any of its chunks is there), averaged over queries; MRR@10 = mean of 1/rank of the
+first chunk that answers. Query vectors are memoised: every setting sees the same vector for a query.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import BENCH, ROOT, emit, log, table
+
+QUERIES = BENCH / "queries"
+K = 10
+
+# name -> Memory.search overrides
+SETTINGS: dict[str, dict[str, Any]] = {
+    "dense": {"vector_weight": 1.0, "bm25_weight": 0.0},
+    "bm25": {"vector_weight": 0.0, "bm25_weight": 1.0},
+    "hybrid 0.7/0.3 c10": {"vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 10},
+    "hybrid 0.7/0.3 c30": {"vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 30},
+    "hybrid 0.5/0.5 c10": {"vector_weight": 0.5, "bm25_weight": 0.5, "candidates": 10},
+    "hybrid 0.3/0.7 c10": {"vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
+    "hybrid 0.2/0.8 c10": {"vector_weight": 0.2, "bm25_weight": 0.8, "candidates": 10},
+    "hybrid 0.1/0.9 c10": {"vector_weight": 0.1, "bm25_weight": 0.9, "candidates": 10},
+    "hybrid 0.3/0.7 c30": {"vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 30},
+    "rrf c10": {"ranker": "rrf", "candidates": 10},
+    "rrf c30": {"ranker": "rrf", "candidates": 30},
+}
+QUICK = ["dense", "bm25", "hybrid 0.7/0.3 c10", "hybrid 0.7/0.3 c30", "hybrid 0.3/0.7 c10", "rrf c10", "rrf c30"]
+
+
+class MemoEmbedder:
+    """Wraps the real embedder; each distinct text is embedded once (query vectors reused across settings)."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.model_name, self.dim = inner, inner.model_name, inner.dim
+        self.memo: dict[str, list[float]] = {}
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) > 1:  # indexing: no memo
+            return self.inner.embed(texts)
+        if texts[0] not in self.memo:
+            self.memo[texts[0]] = self.inner.embed(texts)[0]
+        return [self.memo[texts[0]]]
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return json.loads((QUERIES / f"{name}.json").read_text(encoding="utf-8"))["queries"]
+
+
+def answered(hit: Any, answer: dict[str, str]) -> bool:
+    return hit.source == answer["source"] and answer["heading"] in ("*", hit.heading)
+
+
+def score(hits: Sequence[Any], answers: Sequence[dict[str, str]]) -> dict[str, float]:
+    """recall@1/3/5 and reciprocal rank for one query."""
+    out: dict[str, float] = {}
+    for k in (1, 3, 5):
+        found = sum(1 for a in answers if any(answered(h, a) for h in hits[:k]))
+        out[f"r@{k}"] = found / len(answers)
+    out["rr"] = next((1 / n for n, h in enumerate(hits[:K], 1) if any(answered(h, a) for a in answers)), 0.0)
+    return out
+
+
+def mean(rows: Sequence[dict[str, float]], key: str) -> float:
+    return sum(r[key] for r in rows) / len(rows) if rows else 0.0
+
+
+def evaluate(memory: Any, queries: list[dict[str, Any]], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    per_query = []
+    for q in queries:
+        hits = memory.search(q["query"], top_k=K, **settings)
+        per_query.append({"query": q["query"], "kind": q["kind"], **score(hits, q["answers"]),
+                          "top": [f"{h.source}#{h.heading}" for h in hits[:3]]})
+    return per_query
+
+
+def check_labels(memory: Any, queries: list[dict[str, Any]], name: str) -> None:
+    """Every label must name a chunk that exists (a typo would silently lower every score)."""
+    rows = list(memory.store.iter_rows(["source", "heading"]))
+    have = {(r["source"], r["heading"]) for r in rows} | {(r["source"], "*") for r in rows}
+    missing = [(q["query"], a) for q in queries for a in q["answers"] if (a["source"], a["heading"]) not in have]
+    if missing:
+        raise SystemExit(f"{name}: labels that match no chunk: {missing}")
+
+
+def run_set(memory: Any, set_name: str, queries: list[dict[str, Any]], names: list[str],
+            details: dict[str, Any]) -> list[dict[str, Any]]:
+    check_labels(memory, queries, set_name)
+    rows = []
+    for name in names:
+        per_query = evaluate(memory, queries, SETTINGS[name])
+        details[f"{set_name}|{name}"] = per_query
+        row = {"set": set_name, "setting": name, "queries": len(queries),
+               **{k: mean(per_query, k) for k in ("r@1", "r@3", "r@5")}, "mrr": mean(per_query, "rr")}
+        for kind in ("exact", "paraphrase", "date"):
+            part = [p for p in per_query if p["kind"] == kind]
+            if part:
+                row[f"mrr_{kind}"] = mean(part, "rr")
+                row[f"n_{kind}"] = len(part)
+        rows.append(emit("quality", row))
+    return rows
+
+
+def combined(rows: list[dict[str, Any]], details: dict[str, Any], sets: list[str], names: list[str]) -> list[dict]:
+    out = []
+    for name in names:
+        per_query = [p for s in sets for p in details[f"{s}|{name}"]]
+        row = {"set": "all", "setting": name, "queries": len(per_query),
+               **{k: mean(per_query, k) for k in ("r@1", "r@3", "r@5")}, "mrr": mean(per_query, "rr")}
+        for kind in ("exact", "paraphrase", "date"):
+            part = [p for p in per_query if p["kind"] == kind]
+            row[f"mrr_{kind}"] = mean(part, "rr")
+            row[f"n_{kind}"] = len(part)
+        out.append(emit("quality", row))
+    return out
+
+
+def main(args: Any) -> None:
+    from bench.workspace import built, clone
+    from memsearch_lsp.core.embed import FastEmbedEmbedder
+    from memsearch_lsp.core.memory import Memory
+
+    names = QUICK if args.quick else list(SETTINGS)
+    embedder = MemoEmbedder(FastEmbedEmbedder())
+    details: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    sets: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench-quality-") as tmp:
+        ws = Path(tmp) / "examples"
+        shutil.copytree(ROOT / "examples" / "memory", ws / "memory")
+        with Memory(ws, embedder=embedder) as memory:
+            memory.index()
+            rows += run_set(memory, "examples", load("examples"), names, details)
+            sets.append("examples")
+        sizes = [args.chunks] if args.chunks else ([1000] if args.quick else [1000, 10000])
+        for size in sizes:
+            root, _ = built(size, args.seed, embedder=embedder.inner)
+            work = clone(root, Path(tmp) / f"gen-{size}")  # a copy: Milvus Lite locks its folder
+            with Memory(work, embedder=embedder) as memory:
+                stats = memory.index()
+                if stats.chunks_embedded:
+                    log(f"quality: the cached index of {size} was stale ({stats})")
+                rows += run_set(memory, f"generated-{size // 1000}k", load("generated"), names, details)
+            sets.append(f"generated-{size // 1000}k")
+    rows += combined(rows, details, sets, names)
+    (BENCH / "results").mkdir(exist_ok=True)
+    (BENCH / "results" / "quality-details.json").write_text(json.dumps(details, indent=1))
+    columns = ["set", "setting", "queries", "r@1", "r@3", "r@5", "mrr", "mrr_exact", "mrr_paraphrase", "mrr_date"]
+    for set_name in [*sets, "all"]:
+        table([r for r in rows if r["set"] == set_name], columns, f"retrieval quality: {set_name}")
