@@ -1,0 +1,60 @@
+"""Smoke tests for bench/: the corpus generator is deterministic and exact, the metrics are right."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bench.common import percentile
+from bench.corpus import count_chunks, generate, load_needles
+from bench.quality import QUERIES, answered, score
+
+
+def test_corpus_is_deterministic_and_exact(tmp_path: Path) -> None:
+    one = generate(tmp_path / "a", 300, seed=3)
+    two = generate(tmp_path / "b", 300, seed=3)
+    other = generate(tmp_path / "c", 300, seed=4)
+    assert one.digest == two.digest != other.digest
+    assert one.chunks == 300 == count_chunks(tmp_path / "a")
+    assert (tmp_path / "a" / "memory" / "MEMORY.md").is_file()
+
+
+def test_needles_are_planted(tmp_path: Path) -> None:
+    generate(tmp_path, 1000, seed=7)
+    for needle in load_needles():
+        text = (tmp_path / "memory" / f"{needle['date']}.md").read_text(encoding="utf-8")
+        assert f"## {needle['heading']}\n" in text
+
+
+def test_labelled_sets_are_well_formed() -> None:
+    total = 0
+    for name in ("examples", "generated"):
+        queries = json.loads((QUERIES / f"{name}.json").read_text(encoding="utf-8"))["queries"]
+        total += len(queries)
+        for q in queries:
+            assert q["query"].strip() and q["kind"] in {"exact", "paraphrase", "date"}
+            assert q["answers"] and all(a["source"].startswith("memory/") and a["heading"] for a in q["answers"])
+    assert total >= 40
+
+
+def hit(source: str, heading: str) -> SimpleNamespace:
+    return SimpleNamespace(source=source, heading=heading)
+
+
+def test_metrics() -> None:
+    answers = [{"source": "memory/a.md", "heading": "X"}, {"source": "memory/b.md", "heading": "*"}]
+    hits = [hit("memory/c.md", "X"), hit("memory/a.md", "X"), hit("memory/c.md", "Y"), hit("memory/b.md", "Z")]
+    got = score(hits, answers)
+    assert got == {"r@1": 0.0, "r@3": 0.5, "r@5": 1.0, "rr": 0.5}
+    assert score([], answers) == {"r@1": 0.0, "r@3": 0.0, "r@5": 0.0, "rr": 0.0}
+    assert answered(hit("memory/b.md", "anything"), answers[1])
+    assert not answered(hit("memory/a.md", "x"), answers[0])  # headings match exactly
+
+
+def test_percentile() -> None:
+    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert percentile([1.0, 2.0], 50) == pytest.approx(1.5)
+    assert percentile(list(range(101)), 95) == pytest.approx(95.0)
