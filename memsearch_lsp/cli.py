@@ -73,12 +73,13 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def _memory(args: argparse.Namespace, **settings: Any) -> Memory:
-    from memsearch_lsp.core.memory import Memory
+    """The running server's index when one owns it, else this process opens it."""
+    from memsearch_lsp.core.owner import open_memory
 
     workspace = Path(args.workspace).expanduser()
     if not workspace.is_dir():
         raise UserError(f"workspace {workspace} is not a folder")
-    return Memory(workspace, **settings)
+    return open_memory(workspace, **settings)
 
 
 def _format_hits(hits: Sequence[Any]) -> str:
@@ -168,10 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
                         format="memsearch-lsp: %(levelname)s: %(message)s")
     from memsearch_lsp.config import ConfigError
+    from memsearch_lsp.core.compact import CompactError
+    from memsearch_lsp.core.files import PathError
 
     try:
         return COMMANDS[args.command](args)
-    except (UserError, ConfigError, FileNotFoundError) as exc:
+    except (UserError, ConfigError, FileNotFoundError, CompactError, PathError) as exc:
         sys.stderr.write(f"memsearch-lsp: error: {exc}\n")
         return EXIT_USER
     except KeyboardInterrupt:

@@ -9,7 +9,7 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
 
-echo "== ruff"; .venv/bin/ruff check memsearch_lsp tests bench
+echo "== ruff"; .venv/bin/ruff check .
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest"; .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 

@@ -101,7 +101,7 @@ def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
 def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
     before = as_json(cli(ws, "search", "rate limit per API key", "--json"))
     cli(ws, "reset", "--yes")
-    assert not (ws / ".memsearch").exists() and (ws / "memory/MEMORY.md").exists()
+    assert not (ws / ".memsearch/milvus.db").exists() and (ws / "memory/MEMORY.md").exists()
     after = as_json(cli(ws, "search", "rate limit per API key", "--json"))
     assert [h["id"] for h in after] == [h["id"] for h in before]
 

@@ -109,6 +109,15 @@ class Memory:
             self._indexer.config = config
         return heavy
 
+    @property
+    def remote(self) -> bool:
+        """False here; True for a RemoteMemory served by the process that owns the index."""
+        return False
+
+    def claim(self) -> None:
+        """Open the index now (IndexBusy when another process holds the local folder)."""
+        _ = self.store
+
     # -- paths -----------------------------------------------------------------------------
     def source_of(self, path: str | Path) -> str:
         """Workspace-relative POSIX source; PathError when `path` is outside the workspace."""
@@ -142,15 +151,27 @@ class Memory:
     def remove(self, source: str) -> IndexStats:
         return self.indexer.remove(source)
 
+    def drop_overlay(self, source: str) -> None:
+        self.indexer.drop_overlay(source)
+
+    def has_overlay(self, source: str) -> bool:
+        """True while an unsaved editor buffer is the truth for `source`."""
+        return source in self.indexer.overlays
+
+    def is_indexed(self, source: str) -> bool:
+        return source in self.indexer.manifest()
+
     def reset(self) -> None:
         """Delete the index (the Markdown is untouched); the next index() rebuilds it."""
         if self.config.milvus.uri:
             self.store.drop()
             self.df.reset()
             self.df.save()
-        else:
+        else:  # the folder may also hold the owner's socket: delete only the index itself
             self.close()
-            shutil.rmtree(self.root / INDEX_DIR, ignore_errors=True)
+            shutil.rmtree(self.uri, ignore_errors=True)
+            for stats in (self.root / INDEX_DIR).glob("bm25-*.json"):
+                stats.unlink()
         if self._indexer is not None:
             self._indexer.forget()
         self._indexer = None
@@ -171,6 +192,15 @@ class Memory:
         query = f"{chunk.heading}\n{chunk.content}"[:2000]
         return hybrid_search(self.store, self.embedder, self.df, query, self.config.search, top_k,
                              exclude_source=chunk.source)
+
+    def headings(self, limit: int = 5000) -> list[Hit]:
+        """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""
+        rows = self.store.iter_rows(["source", "heading", "start_line", "end_line", "level", "date"],
+                                    expr="level > 0")
+        hits = [Hit(id=r["id"], source=r["source"], heading=r["heading"], start_line=int(r["start_line"]),
+                    end_line=int(r["end_line"]), score=0.0, snippet="", date=r["date"]) for r in rows]
+        hits.sort(key=lambda h: (h.source, h.start_line))
+        return hits[:limit]
 
     def outline(self, source: str, text: str) -> list[Chunk]:
         return chunk_markdown(text, source, model=self.config.embedding.model)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,6 +21,26 @@ _BATCH = 500
 
 class StoreError(RuntimeError):
     """The vector store cannot be opened or used; the message says which and why."""
+
+
+class IndexBusy(StoreError):
+    """Another process holds the local index folder."""
+
+
+def locked_by_other(folder: Path) -> bool:
+    """True when another open file description holds Milvus Lite's advisory lock on `folder`."""
+    lock = folder / "LOCK"
+    if not lock.exists():
+        return False
+    import fcntl
+
+    with lock.open("rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
 
 
 @dataclass(frozen=True)
@@ -78,18 +99,42 @@ class MilvusStore:
         with self._lock:
             if self._client is not None:
                 return
-            from pymilvus import MilvusClient
-
             for name in ("pymilvus", "grpc._server", "milvus_lite"):  # we report errors ourselves
                 logging.getLogger(name).setLevel(logging.CRITICAL)
             if self.is_local:
                 Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._client = MilvusClient(uri=self.uri, token=self.token or "")
+                self._client = _connect(self.uri, self.token)
                 self._ensure_collection()
             except Exception as exc:
                 self._client = None
-                raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+                if not self.is_local:
+                    raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+                if locked_by_other(Path(self.uri)):
+                    raise IndexBusy(f"another process holds the index at {self.uri}") from exc
+                self._move_aside(f"it cannot be opened ({type(exc).__name__}: {exc})")
+                try:
+                    self._client = _connect(self.uri, self.token)
+                    self._ensure_collection()
+                except Exception as again:
+                    self._client = None
+                    raise StoreError(f"cannot open the index at {self.uri}: {again}") from again
+
+    def _move_aside(self, why: str) -> None:
+        """Keep a broken or incompatible local index for inspection and start a fresh one."""
+        import shutil
+        import time
+
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            self._client = None
+        folder = Path(self.uri)
+        aside = folder.with_name(f"{folder.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+        if folder.exists():
+            shutil.move(str(folder), str(aside))
+        log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown",
+                    folder, aside.name, why)
 
     def close(self) -> None:
         with self._lock:
@@ -120,9 +165,13 @@ class MilvusStore:
             if names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim:
                 client.load_collection(self.collection)
                 return
-            log.warning("index %s was built by another version or model; rebuilding it from the Markdown",
-                        self.collection)
-            client.drop_collection(self.collection)
+            why = "it was built by another version of memsearch-lsp or for another embedding dimension"
+            if self.is_local:
+                self._move_aside(why)
+                self._client = client = _connect(self.uri, self.token)
+            else:
+                log.warning("collection %s: %s; rebuilding it from the Markdown", self.collection, why)
+                client.drop_collection(self.collection)
         self._create()
 
     def _create(self) -> None:
@@ -253,3 +302,9 @@ def sparse_dict(value: Any) -> dict[int, float]:
         return {int(k): float(v) for k, v in dict(value).items()}
     except (TypeError, ValueError):
         return {}
+
+
+def _connect(uri: str, token: str) -> Any:
+    from pymilvus import MilvusClient
+
+    return MilvusClient(uri=uri, token=token or "")

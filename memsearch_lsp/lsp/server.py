@@ -22,6 +22,7 @@ from memsearch_lsp.config import Config, ConfigError, load_config
 from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.owner import OwnerServer, open_memory
 
 log = logging.getLogger("memsearch_lsp")
 T = TypeVar("T")
@@ -38,6 +39,7 @@ class Root:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     poller: asyncio.Task[None] | None = None
     registration: str = ""
+    owner: OwnerServer | None = None  # serves the CLI and other windows while this process owns the index
 
 
 class ClientLogHandler(logging.Handler):
@@ -187,7 +189,8 @@ class MemsearchServer(LanguageServer):
         if result and isinstance(result[0], dict):
             self.overrides = {**self.init_options, **result[0]}
 
-    def open_roots(self) -> None:
+    async def open_roots(self) -> None:
+        """One Root per workspace folder: own its index, or become a client of the process that does."""
         folders = list(self.workspace.folders.values())
         paths = [Path(to_fs_path(f.uri) or "") for f in folders]
         if not paths and self.workspace.root_path:
@@ -197,17 +200,37 @@ class MemsearchServer(LanguageServer):
             if path in self.roots or not path.is_dir():
                 continue
             try:
-                self.roots[path] = Root(path, Memory(path, config=self.config_for(path)))
-            except (ConfigError, OSError) as exc:
+                config = self.config_for(path)
+            except ConfigError as exc:
                 self.report(f"settings for {path}: {exc}", exc)
-                self.roots[path] = Root(path, Memory(path, config=Config()))
+                config = Config()
+            try:
+                memory = await asyncio.to_thread(open_memory, path, config=config)
+            except Exception as exc:
+                self.report(f"opening the index of {path.name}: {exc}", exc)
+                memory = Memory(path, config=config)
+            root = Root(path, memory)
+            if memory.remote:
+                log.info("%s: another memsearch-lsp owns this index; using it", path.name)
+            else:
+                try:
+                    root.owner = OwnerServer(memory)
+                    root.owner.start()
+                except OSError as exc:
+                    log.warning("cannot serve %s to other processes: %s", path.name, exc)
+                    root.owner = None
+            self.roots[path] = root
+
+    def close_root(self, root: Root) -> None:
+        if root.poller:
+            root.poller.cancel()
+        if root.owner:
+            root.owner.close()
+        self.writer.submit(root.memory.close)
 
     def shutdown_roots(self) -> None:
         for root in self.roots.values():
-            if root.poller:
-                root.poller.cancel()
-        for root in self.roots.values():
-            self.writer.submit(root.memory.close)
+            self.close_root(root)
 
 
 def options_from(params: Any) -> dict[str, Any]:
@@ -240,7 +263,7 @@ def create_server() -> MemsearchServer:
     async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
         ls.initialized = True
         await ls.load_settings()
-        ls.open_roots()
+        await ls.open_roots()
         for root in ls.roots.values():
             await sync.watch(ls, root)
             ls.background(ls.reconcile(root), f"indexing {root.path.name}")

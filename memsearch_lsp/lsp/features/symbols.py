@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 SEARCH = "memsearch/search"
 READY_WAIT_S = 60.0
-ALL_HEADINGS_LIMIT = 5000
 
 
 def param(params: Any, *names: str, default: Any = None) -> Any:
@@ -72,15 +71,6 @@ def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tupl
     return out
 
 
-def all_headings(root: Root) -> list[Hit]:
-    rows = root.memory.store.iter_rows(["source", "heading", "start_line", "end_line", "level", "date"],
-                                       expr="level > 0")
-    hits = [Hit(id=r["id"], source=r["source"], heading=r["heading"], start_line=int(r["start_line"]),
-                end_line=int(r["end_line"]), score=0.0, snippet="", date=r["date"]) for r in rows]
-    hits.sort(key=lambda h: (h.source, h.start_line))
-    return hits[:ALL_HEADINGS_LIMIT]
-
-
 def register(server: MemsearchServer) -> None:
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(ls: MemsearchServer, params: types.WorkspaceSymbolParams
@@ -88,7 +78,7 @@ def register(server: MemsearchServer) -> None:
         query = params.query.strip()
         if not query:
             roots = await ready_roots(ls)
-            pairs = [(r, h) for r in roots for h in await ls.read(all_headings, r)]
+            pairs = [(r, h) for r in roots for h in await ls.read(r.memory.headings)]
         else:
             limit = max((r.memory.config.search.symbol_limit for r in ls.roots.values()), default=20)
             pairs = await search_all(ls, query, limit)

@@ -83,7 +83,7 @@ def register(server: MemsearchServer) -> None:
             if found is None:
                 continue
             root, source = found
-            if source in root.memory.indexer.overlays and change.type != types.FileChangeType.Deleted:
+            if change.type != types.FileChangeType.Deleted and await ls.read(root.memory.has_overlay, source):
                 continue  # an open buffer is the truth for its file
             touched.setdefault(root.path, []).append(source)
         for path, sources in touched.items():
@@ -97,10 +97,8 @@ def register(server: MemsearchServer) -> None:
         for folder in params.event.removed:
             root = ls.roots.pop(Path(to_fs_path(folder.uri) or "").resolve(), None)
             if root is not None:
-                if root.poller:
-                    root.poller.cancel()
-                await ls.in_writer(root.memory.close)
-        ls.open_roots()
+                ls.close_root(root)
+        await ls.open_roots()
         for root in ls.roots.values():
             if not root.ready.is_set() and not root.registration and root.poller is None:
                 await watch(ls, root)
@@ -113,7 +111,7 @@ async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
         await ls.reconcile(root, title="Indexing changed files")
         return
     for source in dict.fromkeys(sources):
-        if root.memory.is_memory(source) or source in root.memory.indexer.manifest():
+        if root.memory.is_memory(source) or await ls.read(root.memory.is_indexed, source):
             await ls.write(root, root.memory.index_file, source)
 
 

@@ -1,0 +1,294 @@
+"""One owner per index: the owning process serves a local socket; other processes become its clients.
+
+Milvus Lite lets one process open an index folder (an advisory flock). The language server owns
+the index while it runs and answers `OwnerServer` requests on a Unix socket (owner-only
+permissions) named in `.memsearch/server.json`; the CLI and a second editor window call it through
+`RemoteMemory`, which has the `Memory` interface. A socket or record left by a killed process is
+detected (nobody answers, the pid is gone) and removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import socketserver
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp import __version__
+from memsearch_lsp.config import Config
+from memsearch_lsp.core.chunks import Chunk
+from memsearch_lsp.core.files import Skipped
+from memsearch_lsp.core.index import IndexStats, Progress
+from memsearch_lsp.core.memory import INDEX_DIR, Memory
+from memsearch_lsp.core.search import Expanded, Hit
+from memsearch_lsp.core.store import IndexBusy
+
+log = logging.getLogger(__name__)
+
+RECORD = "server.json"
+MAX_SOCKET_PATH = 100
+CALL_TIMEOUT_S = 600.0
+
+
+class OwnerGone(RuntimeError):
+    """The process that owns the index stopped answering."""
+
+
+def record_path(root: Path) -> Path:
+    return root / INDEX_DIR / RECORD
+
+
+def socket_path_for(root: Path) -> Path:
+    """`.memsearch/server.sock`, or a short private path when that one is too long for AF_UNIX."""
+    preferred = root / INDEX_DIR / "server.sock"
+    if len(str(preferred)) <= MAX_SOCKET_PATH:
+        return preferred
+    folder = Path(tempfile.gettempdir()) / f"memsearch-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".sock")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_record(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(record_path(root).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "socket" in data else None
+
+
+def _call(sock_path: str, op: str, args: dict[str, Any], timeout: float = CALL_TIMEOUT_S) -> Any:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)
+        conn.connect(sock_path)
+        conn.sendall(json.dumps({"op": op, "args": args}).encode() + b"\n")
+        with conn.makefile("rb") as reader:
+            line = reader.readline()
+    if not line:
+        raise OwnerGone("the index owner closed the connection")
+    reply = json.loads(line)
+    if not reply.get("ok"):
+        raise RuntimeError(reply.get("error", "the index owner failed"))
+    return reply.get("result")
+
+
+def find_owner(root: Path) -> str | None:
+    """The socket of a live owner of `root`'s index; stale records and sockets are removed."""
+    record = read_record(root)
+    if record is None:
+        return None
+    sock = str(record["socket"])
+    try:
+        _call(sock, "ping", {}, timeout=5)
+        return sock
+    except (OSError, OwnerGone, ValueError) as exc:
+        pid = int(record.get("pid", 0) or 0)
+        if pid and pid != os.getpid() and _pid_alive(pid) and isinstance(exc, TimeoutError):
+            return None  # alive but busy: do not steal its files
+        log.info("removing a stale index owner record (pid %s): %s", pid, exc)
+        with contextlib.suppress(OSError):
+            Path(sock).unlink()
+        with contextlib.suppress(OSError):
+            record_path(root).unlink()
+        return None
+
+
+# -- the owner side ----------------------------------------------------------------------------
+def _stats(stats: IndexStats) -> dict[str, Any]:
+    return asdict(stats)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _UnixServer
+
+    def handle(self) -> None:
+        try:
+            request = json.loads(self.rfile.readline() or b"{}")
+            result = self.server.owner.dispatch(str(request.get("op", "")), dict(request.get("args") or {}))
+            reply = {"ok": True, "result": result}
+        except Exception as exc:  # every failure goes back to the caller, none kills the owner
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        with contextlib.suppress(OSError):
+            self.wfile.write(json.dumps(reply).encode() + b"\n")
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    owner: OwnerServer
+
+
+class OwnerServer:
+    """Serves one local Memory to other processes until `close()`."""
+
+    def __init__(self, memory: Memory):
+        self.memory = memory
+        self.socket = socket_path_for(memory.root)
+        self._server: _UnixServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            self.socket.unlink()
+        old = os.umask(0o077)
+        try:
+            server = _UnixServer(str(self.socket), _Handler)
+        finally:
+            os.umask(old)
+        os.chmod(self.socket, 0o600)
+        server.owner = self
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="memsearch-owner", daemon=True)
+        self._thread.start()
+        record = record_path(self.memory.root)
+        tmp = record.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "socket": str(self.socket), "version": __version__}))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, record)
+
+    def close(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        self._server = None
+        record = read_record(self.memory.root)
+        if record and record.get("pid") == os.getpid():
+            with contextlib.suppress(OSError):
+                record_path(self.memory.root).unlink()
+        with contextlib.suppress(OSError):
+            self.socket.unlink()
+
+    def dispatch(self, op: str, args: dict[str, Any]) -> Any:
+        m = self.memory
+        if op == "ping":
+            return {"pid": os.getpid(), "version": __version__}
+        if op in ("index", "index_text", "index_file", "remove"):
+            return _stats(getattr(m, op)(**args))
+        if op == "search":
+            return [asdict(h) for h in m.search(args.pop("query"), args.pop("top_k", None), **args)]
+        if op == "expand":
+            chunk = m.expand(args["chunk_id"])
+            return asdict(chunk) if chunk else None
+        if op == "related":
+            like = Expanded(id="", source=args["source"], heading=args["heading"], heading_path="",
+                            start_line=0, end_line=0, content=args["content"])
+            return [asdict(h) for h in m.related(like, int(args.get("top_k", 3)))]
+        if op == "headings":
+            return [asdict(h) for h in m.headings(**args)]
+        if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
+            return getattr(m, op)(**args)
+        raise ValueError(f"unknown operation {op!r}")
+
+
+# -- the client side ---------------------------------------------------------------------------
+def _to_stats(data: dict[str, Any]) -> IndexStats:
+    data = dict(data)
+    for key in ("skipped", "warnings"):
+        data[key] = [Skipped(**s) for s in data.get(key, [])]
+    return IndexStats(**data)
+
+
+class RemoteMemory(Memory):
+    """A Memory whose index lives in another process; files and settings are read locally."""
+
+    def __init__(self, workspace: str | Path, socket_path: str, *, config: Config | None = None, **settings: Any):
+        super().__init__(workspace, config=config, **settings)
+        self.socket_path = socket_path
+
+    def _call(self, op: str, **args: Any) -> Any:
+        try:
+            return _call(self.socket_path, op, args)
+        except (ConnectionError, FileNotFoundError, TimeoutError) as exc:
+            raise OwnerGone(f"the process that owns the index of {self.root} is gone ({exc})") from exc
+
+    @property
+    def remote(self) -> bool:
+        return True
+
+    def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
+        return _to_stats(self._call("index", force=force))
+
+    def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
+        return _to_stats(self._call("index_text", source=source, text=text, overlay=overlay))
+
+    def index_file(self, source: str) -> IndexStats:
+        return _to_stats(self._call("index_file", source=source))
+
+    def remove(self, source: str) -> IndexStats:
+        return _to_stats(self._call("remove", source=source))
+
+    def reset(self) -> None:
+        self._call("reset")
+
+    def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
+        return [Hit(**h) for h in self._call("search", query=query, top_k=top_k, **overrides)]
+
+    def expand(self, chunk_id: str) -> Expanded | None:
+        data = self._call("expand", chunk_id=chunk_id)
+        return Expanded(**data) if data else None
+
+    def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
+        return [Hit(**h) for h in self._call("related", source=chunk.source, heading=chunk.heading,
+                                              content=chunk.content, top_k=top_k)]
+
+    def headings(self, limit: int = 5000) -> list[Hit]:
+        return [Hit(**h) for h in self._call("headings", limit=limit)]
+
+    def status(self) -> dict[str, Any]:
+        data: dict[str, Any] = self._call("status")
+        data["served_by_pid"] = self._call("ping")["pid"]
+        return data
+
+    def has_overlay(self, source: str) -> bool:
+        return bool(self._call("has_overlay", source=source))
+
+    def is_indexed(self, source: str) -> bool:
+        return bool(self._call("is_indexed", source=source))
+
+    def drop_overlay(self, source: str) -> None:
+        self._call("drop_overlay", source=source)
+
+    def close(self) -> None:
+        return None
+
+
+def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None,
+                **settings: Any) -> Memory:
+    """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
+
+    A local open waits (up to `wait_s`) while another short-lived process holds the folder.
+    """
+    root = Path(workspace).expanduser().resolve()
+    deadline = time.monotonic() + wait_s
+    while True:
+        sock = find_owner(root)
+        if sock is not None:
+            return RemoteMemory(root, sock, config=config, **settings)
+        memory = Memory(root, config=config, **settings)
+        try:
+            memory.claim()
+            return memory
+        except IndexBusy:
+            memory.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
