@@ -1,4 +1,5 @@
-"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all."""
+"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all;
+experiment: metric (dense COSINE vs IP)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import time
 from pathlib import Path
 
 NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
+EXTRA = ["metric"]  # experiments, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("name", choices=[*NAMES, "all"])
+    parser.add_argument("name", choices=[*NAMES, *EXTRA, "all"])
     parser.add_argument("--quick", action="store_true", help="small sizes and few runs (under 5 minutes for all)")
     parser.add_argument("--chunks", type=int, default=0, help="only this corpus size")
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
