@@ -30,7 +30,7 @@ from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory
 from memsearch_lsp.core.search import Expanded, Hit
-from memsearch_lsp.core.store import IndexBusy
+from memsearch_lsp.core.store import IndexBusy, locked_by_other
 
 log = logging.getLogger(__name__)
 
@@ -90,25 +90,40 @@ def _call(sock_path: str, op: str, args: dict[str, Any], timeout: float = CALL_T
     return reply.get("result")
 
 
+def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
+    """The recorded owner still runs and still holds the index (a reused pid holds no lock)."""
+    pid = int(record.get("pid", 0) or 0)
+    if not pid or not _pid_alive(pid):
+        return False
+    uri = Path(str(record.get("index", root / INDEX_DIR / "milvus.db")))
+    return locked_by_other(uri) if uri.is_dir() else True
+
+
 def find_owner(root: Path) -> str | None:
-    """The socket of a live owner of `root`'s index; stale records and sockets are removed."""
+    """The socket of a live owner of `root`'s index; stale records and sockets are removed.
+
+    An owner that is alive but does not answer in time (busy, or its backlog full) keeps its
+    files: the caller waits for it instead of opening the index behind its back.
+    """
     record = read_record(root)
     if record is None:
         return None
     sock = str(record["socket"])
-    try:
-        _call(sock, "ping", {}, timeout=5)
-        return sock
-    except (OSError, OwnerGone, ValueError) as exc:
-        pid = int(record.get("pid", 0) or 0)
-        if pid and pid != os.getpid() and _pid_alive(pid) and isinstance(exc, TimeoutError):
-            return None  # alive but busy: do not steal its files
-        log.info("removing a stale index owner record (pid %s): %s", pid, exc)
-        with contextlib.suppress(OSError):
-            Path(sock).unlink()
-        with contextlib.suppress(OSError):
-            record_path(root).unlink()
-        return None
+    for attempt in range(3):
+        try:
+            _call(sock, "ping", {}, timeout=5)
+            return sock
+        except (OSError, OwnerGone, ValueError) as exc:
+            if _owner_alive(root, record):
+                time.sleep(0.1 * (attempt + 1))
+                continue
+            log.info("removing a stale index owner record (pid %s): %s", record.get("pid"), exc)
+            with contextlib.suppress(OSError):
+                Path(sock).unlink()
+            with contextlib.suppress(OSError):
+                record_path(root).unlink()
+            return None
+    return None
 
 
 # -- the owner side ----------------------------------------------------------------------------
@@ -132,6 +147,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    request_queue_size = 128
     owner: OwnerServer
 
 
@@ -160,7 +176,8 @@ class OwnerServer:
         self._thread.start()
         record = record_path(self.memory.root)
         tmp = record.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "socket": str(self.socket), "version": __version__}))
+        tmp.write_text(json.dumps({"pid": os.getpid(), "socket": str(self.socket), "version": __version__,
+                                   "index": self.memory.uri}))
         os.chmod(tmp, 0o600)
         os.replace(tmp, record)
 
@@ -215,10 +232,17 @@ class RemoteMemory(Memory):
         self.socket_path = socket_path
 
     def _call(self, op: str, **args: Any) -> Any:
-        try:
-            return _call(self.socket_path, op, args)
-        except (ConnectionError, FileNotFoundError, TimeoutError) as exc:
-            raise OwnerGone(f"the process that owns the index of {self.root} is gone ({exc})") from exc
+        for attempt in range(5):
+            try:
+                return _call(self.socket_path, op, args)
+            except (ConnectionRefusedError, BlockingIOError) as exc:  # a full backlog: try again
+                if attempt == 4:
+                    raise OwnerGone(f"the process that owns the index of {self.root} does not answer ({exc})") \
+                        from exc
+                time.sleep(0.05 * 2 ** attempt)
+            except (ConnectionError, FileNotFoundError, TimeoutError) as exc:
+                raise OwnerGone(f"the process that owns the index of {self.root} is gone ({exc})") from exc
+        raise AssertionError("unreachable")
 
     @property
     def remote(self) -> bool:

@@ -99,15 +99,13 @@ class MilvusStore:
         with self._lock:
             if self._client is not None:
                 return
-            for name in ("pymilvus", "grpc._server", "milvus_lite"):  # we report errors ourselves
-                logging.getLogger(name).setLevel(logging.CRITICAL)
             if self.is_local:
                 Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._client = _connect(self.uri, self.token)
                 self._ensure_collection()
             except Exception as exc:
-                self._client = None
+                self.close()
                 if not self.is_local:
                     raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
                 if locked_by_other(Path(self.uri)):
@@ -125,10 +123,9 @@ class MilvusStore:
         import shutil
         import time
 
-        if self._client is not None:
-            with contextlib.suppress(Exception):
-                self._client.close()
-            self._client = None
+        with contextlib.suppress(Exception):
+            self.close()
+        _release_local(self.uri)
         folder = Path(self.uri)
         aside = folder.with_name(f"{folder.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
         if folder.exists():
@@ -143,6 +140,8 @@ class MilvusStore:
                     self._client.close()
                 finally:
                     self._client = None
+                    if self.is_local:
+                        _release_local(self.uri)
 
     @property
     def client(self) -> Any:
@@ -307,4 +306,16 @@ def sparse_dict(value: Any) -> dict[int, float]:
 def _connect(uri: str, token: str) -> Any:
     from pymilvus import MilvusClient
 
+    # pymilvus configures its loggers when imported; we report errors ourselves, once.
+    for name in ("pymilvus", "pymilvus.milvus_client", "grpc._server", "milvus_lite"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     return MilvusClient(uri=uri, token=token or "")
+
+
+def _release_local(uri: str) -> None:
+    """Stop Milvus Lite's in-process server for a folder, so its lock and files are let go."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:  # pragma: no cover - a server-only install
+        return
+    server_manager_instance.release_server(uri)

@@ -17,7 +17,13 @@ if TYPE_CHECKING:
 
 
 def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tuple[Sequence[str], int] | None:
-    """The document's lines and the cursor column in UTF-32 units (None when it cannot be read)."""
+    """The document's lines and the cursor column in UTF-32 units (None when it cannot be read).
+
+    Only documents the editor has open or files inside a workspace root are read: a URI can
+    never make the server read an arbitrary file from disk.
+    """
+    if uri not in ls.workspace.text_documents and ls.locate(uri) is None:
+        return None
     try:
         lines = ls.workspace.get_text_document(uri).lines
     except (OSError, ValueError):

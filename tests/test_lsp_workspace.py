@@ -1,0 +1,120 @@
+"""Server settings, multi-root workspaces and the TCP transport, end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.lsp_helpers import CLIENTS, Session, capabilities, config, make_workspace
+
+FAST = {"watch": {"debounceMs": 200}}
+
+
+@pytest_lsp.fixture(config=config(), params=CLIENTS)
+async def lsp(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_asyncio.fixture
+async def two_roots(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
+    profile = request.node.callspec.params["lsp"]
+    first = make_workspace(tmp_path / "one")
+    second = tmp_path / "two"
+    (second / "notes").mkdir(parents=True)
+    (second / "notes" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Axolotl\n\naxolotl habitat notes\n")
+    (second / ".memsearch.toml").write_text('[memory]\npaths = ["notes"]\n')
+    s = Session(lsp, first, profile)
+    await s.start(capabilities(profile), FAST, folders=[first, second])
+    await s.wait_indexed(2)
+    return s, second
+
+
+async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tuple[Session, Path]) -> None:
+    session, second = two_roots
+    roots = {n["root"]: n for n in session.indexed}
+    assert roots[str(second)]["chunks"] == 2 and roots[str(session.workspace)]["chunks"] > 30
+    assert (second / ".memsearch" / "milvus.db").is_dir() and (session.workspace / ".memsearch").is_dir()
+    axolotl = await session.until_symbol("axolotl habitat", "Axolotl")
+    assert isinstance(axolotl.location, types.Location) and "/two/notes/" in axolotl.location.uri
+    assert (await session.symbols("Redis cache config"))[0].name == "Redis Caching"
+
+
+@pytest_asyncio.fixture
+async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
+    profile = request.node.callspec.params["lsp"]
+    s = Session(lsp, make_workspace(tmp_path), profile)
+    await s.start(capabilities(profile), FAST)
+    await s.wait_indexed()
+    return s
+
+
+async def search(session: Session, query: str) -> list[dict[str, Any]]:
+    return list(await session.client.protocol.send_request_async("memsearch/search", {"query": query, "topK": 5}))
+
+
+async def test_configuration_changes_apply(session: Session) -> None:
+    before = await search(session, "message broker decision")
+    settings = {"search": {"vectorWeight": 0.0, "bm25Weight": 1.0}, "watch": {"debounceMs": 200}}
+    session.client._configuration["memsearch"] = settings
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"memsearch": settings}))
+    deadline = time.monotonic() + 10
+    while (after := await search(session, "message broker decision")) == before:
+        assert time.monotonic() < deadline, "new weights never took effect"
+        await asyncio.sleep(0.2)
+    assert [h["score"] for h in after] != [h["score"] for h in before]
+    n = len(session.indexed)
+    (session.workspace / "journal").mkdir()
+    (session.workspace / "journal" / "2026-03-09.md").write_text("# 2026-03-09\n\n## Quokka\n\nquokka sighting\n")
+    moved = {**settings, "memory": {"paths": ["journal"]}}
+    session.client._configuration["memsearch"] = moved
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"memsearch": moved}))
+    note = await session.wait_indexed(n + 1, timeout=60)
+    assert note["files"] == 1 and note["chunks"] == 2  # a new memory path re-indexes
+    assert [s.name for s in await session.symbols("quokka")][:1] == ["Quokka"]
+
+
+def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "memsearch_lsp", "serve", "--tcp", f"127.0.0.1:{port}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "server did not listen"
+                time.sleep(0.1)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+        with conn:
+            conn.sendall(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            data = b""
+            while b"serverInfo" not in data or not data.rstrip().endswith(b"}"):
+                chunk = conn.recv(65536)
+                assert chunk, "connection closed"
+                data += chunk
+        reply = json.loads(data.split(b"\r\n\r\n", 1)[1])
+        assert reply["result"]["serverInfo"]["name"] == "memsearch-lsp"
+        assert "workspaceSymbolProvider" in reply["result"]["capabilities"]
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

@@ -1,0 +1,163 @@
+"""Reliability in-process: owner sockets, stale records, broken indexes, path safety, fuzzed positions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from memsearch_lsp.core.files import PathError
+from memsearch_lsp.core.owner import OwnerServer, RemoteMemory, find_owner, open_memory, record_path
+from memsearch_lsp.lsp import convert
+from tests.fakes import FakeEmbedder
+
+
+def tree_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_a_second_process_uses_the_owner_socket(workspace: Path, make_memory) -> None:
+    owner = make_memory(workspace)
+    owner.index()
+    server = OwnerServer(owner)
+    server.start()
+    try:
+        mode = os.stat(server.socket).st_mode & 0o777
+        assert mode == 0o600
+        client = open_memory(workspace, embedder=FakeEmbedder())
+        assert isinstance(client, RemoteMemory)
+        assert [h.id for h in client.search("Redis cache config")] == [h.id for h in owner.search("Redis cache config")]
+        hit = client.search("Kafka over RabbitMQ", top_k=1)[0]
+        assert client.expand(hit.id) == owner.expand(hit.id)
+        assert client.index().chunks_embedded == 0 and client.status()["chunks"] == owner.status()["chunks"]
+        assert client.index_text("memory/MEMORY.md", "# Only\n\nzebra\n").files_modified == 1
+        assert client.has_overlay("memory/MEMORY.md") and owner.has_overlay("memory/MEMORY.md")
+        with pytest.raises(RuntimeError, match="unknown operation"):
+            client._call("rm_rf")
+    finally:
+        server.close()
+    assert not record_path(workspace).exists()
+
+
+def test_a_stale_record_and_socket_are_cleaned_up(workspace: Path, make_memory) -> None:
+    folder = workspace / ".memsearch"
+    folder.mkdir()
+    dead = folder / "server.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(dead))  # a socket file nobody listens on, as a killed server leaves it
+    record_path(workspace).write_text(json.dumps({"pid": 2**22 + 12345, "socket": str(dead)}))
+    assert find_owner(workspace) is None
+    assert not dead.exists() and not record_path(workspace).exists()
+    memory = open_memory(workspace, embedder=FakeEmbedder())
+    assert not memory.remote
+    assert memory.index().files_added == 13
+    memory.close()
+
+
+def test_a_broken_index_is_moved_aside_and_rebuilt(workspace: Path, make_memory, caplog) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    memory.close()
+    before = tree_digest(workspace / "memory")
+    db = workspace / ".memsearch/milvus.db"
+    for path in db.rglob("*"):
+        if path.is_file() and path.name != "LOCK":
+            path.write_bytes(b"\x00garbage from another version\xff" * 10)
+    (db / "collections").mkdir(exist_ok=True)
+    (db / "collections" / "manifest.json").write_text("{not json")
+    again = make_memory(workspace)
+    stats = again.index()
+    assert stats.chunks_total > 30
+    assert again.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
+    assert [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+    assert sum("moved to" in r.getMessage() for r in caplog.records) == 1
+    assert tree_digest(workspace / "memory") == before  # indexing never touches memory/
+
+
+def test_another_embedding_dimension_is_moved_aside(workspace: Path, make_memory) -> None:
+    first = make_memory(workspace, FakeEmbedder(dim=64))
+    first.index()
+    first.close()
+    second = make_memory(workspace, FakeEmbedder(dim=32))
+    stats = second.index()
+    assert stats.chunks_embedded == stats.chunks_total > 30
+    assert [p for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+
+
+def test_paths_never_leave_the_workspace(workspace: Path, make_memory, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nplatypus password\n")
+    (workspace / "memory" / "link.md").symlink_to(outside)
+    (workspace / "memory" / "dirlink").symlink_to(tmp_path)
+    memory = make_memory(workspace)
+    stats = memory.index()
+    assert any(s.source == "link.md" or "outside" in s.reason for s in stats.skipped)
+    assert all("platypus" not in h.snippet for h in memory.search("platypus password", top_k=10))
+    for bad in ("../secret.md", str(outside), "memory/link.md", "memory/../../secret.md"):
+        with pytest.raises(PathError):
+            memory.path_of(bad)
+
+
+def units(text: str, encoding: str) -> int:
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=0, max_size=40), st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+       st.integers(min_value=0, max_value=200))
+def test_position_conversion_round_trips(line: str, encoding: str, column: int) -> None:
+    line = line.replace("\n", " ").replace("\r", " ")
+    codec = PositionCodec(encoding=types.PositionEncodingKind(encoding))
+    column = min(column, len(line))
+    client = codec.position_to_client_units([line], types.Position(line=0, character=column))
+    assert client.character == units(line[:column], encoding)
+    back = codec.position_from_client_units([line], types.Position(line=0, character=client.character))
+    assert back.character == column
+    rng = convert.chunk_range(codec, 1, 1, line)
+    assert rng.end.character == codec.client_num_units(line)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=20), st.text(max_size=20), st.integers(min_value=0, max_value=15))
+def test_chunk_id_is_found_under_the_cursor_whatever_surrounds_it(before: str, after: str, offset: int) -> None:
+    chunk = "0123456789abcdef"
+    line = f"{before} {chunk} {after}"
+    assert convert.id_at(line, len(before) + 1 + offset) == chunk
+
+
+def test_secrets_are_never_logged_or_written_to_the_index(workspace: Path) -> None:
+    import subprocess
+    import sys
+
+    secret, key = "milvus-token-5e3f9a7c", "sk-test-2b8d6e1f4a"
+    env = dict(os.environ, MEMSEARCH_MILVUS_TOKEN=secret, OPENAI_API_KEY=key)
+    outputs = []
+    for args in (["index", "--json"], ["status", "--json"], ["search", "redis", "--json"], ["-v", "index", "--force"]):
+        verbose = args[0] == "-v"
+        command = [sys.executable, "-m", "memsearch_lsp", *args[verbose:]] if not verbose else \
+            [sys.executable, "-m", "memsearch_lsp", "-v", *args[1:]]
+        result = subprocess.run([*command, "--workspace", str(workspace)], capture_output=True, text=True,
+                                env=env, timeout=300)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout + result.stderr)
+    assert not [o for o in outputs if secret in o or key in o]
+    for path in (workspace / ".memsearch").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert secret.encode() not in data and key.encode() not in data, path

@@ -1,0 +1,226 @@
+"""Reliability end to end: the CLI beside a running server, two windows, kill -9, hostile messages, load."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
+
+from memsearch_lsp.core.memory import Memory
+from tests.lsp_helpers import SERVER, Session, capabilities, make_workspace, send_raw, uri
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+FAST = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
+
+
+async def start(workspace: Path, profile: str = "visual_studio_code") -> Session:
+    client = LanguageClient()
+    for method, handler in DEFAULT_CLIENT_FEATURES.items():
+        client.feature(method)(handler)
+    await client.start_io(*SERVER)
+    session = Session(client, workspace, profile)
+    await session.start(capabilities(profile), FAST)
+    return session
+
+
+async def stop(session: Session) -> None:
+    try:
+        await asyncio.wait_for(session.client.shutdown_session(), timeout=20)
+    finally:
+        await session.client.stop()
+
+
+def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def server_pid(session: Session) -> int:
+    return session.client._server.pid  # type: ignore[union-attr]
+
+
+async def test_cli_beside_a_running_server_gets_the_servers_hits(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        for query in ("Redis cache config", "PostgreSQL 16", "who is on call on Mondays"):
+            served = await session.client.protocol.send_request_async("memsearch/search", {"query": query, "topK": 5})
+            result = cli(ws, "search", query, "-k", "5", "--json")
+            assert result.returncode == 0, result.stderr
+            hits = json.loads(result.stdout)
+            assert [(h["id"], round(h["score"], 4)) for h in hits] == [(h["id"], round(h["score"], 4)) for h in served]
+        status = json.loads(cli(ws, "status", "--json").stdout)
+        assert status["served_by_pid"] == server_pid(session)
+    finally:
+        await stop(session)
+    assert not (ws / ".memsearch" / "server.json").exists()  # a clean exit leaves no record
+
+
+async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    first = await start(ws)
+    second = None
+    try:
+        await first.wait_indexed()
+        second = await start(ws, "neovim@v0.11.0")
+        await second.wait_indexed()
+        status: Any = await second.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status"))
+        assert status["roots"][0]["served_by_pid"] == server_pid(first)
+        note = ws / "memory" / "2026-03-05.md"
+        doc = second.open(note, "# 2026-03-05\n\n## Tapir\n\ntapir rollout finished\n")
+        await second.wait_indexed(2)
+        symbols = await first.symbols("tapir rollout")
+        assert symbols and symbols[0].name == "Tapir"  # an edit in window 2 is searchable in window 1
+        assert doc
+    finally:
+        if second is not None:
+            await stop(second)
+        await stop(first)
+
+
+def big_memory(ws: Path, files: int = 240) -> None:
+    rng = random.Random(7)
+    words = ["cache", "kafka", "broker", "replica", "deploy", "canary", "rollback", "latency", "budget",
+             "schema", "migration", "token"]
+    for i in range(files):
+        day = f"2025-{1 + i // 28:02d}-{1 + i % 28:02d}"
+        parts = [f"# {day}\n"]
+        for j in range(4):
+            parts.append(f"## Topic {i}-{j}\n\n" + " ".join(rng.choice(words) for _ in range(60)) + f" marker{i}x{j}\n")
+        (ws / "memory" / f"{day}.md").write_text("\n".join(parts))
+
+
+def index_rows(ws: Path) -> set[tuple[Any, ...]]:
+    with Memory(ws) as memory:
+        stats = memory.index()
+        assert stats.chunks_embedded == 0 or stats.changed, stats
+        rows = {(r["id"], r["source"], r["file_hash"]) for r in memory.store.iter_rows(["source", "file_hash"])}
+        df = memory.df
+        return rows | {("df", df.docs, len(df.df), sum(df.df.values()))}
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3])
+async def test_kill_9_during_a_full_index_then_restart(tmp_path: Path, attempt: int) -> None:
+    ws = make_workspace(tmp_path / "a")
+    big_memory(ws)
+    fresh = make_workspace(tmp_path / "b", examples=False)
+    shutil.rmtree(fresh / "memory")
+    shutil.copytree(ws / "memory", fresh / "memory")
+    session = await start(ws)
+    reports = session.client.progress_reports
+    deadline = time.monotonic() + 120
+    while sum(len(v) for v in reports.values()) < 1 + attempt:  # begin, then `attempt` reports
+        assert time.monotonic() < deadline, "no progress"
+        await asyncio.sleep(0.02)
+    os.kill(server_pid(session), signal.SIGKILL)
+    await session.client.stop()
+    restarted = await start(ws)
+    try:
+        note = await restarted.wait_indexed(timeout=300)
+        assert note["chunks"] >= 240 * 5
+    finally:
+        await stop(restarted)
+    assert index_rows(ws) == index_rows(fresh)
+
+
+async def test_hostile_messages_then_a_valid_request(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        rng = random.Random(1)
+        methods = ["textDocument/hover", "workspace/symbol", "memsearch/search", "textDocument/didChange",
+                   "workspace/executeCommand", "textDocument/definition", "nonsense/method", "$/cancelRequest",
+                   "textDocument/didOpen", "workspace/didChangeWatchedFiles", "textDocument/documentSymbol"]
+        junk: list[Any] = [None, 1, -1, "x" * 1000, [], {}, {"textDocument": {"uri": 5}}, {"query": {"a": 1}},
+                           {"textDocument": {"uri": "file:///etc/shadow"}, "position": {"line": -5, "character": 1e9}},
+                           {"command": "memsearch.expand", "arguments": [None]},
+                           {"changes": [{"uri": "file:///nope", "type": 99}]}]
+        for n in range(200):
+            kind = n % 4
+            if kind == 0:
+                send_raw(session.client, bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 80))))
+            elif kind == 1:
+                send_raw(session.client, b'{"jsonrpc": "2.0", "id": ' + str(n).encode() + b', "method": ')
+            else:
+                message: dict[str, Any] = {"jsonrpc": "2.0", "method": rng.choice(methods), "params": rng.choice(junk)}
+                if kind == 2:
+                    message["id"] = 100000 + n
+                send_raw(session.client, message)
+        await asyncio.sleep(1.0)
+        symbols = await asyncio.wait_for(session.symbols("Redis cache config"), timeout=30)
+        assert symbols[0].name == "Redis Caching"
+    finally:
+        await stop(session)
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def test_load_concurrent_cli_searches_and_fast_edits(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        path = ws / "memory" / "2026-02-13.md"
+        doc = session.open(path)
+        rss_start = peak_rss_mb(server_pid(session))
+
+        async def searches(worker: int) -> list[int]:
+            codes = []
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "memsearch_lsp", "search", f"load query {worker}", "--json",
+                    "--workspace", str(ws), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                out, err = await proc.communicate()
+                assert proc.returncode == 0, err.decode()
+                json.loads(out)
+                codes.append(proc.returncode)
+            return codes
+
+        async def edits() -> int:
+            version = 1
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                version += 1
+                session.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=version),
+                    content_changes=[types.TextDocumentContentChangePartial(
+                        range=types.Range(start=types.Position(line=0, character=0),
+                                          end=types.Position(line=0, character=0)),
+                        text=f"\n## Edit {version}\n\nwombat{version}\n")]))
+                await asyncio.sleep(0.02)
+            return version
+
+        results = await asyncio.gather(edits(), *(searches(w) for w in range(8)))
+        last = results[0]
+        answered = sum(len(r) for r in results[1:])
+        assert answered >= 8
+        await session.until_symbol(f"wombat{last}", f"Edit {last}", timeout=30)
+        rss_end = peak_rss_mb(server_pid(session))
+        sys.stderr.write(f"load: {answered} CLI searches answered, {last - 1} edits, "
+                         f"server peak RSS {rss_start:.0f} -> {rss_end:.0f} MiB\n")
+        assert rss_end < 1500
+    finally:
+        await stop(session)
+    assert uri(ws)
