@@ -79,6 +79,9 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str = "
     lines += ["| " + " | ".join(v.ljust(w) for v, w in zip(b, widths)) + " |" for b in body]
     text = "\n".join(lines)
     print(text, flush=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with (RESULTS / "tables.md").open("a", encoding="utf-8") as handle:  # the latest tables, for the README
+        handle.write(f"<!-- {dt.datetime.now().isoformat(timespec='seconds')} {git_rev()} -->{text}\n")
     return text
 
 

@@ -27,7 +27,8 @@ class LspClient:
         if stderr is None and os.environ.get("BENCH_SERVER_LOG"):  # debugging: keep the server's stderr
             stderr = open(os.environ["BENCH_SERVER_LOG"], "ab")  # noqa: SIM115 - lives as long as the server
         self.t_spawn = time.perf_counter()
-        self.proc = subprocess.Popen(SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        extra = os.environ.get("BENCH_SERVE_ARGS", "").split()  # profiling, e.g. "-m cProfile -o FILE"
+        self.proc = subprocess.Popen(SERVE[:1] + extra + SERVE[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=stderr if stderr is not None else subprocess.DEVNULL,
                                      cwd=cwd, env={**os.environ, **(env or {})})
         self._next = 0
