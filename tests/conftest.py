@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_lsp
+from pytest_lsp import LanguageClient
 
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import FakeEmbedder
+from tests.lsp_helpers import CLIENTS, config
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "memory"
@@ -41,3 +44,10 @@ def make_memory(embedder: FakeEmbedder) -> Iterator[Callable[..., Memory]]:
     yield make
     for memory in made:
         memory.close()
+
+
+@pytest_lsp.fixture(config=config(), params=CLIENTS)
+async def lsp(lsp_client: LanguageClient):
+    """The real server over stdio, once with Neovim's and once with VS Code's capabilities."""
+    yield
+    await lsp_client.shutdown_session()

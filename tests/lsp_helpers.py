@@ -122,3 +122,14 @@ def send_raw(client: LanguageClient, message: dict[str, Any] | bytes) -> None:
 
     body = message if isinstance(message, bytes) else json.dumps(message).encode()
     client.protocol.writer.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # type: ignore[union-attr]
+
+
+async def open_session(client: LanguageClient, request: Any, workspace: Path, settings: dict[str, Any],
+                       caps: types.ClientCapabilities | None = None, wait: int = 1,
+                       folders: list[Path] | None = None) -> Session:
+    """Initialise the `lsp` fixture's client with its profile and wait for the first index passes."""
+    profile = request.node.callspec.params["lsp"]
+    session = Session(client, workspace, profile)
+    await session.start(caps or capabilities(profile), settings, folders=folders)
+    await session.wait_indexed(wait)
+    return session

@@ -9,29 +9,18 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import CLIENTS, Session, capabilities, config, make_workspace, send_raw, uri
+from tests.lsp_helpers import Session, capabilities, make_workspace, open_session, send_raw, uri
 
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
 
 
-@pytest_lsp.fixture(config=config(), params=CLIENTS)
-async def lsp(lsp_client: LanguageClient):
-    yield
-    await lsp_client.shutdown_session()
-
-
 @pytest_asyncio.fixture
 async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
-    profile = request.node.callspec.params["lsp"]
-    s = Session(lsp, make_workspace(tmp_path), profile)
-    await s.start(capabilities(profile), SETTINGS)
-    await s.wait_indexed()
-    return s
+    return await open_session(lsp, request, make_workspace(tmp_path), SETTINGS)
 
 
 async def test_startup_reports_progress_and_ranks_redis_first(session: Session) -> None:
@@ -87,11 +76,8 @@ async def test_file_written_by_another_program_becomes_searchable(session: Sessi
 
 @pytest_asyncio.fixture
 async def polling(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
-    profile = request.node.callspec.params["lsp"]
-    s = Session(lsp, make_workspace(tmp_path), profile)
-    await s.start(capabilities(profile, dynamic_watch=False), SETTINGS)
-    await s.wait_indexed()
-    return s
+    caps = capabilities(request.node.callspec.params["lsp"], dynamic_watch=False)
+    return await open_session(lsp, request, make_workspace(tmp_path), SETTINGS, caps)
 
 
 async def test_polling_finds_new_files_within_two_intervals(polling: Session) -> None:

@@ -9,13 +9,12 @@ from typing import Any, Union
 
 import pytest
 import pytest_asyncio
-import pytest_lsp
 from lsprotocol import types
 from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import CLIENTS, Session, capabilities, config, make_workspace, uri
+from tests.lsp_helpers import Session, capabilities, make_workspace, open_session, uri
 from tests.test_compact import snapshot
 
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
@@ -99,25 +98,15 @@ def _command_or_action(data: Any, _: type) -> types.Command | types.CodeAction:
     return converter.structure(data, types.CodeAction)
 
 
-@pytest_lsp.fixture(config=config(), params=CLIENTS)
-async def lsp(lsp_client: LanguageClient):
-    yield
-    await lsp_client.shutdown_session()
-
-
 async def start(client: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path,
                 limit: bool = False) -> Session:
-    profile = request.node.callspec.params["lsp"]
-    caps = capabilities(profile)
+    caps = capabilities(request.node.callspec.params["lsp"])
     if limit:  # a client that cannot create or rename files through edits
         assert caps.workspace is not None
         caps.workspace.workspace_edit = types.WorkspaceEditClientCapabilities(document_changes=False)
-    s = Session(client, make_workspace(tmp_path / "lsp"), profile)
     fixed = Union[types.Command, types.CodeAction]  # noqa: UP007 - the key lsprotocol registered
     client.protocol._converter.register_structure_hook(fixed, _command_or_action)
-    await s.start(caps, SETTINGS)
-    await s.wait_indexed()
-    return s
+    return await open_session(client, request, make_workspace(tmp_path / "lsp"), SETTINGS, caps)
 
 
 @pytest_asyncio.fixture

@@ -13,33 +13,22 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import CLIENTS, Session, capabilities, config, make_workspace
+from tests.lsp_helpers import Session, make_workspace, open_session
 
 FAST = {"watch": {"debounceMs": 200}}
 
 
-@pytest_lsp.fixture(config=config(), params=CLIENTS)
-async def lsp(lsp_client: LanguageClient):
-    yield
-    await lsp_client.shutdown_session()
-
-
 @pytest_asyncio.fixture
 async def two_roots(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
-    profile = request.node.callspec.params["lsp"]
     first = make_workspace(tmp_path / "one")
     second = tmp_path / "two"
     (second / "notes").mkdir(parents=True)
     (second / "notes" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Axolotl\n\naxolotl habitat notes\n")
     (second / ".memsearch.toml").write_text('[memory]\npaths = ["notes"]\n')
-    s = Session(lsp, first, profile)
-    await s.start(capabilities(profile), FAST, folders=[first, second])
-    await s.wait_indexed(2)
-    return s, second
+    return await open_session(lsp, request, first, FAST, wait=2, folders=[first, second]), second
 
 
 async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tuple[Session, Path]) -> None:
@@ -54,11 +43,7 @@ async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tupl
 
 @pytest_asyncio.fixture
 async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
-    profile = request.node.callspec.params["lsp"]
-    s = Session(lsp, make_workspace(tmp_path), profile)
-    await s.start(capabilities(profile), FAST)
-    await s.wait_indexed()
-    return s
+    return await open_session(lsp, request, make_workspace(tmp_path), FAST)
 
 
 async def search(session: Session, query: str) -> list[dict[str, Any]]:

@@ -144,7 +144,7 @@ class MemsearchServer(LanguageServer):
 
     # -- start-up --------------------------------------------------------------------------
     async def reconcile(self, root: Root, force: bool = False, title: str = "Indexing memory") -> IndexStats:
-        token = await self._progress_begin(title, root)
+        token = await self.progress_begin(title, root.path.name)
         loop = asyncio.get_running_loop()
 
         def progress(done: int, total: int, message: str) -> None:
@@ -160,7 +160,8 @@ class MemsearchServer(LanguageServer):
             root.ready.set()
         return stats
 
-    async def _progress_begin(self, title: str, root: Root) -> str | None:
+    async def progress_begin(self, title: str, message: str | None = None) -> str | None:
+        """Start server-initiated work-done progress; None when the client cannot show it."""
         window = self.client_capabilities.window
         if not (window and window.work_done_progress):
             return None
@@ -171,7 +172,7 @@ class MemsearchServer(LanguageServer):
             log.debug("progress not created: %s", exc)
             return None
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title=title, message=root.path.name, percentage=0, cancellable=False))
+            title=title, message=message, percentage=0, cancellable=False))
         return token
 
     async def load_settings(self) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -94,20 +93,6 @@ def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.Wo
 
 
 # -- planning with progress -------------------------------------------------------------------
-async def _progress(ls: MemsearchServer, title: str) -> str | None:
-    window = ls.client_capabilities.window
-    if not (window and window.work_done_progress):
-        return None
-    token = f"memsearch-compact-{uuid.uuid4().hex[:8]}"
-    try:
-        await ls.work_done_progress.create_async(token)
-    except Exception as exc:
-        log.debug("progress not created: %s", exc)
-        return None
-    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False))
-    return token
-
-
 async def make_plan(ls: MemsearchServer, root: Root, older_than_days: int | None, files: list[str] | None,
                     title: str = "Compacting memory") -> CompactionPlan:
     """Plan off the event loop (LLM calls are slow) with work-done progress; open buffers are the truth."""
@@ -116,7 +101,7 @@ async def make_plan(ls: MemsearchServer, root: Root, older_than_days: int | None
         found = ls.locate(uri)
         if found and found[0] is root and compactable(root.memory, found[1]):
             texts[found[1]] = document.source
-    token = await _progress(ls, title)
+    token = await ls.progress_begin(title)
     loop = asyncio.get_running_loop()
 
     def progress(done: int, total: int, message: str) -> None:

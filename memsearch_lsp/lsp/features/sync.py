@@ -43,13 +43,18 @@ async def debounced(ls: MemsearchServer, root: Root, source: str, uri: str, gene
         await index_buffer(ls, uri)
 
 
+def index_now(ls: MemsearchServer, uri: str, what: str) -> None:
+    """Index a buffer at once (open, save), cancelling any debounced pass for it."""
+    found = ls.locate_memory(uri)
+    if found:
+        _bump(ls, *found)
+        ls.background(index_buffer(ls, uri), what)
+
+
 def register(server: MemsearchServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: MemsearchServer, params: types.DidOpenTextDocumentParams) -> None:
-        found = ls.locate_memory(params.text_document.uri)
-        if found:
-            _bump(ls, *found)
-            ls.background(index_buffer(ls, params.text_document.uri), "indexing an opened file")
+        index_now(ls, params.text_document.uri, "indexing an opened file")
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: MemsearchServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -61,10 +66,7 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: MemsearchServer, params: types.DidSaveTextDocumentParams) -> None:
-        found = ls.locate_memory(params.text_document.uri)
-        if found:
-            _bump(ls, *found)
-            ls.background(index_buffer(ls, params.text_document.uri), "indexing a saved file")
+        index_now(ls, params.text_document.uri, "indexing a saved file")
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: MemsearchServer, params: types.DidCloseTextDocumentParams) -> None:
