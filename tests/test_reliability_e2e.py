@@ -87,10 +87,16 @@ async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> 
         symbols = await first.symbols("tapir rollout")
         assert symbols and symbols[0].name == "Tapir"  # an edit in window 2 is searchable in window 1
         assert doc
+        await stop(first)  # window 1 closes: window 2 takes the index over
+        symbols = await second.symbols("Redis cache config")
+        assert symbols[0].name == "Redis Caching"
+        status = json.loads(cli(ws, "status", "--json").stdout)
+        assert status["served_by_pid"] == server_pid(second)
     finally:
         if second is not None:
             await stop(second)
-        await stop(first)
+        if first.client._server and first.client._server.returncode is None:
+            await stop(first)
 
 
 def big_memory(ws: Path, files: int = 240) -> None:

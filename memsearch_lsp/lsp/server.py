@@ -22,7 +22,7 @@ from memsearch_lsp.config import Config, ConfigError, load_config
 from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.owner import OwnerServer, open_memory
+from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
 
 log = logging.getLogger("memsearch_lsp")
 T = TypeVar("T")
@@ -40,6 +40,7 @@ class Root:
     poller: asyncio.Task[None] | None = None
     registration: str = ""
     owner: OwnerServer | None = None  # serves the CLI and other windows while this process owns the index
+    switching: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class ClientLogHandler(logging.Handler):
@@ -103,7 +104,15 @@ class MemsearchServer(LanguageServer):
         """Run one index pass on the writer thread, then announce it with memsearch/indexed."""
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
-        stats: IndexStats = await loop.run_in_executor(self.writer, lambda: fn(*args))
+        try:
+            stats: IndexStats = await loop.run_in_executor(self.writer, lambda: fn(*args))
+        except OwnerGone:
+            await self.take_over(root)
+            retry = getattr(root.memory, getattr(fn, "__name__", ""), None)
+            if not callable(retry) or getattr(fn, "__self__", None) is None:
+                retry = root.memory.index
+                args = ()
+            stats = await loop.run_in_executor(self.writer, lambda: retry(*args))
         self.passes += 1
         self.protocol.notify(INDEXED, {
             "root": str(root.path), "files": stats.files_total, "chunks": stats.chunks_total,
@@ -114,7 +123,32 @@ class MemsearchServer(LanguageServer):
         return stats
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except OwnerGone:
+            root = next((r for r in self.roots.values() if r.memory is getattr(fn, "__self__", None)), None)
+            if root is None:
+                raise
+            await self.take_over(root)
+            return await asyncio.to_thread(getattr(root.memory, fn.__name__), *args)
+
+    async def take_over(self, root: Root) -> None:
+        """The process that owned this index went away: own it now (or follow whoever did)."""
+        gone = root.memory
+        async with root.switching:
+            if root.memory is not gone:
+                return  # another request already switched
+            memory = await asyncio.to_thread(open_memory, root.path, config=gone.config)
+            if not memory.remote:
+                owner = OwnerServer(memory)
+                try:
+                    owner.start()
+                    root.owner = owner
+                except OSError as exc:
+                    log.warning("cannot serve %s to other processes: %s", root.path.name, exc)
+            root.memory = memory
+        log.info("%s: the index owner went away; %s", root.path.name,
+                 "following the new owner" if memory.remote else "this window owns the index now")
 
     async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.writer, lambda: fn(*args))
