@@ -32,9 +32,13 @@ def _parser() -> _Parser:
     parser = _Parser(prog="memsearch-lsp", description="Markdown memory with hybrid search, over LSP and a CLI.")
     parser.add_argument("--version", action="version", version=f"memsearch-lsp {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    # --workspace and --json work before or after the command; SUPPRESS keeps a later default from
+    # overwriting what was given earlier.
+    parser.add_argument("--workspace", "-w", default=".", help="workspace folder (default: the current folder)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
     common = _Parser(add_help=False)
-    common.add_argument("--workspace", "-w", default=".", help="workspace folder (default: the current folder)")
-    common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument("--workspace", "-w", default=argparse.SUPPRESS, help="workspace folder (default: .)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")

@@ -114,3 +114,10 @@ def test_version_and_help_are_fast_and_light() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("memsearch-lsp ")
+
+
+def test_workspace_and_json_flags_work_before_the_command(ws: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "memsearch_lsp", "--workspace", str(ws), "--json", "status"],
+                            capture_output=True, text=True, timeout=300, cwd=ws.parent)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["root"] == str(ws.resolve())
