@@ -15,6 +15,7 @@ labelled generated set is scored and Memory.search is timed on both.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -88,7 +89,7 @@ def main(args: Any) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-metric-") as tmp:
         for size in sizes:
             root, _ = built(size, args.seed)
-            for metric in ("COSINE", "IP"):
+            for metric in os.environ.get("BENCH_METRICS", "COSINE,IP").split(","):
                 rows += measure(root, metric, Path(tmp))
     table(rows, ["chunks", "metric", "setting", "mrr", "r@1", "r@5", "search_p50_ms", "search_p95_ms"],
           "dense metric COSINE vs IP: generated set quality and Memory.search latency (default settings)")
