@@ -55,7 +55,7 @@ class SearchConfig:
     bm25_weight: float = 0.3
     ranker: str = "weighted"
     rrf_k: int = 60
-    candidates: int = 10
+    candidates: int = 30
     symbol_limit: int = 20
     snippet_chars: int = 200
 
