@@ -20,7 +20,7 @@ from memsearch_lsp.core.store import MilvusStore, sparse_dict
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
-GROUP_CHUNKS = 256
+GROUP_CHUNKS = 1024  # embed+write unit: bench/throughput showed 256 cost ~9% of throughput
 
 
 @dataclass
