@@ -1,5 +1,5 @@
 """`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all;
-experiment: metric (dense COSINE vs IP)."""
+experiments: metric (dense COSINE vs IP), knobs (embedding settings alone)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
-EXTRA = ["metric"]  # experiments, not part of `all`
+EXTRA = ["metric", "knobs"]  # experiments, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
