@@ -11,7 +11,9 @@ PY=${PYTHON:-python3}
 
 echo "== ruff"; .venv/bin/ruff check .
 echo "== mypy"; .venv/bin/mypy
-echo "== pytest"; .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# Property tests run derandomized (tests/conftest.py, profile "ci"); HYPOTHESIS_PROFILE=explore hunts.
+echo "== pytest"; HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci} .venv/bin/python -m pytest -q -p no:cacheprovider \
+  --durations=20 "$@"
 
 echo "== vscode-extension"
 (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -9,11 +10,20 @@ from typing import Any
 
 import pytest
 import pytest_lsp
+from hypothesis import HealthCheck, settings
 from pytest_lsp import LanguageClient
 
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import FakeEmbedder
 from tests.lsp_helpers import CLIENTS, config
+
+# Property tests: derandomized in CI (scripts/test.sh selects "ci"), so a run can only fail on a change
+# of code; "explore" is the larger randomized run to hunt for new inputs (pin each one with @example):
+#   HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest tests -k "chunks or reliability"
+settings.register_profile("ci", max_examples=300, derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("explore", max_examples=4000, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "memory"

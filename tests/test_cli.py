@@ -27,15 +27,23 @@ def as_json(result: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(result.stdout)
 
 
-@pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("cli") / "ws"
+def copy_examples(base: Path) -> Path:
+    root = base / "ws"
     root.mkdir()
     shutil.copytree(EXAMPLES, root / "memory")
     return root
 
 
-def test_index_json_fields_and_idempotence(ws: Path) -> None:
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example memory, indexed once for the module: tests may run in any order or alone."""
+    root = copy_examples(tmp_path_factory.mktemp("cli"))
+    cli(root, "index")
+    return root
+
+
+def test_index_json_fields_and_idempotence(tmp_path: Path) -> None:
+    ws = copy_examples(tmp_path)
     first = as_json(cli(ws, "index", "--json"))
     for key in ("files_added", "files_modified", "files_removed", "chunks_total", "chunks_embedded",
                 "chunks_reused", "seconds"):
@@ -63,10 +71,13 @@ def test_postgres_16_ranks_above_15(ws: Path) -> None:
 
 
 def test_search_is_fresh_and_weights_apply(ws: Path) -> None:
-    (ws / "memory/2026-03-04.md").write_text("# 2026-03-04\n\n## Capybara\n\nCapybara cluster ready.\n")
-    hits = as_json(cli(ws, "search", "capybara cluster", "--json", "-k", "1", "--vector-weight", "0.2"))
-    assert hits[0]["source"] == "memory/2026-03-04.md"
-    (ws / "memory/2026-03-04.md").unlink()
+    note = ws / "memory/2026-03-04.md"
+    note.write_text("# 2026-03-04\n\n## Capybara\n\nCapybara cluster ready.\n")
+    try:
+        hits = as_json(cli(ws, "search", "capybara cluster", "--json", "-k", "1", "--vector-weight", "0.2"))
+        assert hits[0]["source"] == "memory/2026-03-04.md"
+    finally:
+        note.unlink()
 
 
 def test_expand_status_and_text_output(ws: Path) -> None:

@@ -141,9 +141,8 @@ def test_custom_prompt_file(workspace: Path, make_memory, chat: ChatServer) -> N
 def test_retries_after_a_500_and_a_timeout(workspace: Path, make_memory, chat: ChatServer) -> None:
     chat.script = ["500", 2.0]  # the first attempt fails, the second times out, the third succeeds
     memory = openai_memory(make_memory, workspace, chat, timeout_s=0.5, max_retries=2)
-    started = time.monotonic()
     plan = plan_compaction(memory, files=["memory/2026-02-05.md"], today=FEB18)
-    assert len(chat.requests) == 3 and time.monotonic() - started < 10
+    assert len(chat.requests) == 3
     assert "a canned fact" in plan.summaries[0].content
 
 

@@ -108,7 +108,10 @@ def _level(node: Node) -> int:
 
 def _outline(lines: list[str]) -> tuple[list[_Heading], list[tuple[int, int]], int]:
     """Top-level headings, fenced code ranges (0-based rows, inclusive), first row after front matter."""
-    tree = _parser().parse(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+    # CommonMark: U+0000 is replaced by U+FFFD before parsing (tree-sitter otherwise reads on past it
+    # and merges the next heading into the paragraph). One character for one: rows and columns hold.
+    source = ("\n".join(lines) + "\n").replace("\x00", "\ufffd")
+    tree = _parser().parse(source.encode("utf-8", "surrogatepass"))
     headings: list[_Heading] = []
     fences: list[tuple[int, int]] = []
     body_start = 0
