@@ -126,10 +126,20 @@ def send_raw(client: LanguageClient, message: dict[str, Any] | bytes) -> None:
 
 async def open_session(client: LanguageClient, request: Any, workspace: Path, settings: dict[str, Any],
                        caps: types.ClientCapabilities | None = None, wait: int = 1,
-                       folders: list[Path] | None = None) -> Session:
+                       folders: list[Path] | None = None, profile: str = "") -> Session:
     """Initialise the `lsp` fixture's client with its profile and wait for the first index passes."""
-    profile = request.node.callspec.params["lsp"]
+    profile = profile or request.node.callspec.params["lsp"]
     session = Session(client, workspace, profile)
     await session.start(caps or capabilities(profile), settings, folders=folders)
     await session.wait_indexed(wait)
     return session
+
+
+async def hover_text(session: Session, doc: str, line: int, character: int) -> str:
+    """The hover's Markdown at a position, or "" when the server has none."""
+    result = await session.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=line, character=character)))
+    if result is None:
+        return ""
+    assert isinstance(result.contents, types.MarkupContent)
+    return result.contents.value
