@@ -1,7 +1,8 @@
 """`memsearch-lsp doctor`: checks the platform, install, settings, model and index, in that order.
 
 Each check returns a `Check`; the first failed one is the problem the CLI exits with, with its fix.
-Nothing here writes to the workspace (a stale owner record is reported, not removed).
+Doctor creates nothing in the workspace: no index where there is none, and a stale owner record is
+reported, not removed. To report another settings file, add it to `config_sources`.
 """
 
 from __future__ import annotations
