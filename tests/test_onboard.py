@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,24 @@ def test_doctor_counts_chunks_locally_and_through_the_owner(workspace: Path) -> 
     finally:
         owner.close()
         memory.close()
+
+
+# -- install instructions ----------------------------------------------------------------------
+INSTRUCTIONS = ["README.md", "vscode-extension/README.md", "nvim/README.md", "nvim/doc/memsearch.txt",
+                "nvim/lua/memsearch/health.lua", "vscode-extension/src/common/python.ts", "docs/protocol.md"]
+
+
+@pytest.mark.parametrize("name", INSTRUCTIONS)
+def test_install_instructions_work_today(name: str) -> None:
+    """memsearch-lsp is not on a registry yet: `pip/pipx install memsearch-lsp` may only appear as
+    what comes after a release, and every file that tells how to install gives a checkout command."""
+    root = Path(__file__).resolve().parent.parent
+    lines = (root / name).read_text().splitlines()
+    registry = re.compile(r"install (memsearch-lsp|\$\{PIP_PACKAGE\})(?![\w./-])")
+    for n, line in enumerate(lines):
+        if registry.search(line):
+            around = " ".join(lines[max(0, n - 1):n + 2])
+            assert "release" in around, f"{name}:{n + 1}: a registry install that does not work yet: {line.strip()}"
+    text = "\n".join(lines)
+    if "install" in text and name != "docs/protocol.md":
+        assert re.search(r"(pipx|pip) install (\.|<checkout|/path/to/memsearch-lsp|dist/)|installCommand", text), name

@@ -45,6 +45,9 @@ local function fake_cmd(dispatchers)
         fake.cancelled[#fake.cancelled + 1] = params.id
       elseif method == 'exit' then
         closing = true
+        vim.schedule(function()
+          dispatchers.on_exit(0, 0)
+        end)
       end
       return true
     end,
@@ -52,7 +55,12 @@ local function fake_cmd(dispatchers)
       return closing
     end,
     terminate = function()
-      closing = true
+      if not closing then
+        closing = true
+        vim.schedule(function()
+          dispatchers.on_exit(0, 15)
+        end)
+      end
     end,
   }
 end
@@ -181,6 +189,19 @@ local ok, err = xpcall(function()
   for _, sub in ipairs(ms.subcommands) do
     check(#vim.fn.taglist('^:Memsearch-' .. sub .. '$') == 1, ':Memsearch %s is not documented', sub)
   end
+
+  -- 5. :checkhealth outside memory: the install advice works today, and it says to run init
+  client:stop(true)
+  check(vim.wait(5000, function()
+    return #vim.lsp.get_clients({ name = 'memsearch' }) == 0
+  end, 10), 'the fake client did not stop')
+  vim.cmd.cd(vim.fn.fnameescape(plain))
+  ms.setup({ cmd = { 'memsearch-lsp-not-installed', 'serve' } })
+  vim.cmd('checkhealth memsearch')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  check(text:find('pipx install .', 1, true) ~= nil, 'no checkout install advice:\n%s', text)
+  check(text:find('after a release to PyPI: pipx install memsearch-lsp', 1, true) ~= nil, 'registry advice:\n%s', text)
+  check(text:find('WARNING no memory here: run `memsearch-lsp init`', 1, true) ~= nil, 'no init advice:\n%s', text)
 end, debug.traceback)
 
 if ok then

@@ -135,7 +135,7 @@ function M.check()
     for _, client in ipairs(clients) do
       local resp, err = client:request_sync('workspace/executeCommand', { command = 'memsearch.status', arguments = {} }, 10000)
       if resp and not resp.err then
-        health.ok(('client %d running for %s (server %s)'):format(client.id, str(client.root_dir), str(resp.result and resp.result.version)))
+        health.ok(('client %d running for %s (server %s)'):format(client.id, str(client.root_dir), str(type(resp.result) == 'table' and resp.result.version or nil)))
         report_roots(resp.result, 'memsearch.status')
       else
         health.error(('client %d: memsearch.status failed: %s'):format(client.id, str(err or (resp and vim.inspect(resp.err)))))
