@@ -60,13 +60,12 @@ async def test_a_root_without_memory_is_not_indexed_and_gets_nothing_written(cli
     assert files(plain) == before  # no .memsearch/, no socket, nothing
 
 
-@pytest.mark.parametrize("command", ["memsearch.today"])
-async def test_without_any_memory_today_says_run_init(client: LanguageClient, tmp_path: Path, command: str) -> None:
+async def test_without_any_memory_today_says_run_init(client: LanguageClient, tmp_path: Path) -> None:
     session = Session(client, tmp_path, PROFILE)
     await session.start(capabilities(PROFILE), {})
     status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.status"))
     assert status["roots"] == []
     with pytest.raises(Exception, match="no memory here: run `memsearch-lsp init`"):
-        await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command))
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.today"))
     await client.shutdown_session()
     assert list(tmp_path.iterdir()) == []
