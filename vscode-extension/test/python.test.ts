@@ -11,6 +11,7 @@ import {
     missingServerMessage,
     serverCommand,
     shellQuote,
+    unsupportedPlatform,
     type PythonEnvironmentsApi,
     type RunResult,
 } from '../src/common/python';
@@ -53,6 +54,9 @@ describe('finding Python', () => {
         assert.deepEqual(await findInterpreter([], environments(undefined), undefined, 'darwin'), { command: ['python3'], source: 'path' });
         assert.deepEqual(await findInterpreter([], environments('/x', true), undefined, 'linux'), { command: ['python3'], source: 'path' });
         assert.equal(defaultPython('win32'), 'python');
+        assert.match(unsupportedPlatform('win32') ?? '', /Linux and macOS; Windows is not supported/);
+        assert.equal(unsupportedPlatform('linux'), undefined);
+        assert.equal(unsupportedPlatform('darwin'), undefined);
     });
 
     it('gets the environments API from ms-python.python, activating it when needed', async () => {

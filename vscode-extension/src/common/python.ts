@@ -46,6 +46,13 @@ export interface Interpreter {
     readonly source: InterpreterSource;
 }
 
+/** Why the server cannot run on `platform` (Windows), else undefined: it needs Unix sockets and POSIX locks. */
+export function unsupportedPlatform(platform: NodeJS.Platform = process.platform): string | undefined {
+    return platform === 'win32'
+        ? 'Memsearch: the memsearch-lsp server runs on Linux and macOS; Windows is not supported. Open the folder in WSL (Remote - WSL) instead.'
+        : undefined;
+}
+
 export function defaultPython(platform: NodeJS.Platform = process.platform): string {
     return platform === 'win32' ? 'python' : 'python3';
 }

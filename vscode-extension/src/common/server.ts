@@ -23,6 +23,7 @@ import {
     runProcess,
     serverCommand,
     serverSourceKind,
+    unsupportedPlatform,
     type Interpreter,
     type PythonEnvironmentsApi,
 } from './python';
@@ -151,6 +152,14 @@ export class ServerManager implements ServerControl, vscode.Disposable {
     private async doStart(): Promise<void> {
         this.status.starting();
         this.lastProblem = '';
+        const unsupported = unsupportedPlatform();
+        if (unsupported !== undefined) {
+            this.lastProblem = 'unsupported platform';
+            traceError(unsupported);
+            this.status.stopped('error', unsupported);
+            void vscode.window.showErrorMessage(unsupported);
+            return;
+        }
         const folder = vscode.workspace.workspaceFolders?.[0];
         const environments = await getPythonEnvironments();
         this.watchEnvironments(environments);
