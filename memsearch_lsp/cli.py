@@ -1,4 +1,4 @@
-"""The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset."""
+"""The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset | init | doctor."""
 
 from __future__ import annotations
 
@@ -66,6 +66,11 @@ def _parser() -> _Parser:
 
     reset = sub.add_parser("reset", parents=[common], help="delete the index (the Markdown stays)")
     reset.add_argument("--yes", action="store_true", help="confirm")
+
+    init = sub.add_parser("init", parents=[common], help="start a memory here: memory/, .memsearch.toml, .gitignore")
+    init.add_argument("dir", nargs="?", default=None, metavar="DIR", help="the folder (default: the workspace)")
+
+    sub.add_parser("doctor", parents=[common], help="check the install, model, settings and index; say what to fix")
     return parser
 
 
@@ -78,11 +83,13 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 def _memory(args: argparse.Namespace, **settings: Any) -> Memory:
     """The running server's index when one owns it, else this process opens it."""
+    from memsearch_lsp.core.onboard import require_memory_workspace
     from memsearch_lsp.core.owner import open_memory
 
     workspace = Path(args.workspace).expanduser()
     if not workspace.is_dir():
         raise UserError(f"workspace {workspace} is not a folder")
+    require_memory_workspace(workspace.resolve())
     return open_memory(workspace, **settings)
 
 
@@ -157,6 +164,22 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.onboard import init_workspace
+
+    result = init_workspace(Path(args.dir if args.dir is not None else args.workspace))
+    _emit(args, result.to_dict(), result.describe())
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.doctor import run_doctor
+
+    report = run_doctor(Path(args.workspace).expanduser())
+    _emit(args, report.to_dict(), report.describe())
+    return EXIT_OK if report.ok else EXIT_USER
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from memsearch_lsp.lsp.server import run
 
@@ -165,10 +188,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "index": cmd_index, "search": cmd_search, "expand": cmd_expand,
-            "compact": cmd_compact, "status": cmd_status, "reset": cmd_reset}
+            "compact": cmd_compact, "status": cmd_status, "reset": cmd_reset, "init": cmd_init, "doctor": cmd_doctor}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from memsearch_lsp.core.onboard import NoMemoryHere, platform_problem
+
+    if (problem := platform_problem()) is not None:
+        sys.stderr.write(f"memsearch-lsp: error: {problem}\n")
+        return EXIT_USER
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
                         format="memsearch-lsp: %(levelname)s: %(message)s")
@@ -178,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return COMMANDS[args.command](args)
-    except (UserError, ConfigError, FileNotFoundError, CompactError, PathError) as exc:
+    except (UserError, ConfigError, FileNotFoundError, CompactError, PathError, NoMemoryHere) as exc:
         sys.stderr.write(f"memsearch-lsp: error: {exc}\n")
         return EXIT_USER
     except KeyboardInterrupt:

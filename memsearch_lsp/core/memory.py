@@ -19,6 +19,7 @@ from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embed import Embedder, create_embedder
 from memsearch_lsp.core.files import is_memory_source, read_text, relative_source
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
+from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search import Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store import MilvusStore
 
@@ -221,7 +222,7 @@ class Memory:
         path = folder / f"{day}.md"
         if not path.exists():
             folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"# {day}\n\n", encoding="utf-8")
+            path.write_text(daily_log_text(day), encoding="utf-8")
         return path
 
     def remember(self, text: str, heading: str | None = None) -> IndexStats:

@@ -22,6 +22,7 @@ from memsearch_lsp.config import Config, ConfigError, load_config
 from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers
 from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
 
 log = logging.getLogger("memsearch_lsp")
@@ -225,7 +226,9 @@ class MemsearchServer(LanguageServer):
             self.overrides = {**self.init_options, **result[0]}
 
     async def open_roots(self) -> None:
-        """One Root per workspace folder: own its index, or become a client of the process that does."""
+        """One Root per memory workspace folder: own its index, or become a client of the process that does.
+
+        Folders without memory (see core.onboard.is_memory_workspace) get no Root and no `.memsearch/`."""
         folders = list(self.workspace.folders.values())
         paths = [Path(to_fs_path(f.uri) or "") for f in folders]
         if not paths and self.workspace.root_path:
@@ -239,6 +242,9 @@ class MemsearchServer(LanguageServer):
             except ConfigError as exc:
                 self.report(f"settings for {path}: {exc}", exc)
                 config = Config()
+            if not is_memory_workspace(path, config):  # nothing is indexed or written there
+                log.info("%s: %s; not indexed (no %s)", path.name, NO_MEMORY, " or ".join(memory_markers(config)))
+                continue
             try:
                 memory = await asyncio.to_thread(open_memory, path, config=config)
             except Exception as exc:

@@ -6,7 +6,11 @@
 return {
   cmd = { 'memsearch-lsp', 'serve' },
   filetypes = { 'markdown' },
-  root_markers = { '.memsearch.toml', 'memory', '.git' },
+  -- Only memory workspaces (what `memsearch-lsp init` makes): a folder with `.memsearch.toml` or
+  -- `memory/`. Not `.git`: Markdown in any other repository starts no server and writes nothing.
+  root_markers = { '.memsearch.toml', 'memory' },
+  -- No root found: no server (Neovim would otherwise start one in single-file mode).
+  workspace_required = true,
   -- Neovim only advertises dynamic registration of watched files on macOS and Windows; turn it on so
   -- memory files written by agents (not through the editor) reach the server on Linux too.
   capabilities = {

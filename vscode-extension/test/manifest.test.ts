@@ -28,8 +28,13 @@ function typeOf(value: unknown): string {
 }
 
 describe('package.json', () => {
-    it('activates on memory folders, .memsearch.toml and Markdown', () => {
-        assert.deepEqual([...manifest.activationEvents].sort(), ['onLanguage:markdown', 'workspaceContains:.memsearch.toml', 'workspaceContains:memory/**/*.md']);
+    it('activates only where there is memory (memory/**/*.md, .memsearch.toml) and on its commands', () => {
+        const commands = Object.values(Commands).map((id) => `onCommand:${id}`);
+        assert.deepEqual(
+            [...manifest.activationEvents].sort(),
+            ['workspaceContains:.memsearch.toml', 'workspaceContains:memory/**/*.md', ...commands].sort(),
+        );
+        assert.ok(!manifest.activationEvents.some((e) => e.startsWith('onLanguage:') || e === '*' || e === 'onStartupFinished'));
     });
 
     it('packages the bundle, README and LICENSE only', () => {

@@ -7,9 +7,11 @@ import {
     findInterpreter,
     getPythonEnvironments,
     installCommand,
+    serverSourceKind,
     missingServerMessage,
     serverCommand,
     shellQuote,
+    unsupportedPlatform,
     type PythonEnvironmentsApi,
     type RunResult,
 } from '../src/common/python';
@@ -52,6 +54,9 @@ describe('finding Python', () => {
         assert.deepEqual(await findInterpreter([], environments(undefined), undefined, 'darwin'), { command: ['python3'], source: 'path' });
         assert.deepEqual(await findInterpreter([], environments('/x', true), undefined, 'linux'), { command: ['python3'], source: 'path' });
         assert.equal(defaultPython('win32'), 'python');
+        assert.match(unsupportedPlatform('win32') ?? '', /Linux and macOS; Windows is not supported/);
+        assert.equal(unsupportedPlatform('linux'), undefined);
+        assert.equal(unsupportedPlatform('darwin'), undefined);
     });
 
     it('gets the environments API from ms-python.python, activating it when needed', async () => {
@@ -103,17 +108,36 @@ describe('starting the server', () => {
         assert.equal(!noPython.ok && noPython.reason, 'python-not-found');
     });
 
+    it('recognises a checkout or a wheel to install from, and nothing else', () => {
+        const files: Record<string, string> = {
+            '/src/memsearch-lsp/pyproject.toml': '[build-system]\nrequires = []\n\n[project]\nname = "memsearch-lsp"\n',
+            '/src/other/pyproject.toml': '[project]\nname = "other"\n',
+        };
+        const read = (file: string): string | undefined => files[file];
+        assert.equal(serverSourceKind('/src/memsearch-lsp', read), 'checkout');
+        assert.equal(serverSourceKind('/src/memsearch-lsp/', read), 'checkout');
+        assert.equal(serverSourceKind('/src/other', read), undefined);
+        assert.equal(serverSourceKind('/nothing', read), undefined);
+        assert.equal(serverSourceKind('/dl/memsearch_lsp-0.1.0-py3-none-any.whl', read), 'wheel');
+        assert.equal(serverSourceKind('/dl/other-0.1.0-py3-none-any.whl', read), undefined);
+    });
+
     it('checks a real process: a missing program is "python-not-found"', async () => {
         const result = await checkServerModule(['/definitely/not/a/python']);
         assert.equal(!result.ok && result.reason, 'python-not-found');
     });
 
     it('says how to fix a missing server', () => {
-        assert.equal(installCommand(['/venv/bin/python']), '/venv/bin/python -m pip install memsearch-lsp');
-        assert.equal(installCommand(['C:\\Program Files\\Python\\python.exe']), '"C:\\\\Program Files\\\\Python\\\\python.exe" -m pip install memsearch-lsp');
+        assert.equal(installCommand(['/venv/bin/python'], '/src/memsearch-lsp'), '/venv/bin/python -m pip install /src/memsearch-lsp');
+        assert.equal(
+            installCommand(['C:\\Program Files\\Python\\python.exe'], 'C:\\src\\memsearch lsp'),
+            '"C:\\\\Program Files\\\\Python\\\\python.exe" -m pip install "C:\\\\src\\\\memsearch lsp"',
+        );
         assert.equal(shellQuote('a b'), '"a b"');
         const message = missingServerMessage({ command: ['python3'], source: 'path' }, { ok: false, reason: 'not-installed', detail: '' });
-        assert.match(message, /python3 -m pip install memsearch-lsp/);
+        assert.match(message, /python3 -m pip install \/path\/to\/memsearch-lsp/);
+        assert.match(message, /checkout or wheel/);
+        assert.match(message, /only after a release to PyPI/);
         assert.match(message, /memsearch\.interpreter/);
         assert.match(message, /on PATH/);
         const notFound = missingServerMessage({ command: ['/x/python'], source: 'setting' }, { ok: false, reason: 'python-not-found', detail: '' });

@@ -6,6 +6,7 @@ from typing import Any
 
 from memsearch_lsp import __version__
 from memsearch_lsp.core.index import IndexStats
+from memsearch_lsp.core.onboard import NO_MEMORY
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.hover import find_chunk
 from memsearch_lsp.lsp.features.symbols import located, param, search_all
@@ -56,7 +57,7 @@ def register(server: MemsearchServer) -> None:
     @server.command("memsearch.today")
     async def today(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         if not ls.roots:
-            raise CommandError("no workspace folder is open")
+            raise CommandError(f"{NO_MEMORY} in a workspace folder")
         root = next(iter(ls.roots.values()))
         path = await ls.read(root.memory.today)
         return {"uri": convert.uri_of(root.path, root.memory.source_of(path)), "path": str(path)}

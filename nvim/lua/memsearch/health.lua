@@ -55,6 +55,29 @@ local function report_roots(status, source)
   end
 end
 
+--- `memsearch-lsp doctor --json` for `root`: one line per check; a failed check is an ERROR with its fix.
+function M.report_doctor(prefix, root)
+  health.start('memsearch: doctor')
+  local argv = vim.list_extend(vim.deepcopy(prefix), { 'doctor', '--json', '--workspace', root })
+  local ok, obj = pcall(function()
+    return vim.system(argv, { text = true }):wait(120000)
+  end)
+  local decoded, report = pcall(vim.json.decode, ok and obj.stdout or '')
+  if not (decoded and type(report) == 'table' and type(report.checks) == 'table') then
+    return health.warn(('`%s` gave no report: %s'):format(table.concat(argv, ' '), str(ok and obj.stderr or obj)))
+  end
+  for _, c in ipairs(report.checks) do
+    local line = ('%s: %s'):format(str(c.name), str(c.detail))
+    if c.status == 'fail' then
+      health.error(line, { str(c.fix) })
+    elseif c.status == 'ok' then
+      health.ok(line)
+    else
+      health.info(line)
+    end
+  end
+end
+
 function M.check()
   local memsearch = require('memsearch')
 
@@ -89,7 +112,8 @@ function M.check()
     health.info('cmd is a function (custom transport); skipping the executable checks')
   elseif vim.fn.executable(cmd[1]) ~= 1 then
     health.error(('`%s` is not executable (cmd = %s)'):format(cmd[1], vim.inspect(cmd)), {
-      'pip install memsearch-lsp (or pipx install memsearch-lsp)',
+      'from a memsearch-lsp checkout: pipx install .  (or: python3 -m pip install --user .)',
+      'after a release to PyPI: pipx install memsearch-lsp',
       "or point cmd at it: require('memsearch').setup({ cmd = { '/path/to/memsearch-lsp', 'serve' } })",
     })
   else
@@ -111,7 +135,7 @@ function M.check()
     for _, client in ipairs(clients) do
       local resp, err = client:request_sync('workspace/executeCommand', { command = 'memsearch.status', arguments = {} }, 10000)
       if resp and not resp.err then
-        health.ok(('client %d running for %s (server %s)'):format(client.id, str(client.root_dir), str(resp.result and resp.result.version)))
+        health.ok(('client %d running for %s (server %s)'):format(client.id, str(client.root_dir), str(type(resp.result) == 'table' and resp.result.version or nil)))
         report_roots(resp.result, 'memsearch.status')
       else
         health.error(('client %d: memsearch.status failed: %s'):format(client.id, str(err or (resp and vim.inspect(resp.err)))))
@@ -120,7 +144,9 @@ function M.check()
   else
     local root = memsearch.find_root()
     if not root then
-      health.info('no memsearch client is running and no workspace root was found from ' .. vim.fn.getcwd())
+      health.warn(('%s: no %s above %s, so no server starts'):format(memsearch.NO_MEMORY,
+        table.concat(cfg.root_markers or memsearch.root_markers, ' or '), vim.fn.getcwd()),
+        { 'memsearch-lsp init (in the project folder) creates memory/ and .memsearch.toml' })
     elseif prefix then
       local argv = vim.list_extend(vim.deepcopy(prefix), { 'status', '--json', '--workspace', root })
       local out, err = run(argv, 60000)
@@ -132,6 +158,10 @@ function M.check()
         health.warn(('`%s` failed: %s'):format(table.concat(argv, ' '), str(err or out)))
       end
     end
+  end
+  local root = #clients > 0 and clients[1].root_dir or memsearch.find_root()
+  if prefix and root then
+    M.report_doctor(prefix, root)
   end
   local last = memsearch.last_indexed
   if last then

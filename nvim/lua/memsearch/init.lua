@@ -29,6 +29,10 @@ M.subcommands = { 'search', 'today', 'reindex', 'compact', 'status' }
 
 local NAME = 'memsearch'
 
+--- What marks a memory workspace (as in lsp/memsearch.lua); `memsearch-lsp init` creates both.
+M.root_markers = { '.memsearch.toml', 'memory' }
+M.NO_MEMORY = 'no memory here: run `memsearch-lsp init`'
+
 local function notify(msg, level)
   vim.notify('memsearch: ' .. msg, level or vim.log.levels.INFO, { title = 'memsearch' })
 end
@@ -88,7 +92,7 @@ end
 ---@return string?
 function M.find_root(path)
   local cfg = M.lsp_config() or {}
-  local markers = cfg.root_markers or { '.memsearch.toml', 'memory', '.git' }
+  local markers = cfg.root_markers or M.root_markers
   if not path then
     local name = vim.api.nvim_buf_get_name(0)
     path = (vim.bo.buftype == '' and name ~= '') and name or (vim.fn.getcwd() .. '/.')
@@ -125,9 +129,12 @@ function M.with_client(cb)
       return cb(nil, 'no memsearch LSP config (call require("memsearch").setup())')
     end
     cfg = vim.deepcopy(cfg)
-    cfg.root_dir = cfg.root_dir or M.find_root() or vim.fn.getcwd()
-    if type(cfg.root_dir) == 'function' then
-      cfg.root_dir = M.find_root() or vim.fn.getcwd()
+    if type(cfg.root_dir) ~= 'string' then
+      cfg.root_dir = M.find_root()
+    end
+    if not cfg.root_dir then -- never start a server (and an index) outside a memory workspace
+      return cb(nil, M.NO_MEMORY .. ' (no ' .. table.concat(cfg.root_markers or M.root_markers, ' or ')
+        .. ' above ' .. vim.fn.getcwd() .. ')')
     end
     local ok, id = pcall(vim.lsp.start, cfg, { attach = false, silent = true })
     client = ok and id and vim.lsp.get_client_by_id(id) or nil
@@ -426,7 +433,8 @@ function M.compact(opts)
   end)
 end
 
-function M.status()
+--- :Memsearch status: the server's status as a notification.
+function M.show_status()
   M.exec('memsearch.status', {}, function(err, result)
     if err then
       return notify('status failed: ' .. err_text(err), vim.log.levels.ERROR)
@@ -449,7 +457,7 @@ function M.command(args)
     local days = tonumber(rest:match('(%d+)'))
     return M.compact({ dry_run = rest:find('dry') ~= nil, older_than_days = days })
   elseif sub == 'status' then
-    return M.status()
+    return M.show_status()
   end
   notify(('unknown subcommand "%s"; use one of: %s'):format(sub, table.concat(M.subcommands, ', ')), vim.log.levels.ERROR)
 end
@@ -483,6 +491,113 @@ function M._on_indexed(err, result, ctx)
   M.indexed[str(result.root)] = info
   vim.g.memsearch_indexed = info
   vim.api.nvim_exec_autocmds('User', { pattern = 'MemsearchIndexed', data = info, modeline = false })
+  M._redraw()
+end
+
+---------------------------------------------------------------------------------------------------
+-- statusline
+
+--- Work-done progress of memsearch clients, by client id: `{ title, message, percentage }`.
+M.progress = {} ---@type table<integer, table>
+
+function M._redraw()
+  vim.schedule(function()
+    pcall(vim.cmd.redrawstatus)
+  end)
+end
+
+--- `LspProgress` handler: keeps the last progress value of each memsearch client (cleared at 'end').
+function M._on_progress(ev)
+  local data = ev and ev.data or {}
+  local client = data.client_id and vim.lsp.get_client_by_id(data.client_id)
+  local value = vim.tbl_get(data, 'params', 'value')
+  if not client or client.name ~= NAME or type(value) ~= 'table' then
+    return
+  end
+  if value.kind == 'end' then
+    M.progress[client.id] = nil
+  else
+    local last = M.progress[client.id] or {}
+    M.progress[client.id] = {
+      title = value.title or last.title,
+      message = value.message or last.message,
+      percentage = tonumber(value.percentage) or last.percentage,
+    }
+  end
+  M._redraw()
+end
+
+vim.api.nvim_create_autocmd('LspProgress', {
+  group = vim.api.nvim_create_augroup('memsearch.status', { clear = true }),
+  callback = function(ev)
+    M._on_progress(ev)
+  end,
+})
+
+--- Statusline component: `memsearch: indexing 40%` while the server indexes, then
+--- `memsearch: 123 chunks`; `memsearch: starting` before the first pass; '' without a memsearch
+--- client (outside memory workspaces). E.g. `vim.o.statusline = "%f %= %{v:lua.require'memsearch'.status()}"`.
+---@param opts? { bufnr?: integer }
+---@return string
+function M.status(opts)
+  local bufnr = opts and opts.bufnr
+  if not bufnr then
+    local win = vim.g.statusline_winid
+    bufnr = (win and win ~= 0 and vim.api.nvim_win_is_valid(win)) and vim.api.nvim_win_get_buf(win) or 0
+  end
+  local clients = vim.lsp.get_clients({ name = NAME, bufnr = bufnr })
+  if #clients == 0 then
+    clients = vim.lsp.get_clients({ name = NAME })
+  end
+  local client = clients[1]
+  if not client then
+    return ''
+  end
+  local progress = M.progress[client.id]
+  if progress then
+    return progress.percentage and ('memsearch: indexing %d%%'):format(progress.percentage) or 'memsearch: indexing'
+  end
+  local chunks, seen = 0, false
+  for _, info in pairs(M.indexed) do
+    if info.client_id == client.id and tonumber(info.chunks) then
+      chunks, seen = chunks + tonumber(info.chunks), true
+    end
+  end
+  return seen and ('memsearch: %d chunks'):format(chunks) or 'memsearch: starting'
+end
+
+---------------------------------------------------------------------------------------------------
+-- live search (pickers that search as you type)
+
+--- A searcher for pickers: each `ask(prompt, cb)` cancels the request before it, and only the
+--- newest prompt's answer reaches its `cb(hits)`; an older one gets `cb(nil)` (stale, dropped).
+--- Never waits: the request is asynchronous.
+---@param client vim.lsp.Client
+---@param top_k integer
+function M.live_searcher(client, top_k)
+  local self = { generation = 0, pending = nil }
+  function self.ask(prompt, cb)
+    self.generation = self.generation + 1
+    local mine = self.generation
+    if self.pending then
+      pcall(client.cancel_request, client, self.pending)
+      self.pending = nil
+    end
+    local ok, sent, id = pcall(client.request, client, 'memsearch/search', { query = prompt, topK = top_k },
+      function(err, result)
+        if mine ~= self.generation then
+          return cb(nil) -- a newer prompt was asked meanwhile
+        end
+        self.pending = nil
+        cb((not err and type(result) == 'table') and result or {})
+      end)
+    if ok and sent then
+      self.pending = id
+    else
+      cb(mine == self.generation and {} or nil)
+    end
+  end
+  return self
 end
 
 return M

@@ -37,6 +37,23 @@ function M.pick_hits(hits, opts)
     :find()
 end
 
+--- The live finder's `fn(prompt) -> hits`. Telescope calls it inside a plenary coroutine, so it
+--- waits on a oneshot channel (yielding: typing never blocks) while the request runs; a prompt
+--- overtaken by a newer one cancels its request and yields no hits (stale answers are dropped).
+---@param client vim.lsp.Client
+---@param top_k integer
+function M.live_fn(client, top_k)
+  local searcher = memsearch().live_searcher(client, top_k)
+  return function(prompt)
+    if not prompt or vim.trim(prompt) == '' then
+      return {}
+    end
+    local tx, rx = require('plenary.async.control').channel.oneshot()
+    searcher.ask(prompt, tx)
+    return rx() or {}
+  end
+end
+
 --- `:Telescope memsearch [query=...]`: with a query, its hits; without one, a live search where
 --- each prompt change asks the server (memsearch/search) and keeps its ranking.
 ---@param opts? table Telescope options plus `query` and `top_k`
@@ -58,20 +75,10 @@ function M.picker(opts)
     local finders = require('telescope.finders')
     local sorters = require('telescope.sorters')
     local conf = require('telescope.config').values
-    local top_k = opts.top_k or ms.options.top_k
     pickers
-      .new(opts, {
+      .new(vim.tbl_extend('keep', opts, { debounce = 100 }), {
         prompt_title = 'Memsearch (live)',
-        finder = finders.new_dynamic({
-          entry_maker = M.entry_maker,
-          fn = function(prompt)
-            if not prompt or vim.trim(prompt) == '' then
-              return {}
-            end
-            local resp = client:request_sync('memsearch/search', { query = prompt, topK = top_k }, 5000)
-            return resp and type(resp.result) == 'table' and resp.result or {}
-          end,
-        }),
+        finder = finders.new_dynamic({ entry_maker = M.entry_maker, fn = M.live_fn(client, opts.top_k or ms.options.top_k) }),
         sorter = sorters.highlighter_only(opts),
         previewer = conf.grep_previewer(opts),
       })

@@ -46,6 +46,13 @@ export interface Interpreter {
     readonly source: InterpreterSource;
 }
 
+/** Why the server cannot run on `platform` (Windows), else undefined: it needs Unix sockets and POSIX locks. */
+export function unsupportedPlatform(platform: NodeJS.Platform = process.platform): string | undefined {
+    return platform === 'win32'
+        ? 'Memsearch: the memsearch-lsp server runs on Linux and macOS; Windows is not supported. Open the folder in WSL (Remote - WSL) instead.'
+        : undefined;
+}
+
 export function defaultPython(platform: NodeJS.Platform = process.platform): string {
     return platform === 'win32' ? 'python' : 'python3';
 }
@@ -129,9 +136,26 @@ export function shellQuote(arg: string): string {
     return /^[\w@%+=:,./\\-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, '\\$1')}"`;
 }
 
-/** The command that installs the server into `interpreter`. */
-export function installCommand(interpreter: readonly string[]): string {
-    return [...interpreter.map(shellQuote), '-m', 'pip', 'install', PIP_PACKAGE].join(' ');
+/** The command that installs the server into `interpreter` from `source`: a checkout folder or a wheel. */
+export function installCommand(interpreter: readonly string[], source: string): string {
+    return [...interpreter.map(shellQuote), '-m', 'pip', 'install', shellQuote(source)].join(' ');
+}
+
+/** What the user can install the server from until it is released on PyPI. */
+export type ServerSource = 'checkout' | 'wheel';
+
+/**
+ * `checkout` when `path` is a folder whose pyproject.toml names the memsearch-lsp project, `wheel`
+ * for a memsearch_lsp wheel file, else undefined. `readText` returns a file's text, or undefined.
+ */
+export function serverSourceKind(path: string, readText: (file: string) => string | undefined): ServerSource | undefined {
+    const base = path.replace(/[\\/]+$/, '').split(/[\\/]/).pop() ?? '';
+    if (/^memsearch_lsp-[^-]+-.*\.whl$/.test(base)) {
+        return 'wheel';
+    }
+    const pyproject = readText(`${path.replace(/[\\/]+$/, '')}/pyproject.toml`);
+    const name = pyproject?.match(/^\s*name\s*=\s*["']([^"']+)["']/m)?.[1];
+    return name === PIP_PACKAGE ? 'checkout' : undefined;
 }
 
 /** The message shown when the server cannot start: what is wrong and how to fix it. */
@@ -151,6 +175,8 @@ export function missingServerMessage(interpreter: Interpreter, check: Exclude<Mo
     }
     return (
         `Memsearch: the language server is not installed in ${python} (${origin}): "import ${SERVER_MODULE}" failed. ` +
-        `Install it with \`${installCommand(interpreter.command)}\`, or set memsearch.interpreter to a Python that has it.`
+        `Install it from a memsearch-lsp checkout or wheel with \`${installCommand(interpreter.command, '/path/to/memsearch-lsp')}\` ` +
+        `("Copy install command" asks for the path), or set memsearch.interpreter to a Python that has it. ` +
+        `(\`pip install ${PIP_PACKAGE}\` works only after a release to PyPI.)`
     );
 }

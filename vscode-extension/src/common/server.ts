@@ -1,4 +1,5 @@
 /** The language client: start `<python> -m memsearch_lsp serve`, restart it, talk to it. */
+import { readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import {
     DidChangeConfigurationNotification,
@@ -21,11 +22,49 @@ import {
     missingServerMessage,
     runProcess,
     serverCommand,
+    serverSourceKind,
+    unsupportedPlatform,
     type Interpreter,
     type PythonEnvironmentsApi,
 } from './python';
 import { getInterpreterSetting, getMemoryPaths, getServerSettings, memoryGlobs, ownSettingsPath, settingsAt } from './settings';
 import type { IndexStatus } from './status';
+
+function readText(file: string): string | undefined {
+    try {
+        return readFileSync(file, 'utf8');
+    } catch {
+        return undefined;
+    }
+}
+
+/**
+ * Until memsearch-lsp is on PyPI, it installs from a checkout or a wheel: use the open workspace
+ * folder when it is a checkout, else ask for one, then copy `<python> -m pip install <it>`.
+ */
+async function copyInstallCommand(interpreter: Interpreter): Promise<void> {
+    let source = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath).find((p) => serverSourceKind(p, readText) === 'checkout');
+    if (source === undefined) {
+        const picked = await vscode.window.showOpenDialog({
+            canSelectFiles: true,
+            canSelectFolders: true,
+            canSelectMany: false,
+            openLabel: 'Install from here',
+            title: 'The memsearch-lsp checkout (folder) or wheel (.whl) to install the server from',
+        });
+        source = picked?.[0]?.fsPath;
+        if (source === undefined) {
+            return;
+        }
+        if (serverSourceKind(source, readText) === undefined) {
+            void vscode.window.showErrorMessage(`Memsearch: ${source} is neither a memsearch-lsp checkout (its pyproject.toml) nor a memsearch_lsp wheel.`);
+            return;
+        }
+    }
+    const command = installCommand(interpreter.command, source);
+    await vscode.env.clipboard.writeText(command);
+    void vscode.window.showInformationMessage(`Memsearch: copied \`${command}\`. Run it in a terminal, then "Memsearch: Restart server".`);
+}
 
 function createWatchers(): vscode.FileSystemWatcher[] {
     const folders = vscode.workspace.workspaceFolders ?? [];
@@ -113,6 +152,14 @@ export class ServerManager implements ServerControl, vscode.Disposable {
     private async doStart(): Promise<void> {
         this.status.starting();
         this.lastProblem = '';
+        const unsupported = unsupportedPlatform();
+        if (unsupported !== undefined) {
+            this.lastProblem = 'unsupported platform';
+            traceError(unsupported);
+            this.status.stopped('error', unsupported);
+            void vscode.window.showErrorMessage(unsupported);
+            return;
+        }
         const folder = vscode.workspace.workspaceFolders?.[0];
         const environments = await getPythonEnvironments();
         this.watchEnvironments(environments);
@@ -272,7 +319,7 @@ export class ServerManager implements ServerControl, vscode.Disposable {
         const settings = 'Set memsearch.interpreter';
         const choice = await vscode.window.showErrorMessage(message, copy, settings, 'Show output');
         if (choice === copy) {
-            await vscode.env.clipboard.writeText(installCommand(interpreter.command));
+            await copyInstallCommand(interpreter);
         } else if (choice === settings) {
             await vscode.commands.executeCommand('workbench.action.openSettings', `${SETTINGS_SECTION}.interpreter`);
         } else if (choice === 'Show output') {

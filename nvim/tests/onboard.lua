@@ -1,0 +1,213 @@
+-- First-run behaviour of the nvim/ plugin, against an in-process fake server (run by
+-- tests/test_nvim_onboard.py):   nvim --headless --clean -l nvim/tests/onboard.lua TMPDIR
+-- Root markers + workspace_required (no server outside memory), the statusline component, the
+-- asynchronous Telescope live finder (stale answers dropped) and `:help memsearch`.
+-- Prints ONBOARD OK and exits 0, or exits 1 on the first failed check.
+
+local script = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p')
+local plugin_root = vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(script)))
+local tmp = vim.fs.normalize(assert(_G.arg[1], 'usage: onboard.lua TMPDIR'))
+vim.opt.rtp:prepend(plugin_root)
+vim.cmd('filetype on')
+
+local function check(cond, fmt, ...)
+  if not cond then
+    error('check failed: ' .. fmt:format(...), 2)
+  end
+end
+
+--- A fake server run in-process: answers initialize/shutdown, keeps memsearch/search requests
+--- for the test to answer (in any order), records cancellations and can send notifications.
+local fake = { searches = {}, cancelled = {}, started = 0 }
+local function fake_cmd(dispatchers)
+  fake.started = fake.started + 1
+  fake.dispatchers = dispatchers
+  local next_id, closing = 0, false
+  return {
+    request = function(method, params, callback)
+      next_id = next_id + 1
+      if method == 'initialize' then
+        fake.root = params.rootUri and vim.uri_to_fname(params.rootUri)
+        vim.schedule(function()
+          callback(nil, { capabilities = {} })
+        end)
+      elseif method == 'memsearch/search' then
+        fake.searches[#fake.searches + 1] = { id = next_id, query = params.query, reply = callback }
+      else
+        vim.schedule(function()
+          callback(nil, vim.NIL)
+        end)
+      end
+      return true, next_id
+    end,
+    notify = function(method, params)
+      if method == '$/cancelRequest' then
+        fake.cancelled[#fake.cancelled + 1] = params.id
+      elseif method == 'exit' then
+        closing = true
+        vim.schedule(function()
+          dispatchers.on_exit(0, 0)
+        end)
+      end
+      return true
+    end,
+    is_closing = function()
+      return closing
+    end,
+    terminate = function()
+      if not closing then
+        closing = true
+        vim.schedule(function()
+          dispatchers.on_exit(0, 15)
+        end)
+      end
+    end,
+  }
+end
+
+local function write(path, lines)
+  vim.fn.mkdir(vim.fs.dirname(path), 'p')
+  vim.fn.writefile(lines, path)
+end
+
+local ok, err = xpcall(function()
+  local ms = require('memsearch')
+  ms.setup({ cmd = fake_cmd })
+  local cfg = vim.lsp.config.memsearch
+  check(vim.deep_equal(cfg.root_markers, { '.memsearch.toml', 'memory' }), 'root_markers %s', vim.inspect(cfg.root_markers))
+  check(cfg.workspace_required == true, 'workspace_required')
+
+  -- 1. Markdown in a repository without memory starts nothing; :Memsearch says to run init.
+  local plain = tmp .. '/plain-repo'
+  vim.fn.mkdir(plain .. '/.git', 'p')
+  write(plain .. '/README.md', { '# A repository' })
+  vim.cmd.cd(vim.fn.fnameescape(plain))
+  vim.cmd.edit('README.md')
+  check(vim.bo.filetype == 'markdown', 'filetype %s', vim.bo.filetype)
+  check(#vim.lsp.get_clients({ name = 'memsearch' }) == 0 and fake.started == 0, 'a server started outside memory')
+  check(ms.find_root() == nil, 'find_root %s', tostring(ms.find_root()))
+  check(ms.status() == '', 'status outside memory: %q', ms.status())
+  local why
+  ms.with_client(function(client, reason)
+    check(client == nil, 'with_client started a client outside memory')
+    why = reason
+  end)
+  check(why and why:find('no memory here: run `memsearch%-lsp init`') ~= nil, 'reason %s', tostring(why))
+  check(fake.started == 0, 'with_client started a server outside memory')
+
+  -- 2. In a memory workspace the server starts at the root; the statusline follows progress.
+  local ws = tmp .. '/project'
+  write(ws .. '/memory/MEMORY.md', { '# Memory', '', '## Redis', '', 'ttl 5 min' })
+  write(ws .. '/src/notes.md', { '# Not memory, but inside the workspace' })
+  vim.cmd.cd(vim.fn.fnameescape(ws))
+  vim.cmd.edit('src/notes.md')
+  check(vim.wait(5000, function()
+    local c = vim.lsp.get_clients({ name = 'memsearch', bufnr = 0 })[1]
+    return c ~= nil and c.initialized
+  end, 10), 'no initialized client in the memory workspace')
+  local client = vim.lsp.get_clients({ name = 'memsearch' })[1]
+  check(vim.fs.normalize(client.root_dir) == vim.fs.normalize(vim.uv.fs_realpath(ws)), 'root_dir %s', client.root_dir)
+  check(ms.status() == 'memsearch: starting', 'status %q', ms.status())
+  local d = fake.dispatchers
+  d.notification('$/progress', { token = 't1', value = { kind = 'begin', title = 'Indexing memory', percentage = 0 } })
+  check(ms.status() == 'memsearch: indexing 0%', 'status at begin %q', ms.status())
+  d.notification('$/progress', { token = 't1', value = { kind = 'report', message = '3/12', percentage = 40 } })
+  check(ms.status() == 'memsearch: indexing 40%', 'status at report %q', ms.status())
+  d.notification('$/progress', { token = 't1', value = { kind = 'end', message = 'done' } })
+  d.notification('memsearch/indexed', { root = ws, files = 2, chunks = 7, embedded = 7, reused = 0, ms = 5 })
+  check(ms.status() == 'memsearch: 7 chunks', 'status after indexing %q', ms.status())
+  check(ms.status({ bufnr = vim.fn.bufnr('#') }) == 'memsearch: 7 chunks', 'status of another buffer')
+
+  -- 3. The Telescope live finder never blocks: it yields while the request runs; a newer prompt
+  --    cancels the older request, whose late answer is dropped.
+  package.loaded['plenary.async.control'] = {
+    channel = {
+      oneshot = function()
+        local co, value, done, waiting = coroutine.running(), nil, false, false
+        local function tx(v)
+          value, done = v, true
+          if waiting then
+            assert(coroutine.resume(co, v))
+          end
+        end
+        local function rx()
+          if done then
+            return value
+          end
+          waiting = true
+          return coroutine.yield()
+        end
+        return tx, rx
+      end,
+    },
+  }
+  local fn = require('memsearch.telescope').live_fn(client, 5)
+  check(vim.deep_equal(fn('  '), {}), 'an empty prompt asks nothing')
+  local results = {}
+  local function run(prompt)
+    local co = coroutine.create(function()
+      results[prompt] = fn(prompt)
+    end)
+    assert(coroutine.resume(co))
+    return co
+  end
+  local first, second = run('re'), run('redis ttl')
+  check(coroutine.status(first) == 'suspended' and coroutine.status(second) == 'suspended', 'the finder blocked')
+  check(#fake.searches == 2 and fake.searches[2].query == 'redis ttl', 'searches %s', vim.inspect(fake.searches))
+  check(vim.deep_equal(fake.cancelled, { fake.searches[1].id }), 'the older request was not cancelled: %s', vim.inspect(fake.cancelled))
+  local hit = { source = 'memory/MEMORY.md', heading = 'Redis', start_line = 3, end_line = 5, snippet = 'ttl 5 min', score = 0.9 }
+  fake.searches[2].reply(nil, { hit })
+  check(vim.wait(2000, function()
+    return coroutine.status(second) == 'dead'
+  end, 10), 'the newest answer never arrived')
+  check(#results['redis ttl'] == 1 and results['redis ttl'][1].heading == 'Redis', 'newest %s', vim.inspect(results['redis ttl']))
+  fake.searches[1].reply(nil, { hit, hit })
+  check(vim.wait(2000, function()
+    return coroutine.status(first) == 'dead'
+  end, 10), 'the cancelled request never finished')
+  check(vim.deep_equal(results['re'], {}), 'a stale answer reached the picker: %s', vim.inspect(results['re']))
+  local entry = require('memsearch.telescope').entry_maker(hit)
+  check(entry.lnum == 3 and entry.filename == 'memory/MEMORY.md', 'entry %s', vim.inspect(entry))
+
+  -- 4. :help memsearch (tags generated from nvim/doc into a scratch runtime folder)
+  local rt = tmp .. '/rt'
+  vim.fn.mkdir(rt .. '/doc', 'p')
+  vim.fn.writefile(vim.fn.readfile(plugin_root .. '/doc/memsearch.txt'), rt .. '/doc/memsearch.txt')
+  vim.cmd.helptags(vim.fn.fnameescape(rt .. '/doc')) -- errors on a duplicate or malformed tag
+  vim.opt.rtp:prepend(rt)
+  vim.cmd.help('memsearch')
+  check(vim.bo.filetype == 'help' and vim.api.nvim_buf_get_name(0):find('memsearch%.txt$') ~= nil,
+    'help buffer %s (%s)', vim.api.nvim_buf_get_name(0), vim.bo.filetype)
+  check(vim.api.nvim_get_current_line():find('*memsearch*', 1, true) ~= nil, 'cursor line %q', vim.api.nvim_get_current_line())
+  for _, tag in ipairs({ ':Memsearch', ':Memsearch-search', ':Memsearch-today', ':Memsearch-reindex', ':Memsearch-compact',
+    ':Memsearch-status', 'memsearch.status()', 'memsearch.setup()', 'memsearch-workspace', 'memsearch-install',
+    ':Telescope-memsearch', 'MemsearchIndexed', 'memsearch-health' }) do
+    vim.cmd.help(tag)
+    check(vim.api.nvim_get_current_line():find('*' .. tag .. '*', 1, true) ~= nil, ':help %s landed on %q', tag,
+      vim.api.nvim_get_current_line())
+  end
+  for _, sub in ipairs(ms.subcommands) do
+    check(#vim.fn.taglist('^:Memsearch-' .. sub .. '$') == 1, ':Memsearch %s is not documented', sub)
+  end
+
+  -- 5. :checkhealth outside memory: the install advice works today, and it says to run init
+  client:stop(true)
+  check(vim.wait(5000, function()
+    return #vim.lsp.get_clients({ name = 'memsearch' }) == 0
+  end, 10), 'the fake client did not stop')
+  vim.cmd.cd(vim.fn.fnameescape(plain))
+  ms.setup({ cmd = { 'memsearch-lsp-not-installed', 'serve' } })
+  vim.cmd('checkhealth memsearch')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  check(text:find('pipx install .', 1, true) ~= nil, 'no checkout install advice:\n%s', text)
+  check(text:find('after a release to PyPI: pipx install memsearch-lsp', 1, true) ~= nil, 'registry advice:\n%s', text)
+  check(text:find('WARNING no memory here: run `memsearch-lsp init`', 1, true) ~= nil, 'no init advice:\n%s', text)
+end, debug.traceback)
+
+if ok then
+  io.stdout:write('ONBOARD OK\n')
+  vim.cmd('qall!')
+else
+  io.stdout:write('ONBOARD FAILED: ' .. tostring(err) .. '\n')
+  vim.cmd('cquit 1')
+end
