@@ -18,6 +18,7 @@ else:  # pragma: no cover - Python 3.10
 
 CONFIG_FILE = ".memsearch.toml"
 ENV_PREFIX = "MEMSEARCH_"
+ENV_NOT_SETTINGS = ("MEMSEARCH_NOW", "MEMSEARCH_HOOK_")  # the clock override and the Claude Code hooks' knobs
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: Editor settings that belong to a client only (they never reach the server's config).
@@ -255,7 +256,7 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """MEMSEARCH_SEARCH_TOP_K=5 -> {'search': {'top_k': '5'}}; unknown names raise ConfigError."""
     out: dict[str, dict[str, str]] = {}
     for key, value in env.items():
-        if not key.startswith(ENV_PREFIX):
+        if not key.startswith(ENV_PREFIX) or key.startswith(ENV_NOT_SETTINGS):
             continue
         rest = key[len(ENV_PREFIX):].lower()
         section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
