@@ -22,7 +22,7 @@ ENV_NOT_SETTINGS = ("MEMSEARCH_NOW", "MEMSEARCH_HOOK_")  # the clock override an
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: Editor settings that belong to a client only (they never reach the server's config).
-CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server"})
+CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server", "mcp.enable"})
 
 
 class ConfigError(ValueError):
@@ -157,7 +157,7 @@ def _flatten(data: Mapping[str, Any], origin: str, prefix: str = "") -> list[tup
     out: list[tuple[str, str, Any]] = []
     for key, value in data.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
-        if dotted in CLIENT_ONLY_SETTINGS or dotted.split(".")[0] == "trace":
+        if dotted in CLIENT_ONLY_SETTINGS or dotted.split(".")[0] in ("trace", "mcp"):
             continue
         if isinstance(value, Mapping) and not prefix and key in SECTIONS:
             out.extend(_flatten(value, origin, dotted))
