@@ -98,16 +98,24 @@ async def test_mcp_beside_a_running_language_server(tmp_path: Path) -> None:
         async with mcp_session(ws) as session:
             status = await drive(session, ws)
             assert status["served_by_pid"] == server_pid(lsp)
-        served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "okapi deploy window",
-                                                                                    "topK": 1})
-        assert served[0]["source"] == "memory/2026-12-03.md"  # the editor's index has the agent's note
-        cli = subprocess.run([sys.executable, "-m", "memsearch_lsp", "remember", "-", "--heading", "From the CLI",
-                              "--json", "--workspace", str(ws)], input="The wombat cache lives 5 min.",
-                             capture_output=True, text=True, timeout=300, env={**os.environ, "MEMSEARCH_NOW": NOW})
-        assert cli.returncode == 0, cli.stderr
-        note = json.loads(cli.stdout)
-        served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "wombat cache",
-                                                                                    "topK": 1})
-        assert served[0]["id"] == note["id"] and note["heading"] == "From the CLI"
+            served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "okapi deploy window",
+                                                                                        "topK": 1})
+            assert served[0]["source"] == "memory/2026-12-03.md"  # the editor's index has the agent's note
+            cli = subprocess.run([sys.executable, "-m", "memsearch_lsp", "remember", "-", "--heading", "From the CLI",
+                                  "--json", "--workspace", str(ws)], input="The wombat cache lives 5 min.",
+                                 capture_output=True, text=True, timeout=300, env={**os.environ, "MEMSEARCH_NOW": NOW})
+            assert cli.returncode == 0, cli.stderr
+            note = json.loads(cli.stdout)
+            served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "wombat cache",
+                                                                                        "topK": 1})
+            assert served[0]["id"] == note["id"] and note["heading"] == "From the CLI"
+
+            editor = server_pid(lsp)
+            await stop(lsp)  # the editor closes: the MCP server takes the index over and goes on
+            hits = (await call(session, "memory_search", query="wombat cache", top_k=1))["hits"]
+            assert hits[0]["id"] == note["id"]
+            assert "served_by_pid" not in await call(session, "memory_status")
+            assert json.loads((ws / ".memsearch" / "server.json").read_text())["pid"] not in (editor, 0)
     finally:
-        await stop(lsp)
+        if lsp.client._server and lsp.client._server.returncode is None:  # type: ignore[union-attr]
+            await stop(lsp)
