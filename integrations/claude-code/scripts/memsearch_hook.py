@@ -51,9 +51,9 @@ def project(event: dict[str, Any]) -> Path:
     return Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd") or os.getcwd())
 
 
-def cli(event: dict[str, Any], *args: str, stdin: str | None = None) -> str:
-    command = [*shlex.split(os.environ.get("MEMSEARCH_HOOK_CLI", "memsearch-lsp")), *args,
-               "--workspace", str(project(event))]
+def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = None) -> str:
+    command = [*shlex.split(os.environ.get("MEMSEARCH_HOOK_CLI", "memsearch-lsp")), subcommand,
+               "--workspace", str(project(event)), *args]
     try:
         done = subprocess.run(command, input=stdin, capture_output=True, text=True,
                               timeout=setting("TIMEOUT", 50), check=False)
@@ -105,7 +105,7 @@ def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
     prompt = str(event.get("prompt") or "").strip()
     if len(prompt) < 3 or prompt.startswith("/"):
         return None
-    hits = json.loads(cli(event, "search", bounded(prompt, 1000), "-k", str(setting("TOP_K", 3)), "--json"))
+    hits = json.loads(cli(event, "search", "-k", str(setting("TOP_K", 3)), "--json", "--", bounded(prompt, 1000)))
     if not hits:
         return None
     lines = ["Possibly relevant memories (memsearch; `memsearch-lsp expand ID` shows a whole section):"]
