@@ -273,8 +273,8 @@ class Memory:
                 handle.write(f"{gap}## {stamp}\n\n{body}\n")
             source = self.source_of(path)
             stats = self.index_file(source)
-            text = path.read_text(encoding="utf-8")
-        chunks = [c for c in self.indexer.chunk(source, text) if c.start_line >= first_line]
+            after = path.read_text(encoding="utf-8")
+        chunks = [c for c in self.indexer.chunk(source, after) if c.start_line >= first_line]
         return Remembered(source, tuple(chunks), stats)
 
     def close(self) -> None:
