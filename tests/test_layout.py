@@ -63,3 +63,11 @@ def test_bundled_tokenizer_ships_with_its_notice() -> None:
     assert {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json",
             "NOTICE"} <= {p.name for p in folder.iterdir()}
     assert "Apache" in (folder / "NOTICE").read_text()
+
+
+def test_the_mcp_command_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
+    code = ("import sys\nsys.modules['mcp'] = None  # as if `memsearch-lsp[mcp]` were not installed\n"
+            "from memsearch_lsp.cli import main\nsys.exit(main(['mcp', '--workspace', sys.argv[1]]))\n")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "pip install 'memsearch-lsp[mcp]'" in result.stderr
