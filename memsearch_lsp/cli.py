@@ -1,4 +1,5 @@
-"""The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset | init | doctor."""
+"""The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset | init | doctor |
+remember | mcp."""
 
 from __future__ import annotations
 
@@ -71,6 +72,11 @@ def _parser() -> _Parser:
     init.add_argument("dir", nargs="?", default=None, metavar="DIR", help="the folder (default: the workspace)")
 
     sub.add_parser("doctor", parents=[common], help="check the install, model, settings and index; say what to fix")
+    remember = sub.add_parser("remember", parents=[common], help="append a note to today's log and index it")
+    remember.add_argument("text", nargs="*", metavar="TEXT", help="the note; - (or nothing) reads it from stdin")
+    remember.add_argument("--heading", metavar="H", default=None, help="the note's ## heading (default: HH:MM)")
+
+    sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio (for agents; needs memsearch-lsp[mcp])")
     return parser
 
 
@@ -178,6 +184,41 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     report = run_doctor(Path(args.workspace).expanduser())
     _emit(args, report.to_dict(), report.describe())
     return EXIT_OK if report.ok else EXIT_USER
+def cmd_remember(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.memory import note_body
+
+    if args.text in ([], ["-"]):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UserError("give the note as TEXT, or pipe it in with `-`")
+        text = sys.stdin.read()
+    else:
+        text = " ".join(args.text)
+    try:
+        body = note_body(text)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    with _memory(args) as memory:
+        note = memory.remember(body, args.heading)
+    _emit(args, note.to_dict(), str(note))
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from memsearch_lsp.mcp_server import serve
+    except ModuleNotFoundError as exc:  # the optional extra is missing
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic", "anyio"):
+            raise
+        raise UserError(f"the MCP server needs the mcp package ({exc}); "
+                        "install it with: pip install 'memsearch-lsp[mcp]'") from exc
+    from memsearch_lsp.core.onboard import require_memory_workspace
+
+    workspace = Path(args.workspace).expanduser()
+    if not workspace.is_dir():
+        raise UserError(f"workspace {workspace} is not a folder")
+    require_memory_workspace(workspace.resolve())
+    serve(workspace)
+    return EXIT_OK
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -188,7 +229,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "index": cmd_index, "search": cmd_search, "expand": cmd_expand,
-            "compact": cmd_compact, "status": cmd_status, "reset": cmd_reset, "init": cmd_init, "doctor": cmd_doctor}
+            "compact": cmd_compact, "status": cmd_status, "reset": cmd_reset, "init": cmd_init, "doctor": cmd_doctor,
+            "remember": cmd_remember, "mcp": cmd_mcp}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

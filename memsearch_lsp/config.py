@@ -18,10 +18,11 @@ else:  # pragma: no cover - Python 3.10
 
 CONFIG_FILE = ".memsearch.toml"
 ENV_PREFIX = "MEMSEARCH_"
+ENV_NOT_SETTINGS = ("MEMSEARCH_NOW", "MEMSEARCH_HOOK_")  # the clock override and the Claude Code hooks' knobs
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: Editor settings that belong to a client only (they never reach the server's config).
-CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server"})
+CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server", "mcp.enable"})
 
 
 class ConfigError(ValueError):
@@ -156,7 +157,7 @@ def _flatten(data: Mapping[str, Any], origin: str, prefix: str = "") -> list[tup
     out: list[tuple[str, str, Any]] = []
     for key, value in data.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
-        if dotted in CLIENT_ONLY_SETTINGS or dotted.split(".")[0] == "trace":
+        if dotted in CLIENT_ONLY_SETTINGS or dotted.split(".")[0] in ("trace", "mcp"):
             continue
         if isinstance(value, Mapping) and not prefix and key in SECTIONS:
             out.extend(_flatten(value, origin, dotted))
@@ -255,7 +256,7 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """MEMSEARCH_SEARCH_TOP_K=5 -> {'search': {'top_k': '5'}}; unknown names raise ConfigError."""
     out: dict[str, dict[str, str]] = {}
     for key, value in env.items():
-        if not key.startswith(ENV_PREFIX):
+        if not key.startswith(ENV_PREFIX) or key.startswith(ENV_NOT_SETTINGS):
             continue
         rest = key[len(ENV_PREFIX):].lower()
         section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)

@@ -132,3 +132,22 @@ def test_workspace_and_json_flags_work_before_the_command(ws: Path) -> None:
                             capture_output=True, text=True, timeout=300, cwd=ws.parent)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["root"] == str(ws.resolve())
+
+
+def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
+    env = {**__import__("os").environ, "MEMSEARCH_NOW": "2026-12-03T18:07"}
+    run = [sys.executable, "-m", "memsearch_lsp", "remember", "--workspace", str(ws)]
+    text = subprocess.run([*run, "The", "narwhal", "queue", "drains", "nightly."], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("remembered memory/2026-12-03.md:3-5  18:07  id=")
+    piped = subprocess.run([*run, "-", "--heading", "Stdin", "--json"], input="Pangolin alerts page Ana.\n",
+                           capture_output=True, text=True, timeout=300, env=env)
+    note = json.loads(piped.stdout)
+    assert {k: note[k] for k in ("source", "heading", "start_line", "end_line")} == \
+        {"source": "memory/2026-12-03.md", "heading": "Stdin", "start_line": 7, "end_line": 9}
+    assert (ws / "memory/2026-12-03.md").read_text().startswith("# 2026-12-03\n\n## 18:07\n\nThe narwhal queue")
+    assert as_json(cli(ws, "search", "pangolin alerts", "--json", "-k", "1"))[0]["id"] == note["id"]
+    empty = subprocess.run([*run, "-"], input=" \n", capture_output=True, text=True, timeout=300, env=env)
+    assert empty.returncode == 1 and "nothing to remember" in empty.stderr
+    (ws / "memory/2026-12-03.md").unlink()

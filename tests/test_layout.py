@@ -28,7 +28,7 @@ def test_core_never_imports_the_lsp_stack() -> None:
 
 
 def test_heavy_libraries_have_one_home() -> None:
-    homes = {"fastembed": {"embed.py"}, "pymilvus": {"store.py"}}
+    homes = {"fastembed": {"embed.py"}, "pymilvus": {"store.py"}, "mcp": {"mcp_server.py"}}
     for path in PACKAGE.rglob("*.py"):
         for lib, allowed in homes.items():
             if lib in imports(path):
@@ -37,7 +37,7 @@ def test_heavy_libraries_have_one_home() -> None:
 
 def test_initialize_path_imports_nothing_heavy() -> None:
     code = ("import sys\nfrom memsearch_lsp.lsp.server import create_server\ncreate_server()\n"
-            "heavy = [m for m in ('fastembed', 'pymilvus', 'onnxruntime', 'milvus_lite') if m in sys.modules]\n"
+            "heavy = [m for m in ('fastembed', 'pymilvus', 'onnxruntime', 'milvus_lite', 'mcp') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -63,3 +63,11 @@ def test_bundled_tokenizer_ships_with_its_notice() -> None:
     assert {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json",
             "NOTICE"} <= {p.name for p in folder.iterdir()}
     assert "Apache" in (folder / "NOTICE").read_text()
+
+
+def test_the_mcp_command_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
+    code = ("import sys\nsys.modules['mcp'] = None  # as if `memsearch-lsp[mcp]` were not installed\n"
+            "from memsearch_lsp.cli import main\nsys.exit(main(['mcp', '--workspace', sys.argv[1]]))\n")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "pip install 'memsearch-lsp[mcp]'" in result.stderr

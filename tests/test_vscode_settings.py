@@ -156,7 +156,8 @@ def test_package_defaults_as_initialization_options_give_default_config() -> Non
 
 
 def test_client_only_settings_are_ignored_by_the_server() -> None:
-    sent = {"interpreter": ["/venv/bin/python"], "trace": {"server": "verbose"}, "search": {"topK": 5}}
+    sent = {"interpreter": ["/venv/bin/python"], "trace": {"server": "verbose"}, "mcp": {"enable": False},
+            "search": {"topK": 5}}
     assert config.Config().merged(sent) == config.Config().merged({"search.topK": 5})
     for key in config.CLIENT_ONLY_SETTINGS:
         assert PREFIX + key in PROPS

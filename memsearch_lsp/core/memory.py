@@ -8,12 +8,14 @@ import hashlib
 import logging
 import shutil
 import threading
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memsearch_lsp import __version__
 from memsearch_lsp.config import Config, kwargs_to_settings, load_config
+from memsearch_lsp.core import clock
 from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embed import Embedder, create_embedder
@@ -26,6 +28,34 @@ from memsearch_lsp.core.store import MilvusStore
 log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memsearch"
+
+
+def note_body(text: str) -> str:
+    """The text of a note to remember, stripped; ValueError when there is nothing to remember."""
+    body = text.strip()
+    if not body:
+        raise ValueError("nothing to remember: the text is empty")
+    return body
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What `remember()` appended: the note's chunks (the first is its `## heading`), as indexed."""
+
+    source: str
+    chunks: tuple[Chunk, ...]
+    stats: IndexStats
+
+    def to_dict(self) -> dict[str, Any]:
+        first, last = self.chunks[0], self.chunks[-1]
+        return {"id": first.id, "source": self.source, "heading": first.heading,
+                "start_line": first.start_line, "end_line": last.end_line,
+                "chunks": [{"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
+                           for c in self.chunks]}
+
+    def __str__(self) -> str:
+        data = self.to_dict()
+        return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
 
 
 class Memory:
@@ -46,6 +76,8 @@ class Memory:
         self._store: MilvusStore | None = None
         self._indexer: Indexer | None = None
         self._lock = threading.RLock()  # lazy composition from several threads
+        self.clock: Callable[[], dt.datetime] = clock.now  # "today" and "now"; tests may replace it
+        self._appending = threading.Lock()  # one remember() at a time appends to a log
 
     # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
@@ -217,7 +249,7 @@ class Memory:
 
     def today(self, date: dt.date | None = None) -> Path:
         """Today's daily log (created with a heading when missing)."""
-        day = (date or dt.date.today()).isoformat()
+        day = (date or self.clock().date()).isoformat()
         folder = self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
         path = folder / f"{day}.md"
         if not path.exists():
@@ -225,13 +257,26 @@ class Memory:
             path.write_text(daily_log_text(day), encoding="utf-8")
         return path
 
-    def remember(self, text: str, heading: str | None = None) -> IndexStats:
-        """Append a note to today's log and index it: the 'remember' step of an agent loop."""
-        path = self.today()
-        stamp = heading or dt.datetime.now().strftime("%H:%M")
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(f"\n## {stamp}\n\n{text.strip()}\n")
-        return self.index_file(self.source_of(path))
+    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None) -> Remembered:
+        """Append a note to today's log under `## HH:MM` (or `heading`) and index it.
+
+        The 'remember' step of an agent loop; `now` (default: the clock) picks the log and the time.
+        """
+        body = note_body(text)
+        when = now or self.clock()
+        stamp = " ".join((heading or "").split()) or when.strftime("%H:%M")
+        with self._appending:
+            path = self.today(when.date())
+            before = path.read_text(encoding="utf-8")
+            gap = "" if not before or before.endswith("\n\n") else "\n" if before.endswith("\n") else "\n\n"
+            first_line = before.count("\n") + gap.count("\n") + 1  # the line of the new heading
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(f"{gap}## {stamp}\n\n{body}\n")
+            source = self.source_of(path)
+            stats = self.index_file(source)
+            after = path.read_text(encoding="utf-8")
+        chunks = [c for c in self.indexer.chunk(source, after) if c.start_line >= first_line]
+        return Remembered(source, tuple(chunks), stats)
 
     def close(self) -> None:
         if self._store is not None:
@@ -255,5 +300,5 @@ class Memory:
     async def aexpand(self, chunk_id: str) -> Expanded | None:
         return await asyncio.to_thread(self.expand, chunk_id)
 
-    async def aremember(self, text: str, heading: str | None = None) -> IndexStats:
+    async def aremember(self, text: str, heading: str | None = None) -> Remembered:
         return await asyncio.to_thread(self.remember, text, heading)

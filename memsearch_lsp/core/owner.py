@@ -10,6 +10,7 @@ detected (nobody answers, the pid is gone) and removed.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -28,7 +29,7 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.memory import INDEX_DIR, Memory
+from memsearch_lsp.core.memory import INDEX_DIR, Memory, Remembered, note_body
 from memsearch_lsp.core.search import Expanded, Hit
 from memsearch_lsp.core.store import IndexBusy, locked_by_other
 
@@ -211,6 +212,9 @@ class OwnerServer:
             return [asdict(h) for h in m.related(like, int(args.get("top_k", 3)))]
         if op == "headings":
             return [asdict(h) for h in m.headings(**args)]
+        if op == "remember":  # the owner appends and indexes, at the caller's time
+            when = dt.datetime.fromisoformat(args["now"]) if args.get("now") else None
+            return asdict(m.remember(args["text"], args.get("heading"), now=when))
         if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
             return getattr(m, op)(**args)
         raise ValueError(f"unknown operation {op!r}")
@@ -276,6 +280,11 @@ class RemoteMemory(Memory):
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         return [Hit(**h) for h in self._call("headings", limit=limit)]
+
+    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None) -> Remembered:
+        data = self._call("remember", text=note_body(text), heading=heading, now=(now or self.clock()).isoformat())
+        chunks = tuple(Chunk(**dict(c, heading_path=tuple(c["heading_path"]))) for c in data["chunks"])
+        return Remembered(data["source"], chunks, _to_stats(data["stats"]))
 
     def status(self) -> dict[str, Any]:
         data: dict[str, Any] = self._call("status")

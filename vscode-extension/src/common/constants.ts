@@ -37,3 +37,6 @@ export const ServerCommands = {
 /** Custom request and notification of the server (docs/protocol.md). */
 export const SEARCH_REQUEST = 'memsearch/search';
 export const INDEXED_NOTIFICATION = 'memsearch/indexed';
+
+/** Id of the MCP server definition provider (package.json contributes.mcpServerDefinitionProviders). */
+export const MCP_PROVIDER_ID = 'memsearch.mcp';

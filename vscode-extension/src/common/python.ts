@@ -86,10 +86,15 @@ export async function findInterpreter(
     return { command: [defaultPython(platform)], source: 'path' };
 }
 
+/** `<python> -m memsearch_lsp <args>` as (command, args). */
+export function moduleCommand(interpreter: readonly string[], args: readonly string[]): { command: string; args: string[] } {
+    const [command, ...rest] = interpreter;
+    return { command: command ?? defaultPython(), args: [...rest, '-m', SERVER_MODULE, ...args] };
+}
+
 /** `<python> -m memsearch_lsp serve` as (command, args). */
 export function serverCommand(interpreter: readonly string[]): { command: string; args: string[] } {
-    const [command, ...rest] = interpreter;
-    return { command: command ?? defaultPython(), args: [...rest, '-m', SERVER_MODULE, 'serve'] };
+    return moduleCommand(interpreter, ['serve']);
 }
 
 export type ModuleCheck =

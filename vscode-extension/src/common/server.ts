@@ -142,6 +142,15 @@ export class ServerManager implements ServerControl, vscode.Disposable {
         return lines;
     }
 
+    /** The Python of the language server (the MCP server runs with it too): the one started, else the one it would pick. */
+    async python(): Promise<readonly string[]> {
+        if (this.interpreter !== undefined) {
+            return this.interpreter.command;
+        }
+        const folder = vscode.workspace.workspaceFolders?.[0];
+        return (await findInterpreter(getInterpreterSetting(folder?.uri), await getPythonEnvironments(), folder?.uri)).command;
+    }
+
     private runningClient(): LanguageClient {
         if (this.client === undefined || this.client.state !== State.Running) {
             throw new Error('the memsearch language server is not running');

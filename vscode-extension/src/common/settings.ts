@@ -6,7 +6,7 @@ import manifest from '../../package.json';
 import { SETTINGS_SECTION } from './constants';
 
 /** Settings only the client reads (memsearch_lsp.config.CLIENT_ONLY_SETTINGS); never sent. */
-export const CLIENT_ONLY_SETTINGS: ReadonlySet<string> = new Set(['interpreter', 'trace.server']);
+export const CLIENT_ONLY_SETTINGS: ReadonlySet<string> = new Set(['interpreter', 'trace.server', 'mcp.enable']);
 
 /** Settings whose change restarts the server: a new Python, or new folders to watch. */
 export const RESTART_SETTINGS: readonly string[] = ['interpreter', 'memory.paths'];

@@ -1,0 +1,160 @@
+"""`memsearch-lsp mcp`: the workspace's memory as MCP tools and resources over stdio (official `mcp` SDK).
+
+A thin adapter like `cli.py` and `lsp/`: every tool is one call into `core.Memory` through
+`SharedMemory`, which follows the index owner (an editor's language server) or owns the index itself.
+Imported only by the `mcp` command, so the SDK stays an optional extra (`memsearch-lsp[mcp]`).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import unquote, urlparse
+
+import anyio
+import mcp_types
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from pydantic import BaseModel, Field
+
+from memsearch_lsp import __version__
+from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.shared import SharedMemory
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """Long-term memory of this workspace: Markdown notes in memory/ (MEMORY.md and daily logs).
+Call memory_search before answering questions about past decisions, people, preferences or work;
+memory_expand(id) returns a hit's whole section; memory_remember(text) appends a note to today's log."""
+
+
+class SearchHit(BaseModel):
+    id: str = Field(description="chunk id (16 hex characters), for memory_expand")
+    source: str = Field(description="file, relative to the workspace")
+    heading: str
+    start_line: int = Field(description="1-based, inclusive")
+    end_line: int = Field(description="1-based, inclusive")
+    score: float
+    snippet: str
+    date: str = Field(default="", description="YYYY-MM-DD for daily logs")
+
+
+class SearchResult(BaseModel):
+    hits: list[SearchHit]
+
+
+class ChunkText(BaseModel):
+    id: str
+    source: str
+    heading: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    content: str = Field(description="the section's exact Markdown")
+    date: str = ""
+
+
+class NoteChunk(BaseModel):
+    id: str
+    heading: str
+    start_line: int
+    end_line: int
+
+
+class RememberResult(BaseModel):
+    id: str = Field(description="the new note's chunk id")
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    chunks: list[NoteChunk]
+
+
+class MemoryMCPServer(MCPServer[Any]):
+    """MCPServer whose resources are the memory files found on disk at each listing."""
+
+    def __init__(self, shared: SharedMemory):
+        super().__init__("memsearch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        self.shared = shared
+
+    async def list_resources(self) -> list[mcp_types.Resource]:
+        files = await anyio.to_thread.run_sync(self.shared.files)
+        return [mcp_types.Resource(uri=f.path.as_uri(), name=f.source, title=f.source, mime_type="text/markdown",
+                                   description="memory file") for f in files]
+
+    async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
+        text = await anyio.to_thread.run_sync(self._read, str(uri))
+        return [ReadResourceContents(content=text, mime_type="text/markdown")]
+
+    def _read(self, uri: str) -> str:
+        parsed = urlparse(uri)
+        if parsed.scheme != "file":
+            raise ResourceNotFoundError(f"unknown resource {uri}: memory files have file:// URIs")
+        path = Path(unquote(parsed.path))
+        try:
+            source = relative_source(self.shared.root, path)
+        except PathError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        if not is_memory_source(self.shared.config, source) or not path.is_file():
+            raise ResourceNotFoundError(f"{source} is not a memory file of {self.shared.root}")
+        text, problem = read_text(path)
+        if problem and not text:
+            raise ResourceError(f"{source}: {problem}")
+        return text
+
+
+def create_server(shared: SharedMemory) -> MemoryMCPServer:
+    """The MCP server with its four tools; every tool is one `Memory` call run off the event loop."""
+    server = MemoryMCPServer(shared)
+
+    async def run(fn: Any) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(shared.call, fn)
+        except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
+            raise ToolError(str(exc)) from exc
+
+    @server.tool(title="Search memory")
+    async def memory_search(query: Annotated[str, Field(description="what to look for", min_length=1)],
+                            top_k: Annotated[int, Field(ge=1, le=100, description="number of hits")] = 3,
+                            ) -> SearchResult:
+        """Hybrid (semantic + keyword) search over the memory files; best hits first."""
+        def search(memory: Memory) -> list[dict[str, Any]]:
+            memory.index()
+            return [h.to_dict() for h in memory.search(query, top_k=top_k)]
+        return SearchResult(hits=[SearchHit(**h) for h in await run(search)])
+
+    @server.tool(title="Expand a memory")
+    async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkText:
+        """The whole section (chunk) behind a search hit."""
+        chunk = await run(lambda memory: memory.expand(id))
+        if chunk is None:
+            raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
+        return ChunkText(**chunk.to_dict())
+
+    @server.tool(title="Remember")
+    async def memory_remember(text: Annotated[str, Field(description="the note (Markdown)")],
+                              heading: Annotated[str | None, Field(description="its ## heading (default HH:MM)")]
+                              = None) -> RememberResult:
+        """Append a note to today's daily log (memory/YYYY-MM-DD.md) and index it."""
+        note = await run(lambda memory: memory.remember(text, heading))
+        return RememberResult(**note.to_dict())
+
+    @server.tool(title="Memory status")
+    async def memory_status() -> dict[str, Any]:
+        """What is indexed, where, and with which model."""
+        data: dict[str, Any] = await run(lambda memory: memory.status())
+        return data
+
+    return server
+
+
+def serve(workspace: Path) -> None:
+    """Serve MCP over stdio until the client closes it."""
+    shared = SharedMemory(workspace)
+    try:
+        create_server(shared).run("stdio")
+    finally:
+        shared.close()

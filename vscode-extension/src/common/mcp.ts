@@ -1,0 +1,104 @@
+/**
+ * Offer `<python> -m memsearch_lsp mcp` to VS Code's agent mode (one MCP server per workspace
+ * folder), with the Python the language server uses, while `memsearch.mcp.enable` is on.
+ * The API exists from VS Code 1.101; older versions get nothing and no error.
+ */
+import type * as vscode from 'vscode';
+import { MCP_PROVIDER_ID, SETTINGS_SECTION } from './constants';
+import { traceInfo } from './log';
+import { moduleCommand } from './python';
+
+/** The parts of VS Code's MCP API used here (declared locally: @types/vscode follows engines.vscode). */
+export interface McpStdioDefinition {
+    readonly label: string;
+    readonly command: string;
+    readonly args: string[];
+    readonly env: Record<string, string | number | null>;
+    readonly version?: string;
+    cwd?: vscode.Uri;
+}
+
+export interface McpProvider {
+    readonly onDidChangeMcpServerDefinitions: vscode.Event<void>;
+    provideMcpServerDefinitions(token?: vscode.CancellationToken): Promise<McpStdioDefinition[]>;
+}
+
+export interface McpApi {
+    readonly McpStdioServerDefinition: new (
+        label: string,
+        command: string,
+        args?: string[],
+        env?: Record<string, string | number | null>,
+        version?: string,
+    ) => McpStdioDefinition;
+    registerMcpServerDefinitionProvider(id: string, provider: McpProvider): Disposable;
+}
+
+interface Disposable {
+    dispose(): unknown;
+}
+
+/** What fires `onDidChangeMcpServerDefinitions` (a vscode.EventEmitter). */
+export interface ChangeEmitter extends Disposable {
+    readonly event: vscode.Event<void>;
+}
+
+/** VS Code's MCP API, or undefined when this VS Code has none. */
+export function mcpApi(host: unknown): McpApi | undefined {
+    const api = host as { lm?: { registerMcpServerDefinitionProvider?: unknown }; McpStdioServerDefinition?: unknown };
+    const register = api.lm?.registerMcpServerDefinitionProvider;
+    if (typeof register !== 'function' || typeof api.McpStdioServerDefinition !== 'function') {
+        return undefined;
+    }
+    return {
+        McpStdioServerDefinition: api.McpStdioServerDefinition as McpApi['McpStdioServerDefinition'],
+        registerMcpServerDefinitionProvider: (id, provider) => register.call(api.lm, id, provider) as Disposable,
+    };
+}
+
+/** `<python> -m memsearch_lsp mcp --workspace <folder>` as (command, args). */
+export function mcpCommand(interpreter: readonly string[], folder: string): { command: string; args: string[] } {
+    return moduleCommand(interpreter, ['mcp', '--workspace', folder]);
+}
+
+export interface McpDeps {
+    readonly folders: () => readonly vscode.WorkspaceFolder[];
+    readonly enabled: (folder: vscode.WorkspaceFolder) => boolean;
+    /** The Python command of the language server for this folder. */
+    readonly interpreter: (folder: vscode.WorkspaceFolder) => Promise<readonly string[]>;
+    readonly version: string;
+}
+
+/** The provider: one stdio server per enabled folder; the emitter tells VS Code to ask again. */
+export function createMcpProvider(api: McpApi, deps: McpDeps, emitter: ChangeEmitter): McpProvider {
+    return {
+        onDidChangeMcpServerDefinitions: emitter.event,
+        async provideMcpServerDefinitions() {
+            const definitions: McpStdioDefinition[] = [];
+            for (const folder of deps.folders()) {
+                if (!deps.enabled(folder)) {
+                    continue;
+                }
+                const { command, args } = mcpCommand(await deps.interpreter(folder), folder.uri.fsPath);
+                const definition = new api.McpStdioServerDefinition(`Memsearch memory (${folder.name})`, command, args, { PYTHONUTF8: '1' }, deps.version);
+                definition.cwd = folder.uri;
+                definitions.push(definition);
+            }
+            return definitions;
+        },
+    };
+}
+
+/** Register the provider when VS Code has the API; the disposables end it. */
+export function registerMcpServers(api: McpApi | undefined, deps: McpDeps, emitter: ChangeEmitter): Disposable[] {
+    if (api === undefined) {
+        traceInfo('This VS Code has no MCP server API (1.101+): memsearch is not offered to agent mode.');
+        return [];
+    }
+    return [emitter, api.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, createMcpProvider(api, deps, emitter))];
+}
+
+/** The configuration changes after which VS Code should ask for the servers again. */
+export function affectsMcp(event: { affectsConfiguration(section: string): boolean }): boolean {
+    return ['mcp.enable', 'interpreter'].some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`));
+}
