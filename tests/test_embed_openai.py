@@ -227,3 +227,19 @@ def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(
         rows = list(memory.store.iter_rows(["model"]))
         assert {r["model"] for r in rows} == {"openai:fake-a"}
         assert len(server.texts_for("fake-a")) > a_texts + total - 1
+
+
+def test_bench_accepts_the_provider_settings(server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.__main__ import parse
+    from bench.common import bench_embedder, embedding_settings
+
+    monkeypatch.setenv("MEMSEARCH_EMBEDDING_TIMEOUT_S", "7")
+    args = parse(["quality", "--provider", "openai", "--base-url", server.url, "--model", "fake-b",
+                  "--api-key-env", "", "--dimensions", "12", "--batch-size", "5"])
+    settings = embedding_settings(args)
+    assert (settings.provider, settings.base_url, settings.model, settings.timeout_s) == (
+        "openai", server.url, "fake-b", 7.0)
+    embedder = bench_embedder(args)
+    assert embedder.embed(["a b c"] * 6) and [len(r["input"]) for r in server.requests] == [5, 1]
+    assert server.requests[0]["dimensions"] == 12 and embedder.dim == 12
+    assert embedding_settings(parse(["throughput"])).provider == "bundled"

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,11 +87,12 @@ def test_unsupported_pooling_and_missing_folder_are_config_errors(tmp_path: Path
 def test_registry_and_unknown_model_names() -> None:
     bundled = create_embedder(EmbeddingConfig())
     assert isinstance(bundled, FastEmbedEmbedder)
-    assert (bundled.model_name, bundled.provider, bundled.max_tokens, bundled.dim) == (DEFAULT_MODEL, "bundled", 256, 384)
+    assert (bundled.model_name, bundled.provider, bundled.max_tokens, bundled.dim) == (
+        DEFAULT_MODEL, "bundled", 256, 384)
     with pytest.raises(ConfigError, match="provider 'bundled' runs only") as info:
         create_embedder(EmbeddingConfig(model="BAAI/bge-small-en-v1.5"))
     assert "embedding.provider = 'onnx'" in str(info.value) and "\n" not in str(info.value)
-    with pytest.raises(ConfigError, match="embedding.provider"):
+    with pytest.raises(ConfigError, match=r"embedding\.provider"):
         load_config(Path("/nonexistent"), env={"MEMSEARCH_EMBEDDING_PROVIDER": "cohere"})
 
 
@@ -115,7 +117,8 @@ def test_workspace_file_cannot_send_embeddings_elsewhere(tmp_path: Path, caplog:
         f'model = "{outside}"\nbatch_size = 8\n')
     config = load_config(ws, env={})
     defaults = EmbeddingConfig()
-    assert (config.embedding.provider, config.embedding.base_url, config.embedding.api_key_env, config.embedding.model) == (
+    e = config.embedding
+    assert (e.provider, e.base_url, e.api_key_env, e.model) == (
         defaults.provider, defaults.base_url, defaults.api_key_env, defaults.model)
     assert config.embedding.batch_size == 8  # harmless keys still apply
     for key in ("embedding.base_url", "embedding.api_key_env", "'openai'", str(outside)):
@@ -125,8 +128,8 @@ def test_workspace_file_cannot_send_embeddings_elsewhere(tmp_path: Path, caplog:
     assert (config.embedding.provider, config.embedding.model) == ("onnx", "models/mine")
     assert create_embedder(config.embedding, root=ws).model_name == read_model_folder(inside).identity
     user = load_config(ws, env={"MEMSEARCH_EMBEDDING_PROVIDER": "openai", "MEMSEARCH_EMBEDDING_BASE_URL": "http://h/v1",
-                                "MEMSEARCH_EMBEDDING_MODEL": str(outside)})
-    assert (user.embedding.provider, user.embedding.base_url, user.embedding.model) == ("openai", "http://h/v1", str(outside))
+                                "MEMSEARCH_EMBEDDING_MODEL": str(outside)}).embedding
+    assert (user.provider, user.base_url, user.model) == ("openai", "http://h/v1", str(outside))
 
 
 # -- the real model behind a folder ------------------------------------------------------------------
@@ -137,10 +140,11 @@ def cosine(a: list[float], b: list[float]) -> float:
 @pytest.mark.model
 def test_onnx_folder_pooling_and_truncation_follow_its_config(tmp_path: Path) -> None:
     weights = bundled_model_dir() / "model.onnx"
-    same = create_embedder(EmbeddingConfig(provider="onnx", model=str(make_folder(tmp_path / "mean", onnx=weights))))
-    cls = create_embedder(EmbeddingConfig(provider="onnx", model=str(make_folder(tmp_path / "cls", "cls", onnx=weights))))
-    short = create_embedder(EmbeddingConfig(provider="onnx", model=str(make_folder(tmp_path / "short", max_seq_length=16,
-                                                                                     onnx=weights))))
+    def onnx(name: str, **kw: Any) -> Any:
+        folder = make_folder(tmp_path / name, onnx=weights, **kw)
+        return create_embedder(EmbeddingConfig(provider="onnx", model=str(folder)))
+
+    same, cls, short = onnx("mean"), onnx("cls", pooling="cls"), onnx("short", max_seq_length=16)
     bundled = FastEmbedEmbedder()
     texts = ["How long do cached entries live in Redis?", LONG, LONG + " Kafka topics are compacted weekly."]
     b, m, c, s = (e.embed(texts) for e in (bundled, same, cls, short))
