@@ -30,6 +30,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     embedding.add_argument("--dimensions", type=int, help="embedding.dimensions")
     embedding.add_argument("--max-tokens", type=int, help="embedding.max_tokens")
     embedding.add_argument("--batch-size", type=int, help="embedding.batch_size")
+    embedding.add_argument("--document-prefix", help="embedding.document_prefix (e5: 'passage: ')")
+    embedding.add_argument("--query-prefix", help="embedding.query_prefix (e5: 'query: ')")
+    embedding.add_argument("--query-model", help="embedding.query_model (openai: a model name for queries)")
     return parser.parse_args(argv)
 
 

@@ -147,7 +147,8 @@ def embedding_settings(args: Any) -> Any:
 
     env = {k: v for k, v in os.environ.items() if k.startswith("MEMSEARCH_EMBEDDING_")}
     flags = {name: getattr(args, name, None) for name in ("provider", "model", "base_url", "api_key_env",
-                                                          "dimensions", "max_tokens", "batch_size")}
+                                                          "dimensions", "max_tokens", "batch_size",
+                                                          "document_prefix", "query_prefix", "query_model")}
     return Config().merged(from_env(env)).merged(
         {"embedding": {k: v for k, v in flags.items() if v is not None}}, origin="bench flags").embedding
 

@@ -44,10 +44,18 @@ class MemoEmbedder:
     def __init__(self, inner: Any):
         self.inner, self.model_name = inner, inner.model_name
         self.memo: dict[str, list[float]] = {}
+        self.queries: dict[str, list[float]] = {}  # query vectors (the query form: a prefix, a query model)
 
     @property
     def dim(self) -> int:  # an endpoint's is known after its first answer
         return int(self.inner.dim)
+
+    def embed_query(self, query: str) -> list[float]:
+        from memsearch_lsp.core.embed import query_vector
+
+        if query not in self.queries:
+            self.queries[query] = query_vector(self.inner, query)
+        return self.queries[query]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) > 1:  # indexing: no memo

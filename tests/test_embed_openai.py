@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import EmbeddingConfig
-from memsearch_lsp.core.embed import EmbeddingError, create_embedder
+from memsearch_lsp.core.embed import EmbeddingError, create_embedder, query_vector
 from memsearch_lsp.core.embed_openai import OpenAIEmbedder
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import FakeEmbedder
 
-DIMS = {"fake-a": 16, "fake-b": 32, "fake-c": 16}
+DIMS = {"fake-a": 16, "fake-b": 32, "fake-c": 16, "fake-a-query": 16}
 
 
 class EmbeddingServer:
@@ -190,6 +190,29 @@ def test_long_text_is_sent_whole_up_to_the_endpoint_limit(server: EmbeddingServe
     assert small.model_name == "openai:fake-a:100t"
 
 
+def test_prefixes_and_query_model_shape_what_is_sent(server: EmbeddingServer,
+                                                     settings: Callable[..., EmbeddingConfig]) -> None:
+    plain = create_embedder(settings())
+    e5 = create_embedder(settings(document_prefix="passage: ", query_prefix="query: ", query_model="fake-a-query"))
+    assert e5.model_name.startswith("openai:fake-a+") and e5.model_name != plain.model_name  # re-embeds
+    assert create_embedder(settings(query_prefix="q: ")).model_name == plain.model_name  # queries only: no
+    e5.embed(["Redis caching"])
+    query_vector(e5, "how long do entries live")
+    assert [(r["model"], r["input"]) for r in server.requests] == [
+        ("fake-a", ["passage: Redis caching"]), ("fake-a-query", ["query: how long do entries live"])]
+    assert query_vector(FakeEmbedder(), "x") == FakeEmbedder().embed(["x"])[0]  # no query form: plain
+
+
+def test_search_embeds_the_query_in_its_query_form(server: EmbeddingServer, workspace: Path) -> None:
+    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "",
+                "query_prefix": ">> ", "query_model": "fake-a-query"}  # no word: the fake vectors stay comparable
+    with Memory(workspace, embedding=settings) as memory:
+        memory.index()
+        assert memory.search("Redis cache TTL")[0].heading == "Redis Caching"
+    assert server.texts_for("fake-a-query") == [">> Redis cache TTL"]
+    assert not any("Redis cache TTL" in t for t in server.texts_for("fake-a"))
+
+
 def _index(memory: Memory) -> tuple[int, int]:
     stats = memory.index()
     return stats.chunks_embedded, stats.chunks_total
@@ -221,6 +244,7 @@ def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(
         assert memory.search("Redis cache TTL")[0].heading == "Redis Caching"
         b_texts = server.texts_for("fake-b")
         assert len(b_texts) - b_texts.count("Redis cache TTL") - b_texts.count("dimension probe") == total
+        assert len(set(b_texts)) == len(b_texts) - b_texts.count("Redis cache TTL") + 1  # nothing twice
 
         memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-a"}}))
         assert _index(memory) == (total, total)  # nothing stale is reused on the way back

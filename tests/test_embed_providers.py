@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig, load_config
-from memsearch_lsp.core.embed import BUNDLED_DIR, FastEmbedEmbedder, bundled_model_dir, create_embedder
+from memsearch_lsp.core.embed import (
+    BUNDLED_DIR,
+    FastEmbedEmbedder,
+    bundled_model_dir,
+    create_embedder,
+    query_vector,
+)
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.model_folder import read_model_folder
 
@@ -171,3 +177,14 @@ def test_switching_bundled_and_folder_re_embeds_once_each_way(workspace: Path) -
         memory.reconfigure(memory.config.merged({"embedding": {"provider": "bundled", "model": DEFAULT_MODEL}}))
         assert memory.index().chunks_embedded == total  # nothing stale reused
         assert {r["model"] for r in memory.store.iter_rows(["model"])} == {DEFAULT_MODEL}
+
+
+@pytest.mark.model
+def test_prefixes_reach_the_local_model() -> None:
+    plain = FastEmbedEmbedder()
+    e5 = create_embedder(EmbeddingConfig(document_prefix="passage: ", query_prefix="query: "))
+    assert e5.model_name.startswith(DEFAULT_MODEL + "+")
+    text = "Redis holds the session cache"
+    assert cosine(e5.embed([text])[0], plain.embed(["passage: " + text])[0]) > 0.9999
+    assert cosine(query_vector(e5, text), plain.embed(["query: " + text])[0]) > 0.9999
+    assert cosine(query_vector(e5, text), e5.embed([text])[0]) < 0.9999

@@ -43,6 +43,20 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+def query_vector(embedder: Embedder, query: str) -> list[float]:
+    """A search query's vector: the embedder's query form (`embed_query`: a prefix, a query model) when
+    it has one, else the plain embedding."""
+    embed_query = getattr(embedder, "embed_query", None)
+    return list(embed_query(query)) if embed_query is not None else embedder.embed([query])[0]
+
+
+def variant(settings: EmbeddingConfig) -> str:
+    """The part of a stored model name that says how chunks are embedded beyond the model itself."""
+    if not settings.document_prefix:
+        return ""
+    return "+" + hashlib.sha256(settings.document_prefix.encode()).hexdigest()[:8]
+
+
 def by_length(texts: Sequence[str], batch_size: int, lengths: Sequence[int] | None = None) -> list[list[int]]:
     """Index batches of texts sorted by length (`lengths`, e.g. token counts, else characters), so each
     batch pads little."""
@@ -113,7 +127,8 @@ class FastEmbedEmbedder:
     (`model_name` = DEFAULT_MODEL) or a local model folder (`folder`, or a folder path as `model_name`)."""
 
     def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = MAX_BATCH, threads: int = 0,
-                 folder: ModelFolder | None = None, max_tokens: int = 0):
+                 folder: ModelFolder | None = None, max_tokens: int = 0, document_prefix: str = "",
+                 query_prefix: str = ""):
         if folder is None and model_name != DEFAULT_MODEL:
             if not Path(model_name).expanduser().is_dir():
                 raise ConfigError(UNKNOWN_MODEL.format(model=model_name, default=DEFAULT_MODEL))
@@ -122,8 +137,10 @@ class FastEmbedEmbedder:
         self.provider = "onnx" if folder else "bundled"
         self.max_tokens = folder.max_tokens if folder else (max_tokens or BUNDLED_MAX_TOKENS)
         # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
-        self.model_name = folder.identity if folder else (
+        self.model_name = (folder.identity if folder else (
             DEFAULT_MODEL if self.max_tokens == BUNDLED_MAX_TOKENS else f"{DEFAULT_MODEL}@{self.max_tokens}")
+        ) + variant(EmbeddingConfig(document_prefix=document_prefix))
+        self.document_prefix, self.query_prefix = document_prefix, query_prefix
         self.batch_size = batch_size
         self.threads = threads or None
         self._model: Any = None
@@ -172,6 +189,12 @@ class FastEmbedEmbedder:
                               cache_dir=cache, threads=self.threads)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._run([self.document_prefix + t for t in texts] if self.document_prefix else texts)
+
+    def embed_query(self, query: str) -> list[float]:
+        return self._run([self.query_prefix + query])[0]
+
+    def _run(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         model = self._load()
@@ -243,11 +266,13 @@ def create_embedder(settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH
         return OpenAIEmbedder(settings)
     if settings.provider == "onnx":
         folder = read_model_folder(settings.model, settings.max_tokens, root)
-        return FastEmbedEmbedder(folder.identity, settings.batch_size, settings.threads, folder=folder)
+        return FastEmbedEmbedder(folder.identity, settings.batch_size, settings.threads, folder=folder,
+                                 document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)
     if settings.provider != "bundled":
         raise ConfigError(f"embedding.provider: expected one of 'bundled', 'onnx', 'openai', got {settings.provider!r}")
     model = settings.model
     local = Path(model).expanduser()
     if model != DEFAULT_MODEL and root is not None and not local.is_absolute() and (root / local).is_dir():
         model = str(root / local)  # a folder as the model name: the 'onnx' provider, as before
-    return FastEmbedEmbedder(model, settings.batch_size, settings.threads, max_tokens=settings.max_tokens)
+    return FastEmbedEmbedder(model, settings.batch_size, settings.threads, max_tokens=settings.max_tokens,
+                             document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memsearch_lsp.config import EmbeddingConfig
-from memsearch_lsp.core.embed import CHARS_PER_TOKEN, EmbeddingError
+from memsearch_lsp.core.embed import CHARS_PER_TOKEN, EmbeddingError, variant
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class OpenAIEmbedder:
         self.max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
         # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
         self.model_name = "openai:" + model + (f":{settings.dimensions}d" if settings.dimensions else "") + (
-            f":{settings.max_tokens}t" if settings.max_tokens else "")
+            f":{settings.max_tokens}t" if settings.max_tokens else "") + variant(settings)
         self.dim = settings.dimensions  # 0 until the first answer
         self.requests = 0
         self._client: Any = None
@@ -60,22 +60,29 @@ class OpenAIEmbedder:
             return self._client
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        limit = self.max_tokens * CHARS_PER_TOKEN
-        cut = [(t[:limit] if len(t) > limit else t) or " " for t in texts]
+        prefix = self.settings.document_prefix
+        cut = self._cut([prefix + t for t in texts] if prefix else texts)
         out: list[list[float]] = []
         for start in range(0, len(cut), self.batch_size):
-            out.extend(self._request(cut[start:start + self.batch_size]))
+            out.extend(self._request(cut[start:start + self.batch_size], self.model))
         return out
 
-    def _request(self, batch: list[str]) -> list[list[float]]:
+    def embed_query(self, query: str) -> list[float]:
+        model = self.settings.query_model or self.model
+        return self._request(self._cut([self.settings.query_prefix + query]), model)[0]
+
+    def _cut(self, texts: Sequence[str]) -> list[str]:
+        limit = self.max_tokens * CHARS_PER_TOKEN
+        return [(t[:limit] if len(t) > limit else t) or " " for t in texts]
+
+    def _request(self, batch: list[str], model: str) -> list[list[float]]:
         import openai
 
         extra = {"dimensions": self.settings.dimensions} if self.settings.dimensions else {}
         attempts = f"{self.settings.max_retries + 1} attempts"
         self.requests += 1
         try:
-            response = self.client().embeddings.create(model=self.model, input=batch, encoding_format="float",
-                                                       **extra)
+            response = self.client().embeddings.create(model=model, input=batch, encoding_format="float", **extra)
         except openai.APITimeoutError as exc:
             raise EmbeddingError(f"embedding endpoint {self.endpoint} timed out after "
                                  f"{self.settings.timeout_s:g}s ({attempts}); raise embedding.timeout_s or check "
@@ -85,7 +92,7 @@ class OpenAIEmbedder:
                                  f"embedding.base_url") from exc
         except openai.APIStatusError as exc:
             raise EmbeddingError(f"embedding endpoint {self.endpoint} answered HTTP {exc.status_code} ({attempts}): "
-                                 f"{_message(exc)}{_hint(exc.status_code, self.settings, self.model)}") from exc
+                                 f"{_message(exc)}{_hint(exc.status_code, self.settings, model)}") from exc
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding endpoint {self.endpoint} failed: {_message(exc)}") from exc
         return self._vectors(response, len(batch))
