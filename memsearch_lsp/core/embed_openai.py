@@ -79,7 +79,8 @@ class OpenAIEmbedder:
         import openai
 
         extra = {"dimensions": self.settings.dimensions} if self.settings.dimensions else {}
-        attempts = f"{self.settings.max_retries + 1} attempts"
+        tries = self.settings.max_retries + 1
+        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         self.requests += 1
         try:
             response = self.client().embeddings.create(model=model, input=batch, encoding_format="float", **extra)
@@ -88,8 +89,8 @@ class OpenAIEmbedder:
                                  f"{self.settings.timeout_s:g}s ({attempts}); raise embedding.timeout_s or check "
                                  f"the server") from exc
         except openai.APIConnectionError as exc:
-            raise EmbeddingError(f"cannot reach embedding endpoint {self.endpoint} ({attempts}): {exc}; check "
-                                 f"embedding.base_url") from exc
+            raise EmbeddingError(f"cannot reach embedding endpoint {self.endpoint} ({attempts}): "
+                                 f"{_message(exc).rstrip('.')}; check embedding.base_url") from exc
         except openai.APIStatusError as exc:
             raise EmbeddingError(f"embedding endpoint {self.endpoint} answered HTTP {exc.status_code} ({attempts}): "
                                  f"{_message(exc)}{_hint(exc.status_code, self.settings, model)}") from exc
