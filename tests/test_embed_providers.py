@@ -16,6 +16,7 @@ import pytest
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig, load_config
 from memsearch_lsp.core.embed import (
     BUNDLED_DIR,
+    EmbeddingError,
     FastEmbedEmbedder,
     bundled_model_dir,
     create_embedder,
@@ -88,6 +89,14 @@ def test_unsupported_pooling_and_missing_folder_are_config_errors(tmp_path: Path
         read_model_folder(folder)
     with pytest.raises(ConfigError, match="is not a folder"):
         create_embedder(EmbeddingConfig(provider="onnx", model=str(tmp_path / "nowhere")))
+
+
+def test_a_broken_model_file_is_one_error_naming_the_folder(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    folder = make_folder(tmp_path / "broken")  # model.onnx is a placeholder, not a model
+    embedder = create_embedder(EmbeddingConfig(provider="onnx", model=str(folder)))
+    with pytest.raises(EmbeddingError, match=rf"cannot load the embedding model {folder}.*ONNX export"):
+        embedder.embed(["x"])
+    assert "ERROR" not in capfd.readouterr().err  # one error, raised; nothing from fastembed on stderr
 
 
 def test_registry_and_unknown_model_names() -> None:

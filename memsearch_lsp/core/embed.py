@@ -166,9 +166,10 @@ class FastEmbedEmbedder:
             except EmbeddingError:
                 raise
             except Exception as exc:
-                where = self.folder.path if self.folder else DEFAULT_MODEL
-                raise EmbeddingError(f"cannot load the embedding model {where} ({type(exc).__name__}: {exc}); "
-                                     f"check that the folder holds a sentence-transformers ONNX export") from exc
+                where, hint = ((self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
+                               if self.folder else (DEFAULT_MODEL, "; reinstall memsearch-lsp"))
+                raise EmbeddingError(f"cannot load the embedding model {where} ({type(exc).__name__}: {exc})"
+                                     f"{hint}") from exc
             if not self.dim:
                 self.dim = len(next(iter(model.embed(["dimension probe"]))))
             self._model = model
