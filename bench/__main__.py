@@ -21,6 +21,18 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunks", type=int, default=0, help="only this corpus size")
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
+    embedding = parser.add_argument_group(
+        "embedding provider (quality, throughput; default: MEMSEARCH_EMBEDDING_* or the bundled model)")
+    embedding.add_argument("--provider", choices=["bundled", "onnx", "openai"], help="embedding.provider")
+    embedding.add_argument("--model", help="embedding.model: an onnx folder or the endpoint's model name")
+    embedding.add_argument("--base-url", help="embedding.base_url of an OpenAI-compatible endpoint")
+    embedding.add_argument("--api-key-env", help="embedding.api_key_env: the variable holding the key")
+    embedding.add_argument("--dimensions", type=int, help="embedding.dimensions")
+    embedding.add_argument("--max-tokens", type=int, help="embedding.max_tokens")
+    embedding.add_argument("--batch-size", type=int, help="embedding.batch_size")
+    embedding.add_argument("--document-prefix", help="embedding.document_prefix (e5: 'passage: ')")
+    embedding.add_argument("--query-prefix", help="embedding.query_prefix (e5: 'query: ')")
+    embedding.add_argument("--query-model", help="embedding.query_model (openai: a model name for queries)")
     return parser.parse_args(argv)
 
 

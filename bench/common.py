@@ -139,3 +139,25 @@ def log(message: str) -> None:
 
 def chunk_sizes(quick: bool, full: Iterable[int] = (1000, 10000, 100000)) -> list[int]:
     return [1000] if quick else list(full)
+
+
+def embedding_settings(args: Any) -> Any:
+    """EmbeddingConfig from MEMSEARCH_EMBEDDING_* and the --provider/--model/... flags."""
+    from memsearch_lsp.config import Config, from_env
+
+    env = {k: v for k, v in os.environ.items() if k.startswith("MEMSEARCH_EMBEDDING_")}
+    flags = {name: getattr(args, name, None) for name in ("provider", "model", "base_url", "api_key_env",
+                                                          "dimensions", "max_tokens", "batch_size",
+                                                          "document_prefix", "query_prefix", "query_model")}
+    return Config().merged(from_env(env)).merged(
+        {"embedding": {k: v for k, v in flags.items() if v is not None}}, origin="bench flags").embedding
+
+
+def bench_embedder(args: Any) -> Any:
+    """The embedder to measure: the configured provider (the bundled model by default)."""
+    from memsearch_lsp.core.embed import create_embedder
+
+    embedder = create_embedder(embedding_settings(args), root=ROOT)
+    log(f"embedding: {getattr(embedder, 'provider', '?')} {embedder.model_name}")
+    return embedder
+

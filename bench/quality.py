@@ -42,8 +42,20 @@ class MemoEmbedder:
     """Wraps the real embedder; each distinct text is embedded once (query vectors reused across settings)."""
 
     def __init__(self, inner: Any):
-        self.inner, self.model_name, self.dim = inner, inner.model_name, inner.dim
+        self.inner, self.model_name = inner, inner.model_name
         self.memo: dict[str, list[float]] = {}
+        self.queries: dict[str, list[float]] = {}  # query vectors (the query form: a prefix, a query model)
+
+    @property
+    def dim(self) -> int:  # an endpoint's is known after its first answer
+        return int(self.inner.dim)
+
+    def embed_query(self, query: str) -> list[float]:
+        from memsearch_lsp.core.embed import query_vector
+
+        if query not in self.queries:
+            self.queries[query] = query_vector(self.inner, query)
+        return self.queries[query]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) > 1:  # indexing: no memo
@@ -100,7 +112,7 @@ def run_set(memory: Any, set_name: str, queries: list[dict[str, Any]], names: li
     for name in names:
         per_query = evaluate(memory, queries, SETTINGS[name])
         details[f"{set_name}|{name}"] = per_query
-        row = {"set": set_name, "setting": name, "queries": len(queries),
+        row = {"set": set_name, "setting": name, "model": memory.embedder.model_name, "queries": len(queries),
                **{k: mean(per_query, k) for k in ("r@1", "r@3", "r@5")}, "mrr": mean(per_query, "rr")}
         for kind in ("exact", "paraphrase", "date"):
             part = [p for p in per_query if p["kind"] == kind]
@@ -126,12 +138,12 @@ def combined(rows: list[dict[str, Any]], details: dict[str, Any], sets: list[str
 
 
 def main(args: Any) -> None:
+    from bench.common import bench_embedder
     from bench.workspace import built, clone
-    from memsearch_lsp.core.embed import FastEmbedEmbedder
     from memsearch_lsp.core.memory import Memory
 
     names = QUICK if args.quick else list(SETTINGS)
-    embedder = MemoEmbedder(FastEmbedEmbedder())
+    embedder = MemoEmbedder(bench_embedder(args))
     details: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     sets: list[str] = []

@@ -8,6 +8,8 @@ Each repetition is a round, run back to back so that load from other processes h
 The ratio is ours/raw per round; we report the median round, and the same ratio in CPU seconds per chunk
 (less sensitive to other processes). Then a breakdown of ours (chunking, fastembed alone, the rest = BM25
 weights + Milvus) and the knobs: batch order, batch size and threads, on raw and on fastembed.
+With another embedding provider (--provider/--model/--base-url ..., or MEMSEARCH_EMBEDDING_*): Memory.index()
+and the embedder alone, chunks/s, without the raw comparison (which exists for the bundled model only).
 """
 
 from __future__ import annotations
@@ -147,13 +149,48 @@ def knobs_main(args: Any) -> None:
     knobs_table(texts, args.reps or 5)
 
 
+def provider_main(args: Any, embedder: Any, sizes: list[int], reps: int) -> None:
+    """Another provider (an onnx folder, an endpoint): Memory.index() and the embedder alone, no raw limit."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
+        scratch = Path(tmp)
+        for size in sizes:
+            corpus = ensure(size, args.seed)
+            if args.quick:
+                corpus = subset(corpus, 100, scratch)
+            texts, chunks = corpus_texts(corpus)
+            embedder.embed(texts[:8])  # warm: load the model or open the connection
+            runs, embeds = [], []
+            for n in range(reps):
+                runs.append(run_ours(corpus, embedder, scratch, n))
+                start = time.perf_counter()
+                embedder.embed(texts)
+                embeds.append(time.perf_counter() - start)
+                log(f"  round {n + 1}: index {runs[-1]['chunks'] / runs[-1]['index_s']:.1f}/s, "
+                    f"embed {len(texts) / embeds[-1]:.1f}/s")
+            rows.append(emit("throughput", {
+                "chunks": chunks, "variant": f"{getattr(embedder, 'provider', '?')} {embedder.model_name}",
+                "embedded": runs[0]["embedded"], "reps": reps,
+                "ours_cps": statistics.median(r["chunks"] / r["index_s"] for r in runs),
+                "embed_cps": statistics.median(len(texts) / s for s in embeds),
+                "index_s": statistics.median(r["index_s"] for r in runs), "load": os.getloadavg()[0],
+                "quick": bool(args.quick)}))
+    table(rows, ["chunks", "variant", "ours_cps", "embed_cps", "index_s"],
+          "full-index throughput with the chosen embedding provider (median of rounds)")
+
+
 def main(args: Any) -> None:
+    from bench.common import bench_embedder, embedding_settings
     from bench.raw import RawEmbedder
     from memsearch_lsp.core.chunks import chunk_markdown
     from memsearch_lsp.core.embed import FastEmbedEmbedder
 
     reps = args.reps or 5
     sizes = [args.chunks] if args.chunks else ([1000] if args.quick else list(SIZES_FULL))
+    settings = embedding_settings(args)
+    if settings.provider != "bundled" or settings.model != FastEmbedEmbedder().model_name:
+        provider_main(args, bench_embedder(args), sizes, reps)
+        return
     embedders = {32: FastEmbedEmbedder(batch_size=32), 16: FastEmbedEmbedder(batch_size=16)}
     for e in embedders.values():
         e.embed(["warm up"])

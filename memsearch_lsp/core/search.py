@@ -8,7 +8,7 @@ from typing import Any
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.bm25 import DfTable
-from memsearch_lsp.core.embed import Embedder
+from memsearch_lsp.core.embed import Embedder, query_vector
 from memsearch_lsp.core.store import MilvusStore, Row, quote
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -94,7 +94,7 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
     """Dense and BM25 candidates fused with the configured ranker, best first."""
     if not query.strip() or top_k <= 0:
         return []
-    vector = embedder.embed([query])[0] if settings.vector_weight > 0 or settings.ranker == "rrf" else None
+    vector = query_vector(embedder, query) if settings.vector_weight > 0 or settings.ranker == "rrf" else None
     expr = f"source != {quote(exclude_source)}" if exclude_source else ""
     rows = store.search(vector, df.query_vector(query), limit=top_k, candidates=settings.candidates,
                         vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,

@@ -1,0 +1,133 @@
+"""OpenAIEmbedder: any OpenAI-compatible /v1/embeddings endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from memsearch_lsp.config import EmbeddingConfig
+from memsearch_lsp.core.embed import CHARS_PER_TOKEN, EmbeddingError, variant
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOKENS = 8191  # OpenAI's text-embedding-3 limit; set embedding.max_tokens for other endpoints
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+
+class OpenAIEmbedder:
+    """Batches of `batch_size` texts per request; the openai client retries 429, 5xx, timeouts and lost
+    connections with exponential backoff (honouring Retry-After) up to `max_retries` times."""
+
+    provider = "openai"
+
+    def __init__(self, settings: EmbeddingConfig):
+        from memsearch_lsp.config import DEFAULT_MODEL
+
+        model = settings.model if settings.model != DEFAULT_MODEL else DEFAULT_OPENAI_MODEL
+        self.settings = settings
+        self.model = model
+        self.endpoint = settings.base_url.rstrip("/") + "/embeddings"
+        self.batch_size = max(1, settings.batch_size)
+        self.max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
+        # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
+        self.model_name = "openai:" + model + (f":{settings.dimensions}d" if settings.dimensions else "") + (
+            f":{settings.max_tokens}t" if settings.max_tokens else "") + variant(settings)
+        self.dim = settings.dimensions  # 0 until the first answer
+        self.requests = 0
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                from openai import OpenAI
+
+                env = self.settings.api_key_env
+                key = os.environ.get(env, "") if env else ""
+                if not key:
+                    host = urlsplit(self.settings.base_url).hostname or ""
+                    log.log(logging.DEBUG if host in LOCAL_HOSTS else logging.WARNING,
+                            "environment variable %s is not set; calling %s without an API key",
+                            env or "(embedding.api_key_env)", self.endpoint)
+                self._client = OpenAI(base_url=self.settings.base_url, api_key=key or "no-key",
+                                      timeout=self.settings.timeout_s, max_retries=self.settings.max_retries)
+            return self._client
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        prefix = self.settings.document_prefix
+        cut = self._cut([prefix + t for t in texts] if prefix else texts)
+        out: list[list[float]] = []
+        for start in range(0, len(cut), self.batch_size):
+            out.extend(self._request(cut[start:start + self.batch_size], self.model))
+        return out
+
+    def embed_query(self, query: str) -> list[float]:
+        model = self.settings.query_model or self.model
+        return self._request(self._cut([self.settings.query_prefix + query]), model)[0]
+
+    def _cut(self, texts: Sequence[str]) -> list[str]:
+        limit = self.max_tokens * CHARS_PER_TOKEN
+        return [(t[:limit] if len(t) > limit else t) or " " for t in texts]
+
+    def _request(self, batch: list[str], model: str) -> list[list[float]]:
+        import openai
+
+        extra = {"dimensions": self.settings.dimensions} if self.settings.dimensions else {}
+        tries = self.settings.max_retries + 1
+        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
+        self.requests += 1
+        try:
+            response = self.client().embeddings.create(model=model, input=batch, encoding_format="float", **extra)
+        except openai.APITimeoutError as exc:
+            raise EmbeddingError(f"embedding endpoint {self.endpoint} timed out after "
+                                 f"{self.settings.timeout_s:g}s ({attempts}); raise embedding.timeout_s or check "
+                                 f"the server") from exc
+        except openai.APIConnectionError as exc:
+            raise EmbeddingError(f"cannot reach embedding endpoint {self.endpoint} ({attempts}): "
+                                 f"{_message(exc).rstrip('.')}; check embedding.base_url") from exc
+        except openai.APIStatusError as exc:
+            raise EmbeddingError(f"embedding endpoint {self.endpoint} answered HTTP {exc.status_code} ({attempts}): "
+                                 f"{_message(exc)}{_hint(exc.status_code, self.settings, model)}") from exc
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"embedding endpoint {self.endpoint} failed: {_message(exc)}") from exc
+        return self._vectors(response, len(batch))
+
+    def _vectors(self, response: Any, expected: int) -> list[list[float]]:
+        data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
+        if len(data) != expected:
+            raise EmbeddingError(f"embedding endpoint {self.endpoint} returned {len(data)} vectors for "
+                                 f"{expected} texts (model {self.model!r})")
+        vectors = []
+        for item in data:
+            vector = [float(x) for x in item.embedding]
+            if not self.dim:
+                self.dim = len(vector)
+            if len(vector) != self.dim:
+                raise EmbeddingError(f"embedding endpoint {self.endpoint} returned {len(vector)}-d vectors, "
+                                     f"expected {self.dim} (model {self.model!r}, embedding.dimensions)")
+            norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+            vectors.append([x / norm for x in vector])
+        return vectors
+
+
+def _message(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    text = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", exc)
+    text = " ".join(str(text).split())
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def _hint(status: int, settings: EmbeddingConfig, model: str) -> str:
+    if status in (401, 403):
+        return f"; check the API key in the environment variable {settings.api_key_env}"
+    if status == 404:
+        return f"; check embedding.base_url and embedding.model ({model!r})"
+    if status in (400, 413):
+        return "; a text may exceed the model's context: lower embedding.max_tokens"
+    return ""
