@@ -143,3 +143,12 @@ async def hover_text(session: Session, doc: str, line: int, character: int) -> s
         return ""
     assert isinstance(result.contents, types.MarkupContent)
     return result.contents.value
+
+
+async def wait_for(condition: Any, what: str, timeout: float = 30.0) -> None:
+    """Wait until `condition()` holds (an event the server caused), failing after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)

@@ -9,7 +9,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import CLIENTS, Session, capabilities, config, hover_text, make_workspace, open_session
+from tests.lsp_helpers import CLIENTS, Session, capabilities, config, hover_text, make_workspace, open_session, wait_for
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
@@ -30,9 +30,12 @@ async def session(shared_lsp: LanguageClient, tmp_path_factory: pytest.TempPathF
 
 
 async def test_startup_reports_progress_and_ranks_redis_first(session: Session) -> None:
-    reports = [v for vs in session.client.progress_reports.values() for v in vs]
-    kinds = [getattr(v, "kind", None) for v in reports]
-    assert kinds[0] == "begin" and kinds[-1] == "end"
+    def kinds() -> list[str | None]:
+        return [getattr(v, "kind", None) for vs in session.client.progress_reports.values() for v in vs]
+
+    # memsearch/indexed is sent before the progress ends: wait for the end on its own event
+    await wait_for(lambda: "end" in kinds(), what="the start-up progress to end")
+    assert kinds()[0] == "begin" and kinds()[-1] == "end"
     first = session.indexed[0]
     assert first["files"] == 13 and first["chunks"] > 30 and first["embedded"] == first["chunks"]
     symbols = await session.symbols("Redis cache config")
