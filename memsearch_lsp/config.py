@@ -1,8 +1,9 @@
-"""Settings: frozen dataclasses, merged as defaults < .memsearch.toml < env MEMSEARCH_* < editor/API."""
+"""Settings: frozen dataclasses, merged as defaults < user file < .memsearch.toml < env MEMSEARCH_* < editor/API."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import sys
@@ -22,6 +23,14 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: Editor settings that belong to a client only (they never reach the server's config).
 CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server"})
+
+#: Settings that send data or secrets somewhere, or read files outside the workspace. Only the user
+#: sets them (the user config file, MEMSEARCH_* environment variables, editor settings); a workspace
+#: `.memsearch.toml`, which comes with a cloned repository, cannot: it gets one warning naming them.
+USER_ONLY_KEYS = frozenset({"milvus.uri", "milvus.token", "compact.base_url", "compact.api_key_env"})
+#: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
+WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file"})
+USER_CONFIG = Path("memsearch-lsp") / "config.toml"
 
 
 class ConfigError(ValueError):
@@ -100,10 +109,7 @@ class Config:
 
     def merged(self, overrides: Mapping[str, Any], origin: str = "settings") -> Config:
         """A copy with `overrides` applied: nested {section: {key: v}} or dotted 'section.key'."""
-        updates: dict[str, dict[str, Any]] = {}
-        for section, key, value in _flatten(overrides, origin):
-            updates.setdefault(section, {})[key] = value
-        return _apply(self, updates, origin)
+        return _apply(self, _nest(_flatten(overrides, origin)), origin)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {s.name: dataclasses.asdict(getattr(self, s.name)) for s in fields(self)}
@@ -164,6 +170,13 @@ def _flatten(data: Mapping[str, Any], origin: str, prefix: str = "") -> list[tup
             section, name = _locate(dotted, origin)
             out.append((section, name, value))
     return out
+
+
+def _nest(entries: list[tuple[str, str, Any]]) -> dict[str, dict[str, Any]]:
+    updates: dict[str, dict[str, Any]] = {}
+    for section, key, value in entries:
+        updates.setdefault(section, {})[key] = value
+    return updates
 
 
 def _coerce(value: Any, typ: Any, where: str) -> Any:
@@ -266,17 +279,66 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return out
 
 
+def user_config_path() -> Path:
+    """`$XDG_CONFIG_HOME/memsearch-lsp/config.toml`, else `~/.config/memsearch-lsp/config.toml`."""
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / USER_CONFIG
+
+
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def _untrusted(section: str, name: str, value: Any, root: Path) -> bool:
+    """True for a setting a workspace file may not make (see USER_ONLY_KEYS)."""
+    key = f"{section}.{name}"
+    if key in USER_ONLY_KEYS:
+        return True
+    if key in WORKSPACE_PATH_KEYS and isinstance(value, str) and value:
+        target = Path(value).expanduser()
+        target = target if target.is_absolute() else root / target
+        try:
+            target.resolve().relative_to(root.resolve())
+        except (ValueError, OSError, RuntimeError):
+            return True
+    return False
+
+
+_warned: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def _workspace_entries(data: Mapping[str, Any], path: Path) -> list[tuple[str, str, Any]]:
+    """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
+    entries = _flatten(data, str(path))
+    ignored = tuple(sorted({f"{s}.{n}" for s, n, v in entries if _untrusted(s, n, v, path.parent)}))
+    if ignored and (str(path), ignored) not in _warned:
+        _warned.add((str(path), ignored))
+        logging.getLogger("memsearch_lsp").warning(
+            "%s: ignoring %s: a workspace file may not set where data, secrets or files go; set them in "
+            "%s, MEMSEARCH_* environment variables or editor settings", path, ", ".join(ignored),
+            user_config_path())
+    return [(s, n, v) for s, n, v in entries if f"{s}.{n}" not in ignored]
+
+
 def load_config(workspace: Path, overrides: Mapping[str, Any] | None = None,
                 env: Mapping[str, str] | None = None) -> Config:
-    """Defaults < `<workspace>/.memsearch.toml` < `MEMSEARCH_*` env < `overrides`."""
+    """Defaults < user config file < `<workspace>/.memsearch.toml` (no user-only keys) < `MEMSEARCH_*`
+    env < `overrides` (editor settings or API arguments)."""
     config = Config()
+    user = user_config_path()
+    data = _read_toml(user)
+    if data is not None:
+        config = config.merged(data, origin=str(user))
     path = Path(workspace) / CONFIG_FILE
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: {exc}") from exc
-        config = config.merged(data, origin=str(path))
+    data = _read_toml(path)
+    if data is not None:
+        config = _apply(config, _nest(_workspace_entries(data, path)), str(path))
     config = config.merged(from_env(os.environ if env is None else env), origin="environment")
     if overrides:
         config = config.merged(overrides)

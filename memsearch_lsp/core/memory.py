@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
+import os
 import shutil
 import threading
 from dataclasses import replace
@@ -25,6 +26,7 @@ from memsearch_lsp.core.store import MilvusStore
 log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memsearch"
+MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
 
 
 class Memory:
@@ -180,8 +182,9 @@ class Memory:
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
         """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call."""
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
+        settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
         return hybrid_search(self.store, self.embedder, self.df, query, settings,
-                             top_k if top_k is not None else settings.top_k)
+                             min(top_k if top_k is not None else settings.top_k, MAX_TOP_K))
 
     def expand(self, chunk_id: str) -> Expanded | None:
         row = self.store.get(chunk_id.strip().lower())
@@ -219,6 +222,7 @@ class Memory:
         day = (date or dt.date.today()).isoformat()
         folder = self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
         path = folder / f"{day}.md"
+        self.source_of(path)  # PathError before anything is written outside the workspace
         if not path.exists():
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(f"# {day}\n\n", encoding="utf-8")
@@ -227,8 +231,9 @@ class Memory:
     def remember(self, text: str, heading: str | None = None) -> IndexStats:
         """Append a note to today's log and index it: the 'remember' step of an agent loop."""
         path = self.today()
+        self.source_of(path)  # the log may have become a link to outside since
         stamp = heading or dt.datetime.now().strftime("%H:%M")
-        with path.open("a", encoding="utf-8") as handle:
+        with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW), "a", encoding="utf-8") as handle:
             handle.write(f"\n## {stamp}\n\n{text.strip()}\n")
         return self.index_file(self.source_of(path))
 
