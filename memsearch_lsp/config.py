@@ -29,7 +29,7 @@ CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server"})
 #: `.memsearch.toml`, which comes with a cloned repository, cannot: it gets one warning naming them.
 USER_ONLY_KEYS = frozenset({"milvus.uri", "milvus.token", "compact.base_url", "compact.api_key_env"})
 #: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
-WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file"})
+WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
 USER_CONFIG = Path("memsearch-lsp") / "config.toml"
 
 
