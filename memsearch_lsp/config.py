@@ -1,4 +1,4 @@
-"""Settings: frozen dataclasses, merged as defaults < .memsearch.toml < env MEMSEARCH_* < editor/API."""
+"""Settings: frozen dataclasses, merged as defaults < user file < .memsearch.toml < env MEMSEARCH_* < editor/API."""
 
 from __future__ import annotations
 
@@ -25,11 +25,18 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: Editor settings that belong to a client only (they never reach the server's config).
 CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server", "mcp.enable"})
 
-#: Embedding settings that send text or a secret elsewhere: never taken from a workspace's
-#: .memsearch.toml, only from the user's environment or editor settings (provider 'openai' and a model
-#: folder outside the workspace are refused there too; see `_untrusted_embedding`).
-EMBEDDING_USER_ONLY_KEYS = ("embedding.base_url", "embedding.api_key_env")
 EMBEDDING_PROVIDERS = ("bundled", "onnx", "openai")
+
+#: Settings that send data or secrets somewhere, or read files outside the workspace. Only the user
+#: sets them (the user config file, MEMSEARCH_* environment variables, editor settings); a workspace
+#: `.memsearch.toml`, which comes with a cloned repository, cannot: it gets one warning naming them.
+USER_ONLY_KEYS = frozenset({"milvus.uri", "milvus.token", "compact.base_url", "compact.api_key_env",
+                            "embedding.base_url", "embedding.api_key_env"})
+#: Values a workspace file may not choose: sending the memory to an embedding endpoint is the user's call.
+USER_ONLY_VALUES = frozenset({("embedding.provider", "openai")})
+#: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
+WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
+USER_CONFIG = Path("memsearch-lsp") / "config.toml"
 
 
 class ConfigError(ValueError):
@@ -118,10 +125,7 @@ class Config:
 
     def merged(self, overrides: Mapping[str, Any], origin: str = "settings") -> Config:
         """A copy with `overrides` applied: nested {section: {key: v}} or dotted 'section.key'."""
-        updates: dict[str, dict[str, Any]] = {}
-        for section, key, value in _flatten(overrides, origin):
-            updates.setdefault(section, {})[key] = value
-        return _apply(self, updates, origin)
+        return _apply(self, _nest(_flatten(overrides, origin)), origin)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {s.name: dataclasses.asdict(getattr(self, s.name)) for s in fields(self)}
@@ -182,6 +186,13 @@ def _flatten(data: Mapping[str, Any], origin: str, prefix: str = "") -> list[tup
             section, name = _locate(dotted, origin)
             out.append((section, name, value))
     return out
+
+
+def _nest(entries: list[tuple[str, str, Any]]) -> dict[str, dict[str, Any]]:
+    updates: dict[str, dict[str, Any]] = {}
+    for section, key, value in entries:
+        updates.setdefault(section, {})[key] = value
+    return updates
 
 
 def _coerce(value: Any, typ: Any, where: str) -> Any:
@@ -285,64 +296,66 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return out
 
 
-def _untrusted_embedding(data: dict[str, Any], workspace: Path, origin: str) -> dict[str, Any]:
-    """A workspace file's settings without the embedding keys it may not set (a warning names each):
-    EMBEDDING_USER_ONLY_KEYS, provider 'openai' (it sends the memory away) and a model folder outside
-    the workspace."""
-    section = data.get("embedding")
-    dotted = {k: v for k, v in data.items() if k.startswith("embedding.")}
-    if not isinstance(section, Mapping) and not dotted:
-        return data
-    nested = dict(section) if isinstance(section, Mapping) else {}
-    nested.update({k.split(".", 1)[1]: v for k, v in dotted.items()})
-    kept: dict[str, Any] = {}
-    for key, value in nested.items():
-        name = f"embedding.{_snake(key)}"
-        if name in EMBEDDING_USER_ONLY_KEYS:
-            logging.getLogger(__name__).warning(
-                "%s: %s is ignored: it may only be set in the environment (MEMSEARCH_%s) or editor settings",
-                origin, name, name.upper().replace(".", "_"))
-            continue
-        if name == "embedding.provider" and value == "openai":
-            logging.getLogger(__name__).warning(
-                "%s: embedding.provider = 'openai' is ignored: sending the memory to an endpoint may only be "
-                "chosen in the environment (MEMSEARCH_EMBEDDING_PROVIDER) or editor settings", origin)
-            continue
-        if name == "embedding.model" and isinstance(value, str) and _outside(value, workspace):
-            logging.getLogger(__name__).warning(
-                "%s: embedding.model %r is ignored: a model folder outside the workspace may only be set in "
-                "the environment (MEMSEARCH_EMBEDDING_MODEL) or editor settings", origin, value)
-            continue
-        kept[key] = value
-    out = {k: v for k, v in data.items() if k != "embedding" and not k.startswith("embedding.")}
-    if kept:
-        out["embedding"] = kept
-    return out
+def user_config_path() -> Path:
+    """`$XDG_CONFIG_HOME/memsearch-lsp/config.toml`, else `~/.config/memsearch-lsp/config.toml`."""
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / USER_CONFIG
 
 
-def _outside(model: str, workspace: Path) -> bool:
-    """True when `model` names an existing folder outside `workspace` (relative paths start there)."""
-    path = Path(model).expanduser()
-    path = path if path.is_absolute() else workspace / path
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
     try:
-        if not path.is_dir():
-            return False
-        return not path.resolve().is_relative_to(workspace.resolve())
-    except OSError:
-        return False
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def _untrusted(section: str, name: str, value: Any, root: Path) -> bool:
+    """True for a setting a workspace file may not make (see USER_ONLY_KEYS)."""
+    key = f"{section}.{name}"
+    if key in USER_ONLY_KEYS or (isinstance(value, str) and (key, value) in USER_ONLY_VALUES):
+        return True
+    if key in WORKSPACE_PATH_KEYS and isinstance(value, str) and value:
+        target = Path(value).expanduser()
+        target = target if target.is_absolute() else root / target
+        try:
+            target.resolve().relative_to(root.resolve())
+        except (ValueError, OSError, RuntimeError):
+            return True
+    return False
+
+
+_warned: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def _workspace_entries(data: Mapping[str, Any], path: Path) -> list[tuple[str, str, Any]]:
+    """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
+    entries = _flatten(data, str(path))
+    ignored = tuple(sorted({f"{s}.{n}" for s, n, v in entries if _untrusted(s, n, v, path.parent)}))
+    if ignored and (str(path), ignored) not in _warned:
+        _warned.add((str(path), ignored))
+        logging.getLogger("memsearch_lsp").warning(
+            "%s: ignoring %s: a workspace file may not set where data, secrets or files go; set them in "
+            "%s, MEMSEARCH_* environment variables or editor settings", path, ", ".join(ignored),
+            user_config_path())
+    return [(s, n, v) for s, n, v in entries if f"{s}.{n}" not in ignored]
 
 
 def load_config(workspace: Path, overrides: Mapping[str, Any] | None = None,
                 env: Mapping[str, str] | None = None) -> Config:
-    """Defaults < `<workspace>/.memsearch.toml` < `MEMSEARCH_*` env < `overrides`."""
+    """Defaults < user config file < `<workspace>/.memsearch.toml` (no user-only keys) < `MEMSEARCH_*`
+    env < `overrides` (editor settings or API arguments)."""
     config = Config()
+    user = user_config_path()
+    data = _read_toml(user)
+    if data is not None:
+        config = config.merged(data, origin=str(user))
     path = Path(workspace) / CONFIG_FILE
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: {exc}") from exc
-        config = config.merged(_untrusted_embedding(data, Path(workspace), str(path)), origin=str(path))
+    data = _read_toml(path)
+    if data is not None:
+        config = _apply(config, _nest(_workspace_entries(data, path)), str(path))
     config = config.merged(from_env(os.environ if env is None else env), origin="environment")
     if overrides:
         config = config.merged(overrides)

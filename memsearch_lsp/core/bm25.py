@@ -71,7 +71,12 @@ def idf(n_docs: int, df: int) -> float:
 
 
 class DfTable:
-    """How many stored chunks contain each term, persisted beside the index."""
+    """How many stored chunks contain each term, persisted beside the index.
+
+    Crash safety: `begin()` writes a marker (`*.pending.json`) before the store changes and `save()`
+    removes it once the table matches the store again; a table found with its marker is recounted
+    from the store, so the statistics always equal a clean build's.
+    """
 
     def __init__(self, path: Path | None):
         self.path = path
@@ -79,6 +84,22 @@ class DfTable:
         self.df: Counter[int] = Counter()
         self._lock = threading.Lock()
         self.dirty = False
+        self._pending = False
+
+    @property
+    def marker(self) -> Path | None:
+        return self.path.with_suffix(".pending.json") if self.path is not None else None
+
+    def begin(self) -> None:
+        """Say (on disk, once per pass) that the store is about to change under the saved table."""
+        if self.marker is None or self._pending:
+            return
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        with self.marker.open("w") as handle:
+            handle.write("{}")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._pending = self.dirty = True
 
     def add(self, vectors: Iterable[Mapping[int, float]], sign: int = 1) -> None:
         with self._lock:
@@ -103,16 +124,20 @@ class DfTable:
         """Read the saved table; False when it is missing or does not match the store."""
         if self.path is None or not self.path.is_file():
             return False
+        if self.marker is not None and self.marker.exists():
+            log.info("the last index pass did not finish; recounting the BM25 statistics from the index")
+            return False
         try:
             data = json.loads(self.path.read_text())
-        except (OSError, ValueError) as exc:
-            log.warning("BM25 statistics unreadable (%s); rebuilding them", exc)
-            return False
-        if data.get("analyzer") != ANALYZER or data.get("docs") != expected_docs:
+            if data.get("analyzer") != ANALYZER or data.get("docs") != expected_docs:
+                return False
+            docs = int(data["docs"])
+            df = Counter({int(k): int(v) for k, v in data["df"].items()})
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            log.warning("BM25 statistics %s unreadable (%s); rebuilding them", self.path.name, exc)
             return False
         with self._lock:
-            self.docs = int(data["docs"])
-            self.df = Counter({int(k): int(v) for k, v in data["df"].items()})
+            self.docs, self.df = docs, df
             self.dirty = False
         return True
 
@@ -127,3 +152,6 @@ class DfTable:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(payload)
         os.replace(tmp, self.path)
+        if self.marker is not None:
+            self.marker.unlink(missing_ok=True)
+        self._pending = False

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from memsearch_lsp.config import Config
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
+MAX_SOURCE_BYTES = 2048  # the store keeps a source path in a VARCHAR of this many bytes
 SUFFIXES = (".md", ".markdown")
 
 
@@ -65,6 +67,11 @@ def inside(root: Path, path: Path) -> bool:
         return False
 
 
+def printable(name: str) -> str:
+    """A file name as text that can be printed or sent as JSON (undecodable bytes become U+FFFD)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def relative_source(root: Path, path: Path) -> str:
     """The workspace-relative POSIX source of `path`; PathError when it lies outside the root."""
     root = root.resolve()
@@ -75,7 +82,32 @@ def relative_source(root: Path, path: Path) -> str:
         raise PathError(f"{path} is outside the workspace {root}") from exc
     if not inside(root, candidate):
         raise PathError(f"{path} resolves outside the workspace {root}")
-    return PurePosixPath(*rel.parts).as_posix()
+    source = PurePosixPath(*rel.parts).as_posix()
+    try:
+        size = len(source.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise PathError(f"{printable(source)}: the file name is not valid UTF-8; rename it") from exc
+    if size > MAX_SOURCE_BYTES:
+        raise PathError(f"{source[:60]}…: the path is longer than {MAX_SOURCE_BYTES} bytes")
+    return source
+
+
+def memory_folders(root: Path, config: Config) -> tuple[list[Path], list[Skipped]]:
+    """The configured memory paths that may be walked: inside the workspace, never `/` or the home folder."""
+    root = root.resolve()
+    refused = {Path("/"), Path.home().resolve()}
+    bases: list[Path] = []
+    skipped: list[Skipped] = []
+    for entry in config.memory.paths:
+        base = root / entry
+        target = base.resolve()
+        if target in refused:
+            skipped.append(Skipped(entry, f"refusing to search {target} (the filesystem root or the home folder)"))
+        elif not inside(root, base):
+            skipped.append(Skipped(entry, f"memory path {target} is outside the workspace {root}"))
+        else:
+            bases.append(base)
+    return bases, skipped
 
 
 def is_memory_source(config: Config, source: str) -> bool:
@@ -90,9 +122,8 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
     """Every Markdown file under the configured paths; symlinked folders are not followed."""
     root = root.resolve()
     found: dict[str, MemoryFile] = {}
-    skipped: list[Skipped] = []
-    for entry in config.memory.paths:
-        base = root / entry
+    bases, skipped = memory_folders(root, config)
+    for base in bases:
         if base.is_file():
             candidates = [base]
         elif base.is_dir():
@@ -103,7 +134,7 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
             try:
                 source = relative_source(root, path)
             except PathError as exc:
-                skipped.append(Skipped(path.name, str(exc)))
+                skipped.append(Skipped(printable(path.name), str(exc)))
                 continue
             if not is_memory_source(config, source):
                 continue
@@ -115,11 +146,20 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
 
 
 def read_text(path: Path) -> tuple[str, str]:
-    """(text, problem): invalid UTF-8 is replaced; binary and oversized files give '' and a reason."""
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        return "", f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB ({size} bytes)"
-    data = path.read_bytes()
+    """(text, problem): invalid UTF-8 is replaced; binary and oversized files give '' and a reason.
+
+    Only a regular file is read: a FIFO, device or socket gives '' and a reason without blocking.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "", "not a regular file"
+        if info.st_size > MAX_FILE_BYTES:
+            return "", f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB ({info.st_size} bytes)"
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        return "", f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
     if b"\x00" in data[:8192]:
         return "", "binary file (contains NUL bytes)"
     try:

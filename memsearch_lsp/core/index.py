@@ -147,7 +147,7 @@ class Indexer:
             # Files that became unreadable lose their rows too: the index mirrors what can be read.
             for source in unreadable & set(manifest):
                 self._remove(source)
-            if stats.changed or force:
+            if stats.changed or force or self.df.dirty:
                 self.store.flush()
                 self.df.save()
             self._totals(stats)
@@ -211,6 +211,7 @@ class Indexer:
     def _delete(self, ids: set[str]) -> None:
         """Delete rows, taking their terms out of the document frequencies first."""
         ordered = sorted(ids)
+        self.df.begin()
         self.df.add(self.store.sparse_of(ordered), sign=-1)
         self.store.delete(ordered)
 
@@ -256,6 +257,7 @@ class Indexer:
                 rows.append(row)
                 if c.id not in known:
                     added.append(row["sparse"])
+        self.df.begin()  # the saved statistics may go stale from here until df.save()
         self.store.upsert(rows)
         self.df.add(added)
         for source, text, cs in group:

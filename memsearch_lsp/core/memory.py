@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from memsearch_lsp.core.store import MilvusStore
 log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memsearch"
+MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
 
 
 def note_body(text: str) -> str:
@@ -212,8 +214,9 @@ class Memory:
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
         """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call."""
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
+        settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
         return hybrid_search(self.store, self.embedder, self.df, query, settings,
-                             top_k if top_k is not None else settings.top_k)
+                             min(top_k if top_k is not None else settings.top_k, MAX_TOP_K))
 
     def expand(self, chunk_id: str) -> Expanded | None:
         row = self.store.get(chunk_id.strip().lower())
@@ -257,6 +260,7 @@ class Memory:
         day = (date or self.clock().date()).isoformat()
         folder = self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
         path = folder / f"{day}.md"
+        self.source_of(path)  # PathError before anything is written outside the workspace
         if not path.exists():
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(daily_log_text(day), encoding="utf-8")
@@ -272,10 +276,12 @@ class Memory:
         stamp = " ".join((heading or "").split()) or when.strftime("%H:%M")
         with self._appending:
             path = self.today(when.date())
+            self.source_of(path)  # the log may have become a link to outside since
             before = path.read_text(encoding="utf-8")
             gap = "" if not before or before.endswith("\n\n") else "\n" if before.endswith("\n") else "\n\n"
             first_line = before.count("\n") + gap.count("\n") + 1  # the line of the new heading
-            with path.open("a", encoding="utf-8") as handle:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+            with open(fd, "a", encoding="utf-8") as handle:
                 handle.write(f"{gap}## {stamp}\n\n{body}\n")
             source = self.source_of(path)
             stats = self.index_file(source)

@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import socketserver
+import stat
 import tempfile
 import threading
 import time
@@ -44,6 +45,10 @@ class OwnerGone(RuntimeError):
     """The process that owns the index stopped answering."""
 
 
+class UnsafeSocketFolder(PermissionError):
+    """The private folder for owner sockets belongs to someone else or others may write to it."""
+
+
 def record_path(root: Path) -> Path:
     return root / INDEX_DIR / RECORD
 
@@ -54,8 +59,24 @@ def socket_path_for(root: Path) -> Path:
     if len(str(preferred)) <= MAX_SOCKET_PATH:
         return preferred
     folder = Path(tempfile.gettempdir()) / f"memsearch-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
+        raise UnsafeSocketFolder(f"refusing the socket folder {folder}: it must be a folder owned by uid "
+                                 f"{os.getuid()} with mode 0700 (found uid {info.st_uid}, mode "
+                                 f"{stat.S_IMODE(info.st_mode):o}); remove it and try again")
     return folder / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".sock")
+
+
+def _remove_stale_socket(root: Path) -> None:
+    """Remove this program's socket for `root` when it is a socket: never a path read from a file."""
+    try:
+        path = socket_path_for(root)
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()
+    except OSError:
+        pass
 
 
 def _pid_alive(pid: int) -> bool:
@@ -109,7 +130,10 @@ def find_owner(root: Path) -> str | None:
     record = read_record(root)
     if record is None:
         return None
-    sock = str(record["socket"])
+    sock = str(socket_path_for(root))
+    if str(record["socket"]) != sock:  # only ever talk to (or remove) the socket this program names
+        log.warning("ignoring %s: it names a socket other than %s", record_path(root), sock)
+        return None
     for attempt in range(3):
         try:
             _call(sock, "ping", {}, timeout=5)
@@ -119,8 +143,7 @@ def find_owner(root: Path) -> str | None:
                 time.sleep(0.1 * (attempt + 1))
                 continue
             log.info("removing a stale index owner record (pid %s): %s", record.get("pid"), exc)
-            with contextlib.suppress(OSError):
-                Path(sock).unlink()
+            _remove_stale_socket(root)
             with contextlib.suppress(OSError):
                 record_path(root).unlink()
             return None
@@ -163,8 +186,7 @@ class OwnerServer:
 
     def start(self) -> None:
         self.socket.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            self.socket.unlink()
+        _remove_stale_socket(self.memory.root)
         old = os.umask(0o077)
         try:
             server = _UnixServer(str(self.socket), _Handler)
@@ -192,8 +214,7 @@ class OwnerServer:
         if record and record.get("pid") == os.getpid():
             with contextlib.suppress(OSError):
                 record_path(self.memory.root).unlink()
-        with contextlib.suppress(OSError):
-            self.socket.unlink()
+        _remove_stale_socket(self.memory.root)
 
     def dispatch(self, op: str, args: dict[str, Any]) -> Any:
         m = self.memory

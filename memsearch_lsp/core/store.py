@@ -13,6 +13,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 MAX_CONTENT_BYTES = 60000
+MARKER = ".memsearch-lsp-index"  # written into every local index folder this program creates
 SCALARS = ("source", "heading", "heading_path", "level", "start_line", "end_line", "content_hash",
            "embed_hash", "file_hash", "model", "date", "content")
 FIELDS = {"id", *SCALARS, "dense", "sparse"}
@@ -70,9 +71,12 @@ class Row:
         return cls(id=pk, score=score, **values)
 
 
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
 def quote(value: str) -> str:
-    """A Milvus filter string literal (Milvus Lite has no filter templates)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A Milvus filter string literal (Milvus Lite has no filter templates); any file name fits."""
+    return '"' + value.translate(_ESCAPES) + '"'
 
 
 def _clip(text: str) -> str:
@@ -88,6 +92,7 @@ class MilvusStore:
     def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
         self._client: Any = None
+        self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._lock = threading.RLock()
 
     @property
@@ -100,10 +105,17 @@ class MilvusStore:
             if self._client is not None:
                 return
             if self.is_local:
-                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+                folder = Path(self.uri)
+                if folder.exists() and not folder.is_dir():
+                    raise StoreError(f"cannot open the index at {self.uri}: it is not a folder (left as it is)")
+                self._fresh = not folder.exists() or not any(folder.iterdir())
+                folder.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._client = _connect(self.uri, self.token)
                 self._ensure_collection()
+            except StoreError:
+                self.close()
+                raise
             except Exception as exc:
                 self.close()
                 if not self.is_local:
@@ -127,6 +139,11 @@ class MilvusStore:
             self.close()
         _release_local(self.uri)
         folder = Path(self.uri)
+        if folder.exists() and not (folder / MARKER).is_file():
+            raise StoreError(f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
+                             f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
+                             "or set milvus.uri to another path")
+        self._fresh = True
         aside = folder.with_name(f"{folder.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
         if folder.exists():
             shutil.move(str(folder), str(aside))
@@ -163,6 +180,7 @@ class MilvusStore:
             names = {f.get("name") for f in info.get("fields", [])}
             if names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim:
                 client.load_collection(self.collection)
+                self._mark()  # recognisably ours: our collection with our schema
                 return
             why = "it was built by another version of memsearch-lsp or for another embedding dimension"
             if self.is_local:
@@ -194,6 +212,15 @@ class MilvusStore:
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         client.create_collection(self.collection, schema=schema, index_params=index)
         client.load_collection(self.collection)
+        if self._fresh:
+            self._mark()
+
+    def _mark(self) -> None:
+        """Sign a local index folder as ours: only a signed folder is ever moved aside."""
+        if self.is_local:
+            marker = Path(self.uri) / MARKER
+            if not marker.is_file():
+                marker.write_text("memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
 
     def drop(self) -> None:
         with self._lock:

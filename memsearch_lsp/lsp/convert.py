@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk
 from memsearch_lsp.core.search import Expanded, Hit
+
+
+def normalize_uri(uri: str) -> str:
+    """One spelling per file (`%25`, `%2F`, `..` and case of escapes decoded once, then re-encoded)."""
+    if not uri.startswith("file:"):
+        return uri
+    path = to_fs_path(uri)
+    return (from_fs_path(os.path.normpath(path)) or uri) if path else uri
 
 
 def uri_of(root: Path, source: str) -> str:

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -19,11 +20,12 @@ from pygls.uris import to_fs_path
 
 from memsearch_lsp import __version__
 from memsearch_lsp.config import Config, ConfigError, load_config
-from memsearch_lsp.core.files import PathError
+from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers
 from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
+from memsearch_lsp.lsp.protocol import MemsearchProtocol
 
 log = logging.getLogger("memsearch_lsp")
 T = TypeVar("T")
@@ -69,7 +71,8 @@ class ClientLogHandler(logging.Handler):
 class MemsearchServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("memsearch-lsp", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=MemsearchProtocol)
         self.roots: dict[Path, Root] = {}
         self.overrides: dict[str, Any] = {}  # editor settings in force
         self.init_options: dict[str, Any] = {}
@@ -92,6 +95,29 @@ class MemsearchServer(LanguageServer):
             except PathError:
                 continue
         return None
+
+    def open_text(self, uri: str) -> str | None:
+        """The text of an open buffer (what the client sent); None when `uri` is not open."""
+        document = self.workspace.text_documents.get(unquote(uri))
+        return document.source if document is not None else None
+
+    async def document_text(self, uri: str) -> str | None:
+        """An open buffer's text, else a regular file inside a root, read off the event loop.
+
+        A URI can never make the server read a file outside the workspace roots, nor block on one.
+        """
+        text = self.open_text(uri)
+        if text is not None:
+            return text
+        found = self.locate(uri)
+        if found is None:
+            return None
+        root, source = found
+        try:
+            text, _ = await asyncio.to_thread(read_text, root.memory.path_of(source))
+        except (OSError, ValueError):
+            return None
+        return text
 
     def locate_memory(self, uri: str) -> tuple[Root, str] | None:
         found = self.locate(uri)
@@ -141,8 +167,8 @@ class MemsearchServer(LanguageServer):
                 return  # another request already switched
             memory = await asyncio.to_thread(open_memory, root.path, config=gone.config)
             if not memory.remote:
-                owner = OwnerServer(memory)
                 try:
+                    owner = OwnerServer(memory)
                     owner.start()
                     root.owner = owner
                 except OSError as exc:

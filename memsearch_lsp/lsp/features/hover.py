@@ -11,23 +11,21 @@ from lsprotocol import types
 from memsearch_lsp.core.search import Expanded
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.symbols import ready_roots
+from memsearch_lsp.lsp.protocol import lsp_lines
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
 
 
-def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tuple[Sequence[str], int] | None:
-    """The document's lines and the cursor column in UTF-32 units (None when it cannot be read).
+async def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tuple[Sequence[str], int] | None:
+    """The document's lines (LSP's line model) and the cursor column in UTF-32 units.
 
-    Only documents the editor has open or files inside a workspace root are read: a URI can
-    never make the server read an arbitrary file from disk.
+    Only open buffers and regular files inside a workspace root are read (`ls.document_text`).
     """
-    if uri not in ls.workspace.text_documents and ls.locate(uri) is None:
+    text = await ls.document_text(uri)
+    if text is None:
         return None
-    try:
-        lines = ls.workspace.get_text_document(uri).lines
-    except (OSError, ValueError):
-        return None
+    lines = lsp_lines(text)
     if position.line >= len(lines):
         return None
     where = ls.workspace.position_codec.position_from_client_units(
@@ -45,9 +43,8 @@ async def find_chunk(ls: MemsearchServer, chunk_id: str) -> tuple[Root, Expanded
     return None
 
 
-async def chunk_under_cursor(ls: MemsearchServer, uri: str, position: types.Position
-                             ) -> tuple[Root, Expanded] | None:
-    at = cursor(ls, uri, position)
+async def chunk_under_cursor(ls: MemsearchServer, uri: str, position: types.Position,
+                             at: tuple[Sequence[str], int] | None) -> tuple[Root, Expanded] | None:
     if at is None:
         return None
     lines, column = at
@@ -59,13 +56,13 @@ def register(server: MemsearchServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: MemsearchServer, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
-        found = await chunk_under_cursor(ls, uri, params.position)
+        at = await cursor(ls, uri, params.position)
+        found = await chunk_under_cursor(ls, uri, params.position, at)
         if found is not None:
             root, chunk = found
             return types.Hover(contents=types.MarkupContent(
                 kind=types.MarkupKind.Markdown, value=convert.chunk_markdown_hover(root.path, chunk)))
         located = ls.locate_memory(uri)
-        at = cursor(ls, uri, params.position)
         if located is None or at is None:
             return None
         root, source = located
@@ -84,7 +81,8 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: MemsearchServer, params: types.DefinitionParams) -> types.Location | None:
-        found = await chunk_under_cursor(ls, params.text_document.uri, params.position)
+        uri = params.text_document.uri
+        found = await chunk_under_cursor(ls, uri, params.position, await cursor(ls, uri, params.position))
         if found is None:
             return None
         root, chunk = found

@@ -32,10 +32,9 @@ def param(params: Any, *names: str, default: Any = None) -> Any:
 
 def lines_of(ls: MemsearchServer, root: Root, source: str) -> list[str] | None:
     """The current lines of a memory file: the open buffer, else the disk."""
-    uri = convert.uri_of(root.path, source)
-    document = ls.workspace.text_documents.get(uri)
-    if document is not None:
-        return document.source.split("\n")
+    text = ls.open_text(convert.uri_of(root.path, source))
+    if text is not None:
+        return text.split("\n")
     try:
         text, _ = read_text(root.path / source)
     except OSError:
@@ -85,15 +84,13 @@ def register(server: MemsearchServer) -> None:
         return [convert.hit_symbol(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def document_symbol(ls: MemsearchServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+    async def document_symbol(ls: MemsearchServer, params: types.DocumentSymbolParams
+                              ) -> list[types.DocumentSymbol]:
         found = ls.locate(params.text_document.uri)
-        if found is None:
+        text = await ls.document_text(params.text_document.uri) if found else None
+        if found is None or text is None:
             return []
         root, source = found
-        try:
-            text = ls.workspace.get_text_document(params.text_document.uri).source
-        except OSError:
-            return []
         return convert.document_symbols(ls.workspace.position_codec, root.memory.outline(source, text))
 
     @server.feature(SEARCH)

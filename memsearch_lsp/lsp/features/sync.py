@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from memsearch_lsp.core.files import memory_folders
+
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
 
@@ -30,9 +32,8 @@ async def index_buffer(ls: MemsearchServer, uri: str) -> None:
         return
     root, source = found
     await root.ready.wait()
-    try:
-        text = ls.workspace.get_text_document(uri).source
-    except OSError:
+    text = ls.open_text(uri)
+    if text is None:  # closed meanwhile: didClose re-reads the disk
         return
     await ls.write(root, root.memory.index_text, source, text)
 
@@ -165,8 +166,8 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
 def snapshot(root: Root) -> dict[str, tuple[int, int]]:
     """mtime and size of every Markdown file under the memory folders."""
     state: dict[str, tuple[int, int]] = {}
-    for entry in root.memory.config.memory.paths:
-        for folder, _, names in os.walk(root.path / entry):
+    for base in memory_folders(root.path, root.memory.config)[0]:
+        for folder, _, names in os.walk(base):
             for name in names:
                 if name.endswith((".md", ".markdown")):
                     path = os.path.join(folder, name)

@@ -1,0 +1,108 @@
+"""The JSON-RPC edge: every request gets an answer, URIs are normalised once, LSP's line model."""
+
+from __future__ import annotations
+
+import logging
+import re
+from concurrent.futures import Future
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerNotInitialized
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument, Workspace
+
+from memsearch_lsp.lsp.convert import normalize_uri
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 300
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def lsp_lines(text: str) -> list[str]:
+    """Lines as LSP counts them: only CRLF, CR and LF end a line (not U+2028, form feed, ...)."""
+    return _LINE.findall(text)
+
+
+def one_line(message: str) -> str:
+    """An error message as one short line (never a traceback)."""
+    line = " ".join(str(message).split())
+    return line if len(line) <= MAX_ERROR_CHARS else line[:MAX_ERROR_CHARS - 1] + "…"
+
+
+class LspTextDocument(TextDocument):
+    """pygls splits lines like `str.splitlines`; the client and our chunker split only at CR/LF."""
+
+    @property
+    def lines(self) -> list[str]:
+        return lsp_lines(self.source)
+
+
+class LspWorkspace(Workspace):
+    def _create_text_document(self, doc_uri: str, source: str | None = None, version: int | None = None,
+                              language_id: str | None = None) -> TextDocument:
+        return LspTextDocument(doc_uri, source=source, version=version, language_id=language_id,
+                               sync_kind=self._sync_kind, position_codec=self._position_codec)
+
+
+class _Malformed:
+    """A request whose params could not be read: answered with InvalidParams."""
+
+    def __init__(self, msg_id: Any, method: str, reason: str):
+        self.id, self.method, self.reason = msg_id, method, reason
+
+
+class MemsearchProtocol(LanguageServerProtocol):
+    """Answers malformed requests (-32602) and early ones (-32002); error messages are one line."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.initialize_seen = False
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except Exception as exc:
+            msg_id = data.get("id")
+            if "jsonrpc" in data and "method" in data and isinstance(msg_id, (int, str)):
+                cause = exc.__cause__ or exc
+                return _Malformed(msg_id, str(data.get("method")), f"{type(cause).__name__}: {cause}")
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Malformed):
+            self._send_response(message.id, error=JsonRpcInvalidParams(
+                f"invalid params for {message.method}: {message.reason}").to_response_error())
+            return
+        method = getattr(message, "method", None)
+        is_request = method is not None and getattr(message, "id", None) is not None
+        if method == types.INITIALIZE:
+            self.initialize_seen = True
+        elif is_request and not self.initialize_seen:
+            self._send_response(message.id, error=JsonRpcServerNotInitialized(
+                f"{method}: the server is not initialized yet").to_response_error())
+            return
+        elif method is not None and not self.initialize_seen and method != types.EXIT:
+            return  # notifications before initialize are dropped (LSP)
+        document: Any = getattr(getattr(message, "params", None), "text_document", None)
+        if isinstance(getattr(document, "uri", None), str):
+            document.uri = normalize_uri(document.uri)
+        super().handle_message(message)
+        if method == types.INITIALIZE and self._workspace is not None:
+            ws = self._workspace
+            self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()),
+                                           ws.position_encoding)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        if not future.cancelled() and isinstance(future.exception(), ValueError):
+            self._request_futures.pop(msg_id, None)
+            self._send_response(msg_id, error=JsonRpcInvalidParams(str(future.exception())).to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
+
+    def _send_response(self, msg_id: Any, result: Any | None = None,
+                       error: types.ResponseError | None = None) -> None:
+        if error is not None:
+            error = types.ResponseError(code=error.code, message=one_line(error.message))
+        super()._send_response(msg_id, result, error)
