@@ -139,7 +139,7 @@ class MilvusStore:
             self.close()
         _release_local(self.uri)
         folder = Path(self.uri)
-        if folder.exists() and not (folder / MARKER).is_file():
+        if folder.exists() and not _ours(folder):
             raise StoreError(f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
                              f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
                              "or set milvus.uri to another path")
@@ -319,6 +319,12 @@ class MilvusStore:
         with self._lock:
             hits = self.client.hybrid_search(self.collection, requests, fuse, limit=limit, output_fields=fields)
         return [Row.from_entity(h["id"], h.get("entity", {}), float(h.get("distance", 0.0))) for h in hits[0]]
+
+
+def _ours(folder: Path) -> bool:
+    """A folder memsearch-lsp created: signed with MARKER, or the default `.memsearch/milvus.db` (indexes
+    built before the marker existed live there)."""
+    return (folder / MARKER).is_file() or (folder.name == "milvus.db" and folder.parent.name == ".memsearch")
 
 
 def sparse_dict(value: Any) -> dict[int, float]:
