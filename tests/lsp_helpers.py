@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
 import time
@@ -18,8 +19,12 @@ SERVER = [sys.executable, "-m", "memsearch_lsp", "serve"]
 CLIENTS = ["neovim@v0.11.0", "visual_studio_code"]
 
 
+#: The servers' "today" (clock seam): never one of the example logs' dates, whatever day the tests run.
+TODAY = "2026-03-15"
+
+
 def config() -> ClientServerConfig:
-    return ClientServerConfig(server_command=SERVER)
+    return ClientServerConfig(server_command=SERVER, server_env={**os.environ, "MEMSEARCH_NOW": f"{TODAY}T10:00"})
 
 
 def uri(path: Path) -> str:

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import Session, capabilities, hover_text, make_workspace, open_session, send_raw, uri
+from tests.lsp_helpers import TODAY, Session, capabilities, hover_text, make_workspace, open_session, send_raw, uri
 
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
 
@@ -131,6 +131,6 @@ async def test_commands_and_custom_search(session: Session) -> None:
         command="memsearch.expand", arguments=[hits[0]["id"]]))
     assert "PostgreSQL 16" in chunk["content"]
     today: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.today"))
-    assert Path(today["path"]).is_file()
+    assert Path(today["path"]).is_file() and Path(today["path"]).name == f"{TODAY}.md"
     stats: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.reindex"))
     assert (stats["files_added"], stats["chunks_embedded"]) == (1, 1)  # only today's new log
