@@ -38,10 +38,10 @@ def workspaces(folder: Path) -> list[Path]:
 
 
 class Truth:
-    """Questions of one workspace and where their evidence lies."""
+    """Questions of one workspace and where their evidence lies (`labels`: the truth.json file)."""
 
-    def __init__(self, root: Path):
-        data = json.loads((root / "truth.json").read_text(encoding="utf-8"))
+    def __init__(self, root: Path, labels: Path):
+        data = json.loads(labels.read_text(encoding="utf-8"))
         self.where = {label: (source, int(line)) for source, lines in data["lines"].items()
                       for line, label in lines.items()}
         self.questions = [q for q in data["qa"] if any(e in self.where for e in q["evidence"])]
@@ -117,7 +117,7 @@ def run_workspace(src: Path, tmp: Path, embedder: Any, settings: dict[str, dict[
 
     ws = tmp / src.name
     shutil.copytree(src / "memory", ws / "memory")
-    truth = Truth(ws)
+    truth = Truth(ws, src / "truth.json")
     results: dict[str, list[dict[str, float]]] = {}
     facts: dict[str, Any] = {"workspace": src.name, "questions": len(truth.questions)}
     model_runs = getattr(getattr(embedder, "inner", embedder), "fresh", None)
