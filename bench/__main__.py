@@ -24,6 +24,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", metavar="DIR",
                         help="quality: a folder of labelled workspaces (memory/ + truth.json); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
+    parser.add_argument("--setting", action="append", metavar="NAME",
+                        help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
     return parser.parse_args(argv)
 
 

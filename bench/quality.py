@@ -146,7 +146,10 @@ def main(args: Any) -> None:
     from memsearch_lsp.core.embed import FastEmbedEmbedder
     from memsearch_lsp.core.memory import Memory
 
-    names = QUICK if args.quick else list(SETTINGS)
+    names = args.setting or (QUICK if args.quick else list(SETTINGS))
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown:
+        raise SystemExit(f"unknown setting(s) {unknown}; known: {list(SETTINGS)}")
     model = FastEmbedEmbedder()
     embedder = MemoEmbedder(CachedEmbedder(model, work_dir() / "vectors.sqlite"))
     details: dict[str, Any] = {}

@@ -51,11 +51,11 @@ class MilvusConfig:
 @dataclass(frozen=True)
 class SearchConfig:
     top_k: int = 3
-    vector_weight: float = 0.35
-    bm25_weight: float = 0.65
+    vector_weight: float = 0.3
+    bm25_weight: float = 0.7
     ranker: str = "minmax"  # bench/README.md; the seed design is "weighted" with 0.7 / 0.3
     rrf_k: int = 60
-    candidates: int = 80
+    candidates: int = 30
     symbol_limit: int = 20
     snippet_chars: int = 200
 
