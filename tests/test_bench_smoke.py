@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from bench.common import percentile
-from bench.labelled import Truth, summary, workspaces
 from bench.corpus import count_chunks, generate, load_needles
+from bench.labelled import Truth, summary, workspaces
 from bench.quality import QUERIES, answered, score
 
 
