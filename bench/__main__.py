@@ -21,6 +21,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunks", type=int, default=0, help="only this corpus size")
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
+    parser.add_argument("--set", action="append", metavar="DIR",
+                        help="quality: a folder of labelled workspaces (memory/ + truth.json); repeatable")
+    parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
+    parser.add_argument("--setting", action="append", metavar="NAME",
+                        help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
     embedding = parser.add_argument_group(
         "embedding provider (quality, throughput; default: MEMSEARCH_EMBEDDING_* or the bundled model)")
     embedding.add_argument("--provider", choices=["bundled", "onnx", "openai"], help="embedding.provider")

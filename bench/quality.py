@@ -1,4 +1,7 @@
-"""Retrieval quality: recall@1/3/5 and MRR@10 of each ranking setting on labelled query sets.
+"""Retrieval quality: recall@1/3/5/10, hit@5, chars@5 and MRR@10 of each ranking setting on labelled sets.
+
+`--set DIR` (repeatable) adds folders of labelled workspaces (bench/labelled.py: memory/ + truth.json,
+e.g. ../shared/eval/locomo-dev) to the same table, scored through `Memory.search` and `workspace/symbol`.
 
 Sets: bench/queries/examples.json over examples/memory, and bench/queries/generated.json over a generated
 memory (1k chunks; also 10k in the full run). An answer is a source file plus a heading ('*' = any chunk of
@@ -16,26 +19,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import BENCH, ROOT, emit, log, table
+from bench.common import BENCH, RESULTS, ROOT, emit, log, table
 
 QUERIES = BENCH / "queries"
 K = 10
+METRICS = ("r@1", "r@3", "r@5", "r@10", "hit@5", "chars@5")
 
-# name -> Memory.search overrides
+# name -> Memory.search overrides ("default" = the shipped configuration)
 SETTINGS: dict[str, dict[str, Any]] = {
+    "default": {},
     "dense": {"vector_weight": 1.0, "bm25_weight": 0.0},
     "bm25": {"vector_weight": 0.0, "bm25_weight": 1.0},
-    "hybrid 0.7/0.3 c10": {"vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 10},
-    "hybrid 0.7/0.3 c30": {"vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 30},
-    "hybrid 0.5/0.5 c10": {"vector_weight": 0.5, "bm25_weight": 0.5, "candidates": 10},
-    "hybrid 0.3/0.7 c10": {"vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
-    "hybrid 0.2/0.8 c10": {"vector_weight": 0.2, "bm25_weight": 0.8, "candidates": 10},
-    "hybrid 0.1/0.9 c10": {"vector_weight": 0.1, "bm25_weight": 0.9, "candidates": 10},
-    "hybrid 0.3/0.7 c30": {"vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 30},
+    "minmax 0.2/0.8 c30": {"ranker": "minmax", "vector_weight": 0.2, "bm25_weight": 0.8, "candidates": 30},
+    "minmax 0.3/0.7 c30": {"ranker": "minmax", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 30},
+    "minmax 0.4/0.6 c30": {"ranker": "minmax", "vector_weight": 0.4, "bm25_weight": 0.6, "candidates": 30},
+    "minmax 0.5/0.5 c30": {"ranker": "minmax", "vector_weight": 0.5, "bm25_weight": 0.5, "candidates": 30},
+    "minmax 0.3/0.7 c10": {"ranker": "minmax", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
+    "weighted 0.7/0.3 c30 (seed)": {"ranker": "weighted", "vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 30},
+    "weighted 0.3/0.7 c10": {"ranker": "weighted", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
     "rrf c10": {"ranker": "rrf", "candidates": 10},
     "rrf c30": {"ranker": "rrf", "candidates": 30},
 }
-QUICK = ["dense", "bm25", "hybrid 0.7/0.3 c10", "hybrid 0.7/0.3 c30", "hybrid 0.3/0.7 c10", "rrf c10", "rrf c30"]
+QUICK = ["default", "dense", "bm25", "minmax 0.3/0.7 c30", "minmax 0.5/0.5 c30", "weighted 0.7/0.3 c30 (seed)",
+         "rrf c10"]
 
 
 class MemoEmbedder:
@@ -74,13 +80,19 @@ def answered(hit: Any, answer: dict[str, str]) -> bool:
 
 
 def score(hits: Sequence[Any], answers: Sequence[dict[str, str]]) -> dict[str, float]:
-    """recall@1/3/5 and reciprocal rank for one query."""
+    """recall@1/3/5/10, hit@5 and reciprocal rank for one query."""
     out: dict[str, float] = {}
-    for k in (1, 3, 5):
+    for k in (1, 3, 5, 10):
         found = sum(1 for a in answers if any(answered(h, a) for h in hits[:k]))
         out[f"r@{k}"] = found / len(answers)
+    out["hit@5"] = float(out["r@5"] > 0)
     out["rr"] = next((1 / n for n, h in enumerate(hits[:K], 1) if any(answered(h, a) for a in answers)), 0.0)
     return out
+
+
+def chars(memory: Any, hits: Sequence[Any]) -> float:
+    """Characters spanned by the hits (their whole chunks)."""
+    return float(sum(len(memory.expand(h.id).content) for h in hits))
 
 
 def mean(rows: Sequence[dict[str, float]], key: str) -> float:
@@ -92,6 +104,7 @@ def evaluate(memory: Any, queries: list[dict[str, Any]], settings: dict[str, Any
     for q in queries:
         hits = memory.search(q["query"], top_k=K, **settings)
         per_query.append({"query": q["query"], "kind": q["kind"], **score(hits, q["answers"]),
+                          "chars@5": chars(memory, hits[:5]),
                           "top": [f"{h.source}#{h.heading}" for h in hits[:3]]})
     return per_query
 
@@ -113,7 +126,7 @@ def run_set(memory: Any, set_name: str, queries: list[dict[str, Any]], names: li
         per_query = evaluate(memory, queries, SETTINGS[name])
         details[f"{set_name}|{name}"] = per_query
         row = {"set": set_name, "setting": name, "model": memory.embedder.model_name, "queries": len(queries),
-               **{k: mean(per_query, k) for k in ("r@1", "r@3", "r@5")}, "mrr": mean(per_query, "rr")}
+               **{k: mean(per_query, k) for k in METRICS}, "mrr": mean(per_query, "rr")}
         for kind in ("exact", "paraphrase", "date"):
             part = [p for p in per_query if p["kind"] == kind]
             if part:
@@ -128,7 +141,7 @@ def combined(rows: list[dict[str, Any]], details: dict[str, Any], sets: list[str
     for name in names:
         per_query = [p for s in sets for p in details[f"{s}|{name}"]]
         row = {"set": "all", "setting": name, "queries": len(per_query),
-               **{k: mean(per_query, k) for k in ("r@1", "r@3", "r@5")}, "mrr": mean(per_query, "rr")}
+               **{k: mean(per_query, k) for k in METRICS}, "mrr": mean(per_query, "rr")}
         for kind in ("exact", "paraphrase", "date"):
             part = [p for p in per_query if p["kind"] == kind]
             row[f"mrr_{kind}"] = mean(part, "rr")
@@ -138,12 +151,17 @@ def combined(rows: list[dict[str, Any]], details: dict[str, Any], sets: list[str
 
 
 def main(args: Any) -> None:
-    from bench.common import bench_embedder
+    from bench.common import bench_embedder, work_dir
+    from bench.labelled import run_sets
+    from bench.vector_cache import CachedEmbedder
     from bench.workspace import built, clone
     from memsearch_lsp.core.memory import Memory
 
-    names = QUICK if args.quick else list(SETTINGS)
-    embedder = MemoEmbedder(bench_embedder(args))
+    names = args.setting or (QUICK if args.quick else list(SETTINGS))
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown:
+        raise SystemExit(f"unknown setting(s) {unknown}; known: {list(SETTINGS)}")
+    embedder = MemoEmbedder(CachedEmbedder(bench_embedder(args), work_dir() / "vectors.sqlite"))
     details: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     sets: list[str] = []
@@ -154,7 +172,7 @@ def main(args: Any) -> None:
             memory.index()
             rows += run_set(memory, "examples", load("examples"), names, details)
             sets.append("examples")
-        sizes = [args.chunks] if args.chunks else ([1000] if args.quick else [1000, 10000])
+        sizes = [args.chunks] if args.chunks else ([1000] if args.quick or args.set else [1000, 10000])
         for size in sizes:
             root, _ = built(size, args.seed, embedder=embedder.inner)
             work = clone(root, Path(tmp) / f"gen-{size}")  # a copy: Milvus Lite locks its folder
@@ -165,8 +183,14 @@ def main(args: Any) -> None:
                 rows += run_set(memory, f"generated-{size // 1000}k", load("generated"), names, details)
             sets.append(f"generated-{size // 1000}k")
     rows += combined(rows, details, sets, names)
-    (BENCH / "results").mkdir(exist_ok=True)
-    (BENCH / "results" / "quality-details.json").write_text(json.dumps(details, indent=1))
-    columns = ["set", "setting", "queries", "r@1", "r@3", "r@5", "mrr", "mrr_exact", "mrr_paraphrase", "mrr_date"]
-    for set_name in [*sets, "all"]:
-        table([r for r in rows if r["set"] == set_name], columns, f"retrieval quality: {set_name}")
+    labelled = run_sets([Path(d).expanduser().resolve() for d in args.set or []], embedder,
+                        {n: SETTINGS[n] for n in names}, lsp=not args.no_lsp)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "quality-details.json").write_text(json.dumps(details, indent=1))
+    columns = ["set", "setting", "queries", "r@1", "r@3", "r@5", "r@10", "hit@5", "chars@5", "mrr"]
+    table([*labelled, *rows], [*columns, "index_s", "p50_ms", "same_ranking"], "retrieval quality: every set")
+    cats = sorted({k for r in labelled for k in r if k.startswith("r@5 cat")})
+    if cats:
+        table(labelled, ["set", "setting", *cats], "recall@5 per category (labelled workspaces)")
+    table([r for r in rows if r["set"] == "all"], ["setting", "mrr_exact", "mrr_paraphrase", "mrr_date"],
+          "MRR per query kind (examples + generated)")

@@ -31,6 +31,9 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    def __getattr__(self, name: str) -> Any:  # the inner embedder's extras (embed_query, provider, ...)
+        return getattr(self.inner, name)
+
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_name}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
 

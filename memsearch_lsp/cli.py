@@ -53,7 +53,7 @@ def _parser() -> _Parser:
     search.add_argument("query")
     search.add_argument("-k", "--top-k", type=int, default=None, help="number of results (default 3)")
     search.add_argument("--vector-weight", type=float, default=None, help="dense weight; BM25 gets 1 - W")
-    search.add_argument("--ranker", choices=["weighted", "rrf"], default=None)
+    search.add_argument("--ranker", choices=["minmax", "weighted", "rrf"], default=None)
 
     expand = sub.add_parser("expand", parents=[common], help="print the full text of a chunk")
     expand.add_argument("id")

@@ -76,9 +76,9 @@ class MilvusConfig:
 @dataclass(frozen=True)
 class SearchConfig:
     top_k: int = 3
-    vector_weight: float = 0.7
-    bm25_weight: float = 0.3
-    ranker: str = "weighted"
+    vector_weight: float = 0.3
+    bm25_weight: float = 0.7
+    ranker: str = "minmax"  # bench/README.md; the seed design is "weighted" with 0.7 / 0.3
     rrf_k: int = 60
     candidates: int = 30
     symbol_limit: int = 20
@@ -230,7 +230,7 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
     raise ConfigError(f"{where}: expected {name}, got {value!r}")
 
 
-_CHOICES = {("search", "ranker"): {"weighted", "rrf"}, ("compact", "group_by"): {"week", "month", "day"},
+_CHOICES = {("search", "ranker"): {"minmax", "weighted", "rrf"}, ("compact", "group_by"): {"week", "month", "day"},
             ("compact", "summarizer"): {"extractive", "openai"},
             ("embedding", "provider"): set(EMBEDDING_PROVIDERS)}
 

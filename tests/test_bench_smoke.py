@@ -10,6 +10,7 @@ import pytest
 
 from bench.common import percentile
 from bench.corpus import count_chunks, generate, load_needles
+from bench.labelled import Truth, summary, workspaces
 from bench.quality import QUERIES, answered, score
 
 
@@ -48,10 +49,26 @@ def test_metrics() -> None:
     answers = [{"source": "memory/a.md", "heading": "X"}, {"source": "memory/b.md", "heading": "*"}]
     hits = [hit("memory/c.md", "X"), hit("memory/a.md", "X"), hit("memory/c.md", "Y"), hit("memory/b.md", "Z")]
     got = score(hits, answers)
-    assert got == {"r@1": 0.0, "r@3": 0.5, "r@5": 1.0, "rr": 0.5}
-    assert score([], answers) == {"r@1": 0.0, "r@3": 0.0, "r@5": 0.0, "rr": 0.0}
+    assert got == {"r@1": 0.0, "r@3": 0.5, "r@5": 1.0, "r@10": 1.0, "hit@5": 1.0, "rr": 0.5}
+    assert score([], answers) == {"r@1": 0.0, "r@3": 0.0, "r@5": 0.0, "r@10": 0.0, "hit@5": 0.0, "rr": 0.0}
     assert answered(hit("memory/b.md", "anything"), answers[1])
     assert not answered(hit("memory/a.md", "x"), answers[0])  # headings match exactly
+
+
+def test_labelled_workspace_scoring(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "a.md").write_text("# A\n\nfirst\nsecond\n\n## B\nthird\n")
+    truth = {"lines": {"memory/a.md": {"3": "D1", "4": "D2", "7": "D3"}},
+             "qa": [{"q": "x", "evidence": ["D1", "D3"], "cat": 2}, {"q": "unlabelled", "evidence": ["D9"]}]}
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    assert workspaces(tmp_path) == [tmp_path]
+    t = Truth(tmp_path, tmp_path / "truth.json")
+    assert [q["q"] for q in t.questions] == ["x"]  # a question without a known evidence line is left out
+    got = t.score(t.questions[0], [("memory/a.md", 6, 7), ("memory/b.md", 1, 9), ("memory/a.md", 1, 4)])
+    assert (got["r@1"], got["r@3"], got["hit@5"], got["cat"]) == (0.5, 1.0, 1.0, 2)
+    assert got["chars@5"] == len("## B\nthird") + 0 + len("# A\n\nfirst\nsecond")
+    row = summary([got])
+    assert row["r@5 cat2"] == 1.0 and row["queries"] == 1
 
 
 def test_percentile() -> None:

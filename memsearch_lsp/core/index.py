@@ -236,29 +236,36 @@ class Indexer:
     def _write_group(self, group: Sequence[tuple[str, str, list[Chunk]]], stats: IndexStats) -> None:
         chunks = [c for _, _, cs in group for c in cs]
         vectors = self.store.vectors_for([c.embed_hash for c in chunks], self.model) if chunks else {}
-        missing: dict[str, str] = {}
+        missing: dict[str, list[str]] = {}
         for c in chunks:
             if c.embed_hash not in vectors:
-                missing.setdefault(c.embed_hash, c.embed_text)
+                missing.setdefault(c.embed_hash, c.windows)
         if missing:
-            hashes = list(missing)
-            for h, v in zip(hashes, self.embedder.embed([missing[h] for h in hashes])):
-                vectors[h] = v
+            texts = [w for ws in missing.values() for w in ws]
+            flat = iter(self.embedder.embed(texts))
+            for h, ws in missing.items():
+                vectors[h] = [next(flat) for _ in ws]
         stats.chunks_embedded += len(missing)
         stats.chunks_reused += len(chunks) - sum(1 for c in chunks if c.embed_hash in missing)
         manifest = self.manifest()
         rows: list[dict[str, Any]] = []
+        windows: list[dict[str, Any]] = []
         added: list[dict[int, float]] = []
         for source, text, cs in group:
             file_hash = f"{sha256(text)}:{len(cs)}"
             known = manifest[source].ids if source in manifest else set()
             for c in cs:
-                row = self._row(c, file_hash, vectors[c.embed_hash])
+                first, *rest = vectors[c.embed_hash]
+                row = self._row(c, file_hash, first)
+                row["windows"] = 1 + len(rest)
                 rows.append(row)
+                windows += [{"id": f"{c.id}:{n}", "chunk_id": c.id, "source": c.source,
+                             "embed_hash": c.embed_hash, "model": self.model, "dense": v}
+                            for n, v in enumerate(rest, 1)]
                 if c.id not in known:
                     added.append(row["sparse"])
         self.df.begin()  # the saved statistics may go stale from here until df.save()
-        self.store.upsert(rows)
+        self.store.upsert(rows, windows)
         self.df.add(added)
         for source, text, cs in group:
             new_ids = {c.id for c in cs}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.embed import Embedder, query_vector
+from memsearch_lsp.core.rank import fuse
 from memsearch_lsp.core.store import MilvusStore, Row, quote
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -91,12 +92,21 @@ def to_expanded(row: Row) -> Expanded:
 
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
                   top_k: int, exclude_source: str = "") -> list[Hit]:
-    """Dense and BM25 candidates fused with the configured ranker, best first."""
+    """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
+    configured ranker (core/rank.py), best first. A leg with weight 0 is skipped (except for RRF)."""
     if not query.strip() or top_k <= 0:
         return []
-    vector = query_vector(embedder, query) if settings.vector_weight > 0 or settings.ranker == "rrf" else None
+    rrf = settings.ranker == "rrf"
+    per_leg = max(settings.candidates, top_k)
     expr = f"source != {quote(exclude_source)}" if exclude_source else ""
-    rows = store.search(vector, df.query_vector(query), limit=top_k, candidates=settings.candidates,
-                        vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,
-                        ranker=settings.ranker, rrf_k=settings.rrf_k, expr=expr)
-    return [to_hit(r, query, settings.snippet_chars) for r in rows]
+    dense: dict[str, float] = {}
+    sparse: dict[str, float] = {}
+    if settings.vector_weight > 0 or rrf:
+        dense = store.dense_leg(query_vector(embedder, query), per_leg, expr)
+    if settings.bm25_weight > 0 or rrf:
+        sparse = store.sparse_leg(df.query_vector(query), per_leg, expr)
+    ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight,
+                  settings.rrf_k)[:top_k]
+    score = dict(ranked)
+    rows = store.rows([k for k, _ in ranked])
+    return [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]

@@ -16,7 +16,11 @@ MAX_CONTENT_BYTES = 60000
 MARKER = ".memsearch-lsp-index"  # written into every local index folder this program creates
 SCALARS = ("source", "heading", "heading_path", "level", "start_line", "end_line", "content_hash",
            "embed_hash", "file_hash", "model", "date", "content")
-FIELDS = {"id", *SCALARS, "dense", "sparse"}
+FIELDS = {"id", *SCALARS, "windows", "dense", "sparse"}
+# Window rows (a chunk's dense vectors after its first, which lives in the chunk's own row): one
+# collection beside the chunks, so BM25, counts and scans see chunks only.
+WINDOW_FIELDS = {"id", "chunk_id", "source", "embed_hash", "model", "dense"}
+WINDOW_SUFFIX = "_windows"
 _BATCH = 500
 
 
@@ -178,9 +182,11 @@ class MilvusStore:
         if client.has_collection(self.collection):
             info = client.describe_collection(self.collection)
             names = {f.get("name") for f in info.get("fields", [])}
-            if names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim:
+            if (names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim
+                    and client.has_collection(self.windows_collection)):
                 client.load_collection(self.collection)
                 self._mark()  # recognisably ours: our collection with our schema
+                client.load_collection(self.windows_collection)
                 return
             why = "it was built by another version of memsearch-lsp or for another embedding dimension"
             if self.is_local:
@@ -189,6 +195,8 @@ class MilvusStore:
             else:
                 log.warning("collection %s: %s; rebuilding it from the Markdown", self.collection, why)
                 client.drop_collection(self.collection)
+                if client.has_collection(self.windows_collection):
+                    client.drop_collection(self.windows_collection)
         self._create()
 
     def _create(self) -> None:
@@ -199,7 +207,7 @@ class MilvusStore:
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         for name in ("source", "heading", "heading_path"):
             schema.add_field(name, DataType.VARCHAR, max_length=2048)
-        for name in ("level", "start_line", "end_line"):
+        for name in ("level", "start_line", "end_line", "windows"):  # windows: dense vectors of the chunk
             schema.add_field(name, DataType.INT64)
         for name in ("content_hash", "embed_hash", "file_hash", "model", "date"):
             schema.add_field(name, DataType.VARCHAR, max_length=512)
@@ -212,6 +220,20 @@ class MilvusStore:
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         client.create_collection(self.collection, schema=schema, index_params=index)
         client.load_collection(self.collection)
+        if client.has_collection(self.windows_collection):
+            client.drop_collection(self.windows_collection)
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=96)
+        schema.add_field("chunk_id", DataType.VARCHAR, max_length=64)
+        schema.add_field("source", DataType.VARCHAR, max_length=2048)
+        for name in ("embed_hash", "model"):
+            schema.add_field(name, DataType.VARCHAR, max_length=512)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
+        index = client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
+                        metric_type="COSINE")
+        client.create_collection(self.windows_collection, schema=schema, index_params=index)
+        client.load_collection(self.windows_collection)
         if self._fresh:
             self._mark()
 
@@ -222,25 +244,39 @@ class MilvusStore:
             if not marker.is_file():
                 marker.write_text("memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
 
+    @property
+    def windows_collection(self) -> str:
+        return self.collection + WINDOW_SUFFIX
+
     def drop(self) -> None:
         with self._lock:
-            if self.client.has_collection(self.collection):
-                self.client.drop_collection(self.collection)
+            for name in (self.collection, self.windows_collection):
+                if self.client.has_collection(name):
+                    self.client.drop_collection(name)
             self._create()
 
     # -- writes ----------------------------------------------------------------------------
-    def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
+    def upsert(self, rows: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]] = ()) -> None:
+        """Chunk rows, then their extra window rows (`id` "<chunk id>:<n>", `chunk_id`, `source`,
+        `embed_hash`, `model`, `dense`)."""
         for start in range(0, len(rows), _BATCH):
             batch = [dict(r, content=_clip(r["content"]), heading=r["heading"][:500],
                           heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
             with self._lock:
                 self.client.upsert(self.collection, batch)
+        for start in range(0, len(windows), _BATCH):
+            with self._lock:
+                self.client.upsert(self.windows_collection, list(windows[start:start + _BATCH]))
 
     def delete(self, ids: Iterable[str]) -> None:
+        """Delete chunk rows and their window rows."""
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
+            part = ids[start:start + _BATCH]
             with self._lock:
-                self.client.delete(self.collection, ids=ids[start:start + _BATCH])
+                self.client.delete(self.collection, ids=part)
+                self.client.delete(self.windows_collection,
+                                   filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
 
     def flush(self) -> None:
         with self._lock:
@@ -260,18 +296,33 @@ class MilvusStore:
             finally:
                 iterator.close()
 
-    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[float]]:
-        """Stored vectors by embed_hash, for the embedding cache."""
-        found: dict[str, list[float]] = {}
+    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
+        """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
+        found: dict[str, list[list[float]]] = {}
         unique = sorted(set(embed_hashes))
         for start in range(0, len(unique), _BATCH):
             part = unique[start:start + _BATCH]
             expr = f"model == {quote(model)} and embed_hash in [{', '.join(quote(h) for h in part)}]"
             with self._lock:
                 rows = self.client.query(self.collection, filter=expr,
-                                         output_fields=["embed_hash", "dense"], limit=16384)
+                                         output_fields=["embed_hash", "dense", "windows"], limit=16384)
+            extra = {r["embed_hash"]: (r["id"], int(r["windows"] or 1)) for r in rows if int(r["windows"] or 1) > 1}
+            tails: dict[str, dict[int, list[float]]] = {}
+            if extra:
+                ids = [f"{cid}:{n}" for cid, count in extra.values() for n in range(1, count)]
+                with self._lock:
+                    got = self.client.get(self.windows_collection, ids=ids, output_fields=["embed_hash", "dense"])
+                for w in got:
+                    tails.setdefault(w["embed_hash"], {})[int(w["id"].rsplit(":", 1)[1])] = w["dense"]
             for row in rows:
-                found[row["embed_hash"]] = [float(x) for x in row["dense"]]
+                h = row["embed_hash"]
+                vectors = [[float(x) for x in row["dense"]]]
+                if h in extra:
+                    tail = tails.get(h, {})
+                    if len(tail) != extra[h][1] - 1:
+                        continue  # incomplete: embed again
+                    vectors += [[float(x) for x in tail[n]] for n in sorted(tail)]
+                found[h] = vectors
         return found
 
     def sparse_of(self, ids: Sequence[str]) -> list[dict[int, float]]:
@@ -294,31 +345,40 @@ class MilvusStore:
             rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def search(self, vector: list[float] | None, terms: dict[int, float], limit: int, candidates: int,
-               vector_weight: float, bm25_weight: float, ranker: str = "weighted", rrf_k: int = 60,
-               expr: str = "") -> list[Row]:
-        """Dense + BM25 (`terms`: IDF-weighted query terms) fused by WeightedRanker or RRF.
-
-        A leg with weight 0 is skipped; a single leg still goes through the ranker so scores are
-        normalised the same way whatever the weights.
-        """
-        from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
-
-        per_leg = max(candidates, limit)
-        fields = list(SCALARS)
-        legs: list[tuple[str, Any, float]] = []
-        if vector is not None and (vector_weight > 0 or ranker == "rrf"):
-            legs.append(("dense", vector, vector_weight))
-        if terms and (bm25_weight > 0 or ranker == "rrf"):
-            legs.append(("sparse", terms, bm25_weight))
-        if not legs:
-            return []
-        requests = [AnnSearchRequest(data=[data], anns_field=field, param={}, limit=per_leg, expr=expr or None)
-                    for field, data, _ in legs]
-        fuse = RRFRanker(rrf_k) if ranker == "rrf" else WeightedRanker(*(w or 1.0 for _, _, w in legs))
+    def dense_leg(self, vector: list[float], limit: int, expr: str = "") -> dict[str, float]:
+        """The `limit` chunks closest to `vector`, each scored by its best window (cosine)."""
+        scores: dict[str, float] = {}
         with self._lock:
-            hits = self.client.hybrid_search(self.collection, requests, fuse, limit=limit, output_fields=fields)
-        return [Row.from_entity(h["id"], h.get("entity", {}), float(h.get("distance", 0.0))) for h in hits[0]]
+            first = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
+                                       filter=expr, output_fields=[])
+            tails = self.client.search(self.windows_collection, [vector], anns_field="dense", limit=3 * limit,
+                                       filter=expr, output_fields=["chunk_id"])
+        for hit in first[0]:
+            scores[str(hit["id"])] = float(hit["distance"])
+        for hit in tails[0]:
+            chunk = str(hit.get("entity", {}).get("chunk_id", ""))
+            if chunk and float(hit["distance"]) > scores.get(chunk, -2.0):
+                scores[chunk] = float(hit["distance"])
+        best = sorted(scores, key=lambda k: -scores[k])[:limit]
+        return {k: scores[k] for k in best}
+
+    def sparse_leg(self, terms: dict[int, float], limit: int, expr: str = "") -> dict[str, float]:
+        """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms)."""
+        if not terms:
+            return {}
+        with self._lock:
+            hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
+                                      filter=expr, output_fields=[])
+        return {str(h["id"]): float(h["distance"]) for h in hits[0]}
+
+    def rows(self, ids: Sequence[str]) -> list[Row]:
+        """Rows by id, in the order of `ids` (ids that are gone are left out)."""
+        if not ids:
+            return []
+        with self._lock:
+            got = self.client.get(self.collection, ids=list(ids), output_fields=list(SCALARS))
+        by_id = {r["id"]: r for r in got}
+        return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
 
 
 def _ours(folder: Path) -> bool:

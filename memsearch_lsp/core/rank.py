@@ -1,0 +1,66 @@
+"""Fusion of the dense and BM25 legs into one ranking (pure: scores in, ranked ids out).
+
+Each leg gives its best candidates as `{id: score}`: cosine similarity for the dense leg (a chunk's
+best window), BM25 for the other. Rankers:
+
+- `minmax` (default): each leg is rescaled over its own candidates so its best is 1 and its worst 0,
+  then the two are weighted; a candidate missing from a leg gets 0 there. BM25's margin survives
+  (a chunk far ahead of the rest stays far ahead) and neither leg dominates by its scale.
+- `weighted`: what Milvus' `WeightedRanker` does: cosine as (1 + c) / 2, BM25 as 0.5 + atan(s) / pi,
+  weighted; the seed design's 0.7 / 0.3 is this ranker.
+- `rrf`: reciprocal rank fusion, sum of 1 / (k + rank) over the legs a candidate is in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+RANKERS = ("minmax", "weighted", "rrf")
+Scores = Mapping[str, float]
+
+
+def minmax(scores: Scores) -> dict[str, float]:
+    """Scores rescaled to 0..1 over the candidates (all 1 when they are equal)."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    return {k: (v - low) / span if span > 0 else 1.0 for k, v in scores.items()}
+
+
+def ranks(scores: Scores) -> dict[str, int]:
+    """1-based rank of each candidate, best first (ties keep the leg's order)."""
+    order = sorted(scores, key=lambda k: -scores[k])
+    return {k: n for n, k in enumerate(order, 1)}
+
+
+def _weighted(dense: Scores, sparse: Scores, vector_weight: float, bm25_weight: float,
+              norm_dense: Callable[[float], float], norm_sparse: Callable[[float], float],
+              ) -> dict[str, float]:
+    fused: dict[str, float] = {}
+    for scores, weight, norm in ((dense, vector_weight, norm_dense), (sparse, bm25_weight, norm_sparse)):
+        for key, value in scores.items():
+            fused[key] = fused.get(key, 0.0) + weight * norm(value)
+    return fused
+
+
+def fuse(dense: Scores, sparse: Scores, ranker: str = "minmax", vector_weight: float = 0.5,
+         bm25_weight: float = 0.5, rrf_k: int = 60) -> list[tuple[str, float]]:
+    """All candidates of both legs, best first, with their fused score."""
+    if ranker == "rrf":
+        fused: dict[str, float] = {}
+        for leg in (dense, sparse):
+            for key, rank in ranks(leg).items():
+                fused[key] = fused.get(key, 0.0) + 1.0 / (rrf_k + rank)
+    elif ranker == "weighted":
+        fused = _weighted(dense, sparse, vector_weight, bm25_weight,
+                          lambda c: (1.0 + c) * 0.5, lambda s: 0.5 + math.atan(s) / math.pi)
+    elif ranker == "minmax":
+        d, s = minmax(dense), minmax(sparse)
+        fused = _weighted(d, s, vector_weight, bm25_weight, float, float)
+    else:
+        raise ValueError(f"unknown ranker {ranker!r}; expected one of {', '.join(RANKERS)}")
+    # Best first; ties go to the chunk that is better in BM25, then dense, then by id (deterministic).
+    return sorted(fused.items(), key=lambda kv: (-kv[1], -sparse.get(kv[0], -math.inf),
+                                                  -dense.get(kv[0], -math.inf), kv[0]))

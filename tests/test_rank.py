@@ -1,0 +1,138 @@
+"""Ranking: fusion of the two legs (pure), query stop words, dense windows end to end on Milvus Lite."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.core.bm25 import DfTable, query_terms, tokens
+from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
+from memsearch_lsp.core.rank import fuse, minmax, ranks
+from tests.fakes import FakeEmbedder
+
+
+def test_minmax_rescales_each_leg_over_its_candidates() -> None:
+    assert minmax({"a": 3.0, "b": 2.0, "c": 1.0}) == {"a": 1.0, "b": 0.5, "c": 0.0}
+    assert minmax({"a": 0.7, "b": 0.7}) == {"a": 1.0, "b": 1.0}
+    assert minmax({}) == {}
+    assert ranks({"x": 0.1, "y": 0.9, "z": 0.5}) == {"y": 1, "z": 2, "x": 3}
+
+
+def test_minmax_keeps_the_bm25_margin_the_weighted_ranker_squashes() -> None:
+    # Dense prefers "a" a little; BM25 is sure about "c".
+    dense = {"a": 0.60, "b": 0.58, "c": 0.50}
+    sparse = {"c": 24.0, "a": 3.0, "b": 2.5}
+    fused = fuse(dense, sparse, "minmax", 0.3, 0.7)
+    assert [k for k, _ in fused] == ["c", "a", "b"]
+    assert fused[0][1] == pytest.approx(0.7)  # dense 0 (worst of its candidates) + BM25 1
+    # Milvus' weighted ranker at the seed's 0.7 / 0.3: atan squashes 24 and 3 to nearly the same.
+    seed = fuse(dense, sparse, "weighted", 0.7, 0.3)
+    assert seed[0][0] == "a"
+
+
+def test_weighted_is_exactly_milvus_weighted_ranker() -> None:
+    dense = {"a": 0.8, "b": 0.2}
+    sparse = {"b": 5.0, "c": 1.0}
+    got = dict(fuse(dense, sparse, "weighted", 0.7, 0.3))
+    assert got["a"] == pytest.approx(0.7 * (1 + 0.8) / 2)  # missing from BM25: that leg adds 0
+    assert got["b"] == pytest.approx(0.7 * (1 + 0.2) / 2 + 0.3 * (0.5 + math.atan(5.0) / math.pi))
+    assert got["c"] == pytest.approx(0.3 * (0.5 + math.atan(1.0) / math.pi))
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    got = dict(fuse({"a": 0.9, "b": 0.5}, {"b": 7.0, "c": 1.0}, "rrf", rrf_k=60))
+    assert got["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert got["a"] == pytest.approx(1 / 61) and got["c"] == pytest.approx(1 / 62)
+
+
+def test_a_candidate_missing_from_a_leg_scores_zero_there_and_ties_are_deterministic() -> None:
+    fused = fuse({"a": 0.9, "b": 0.1}, {"b": 2.0, "a": 1.0}, "minmax", 0.5, 0.5)
+    assert [k for k, _ in fused] == ["b", "a"]  # 0.5 each: the better BM25 wins the tie
+    only_dense = fuse({"x": 0.4, "y": 0.6}, {}, "minmax", 1.0, 0.0)
+    assert only_dense == [("y", 1.0), ("x", 0.0)]
+    assert fuse({}, {}, "minmax") == []
+    with pytest.raises(ValueError, match="unknown ranker"):
+        fuse({"a": 1.0}, {}, "magic")
+
+
+def test_query_stop_words_are_dropped_unless_nothing_else_is_left() -> None:
+    assert query_terms("What did Nate say about his dog?") == tokens("Nate say dog")
+    assert query_terms("who are you") == tokens("who are you")
+    table = DfTable(None)
+    assert len(table.query_vector("When did Caroline go to the LGBTQ support group?")) == 5
+
+
+def test_windows_cover_the_text_and_respect_the_size() -> None:
+    assert windows("short text") == ["short text"]
+    text = "\n".join(f"- **Speaker {i}**: " + "word " * (i % 40) for i in range(60))
+    pieces = windows(text)
+    assert len(pieces) > 1 and all(len(p) <= WINDOW_CHARS for p in pieces)
+    assert "\n".join(pieces).split() == text.split()
+    long_line = "alpha " * 300
+    assert all(len(p) <= WINDOW_CHARS for p in windows(long_line))
+    assert " ".join(windows(long_line)).split() == long_line.split()
+    chunk = chunk_markdown("# T\n\n" + text + "\n", "memory/a.md")[0]
+    assert chunk.windows == windows(chunk.content)
+
+
+LONG = "# 2026-01-05\n\n## Planning\n\n" + "\n".join(
+    f"- item {i}: the quarterly budget review needs the spreadsheet from finance" for i in range(18)
+) + "\n- item 99: kangaroo paddock fence repaired by the ranger\n"
+
+
+def long_workspace(tmp_path: Path) -> Path:
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    (mem / "2026-01-05.md").write_text(LONG)
+    (mem / "2026-01-06.md").write_text("# 2026-01-06\n\n## Garden\n\nwatered the tomatoes and the fence post\n")
+    (mem / "2026-01-07.md").write_text("# 2026-01-07\n\n## Zoo trip\n\nsaw a koala and a wombat at the zoo\n")
+    return tmp_path
+
+
+def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk(
+        tmp_path: Path, make_memory, embedder: FakeEmbedder) -> None:
+    ws = long_workspace(tmp_path)
+    memory = make_memory(ws)
+    memory.index()
+    chunk = chunk_markdown(LONG, "memory/2026-01-05.md", model=embedder.model_name)[-1]
+    assert len(chunk.windows) > 2  # the fact sits in a window the first one does not see
+    query = "kangaroo paddock fence ranger"
+    q = embedder.embed([query])[0]
+    cosines = [sum(a * b for a, b in zip(q, v)) for v in embedder.embed(chunk.windows)]
+    assert max(cosines) == cosines[-1] > cosines[0]
+    leg = memory.store.dense_leg(q, 10)
+    assert leg[chunk.id] == pytest.approx(cosines[-1], abs=1e-5)
+    hit = next(h for h in memory.search(query, top_k=5, vector_weight=1.0, bm25_weight=0.0) if h.id == chunk.id)
+    assert (hit.source, hit.start_line, hit.end_line) == (chunk.source, chunk.start_line, chunk.end_line)
+    # The seed setting stays selectable: Milvus' weighted formula over the same two legs.
+    seed = memory.search(query, top_k=5, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
+    bm25 = memory.store.sparse_leg(memory.df.query_vector(query), 30)[chunk.id]
+    expected = 0.7 * (1 + leg[chunk.id]) / 2 + 0.3 * (0.5 + math.atan(bm25) / math.pi)
+    assert next(h.score for h in seed if h.id == chunk.id) == pytest.approx(expected, abs=1e-5)
+    assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
+
+
+def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(tmp_path: Path, make_memory,
+                                                                          embedder: FakeEmbedder) -> None:
+    ws = long_workspace(tmp_path)
+    memory = make_memory(ws)
+    memory.index()
+    store = memory.store
+    count = len(chunk_markdown(LONG, "x.md")[-1].windows) - 1
+
+    def window_rows() -> int:
+        return len(store.client.query(store.windows_collection, filter="", output_fields=["chunk_id"], limit=100))
+
+    assert window_rows() == count
+    (ws / "memory" / "2026-01-05.md").rename(ws / "memory" / "2026-02-05.md")
+    before = embedder.embedded
+    stats = memory.index()
+    assert (stats.chunks_embedded, embedder.embedded - before) == (0, 0)
+    assert window_rows() == count  # the old file's windows went with its rows
+    (ws / "memory" / "2026-02-05.md").unlink()
+    memory.index()
+    assert window_rows() == 0
+    assert memory.search("kangaroo paddock fence", top_k=3, vector_weight=1.0, bm25_weight=0.0)[0].source \
+        != "memory/2026-02-05.md"
