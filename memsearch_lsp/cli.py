@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from memsearch_lsp import __version__
+from memsearch_lsp.version import __version__
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.memory import Memory

@@ -19,10 +19,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
-from memsearch_lsp import __version__
 from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.shared import SharedMemory
+from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
 

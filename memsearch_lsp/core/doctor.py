@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp import __version__
 from memsearch_lsp.config import CONFIG_FILE, DEFAULT_MODEL, ENV_PREFIX, Config, ConfigError, load_config
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers, platform_problem
+from memsearch_lsp.version import __version__
 
 DIST = "memsearch-lsp"
 REINSTALL = "reinstall from the checkout: pipx install --force . (or python3 -m pip install --force-reinstall .)"

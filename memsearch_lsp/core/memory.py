@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp import __version__
 from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.bm25 import DfTable
@@ -25,6 +24,7 @@ from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search import Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store import MilvusStore
+from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
 

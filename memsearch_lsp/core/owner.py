@@ -25,7 +25,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp import __version__
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.files import Skipped
@@ -33,6 +32,7 @@ from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory, Remembered, note_body
 from memsearch_lsp.core.search import Expanded, Hit
 from memsearch_lsp.core.store import IndexBusy, locked_by_other
+from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
 

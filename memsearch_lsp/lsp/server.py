@@ -18,7 +18,6 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from memsearch_lsp import __version__
 from memsearch_lsp.config import Config, ConfigError, load_config
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
@@ -26,6 +25,7 @@ from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers
 from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
+from memsearch_lsp.version import __version__
 
 log = logging.getLogger("memsearch_lsp")
 T = TypeVar("T")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from memsearch_lsp import __version__
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.hover import find_chunk
 from memsearch_lsp.lsp.features.symbols import located, param, search_all
 from memsearch_lsp.lsp.server import MemsearchServer  # pygls reads command handlers' type hints
+from memsearch_lsp.version import __version__
 
 
 class CommandError(ValueError):
