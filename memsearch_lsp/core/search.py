@@ -27,11 +27,13 @@ class Hit:
     snippet: str
     date: str = ""
     heading_path: str = ""
+    archived: bool = False  # from a compacted log in the archive folder
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "start_line": self.start_line, "end_line": self.end_line,
-                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date}
+                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date,
+                "archived": self.archived}
 
 
 @dataclass(frozen=True)
@@ -90,13 +92,31 @@ def to_expanded(row: Row) -> Expanded:
 
 
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
-                  top_k: int, exclude_source: str = "") -> list[Hit]:
-    """Dense and BM25 candidates fused with the configured ranker, best first."""
+                  top_k: int, exclude_source: str = "", archive_dir: str = "") -> list[Hit]:
+    """Dense and BM25 candidates fused with the configured ranker, best first; archived hits demoted."""
     if not query.strip() or top_k <= 0:
         return []
     vector = embedder.embed([query])[0] if settings.vector_weight > 0 or settings.ranker == "rrf" else None
     expr = f"source != {quote(exclude_source)}" if exclude_source else ""
-    rows = store.search(vector, df.query_vector(query), limit=top_k, candidates=settings.candidates,
+    limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
+    rows = store.search(vector, df.query_vector(query), limit=limit, candidates=settings.candidates,
                         vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,
                         ranker=settings.ranker, rrf_k=settings.rrf_k, expr=expr)
-    return [to_hit(r, query, settings.snippet_chars) for r in rows]
+    return demote_archived([to_hit(r, query, settings.snippet_chars) for r in rows], archive_dir)[:top_k]
+
+
+ARCHIVE_WEIGHT = 0.95  # an archived original scores this share of a live chunk as relevant
+ARCHIVE_EXTRA = 5  # candidates fetched beyond top_k, so live hits can overtake demoted archived ones
+
+
+def demote_archived(hits: list[Hit], archive_dir: str) -> list[Hit]:
+    """Mark hits from the archive folder and rank them below live memory at equal relevance (after fusion)."""
+    if not archive_dir:
+        return hits
+    from dataclasses import replace
+
+    from memsearch_lsp.core.files import glob_match
+
+    marked = [replace(h, archived=True, score=h.score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
+              for h in hits]
+    return sorted(marked, key=lambda h: -h.score)
