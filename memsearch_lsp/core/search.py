@@ -105,7 +105,7 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
     return demote_archived([to_hit(r, query, settings.snippet_chars) for r in rows], archive_dir)[:top_k]
 
 
-ARCHIVE_WEIGHT = 0.95  # an archived original scores this share of a live chunk as relevant
+ARCHIVE_WEIGHT = 0.99  # an archived original scores this share of a live chunk as relevant
 ARCHIVE_EXTRA = 5  # candidates fetched beyond top_k, so live hits can overtake demoted archived ones
 
 
