@@ -436,3 +436,50 @@ def test_near_duplicates_with_the_real_model() -> None:
     assert "Kafka runs on MSK with 3 brokers and 7 days retention" not in content
     assert "Marco will provision" not in content
     assert "280 ms" in content and "250 ms" in content  # 0.96 alike, but the numbers differ
+
+
+# -- beside writers ------------------------------------------------------------------------------
+def test_a_log_written_to_after_planning_is_left_in_place_and_said_so(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    plan = plan_compaction(memory, today=FEB25)
+    log = workspace / "memory/2026-02-10.md"
+    with log.open("a") as handle:  # an agent appends while the user reviews the plan
+        handle.write("- Appended after the plan: the walrus deploy moved to Friday.\n")
+    done = compact.apply_checked(memory, plan)
+    assert done.left == ("memory/2026-02-10.md",) and done.to_dict()["left"] == ["memory/2026-02-10.md"]
+    assert "left memory/2026-02-10.md: changed while being compacted" in done.describe()
+    assert "walrus" in log.read_text() and not (workspace / "memory/archive/2026-02-10.md").exists()
+    assert len(done.archive) == 11 and "memory/2026-02-10.md" not in {m.src for m in done.archive}
+    w07 = (workspace / "memory/summary-2026-W07.md").read_text()
+    assert "2026-02-10" not in w07  # the summary made again without it: no line of it, no link to it
+    for m in done.archive:  # every archived log is what its summary was made from
+        assert (workspace / m.dst).read_bytes() == (EXAMPLES / Path(m.src).name).read_bytes()
+    memory.index()
+    assert memory.search("walrus deploy Friday", top_k=1, **BM25)[0].source == "memory/2026-02-10.md"
+
+
+def test_a_line_appended_during_the_move_is_never_archived_unseen(workspace: Path, make_memory,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = make_memory(workspace)
+    plan = plan_compaction(memory, today=FEB18)
+    real_rename = os.rename
+    target = workspace / "memory/2026-02-04.md"
+    appended: list[str] = []
+
+    def racing_rename(src: os.PathLike[str], dst: os.PathLike[str]) -> None:
+        if Path(src) == target and not appended:  # a writer with the file open appends at the last moment
+            appended.append("- Raced line: quokka failover drill at 03:00.\n")
+            with target.open("a") as handle:
+                handle.write(appended[0])
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", racing_rename)
+    done = compact.apply_checked(memory, plan)
+    monkeypatch.undo()
+    assert appended and done.left == ("memory/2026-02-04.md",)
+    assert target.read_text().endswith(appended[0])  # moved back: the line stays live, not only in the archive
+    archived = workspace / "memory/archive"
+    assert not (archived / "2026-02-04.md").exists()
+    assert not any("quokka" in p.read_text() for p in archived.iterdir())
+    assert {p.name for p in archived.iterdir()} == {Path(m.dst).name for m in done.archive}
+    assert not [p for p in (workspace / "memory").rglob(".*") if p.is_file()]  # no temporary file left
