@@ -265,14 +265,16 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         if not ls.roots:
             raise CompactCommandError("no workspace folder is open")
         root = next(iter(ls.roots.values()))
+    reviewed = options.get("planId")
+    plan = REVIEWED.pop((root.path, reviewed), None) if reviewed else None  # the very plan shown (no new LLM call)
     try:
-        plan = await make_plan(ls, root, days, files)
+        plan = plan or await make_plan(ls, root, days, files)
     except (ValueError, PathError) as exc:
         raise CompactCommandError(str(exc)) from exc
     result = dict(plan.to_dict(), applied=False)
     if options.get("dryRun") or plan.empty:
+        remember(root, plan)
         return result
-    reviewed = options.get("planId")
     if reviewed is not None and reviewed != plan.plan_id:
         raise CompactCommandError("memsearch.compact: the memory changed since the plan was reviewed; "
                                   "review the new plan")
@@ -291,6 +293,19 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         f"memsearch: compacted {len(applied.archive)} daily logs into {len(applied.summaries)} summaries on disk; "
         f"the originals are in {archive}/{left}")))
     return dict(applied.to_dict(), applied=not applied.empty, appliedBy="server")
+
+
+REVIEWED: dict[tuple[Path, str], CompactionPlan] = {}  # dry-run plans by (root, plan_id), until applied
+KEEP_REVIEWED = 8
+
+
+def remember(root: Root, plan: CompactionPlan) -> None:
+    """Keep a dry-run plan so that applying its planId applies exactly it (its logs are re-checked then)."""
+    if plan.empty:
+        return
+    REVIEWED[(root.path, plan.plan_id)] = plan
+    while len(REVIEWED) > KEEP_REVIEWED:
+        del REVIEWED[next(iter(REVIEWED))]
 
 
 async def apply_on_disk(ls: MemsearchServer, root: Root, plan: CompactionPlan) -> CompactionPlan:
