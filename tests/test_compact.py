@@ -14,7 +14,7 @@ from typing import ClassVar
 import pytest
 
 from memsearch_lsp import cli
-from memsearch_lsp.core import compact
+from memsearch_lsp.core import compact, compact_apply
 from memsearch_lsp.core.compact import CompactError, apply_plan, period_key, plan_compaction
 from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer, parse_log
 from memsearch_lsp.core.summarize import LogText
@@ -297,7 +297,7 @@ def test_full_disk_while_writing_the_second_summary_changes_nothing(workspace: P
     manifest = {s: set(v.ids) for s, v in memory.indexer.manifest().items()}
     before = snapshot(workspace)
     plan = plan_compaction(memory, today=FEB25)
-    calls = _fail_on_call(2, compact._write_temp, monkeypatch, compact, "_write_temp")
+    calls = _fail_on_call(2, compact_apply._write_temp, monkeypatch, compact_apply, "_write_temp")
     with pytest.raises(CompactError, match=r"No space left on device.*rolled back, memory unchanged"):
         apply_plan(memory, plan)
     assert len(calls) == 2
