@@ -160,12 +160,13 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.compact import apply_plan, plan_compaction
+    from memsearch_lsp.core.compact import apply_checked, plan_compaction
 
     with _memory(args) as memory:
         plan = plan_compaction(memory, older_than_days=args.older_than, files=args.files or None)
         if not args.dry_run and not plan.empty:
-            apply_plan(memory, plan)
+            plan = apply_checked(memory, plan)  # a log changed meanwhile is left in place (plan.left)
+            memory.index()
     _emit(args, dict(plan.to_dict(), applied=not args.dry_run and not plan.empty), plan.describe())
     return EXIT_OK
 

@@ -95,7 +95,7 @@ class WatchConfig:
 class CompactConfig:
     older_than_days: int = 7
     archive_dir: str = "memory/archive"
-    index_archive: bool = False
+    index_archive: bool = True
     group_by: str = "week"
     summarizer: str = "extractive"
     base_url: str = "https://api.openai.com/v1"

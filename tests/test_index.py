@@ -149,6 +149,11 @@ def test_exclude_globs_and_archive_are_not_indexed(workspace: Path, make_memory)
     (workspace / "memory/archive/old.md").write_text("# Old\n\narchived walrus\n")
     (workspace / "memory/drafts").mkdir()
     (workspace / "memory/drafts/x.md").write_text("# Draft\n\ndraft walrus\n")
-    memory = make_memory(workspace, memory={"exclude": ["memory/drafts/**"]})
+    memory = make_memory(workspace, memory={"exclude": ["memory/drafts/**"]}, compact={"index_archive": False})
     memory.index()
     assert not [h for h in memory.search("walrus", top_k=5) if "walrus" in h.snippet]
+    memory.close()
+    indexed = make_memory(workspace, memory={"exclude": ["memory/drafts/**"]})  # by default the archive is indexed
+    indexed.index()
+    assert [(h.source, h.archived) for h in indexed.search("walrus", top_k=5) if "walrus" in h.snippet] == \
+        [("memory/archive/old.md", True)]

@@ -48,12 +48,14 @@ def apply_edit(edit: types.WorkspaceEdit, encoding: str) -> None:
             assert old.is_file() and not new.exists()
             new.parent.mkdir(parents=True, exist_ok=True)
             old.rename(new)
+        elif isinstance(change, types.DeleteFile):
+            Path(to_fs_path(change.uri) or "").unlink()
         elif isinstance(change, types.TextDocumentEdit):
             path = Path(to_fs_path(change.text_document.uri) or "")
             text = path.read_bytes().decode("utf-8")
             for item in sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character),
                                reverse=True):
-                assert isinstance(item, types.TextEdit)
+                assert isinstance(item, (types.TextEdit, types.AnnotatedTextEdit))
                 a, b = offset(text, item.range.start, encoding), offset(text, item.range.end, encoding)
                 text = text[:a] + item.new_text + text[b:]
             path.write_bytes(text.encode("utf-8"))
@@ -127,7 +129,30 @@ async def code_actions(session: Session, path: Path, only: list[str] | None = No
     return [a for a in result or [] if isinstance(a, types.CodeAction)]
 
 
-async def test_code_action_edit_gives_the_same_files_as_the_cli(session: Session, tmp_path: Path) -> None:
+def vscode(session: Session) -> bool:
+    """VS Code shows change annotations (a preview); Neovim does not, so the server applies after its review."""
+    return session.profile.startswith("visual")
+
+
+async def command(session: Session, **args: Any) -> Any:
+    return await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.compact", arguments=[args] if args else None))
+
+
+def annotated(edit: types.WorkspaceEdit) -> bool:
+    """Every change of the edit carries an annotation that needs confirmation."""
+    notes = edit.change_annotations or {}
+    if not notes or not all(n.needs_confirmation for n in notes.values()):
+        return False
+    for change in edit.document_changes or []:
+        ids = [e.annotation_id for e in change.edits if isinstance(e, types.AnnotatedTextEdit)] \
+            if isinstance(change, types.TextDocumentEdit) else [change.annotation_id]
+        if not ids or not all(i in notes for i in ids):
+            return False
+    return True
+
+
+async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(session: Session, tmp_path: Path) -> None:
     memory = session.workspace / "memory"
     actions = await code_actions(session, memory / "2026-02-09.md", only=["source.compact"])
     assert [(a.title, a.kind) for a in actions] == [("Compact logs older than 7 days (12 logs)", "source.compact"),
@@ -138,93 +163,108 @@ async def test_code_action_edit_gives_the_same_files_as_the_cli(session: Session
         ["Compact logs older than 7 days (12 logs)"]  # MEMORY.md is never compacted by itself
     assert not await code_actions(session, session.workspace / "notes.md")  # not a memory file
 
-    before = len(session.client.progress_reports)
-    resolved = await session.client.code_action_resolve_async(actions[0])
-    assert resolved.edit is not None and resolved.edit.document_changes
-    kinds = [type(c).__name__ for c in resolved.edit.document_changes]
-    assert kinds == ["CreateFile", "TextDocumentEdit"] * 3 + ["RenameFile"] * 12
-    assert len(session.client.progress_reports) > before  # resolve reported its progress
-    assert (memory / "2026-02-09.md").exists() and not (memory / "archive").exists()  # nothing applied yet
-
-    apply_edit(resolved.edit, session.encoding)
-    assert resolved.command is not None and resolved.command.command == "memsearch.reindex"
-    stats: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=resolved.command.command, arguments=resolved.command.arguments))
-    assert stats["files_total"] == 4
+    if vscode(session):
+        before = len(session.client.progress_reports)
+        resolved = await session.client.code_action_resolve_async(actions[0])
+        assert resolved.edit is not None and resolved.edit.document_changes
+        kinds = [type(c).__name__ for c in resolved.edit.document_changes]
+        assert kinds == ["CreateFile", "TextDocumentEdit"] * 3 + ["RenameFile"] * 12
+        assert annotated(resolved.edit)  # needsConfirmation: VS Code opens the refactor preview
+        assert len(session.client.progress_reports) > before  # resolve reported its progress
+        assert (memory / "2026-02-09.md").exists() and not (memory / "archive").exists()  # nothing applied yet
+        apply_edit(resolved.edit, session.encoding)
+        assert resolved.command is not None and resolved.command.command == "memsearch.reindex"
+        stats: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command=resolved.command.command, arguments=resolved.command.arguments))
+        assert stats["files_total"] == 4 + 12  # the summaries, MEMORY.md and the archive
+    else:  # the action is the command; the plugin shows the dry run and applies the plan it showed
+        assert all(a.command is not None and a.command.command == "memsearch.compact" for a in actions)
+        assert actions[0].command is not None and actions[0].command.arguments
+        args = actions[0].command.arguments[0]
+        dry = await command(session, **args, dryRun=True)
+        assert dry["applied"] is False and len(dry["plan_id"]) == 16
+        assert 0 < dry["chars_after"] <= 0.35 * dry["chars_before"]
+        with pytest.raises(Exception, match="changed since the plan was reviewed"):
+            await command(session, **args, planId="0" * 16)
+        assert not (memory / "archive").exists()
+        done = await command(session, **args, planId=dry["plan_id"])
+        assert done["applied"] is True and done["appliedBy"] == "server" and done["plan_id"] == dry["plan_id"]
+        for summary in done["summaries"]:  # written on disk, not left in a buffer
+            assert (session.workspace / summary["path"]).read_text() == summary["content"]
 
     cli_ws = cli_compact(tmp_path)
     lsp_tree, cli_tree = without_index(snapshot(session.workspace)), without_index(snapshot(cli_ws))
     assert sorted(lsp_tree) == sorted(cli_tree) and lsp_tree == cli_tree
     assert "memory/archive/2026-02-05.md" in lsp_tree and "memory/summary-2026-W06.md" in lsp_tree
 
-    symbol = await session.until_symbol("Kafka over RabbitMQ", "Decision: Kafka over RabbitMQ for the event bus")
-    assert isinstance(symbol.location, types.Location)
-    assert symbol.location.uri.endswith("memory/summary-2026-W06.md")
-    hits: Any = await session.client.protocol.send_request_async("memsearch/search",
-                                                                 {"query": "PostgreSQL 15 legacy reporting"})
-    assert not any("archive" in h["source"] for h in hits)
+    hits: Any = await session.client.protocol.send_request_async(
+        "memsearch/search", {"query": "PostgreSQL 15 legacy reporting replica", "topK": 10})
+    assert {h["archived"] for h in hits} == {True, False}  # archived originals are found, and say so
+    assert all(h["archived"] == ("/archive/" in h["source"]) for h in hits)
+    symbols = await session.symbols("PostgreSQL 15 legacy reporting replica")
+    assert any((s.container_name or "").endswith(" · archived") for s in symbols)
     status: Any = await session.client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="memsearch.status"))
-    assert status["roots"][0]["files"] == 4  # MEMORY.md and three summaries: the index matches the files
+    assert status["roots"][0]["files"] == 4 + 12  # the index matches the files (the archive stays indexed)
 
 
 async def test_compact_this_log_and_the_command(session: Session) -> None:
     memory = session.workspace / "memory"
     editor = Editor(session)
-    (this,) = [a for a in await code_actions(session, memory / "2026-02-16.md") if a.title == "Compact this log"]
-    resolved = await session.client.code_action_resolve_async(this)
-    assert resolved.edit is not None and resolved.edit.document_changes is not None
-    renames = [c for c in resolved.edit.document_changes if isinstance(c, types.RenameFile)]
-    assert [(Path(to_fs_path(r.old_uri) or "").name, Path(to_fs_path(r.new_uri) or "").parent.name)
-            for r in renames] == [("2026-02-16.md", "archive")]
+    by = "editor" if vscode(session) else "server"
+    if vscode(session):
+        (this,) = [a for a in await code_actions(session, memory / "2026-02-16.md") if a.title == "Compact this log"]
+        resolved = await session.client.code_action_resolve_async(this)
+        assert resolved.edit is not None and resolved.edit.document_changes is not None
+        renames = [c for c in resolved.edit.document_changes if isinstance(c, types.RenameFile)]
+        assert [(Path(to_fs_path(r.old_uri) or "").name, Path(to_fs_path(r.new_uri) or "").parent.name)
+                for r in renames] == [("2026-02-16.md", "archive")]
 
-    client = session.client
-    dry: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.compact", arguments=[{"olderThanDays": 7, "dryRun": True}]))
+    dry: Any = await command(session, olderThanDays=7, dryRun=True)
     assert dry["applied"] is False and len(dry["archive"]) == 12 and not editor.calls
     assert (memory / "2026-02-16.md").exists()
 
     n = len(session.indexed)
-    done: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.compact", arguments=[{"files": ["memory/2026-02-16.md", "memory/2026-02-17.md"]}]))
-    assert done["applied"] is True and done["appliedBy"] == "editor" and len(editor.calls) == 1
+    done: Any = await command(session, files=["memory/2026-02-16.md", "memory/2026-02-17.md"])
+    assert done["applied"] is True and done["appliedBy"] == by and len(editor.calls) == (by == "editor")
     assert [s["path"] for s in done["summaries"]] == ["memory/summary-2026-W08.md"]
     assert (memory / "archive/2026-02-17.md").is_file() and not (memory / "2026-02-17.md").exists()
     assert (memory / "summary-2026-W08.md").read_text() == done["summaries"][0]["content"]
-    assert len(session.indexed) > n  # reconciled after the editor applied the edit
-    hits: Any = await client.protocol.send_request_async("memsearch/search", {"query": "Amazon SES MJML"})
-    assert hits[0]["source"] == "memory/summary-2026-W08.md"
+    assert len(session.indexed) > n  # reconciled after the files changed
+    hits: Any = await session.client.protocol.send_request_async("memsearch/search", {"query": "Amazon SES MJML"})
+    assert hits[0]["source"] in {"memory/summary-2026-W08.md", "memory/archive/2026-02-17.md"}
 
     # a summary that ends without a newline, on a line with characters that differ in UTF-8/16/32
-    await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.compact", arguments=[{"files": [str(memory / "2026-02-09.md")]}]))
+    await command(session, files=[str(memory / "2026-02-09.md"), str(memory / "2026-02-10.md")])
     w07 = memory / "summary-2026-W07.md"
     w07.write_text(w07.read_text() + "- Café 🎉 naïve → reviewed by hand")
     before = w07.read_text()
-    rest: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.compact"))
+    (memory / "2026-02-09.md").write_text("# 2026-02-09\n\n## Recreated\n\n- Written after the archive.\n")
+    rest: Any = await command(session)
     assert rest["applied"] is True and len(rest["archive"]) == 9  # [] means: older than the configured days
+    assert {"from": "memory/2026-02-09.md", "to": "memory/archive/2026-02-09.md", "merge": True} in rest["archive"]
     (appended,) = [s for s in rest["summaries"] if s["action"] == "append"]
     assert appended["path"] == "memory/summary-2026-W07.md"
     assert w07.read_text() == before + appended["content"] and appended["content"].startswith("\n\n---\n")
     assert len(list((memory / "archive").iterdir())) == 12
+    assert (memory / "archive/2026-02-09.md").read_text().endswith("- Written after the archive.\n")
 
-    nothing: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.compact", arguments=[{"olderThanDays": 7}]))
+    nothing: Any = await command(session, olderThanDays=7)
     assert nothing["applied"] is False and nothing["summaries"] == [] and "nothing to compact" in nothing["note"]
     with pytest.raises(Exception, match="olderThanDays"):
-        await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="memsearch.compact", arguments=[{"olderThanDays": -1}]))
+        await command(session, olderThanDays=-1)
     with pytest.raises(Exception, match="not a daily log"):
-        await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="memsearch.compact", arguments=[{"files": ["memory/MEMORY.md"]}]))
+        await command(session, files=["memory/MEMORY.md"])
 
 
 async def test_a_refused_edit_changes_nothing(session: Session) -> None:
+    if not vscode(session):
+        pytest.skip("Neovim's compaction is applied by the server after the plugin's review (tests/test_nvim.py)")
     editor = Editor(session, applied=False)
     before = snapshot(session.workspace)
-    result: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.compact", arguments=[{"olderThanDays": 7}]))
+    result: Any = await command(session, olderThanDays=7)
     assert result["applied"] is False and result["failureReason"] == "the user said no" and editor.calls
+    assert annotated(editor.calls[0].edit)
     assert without_index(snapshot(session.workspace)) == without_index(before)
 
 
@@ -241,4 +281,4 @@ async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(l
     assert without_index(snapshot(session.workspace)) == without_index(snapshot(cli_ws))
     status: Any = await session.client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="memsearch.status"))
-    assert status["roots"][0]["files"] == 4
+    assert status["roots"][0]["files"] == 4 + 12

@@ -1,30 +1,28 @@
-"""Compaction: choose old daily logs, summarise them by period, plan the files (data), apply the plan atomically."""
+"""Compaction: choose old daily logs, summarise them by period, plan the files (data); apply it (compact_apply)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import hashlib
 import logging
-import os
 import posixpath
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.compact_apply import LogChanged, apply_files, sha256
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.summarize import CompactError, LogText, SummarizerError, create_summarizer
+from memsearch_lsp.core.summarize import TARGET_RATIO, CompactError, LogText, SummarizerError, create_summarizer
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.memory import Memory
 
-__all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "SummarizerError", "SummaryFile", "apply_plan",
-           "compactable", "old_logs", "plan_compaction"]
+__all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "LogChanged", "SummarizerError", "SummaryFile",
+           "apply_checked", "apply_files", "apply_plan", "compactable", "old_logs", "plan_compaction"]
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +47,19 @@ class SummaryFile:
 
 @dataclass(frozen=True)
 class ArchiveMove:
+    """Move a log into the archive, or merge it into its archived copy (a log recreated at an archived date)."""
+
     src: str
     dst: str
+    sha256: str = ""  # of the text the summary was made from: the log must still hold it when moved
+    action: Literal["move", "merge"] = "move"
+    base_sha256: str = ""  # for "merge": the archived copy's sha256 when planned
 
-    def to_dict(self) -> dict[str, str]:
-        return {"from": self.src, "to": self.dst}
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"from": self.src, "to": self.dst}
+        if self.action == "merge":
+            data["merge"] = True
+        return data
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,16 @@ class CompactionPlan:
     summarizer: str = "extractive"
     note: str = ""  # why the plan is empty, or other context for humans
     stats: Mapping[str, int] = field(default_factory=dict)
+    left: tuple[str, ...] = ()  # logs left in place because they changed while being compacted
+    today: str = ""  # the day the plan was made for (its summaries say so)
+
+    @property
+    def chars_before(self) -> int:
+        return int(self.stats.get("chars_before", 0))
+
+    @property
+    def chars_after(self) -> int:
+        return int(self.stats.get("chars_after", 0))
 
     @property
     def empty(self) -> bool:
@@ -72,24 +88,40 @@ class CompactionPlan:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"summaries": [s.to_dict() for s in self.summaries],
-                                "archive": [m.to_dict() for m in self.archive], "summarizer": self.summarizer}
+                                "archive": [m.to_dict() for m in self.archive], "summarizer": self.summarizer,
+                                "chars_before": self.chars_before, "chars_after": self.chars_after,
+                                "plan_id": self.plan_id}
+        if self.left:
+            data["left"] = list(self.left)
         if self.note:
             data["note"] = self.note
         if self.stats:
             data["stats"] = dict(self.stats)
         return data
 
+    @property
+    def plan_id(self) -> str:
+        """A digest of what the plan writes and moves: a reviewed plan is applied only if it is still the same."""
+        digest = hashlib.sha256()
+        for s in self.summaries:
+            digest.update(f"{s.path}\0{s.action}\0{s.base_sha256}\0{s.content}\0".encode())
+        for m in self.archive:
+            digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
+        return digest.hexdigest()[:16] if not self.empty else ""
+
     def describe(self) -> str:
+        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
         if self.empty:
-            return self.note or "nothing to compact"
-        chars_in, chars_out = self.stats.get("chars_in", 0), self.stats.get("chars_out", 0)
+            return (self.note or "nothing to compact") + left
+        before, after = self.chars_before, self.chars_after
+        share = f", {100 * after / before:.0f}%" if before else ""
         lines = [f"compact {len(self.archive)} daily logs into {len(self.summaries)} summaries "
-                 f"({self.summarizer}; {chars_in} -> {chars_out} characters)"]
+                 f"({self.summarizer}; {before} -> {after} characters{share})"]
         for s in self.summaries:
             lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
         for m in self.archive:
-            lines.append(f"  move    {m.src} -> {m.dst}")
-        return "\n".join(lines)
+            lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
+        return "\n".join(lines) + left
 
 
 # -- planning -----------------------------------------------------------------------------------
@@ -169,10 +201,6 @@ def _old_logs(memory: Memory, cutoff: dt.date) -> list[str]:
     return out
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def plan_compaction(memory: Memory, older_than_days: int | None = None, files: Sequence[str] | None = None,
                     today: dt.date | None = None, *, texts: Mapping[str, str] | None = None,
                     progress: Progress | None = None) -> CompactionPlan:
@@ -200,8 +228,8 @@ def plan_compaction(memory: Memory, older_than_days: int | None = None, files: S
         dst = posixpath.join(archive_dir, posixpath.basename(source))
         if dst in moves.values():
             raise CompactError(f"{source}: another log named {posixpath.basename(source)} goes to {dst} too")
-        if memory.path_of(dst).exists():
-            raise CompactError(f"{source}: {dst} already exists; move it away or compact another log")
+        if memory.path_of(dst).exists() and not memory.path_of(dst).is_file():
+            raise CompactError(f"{source}: {dst} exists and is not a file; move it away")
         moves[source] = dst
 
     groups: dict[str, list[str]] = {}
@@ -210,7 +238,8 @@ def plan_compaction(memory: Memory, older_than_days: int | None = None, files: S
 
     summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
     summaries: list[SummaryFile] = []
-    chars_in = chars_out = 0
+    archive: list[ArchiveMove] = []
+    chars_before = chars_after = allowed = 0
     for done, (key, members) in enumerate(groups.items()):
         if progress:
             progress(done, len(groups), f"summarising {key} ({len(members)} logs)")
@@ -223,16 +252,38 @@ def plan_compaction(memory: Memory, older_than_days: int | None = None, files: S
                 text, problem = read_text(memory.path_of(source))
                 if problem and not text:
                     raise CompactError(f"{source}: {problem}")
-            chars_in += len(text)
+            move = _archive_move(memory, source, moves[source], text)
+            archive.append(move)
             link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
-            logs.append(LogText(source, moves[source], link, log_date(source), text))
-        body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)))
+            offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
+            logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
+        size = sum(len(x.text) for x in logs)
+        allowed += int(TARGET_RATIO * size)  # what an earlier summary left unused goes to the next
+        frame = len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content)
+        budget = allowed - chars_after - frame - 1  # the body follows the intro after a blank line
+        body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget)
         summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
-        chars_out += len(summaries[-1].content)
+        chars_before += size
+        chars_after += len(summaries[-1].content)
     if progress:
         progress(len(groups), len(groups), f"{len(groups)} summaries planned")
-    return CompactionPlan(tuple(summaries), tuple(ArchiveMove(s, d) for s, d in moves.items()),
-                          summarizer.name, stats={"logs": len(sources), "chars_in": chars_in, "chars_out": chars_out})
+    return CompactionPlan(tuple(summaries), tuple(archive), summarizer.name, today=today.isoformat(),
+                          stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
+
+
+def _archive_move(memory: Memory, source: str, dst: str, text: str) -> ArchiveMove:
+    """Move into the archive, or merge into the archived copy of a log recreated at an archived date."""
+    digest = sha256(text.encode("utf-8"))
+    target = memory.path_of(dst)
+    if target.is_file():
+        return ArchiveMove(source, dst, digest, "merge", sha256(target.read_bytes()))
+    return ArchiveMove(source, dst, digest)
+
+
+def _lines_in(path: Path) -> int:
+    """Lines of an archived copy; text merged into it starts on the next line."""
+    data = path.read_bytes()
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 def _noter(progress: Progress | None, done: int, total: int) -> Callable[[str], None] | None:
@@ -246,161 +297,46 @@ def _summary_file(memory: Memory, path: str, key: str, logs: Sequence[LogText], 
                   today: dt.date) -> SummaryFile:
     first, last = logs[0].date, logs[-1].date
     span = first if first == last else f"{first} to {last}"
-    archive = posixpath.dirname(logs[0].archived)
-    links = ", ".join(f"[{x.date}]({x.link})" for x in logs)
-    intro = (f"Daily logs {span}, compacted on {today.isoformat()} ({how} summary); "
-             f"the originals are archived in `{archive}/`: {links}.\n")
+    intro = f"Summary of {span} ({how}, {today.isoformat()}).\n"
     section = f"{intro}\n{body.strip()}\n" if body.strip() else intro
     target = memory.path_of(path)
     if target.exists():
         data = target.read_bytes()
         existing = data.decode("utf-8", "replace")
         lead = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
-        return SummaryFile(path, "append", f"{lead}---\n\n{section}", tuple(x.source for x in logs), _sha256(data))
+        return SummaryFile(path, "append", f"{lead}---\n\n{section}", tuple(x.source for x in logs), sha256(data))
     return SummaryFile(path, "create", f"# Summary {key}\n\n{section}", tuple(x.source for x in logs))
 
 
 # -- applying -----------------------------------------------------------------------------------
-def _write_temp(target: Path, data: bytes) -> Path:
-    """Write `data` beside `target` under a hidden temporary name (fsynced); the caller renames it."""
-    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        temp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    return temp
+MAX_REPLANS = 5
 
 
-def _check(memory: Memory, plan: CompactionPlan) -> dict[str, bytes]:
-    """Refuse a stale plan before touching anything; returns the current bytes of appended summaries."""
-    current: dict[str, bytes] = {}
-    for s in plan.summaries:
-        target = memory.path_of(s.path)
-        if s.action == "create" and target.exists():
-            raise CompactError(f"{s.path} appeared since the plan was made; plan again")
-        if s.action == "append":
-            if not target.is_file():
-                raise CompactError(f"{s.path} disappeared since the plan was made; plan again")
-            current[s.path] = target.read_bytes()
-            if s.base_sha256 and _sha256(current[s.path]) != s.base_sha256:
-                raise CompactError(f"{s.path} changed since the plan was made; plan again")
-    for m in plan.archive:
-        if not memory.path_of(m.src).is_file():
-            raise CompactError(f"{m.src} disappeared since the plan was made; plan again")
-        if memory.path_of(m.dst).exists():
-            raise CompactError(f"{m.dst} already exists; plan again")
-    return current
+def apply_checked(memory: Memory, plan: CompactionPlan) -> CompactionPlan:
+    """Apply `plan` to the files; a log that changed meanwhile is left in place and the rest re-planned.
 
-
-def apply_files(memory: Memory, plan: CompactionPlan) -> None:
-    """Write the summaries and move the originals, all or nothing: on any failure, undo and raise."""
-    current = _check(memory, plan)
-    temps: dict[str, Path] = {}
-    backups: dict[str, Path] = {}
-    moved: list[tuple[Path, Path]] = []
-    made_dirs: list[Path] = []
-    installed: list[str] = []
-    try:
-        for s in plan.summaries:  # 1. every summary to a temporary file: a full disk fails here
-            target = memory.path_of(s.path)
-            if not target.parent.is_dir():
-                made_dirs.extend(_mkdirs(target.parent))
-            temps[s.path] = _write_temp(target, current.get(s.path, b"") + s.content.encode("utf-8"))
-        for m in plan.archive:  # 2. the originals into the archive
-            src, dst = memory.path_of(m.src), memory.path_of(m.dst)
-            if not dst.parent.is_dir():
-                made_dirs.extend(_mkdirs(dst.parent))
-            if dst.exists():
-                raise OSError(errno.EEXIST, f"{m.dst} already exists")
-            os.rename(src, dst)
-            moved.append((src, dst))
-        for s in plan.summaries:  # 3. the summaries in place (an appended one keeps a backup link)
-            target = memory.path_of(s.path)
-            if s.action == "append":
-                backups[s.path] = _backup(target)
-            elif target.exists():
-                raise OSError(errno.EEXIST, f"{s.path} already exists")
-            os.replace(temps[s.path], target)
-            del temps[s.path]
-            installed.append(s.path)
-    except BaseException as exc:
-        problems = _rollback(memory, plan, installed, backups, moved, temps, made_dirs)
-        if problems:
-            log.error("compaction rollback incomplete: %s", "; ".join(problems))
-        if isinstance(exc, (OSError, CompactError)):
-            detail = f"{exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-            undo = "rolled back, memory unchanged" if not problems else "ROLLBACK INCOMPLETE: " + "; ".join(problems)
-            raise CompactError(f"compaction failed ({detail}); {undo}") from exc
-        raise
-    for backup in backups.values():
-        backup.unlink(missing_ok=True)
-
-
-def _mkdirs(folder: Path) -> list[Path]:
-    missing = []
-    probe = folder
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    return missing  # deepest first: the order to remove them in
-
-
-def _backup(target: Path) -> Path:
-    backup = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.bak")
-    try:
-        os.link(target, backup)
-    except OSError:
-        import shutil
-
-        shutil.copy2(target, backup)
-    return backup
-
-
-def _rollback(memory: Memory, plan: CompactionPlan, installed: list[str], backups: dict[str, Path],
-              moved: list[tuple[Path, Path]], temps: dict[str, Path], made_dirs: list[Path]) -> list[str]:
-    problems: list[str] = []
-    actions = {s.path: s.action for s in plan.summaries}
-    for path in reversed(installed):
-        target = memory.path_of(path)
+    Returns the plan that was applied (its `left` names the logs left out).
+    """
+    left: list[str] = list(plan.left)
+    today = dt.date.fromisoformat(plan.today) if plan.today else None
+    for _ in range(MAX_REPLANS):
+        if plan.empty:
+            break
         try:
-            if actions[path] == "append":
-                os.replace(backups.pop(path), target)
-            else:
-                target.unlink()
-        except OSError as exc:
-            problems.append(f"restore {path}: {exc}")
-    for backup in backups.values():
-        backup.unlink(missing_ok=True)
-    for src, dst in reversed(moved):
-        try:
-            os.rename(dst, src)
-        except OSError as exc:
-            problems.append(f"move {dst} back to {src}: {exc}")
-    for temp in temps.values():
-        try:
-            temp.unlink(missing_ok=True)
-        except OSError as exc:
-            problems.append(f"remove {temp}: {exc}")
-    for folder in made_dirs:
-        try:
-            folder.rmdir()
-        except OSError:
-            pass
-    return problems
+            apply_files(memory, plan)
+            break
+        except LogChanged as exc:
+            log.warning("%s changed while being compacted; left in place", exc.source)
+            left.append(exc.source)
+            rest = [m.src for m in plan.archive if m.src not in left]
+            plan = plan_compaction(memory, files=rest, today=today) if rest else \
+                CompactionPlan(summarizer=plan.summarizer, note="nothing compacted")
+    else:
+        raise CompactError(f"logs kept changing while being compacted ({', '.join(left)}); try again later")
+    return replace(plan, left=tuple(left))
 
 
 def apply_plan(memory: Memory, plan: CompactionPlan) -> IndexStats:
-    """Apply `plan` to the files (all or nothing), then bring the index up to date with them."""
-    if plan.empty:
-        return memory.index()
-    apply_files(memory, plan)
+    """Apply `plan` to the files (all or nothing, see apply_checked), then bring the index up to date."""
+    apply_checked(memory, plan)
     return memory.index()

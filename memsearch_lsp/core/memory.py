@@ -216,7 +216,13 @@ class Memory:
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
         settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
         return hybrid_search(self.store, self.embedder, self.df, query, settings,
-                             min(top_k if top_k is not None else settings.top_k, MAX_TOP_K))
+                             min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
+                             archive_dir=self.archive_dir)
+
+    @property
+    def archive_dir(self) -> str:
+        """The archive folder when its logs are indexed (their hits are marked and demoted), else ''."""
+        return self.config.compact.archive_dir.strip("/") if self.config.compact.index_archive else ""
 
     def expand(self, chunk_id: str) -> Expanded | None:
         row = self.store.get(chunk_id.strip().lower())
@@ -226,7 +232,7 @@ class Memory:
         """Memories from other files that resemble `chunk`."""
         query = f"{chunk.heading}\n{chunk.content}"[:2000]
         return hybrid_search(self.store, self.embedder, self.df, query, self.config.search, top_k,
-                             exclude_source=chunk.source)
+                             exclude_source=chunk.source, archive_dir=self.archive_dir)
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""

@@ -28,11 +28,13 @@ class Hit:
     snippet: str
     date: str = ""
     heading_path: str = ""
+    archived: bool = False  # from a compacted log in the archive folder
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "start_line": self.start_line, "end_line": self.end_line,
-                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date}
+                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date,
+                "archived": self.archived}
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,9 @@ def to_expanded(row: Row) -> Expanded:
 
 
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
-                  top_k: int, exclude_source: str = "") -> list[Hit]:
+                  top_k: int, exclude_source: str = "", archive_dir: str = "") -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
-    configured ranker (core/rank.py), best first. A leg with weight 0 is skipped (except for RRF)."""
+    configured ranker (core/rank.py), best first; archived hits marked and demoted (demote_archived)."""
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"
@@ -105,8 +107,25 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
         dense = store.dense_leg(query_vector(embedder, query), per_leg, expr)
     if settings.bm25_weight > 0 or rrf:
         sparse = store.sparse_leg(df.query_vector(query), per_leg, expr)
+    limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
     ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight,
-                  settings.rrf_k)[:top_k]
+                  settings.rrf_k)[:limit]
     score = dict(ranked)
     rows = store.rows([k for k, _ in ranked])
-    return [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]
+    hits = [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]
+    return demote_archived(hits, archive_dir)[:top_k]
+
+
+ARCHIVE_WEIGHT = 0.99  # an archived original scores this share of a live chunk as relevant
+ARCHIVE_EXTRA = 5  # candidates fetched beyond top_k, so live hits can overtake demoted archived ones
+
+
+def demote_archived(hits: list[Hit], archive_dir: str) -> list[Hit]:
+    """Mark hits from the archive folder and rank them below live memory at equal relevance (after fusion)."""
+    if not archive_dir:
+        return hits
+    from memsearch_lsp.core.files import glob_match
+
+    marked = [replace(h, archived=True, score=h.score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
+              for h in hits]
+    return sorted(marked, key=lambda h: -h.score)

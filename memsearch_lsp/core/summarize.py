@@ -22,6 +22,7 @@ CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 200  # characters of instructions around the logs in each request
 MIN_PIECE_CHARS = 200
 MAX_REDUCE_ROUNDS = 8
+TARGET_RATIO = 0.35  # a summary is at most this share of the characters of the logs it replaces
 
 Note = Callable[[str], None]
 
@@ -43,17 +44,27 @@ class LogText:
     link: str  # the archived copy relative to the summary file: archive/2026-02-09.md
     date: str  # 2026-02-09
     text: str
+    offset: int = 0  # lines already in the archived copy before this text (a log merged into it)
 
-    def ref(self, line: int) -> str:
-        """A Markdown provenance link to one line of the archived original."""
-        return f"[{self.date}#L{line}]({self.link}#L{line})"
+    def line(self, n: int) -> int:
+        """Line `n` of the text as a line of the archived copy."""
+        return n + self.offset
+
+    def ref(self, n: int) -> str:
+        """A Markdown provenance link to line `n` of the text in the archived original."""
+        return f"[{self.date}#L{self.line(n)}]({self.link}#L{self.line(n)})"
+
+    def ref_day(self, n: int) -> str:
+        """A link to the archived original, at line `n` of the text, named by the date."""
+        return f"[{self.date}]({self.link}#L{self.line(n)})"
 
 
 class Summarizer(Protocol):
     name: str
 
-    def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None) -> str:
-        """Markdown body: `## topic` sections of bullets ending in provenance links."""
+    def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
+                  budget: int | None = None) -> str:
+        """Markdown body: `## topic` sections of bullets with provenance, within `budget` characters."""
         ...
 
 
@@ -90,7 +101,7 @@ def _numbered(log_text: LogText) -> list[str]:
     lines = normalize_newlines(log_text.text).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [header] + [f"L{n}: {line}" for n, line in enumerate(lines, 1)]
+    return [header] + [f"L{log_text.line(n)}: {line}" for n, line in enumerate(lines, 1)]
 
 
 def pack(blocks: Sequence[list[str]], budget: int) -> list[str]:
@@ -166,18 +177,23 @@ class OpenAISummarizer:
                                   timeout=self.config.timeout_s, max_retries=self.config.max_retries)
         return self._client
 
-    def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None) -> str:
+    def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
+                  budget: int | None = None) -> str:
+        """Map-reduce under the request budget; `budget` (characters of summary) is the target given to the model."""
+        target = budget
         budget = self.budget
         if budget < MIN_PIECE_CHARS:
             raise ConfigError(
                 f"compact.max_input_tokens = {self.config.max_input_tokens} leaves no room for the logs: the "
                 f"prompt alone is ~{len(self.prompt) // CHARS_PER_TOKEN} tokens")
         pieces = pack([_numbered(x) for x in logs], budget)
+        total = sum(len(p) for p in pieces) or 1
         partials = []
         for n, piece in enumerate(pieces, 1):
             if note and len(pieces) > 1:
                 note(f"{label}: summarising part {n}/{len(pieces)}")
-            partials.append(self.chat(f"Summarise these daily logs from {label}.\n\n{piece}"))
+            share = None if target is None else max(1, target * len(piece) // total)
+            partials.append(self.chat(f"Summarise these daily logs from {label}{_length(share)}.\n\n{piece}"))
         rounds = 0
         while len(partials) > 1:
             batches = pack([p.split("\n") for p in partials], budget)
@@ -188,7 +204,7 @@ class OpenAISummarizer:
                     f"{self.config.max_input_tokens}; raise it")
             if note:
                 note(f"{label}: merging {len(partials)} partial summaries")
-            partials = [self.chat(f"Merge these partial summaries of {label} into one.\n\n{batch}")
+            partials = [self.chat(f"Merge these partial summaries of {label} into one{_length(target)}.\n\n{batch}")
                         for batch in batches]
         return clean_markdown(partials[0]) if partials else ""
 
@@ -224,6 +240,11 @@ class OpenAISummarizer:
             raise SummarizerError(f"summariser endpoint {where} returned an empty summary "
                                   f"(model {self.config.model!r})")
         return str(content)
+
+
+def _length(target: int | None) -> str:
+    """The length target the model is asked to meet (the prompt says why), as the end of a request's first sentence."""
+    return "" if target is None else f" in at most {max(target, 0)} characters, links included"
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -63,7 +63,7 @@ def symbol_name(heading: str, snippet: str) -> str:
 
 
 def hit_symbol(root: Path, hit: Hit, rng: types.Range) -> types.WorkspaceSymbol:
-    container = hit.source + (f" · {hit.date}" if hit.date else "")
+    container = hit.source + (f" · {hit.date}" if hit.date else "") + (" · archived" if hit.archived else "")
     return types.WorkspaceSymbol(name=symbol_name(hit.heading, hit.snippet), kind=types.SymbolKind.String,
                                  location=types.Location(uri=uri_of(root, hit.source), range=rng),
                                  container_name=container)
@@ -141,7 +141,7 @@ def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> 
         for hit in related:
             link = f"{uri_of(root, hit.source)}#L{hit.start_line}"
             lines.append(f"- [{hit.heading or hit.source}]({link}) · `{hit.source}:{hit.start_line}` "
-                         f"({hit.score:.2f}): {hit.snippet[:120]}")
+                         f"({hit.score:.2f}{', archived' if hit.archived else ''}): {hit.snippet[:120]}")
     else:
         lines.append("_No related memories in other files._")
     return "\n".join(lines) + "\n"

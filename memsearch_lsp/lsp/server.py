@@ -24,6 +24,7 @@ from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers
 from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
+from memsearch_lsp.lsp import lifeline
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
 
@@ -82,6 +83,8 @@ class MemsearchServer(LanguageServer):
         self.passes = 0
         self._shown: set[str] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.client_pid: int | None = None  # initialize's processId: the server exits when it is gone
+        self.shut_down = False
 
     # -- roots and paths -------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[Root, str] | None:
@@ -299,6 +302,11 @@ class MemsearchServer(LanguageServer):
         for root in self.roots.values():
             self.close_root(root)
 
+    def close_all(self) -> None:
+        """Release every index and wait for the writer (the end of the process)."""
+        self.shutdown_roots()
+        self.writer.shutdown(wait=True)
+
 
 def options_from(params: Any) -> dict[str, Any]:
     """initializationOptions or settings: `{memsearch: {...}}` or the section itself."""
@@ -325,6 +333,7 @@ def create_server() -> MemsearchServer:
     def on_initialize(ls: MemsearchServer, params: types.InitializeParams) -> None:
         ls.loop = asyncio.get_running_loop()
         ls.init_options = ls.overrides = options_from(params.initialization_options)
+        ls.client_pid = params.process_id
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
@@ -354,7 +363,12 @@ def create_server() -> MemsearchServer:
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: MemsearchServer, params: None) -> None:
+        ls.shut_down = True
         ls.shutdown_roots()
+
+    @server.feature(types.EXIT)
+    def on_exit(ls: MemsearchServer, params: None) -> None:
+        lifeline.finish(ls.close_all, 0 if ls.shut_down else 1)  # never kept alive by a busy thread
 
     return server
 
@@ -367,8 +381,12 @@ def run(tcp: str | None = None) -> None:
     handler = ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logging.getLogger("memsearch_lsp").addHandler(handler)
-    if tcp:
-        host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
-    else:
-        server.start_io()
+    lifeline.watch_parent(lambda: server.client_pid, server.close_all)
+    try:
+        if tcp:
+            host, _, port = tcp.rpartition(":")
+            server.start_tcp(host or "127.0.0.1", int(port))
+        else:
+            server.start_io()  # returns when stdin closes: the editor is gone
+    finally:
+        lifeline.finish(server.close_all, 0)

@@ -28,4 +28,10 @@ return {
       end
     end,
   },
+  -- The compaction code action runs here, not on the server: the plan is shown and confirmed first.
+  commands = {
+    ['memsearch.compact'] = function(command)
+      require('memsearch')._compact_command(command)
+    end,
+  },
 }

@@ -238,6 +238,64 @@ local function step6_checkhealth()
   check(text:find('version: memsearch%-lsp') ~= nil, 'checkhealth shows no server version')
 end
 
+local function read_file(path)
+  local f = io.open(path, 'rb')
+  if not f then
+    return nil
+  end
+  local data = f:read('*a')
+  f:close()
+  return data
+end
+
+local function step7_compact_reviewed_and_applied_on_disk()
+  local ms = require('memsearch')
+  local log_path = ws .. '/memory/2026-02-05.md'
+  local log_buf = vim.fn.bufadd(log_path)
+  vim.fn.bufload(log_buf)
+  local asked
+  vim.ui.select = function(items, opts, on_choice)
+    asked = { items = items, prompt = opts.prompt }
+    on_choice(nil) -- the first time: cancel
+  end
+  ms.compact()
+  wait_for(STEP_MS, function()
+    return asked ~= nil
+  end, 'the compaction plan to be shown')
+  log('plan shown:\n%s', asked.prompt)
+  check(asked.prompt:find('daily logs into') and asked.prompt:find('characters') and asked.prompt:find('%-> memory/archive/'),
+    'the plan does not say what it does: %s', asked.prompt)
+  check(vim.uv.fs_stat(log_path) ~= nil and vim.uv.fs_stat(ws .. '/memory/archive') == nil, 'cancel changed files')
+
+  asked = nil
+  vim.ui.select = function(items, opts, on_choice)
+    asked = { items = items, prompt = opts.prompt }
+    on_choice('Apply')
+  end
+  ms.last_compact = nil
+  ms.compact()
+  wait_for(FIRST_INDEX_MS, function()
+    return type(ms.last_compact) == 'table' and ms.last_compact.applied == true
+  end, 'the compaction to be applied')
+  local done = ms.last_compact
+  check(done.appliedBy == 'server', 'applied by %s', tostring(done.appliedBy))
+  check(vim.uv.fs_stat(ws .. '/memory/archive/2026-02-05.md') ~= nil and vim.uv.fs_stat(log_path) == nil,
+    'the log was not moved on disk')
+  check(#done.summaries > 0, 'no summary')
+  for _, s in ipairs(done.summaries) do
+    local on_disk = read_file(ws .. '/' .. s.path)
+    check(on_disk ~= nil and #on_disk > 0 and on_disk == s.content, '%s is not written on disk', s.path)
+    local buf = vim.fn.bufnr(ws .. '/' .. s.path)
+    check(buf == -1 or not vim.bo[buf].modified, '%s left unsaved in a buffer', s.path)
+  end
+  check(not vim.api.nvim_buf_is_valid(log_buf) or not vim.api.nvim_buf_is_loaded(log_buf),
+    'the buffer of the moved log is still open')
+  find_symbol('zorblatizer cron worker pool', function(s)
+    return sym_uri(s):find('/memory/archive/2026%-01%-01%.md$') ~= nil or sym_uri(s):find('/memory/summary%-') ~= nil
+  end, STEP_MS, 'a compacted fact')
+  log('COMPACTED %d logs into %d summaries', #done.archive, #done.summaries)
+end
+
 local steps = {
   { '1 open MEMORY.md, wait for memsearch/indexed', step1_open_and_index },
   { '2 workspace/symbol finds the Redis chunk', step2_symbol_redis },
@@ -246,6 +304,7 @@ local steps = {
   { '5 :Memsearch search fills quickfix', step5_search_command },
   { '5b :Memsearch status/reindex/compact/today', step5b_commands },
   { '6 :checkhealth memsearch', step6_checkhealth },
+  { '7 compaction: plan shown, confirmed, applied on disk', step7_compact_reviewed_and_applied_on_disk },
 }
 
 local ok, err = xpcall(function()

@@ -42,6 +42,14 @@ describe('search results', () => {
         assert.equal(bare.description, 'memory/2026-02-09.md');
     });
 
+    it('says when a hit comes from the archive of compacted logs', () => {
+        const hits = parseHits([{ ...HIT, source: 'memory/archive/2026-02-09.md', archived: true }]);
+        assert.equal(hits.length, 1);
+        assert.equal(hits[0]?.archived, true);
+        assert.deepEqual(hits.map((hit) => toItem(hit).detail), ['0.83 · archived · We chose Redis for the session cache.']);
+        assert.equal(parseHits([{ ...HIT, archived: false }])[0]?.archived, undefined);
+    });
+
     it('folds snippets to one line', () => {
         assert.equal(oneLine('  a\n\n b\tc  '), 'a b c');
         assert.equal(oneLine('x'.repeat(10), 5), 'xxxx…');

@@ -11,8 +11,9 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from memsearch_lsp.core.compact import CompactionPlan, apply_plan, compactable, old_logs, plan_compaction
+from memsearch_lsp.core.compact import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.files import PathError
+from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
 
@@ -39,6 +40,18 @@ def can_edit_files(ls: MemsearchServer) -> bool:
         return False
     kinds = {str(getattr(k, "value", k)) for k in edit.resource_operations or ()}
     return {"create", "rename"} <= kinds
+
+
+def previews(ls: MemsearchServer) -> bool:
+    """True when the client honours change annotations, so a `needsConfirmation` edit opens its preview."""
+    workspace = ls.client_capabilities.workspace
+    edit = workspace.workspace_edit if workspace else None
+    return bool(edit and edit.change_annotation_support is not None)
+
+
+def by_edit(ls: MemsearchServer) -> bool:
+    """Compaction goes through a WorkspaceEdit the user reviews; else the server applies it on disk."""
+    return can_edit_files(ls) and previews(ls)
 
 
 def resolves_edits(ls: MemsearchServer) -> bool:
@@ -69,35 +82,76 @@ def end_position(ls: MemsearchServer, text: str) -> types.Position:
     return types.Position(line=len(lines) - 1, character=ls.workspace.position_codec.client_num_units(last))
 
 
+SUMMARIES, ARCHIVE = "memsearch.summaries", "memsearch.archive"
+Change = types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile
+
+
+def review_notes(plan: CompactionPlan) -> dict[str, types.ChangeAnnotation]:
+    """Every change needs confirmation: the client shows the edit for review before applying it."""
+    share = f" ({plan.chars_after} characters in place of {plan.chars_before})" if plan.chars_before else ""
+    return {SUMMARIES: types.ChangeAnnotation(label="Write compaction summaries", needs_confirmation=True,
+                                              description=f"{len(plan.summaries)} summaries{share}"),
+            ARCHIVE: types.ChangeAnnotation(label="Archive compacted daily logs", needs_confirmation=True,
+                                            description=f"{len(plan.archive)} logs, still searchable there")}
+
+
+def _append(ls: MemsearchServer, root: Path, path: str, text: str, note: str | None) -> types.TextDocumentEdit:
+    """Insert `text` at the end of a file (its open buffer, else the disk)."""
+    uri = convert.uri_of(root, path)
+    document = ls.workspace.text_documents.get(uri)
+    current = document.source if document else (root / path).read_text(encoding="utf-8")
+    at = end_position(ls, current)
+    edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=text) if note is None else \
+        types.AnnotatedTextEdit(range=types.Range(start=at, end=at), new_text=text, annotation_id=note)
+    return types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(
+        uri=uri, version=document.version if document else None), edits=[edit])
+
+
 def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.WorkspaceEdit:
-    """Create (or append to) each summary, then rename each original into the archive."""
-    changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
+    """Create (or append to) each summary, then rename each original into the archive (or merge it there).
+
+    With a client that supports change annotations, every change needs confirmation (a preview).
+    """
+    note = previews(ls)
+    summaries, archive = (SUMMARIES, ARCHIVE) if note else (None, None)
+    changes: list[Change] = []
     start = types.Position(line=0, character=0)
     for summary in plan.summaries:
         uri = convert.uri_of(root, summary.path)
         if summary.action == "create":
-            changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(overwrite=False,
-                                                                                     ignore_if_exists=False)))
-            at, version = start, None
+            changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(
+                overwrite=False, ignore_if_exists=False), annotation_id=summaries))
+            edit = types.TextEdit(range=types.Range(start=start, end=start), new_text=summary.content) \
+                if summaries is None else types.AnnotatedTextEdit(range=types.Range(start=start, end=start),
+                                                                  new_text=summary.content, annotation_id=summaries)
+            changes.append(types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit]))
         else:
-            document = ls.workspace.text_documents.get(uri)
-            text = document.source if document else (root / summary.path).read_text(encoding="utf-8")
-            at, version = end_position(ls, text), (document.version if document else None)
-        changes.append(types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-            edits=[types.TextEdit(range=types.Range(start=at, end=at), new_text=summary.content)]))
+            changes.append(_append(ls, root, summary.path, summary.content, summaries))
     for move in plan.archive:
-        changes.append(types.RenameFile(old_uri=convert.uri_of(root, move.src), new_uri=convert.uri_of(root, move.dst),
-                                        options=types.RenameFileOptions(overwrite=False, ignore_if_exists=False)))
-    return types.WorkspaceEdit(document_changes=changes)
+        src, dst = convert.uri_of(root, move.src), convert.uri_of(root, move.dst)
+        if move.action == "merge":  # a log recreated at an archived date: appended to its archived copy
+            text = (root / move.src).read_text(encoding="utf-8")
+            existing = (root / move.dst).read_text(encoding="utf-8")
+            lead = "\n" if existing and not existing.endswith("\n") else ""
+            changes.append(_append(ls, root, move.dst, lead + text, archive))
+            changes.append(types.DeleteFile(uri=src, annotation_id=archive))
+        else:
+            changes.append(types.RenameFile(old_uri=src, new_uri=dst, options=types.RenameFileOptions(
+                overwrite=False, ignore_if_exists=False), annotation_id=archive))
+    return types.WorkspaceEdit(document_changes=changes, change_annotations=review_notes(plan) if note else None)
 
 
 # -- planning with progress -------------------------------------------------------------------
 async def make_plan(ls: MemsearchServer, root: Root, older_than_days: int | None, files: list[str] | None,
                     title: str = "Compacting memory") -> CompactionPlan:
-    """Plan off the event loop (LLM calls are slow) with work-done progress; open buffers are the truth."""
+    """Plan off the event loop (LLM calls are slow) with work-done progress.
+
+    When the editor applies the edit, its open buffers are the truth; when the server applies the
+    plan on disk, the files are (a log is moved only if it still holds what was summarised).
+    """
     texts = {}
-    for uri, document in list(ls.workspace.text_documents.items()):
+    for uri, document in list(ls.workspace.text_documents.items()) if by_edit(ls) else []:
         found = ls.locate(uri)
         if found and found[0] is root and compactable(root.memory, found[1]):
             texts[found[1]] = document.source
@@ -131,11 +185,11 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
     root, source = found
     days = root.memory.config.compact.older_than_days
     count = len(old_logs(root.memory))
-    by_edit = can_edit_files(ls) and resolves_edits(ls)
+    edits = by_edit(ls) and resolves_edits(ls)
     actions: list[types.CodeAction] = []
 
     def action(title: str, args: dict[str, Any]) -> types.CodeAction:
-        if by_edit:  # the edit is computed in codeAction/resolve
+        if edits:  # the edit is computed in codeAction/resolve
             return types.CodeAction(title=title, kind=COMPACT_KIND, data={"root": str(root.path), **args})
         return types.CodeAction(title=title, kind=COMPACT_KIND,
                                 command=types.Command(title=title, command=COMMAND, arguments=[args]))
@@ -196,6 +250,10 @@ def _files(ls: MemsearchServer, value: Any) -> tuple[Root | None, list[str] | No
 
 
 async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str, Any]:
+    """Plan; with `dryRun`, return the plan; else apply it: through an edit the user reviews, or on disk.
+
+    `planId` (from a dry run the user reviewed) makes the server refuse a plan that is no longer the same.
+    """
     options = args[0] if args and isinstance(args[0], dict) else {}
     days = options.get("olderThanDays")
     if days is not None and (not isinstance(days, int) or isinstance(days, bool) or days < 0):
@@ -207,14 +265,20 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         if not ls.roots:
             raise CompactCommandError("no workspace folder is open")
         root = next(iter(ls.roots.values()))
+    reviewed = options.get("planId")
+    plan = REVIEWED.pop((root.path, reviewed), None) if reviewed else None  # the very plan shown (no new LLM call)
     try:
-        plan = await make_plan(ls, root, days, files)
+        plan = plan or await make_plan(ls, root, days, files)
     except (ValueError, PathError) as exc:
         raise CompactCommandError(str(exc)) from exc
     result = dict(plan.to_dict(), applied=False)
     if options.get("dryRun") or plan.empty:
+        remember(root, plan)
         return result
-    if can_edit_files(ls):
+    if reviewed is not None and reviewed != plan.plan_id:
+        raise CompactCommandError("memsearch.compact: the memory changed since the plan was reviewed; "
+                                  "review the new plan")
+    if by_edit(ls):
         response = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
             edit=plan_edit(ls, root.path, plan), label="Compact memory"))
         if not response.applied:
@@ -222,12 +286,41 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
             return result
         await ls.reconcile(root, title="Indexing the compacted memory")
         return dict(result, applied=True, appliedBy="editor")
-    await ls.write(root, apply_plan, root.memory, plan)
+    applied = await apply_on_disk(ls, root, plan)
     archive = root.memory.config.compact.archive_dir
+    left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
     ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
-        f"memsearch: compacted {len(plan.archive)} daily logs into {len(plan.summaries)} summaries on disk "
-        f"(this editor cannot create or rename files through edits); the originals are in {archive}/")))
-    return dict(result, applied=True, appliedBy="server")
+        f"memsearch: compacted {len(applied.archive)} daily logs into {len(applied.summaries)} summaries on disk; "
+        f"the originals are in {archive}/{left}")))
+    return dict(applied.to_dict(), applied=not applied.empty, appliedBy="server")
+
+
+REVIEWED: dict[tuple[Path, str], CompactionPlan] = {}  # dry-run plans by (root, plan_id), until applied
+KEEP_REVIEWED = 8
+
+
+def remember(root: Root, plan: CompactionPlan) -> None:
+    """Keep a dry-run plan so that applying its planId applies exactly it (its logs are re-checked then)."""
+    if plan.empty:
+        return
+    REVIEWED[(root.path, plan.plan_id)] = plan
+    while len(REVIEWED) > KEEP_REVIEWED:
+        del REVIEWED[next(iter(REVIEWED))]
+
+
+async def apply_on_disk(ls: MemsearchServer, root: Root, plan: CompactionPlan) -> CompactionPlan:
+    """The server writes the summaries and moves the logs itself (one writer), then re-indexes."""
+    done: list[CompactionPlan] = []
+
+    def apply() -> IndexStats:
+        done.append(apply_checked(root.memory, plan))
+        return root.memory.index()
+
+    try:
+        await ls.write(root, apply)
+    except (ValueError, PathError) as exc:
+        raise CompactCommandError(str(exc)) from exc
+    return done[-1] if done else plan
 
 
 def register(server: MemsearchServer) -> None:

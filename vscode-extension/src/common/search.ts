@@ -23,6 +23,8 @@ export interface SearchHit {
     readonly snippet: string;
     readonly date: string;
     readonly range?: LspRange;
+    /** From a compacted log in the archive (ranked below live memory at equal relevance). */
+    readonly archived?: boolean;
 }
 
 export interface SearchItem extends vscode.QuickPickItem {
@@ -72,6 +74,7 @@ export function parseHits(result: unknown): SearchHit[] {
                 snippet: str(raw.snippet),
                 date: str(raw.date),
                 ...(range ? { range } : {}),
+                ...(raw.archived === true ? { archived: true } : {}),
             },
         ];
     });
@@ -83,13 +86,13 @@ export function oneLine(text: string, max = 200): string {
     return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-/** heading as label; file, line and date as description; score and snippet as detail. */
+/** heading as label; file, line and date as description; score, "archived" and snippet as detail. */
 export function toItem(hit: SearchHit): SearchItem {
     const place = hit.start_line > 0 ? `${hit.source}:${hit.start_line}` : hit.source;
     return {
         label: hit.heading.trim() || hit.source || hit.uri,
         description: hit.date ? `${place} · ${hit.date}` : place,
-        detail: `${hit.score.toFixed(2)} · ${oneLine(hit.snippet)}`,
+        detail: `${hit.score.toFixed(2)} · ${hit.archived ? 'archived · ' : ''}${oneLine(hit.snippet)}`,
         // The server ranks; VS Code must not filter its results away by label.
         alwaysShow: true,
         hit,

@@ -1,0 +1,69 @@
+"""The server never outlives its editor: it exits when the client process named in `initialize` dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from memsearch_lsp.lsp import lifeline
+
+
+def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
+    body = json.dumps(message).encode()
+    stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stdin.flush()
+
+
+def _read(stdout: IO[bytes]) -> dict[str, Any]:
+    header = b""
+    while not header.endswith(b"\r\n\r\n"):
+        byte = stdout.read(1)
+        assert byte, "the server closed stdout"
+        header += byte
+    size = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+    message: dict[str, Any] = json.loads(stdout.read(size))
+    return message
+
+
+def test_orphaned_sees_a_dead_client_or_a_new_parent() -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert not lifeline.orphaned(os.getppid(), None) and not lifeline.orphaned(os.getppid(), os.getpid())
+    assert lifeline.orphaned(os.getppid(), dead.pid)
+    if os.name != "nt":
+        assert lifeline.orphaned(os.getppid() + 1, None)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(os.name == "nt", reason="POSIX process handling")
+def test_the_server_exits_when_its_client_process_dies_and_releases_the_index(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory/MEMORY.md").write_text("# Memory\n\n## Fact\n\nThe quokka index owner test.\n")
+    editor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # stands for the editor
+    server = subprocess.Popen([sys.executable, "-m", "memsearch_lsp", "serve"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        _send(server.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": editor.pid, "rootUri": tmp_path.as_uri(), "capabilities": {}}})
+        while _read(server.stdout).get("id") != 1:
+            pass
+        _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        while _read(server.stdout).get("method") != "memsearch/indexed":
+            pass
+        editor.kill()
+        editor.wait()
+        assert server.wait(timeout=60) == 0  # stdin is still open: only the lifeline can end it
+    finally:
+        editor.kill()
+        server.kill()
+    status = subprocess.run([sys.executable, "-m", "memsearch_lsp", "status", "-w", str(tmp_path), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr  # no IndexBusy: the index was released
+    assert json.loads(status.stdout)["files"] == 1
