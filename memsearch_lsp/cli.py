@@ -223,9 +223,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from memsearch_lsp.lsp.server import run
+    from memsearch_lsp.lsp.setup import run
 
-    run(tcp=args.tcp)
+    run(tcp=args.tcp, verbose=args.verbose)  # the server configures its own logging (INFO to stderr and client)
     return EXIT_OK
 
 
@@ -241,8 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"memsearch-lsp: error: {problem}\n")
         return EXIT_USER
     args = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
-                        format="memsearch-lsp: %(levelname)s: %(message)s")
+    if args.command != "serve":  # configure logging once: the server sets up its own
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
+                            format="memsearch-lsp: %(levelname)s: %(message)s")
     from memsearch_lsp.config import ConfigError
     from memsearch_lsp.core.compact import CompactError
     from memsearch_lsp.core.embed import EmbeddingError

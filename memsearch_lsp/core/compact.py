@@ -12,11 +12,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
+from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.compact_apply import LogChanged, apply_files, sha256
+from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer
+from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.summarize import TARGET_RATIO, CompactError, LogText, SummarizerError, create_summarizer
+from memsearch_lsp.core.summarize import (
+    TARGET_RATIO,
+    CompactError,
+    LogText,
+    OpenAISummarizer,
+    Summarizer,
+    SummarizerError,
+)
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.memory import Memory
@@ -25,6 +35,15 @@ __all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "LogChanged", "Summa
            "apply_checked", "apply_files", "apply_plan", "compactable", "old_logs", "plan_compaction"]
 
 log = logging.getLogger(__name__)
+
+
+def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], Embedder]) -> Summarizer:
+    """The configured summariser; `embedder` is called only when one is needed."""
+    if config.summarizer == "openai":
+        return OpenAISummarizer(config, root)
+    if config.summarizer == "extractive":
+        return ExtractiveSummarizer(embedder, config.similarity_threshold)
+    raise ConfigError(f"compact.summarizer: expected 'extractive' or 'openai', got {config.summarizer!r}")
 
 
 @dataclass(frozen=True)

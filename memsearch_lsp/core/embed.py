@@ -11,50 +11,25 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig
+from memsearch_lsp.core.embedder import CHARS_PER_TOKEN, Embedder, EmbeddingError, query_vector, variant
 from memsearch_lsp.core.model_folder import ModelFolder, read_model_folder
 
 log = logging.getLogger(__name__)
 
+__all__ = ["CHARS_PER_TOKEN", "Embedder", "EmbeddingError", "FastEmbedEmbedder", "create_embedder",
+           "query_vector", "variant"]
+
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_BATCH = 32
-CHARS_PER_TOKEN = 3  # a conservative guess for cutting text sent to an endpoint
 BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)
 UNKNOWN_MODEL = ("embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r}; "
                  "for another model set embedding.provider = 'onnx' and embedding.model = a folder holding "
                  "model.onnx, tokenizer.json and tokenizer_config.json, or embedding.provider = 'openai' for an "
                  "OpenAI-compatible endpoint")
-
-
-class EmbeddingError(RuntimeError):
-    """The embedding model cannot be loaded or run; the message says what to do."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Anything that turns texts into L2-normalised vectors of a fixed dimension."""
-
-    model_name: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-
-def query_vector(embedder: Embedder, query: str) -> list[float]:
-    """A search query's vector: the embedder's query form (`embed_query`: a prefix, a query model) when
-    it has one, else the plain embedding."""
-    embed_query = getattr(embedder, "embed_query", None)
-    return list(embed_query(query)) if embed_query is not None else embedder.embed([query])[0]
-
-
-def variant(settings: EmbeddingConfig) -> str:
-    """The part of a stored model name that says how chunks are embedded beyond the model itself."""
-    if not settings.document_prefix:
-        return ""
-    return "+" + hashlib.sha256(settings.document_prefix.encode()).hexdigest()[:8]
 
 
 def by_length(texts: Sequence[str], batch_size: int, lengths: Sequence[int] | None = None) -> list[list[int]]:

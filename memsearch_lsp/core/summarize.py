@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import normalize_newlines
-from memsearch_lsp.core.embed import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +65,6 @@ class Summarizer(Protocol):
                   budget: int | None = None) -> str:
         """Markdown body: `## topic` sections of bullets with provenance, within `budget` characters."""
         ...
-
-
-def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], Embedder]) -> Summarizer:
-    """The configured summariser; `embedder` is called only when one is needed."""
-    if config.summarizer == "openai":
-        return OpenAISummarizer(config, root)
-    if config.summarizer == "extractive":
-        from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer
-
-        return ExtractiveSummarizer(embedder, config.similarity_threshold)
-    raise ConfigError(f"compact.summarizer: expected 'extractive' or 'openai', got {config.summarizer!r}")
 
 
 # -- openai -------------------------------------------------------------------------------------

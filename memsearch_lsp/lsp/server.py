@@ -1,10 +1,12 @@
-"""create_server(): lifecycle, one writer thread, per-root Memory, debounce, error policy."""
+"""MemsearchServer: the server's state (roots, writer thread, settings) and its error policy.
+
+It imports no feature: `lsp/setup.py` wires features and lifecycle handlers to it (one composition root).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,7 +26,6 @@ from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers
 from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
-from memsearch_lsp.lsp import lifeline
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
 
@@ -314,79 +315,3 @@ def options_from(params: Any) -> dict[str, Any]:
         return {}
     inner = params.get("memsearch")
     return dict(inner) if isinstance(inner, dict) else dict(params)
-
-
-def create_server() -> MemsearchServer:
-    server = MemsearchServer()
-    from memsearch_lsp.lsp.features import commands, hover, symbols, sync
-
-    for feature in (sync, symbols, hover, commands):
-        feature.register(server)
-    try:
-        from memsearch_lsp.lsp.features import actions
-    except ImportError:  # pragma: no cover - compaction is optional while it is being built
-        actions = None  # type: ignore[assignment]
-    if actions is not None:
-        actions.register(server)
-
-    @server.feature(types.INITIALIZE)
-    def on_initialize(ls: MemsearchServer, params: types.InitializeParams) -> None:
-        ls.loop = asyncio.get_running_loop()
-        ls.init_options = ls.overrides = options_from(params.initialization_options)
-        ls.client_pid = params.process_id
-
-    @server.feature(types.INITIALIZED)
-    async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
-        ls.initialized = True
-        await ls.load_settings()
-        await ls.open_roots()
-        for root in ls.roots.values():
-            await sync.watch(ls, root)
-            ls.background(ls.reconcile(root), f"indexing {root.path.name}")
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:
-        pushed = options_from(params.settings)
-        if pushed:
-            ls.overrides = {**ls.init_options, **pushed}  # complete: a removed setting is gone
-        await ls.load_settings()
-        for root in list(ls.roots.values()):
-            try:
-                config = ls.config_for(root.path)
-            except ConfigError as exc:
-                ls.report(f"settings: {exc}", exc)
-                continue
-            heavy = await ls.in_writer(root.memory.reconfigure, config)
-            if heavy:
-                await sync.watch(ls, root)
-                ls.background(ls.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
-
-    @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls: MemsearchServer, params: None) -> None:
-        ls.shut_down = True
-        ls.shutdown_roots()
-
-    @server.feature(types.EXIT)
-    def on_exit(ls: MemsearchServer, params: None) -> None:
-        lifeline.finish(ls.close_all, 0 if ls.shut_down else 1)  # never kept alive by a busy thread
-
-    return server
-
-
-def run(tcp: str | None = None) -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="memsearch-lsp %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("pygls").setLevel(logging.WARNING)
-    server = create_server()
-    handler = ClientLogHandler(server)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logging.getLogger("memsearch_lsp").addHandler(handler)
-    lifeline.watch_parent(lambda: server.client_pid, server.close_all)
-    try:
-        if tcp:
-            host, _, port = tcp.rpartition(":")
-            server.start_tcp(host or "127.0.0.1", int(port))
-        else:
-            server.start_io()  # returns when stdin closes: the editor is gone
-    finally:
-        lifeline.finish(server.close_all, 0)

@@ -1,0 +1,91 @@
+"""The composition root: wires the features and the lifecycle handlers to a MemsearchServer, and runs it.
+
+Features import the server class; the server class imports no feature; only this module knows them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from lsprotocol import types
+
+from memsearch_lsp.config import ConfigError
+from memsearch_lsp.lsp import lifeline
+from memsearch_lsp.lsp.features import actions, commands, hover, symbols, sync
+from memsearch_lsp.lsp.server import ClientLogHandler, MemsearchServer, options_from
+
+
+def create_server() -> MemsearchServer:
+    """The server with every feature and the lifecycle handlers registered."""
+    server = MemsearchServer()
+    for feature in (sync, symbols, hover, commands, actions):
+        feature.register(server)
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: MemsearchServer, params: types.InitializeParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        ls.init_options = ls.overrides = options_from(params.initialization_options)
+        ls.client_pid = params.process_id
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
+        ls.initialized = True
+        await ls.load_settings()
+        await ls.open_roots()
+        for root in ls.roots.values():
+            await sync.watch(ls, root)
+            ls.background(ls.reconcile(root), f"indexing {root.path.name}")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:
+        pushed = options_from(params.settings)
+        if pushed:
+            ls.overrides = {**ls.init_options, **pushed}  # complete: a removed setting is gone
+        await ls.load_settings()
+        for root in list(ls.roots.values()):
+            try:
+                config = ls.config_for(root.path)
+            except ConfigError as exc:
+                ls.report(f"settings: {exc}", exc)
+                continue
+            heavy = await ls.in_writer(root.memory.reconfigure, config)
+            if heavy:
+                await sync.watch(ls, root)
+                ls.background(ls.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
+
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls: MemsearchServer, params: None) -> None:
+        ls.shut_down = True
+        ls.shutdown_roots()
+
+    @server.feature(types.EXIT)
+    def on_exit(ls: MemsearchServer, params: None) -> None:
+        lifeline.finish(ls.close_all, 0 if ls.shut_down else 1)  # never kept alive by a busy thread
+
+    return server
+
+
+def configure_logging(verbose: bool = False) -> None:
+    """The server's logging, set up once: INFO (DEBUG with -v) to stderr and to the client; never stdout."""
+    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.INFO,
+                        format="memsearch-lsp %(levelname)s %(name)s: %(message)s", force=True)
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+
+
+def run(tcp: str | None = None, verbose: bool = False) -> None:
+    configure_logging(verbose)
+    server = create_server()
+    handler = ClientLogHandler(server)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger("memsearch_lsp").addHandler(handler)
+    lifeline.watch_parent(lambda: server.client_pid, server.close_all)
+    try:
+        if tcp:
+            host, _, port = tcp.rpartition(":")
+            server.start_tcp(host or "127.0.0.1", int(port))
+        else:
+            server.start_io()  # returns when stdin closes: the editor is gone
+    finally:
+        lifeline.finish(server.close_all, 0)
