@@ -13,6 +13,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
 SERVER = [sys.executable, "-m", "memsearch_lsp", "serve"]
@@ -157,3 +158,28 @@ async def wait_for(condition: Any, what: str, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+# -- sessions started by hand (several windows, kill -9) --------------------------------------------
+FAST = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
+
+
+async def start(workspace: Path, profile: str = "visual_studio_code") -> Session:
+    client = LanguageClient()
+    for method, handler in DEFAULT_CLIENT_FEATURES.items():
+        client.feature(method)(handler)
+    await client.start_io(*SERVER)
+    session = Session(client, workspace, profile)
+    await session.start(capabilities(profile), FAST)
+    return session
+
+
+async def stop(session: Session) -> None:
+    try:
+        await asyncio.wait_for(session.client.shutdown_session(), timeout=20)
+    finally:
+        await session.client.stop()
+
+
+def server_pid(session: Session) -> int:
+    return session.client._server.pid  # type: ignore[union-attr]

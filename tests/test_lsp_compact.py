@@ -14,8 +14,8 @@ from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
+from tests.helpers import snapshot
 from tests.lsp_helpers import Session, capabilities, make_workspace, open_session, uri
-from tests.test_compact import snapshot
 
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
 

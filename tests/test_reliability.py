@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -19,14 +18,7 @@ from memsearch_lsp.core.owner import OwnerServer, RemoteMemory, find_owner, open
 from memsearch_lsp.core.search import Hit
 from memsearch_lsp.lsp import convert
 from tests.fakes import FakeEmbedder
-
-
-def tree_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
-    return digest.hexdigest()
+from tests.helpers import tree_digest
 
 
 def test_a_second_process_uses_the_owner_socket(workspace: Path, make_memory) -> None:

@@ -16,40 +16,16 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import LanguageClient
-from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 
 from memsearch_lsp.core.memory import Memory
-from tests.lsp_helpers import SERVER, Session, capabilities, make_workspace, send_raw
+from tests.lsp_helpers import make_workspace, send_raw, server_pid, start, stop
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
-FAST = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
-
-
-async def start(workspace: Path, profile: str = "visual_studio_code") -> Session:
-    client = LanguageClient()
-    for method, handler in DEFAULT_CLIENT_FEATURES.items():
-        client.feature(method)(handler)
-    await client.start_io(*SERVER)
-    session = Session(client, workspace, profile)
-    await session.start(capabilities(profile), FAST)
-    return session
-
-
-async def stop(session: Session) -> None:
-    try:
-        await asyncio.wait_for(session.client.shutdown_session(), timeout=20)
-    finally:
-        await session.client.stop()
 
 
 def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
                           capture_output=True, text=True, timeout=300)
-
-
-def server_pid(session: Session) -> int:
-    return session.client._server.pid  # type: ignore[union-attr]
 
 
 async def test_cli_beside_a_running_server_gets_the_servers_hits(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from memsearch_lsp.core.files import MAX_FILE_BYTES, MAX_SOURCE_BYTES, PathError
 from memsearch_lsp.core.owner import UnsafeSocketFolder, find_owner, record_path, socket_path_for
 from memsearch_lsp.core.store import StoreError, quote
 from tests.fakes import FakeEmbedder
-from tests.test_reliability import tree_digest
+from tests.helpers import tree_digest
 
 
 # -- 1. a record never names a file to delete ------------------------------------------------------

@@ -33,6 +33,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _install(source: Path, target: Path) -> None:
+    """Put `source` in place of `target` atomically (the one seam tests use to simulate a full disk)."""
+    os.replace(source, target)
+
+
 def _write_temp(target: Path, data: bytes) -> Path:
     """Write `data` beside `target` under a hidden temporary name (fsynced); the caller renames it."""
     temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
@@ -111,11 +116,11 @@ def _move(memory: Memory, m: ArchiveMove, undo: list[Undo], made_dirs: list[Path
         backup = _backup(dst)
         cleanup.extend((backup, taken))
         try:
-            os.replace(temp, dst)
+            _install(temp, dst)
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        undo.append(lambda: os.replace(backup, dst))
+        undo.append(lambda: _install(backup, dst))
 
 
 def apply_files(memory: Memory, plan: CompactionPlan) -> None:
@@ -142,12 +147,12 @@ def apply_files(memory: Memory, plan: CompactionPlan) -> None:
             if s.action == "append":
                 backup = _backup(target)
                 cleanup.append(backup)
-                os.replace(temps[s.path], target)
-                undo.append(lambda b=backup, t=target: os.replace(b, t))  # type: ignore[misc]
+                _install(temps[s.path], target)
+                undo.append(lambda b=backup, t=target: _install(b, t))  # type: ignore[misc]
             elif target.exists():
                 raise OSError(errno.EEXIST, f"{s.path} already exists")
             else:
-                os.replace(temps[s.path], target)
+                _install(temps[s.path], target)
                 undo.append(lambda t=target: t.unlink())  # type: ignore[misc]
             del temps[s.path]
     except BaseException as exc:
