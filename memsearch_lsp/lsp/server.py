@@ -131,19 +131,26 @@ class MemsearchServer(LanguageServer):
         return load_config(path, self.overrides)
 
     # -- work ------------------------------------------------------------------------------
-    async def write(self, root: Root, fn: Callable[..., IndexStats], *args: Any) -> IndexStats:
-        """Run one index pass on the writer thread, then announce it with memsearch/indexed."""
+    async def write(self, root: Root, op: str | Callable[[Memory], IndexStats], *args: Any,
+                    **kwargs: Any) -> IndexStats:
+        """Run one index pass on the writer thread, then announce it with memsearch/indexed.
+
+        `op` names a Memory method (called with `args`/`kwargs`) or takes the memory; either way, when
+        the index owner went away meanwhile, the very same operation runs again on whichever memory
+        this window holds after taking over.
+        """
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
+
+        def run() -> IndexStats:
+            memory = root.memory
+            return getattr(memory, op)(*args, **kwargs) if isinstance(op, str) else op(memory)
+
         try:
-            stats: IndexStats = await loop.run_in_executor(self.writer, lambda: fn(*args))
+            stats: IndexStats = await loop.run_in_executor(self.writer, run)
         except OwnerGone:
             await self.take_over(root)
-            retry = getattr(root.memory, getattr(fn, "__name__", ""), None)
-            if not callable(retry) or getattr(fn, "__self__", None) is None:
-                retry = root.memory.index
-                args = ()
-            stats = await loop.run_in_executor(self.writer, lambda: retry(*args))
+            stats = await loop.run_in_executor(self.writer, run)
         self.passes += 1
         self.protocol.notify(INDEXED, {
             "root": str(root.path), "files": stats.files_total, "chunks": stats.chunks_total,
@@ -218,7 +225,7 @@ class MemsearchServer(LanguageServer):
                 value = types.WorkDoneProgressReport(message=message, percentage=pct)
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
         try:
-            stats = await self.write(root, lambda: root.memory.index(force=force, progress=progress))
+            stats = await self.write(root, "index", force=force, progress=progress)
         finally:
             if token is not None:
                 self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))

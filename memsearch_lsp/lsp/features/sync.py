@@ -35,7 +35,7 @@ async def index_buffer(ls: MemsearchServer, uri: str) -> None:
     text = ls.open_text(uri)
     if text is None:  # closed meanwhile: didClose re-reads the disk
         return
-    await ls.write(root, root.memory.index_text, source, text)
+    await ls.write(root, "index_text", source, text)
 
 
 async def debounced(ls: MemsearchServer, root: Root, source: str, uri: str, generation: int) -> None:
@@ -76,7 +76,7 @@ def register(server: MemsearchServer) -> None:
             root, source = found
             _bump(ls, root, source)
             await root.ready.wait()
-            ls.background(ls.write(root, root.memory.index_file, source), "re-reading a closed file")
+            ls.background(ls.write(root, "index_file", source), "re-reading a closed file")
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched(ls: MemsearchServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -115,7 +115,7 @@ async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
         return
     for source in dict.fromkeys(sources):
         if root.memory.is_memory(source) or await ls.read(root.memory.is_indexed, source):
-            await ls.write(root, root.memory.index_file, source)
+            await ls.write(root, "index_file", source)
 
 
 # -- watching --------------------------------------------------------------------------------
@@ -193,6 +193,6 @@ async def poll(ls: MemsearchServer, root: Root) -> None:
         if now != before:
             before = now
             try:
-                await ls.write(root, root.memory.index)
+                await ls.write(root, "index")
             except Exception as exc:
                 ls.report(f"indexing changed files failed: {exc}", exc)
