@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memsearch_lsp.core.lite import UnsafeFolder, release, serve
+
 log = logging.getLogger(__name__)
 
 MAX_CONTENT_BYTES = 60000
@@ -83,7 +85,7 @@ def _clip(text: str) -> str:
 
 
 class MilvusStore:
-    """One collection: scalar metadata, a COSINE dense vector and a BM25 sparse vector."""
+    """One collection: scalar metadata, a dense vector (IP locally, COSINE on a server) and a BM25 sparse vector."""
 
     def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
@@ -92,7 +94,14 @@ class MilvusStore:
 
     @property
     def is_local(self) -> bool:
-        return "://" not in self.uri
+        """A Milvus Lite folder served by this process (else a server reached by URI)."""
+        return "://" not in self.uri and not self.uri.startswith("unix:")
+
+    @property
+    def dense_metric(self) -> str:
+        """IP for the local store: vectors are unit length, so rankings equal COSINE's, and Milvus Lite's
+        FLAT search then skips re-normalising every stored vector per query. A server keeps COSINE."""
+        return "IP" if self.is_local else "COSINE"
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> None:
@@ -100,10 +109,13 @@ class MilvusStore:
             if self._client is not None:
                 return
             if self.is_local:
-                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+                Path(self.uri).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
                 self._client = _connect(self.uri, self.token)
                 self._ensure_collection()
+            except UnsafeFolder as exc:
+                self.close()
+                raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
             except Exception as exc:
                 self.close()
                 if not self.is_local:
@@ -162,6 +174,7 @@ class MilvusStore:
             info = client.describe_collection(self.collection)
             names = {f.get("name") for f in info.get("fields", [])}
             if names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim:
+                self._ensure_dense_metric()
                 client.load_collection(self.collection)
                 return
             why = "it was built by another version of memsearch-lsp or for another embedding dimension"
@@ -172,6 +185,27 @@ class MilvusStore:
                 log.warning("collection %s: %s; rebuilding it from the Markdown", self.collection, why)
                 client.drop_collection(self.collection)
         self._create()
+
+    def _ensure_dense_metric(self) -> None:
+        """Re-index `dense` in place when it was built with another metric (no re-embedding)."""
+        client = self._client
+        try:
+            metric = client.describe_index(self.collection, "dense").get("metric_type", "")
+        except Exception as exc:  # no index on the field: create it below
+            log.debug("describe_index(dense): %s", exc)
+            metric = ""
+        if metric.upper() == self.dense_metric:
+            return
+        client.release_collection(self.collection)
+        if metric:
+            client.drop_index(self.collection, "dense")
+        client.create_index(self.collection, self._dense_index())
+
+    def _dense_index(self) -> Any:
+        index = self._client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
+                        metric_type=self.dense_metric)
+        return index
 
     def _create(self) -> None:
         from pymilvus import DataType
@@ -188,9 +222,7 @@ class MilvusStore:
         schema.add_field("content", DataType.VARCHAR, max_length=65535)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/bm25.py)
-        index = client.prepare_index_params()
-        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
-                        metric_type="COSINE")
+        index = self._dense_index()
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         client.create_collection(self.collection, schema=schema, index_params=index)
         client.load_collection(self.collection)
@@ -304,18 +336,18 @@ def sparse_dict(value: Any) -> dict[int, float]:
 
 
 def _connect(uri: str, token: str) -> Any:
+    """A MilvusClient: for a local folder, to the Milvus Lite this process serves on a private Unix
+    socket (core/lite.py), never on a TCP port; else to the server at `uri`."""
     from pymilvus import MilvusClient
 
     # pymilvus configures its loggers when imported; we report errors ourselves, once.
     for name in ("pymilvus", "pymilvus.milvus_client", "grpc._server", "milvus_lite"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    if "://" not in uri and not uri.startswith("unix:"):
+        uri = serve(uri)
     return MilvusClient(uri=uri, token=token or "")
 
 
 def _release_local(uri: str) -> None:
-    """Stop Milvus Lite's in-process server for a folder, so its lock and files are let go."""
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-    except ImportError:  # pragma: no cover - a server-only install
-        return
-    server_manager_instance.release_server(uri)
+    """Stop serving a local folder, so its lock and files are let go."""
+    release(uri)
