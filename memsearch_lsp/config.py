@@ -37,7 +37,7 @@ class MemoryConfig:
 @dataclass(frozen=True)
 class EmbeddingConfig:
     model: str = DEFAULT_MODEL
-    batch_size: int = 32
+    batch_size: int = 16
     threads: int = 0
 
 

@@ -131,6 +131,23 @@ def release(data_dir: str | Path) -> None:
                 sock.unlink(missing_ok=True)
 
 
+def release_unused_memory() -> None:
+    """Hand freed memory back to the OS after a bulk write: Milvus Lite's Arrow pool (mimalloc) and the C
+    heap keep what a large write used (~130 MB after indexing 10k chunks) although nothing holds it."""
+    import sys
+
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        with contextlib.suppress(Exception):
+            arrow.default_memory_pool().release_unused()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import ctypes.util
+
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+
+
 def served() -> dict[str, Path]:
     """Data folder -> socket of every folder this process serves (for status and tests)."""
     with _lock:

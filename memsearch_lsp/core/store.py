@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.core.lite import UnsafeFolder, release, serve
+from memsearch_lsp.core.lite import UnsafeFolder, release, release_unused_memory, serve
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +250,8 @@ class MilvusStore:
     def flush(self) -> None:
         with self._lock:
             self.client.flush(self.collection)
+            if self.is_local:
+                release_unused_memory()
 
     # -- reads -----------------------------------------------------------------------------
     def iter_rows(self, fields: Sequence[str], expr: str = "") -> Iterator[dict[str, Any]]:
