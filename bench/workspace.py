@@ -36,12 +36,10 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def release(uri: str) -> None:
-    """Stop Milvus Lite's in-process server for `uri`: MilvusClient.close() keeps its folder LOCK until exit."""
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-    except ImportError:
-        return
-    server_manager_instance.release_server(uri)
+    """Stop serving the local folder `uri` (its LOCK is let go); Memory.close() does it too."""
+    from memsearch_lsp.core.lite import release as release_local
+
+    release_local(uri)
 
 
 def index_size_mib(root: Path) -> float:

@@ -53,7 +53,7 @@ class MemoryConfig:
 class EmbeddingConfig:
     provider: str = "bundled"  # bundled | onnx (a local model folder) | openai (an OpenAI-compatible endpoint)
     model: str = DEFAULT_MODEL  # bundled: this name; onnx: a folder; openai: the endpoint's model name
-    batch_size: int = 32
+    batch_size: int = 16
     threads: int = 0
     max_tokens: int = 0  # tokens read per chunk; 0 = the model's own limit (bundled 256, onnx its config)
     base_url: str = "https://api.openai.com/v1"  # openai only

@@ -94,3 +94,24 @@ def test_processes_starting_at_once_each_get_a_complete_model_folder(tmp_path: P
     assert len({out.strip() for out, _ in results}) == 1
     leftovers = [p.name for p in (tmp_path / "cache" / "memsearch-lsp" / "models").iterdir() if p.name.startswith(".")]
     assert leftovers == []
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_large_batches_do_not_keep_their_memory_after_embedding() -> None:
+    """ONNX Runtime's arena grows to the largest batch (~150 MB for 32 x 256 tokens) and keeps it;
+    embed() gives it back after a multi-batch call, so an idle server stays lean."""
+    embedder = FastEmbedEmbedder(batch_size=32)
+    embedder.embed(["load the model"])
+    loaded = _rss_mib()
+    long_texts = [" ".join(f"word{i}x{j}" for j in range(300)) for i in range(96)]
+    vectors = embedder.embed(long_texts)
+    assert len(vectors) == 96 and len(vectors[0]) == 384
+    assert _rss_mib() - loaded < 80
+    # and the model still answers the same after the release
+    assert embedder.embed(["load the model"])[0] == pytest.approx(embedder.embed(["load the model"])[0])

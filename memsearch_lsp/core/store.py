@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memsearch_lsp.core.lite import UnsafeFolder, release, release_unused_memory, serve
+
 log = logging.getLogger(__name__)
 
 MAX_CONTENT_BYTES = 60000
@@ -91,7 +93,7 @@ def _clip(text: str) -> str:
 
 
 class MilvusStore:
-    """One collection: scalar metadata, a COSINE dense vector and a BM25 sparse vector."""
+    """One collection: scalar metadata, a dense vector (IP locally, COSINE on a server) and a BM25 sparse vector."""
 
     def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
@@ -101,7 +103,14 @@ class MilvusStore:
 
     @property
     def is_local(self) -> bool:
-        return "://" not in self.uri
+        """A Milvus Lite folder served by this process (else a server reached by URI)."""
+        return "://" not in self.uri and not self.uri.startswith("unix:")
+
+    @property
+    def dense_metric(self) -> str:
+        """IP for the local store: vectors are unit length, so rankings equal COSINE's, and Milvus Lite's
+        FLAT search then skips re-normalising every stored vector per query. A server keeps COSINE."""
+        return "IP" if self.is_local else "COSINE"
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> None:
@@ -113,10 +122,13 @@ class MilvusStore:
                 if folder.exists() and not folder.is_dir():
                     raise StoreError(f"cannot open the index at {self.uri}: it is not a folder (left as it is)")
                 self._fresh = not folder.exists() or not any(folder.iterdir())
-                folder.parent.mkdir(parents=True, exist_ok=True)
+                folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
                 self._client = _connect(self.uri, self.token)
                 self._ensure_collection()
+            except UnsafeFolder as exc:
+                self.close()
+                raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
             except StoreError:
                 self.close()
                 raise
@@ -184,6 +196,7 @@ class MilvusStore:
             names = {f.get("name") for f in info.get("fields", [])}
             if (names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim
                     and client.has_collection(self.windows_collection)):
+                self._ensure_dense_metric()
                 client.load_collection(self.collection)
                 self._mark()  # recognisably ours: our collection with our schema
                 client.load_collection(self.windows_collection)
@@ -198,6 +211,27 @@ class MilvusStore:
                 if client.has_collection(self.windows_collection):
                     client.drop_collection(self.windows_collection)
         self._create()
+
+    def _ensure_dense_metric(self) -> None:
+        """Re-index `dense` in place when it was built with another metric (no re-embedding)."""
+        client = self._client
+        try:
+            metric = client.describe_index(self.collection, "dense").get("metric_type", "")
+        except Exception as exc:  # no index on the field: create it below
+            log.debug("describe_index(dense): %s", exc)
+            metric = ""
+        if metric.upper() == self.dense_metric:
+            return
+        client.release_collection(self.collection)
+        if metric:
+            client.drop_index(self.collection, "dense")
+        client.create_index(self.collection, self._dense_index())
+
+    def _dense_index(self) -> Any:
+        index = self._client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
+                        metric_type=self.dense_metric)
+        return index
 
     def _create(self) -> None:
         from pymilvus import DataType
@@ -214,9 +248,7 @@ class MilvusStore:
         schema.add_field("content", DataType.VARCHAR, max_length=65535)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/bm25.py)
-        index = client.prepare_index_params()
-        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
-                        metric_type="COSINE")
+        index = self._dense_index()
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         client.create_collection(self.collection, schema=schema, index_params=index)
         client.load_collection(self.collection)
@@ -229,10 +261,7 @@ class MilvusStore:
         for name in ("embed_hash", "model"):
             schema.add_field(name, DataType.VARCHAR, max_length=512)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
-        index = client.prepare_index_params()
-        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
-                        metric_type="COSINE")
-        client.create_collection(self.windows_collection, schema=schema, index_params=index)
+        client.create_collection(self.windows_collection, schema=schema, index_params=self._dense_index())
         client.load_collection(self.windows_collection)
         if self._fresh:
             self._mark()
@@ -281,6 +310,8 @@ class MilvusStore:
     def flush(self) -> None:
         with self._lock:
             self.client.flush(self.collection)
+            if self.is_local:
+                release_unused_memory()
 
     # -- reads -----------------------------------------------------------------------------
     def iter_rows(self, fields: Sequence[str], expr: str = "") -> Iterator[dict[str, Any]]:
@@ -397,18 +428,18 @@ def sparse_dict(value: Any) -> dict[int, float]:
 
 
 def _connect(uri: str, token: str) -> Any:
+    """A MilvusClient: for a local folder, to the Milvus Lite this process serves on a private Unix
+    socket (core/lite.py), never on a TCP port; else to the server at `uri`."""
     from pymilvus import MilvusClient
 
     # pymilvus configures its loggers when imported; we report errors ourselves, once.
     for name in ("pymilvus", "pymilvus.milvus_client", "grpc._server", "milvus_lite"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    if "://" not in uri and not uri.startswith("unix:"):
+        uri = serve(uri)
     return MilvusClient(uri=uri, token=token or "")
 
 
 def _release_local(uri: str) -> None:
-    """Stop Milvus Lite's in-process server for a folder, so its lock and files are let go."""
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-    except ImportError:  # pragma: no cover - a server-only install
-        return
-    server_manager_instance.release_server(uri)
+    """Stop serving a local folder, so its lock and files are let go."""
+    release(uri)
