@@ -13,9 +13,10 @@ __all__ = ["Memory", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    # `from memsearch_lsp import Memory` without importing the engine for `--version`.
+    # `from memsearch_lsp import Memory` without importing the engine for `--version`. The public
+    # Memory follows the index owner: beside a running editor it is that owner's client.
     if name == "Memory":
-        from memsearch_lsp.core.memory import Memory
+        from memsearch_lsp.core.owner import PublicMemory
 
-        return Memory
+        return PublicMemory
     raise AttributeError(name)

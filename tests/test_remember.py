@@ -77,3 +77,28 @@ def test_a_client_remembers_through_the_owner_at_its_own_time(workspace: Path, m
             client.remember("")
     finally:
         server.close()
+
+
+def test_the_public_memory_works_beside_a_running_owner(workspace: Path, make_memory) -> None:
+    """README's `from memsearch_lsp import Memory` while an editor owns the index: it becomes that
+    owner's client (no IndexBusy, and nothing written before the index was reachable)."""
+    import memsearch_lsp
+
+    owner = make_memory(workspace)
+    owner.index()
+    server = OwnerServer(owner)
+    server.start()
+    try:
+        with memsearch_lsp.Memory(workspace, embedder=FakeEmbedder()) as memory:
+            assert isinstance(memory, RemoteMemory)
+            memory.clock = lambda: NINE
+            note = memory.remember("Wallaby quota is 40 GB")
+            assert owner.expand(note.chunks[0].id) is not None
+            assert memory.search("Wallaby quota", top_k=1)[0].id == note.chunks[0].id
+    finally:
+        server.close()
+    alone = memsearch_lsp.Memory(workspace, embedder=FakeEmbedder())  # no owner now: it owns the index
+    try:
+        assert not isinstance(alone, RemoteMemory) and alone.search("Wallaby quota", top_k=1)
+    finally:
+        alone.close()

@@ -346,3 +346,12 @@ def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config |
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+class PublicMemory(Memory):
+    """`memsearch_lsp.Memory(...)`, the Python API: the index owner's client (a RemoteMemory) when an
+    editor or another process owns the index, else a Memory that owns it. Either way the same methods;
+    nothing is written before the index is reachable."""
+
+    def __new__(cls, workspace: str | Path = ".", *, config: Config | None = None, **settings: Any) -> Memory:  # type: ignore[misc]
+        return open_memory(workspace, config=config, **settings)
