@@ -476,3 +476,22 @@ def test_a_line_appended_during_the_move_is_never_archived_unseen(workspace: Pat
     assert not any("quokka" in p.read_text() for p in archived.iterdir())
     assert {p.name for p in archived.iterdir()} == {Path(m.dst).name for m in done.archive}
     assert not [p for p in (workspace / "memory").rglob(".*") if p.is_file()]  # no temporary file left
+
+
+def test_the_compaction_parser_reads_markdown_as_the_chunker_does() -> None:
+    """One Markdown model: front matter, fences and setext headings mean the same to both."""
+    from memsearch_lsp.core.chunks import chunk_markdown
+    from memsearch_lsp.core.summarize import LogText
+
+    text = ("---\ntitle: a YAML block closed by dots is not front matter\n...\n"
+            "# 2026-02-09\n\n## Deploys\n\n- shipped 1.4.0\n\n```\n# not a heading 7\n```\n\n"
+            "Rollback plan\n-------------\n\n- keep 2 replicas warm\n")
+    log = LogText("memory/2026-02-09.md", "memory/archive/2026-02-09.md", "archive/2026-02-09.md", "2026-02-09", text)
+    items = parse_log(log)
+    headings = {c.heading for c in chunk_markdown(text, log.source) if c.level}
+    assert headings == {"2026-02-09", "Deploys", "Rollback plan"}
+    assert {i.topic for i in items} >= {"Deploys", "Rollback plan"}
+    assert not any("not a heading" in i.topic for i in items)
+    assert [i.text for i in items if i.kind == "block"] == ["```\n# not a heading 7\n```"]
+    assert any("title: a YAML block" in i.text for i in items)  # not front matter for either
+    assert {c.content.splitlines()[0] for c in chunk_markdown(text, log.source) if not c.level} == {"---"}

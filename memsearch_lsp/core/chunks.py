@@ -18,6 +18,7 @@ MAX_CHARS = 1500
 WINDOW_CHARS = 500
 DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
 CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
+ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: an ATX opening sequence
 
 
 def sha256(text: str) -> str:
@@ -111,7 +112,7 @@ def normalize_newlines(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Heading:
+class Heading:
     row: int  # 0-based first line
     end_row: int  # 0-based last line of the heading itself (setext headings span two or more)
     level: int
@@ -122,7 +123,7 @@ def _heading_title(node: Node, lines: list[str]) -> str:
     if node.type == "setext_heading":
         text = " ".join(lines[r].strip() for r in range(node.start_point[0], node.end_point[0] - 1))
     else:
-        text = re.sub(r"^\s{0,3}#{1,6}(\s+|$)", "", lines[node.start_point[0]])
+        text = ATX_OPENING.sub("", lines[node.start_point[0]])
         text = re.sub(r"(^|\s+)#+\s*$", "", text)
     return text.strip()
 
@@ -138,13 +139,14 @@ def _level(node: Node) -> int:
     return 1
 
 
-def _outline(lines: list[str]) -> tuple[list[_Heading], list[tuple[int, int]], int]:
-    """Top-level headings, fenced code ranges (0-based rows, inclusive), first row after front matter."""
+def outline(lines: list[str]) -> tuple[list[Heading], list[tuple[int, int]], int]:
+    """The one Markdown model (chunker and compaction alike): top-level headings, fenced code ranges
+    (0-based rows, inclusive) and the first row after the front matter."""
     # CommonMark: U+0000 is replaced by U+FFFD before parsing (tree-sitter otherwise reads on past it
     # and merges the next heading into the paragraph). One character for one: rows and columns hold.
     source = ("\n".join(lines) + "\n").replace("\x00", "\ufffd")
     tree = _parser().parse(source.encode("utf-8", "surrogatepass"))
-    headings: list[_Heading] = []
+    headings: list[Heading] = []
     fences: list[tuple[int, int]] = []
     body_start = 0
     stack: list[Any] = list(reversed(tree.root_node.children))
@@ -155,7 +157,7 @@ def _outline(lines: list[str]) -> tuple[list[_Heading], list[tuple[int, int]], i
             body_start = node.end_point[0]
         elif kind in ("atx_heading", "setext_heading"):
             end = node.end_point[0] - (1 if node.end_point[1] == 0 else 0)
-            headings.append(_Heading(node.start_point[0], max(end, node.start_point[0]), _level(node),
+            headings.append(Heading(node.start_point[0], max(end, node.start_point[0]), _level(node),
                                      _heading_title(node, lines)))
         elif kind == "fenced_code_block":
             end = node.end_point[0] - (1 if node.end_point[1] == 0 else 0)
@@ -223,8 +225,8 @@ def chunk_markdown(text: str, source: str, model: str = "", max_chars: int = MAX
         lines.pop()
     if not lines:
         return []
-    headings, fences, body_start = _outline(lines)
-    sections: list[tuple[range, _Heading | None]] = []
+    headings, fences, body_start = outline(lines)
+    sections: list[tuple[range, Heading | None]] = []
     first = headings[0].row if headings else len(lines)
     sections.append((range(body_start, first), None))
     for n, h in enumerate(headings):

@@ -6,14 +6,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memsearch_lsp.core.chunks import normalize_newlines
+from memsearch_lsp.core.chunks import normalize_newlines, outline
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.summarize import LogText, Note
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 _TABLE = re.compile(r"^\s*\|")
@@ -47,26 +44,17 @@ def _topic(path: list[tuple[int, str]], date: str) -> str:
     return " / ".join(titles) or "Notes"
 
 
-def _fence_end(lines: list[str], start: int, marker: str) -> int:
-    char, size = marker[0], len(marker)
-    for j in range(start + 1, len(lines)):
-        m = _FENCE.match(lines[j])
-        if m and m.group(1)[0] == char and len(m.group(1)) >= size and not lines[j].strip()[len(m.group(1)):].strip():
-            return j
-    return len(lines) - 1
-
-
 def parse_log(log_text: LogText) -> list[_Item]:
     """Headings become topics; bullets, paragraphs, code blocks and tables become items."""
     lines = normalize_newlines(log_text.text).split("\n")
+    headings, fences, body_start = outline(lines)  # the chunker's model: same headings, fences, front matter
+    heading_at = {h.row: h for h in headings}
+    fence_end = dict(fences)
     items: list[_Item] = []
     path: list[tuple[int, str]] = []
     anchor = 0
     current: _Item | None = None
-    i = 0
-    if lines and lines[0].strip() in ("---", "+++"):  # front matter is metadata, not memory
-        closing = next((j for j in range(1, len(lines)) if lines[j].strip() in ("---", "+++", "...")), None)
-        i = closing + 1 if closing is not None else 0
+    i = body_start
 
     def add(kind: str, text: str, depth: int, line: int) -> _Item:
         item = _Item(_topic(path, log_text.date), kind, text, depth, line, log_text, anchor or line)
@@ -75,20 +63,16 @@ def parse_log(log_text: LogText) -> list[_Item]:
 
     while i < len(lines):
         line, stripped = lines[i], lines[i].strip()
-        fence, heading = _FENCE.match(line), _ATX.match(line)
-        if fence:
-            end = _fence_end(lines, i, fence.group(1))
+        if i in fence_end:
+            end = fence_end[i]
             add("block", "\n".join(lines[i:end + 1]), 0, i + 1)
             current, i = None, end + 1
             continue
-        setext = (stripped and current is None and i + 1 < len(lines) and _SETEXT.match(lines[i + 1])
-                  and not _BULLET.match(line) and not _TABLE.match(line))
-        if heading or setext:
-            level = len(heading.group(1)) if heading else (1 if lines[i + 1].strip()[0] == "=" else 2)
-            title = (heading.group(2) or "") if heading else stripped
-            path = [(lvl, t) for lvl, t in path if lvl < level] + [(level, title.strip())]
+        heading = heading_at.get(i)
+        if heading is not None:
+            path = [(lvl, t) for lvl, t in path if lvl < heading.level] + [(heading.level, heading.title)]
             anchor = i + 1 if _topic(path, log_text.date) != "Notes" else 0
-            current, i = None, i + (1 if heading else 2)
+            current, i = None, heading.end_row + 1
             continue
         i += 1
         if not stripped or _RULE.match(line) or _COMMENT.match(line):

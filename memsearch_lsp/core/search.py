@@ -8,6 +8,7 @@ from typing import Any
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.bm25 import DfTable
+from memsearch_lsp.core.chunks import ATX_OPENING
 from memsearch_lsp.core.embed import Embedder, query_vector
 from memsearch_lsp.core.rank import fuse
 from memsearch_lsp.core.store import MilvusStore, Row, quote
@@ -58,7 +59,7 @@ class Expanded:
 
 def _body(content: str) -> str:
     lines = content.split("\n")
-    if lines and re.match(r"^\s{0,3}#{1,6}(\s|$)", lines[0]):
+    if lines and ATX_OPENING.match(lines[0]):
         lines = lines[1:]
     elif len(lines) > 1 and re.match(r"^\s{0,3}(=+|-+)\s*$", lines[1]):
         lines = lines[2:]
