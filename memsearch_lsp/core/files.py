@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+
+import pathspec
 
 from memsearch_lsp.config import Config
 
@@ -33,25 +34,14 @@ class PathError(ValueError):
 
 
 @lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out, i = "", 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out + "(?:/.*)?$")
+def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 def glob_match(pattern: str, source: str) -> bool:
-    """Gitignore-like: `**` spans folders, a pattern naming a folder excludes what is inside."""
-    return bool(_glob_regex(pattern.strip("/")).match(source))
+    """Gitignore rules (pathspec): `**` spans folders, a pattern naming a folder covers what is inside,
+    a pattern with a slash is anchored at the workspace root, one without matches at any depth."""
+    return bool(_spec(pattern.strip()).match_file(source))
 
 
 def excludes(config: Config) -> tuple[str, ...]:

@@ -122,6 +122,10 @@ class MilvusStore:
                 if folder.exists() and not folder.is_dir():
                     raise StoreError(f"cannot open the index at {self.uri}: it is not a folder (left as it is)")
                 self._fresh = not folder.exists() or not any(folder.iterdir())
+                if not self._fresh and not (_ours(folder) or (folder / "collections").is_dir()):
+                    raise StoreError(f"cannot open the index at {self.uri}: the folder holds files that are not "
+                                     f"a memsearch-lsp index (no {MARKER}), so it is left as it is: set milvus.uri "
+                                     "to an empty or new folder")
                 folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
                 self._client = _connect(self.uri, self.token)
