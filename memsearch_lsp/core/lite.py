@@ -75,6 +75,7 @@ def serve(data_dir: str | Path) -> str:
     with _lock:
         if str(folder) in _served:
             return f"unix:{_served[str(folder)][2]}"
+        os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # no C-core INFO lines on stderr
         import grpc
         from milvus_lite.adapter.grpc.servicer import MilvusServicer
         from milvus_lite.db import MilvusLite

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -434,6 +435,9 @@ def sparse_dict(value: Any) -> dict[int, float]:
 def _connect(uri: str, token: str) -> Any:
     """A MilvusClient: for a local folder, to the Milvus Lite this process serves on a private Unix
     socket (core/lite.py), never on a TCP port; else to the server at `uri`."""
+    # gRPC's C core logs INFO lines (e.g. a closed Unix-socket transport) straight to stderr; the CLI
+    # promises one line per error, so keep it quiet unless the user asked for its logs.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from pymilvus import MilvusClient
 
     # pymilvus configures its loggers when imported; we report errors ourselves, once.
