@@ -9,7 +9,7 @@ import pytest
 
 from memsearch_lsp.core.bm25 import DfTable, query_terms, tokens
 from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
-from memsearch_lsp.core.rank import fuse, minmax, ranks
+from memsearch_lsp.core.rank import BM25_GAIN, DENSE_GAIN, confidence, fuse, minmax, ranks
 from tests.fakes import FakeEmbedder
 
 
@@ -26,7 +26,11 @@ def test_minmax_keeps_the_bm25_margin_the_weighted_ranker_squashes() -> None:
     sparse = {"c": 24.0, "a": 3.0, "b": 2.5}
     fused = fuse(dense, sparse, "minmax", 0.3, 0.7)
     assert [k for k, _ in fused] == ["c", "a", "b"]
-    assert fused[0][1] == pytest.approx(0.7)  # dense 0 (worst of its candidates) + BM25 1
+    # dense 0 (worst of its candidates) + BM25 1, each weight grown by its leg's confidence, then
+    # rescaled to sum to 1
+    dense_weight = 0.3 * (1 + DENSE_GAIN * confidence(dense))
+    sparse_weight = 0.7 * (1 + BM25_GAIN * confidence(sparse))
+    assert fused[0][1] == pytest.approx(sparse_weight / (dense_weight + sparse_weight))
     # Milvus' weighted ranker at the seed's 0.7 / 0.3: atan squashes 24 and 3 to nearly the same.
     seed = fuse(dense, sparse, "weighted", 0.7, 0.3)
     assert seed[0][0] == "a"
@@ -48,13 +52,40 @@ def test_rrf_sums_reciprocal_ranks() -> None:
 
 
 def test_a_candidate_missing_from_a_leg_scores_zero_there_and_ties_are_deterministic() -> None:
-    fused = fuse({"a": 0.9, "b": 0.1}, {"b": 2.0, "a": 1.0}, "minmax", 0.5, 0.5)
-    assert [k for k, _ in fused] == ["b", "a"]  # 0.5 each: the better BM25 wins the tie
+    # Legs with no positive score have no confidence: 0.5 each, the better BM25 wins the tie.
+    fused = fuse({"a": 0.0, "b": -0.8}, {"b": 0.0, "a": -1.0}, "minmax", 0.5, 0.5)
+    assert [k for k, _ in fused] == ["b", "a"]
+    assert [s for _, s in fused] == [0.5, 0.5]
     only_dense = fuse({"x": 0.4, "y": 0.6}, {}, "minmax", 1.0, 0.0)
     assert only_dense == [("y", 1.0), ("x", 0.0)]
     assert fuse({}, {}, "minmax") == []
     with pytest.raises(ValueError, match="unknown ranker"):
         fuse({"a": 1.0}, {}, "magic")
+
+
+def test_confidence_is_the_relative_gap_below_the_best_score() -> None:
+    assert confidence({"a": 0.8, "b": 0.6, "c": 0.5, "d": 0.5, "e": 0.5, "f": 0.4, "g": 0.1}) == \
+        pytest.approx((0.8 - 0.4) / 0.8)  # five places below the best
+    assert confidence({"a": 0.5, "b": 0.25}) == pytest.approx(0.5)  # fewer: the last
+    assert confidence({"a": 0.6, "b": 0.6, "c": 0.6}) == 0.0
+    assert confidence({"a": 0.4}) == 0.0 and confidence({}) == 0.0
+    assert confidence({"a": -0.1, "b": -0.5}) == 0.0
+    assert confidence({"a": 0.5, "b": -0.9}) == 1.0  # capped
+
+
+def test_a_sure_dense_leg_outweighs_bm25_and_a_flat_one_does_not() -> None:
+    sparse = {"a": 10.0, "b": 6.0, "c": 2.0}  # BM25 prefers "a" (shared words), "b" second
+    others = {"c": 0.38, "d": 0.36, "e": 0.34, "f": 0.32, "g": 0.30}
+    sure = {"b": 0.8, "a": 0.4, **others}  # the meaning picks "b" clearly (a paraphrase)
+    assert [k for k, _ in fuse(sure, sparse, "minmax", 0.3, 0.7)][:2] == ["b", "a"]
+    flat = {"b": 0.50, "a": 0.49, "c": 0.485, "d": 0.48, "e": 0.475, "f": 0.47, "g": 0.46}
+    assert confidence(flat) < 0.1
+    assert [k for k, _ in fuse(flat, sparse, "minmax", 0.3, 0.7)][:2] == ["a", "b"]
+    # Without the boost, the sure leg would lose too: 0.3 x 1 + 0.7 x 0.5 < 0.3 x 0.2 + 0.7 x 1.
+    assert 0.3 + 0.7 * 0.5 < 0.3 * 0.2 + 0.7
+    # Scores stay within 0..(sum of the weights).
+    assert all(0.0 <= s <= 1.0 for _, s in fuse(sure, sparse, "minmax", 0.3, 0.7))
+    assert fuse({"x": 0.4, "y": 0.6}, {}, "minmax", 1.0, 0.0) == [("y", 1.0), ("x", 0.0)]
 
 
 def test_query_stop_words_are_dropped_unless_nothing_else_is_left() -> None:

@@ -5,7 +5,11 @@ best window), BM25 for the other. Rankers:
 
 - `minmax` (default): each leg is rescaled over its own candidates so its best is 1 and its worst 0,
   then the two are weighted; a candidate missing from a leg gets 0 there. BM25's margin survives
-  (a chunk far ahead of the rest stays far ahead) and neither leg dominates by its scale.
+  (a chunk far ahead of the rest stays far ahead) and neither leg dominates by its scale. Rescaling
+  also hides how sure a leg is, so each leg's weight grows with its own confidence: the relative gap
+  between its best score and the one five places below (`confidence`), times `DENSE_GAIN` or
+  `BM25_GAIN`. A query whose meaning picks one chunk clearly (a paraphrase) leans on dense; a flat
+  dense leg (chatty text where every chunk looks alike) leaves the ranking to BM25.
 - `weighted`: what Milvus' `WeightedRanker` does: cosine as (1 + c) / 2, BM25 as 0.5 + atan(s) / pi,
   weighted; the seed design's 0.7 / 0.3 is this ranker.
 - `rrf`: reciprocal rank fusion, sum of 1 / (k + rank) over the legs a candidate is in.
@@ -18,6 +22,9 @@ from collections.abc import Callable, Mapping
 
 RANKERS = ("minmax", "weighted", "rrf")
 Scores = Mapping[str, float]
+DENSE_GAIN = 3.0  # minmax: a leg's weight x (1 + gain x its confidence); see bench/README.md
+BM25_GAIN = 1.0
+CONFIDENCE_RANK = 5  # the gap is measured from the best score to the one this many places below
 
 
 def minmax(scores: Scores) -> dict[str, float]:
@@ -27,6 +34,16 @@ def minmax(scores: Scores) -> dict[str, float]:
     low, high = min(scores.values()), max(scores.values())
     span = high - low
     return {k: (v - low) / span if span > 0 else 1.0 for k, v in scores.items()}
+
+
+def confidence(scores: Scores, rank: int = CONFIDENCE_RANK) -> float:
+    """How far the best score stands above the one `rank` places below (or the last), relative to the
+    best: 0 (a flat leg) .. 1."""
+    ordered = sorted(scores.values(), reverse=True)
+    if len(ordered) < 2 or ordered[0] <= 0:
+        return 0.0
+    other = ordered[min(rank, len(ordered) - 1)]
+    return min(1.0, max(0.0, (ordered[0] - other) / ordered[0]))
 
 
 def ranks(scores: Scores) -> dict[str, int]:
@@ -58,7 +75,12 @@ def fuse(dense: Scores, sparse: Scores, ranker: str = "minmax", vector_weight: f
                           lambda c: (1.0 + c) * 0.5, lambda s: 0.5 + math.atan(s) / math.pi)
     elif ranker == "minmax":
         d, s = minmax(dense), minmax(sparse)
-        fused = _weighted(d, s, vector_weight, bm25_weight, float, float)
+        dense_weight = vector_weight * (1.0 + DENSE_GAIN * confidence(dense))
+        sparse_weight = bm25_weight * (1.0 + BM25_GAIN * confidence(sparse))
+        # Rescaled to the configured weights' sum, so a fused score stays within 0..(vector + bm25 weight).
+        total = dense_weight + sparse_weight
+        scale = (vector_weight + bm25_weight) / total if total > 0 else 1.0
+        fused = _weighted(d, s, dense_weight * scale, sparse_weight * scale, float, float)
     else:
         raise ValueError(f"unknown ranker {ranker!r}; expected one of {', '.join(RANKERS)}")
     # Best first; ties go to the chunk that is better in BM25, then dense, then by id (deterministic).
