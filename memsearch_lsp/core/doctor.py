@@ -246,7 +246,7 @@ def check_index(ctx: _Context) -> Check:
     if not ctx.memory_workspace or ctx.config is None:
         return Check("index", "skip", "no memory workspace")
     from memsearch_lsp.core.memory import INDEX_DIR, Memory
-    from memsearch_lsp.core.owner import OwnerGone, _call, _pid_alive, read_record
+    from memsearch_lsp.core.owner import OwnerGone, _call, pid_alive, read_record
     from memsearch_lsp.core.store import locked_by_other
 
     if ctx.config.milvus.uri:
@@ -267,7 +267,7 @@ def check_index(ctx: _Context) -> Check:
             return Check("index", "ok", f"{data['chunks']} chunks in {data['files']} files, served by pid {pid} "
                          f"on {record['socket']}", data=data)
         except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 return Check("index", "fail", f"pid {pid} owns the index but does not answer on "
                              f"{record['socket']} ({exc})", f"stop process {pid} (or wait for it)", data)
             data["stale_record"] = True

@@ -79,7 +79,7 @@ def _remove_stale_socket(root: Path) -> None:
         pass
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -115,7 +115,7 @@ def _call(sock_path: str, op: str, args: dict[str, Any], timeout: float = CALL_T
 def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
     """The recorded owner still runs and still holds the index (a reused pid holds no lock)."""
     pid = int(record.get("pid", 0) or 0)
-    if not pid or not _pid_alive(pid):
+    if not pid or not pid_alive(pid):
         return False
     uri = Path(str(record.get("index", root / INDEX_DIR / "milvus.db")))
     return locked_by_other(uri) if uri.is_dir() else True

@@ -8,27 +8,19 @@ import sys
 import threading
 from collections.abc import Callable
 
+from memsearch_lsp.core.owner import pid_alive
+
 log = logging.getLogger("memsearch_lsp")
 
 CHECK_S = 1.0  # how often the parent is looked at
 CLOSE_S = 5.0  # how long closing the index may take before the process exits anyway
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def orphaned(parent: int, client: int | None) -> bool:
     """The process that started us is gone (we were re-parented), or the client named in initialize is."""
     if os.name != "nt" and os.getppid() != parent:
         return True
-    return client is not None and client > 0 and not alive(client)
+    return client is not None and client > 0 and not pid_alive(client)
 
 
 def watch_parent(client_pid: Callable[[], int | None], close: Callable[[], None]) -> threading.Thread:
