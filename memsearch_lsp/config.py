@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
+
+from cattrs import Converter
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -124,24 +129,35 @@ class Config:
     lsp: LspConfig = field(default_factory=LspConfig)
 
     def merged(self, overrides: Mapping[str, Any], origin: str = "settings") -> Config:
-        """A copy with `overrides` applied: nested {section: {key: v}} or dotted 'section.key'."""
-        return _apply(self, _nest(_flatten(overrides, origin)), origin)
+        """A copy with `overrides` applied: nested {section: {key: v}} or dotted 'section.key', keys in
+        snake_case (files, environment, API) or camelCase (editors); ConfigError names a bad one."""
+        data = CONVERTER.unstructure(self)
+        written: dict[tuple[str, str], str] = {}  # (section, camelCase key) -> the key as the user wrote it
+        for section, values in _nest(overrides, origin, written).items():
+            for key, value in values.items():
+                data[section][_camel(key)] = value
+        try:
+            return CONVERTER.structure(data, Config)
+        except ClassValidationError as exc:
+            raise ConfigError("; ".join(_describe(exc, origin, written))) from None
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {s.name: dataclasses.asdict(getattr(self, s.name)) for s in fields(self)}
 
 
 SECTIONS: dict[str, type[Any]] = {f.name: f.default_factory for f in fields(Config)}  # type: ignore[misc]
+_SECTION_OF = {cls: name for name, cls in SECTIONS.items()}
 _ALIASES = {"lsp": ""}  # lsp.show_notifications is "showNotifications" at the top level of editors
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
 def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+    """snake_case -> camelCase ('vector_weight' -> 'vectorWeight'); a camelCase name stays as it is."""
+    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
+
+
+def editor_key(key: str) -> str:
+    """A setting's dotted name as editors spell it: 'embedding.batch_size' -> 'embedding.batchSize'."""
+    return _camel(key)
 
 
 def settings_keys() -> list[str]:
@@ -154,111 +170,155 @@ def settings_keys() -> list[str]:
     return keys
 
 
-def _field_types(cls: type[Any]) -> dict[str, Any]:
-    return get_type_hints(cls)
-
-
-def _locate(key: str, origin: str) -> tuple[str, str]:
-    """Map 'search.vectorWeight', 'search.vector_weight' or 'showNotifications' to (section, field)."""
-    parts = key.split(".")
-    if len(parts) == 1:
-        for section, prefix in _ALIASES.items():
-            if not prefix and _snake(parts[0]) in _field_types(SECTIONS[section]):
-                return section, _snake(parts[0])
-        raise ConfigError(f"{origin}: unknown setting '{key}'")
-    if len(parts) != 2 or parts[0] not in SECTIONS:
-        raise ConfigError(f"{origin}: unknown setting '{key}'")
-    section, name = parts[0], _snake(parts[1])
-    if name not in _field_types(SECTIONS[section]):
-        raise ConfigError(f"{origin}: unknown setting '{key}'")
-    return section, name
-
-
-def _flatten(data: Mapping[str, Any], origin: str, prefix: str = "") -> list[tuple[str, str, Any]]:
-    out: list[tuple[str, str, Any]] = []
+def _nest(data: Mapping[str, Any], origin: str,
+          written: dict[tuple[str, str], str] | None = None) -> dict[str, dict[str, Any]]:
+    """Any accepted shape -> {section: {key: value}}: tables, dotted keys ('search.topK'), an editor's
+    top-level lsp keys ('showNotifications'); settings that belong to a client only are dropped.
+    `written` collects each key as the user wrote it, for messages."""
+    out: dict[str, dict[str, Any]] = {}
+    seen = {} if written is None else written
+    lsp_keys = {_camel(f.name) for f in fields(LspConfig)}
     for key, value in data.items():
-        dotted = f"{prefix}.{key}" if prefix else str(key)
-        if dotted in CLIENT_ONLY_SETTINGS or dotted.split(".")[0] in ("trace", "mcp"):
+        key = str(key)
+        section, dot, name = key.partition(".")
+        if key in CLIENT_ONLY_SETTINGS or section in ("trace", "mcp"):
             continue
-        if isinstance(value, Mapping) and not prefix and key in SECTIONS:
-            out.extend(_flatten(value, origin, dotted))
+        if section in SECTIONS and not dot:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{origin}: {key}: expected a table of settings, got {value!r}")
+            for inner, item in value.items():
+                out.setdefault(section, {})[str(inner)] = item
+                seen[(section, _camel(str(inner)))] = f"{section}.{inner}"
+        elif section in SECTIONS:
+            out.setdefault(section, {})[name] = value
+            seen[(section, _camel(name))] = key
+        elif _camel(key) in lsp_keys:
+            out.setdefault("lsp", {})[key] = value
+            seen[("lsp", _camel(key))] = key
         else:
-            section, name = _locate(dotted, origin)
-            out.append((section, name, value))
+            raise ConfigError(f"{origin}: unknown setting '{key}'")
     return out
 
 
-def _nest(entries: list[tuple[str, str, Any]]) -> dict[str, dict[str, Any]]:
-    updates: dict[str, dict[str, Any]] = {}
-    for section, key, value in entries:
-        updates.setdefault(section, {})[key] = value
-    return updates
+# -- the converter: strict scalar hooks (text forms for environment variables), camelCase names, checks
+_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 
 
-def _coerce(value: Any, typ: Any, where: str) -> Any:
-    """Check (and for env/TOML strings, convert) one value against its field type."""
-    text = isinstance(value, str)
-    if typ is bool:
-        if isinstance(value, bool):
-            return value
-        if text and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
-            return value.lower() in {"1", "true", "yes", "on"}
-    elif typ is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if text and re.fullmatch(r"-?\d+", value.strip()):
-            return int(value)
-    elif typ is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+def _wrong(expected: str, value: Any) -> ValueError:
+    return ValueError(f"expected {expected}, got {value!r}")
+
+
+def _to_bool(value: Any, _: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise _wrong("bool", value)
+
+
+def _to_int(value: Any, _: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    raise _wrong("int", value)
+
+
+def _to_float(value: Any, _: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
             return float(value)
-        if text:
-            try:
-                return float(value)
-            except ValueError:
-                pass
-    elif typ is str:
-        if text:
-            return value
-    elif typ == tuple[str, ...]:
-        if text:
-            return tuple(p.strip() for p in value.split(",") if p.strip())
-        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-    name = getattr(typ, "__name__", str(typ))
-    raise ConfigError(f"{where}: expected {name}, got {value!r}")
+    raise _wrong("float", value)
+
+
+def _to_str(value: Any, _: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise _wrong("str", value)
+
+
+def _to_strings(value: Any, _: Any) -> tuple[str, ...]:
+    if isinstance(value, str):  # MEMSEARCH_MEMORY_PATHS=memory,notes
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise _wrong("a list of strings", value)
 
 
 _CHOICES = {("search", "ranker"): {"minmax", "weighted", "rrf"}, ("compact", "group_by"): {"week", "month", "day"},
             ("compact", "summarizer"): {"extractive", "openai"},
             ("embedding", "provider"): set(EMBEDDING_PROVIDERS)}
+_AT_LEAST_ONE = frozenset({"top_k", "batch_size", "candidates", "symbol_limit", "snippet_chars"})
 
 
-def _check(section: str, name: str, value: Any, where: str) -> None:
+def _check(section: str, name: str, value: Any) -> None:
+    """The range checks, run on each value after it is structured."""
     choices = _CHOICES.get((section, name))
     if choices and value not in choices:
-        raise ConfigError(f"{where}: expected one of {sorted(choices)}, got {value!r}")
+        raise ValueError(f"expected one of {sorted(choices)}, got {value!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if name.endswith("weight") and not 0 <= value <= 1:
-            raise ConfigError(f"{where}: must be between 0 and 1, got {value!r}")
-        if name in {"top_k", "batch_size", "candidates", "symbol_limit", "snippet_chars"} and value < 1:
-            raise ConfigError(f"{where}: must be at least 1, got {value!r}")
+            raise ValueError(f"must be between 0 and 1, got {value!r}")
+        if name in _AT_LEAST_ONE and value < 1:
+            raise ValueError(f"must be at least 1, got {value!r}")
         if value < 0:
-            raise ConfigError(f"{where}: must not be negative, got {value!r}")
+            raise ValueError(f"must not be negative, got {value!r}")
 
 
-def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str) -> Config:
-    sections = {}
-    for section, values in updates.items():
-        types = _field_types(SECTIONS[section])
-        clean = {}
-        for name, value in values.items():
-            where = f"{origin}: {section}.{name}"
-            clean[name] = _coerce(value, types[name], where)
-            _check(section, name, clean[name], where)
-        sections[section] = replace(getattr(config, section), **clean)
-    return replace(config, **sections)
+def _checked(converter: Converter, section: str, name: str, typ: Any) -> Callable[[Any, Any], Any]:
+    structure = converter.get_structure_hook(typ)
+
+    def hook(value: Any, cls: Any) -> Any:
+        result = structure(value, cls)
+        _check(section, name, result)
+        return result
+    return hook
+
+
+def _structure_section(cls: type[Any], converter: Converter) -> Callable[[Any, Any], Any]:
+    """A section from camelCase keys (as jedi-language-server's initialization options), every value checked."""
+    section, types = _SECTION_OF[cls], get_type_hints(cls)
+    renamed: dict[str, Any] = {
+        f.name: override(rename=_camel(f.name), struct_hook=_checked(converter, section, f.name, types[f.name]))
+        for f in fields(cls)}
+    return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **renamed)
+
+
+def _unstructure_section(cls: type[Any], converter: Converter) -> Callable[[Any], dict[str, Any]]:
+    renamed: dict[str, Any] = {f.name: override(rename=_camel(f.name)) for f in fields(cls)}
+    return make_dict_unstructure_fn(cls, converter, **renamed)
+
+
+CONVERTER = Converter(forbid_extra_keys=True)
+for _type, _hook in ((bool, _to_bool), (int, _to_int), (float, _to_float), (str, _to_str)):
+    CONVERTER.register_structure_hook(_type, _hook)
+CONVERTER.register_structure_hook_func(lambda t: t == tuple[str, ...], _to_strings)
+CONVERTER.register_structure_hook_factory(lambda t: t in _SECTION_OF, _structure_section)
+CONVERTER.register_unstructure_hook_factory(lambda t: t in _SECTION_OF, _unstructure_section)
+
+
+def _describe(exc: BaseException, origin: str, written: Mapping[tuple[str, str], str],
+              path: tuple[str, ...] = ()) -> list[str]:
+    """cattrs' nested validation errors as lines naming each key as the user wrote it."""
+    if isinstance(exc, ForbiddenExtraKeysError):
+        section = path[0] if path else ""
+        return [f"{origin}: unknown setting '{written.get((section, key), f'{section}.{key}'.strip('.'))}'"
+                for key in sorted(exc.extra_fields)]
+    if isinstance(exc, ClassValidationError):
+        noted, plain = exc.group_exceptions()
+        return [line for inner, note in noted for line in _describe(inner, origin, written, (*path, note.name))] + \
+               [line for inner in plain for line in _describe(inner, origin, written, path)]
+    key = written.get((path[0], _camel(path[-1])), ".".join(path)) if len(path) == 2 else ".".join(path)
+    return [f"{origin}: {key}: {exc}"]
+
+
+def _names(section: str) -> set[str]:
+    return {f.name for f in fields(SECTIONS[section])}
 
 
 def kwargs_to_settings(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -268,12 +328,11 @@ def kwargs_to_settings(kwargs: dict[str, Any]) -> dict[str, Any]:
         if key in SECTIONS and isinstance(value, dict):
             nested.setdefault(key, {}).update(value)
             continue
-        section = next((s for s in SECTIONS if key.startswith(s + "_") and key[len(s) + 1:]
-                        in _field_types(SECTIONS[s])), None)
+        section = next((s for s in SECTIONS if key.startswith(s + "_") and key[len(s) + 1:] in _names(s)), None)
         if section:
             nested.setdefault(section, {})[key[len(section) + 1:]] = value
             continue
-        owners = [s for s in SECTIONS if key in _field_types(SECTIONS[s])]
+        owners = [s for s in SECTIONS if key in _names(s)]
         if len(owners) != 1:
             hint = f" (say {' or '.join(f'{s}_{key}' for s in owners)})" if owners else ""
             raise ConfigError(f"settings: unknown or ambiguous setting '{key}'{hint}")
@@ -290,7 +349,7 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
         rest = key[len(ENV_PREFIX):].lower()
         section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
         name = rest[len(section) + 1:] if section else ""
-        if section is None or name not in _field_types(SECTIONS[section]):
+        if section is None or name not in _names(section):
             raise ConfigError(f"environment: unknown setting {key}")
         out.setdefault(section, {})[name] = value
     return out
@@ -313,11 +372,12 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
 
 
 def _untrusted(section: str, name: str, value: Any, root: Path) -> bool:
-    """True for a setting a workspace file may not make (see USER_ONLY_KEYS)."""
-    key = f"{section}.{name}"
-    if key in USER_ONLY_KEYS or (isinstance(value, str) and (key, value) in USER_ONLY_VALUES):
+    """True for a setting a workspace file may not make (see USER_ONLY_KEYS); `name` in either spelling."""
+    key = _camel(f"{section}.{name}")
+    if key in {_camel(k) for k in USER_ONLY_KEYS} or (
+            isinstance(value, str) and (key, value) in {(_camel(k), v) for k, v in USER_ONLY_VALUES}):
         return True
-    if key in WORKSPACE_PATH_KEYS and isinstance(value, str) and value:
+    if key in {_camel(k) for k in WORKSPACE_PATH_KEYS} and isinstance(value, str) and value:
         target = Path(value).expanduser()
         target = target if target.is_absolute() else root / target
         try:
@@ -330,17 +390,18 @@ def _untrusted(section: str, name: str, value: Any, root: Path) -> bool:
 _warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
-def _workspace_entries(data: Mapping[str, Any], path: Path) -> list[tuple[str, str, Any]]:
+def _workspace_settings(data: Mapping[str, Any], path: Path) -> dict[str, dict[str, Any]]:
     """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
-    entries = _flatten(data, str(path))
-    ignored = tuple(sorted({f"{s}.{n}" for s, n, v in entries if _untrusted(s, n, v, path.parent)}))
+    nested = _nest(data, str(path))
+    ignored = tuple(sorted(f"{s}.{n}" for s, values in nested.items() for n, v in values.items()
+                           if _untrusted(s, n, v, path.parent)))
     if ignored and (str(path), ignored) not in _warned:
         _warned.add((str(path), ignored))
         logging.getLogger("memsearch_lsp").warning(
             "%s: ignoring %s: a workspace file may not set where data, secrets or files go; set them in "
             "%s, MEMSEARCH_* environment variables or editor settings", path, ", ".join(ignored),
             user_config_path())
-    return [(s, n, v) for s, n, v in entries if f"{s}.{n}" not in ignored]
+    return {s: {n: v for n, v in values.items() if f"{s}.{n}" not in ignored} for s, values in nested.items()}
 
 
 def load_config(workspace: Path, overrides: Mapping[str, Any] | None = None,
@@ -355,7 +416,7 @@ def load_config(workspace: Path, overrides: Mapping[str, Any] | None = None,
     path = Path(workspace) / CONFIG_FILE
     data = _read_toml(path)
     if data is not None:
-        config = _apply(config, _nest(_workspace_entries(data, path)), str(path))
+        config = config.merged(_workspace_settings(data, path), origin=str(path))
     config = config.merged(from_env(os.environ if env is None else env), origin="environment")
     if overrides:
         config = config.merged(overrides)
