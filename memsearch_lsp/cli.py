@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from memsearch_lsp.version import __version__
 
 if TYPE_CHECKING:
-    from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.api import MemoryApi
 
 EXIT_OK, EXIT_USER = 0, 1
 
@@ -87,7 +87,7 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
         sys.stdout.write(text.rstrip("\n") + "\n")
 
 
-def _memory(args: argparse.Namespace, **settings: Any) -> Memory:
+def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
     """The running server's index when one owns it, else this process opens it."""
     from memsearch_lsp.core.onboard import require_memory_workspace
     from memsearch_lsp.core.owner import open_memory

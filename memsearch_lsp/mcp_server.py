@@ -19,8 +19,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
+from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
-from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.shared import SharedMemory
 from memsearch_lsp.version import __version__
 
@@ -121,7 +121,7 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
                             top_k: Annotated[int, Field(ge=1, le=100, description="number of hits")] = 3,
                             ) -> SearchResult:
         """Hybrid (semantic + keyword) search over the memory files; best hits first."""
-        def search(memory: Memory) -> list[dict[str, Any]]:
+        def search(memory: MemoryApi) -> list[dict[str, Any]]:
             memory.index()
             return [h.to_dict() for h in memory.search(query, top_k=top_k)]
         return SearchResult(hits=[SearchHit(**h) for h in await run(search)])

@@ -29,7 +29,7 @@ from memsearch_lsp.core.summarize import (
 )
 
 if TYPE_CHECKING:
-    from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.api import MemoryApi
 
 __all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "LogChanged", "SummarizerError", "SummaryFile",
            "apply_checked", "apply_files", "apply_plan", "compactable", "old_logs", "plan_compaction"]
@@ -154,16 +154,16 @@ def period_key(date: dt.date, group_by: str) -> str:
     return f"{year:04d}-W{week:02d}"
 
 
-def _in_archive(memory: Memory, source: str) -> bool:
+def _in_archive(memory: MemoryApi, source: str) -> bool:
     return glob_match(memory.config.compact.archive_dir, source)
 
 
-def compactable(memory: Memory, source: str) -> bool:
+def compactable(memory: MemoryApi, source: str) -> bool:
     """A daily log that may be compacted: named YYYY-MM-DD.md, a memory file, not archived."""
     return bool(log_date(source)) and memory.is_memory(source) and not _in_archive(memory, source)
 
 
-def _explicit(memory: Memory, files: Sequence[str]) -> list[str]:
+def _explicit(memory: MemoryApi, files: Sequence[str]) -> list[str]:
     """Workspace sources of the files named by the user; CompactError for anything not a daily log."""
     sources: list[str] = []
     for name in files:
@@ -192,7 +192,7 @@ def _explicit(memory: Memory, files: Sequence[str]) -> list[str]:
     return sources
 
 
-def cutoff_date(memory: Memory, older_than_days: int | None = None, today: dt.date | None = None) -> dt.date:
+def cutoff_date(memory: MemoryApi, older_than_days: int | None = None, today: dt.date | None = None) -> dt.date:
     """Logs dated before this day are old enough to compact."""
     days = memory.config.compact.older_than_days if older_than_days is None else older_than_days
     if days < 0:
@@ -200,12 +200,12 @@ def cutoff_date(memory: Memory, older_than_days: int | None = None, today: dt.da
     return (today or dt.date.today()) - dt.timedelta(days=days)
 
 
-def old_logs(memory: Memory, older_than_days: int | None = None, today: dt.date | None = None) -> list[str]:
+def old_logs(memory: MemoryApi, older_than_days: int | None = None, today: dt.date | None = None) -> list[str]:
     """The daily logs (sources) older than `older_than_days`, oldest first; archived ones excluded."""
     return _old_logs(memory, cutoff_date(memory, older_than_days, today))
 
 
-def _old_logs(memory: Memory, cutoff: dt.date) -> list[str]:
+def _old_logs(memory: MemoryApi, cutoff: dt.date) -> list[str]:
     found, _ = find_memory_files(memory.root, memory.config)
     out = []
     for item in found:
@@ -220,7 +220,7 @@ def _old_logs(memory: Memory, cutoff: dt.date) -> list[str]:
     return out
 
 
-def plan_compaction(memory: Memory, older_than_days: int | None = None, files: Sequence[str] | None = None,
+def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files: Sequence[str] | None = None,
                     today: dt.date | None = None, *, texts: Mapping[str, str] | None = None,
                     progress: Progress | None = None) -> CompactionPlan:
     """Plan the compaction of `files`, or of the daily logs older than `older_than_days`.
@@ -290,7 +290,7 @@ def plan_compaction(memory: Memory, older_than_days: int | None = None, files: S
                           stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
 
 
-def _archive_move(memory: Memory, source: str, dst: str, text: str) -> ArchiveMove:
+def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:
     """Move into the archive, or merge into the archived copy of a log recreated at an archived date."""
     digest = sha256(text.encode("utf-8"))
     target = memory.path_of(dst)
@@ -312,7 +312,7 @@ def _noter(progress: Progress | None, done: int, total: int) -> Callable[[str], 
     return lambda message: report(done, total, message)
 
 
-def _summary_file(memory: Memory, path: str, key: str, logs: Sequence[LogText], body: str, how: str,
+def _summary_file(memory: MemoryApi, path: str, key: str, logs: Sequence[LogText], body: str, how: str,
                   today: dt.date) -> SummaryFile:
     first, last = logs[0].date, logs[-1].date
     span = first if first == last else f"{first} to {last}"
@@ -331,7 +331,7 @@ def _summary_file(memory: Memory, path: str, key: str, logs: Sequence[LogText], 
 MAX_REPLANS = 5
 
 
-def apply_checked(memory: Memory, plan: CompactionPlan) -> CompactionPlan:
+def apply_checked(memory: MemoryApi, plan: CompactionPlan) -> CompactionPlan:
     """Apply `plan` to the files; a log that changed meanwhile is left in place and the rest re-planned.
 
     Returns the plan that was applied (its `left` names the logs left out).
@@ -355,7 +355,7 @@ def apply_checked(memory: Memory, plan: CompactionPlan) -> CompactionPlan:
     return replace(plan, left=tuple(left))
 
 
-def apply_plan(memory: Memory, plan: CompactionPlan) -> IndexStats:
+def apply_plan(memory: MemoryApi, plan: CompactionPlan) -> IndexStats:
     """Apply `plan` to the files (all or nothing, see apply_checked), then bring the index up to date."""
     apply_checked(memory, plan)
     return memory.index()

@@ -15,8 +15,8 @@ from memsearch_lsp.core.files import read_text
 from memsearch_lsp.core.summarize import CompactError
 
 if TYPE_CHECKING:
+    from memsearch_lsp.core.api import MemoryApi
     from memsearch_lsp.core.compact import ArchiveMove, CompactionPlan
-    from memsearch_lsp.core.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def _text_sha(path: Path) -> str:
     return sha256(text.encode("utf-8"))
 
 
-def _check(memory: Memory, plan: CompactionPlan) -> dict[str, bytes]:
+def _check(memory: MemoryApi, plan: CompactionPlan) -> dict[str, bytes]:
     """Refuse a stale plan before touching anything; returns the current bytes of appended summaries."""
     current: dict[str, bytes] = {}
     for s in plan.summaries:
@@ -87,7 +87,7 @@ def _check(memory: Memory, plan: CompactionPlan) -> dict[str, bytes]:
     return current
 
 
-def _same(memory: Memory, move: ArchiveMove, path: Path) -> None:
+def _same(memory: MemoryApi, move: ArchiveMove, path: Path) -> None:
     """LogChanged unless `path` holds the text the summary was made from."""
     if move.sha256 and _text_sha(path) != move.sha256:
         raise LogChanged(move.src)
@@ -96,7 +96,7 @@ def _same(memory: Memory, move: ArchiveMove, path: Path) -> None:
 Undo = Callable[[], None]
 
 
-def _move(memory: Memory, m: ArchiveMove, undo: list[Undo], made_dirs: list[Path], cleanup: list[Path]) -> None:
+def _move(memory: MemoryApi, m: ArchiveMove, undo: list[Undo], made_dirs: list[Path], cleanup: list[Path]) -> None:
     """Move (or merge) one log into the archive, checking its text right before and right after."""
     src, dst = memory.path_of(m.src), memory.path_of(m.dst)
     if not dst.parent.is_dir():
@@ -123,7 +123,7 @@ def _move(memory: Memory, m: ArchiveMove, undo: list[Undo], made_dirs: list[Path
         undo.append(lambda: _install(backup, dst))
 
 
-def apply_files(memory: Memory, plan: CompactionPlan) -> None:
+def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
     """Write the summaries and move the originals, all or nothing: on any failure, undo and raise.
 
     Each log is checked right before and right after it moves: one that no longer holds the text

@@ -1,4 +1,4 @@
-"""Memory: one facade over config, embedder, store and indexer, used by the CLI, the LSP and agents."""
+"""Memory: one facade over config, embedder, store and indexer (the index this process owns); MemoryFiles."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
@@ -25,6 +25,9 @@ from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search import Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store import MilvusStore
 from memsearch_lsp.version import __version__
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.api import MemoryApi
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +63,40 @@ class Remembered:
         return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
 
 
-class Memory:
-    """A workspace's memory: `index()`, `search()`, `expand()` and their async twins.
+T = TypeVar("T")
 
-    >>> mem = Memory("~/project")            # doctest: +SKIP
-    >>> mem.index(); mem.search("redis ttl")  # doctest: +SKIP
+#: The settings that shape the index (what is indexed, how and where): changing one re-indexes, and only
+#: the process that owns the index can (see RemoteMemory.reconfigure).
+INDEX_SETTINGS = ("memory", "embedding", "milvus", "compact.index_archive", "compact.archive_dir")
+
+
+def index_settings_changed(old: Config, new: Config) -> list[str]:
+    """The INDEX_SETTINGS that differ between `old` and `new`, as `section.key`."""
+    changed = []
+    for setting in INDEX_SETTINGS:
+        section, _, key = setting.partition(".")
+        before, after = getattr(old, section), getattr(new, section)
+        names = [key] if key else [f.name for f in fields(before)]
+        changed += [f"{section}.{name}" for name in names if getattr(before, name) != getattr(after, name)]
+    return changed
+
+
+def with_index_settings(config: Config, source: Config) -> Config:
+    """`config` with the INDEX_SETTINGS of `source`."""
+    sections: dict[str, Any] = {}
+    for setting in INDEX_SETTINGS:
+        section, _, key = setting.partition(".")
+        value = getattr(source, section)
+        sections[section] = replace(sections.get(section, getattr(config, section)),
+                                    **{key: getattr(value, key)}) if key else value
+    return replace(config, **sections)
+
+
+class MemoryFiles:
+    """What every memory does in its own process, whoever owns the index: settings, the workspace's
+    files (paths, today's log, outlines), the embedder that names the model, the async twins.
+
+    `Memory` and `core.owner.RemoteMemory` build on it; each implements the index operations itself.
     """
 
     def __init__(self, workspace: str | Path = ".", *, config: Config | None = None,
@@ -75,13 +107,9 @@ class Memory:
         base = config or load_config(self.root)
         self.config = base.merged(kwargs_to_settings(settings)) if settings else base
         self._embedder = embedder
-        self._store: MilvusStore | None = None
-        self._indexer: Indexer | None = None
         self._lock = threading.RLock()  # lazy composition from several threads
         self.clock: Callable[[], dt.datetime] = clock.now  # "today" and "now"; tests may replace it
-        self._appending = threading.Lock()  # one remember() at a time appends to a log
 
-    # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
     def embedder(self) -> Embedder:
         with self._lock:
@@ -89,6 +117,76 @@ class Memory:
                 self._embedder = create_embedder(self.config.embedding, root=self.root)
             return self._embedder
 
+    # -- paths -----------------------------------------------------------------------------
+    def source_of(self, path: str | Path) -> str:
+        """Workspace-relative POSIX source; PathError when `path` is outside the workspace."""
+        return relative_source(self.root, Path(path))
+
+    def is_memory(self, source: str) -> bool:
+        return is_memory_source(self.config, source)
+
+    def path_of(self, source: str) -> Path:
+        return self.root / relative_source(self.root, Path(source))
+
+    @property
+    def archive_dir(self) -> str:
+        """The archive folder when its logs are indexed (their hits are marked and demoted), else ''."""
+        return self.config.compact.archive_dir.strip("/") if self.config.compact.index_archive else ""
+
+    def outline(self, source: str, text: str) -> list[Chunk]:
+        try:
+            model = self.embedder.model_name  # the stored name, so outline ids match the index
+        except ConfigError:
+            model = self.config.embedding.model
+        return chunk_markdown(text, source, model=model)
+
+    def today(self, date: dt.date | None = None) -> Path:
+        """Today's daily log (created with a heading when missing)."""
+        day = (date or self.clock().date()).isoformat()
+        folder = self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
+        path = folder / f"{day}.md"
+        self.source_of(path)  # PathError before anything is written outside the workspace
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(daily_log_text(day), encoding="utf-8")
+        return path
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self: MemoryApi, *exc: object) -> None:
+        self.close()
+
+    # -- async twins, for event-loop code --------------------------------------------------
+    async def aindex(self: MemoryApi, force: bool = False) -> IndexStats:
+        return await asyncio.to_thread(self.index, force)
+
+    async def asearch(self: MemoryApi, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
+        return await asyncio.to_thread(self.search, query, top_k, **overrides)
+
+    async def aexpand(self: MemoryApi, chunk_id: str) -> Expanded | None:
+        return await asyncio.to_thread(self.expand, chunk_id)
+
+    async def aremember(self: MemoryApi, text: str, heading: str | None = None) -> Remembered:
+        return await asyncio.to_thread(self.remember, text, heading)
+
+
+class Memory(MemoryFiles):
+    """A workspace's memory whose index this process owns: `index()`, `search()`, `expand()` and their
+    async twins (see core.api.MemoryApi; `core.owner.RemoteMemory` is the other implementation).
+
+    >>> mem = Memory("~/project")            # doctest: +SKIP
+    >>> mem.index(); mem.search("redis ttl")  # doctest: +SKIP
+    """
+
+    def __init__(self, workspace: str | Path = ".", *, config: Config | None = None,
+                 embedder: Embedder | None = None, **settings: Any):
+        super().__init__(workspace, config=config, embedder=embedder, **settings)
+        self._store: MilvusStore | None = None
+        self._indexer: Indexer | None = None
+        self._appending = threading.Lock()  # one remember() at a time appends to a log
+
+    # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
     def uri(self) -> str:
         return self.config.milvus.uri or str(self.root / INDEX_DIR / "milvus.db")
@@ -132,9 +230,7 @@ class Memory:
     def reconfigure(self, config: Config) -> bool:
         """Apply new settings; True when the index must be rebuilt (model, paths or store moved)."""
         old, self.config = self.config, config
-        heavy = (old.embedding != config.embedding or old.milvus != config.milvus
-                 or old.memory != config.memory or old.compact.index_archive != config.compact.index_archive
-                 or old.compact.archive_dir != config.compact.archive_dir)
+        heavy = bool(index_settings_changed(old, config))
         if old.embedding != config.embedding:
             self._embedder = None
         if old.milvus != config.milvus or old.embedding != config.embedding:
@@ -151,17 +247,6 @@ class Memory:
     def claim(self) -> None:
         """Open the index now (IndexBusy when another process holds the local folder)."""
         _ = self.store
-
-    # -- paths -----------------------------------------------------------------------------
-    def source_of(self, path: str | Path) -> str:
-        """Workspace-relative POSIX source; PathError when `path` is outside the workspace."""
-        return relative_source(self.root, Path(path))
-
-    def is_memory(self, source: str) -> bool:
-        return is_memory_source(self.config, source)
-
-    def path_of(self, source: str) -> Path:
-        return self.root / relative_source(self.root, Path(source))
 
     # -- indexing --------------------------------------------------------------------------
     def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
@@ -219,11 +304,6 @@ class Memory:
                              min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
                              archive_dir=self.archive_dir)
 
-    @property
-    def archive_dir(self) -> str:
-        """The archive folder when its logs are indexed (their hits are marked and demoted), else ''."""
-        return self.config.compact.archive_dir.strip("/") if self.config.compact.index_archive else ""
-
     def expand(self, chunk_id: str) -> Expanded | None:
         row = self.store.get(chunk_id.strip().lower())
         return to_expanded(row) if row else None
@@ -243,13 +323,6 @@ class Memory:
         hits.sort(key=lambda h: (h.source, h.start_line))
         return hits[:limit]
 
-    def outline(self, source: str, text: str) -> list[Chunk]:
-        try:
-            model = self.embedder.model_name  # the stored name, so outline ids match the index
-        except ConfigError:
-            model = self.config.embedding.model
-        return chunk_markdown(text, source, model=model)
-
     def status(self) -> dict[str, Any]:
         indexer = self.indexer
         manifest = indexer.manifest()
@@ -260,17 +333,6 @@ class Memory:
                 "files": len(manifest),
                 "chunks": sum(len(s.ids) for s in manifest.values()),
                 "pending_buffers": sorted(indexer.overlays)}
-
-    def today(self, date: dt.date | None = None) -> Path:
-        """Today's daily log (created with a heading when missing)."""
-        day = (date or self.clock().date()).isoformat()
-        folder = self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
-        path = folder / f"{day}.md"
-        self.source_of(path)  # PathError before anything is written outside the workspace
-        if not path.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(daily_log_text(day), encoding="utf-8")
-        return path
 
     def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None) -> Remembered:
         """Append a note to today's log under `## HH:MM` (or `heading`) and index it.
@@ -300,22 +362,3 @@ class Memory:
             self._store.close()
         self._store = None
         self._indexer = None
-
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- async twins, for event-loop code --------------------------------------------------
-    async def aindex(self, force: bool = False) -> IndexStats:
-        return await asyncio.to_thread(self.index, force)
-
-    async def asearch(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        return await asyncio.to_thread(self.search, query, top_k, **overrides)
-
-    async def aexpand(self, chunk_id: str) -> Expanded | None:
-        return await asyncio.to_thread(self.expand, chunk_id)
-
-    async def aremember(self, text: str, heading: str | None = None) -> Remembered:
-        return await asyncio.to_thread(self.remember, text, heading)

@@ -3,8 +3,8 @@
 Milvus Lite lets one process open an index folder (an advisory flock). The language server owns
 the index while it runs and answers `OwnerServer` requests on a Unix socket (owner-only
 permissions) named in `.memsearch/server.json`; the CLI and a second editor window call it through
-`RemoteMemory`, which has the `Memory` interface. A socket or record left by a killed process is
-detected (nobody answers, the pid is gone) and removed.
+`RemoteMemory`, the other implementation of `core.api.MemoryApi` (not a subclass of `Memory`). A
+socket or record left by a killed process is detected (nobody answers, the pid is gone) and removed.
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ import stat
 import tempfile
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
+from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.memory import INDEX_DIR, Memory, Remembered, note_body
+from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, Remembered, note_body, with_index_settings
 from memsearch_lsp.core.search import Expanded, Hit
 from memsearch_lsp.core.store import IndexBusy, locked_by_other
 from memsearch_lsp.version import __version__
@@ -176,10 +177,12 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 
 class OwnerServer:
-    """Serves one local Memory to other processes until `close()`."""
+    """Serves one local Memory to other processes until `close()`; `process` says what this process is
+    (e.g. "memsearch-lsp serve for Neovim"), for messages in its clients."""
 
-    def __init__(self, memory: Memory):
+    def __init__(self, memory: Memory, process: str = ""):
         self.memory = memory
+        self.process = process
         self.socket = socket_path_for(memory.root)
         self._server: _UnixServer | None = None
         self._thread: threading.Thread | None = None
@@ -200,7 +203,7 @@ class OwnerServer:
         record = record_path(self.memory.root)
         tmp = record.with_suffix(".tmp")
         tmp.write_text(json.dumps({"pid": os.getpid(), "socket": str(self.socket), "version": __version__,
-                                   "index": self.memory.uri}))
+                                   "index": self.memory.uri, "process": self.process}))
         os.chmod(tmp, 0o600)
         os.replace(tmp, record)
 
@@ -219,7 +222,7 @@ class OwnerServer:
     def dispatch(self, op: str, args: dict[str, Any]) -> Any:
         m = self.memory
         if op == "ping":
-            return {"pid": os.getpid(), "version": __version__}
+            return {"pid": os.getpid(), "version": __version__, "process": self.process}
         if op in ("index", "index_text", "index_file", "remove"):
             return _stats(getattr(m, op)(**args))
         if op == "search":
@@ -249,12 +252,14 @@ def _to_stats(data: dict[str, Any]) -> IndexStats:
     return IndexStats(**data)
 
 
-class RemoteMemory(Memory):
-    """A Memory whose index lives in another process; files and settings are read locally."""
+class RemoteMemory(MemoryFiles):
+    """A memory whose index another process owns: every index operation (`IndexApi`) goes over the
+    owner's socket; files and settings are read locally (`MemoryFiles`)."""
 
     def __init__(self, workspace: str | Path, socket_path: str, *, config: Config | None = None, **settings: Any):
         super().__init__(workspace, config=config, **settings)
         self.socket_path = socket_path
+        self.search_overrides: dict[str, Any] = {}  # search settings changed here: sent with each search
 
     def _call(self, op: str, **args: Any) -> Any:
         for attempt in range(5):
@@ -273,6 +278,17 @@ class RemoteMemory(Memory):
     def remote(self) -> bool:
         return True
 
+    def reconfigure(self, config: Config) -> bool:
+        """Take this process's new settings without touching the owner's index: search settings travel
+        with each search (the owner applies them per request); watch, lsp and compaction planning apply
+        here; the index's own (core.memory.INDEX_SETTINGS, see `index_settings_changed`) stay as the
+        owner serves them. False: there is nothing to re-index here."""
+        old = self.config.search
+        self.search_overrides.update({f.name: getattr(config.search, f.name) for f in fields(old)
+                                      if getattr(config.search, f.name) != getattr(old, f.name)})
+        self.config = with_index_settings(config, self.config)
+        return False
+
     def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
         return _to_stats(self._call("index", force=force))
 
@@ -289,7 +305,10 @@ class RemoteMemory(Memory):
         self._call("reset")
 
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        return [Hit(**h) for h in self._call("search", query=query, top_k=top_k, **overrides)]
+        settings = {**self.search_overrides, **overrides}
+        if top_k is not None:
+            settings["top_k"] = top_k
+        return [Hit(**h) for h in self._call("search", query=query, **settings)]
 
     def expand(self, chunk_id: str) -> Expanded | None:
         data = self._call("expand", chunk_id=chunk_id)
@@ -306,6 +325,11 @@ class RemoteMemory(Memory):
         data = self._call("remember", text=note_body(text), heading=heading, now=(now or self.clock()).isoformat())
         chunks = tuple(Chunk(**dict(c, heading_path=tuple(c["heading_path"]))) for c in data["chunks"])
         return Remembered(data["source"], chunks, _to_stats(data["stats"]))
+
+    def owner_process(self) -> str:
+        """What owns the index, for messages: e.g. "memsearch-lsp serve for Neovim (pid 4242)"."""
+        info = self._call("ping")
+        return f"{info.get('process') or 'another process'} (pid {info['pid']})"
 
     def status(self) -> dict[str, Any]:
         data: dict[str, Any] = self._call("status")
@@ -326,7 +350,7 @@ class RemoteMemory(Memory):
 
 
 def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None,
-                **settings: Any) -> Memory:
+                **settings: Any) -> MemoryApi:
     """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
 
     A local open waits (up to `wait_s`) while another short-lived process holds the folder.
@@ -348,10 +372,15 @@ def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config |
             time.sleep(0.2)
 
 
-class PublicMemory(Memory):
+class PublicMemory:
     """`memsearch_lsp.Memory(...)`, the Python API: the index owner's client (a RemoteMemory) when an
-    editor or another process owns the index, else a Memory that owns it. Either way the same methods;
+    editor or another process owns the index, else a Memory that owns it. Either way a `MemoryApi`;
     nothing is written before the index is reachable."""
 
-    def __new__(cls, workspace: str | Path = ".", *, config: Config | None = None, **settings: Any) -> Memory:  # type: ignore[misc]
+    def __new__(cls, workspace: str | Path = ".", *, config: Config | None = None, **settings: Any) -> MemoryApi:  # type: ignore[misc]
         return open_memory(workspace, config=config, **settings)
+
+
+# mypy proves that both memories implement the interface (tests/test_owner_api.py: the socket serves IndexApi).
+_local: type[MemoryApi] = Memory
+_remote: type[MemoryApi] = RemoteMemory

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from memsearch_lsp.config import Config, load_config
+from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import MemoryFile, find_memory_files
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
@@ -30,14 +31,14 @@ class SharedMemory:
         if not self.root.is_dir():
             raise FileNotFoundError(f"workspace {self.root} is not a folder")
         self.config: Config = load_config(self.root)
-        self._memory: Memory | None = None
+        self._memory: MemoryApi | None = None
         self._owner: OwnerServer | None = None
         self._lock = threading.Lock()
 
-    def _open(self) -> Memory:
+    def _open(self) -> MemoryApi:
         memory = open_memory(self.root, config=self.config)
-        if not memory.remote:
-            owner = OwnerServer(memory)
+        if isinstance(memory, Memory):
+            owner = OwnerServer(memory, process="memsearch-lsp mcp")
             try:
                 owner.start()
                 self._owner = owner
@@ -46,7 +47,7 @@ class SharedMemory:
         log.info("%s: %s", self.root, "following the index owner" if memory.remote else "this process owns the index")
         return memory
 
-    def call(self, fn: Callable[[Memory], T]) -> T:
+    def call(self, fn: Callable[[MemoryApi], T]) -> T:
         with self._lock:
             if self._memory is None:
                 self._memory = self._open()

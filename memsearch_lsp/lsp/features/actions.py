@@ -11,10 +11,10 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.compact import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.index import IndexStats
-from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
 
@@ -313,7 +313,7 @@ async def apply_on_disk(ls: MemsearchServer, root: Root, plan: CompactionPlan) -
     """The server writes the summaries and moves the logs itself (one writer), then re-indexes."""
     done: list[CompactionPlan] = []
 
-    def apply(memory: Memory) -> IndexStats:
+    def apply(memory: MemoryApi) -> IndexStats:
         done.append(apply_checked(memory, plan))
         return memory.index()
 
