@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import pytest
 from lsprotocol import types
 
 from memsearch_lsp.core.memory import Memory
-from tests.lsp_helpers import make_workspace, send_raw, server_pid, start, stop
+from tests.lsp_helpers import FAST, Session, make_workspace, send_raw, server_pid, start, stop, wait_for
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -46,14 +48,26 @@ async def test_cli_beside_a_running_server_gets_the_servers_hits(tmp_path: Path)
     assert not (ws / ".memsearch" / "server.json").exists()  # a clean exit leaves no record
 
 
-async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> None:
-    ws = make_workspace(tmp_path)
+@contextlib.asynccontextmanager
+async def two_windows(ws: Path) -> AsyncIterator[tuple[Session, Session]]:
+    """Window 1 (VS Code) owns the index; window 2 (Neovim) opens after it has indexed: its client."""
     first = await start(ws)
     second = None
     try:
         await first.wait_indexed()
         second = await start(ws, "neovim@v0.11.0")
         await second.wait_indexed()
+        yield first, second
+    finally:
+        if second is not None:
+            await stop(second)
+        if first.client._server and first.client._server.returncode is None:
+            await stop(first)
+
+
+async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    async with two_windows(ws) as (first, second):
         status: Any = await second.client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="memsearch.status"))
         assert status["roots"][0]["served_by_pid"] == server_pid(first)
@@ -68,11 +82,49 @@ async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> 
         assert symbols[0].name == "Redis Caching"
         status = json.loads(cli(ws, "status", "--json").stdout)
         assert status["served_by_pid"] == server_pid(second)
-    finally:
-        if second is not None:
-            await stop(second)
-        if first.client._server and first.client._server.returncode is None:
-            await stop(first)
+
+
+async def until_changed(session: Session, query: dict[str, Any], old: Any) -> Any:
+    """memsearch/search results once they differ from `old` (new settings took effect)."""
+    deadline = time.monotonic() + 30
+    while (new := await session.client.protocol.send_request_async("memsearch/search", query)) == old:
+        assert time.monotonic() < deadline, "the new search settings never reached the searches"
+        await asyncio.sleep(0.2)
+    assert [h["score"] for h in new] != [h["score"] for h in old]
+    return new
+
+
+async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refused_once(tmp_path: Path) -> None:
+    """Window 2 follows window 1's index: its search settings travel with each of its searches; settings
+    that shape the index (memory.paths here) stay window 1's, and window 2 says so once, naming the owner."""
+    ws = make_workspace(tmp_path)
+    async with two_windows(ws) as (first, second):
+        query = {"query": "message broker decision", "topK": 5}
+        before = await second.client.protocol.send_request_async("memsearch/search", query)
+        (ws / "journal").mkdir()
+        (ws / "journal" / "2026-03-09.md").write_text("# 2026-03-09\n\n## Quokka\n\nquokka sighting\n")
+        settings = {**FAST, "search": {"vectorWeight": 0.0, "bm25Weight": 1.0}, "memory": {"paths": ["journal"]}}
+        second.client._configuration["memsearch"] = settings
+        second.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"memsearch": settings}))
+        warnings = second.client.messages
+        await wait_for(lambda: any(m.type == types.MessageType.Warning for m in warnings), "the refusal")
+        text = warnings[0].message
+        assert len(warnings) == 1 and warnings[0].type == types.MessageType.Warning, warnings
+        assert "memory.paths cannot change in this window" in text and "vectorWeight" not in text
+        assert f"memsearch-lsp serve for an editor (pid {server_pid(first)})" in text
+        after = await until_changed(second, query, before)
+        assert await first.client.protocol.send_request_async("memsearch/search", query) == before  # window 1's own
+        assert "Quokka" not in [s.name for s in await second.symbols("quokka sighting")]  # journal/ is not indexed
+        status: Any = await second.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status"))
+        assert status["roots"][0]["served_by_pid"] == server_pid(first)  # still the owner's client, serving
+        settings["search"] = {"vectorWeight": 0.5, "bm25Weight": 0.5}  # memory.paths still refused: said once
+        second.client._configuration["memsearch"] = settings
+        second.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"memsearch": settings}))
+        await until_changed(second, query, after)  # the handler is past its refusal when the weights apply
+        assert len(warnings) == 1
 
 
 def big_memory(ws: Path, files: int = 240) -> None:

@@ -20,12 +20,13 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from memsearch_lsp.config import Config, ConfigError, load_config
+from memsearch_lsp.config import Config, ConfigError, editor_key, load_config
+from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
-from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.memory import Memory, index_settings_changed
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers
-from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
+from memsearch_lsp.core.owner import OwnerGone, OwnerServer, RemoteMemory, open_memory
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
 
@@ -40,7 +41,7 @@ class Root:
     """One workspace folder: its own memory, index and watcher."""
 
     path: Path
-    memory: Memory
+    memory: MemoryApi  # a Memory (this process owns the index) or a RemoteMemory (another process does)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     poller: asyncio.Task[None] | None = None
     registration: str = ""
@@ -85,6 +86,7 @@ class MemsearchServer(LanguageServer):
         self._shown: set[str] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.client_pid: int | None = None  # initialize's processId: the server exits when it is gone
+        self.client_name = ""  # initialize's clientInfo.name, to name this process to other windows
         self.shut_down = False
 
     # -- roots and paths -------------------------------------------------------------------
@@ -131,7 +133,7 @@ class MemsearchServer(LanguageServer):
         return load_config(path, self.overrides)
 
     # -- work ------------------------------------------------------------------------------
-    async def write(self, root: Root, op: str | Callable[[Memory], IndexStats], *args: Any,
+    async def write(self, root: Root, op: str | Callable[[MemoryApi], IndexStats], *args: Any,
                     **kwargs: Any) -> IndexStats:
         """Run one index pass on the writer thread, then announce it with memsearch/indexed.
 
@@ -177,9 +179,11 @@ class MemsearchServer(LanguageServer):
             if root.memory is not gone:
                 return  # another request already switched
             memory = await asyncio.to_thread(open_memory, root.path, config=gone.config)
-            if not memory.remote:
+            if isinstance(memory, RemoteMemory) and isinstance(gone, RemoteMemory):
+                memory.search_overrides = dict(gone.search_overrides)  # this window's search settings
+            if isinstance(memory, Memory):
                 try:
-                    owner = OwnerServer(memory)
+                    owner = OwnerServer(memory, self.process_name)
                     owner.start()
                     root.owner = owner
                 except OSError as exc:
@@ -210,6 +214,35 @@ class MemsearchServer(LanguageServer):
             self._shown.add(key)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
                                                              message=f"memsearch: {message}"))
+
+    def warn(self, message: str) -> None:
+        """Log a warning and show it to the user (window/showMessage), once."""
+        if message in self._shown:
+            return
+        self._shown.add(message)
+        log.warning(message)
+        if self.config_show_notifications():
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                             message=f"memsearch: {message}"))
+
+    @property
+    def process_name(self) -> str:
+        return f"memsearch-lsp serve for {self.client_name or 'an editor'}"
+
+    async def refuse_index_settings(self, root: Root, config: Config) -> None:
+        """In a window that is the index owner's client, the settings that shape the index (what is
+        indexed, how, where) cannot change: say so once, naming the owner; the rest still apply here."""
+        if not isinstance(root.memory, RemoteMemory):
+            return
+        refused = index_settings_changed(root.memory.config, config)
+        if refused:
+            try:
+                owner = await asyncio.to_thread(root.memory.owner_process)
+            except (OwnerGone, OSError, RuntimeError):
+                owner = "another process"
+            self.warn(f"{root.path.name}: {', '.join(editor_key(k) for k in refused)} cannot change in this window: "
+                      f"the index is owned by {owner}, whose settings for them stay in force (search, watch and "
+                      f"compaction settings do apply here). Change them there, or close it and reload this window.")
 
     def config_show_notifications(self) -> bool:
         return all(r.memory.config.lsp.show_notifications for r in self.roots.values()) if self.roots else True
@@ -282,17 +315,18 @@ class MemsearchServer(LanguageServer):
             if not is_memory_workspace(path, config):  # nothing is indexed or written there
                 log.info("%s: %s; not indexed (no %s)", path.name, NO_MEMORY, " or ".join(memory_markers(config)))
                 continue
+            memory: MemoryApi
             try:
                 memory = await asyncio.to_thread(open_memory, path, config=config)
             except Exception as exc:
                 self.report(f"opening the index of {path.name}: {exc}", exc)
                 memory = Memory(path, config=config)
             root = Root(path, memory)
-            if memory.remote:
+            if not isinstance(memory, Memory):
                 log.info("%s: another memsearch-lsp owns this index; using it", path.name)
             else:
                 try:
-                    root.owner = OwnerServer(memory)
+                    root.owner = OwnerServer(memory, self.process_name)
                     root.owner.start()
                 except OSError as exc:
                     log.warning("cannot serve %s to other processes: %s", path.name, exc)

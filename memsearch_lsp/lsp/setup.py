@@ -28,6 +28,7 @@ def create_server() -> MemsearchServer:
         ls.loop = asyncio.get_running_loop()
         ls.init_options = ls.overrides = options_from(params.initialization_options)
         ls.client_pid = params.process_id
+        ls.client_name = params.client_info.name if params.client_info else ""
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
@@ -50,6 +51,7 @@ def create_server() -> MemsearchServer:
             except ConfigError as exc:
                 ls.report(f"settings: {exc}", exc)
                 continue
+            await ls.refuse_index_settings(root, config)
             heavy = await ls.in_writer(root.memory.reconfigure, config)
             if heavy:
                 await sync.watch(ls, root)
