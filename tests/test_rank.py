@@ -9,7 +9,17 @@ import pytest
 
 from memsearch_lsp.core.bm25 import DfTable, query_terms, tokens
 from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
-from memsearch_lsp.core.rank import BM25_GAIN, DENSE_GAIN, confidence, fuse, minmax, ranks
+from memsearch_lsp.core.embedder import query_vector
+from memsearch_lsp.core.rank import (
+    BM25_GAIN,
+    DENSE_GAIN,
+    SECTION_SHARE,
+    confidence,
+    fuse,
+    minmax,
+    ranks,
+    share_sections,
+)
 from tests.fakes import FakeEmbedder
 
 
@@ -86,6 +96,49 @@ def test_a_sure_dense_leg_outweighs_bm25_and_a_flat_one_does_not() -> None:
     # Scores stay within 0..(sum of the weights).
     assert all(0.0 <= s <= 1.0 for _, s in fuse(sure, sparse, "minmax", 0.3, 0.7))
     assert fuse({"x": 0.4, "y": 0.6}, {}, "minmax", 1.0, 0.0) == [("y", 1.0), ("x", 0.0)]
+
+
+def test_pieces_of_a_split_section_share_its_best_score_and_whole_sections_keep_theirs() -> None:
+    ranked = [("a1", 0.9), ("x", 0.6), ("y", 0.5), ("a2", 0.4), ("z", 0.45)]
+    section = {"a1": ("memory/d.md", "D > Long"), "a2": ("memory/d.md", "D > Long"),
+               "x": ("memory/d.md", "D > Other"), "y": ("memory/e.md", "E"), "z": ("memory/f.md", "F")}
+    got = dict(share_sections(ranked, section))
+    assert got["a1"] == pytest.approx(0.9) and got["x"] == 0.6 and got["y"] == 0.5  # best pieces keep theirs
+    assert got["a2"] == pytest.approx((0.4 + SECTION_SHARE * 0.9) / (1 + SECTION_SHARE))
+    assert [k for k, _ in share_sections(ranked, section)] == ["a1", "x", "a2", "y", "z"]
+    # Another section of the same file is not a piece of this one; a candidate without a section is its own.
+    assert share_sections([("p", 0.2), ("q", 0.1)], {}) == [("p", 0.2), ("q", 0.1)]
+    # Ties keep the fused order.
+    assert [k for k, _ in share_sections([("b", 0.5), ("a", 0.5)], {"a": 1, "b": 2})] == ["b", "a"]
+
+
+def test_search_shares_a_split_sections_best_score_with_its_pieces_only_with_minmax(
+        tmp_path: Path, make_memory) -> None:
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    body = "\n".join(f"- note {i}: the garden shed needs a new roof before the winter storms" for i in range(30))
+    (mem / "2026-01-05.md").write_text("# 2026-01-05\n\n## Shed\n\n" + body + "\n- the roofer quoted 900 euros\n")
+    (mem / "2026-01-06.md").write_text("# 2026-01-06\n\n## Bikes\n\nfixed the bike chain and oiled the gears\n")
+    memory = make_memory(tmp_path)
+    memory.index()
+    store, query = memory.store, "roofer quoted euros garden"
+    pieces = [c.id for c in chunk_markdown((mem / "2026-01-05.md").read_text(), "memory/2026-01-05.md",
+                                           model=memory.embedder.model_name) if c.heading_path[-1:] == ("Shed",)]
+    assert len(pieces) > 1
+    assert set(store.sections(pieces).values()) == {("memory/2026-01-05.md", "2026-01-05 > Shed")}
+    dense = store.dense_leg(query_vector(memory.embedder, query), 30)
+    plain = fuse(dense, store.sparse_leg(memory.df.query_vector(query), 30), "minmax", 0.3, 0.7)
+    expected = share_sections(plain, store.sections([k for k, _ in plain]))
+    hits = memory.search(query, top_k=10, ranker="minmax", vector_weight=0.3, bm25_weight=0.7)
+    assert [(h.id, h.score) for h in hits] == [(k, pytest.approx(v, abs=1e-6)) for k, v in expected[:len(hits)]]
+    best = max(dict(plain)[p] for p in pieces)
+    lifted = [p for p in pieces if dict(plain)[p] < best]
+    assert lifted and all(dict(expected)[p] > dict(plain)[p] for p in lifted)
+    # The seed's weighted ranker is left exactly as Milvus' formula: no sharing.
+    seed = memory.search(query, top_k=10, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
+    assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
+    weighted = dict(fuse(dense, store.sparse_leg(memory.df.query_vector(query), 30), "weighted", 0.7, 0.3))
+    assert all(h.score == pytest.approx(weighted[h.id], abs=1e-6) for h in seed)
 
 
 def test_query_stop_words_are_dropped_unless_nothing_else_is_left() -> None:

@@ -10,6 +10,9 @@ best window), BM25 for the other. Rankers:
   between its best score and the one five places below (`confidence`), times `DENSE_GAIN` or
   `BM25_GAIN`. A query whose meaning picks one chunk clearly (a paraphrase) leans on dense; a flat
   dense leg (chatty text where every chunk looks alike) leaves the ranking to BM25.
+  A heading section longer than a chunk is cut into pieces: they are one unit of meaning, so each piece
+  also gets a share of its section's best score (`share_sections`), and the rest of a section whose
+  best piece matched is not left behind.
 - `weighted`: what Milvus' `WeightedRanker` does: cosine as (1 + c) / 2, BM25 as 0.5 + atan(s) / pi,
   weighted; the seed design's 0.7 / 0.3 is this ranker.
 - `rrf`: reciprocal rank fusion, sum of 1 / (k + rank) over the legs a candidate is in.
@@ -18,13 +21,14 @@ best window), BM25 for the other. Rankers:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 RANKERS = ("minmax", "weighted", "rrf")
 Scores = Mapping[str, float]
 DENSE_GAIN = 3.0  # minmax: a leg's weight x (1 + gain x its confidence); see bench/README.md
 BM25_GAIN = 1.0
 CONFIDENCE_RANK = 5  # the gap is measured from the best score to the one this many places below
+SECTION_SHARE = 0.3  # minmax: a piece of a split section also gets this share of the section's best score
 
 
 def minmax(scores: Scores) -> dict[str, float]:
@@ -86,3 +90,18 @@ def fuse(dense: Scores, sparse: Scores, ranker: str = "minmax", vector_weight: f
     # Best first; ties go to the chunk that is better in BM25, then dense, then by id (deterministic).
     return sorted(fused.items(), key=lambda kv: (-kv[1], -sparse.get(kv[0], -math.inf),
                                                   -dense.get(kv[0], -math.inf), kv[0]))
+
+
+def share_sections(ranked: Sequence[tuple[str, float]], section: Mapping[str, Hashable],
+                   share: float = SECTION_SHARE) -> list[tuple[str, float]]:
+    """Pieces of one section (`section`: candidate -> its source and heading path) also score `share` of
+    the section's best piece: (score + share x best) / (1 + share), so a chunk that is its section's best
+    (or a whole section) keeps its score and the order of whole sections is unchanged. Best first; ties
+    keep `ranked`'s order."""
+    best: dict[Hashable, float] = {}
+    for key, score in ranked:
+        unit = section.get(key, key)
+        best[unit] = max(best.get(unit, score), score)
+    shared = [(key, (score + share * best[section.get(key, key)]) / (1.0 + share)) for key, score in ranked]
+    order = {key: n for n, (key, _) in enumerate(ranked)}
+    return sorted(shared, key=lambda kv: (-kv[1], order[kv[0]]))

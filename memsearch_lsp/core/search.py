@@ -10,7 +10,7 @@ from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import ATX_OPENING
 from memsearch_lsp.core.embed import Embedder, query_vector
-from memsearch_lsp.core.rank import fuse
+from memsearch_lsp.core.rank import fuse, share_sections
 from memsearch_lsp.core.store import MilvusStore, Row, quote
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -109,8 +109,10 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
     if settings.bm25_weight > 0 or rrf:
         sparse = store.sparse_leg(df.query_vector(query), per_leg, expr)
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
-    ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight,
-                  settings.rrf_k)[:limit]
+    ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k)
+    if settings.ranker == "minmax" and len(ranked) > 1:
+        ranked = share_sections(ranked, store.sections([k for k, _ in ranked]))
+    ranked = ranked[:limit]
     score = dict(ranked)
     rows = store.rows([k for k, _ in ranked])
     hits = [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]

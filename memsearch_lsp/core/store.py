@@ -407,6 +407,14 @@ class MilvusStore:
                                       filter=expr, output_fields=[])
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
+    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """The section (source, heading path) of each chunk in `ids`."""
+        if not ids:
+            return {}
+        with self._lock:
+            got = self.client.get(self.collection, ids=list(ids), output_fields=["source", "heading_path"])
+        return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", ""))) for r in got}
+
     def rows(self, ids: Sequence[str]) -> list[Row]:
         """Rows by id, in the order of `ids` (ids that are gone are left out)."""
         if not ids:
