@@ -9,9 +9,12 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.core.lite import UnsafeFolder, release, release_unused_memory, serve
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.mirror import LegMirror
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +99,13 @@ def _clip(text: str) -> str:
 class MilvusStore:
     """One collection: scalar metadata, a dense vector (IP locally, COSINE on a server) and a BM25 sparse vector."""
 
-    def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
+    def __init__(self, uri: str, collection: str, dim: int, token: str = "", fast_legs: bool | None = None):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
         self._client: Any = None
+        # The local store answers the search legs from an in-process mirror of its vectors
+        # (core/mirror.py); a server reached by URI is always searched through Milvus.
+        self.fast_legs = self.is_local if fast_legs is None else fast_legs
+        self._mirror: LegMirror | None = None
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._lock = threading.RLock()
 
@@ -173,6 +180,7 @@ class MilvusStore:
 
     def close(self) -> None:
         with self._lock:
+            self._mirror = None
             if self._client is not None:
                 try:
                     self._client.close()
@@ -242,6 +250,7 @@ class MilvusStore:
         from pymilvus import DataType
 
         client = self._client
+        self._mirror = None
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         for name in ("source", "heading", "heading_path"):
@@ -296,21 +305,53 @@ class MilvusStore:
         for start in range(0, len(rows), _BATCH):
             batch = [dict(r, content=_clip(r["content"]), heading=r["heading"][:500],
                           heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
-            with self._lock:
+            with self._lock, self._mirrored():
                 self.client.upsert(self.collection, batch)
+                if self._mirror is not None:
+                    for r in batch:
+                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], r["sparse"])
         for start in range(0, len(windows), _BATCH):
-            with self._lock:
-                self.client.upsert(self.windows_collection, list(windows[start:start + _BATCH]))
+            part = list(windows[start:start + _BATCH])
+            with self._lock, self._mirrored():
+                self.client.upsert(self.windows_collection, part)
+                if self._mirror is not None:
+                    for w in part:
+                        self._mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
 
     def delete(self, ids: Iterable[str]) -> None:
         """Delete chunk rows and their window rows."""
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
             part = ids[start:start + _BATCH]
-            with self._lock:
+            with self._lock, self._mirrored():
                 self.client.delete(self.collection, ids=part)
                 self.client.delete(self.windows_collection,
                                    filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
+                if self._mirror is not None:
+                    self._mirror.delete_chunks(part)
+
+    @contextlib.contextmanager
+    def _mirrored(self) -> Iterator[None]:
+        """A write that fails half-way leaves the mirror unknown: it is dropped and loaded again."""
+        try:
+            yield
+        except BaseException:
+            self._mirror = None
+            raise
+
+    def mirror(self) -> LegMirror:
+        """The in-process mirror of the vectors (core/mirror.py), loaded from the store on first use."""
+        from memsearch_lsp.core.mirror import LegMirror
+
+        with self._lock:
+            if self._mirror is None:
+                mirror = LegMirror(self.dim)
+                for r in self._all_rows(self.collection, ["source", "dense", "sparse"]):
+                    mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_dict(r["sparse"]))
+                for w in self._all_rows(self.windows_collection, ["chunk_id", "source", "dense"]):
+                    mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
+                self._mirror = mirror
+            return self._mirror
 
     def flush(self) -> None:
         with self._lock:
@@ -319,9 +360,9 @@ class MilvusStore:
                 release_unused_memory()
 
     # -- reads -----------------------------------------------------------------------------
-    def iter_rows(self, fields: Sequence[str], expr: str = "") -> Iterator[dict[str, Any]]:
+    def iter_rows(self, fields: Sequence[str], expr: str = "", collection: str = "") -> Iterator[dict[str, Any]]:
         with self._lock:
-            iterator = self.client.query_iterator(self.collection, batch_size=4096, filter=expr,
+            iterator = self.client.query_iterator(collection or self.collection, batch_size=4096, filter=expr,
                                                   output_fields=list(fields))
             try:
                 while True:
@@ -331,6 +372,17 @@ class MilvusStore:
                     yield from page
             finally:
                 iterator.close()
+
+    def _all_rows(self, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
+        """Every row of `collection`: the ids in one query, then the rows by primary key in pages (a few
+        MB of vectors as Python floats at a time; a query iterator re-scans the collection per page)."""
+        with self._lock:
+            total = self.client.query(collection, filter="", output_fields=["count(*)"])
+            limit = int(total[0]["count(*)"]) if total else 0
+            ids = [r["id"] for r in self.client.query(collection, filter="", output_fields=["id"], limit=limit)
+                   ] if limit else []
+            for start in range(0, len(ids), 1024):
+                yield from self.client.get(collection, ids=ids[start:start + 1024], output_fields=fields)
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
@@ -381,30 +433,36 @@ class MilvusStore:
             rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def dense_leg(self, vector: list[float], limit: int, expr: str = "") -> dict[str, float]:
+    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "") -> dict[str, float]:
         """The `limit` chunks closest to `vector`, each scored by its best window (cosine)."""
-        scores: dict[str, float] = {}
-        with self._lock:
-            first = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
-                                       filter=expr, output_fields=[])
-            tails = self.client.search(self.windows_collection, [vector], anns_field="dense", limit=3 * limit,
-                                       filter=expr, output_fields=["chunk_id"])
-        for hit in first[0]:
-            scores[str(hit["id"])] = float(hit["distance"])
-        for hit in tails[0]:
-            chunk = str(hit.get("entity", {}).get("chunk_id", ""))
-            if chunk and float(hit["distance"]) > scores.get(chunk, -2.0):
-                scores[chunk] = float(hit["distance"])
+        if self.fast_legs:
+            first, tails = self.mirror().dense(vector, limit, 3 * limit, exclude_source)
+        else:
+            expr = _excluding(exclude_source)
+            with self._lock:
+                found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
+                                           filter=expr, output_fields=[])
+                found_tails = self.client.search(self.windows_collection, [vector], anns_field="dense",
+                                                 limit=3 * limit, filter=expr, output_fields=["chunk_id"])
+            first = [(str(hit["id"]), float(hit["distance"])) for hit in found[0]]
+            tails = [(str(hit.get("entity", {}).get("chunk_id", "")), float(hit["distance"]))
+                     for hit in found_tails[0]]
+        scores = dict(first)
+        for chunk, score in tails:
+            if chunk and score > scores.get(chunk, -2.0):
+                scores[chunk] = score
         best = sorted(scores, key=lambda k: -scores[k])[:limit]
         return {k: scores[k] for k in best}
 
-    def sparse_leg(self, terms: dict[int, float], limit: int, expr: str = "") -> dict[str, float]:
+    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "") -> dict[str, float]:
         """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms)."""
         if not terms:
             return {}
+        if self.fast_legs:
+            return dict(self.mirror().sparse(terms, limit, exclude_source))
         with self._lock:
             hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
-                                      filter=expr, output_fields=[])
+                                      filter=_excluding(exclude_source), output_fields=[])
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
     def rows(self, ids: Sequence[str]) -> list[Row]:
@@ -415,6 +473,10 @@ class MilvusStore:
             got = self.client.get(self.collection, ids=list(ids), output_fields=list(SCALARS))
         by_id = {r["id"]: r for r in got}
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
+
+
+def _excluding(source: str) -> str:
+    return f"source != {quote(source)}" if source else ""
 
 
 def _ours(folder: Path) -> bool:
