@@ -42,7 +42,7 @@ def main(root: Path) -> dict[str, Any]:
         return round(1000 * statistics.median(times), 2)
 
     def legs(fast: bool) -> dict[str, float]:
-        store.fast_legs = fast
+        store.in_process = fast
         via = "mirror" if fast else "Milvus (gRPC)"
         return {f"Memory.search, {via}": cpu_ms(lambda q: memory.search(q)),
                 f"dense leg, {via}": cpu_ms(lambda q: store.dense_leg(vectors[q], s.candidates)),

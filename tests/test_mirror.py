@@ -6,10 +6,12 @@ import math
 import random
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from memsearch_lsp.core.lite import sparse_arrays
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.mirror import LegMirror
 from memsearch_lsp.core.store import MilvusStore
@@ -33,9 +35,9 @@ def _assert_same(store: MilvusStore, memory: Memory, queries: list[str], limit: 
     its storage order, so a group of ties is compared as a set (and only by its scores where the limit
     cuts through it)."""
     for query in queries:
-        store.fast_legs = False
+        store.in_process = False
         slow = _legs(store, memory, query, limit, exclude)
-        store.fast_legs = True
+        store.in_process = True
         fast = _legs(store, memory, query, limit, exclude)
         for want, got in zip(slow, fast):
             assert list(got.values()) == pytest.approx(list(want.values()), abs=1e-6), query
@@ -78,7 +80,7 @@ def indexed(workspace: Path, make_memory: Callable[..., Memory]) -> Memory:
 
 def test_the_local_store_searches_its_mirror_with_the_same_hits_and_scores(indexed: Memory) -> None:
     store = indexed.store
-    assert store.is_local and store.fast_legs
+    assert store.is_local and store.in_process
     words = sorted({w for h in indexed.headings() for w in re.findall(r"[a-z]{4,}", h.heading.lower())})
     queries = QUERIES + words[:40]
     for limit in (1, 3, 10, 30, 1000):
@@ -87,6 +89,13 @@ def test_the_local_store_searches_its_mirror_with_the_same_hits_and_scores(index
     assert store._mirror is not None and store._mirror.windows.n > 0  # windows are mirrored too
     hits = indexed.search("kangaroo paddock fence ranger")
     assert hits[0].source == "memory/2026-01-05.md"
+    for query in queries:  # whole results too: rows read from the engine in process, or through pymilvus
+        store.in_process = False
+        want = indexed.search(query, top_k=8)
+        store.in_process = True
+        got = indexed.search(query, top_k=8)
+        assert [replace(h, score=0.0) for h in got] == [replace(h, score=0.0) for h in want]
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
 
 
 def test_the_mirror_follows_every_write_and_delete_without_reloading(indexed: Memory) -> None:
@@ -97,7 +106,7 @@ def test_the_mirror_follows_every_write_and_delete_without_reloading(indexed: Me
     indexed.remove("memory/MEMORY.md")
     assert store.mirror() is mirror, "updated in place by the writer, not loaded again"
     assert "memory/MEMORY.md" not in {h.source for h in indexed.search("deploy", top_k=50)}
-    _assert_same(store, indexed, QUERIES + ["platypus paddock", "certificates"], 10)
+    _assert_same(store, indexed, [*QUERIES, "platypus paddock", "certificates"], 10)
     indexed.index(force=True)
     _assert_same(store, indexed, QUERIES, 10)
     indexed.reset()  # a dropped collection drops the mirror with it
@@ -124,7 +133,7 @@ def test_a_failed_write_drops_the_mirror_and_the_next_search_reloads_it(indexed:
 def test_the_mirror_ranks_ties_by_row_order_and_compacts_deleted_rows() -> None:
     mirror = LegMirror(2)
     for n in range(3000):
-        mirror.put_chunk(f"c{n}", f"s{n % 3}", [1.0, 0.0] if n % 2 else [0.0, 1.0], {7: 1.0, n: 0.5})
+        mirror.put_chunk(f"c{n}", f"s{n % 3}", [1.0, 0.0] if n % 2 else [0.0, 1.0], sparse_arrays({7: 1.0, n: 0.5}))
     assert mirror.sparse({7: 2.0}, 3) == [("c0", 2.0), ("c1", 2.0), ("c2", 2.0)]
     assert mirror.dense([1.0, 0.0], 2, 0)[0] == [("c1", 1.0), ("c3", 1.0)]
     assert mirror.dense([1.0, 0.0], 2, 0, exclude_source="s1")[0] == [("c3", 1.0), ("c5", 1.0)]

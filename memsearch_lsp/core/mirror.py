@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 Scored = list[tuple[str, float]]
+BLOCK = 512  # rows per inner-product call (single-threaded in OpenBLAS; same float32 results)
 REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of the rows (and 256)
 
 
@@ -66,7 +67,10 @@ class _Vectors:
         if not n or limit <= 0:
             return []
         valid = self.live[:n] if exclude < 0 else self.live[:n] & (self.source[:n] != exclude)
-        sims = self.vecs[:n] @ query
+        sims = np.empty(n, dtype=np.float32)
+        for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
+            end = min(n, start + BLOCK)    # busy machine, waits 10-60 ms for its second thread
+            np.matmul(self.vecs[start:end], query, out=sims[start:end])
         return _best(self.ids, sims, valid, limit)
 
 
@@ -134,10 +138,10 @@ class LegMirror:
         return self.sources.setdefault(name, len(self.sources))
 
     # -- writes (the store calls these after Milvus accepted the same rows) -------------------
-    def put_chunk(self, key: str, source: str, dense: Sequence[float], sparse: Mapping[int, float]) -> None:
+    def put_chunk(self, key: str, source: str, dense: Sequence[float], sparse: tuple[np.ndarray, np.ndarray]) -> None:
+        """`sparse`: the BM25 weights as (term ids, float32 weights), see lite.sparse_arrays."""
         slot = self.chunks.put(key, dense, self._source(source))
-        terms = np.fromiter(sparse.keys(), dtype=np.int64, count=len(sparse))
-        weights = np.fromiter(sparse.values(), dtype=np.float32, count=len(sparse))
+        terms, weights = sparse
         keep = weights != 0  # Milvus drops weights that are zero in float32
         if slot == len(self.terms):
             self.terms.append(terms[keep])
@@ -171,7 +175,7 @@ class LegMirror:
         chunks, windows = self.chunks, self.windows
         for slot in np.flatnonzero(chunks.live[:chunks.n]):
             fresh.put_chunk(chunks.ids[slot], names[int(chunks.source[slot])], chunks.vecs[slot],
-                            dict(zip(self.terms[slot].tolist(), self.weights[slot].tolist())))
+                            (self.terms[slot], self.weights[slot]))
         for slot in np.flatnonzero(windows.live[:windows.n]):
             fresh.put_window(windows.ids[slot], self.owner[slot], names[int(windows.source[slot])], windows.vecs[slot])
         self.__dict__.update(fresh.__dict__)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch_lsp.core.lite import UnsafeFolder, release, release_unused_memory, serve
+from memsearch_lsp.core.lite import UnsafeFolder, engine, release, release_unused_memory, serve, sparse_arrays
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.mirror import LegMirror
@@ -99,12 +99,13 @@ def _clip(text: str) -> str:
 class MilvusStore:
     """One collection: scalar metadata, a dense vector (IP locally, COSINE on a server) and a BM25 sparse vector."""
 
-    def __init__(self, uri: str, collection: str, dim: int, token: str = "", fast_legs: bool | None = None):
+    def __init__(self, uri: str, collection: str, dim: int, token: str = "", in_process: bool | None = None):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
         self._client: Any = None
-        # The local store answers the search legs from an in-process mirror of its vectors
-        # (core/mirror.py); a server reached by URI is always searched through Milvus.
-        self.fast_legs = self.is_local if fast_legs is None else fast_legs
+        # The local store answers the search legs from an in-process mirror of its vectors (core/mirror.py)
+        # and reads result rows from its engine without the gRPC hop; a server reached by URI is always
+        # searched through pymilvus (and so is the local store with in_process=False).
+        self.in_process = self.is_local if in_process is None else in_process
         self._mirror: LegMirror | None = None
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._lock = threading.RLock()
@@ -309,7 +310,7 @@ class MilvusStore:
                 self.client.upsert(self.collection, batch)
                 if self._mirror is not None:
                     for r in batch:
-                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], r["sparse"])
+                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
         for start in range(0, len(windows), _BATCH):
             part = list(windows[start:start + _BATCH])
             with self._lock, self._mirrored():
@@ -347,7 +348,7 @@ class MilvusStore:
             if self._mirror is None:
                 mirror = LegMirror(self.dim)
                 for r in self._all_rows(self.collection, ["source", "dense", "sparse"]):
-                    mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_dict(r["sparse"]))
+                    mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
                 for w in self._all_rows(self.windows_collection, ["chunk_id", "source", "dense"]):
                     mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
                 self._mirror = mirror
@@ -374,15 +375,16 @@ class MilvusStore:
                 iterator.close()
 
     def _all_rows(self, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
-        """Every row of `collection`: the ids in one query, then the rows by primary key in pages (a few
-        MB of vectors as Python floats at a time; a query iterator re-scans the collection per page)."""
-        with self._lock:
-            total = self.client.query(collection, filter="", output_fields=["count(*)"])
-            limit = int(total[0]["count(*)"]) if total else 0
-            ids = [r["id"] for r in self.client.query(collection, filter="", output_fields=["id"], limit=limit)
-                   ] if limit else []
-            for start in range(0, len(ids), 1024):
-                yield from self.client.get(collection, ids=ids[start:start + 1024], output_fields=fields)
+        """Every row of a local collection, read from the engine in pages of 2048 (a few MB of vectors as
+        Python floats at a time)."""
+        table = engine(self.uri, collection)
+        offset = 0
+        while True:
+            page = table.query("", output_fields=fields, limit=2048, offset=offset, order_by_pk=True)
+            yield from page
+            if len(page) < 2048:
+                return
+            offset += len(page)
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
@@ -435,7 +437,7 @@ class MilvusStore:
 
     def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "") -> dict[str, float]:
         """The `limit` chunks closest to `vector`, each scored by its best window (cosine)."""
-        if self.fast_legs:
+        if self.in_process:
             first, tails = self.mirror().dense(vector, limit, 3 * limit, exclude_source)
         else:
             expr = _excluding(exclude_source)
@@ -458,7 +460,7 @@ class MilvusStore:
         """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms)."""
         if not terms:
             return {}
-        if self.fast_legs:
+        if self.in_process:
             return dict(self.mirror().sparse(terms, limit, exclude_source))
         with self._lock:
             hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
@@ -470,7 +472,10 @@ class MilvusStore:
         if not ids:
             return []
         with self._lock:
-            got = self.client.get(self.collection, ids=list(ids), output_fields=list(SCALARS))
+            if self.in_process:
+                got = engine(self.uri, self.collection).get(list(ids), output_fields=list(SCALARS))
+            else:
+                got = self.client.get(self.collection, ids=list(ids), output_fields=list(SCALARS))
         by_id = {r["id"]: r for r in got}
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
 
