@@ -141,3 +141,16 @@ def test_the_mirror_ranks_ties_by_row_order_and_compacts_deleted_rows() -> None:
     assert mirror.chunks.n == 1000, "deleted slots are dropped once they outnumber the live ones"
     assert mirror.sparse({7: 2.0, 2500: 1.0}, 2) == [("c2500", 2.5), ("c2000", 2.0)]
     assert mirror.dense([1.0, 0.0], 1, 0)[0] == [("c2001", 1.0)]
+
+
+def test_the_mirror_loads_every_row_page_by_page(indexed: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memsearch_lsp.core.store as store_module
+
+    store = indexed.store
+    monkeypatch.setattr(store_module, "_PAGE", 7)  # many pages, the last one short or empty
+    store.close()
+    mirror = store.mirror()
+    assert mirror.stats()["chunks"] == store.count() and mirror.chunks.n == store.count()
+    assert sorted(mirror.chunks.ids) == sorted(r["id"] for r in store.iter_rows(["id"]))
+    assert mirror.windows.n == len(list(store.iter_rows(["id"], collection=store.windows_collection)))
+    _assert_same(store, indexed, QUERIES, 10)

@@ -28,6 +28,7 @@ FIELDS = {"id", *SCALARS, "windows", "dense", "sparse"}
 WINDOW_FIELDS = {"id", "chunk_id", "source", "embed_hash", "model", "dense"}
 WINDOW_SUFFIX = "_windows"
 _BATCH = 500
+_PAGE = 2048  # rows per page when the mirror is loaded from the local engine
 
 
 class StoreError(RuntimeError):
@@ -374,17 +375,23 @@ class MilvusStore:
             finally:
                 iterator.close()
 
+    def _engine(self, collection: str) -> Any:
+        """The local engine's collection, read in process (lite.engine); opens the store if needed."""
+        _ = self.client
+        return engine(self.uri, collection)
+
     def _all_rows(self, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
-        """Every row of a local collection, read from the engine in pages of 2048 (a few MB of vectors as
-        Python floats at a time)."""
-        table = engine(self.uri, collection)
-        offset = 0
+        """Every row of a local collection, read from the engine in primary-key pages of 2048 (a few MB of
+        vectors as Python floats at a time; an offset would re-read the pages before it)."""
+        table = self._engine(collection)
+        last = ""
         while True:
-            page = table.query("", output_fields=fields, limit=2048, offset=offset, order_by_pk=True)
+            page = table.query(f"id > {quote(last)}" if last else "", output_fields=fields, limit=_PAGE,
+                               order_by_pk=True)
             yield from page
-            if len(page) < 2048:
+            if len(page) < _PAGE:
                 return
-            offset += len(page)
+            last = page[-1]["id"]
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
@@ -473,7 +480,7 @@ class MilvusStore:
             return []
         with self._lock:
             if self.in_process:
-                got = engine(self.uri, self.collection).get(list(ids), output_fields=list(SCALARS))
+                got = self._engine(self.collection).get(list(ids), output_fields=list(SCALARS))
             else:
                 got = self.client.get(self.collection, ids=list(ids), output_fields=list(SCALARS))
         by_id = {r["id"]: r for r in got}
