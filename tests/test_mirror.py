@@ -38,6 +38,7 @@ def _assert_same(store: MilvusStore, memory: Memory, queries: list[str], limit: 
         store.in_process = False
         slow = _legs(store, memory, query, limit, exclude)
         store.in_process = True
+        store.mirror()  # loaded (else the first searches go through pymilvus while it loads)
         fast = _legs(store, memory, query, limit, exclude)
         for want, got in zip(slow, fast):
             assert list(got.values()) == pytest.approx(list(want.values()), abs=1e-6), query
@@ -153,4 +154,25 @@ def test_the_mirror_loads_every_row_page_by_page(indexed: Memory, monkeypatch: p
     assert mirror.stats()["chunks"] == store.count() and mirror.chunks.n == store.count()
     assert sorted(mirror.chunks.ids) == sorted(r["id"] for r in store.iter_rows(["id"]))
     assert mirror.windows.n == len(list(store.iter_rows(["id"], collection=store.windows_collection)))
+    _assert_same(store, indexed, QUERIES, 10)
+
+
+def test_the_first_searches_go_through_pymilvus_while_the_mirror_loads(indexed: Memory) -> None:
+    store = indexed.store
+    store.close()
+    hits = indexed.search("kangaroo paddock fence ranger")  # answered at once, the mirror loads meanwhile
+    assert hits[0].source == "memory/2026-01-05.md"
+    loading = store._loading
+    if loading is not None:
+        loading.join()
+    assert store._mirror is not None
+    assert indexed.search("kangaroo paddock fence ranger") == hits
+    # A mirror whose load began before a write is thrown away, never installed stale.
+    store.close()
+    before = store._generation
+    indexed.index_text("memory/2026-02-21.md", "# 2026-02-21\n\n## Zoo\n\nthe kangaroo escaped\n")
+    store._load_in_background(before)
+    assert store._mirror is None
+    store._load_in_background(store._generation)
+    assert store._mirror is not None
     _assert_same(store, indexed, QUERIES, 10)

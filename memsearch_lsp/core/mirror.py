@@ -97,14 +97,14 @@ class _Postings:
             term = np.concatenate(terms)
             order = np.argsort(term, kind="stable")
             counts = [len(t) for t in terms]
-            self.slots = np.repeat(np.asarray(slots, dtype=np.int64), counts)[order]
-            self.weights = np.concatenate(weights).astype(np.float64)[order]
+            self.slots = np.repeat(np.asarray(slots, dtype=np.int32), counts)[order]
+            self.weights = np.concatenate(weights)[order]  # float32, as stored
             self.keys, starts = np.unique(term[order], return_index=True)
             self.ends = np.append(starts[1:], len(order))
             self.starts = starts
         else:
-            self.slots = np.zeros(0, dtype=np.int64)
-            self.weights = np.zeros(0, dtype=np.float64)
+            self.slots = np.zeros(0, dtype=np.int32)
+            self.weights = np.zeros(0, dtype=np.float32)
             self.keys = self.starts = self.ends = np.zeros(0, dtype=np.int64)
 
     def add_to(self, scores: np.ndarray, hit: np.ndarray, query: Sequence[tuple[int, float]]) -> None:
@@ -114,7 +114,7 @@ class _Postings:
             i = int(np.searchsorted(self.keys, term))
             if i < self.keys.size and self.keys[i] == term:
                 part = slice(self.starts[i], self.ends[i])
-                scores[self.slots[part]] += weight * self.weights[part]
+                scores[self.slots[part]] += weight * self.weights[part].astype(np.float64)
                 hit[self.slots[part]] = True
 
 
@@ -141,7 +141,7 @@ class LegMirror:
     def put_chunk(self, key: str, source: str, dense: Sequence[float], sparse: tuple[np.ndarray, np.ndarray]) -> None:
         """`sparse`: the BM25 weights as (term ids, float32 weights), see lite.sparse_arrays."""
         slot = self.chunks.put(key, dense, self._source(source))
-        terms, weights = sparse
+        terms, weights = sparse[0].astype(np.uint32), sparse[1]
         keep = weights != 0  # Milvus drops weights that are zero in float32
         if slot == len(self.terms):
             self.terms.append(terms[keep])

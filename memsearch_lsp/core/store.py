@@ -108,6 +108,8 @@ class MilvusStore:
         # searched through pymilvus (and so is the local store with in_process=False).
         self.in_process = self.is_local if in_process is None else in_process
         self._mirror: LegMirror | None = None
+        self._generation = 0  # bumped by every write: a mirror loaded across one is thrown away
+        self._loading: threading.Thread | None = None
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._lock = threading.RLock()
 
@@ -182,7 +184,7 @@ class MilvusStore:
 
     def close(self) -> None:
         with self._lock:
-            self._mirror = None
+            self._forget_mirror()
             if self._client is not None:
                 try:
                     self._client.close()
@@ -252,7 +254,7 @@ class MilvusStore:
         from pymilvus import DataType
 
         client = self._client
-        self._mirror = None
+        self._forget_mirror()
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         for name in ("source", "heading", "heading_path"):
@@ -335,25 +337,56 @@ class MilvusStore:
     @contextlib.contextmanager
     def _mirrored(self) -> Iterator[None]:
         """A write that fails half-way leaves the mirror unknown: it is dropped and loaded again."""
+        self._generation += 1
         try:
             yield
         except BaseException:
-            self._mirror = None
+            self._forget_mirror()
             raise
 
-    def mirror(self) -> LegMirror:
-        """The in-process mirror of the vectors (core/mirror.py), loaded from the store on first use."""
-        from memsearch_lsp.core.mirror import LegMirror
+    def _forget_mirror(self) -> None:
+        self._mirror = None
+        self._generation += 1
 
+    def mirror(self) -> LegMirror:
+        """The in-process mirror of the vectors (core/mirror.py), loaded from the store now if needed."""
         with self._lock:
             if self._mirror is None:
-                mirror = LegMirror(self.dim)
-                for r in self._all_rows(self.collection, ["source", "dense", "sparse"]):
-                    mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
-                for w in self._all_rows(self.windows_collection, ["chunk_id", "source", "dense"]):
-                    mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
-                self._mirror = mirror
+                _ = self.client  # open
+                self._mirror = self._load_mirror()
             return self._mirror
+
+    def _ready_mirror(self) -> LegMirror | None:
+        """The mirror when it is loaded; else None, and it starts loading in the background (~1 s per 10k
+        rows), so the first searches go through pymilvus meanwhile instead of waiting for it."""
+        with self._lock:
+            if self._mirror is None and self._loading is None:
+                _ = self.client  # open (a search may be the first use)
+                self._loading = threading.Thread(target=self._load_in_background, args=(self._generation,),
+                                                 name="memsearch-mirror", daemon=True)
+                self._loading.start()
+            return self._mirror
+
+    def _load_in_background(self, generation: int) -> None:
+        try:
+            mirror = self._load_mirror()
+        except Exception as exc:  # the store closed or failed meanwhile: searches stay on pymilvus
+            log.debug("loading the search mirror: %s", exc)
+            mirror = None
+        with self._lock:
+            self._loading = None
+            if mirror is not None and generation == self._generation and self._client is not None:
+                self._mirror = mirror
+
+    def _load_mirror(self) -> LegMirror:
+        from memsearch_lsp.core.mirror import LegMirror
+
+        mirror = LegMirror(self.dim)
+        for r in self._all_rows(self.collection, ["source", "dense", "sparse"]):
+            mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
+        for w in self._all_rows(self.windows_collection, ["chunk_id", "source", "dense"]):
+            mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
+        return mirror
 
     def flush(self) -> None:
         with self._lock:
@@ -382,8 +415,9 @@ class MilvusStore:
 
     def _all_rows(self, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
         """Every row of a local collection, read from the engine in primary-key pages of 2048 (a few MB of
-        vectors as Python floats at a time; an offset would re-read the pages before it)."""
-        table = self._engine(collection)
+        vectors as Python floats at a time; an offset would re-read the pages before it). Never opens
+        the store (a loader in the background must not open it again after close())."""
+        table = engine(self.uri, collection)
         last = ""
         while True:
             page = table.query(f"id > {quote(last)}" if last else "", output_fields=fields, limit=_PAGE,
@@ -444,8 +478,9 @@ class MilvusStore:
 
     def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "") -> dict[str, float]:
         """The `limit` chunks closest to `vector`, each scored by its best window (cosine)."""
-        if self.in_process:
-            first, tails = self.mirror().dense(vector, limit, 3 * limit, exclude_source)
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source)
         else:
             expr = _excluding(exclude_source)
             with self._lock:
@@ -467,8 +502,9 @@ class MilvusStore:
         """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms)."""
         if not terms:
             return {}
-        if self.in_process:
-            return dict(self.mirror().sparse(terms, limit, exclude_source))
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            return dict(mirror.sparse(terms, limit, exclude_source))
         with self._lock:
             hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
                                       filter=_excluding(exclude_source), output_fields=[])
