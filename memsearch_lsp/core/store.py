@@ -28,7 +28,7 @@ FIELDS = {"id", *SCALARS, "windows", "dense", "sparse"}
 WINDOW_FIELDS = {"id", "chunk_id", "source", "embed_hash", "model", "dense"}
 WINDOW_SUFFIX = "_windows"
 _BATCH = 500
-_PAGE = 2048  # rows per page when the mirror is loaded from the local engine
+_PAGE = 1024  # rows per page when the mirror is loaded from the local engine
 
 
 class StoreError(RuntimeError):
@@ -414,18 +414,15 @@ class MilvusStore:
         return engine(self.uri, collection)
 
     def _all_rows(self, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
-        """Every row of a local collection, read from the engine in primary-key pages of 2048 (a few MB of
-        vectors as Python floats at a time; an offset would re-read the pages before it). Never opens
-        the store (a loader in the background must not open it again after close())."""
+        """Every row of a local collection, read from the engine: the ids in one query, then the rows by
+        primary key in pages (a few MB of vectors as Python floats at a time; a filtered or offset query
+        per page would materialise the whole collection each time). Never opens the store (a loader in
+        the background must not open it again after close())."""
         table = engine(self.uri, collection)
-        last = ""
-        while True:
-            page = table.query(f"id > {quote(last)}" if last else "", output_fields=fields, limit=_PAGE,
-                               order_by_pk=True)
-            yield from page
-            if len(page) < _PAGE:
-                return
-            last = page[-1]["id"]
+        ids = [r["id"] for r in table.query("", output_fields=["id"])]
+        for start in range(0, len(ids), _PAGE):
+            yield from table.get(ids[start:start + _PAGE], output_fields=fields)
+            release_unused_memory()
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
