@@ -115,21 +115,3 @@ def test_large_batches_do_not_keep_their_memory_after_embedding() -> None:
     assert _rss_mib() - loaded < 140  # the arena alone kept ~150 MB; allocator noise on a busy box is ~100
     # and the model still answers the same after the release
     assert embedder.embed(["load the model"])[0] == pytest.approx(embedder.embed(["load the model"])[0])
-
-
-def test_the_bundled_model_keeps_its_int8_weights_and_embeds_as_fastembed_does() -> None:
-    import onnxruntime as ort
-    from fastembed import TextEmbedding
-
-    from memsearch_lsp.core.embed import DEFAULT_MODEL, bundled_model_dir
-
-    embedder = FastEmbedEmbedder()
-    texts = [f.read_text(encoding="utf-8")[:1500] for f in sorted(EXAMPLES.glob("*.md"))] + ["deploy", "x"]
-    ours = embedder.embed(texts)
-    session = embedder._model.model.model
-    assert session.get_session_options().graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    # fastembed's own session (all graph optimisations: float32 copies of the weights) gives the same vectors.
-    theirs = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(bundled_model_dir()), local_files_only=True)
-    theirs.model.tokenizer.enable_truncation(max_length=256)
-    for a, b in zip(ours, theirs.embed(texts)):
-        assert max(abs(x - float(y)) for x, y in zip(a, b)) < 1e-5

@@ -145,10 +145,8 @@ class FastEmbedEmbedder:
             cache = str(_cache_root() / "fastembed")
             try:
                 if self.folder is None:
-                    folder = bundled_model_dir()
-                    model = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(folder), local_files_only=True,
-                                          cache_dir=cache, threads=self.threads, lazy_load=True)
-                    lean_session(model, folder / "model.onnx", self.threads)
+                    model = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(bundled_model_dir()),
+                                          local_files_only=True, cache_dir=cache, threads=self.threads)
                 else:
                     model = self._load_folder(TextEmbedding, cache, self.folder)
                 _truncate(model, self.max_tokens)
@@ -287,27 +285,3 @@ def release_onnx_arena(model: Any) -> None:
         session.run(None, {i.name: np.ones((1, 1), dtype=np.int64) for i in session.get_inputs()}, options)
     except Exception as exc:  # pragma: no cover - an unusual custom model; memory only
         log.debug("cannot shrink the ONNX arena: %s", exc)
-
-
-def lean_session(model: Any, path: Path, threads: int | None) -> None:
-    """Give fastembed's lazily loaded bundled model an ONNX Runtime session without graph optimisations.
-
-    With them (fastembed always asks for all), constant folding turns the int8 weights of the bundled
-    model into float32 copies: +120 MB resident, for the same CPU time within 3 % and vectors equal within
-    2e-7 (bench/README.md, "Issue 17"). A fastembed without the attributes used here loads its own session.
-    """
-    inner = getattr(model, "model", None)
-    try:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        if threads:
-            options.intra_op_num_threads = options.inter_op_num_threads = threads
-        session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-        inner._ensure_tokenizer()  # type: ignore[union-attr]
-        inner.model = session  # type: ignore[union-attr]
-    except Exception as exc:  # pragma: no cover - another fastembed: its own session, as before
-        log.debug("fastembed loads its own ONNX session (%s)", exc)
-    if inner is not None and getattr(inner, "model", None) is None:
-        inner.load_onnx_model()
