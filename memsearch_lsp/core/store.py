@@ -349,7 +349,11 @@ class MilvusStore:
         self._generation += 1
 
     def mirror(self) -> LegMirror:
-        """The in-process mirror of the vectors (core/mirror.py), loaded from the store now if needed."""
+        """The in-process mirror of the vectors (core/mirror.py), loaded from the store now if needed
+        (after a background load under way, rather than beside it)."""
+        loading = self._loading
+        if loading is not None:
+            loading.join()
         with self._lock:
             if self._mirror is None:
                 _ = self.client  # open
