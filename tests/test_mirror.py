@@ -145,10 +145,10 @@ def test_the_mirror_ranks_ties_by_row_order_and_compacts_deleted_rows() -> None:
 
 
 def test_the_mirror_loads_every_row_page_by_page(indexed: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memsearch_lsp.core.store as store_module
+    import memsearch_lsp.core.mirror as mirror_module
 
     store = indexed.store
-    monkeypatch.setattr(store_module, "_PAGE", 7)  # many pages, the last one short or empty
+    monkeypatch.setattr(mirror_module, "PAGE", 7)  # many pages, the last one short or empty
     store.close()
     mirror = store.mirror()
     assert mirror.stats()["chunks"] == store.count() and mirror.chunks.n == store.count()

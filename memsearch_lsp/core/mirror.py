@@ -12,14 +12,17 @@ float32) for the sparse leg, the best `limit` rows, ties to the earlier row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from memsearch_lsp.core.lite import engine, release_unused_memory, sparse_arrays
+
 Scored = list[tuple[str, float]]
 BLOCK = 512  # rows per inner-product call (single-threaded in OpenBLAS; same float32 results)
 REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of the rows (and 256)
+PAGE = 1024  # rows per page when the mirror is loaded from the local engine
 
 
 class _Vectors:
@@ -233,3 +236,24 @@ class LegMirror:
     def stats(self) -> dict[str, Any]:
         return {"chunks": int(self.chunks.live[:self.chunks.n].sum()),
                 "windows": int(self.windows.live[:self.windows.n].sum()), "changed": len(self.changed)}
+
+
+def load(uri: str, collection: str, windows_collection: str, dim: int) -> LegMirror:
+    """The mirror of a local index this process serves, read from its engine in process (lite.engine).
+    Never opens the store: a loader in the background must not open it again after close()."""
+    mirror = LegMirror(dim)
+    for r in _all_rows(uri, collection, ["source", "dense", "sparse"]):
+        mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
+    for w in _all_rows(uri, windows_collection, ["chunk_id", "source", "dense"]):
+        mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
+    return mirror
+
+
+def _all_rows(uri: str, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
+    """Every row: the ids in one query, then the rows by primary key in pages (a few MB of vectors as Python
+    floats at a time; a filtered or offset query per page would materialise the whole collection each time)."""
+    table = engine(uri, collection)
+    ids = [r["id"] for r in table.query("", output_fields=["id"])]
+    for start in range(0, len(ids), PAGE):
+        yield from table.get(ids[start:start + PAGE], output_fields=fields)
+        release_unused_memory()

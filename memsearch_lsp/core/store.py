@@ -28,7 +28,6 @@ FIELDS = {"id", *SCALARS, "windows", "dense", "sparse"}
 WINDOW_FIELDS = {"id", "chunk_id", "source", "embed_hash", "model", "dense"}
 WINDOW_SUFFIX = "_windows"
 _BATCH = 500
-_PAGE = 1024  # rows per page when the mirror is loaded from the local engine
 
 
 class StoreError(RuntimeError):
@@ -383,14 +382,9 @@ class MilvusStore:
                 self._mirror = mirror
 
     def _load_mirror(self) -> LegMirror:
-        from memsearch_lsp.core.mirror import LegMirror
+        from memsearch_lsp.core.mirror import load
 
-        mirror = LegMirror(self.dim)
-        for r in self._all_rows(self.collection, ["source", "dense", "sparse"]):
-            mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
-        for w in self._all_rows(self.windows_collection, ["chunk_id", "source", "dense"]):
-            mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
-        return mirror
+        return load(self.uri, self.collection, self.windows_collection, self.dim)
 
     def flush(self) -> None:
         with self._lock:
@@ -416,17 +410,6 @@ class MilvusStore:
         """The local engine's collection, read in process (lite.engine); opens the store if needed."""
         _ = self.client
         return engine(self.uri, collection)
-
-    def _all_rows(self, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
-        """Every row of a local collection, read from the engine: the ids in one query, then the rows by
-        primary key in pages (a few MB of vectors as Python floats at a time; a filtered or offset query
-        per page would materialise the whole collection each time). Never opens the store (a loader in
-        the background must not open it again after close())."""
-        table = engine(self.uri, collection)
-        ids = [r["id"] for r in table.query("", output_fields=["id"])]
-        for start in range(0, len(ids), _PAGE):
-            yield from table.get(ids[start:start + _PAGE], output_fields=fields)
-            release_unused_memory()
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
