@@ -162,6 +162,10 @@ class LspClient:
         """VmHWM of the server and its children (sum of peaks: an upper bound)."""
         return sum(_hwm(pid) for pid in _tree(self.proc.pid))
 
+    def rss_mib(self) -> float:
+        """VmRSS now of the server and its children."""
+        return sum(_hwm(pid, "VmRSS:") for pid in _tree(self.proc.pid))
+
     def close(self, timeout: float = 10) -> None:
         if self.proc.poll() is None:
             try:
@@ -198,10 +202,10 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _hwm(pid: int) -> float:
+def _hwm(pid: int, field: str = "VmHWM:") -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass

@@ -3,10 +3,11 @@
 For each size, on the cached built workspace (bench/workspace.py):
   in-process  a fresh `python -m bench.search --worker ROOT` opens the index, warms up, then times every
               labelled query (80, several passes) with the default settings: total, and its two parts
-              (query embedding; the rest = BM25 query terms + Milvus hybrid search + snippets); its peak
-              RSS; the time to open the index
+              (query embedding; the rest = BM25 query terms + the two legs + rows + snippets); its peak
+              RSS and its RSS after the searches (`searched_rss_mib`); the time to open the index
   LSP         a fresh server on the same workspace; after its start-up `memsearch/indexed`, the same queries
-              as `workspace/symbol` requests (symbol_limit = 20 hits); the server's peak RSS (VmHWM)
+              as `workspace/symbol` requests (symbol_limit = 20 hits); the server's peak RSS (VmHWM), its
+              RSS idle after the start-up reconcile (`idle_rss_mib`) and idle after the searches
 Plus the index size on disk. Latencies are p50 / p95 over all timed queries.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 from bench.common import BENCH, ROOT, emit, log, percentile, rss_mib, table
 
 WARMUP = 5
+IDLE_S = 2.0  # seconds the server is left alone before its idle RSS is read
 
 
 def queries() -> list[str]:
@@ -44,6 +46,10 @@ def worker(root: Path, passes: int) -> dict[str, Any]:
     t_open = time.perf_counter()
     memory.search("open the BM25 statistics")
     t_first = time.perf_counter()
+    mirror = getattr(memory.store, "mirror", None)  # the local search legs' mirror: loaded, not timed below
+    if mirror is not None and memory.store.in_process:
+        mirror()
+    t_mirror = time.perf_counter()
     qs = queries()
     for q in qs[:WARMUP]:
         memory.search(q)
@@ -61,12 +67,15 @@ def worker(root: Path, passes: int) -> dict[str, Any]:
         start = time.perf_counter()
         memory.search(q, top_k=memory.config.search.symbol_limit)
         top20.append(time.perf_counter() - start)
+    searched_rss = rss_mib()[0]
     memory.close()
     rest = sorted(t - e for t, e in zip(total, embed))
     return {"model_load_s": t_model - t0, "open_s": t_open - t_model, "first_search_s": t_first - t_open,
+            "mirror_s": t_mirror - t_first,
             "n": len(total), "p50_ms": 1000 * percentile(total, 50), "p95_ms": 1000 * percentile(total, 95),
             "embed_p50_ms": 1000 * percentile(embed, 50), "rest_p50_ms": 1000 * percentile(rest, 50),
-            "top20_p50_ms": 1000 * percentile(top20, 50), "peak_rss_mib": rss_mib()[1]}
+            "top20_p50_ms": 1000 * percentile(top20, 50), "peak_rss_mib": rss_mib()[1],
+            "searched_rss_mib": searched_rss}
 
 
 def in_process(root: Path, passes: int) -> dict[str, Any]:
@@ -85,6 +94,8 @@ def over_lsp(root: Path, passes: int) -> dict[str, Any]:
         client.initialize(root)
         start_ready, stats = client.wait_notification("memsearch/indexed", timeout=3600)
         ready_s = start_ready - client.t_spawn
+        time.sleep(IDLE_S)
+        idle_rss = client.rss_mib()  # the server idle after its start-up reconcile (no search yet)
         for q in qs[:WARMUP]:
             client.request("workspace/symbol", {"query": q})
         times, counts = [], []
@@ -97,7 +108,9 @@ def over_lsp(root: Path, passes: int) -> dict[str, Any]:
         start = time.perf_counter()
         everything = client.request("workspace/symbol", {"query": ""})
         all_headings_ms = 1000 * (time.perf_counter() - start)
-        return {"ready_s": ready_s, "n": len(times), "p50_ms": 1000 * percentile(times, 50),
+        time.sleep(IDLE_S)
+        return {"ready_s": ready_s, "idle_rss_mib": idle_rss, "searched_rss_mib": client.rss_mib(),
+                "n": len(times), "p50_ms": 1000 * percentile(times, 50),
                 "p95_ms": 1000 * percentile(times, 95), "symbols": statistics.median(counts),
                 "all_headings_ms": all_headings_ms, "all_headings": len(everything or []),
                 "peak_rss_mib": client.peak_rss_mib(), "startup_embedded": stats.get("embedded")}
@@ -118,7 +131,9 @@ def main(args: Any) -> None:
                                     "p95_ms": ip["p95_ms"], "n": ip["n"], "embed_p50_ms": ip["embed_p50_ms"],
                                     "rest_p50_ms": ip["rest_p50_ms"], "top20_p50_ms": ip["top20_p50_ms"],
                                     "open_s": ip["open_s"], "first_search_s": ip["first_search_s"],
+                                    "mirror_s": ip["mirror_s"],
                                     "model_load_s": ip["model_load_s"], "peak_rss_mib": ip["peak_rss_mib"],
+                                    "searched_rss_mib": ip["searched_rss_mib"],
                                     "disk_mib": disk, "corpus_mib": build.get("corpus_mib"),
                                     "build_cps": build.get("chunks_per_s")}))
         log(f"search: {size} chunks, over LSP")
@@ -126,10 +141,11 @@ def main(args: Any) -> None:
         rows.append(emit("search", {"chunks": size, "via": "workspace/symbol", "p50_ms": lsp["p50_ms"],
                                     "p95_ms": lsp["p95_ms"], "n": lsp["n"], "symbols": lsp["symbols"],
                                     "ready_s": lsp["ready_s"], "all_headings_ms": lsp["all_headings_ms"],
-                                    "peak_rss_mib": lsp["peak_rss_mib"], "disk_mib": disk,
+                                    "peak_rss_mib": lsp["peak_rss_mib"], "idle_rss_mib": lsp["idle_rss_mib"],
+                                    "searched_rss_mib": lsp["searched_rss_mib"], "disk_mib": disk,
                                     "startup_embedded": lsp["startup_embedded"]}))
     table(rows, ["chunks", "via", "p50_ms", "p95_ms", "n", "embed_p50_ms", "rest_p50_ms", "open_s", "ready_s",
-                 "peak_rss_mib", "disk_mib"], "search latency (ms) and footprint")
+                 "peak_rss_mib", "idle_rss_mib", "searched_rss_mib", "disk_mib"], "search latency (ms) and footprint")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ The ratio is ours/raw per round; we report the median round, and the same ratio 
 weights + Milvus) and the knobs: batch order, batch size and threads, on raw and on fastembed.
 With another embedding provider (--provider/--model/--base-url ..., or MEMSEARCH_EMBEDDING_*): Memory.index()
 and the embedder alone, chunks/s, without the raw comparison (which exists for the bundled model only).
+Memory: a full index of the corpus alone in a fresh process (`--rss-worker`): peak RSS and RSS idle after it.
 """
 
 from __future__ import annotations
@@ -82,6 +83,35 @@ def run_ours(corpus: Path, embedder: Any, scratch: Path, n: int, group: int = 0)
         memory.close()
         release(memory.uri)
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def rss_worker(corpus: Path) -> dict[str, float]:
+    """Runs in its own process (`python -m bench.throughput --rss-worker CORPUS`): a full index of a fresh
+    copy with the shipped settings and the bundled model; peak RSS, and RSS idle after indexing."""
+    from bench.common import rss_mib
+    from memsearch_lsp.core.memory import Memory
+
+    with tempfile.TemporaryDirectory(prefix="bench-rss-") as tmp:
+        ws = Path(tmp)
+        shutil.copytree(corpus / "memory", ws / "memory")
+        memory = Memory(ws)
+        stats = memory.index()
+        time.sleep(1.0)
+        idle = rss_mib()[0]
+        memory.close()
+        return {"chunks": stats.chunks_total, "peak_rss_mib": rss_mib()[1], "idle_rss_mib": idle}
+
+
+def index_rss(corpus: Path) -> dict[str, float]:
+    import json
+    import subprocess
+    import sys
+
+    from bench.common import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "bench.throughput", "--rss-worker", str(corpus)],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def run_raw(raw: Any, texts: list[str]) -> dict[str, float]:
@@ -239,6 +269,8 @@ def main(args: Any) -> None:
                        "index_s": statistics.median(o["index_s"] for o in ours),
                        "store_open_s": statistics.median(o["open_s"] for o in ours),
                        "load": os.getloadavg()[0], "quick": bool(args.quick)}
+                if name == "ours":  # its memory: a full index alone in a fresh process
+                    row.update({k: v for k, v in index_rss(corpus).items() if k != "chunks"})
                 if name == "ours":  # where ours spends its time, on the same texts
                     start = time.perf_counter()
                     for path in sorted((corpus / "memory").glob("*.md")):
@@ -253,5 +285,14 @@ def main(args: Any) -> None:
             if not args.quick and size == 1000:
                 knobs_table(texts, reps)
     table(rows, ["chunks", "variant", "raw_cps", "ours_cps", "ratio", "ratio_min", "ratio_max", "cpu_ratio",
-                 "vs_best_raw", "index_s", "chunking_s", "fastembed_s", "store_and_rest_s", "store_open_s"],
+                 "vs_best_raw", "index_s", "chunking_s", "fastembed_s", "store_and_rest_s", "store_open_s",
+                 "peak_rss_mib", "idle_rss_mib"],
           "full-index throughput vs raw onnxruntime (median of rounds)")
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    if len(sys.argv) >= 3 and sys.argv[1] == "--rss-worker":
+        print(json.dumps(rss_worker(Path(sys.argv[2]))))

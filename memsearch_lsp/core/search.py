@@ -11,7 +11,7 @@ from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import ATX_OPENING
 from memsearch_lsp.core.embed import Embedder, query_vector
 from memsearch_lsp.core.rank import fuse, share_sections
-from memsearch_lsp.core.store import MilvusStore, Row, quote
+from memsearch_lsp.core.store import MilvusStore, Row
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -101,13 +101,12 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
         return []
     rrf = settings.ranker == "rrf"
     per_leg = max(settings.candidates, top_k)
-    expr = f"source != {quote(exclude_source)}" if exclude_source else ""
     dense: dict[str, float] = {}
     sparse: dict[str, float] = {}
     if settings.vector_weight > 0 or rrf:
-        dense = store.dense_leg(query_vector(embedder, query), per_leg, expr)
+        dense = store.dense_leg(query_vector(embedder, query), per_leg, exclude_source)
     if settings.bm25_weight > 0 or rrf:
-        sparse = store.sparse_leg(df.query_vector(query), per_leg, expr)
+        sparse = store.sparse_leg(df.query_vector(query), per_leg, exclude_source)
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
     ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k)
     if settings.ranker == "minmax" and len(ranked) > 1:

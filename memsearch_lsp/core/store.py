@@ -9,9 +9,12 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memsearch_lsp.core.lite import UnsafeFolder, release, release_unused_memory, serve
+from memsearch_lsp.core.lite import UnsafeFolder, engine, release, release_unused_memory, serve, sparse_arrays
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.mirror import LegMirror
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +99,16 @@ def _clip(text: str) -> str:
 class MilvusStore:
     """One collection: scalar metadata, a dense vector (IP locally, COSINE on a server) and a BM25 sparse vector."""
 
-    def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
+    def __init__(self, uri: str, collection: str, dim: int, token: str = "", in_process: bool | None = None):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
         self._client: Any = None
+        # The local store answers the search legs from an in-process mirror of its vectors (core/mirror.py)
+        # and reads result rows from its engine without the gRPC hop; a server reached by URI is always
+        # searched through pymilvus (and so is the local store with in_process=False).
+        self.in_process = self.is_local if in_process is None else in_process
+        self._mirror: LegMirror | None = None
+        self._generation = 0  # bumped by every write: a mirror loaded across one is thrown away
+        self._loading: threading.Thread | None = None
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._lock = threading.RLock()
 
@@ -173,6 +183,7 @@ class MilvusStore:
 
     def close(self) -> None:
         with self._lock:
+            self._forget_mirror()
             if self._client is not None:
                 try:
                     self._client.close()
@@ -242,6 +253,7 @@ class MilvusStore:
         from pymilvus import DataType
 
         client = self._client
+        self._forget_mirror()
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         for name in ("source", "heading", "heading_path"):
@@ -296,21 +308,83 @@ class MilvusStore:
         for start in range(0, len(rows), _BATCH):
             batch = [dict(r, content=_clip(r["content"]), heading=r["heading"][:500],
                           heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
-            with self._lock:
+            with self._lock, self._mirrored():
                 self.client.upsert(self.collection, batch)
+                if self._mirror is not None:
+                    for r in batch:
+                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
         for start in range(0, len(windows), _BATCH):
-            with self._lock:
-                self.client.upsert(self.windows_collection, list(windows[start:start + _BATCH]))
+            part = list(windows[start:start + _BATCH])
+            with self._lock, self._mirrored():
+                self.client.upsert(self.windows_collection, part)
+                if self._mirror is not None:
+                    for w in part:
+                        self._mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
 
     def delete(self, ids: Iterable[str]) -> None:
         """Delete chunk rows and their window rows."""
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
             part = ids[start:start + _BATCH]
-            with self._lock:
+            with self._lock, self._mirrored():
                 self.client.delete(self.collection, ids=part)
                 self.client.delete(self.windows_collection,
                                    filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
+                if self._mirror is not None:
+                    self._mirror.delete_chunks(part)
+
+    @contextlib.contextmanager
+    def _mirrored(self) -> Iterator[None]:
+        """A write that fails half-way leaves the mirror unknown: it is dropped and loaded again."""
+        self._generation += 1
+        try:
+            yield
+        except BaseException:
+            self._forget_mirror()
+            raise
+
+    def _forget_mirror(self) -> None:
+        self._mirror = None
+        self._generation += 1
+
+    def mirror(self) -> LegMirror:
+        """The in-process mirror of the vectors (core/mirror.py), loaded from the store now if needed
+        (after a background load under way, rather than beside it)."""
+        loading = self._loading
+        if loading is not None:
+            loading.join()
+        with self._lock:
+            if self._mirror is None:
+                _ = self.client  # open
+                self._mirror = self._load_mirror()
+            return self._mirror
+
+    def _ready_mirror(self) -> LegMirror | None:
+        """The mirror when it is loaded; else None, and it starts loading in the background (~1 s per 10k
+        rows), so the first searches go through pymilvus meanwhile instead of waiting for it."""
+        with self._lock:
+            if self._mirror is None and self._loading is None:
+                _ = self.client  # open (a search may be the first use)
+                self._loading = threading.Thread(target=self._load_in_background, args=(self._generation,),
+                                                 name="memsearch-mirror", daemon=True)
+                self._loading.start()
+            return self._mirror
+
+    def _load_in_background(self, generation: int) -> None:
+        try:
+            mirror = self._load_mirror()
+        except Exception as exc:  # the store closed or failed meanwhile: searches stay on pymilvus
+            log.debug("loading the search mirror: %s", exc)
+            mirror = None
+        with self._lock:
+            self._loading = None
+            if mirror is not None and generation == self._generation and self._client is not None:
+                self._mirror = mirror
+
+    def _load_mirror(self) -> LegMirror:
+        from memsearch_lsp.core.mirror import load
+
+        return load(self.uri, self.collection, self.windows_collection, self.dim)
 
     def flush(self) -> None:
         with self._lock:
@@ -319,9 +393,9 @@ class MilvusStore:
                 release_unused_memory()
 
     # -- reads -----------------------------------------------------------------------------
-    def iter_rows(self, fields: Sequence[str], expr: str = "") -> Iterator[dict[str, Any]]:
+    def iter_rows(self, fields: Sequence[str], expr: str = "", collection: str = "") -> Iterator[dict[str, Any]]:
         with self._lock:
-            iterator = self.client.query_iterator(self.collection, batch_size=4096, filter=expr,
+            iterator = self.client.query_iterator(collection or self.collection, batch_size=4096, filter=expr,
                                                   output_fields=list(fields))
             try:
                 while True:
@@ -331,6 +405,11 @@ class MilvusStore:
                     yield from page
             finally:
                 iterator.close()
+
+    def _engine(self, collection: str) -> Any:
+        """The local engine's collection, read in process (lite.engine); opens the store if needed."""
+        _ = self.client
+        return engine(self.uri, collection)
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
@@ -381,48 +460,62 @@ class MilvusStore:
             rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def dense_leg(self, vector: list[float], limit: int, expr: str = "") -> dict[str, float]:
+    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "") -> dict[str, float]:
         """The `limit` chunks closest to `vector`, each scored by its best window (cosine)."""
-        scores: dict[str, float] = {}
-        with self._lock:
-            first = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
-                                       filter=expr, output_fields=[])
-            tails = self.client.search(self.windows_collection, [vector], anns_field="dense", limit=3 * limit,
-                                       filter=expr, output_fields=["chunk_id"])
-        for hit in first[0]:
-            scores[str(hit["id"])] = float(hit["distance"])
-        for hit in tails[0]:
-            chunk = str(hit.get("entity", {}).get("chunk_id", ""))
-            if chunk and float(hit["distance"]) > scores.get(chunk, -2.0):
-                scores[chunk] = float(hit["distance"])
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source)
+        else:
+            expr = _excluding(exclude_source)
+            with self._lock:
+                found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
+                                           filter=expr, output_fields=[])
+                found_tails = self.client.search(self.windows_collection, [vector], anns_field="dense",
+                                                 limit=3 * limit, filter=expr, output_fields=["chunk_id"])
+            first = [(str(hit["id"]), float(hit["distance"])) for hit in found[0]]
+            tails = [(str(hit.get("entity", {}).get("chunk_id", "")), float(hit["distance"]))
+                     for hit in found_tails[0]]
+        scores = dict(first)
+        for chunk, score in tails:
+            if chunk and score > scores.get(chunk, -2.0):
+                scores[chunk] = score
         best = sorted(scores, key=lambda k: -scores[k])[:limit]
         return {k: scores[k] for k in best}
 
-    def sparse_leg(self, terms: dict[int, float], limit: int, expr: str = "") -> dict[str, float]:
+    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "") -> dict[str, float]:
         """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms)."""
         if not terms:
             return {}
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            return dict(mirror.sparse(terms, limit, exclude_source))
         with self._lock:
             hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
-                                      filter=expr, output_fields=[])
+                                      filter=_excluding(exclude_source), output_fields=[])
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
-    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """The section (source, heading path) of each chunk in `ids`."""
-        if not ids:
-            return {}
-        with self._lock:
-            got = self.client.get(self.collection, ids=list(ids), output_fields=["source", "heading_path"])
-        return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", ""))) for r in got}
-
-    def rows(self, ids: Sequence[str]) -> list[Row]:
-        """Rows by id, in the order of `ids` (ids that are gone are left out)."""
+    def _get(self, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
+        """Chunk rows by id with `fields` (the local engine in process, else through pymilvus)."""
         if not ids:
             return []
         with self._lock:
-            got = self.client.get(self.collection, ids=list(ids), output_fields=list(SCALARS))
-        by_id = {r["id"]: r for r in got}
+            if self.in_process:
+                return list(self._engine(self.collection).get(list(ids), output_fields=fields))
+            return list(self.client.get(self.collection, ids=list(ids), output_fields=fields))
+
+    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """The section (source, heading path) of each chunk in `ids`."""
+        return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", "")))
+                for r in self._get(ids, ["source", "heading_path"])}
+
+    def rows(self, ids: Sequence[str]) -> list[Row]:
+        """Rows by id, in the order of `ids` (ids that are gone are left out)."""
+        by_id = {r["id"]: r for r in self._get(ids, list(SCALARS))}
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
+
+
+def _excluding(source: str) -> str:
+    return f"source != {quote(source)}" if source else ""
 
 
 def _ours(folder: Path) -> bool:
