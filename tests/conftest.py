@@ -67,3 +67,15 @@ async def lsp(lsp_client: LanguageClient):
     """The real server over stdio, once with Neovim's and once with VS Code's capabilities."""
     yield
     await lsp_client.shutdown_session()
+
+
+# The files that start servers or many subprocesses go first, so that the parallel workers of
+# scripts/test.sh (one file per worker at a time) finish together instead of one waiting on the last big file.
+HEAVY_FIRST = ("test_reliability_e2e.py", "test_lsp_compact.py", "test_lsp.py", "test_security_lsp.py",
+               "test_model.py", "test_cli.py", "test_lsp_workspace.py", "test_reliability.py", "test_mcp.py",
+               "test_nvim.py", "test_claude_code_hooks.py", "test_index.py", "test_embed_providers.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: n for n, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(HEAVY_FIRST)))  # stable: each file keeps its order

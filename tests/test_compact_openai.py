@@ -6,10 +6,7 @@ import datetime as dt
 import json
 import logging
 import re
-import threading
-import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,70 +16,30 @@ from memsearch_lsp import cli
 from memsearch_lsp.config import ConfigError
 from memsearch_lsp.core.compact import apply_plan, plan_compaction
 from memsearch_lsp.core.summarize import DEFAULT_PROMPT, SummarizerError
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeEmbedder, JsonEndpoint, Reply
 from tests.helpers import BM25, FEB18, snapshot
 
 
-class ChatServer:
-    """Speaks POST /v1/chat/completions; records every request; follows a script of failures."""
+class ChatServer(JsonEndpoint):
+    """Speaks POST /v1/chat/completions (script: "500" fails once)."""
+
+    route = "/v1/chat/completions"
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.script: list[str | float] = []  # "500" -> an HTTP 500; a float -> sleep that long first
         self.answer: Callable[[list[dict[str, str]]], str] = lambda messages: "## Topic\n\n- a canned fact\n"
-        self.lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server.lock:
-                    server.requests.append({"path": self.path, **body})
-                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    step = server.script.pop(0) if server.script else None
-                if self.path != "/v1/chat/completions":
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                if step == "500":
-                    return self._send(500, {"error": {"message": "model crashed", "type": "server_error"}},
-                                      {"retry-after-ms": "10"})
-                if isinstance(step, float):
-                    time.sleep(step)
-                content = server.answer(body["messages"])
-                self._send(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0,
-                                 "model": body["model"],
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": content}}],
-                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
-
-            def _send(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                payload = json.dumps(data).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for key, value in (headers or {}).items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:
-                    pass  # the client gave up (a timeout)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+    def reply(self, body: dict[str, Any], step: str | float | None) -> Reply:
+        if step == "500":
+            return 500, {"error": {"message": "model crashed", "type": "server_error"}}, {"retry-after-ms": "10"}
+        content = self.answer(body["messages"])
+        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": content}}],
+                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}, {}
 
     def user_messages(self) -> list[str]:
         return [r["messages"][-1]["content"] for r in self.requests]
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture

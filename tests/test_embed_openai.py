@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import math
 import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,81 +14,7 @@ from memsearch_lsp.config import EmbeddingConfig
 from memsearch_lsp.core.embed import EmbeddingError, create_embedder, query_vector
 from memsearch_lsp.core.embed_openai import OpenAIEmbedder
 from memsearch_lsp.core.memory import Memory
-from tests.fakes import FakeEmbedder
-
-DIMS = {"fake-a": 16, "fake-b": 32, "fake-c": 16, "fake-a-query": 16}
-
-
-class EmbeddingServer:
-    """Speaks POST /v1/embeddings; records every request; follows a script of failures.
-
-    Vectors come from FakeEmbedder (bag of words), so search over them means something; the data
-    array is sent in reverse order with its `index`, as the API allows.
-    """
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.script: list[str | float] = []  # "429"/"500" -> that status; a float -> sleep that long first
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server.lock:
-                    server.requests.append({"path": self.path, **body})
-                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    step = server.script.pop(0) if server.script else None
-                if self.path != "/v1/embeddings":
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                if step in ("429", "500"):
-                    return self._send(int(str(step)), {"error": {"message": f"scripted {step}"}},
-                                      {"retry-after-ms": "5"})
-                if isinstance(step, float):
-                    time.sleep(step)
-                if body["model"] not in DIMS:
-                    return self._send(404, {"error": {"message": f"model {body['model']!r} not found"}})
-                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                vectors = server.vectors(body["model"], texts, body.get("dimensions"))
-                data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
-                self._send(200, {"object": "list", "data": data[::-1], "model": body["model"],
-                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})
-
-            def _send(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                payload = json.dumps(data).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for key, value in (headers or {}).items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:
-                    pass  # the client gave up (a timeout)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @staticmethod
-    def vectors(model: str, texts: list[str], dimensions: int | None = None) -> list[list[float]]:
-        """Unnormalised on purpose (times 3): the client must normalise."""
-        fake = FakeEmbedder(dim=dimensions or DIMS[model], model_name=model)
-        return [[3 * x for x in v] for v in fake.embed(texts)]
-
-    def texts_for(self, model: str) -> list[str]:
-        return [t for r in self.requests if r.get("model") == model for t in r["input"]]
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from tests.fakes import EmbeddingServer, FakeEmbedder
 
 
 @pytest.fixture

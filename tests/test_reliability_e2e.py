@@ -7,12 +7,11 @@ import contextlib
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,10 @@ import pytest
 from lsprotocol import types
 
 from memsearch_lsp.core.memory import Memory
+from tests.fakes import EmbeddingServer
 from tests.lsp_helpers import FAST, Session, make_workspace, send_raw, server_pid, start, stop, wait_for
 
-pytestmark = [pytest.mark.model, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # and all but the kill -9 runs use the real model (marker `model`)
 
 
 def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -30,6 +30,7 @@ def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.model
 async def test_cli_beside_a_running_server_gets_the_servers_hits(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     session = await start(ws)
@@ -65,6 +66,7 @@ async def two_windows(ws: Path) -> AsyncIterator[tuple[Session, Session]]:
             await stop(first)
 
 
+@pytest.mark.model
 async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     async with two_windows(ws) as (first, second):
@@ -94,6 +96,7 @@ async def until_changed(session: Session, query: dict[str, Any], old: Any) -> An
     return new
 
 
+@pytest.mark.model
 async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refused_once(tmp_path: Path) -> None:
     """Window 2 follows window 1's index: its search settings travel with each of its searches; settings
     that shape the index (memory.paths here) stay window 1's, and window 2 says so once, naming the owner."""
@@ -127,7 +130,10 @@ async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refus
         assert len(warnings) == 1
 
 
-def big_memory(ws: Path, files: int = 240) -> None:
+BIG_FILES = 240  # more than one embed+write group (index.GROUP_CHUNKS chunks)
+
+
+def big_memory(ws: Path, files: int = BIG_FILES) -> None:
     rng = random.Random(7)
     words = ["cache", "kafka", "broker", "replica", "deploy", "canary", "rollback", "latency", "budget",
              "schema", "migration", "token"]
@@ -148,32 +154,64 @@ def index_rows(ws: Path) -> set[tuple[Any, ...]]:
         return rows | {("df", df.docs, len(df.df), sum(df.df.values()))}
 
 
+def endpoint_env(endpoint: EmbeddingServer) -> dict[str, str]:
+    """Embed through a local /v1/embeddings endpoint (bag-of-words vectors): the test controls when an
+    embedding call answers, so it kills the server at a known point of the index, not after a sleep."""
+    return {"MEMSEARCH_EMBEDDING_PROVIDER": "openai", "MEMSEARCH_EMBEDDING_BASE_URL": endpoint.url,
+            "MEMSEARCH_EMBEDDING_MODEL": "fake-a", "MEMSEARCH_EMBEDDING_API_KEY_ENV": "",
+            "MEMSEARCH_EMBEDDING_BATCH_SIZE": "64"}
+
+
+@pytest.fixture(scope="module")
+def fresh_rows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[tuple[Any, ...]]]:
+    """The rows of a fresh, uninterrupted index of the big memory (the same files in every attempt)."""
+    fresh = make_workspace(tmp_path_factory.mktemp("fresh"))
+    big_memory(fresh)
+    endpoint = EmbeddingServer()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in endpoint_env(endpoint).items():
+                mp.setenv(name, value)
+            yield index_rows(fresh)
+    finally:
+        endpoint.close()
+
+
 @pytest.mark.parametrize("attempt", [1, 2, 3])
-async def test_kill_9_during_a_full_index_then_restart(tmp_path: Path, attempt: int) -> None:
+async def test_kill_9_during_a_full_index_then_restart(tmp_path: Path, attempt: int, fresh_rows: set[Any],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     ws = make_workspace(tmp_path / "a")
     big_memory(ws)
-    fresh = make_workspace(tmp_path / "b", examples=False)
-    shutil.rmtree(fresh / "memory")
-    shutil.copytree(ws / "memory", fresh / "memory")
-    session = await start(ws)
-    reports = session.client.progress_reports
-    deadline = time.monotonic() + 120
-    wanted, delay = {1: (1, 2.0), 2: (2, 0.0), 3: (2, 1.5)}[attempt]  # while embedding / on / after a write
-    while sum(len(v) for v in reports.values()) < wanted:
-        assert time.monotonic() < deadline, "no progress"
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(delay)
-    os.kill(server_pid(session), signal.SIGKILL)
-    await session.client.stop()
-    restarted = await start(ws)
+    endpoint = EmbeddingServer()
+    for name, value in endpoint_env(endpoint).items():
+        monkeypatch.setenv(name, value)  # the servers started below inherit it
     try:
-        note = await restarted.wait_indexed(timeout=300)
-        assert note["chunks"] >= 240 * 5
+        # 1: while the first group's embeddings are in flight (nothing written yet); 2: on the progress
+        # report that the first group is written; 3: while the last group's embeddings are in flight
+        marker = {1: "marker0x", 3: f"marker{BIG_FILES - 1}x"}.get(attempt)  # in the first / the last file
+        if marker:
+            endpoint.hold = lambda texts: any(marker in t for t in texts)
+        session = await start(ws)
+        reports = session.client.progress_reports
+        if attempt != 2:
+            await wait_for(endpoint.held.is_set, "an embedding request to hold", timeout=120)
+        if attempt != 1:  # the server reports each group written before it embeds the next
+            await wait_for(lambda: sum(len(v) for v in reports.values()) >= 2, "the first group's report", 120)
+        os.kill(server_pid(session), signal.SIGKILL)
+        await session.client.stop()
+        endpoint.release()
+        restarted = await start(ws)
+        try:
+            note = await restarted.wait_indexed(timeout=300)
+            assert note["chunks"] >= BIG_FILES * 5
+        finally:
+            await stop(restarted)
+        assert index_rows(ws) == fresh_rows
     finally:
-        await stop(restarted)
-    assert index_rows(ws) == index_rows(fresh)
+        endpoint.close()
 
 
+@pytest.mark.model
 async def test_hostile_messages_then_a_valid_request(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     session = await start(ws)
@@ -212,6 +250,7 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+@pytest.mark.model
 async def test_load_concurrent_cli_searches_and_fast_edits(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     session = await start(ws)

@@ -180,9 +180,10 @@ def snapshot(root: Root) -> dict[str, tuple[int, int]]:
 
 
 async def poll(ls: MemsearchServer, root: Root) -> None:
-    """The fallback watcher: an mtime scan every `watch.poll_interval_ms`."""
-    await root.ready.wait()
+    """The fallback watcher: an mtime scan every `watch.poll_interval_ms`. The first scan is taken before
+    the first index pass ends (not after), so a file written just after that pass is still a change."""
     before = await asyncio.to_thread(snapshot, root)
+    await root.ready.wait()
     while True:
         await asyncio.sleep(max(0.1, root.memory.config.watch.poll_interval_ms / 1000))
         try:
