@@ -1,7 +1,7 @@
 """Labelled workspaces: `python -m bench quality --set DIR` scores ranked search on any folder of them.
 
 A labelled workspace is a folder with `memory/` (the Markdown) and `truth.json`:
-`{"lines": {"memory/x.md": {"5": "D1:1", ...}}, "qa": [{"q": "...", "evidence": ["D1:3"], "cat": 1}]}`.
+`{"lines": {"memory/x.md": {"5": "a", ...}}, "qa": [{"q": "...", "evidence": ["a"], "cat": 1}]}`.
 `lines` names the turns (or any labelled lines) by 1-based line; `evidence` lists the lines that answer a
 question. DIR is one such workspace or a folder of them (each scored on a fresh index, then pooled).
 
