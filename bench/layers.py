@@ -1,8 +1,8 @@
 """Experiment: CPU time per search, layer by layer, on a built workspace (`python -m bench.layers ROOT`).
 
-Query embedding, BM25 query terms, the two legs through Milvus (gRPC over the private socket) and through
-the in-process mirror (core/mirror.py), `Memory.search` either way, and the legs called on the Milvus
-Lite engine directly (no gRPC): the difference is the hop.
+Query embedding, BM25 query terms, the two legs through Milvus Lite's own search (called in process by
+core/lite.py's client; until 2026-12 this went through gRPC over a private socket) and through the
+in-process mirror (core/mirror.py), `Memory.search` either way, and the legs on the engine itself.
 CPU time (all threads of the process), median of 40 queries; prints one JSON object.
 """
 
@@ -43,19 +43,19 @@ def main(root: Path) -> dict[str, Any]:
 
     def legs(fast: bool) -> dict[str, float]:
         store.in_process = fast
-        via = "mirror" if fast else "Milvus (gRPC)"
+        via = "mirror" if fast else "Milvus Lite search"
         return {f"Memory.search, {via}": cpu_ms(lambda q: memory.search(q)),
                 f"dense leg, {via}": cpu_ms(lambda q: store.dense_leg(vectors[q], s.candidates)),
                 f"bm25 leg, {via}": cpu_ms(lambda q: store.sparse_leg(terms[q], s.candidates))}
 
-    engine = lite._served[str(Path(memory.uri).resolve())][1].get_collection(store.collection)
+    engine = lite.engine(memory.uri, store.collection)
     out: dict[str, Any] = {
         "query embedding": cpu_ms(lambda q: query_vector(memory.embedder, q)),
         "bm25 terms": cpu_ms(lambda q: memory.df.query_vector(q)),
         **legs(False), **legs(True),
-        "engine dense (no gRPC)": cpu_ms(lambda q: engine.search([vectors[q]], top_k=s.candidates,
+        "engine dense": cpu_ms(lambda q: engine.search([vectors[q]], top_k=s.candidates,
                                                                  anns_field="dense", output_fields=[])),
-        "engine sparse (no gRPC)": cpu_ms(lambda q: engine.search([terms[q]], top_k=s.candidates,
+        "engine sparse": cpu_ms(lambda q: engine.search([terms[q]], top_k=s.candidates,
                                                                   anns_field="sparse", output_fields=[])),
         "mirror load ms": round(mirror_load_ms, 1),
         "segments": len(engine._segments_snapshot()),

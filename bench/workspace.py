@@ -36,7 +36,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def release(uri: str) -> None:
-    """Stop serving the local folder `uri` (its LOCK is let go); Memory.close() does it too."""
+    """Close the local folder `uri` (its LOCK is let go); Memory.close() does it too."""
     from memsearch_lsp.core.lite import release as release_local
 
     release_local(uri)

@@ -38,7 +38,7 @@ def _assert_same(store: MilvusStore, memory: Memory, queries: list[str], limit: 
         store.in_process = False
         slow = _legs(store, memory, query, limit, exclude)
         store.in_process = True
-        store.mirror()  # loaded (else the first searches go through pymilvus while it loads)
+        store.mirror()  # loaded (else the first searches go through Milvus' search while it loads)
         fast = _legs(store, memory, query, limit, exclude)
         for want, got in zip(slow, fast):
             assert list(got.values()) == pytest.approx(list(want.values()), abs=1e-6), query
@@ -46,6 +46,11 @@ def _assert_same(store: MilvusStore, memory: Memory, queries: list[str], limit: 
             for n, (group, other) in enumerate(zip(groups, _ties(got))):
                 if n < len(groups) - 1 or len(want) < limit:
                     assert group == other, query
+        ids = [*slow[0], *slow[1], "no-such-chunk"]  # the sections ranking reads: the mirror's equal Milvus'
+        store.in_process = False
+        want_sections = store.sections(ids)
+        store.in_process = True
+        assert store.sections(ids) == want_sections and "no-such-chunk" not in want_sections, query
 
 
 def _ties(scores: dict[str, float]) -> list[set[str]]:
@@ -90,7 +95,7 @@ def test_the_local_store_searches_its_mirror_with_the_same_hits_and_scores(index
     assert store._mirror is not None and store._mirror.windows.n > 0  # windows are mirrored too
     hits = indexed.search("kangaroo paddock fence ranger")
     assert hits[0].source == "memory/2026-01-05.md"
-    for query in queries:  # whole results too: rows read from the engine in process, or through pymilvus
+    for query in queries:  # whole results too, with or without the mirror
         store.in_process = False
         want = indexed.search(query, top_k=8)
         store.in_process = True

@@ -156,3 +156,24 @@ def test_secrets_are_never_logged_or_written_to_the_index(workspace: Path) -> No
         if path.is_file():
             data = path.read_bytes()
             assert secret.encode() not in data and key.encode() not in data, path
+
+
+def test_symbol_ranges_read_a_file_again_only_when_it_changed(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from memsearch_lsp.lsp.features.symbols import _disk_lines, lines_of
+
+    (tmp_path / "memory").mkdir()
+    log = tmp_path / "memory" / "2026-01-02.md"
+    log.write_text("# 2026-01-02\n\n## Ops\n\nfirst\n")
+    ls, root = SimpleNamespace(open_text=lambda uri: None), SimpleNamespace(path=tmp_path)
+    assert list(lines_of(ls, root, "memory/2026-01-02.md") or [])[4] == "first"
+    hits = _disk_lines.cache_info().hits
+    lines_of(ls, root, "memory/2026-01-02.md")
+    assert _disk_lines.cache_info().hits == hits + 1, "an unchanged file is not read again"
+    log.write_text("# 2026-01-02\n\n## Ops\n\nsecond, longer\n")  # an agent rewrites it outside the editor
+    assert list(lines_of(ls, root, "memory/2026-01-02.md") or [])[4] == "second, longer"
+    log.unlink()
+    assert lines_of(ls, root, "memory/2026-01-02.md") is None
+    ls.open_text = lambda uri: "# buffer\nunsaved"  # an open buffer wins over the disk
+    assert list(lines_of(ls, root, "memory/2026-01-02.md") or []) == ["# buffer", "unsaved"]

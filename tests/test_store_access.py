@@ -1,4 +1,4 @@
-"""Who can reach the index: the local store has no TCP listener and its socket admits only its owner;
+"""Who can reach the index: the local store opens no socket and its folder admits only its owner;
 the same indexer and search work against Milvus Lite run as a separate server reached by URI."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import pytest
 
 from memsearch_lsp.core import lite
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.store import MilvusStore
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 
@@ -50,35 +49,57 @@ def listening_tcp_ports() -> list[int]:
     return ports
 
 
-def test_the_local_store_listens_on_no_tcp_port(workspace: Path, make_memory: Callable[..., Memory]) -> None:
-    before = listening_tcp_ports()
+def listening_unix_sockets() -> list[str]:
+    """Unix sockets this process listens on (flag __SO_ACCEPTCON in /proc/net/unix), by path."""
+    mine = own_socket_inodes()
+    paths = []
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        parts = line.split()
+        if int(parts[3], 16) & 0x10000 and parts[6] in mine:
+            paths.append(parts[7] if len(parts) > 7 else "")
+    return paths
+
+
+def test_the_local_store_opens_no_socket(workspace: Path, make_memory: Callable[..., Memory]) -> None:
+    before_tcp, before_unix = listening_tcp_ports(), listening_unix_sockets()
     memory = make_memory(workspace)
     memory.index()
     assert memory.search("deploy"), "the store answers"
-    assert listening_tcp_ports() == before
-    sock = lite.served()[str(Path(memory.uri).resolve())]
-    info = sock.lstat()
-    assert stat.S_ISSOCK(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600
-    assert stat.S_IMODE(sock.parent.lstat().st_mode) == 0o700
+    assert str(Path(memory.uri).resolve()) in lite.opened()
+    assert listening_tcp_ports() == before_tcp
+    assert listening_unix_sockets() == before_unix, "the engine is called in process, not through a socket"
     memory.close()
-    assert not sock.exists(), "closing removes the socket"
+    assert str(Path(memory.uri).resolve()) not in lite.opened(), "closing lets the folder go"
+
+
+_LOCAL_ONLY = """
+import sys
+from memsearch_lsp.core.memory import Memory
+from tests.fakes import FakeEmbedder
+memory = Memory(sys.argv[1], embedder=FakeEmbedder())
+memory.index()
+assert memory.search("deploy")
+memory.close()
+print(" ".join(m for m in ("pymilvus", "grpc") if m in sys.modules))
+"""
+
+
+def test_a_local_index_needs_neither_pymilvus_nor_grpc(workspace: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", _LOCAL_ONLY, str(workspace)], capture_output=True, text=True,
+                          cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"imported {done.stdout.strip()}"
 
 
 _PROBE = """
-import socket, sys
-reached = []
-for spec in sys.argv[1:]:
-    kind, _, where = spec.partition("=")
-    family = socket.AF_UNIX if kind == "unix" else socket.AF_INET
-    address = where if kind == "unix" else ("127.0.0.1", int(where))
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        try:
-            s.connect(address)
-            reached.append(spec)
-        except OSError as exc:
-            print(spec, type(exc).__name__, file=sys.stderr)
-print(" ".join(reached))
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        os.listdir(path)
+        print(path)
+    except PermissionError as exc:
+        print(type(exc).__name__, path, file=sys.stderr)
 """
 
 
@@ -92,56 +113,26 @@ def _as_nobody() -> list[str] | None:
     return None
 
 
-def test_another_user_cannot_reach_the_index(workspace: Path, make_memory: Callable[..., Memory]) -> None:
+def test_another_user_cannot_read_the_index(workspace: Path, make_memory: Callable[..., Memory]) -> None:
     prefix = _as_nobody()
     if prefix is None:
         pytest.skip("needs root and setpriv/runuser to act as the user nobody")
-    before = set(listening_tcp_ports())
+    os.chmod(workspace.parent, 0o755)  # others may enter the workspace, as in a shared home
+    os.chmod(workspace, 0o755)
     memory = make_memory(workspace)
     memory.index()
-    sockets = list(lite.served().values())
-    # every way into this process's index: its Unix socket and any TCP port it listens on
-    targets = [f"unix={s}" for s in sockets] + [f"tcp={p}" for p in set(listening_tcp_ports()) - before]
-    assert targets
+    index = Path(memory.uri)
     python = os.path.realpath(sys.executable)
-    probe = subprocess.run([*prefix, python, "-I", "-c", _PROBE, *targets], capture_output=True, text=True,
-                           cwd="/", timeout=60)
+    probe = subprocess.run([*prefix, python, "-I", "-c", _PROBE, str(index), str(index / "collections")],
+                           capture_output=True, text=True, cwd="/", timeout=60)
     assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.strip() == "", f"nobody reached {probe.stdout.strip()}"
-    assert "PermissionError" in probe.stderr  # refused for lack of rights, not because nothing was there
-    # the owner still gets in
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as own:
-        own.connect(str(sockets[0]))
-
-
-def test_a_folder_others_can_enter_is_refused(tmp_path: Path) -> None:
-    shared = tmp_path / "shared"
-    shared.mkdir(mode=0o777)
-    os.chmod(shared, 0o777)
-    with pytest.raises(lite.UnsafeFolder):
-        lite.private_folder(shared)
-    # the socket then goes to a private runtime folder, never beside the index
-    where = lite.socket_path(shared / "milvus.db")
-    assert where.parent != shared and stat.S_IMODE(where.parent.lstat().st_mode) == 0o700
-
-
-def test_a_long_workspace_path_gets_a_short_private_socket(tmp_path: Path) -> None:
-    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 6)
-    deep.mkdir(parents=True, mode=0o700)
-    store = MilvusStore(str(deep / "milvus.db"), "memsearch", 8)
-    store.open()
-    try:
-        sock = lite.served()[str(deep / "milvus.db")]
-        assert len(str(sock)) <= lite.MAX_SOCKET_PATH and sock.is_socket()
-        assert store.count() == 0
-    finally:
-        store.close()
+    assert probe.stdout.strip() == "", f"nobody listed {probe.stdout.strip()}"
+    assert probe.stderr.count("PermissionError") == 2  # refused for lack of rights, not for lack of files
+    assert stat.S_IMODE(index.parent.lstat().st_mode) == 0o700
 
 
 def test_an_index_built_with_the_cosine_metric_is_reindexed_in_place(
         workspace: Path, make_memory: Callable[..., Memory]) -> None:
-    from pymilvus import MilvusClient
-
     memory = make_memory(workspace)
     memory.index()
     store = memory.store
@@ -156,7 +147,7 @@ def test_an_index_built_with_the_cosine_metric_is_reindexed_in_place(
 
     again = make_memory(workspace)
     assert again.store.count() == rows, "nothing was moved aside or rebuilt"
-    assert isinstance(again.store.client, MilvusClient)
+    assert isinstance(again.store.client, lite.LiteClient)
     assert again.store.client.describe_index(again.store.collection, "dense")["metric_type"] == "IP"
     assert again.index().chunks_embedded == 0
     assert again.search("deploy")
@@ -203,7 +194,7 @@ def test_index_and_search_against_a_separate_milvus_server(
     stats = memory.index()
     assert stats.chunks_total > 0 and stats.chunks_embedded == stats.chunks_total
     assert not (workspace / ".memsearch" / "milvus.db").exists(), "nothing stored locally"
-    assert not lite.served().get(str(workspace / ".memsearch" / "milvus.db"))
+    assert str(workspace / ".memsearch" / "milvus.db") not in lite.opened()
     hits = memory.search("deploy")
     assert hits and hits[0].source.startswith("memory/")
     assert not memory.store.in_process and memory.store._mirror is None, "a server is searched through pymilvus"

@@ -1,135 +1,233 @@
-"""A local Milvus Lite folder served on an owner-only Unix socket: no TCP listener, no other user.
+"""A local Milvus Lite folder opened in this process: no listener of any kind, no other user.
 
-Milvus Lite 3 is reached by pymilvus over gRPC; for a `.db` URI pymilvus would start it on a loopback
-TCP port that every local user can connect to. Instead the engine is started here, in this process,
-and bound to a Unix socket in a folder only the current user can enter (the index's own folder when it
-is owner-only and short enough, else a private runtime folder); pymilvus connects to `unix:PATH`, so the
-client code is the same as for a Milvus server reached by `http://HOST:PORT`.
+Milvus Lite 3 is a Python engine; pymilvus can only reach it through a gRPC server, which for a `.db`
+URI it would start on a loopback TCP port that every local user can connect to. The local store
+instead opens the engine here and calls it directly through `LiteClient`, the part of pymilvus's
+`MilvusClient` interface the store uses, answered as Milvus Lite's own gRPC servicer answers it. So a
+local index has no socket at all, and a process that uses one imports neither pymilvus nor gRPC
+(about 60 MB and 0.6-1.3 s per process); a Milvus server reached by URI still goes through pymilvus.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import logging
 import os
-import stat
-import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-MAX_SOCKET_PATH = 100  # AF_UNIX allows 107 bytes; grpc wants a little room
-WORKERS = 4
-_GRPC_OPTIONS = [
-    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
-    ("grpc.max_send_message_length", 256 * 1024 * 1024),
-    # pymilvus pings idle channels every 10 s; a server that refuses them answers GOAWAY and the
-    # client reconnects, so accept its keepalive.
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.min_ping_interval_without_data_ms", 5000),
-]
-
 _lock = threading.Lock()
-_served: dict[str, tuple[Any, Any, Path]] = {}  # data folder -> (grpc server, MilvusLite, socket)
+_opened: dict[str, Any] = {}  # data folder -> MilvusLite
 
 
-class UnsafeFolder(RuntimeError):
-    """A folder that should hold a private socket is not the current user's alone."""
-
-
-def private_folder(folder: Path, create_parents: bool = False) -> Path:
-    """`folder` created 0700 if missing; refused unless it is a real folder owned by us and 0700."""
-    if create_parents:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        folder.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
-    info = folder.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise UnsafeFolder(f"{folder} must be a folder owned by this user with mode 0700")
-    return folder
-
-
-def socket_path(data_dir: Path) -> Path:
-    """Where the Unix socket of `data_dir` goes: beside it when its parent is owner-only and the path is
-    short enough for AF_UNIX, else in a private runtime folder under a name derived from its path."""
-    beside = data_dir.parent / f"{data_dir.name}.sock"
-    if len(str(beside)) <= MAX_SOCKET_PATH:
-        with contextlib.suppress(UnsafeFolder):
-            private_folder(data_dir.parent)
-            return beside
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    folder = private_folder(Path(base) / f"memsearch-lsp-sockets-{os.getuid()}")
-    return folder / (hashlib.sha256(str(data_dir).encode("utf-8", "surrogateescape")).hexdigest()[:20] + ".sock")
-
-
-def serve(data_dir: str | Path) -> str:
-    """Open the Milvus Lite folder `data_dir` (taking its lock) and serve it on a private Unix socket;
-    returns the `unix:` URI for pymilvus. A folder already served by this process is reused."""
-    folder = Path(os.path.abspath(data_dir))
+def open_folder(data_dir: str | Path) -> Any:
+    """The Milvus Lite engine of `data_dir`, opened (taking its lock) on first use; a folder already
+    opened by this process is shared."""
+    folder = os.path.abspath(data_dir)
     with _lock:
-        if str(folder) in _served:
-            return f"unix:{_served[str(folder)][2]}"
-        os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # no C-core INFO lines on stderr
-        import grpc
-        from milvus_lite.adapter.grpc.servicer import MilvusServicer
-        from milvus_lite.db import MilvusLite
-        from pymilvus.grpc_gen import milvus_pb2_grpc
+        if folder not in _opened:
+            from milvus_lite.db import MilvusLite
 
-        sock = socket_path(folder)
-        db = MilvusLite(str(folder))  # raises DataDirLockedError when another process holds it
-        try:
-            _remove_stale(sock)  # we hold the folder's lock: no live server can own this socket
-            server = grpc.server(_executor(), options=_GRPC_OPTIONS)
-            milvus_pb2_grpc.add_MilvusServiceServicer_to_server(MilvusServicer(db), server)
-            if not server.add_insecure_port(f"unix:{sock}"):
-                raise OSError(f"cannot bind the index socket {sock}")
-            os.chmod(sock, 0o600)
-            server.start()
-        except BaseException:
-            db.close()
-            raise
-        _served[str(folder)] = (server, db, sock)
-        log.debug("Milvus Lite for %s serves on unix:%s", folder, sock)
-        return f"unix:{sock}"
-
-
-def _executor() -> Any:
-    from concurrent import futures
-
-    return futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="milvus-lite")
-
-
-def _remove_stale(sock: Path) -> None:
-    try:
-        info = sock.lstat()
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
-        raise UnsafeFolder(f"{sock} exists and is not a socket of this user; remove it")
-    sock.unlink()
+            logging.getLogger("milvus_lite").setLevel(logging.CRITICAL)  # we report errors ourselves, once
+            _opened[folder] = MilvusLite(folder)  # raises DataDirLockedError when another process holds it
+            log.debug("Milvus Lite opened %s in process", folder)
+        return _opened[folder]
 
 
 def release(data_dir: str | Path) -> None:
-    """Stop serving `data_dir`, close its engine (releasing the folder's lock) and remove the socket."""
+    """Close the engine of `data_dir`, releasing the folder's lock."""
     with _lock:
-        entry = _served.pop(os.path.abspath(data_dir), None)
-    if entry is None:
-        return
-    server, db, sock = entry
-    try:
-        server.stop(grace=None).wait(5)
-    finally:
-        try:
-            db.close()
-        finally:
-            if sock.is_socket():
-                sock.unlink(missing_ok=True)
+        db = _opened.pop(os.path.abspath(data_dir), None)
+    if db is not None:
+        db.close()
+
+
+def opened() -> list[str]:
+    """The data folders this process has open (for status and tests)."""
+    with _lock:
+        return list(_opened)
+
+
+def engine(data_dir: str | Path, collection: str) -> Any:
+    """The in-process Milvus Lite collection of a folder this process has open."""
+    with _lock:
+        db = _opened.get(os.path.abspath(data_dir))
+    if db is None:
+        raise RuntimeError(f"{data_dir} is not open in this process")
+    return db.get_collection(collection)
+
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def quote(value: str) -> str:
+    """A Milvus filter string literal (Milvus Lite has no filter templates); any file name fits."""
+    return '"' + value.translate(_ESCAPES) + '"'
+
+
+class _Schema:
+    """`MilvusClient.create_schema()`'s builder, producing Milvus Lite's own schema."""
+
+    def __init__(self, enable_dynamic_field: bool = False):
+        self.fields: list[Any] = []
+        self.enable_dynamic_field = enable_dynamic_field
+
+    def add_field(self, name: str, dtype: Any, is_primary: bool = False, max_length: int | None = None,
+                  dim: int | None = None) -> None:
+        from milvus_lite.schema.types import FieldSchema
+
+        self.fields.append(FieldSchema(name=name, dtype=dtype, is_primary=is_primary, max_length=max_length,
+                                       dim=dim))
+
+    def build(self) -> Any:
+        from milvus_lite.schema.types import CollectionSchema
+
+        return CollectionSchema(fields=self.fields, enable_dynamic_field=self.enable_dynamic_field)
+
+
+class _Indexes:
+    """`MilvusClient.prepare_index_params()`'s list of index definitions."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[str, dict[str, Any]]] = []
+
+    def add_index(self, field_name: str, index_type: str, metric_type: str, params: dict[str, Any] | None = None
+                  ) -> None:
+        self.specs.append((field_name, {"index_type": index_type, "metric_type": metric_type,
+                                        "params": dict(params or {})}))
+
+
+class LiteClient:
+    """The calls `MilvusStore` makes on a pymilvus `MilvusClient`, with the same names, arguments and
+    results, answered by the Milvus Lite engine of a local folder in this process (as Milvus Lite's gRPC
+    servicer would answer them)."""
+
+    def __init__(self, data_dir: str | Path):
+        self.db = open_folder(data_dir)
+
+    @property
+    def DataType(self) -> Any:  # pymilvus's name: the store builds either schema alike
+        from milvus_lite.schema.types import DataType
+
+        return DataType
+
+    def _col(self, name: str) -> Any:
+        return self.db.get_collection(name)
+
+    # -- collections and indexes -------------------------------------------------------------
+    def has_collection(self, name: str) -> bool:
+        return bool(self.db.has_collection(name))
+
+    def describe_collection(self, name: str) -> dict[str, Any]:
+        schema = self._col(name).schema
+        return {"collection_name": name, "functions": list(schema.functions),
+                "fields": [{"name": f.name, "params": {"dim": f.dim} if f.dim else {}} for f in schema.fields]}
+
+    def create_schema(self, auto_id: bool = False, enable_dynamic_field: bool = False) -> _Schema:
+        return _Schema(enable_dynamic_field)
+
+    def prepare_index_params(self) -> _Indexes:
+        return _Indexes()
+
+    def create_collection(self, name: str, schema: _Schema, index_params: _Indexes | None = None) -> None:
+        self.db.create_collection(name, schema.build())
+        if index_params is not None:
+            self.create_index(name, index_params)
+            self.load_collection(name)
+
+    def drop_collection(self, name: str) -> None:
+        self.db.drop_collection(name)
+
+    def create_index(self, name: str, index_params: _Indexes) -> None:
+        col = self._col(name)
+        for field, spec in index_params.specs:
+            col.create_index(field, spec)
+
+    def describe_index(self, name: str, index_name: str) -> dict[str, Any]:
+        spec = self._col(name)._index_specs.get(index_name)
+        if spec is None:
+            raise LookupError(f"no index on field {index_name!r} of collection {name!r}")
+        return {"field_name": spec.field_name, "index_type": spec.index_type, "metric_type": spec.metric_type}
+
+    def drop_index(self, name: str, index_name: str) -> None:
+        self._col(name).drop_index(index_name)
+
+    def load_collection(self, name: str) -> None:
+        self._col(name).load()
+
+    def release_collection(self, name: str) -> None:
+        self._col(name).release()
+
+    def flush(self, name: str) -> None:
+        self._col(name).flush()
+
+    def close(self) -> None:
+        """The engine stays open until `release` (the store's close calls both)."""
+
+    # -- rows --------------------------------------------------------------------------------
+    def upsert(self, name: str, data: Sequence[dict[str, Any]]) -> None:
+        self._col(name).upsert(list(data))
+
+    def delete(self, name: str, ids: Sequence[str] | None = None, filter: str = "") -> None:
+        col = self._col(name)
+        if ids is None:
+            ids = [row[col._pk_name] for row in col.query(filter, output_fields=[col._pk_name])]
+        if ids:
+            col.delete(list(ids))
+
+    def get(self, name: str, ids: Sequence[str], output_fields: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        return list(self._col(name).get(list(ids), output_fields=list(output_fields or []) or None))
+
+    def query(self, name: str, filter: str = "", output_fields: Sequence[str] | None = None,
+              limit: int | None = None) -> list[dict[str, Any]]:
+        col = self._col(name)
+        fields = list(output_fields or [])
+        if "count(*)" in fields:
+            return [{"count(*)": len(col.query(filter)) if filter else int(col.num_entities)}]
+        return list(col.query(filter or None, output_fields=fields or None, limit=limit))
+
+    def query_iterator(self, name: str, batch_size: int = 1000, filter: str = "",
+                       output_fields: Sequence[str] | None = None) -> _Pages:
+        return _Pages(self._col(name), batch_size, filter, list(output_fields or []))
+
+    def search(self, name: str, data: Sequence[Any], anns_field: str, limit: int, filter: str = "",
+               output_fields: Sequence[str] | None = None) -> list[list[dict[str, Any]]]:
+        col = self._col(name)
+        return list(col.search(query_vectors=list(data), top_k=limit, anns_field=anns_field,
+                               metric_type=col.resolve_search_metric(anns_field, None), expr=filter or None,
+                               output_fields=list(output_fields or [])))
+
+
+class _Pages:
+    """`query_iterator`'s pages, in primary-key order with a key cursor (as pymilvus pages a server)."""
+
+    def __init__(self, col: Any, batch_size: int, expr: str, fields: list[str]):
+        self.col, self.batch_size, self.expr, self.fields = col, batch_size, expr, fields
+        self.last: str | None = None
+        self.done = False
+
+    def next(self) -> list[dict[str, Any]]:
+        if self.done:
+            return []
+        pk = self.col._pk_name
+        parts = [f"({self.expr})"] if self.expr else []
+        if self.last is not None:
+            parts.append(f"{pk} > {quote(self.last)}")
+        page = list(self.col.query(" and ".join(parts) or None, output_fields=[*self.fields, pk],
+                                   limit=self.batch_size, order_by_pk=True))
+        if len(page) < self.batch_size:
+            self.done = True
+        if page:
+            self.last = str(page[-1][pk])
+        return page
+
+    def close(self) -> None:
+        self.done = True
 
 
 def release_unused_memory() -> None:
@@ -149,17 +247,6 @@ def release_unused_memory() -> None:
             ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
 
 
-def engine(data_dir: str | Path, collection: str) -> Any:
-    """The in-process Milvus Lite collection of a folder this process serves: the local store reads
-    search results and its mirror through it without the gRPC hop (a few ms per call); writes still go
-    through pymilvus, as they would to a server."""
-    with _lock:
-        entry = _served.get(os.path.abspath(data_dir))
-    if entry is None:
-        raise RuntimeError(f"{data_dir} is not served by this process")
-    return entry[1].get_collection(collection)
-
-
 def sparse_arrays(value: Any) -> tuple[Any, Any]:
     """A sparse vector as Milvus Lite stores it (packed little-endian uint32 index, float32 weight pairs)
     or as a dict, as (indices int64, weights float32) arrays."""
@@ -173,16 +260,11 @@ def sparse_arrays(value: Any) -> tuple[Any, Any]:
             np.fromiter(items.values(), dtype=np.float32, count=len(items)))
 
 
-def served() -> dict[str, Path]:
-    """Data folder -> socket of every folder this process serves (for status and tests)."""
-    with _lock:
-        return {folder: entry[2] for folder, entry in _served.items()}
-
-
 @atexit.register
 def _release_all() -> None:
-    for folder in list(served()):
+    for folder in opened():
         try:
             release(folder)
         except Exception as exc:  # pragma: no cover - best effort at exit
             log.debug("closing %s at exit: %s", folder, exc)
+

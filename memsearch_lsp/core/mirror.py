@@ -5,13 +5,15 @@ tombstone checks) before any index is used, ~30 ms for the dense leg and ~17 ms 
 (bench/README.md, "Issue 17"). For the local store only, `MilvusStore` keeps this mirror of the dense
 vectors (chunks and their extra windows) and the BM25 document weights, loaded from Milvus on the first
 search and updated by every write and delete that goes through the store; Milvus stays the store and
-the source of truth, and a store reached by URI never uses it. The legs compute what Milvus Lite
+the source of truth, and a store reached by URI never uses it. It also knows each chunk's section
+(source and heading path), which ranking reads for every candidate. The legs compute what Milvus Lite
 computes: float32 inner products for the dense leg, BM25 as a float64 sum of float32 weights (rounded to
 float32) for the sparse leg, the best `limit` rows, ties to the earlier row.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -130,6 +132,8 @@ class LegMirror:
         self.owner: list[str] = []  # chunk id of each window slot
         self.windows_of: dict[str, list[str]] = {}
         self.sources: dict[str, int] = {}
+        self.names: list[str] = []  # source of each code
+        self.paths: dict[str, str] = {}  # chunk id -> heading path (with the source: its section)
         self.terms: list[np.ndarray] = []
         self.weights: list[np.ndarray] = []
         self.main = _Postings([], [], [])
@@ -138,12 +142,18 @@ class LegMirror:
         self.delta: _Postings | None = None
 
     def _source(self, name: str) -> int:
-        return self.sources.setdefault(name, len(self.sources))
+        code = self.sources.get(name)
+        if code is None:
+            code = self.sources[name] = len(self.names)
+            self.names.append(name)
+        return code
 
     # -- writes (the store calls these after Milvus accepted the same rows) -------------------
-    def put_chunk(self, key: str, source: str, dense: Sequence[float], sparse: tuple[np.ndarray, np.ndarray]) -> None:
+    def put_chunk(self, key: str, source: str, dense: Sequence[float], sparse: tuple[np.ndarray, np.ndarray],
+                  heading_path: str = "") -> None:
         """`sparse`: the BM25 weights as (term ids, float32 weights), see lite.sparse_arrays."""
         slot = self.chunks.put(key, dense, self._source(source))
+        self.paths[key] = sys.intern(heading_path)  # every chunk of a section shares one string
         terms, weights = sparse[0].astype(np.uint32), sparse[1]
         keep = weights != 0  # Milvus drops weights that are zero in float32
         if slot == len(self.terms):
@@ -163,6 +173,7 @@ class LegMirror:
         """Chunk rows and their window rows (as the store deletes windows by `chunk_id`)."""
         for key in ids:
             slot = self.chunks.remove(key)
+            self.paths.pop(key, None)
             if slot is not None:
                 self.terms[slot] = self.terms[slot][:0]
                 self.weights[slot] = self.weights[slot][:0]
@@ -174,11 +185,12 @@ class LegMirror:
 
     def _compact(self) -> None:
         """Drop the slots of deleted rows (the order of the live ones is kept)."""
-        fresh, names = LegMirror(self.chunks.dim), {code: name for name, code in self.sources.items()}
+        fresh, names = LegMirror(self.chunks.dim), self.names
         chunks, windows = self.chunks, self.windows
         for slot in np.flatnonzero(chunks.live[:chunks.n]):
-            fresh.put_chunk(chunks.ids[slot], names[int(chunks.source[slot])], chunks.vecs[slot],
-                            (self.terms[slot], self.weights[slot]))
+            key = chunks.ids[slot]
+            fresh.put_chunk(key, names[int(chunks.source[slot])], chunks.vecs[slot],
+                            (self.terms[slot], self.weights[slot]), self.paths.get(key, ""))
         for slot in np.flatnonzero(windows.live[:windows.n]):
             fresh.put_window(windows.ids[slot], self.owner[slot], names[int(windows.source[slot])], windows.vecs[slot])
         self.__dict__.update(fresh.__dict__)
@@ -219,6 +231,11 @@ class LegMirror:
             valid &= self.chunks.source[:n] != exclude
         return _best(self.chunks.ids, scores.astype(np.float32), valid, limit)
 
+    def sections(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """The section (source, heading path) of each chunk in `ids` that is stored."""
+        slot, source, paths = self.chunks.slot, self.chunks.source, self.paths
+        return {key: (self.names[int(source[slot[key]])], paths[key]) for key in ids if key in slot}
+
     def _excluded(self, source: str) -> int:
         return self.sources.get(source, -2) if source else -1
 
@@ -242,8 +259,8 @@ def load(uri: str, collection: str, windows_collection: str, dim: int) -> LegMir
     """The mirror of a local index this process serves, read from its engine in process (lite.engine).
     Never opens the store: a loader in the background must not open it again after close()."""
     mirror = LegMirror(dim)
-    for r in _all_rows(uri, collection, ["source", "dense", "sparse"]):
-        mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
+    for r in _all_rows(uri, collection, ["source", "heading_path", "dense", "sparse"]):
+        mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r["heading_path"])
     for w in _all_rows(uri, windows_collection, ["chunk_id", "source", "dense"]):
         mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
     return mirror

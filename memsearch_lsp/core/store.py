@@ -1,4 +1,5 @@
-"""MilvusStore: schema, writes and hybrid (dense + BM25) search; the only pymilvus import."""
+"""MilvusStore: schema, writes and hybrid (dense + BM25) search; a local folder through core/lite.py's
+in-process client, a Milvus server by URI through pymilvus (the only pymilvus import)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch_lsp.core.lite import UnsafeFolder, engine, release, release_unused_memory, serve, sparse_arrays
+from memsearch_lsp.core.lite import LiteClient, engine, quote, release, release_unused_memory, sparse_arrays
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.mirror import LegMirror
@@ -81,14 +82,6 @@ class Row:
         return cls(id=pk, score=score, **values)
 
 
-_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
-
-
-def quote(value: str) -> str:
-    """A Milvus filter string literal (Milvus Lite has no filter templates); any file name fits."""
-    return '"' + value.translate(_ESCAPES) + '"'
-
-
 def _clip(text: str) -> str:
     data = text.encode("utf-8")
     if len(data) <= MAX_CONTENT_BYTES:
@@ -141,9 +134,8 @@ class MilvusStore:
             try:
                 self._client = _connect(self.uri, self.token)
                 self._ensure_collection()
-            except UnsafeFolder as exc:
-                self.close()
-                raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+                if self.is_local:  # Milvus Lite's segment load leaves ~80 MB of freed pages at 10k chunks
+                    release_unused_memory()
             except StoreError:
                 self.close()
                 raise
@@ -250,9 +242,8 @@ class MilvusStore:
         return index
 
     def _create(self) -> None:
-        from pymilvus import DataType
-
         client = self._client
+        DataType = client.DataType if isinstance(client, LiteClient) else _pymilvus_types()
         self._forget_mirror()
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
@@ -312,7 +303,8 @@ class MilvusStore:
                 self.client.upsert(self.collection, batch)
                 if self._mirror is not None:
                     for r in batch:
-                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]))
+                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]),
+                                               r["heading_path"])
         for start in range(0, len(windows), _BATCH):
             part = list(windows[start:start + _BATCH])
             with self._lock, self._mirrored():
@@ -361,7 +353,7 @@ class MilvusStore:
 
     def _ready_mirror(self) -> LegMirror | None:
         """The mirror when it is loaded; else None, and it starts loading in the background (~1 s per 10k
-        rows), so the first searches go through pymilvus meanwhile instead of waiting for it."""
+        rows), so the first searches go through Milvus' own search meanwhile instead of waiting for it."""
         with self._lock:
             if self._mirror is None and self._loading is None:
                 _ = self.client  # open (a search may be the first use)
@@ -373,7 +365,7 @@ class MilvusStore:
     def _load_in_background(self, generation: int) -> None:
         try:
             mirror = self._load_mirror()
-        except Exception as exc:  # the store closed or failed meanwhile: searches stay on pymilvus
+        except Exception as exc:  # the store closed or failed meanwhile: searches stay on Milvus'
             log.debug("loading the search mirror: %s", exc)
             mirror = None
         with self._lock:
@@ -405,6 +397,8 @@ class MilvusStore:
                     yield from page
             finally:
                 iterator.close()
+                if self.is_local:
+                    release_unused_memory()
 
     def _engine(self, collection: str) -> Any:
         """The local engine's collection, read in process (lite.engine); opens the store if needed."""
@@ -495,7 +489,7 @@ class MilvusStore:
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
     def _get(self, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
-        """Chunk rows by id with `fields` (the local engine in process, else through pymilvus)."""
+        """Chunk rows by id with `fields` (the local engine directly, else through the client)."""
         if not ids:
             return []
         with self._lock:
@@ -504,7 +498,12 @@ class MilvusStore:
             return list(self.client.get(self.collection, ids=list(ids), output_fields=fields))
 
     def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """The section (source, heading path) of each chunk in `ids`."""
+        """The section (source, heading path) of each chunk in `ids` (from the mirror when it is loaded:
+        reading rows from Milvus Lite materialises every column, ~0.1 ms a row)."""
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            with self._lock:
+                return mirror.sections(ids)
         return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", "")))
                 for r in self._get(ids, ["source", "heading_path"])}
 
@@ -525,6 +524,10 @@ def _ours(folder: Path) -> bool:
 
 
 def sparse_dict(value: Any) -> dict[int, float]:
+    """A stored sparse vector as {term: weight}: a dict (pymilvus) or Milvus Lite's packed bytes."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        terms, weights = sparse_arrays(value)
+        return dict(zip(terms.tolist(), weights.tolist(), strict=True))
     if isinstance(value, dict):
         return {int(k): float(v) for k, v in value.items()}
     try:  # scipy-like or pymilvus row objects
@@ -533,19 +536,25 @@ def sparse_dict(value: Any) -> dict[int, float]:
         return {}
 
 
+def _pymilvus_types() -> Any:
+    from pymilvus import DataType
+
+    return DataType
+
+
 def _connect(uri: str, token: str) -> Any:
-    """A MilvusClient: for a local folder, to the Milvus Lite this process serves on a private Unix
-    socket (core/lite.py), never on a TCP port; else to the server at `uri`."""
+    """For a local folder, its Milvus Lite engine in this process (core/lite.py: no socket, no pymilvus);
+    else a pymilvus MilvusClient to the server at `uri`."""
+    if "://" not in uri and not uri.startswith("unix:"):
+        return LiteClient(uri)
     # gRPC's C core logs INFO lines (e.g. a closed Unix-socket transport) straight to stderr; the CLI
     # promises one line per error, so keep it quiet unless the user asked for its logs.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from pymilvus import MilvusClient
 
     # pymilvus configures its loggers when imported; we report errors ourselves, once.
-    for name in ("pymilvus", "pymilvus.milvus_client", "grpc._server", "milvus_lite"):
+    for name in ("pymilvus", "pymilvus.milvus_client"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    if "://" not in uri and not uri.startswith("unix:"):
-        uri = serve(uri)
     return MilvusClient(uri=uri, token=token or "")
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,16 +32,24 @@ def param(params: Any, *names: str, default: Any = None) -> Any:
     return default
 
 
-def lines_of(ls: MemsearchServer, root: Root, source: str) -> list[str] | None:
-    """The current lines of a memory file: the open buffer, else the disk."""
+def lines_of(ls: MemsearchServer, root: Root, source: str) -> Sequence[str] | None:
+    """The current lines of a memory file: the open buffer, else the disk (read again only when the
+    file's size, time or inode changed: a symbol search ranges ~20 hits, often in the same files)."""
     text = ls.open_text(convert.uri_of(root.path, source))
     if text is not None:
         return text.split("\n")
+    path = root.path / source
     try:
-        text, _ = read_text(root.path / source)
+        info = os.stat(path)
+        return _disk_lines(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
     except OSError:
         return None
-    return text.replace("\r\n", "\n").split("\n")
+
+
+@functools.lru_cache(maxsize=256)
+def _disk_lines(path: str, mtime_ns: int, size: int, inode: int) -> tuple[str, ...]:
+    text, _ = read_text(Path(path))
+    return tuple(text.replace("\r\n", "\n").split("\n"))
 
 
 async def ready_roots(ls: MemsearchServer) -> list[Root]:
@@ -60,7 +70,7 @@ async def search_all(ls: MemsearchServer, query: str, limit: int) -> list[tuple[
 
 def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tuple[Root, Hit, types.Range]]:
     codec = ls.workspace.position_codec
-    cache: dict[tuple[Path, str], list[str] | None] = {}
+    cache: dict[tuple[Path, str], Sequence[str] | None] = {}
     out = []
     for root, hit in pairs:
         key = (root.path, hit.source)
