@@ -97,15 +97,16 @@ def register(server: MemsearchServer) -> None:
     async def did_change_folders(ls: MemsearchServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
         from pygls.uris import to_fs_path
 
-        for folder in params.event.removed:
-            root = ls.roots.pop(Path(to_fs_path(folder.uri) or "").resolve(), None)
-            if root is not None:
-                ls.close_root(root)
-        await ls.open_roots()
-        for root in ls.roots.values():
-            if not root.ready.is_set() and not root.registration and root.poller is None:
-                await watch(ls, root)
-                ls.background(ls.reconcile(root), f"indexing {root.path.name}")
+        async with ls.folders_changing:
+            for folder in params.event.removed:
+                root = ls.roots.pop(Path(to_fs_path(folder.uri) or "").resolve(), None)
+                if root is not None:
+                    ls.close_root(root)
+            await ls.open_roots()
+            for root in ls.roots.values():
+                if not root.ready.is_set() and not root.registration and root.poller is None:
+                    await watch(ls, root)
+                    ls.background(ls.reconcile(root), f"indexing {root.path.name}")
 
 
 async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
