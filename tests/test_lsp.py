@@ -174,3 +174,13 @@ async def test_a_folder_removed_and_another_added_at_once_are_each_handled_once(
         assert not list((other / ".memsearch").glob("milvus.db.broken*"))  # its index was opened once
         assert len(added.indexed) == 1
     assert [m.message for m in session.client.messages[messages:] if m.type <= types.MessageType.Warning] == []
+
+
+@pytest.mark.parametrize("own_lsp", ["visual_studio_code"], indirect=True)
+async def test_a_folder_added_while_initialized_runs_is_indexed_once(own_lsp: LanguageClient, tmp_path: Path) -> None:
+    server = await start_shared(own_lsp, SETTINGS)  # `initialized` asks for the settings: the folder comes meanwhile
+    async with added_folder(server, make_workspace(tmp_path)) as session:
+        stats: Any = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.reindex"))  # the writer's passes run in order
+        assert stats["chunks_embedded"] == 0
+        assert len(session.indexed) == 2 and len(session.registrations) == 1  # the first pass and this one

@@ -88,9 +88,7 @@ class MemsearchServer(LanguageServer):
         self.client_pid: int | None = None  # initialize's processId: the server exits when it is gone
         self.client_name = ""  # initialize's clientInfo.name, to name this process to other windows
         self.shut_down = False
-        # open_roots, the watchers and the first passes: one folder change at a time (a removal and an
-        # addition sent back to back would otherwise open the added folder's index twice)
-        self.folders_changing = asyncio.Lock()
+        self.folders_changing = asyncio.Lock()  # roots open and close one change at a time (sync.start_roots)
 
     # -- roots and paths -------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[Root, str] | None:
