@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,32 @@ def make_memory(embedder: FakeEmbedder) -> Iterator[Callable[..., Memory]]:
         memory.close()
 
 
-@pytest_lsp.fixture(config=config(), params=CLIENTS)
-async def lsp(lsp_client: LanguageClient):
-    """The real server over stdio, once with Neovim's and once with VS Code's capabilities."""
+async def _serve(client: LanguageClient, request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    client.profile = request.param  # type: ignore[attr-defined]  # the client profile (tests/lsp_helpers.py)
     yield
-    await lsp_client.shutdown_session()
+    await client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=config(), params=CLIENTS)
+async def lsp(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    """The real server over stdio, once with Neovim's and once with VS Code's capabilities."""
+    async for _ in _serve(lsp_client, request):
+        yield
+
+
+@pytest_lsp.fixture(config=config(), params=CLIENTS, scope="module")
+async def shared_lsp(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    """One real server per client profile for a whole module (as pygls's and esbonio's own suites do); the
+    module's tests run in the module's event loop (`pytest.mark.asyncio(loop_scope="module")`)."""
+    async for _ in _serve(lsp_client, request):
+        yield
+
+
+@pytest_lsp.fixture(config=config(), params=CLIENTS, loop_scope="module")
+async def own_lsp(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    """A server for one test of a module whose other tests share `shared_lsp` (other client capabilities)."""
+    async for _ in _serve(lsp_client, request):
+        yield
 
 
 # The files that start servers or many subprocesses go first, so that the parallel workers of

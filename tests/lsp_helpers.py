@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import os
 import shutil
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +46,20 @@ def make_workspace(base: Path, examples: bool = True) -> Path:
 
 
 class Session:
-    """A started client with the indexed notifications it received."""
+    """A started client with the indexed notifications it received. A session made by `add_folder` is one
+    workspace folder of a shared server: it sees the memsearch/indexed notifications of that folder only."""
 
     def __init__(self, client: LanguageClient, workspace: Path, profile: str):
         self.client, self.workspace, self.profile = client, workspace, profile
-        self.indexed: list[dict[str, Any]] = []
+        self.root: str | None = None  # the folder this session is about, on a shared server
+        self._indexed: list[dict[str, Any]] = []
         self.registrations: list[types.Registration] = []
         self.edits: list[types.ApplyWorkspaceEditParams] = []
         self.encoding = "utf-16"
 
         @client.feature("memsearch/indexed")
         def on_indexed(params: Any) -> None:
-            self.indexed.append(params if isinstance(params, dict) else params._asdict())
+            self._indexed.append(params if isinstance(params, dict) else params._asdict())
 
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def on_register(params: types.RegistrationParams) -> None:
@@ -64,13 +69,18 @@ class Session:
         def on_unregister(params: types.UnregistrationParams) -> None:
             return None
 
+    @property
+    def indexed(self) -> list[dict[str, Any]]:
+        return [n for n in self._indexed if self.root is None or n.get("root") == self.root]
+
     async def start(self, capabilities: types.ClientCapabilities, settings: dict[str, Any] | None = None,
                     folders: list[Path] | None = None) -> types.InitializeResult:
-        folders = folders or [self.workspace]
+        """initialize + initialized; `folders=[]` starts a server without any workspace folder."""
+        folders = [self.workspace] if folders is None else folders
         self.client._configuration = {"": {}, "memsearch": settings or {}}
         result = await self.client.initialize_session(types.InitializeParams(
-            capabilities=capabilities, root_uri=uri(folders[0]),
-            workspace_folders=[types.WorkspaceFolder(uri=uri(f), name=f.name) for f in folders],
+            capabilities=capabilities, root_uri=uri(folders[0]) if folders else None,
+            workspace_folders=[workspace_folder(f) for f in folders],
             initialization_options={"memsearch": settings or {}}))
         self.encoding = str(result.capabilities.position_encoding or "utf-16")
         return result
@@ -113,6 +123,10 @@ class Session:
         return len(text.encode("utf-16-le")) // 2
 
 
+def workspace_folder(path: Path) -> types.WorkspaceFolder:
+    return types.WorkspaceFolder(uri=uri(path), name=path.name)
+
+
 def capabilities(profile: str, dynamic_watch: bool | None = None) -> types.ClientCapabilities:
     caps = client_capabilities(profile)
     if dynamic_watch is not None:
@@ -130,15 +144,43 @@ def send_raw(client: LanguageClient, message: dict[str, Any] | bytes) -> None:
     client.protocol.writer.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # type: ignore[union-attr]
 
 
-async def open_session(client: LanguageClient, request: Any, workspace: Path, settings: dict[str, Any],
+async def open_session(client: LanguageClient, workspace: Path, settings: dict[str, Any],
                        caps: types.ClientCapabilities | None = None, wait: int = 1,
-                       folders: list[Path] | None = None, profile: str = "") -> Session:
-    """Initialise the `lsp` fixture's client with its profile and wait for the first index passes."""
-    profile = profile or request.node.callspec.params["lsp"]
+                       folders: list[Path] | None = None) -> Session:
+    """Initialise a pytest-lsp client (its `profile` is set by the fixtures in conftest.py) and wait for the
+    first index passes."""
+    profile: str = client.profile  # type: ignore[attr-defined]
     session = Session(client, workspace, profile)
     await session.start(caps or capabilities(profile), settings, folders=folders)
     await session.wait_indexed(wait)
     return session
+
+
+# -- one server per module, one workspace folder per test -------------------------------------------
+async def start_shared(client: LanguageClient, settings: dict[str, Any]) -> Session:
+    """Initialise a module's shared server without any folder: each test adds its own (`added_folder`)."""
+    profile: str = client.profile  # type: ignore[attr-defined]
+    session = Session(client, Path(), profile)
+    await session.start(capabilities(profile), settings, folders=[])
+    return session
+
+
+@contextlib.asynccontextmanager
+async def added_folder(server: Session, workspace: Path) -> AsyncIterator[Session]:
+    """`workspace` added to the shared server as an editor adds a folder (its own index, watcher and first
+    index pass in the running process), and removed after. The session seen inside is about this folder:
+    it counts the memsearch/indexed notifications of this folder only."""
+    session = copy.copy(server)  # the same client and recorded lists
+    session.workspace, session.root = workspace, str(workspace.resolve())
+    change = server.client.workspace_did_change_workspace_folders
+    change(types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(
+        added=[workspace_folder(workspace)], removed=[])))
+    try:
+        await session.wait_indexed(1)
+        yield session
+    finally:
+        change(types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(
+            added=[], removed=[workspace_folder(workspace)])))
 
 
 async def hover_text(session: Session, doc: str, line: int, character: int) -> str:

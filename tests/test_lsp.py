@@ -1,8 +1,13 @@
-"""End-to-end: the real server over stdio (pytest-lsp), with Neovim and VS Code client capabilities."""
+"""End-to-end: the real server over stdio (pytest-lsp), with Neovim and VS Code client capabilities.
+
+One server per client profile serves the module (`shared_lsp`); each test adds its own copy of the example
+memory as a workspace folder (a fresh index and watcher) and removes it at the end, so no test sees another's
+files or index."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +17,40 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import TODAY, Session, capabilities, hover_text, make_workspace, open_session, send_raw, uri
+from tests.lsp_helpers import (
+    TODAY,
+    Session,
+    added_folder,
+    capabilities,
+    hover_text,
+    make_workspace,
+    open_session,
+    send_raw,
+    start_shared,
+    uri,
+    workspace_folder,
+)
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
 
 
-@pytest_asyncio.fixture
-async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
-    return await open_session(lsp, request, make_workspace(tmp_path), SETTINGS)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(shared_lsp: LanguageClient) -> Session:
+    return await start_shared(shared_lsp, SETTINGS)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
+    async with added_folder(server, make_workspace(tmp_path)) as session:
+        yield session
 
 
 async def test_unsaved_edit_is_searchable_and_gone_after_close(session: Session) -> None:
     path = session.workspace / "memory/2026-02-17.md"
     original = path.read_text()
     doc = session.open(path)
-    await session.wait_indexed(2)
+    await session.wait_indexed(2)  # the opened buffer's pass
     n = len(session.indexed)
     added = "\n## Kafka decision\n\nPartition the orders topic by customer id, 12 partitions.\n"
     end = len(original.split("\n")) - 1
@@ -57,15 +81,15 @@ async def test_file_written_by_another_program_becomes_searchable(session: Sessi
     await session.until_symbol("walrus Graviton", "Walrus migration", timeout=10)
 
 
-@pytest_asyncio.fixture
-async def polling(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
-    caps = capabilities(request.node.callspec.params["lsp"], dynamic_watch=False)
-    return await open_session(lsp, request, make_workspace(tmp_path), SETTINGS, caps)
+@pytest_asyncio.fixture(loop_scope="module")
+async def polling(own_lsp: LanguageClient, tmp_path: Path) -> Session:
+    """A server of its own: a client that cannot watch files (dynamic registration off)."""
+    caps = capabilities(own_lsp.profile, dynamic_watch=False)  # type: ignore[attr-defined]
+    return await open_session(own_lsp, make_workspace(tmp_path), SETTINGS, caps)
 
 
 async def test_polling_finds_new_files_within_two_intervals(polling: Session) -> None:
-    assert not polling.registrations
-    await asyncio.sleep(1.2)  # let the poller take its first snapshot
+    assert not polling.registrations  # the poller took its first scan before the first index pass ended
     n = len(polling.indexed)
     path = polling.workspace / "memory/2026-03-02.md"
     path.write_text("# 2026-03-02\n\n## Narwhal rollout\n\nNarwhal flags are enabled for 10% of users.\n")
@@ -134,3 +158,29 @@ async def test_commands_and_custom_search(session: Session) -> None:
     assert Path(today["path"]).is_file() and Path(today["path"]).name == f"{TODAY}.md"
     stats: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.reindex"))
     assert (stats["files_added"], stats["chunks_embedded"]) == (1, 1)  # only today's new log
+
+
+async def test_a_folder_removed_and_another_added_at_once_are_each_handled_once(
+        server: Session, session: Session, tmp_path: Path) -> None:
+    other = make_workspace(tmp_path / "other")
+    messages = len(session.client.messages)
+    session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(session.workspace)])))
+    async with added_folder(server, other) as added:  # sent right after the removal, before its handler ran
+        status: Any = await added.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status"))
+        assert [r["root"] for r in status["roots"]] == [added.root] and status["roots"][0]["chunks"] > 30
+        assert (await added.symbols("Redis cache config"))[0].name == "Redis Caching"
+        assert not list((other / ".memsearch").glob("milvus.db.broken*"))  # its index was opened once
+        assert len(added.indexed) == 1
+    assert [m.message for m in session.client.messages[messages:] if m.type <= types.MessageType.Warning] == []
+
+
+@pytest.mark.parametrize("own_lsp", ["visual_studio_code"], indirect=True)
+async def test_a_folder_added_while_initialized_runs_is_indexed_once(own_lsp: LanguageClient, tmp_path: Path) -> None:
+    server = await start_shared(own_lsp, SETTINGS)  # `initialized` asks for the settings: the folder comes meanwhile
+    async with added_folder(server, make_workspace(tmp_path)) as session:
+        stats: Any = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.reindex"))  # the writer's passes run in order
+        assert stats["chunks_embedded"] == 0
+        assert len(session.indexed) == 2 and len(session.registrations) == 1  # the first pass and this one

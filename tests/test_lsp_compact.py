@@ -1,9 +1,14 @@
-"""End-to-end compaction over LSP: code actions resolved into WorkspaceEdits, the memsearch.compact command."""
+"""End-to-end compaction over LSP: code actions resolved into WorkspaceEdits, the memsearch.compact command.
+
+One server per client profile serves the module (`shared_lsp`); each test compacts its own copy of the example
+memory, added as a workspace folder and removed after."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Union
 
@@ -15,7 +20,9 @@ from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
 from tests.helpers import snapshot
-from tests.lsp_helpers import Session, capabilities, make_workspace, open_session, uri
+from tests.lsp_helpers import Session, added_folder, capabilities, make_workspace, open_session, start_shared, uri
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
 
@@ -63,12 +70,14 @@ def apply_edit(edit: types.WorkspaceEdit, encoding: str) -> None:
             raise AssertionError(f"unexpected change {change!r}")
 
 
-def cli_compact(tmp_path: Path, *args: str) -> Path:
-    """The same compaction by the CLI, on a second copy of the example memory."""
-    ws = make_workspace(tmp_path / "cli")
-    subprocess.run([sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws), *args], check=True,
+@pytest.fixture(scope="module")
+def cli_compacted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The files after the same compaction by the CLI (logs older than 7 days), on another copy of the
+    example memory: made once, compared with the result of each LSP route."""
+    ws = make_workspace(tmp_path_factory.mktemp("cli"))
+    subprocess.run([sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws)], check=True,
                    capture_output=True, timeout=300)
-    return ws
+    return without_index(snapshot(ws))
 
 
 def without_index(tree: dict[str, bytes]) -> dict[str, bytes]:
@@ -76,19 +85,29 @@ def without_index(tree: dict[str, bytes]) -> dict[str, bytes]:
 
 
 class Editor:
-    """Answers workspace/applyEdit by applying the edit to disk."""
+    """Answers workspace/applyEdit by applying the edit to disk (or refusing it). The client's handler is
+    registered once and answers with the editor of the running test; without one, the request fails."""
 
     def __init__(self, session: Session, applied: bool = True):
         self.calls: list[types.ApplyWorkspaceEditParams] = []
         self.applied = applied
+        self.encoding = session.encoding
+        client = session.client
+        if types.WORKSPACE_APPLY_EDIT not in client.protocol.fm.features:
+            @client.feature(types.WORKSPACE_APPLY_EDIT)
+            def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+                editor: Editor | None = client.editor  # type: ignore[attr-defined]
+                if editor is None:
+                    raise RuntimeError("this test has no editor to apply edits")
+                return editor.apply(params)
+        client.editor = self  # type: ignore[attr-defined]
 
-        @session.client.feature(types.WORKSPACE_APPLY_EDIT)
-        def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
-            self.calls.append(params)
-            if self.applied:
-                apply_edit(params.edit, session.encoding)
-            return types.ApplyWorkspaceEditResult(applied=self.applied,
-                                                  failure_reason=None if self.applied else "the user said no")
+    def apply(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        self.calls.append(params)
+        if self.applied:
+            apply_edit(params.edit, self.encoding)
+        return types.ApplyWorkspaceEditResult(applied=self.applied,
+                                              failure_reason=None if self.applied else "the user said no")
 
 
 def _command_or_action(data: Any, _: type) -> types.Command | types.CodeAction:
@@ -100,25 +119,49 @@ def _command_or_action(data: Any, _: type) -> types.Command | types.CodeAction:
     return converter.structure(data, types.CodeAction)
 
 
-async def start(client: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path,
-                limit: bool = False) -> Session:
-    caps = capabilities(request.node.callspec.params["lsp"])
-    if limit:  # a client that cannot create or rename files through edits
-        assert caps.workspace is not None
-        caps.workspace.workspace_edit = types.WorkspaceEditClientCapabilities(document_changes=False)
+def accept_code_actions(client: LanguageClient) -> None:
     fixed = Union[types.Command, types.CodeAction]  # noqa: UP007 - the key lsprotocol registered
     client.protocol._converter.register_structure_hook(fixed, _command_or_action)
-    return await open_session(client, request, make_workspace(tmp_path / "lsp"), SETTINGS, caps)
 
 
-@pytest_asyncio.fixture
-async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path) -> Session:
-    return await start(lsp, request, tmp_path)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(shared_lsp: LanguageClient) -> Session:
+    accept_code_actions(shared_lsp)
+    return await start_shared(shared_lsp, SETTINGS)
 
 
-@pytest_asyncio.fixture
-async def limited(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path) -> Session:
-    return await start(lsp, request, tmp_path, limit=True)
+@contextlib.asynccontextmanager
+async def compacting(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
+    """A copy of the example memory as a folder of the shared server; no editor unless the test makes one."""
+    async with added_folder(server, make_workspace(tmp_path / "lsp")) as session:
+        try:
+            yield session
+        finally:
+            session.client.editor = None  # type: ignore[attr-defined]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
+    async with compacting(server, tmp_path) as session:
+        yield session
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def vscode_session(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
+    if not vscode(server):  # skipped before a folder is added for nothing
+        pytest.skip("Neovim's compaction is applied by the server after the plugin's review (tests/test_nvim.py)")
+    async with compacting(server, tmp_path) as session:
+        yield session
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def limited(own_lsp: LanguageClient, tmp_path: Path) -> Session:
+    """A server of its own: a client that cannot create or rename files through edits."""
+    caps = capabilities(own_lsp.profile)  # type: ignore[attr-defined]
+    assert caps.workspace is not None
+    caps.workspace.workspace_edit = types.WorkspaceEditClientCapabilities(document_changes=False)
+    accept_code_actions(own_lsp)
+    return await open_session(own_lsp, make_workspace(tmp_path / "lsp"), SETTINGS, caps)
 
 
 async def code_actions(session: Session, path: Path, only: list[str] | None = None) -> list[types.CodeAction]:
@@ -152,7 +195,8 @@ def annotated(edit: types.WorkspaceEdit) -> bool:
     return True
 
 
-async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(session: Session, tmp_path: Path) -> None:
+async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(session: Session,
+                                                                           cli_compacted: dict[str, bytes]) -> None:
     memory = session.workspace / "memory"
     actions = await code_actions(session, memory / "2026-02-09.md", only=["source.compact"])
     assert [(a.title, a.kind) for a in actions] == [("Compact logs older than 7 days (12 logs)", "source.compact"),
@@ -192,8 +236,7 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(sess
         for summary in done["summaries"]:  # written on disk, not left in a buffer
             assert (session.workspace / summary["path"]).read_text() == summary["content"]
 
-    cli_ws = cli_compact(tmp_path)
-    lsp_tree, cli_tree = without_index(snapshot(session.workspace)), without_index(snapshot(cli_ws))
+    lsp_tree, cli_tree = without_index(snapshot(session.workspace)), cli_compacted
     assert sorted(lsp_tree) == sorted(cli_tree) and lsp_tree == cli_tree
     assert "memory/archive/2026-02-05.md" in lsp_tree and "memory/summary-2026-W06.md" in lsp_tree
 
@@ -257,9 +300,8 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
         await command(session, files=["memory/MEMORY.md"])
 
 
-async def test_a_refused_edit_changes_nothing(session: Session) -> None:
-    if not vscode(session):
-        pytest.skip("Neovim's compaction is applied by the server after the plugin's review (tests/test_nvim.py)")
+async def test_a_refused_edit_changes_nothing(vscode_session: Session) -> None:
+    session = vscode_session
     editor = Editor(session, applied=False)
     before = snapshot(session.workspace)
     result: Any = await command(session, olderThanDays=7)
@@ -268,8 +310,8 @@ async def test_a_refused_edit_changes_nothing(session: Session) -> None:
     assert without_index(snapshot(session.workspace)) == without_index(before)
 
 
-async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(limited: Session,
-                                                                              tmp_path: Path) -> None:
+async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(
+        limited: Session, cli_compacted: dict[str, bytes]) -> None:
     session = limited
     (action, _) = await code_actions(session, session.workspace / "memory/2026-02-09.md")
     assert action.command is not None and action.command.command == "memsearch.compact" and action.data is None
@@ -277,8 +319,7 @@ async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(l
         command=action.command.command, arguments=action.command.arguments))
     assert result["applied"] is True and result["appliedBy"] == "server"
     assert any("on disk" in m.message for m in session.client.messages)
-    cli_ws = cli_compact(tmp_path)
-    assert without_index(snapshot(session.workspace)) == without_index(snapshot(cli_ws))
+    assert without_index(snapshot(session.workspace)) == cli_compacted
     status: Any = await session.client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="memsearch.status"))
     assert status["roots"][0]["files"] == 4 + 12

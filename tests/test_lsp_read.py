@@ -1,32 +1,22 @@
-"""End-to-end, read-only: one real server per client profile shared by the whole module (as pygls's and
-esbonio's own suites do), so each profile pays the start-up and first index once."""
+"""End-to-end, read-only: one real server per client profile and one indexed workspace shared by the whole
+module (`shared_lsp`), so each profile pays the start-up and first index once."""
 
 from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import CLIENTS, Session, capabilities, config, hover_text, make_workspace, open_session, wait_for
+from tests.lsp_helpers import Session, hover_text, make_workspace, open_session, wait_for
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
 
 
-@pytest_lsp.fixture(config=config(), params=CLIENTS, scope="module")
-async def shared_lsp(lsp_client: LanguageClient, request: pytest.FixtureRequest):
-    lsp_client.profile = request.param  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(shared_lsp: LanguageClient, tmp_path_factory: pytest.TempPathFactory) -> Session:
-    profile = shared_lsp.profile  # type: ignore[attr-defined]
-    workspace = make_workspace(tmp_path_factory.mktemp("shared"))
-    return await open_session(shared_lsp, None, workspace, SETTINGS, capabilities(profile), profile=profile)
+    return await open_session(shared_lsp, make_workspace(tmp_path_factory.mktemp("shared")), SETTINGS)
 
 
 async def test_startup_reports_progress_and_ranks_redis_first(session: Session) -> None:

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -22,13 +21,13 @@ FAST = {"watch": {"debounceMs": 200}}
 
 
 @pytest_asyncio.fixture
-async def two_roots(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
+async def two_roots(lsp: LanguageClient, tmp_path: Path):
     first = make_workspace(tmp_path / "one")
     second = tmp_path / "two"
     (second / "notes").mkdir(parents=True)
     (second / "notes" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Axolotl\n\naxolotl habitat notes\n")
     (second / ".memsearch.toml").write_text('[memory]\npaths = ["notes"]\n')
-    return await open_session(lsp, request, first, FAST, wait=2, folders=[first, second]), second
+    return await open_session(lsp, first, FAST, wait=2, folders=[first, second]), second
 
 
 async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tuple[Session, Path]) -> None:
@@ -42,8 +41,8 @@ async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tupl
 
 
 @pytest_asyncio.fixture
-async def session(lsp: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path):
-    return await open_session(lsp, request, make_workspace(tmp_path), FAST)
+async def session(lsp: LanguageClient, tmp_path: Path):
+    return await open_session(lsp, make_workspace(tmp_path), FAST)
 
 
 async def search(session: Session, query: str) -> list[dict[str, Any]]:

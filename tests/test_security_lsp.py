@@ -1,21 +1,33 @@
-"""Security and robustness over stdio: raw JSON-RPC against the real server (no client library in between)."""
+"""Security and robustness over stdio: raw JSON-RPC against the real server (no client library in between).
+
+Besides the test of a server before `initialize`, one server serves the module; each test adds its own workspace
+folder (prepared before it is added) and removes it after."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+import pytest_asyncio
 from pygls.uris import from_fs_path
 
 from memsearch_lsp.config import DEFAULT_MODEL
 from memsearch_lsp.core.chunks import chunk_markdown
 from tests.lsp_helpers import EXAMPLES, SERVER
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 REPLY_S = 60.0  # how long a reply may take before the test fails (a hang shows as a failure, not a stall)
+
+
+def workspace_folders(paths: list[Path]) -> list[dict[str, Any]]:
+    return [{"uri": from_fs_path(str(p)), "name": p.name} for p in paths]
 
 
 class Raw:
@@ -51,16 +63,20 @@ class Raw:
             elif line in ("\r\n", "\n") and length:
                 return json.loads(await self.proc.stdout.readexactly(length))
 
+    async def _pump(self) -> None:
+        """Read one message: answer a server request with null, keep a notification or a reply."""
+        message = await self._read()
+        if "method" in message and "id" in message:
+            self.send({"id": message["id"], "result": None})
+        elif "method" in message:
+            self.notifications.append(message)
+        else:
+            self.replies[message.get("id")] = message
+
     async def reply(self, msg_id: Any) -> dict[str, Any]:
         async def wait() -> dict[str, Any]:
             while msg_id not in self.replies:
-                message = await self._read()
-                if "method" in message and "id" in message:  # a server request: answer null
-                    self.send({"id": message["id"], "result": None})
-                elif "method" in message:
-                    self.notifications.append(message)
-                else:
-                    self.replies[message.get("id")] = message
+                await self._pump()
             return self.replies.pop(msg_id)
         return await asyncio.wait_for(wait(), timeout=REPLY_S)
 
@@ -69,21 +85,27 @@ class Raw:
         self.send({"id": self._next, "method": method, "params": params})
         return await self.reply(self._next)
 
-    async def initialize(self, ws: Path) -> None:
-        result = await self.request("initialize", {"processId": None, "rootUri": from_fs_path(str(ws)),
-                                                   "capabilities": {}, "workspaceFolders": [
-                                                       {"uri": from_fs_path(str(ws)), "name": "ws"}]})
+    async def initialize(self, ws: Path | None) -> None:
+        """initialize + initialized, with `ws` as the workspace folder (None: no folder yet)."""
+        folders = workspace_folders([ws] if ws else [])
+        result = await self.request("initialize", {"processId": None, "rootUri": folders[0]["uri"] if ws else None,
+                                                   "capabilities": {}, "workspaceFolders": folders})
         assert "result" in result, result
         self.send({"method": "initialized", "params": {}})
 
-    async def indexed(self) -> None:
+    def change_folders(self, added: list[Path], removed: list[Path]) -> None:
+        self.send({"method": "workspace/didChangeWorkspaceFolders", "params": {"event": {
+            "added": workspace_folders(added), "removed": workspace_folders(removed)}}})
+
+    async def indexed(self, ws: Path | None = None) -> None:
+        """Wait for the first memsearch/indexed notification (of the folder `ws` when given)."""
+        def seen() -> bool:
+            return any(n["method"] == "memsearch/indexed" and (ws is None or n["params"]["root"] == str(ws))
+                       for n in self.notifications)
+
         async def wait() -> None:
-            while not any(n["method"] == "memsearch/indexed" for n in self.notifications):
-                message = await self._read()
-                if "method" in message and "id" not in message:
-                    self.notifications.append(message)
-                elif "method" not in message:
-                    self.replies[message.get("id")] = message
+            while not seen():
+                await self._pump()
         await asyncio.wait_for(wait(), timeout=REPLY_S * 3)
 
     async def stop(self) -> None:
@@ -117,14 +139,30 @@ def assert_error(reply: dict[str, Any], msg_id: int, code: int) -> None:
     assert "\n" not in error["message"] and "Traceback" not in error["message"] and "data" not in error, error
 
 
-async def started(tmp_path: Path, before: Any = None) -> tuple[Raw, Path]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Raw]:
+    """The module's server, initialised without a folder."""
+    server = await Raw.start(tmp_path_factory.mktemp("server"))
+    try:
+        await server.initialize(None)
+        yield server
+    finally:
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def started(shared: Raw, tmp_path: Path,
+                  before: Callable[[Path], Any] | None = None) -> AsyncIterator[tuple[Raw, Path]]:
+    """A copy of the example memory (changed by `before`) as a folder of the shared server, indexed."""
     ws = make_ws(tmp_path)
     if before is not None:
         before(ws)
-    server = await Raw.start(ws)
-    await server.initialize(ws)
-    await server.indexed()
-    return server, ws
+    shared.change_folders(added=[ws], removed=[])
+    try:
+        await shared.indexed(ws)
+        yield shared, ws
+    finally:
+        shared.change_folders(added=[], removed=[ws])
 
 
 # -- 13. every request gets an answer ----------------------------------------------------------------
@@ -145,9 +183,8 @@ async def test_requests_before_initialize_get_server_not_initialized(tmp_path: P
         await server.stop()
 
 
-async def test_malformed_requests_get_invalid_params_with_their_ids(tmp_path: Path) -> None:
-    server, ws = await started(tmp_path)
-    try:
+async def test_malformed_requests_get_invalid_params_with_their_ids(shared: Raw, tmp_path: Path) -> None:
+    async with started(shared, tmp_path) as (server, ws):
         uri = from_fs_path(str(ws / "memory" / "MEMORY.md"))
         malformed = [("textDocument/hover", "string"), ("workspace/symbol", None),
                      ("textDocument/hover", hover(uri, -1, 0)),
@@ -165,17 +202,14 @@ async def test_malformed_requests_get_invalid_params_with_their_ids(tmp_path: Pa
         assert 0 < len(huge["result"]) <= 1000
         ok = await server.request("workspace/symbol", {"query": "Redis cache config"})
         assert ok["result"][0]["name"] == "Redis Caching"
-    finally:
-        await server.stop()
 
 
 # -- 11. LSP's line model: only CR, LF and CRLF end a line ----------------------------------------------
-async def test_hover_and_edits_count_lines_like_the_client(tmp_path: Path) -> None:
+async def test_hover_and_edits_count_lines_like_the_client(shared: Raw, tmp_path: Path) -> None:
     head = "# Alpha\n\none\u2028two\fthree\x0bfour\x85five\n\n"
     alpha = chunk_markdown(head + "# Refs\n", "memory/u.md", model=DEFAULT_MODEL)[0]
     text = head + f"# Refs\n\nsee {alpha.id} here\n"
-    server, ws = await started(tmp_path, lambda ws: (ws / "memory" / "u.md").write_text(text))
-    try:
+    async with started(shared, tmp_path, lambda ws: (ws / "memory" / "u.md").write_text(text)) as (server, ws):
         u = from_fs_path(str(ws / "memory" / "u.md"))
         found = await server.request("textDocument/hover", hover(u, 6, 6))
         assert found["result"] and "# Alpha" in found["result"]["contents"]["value"], found
@@ -189,18 +223,15 @@ async def test_hover_and_edits_count_lines_like_the_client(tmp_path: Path) -> No
                 "start": {"line": 6, "character": 4}, "end": {"line": 6, "character": 5}}}]}})
         again = await server.request("textDocument/hover", hover(u, 6, 6))
         assert again["result"] and "# Alpha" in again["result"]["contents"]["value"], again
-    finally:
-        await server.stop()
 
 
 # -- 3. a URI is normalised once and confined ------------------------------------------------------------
-async def test_an_encoded_uri_never_reads_a_file_outside(tmp_path: Path) -> None:
+async def test_an_encoded_uri_never_reads_a_file_outside(shared: Raw, tmp_path: Path) -> None:
     alpha = chunk_markdown((EXAMPLES / "MEMORY.md").read_text(), "memory/MEMORY.md", model=DEFAULT_MODEL)[0]
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "ids.txt").write_text(f"{alpha.id}\n")
-    server, ws = await started(tmp_path)
-    try:
+    async with started(shared, tmp_path) as (server, ws):
         inside = ws / "memory" / "ids.md"
         inside.write_text(f"{alpha.id}\n")
         control = await server.request("textDocument/hover", hover(from_fs_path(str(inside)), 0, 3))
@@ -212,30 +243,22 @@ async def test_an_encoded_uri_never_reads_a_file_outside(tmp_path: Path) -> None
                       f"{from_fs_path(str(ws))}/../outside/ids.txt"):
             leaked = await server.request("textDocument/hover", hover(trick, 0, 3))
             assert leaked.get("result") is None, (trick, leaked)
-    finally:
-        await server.stop()
 
 
 # -- 4. a FIFO never blocks the server -------------------------------------------------------------------
-async def test_a_fifo_in_the_memory_folder_blocks_nothing(tmp_path: Path) -> None:
-    server, ws = await started(tmp_path, lambda ws: os.mkfifo(ws / "memory" / "pipe.md"))
-    try:
+async def test_a_fifo_in_the_memory_folder_blocks_nothing(shared: Raw, tmp_path: Path) -> None:
+    async with started(shared, tmp_path, lambda ws: os.mkfifo(ws / "memory" / "pipe.md")) as (server, ws):
         pipe = from_fs_path(str(ws / "memory" / "pipe.md"))
         assert (await server.request("textDocument/hover", hover(pipe, 0, 0))).get("result") is None
         assert (await server.request("textDocument/documentSymbol", {"textDocument": {"uri": pipe}}))["result"] == []
         ok = await server.request("workspace/symbol", {"query": "Redis cache config"})
         assert ok["result"][0]["name"] == "Redis Caching"
-    finally:
-        await server.stop()
 
 
 # -- 5. memsearch.today refuses a log outside the workspace -------------------------------------------------
-async def test_today_command_refuses_a_log_outside(tmp_path: Path) -> None:
-    server, _ = await started(tmp_path, lambda ws: (ws / ".memsearch.toml").write_text(
-        '[memory]\npaths = ["../outside", "memory"]\n'))
-    try:
+async def test_today_command_refuses_a_log_outside(shared: Raw, tmp_path: Path) -> None:
+    async with started(shared, tmp_path, lambda ws: (ws / ".memsearch.toml").write_text(
+        '[memory]\npaths = ["../outside", "memory"]\n')) as (server, _):
         reply = await server.request("workspace/executeCommand", {"command": "memsearch.today", "arguments": []})
         assert "error" in reply and "outside the workspace" in reply["error"]["message"], reply
         assert not (tmp_path / "outside").exists()
-    finally:
-        await server.stop()

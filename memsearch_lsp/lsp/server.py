@@ -88,6 +88,7 @@ class MemsearchServer(LanguageServer):
         self.client_pid: int | None = None  # initialize's processId: the server exits when it is gone
         self.client_name = ""  # initialize's clientInfo.name, to name this process to other windows
         self.shut_down = False
+        self.folders_changing = asyncio.Lock()  # roots open and close one change at a time (sync.start_roots)
 
     # -- roots and paths -------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[Root, str] | None:

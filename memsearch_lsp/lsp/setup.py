@@ -34,10 +34,7 @@ def create_server() -> MemsearchServer:
     async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
         ls.initialized = True
         await ls.load_settings()
-        await ls.open_roots()
-        for root in ls.roots.values():
-            await sync.watch(ls, root)
-            ls.background(ls.reconcile(root), f"indexing {root.path.name}")
+        await sync.start_roots(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,15 +96,24 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_folders(ls: MemsearchServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-        from pygls.uris import to_fs_path
+        await start_roots(ls, removed=params.event.removed)
 
-        for folder in params.event.removed:
+
+async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFolder] = ()) -> None:
+    """Close the roots of removed folders; open a Root for each new memory folder, watch it and start its
+    first index pass. One change at a time: a removal and an addition sent back to back would open the added
+    folder's index twice, and a folder added while `initialized` runs would be watched and indexed twice."""
+    from pygls.uris import to_fs_path
+
+    async with ls.folders_changing:
+        for folder in removed:
             root = ls.roots.pop(Path(to_fs_path(folder.uri) or "").resolve(), None)
             if root is not None:
                 ls.close_root(root)
+        started = set(ls.roots)
         await ls.open_roots()
-        for root in ls.roots.values():
-            if not root.ready.is_set() and not root.registration and root.poller is None:
+        for path, root in list(ls.roots.items()):
+            if path not in started:
                 await watch(ls, root)
                 ls.background(ls.reconcile(root), f"indexing {root.path.name}")
 
