@@ -32,6 +32,23 @@ def test_vectors_are_normalised_and_related_text_scores_higher() -> None:
     assert cosine(query, related) > cosine(query, unrelated) + 0.2
 
 
+def test_embedders_with_the_same_model_share_one_loaded_copy() -> None:
+    """A server with several workspace folders (one Memory each) holds the model once, not once per folder."""
+    import gc
+    import weakref
+
+    first, second = FastEmbedEmbedder(batch_size=4), FastEmbedEmbedder(batch_size=16, query_prefix="q: ")
+    shorter = FastEmbedEmbedder(max_tokens=128)
+    first.embed(["one"]), second.embed(["two"]), shorter.embed(["three"])
+    assert first._model is second._model, "same model, length and threads: one copy"
+    assert shorter._model is not first._model, "another token limit is another tokenizer setting"
+    assert second.embed_query("redis") != first.embed_query("redis"), "each keeps its own prefixes"
+    gone = weakref.ref(shorter._model)
+    del shorter
+    gc.collect()
+    assert gone() is None, "a copy nobody uses is freed"
+
+
 def test_batching_by_length_keeps_the_input_order() -> None:
     embedder = FastEmbedEmbedder(batch_size=2)
     texts = ["a much longer sentence about PostgreSQL replicas and failover", "short", "kafka topics", "x y"]

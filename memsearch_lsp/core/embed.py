@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,10 @@ def _assemble(onnx: Path, target: Path) -> Path:
     return target
 
 
+_LOADING = threading.Lock()
+_LOADED: weakref.WeakValueDictionary[tuple[str, int, int | None], Any] = weakref.WeakValueDictionary()
+
+
 class FastEmbedEmbedder:
     """fastembed + ONNX Runtime on the CPU, loaded lazily on the first embed() call: the bundled model
     (`model_name` = DEFAULT_MODEL) or a local model folder (`folder`, or a folder path as `model_name`)."""
@@ -131,36 +136,43 @@ class FastEmbedEmbedder:
         self.batch_size = batch_size
         self.threads = threads or None
         self._model: Any = None
-        self._lock = threading.Lock()
         self.dim = folder.dim if folder else 384
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is not None:
-                return self._model
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
-            _quiet_fastembed()
-            from fastembed import TextEmbedding
-
-            cache = str(_cache_root() / "fastembed")
-            try:
-                if self.folder is None:
-                    model = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(bundled_model_dir()),
-                                          local_files_only=True, cache_dir=cache, threads=self.threads)
-                else:
-                    model = self._load_folder(TextEmbedding, cache, self.folder)
-                _truncate(model, self.max_tokens)
-            except EmbeddingError:
-                raise
-            except Exception as exc:
-                where, hint = ((self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
-                               if self.folder else (DEFAULT_MODEL, "; reinstall memsearch-lsp"))
-                raise EmbeddingError(f"cannot load the embedding model {where} ({type(exc).__name__}: {exc})"
-                                     f"{hint}") from exc
+        """The loaded model, shared by every embedder of this process with the same model, length and
+        threads (a server with several workspace folders holds one copy, ~150 MB, not one per folder)."""
+        key = (f"{self.folder.path}:{self.folder.identity}" if self.folder else DEFAULT_MODEL, self.max_tokens,
+               self.threads)
+        with _LOADING:
+            if self._model is None:
+                self._model = _LOADED.get(key)
+            if self._model is None:
+                self._model = _LOADED[key] = self._load_new()
             if not self.dim:
-                self.dim = len(next(iter(model.embed(["dimension probe"]))))
-            self._model = model
-            return model
+                self.dim = len(next(iter(self._model.embed(["dimension probe"]))))
+            return self._model
+
+    def _load_new(self) -> Any:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
+        _quiet_fastembed()
+        from fastembed import TextEmbedding
+
+        cache = str(_cache_root() / "fastembed")
+        try:
+            if self.folder is None:
+                model = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(bundled_model_dir()),
+                                      local_files_only=True, cache_dir=cache, threads=self.threads)
+            else:
+                model = self._load_folder(TextEmbedding, cache, self.folder)
+            _truncate(model, self.max_tokens)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            where, hint = ((self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
+                           if self.folder else (DEFAULT_MODEL, "; reinstall memsearch-lsp"))
+            raise EmbeddingError(f"cannot load the embedding model {where} ({type(exc).__name__}: {exc})"
+                                 f"{hint}") from exc
+        return model
 
     def _load_folder(self, text_embedding: Any, cache: str, folder: ModelFolder) -> Any:
         from fastembed.common.model_description import ModelSource, PoolingType
