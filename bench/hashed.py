@@ -1,0 +1,51 @@
+"""A large index for search latency only (`python -m bench.hashed CHUNKS DEST`, then
+`python -m bench.search --worker DEST 1`): the bench corpus of CHUNKS chunks copied to DEST and indexed
+with sha256-seeded unit vectors stored under the bundled model's name, so the real model answers the
+queries against it. The FLAT and BM25 scans cost the same whatever the values; quality is not measured.
+A real-model build of 100k chunks takes about an hour on 2 cores, this one about 20 minutes."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class HashEmbedder:
+    """Unit vectors seeded by each text's sha256, named like the bundled model."""
+
+    def __init__(self) -> None:
+        from memsearch_lsp.core.embed import FastEmbedEmbedder
+
+        real = FastEmbedEmbedder()
+        self.model_name, self.dim = real.model_name, real.dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+            vector = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            out.append((vector / np.linalg.norm(vector)).tolist())
+        return out
+
+
+def main(chunks: int, dest: Path) -> None:
+    from bench.corpus import ensure
+    from memsearch_lsp.core.memory import Memory
+
+    if not (dest / "memory").is_dir():
+        shutil.copytree(ensure(chunks) / "memory", dest / "memory")
+    start = time.perf_counter()
+    memory = Memory(dest, embedder=HashEmbedder())
+    stats = memory.index()
+    memory.close()
+    print(f"{stats.chunks_total} chunks in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), Path(sys.argv[2]))
