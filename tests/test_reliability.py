@@ -177,3 +177,24 @@ def test_symbol_ranges_read_a_file_again_only_when_it_changed(tmp_path: Path) ->
     assert lines_of(ls, root, "memory/2026-01-02.md") is None
     ls.open_text = lambda uri: "# buffer\nunsaved"  # an open buffer wins over the disk
     assert list(lines_of(ls, root, "memory/2026-01-02.md") or []) == ["# buffer", "unsaved"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_symbol_ranges_from_the_index_equal_ranges_from_the_disk(workspace: Path, make_memory, encoding: str) -> None:
+    """workspace/symbol ranges a hit by the chunk's last line as indexed instead of reading its file."""
+    from pygls.workspace import PositionCodec
+
+    text = "# 2026-02-01\n\n## Zoo 🦘\n\nthe kangaroo café opened 🦘🦘\n\n## Later\nnaïve wombat\n"
+    (workspace / "memory" / "2026-02-01.md").write_bytes(text.replace("\n", "\r\n").encode())
+    memory = make_memory(workspace)
+    memory.index()
+    codec = PositionCodec(types.PositionEncodingKind(encoding))
+    seen = 0
+    for query in ("kangaroo café", "wombat", "deploy", "redis cache", "release", "budget"):
+        for hit in memory.search(query, top_k=20):
+            disk = (workspace / hit.source).read_text(encoding="utf-8").replace("\r\n", "\n").split("\n")
+            assert hit.last_line is not None
+            got = convert.chunk_range(codec, hit.start_line, hit.end_line, hit.last_line.rstrip("\r\n"))
+            assert got == convert.hit_range(codec, hit, disk), (hit.source, hit.start_line, hit.end_line)
+            seen += 1
+    assert seen > 20

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memsearch_lsp.config import SearchConfig
@@ -30,6 +30,8 @@ class Hit:
     date: str = ""
     heading_path: str = ""
     archived: bool = False  # from a compacted log in the archive folder
+    # The chunk's last line as indexed (an editor's range ends after it); None when not known.
+    last_line: str | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "heading": self.heading,
@@ -85,7 +87,7 @@ def snippet(content: str, query: str, width: int = 200) -> str:
 def to_hit(row: Row, query: str, width: int) -> Hit:
     return Hit(id=row.id, source=row.source, heading=row.heading, start_line=row.start_line,
                end_line=row.end_line, score=row.score, snippet=snippet(row.content, query, width),
-               date=row.date, heading_path=row.heading_path)
+               date=row.date, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
 
 
 def to_expanded(row: Row) -> Expanded:

@@ -69,14 +69,20 @@ async def search_all(ls: MemsearchServer, query: str, limit: int) -> list[tuple[
 
 
 def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tuple[Root, Hit, types.Range]]:
+    """Each hit with its range: from the editor's buffer when the file is open (it may differ from the
+    index), else from the chunk's last line as indexed (the index follows the disk), else from the disk."""
     codec = ls.workspace.position_codec
     cache: dict[tuple[Path, str], Sequence[str] | None] = {}
     out = []
     for root, hit in pairs:
-        key = (root.path, hit.source)
-        if key not in cache:
-            cache[key] = lines_of(ls, root, hit.source)
-        out.append((root, hit, convert.hit_range(codec, hit, cache[key])))
+        if hit.last_line is not None and ls.open_text(convert.uri_of(root.path, hit.source)) is None:
+            rng = convert.chunk_range(codec, hit.start_line, hit.end_line, hit.last_line.rstrip("\r\n"))
+        else:
+            key = (root.path, hit.source)
+            if key not in cache:
+                cache[key] = lines_of(ls, root, hit.source)
+            rng = convert.hit_range(codec, hit, cache[key])
+        out.append((root, hit, rng))
     return out
 
 
