@@ -42,9 +42,12 @@ def expanded_range(codec: PositionCodec, chunk: Expanded | Chunk) -> types.Range
 
 
 def hit_range(codec: PositionCodec, hit: Hit, lines: Sequence[str] | None) -> types.Range:
-    """Without the text at hand, the range ends at the start of the line after the chunk."""
+    """The range ends after the chunk's last line: from `lines` (the current text) when given, else as
+    indexed (`hit.last_line`); without either, at the start of the line after the chunk."""
     if lines is not None and 0 < hit.end_line <= len(lines):
         return chunk_range(codec, hit.start_line, hit.end_line, lines[hit.end_line - 1].rstrip("\r\n"))
+    if lines is None and hit.last_line is not None:
+        return chunk_range(codec, hit.start_line, hit.end_line, hit.last_line.rstrip("\r\n"))
     return types.Range(start=types.Position(line=hit.start_line - 1, character=0),
                        end=types.Position(line=hit.end_line, character=0))
 

@@ -32,12 +32,14 @@ def param(params: Any, *names: str, default: Any = None) -> Any:
     return default
 
 
-def lines_of(ls: MemsearchServer, root: Root, source: str) -> Sequence[str] | None:
-    """The current lines of a memory file: the open buffer, else the disk (read again only when the
-    file's size, time or inode changed: a symbol search ranges ~20 hits, often in the same files)."""
+def lines_of(ls: MemsearchServer, root: Root, source: str, disk: bool = True) -> Sequence[str] | None:
+    """The current lines of a memory file: the open buffer, else (with `disk`) the disk, read again only
+    when the file's size, time or inode changed."""
     text = ls.open_text(convert.uri_of(root.path, source))
     if text is not None:
         return text.split("\n")
+    if not disk:
+        return None
     path = root.path / source
     try:
         info = os.stat(path)
@@ -75,14 +77,10 @@ def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tupl
     cache: dict[tuple[Path, str], Sequence[str] | None] = {}
     out = []
     for root, hit in pairs:
-        if hit.last_line is not None and ls.open_text(convert.uri_of(root.path, hit.source)) is None:
-            rng = convert.chunk_range(codec, hit.start_line, hit.end_line, hit.last_line.rstrip("\r\n"))
-        else:
-            key = (root.path, hit.source)
-            if key not in cache:
-                cache[key] = lines_of(ls, root, hit.source)
-            rng = convert.hit_range(codec, hit, cache[key])
-        out.append((root, hit, rng))
+        key = (root.path, hit.source)
+        if key not in cache:
+            cache[key] = lines_of(ls, root, hit.source, disk=hit.last_line is None)
+        out.append((root, hit, convert.hit_range(codec, hit, cache[key])))
     return out
 
 
