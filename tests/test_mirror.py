@@ -5,13 +5,17 @@ from __future__ import annotations
 import math
 import random
 import re
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from memsearch_lsp.core.lite import sparse_arrays
+from memsearch_lsp.core import lite
+from memsearch_lsp.core.lite import LiteClient, sparse_arrays
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.mirror import LegMirror
 from memsearch_lsp.core.store import MilvusStore
@@ -176,8 +180,68 @@ def test_the_first_searches_go_through_pymilvus_while_the_mirror_loads(indexed: 
     store.close()
     before = store._generation
     indexed.index_text("memory/2026-02-21.md", "# 2026-02-21\n\n## Zoo\n\nthe kangaroo escaped\n")
-    store._load_in_background(before)
+    store._load_in_background(store.client, before)
     assert store._mirror is None
-    store._load_in_background(store._generation)
+    store._load_in_background(store.client, store._generation)
     assert store._mirror is not None
     _assert_same(store, indexed, QUERIES, 10)
+
+
+def test_a_loader_that_outlives_close_never_reads_or_keeps_the_next_opening(
+        indexed: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search starts the mirror loading in the background; the store is closed and opened again before
+    the loader reads anything. The loader must read only its own (closed) engine and install nothing, and the
+    new opening's collections stay loaded (a fresh-clone CI run once failed with "memsearch_windows is in
+    state 'released'" when such a loader fetched the next opening's collection beside it)."""
+    store = indexed.store
+    store.close()
+    gate, asked = threading.Event(), []
+    real = LiteClient.table
+
+    def held(client: LiteClient, name: str) -> Any:
+        if threading.current_thread().name == "memsearch-mirror":
+            assert gate.wait(30)
+            asked.append(client)
+        return real(client, name)
+
+    monkeypatch.setattr(LiteClient, "table", held)
+    assert indexed.search("kangaroo paddock fence ranger")[0].source == "memory/2026-01-05.md"
+    loader, first = store._loading, store._client
+    assert loader is not None
+    store.close()
+    second = store.client  # the same folder opened again, by a new engine
+    gate.set()
+    loader.join(30)
+    assert asked and all(client is first for client in asked)
+    assert store._mirror is None and store._loading is None
+    for name in (store.collection, store.windows_collection):
+        assert second.table(name).load_state == "loaded"
+    monkeypatch.setattr(LiteClient, "table", real)
+    assert indexed.search("kangaroo paddock fence ranger")[0].source == "memory/2026-01-05.md"
+
+
+def test_two_threads_asking_the_engine_for_a_collection_first_get_the_same_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import milvus_lite.db
+
+    store = MilvusStore(str(tmp_path / "index"), "memsearch", 4)
+    store.open()
+    store.close()
+    db = lite.open_folder(tmp_path / "index")
+    try:
+        real = milvus_lite.db.load_schema
+
+        def slow(path: str) -> Any:  # widens the engine's unlocked check-then-cache window
+            time.sleep(0.05)
+            return real(path)
+
+        monkeypatch.setattr(milvus_lite.db, "load_schema", slow)
+        got: list[Any] = []
+        threads = [threading.Thread(target=lambda: got.append(lite.table(db, "memsearch"))) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(got) == 4 and all(col is got[0] for col in got)
+    finally:
+        lite.release(tmp_path / "index")

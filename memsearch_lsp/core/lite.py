@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _opened: dict[str, Any] = {}  # data folder -> MilvusLite
+_tables = threading.Lock()  # MilvusLite.get_collection caches without a lock: two first calls make two objects
 
 
 def open_folder(data_dir: str | Path) -> Any:
@@ -59,7 +60,15 @@ def engine(data_dir: str | Path, collection: str) -> Any:
         db = _opened.get(os.path.abspath(data_dir))
     if db is None:
         raise RuntimeError(f"{data_dir} is not open in this process")
-    return db.get_collection(collection)
+    return table(db, collection)
+
+
+def table(db: Any, collection: str) -> Any:
+    """`db`'s one Collection object for `collection`. Unlocked, two threads asking first could each build
+    one; the engine would keep the later, unloaded one while the other was loaded, and searches then fail
+    with "released"."""
+    with _tables:
+        return db.get_collection(collection)
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
@@ -117,7 +126,11 @@ class LiteClient:
         return DataType
 
     def _col(self, name: str) -> Any:
-        return self.db.get_collection(name)
+        return table(self.db, name)
+
+    def table(self, name: str) -> Any:
+        """The engine's collection `name`, read directly (this client's engine, never one opened later)."""
+        return self._col(name)
 
     # -- collections and indexes -------------------------------------------------------------
     def has_collection(self, name: str) -> bool:

@@ -14,12 +14,12 @@ float32) for the sparse leg, the best `limit` rows, ties to the earlier row.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from memsearch_lsp.core.lite import engine, release_unused_memory, sparse_arrays
+from memsearch_lsp.core.lite import release_unused_memory, sparse_arrays
 
 Scored = list[tuple[str, float]]
 BLOCK = 512  # rows per inner-product call (single-threaded in OpenBLAS; same float32 results)
@@ -255,22 +255,29 @@ class LegMirror:
                 "windows": int(self.windows.live[:self.windows.n].sum()), "changed": len(self.changed)}
 
 
-def load(uri: str, collection: str, windows_collection: str, dim: int) -> LegMirror:
-    """The mirror of a local index this process serves, read from its engine in process (lite.engine).
-    Never opens the store: a loader in the background must not open it again after close()."""
+class Stale(Exception):
+    """The store was written or closed while its mirror loaded: the load is abandoned."""
+
+
+def load(tables: Callable[[str], Any], collection: str, windows_collection: str, dim: int,
+         stale: Callable[[], bool] = lambda: False) -> LegMirror:
+    """The mirror of a local index this process serves, read in process from its engine's collections
+    (`tables`: the store's own client's, so a loader that outlives close() never reads a later opening).
+    Never opens the store; raises Stale, between pages, once `stale()` says the store moved on."""
     mirror = LegMirror(dim)
-    for r in _all_rows(uri, collection, ["source", "heading_path", "dense", "sparse"]):
+    for r in _all_rows(tables(collection), ["source", "heading_path", "dense", "sparse"], stale):
         mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r["heading_path"])
-    for w in _all_rows(uri, windows_collection, ["chunk_id", "source", "dense"]):
+    for w in _all_rows(tables(windows_collection), ["chunk_id", "source", "dense"], stale):
         mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
     return mirror
 
 
-def _all_rows(uri: str, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
+def _all_rows(table: Any, fields: list[str], stale: Callable[[], bool]) -> Iterator[dict[str, Any]]:
     """Every row: the ids in one query, then the rows by primary key in pages (a few MB of vectors as Python
     floats at a time; a filtered or offset query per page would materialise the whole collection each time)."""
-    table = engine(uri, collection)
     ids = [r["id"] for r in table.query("", output_fields=["id"])]
     for start in range(0, len(ids), PAGE):
+        if stale():
+            raise Stale("the store changed while its mirror loaded")
         yield from table.get(ids[start:start + PAGE], output_fields=fields)
         release_unused_memory()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch_lsp.core.lite import LiteClient, engine, quote, release, release_unused_memory, sparse_arrays
+from memsearch_lsp.core.lite import LiteClient, quote, release, release_unused_memory, sparse_arrays
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.mirror import LegMirror
@@ -347,8 +347,7 @@ class MilvusStore:
             loading.join()
         with self._lock:
             if self._mirror is None:
-                _ = self.client  # open
-                self._mirror = self._load_mirror()
+                self._mirror = self._load_mirror(self.client, self._generation)
             return self._mirror
 
     def _ready_mirror(self) -> LegMirror | None:
@@ -356,27 +355,30 @@ class MilvusStore:
         rows), so the first searches go through Milvus' own search meanwhile instead of waiting for it."""
         with self._lock:
             if self._mirror is None and self._loading is None:
-                _ = self.client  # open (a search may be the first use)
-                self._loading = threading.Thread(target=self._load_in_background, args=(self._generation,),
-                                                 name="memsearch-mirror", daemon=True)
+                self._loading = threading.Thread(target=self._load_in_background,  # a search may open the store
+                                                 args=(self.client, self._generation), name="memsearch-mirror",
+                                                 daemon=True)
                 self._loading.start()
             return self._mirror
 
-    def _load_in_background(self, generation: int) -> None:
+    def _load_in_background(self, client: Any, generation: int) -> None:
         try:
-            mirror = self._load_mirror()
-        except Exception as exc:  # the store closed or failed meanwhile: searches stay on Milvus'
+            mirror = self._load_mirror(client, generation)
+        except Exception as exc:  # written, closed or failed meanwhile: searches stay on Milvus'
             log.debug("loading the search mirror: %s", exc)
             mirror = None
         with self._lock:
             self._loading = None
-            if mirror is not None and generation == self._generation and self._client is not None:
+            if mirror is not None and generation == self._generation and self._client is client:
                 self._mirror = mirror
 
-    def _load_mirror(self) -> LegMirror:
+    def _load_mirror(self, client: Any, generation: int) -> LegMirror:
+        """The mirror read from `client`'s own engine; abandoned (mirror.Stale) once a write or close() bumps
+        the generation, so a loader that outlives close() never reads or keeps the folder's next opening."""
         from memsearch_lsp.core.mirror import load
 
-        return load(self.uri, self.collection, self.windows_collection, self.dim)
+        return load(client.table, self.collection, self.windows_collection, self.dim,
+                    stale=lambda: generation != self._generation)
 
     def flush(self) -> None:
         with self._lock:
@@ -402,8 +404,7 @@ class MilvusStore:
 
     def _engine(self, collection: str) -> Any:
         """The local engine's collection, read in process (lite.engine); opens the store if needed."""
-        _ = self.client
-        return engine(self.uri, collection)
+        return self.client.table(collection)
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
