@@ -80,11 +80,13 @@ memory = Memory(sys.argv[1], embedder=FakeEmbedder())
 memory.index()
 assert memory.search("deploy")
 memory.close()
-print(" ".join(m for m in ("pymilvus", "grpc") if m in sys.modules))
+print(" ".join(m for m in ("pymilvus", "grpc", "pandas") if m in sys.modules))
+import pyarrow
+assert pyarrow.table({"a": [1, 2]}).to_pandas()["a"].sum() == 3, "pandas stays usable when asked for"
 """
 
 
-def test_a_local_index_needs_neither_pymilvus_nor_grpc(workspace: Path) -> None:
+def test_a_local_index_needs_neither_pymilvus_nor_grpc_nor_pandas(workspace: Path) -> None:
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, "-c", _LOCAL_ONLY, str(workspace)], capture_output=True, text=True,
                           cwd=root, timeout=120)
