@@ -63,8 +63,9 @@ echo "== ruff"; time .venv/bin/ruff check .
 # pytest-xdist: one worker per CPU, each test file on one worker (PYTEST_WORKERS=0 runs in-process).
 echo "== pytest"
 tests=0
-time HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci} .venv/bin/python -m pytest -q -p no:cacheprovider \
-  -n "${PYTEST_WORKERS:-auto}" --dist loadfile --durations=20 "$@" || tests=$?
+# (in a subshell, so that its time leaves out the background steps that end meanwhile)
+( time HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci} .venv/bin/python -m pytest -q -p no:cacheprovider \
+  -n "${PYTEST_WORKERS:-auto}" --dist loadfile --durations=20 "$@" ) || tests=$?
 others=0
 finish || others=1
 [ "$tests" -eq 0 ] && [ "$others" -eq 0 ] || { echo "== FAILED"; exit 1; }
