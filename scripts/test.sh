@@ -12,7 +12,7 @@ logs=$(mktemp -d)
 names=() pids=()
 background() {  # background NAME COMMAND...: run it with its output in $logs/NAME
   local name=$1; shift
-  ( renice -n 10 -p "$BASHPID" >/dev/null; time "$@" ) >"$logs/$name" 2>&1 &
+  ( renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true; time "$@" ) >"$logs/$name" 2>&1 &
   names+=("$name") pids+=($!)
 }
 finish() {  # wait for every background step, print its output; 1 when one failed
