@@ -261,11 +261,12 @@ def release_unused_memory() -> None:
 M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
 
 
-def steady_mmap_threshold(size: int = 128 * 1024) -> None:
+def steady_mmap_threshold(size: int = 1024 * 1024) -> None:
     """Keep glibc's mmap threshold at `size`: blocks above it are mapped and unmapped on their own instead
     of left in the heap. glibc raises the threshold each time a large mapped block is freed (up to 32 MB),
     so the model load's transient tensors would later stay in the heap beside the store's buffers; fixed,
-    a full index of 1k chunks peaks ~35 MB lower (bench/README.md, "Issue 17, fourth round")."""
+    a full index of 1k chunks peaks ~30 MB lower (bench/README.md, "Issue 17, fourth round"). At 128 KiB
+    (glibc's default) the peak is ~5 MB lower still, but every medium block is mapped anew: CPU risk."""
     libc = _glibc()
     if libc is not None:
         with contextlib.suppress(Exception):
