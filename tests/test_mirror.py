@@ -7,7 +7,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,21 @@ def _assert_same(store: MilvusStore, memory: Memory, queries: list[str], limit: 
         want_sections = store.sections(ids)
         store.in_process = True
         assert store.sections(ids) == want_sections and "no-such-chunk" not in want_sections, query
+    _assert_same_rows(store)
+
+
+def _assert_same_rows(store: MilvusStore, gone: Iterable[str] = ()) -> None:
+    """The rows result assembly reads (every scalar field) come from the mirror's row cache equal to Milvus'
+    own rows of every stored chunk, and ids that are `gone` from Milvus are gone from the cache too."""
+    ids = sorted(r["id"] for r in store.iter_rows(["id"]))
+    asked = [*reversed(ids), *gone, "no-such-chunk"]  # in the order asked, not the stored one
+    store.in_process = False
+    want = store.rows(asked)
+    store.in_process = True
+    mirror = store.mirror()
+    assert len(want) == len(ids) > 0
+    assert store.rows(asked) == want
+    assert sorted(mirror.rows) == ids, "exactly the stored chunks, nothing deleted left behind"
 
 
 def _ties(scores: dict[str, float]) -> list[set[str]]:
@@ -111,10 +126,17 @@ def test_the_local_store_searches_its_mirror_with_the_same_hits_and_scores(index
 def test_the_mirror_follows_every_write_and_delete_without_reloading(indexed: Memory) -> None:
     store = indexed.store
     mirror = store.mirror()
+    before = {r["id"] for r in store.iter_rows(["id"])}
     indexed.index_text("memory/2026-02-20.md", "# 2026-02-20\n\n## Ops\n\nrotated the kangaroo certificates\n")
     indexed.index_text("memory/2026-01-05.md", LONG.replace("kangaroo", "platypus"))
+    middle = {r["id"]: r["file_hash"] for r in store.iter_rows(["file_hash"], expr='source == "memory/2026-01-05.md"')}
+    indexed.index_text("memory/2026-01-05.md", LONG.replace("kangaroo", "platypus") + "\n## Later\n\nnew section\n")
     indexed.remove("memory/MEMORY.md")
     assert store.mirror() is mirror, "updated in place by the writer, not loaded again"
+    after = {r["id"]: r["file_hash"] for r in store.iter_rows(["file_hash"])}
+    kept = [i for i in middle if i in after]
+    assert kept and all(after[i] != middle[i] for i in kept), "chunks kept as they were, rewritten with a new file hash"
+    _assert_same_rows(store, gone=(before | set(middle)) - set(after))
     assert "memory/MEMORY.md" not in {h.source for h in indexed.search("deploy", top_k=50)}
     _assert_same(store, indexed, [*QUERIES, "platypus paddock", "certificates"], 10)
     indexed.index(force=True)

@@ -155,6 +155,9 @@ class FastEmbedEmbedder:
     def _load_new(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
         _quiet_fastembed()
+        from memsearch_lsp.core.lite import steady_mmap_threshold
+
+        steady_mmap_threshold()  # before the model's transient tensors: they are handed back, not kept
         from fastembed import TextEmbedding
 
         cache = str(_cache_root() / "fastembed")

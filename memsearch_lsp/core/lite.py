@@ -278,12 +278,40 @@ def release_unused_memory() -> None:
     if arrow is not None:
         with contextlib.suppress(Exception):
             arrow.default_memory_pool().release_unused()
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import ctypes.util
-
+    libc = _glibc()
+    if libc is not None:
         with contextlib.suppress(Exception):
-            ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+            libc.malloc_trim(0)
+
+
+M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+
+
+def steady_mmap_threshold(size: int = 1024 * 1024) -> None:
+    """Keep glibc's mmap threshold at `size`: blocks above it are mapped and unmapped on their own instead
+    of left in the heap. glibc raises the threshold each time a large mapped block is freed (up to 32 MB),
+    so the model load's transient tensors would later stay in the heap beside the store's buffers; fixed,
+    a full index of 1k chunks peaks ~30 MB lower (bench/README.md, "Issue 17, fourth round"). At 128 KiB
+    (glibc's default) the peak is ~5 MB lower still, but every medium block is mapped anew: CPU risk."""
+    libc = _glibc()
+    if libc is not None:
+        with contextlib.suppress(Exception):
+            libc.mallopt(M_MMAP_THRESHOLD, size)
+
+
+def _glibc() -> Any:
+    """The C library on Linux (malloc_trim, mallopt), else None."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
 
 
 def sparse_arrays(value: Any) -> tuple[Any, Any]:

@@ -5,10 +5,12 @@ tombstone checks) before any index is used, ~30 ms for the dense leg and ~17 ms 
 (bench/README.md, "Issue 17"). For the local store only, `MilvusStore` keeps this mirror of the dense
 vectors (chunks and their extra windows) and the BM25 document weights, loaded from Milvus on the first
 search and updated by every write and delete that goes through the store; Milvus stays the store and
-the source of truth, and a store reached by URI never uses it. It also knows each chunk's section
-(source and heading path), which ranking reads for every candidate. The legs compute what Milvus Lite
-computes: float32 inner products for the dense leg, BM25 as a float64 sum of float32 weights (rounded to
-float32) for the sparse leg, the best `limit` rows, ties to the earlier row.
+the source of truth, and a store reached by URI never uses it. It also holds each chunk's scalar fields
+(its row without the vectors), which ranking reads for every candidate and result assembly for every hit:
+Milvus Lite's point reads materialise every column of a row, dense vector included (~0.25 ms a row);
+the cache holds ~6 MiB at 10k chunks. The legs compute what Milvus Lite computes: float32 inner products
+for the dense leg, BM25 as a float64 sum of float32 weights (rounded to float32) for the sparse leg, the
+best `limit` rows, ties to the earlier row.
 """
 
 from __future__ import annotations
@@ -126,14 +128,16 @@ class _Postings:
 class LegMirror:
     """Dense vectors of chunks and windows and BM25 weights of chunks, kept equal to the store's rows."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, fields: Sequence[str] = ("heading_path",)) -> None:
         self.chunks = _Vectors(dim)
         self.windows = _Vectors(dim)
         self.owner: list[str] = []  # chunk id of each window slot
         self.windows_of: dict[str, list[str]] = {}
         self.sources: dict[str, int] = {}
         self.names: list[str] = []  # source of each code
-        self.paths: dict[str, str] = {}  # chunk id -> heading path (with the source: its section)
+        # The scalar fields `rows` holds (the heading path always: `sections` reads it).
+        self.fields = tuple(dict.fromkeys(f for f in ("heading_path", *fields) if f not in ("id", "source")))
+        self.rows: dict[str, tuple[Any, ...]] = {}  # chunk id -> its scalar values in `fields` order
         self.terms: list[np.ndarray] = []
         self.weights: list[np.ndarray] = []
         self.main = _Postings([], [], [])
@@ -150,10 +154,14 @@ class LegMirror:
 
     # -- writes (the store calls these after Milvus accepted the same rows) -------------------
     def put_chunk(self, key: str, source: str, dense: Sequence[float], sparse: tuple[np.ndarray, np.ndarray],
-                  heading_path: str = "") -> None:
-        """`sparse`: the BM25 weights as (term ids, float32 weights), see lite.sparse_arrays."""
+                  row: Mapping[str, Any] | None = None) -> None:
+        """`sparse`: the BM25 weights as (term ids, float32 weights), see lite.sparse_arrays; `row`: the
+        chunk's scalar fields as stored (`fields` of them are kept; the source is `source`)."""
         slot = self.chunks.put(key, dense, self._source(source))
-        self.paths[key] = sys.intern(heading_path)  # every chunk of a section shares one string
+        row = row or {}
+        # Strings shared by many chunks (a section's heading path, a file's hash, a date, the model) are
+        # kept once; every chunk's source is already a code.
+        self.rows[key] = tuple(_shared(name, row.get(name)) for name in self.fields)
         terms, weights = sparse[0].astype(np.uint32), sparse[1]
         keep = weights != 0  # Milvus drops weights that are zero in float32
         if slot == len(self.terms):
@@ -173,7 +181,7 @@ class LegMirror:
         """Chunk rows and their window rows (as the store deletes windows by `chunk_id`)."""
         for key in ids:
             slot = self.chunks.remove(key)
-            self.paths.pop(key, None)
+            self.rows.pop(key, None)
             if slot is not None:
                 self.terms[slot] = self.terms[slot][:0]
                 self.weights[slot] = self.weights[slot][:0]
@@ -185,12 +193,12 @@ class LegMirror:
 
     def _compact(self) -> None:
         """Drop the slots of deleted rows (the order of the live ones is kept)."""
-        fresh, names = LegMirror(self.chunks.dim), self.names
+        fresh, names = LegMirror(self.chunks.dim, self.fields), self.names
         chunks, windows = self.chunks, self.windows
         for slot in np.flatnonzero(chunks.live[:chunks.n]):
             key = chunks.ids[slot]
             fresh.put_chunk(key, names[int(chunks.source[slot])], chunks.vecs[slot],
-                            (self.terms[slot], self.weights[slot]), self.paths.get(key, ""))
+                            (self.terms[slot], self.weights[slot]), self.row(key))
         for slot in np.flatnonzero(windows.live[:windows.n]):
             fresh.put_window(windows.ids[slot], self.owner[slot], names[int(windows.source[slot])], windows.vecs[slot])
         self.__dict__.update(fresh.__dict__)
@@ -231,10 +239,20 @@ class LegMirror:
             valid &= self.chunks.source[:n] != exclude
         return _best(self.chunks.ids, scores.astype(np.float32), valid, limit)
 
+    def row(self, key: str) -> dict[str, Any] | None:
+        """The stored chunk `key` as Milvus returns it without its vectors (id, source and the scalar
+        fields), or None when it is not stored."""
+        values = self.rows.get(key)
+        if values is None:
+            return None
+        row = dict(zip(self.fields, values, strict=True))
+        row["id"], row["source"] = key, self.names[int(self.chunks.source[self.chunks.slot[key]])]
+        return row
+
     def sections(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """The section (source, heading path) of each chunk in `ids` that is stored."""
-        slot, source, paths = self.chunks.slot, self.chunks.source, self.paths
-        return {key: (self.names[int(source[slot[key]])], paths[key]) for key in ids if key in slot}
+        slot, source, names, rows = self.chunks.slot, self.chunks.source, self.names, self.rows
+        return {key: (names[int(source[slot[key]])], rows[key][0]) for key in ids if key in slot}
 
     def _excluded(self, source: str) -> int:
         return self.sources.get(source, -2) if source else -1
@@ -255,18 +273,26 @@ class LegMirror:
                 "windows": int(self.windows.live[:self.windows.n].sum()), "changed": len(self.changed)}
 
 
+SHARED = frozenset({"heading_path", "file_hash", "date", "model"})  # fields many chunks hold alike
+
+
+def _shared(name: str, value: Any) -> Any:
+    return sys.intern(value) if name in SHARED and isinstance(value, str) else value
+
+
 class Stale(Exception):
     """The store was written or closed while its mirror loaded: the load is abandoned."""
 
 
 def load(tables: Callable[[str], Any], collection: str, windows_collection: str, dim: int,
-         stale: Callable[[], bool] = lambda: False) -> LegMirror:
+         stale: Callable[[], bool] = lambda: False, fields: Sequence[str] = ("heading_path",)) -> LegMirror:
     """The mirror of a local index this process serves, read in process from its engine's collections
-    (`tables`: the store's own client's, so a loader that outlives close() never reads a later opening).
-    Never opens the store; raises Stale, between pages, once `stale()` says the store moved on."""
-    mirror = LegMirror(dim)
-    for r in _all_rows(tables(collection), ["source", "heading_path", "dense", "sparse"], stale):
-        mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r["heading_path"])
+    (`tables`: the store's own client's, so a loader that outlives close() never reads a later opening),
+    with the chunks' scalar `fields`. Never opens the store; raises Stale, between pages, once `stale()`
+    says the store moved on."""
+    mirror = LegMirror(dim, fields)
+    for r in _all_rows(tables(collection), sorted({"source", *mirror.fields, "dense", "sparse"}), stale):
+        mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r)
     for w in _all_rows(tables(windows_collection), ["chunk_id", "source", "dense"], stale):
         mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
     return mirror

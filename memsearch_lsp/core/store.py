@@ -303,8 +303,7 @@ class MilvusStore:
                 self.client.upsert(self.collection, batch)
                 if self._mirror is not None:
                     for r in batch:
-                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]),
-                                               r["heading_path"])
+                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r)
         for start in range(0, len(windows), _BATCH):
             part = list(windows[start:start + _BATCH])
             with self._lock, self._mirrored():
@@ -378,7 +377,7 @@ class MilvusStore:
         from memsearch_lsp.core.mirror import load
 
         return load(client.table, self.collection, self.windows_collection, self.dim,
-                    stale=lambda: generation != self._generation)
+                    stale=lambda: generation != self._generation, fields=SCALARS)
 
     def flush(self) -> None:
         with self._lock:
@@ -509,7 +508,13 @@ class MilvusStore:
                 for r in self._get(ids, ["source", "heading_path"])}
 
     def rows(self, ids: Sequence[str]) -> list[Row]:
-        """Rows by id, in the order of `ids` (ids that are gone are left out)."""
+        """Rows by id, in the order of `ids` (ids that are gone are left out); from the mirror when it is
+        loaded (it holds every chunk's scalar fields: no point reads of whole rows)."""
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            with self._lock:
+                found = [mirror.row(i) for i in ids]
+            return [Row.from_entity(r["id"], r) for r in found if r is not None]
         by_id = {r["id"]: r for r in self._get(ids, list(SCALARS))}
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
 

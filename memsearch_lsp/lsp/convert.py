@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,14 +24,22 @@ def normalize_uri(uri: str) -> str:
     return (from_fs_path(os.path.normpath(path)) or uri) if path else uri
 
 
+@functools.lru_cache(maxsize=4096)
 def uri_of(root: Path, source: str) -> str:
+    """The URI of a memory file (cached: a workspace/symbol answer asks for each hit's, twice)."""
     return from_fs_path(str(root / source)) or f"file://{root / source}"
+
+
+def num_units(codec: PositionCodec, text: str) -> int:
+    """`text`'s length in the client's position encoding (pygls counts character by character in Python;
+    ASCII is one unit a character in UTF-8, UTF-16 and UTF-32 alike)."""
+    return len(text) if text.isascii() else codec.client_num_units(text)
 
 
 def chunk_range(codec: PositionCodec, start_line: int, end_line: int, last_line: str) -> types.Range:
     """1-based inclusive lines -> an LSP range from the start of the first to the end of the last."""
     return types.Range(start=types.Position(line=start_line - 1, character=0),
-                       end=types.Position(line=end_line - 1, character=codec.client_num_units(last_line)))
+                       end=types.Position(line=end_line - 1, character=num_units(codec, last_line)))
 
 
 def last_line(content: str) -> str:
@@ -95,7 +104,7 @@ def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[type
             name=chunk.heading or "(untitled)", kind=types.SymbolKind.Namespace if chunk.level == 1
             else types.SymbolKind.String, range=rng,
             selection_range=types.Range(start=rng.start, end=types.Position(
-                line=rng.start.line, character=codec.client_num_units(heading_line))),
+                line=rng.start.line, character=num_units(codec, heading_line))),
             detail=f"h{chunk.level}", children=[])
         if stack:
             parent = stack[-1][1]
