@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -151,19 +152,16 @@ class LiteClient:
 
         return DataType
 
-    def _col(self, name: str) -> Any:
-        return table(self.db, name)
-
     def table(self, name: str) -> Any:
         """The engine's collection `name`, read directly (this client's engine, never one opened later)."""
-        return self._col(name)
+        return table(self.db, name)
 
     # -- collections and indexes -------------------------------------------------------------
     def has_collection(self, name: str) -> bool:
         return bool(self.db.has_collection(name))
 
     def describe_collection(self, name: str) -> dict[str, Any]:
-        schema = self._col(name).schema
+        schema = self.table(name).schema
         return {"collection_name": name, "functions": list(schema.functions),
                 "fields": [{"name": f.name, "params": {"dim": f.dim} if f.dim else {}} for f in schema.fields]}
 
@@ -183,48 +181,48 @@ class LiteClient:
         self.db.drop_collection(name)
 
     def create_index(self, name: str, index_params: _Indexes) -> None:
-        col = self._col(name)
+        col = self.table(name)
         for field, spec in index_params.specs:
             col.create_index(field, spec)
 
     def describe_index(self, name: str, index_name: str) -> dict[str, Any]:
-        spec = self._col(name)._index_specs.get(index_name)
+        spec = self.table(name)._index_specs.get(index_name)
         if spec is None:
             raise LookupError(f"no index on field {index_name!r} of collection {name!r}")
         return {"field_name": spec.field_name, "index_type": spec.index_type, "metric_type": spec.metric_type}
 
     def drop_index(self, name: str, index_name: str) -> None:
-        self._col(name).drop_index(index_name)
+        self.table(name).drop_index(index_name)
 
     def load_collection(self, name: str) -> None:
-        self._col(name).load()
+        self.table(name).load()
 
     def release_collection(self, name: str) -> None:
-        self._col(name).release()
+        self.table(name).release()
 
     def flush(self, name: str) -> None:
-        self._col(name).flush()
+        self.table(name).flush()
 
     def close(self) -> None:
         """The engine stays open until `release` (the store's close calls both)."""
 
     # -- rows --------------------------------------------------------------------------------
     def upsert(self, name: str, data: Sequence[dict[str, Any]]) -> None:
-        self._col(name).upsert(list(data))
+        self.table(name).upsert(list(data))
 
     def delete(self, name: str, ids: Sequence[str] | None = None, filter: str = "") -> None:
-        col = self._col(name)
+        col = self.table(name)
         if ids is None:
             ids = [row[col._pk_name] for row in col.query(filter, output_fields=[col._pk_name])]
         if ids:
             col.delete(list(ids))
 
     def get(self, name: str, ids: Sequence[str], output_fields: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        return list(self._col(name).get(list(ids), output_fields=list(output_fields or []) or None))
+        return list(self.table(name).get(list(ids), output_fields=list(output_fields or []) or None))
 
     def query(self, name: str, filter: str = "", output_fields: Sequence[str] | None = None,
               limit: int | None = None) -> list[dict[str, Any]]:
-        col = self._col(name)
+        col = self.table(name)
         fields = list(output_fields or [])
         if "count(*)" in fields:
             return [{"count(*)": len(col.query(filter)) if filter else int(col.num_entities)}]
@@ -232,11 +230,11 @@ class LiteClient:
 
     def query_iterator(self, name: str, batch_size: int = 1000, filter: str = "",
                        output_fields: Sequence[str] | None = None) -> _Pages:
-        return _Pages(self._col(name), batch_size, filter, list(output_fields or []))
+        return _Pages(self.table(name), batch_size, filter, list(output_fields or []))
 
     def search(self, name: str, data: Sequence[Any], anns_field: str, limit: int, filter: str = "",
                output_fields: Sequence[str] | None = None) -> list[list[dict[str, Any]]]:
-        col = self._col(name)
+        col = self.table(name)
         return list(col.search(query_vectors=list(data), top_k=limit, anns_field=anns_field,
                                metric_type=col.resolve_search_metric(anns_field, None), expr=filter or None,
                                output_fields=list(output_fields or [])))
@@ -299,8 +297,10 @@ def steady_mmap_threshold(size: int = 1024 * 1024) -> None:
             libc.mallopt(M_MMAP_THRESHOLD, size)
 
 
+@functools.cache
 def _glibc() -> Any:
-    """The C library on Linux (malloc_trim, mallopt), else None."""
+    """The C library on Linux (malloc_trim, mallopt), else None; looked up once (find_library runs
+    `ldconfig -p`, ~1.5 ms, and release_unused_memory runs after every page of a full read)."""
     import sys
 
     if not sys.platform.startswith("linux"):

@@ -252,7 +252,8 @@ class LegMirror:
     def sections(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """The section (source, heading path) of each chunk in `ids` that is stored."""
         slot, source, names, rows = self.chunks.slot, self.chunks.source, self.names, self.rows
-        return {key: (names[int(source[slot[key]])], rows[key][0]) for key in ids if key in slot}
+        path = self.fields.index("heading_path")
+        return {key: (names[int(source[slot[key]])], rows[key][path]) for key in ids if key in slot}
 
     def _excluded(self, source: str) -> int:
         return self.sources.get(source, -2) if source else -1
