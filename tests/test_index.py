@@ -92,6 +92,34 @@ def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memor
     assert memory.status()["files"] == 12
 
 
+def test_the_embedding_cache_asks_the_store_only_for_text_it_holds(workspace: Path, make_memory,
+                                                                  embedder: FakeEmbedder, monkeypatch) -> None:
+    asked: list[str] = []
+    from memsearch_lsp.core.store import MilvusStore
+
+    lookup = MilvusStore.vectors_for
+
+    def spy(self: MilvusStore, hashes: list[str], model: str) -> dict[str, list[list[float]]]:
+        asked.extend(hashes)
+        return lookup(self, hashes, model)
+
+    monkeypatch.setattr(MilvusStore, "vectors_for", spy)
+    memory = make_memory(workspace)
+    memory.index()
+    assert asked == []  # a first index: nothing stored, so no lookup (each would copy the unflushed rows)
+    memory.close()
+    # written while no process was up: a copy of a stored file is found in the store by a new process
+    (workspace / "memory/copy.md").write_text((workspace / "memory/2026-02-05.md").read_text())
+    before = embedder.embedded
+    fresh = make_memory(workspace)
+    stats = fresh.index()
+    assert stats.files_added == 1
+    assert embedder.embedded == before and stats.chunks_embedded == 0 and stats.chunks_reused > 0
+    copied = {c.embed_hash for c in chunk_markdown((workspace / "memory/copy.md").read_text(), "memory/copy.md",
+                                                   model=embedder.model_name)}
+    assert set(asked) == copied
+
+
 def test_model_change_reembeds_everything_without_reset(workspace: Path, make_memory) -> None:
     first = make_memory(workspace, FakeEmbedder(model_name="fake-a"))
     total = first.index().chunks_total

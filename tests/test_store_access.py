@@ -86,6 +86,38 @@ assert pyarrow.table({"a": [1, 2]}).to_pandas()["a"].sum() == 3, "pandas stays u
 """
 
 
+def test_the_memtable_flush_builds_the_rows_column_wise_as_milvus_lite_would(
+        tmp_path: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    from milvus_lite.storage.memtable import MemTable
+
+    (tmp_path / "memory").mkdir()
+    memory = make_memory(tmp_path)
+    store = memory.store
+    build = MemTable._build_data_table
+    assert getattr(build, "columnar", False), "opening a local store installs the column-wise builder"
+    long = " ".join(f"word{i} é {i}" for i in range(300))  # several embedding windows: the windows table too
+    text = f"# Log\n\n## Kept\n\n{long}\n\n## Edited\n\nfirst version\n\n## Empty\n"
+    monkeypatch.setattr(type(store), "flush", lambda self: None)  # keep every write in the memtable
+    memory.indexer.index_text("memory/a.md", text)
+    memory.indexer.index_text("memory/b.md", text.replace("Kept", "Other"))
+    # the same ids again (a shadowed row in an older batch) and a replaced chunk (a delete)
+    memory.indexer.index_text("memory/a.md", text.replace("first version", "second version"))
+    compared = 0
+    for name in (store.collection, store.windows_collection):
+        table = store._engine(name)._memtable
+        live = [(b, r) for b, r, _seq in table._pk_index.values()]
+        assert len(live) < sum(batch.num_rows for batch in table._insert_batches)  # shadowed rows exist
+        ours, theirs = build(table, live), build.original(table, live)
+        assert ours.schema.equals(theirs.schema, check_metadata=True)
+        assert ours.equals(theirs) and ours.num_rows == len(live)
+        compared += ours.num_rows
+    assert compared > 8
+    monkeypatch.undo()
+    store.flush()
+    assert memory.search("second version", top_k=2, vector_weight=0.0)[0].source == "memory/a.md"
+    assert memory.status()["chunks"] == len(memory.indexer.manifest()["memory/a.md"].ids) * 2
+
+
 def test_a_local_index_needs_neither_pymilvus_nor_grpc_nor_pandas(workspace: Path) -> None:
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, "-c", _LOCAL_ONLY, str(workspace)], capture_output=True, text=True,

@@ -76,6 +76,11 @@ class Indexer:
         self.lock = threading.RLock()
         self.overlays: dict[str, str] = {}  # unsaved editor buffers: the truth for their files
         self._manifest: dict[str, _FileState] | None = None
+        # hash() of every embed_hash stored under the current model: the embedding cache asks the store
+        # only for these, since a lookup Milvus Lite must also answer from its unflushed rows copies them
+        # all (vectors as Python floats), once per group: most of a full index's memory and a third of its
+        # store time. A superset is harmless (a lookup that finds nothing), so deletes leave it alone.
+        self._stored: set[int] = set()
 
     @property
     def model(self) -> str:
@@ -85,7 +90,10 @@ class Indexer:
     def manifest(self) -> dict[str, _FileState]:
         if self._manifest is None:
             manifest: dict[str, _FileState] = {}
-            for row in self.store.iter_rows(["source", "file_hash", "model"]):
+            self._stored = set()
+            for row in self.store.iter_rows(["source", "file_hash", "model", "embed_hash"]):
+                if row["model"] == self.model:
+                    self._stored.add(hash(row["embed_hash"]))
                 state = manifest.get(row["source"])
                 if state is None:
                     state = manifest[row["source"]] = _FileState(row["file_hash"])
@@ -235,7 +243,8 @@ class Indexer:
 
     def _write_group(self, group: Sequence[tuple[str, str, list[Chunk]]], stats: IndexStats) -> None:
         chunks = [c for _, _, cs in group for c in cs]
-        vectors = self.store.vectors_for([c.embed_hash for c in chunks], self.model) if chunks else {}
+        stored = [c.embed_hash for c in chunks if hash(c.embed_hash) in self._stored]
+        vectors = self.store.vectors_for(stored, self.model) if stored else {}
         missing: dict[str, list[str]] = {}
         for c in chunks:
             if c.embed_hash not in vectors:
@@ -266,6 +275,7 @@ class Indexer:
                     added.append(row["sparse"])
         self.df.begin()  # the saved statistics may go stale from here until df.save()
         self.store.upsert(rows, windows)
+        self._stored.update(hash(c.embed_hash) for c in chunks)
         self.df.add(added)
         for source, text, cs in group:
             new_ids = {c.id for c in cs}
