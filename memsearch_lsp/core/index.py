@@ -78,7 +78,7 @@ class Indexer:
         self._manifest: dict[str, _FileState] | None = None
         # hash() of every embed_hash stored under the current model: the embedding cache asks the store
         # only for these, since a lookup Milvus Lite must also answer from its unflushed rows copies them
-        # all (vectors as Python floats), once per group: most of a full index's memory and a third of its
+        # all (vectors as Python floats), once per group: much of a full index's peak memory and about half its
         # store time. A superset is harmless (a lookup that finds nothing), so deletes leave it alone.
         self._stored: set[int] = set()
 
