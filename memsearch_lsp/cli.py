@@ -74,7 +74,11 @@ def _parser() -> _Parser:
     sub.add_parser("doctor", parents=[common], help="check the install, model, settings and index; say what to fix")
     remember = sub.add_parser("remember", parents=[common], help="append a note to today's log and index it")
     remember.add_argument("text", nargs="*", metavar="TEXT", help="the note; - (or nothing) reads it from stdin")
-    remember.add_argument("--heading", metavar="H", default=None, help="the note's ## heading (default: HH:MM)")
+    remember.add_argument("--heading", metavar="H", default=None,
+                          help="the note's ## heading (default: HH:MM); with --long-term, the MEMORY.md section")
+    remember.add_argument("--long-term", action="store_true",
+                          help="record a lasting fact or preference in MEMORY.md under --heading (default: Notes), "
+                               "appended to that section; what is there stays as written")
 
     sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio (for agents; needs memsearch-lsp[mcp])")
     return parser
@@ -186,7 +190,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     _emit(args, report.to_dict(), report.describe())
     return EXIT_OK if report.ok else EXIT_USER
 def cmd_remember(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.memory import note_body
+    from memsearch_lsp.core.notes import clean_note
 
     if args.text in ([], ["-"]):
         if sys.stdin is None or sys.stdin.isatty():
@@ -195,11 +199,11 @@ def cmd_remember(args: argparse.Namespace) -> int:
     else:
         text = " ".join(args.text)
     try:
-        body = note_body(text)
+        body = clean_note(text)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     with _memory(args) as memory:
-        note = memory.remember(body, args.heading)
+        note = memory.remember(body, args.heading, long_term=args.long_term)
     _emit(args, note.to_dict(), str(note))
     return EXIT_OK
 
@@ -248,11 +252,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memsearch_lsp.core.compact import CompactError
     from memsearch_lsp.core.embed import EmbeddingError
     from memsearch_lsp.core.files import PathError
+    from memsearch_lsp.core.notes import NoteError
 
     try:
         return COMMANDS[args.command](args)
     except (UserError, ConfigError, FileNotFoundError, CompactError, PathError, NoMemoryHere,
-            EmbeddingError) as exc:
+            EmbeddingError, NoteError) as exc:
         sys.stderr.write(f"memsearch-lsp: error: {exc}\n")
         return EXIT_USER
     except KeyboardInterrupt:

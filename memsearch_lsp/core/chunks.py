@@ -16,7 +16,8 @@ MAX_CHARS = 1500
 # best window: the model reads 256 tokens (~1000 characters), and a shorter window keeps one topic of a
 # long chunk from being averaged away by the rest (bench/README.md: dense recall@5 0.53 -> 0.62).
 WINDOW_CHARS = 500
-DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
+# A daily log: YYYY-MM-DD.md, or the day's next file (YYYY-MM-DD.2.md ...) when `remember` found one full.
+DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:\.\d{1,3})?\.md$")
 CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
 ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: an ATX opening sequence
 

@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -19,8 +18,18 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embed import Embedder, create_embedder, reads
-from memsearch_lsp.core.files import is_memory_source, read_text, relative_source
+from memsearch_lsp.core.files import MAX_FILE_BYTES, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
+from memsearch_lsp.core.notes import (
+    Addition,
+    NoteError,
+    append_note,
+    clean_heading,
+    clean_note,
+    insert_in_section,
+    read_note_file,
+    write_note_file,
+)
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search import Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store import MilvusStore
@@ -35,12 +44,13 @@ INDEX_DIR = ".memsearch"
 MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
 
 
-def note_body(text: str) -> str:
-    """The text of a note to remember, stripped; ValueError when there is nothing to remember."""
-    body = text.strip()
-    if not body:
-        raise ValueError("nothing to remember: the text is empty")
-    return body
+LONG_TERM = "MEMORY.md"
+LONG_TERM_TEXT = "# Long-term memory\n\n"
+MAX_DAY_FILES = 99  # YYYY-MM-DD.md, then YYYY-MM-DD.2.md ... when a log is full or unreadable
+
+
+class _NextFile(Exception):
+    """This log cannot take the note cleanly; the day's next file can."""
 
 
 @dataclass(frozen=True)
@@ -140,10 +150,14 @@ class MemoryFiles:
             model = self.config.embedding.model
         return chunk_markdown(text, source, model=model)
 
+    def memory_folder(self) -> Path:
+        """The first memory folder (where daily logs and MEMORY.md are written)."""
+        return self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
+
     def today(self, date: dt.date | None = None) -> Path:
         """Today's daily log (created with a heading when missing)."""
         day = (date or self.clock().date()).isoformat()
-        folder = self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
+        folder = self.memory_folder()
         path = folder / f"{day}.md"
         self.source_of(path)  # PathError before anything is written outside the workspace
         if not path.exists():
@@ -167,8 +181,9 @@ class MemoryFiles:
     async def aexpand(self: MemoryApi, chunk_id: str) -> Expanded | None:
         return await asyncio.to_thread(self.expand, chunk_id)
 
-    async def aremember(self: MemoryApi, text: str, heading: str | None = None) -> Remembered:
-        return await asyncio.to_thread(self.remember, text, heading)
+    async def aremember(self: MemoryApi, text: str, heading: str | None = None, *,
+                        long_term: bool = False) -> Remembered:
+        return await asyncio.to_thread(lambda: self.remember(text, heading, long_term=long_term))
 
 
 class Memory(MemoryFiles):
@@ -334,28 +349,59 @@ class Memory(MemoryFiles):
                 "chunks": sum(len(s.ids) for s in manifest.values()),
                 "pending_buffers": sorted(indexer.overlays)}
 
-    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None) -> Remembered:
-        """Append a note to today's log under `## HH:MM` (or `heading`) and index it.
+    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,
+                 long_term: bool = False) -> Remembered:
+        """Append a note to today's log under `## HH:MM` (or `heading`) and index it; with `long_term`, add it
+        to MEMORY.md at the end of the section `heading` (created at the end when missing).
 
-        The 'remember' step of an agent loop; `now` (default: the clock) picks the log and the time.
+        The 'remember' step of an agent loop; `now` (default: the clock) picks the log and the time. The note
+        is cleaned first (core.notes: control characters removed, fences closed, at most 64 KiB: NoteError
+        otherwise); a heading already in the log gets a number; a log the note cannot join cleanly (full,
+        unreadable, or left in a state where the note would not start a chunk) continues in the day's next
+        file (YYYY-MM-DD.2.md, ...). Nothing is written unless the whole note can be.
         """
-        body = note_body(text)
+        body = clean_note(text)
         when = now or self.clock()
-        stamp = " ".join((heading or "").split()) or when.strftime("%H:%M")
+        title = clean_heading(heading) or ("Notes" if long_term else when.strftime("%H:%M"))
         with self._appending:
-            path = self.today(when.date())
-            self.source_of(path)  # the log may have become a link to outside since
-            before = path.read_text(encoding="utf-8")
-            gap = "" if not before or before.endswith("\n\n") else "\n" if before.endswith("\n") else "\n\n"
-            first_line = before.count("\n") + gap.count("\n") + 1  # the line of the new heading
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
-            with open(fd, "a", encoding="utf-8") as handle:
-                handle.write(f"{gap}## {stamp}\n\n{body}\n")
-            source = self.source_of(path)
+            if long_term:
+                path = self.memory_folder() / LONG_TERM
+                source, addition = self._write(path, lambda before, src: insert_in_section(before, body, title, src),
+                                               LONG_TERM_TEXT)
+            else:
+                source, addition = self._append_to_day(when.date(), body, title)
             stats = self.index_file(source)
-            after = path.read_text(encoding="utf-8")
-        chunks = [c for c in self.indexer.chunk(source, after) if c.start_line >= first_line]
+        chunks = [c for c in self.indexer.chunk(source, addition.text)
+                  if c.end_line >= addition.first and c.start_line <= addition.last]
         return Remembered(source, tuple(chunks), stats)
+
+    def _append_to_day(self, day: dt.date, body: str, title: str) -> tuple[str, Addition]:
+        for n in range(1, MAX_DAY_FILES + 1):
+            name = f"{day.isoformat()}.md" if n == 1 else f"{day.isoformat()}.{n}.md"
+            header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
+            try:
+                return self._write(self.memory_folder() / name,
+                                   lambda before, src: append_note(before, body, title, src), header)
+            except _NextFile as why:
+                log.info("%s: %s; the note goes to the day's next file", name, why)
+        raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
+
+    def _write(self, path: Path, add: Callable[[str, str], Addition | None], header: str) -> tuple[str, Addition]:
+        source = self.source_of(path)  # PathError before anything is written outside the workspace
+        found = read_note_file(path, source)
+        before = header if found is None else found[0]
+        if found is not None and found[1] and not found[0]:
+            raise _NextFile(found[1])
+        addition = add(before, source)
+        if addition is None:
+            raise _NextFile("the note would not start a section of its own there")
+        if found is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.source_of(path)  # the folder may be a link to outside
+        elif len(addition.text.encode("utf-8")) > MAX_FILE_BYTES:
+            raise _NextFile(f"it would grow past {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        write_note_file(path, None if found is None else before, addition)
+        return source, addition
 
     def close(self) -> None:
         if self._store is not None:

@@ -30,7 +30,8 @@ from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, Remembered, note_body, with_index_settings
+from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, Remembered, with_index_settings
+from memsearch_lsp.core.notes import clean_note
 from memsearch_lsp.core.search import Expanded, Hit
 from memsearch_lsp.core.store import IndexBusy, locked_by_other
 from memsearch_lsp.version import __version__
@@ -109,6 +110,8 @@ def _call(sock_path: str, op: str, args: dict[str, Any], timeout: float = CALL_T
         raise OwnerGone("the index owner closed the connection")
     reply = json.loads(line)
     if not reply.get("ok"):
+        if reply.get("user_error"):
+            raise ValueError(reply.get("error", "bad input"))
         raise RuntimeError(reply.get("error", "the index owner failed"))
     return reply.get("result")
 
@@ -164,6 +167,8 @@ class _Handler(socketserver.StreamRequestHandler):
             request = json.loads(self.rfile.readline() or b"{}")
             result = self.server.owner.dispatch(str(request.get("op", "")), dict(request.get("args") or {}))
             reply = {"ok": True, "result": result}
+        except ValueError as exc:  # bad input (a bad note, a path outside): the caller raises ValueError
+            reply = {"ok": False, "error": str(exc), "user_error": True}
         except Exception as exc:  # every failure goes back to the caller, none kills the owner
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         with contextlib.suppress(OSError):
@@ -238,7 +243,8 @@ class OwnerServer:
             return [asdict(h) for h in m.headings(**args)]
         if op == "remember":  # the owner appends and indexes, at the caller's time
             when = dt.datetime.fromisoformat(args["now"]) if args.get("now") else None
-            return asdict(m.remember(args["text"], args.get("heading"), now=when))
+            return asdict(m.remember(args["text"], args.get("heading"), now=when,
+                                     long_term=bool(args.get("long_term"))))
         if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
             return getattr(m, op)(**args)
         raise ValueError(f"unknown operation {op!r}")
@@ -321,8 +327,10 @@ class RemoteMemory(MemoryFiles):
     def headings(self, limit: int = 5000) -> list[Hit]:
         return [Hit(**h) for h in self._call("headings", limit=limit)]
 
-    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None) -> Remembered:
-        data = self._call("remember", text=note_body(text), heading=heading, now=(now or self.clock()).isoformat())
+    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,
+                 long_term: bool = False) -> Remembered:
+        data = self._call("remember", text=clean_note(text), heading=heading, now=(now or self.clock()).isoformat(),
+                          long_term=long_term)
         chunks = tuple(Chunk(**dict(c, heading_path=tuple(c["heading_path"]))) for c in data["chunks"])
         return Remembered(data["source"], chunks, _to_stats(data["stats"]))
 

@@ -1,0 +1,201 @@
+"""What `remember` writes: a note made safe for the log (control characters out, fences closed, size capped),
+a heading of its own, the text appended to a daily log or inserted into a section of MEMORY.md, and the
+file operations that write it (regular files only, never through a link).
+
+Each addition is checked with the chunker before anything is written: a note that would not start a chunk
+of its own is never appended (`core.memory.Memory.remember` then takes the day's next log file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline
+from memsearch_lsp.core.files import read_text
+
+MAX_NOTE_BYTES = 64 * 1024  # a longer note is refused whole (exit 1), nothing written
+MAX_HEADING_CHARS = 200
+# C0 and C1 control characters other than tab and newline, DEL, and lone surrogates: none belongs in a note
+# (a NUL makes the whole log read as binary).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_BULLET = re.compile(r"^\s{0,3}[-*+]\s")
+
+
+class NoteError(ValueError):
+    """A note that cannot be remembered as given (empty, too long); nothing was written."""
+
+
+def clean_text(text: str) -> str:
+    """`text` with newlines normalised and control characters other than tab and newline removed."""
+    return _CONTROL.sub("", normalize_newlines(text))
+
+
+def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
+    """The note to append: cleaned, stripped, its own open code fence closed; NoteError when empty or too long."""
+    body = clean_text(text).strip()
+    if not body:
+        raise NoteError("nothing to remember: the text is empty")
+    size = len(body.encode("utf-8"))
+    if size > max_bytes:
+        raise NoteError(f"the note is {size} bytes; notes are limited to {max_bytes // 1024} KiB "
+                        "(put long material in a file of its own and remember a pointer to it)")
+    fence = open_fence(body)
+    return f"{body}\n{fence}" if fence else body
+
+
+def clean_heading(heading: str | None) -> str:
+    """A heading on one line: control characters and runs of white space collapsed, `#` runs at the ends
+    dropped, at most MAX_HEADING_CHARS characters."""
+    text = " ".join(clean_text(heading or "").split()).strip("# ").strip()
+    return text[:MAX_HEADING_CHARS].rstrip()
+
+
+def open_fence(text: str) -> str:
+    """The closing line for a code fence that `text` leaves open (CommonMark rules), else ''."""
+    fence = ""
+    for line in text.split("\n"):
+        if not fence:
+            opened = _FENCE_OPEN.match(line)
+            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = opened.group(1)
+        else:
+            stripped = line.strip()
+            if (line[:4].strip() and stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence)
+                    and len(line) - len(line.lstrip(" ")) <= 3):
+                fence = ""
+    return fence
+
+
+def unique_heading(heading: str, taken: set[str]) -> str:
+    """`heading`, or `heading (2)`, `(3)`, ... when a heading of that name is already in the log."""
+    if heading not in taken:
+        return heading
+    n = 2
+    while f"{heading} ({n})" in taken:
+        n += 1
+    return f"{heading} ({n})"
+
+
+@dataclass(frozen=True)
+class Addition:
+    """A file's new text; `appended` is what to append when the change only appends (else the file is
+    rewritten with `text`, every old line kept). The note's heading and lines (1-based, inclusive)."""
+
+    text: str
+    appended: str | None
+    heading: str
+    first: int
+    last: int
+
+
+def _fence_close(lines: list[str]) -> list[str]:
+    fence = open_fence("\n".join(lines))
+    return [fence] if fence else []
+
+
+def append_note(before: str, body: str, heading: str, source: str) -> Addition | None:
+    """`before` with `## heading` and `body` appended (a fence left open is closed first, the heading made
+    unique in the file); None when the note would not start a chunk of its own (the caller goes elsewhere)."""
+    title = unique_heading(heading, {c.heading for c in chunk_markdown(before, source)})
+    lines = before.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    new = [*_fence_close(lines), *([""] if lines else []), f"## {title}", "", *body.split("\n")]
+    while lines and new[0] == "" and lines[-1].strip() == "":  # one blank line before the heading
+        new.pop(0)
+    joined = "\n".join(new) + "\n"
+    appended = ("" if before.endswith("\n") or not before else "\n") + joined
+    first = len(lines) + new.index(f"## {title}") + 1
+    return _checked(before + appended, appended, title, first, len(lines) + len(new), source)
+
+
+def insert_in_section(before: str, body: str, section: str, source: str) -> Addition | None:
+    """`before` with `body` added at the end of its first section titled `section` (any level, case
+    ignored), or under a new `## section` at the end; every line already there stays as it was. A one-line
+    note joins a bullet list as a bullet. None when the result would not chunk as meant."""
+    lines = before.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    headings = outline(lines)[0] if lines else []
+    found = [h for h in headings if h.title.casefold() == section.casefold()]
+    if not found:
+        return append_note(before, body, section, source)
+    head = found[0]
+    stop = next((h.row for h in headings if h.row > head.row and h.level <= head.level), len(lines))
+    end = stop
+    while end > head.end_row + 1 and not lines[end - 1].strip():
+        end -= 1
+    closing = _fence_close(lines[head.row:end])
+    bullet = "\n" not in body and not closing and end > head.end_row + 1 and _BULLET.match(lines[end - 1])
+    note = (body if body.lstrip().startswith(("-", "*", "+")) else f"- {body}") if bullet else body
+    new = [*closing, *([] if bullet else [""]), *note.split("\n")]
+    if stop < len(lines) and end == stop:  # no blank line before the next heading: keep one
+        new.append("")
+    text = "\n".join(lines[:end] + new + lines[end:]) + "\n"
+    first = end + len(closing) + (0 if bullet else 1) + 1
+    last = first + note.count("\n")
+    appended = text[len(before):] if text.startswith(before) else None
+    return _checked(text, appended, head.title, first, last, source, section_row=head.row + 1)
+
+
+def _checked(text: str, appended: str | None, heading: str, first: int, last: int, source: str,
+             section_row: int = 0) -> Addition | None:
+    """The addition when the chunker sees the note where it was put (its heading starts a chunk)."""
+    start = section_row or first
+    if not any(c.start_line == start and c.heading == heading for c in chunk_markdown(text, source)):
+        return None
+    return Addition(text, appended, heading, first, last)
+
+
+# -- the files ---------------------------------------------------------------------------------------
+def read_note_file(path: Path, name: str) -> tuple[str, str] | None:
+    """(text, problem) of a log a note may go to; None when it does not exist yet; NoteError at once when it
+    is there but not a regular file (a FIFO, a device, a link): it is never opened for reading or writing."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        raise NoteError(f"{name} is not a regular file (a link, FIFO or device); "
+                        "move it away and remember again")
+    return read_text(path)
+
+
+def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
+    """Write `addition` to `path`: create it, append to it, or (a section insertion) replace it atomically
+    with a file of the same mode. Never follows a link; nothing is written when `path` is not regular."""
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if before is None:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        data = addition.text
+    elif addition.appended is not None:
+        fd = os.open(path, flags | os.O_APPEND)
+        data = addition.appended
+    else:
+        _replace(path, addition.text)
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NoteError(f"{path.name} is not a regular file")
+        handle.write(data)
+
+
+def _replace(path: Path, text: str) -> None:
+    mode = stat.S_IMODE(path.lstat().st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
