@@ -1,5 +1,5 @@
 """The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset | init | doctor |
-remember | mcp."""
+remember | recent | warm | mcp."""
 
 from __future__ import annotations
 
@@ -79,6 +79,28 @@ def _parser() -> _Parser:
     remember.add_argument("--long-term", action="store_true",
                           help="record a lasting fact or preference in MEMORY.md under --heading (default: Notes), "
                                "appended to that section; what is there stays as written")
+    remember.add_argument("--summarize", action="store_true",
+                          help="store the configured summariser endpoint's note for the text (compact.summarizer "
+                               "= \"openai\" in your user settings), the text itself when none is set or it fails")
+
+    recent = sub.add_parser("recent", parents=[common],
+                            help="the last days' notes from the daily logs (no index needed)",
+                            description="Print the notes of the last days' daily logs, newest day first. "
+                                        "Example: memsearch-lsp recent --days 2 --json")
+    recent.add_argument("--days", type=int, default=3, metavar="N", help="today and the N-1 days before (default 3)")
+    recent.add_argument("--session", action="store_true",
+                        help="what a new session should know: MEMORY.md, the newest summary, then the notes")
+    recent.add_argument("--chars", type=int, default=None, metavar="N",
+                        help="at most N characters of note text (whole notes; default: no limit)")
+
+    warm = sub.add_parser("warm", parents=[common],
+                          help="keep the index open in the background for hooks and scripts",
+                          description="Own the workspace's index and serve it to later commands (hooks, scripts, "
+                                      "the CLI) until no call came for --idle seconds; exits at once when another "
+                                      "process (an editor) owns it. Example: memsearch-lsp warm --detach --idle 900")
+    warm.add_argument("--idle", type=float, default=900, metavar="SECONDS",
+                      help="exit after this many seconds without a call (default 900)")
+    warm.add_argument("--detach", action="store_true", help="start it in the background and return at once")
 
     sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio (for agents; needs memsearch-lsp[mcp])")
     return parser
@@ -190,7 +212,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     _emit(args, report.to_dict(), report.describe())
     return EXIT_OK if report.ok else EXIT_USER
 def cmd_remember(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.notes import clean_note
+    from memsearch_lsp.core.notes import clean_note, summarized
 
     if args.text in ([], ["-"]):
         if sys.stdin is None or sys.stdin.isatty():
@@ -203,8 +225,54 @@ def cmd_remember(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     with _memory(args) as memory:
+        if args.summarize:
+            body = clean_note(summarized(memory.config, memory.root, body))
         note = memory.remember(body, args.heading, long_term=args.long_term)
     _emit(args, note.to_dict(), str(note))
+    return EXIT_OK
+
+
+def cmd_recent(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.memory import MemoryFiles
+    from memsearch_lsp.core.onboard import require_memory_workspace
+    from memsearch_lsp.core.recall import recent_notes, session_notes, within
+
+    if args.days < 1 or (args.chars is not None and args.chars < 1):
+        raise UserError("--days and --chars must be at least 1")
+    workspace = Path(args.workspace).expanduser()
+    if not workspace.is_dir():
+        raise UserError(f"workspace {workspace} is not a folder")
+    require_memory_workspace(workspace.resolve())
+    memory = MemoryFiles(workspace)
+    notes = (session_notes if args.session else recent_notes)(memory, args.days)
+    if args.chars is not None:
+        notes = within(notes, args.chars)
+    text = "\n\n".join(f"<!-- {n.source}:{n.start_line}-{n.end_line} id={n.id} -->\n{n.content}" for n in notes)
+    _emit(args, [n.to_dict() for n in notes], text or "no notes")
+    return EXIT_OK
+
+
+def cmd_warm(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.onboard import require_memory_workspace
+    from memsearch_lsp.core.shared import serve_until_idle
+
+    if args.idle <= 0:
+        raise UserError("--idle must be more than 0 seconds")
+    workspace = Path(args.workspace).expanduser()
+    if not workspace.is_dir():
+        raise UserError(f"workspace {workspace} is not a folder")
+    require_memory_workspace(workspace.resolve())
+    if args.detach:
+        import subprocess
+
+        command = [sys.executable, "-m", "memsearch_lsp", "warm", "--idle", str(args.idle),
+                   "--workspace", str(workspace.resolve())]
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        _emit(args, {"pid": process.pid, "idle_s": args.idle}, f"warming the index in pid {process.pid}")
+        return EXIT_OK
+    served = serve_until_idle(workspace, args.idle)
+    _emit(args, {"served": served}, "served until idle" if served else "another process owns the index")
     return EXIT_OK
 
 
@@ -235,7 +303,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 COMMANDS = {"serve": cmd_serve, "index": cmd_index, "search": cmd_search, "expand": cmd_expand,
             "compact": cmd_compact, "status": cmd_status, "reset": cmd_reset, "init": cmd_init, "doctor": cmd_doctor,
-            "remember": cmd_remember, "mcp": cmd_mcp}
+            "remember": cmd_remember, "recent": cmd_recent, "warm": cmd_warm,
+            "mcp": cmd_mcp}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -157,3 +157,25 @@ class EmbeddingServer(JsonEndpoint):
     def close(self) -> None:
         self.release()
         super().close()
+
+
+class ChatServer(JsonEndpoint):
+    """Speaks POST /v1/chat/completions (script: "500" fails once)."""
+
+    route = "/v1/chat/completions"
+
+    def __init__(self) -> None:
+        self.answer: Callable[[list[dict[str, str]]], str] = lambda messages: "## Topic\n\n- a canned fact\n"
+        super().__init__()
+
+    def reply(self, body: dict[str, Any], step: str | float | None) -> Reply:
+        if step == "500":
+            return 500, {"error": {"message": "model crashed", "type": "server_error"}}, {"retry-after-ms": "10"}
+        content = self.answer(body["messages"])
+        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": content}}],
+                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}, {}
+
+    def user_messages(self) -> list[str]:
+        return [r["messages"][-1]["content"] for r in self.requests]

@@ -35,7 +35,8 @@ def test_an_unclosed_fence_never_breaks_later_notes(workspace: Path, make_memory
     for note in (first, *later):
         assert note.chunks and note.chunks[0].heading == note.to_dict()["heading"]
         assert memory.expand(note.to_dict()["id"]).content.startswith(f"## {note.to_dict()['heading']}")
-    assert [h.heading for h in memory.headings() if h.source == LOG] == ["2026-12-03", "09:05", "09:10", "09:11", "09:12"]
+    headings = [h.heading for h in memory.headings() if h.source == LOG]
+    assert headings == ["2026-12-03", "09:05", "09:10", "09:11", "09:12"]
 
 
 def test_a_log_left_with_an_open_fence_by_hand_is_closed_before_the_note(workspace: Path, make_memory) -> None:

@@ -9,6 +9,7 @@ of its own is never appended (`core.memory.Memory.remember` then takes the day's
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import stat
@@ -16,8 +17,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline
 from memsearch_lsp.core.files import read_text
+
+log = logging.getLogger(__name__)
 
 MAX_NOTE_BYTES = 64 * 1024  # a longer note is refused whole (exit 1), nothing written
 MAX_HEADING_CHARS = 200
@@ -26,6 +30,12 @@ MAX_HEADING_CHARS = 200
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BULLET = re.compile(r"^\s{0,3}[-*+]\s")
+
+
+TURN_PROMPT = ("Rewrite this exchange between a user and a coding agent as a short note for the project's "
+               "long-term memory, in Markdown bullets: what was asked, what was decided or done and why, and every "
+               "fact worth keeping (names, versions, numbers and settings, dates, root causes and fixes, the user's "
+               "stated preferences). Leave out chatter and dead ends. Answer with the note only.\n\n")
 
 
 class NoteError(ValueError):
@@ -48,6 +58,20 @@ def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
                         "(put long material in a file of its own and remember a pointer to it)")
     fence = open_fence(body)
     return f"{body}\n{fence}" if fence else body
+
+
+def summarized(config: Config, root: Path, text: str) -> str:
+    """`text` (a captured turn) rewritten as a note by the configured summariser endpoint (`compact.summarizer
+    = "openai"`, a user setting); `text` itself when none is configured or the endpoint fails (logged)."""
+    if config.compact.summarizer != "openai":
+        return text
+    from memsearch_lsp.core.summarize import OpenAISummarizer, SummarizerError
+
+    try:
+        return OpenAISummarizer(config.compact, root).chat(TURN_PROMPT + text).strip() or text
+    except SummarizerError as exc:
+        log.warning("keeping the text as it is: %s", exc)
+        return text
 
 
 def clean_heading(heading: str | None) -> str:

@@ -191,6 +191,7 @@ class OwnerServer:
         self.socket = socket_path_for(memory.root)
         self._server: _UnixServer | None = None
         self._thread: threading.Thread | None = None
+        self.last_call = time.monotonic()  # when a client last asked something (an idle owner may leave)
 
     def start(self) -> None:
         self.socket.parent.mkdir(parents=True, exist_ok=True)
@@ -226,6 +227,7 @@ class OwnerServer:
 
     def dispatch(self, op: str, args: dict[str, Any]) -> Any:
         m = self.memory
+        self.last_call = time.monotonic()
         if op == "ping":
             return {"pid": os.getpid(), "version": __version__, "process": self.process}
         if op in ("index", "index_text", "index_file", "remove"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -70,3 +71,28 @@ class SharedMemory:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+
+
+WARM_PROCESS = "memsearch-lsp warm"
+
+
+def serve_until_idle(workspace: str | Path, idle_s: float, *, poll_s: float = 1.0) -> bool:
+    """Own the workspace's index and serve it to other processes (hooks, scripts, the CLI) until no call came
+    for `idle_s` seconds; False at once when another process already owns it. The index is reconciled first,
+    so the first caller finds it warm."""
+    memory = open_memory(workspace)
+    if not isinstance(memory, Memory):
+        memory.close()
+        return False
+    owner = OwnerServer(memory, process=WARM_PROCESS)
+    try:
+        owner.start()
+        memory.index()
+        owner.last_call = time.monotonic()
+        while time.monotonic() - owner.last_call < idle_s:
+            time.sleep(poll_s)
+        log.info("%s: no call for %.0f s; closing the index", memory.root, idle_s)
+        return True
+    finally:
+        owner.close()
+        memory.close()

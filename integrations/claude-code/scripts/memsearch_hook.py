@@ -2,25 +2,32 @@
 """Claude Code hooks for memsearch-lsp: `session-start`, `user-prompt-submit` and `stop`.
 
 Each reads the hook's JSON on stdin and prints what Claude Code expects on stdout:
-- session-start: MEMORY.md's headings and the last days' log headings as `additionalContext`;
-- user-prompt-submit: the top hits for the prompt (`memsearch-lsp search --json`) as `additionalContext`;
-- stop: appends the turn (the user's prompt, the assistant's last message) to today's log
-  (`memsearch-lsp remember -`) and prints nothing.
-A hook never blocks the agent: on any failure it prints nothing, notes why on stderr and exits 0.
-Standard library only, so any `python3` runs it; the CLI does the memory work.
+- session-start: starts a warm index owner for the session (`memsearch-lsp warm --detach`), then gives
+  MEMORY.md, the newest summary and the last days' notes (`memsearch-lsp recent --session`) as
+  `additionalContext`, within its budget;
+- user-prompt-submit: the top hits for the prompt (`memsearch-lsp search --json`, through the warm owner) with
+  each hit's source, lines and id; MEMORY.md and summaries come first when they match as well, and a captured
+  turn that repeats a curated note shown is left out;
+- stop: returns at once; a detached process records the turn (`memsearch-lsp remember - --summarize`) under a
+  heading that says what it was about, trimmed at paragraph or sentence ends outside code fences. Turns with
+  nothing to remember (an acknowledgement, an empty answer) are skipped.
+A hook never blocks the agent: on any failure it prints nothing, notes why on stderr and exits 0. Standard
+library only, so any `python3` runs it; the CLI does all memory work (and its confinement rules).
 
 Settings (environment):
   MEMSEARCH_HOOK_CLI            the command to run (default: memsearch-lsp)
-  MEMSEARCH_HOOK_CONTEXT_CHARS  at most this many characters of context per hook (default 2000)
+  MEMSEARCH_HOOK_CONTEXT_CHARS  at most this many characters of context per prompt (default 2000)
+  MEMSEARCH_HOOK_SESSION_CHARS  at most this many characters of context at session start (default 4000)
   MEMSEARCH_HOOK_TOP_K          hits per prompt (default 3)
-  MEMSEARCH_HOOK_DAYS           daily logs shown at session start (default 3)
+  MEMSEARCH_HOOK_DAYS           days of notes at session start (default 3)
   MEMSEARCH_HOOK_TURN_CHARS     at most this many characters of prompt and of answer kept per turn (default 1500)
-  MEMSEARCH_HOOK_MEMORY_DIR     the memory folder, relative to the project (default memory)
   MEMSEARCH_HOOK_TIMEOUT        seconds the CLI may take (default 50)
+  MEMSEARCH_HOOK_WARM_IDLE      seconds the warm index owner waits for a call before it exits (default 1800)
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -30,9 +37,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DAILY = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
-HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+ACKNOWLEDGEMENTS = {"ok", "okay", "k", "kk", "thanks", "thank you", "thx", "ty", "yes", "yep", "yeah", "no", "nope",
+                    "y", "n", "sure", "great", "cool", "nice", "perfect", "continue", "go on", "go ahead",
+                    "proceed", "lgtm", "looks good", "done", "good", "awesome", "got it", "right", "agreed"}
+CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
+REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
+WORD = re.compile(r"\w+")
 
 
 class HookError(Exception):
@@ -51,69 +63,123 @@ def project(event: dict[str, Any]) -> Path:
     return Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd") or os.getcwd())
 
 
+def command(event: dict[str, Any], subcommand: str, *args: str) -> list[str]:
+    return [*shlex.split(os.environ.get("MEMSEARCH_HOOK_CLI", "memsearch-lsp")), subcommand,
+            "--workspace", str(project(event)), *args]
+
+
 def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = None) -> str:
-    command = [*shlex.split(os.environ.get("MEMSEARCH_HOOK_CLI", "memsearch-lsp")), subcommand,
-               "--workspace", str(project(event)), *args]
+    argv = command(event, subcommand, *args)
     try:
-        done = subprocess.run(command, input=stdin, capture_output=True, text=True,
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
                               timeout=setting("TIMEOUT", 50), check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise HookError(f"{command[0]} failed: {exc}") from exc
+        raise HookError(f"{argv[0]} failed: {exc}") from exc
     if done.returncode != 0:
-        raise HookError(done.stderr.strip() or f"{command[0]} exited with {done.returncode}")
+        raise HookError(done.stderr.strip() or f"{argv[0]} exited with {done.returncode}")
     return done.stdout
+
+
+def detach(argv: list[str], stdin: str = "") -> None:
+    """Start `argv` in its own session and return at once (it outlives this hook)."""
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True, text=True)
+    if process.stdin is not None:
+        try:
+            process.stdin.write(stdin)
+        finally:
+            process.stdin.close()
+
+
+def owner_running(event: dict[str, Any]) -> bool:
+    """True when a process (an editor's server, a warm owner) serves this project's index."""
+    try:
+        record = json.loads((project(event) / ".memsearch" / "server.json").read_text())
+        os.kill(int(record["pid"]), 0)
+        return True
+    except PermissionError:
+        return True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def warm(event: dict[str, Any]) -> None:
+    """Keep an index owner for the session, so each prompt's search skips opening the index."""
+    if not owner_running(event):
+        try:
+            detach(command(event, "warm", "--idle", str(setting("WARM_IDLE", 1800))))
+        except OSError as exc:
+            sys.stderr.write(f"memsearch hook: no warm index owner: {exc}\n")
 
 
 def bounded(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
 
-def context(event_name: str, text: str) -> dict[str, Any]:
-    return {"hookSpecificOutput": {"hookEventName": event_name,
-                                   "additionalContext": bounded(text, setting("CONTEXT_CHARS", 2000))}}
-
-
-def headings(path: Path) -> list[str]:
-    """ATX headings outside code fences, indented by level."""
-    out, fence = [], ""
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        opened = FENCE.match(line)
-        if opened and (not fence or (opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence))):
-            fence = "" if fence else opened.group(1)
-        elif not fence and (match := HEADING.match(line)):
-            out.append("  " * (len(match.group(1)) - 1) + "- " + match.group(2))
-    return out
+def context(event_name: str, text: str, limit: int) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": bounded(text, limit)}}
 
 
 def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
-    folder = project(event) / os.environ.get("MEMSEARCH_HOOK_MEMORY_DIR", "memory")
-    if not folder.is_dir():
+    warm(event)
+    budget = setting("SESSION_CHARS", 4000)
+    notes = json.loads(cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)),
+                           "--chars", str(budget), "--json"))
+    if not notes:
         return None
-    logs = sorted((p for p in folder.iterdir() if DAILY.match(p.name) and p.is_file()), reverse=True)
-    parts = []
-    for path in [folder / "MEMORY.md", *logs[: setting("DAYS", 3)]]:
-        if path.is_file() and (found := headings(path)):
-            parts.append(f"{path.relative_to(project(event)).as_posix()}:\n" + "\n".join(found))
-    if not parts:
-        return None
-    intro = ("Long-term memory of this project (memsearch): the headings of its notes. "
-             "Search them with `memsearch-lsp search QUERY` or the memory_search MCP tool.\n\n")
-    return context("SessionStart", intro + "\n\n".join(parts))
+    parts = [f"<!-- {n['source']}:{n['start_line']}-{n['end_line']} id={n['id']} -->\n{n['content']}" for n in notes]
+    intro = ("Long-term memory of this project (memsearch): MEMORY.md, the latest summary and the last days' notes. "
+             "Search for more with `memsearch-lsp search QUERY` (or the memory_search MCP tool) and show a whole "
+             "section with `memsearch-lsp expand ID`.\n\n")
+    return context("SessionStart", intro + "\n\n".join(parts), budget + len(intro))
+
+
+def curated(source: str) -> bool:
+    name = source.rsplit("/", 1)[-1]
+    return name == "MEMORY.md" or name.startswith("summary-")
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in WORD.findall(text) if len(w) > 2}
+
+
+def repeats(hit: dict[str, Any], shown: list[dict[str, Any]]) -> bool:
+    mine = words(hit["snippet"])
+    return bool(mine) and any(len(mine & words(h["snippet"])) >= REPEAT_OVERLAP * len(mine) for h in shown)
+
+
+def choose(hits: list[dict[str, Any]], top_k: int) -> list[dict[str, Any]]:
+    """The hits to show: curated ones (MEMORY.md, summaries) that match as well first, then by score; a daily
+    note that repeats a curated hit shown is dropped."""
+    best = max((float(h["score"]) for h in hits), default=0.0)
+    first = [h for h in hits if curated(h["source"]) and float(h["score"]) >= CURATED_SHARE * best]
+    chosen = first[:top_k]
+    for hit in hits:
+        if len(chosen) >= top_k:
+            break
+        if hit in chosen or (not curated(hit["source"]) and repeats(hit, [h for h in chosen if curated(h["source"])])):
+            continue
+        chosen.append(hit)
+    return chosen
 
 
 def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
     prompt = str(event.get("prompt") or "").strip()
     if len(prompt) < 3 or prompt.startswith("/"):
         return None
-    hits = json.loads(cli(event, "search", "-k", str(setting("TOP_K", 3)), "--json", "--", bounded(prompt, 1000)))
+    warm(event)
+    top_k = setting("TOP_K", 3)
+    hits = json.loads(cli(event, "search", "-k", str(2 * top_k + 2), "--json", "--", bounded(prompt, 1000)))
+    hits = choose(hits, top_k)
     if not hits:
         return None
     lines = ["Possibly relevant memories (memsearch; `memsearch-lsp expand ID` shows a whole section):"]
     lines += [f"- {h['source']}:{h['start_line']}-{h['end_line']} {h['heading']} (id {h['id']}): {h['snippet']}"
               for h in hits]
-    return context("UserPromptSubmit", "\n".join(lines))
+    return context("UserPromptSubmit", "\n".join(lines), setting("CONTEXT_CHARS", 2000))
 
 
+# -- capture -----------------------------------------------------------------------------------
 def text_of(message: Any) -> str:
     """The text of a transcript message's content (a string or a list of blocks; tool blocks ignored)."""
     content = message.get("content") if isinstance(message, dict) else message
@@ -142,23 +208,105 @@ def last_turn(transcript: Path) -> tuple[str, str]:
     return prompt, answer
 
 
-def stop(event: dict[str, Any]) -> dict[str, Any] | None:
-    if event.get("stop_hook_active"):
-        return None  # a continuation forced by another Stop hook: the turn is recorded once
+def blocks(text: str) -> list[tuple[str, bool]]:
+    """Paragraphs and code blocks of `text`, in order: (block, is_code); a fence is one block, never split."""
+    out: list[tuple[str, bool]] = []
+    current: list[str] = []
+    fence = ""
+    for line in text.split("\n"):
+        opened = FENCE.match(line)
+        if fence:
+            current.append(line)
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
+                    and not line.strip().strip(fence[0]):
+                out.append(("\n".join(current), True))
+                current, fence = [], ""
+        elif opened:
+            if current:
+                out.append(("\n".join(current), False))
+            current, fence = [line], opened.group(1)
+        elif not line.strip():
+            if current:
+                out.append(("\n".join(current), False))
+            current = []
+        else:
+            current.append(line)
+    if current:
+        out.append(("\n".join(current) + (f"\n{fence}" if fence else ""), bool(fence)))
+    return out
+
+
+def trim(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut between paragraphs or after a sentence, never inside a code block
+    (one that does not fit is left out and said so)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    kept: list[str] = []
+    used = 0
+    for block, code in blocks(text):
+        room = limit - used - 2
+        if len(block) <= room:
+            kept.append(block)
+            used += len(block) + 2
+            continue
+        if code:
+            kept.append(f"(a code block of {block.count(chr(10)) + 1} lines left out)")
+            used += 40
+        else:
+            cuts = [m.start() for m in SENTENCE_END.finditer(block) if m.start() <= room - 2]
+            if cuts and cuts[-1] > 0:
+                kept.append(block[: cuts[-1]].rstrip() + " …")
+            break
+        if used >= limit:
+            break
+    return "\n\n".join(kept).strip() or bounded(text.split("\n", 1)[0], limit)
+
+
+def nothing_to_remember(prompt: str, answer: str) -> bool:
+    said = " ".join(re.sub(r"[^\w\s']", " ", prompt.lower()).split())
+    if not answer.strip():
+        return True
+    return said in ACKNOWLEDGEMENTS or (len(prompt.strip()) < 12 and len(answer.strip()) < 40)
+
+
+def topic(prompt: str, limit: int = 72) -> str:
+    """A heading that says what the turn was about: the prompt's first sentence, cut at a word."""
+    first = next((line for line in prompt.split("\n") if line.strip() and not FENCE.match(line)), "")
+    first = " ".join(re.sub(r"[`*_#>\[\]]", "", first).split())
+    first = SENTENCE_END.split(first, 1)[0].rstrip(".!?:;, ")
+    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0].rstrip(".,;:") + "…"
+
+
+def now() -> dt.datetime:
+    value = os.environ.get("MEMSEARCH_NOW", "").strip()
+    return dt.datetime.fromisoformat(value) if value else dt.datetime.now()
+
+
+def capture(event: dict[str, Any]) -> dict[str, Any] | None:
+    """Record the turn (run detached by `stop`)."""
     prompt, answer = "", str(event.get("last_assistant_message") or "")
     transcript = Path(str(event.get("transcript_path") or ""))
     if event.get("transcript_path") and transcript.is_file():
         prompt, recorded = last_turn(transcript)
         answer = answer or recorded
-    if not prompt.strip() and not answer.strip():
+    if nothing_to_remember(prompt, answer):
         return None
     limit = setting("TURN_CHARS", 1500)
-    note = f"**User:** {bounded(prompt.strip(), limit)}\n\n**Assistant:** {bounded(answer.strip(), limit)}"
-    cli(event, "remember", "-", stdin=note)
+    note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {trim(answer, limit)}"
+    heading = f"{now():%H:%M} {topic(prompt) or 'Turn'}"
+    cli(event, "remember", "-", "--summarize", "--heading", heading, stdin=note)
     return None
 
 
-HOOKS = {"session-start": session_start, "user-prompt-submit": user_prompt_submit, "stop": stop}
+def stop(event: dict[str, Any]) -> dict[str, Any] | None:
+    if event.get("stop_hook_active"):
+        return None  # a continuation forced by another Stop hook: the turn is recorded once
+    detach([sys.executable, os.path.abspath(__file__), "capture"], json.dumps(event))
+    return None
+
+
+HOOKS = {"session-start": session_start, "user-prompt-submit": user_prompt_submit, "stop": stop, "capture": capture}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,94 @@
+"""What an agent is given without asking: MEMORY.md, the latest summary and the last days' notes, read from the
+memory files (confined to the workspace, no index needed) within a character budget."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
+from memsearch_lsp.core.memory import MemoryFiles
+from memsearch_lsp.core.notes import open_fence
+
+SUMMARY = re.compile(r"(?:^|/)summary-[^/]+\.md$")
+LONG_TERM = "MEMORY.md"
+
+
+@dataclass(frozen=True)
+class Note:
+    """One section of a memory file; `kind` is "long-term" (MEMORY.md), "summary" or "daily"."""
+
+    id: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    date: str | None
+    kind: str
+    content: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "heading": self.heading, "start_line": self.start_line,
+                "end_line": self.end_line, "date": self.date, "kind": self.kind, "content": self.content}
+
+
+def kind_of(source: str) -> str:
+    """"long-term", "summary", "daily" or "" (another memory file) for a workspace-relative source."""
+    if source.rsplit("/", 1)[-1] == LONG_TERM:
+        return "long-term"
+    if SUMMARY.search(source):
+        return "summary"
+    return "daily" if log_date(source) else ""
+
+
+def _notes(memory: MemoryFiles, item: MemoryFile, kind: str) -> list[Note]:
+    text, problem = read_text(item.path)
+    if problem and not text:
+        return []
+    return [Note(c.id, c.source, c.heading, c.start_line, c.end_line, c.date or None, kind, c.content)
+            for c in memory.outline(item.source, text) if c.content.strip() != f"# {c.heading}".strip()]
+
+
+def _files(memory: MemoryFiles) -> list[MemoryFile]:
+    archive = memory.config.compact.archive_dir.strip("/") + "/"
+    return [f for f in find_memory_files(memory.root, memory.config)[0] if not f.source.startswith(archive)]
+
+
+def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:
+    """The notes of the daily logs of the last `days` days (today included), newest day first, in file order
+    within a day."""
+    today = today or memory.clock().date()
+    first = (today - dt.timedelta(days=max(days, 1) - 1)).isoformat()
+    logs = [f for f in _files(memory)
+            if kind_of(f.source) == "daily" and first <= log_date(f.source) <= today.isoformat()]
+    logs.sort(key=lambda f: (log_date(f.source), f.source), reverse=True)
+    return [n for f in logs for n in _notes(memory, f, "daily")]
+
+
+def session_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:
+    """MEMORY.md's sections, then the newest summary's, then the last days' notes (`recent_notes`)."""
+    files = _files(memory)
+    long_term = [n for f in files if kind_of(f.source) == "long-term" for n in _notes(memory, f, "long-term")]
+    summaries = sorted((f for f in files if kind_of(f.source) == "summary"), key=lambda f: f.path.name, reverse=True)
+    latest = _notes(memory, summaries[0], "summary") if summaries else []
+    return long_term + latest + recent_notes(memory, days, today)
+
+
+def within(notes: list[Note], budget: int) -> list[Note]:
+    """The leading notes that fit in `budget` characters of content; a note that does not fit is cut at a
+    line end (a code fence closed) when it is the first, else left out, and later ones still get their turn."""
+    kept: list[Note] = []
+    left = budget
+    for note in notes:
+        if len(note.content) <= left:
+            kept.append(note)
+            left -= len(note.content) + 2
+        elif not kept and left > 200:
+            cut = note.content[:left].rsplit("\n", 1)[0]
+            fence = open_fence(cut)
+            kept.append(replace(note, content=f"{cut}\n{fence + chr(10) if fence else ''}…"))
+            left = 0
+    return kept
