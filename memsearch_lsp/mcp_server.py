@@ -21,6 +21,8 @@ from pydantic import BaseModel, Field
 
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
+from memsearch_lsp.core.memory import MemoryFiles
+from memsearch_lsp.core.recall import recent_notes
 from memsearch_lsp.core.shared import SharedMemory
 from memsearch_lsp.version import __version__
 
@@ -28,7 +30,12 @@ log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """Long-term memory of this workspace: Markdown notes in memory/ (MEMORY.md and daily logs).
 Call memory_search before answering questions about past decisions, people, preferences or work;
-memory_expand(id) returns a hit's whole section; memory_remember(text) appends a note to today's log."""
+memory_expand(id) returns a hit's whole section; memory_recent(days) the last days' notes;
+memory_remember(text) appends a note to today's log, or with long_term=true a lasting fact or preference to a
+section of MEMORY.md."""
+READ_ONLY = mcp_types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ADDITIVE = mcp_types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                     open_world_hint=False)
 
 
 class SearchHit(BaseModel):
@@ -39,7 +46,8 @@ class SearchHit(BaseModel):
     end_line: int = Field(description="1-based, inclusive")
     score: float
     snippet: str
-    date: str = Field(default="", description="YYYY-MM-DD for daily logs")
+    date: str | None = Field(default=None, description="YYYY-MM-DD for daily logs, null for other files")
+    archived: bool = Field(default=False, description="from a compacted log in the archive folder")
 
 
 class SearchResult(BaseModel):
@@ -54,7 +62,22 @@ class ChunkText(BaseModel):
     start_line: int
     end_line: int
     content: str = Field(description="the section's exact Markdown")
-    date: str = ""
+    date: str | None = Field(default=None, description="YYYY-MM-DD for daily logs, null for other files")
+
+
+class RecentNote(BaseModel):
+    id: str = Field(description="chunk id, for memory_expand")
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    date: str | None
+    kind: str = Field(description="daily, long-term or summary")
+    content: str
+
+
+class RecentResult(BaseModel):
+    notes: list[RecentNote]
 
 
 class NoteChunk(BaseModel):
@@ -107,7 +130,7 @@ class MemoryMCPServer(MCPServer[Any]):
 
 
 def create_server(shared: SharedMemory) -> MemoryMCPServer:
-    """The MCP server with its four tools; every tool is one `Memory` call run off the event loop."""
+    """The MCP server with its five tools; every tool is one `Memory` call run off the event loop."""
     server = MemoryMCPServer(shared)
 
     async def run(fn: Any) -> Any:
@@ -116,7 +139,7 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
             raise ToolError(str(exc)) from exc
 
-    @server.tool(title="Search memory")
+    @server.tool(title="Search memory", annotations=READ_ONLY)
     async def memory_search(query: Annotated[str, Field(description="what to look for", min_length=1)],
                             top_k: Annotated[int, Field(ge=1, le=100, description="number of hits")] = 3,
                             ) -> SearchResult:
@@ -126,7 +149,7 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
             return [h.to_dict() for h in memory.search(query, top_k=top_k)]
         return SearchResult(hits=[SearchHit(**h) for h in await run(search)])
 
-    @server.tool(title="Expand a memory")
+    @server.tool(title="Expand a memory", annotations=READ_ONLY)
     async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkText:
         """The whole section (chunk) behind a search hit."""
         chunk = await run(lambda memory: memory.expand(id))
@@ -134,15 +157,28 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
             raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
         return ChunkText(**chunk.to_dict())
 
-    @server.tool(title="Remember")
-    async def memory_remember(text: Annotated[str, Field(description="the note (Markdown)")],
-                              heading: Annotated[str | None, Field(description="its ## heading (default HH:MM)")]
-                              = None) -> RememberResult:
-        """Append a note to today's daily log (memory/YYYY-MM-DD.md) and index it."""
-        note = await run(lambda memory: memory.remember(text, heading))
+    @server.tool(title="Recent notes", annotations=READ_ONLY)
+    async def memory_recent(days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
+                            ) -> RecentResult:
+        """The notes of the last days' daily logs, newest day first (read from the files; no search)."""
+        def recent() -> list[dict[str, Any]]:
+            return [n.to_dict() for n in recent_notes(MemoryFiles(shared.root, config=shared.config), days)]
+        return RecentResult(notes=[RecentNote(**n) for n in await anyio.to_thread.run_sync(recent)])
+
+    @server.tool(title="Remember", annotations=ADDITIVE)
+    async def memory_remember(text: Annotated[str, Field(description="the note (Markdown, at most 64 KiB)")],
+                              heading: Annotated[str | None, Field(
+                                  description="its ## heading (default HH:MM); with long_term, the MEMORY.md "
+                                              "section (default Notes)")] = None,
+                              long_term: Annotated[bool, Field(
+                                  description="a lasting fact or preference: add it to MEMORY.md under heading "
+                                              "instead of today's log")] = False) -> RememberResult:
+        """Append a note to today's daily log (memory/YYYY-MM-DD.md), or a lasting fact to a section of
+        MEMORY.md (appended; what is there stays as written), and index it."""
+        note = await run(lambda memory: memory.remember(text, heading, long_term=long_term))
         return RememberResult(**note.to_dict())
 
-    @server.tool(title="Memory status")
+    @server.tool(title="Memory status", annotations=READ_ONLY)
     async def memory_status() -> dict[str, Any]:
         """What is indexed, where, and with which model."""
         data: dict[str, Any] = await run(lambda memory: memory.status())

@@ -19,7 +19,7 @@ from tests.lsp_helpers import make_workspace, server_pid, start, stop
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 NOW = "2026-12-03T09:41"
-TOOLS = {"memory_search", "memory_expand", "memory_remember", "memory_status"}
+TOOLS = {"memory_search", "memory_expand", "memory_recent", "memory_remember", "memory_status"}
 
 
 @asynccontextmanager
@@ -47,10 +47,15 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     assert tools["memory_search"].input_schema["properties"]["top_k"]["default"] == 3
     assert tools["memory_remember"].input_schema["required"] == ["text"]
     assert "hits" in (tools["memory_search"].output_schema or {})["properties"]
+    for name in ("memory_search", "memory_expand", "memory_recent", "memory_status"):
+        assert tools[name].annotations is not None and tools[name].annotations.read_only_hint is True
+    remember = tools["memory_remember"].annotations
+    assert remember is not None and (remember.read_only_hint, remember.destructive_hint) == (False, False)
 
     hits = (await call(session, "memory_search", query="Redis cache config"))["hits"]
     assert len(hits) == 3
-    assert set(hits[0]) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet"}
+    assert set(hits[0]) == {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date", "archived"}
+    assert hits[0]["date"] is None and hits[0]["archived"] is False  # the CLI's fields, null when undated
     assert (hits[0]["source"], hits[0]["heading"]) == ("memory/MEMORY.md", "Redis Caching")
 
     chunk = await call(session, "memory_expand", id=hits[0]["id"])
@@ -65,7 +70,13 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     log_lines = (ws / note["source"]).read_text().split("\n")
     assert log_lines[0] == "# 2026-12-03" and log_lines[note["start_line"] - 1] == "## 09:41"
     found = (await call(session, "memory_search", query="okapi deploy window", top_k=1))["hits"]
-    assert found[0]["id"] == note["id"]
+    assert found[0]["id"] == note["id"] and found[0]["date"] == "2026-12-03"
+    recent = (await call(session, "memory_recent", days=1))["notes"]
+    assert [(n["id"], n["kind"], n["date"]) for n in recent] == [(note["id"], "daily", "2026-12-03")]
+    fact = await call(session, "memory_remember", text="Okapi releases need two approvals", heading="Release rules",
+                      long_term=True)
+    assert fact["source"] == "memory/MEMORY.md"
+    assert "## Release rules\n\nOkapi releases need two approvals\n" in (ws / "memory" / "MEMORY.md").read_text()
 
     resources = {r.name: str(r.uri) for r in (await session.list_resources()).resources}
     assert {"memory/MEMORY.md", "memory/2026-12-03.md"} <= set(resources)

@@ -36,7 +36,7 @@ class Hit:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "start_line": self.start_line, "end_line": self.end_line,
-                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date,
+                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date or None,
                 "archived": self.archived}
 
 
@@ -56,7 +56,7 @@ class Expanded:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "heading_path": self.heading_path, "start_line": self.start_line,
-                "end_line": self.end_line, "content": self.content, "date": self.date}
+                "end_line": self.end_line, "content": self.content, "date": self.date or None}
 
 
 def _body(content: str) -> str:
