@@ -1,5 +1,6 @@
 """`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all;
-experiments: metric (dense COSINE vs IP), knobs (embedding settings alone)."""
+experiments: metric (dense COSINE vs IP), knobs (embedding settings alone); loop (the agent loop through the
+Claude Code hooks, bench/loop.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
-EXTRA = ["metric", "knobs"]  # experiments, not part of `all`
+EXTRA = ["metric", "knobs", "loop"]  # experiments and long replays, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
