@@ -9,14 +9,13 @@ import os
 import stat
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memsearch_lsp.config import load_config, user_config_path
+from memsearch_lsp.config import load_config, tomllib, user_config_path
 from memsearch_lsp.core import lite
 from memsearch_lsp.core.embed import EmbeddingError
 from memsearch_lsp.core.embed_openai import max_response_bytes
@@ -159,7 +158,7 @@ def test_init_through_a_memory_link_outside_creates_nothing(tmp_path: Path) -> N
 
     (ws / ".gitignore").symlink_to(outside / "their.gitignore")
     (ws / "memory").unlink()
-    with pytest.raises(PathError, match=".gitignore"):
+    with pytest.raises(PathError, match=r"\.gitignore"):
         init_workspace(ws)
     assert list(outside.iterdir()) == []
     assert init_workspace(tmp_path / "fresh").created  # an ordinary folder still works
