@@ -22,6 +22,7 @@ from memsearch_lsp.core.embed_openai import max_response_bytes
 from memsearch_lsp.core.files import PathError, UnsafeFolder, private_folder
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
+from memsearch_lsp.core.owner import OwnerServer
 from memsearch_lsp.core.store import MARKER, StoreError
 from tests.fakes import EmbeddingServer
 from tests.helpers import ROOT, tree_digest
@@ -82,8 +83,11 @@ def test_a_linked_index_folder_is_refused_and_reset_deletes_nothing_outside(
     (workspace / ".memsearch").symlink_to(outside, target_is_directory=True)
     before = tree_digest(outside)
 
+    memory = make_memory(workspace)
     with pytest.raises(UnsafeFolder, match="not a link"):
-        make_memory(workspace).index()
+        memory.index()
+    with pytest.raises(UnsafeFolder):  # the editor's server: no socket or record through the link either
+        OwnerServer(memory).start()
     result = cli(workspace, "reset", "--yes")
     assert result.returncode == 1
     assert "must be a real folder" in result.stderr and len(result.stderr.strip().splitlines()) == 1

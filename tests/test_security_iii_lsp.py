@@ -1,14 +1,16 @@
-"""Security and robustness III over stdio (the real server, one for the module): an oversized unsaved buffer
-is skipped with one message, and a lone surrogate in a query is an ordinary query."""
+"""Security and robustness III over stdio (the real server): an oversized unsaved buffer is skipped with one
+message, a lone surrogate in a query is an ordinary query, and nothing is written through a linked index folder."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from memsearch_lsp.core.files import MAX_FILE_BYTES
 from tests.lsp_helpers import Session, make_workspace, start, stop
@@ -64,3 +66,22 @@ async def test_a_lone_surrogate_in_a_query_is_an_ordinary_query(session: Session
     hits = await asyncio.wait_for(session.client.protocol.send_request_async("memsearch/search", {"query": query}),
                                   REPLY_S)
     assert "Redis Caching" in [h["heading"] if isinstance(h, dict) else h.heading for h in hits]
+
+
+# -- 2. over LSP: a workspace whose .memsearch is a link outside gets nothing written through it -------------
+async def test_the_server_writes_nothing_through_a_linked_index_folder(tmp_path: Path) -> None:
+    ws, outside = make_workspace(tmp_path), tmp_path / "outside"
+    outside.mkdir()
+    (ws / ".memsearch").symlink_to(outside, target_is_directory=True)
+    running = await start(ws)
+    try:
+        for _ in range(int(REPLY_S / 0.1)):
+            if any("must be a real folder" in m.message for m in running.client.messages):
+                break
+            await asyncio.sleep(0.1)
+        assert any("must be a real folder" in m.message for m in running.client.messages)
+        with pytest.raises(JsonRpcException, match="must be a real folder"):  # answered, with the reason
+            await asyncio.wait_for(running.symbols("redis"), REPLY_S)
+    finally:
+        await stop(running)
+    assert list(outside.iterdir()) == [], "no index, statistics, socket or record was written outside"

@@ -33,8 +33,9 @@ class PathError(ValueError):
     """A path or URI points outside the workspace."""
 
 
-class UnsafeFolder(PathError):
-    """A folder this program keeps private data in is a link, not a folder, or belongs to another user."""
+class UnsafeFolder(PathError, PermissionError):
+    """A folder this program keeps private data in is a link, not a folder, or belongs to another user
+    (a PathError for the CLI's one-line message, an OSError for callers that handle file errors)."""
 
 
 def private_folder(path: Path) -> Path:

@@ -188,7 +188,10 @@ class OwnerServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        if self.socket.parent == self.memory.root / INDEX_DIR:
+            _ = self.memory.index_dir  # a real private folder of this user, never a link (files.UnsafeFolder)
+        else:
+            self.socket.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_socket(self.memory.root)
         old = os.umask(0o077)
         try:
