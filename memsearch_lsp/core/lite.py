@@ -146,7 +146,8 @@ def _arrow_without_pandas() -> None:
     """Load pyarrow's dataset module with pandas reported missing. Importing it makes pyarrow probe for pandas,
     and pandas (installed with pymilvus) then costs every process with a local index ~0.5 s CPU and ~40 MB,
     though Milvus Lite never converts to pandas. pyarrow remembers the probe's answer for its implicit checks
-    only: an explicit `to_pandas()` still imports pandas. No-op when pandas is already imported."""
+    only: an explicit `to_pandas()` still imports pandas. No-op when pandas is already imported. Touches no
+    Milvus Lite internal (pyarrow's own import-time probe; no upstream issue)."""
     import sys
 
     if "pandas" in sys.modules or "pyarrow.dataset" in sys.modules:
