@@ -71,6 +71,18 @@ def sequence(client: Any, data_type: Any) -> list[tuple[str, Any]]:
     seen.append(("functions", list(info.get("functions") or [])))
     spec = client.describe_index(name, "dense")
     seen.append(("describe_index", (spec.get("field_name"), spec.get("index_type"), spec.get("metric_type"))))
+    # The store's metric migration (MilvusStore._ensure_dense_metric): release, drop, create, load. Done on the
+    # empty collection: Milvus Lite 3.2 builds index sidecars in a background thread after a flush, outside
+    # its lock, and a load() then may read a half-written one ("file seems not fully written"; seen once here,
+    # through the server, under load; no upstream issue found). The store only re-indexes right after open.
+    client.release_collection(name)
+    client.drop_index(name, "dense")
+    cosine = client.prepare_index_params()
+    cosine.add_index(field_name="dense", index_type="FLAT", metric_type="COSINE")
+    client.create_index(name, cosine)
+    client.load_collection(name)
+    spec = client.describe_index(name, "dense")
+    seen.append(("describe_index again", (spec.get("index_type"), spec.get("metric_type"))))
 
     rows = [dict(r, dense=_unit(r["dense"])) for r in ROWS]
     client.upsert(name, rows[:8])
@@ -108,9 +120,7 @@ def sequence(client: Any, data_type: Any) -> list[tuple[str, Any]]:
     client.delete(name, filter='source == "c.md"')
     seen.append(("after delete", sorted(r["id"] for r in client.query(name, filter='level >= 0',
                                                                        output_fields=["id"], limit=100))))
-    client.release_collection(name)
-    client.load_collection(name)
-    seen.append(("count after reload", client.query(name, filter="", output_fields=["count(*)"])))
+    seen.append(("count after delete", client.query(name, filter="", output_fields=["count(*)"])))
     client.drop_collection(name)
     seen.append(("dropped", client.has_collection(name)))
     return seen
