@@ -162,7 +162,9 @@ class MilvusStore:
                     raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
                 if locked_by_other(Path(self.uri)):
                     raise IndexBusy(f"another process holds the index at {self.uri}") from exc
-                if drift(exc):  # the engine changed under us: the data is fine, the code is not
+                if isinstance(exc, EngineDrift):  # the engine changed under us: the data is fine, the code is not
+                    raise
+                if drift(exc):
                     raise EngineDrift.of(exc) from exc
                 if not corrupt(exc):  # neither recognisably corrupt data nor drift: a bug, not a rebuild
                     raise StoreError(f"cannot open the index at {self.uri} ({type(exc).__name__}: {exc}); it is "
