@@ -37,8 +37,9 @@ EMBEDDING_PROVIDERS = ("bundled", "onnx", "openai")
 #: `.memsearch.toml`, which comes with a cloned repository, cannot: it gets one warning naming them.
 USER_ONLY_KEYS = frozenset({"milvus.uri", "milvus.token", "compact.base_url", "compact.api_key_env",
                             "embedding.base_url", "embedding.api_key_env"})
-#: Values a workspace file may not choose: sending the memory to an embedding endpoint is the user's call.
-USER_ONLY_VALUES = frozenset({("embedding.provider", "openai")})
+#: Values a workspace file may not choose: sending the memory to an endpoint (to embed it or to summarise it)
+#: is the user's call.
+USER_ONLY_VALUES = frozenset({("embedding.provider", "openai"), ("compact.summarizer", "openai")})
 #: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
 WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
 USER_CONFIG = Path("memsearch-lsp") / "config.toml"
@@ -375,7 +376,7 @@ def _untrusted(section: str, name: str, value: Any, root: Path) -> bool:
     """True for a setting a workspace file may not make (see USER_ONLY_KEYS); `name` in either spelling."""
     key = _camel(f"{section}.{name}")
     if key in {_camel(k) for k in USER_ONLY_KEYS} or (
-            isinstance(value, str) and (key, value) in {(_camel(k), v) for k, v in USER_ONLY_VALUES}):
+            isinstance(value, str) and (key, value.strip().lower()) in {(_camel(k), v) for k, v in USER_ONLY_VALUES}):
         return True
     if key in {_camel(k) for k in WORKSPACE_PATH_KEYS} and isinstance(value, str) and value:
         target = Path(value).expanduser()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,3 +69,35 @@ def _env(tmp: Path) -> dict[str, str]:
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         env[name] = str(tmp / name.lower())
     return env
+
+
+# -- a Milvus Lite server in its own process ---------------------------------------------------------
+@contextlib.contextmanager
+def milvus_lite_server(data_dir: Path) -> Iterator[str]:
+    """`python -m milvus_lite server` (Milvus Lite's own gRPC server, what pymilvus talks to) on a free loopback
+    port, serving `data_dir`; yields its `http://127.0.0.1:PORT` URI and stops it after."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir),
+                             "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"milvus-lite server exited: {proc.stderr.read() if proc.stderr else ''}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("milvus-lite server did not start listening")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

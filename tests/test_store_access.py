@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 
 from memsearch_lsp.core import lite
 from memsearch_lsp.core.memory import Memory
+from tests.helpers import milvus_lite_server
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 
@@ -75,6 +74,7 @@ def test_the_local_store_opens_no_socket(workspace: Path, make_memory: Callable[
 _LOCAL_ONLY = """
 import sys
 from memsearch_lsp.core.memory import Memory
+from tests.helpers import milvus_lite_server
 from tests.fakes import FakeEmbedder
 memory = Memory(sys.argv[1], embedder=FakeEmbedder())
 memory.index()
@@ -188,38 +188,11 @@ def test_an_index_built_with_the_cosine_metric_is_reindexed_in_place(
 
 
 # -- the same code against a separate Milvus server reached by URI --------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def milvus_server(tmp_path: Path) -> Iterator[str]:
     """`milvus-lite server` in its own process on a free loopback port, stopped after the test."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir",
-                             str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"milvus-lite server exited: {proc.stderr.read() if proc.stderr else ''}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("milvus-lite server did not start listening")
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with milvus_lite_server(tmp_path / "server-data") as uri:
+        yield uri
 
 
 def test_index_and_search_against_a_separate_milvus_server(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -83,7 +84,9 @@ class OpenAIEmbedder:
         attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         self.requests += 1
         try:
-            response = self.client().embeddings.create(model=model, input=batch, encoding_format="float", **extra)
+            with self.client().embeddings.with_streaming_response.create(
+                    model=model, input=batch, encoding_format="float", **extra) as response:
+                body = self._read(response, len(batch))
         except openai.APITimeoutError as exc:
             raise EmbeddingError(f"embedding endpoint {self.endpoint} timed out after "
                                  f"{self.settings.timeout_s:g}s ({attempts}); raise embedding.timeout_s or check "
@@ -96,24 +99,81 @@ class OpenAIEmbedder:
                                  f"{_message(exc)}{_hint(exc.status_code, self.settings, model)}") from exc
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding endpoint {self.endpoint} failed: {_message(exc)}") from exc
-        return self._vectors(response, len(batch))
+        except httpx_errors() as exc:  # the connection broke while the body was read
+            raise EmbeddingError(f"embedding endpoint {self.endpoint}: the answer was cut off "
+                                 f"({type(exc).__name__}: {exc})") from exc
+        return self._vectors(body, len(batch))
 
-    def _vectors(self, response: Any, expected: int) -> list[list[float]]:
-        data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
-        if len(data) != expected:
-            raise EmbeddingError(f"embedding endpoint {self.endpoint} returned {len(data)} vectors for "
-                                 f"{expected} texts (model {self.model!r})")
+    def _read(self, response: Any, texts: int) -> bytes:
+        """The answer's body, at most `max_response_bytes(texts)`: a bigger one is refused as soon as its
+        Content-Length or what has arrived says so, before it is parsed."""
+        cap = max_response_bytes(texts)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise EmbeddingError(self._too_big(int(declared), cap, texts))
+        body = bytearray()
+        for part in response.iter_bytes():
+            body += part
+            if len(body) > cap:
+                raise EmbeddingError(self._too_big(len(body), cap, texts, more=True))
+        return bytes(body)
+
+    def _too_big(self, size: int, cap: int, texts: int, more: bool = False) -> str:
+        return (f"embedding endpoint {self.endpoint} sent {'over ' if more else ''}{size:,} bytes for {texts} "
+                f"text{'s' if texts != 1 else ''}, more than the {cap:,} bytes allowed; check embedding.base_url")
+
+    def _vectors(self, body: bytes, expected: int) -> list[list[float]]:
+        """The unit vectors of a /v1/embeddings answer, in input order; anything malformed (not JSON, a
+        wrong count or length, a non-finite or all-zero vector) is an EmbeddingError naming the endpoint,
+        raised before any vector is stored or cached."""
+        where = f"embedding endpoint {self.endpoint}"
+        try:
+            answer = json.loads(body)
+            data = sorted(answer["data"], key=lambda d: int(d["index"]))
+            raw = [d["embedding"] for d in data]
+        except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError and UnicodeDecodeError too
+            start = _short(body[:120].decode("utf-8", "replace"))
+            raise EmbeddingError(f"{where} sent an answer that is not an embeddings list "
+                                 f"({type(exc).__name__}: {_short(str(exc))}): {start}") from exc
+        if len(raw) != expected:
+            raise EmbeddingError(f"{where} returned {len(raw)} vectors for {expected} texts (model {self.model!r})")
         vectors = []
-        for item in data:
-            vector = [float(x) for x in item.embedding]
+        for n, item in enumerate(raw):
+            if not isinstance(item, list) or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                                                     for x in item):
+                raise EmbeddingError(f"{where} sent vector {n} that is not a list of numbers (model {self.model!r})")
+            vector = [float(x) for x in item]
             if not self.dim:
                 self.dim = len(vector)
             if len(vector) != self.dim:
-                raise EmbeddingError(f"embedding endpoint {self.endpoint} returned {len(vector)}-d vectors, "
+                raise EmbeddingError(f"{where} returned {len(vector)}-d vectors, "
                                      f"expected {self.dim} (model {self.model!r}, embedding.dimensions)")
-            norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+            norm = math.hypot(*vector)
+            if not math.isfinite(norm) or not all(math.isfinite(x) for x in vector):
+                raise EmbeddingError(f"{where} sent vector {n} with NaN or infinite values (model {self.model!r}); "
+                                     "nothing was stored: fix the endpoint and index again")
+            if norm == 0.0:
+                raise EmbeddingError(f"{where} sent vector {n} with all zeros (model {self.model!r}); "
+                                     "nothing was stored: fix the endpoint and index again")
             vectors.append([x / norm for x in vector])
         return vectors
+
+
+def max_response_bytes(texts: int) -> int:
+    """The largest answer accepted for `texts` texts: 1 MiB plus 512 KiB a text (a 16,384-d vector written as
+    JSON floats is ~400 KiB), so a runaway endpoint cannot take the process's memory with it."""
+    return (1 << 20) + texts * (512 << 10)
+
+
+def httpx_errors() -> tuple[type[Exception], ...]:
+    import httpx
+
+    return (httpx.HTTPError, httpx.StreamError)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _message(exc: Exception) -> str:

@@ -33,6 +33,43 @@ class PathError(ValueError):
     """A path or URI points outside the workspace."""
 
 
+class UnsafeFolder(PathError, PermissionError):
+    """A folder this program keeps private data in is a link, not a folder, or belongs to another user
+    (a PathError for the CLI's one-line message, an OSError for callers that handle file errors)."""
+
+
+def private_folder(path: Path) -> Path:
+    """`path` as a private folder: created with mode 0700, or, when it exists, a real folder (lstat: never a
+    link) owned by this user, tightened to 0700 with its files 0600 when others could read it. Anything
+    else raises UnsafeFolder and nothing is written. The parent must exist."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise UnsafeFolder(f"refusing {path}: it must be a real folder, not a link or a file (it holds the "
+                           "index and its statistics); remove it and run again")
+    if info.st_uid != os.geteuid():
+        raise UnsafeFolder(f"refusing {path}: it belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}); "
+                           "remove it and run again")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        tighten(path)
+    return path
+
+
+def tighten(folder: Path) -> None:
+    """Make `folder` and everything under it owner-only (folders 0700, files 0600); links are not followed."""
+    os.chmod(folder, 0o700, follow_symlinks=False)
+    for parent, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            path = os.path.join(parent, name)
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+                continue
+            os.chmod(path, 0o700 if stat.S_ISDIR(info.st_mode) else stat.S_IMODE(info.st_mode) & 0o700 or 0o600)
+
+
 @lru_cache(maxsize=256)
 def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines([pattern])

@@ -13,18 +13,109 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import inspect
 import logging
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
+#: The Milvus Lite releases this module was written and tested against (pyproject pins the same range). It
+#: calls private parts of the engine (each marked "Milvus Lite internals" below); a release that moves one
+#: must stop with EngineDrift, never be taken for a corrupt index.
+PACKAGE = "milvus-lite"
+SUPPORTED = ">=3.2,<3.3"
+_SUPPORTED_MINOR = (3, 2)
+
 _lock = threading.Lock()
 _opened: dict[str, Any] = {}  # data folder -> MilvusLite
-_tables = threading.Lock()  # MilvusLite.get_collection caches without a lock: two first calls make two objects
+# MilvusLite.get_collection caches without a lock: two first calls make two objects (no upstream issue found in
+# milvus-io/milvus-lite, December 2026; its gRPC servicer serialises calls, so only in-process use meets it).
+_tables = threading.Lock()
+
+
+class EngineDrift(RuntimeError):
+    """The installed Milvus Lite does not behave as this module expects (an attribute, signature or module
+    it uses moved): the index on disk is fine and is left as it is; the fix is a supported milvus-lite."""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> EngineDrift:
+        if isinstance(exc, EngineDrift):
+            return exc
+        return cls(f"{PACKAGE} {engine_version()} is installed, but memsearch-lsp supports {PACKAGE}{SUPPORTED} "
+                   f"(the engine failed with {type(exc).__name__}: {exc}); the index is left as it is: install a "
+                   f"supported version with `pip install '{PACKAGE}{SUPPORTED}'`")
+
+
+def engine_version() -> str:
+    """The installed milvus-lite distribution's version ("unknown" when its metadata is missing)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def supported(version: str) -> bool:
+    """True for a release in SUPPORTED (3.2.x)."""
+    parts = version.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) == _SUPPORTED_MINOR
+    except (IndexError, ValueError):
+        return False
+
+
+@functools.cache
+def check_engine() -> None:
+    """Once per process: a warning when the installed Milvus Lite is outside SUPPORTED (it may still work;
+    a call that then fails on a moved internal raises EngineDrift)."""
+    version = engine_version()
+    if not supported(version):
+        log.warning("%s %s is installed; memsearch-lsp is tested with %s%s (pip install '%s%s')", PACKAGE,
+                    version, PACKAGE, SUPPORTED, PACKAGE, SUPPORTED)
+
+
+def drift(exc: BaseException) -> bool:
+    """An error that says the engine's code changed (a renamed attribute, another signature, a moved module),
+    not that the data is bad."""
+    return isinstance(exc, EngineDrift | AttributeError | TypeError | ImportError | NameError)
+
+
+def corrupt(exc: BaseException) -> bool:
+    """An error that recognisably comes from damaged files: Milvus Lite's own corruption errors, a manifest
+    or WAL that is not JSON, Arrow or Parquet data that does not parse, truncated files."""
+    import json
+
+    if drift(exc):
+        return False
+    try:
+        from milvus_lite.exceptions import ManifestCorruptedError, SchemaValidationError, WALCorruptedError
+    except ImportError:  # pragma: no cover - the engine's own errors moved: drift, reported elsewhere
+        return False
+    kinds: tuple[type[BaseException], ...] = (ManifestCorruptedError, WALCorruptedError, SchemaValidationError,
+                                              json.JSONDecodeError, UnicodeDecodeError, EOFError)
+    if isinstance(exc, kinds + _arrow_errors()):
+        return True
+    return isinstance(exc, ValueError) and _raised_in(exc, "numpy")  # an index file np.load cannot read
+
+
+def _raised_in(exc: BaseException, package: str) -> bool:
+    """The innermost frame of `exc`'s traceback is in `package`'s code."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and f"{os.sep}{package}{os.sep}" in tb.tb_frame.f_code.co_filename
+
+
+def _arrow_errors() -> tuple[type[BaseException], ...]:
+    import sys
+
+    lib = sys.modules.get("pyarrow.lib")
+    return (lib.ArrowInvalid,) if lib is not None else ()  # not ArrowIOError: it is OSError itself
 
 
 def open_folder(data_dir: str | Path) -> Any:
@@ -55,7 +146,8 @@ def _arrow_without_pandas() -> None:
     """Load pyarrow's dataset module with pandas reported missing. Importing it makes pyarrow probe for pandas,
     and pandas (installed with pymilvus) then costs every process with a local index ~0.5 s CPU and ~40 MB,
     though Milvus Lite never converts to pandas. pyarrow remembers the probe's answer for its implicit checks
-    only: an explicit `to_pandas()` still imports pandas. No-op when pandas is already imported."""
+    only: an explicit `to_pandas()` still imports pandas. No-op when pandas is already imported. Touches no
+    Milvus Lite internal (pyarrow's own import-time probe; no upstream issue)."""
     import sys
 
     if "pandas" in sys.modules or "pyarrow.dataset" in sys.modules:
@@ -73,22 +165,46 @@ def _columnar_flush() -> None:
     by cell through Python objects (a dense vector becomes a list of Python floats), so flushing 10k rows
     of 384-d vectors held ~4M transient objects, ~150 MB: the peak of a full index. The same rows are taken
     from the same batches, in the same order, into the same schema; anything unexpected (another layout of
-    the memtable) falls back to Milvus Lite's own builder."""
-    from milvus_lite.storage.memtable import MemTable
+    the memtable) falls back to Milvus Lite's own builder, logged once.
+
+    Milvus Lite internals: `MemTable._build_data_table`, `._insert_batches`, `._data_schema`. No upstream
+    issue found (milvus-io/milvus-lite issues searched for the memtable flush's memory, December 2026); an
+    optimisation only, so a release without them keeps its own builder (logged once), never an error."""
+    try:
+        from milvus_lite.storage.memtable import MemTable
+    except ImportError as exc:
+        _fallback_once(exc)
+        return
 
     own = MemTable.__dict__.get("_build_data_table")
-    if own is None or getattr(own, "columnar", False):
+    if own is None:
+        _fallback_once(AttributeError("MemTable._build_data_table is gone"))
+        return
+    if getattr(own, "columnar", False):
         return
 
     def build(self: Any, rows: list[tuple[int, int]]) -> Any:
         try:
             return columnar_table(self._insert_batches, rows, self._data_schema)
-        except Exception:  # an engine version this was not written for: its own way
+        except Exception as exc:  # an engine version this was not written for: its own way
+            _fallback_once(exc)
             return own(self, rows)
 
     build.columnar = True  # type: ignore[attr-defined]
     build.original = own  # type: ignore[attr-defined]
     MemTable._build_data_table = build
+
+
+def _fallback_once(exc: BaseException) -> None:
+    """Say once per process that the column-wise flush is off (the index still works, with a higher peak)."""
+    _fallback_logged.append(f"{type(exc).__name__}: {exc}")
+    if len(_fallback_logged) == 1:
+        log.warning("%s %s: the column-wise memtable flush is off (%s: %s); Milvus Lite's own builder is used, "
+                    "with a higher memory peak while indexing (supported: %s%s)", PACKAGE, engine_version(),
+                    type(exc).__name__, exc, PACKAGE, SUPPORTED)
+
+
+_fallback_logged: list[str] = []
 
 
 def columnar_table(batches: Sequence[Any], rows: Sequence[tuple[int, int]], schema: Any) -> Any:
@@ -174,6 +290,30 @@ class _Indexes:
                                         "params": dict(params or {})}))
 
 
+C = TypeVar("C", bound=type)
+
+
+def _engine_calls(cls: C) -> C:
+    """Every public method of `cls` turns an error that means drift (lite.drift: AttributeError, TypeError,
+    ImportError from a moved internal) into EngineDrift, naming milvus-lite, its version and SUPPORTED."""
+    for name, value in list(vars(cls).items()):
+        if name.startswith("__") or not inspect.isfunction(value):
+            continue
+
+        def guarded(*args: Any, _call: Any = value, **kwargs: Any) -> Any:
+            try:
+                return _call(*args, **kwargs)
+            except Exception as exc:
+                if drift(exc):
+                    raise EngineDrift.of(exc) from exc
+                raise
+
+        functools.update_wrapper(guarded, value)
+        setattr(cls, name, guarded)
+    return cls
+
+
+@_engine_calls
 class LiteClient:
     """The calls `MilvusStore` makes on a pymilvus `MilvusClient`, with the same names, arguments and
     results, answered by the Milvus Lite engine of a local folder in this process (as Milvus Lite's gRPC
@@ -222,10 +362,11 @@ class LiteClient:
             col.create_index(field, spec)
 
     def describe_index(self, name: str, index_name: str) -> dict[str, Any]:
-        spec = self.table(name)._index_specs.get(index_name)
+        spec = self.table(name).get_index_info(index_name)  # public since 3.0 (was `_index_specs` here)
         if spec is None:
             raise LookupError(f"no index on field {index_name!r} of collection {name!r}")
-        return {"field_name": spec.field_name, "index_type": spec.index_type, "metric_type": spec.metric_type}
+        return {"field_name": spec["field_name"], "index_type": spec["index_type"],
+                "metric_type": spec["metric_type"]}
 
     def drop_index(self, name: str, index_name: str) -> None:
         self.table(name).drop_index(index_name)
@@ -248,8 +389,8 @@ class LiteClient:
 
     def delete(self, name: str, ids: Sequence[str] | None = None, filter: str = "") -> None:
         col = self.table(name)
-        if ids is None:
-            ids = [row[col._pk_name] for row in col.query(filter, output_fields=[col._pk_name])]
+        if ids is None:  # Collection.delete takes keys only: the keys the filter matches, as the servicer does
+            ids = [row[col.pk_field] for row in col.query(filter, output_fields=[col.pk_field])]
         if ids:
             col.delete(list(ids))
 
@@ -276,8 +417,11 @@ class LiteClient:
                                output_fields=list(output_fields or [])))
 
 
+@_engine_calls
 class _Pages:
-    """`query_iterator`'s pages, in primary-key order with a key cursor (as pymilvus pages a server)."""
+    """`query_iterator`'s pages, in primary-key order with a key cursor (as pymilvus pages a server). Our own
+    pager rather than the servicer's iterator: milvus-io/milvus-lite#366 (its query iterator returned
+    duplicated rows and dropped rows, fixed in 3.2.1); `order_by_pk` is Collection.query's own argument."""
 
     def __init__(self, col: Any, batch_size: int, expr: str, fields: list[str]):
         self.col, self.batch_size, self.expr, self.fields = col, batch_size, expr, fields
@@ -287,7 +431,7 @@ class _Pages:
     def next(self) -> list[dict[str, Any]]:
         if self.done:
             return []
-        pk = self.col._pk_name
+        pk = self.col.pk_field
         parts = [f"({self.expr})"] if self.expr else []
         if self.last is not None:
             parts.append(f"{pk} > {quote(self.last)}")

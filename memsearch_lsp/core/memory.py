@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -18,7 +17,7 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embed import Embedder, create_embedder, reads
-from memsearch_lsp.core.files import MAX_FILE_BYTES, is_memory_source, read_text, relative_source
+from memsearch_lsp.core.files import MAX_FILE_BYTES, is_memory_source, private_folder, read_text, relative_source
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
     Addition,
@@ -32,7 +31,7 @@ from memsearch_lsp.core.notes import (
 )
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search import Expanded, Hit, hybrid_search, to_expanded
-from memsearch_lsp.core.store import MilvusStore
+from memsearch_lsp.core.store import MilvusStore, remove_index
 from memsearch_lsp.version import __version__
 
 if TYPE_CHECKING:
@@ -214,9 +213,16 @@ class Memory(MemoryFiles):
         return name
 
     @property
+    def index_dir(self) -> Path:
+        """`.memsearch/`, made private: created 0700, or a real folder of this user tightened to 0700
+        (files 0600); a link or another user's folder raises files.UnsafeFolder before anything is written."""
+        return private_folder(self.root / INDEX_DIR)
+
+    @property
     def store(self) -> MilvusStore:
         with self._lock:
             if self._store is None:
+                _ = self.index_dir
                 store = MilvusStore(self.uri, self.collection, self._dim(), token=self.config.milvus.token)
                 store.open()
                 self._store = store
@@ -231,7 +237,7 @@ class Memory(MemoryFiles):
     def indexer(self) -> Indexer:
         with self._lock:
             if self._indexer is None:
-                df = DfTable(self.root / INDEX_DIR / f"bm25-{self.collection}.json")
+                df = DfTable(self.index_dir / f"bm25-{self.collection}.json")
                 self._indexer = Indexer(self.root, self.config, self.store, self.embedder, df)
             return self._indexer
 
@@ -302,9 +308,10 @@ class Memory(MemoryFiles):
             self.df.reset()
             self.df.save()
         else:  # the folder may also hold the owner's socket: delete only the index itself
+            self.claim()  # checks `.memsearch/` and signs an index built before the marker existed
             self.close()
-            shutil.rmtree(self.uri, ignore_errors=True)
-            for stats in (self.root / INDEX_DIR).glob("bm25-*.json"):
+            remove_index(self.uri)  # only a real folder carrying this program's marker
+            for stats in self.index_dir.glob("bm25-*.json"):
                 stats.unlink()
         if self._indexer is not None:
             self._indexer.forget()

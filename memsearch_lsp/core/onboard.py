@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import CONFIG_FILE, SECTIONS, Config, load_config
+from memsearch_lsp.core.files import PathError, inside
 
 INDEX_GITIGNORE = ".memsearch/"
 INIT_HINT = "run `memsearch-lsp init`"
@@ -147,6 +148,14 @@ def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
     created: list[str] = []
     updated: list[str] = []
     existing: list[str] = []
+    config = load_config(root)  # the workspace file's settings when it exists, else the defaults it would hold
+    folder = (config.memory.paths or ("memory",))[0].strip("/")
+    day = (today or dt.date.today()).isoformat()
+    targets = [CONFIG_FILE, f"{folder}/MEMORY.md", f"{folder}/{day}.md", ".gitignore"]
+    for rel in targets:  # every path's real place is inside the workspace, checked before anything is created
+        if not inside(root, root / rel):
+            raise PathError(f"init: {rel} resolves to {(root / rel).resolve()}, outside the workspace {root} "
+                            "(a link?); nothing was created")
 
     def write_new(rel: str, text: str) -> None:
         path = root / rel
@@ -159,10 +168,7 @@ def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
         created.append(rel)
 
     write_new(CONFIG_FILE, config_template())
-    config = load_config(root)
-    folder = (config.memory.paths or ("memory",))[0].strip("/")
     write_new(f"{folder}/MEMORY.md", MEMORY_TEMPLATE)
-    day = (today or dt.date.today()).isoformat()
     write_new(f"{folder}/{day}.md", daily_log_text(day))
 
     ignore = root / ".gitignore"

@@ -194,7 +194,10 @@ class OwnerServer:
         self.last_call = time.monotonic()  # when a client last asked something (an idle owner may leave)
 
     def start(self) -> None:
-        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        if self.socket.parent == self.memory.root / INDEX_DIR:
+            _ = self.memory.index_dir  # a real private folder of this user, never a link (files.UnsafeFolder)
+        else:
+            self.socket.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_socket(self.memory.root)
         old = os.umask(0o077)
         try:

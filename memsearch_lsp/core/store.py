@@ -6,13 +6,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch_lsp.core.lite import LiteClient, quote, release, release_unused_memory, sparse_arrays
+from memsearch_lsp.core.files import UnsafeFolder, private_folder
+from memsearch_lsp.core.lite import (
+    EngineDrift,
+    LiteClient,
+    check_engine,
+    corrupt,
+    drift,
+    quote,
+    release,
+    release_unused_memory,
+    sparse_arrays,
+)
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.mirror import LegMirror
@@ -131,6 +143,11 @@ class MilvusStore:
                                      f"a memsearch-lsp index (no {MARKER}), so it is left as it is: set milvus.uri "
                                      "to an empty or new folder")
                 folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                try:
+                    private_folder(folder)  # a real folder of this user, owner-only (never a link)
+                except UnsafeFolder as exc:
+                    raise StoreError(f"cannot open the index: {exc}") from exc
+                check_engine()
             try:
                 self._client = _connect(self.uri, self.token)
                 self._ensure_collection()
@@ -145,6 +162,13 @@ class MilvusStore:
                     raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
                 if locked_by_other(Path(self.uri)):
                     raise IndexBusy(f"another process holds the index at {self.uri}") from exc
+                if isinstance(exc, EngineDrift):  # the engine changed under us: the data is fine, the code is not
+                    raise
+                if drift(exc):
+                    raise EngineDrift.of(exc) from exc
+                if not corrupt(exc):  # neither recognisably corrupt data nor drift: a bug, not a rebuild
+                    raise StoreError(f"cannot open the index at {self.uri} ({type(exc).__name__}: {exc}); it is "
+                                     "left as it is: please report this with `memsearch-lsp doctor` output") from exc
                 self._move_aside(f"it cannot be opened ({type(exc).__name__}: {exc})")
                 try:
                     self._client = _connect(self.uri, self.token)
@@ -225,6 +249,8 @@ class MilvusStore:
         client = self._client
         try:
             metric = client.describe_index(self.collection, "dense").get("metric_type", "")
+        except EngineDrift:
+            raise
         except Exception as exc:  # no index on the field: create it below
             log.debug("describe_index(dense): %s", exc)
             metric = ""
@@ -275,11 +301,11 @@ class MilvusStore:
             self._mark()
 
     def _mark(self) -> None:
-        """Sign a local index folder as ours: only a signed folder is ever moved aside."""
-        if self.is_local:
-            marker = Path(self.uri) / MARKER
-            if not marker.is_file():
-                marker.write_text("memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
+        """Sign a local index folder as ours: only a signed folder is ever moved aside or deleted by reset."""
+        if self.is_local and not _signed(Path(self.uri)):
+            fd = os.open(Path(self.uri) / MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write("memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
 
     @property
     def windows_collection(self) -> str:
@@ -523,10 +549,41 @@ def _excluding(source: str) -> str:
     return f"source != {quote(source)}" if source else ""
 
 
+def _signed(folder: Path) -> bool:
+    """`folder` is a real folder (not a link) holding this program's MARKER as a regular file."""
+    try:
+        return stat.S_ISDIR(folder.lstat().st_mode) and stat.S_ISREG((folder / MARKER).lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _ours(folder: Path) -> bool:
-    """A folder memsearch-lsp created: signed with MARKER, or the default `.memsearch/milvus.db` (indexes
-    built before the marker existed live there)."""
-    return (folder / MARKER).is_file() or (folder.name == "milvus.db" and folder.parent.name == ".memsearch")
+    """A folder memsearch-lsp created, which it may move aside: signed with MARKER, or the default
+    `.memsearch/milvus.db` inside a real `.memsearch` folder (indexes built before the marker existed live
+    there; one whose schema is ours is signed when opened)."""
+    if _signed(folder):
+        return True
+    try:
+        parent = folder.parent.lstat()
+        return (folder.name == "milvus.db" and folder.parent.name == ".memsearch" and stat.S_ISDIR(parent.st_mode)
+                and parent.st_uid == os.geteuid() and not folder.is_symlink())
+    except OSError:
+        return False
+
+
+def remove_index(uri: str) -> None:
+    """Delete the local index folder at `uri` (reset): only a real folder signed with MARKER; any other
+    folder or file there is left as it is with a StoreError. Nothing there: nothing to do."""
+    import shutil
+
+    folder = Path(uri)
+    if not os.path.lexists(folder):
+        return
+    if not _signed(folder):
+        raise StoreError(f"reset: {folder} is not an index memsearch-lsp created (no {MARKER} in it, or a link), "
+                         "so it is left as it is: delete it yourself if it is")
+    release(uri)
+    shutil.rmtree(folder)
 
 
 def sparse_dict(value: Any) -> dict[int, float]:

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import heapq
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,15 @@ def param(params: Any, *names: str, default: Any = None) -> Any:
         if value is not None:
             return value
     return default
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def query_text(value: Any) -> str:
+    """A query as text the tokenizer accepts: JSON may carry a lone surrogate (`"\\ud800"`), which becomes
+    U+FFFD (a pair was already joined into one character by the JSON decoder)."""
+    return _SURROGATES.sub("\ufffd", str(value))
 
 
 def lines_of(ls: MemsearchServer, root: Root, source: str, disk: bool = True) -> Sequence[str] | None:
@@ -63,7 +73,9 @@ async def ready_roots(ls: MemsearchServer) -> list[Root]:
 
 
 async def search_all(ls: MemsearchServer, query: str, limit: int) -> list[tuple[Root, Hit]]:
-    """Hybrid search in every root, merged best first."""
+    """Hybrid search in every root, merged best first (any query: workspace/symbol, memsearch/search and the
+    memsearch.search command come through here)."""
+    query = query_text(query)
     roots = await ready_roots(ls)
     results = await asyncio.gather(*(ls.read(r.memory.search, query, limit) for r in roots))
     merged = [(root, hit) for root, hits in zip(roots, results) for hit in hits]
@@ -88,7 +100,7 @@ def register(server: MemsearchServer) -> None:
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(ls: MemsearchServer, params: types.WorkspaceSymbolParams
                                ) -> list[types.WorkspaceSymbol]:
-        query = params.query.strip()
+        query = query_text(params.query).strip()
         if not query:
             roots = await ready_roots(ls)
             pairs = [(r, h) for r in roots for h in await ls.read(r.memory.headings)]
@@ -109,7 +121,7 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(SEARCH)
     async def memsearch_search(ls: MemsearchServer, params: Any) -> list[dict[str, Any]]:
-        query = str(param(params, "query", default="") or "")
+        query = query_text(param(params, "query", default="") or "")
         top_k = param(params, "topK", "top_k", "limit")
         if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
             raise ValueError("topK must be a positive integer")

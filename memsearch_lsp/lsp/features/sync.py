@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from memsearch_lsp.core.files import memory_folders
+from memsearch_lsp.core.files import MAX_FILE_BYTES, memory_folders
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
@@ -36,7 +36,21 @@ async def index_buffer(ls: MemsearchServer, uri: str) -> None:
     text = ls.open_text(uri)
     if text is None:  # closed meanwhile: didClose re-reads the disk
         return
+    if oversized(text):  # as a file on disk: skipped, said once; the index keeps what it had for the file
+        ls.warn(f"{source}: not indexed: the buffer is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB "
+                "(files over that size are skipped)")
+        return
     await ls.write(root, "index_text", source, text)
+
+
+def oversized(text: str) -> bool:
+    """The buffer is over the file size cap (files.MAX_FILE_BYTES) in UTF-8, counted without a copy when the
+    character count decides it."""
+    if len(text) > MAX_FILE_BYTES:
+        return True
+    if 4 * len(text) <= MAX_FILE_BYTES:
+        return False
+    return len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES
 
 
 async def debounced(ls: MemsearchServer, root: Root, source: str, uri: str, generation: int) -> None:
