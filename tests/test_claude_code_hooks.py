@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -194,3 +195,41 @@ def test_prompt_recall_keeps_the_curated_note_above_the_turn_that_repeats_it(wor
     later = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace),
                  MEMSEARCH_HOOK_CONTEXT_CHARS="300")
     assert len(json.loads(later.stdout)["hookSpecificOutput"]["additionalContext"]) <= 300
+
+
+def load_hook_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("memsearch_hook", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hook_names_the_owners_socket_as_the_core_does(tmp_path: Path) -> None:
+    from memsearch_lsp.core.owner import socket_path_for
+
+    module = load_hook_module()
+    for root in (tmp_path / "short", tmp_path / ("long-" + "x" * 120)):
+        (root / ".memsearch").mkdir(parents=True)
+        expected = socket_path_for(root.resolve())
+        assert module.owner_socket({"cwd": str(root)}) is None  # nothing there yet
+        with contextlib.closing(socket.socket(socket.AF_UNIX)) as server:
+            server.bind(str(expected))
+            assert module.owner_socket({"cwd": str(root)}) == str(expected)
+        expected.unlink()
+
+
+@pytest.mark.model
+def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: Path) -> None:
+    warm = subprocess.run([*CLI.split(), "warm", "--detach", "--idle", "20", "--workspace", str(workspace)],
+                          capture_output=True, text=True, timeout=60)
+    assert warm.returncode == 0, warm.stderr
+    module = load_hook_module()
+    wait_for(lambda: module.owner_socket({"cwd": str(workspace)}) is not None)
+    result = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace),
+                  MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"))  # no CLI: only the owner can answer
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "memory/MEMORY.md:12-16 Redis Caching" in text

@@ -5,7 +5,8 @@ Each reads the hook's JSON on stdin and prints what Claude Code expects on stdou
 - session-start: starts a warm index owner for the session (`memsearch-lsp warm --detach`), then gives
   MEMORY.md, the newest summary and the last days' notes (`memsearch-lsp recent --session`) as
   `additionalContext`, within its budget;
-- user-prompt-submit: the top hits for the prompt (`memsearch-lsp search --json`, through the warm owner) with
+- user-prompt-submit: the top hits for the prompt (straight from the warm owner's socket, else through
+  `memsearch-lsp search --json`) with
   each hit's source, lines and id; MEMORY.md and summaries come first when they match as well, and a captured
   turn that repeats a curated note shown is left out;
 - stop: returns at once; a detached process records the turn (`memsearch-lsp remember - --summarize`) under a
@@ -28,12 +29,16 @@ Settings (environment):
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
 import shlex
+import socket
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +108,56 @@ def owner_running(event: dict[str, Any]) -> bool:
         return False
 
 
+def owner_socket(event: dict[str, Any]) -> str | None:
+    """The socket of the process serving this project's index, when it is a socket of this user: the path
+    `memsearch_lsp.core.owner.socket_path_for` names (never one read from a file)."""
+    root = project(event).resolve()
+    path = root / ".memsearch" / "server.sock"
+    if len(str(path)) > 100:
+        folder = Path(tempfile.gettempdir()) / f"memsearch-{os.getuid()}"
+        try:
+            info = folder.lstat()
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
+            return None
+        path = folder / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".sock")
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return str(path) if stat.S_ISSOCK(info.st_mode) and info.st_uid == os.getuid() else None
+
+
+def owner_call(sock: str, op: str, **args: Any) -> Any:
+    """One request to the index owner (its JSON-lines protocol); OSError or ValueError when it fails."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(setting("TIMEOUT", 50))
+        conn.connect(sock)
+        conn.sendall(json.dumps({"op": op, "args": args}).encode() + b"\n")
+        with conn.makefile("rb") as reader:
+            reply = json.loads(reader.readline() or b"{}")
+    if not reply.get("ok"):
+        raise ValueError(reply.get("error") or "the index owner did not answer")
+    return reply.get("result")
+
+
+def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:
+    """Hits for `query`: straight from a running index owner (no process to start), else through the CLI
+    (which opens the index, or waits for the owner SessionStart started)."""
+    sock = owner_socket(event)
+    if sock is not None:
+        try:
+            owner_call(sock, "index")
+            hits: list[dict[str, Any]] = owner_call(sock, "search", query=query, top_k=top_k)
+            return hits
+        except (OSError, ValueError) as exc:
+            sys.stderr.write(f"memsearch hook: the index owner did not answer ({exc}); using the CLI\n")
+    warm(event)
+    found: list[dict[str, Any]] = json.loads(cli(event, "search", "-k", str(top_k), "--json", "--", query))
+    return found
+
+
 def warm(event: dict[str, Any]) -> None:
     """Keep an index owner for the session, so each prompt's search skips opening the index."""
     if not owner_running(event):
@@ -167,10 +222,8 @@ def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
     prompt = str(event.get("prompt") or "").strip()
     if len(prompt) < 3 or prompt.startswith("/"):
         return None
-    warm(event)
     top_k = setting("TOP_K", 3)
-    hits = json.loads(cli(event, "search", "-k", str(2 * top_k + 2), "--json", "--", bounded(prompt, 1000)))
-    hits = choose(hits, top_k)
+    hits = choose(search(event, bounded(prompt, 1000), 2 * top_k + 2), top_k)
     if not hits:
         return None
     lines = ["Possibly relevant memories (memsearch; `memsearch-lsp expand ID` shows a whole section):"]
