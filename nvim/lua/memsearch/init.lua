@@ -428,6 +428,16 @@ local function loaded_buf(path)
   return (buf ~= -1 and vim.api.nvim_buf_is_loaded(buf)) and buf or nil
 end
 
+--- Re-reads `path` from disk when it is loaded without unsaved changes.
+local function reload_clean(path)
+  local buf = loaded_buf(path)
+  if buf and not vim.bo[buf].modified then
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent! edit!')
+    end)
+  end
+end
+
 --- After the server applied a compaction on disk: close the buffers of the logs it moved, reload
 --- the open summaries it wrote.
 function M._after_compact(root, result)
@@ -438,12 +448,7 @@ function M._after_compact(root, result)
     end
   end
   for _, s in ipairs(type(result.summaries) == 'table' and result.summaries or {}) do
-    local buf = loaded_buf(vim.fs.joinpath(root, str(s.path)))
-    if buf and not vim.bo[buf].modified then
-      vim.api.nvim_buf_call(buf, function()
-        vim.cmd('silent! edit!')
-      end)
-    end
+    reload_clean(vim.fs.joinpath(root, str(s.path)))
   end
 end
 
@@ -581,12 +586,7 @@ function M.remember(text, cb)
       notify('remember failed: ' .. err_text(err), vim.log.levels.ERROR)
       return cb(err)
     end
-    local buf = loaded_buf(vim.fs.joinpath(root, str(note.source)))
-    if buf and not vim.bo[buf].modified then
-      vim.api.nvim_buf_call(buf, function()
-        vim.cmd('silent! edit!')
-      end)
-    end
+    reload_clean(vim.fs.joinpath(root, str(note.source)))
     notify(('remembered in %s (%s)'):format(str(note.source), str(note.heading)))
     cb(nil, note)
   end)
