@@ -32,9 +32,10 @@ vscode() {
   cd vscode-extension
   npm ci --no-audit --no-fund
   npm run lint
-  npm run build-wheel  # server/memsearch_lsp-*.whl, which the .vsix carries and the install test installs
+  # vscode:prepublish = `npm run compile` (tsc --noEmit + esbuild) + `npm run build-wheel` (the .vsix
+  # carries the server's wheel); the tests come after it: they list the .vsix and install its wheel
+  npx --no-install vsce package
   npm test
-  npx --no-install vsce package  # runs vscode:prepublish = `npm run compile` (tsc --noEmit + esbuild) + build-wheel
   npm run check-vsix
 }
 PY=${PYTHON:-python3}
