@@ -1,7 +1,8 @@
 -- The lazy.nvim build step, headless (run by tests/test_nvim_build.py):
 --   nvim --headless --clean -l nvim/tests/build.lua CHECKOUT SITE_PACKAGES_JSON WORKSPACE
 -- CHECKOUT is a copy of the repository (the plugin as lazy.nvim clones it); the venv borrows the
--- dependencies from SITE_PACKAGES (so nothing is downloaded). Prints BUILD OK, or exits 1.
+-- dependencies from SITE_PACKAGES (so nothing is downloaded). The lazy.nvim spec is the one the README
+-- documents (its `build` and `config` run as lazy.nvim runs them). Prints BUILD OK, or exits 1.
 local root = assert(_G.arg[1], 'usage: build.lua CHECKOUT SITE_PACKAGES_JSON WORKSPACE')
 local sites = vim.json.decode(assert(_G.arg[2]))
 local ws = assert(_G.arg[3])
@@ -12,9 +13,31 @@ local function check(cond, fmt, ...)
   end
 end
 
+--- The lazy.nvim spec documented in a README: the Lua block that starts with the repository's name.
+local function documented_spec(readme)
+  local text = table.concat(vim.fn.readfile(readme), '\n')
+  local block = text:match("```lua\n({\n  'memsearch%-lsp/memsearch%-lsp',.-\n})\n```")
+  check(block ~= nil, 'no lazy.nvim spec in %s', readme)
+  return assert(loadstring('return ' .. block))()
+end
+
 local ok, err = xpcall(function()
-  -- what the documented spec's `build` does: the plugin is not on the runtimepath yet
-  local install = dofile(root .. '/nvim/lua/memsearch/install.lua')
+  local spec = documented_spec(root .. '/README.md')
+  local spec2 = documented_spec(root .. '/nvim/README.md')
+  check(spec.cmd == 'Memsearch' and spec.ft == 'markdown' and spec2.cmd == spec.cmd, 'spec %s', vim.inspect(spec))
+  -- its build step loads memsearch.install from the checkout with dofile (the plugin is not on the
+  -- runtimepath yet) and calls build(): record what it loads, then run that build with the test's options
+  local loaded
+  local real_dofile = dofile
+  _G.dofile = function(path)
+    loaded = path
+    return { build = function() end }
+  end
+  spec.build({ dir = root, name = 'memsearch-lsp' })
+  spec2.build({ dir = root, name = 'memsearch-lsp' })
+  _G.dofile = real_dofile
+  check(loaded == root .. '/nvim/lua/memsearch/install.lua', 'the build step loads %s', tostring(loaded))
+  local install = dofile(loaded)
   check(install.checkout_root() == vim.fs.normalize(root), 'checkout root %s', install.checkout_root())
   local before, source = install.server_cmd()
   check(before[1] == 'memsearch-lsp' and source == 'path', 'before the build: %s %s', vim.inspect(before), source)
@@ -42,11 +65,11 @@ local ok, err = xpcall(function()
   local where = vim.system({ install.venv_python(), '-c', 'import memsearch_lsp; print(memsearch_lsp.__file__)' }, { text = true }):wait()
   check(vim.startswith(vim.trim(where.stdout), install.venv() .. '/'), 'memsearch_lsp from %s', where.stdout .. where.stderr)
 
-  -- the plugin now finds that server by itself
-  vim.opt.rtp:prepend(root .. '/nvim')
-  vim.cmd.runtime('plugin/memsearch.lua')
+  -- the documented config: the plugin now finds that server by itself
+  spec.config({ dir = root, name = 'memsearch-lsp' }, spec.opts)
+  check(vim.fn.exists(':Memsearch') == 2, ':Memsearch is not defined by the documented config')
   local ms = require('memsearch')
-  ms.setup({ enable = false })
+  check(vim.lsp.is_enabled('memsearch') and ms.options.settings.search.topK == 5, 'setup(opts) %s', vim.inspect(ms.options))
   check(vim.lsp.config.memsearch.cmd[1] == install.venv_bin(), 'cmd %s', vim.inspect(vim.lsp.config.memsearch.cmd))
   vim.cmd.cd(vim.fn.fnameescape(ws))
   vim.cmd('checkhealth memsearch')
@@ -55,12 +78,19 @@ local ok, err = xpcall(function()
   check(text:find('OK version: memsearch-lsp', 1, true) ~= nil, 'health:\n%s', text)
   vim.cmd.bwipeout()
 
-  -- one command makes a memory: :Memsearch init, then :Memsearch remember
+  -- one command makes a memory: :Memsearch init opens MEMORY.md, which starts that server; then remember
   local done
   vim.cmd('Memsearch init')
   check(vim.wait(60000, function()
     return vim.uv.fs_stat(ws .. '/memory/MEMORY.md') ~= nil and vim.api.nvim_buf_get_name(0):find('MEMORY%.md$') ~= nil
   end, 50), 'init did not create and open memory/MEMORY.md (buffer %s)', vim.api.nvim_buf_get_name(0))
+  check(vim.wait(60000, function()
+    local c = vim.lsp.get_clients({ name = 'memsearch', bufnr = 0 })[1]
+    return c ~= nil and c.initialized
+  end, 50), 'no memsearch client started for MEMORY.md')
+  local client = vim.lsp.get_clients({ name = 'memsearch', bufnr = 0 })[1]
+  check(vim.fs.normalize(client.root_dir) == vim.fs.normalize(vim.uv.fs_realpath(ws)) and client.config.cmd[1] == install.venv_bin(),
+    'client %s %s', client.root_dir, vim.inspect(client.config.cmd))
   ms.remember('The build step installs the server under stdpath data', function(e, note)
     done = { err = e, note = note }
   end)
@@ -70,6 +100,14 @@ local ok, err = xpcall(function()
   check(done.err == nil and done.note.source == 'memory/' .. os.date('%Y-%m-%d') .. '.md', 'remember %s', vim.inspect(done))
   local today = table.concat(vim.fn.readfile(ws .. '/' .. done.note.source), '\n')
   check(today:find('installs the server under stdpath data', 1, true) ~= nil, 'today:\n%s', today)
+
+  check(vim.wait(60000, function()
+    return ms.last_indexed ~= nil
+  end, 50), 'the server never indexed')
+  client:stop(true)
+  vim.wait(5000, function()
+    return client:is_stopped()
+  end, 50)
 
   -- building again (lazy.nvim after an update) upgrades the same venv
   install.build(opts)
