@@ -25,6 +25,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", metavar="DIR",
                         help="quality: a folder of labelled workspaces (memory/ + truth.json); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
+    parser.add_argument("--conversations", type=int, default=0, metavar="N",
+                        help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
     embedding = parser.add_argument_group(
