@@ -1,4 +1,4 @@
-"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all;
+"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, compaction, all;
 experiments: metric (dense COSINE vs IP), knobs (embedding settings alone)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
+NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality", "compaction"]
 EXTRA = ["metric", "knobs"]  # experiments, not part of `all`
 
 
@@ -22,7 +22,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
     parser.add_argument("--set", action="append", metavar="DIR",
-                        help="quality: a folder of labelled workspaces (memory/ + truth.json); repeatable")
+                        help="quality: a folder of labelled workspaces (memory/ + truth.json); compaction: a folder of logs "
+                             "(memory/ + facts.json); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
