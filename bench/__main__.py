@@ -22,8 +22,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
     parser.add_argument("--set", action="append", metavar="DIR",
-                        help="quality: a folder of labelled workspaces (memory/ + truth.json); compaction: a folder of logs "
-                             "(memory/ + facts.json); repeatable")
+                        help="quality: a folder of labelled workspaces (memory/ + truth.json); "
+                             "compaction: a folder of logs (memory/ + facts.json); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")

@@ -109,8 +109,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         emit("compaction", row)
         rows.append(dict(row, kept=f"{row['kept']}/{row['facts']}", lost=", ".join(row["lost"]) or "-",
                          met="yes" if row["kept_share"] >= TARGET_KEPT and row["ratio"] <= TARGET_RATIO else "no"))
-    print(table(rows, ["set", "summarizer", "logs", "summaries", "kept", "kept_share", "ratio", "met", "lost"],
-                f"Facts kept by compaction (target >= {TARGET_KEPT:.0%} at <= {TARGET_RATIO:.0%} of the characters)"))
+    table(rows, ["set", "summarizer", "logs", "summaries", "kept", "kept_share", "ratio", "met", "lost"],
+                f"Facts kept by compaction (target >= {TARGET_KEPT:.0%} at <= {TARGET_RATIO:.0%} of the characters)")
     return 0
 
 

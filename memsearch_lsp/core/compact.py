@@ -20,6 +20,7 @@ from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.summarize import (
+    MIN_BUDGET,
     TARGET_RATIO,
     CompactError,
     LogText,
@@ -256,14 +257,10 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
         groups.setdefault(period_key(dt.date.fromisoformat(log_date(source)), config.group_by), []).append(source)
 
     summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
-    summaries: list[SummaryFile] = []
     archive: list[ArchiveMove] = []
-    chars_before = chars_after = allowed = 0
-    for done, (key, members) in enumerate(groups.items()):
-        if progress:
-            progress(done, len(groups), f"summarising {key} ({len(members)} logs)")
+    planned: list[tuple[str, str, list[LogText]]] = []  # (period, summary path, logs)
+    for key, members in groups.items():
         folder = posixpath.dirname(members[0])
-        path = posixpath.join(folder, f"summary-{key}.md")
         logs = []
         for source in members:
             text = texts.get(source) if texts else None
@@ -276,10 +273,17 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
             link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
             offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
             logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
-        size = sum(len(x.text) for x in logs)
-        allowed += int(TARGET_RATIO * size)  # what an earlier summary left unused goes to the next
-        frame = len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content)
-        budget = allowed - chars_after - frame - 1  # the body follows the intro after a blank line
+        planned.append((key, posixpath.join(folder, f"summary-{key}.md"), logs))
+    sizes = [sum(len(x.text) for x in logs) for _, _, logs in planned]
+    frames = [len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content) + 1
+              for key, path, logs in planned]  # the body follows the intro after a blank line
+    summaries: list[SummaryFile] = []
+    chars_before = chars_after = allowed = 0
+    for done, ((key, path, logs), size, target) in enumerate(zip(planned, sizes, body_budgets(sizes, frames))):
+        if progress:
+            progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
+        allowed += target  # what an earlier summary left unused goes to the next
+        budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET)
         body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget)
         summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
         chars_before += size
@@ -288,6 +292,24 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
         progress(len(groups), len(groups), f"{len(groups)} summaries planned")
     return CompactionPlan(tuple(summaries), tuple(archive), summarizer.name, today=today.isoformat(),
                           stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
+
+
+def body_budgets(sizes: Sequence[int], frames: Sequence[int]) -> list[int]:
+    """Characters of summary body per group: together TARGET_RATIO of the logs less the frames, shared in
+    proportion to the logs' sizes, but never under MIN_BUDGET (small logs get a minimum, not a ratio;
+    the larger groups give it up when the total allows)."""
+    total = int(TARGET_RATIO * sum(sizes)) - sum(frames)
+    if total <= MIN_BUDGET * len(sizes):
+        return [MIN_BUDGET] * len(sizes)
+    fixed: set[int] = set()
+    while True:  # water-filling: a group whose share is under the minimum gets the minimum, the rest share
+        rest = total - MIN_BUDGET * len(fixed)
+        weight = sum(size for n, size in enumerate(sizes) if n not in fixed) or 1
+        share = {n: rest * size // weight for n, size in enumerate(sizes) if n not in fixed}
+        low = {n for n, b in share.items() if b < MIN_BUDGET}
+        if not low:
+            return [MIN_BUDGET if n in fixed else share[n] for n in range(len(sizes))]
+        fixed |= low
 
 
 def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:

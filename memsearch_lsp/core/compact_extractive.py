@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memsearch_lsp.core.chunks import normalize_newlines, outline
+from memsearch_lsp.core.compact_facts import always_kept, classify
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.summarize import LogText, Note
 
@@ -39,9 +40,14 @@ class _Item:
         return {_NORM.sub("", t.lower()) for t in _KEY.findall(self.text)} - {""}
 
 
+_STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
+
+
 def _topic(path: list[tuple[int, str]], date: str) -> str:
-    titles = [t for lvl, t in path if not (lvl == 1 and date and date in t) and t]
-    return " / ".join(titles) or "Notes"
+    """The section's headings without the log's date title or a time stamp ("## 14:30 — deploy" is "deploy");
+    a note under a heading that is only a time (`remember`'s `## HH:MM`) goes to "Notes"."""
+    titles = [_STAMP.sub("", t).strip() for lvl, t in path if not (lvl == 1 and date and date in t)]
+    return " / ".join(t for t in titles if t) or "Notes"
 
 
 def parse_log(log_text: LogText) -> list[_Item]:
@@ -99,7 +105,8 @@ def parse_log(log_text: LogText) -> list[_Item]:
 # -- choosing what to keep ------------------------------------------------------------------------
 _LABEL = re.compile(r"^((?:\S+ ){0,3}\S+?):\s+(?=\S)")  # "Dana: ...", "Decision: ..." (after emphasis is gone)
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+# sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
+_SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+(?=(?:so|but|which|then)\s)")
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
 _STOP = frozenset(re.findall(r"\S+", """
     a an the and or but if so of to in on at by for with from as is are was were be been being am it its this that
@@ -107,46 +114,83 @@ _STOP = frozenset(re.findall(r"\S+", """
     how do does did done have has had not no yes just really very too also much many more most some any all can could
     would should will shall may might must get got about into over than then out up down off again only own same such
     both each few other like well still even ever"""))
-_CHATTER = frozenset(re.findall(r"\S+", """
-    hey hi hello wow thanks thank haha lol congrats congratulations cool awesome great nice glad sounds aw aww oh
-    yeah yes sure ok okay totally same amazing lovely bye cheers welcome omg"""))
-_WHEN = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|"
-                   r"fri|satur|sun)day\b|\b(?:yesterday|tomorrow|today|tonight|last|next|ago|week|month|year|"
-                   r"deadline|until|since)\b", re.I)
-_DECISION = re.compile(r"\b(?:decid\w*|decision|chose|choose|agreed|agree|will|plan\w*|going to|switch\w*|mov\w*|"
-                       r"start\w*|finish\w*|bought|buy|adopt\w*|won|join\w*|fix\w*|set|raised?|cut|releas\w*|"
-                       r"deploy\w*|migrat\w*|because|must|never|always|instead|replac\w*|lost|got|signed|"
-                       r"learn\w*|found|made|open\w*|clos\w*|stor\w*|use[sd]?)\b", re.I)
 UNIT_OVERHEAD = 12  # "- ", " (L123)", a newline: what each kept line costs besides its words
+SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
+GIST_LINES = 2  # lines of a long code block quoted in its gist
+MIN_SCORE = 2.5  # a sentence scoring less carries no fact worth a line
+COST_POWER = 0.75  # what a sentence carries over its length to this power: long sentences of facts not starved
+STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
+MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
 
 
 @dataclass
 class _Unit:
-    """A sentence or clause of an item: what the extractive summary keeps or drops."""
+    """A sentence or clause of an item (or a whole block, or a block's gist): what the summary keeps or drops."""
 
     item: _Item
     start: int  # span in the item's cleaned text
     end: int
     text: str
     score: float = 0.0
-    weak: bool = False  # a question, small talk or a fragment: never worth a line of the summary
+    weak: bool = False  # a question, small talk, narration or a fragment: never worth a line of the summary
+    must: bool = False  # a labelled line (Decision:, Root cause:, TODO ...): always kept
 
     @property
     def density(self) -> float:
-        return self.score / (len(self.text) + UNIT_OVERHEAD)
+        return self.score / (max(len(self.text), MIN_COST) + UNIT_OVERHEAD) ** COST_POWER
 
 
 def _clean(item: _Item) -> tuple[str, str]:
-    """(label, body): emphasis markers dropped, a leading 'Name:' label set apart."""
-    text = _EMPHASIS.sub(r"\2", item.text) if item.kind != "block" else item.text
-    label = _LABEL.match(text) if item.kind != "block" else None
+    """(label, body): emphasis markers dropped, a leading 'Name:' label set apart; a long block's gist."""
+    if item.kind == "block":
+        return "", item.text if len(item.text) <= SHORT_BLOCK else block_gist(item.text)
+    text = _EMPHASIS.sub(r"\2", item.text)
+    label = _LABEL.match(text)
     return (label.group(1), text[label.end():]) if label else ("", text)
+
+
+_FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")
+_SETTING_LINE = re.compile(r"^\s*[\w.-]+\s*(?:=|:)\s*\S")
+_ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception|FAILED|Fatal|panic)\b")
+_PROMPT = re.compile(r"^\s*(?:\$|>|PS>|›)\s")
+_LOG_LINE = re.compile(r"^\s*(?:\S*\d{2}:\d{2}\S*\s+)?(?:\S+\s+)?(?:INFO|DEBUG|WARN(?:ING)?|TRACE)\b|^\s*(?:File|at) ")
+
+
+def block_gist(block: str) -> str:
+    """What a long code block or table says, in one line: never a block cut in the middle.
+
+    A table: its size, its columns and its rows ("a, b; c, d"), each row a clause the summary may keep
+    or drop. Code: its kind and size and its lines that carry most (settings, errors, names, numbers),
+    quoted whole.
+    """
+    lines = block.split("\n")
+    if lines and lines[0].lstrip().startswith("|"):
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+        rows = [r for r in rows if not all(re.fullmatch(r":?-{2,}:?", c) or not c for c in r)]
+        head, body = (rows[0], rows[1:]) if len(rows) > 1 else ([], rows)
+        return "; ".join(", ".join(f"{h}: {c}" if h else c for h, c in zip([*head, *[""] * len(r)], r) if c)
+                         for r in body)
+    opening = _FENCE_OPEN.match(lines[0]) if lines else None
+    lang = opening.group(2) if opening else ""
+    inner = lines[1:-1] if opening and len(lines) > 1 else lines
+    scored = []
+    for n, line in enumerate(inner):
+        text = line.strip()
+        if not text or len(text) > 160 or _PROMPT.match(line) or _LOG_LINE.match(line):
+            continue
+        value = classify(text, first=False).score + 3.0 * bool(_SETTING_LINE.match(line)) + \
+            3.0 * bool(_ERROR_LINE.search(text))
+        scored.append((value, n, text))
+    best = sorted(sorted(scored, reverse=True)[:GIST_LINES], key=lambda x: x[1])
+    kind = "traceback" if any(_ERROR_LINE.search(t) for _, _, t in best) else "code"
+    quoted = "; ".join(f"`{t.replace('`', chr(39))}`" for _, _, t in best)
+    return f"{kind} ({lang + ', ' if lang else ''}{len(inner)} lines){': ' + quoted if quoted else ''}"
 
 
 def units_of(item: _Item) -> list[_Unit]:
     body = _clean(item)[1]
-    if item.kind == "block":
-        return [_Unit(item, 0, len(body), body)]
+    if item.kind == "block" and (len(item.text) <= SHORT_BLOCK or not _TABLE.match(item.text)):
+        return [_Unit(item, 0, len(body), body)]  # a short block, or a long code block's gist: one unit
     out, start = [], 0
     for match in _SPLIT.finditer(body):
         if body[start:match.start()].strip():
@@ -157,8 +201,21 @@ def units_of(item: _Item) -> list[_Unit]:
     return out
 
 
+def _block_score(text: str) -> tuple[float, bool]:
+    """(score, factual) of a block or its gist: its best line and a little for each other line with a fact;
+    a shell session or a program's log output is command noise."""
+    lines = [x for x in text.split("\n") if x.strip() and not _FENCE_OPEN.match(x)]
+    session = any(_PROMPT.match(x) or _LOG_LINE.match(x) for x in lines)
+    facts = [classify(x.strip(), first=False) for x in lines if not _PROMPT.match(x) and not _LOG_LINE.match(x)]
+    settings = sum(bool(_SETTING_LINE.match(x)) for x in lines)
+    scores = sorted((f.score for f in facts), reverse=True)
+    score = (scores[0] if scores else 0.0) + sum(1.0 for s in scores[1:] if s >= MIN_SCORE) + 1.5 * min(settings, 4)
+    return score, not session and (any(f.factual for f in facts) or settings > 0)
+
+
 def _score(units: Sequence[_Unit]) -> None:
-    """Facts over chatter: rare words, numbers, names, code, dates and decisions; small talk is weak."""
+    """Facts over noise: the fact classes a sentence carries (compact_facts), a little for rare words;
+    labelled lines are always kept, narration, status, dead ends and small talk are weak."""
     import math
 
     words = [{w.lower() for w in _TOKEN.findall(u.text) if w.lower() not in _STOP and len(w) > 2} for u in units]
@@ -167,20 +224,21 @@ def _score(units: Sequence[_Unit]) -> None:
         for w in bag:
             df[w] = df.get(w, 0) + 1
     n = len(units)
+    dead_ends = {id(u.item) for u in units if "dead_end" in classify(u.text).noise}  # "tried X; no effect"
     for unit, bag in zip(units, words):
-        tokens = _TOKEN.findall(unit.text)
-        info = sum(math.log((1 + n) / (1 + df[w])) + 0.5 for w in bag)
-        numbers = {t for t in tokens if t[0].isdigit()}
-        code = {t for t in tokens if t.startswith("`")}
-        names = {t for k, t in enumerate(tokens) if k and t[0].isupper() and t.lower() not in _STOP}
-        names |= set(_LABEL.findall(unit.item.text[:60])) if unit.start == 0 else set()
-        score = info + 2.5 * len(numbers) + 2.5 * len(code) + 1.5 * len(names)
-        score += 2.0 * bool(_WHEN.search(unit.text)) + 3.0 * bool(_DECISION.search(unit.text))
-        score += 3.0 * bool(_DECISION.search(f"{_clean(unit.item)[0]} {unit.item.topic}"))  # "Decision: ..."
-        first = tokens[0].lower() if tokens else ""
-        unit.weak = (unit.text.rstrip(" \"')").endswith("?") or (first in _CHATTER and len(unit.text) < 80)
-                     or len(unit.text) < 20) and not numbers and not code
-        unit.score = score
+        label = _clean(unit.item)[0]
+        info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
+        if unit.item.kind == "block" and (len(unit.item.text) <= SHORT_BLOCK or not _TABLE.match(unit.item.text)):
+            score, factual = _block_score(unit.item.text)
+            unit.score = score + info
+            unit.weak = not factual or unit.score < MIN_SCORE
+            continue
+        facts = classify(unit.text, first=unit.start == 0)
+        context = classify(f"{label} {unit.item.topic}", first=False)  # "Decision: ...", "## Rollback plan"
+        unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
+        unit.score -= 6.0 * (id(unit.item) in dead_ends and "dead_end" not in facts.noise)
+        unit.must = always_kept(label, unit.item.text)
+        unit.weak = not unit.must and (not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12)
 
 
 @dataclass
@@ -212,7 +270,7 @@ class _Choice:
 def _line(item: _Item, parts: Sequence[_Unit]) -> str:
     label, body = _clean(item)
     where = f"(L{item.log.line(item.line)})"
-    if item.kind == "block":
+    if item.kind == "block" and len(item.text) <= SHORT_BLOCK:
         return f"\n{body}\n{where}\n\n"
     text, end = "", None
     for unit in parts:
@@ -220,41 +278,57 @@ def _line(item: _Item, parts: Sequence[_Unit]) -> str:
             text = unit.text
         else:
             gap = body[end:unit.start]
-            text += (gap if not gap.strip() or gap.strip() == ";" else " … ") + unit.text
+            text += (gap if not gap.strip() or gap.strip() in {";", ","} else " … ") + unit.text
             text = text.replace("  ", " ")
         end = unit.end
     return f"- {label + ': ' if label else ''}{text} {where}\n"
 
 
 def choose(items: Sequence[_Item], budget: int | None) -> str:
-    """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None)."""
+    """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None).
+
+    Labelled lines come first and always stay; then each log's best sentence, so no day goes missing;
+    then the rest by what they carry per character. Never empty while the items hold text.
+    """
     for order, item in enumerate(items):
         item.order = order
     units = [u for item in items for u in units_of(item)]
     if budget is None:
         return _Choice(units).render()
     _score(units)
-    ranked = sorted((u for u in units if not u.weak), key=lambda u: (-u.density, u.item.order, u.start))
+    ranked = sorted((u for u in units if not u.weak and not u.must),
+                    key=lambda u: (-u.density, u.item.order, u.start))
+    firsts: dict[str, _Unit] = {}
+    for unit in ranked:
+        firsts.setdefault(unit.item.log.source, unit)
+    rest = [u for u in ranked if firsts.get(u.item.log.source) is not u]
+    queue = [u for u in units if u.must] + list(firsts.values()) + \
+        [u for u in rest if u.score >= STRONG_SCORE] + [u for u in rest if u.score < STRONG_SCORE]
     choice = _Choice()
     used = 0
     seen_items: set[int] = set()
     seen_runs: set[tuple[str, str]] = set()
     seen_topics: set[str] = set()
-    for unit in ranked:
+    for unit in queue:
         item = unit.item
         cost = len(unit.text) + (3 if id(item) in seen_items else UNIT_OVERHEAD + len(_clean(item)[0]) + 2)
         cost += 0 if (item.topic, item.log.source) in seen_runs else len(item.log.ref_day(item.anchor)) + 8
         cost += 0 if item.topic in seen_topics else len(item.topic) + 5
-        if used + cost > budget:
+        if used + cost > budget and not unit.must:
             continue
         used += cost
         choice.units.append(unit)
         seen_items.add(id(item))
         seen_runs.add((item.topic, item.log.source))
         seen_topics.add(item.topic)
+    if not choice.units and units:  # never empty: the best of what there is
+        choice.units.append(max(units, key=lambda u: (not u.weak, u.score, -u.item.order)))
     text = choice.render()
-    while choice.units and len(text) > budget:  # the estimate was short: drop the weakest until it fits
-        choice.units.pop()
+    while len(text) > budget:  # the estimate was short: drop the last chosen until it fits (labelled lines stay)
+        optional = [n for n, u in enumerate(choice.units) if not u.must]
+        if len(choice.units) <= 1 or not optional:
+            break
+        choice.units.pop(optional[-1])
         text = choice.render()
     return text
 
@@ -275,8 +349,6 @@ class ExtractiveSummarizer:
     def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
                   budget: int | None = None) -> str:
         items = [item for log_text in logs for item in parse_log(log_text)]
-        if budget is not None and budget <= 0:
-            return ""
         return choose(self.dedupe(items), budget)
 
     def dedupe(self, items: list[_Item]) -> list[_Item]:
@@ -287,8 +359,19 @@ class ExtractiveSummarizer:
                 continue
             keys.add(item.key)
             kept.append(item)
+        if self.threshold > 1:
+            return kept
+        # a line repeated inside a longer one ("Error rate 0.2%." and "Error rate 0.2%, p99 205 ms."): the longer stays
+        # (and when the longer one adds no number or name, it is the repeat: the shorter stays)
+        lines = [i for i in kept if i.kind != "block" and len(i.key) >= 12]
+        gone: set[int] = set()
+        for short in lines:
+            for long in lines:
+                if len(long.key) > len(short.key) and f" {short.key} " in f" {long.key} ":
+                    gone.add(id(short) if long.names > short.names else id(long))
+        kept = [i for i in kept if id(i) not in gone]
         lines = [i for i in kept if i.kind != "block"]
-        if len(lines) < 2 or self.threshold > 1:
+        if len(lines) < 2:
             return kept
         import numpy as np
 

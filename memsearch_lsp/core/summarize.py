@@ -21,7 +21,8 @@ CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 200  # characters of instructions around the logs in each request
 MIN_PIECE_CHARS = 200
 MAX_REDUCE_ROUNDS = 8
-TARGET_RATIO = 0.35  # a summary is at most this share of the characters of the logs it replaces
+TARGET_RATIO = 0.40  # a summary is at most this share of the characters of the logs it replaces
+MIN_BUDGET = 400  # characters of summary body any group gets, whatever the ratio: a few small logs keep their facts
 
 Note = Callable[[str], None]
 
