@@ -15,7 +15,7 @@ from urllib.parse import quote
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.compact_apply import LogChanged, apply_files, sha256
-from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer
+from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], Embedder]) -> Summarizer:
     """The configured summariser; `embedder` is called only when one is needed."""
     if config.summarizer == "openai":
-        return OpenAISummarizer(config, root)
+        return OpenAISummarizer(config, root, restore=restore_labelled)
     if config.summarizer == "extractive":
         return ExtractiveSummarizer(embedder, config.similarity_threshold)
     raise ConfigError(f"compact.summarizer: expected 'extractive' or 'openai', got {config.summarizer!r}")
@@ -129,19 +129,33 @@ class CompactionPlan:
             digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
         return digest.hexdigest()[:16] if not self.empty else ""
 
-    def describe(self) -> str:
-        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
+    def headline(self, applied: bool | None = None) -> str:
+        """One line: 'compacted 4 daily logs into 2 summaries (...): applied' once done, 'would compact ...:
+        nothing changed (dry run)' for a plan only shown, 'compact ...' for a plan offered for review."""
         if self.empty:
-            return (self.note or "nothing to compact") + left
+            return (self.note or "nothing to compact") + (": nothing changed (dry run)" if applied is False else "")
         before, after = self.chars_before, self.chars_after
         share = f", {100 * after / before:.0f}%" if before else ""
-        lines = [f"compact {len(self.archive)} daily logs into {len(self.summaries)} summaries "
-                 f"({self.summarizer}; {before} -> {after} characters{share})"]
+        what = (f"{plural(len(self.archive), 'daily log')} into {plural(len(self.summaries), 'summary', 'summaries')} "
+                f"({self.summarizer}; {before} -> {after} characters{share})")
+        if applied is None:
+            return f"compact {what}"
+        return f"compacted {what}: applied" if applied else f"would compact {what}: nothing changed (dry run)"
+
+    def describe(self, applied: bool | None = None) -> str:
+        """The headline, one line per summary written and per log moved, and the logs left in place."""
+        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
+        lines = [self.headline(applied)]
         for s in self.summaries:
             lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
         for m in self.archive:
             lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
         return "\n".join(lines) + left
+
+
+def plural(n: int, one: str, many: str = "") -> str:
+    """'1 daily log', '4 daily logs', '1 summary', '2 summaries'."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 # -- planning -----------------------------------------------------------------------------------
@@ -279,11 +293,12 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
               for key, path, logs in planned]  # the body follows the intro after a blank line
     summaries: list[SummaryFile] = []
     chars_before = chars_after = allowed = 0
-    for done, ((key, path, logs), size, target) in enumerate(zip(planned, sizes, body_budgets(sizes, frames))):
+    targets = body_budgets(sizes, frames, [len(logs) for _, _, logs in planned])
+    for done, ((key, path, logs), size, target) in enumerate(zip(planned, sizes, targets)):
         if progress:
             progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
         allowed += target  # what an earlier summary left unused goes to the next
-        budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET)
+        budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET * len(logs))
         body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget)
         summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
         chars_before += size
@@ -294,22 +309,12 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
                           stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
 
 
-def body_budgets(sizes: Sequence[int], frames: Sequence[int]) -> list[int]:
-    """Characters of summary body per group: together TARGET_RATIO of the logs less the frames, shared in
-    proportion to the logs' sizes, but never under MIN_BUDGET (small logs get a minimum, not a ratio;
-    the larger groups give it up when the total allows)."""
-    total = int(TARGET_RATIO * sum(sizes)) - sum(frames)
-    if total <= MIN_BUDGET * len(sizes):
-        return [MIN_BUDGET] * len(sizes)
-    fixed: set[int] = set()
-    while True:  # water-filling: a group whose share is under the minimum gets the minimum, the rest share
-        rest = total - MIN_BUDGET * len(fixed)
-        weight = sum(size for n, size in enumerate(sizes) if n not in fixed) or 1
-        share = {n: rest * size // weight for n, size in enumerate(sizes) if n not in fixed}
-        low = {n for n, b in share.items() if b < MIN_BUDGET}
-        if not low:
-            return [MIN_BUDGET if n in fixed else share[n] for n in range(len(sizes))]
-        fixed |= low
+def body_budgets(sizes: Sequence[int], frames: Sequence[int], logs: Sequence[int]) -> list[int]:
+    """Characters of summary body per group: TARGET_RATIO of the logs less the frames, shared in proportion
+    to the logs' sizes; but small logs get a minimum, not a ratio: MIN_BUDGET per log of the group."""
+    total = max(int(TARGET_RATIO * sum(sizes)) - sum(frames), 0)
+    weight = sum(sizes) or 1
+    return [max(total * size // weight, MIN_BUDGET * n) for size, n in zip(sizes, logs)]
 
 
 def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:

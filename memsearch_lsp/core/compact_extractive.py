@@ -29,6 +29,7 @@ class _Item:
     log: LogText
     anchor: int  # the line of its section's heading (or its own line, before any heading)
     order: int = 0  # its place among the items summarised together
+    first: str = ""  # its first line (a labelled line is kept whole; the lines joined to it are not)
 
     @property
     def key(self) -> str:
@@ -63,7 +64,7 @@ def parse_log(log_text: LogText) -> list[_Item]:
     i = body_start
 
     def add(kind: str, text: str, depth: int, line: int) -> _Item:
-        item = _Item(_topic(path, log_text.date), kind, text, depth, line, log_text, anchor or line)
+        item = _Item(_topic(path, log_text.date), kind, text, depth, line, log_text, anchor or line, first=text)
         items.append(item)
         return item
 
@@ -95,7 +96,7 @@ def parse_log(log_text: LogText) -> list[_Item]:
         if bullet:
             depth = min(len(bullet.group(1).expandtabs(4)) // 2, 3)
             current = add("bullet", bullet.group(2).strip(), depth, i)
-        elif current is not None:
+        elif current is not None and not _labelled(stripped):
             current.text += " " + stripped  # a continuation line of the bullet or paragraph
         else:
             current = add("para", stripped, 0, i)
@@ -153,7 +154,8 @@ _FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")
 _SETTING_LINE = re.compile(r"^\s*[\w.-]+\s*(?:=|:)\s*\S")
 _ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception|FAILED|Fatal|panic)\b")
 _PROMPT = re.compile(r"^\s*(?:\$|>|PS>|›)\s")
-_LOG_LINE = re.compile(r"^\s*(?:\S*\d{2}:\d{2}\S*\s+)?(?:\S+\s+)?(?:INFO|DEBUG|WARN(?:ING)?|TRACE)\b|^\s*(?:File|at) ")
+_LOG_LINE = re.compile(r"^\s*(?:\S*\d{2}:\d{2}\S*\s+)?(?:\S+\s+)?(?:INFO|DEBUG|WARN(?:ING)?|TRACE)\b")
+_FRAME = re.compile(r"^\s*(?:File \"|at [\w$.]+\(|Traceback \(|\.\.\.)")  # a stack frame: never the gist
 
 
 def block_gist(block: str) -> str:
@@ -176,7 +178,7 @@ def block_gist(block: str) -> str:
     scored = []
     for n, line in enumerate(inner):
         text = line.strip()
-        if not text or len(text) > 160 or _PROMPT.match(line) or _LOG_LINE.match(line):
+        if not text or len(text) > 160 or _PROMPT.match(line) or _LOG_LINE.match(line) or _FRAME.match(line):
             continue
         value = classify(text, first=False).score + 3.0 * bool(_SETTING_LINE.match(line)) + \
             3.0 * bool(_ERROR_LINE.search(text))
@@ -206,11 +208,26 @@ def _block_score(text: str) -> tuple[float, bool]:
     a shell session or a program's log output is command noise."""
     lines = [x for x in text.split("\n") if x.strip() and not _FENCE_OPEN.match(x)]
     session = any(_PROMPT.match(x) or _LOG_LINE.match(x) for x in lines)
-    facts = [classify(x.strip(), first=False) for x in lines if not _PROMPT.match(x) and not _LOG_LINE.match(x)]
+    facts = [classify(x.strip(), first=False) for x in lines
+             if not _PROMPT.match(x) and not _LOG_LINE.match(x) and not _FRAME.match(x)]
     settings = sum(bool(_SETTING_LINE.match(x)) for x in lines)
     scores = sorted((f.score for f in facts), reverse=True)
     score = (scores[0] if scores else 0.0) + sum(1.0 for s in scores[1:] if s >= MIN_SCORE) + 1.5 * min(settings, 4)
     return score, not session and (any(f.factual for f in facts) or settings > 0)
+
+
+def _labelled(line: str) -> bool:
+    """A line that opens with a label kept always ('Decision: ...', 'TODO ...'): its own item, never a continuation."""
+    text = _EMPHASIS.sub(r"\2", line)
+    label = _LABEL.match(text)
+    return always_kept(label.group(1) if label else "", text)
+
+
+def _first_line_end(item: _Item) -> int:
+    """Where the item's first line ends in its cleaned text."""
+    label = _clean(item)[0]
+    first = _EMPHASIS.sub(r"\2", item.first)
+    return max(len(first) - (len(label) + 2 if label else 0), 1)
 
 
 def _score(units: Sequence[_Unit]) -> None:
@@ -237,7 +254,8 @@ def _score(units: Sequence[_Unit]) -> None:
         context = classify(f"{label} {unit.item.topic}", first=False)  # "Decision: ...", "## Rollback plan"
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
         unit.score -= 6.0 * (id(unit.item) in dead_ends and "dead_end" not in facts.noise)
-        unit.must = always_kept(label, unit.item.text)
+        # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
+        unit.must = always_kept(label, unit.item.text) and unit.start < _first_line_end(unit.item)
         unit.weak = not unit.must and (not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12)
 
 
@@ -331,6 +349,34 @@ def choose(items: Sequence[_Item], budget: int | None) -> str:
         choice.units.pop(optional[-1])
         text = choice.render()
     return text
+
+
+VERBATIM_TOPIC = "Kept word for word"  # where restore_labelled puts the labelled lines a model dropped
+
+
+def restore_labelled(summary: str, logs: Sequence[LogText]) -> str:
+    """`summary` (another summariser's) with every labelled line of the logs it lacks appended word for word.
+
+    A labelled line (`Decision:`, `Root cause:`, `TODO` ...) is lacking when its text, compared without
+    case, emphasis, punctuation or spacing, is nowhere in the summary. The lines appended take the
+    extractive summary's shape: a `## Kept word for word` section, a dated link per log, `(L<n>)` per line.
+    """
+    have = " ".join(_NORM.sub(" ", _EMPHASIS.sub(r"\2", summary).lower()).split())
+    lacking = []
+    for log_text in logs:
+        for item in parse_log(log_text):
+            label, body = _clean(item)
+            if item.kind == "block" or not always_kept(label, item.text):
+                continue
+            if " ".join(_NORM.sub(" ", body.lower()).split()) not in have:
+                item.topic = VERBATIM_TOPIC
+                lacking.append(item)
+    if not lacking:
+        return summary
+    for order, item in enumerate(lacking):
+        item.order = order
+    kept = _Choice([_Unit(i, 0, len(_clean(i)[1]), _clean(i)[1]) for i in lacking]).render()
+    return f"{summary.rstrip()}\n\n{kept}" if summary.strip() else kept
 
 
 class ExtractiveSummarizer:
