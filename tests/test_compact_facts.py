@@ -133,6 +133,13 @@ def test_three_tiny_logs_get_a_minimum_budget_not_a_ratio(tmp_path: Path, make_m
     assert plan.chars_after > TARGET_RATIO * plan.chars_before  # the minimum, not the ratio
 
 
+def test_a_log_of_bare_headings_or_small_talk_still_gets_a_line() -> None:
+    headings = _log("2026-11-12", "# 2026-11-12\n\n## Queue\n\n### Switched the jobs queue to SQS\n\n## 14:00\n")
+    assert "- Switched the jobs queue to SQS (L5)" in choose(parse_log(headings), budget=300)  # its title says it
+    talk = _log("2026-11-13", "# 2026-11-13\n\n## 09:00\n\nHi! Thanks a lot, see you tomorrow.\n")
+    assert "see you tomorrow" in choose(parse_log(talk), budget=300)  # nothing better: still not empty
+
+
 def test_budgets_share_the_ratio_and_give_small_logs_a_minimum() -> None:
     sizes, frames, logs = [10_000, 6_000, 600], [90, 90, 90], [5, 3, 2]
     budgets = body_budgets(sizes, frames, logs)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memsearch_lsp.core.chunks import normalize_newlines, outline
+from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
 from memsearch_lsp.core.compact_facts import always_kept, classify
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.summarize import LogText, Note
@@ -68,6 +68,20 @@ def parse_log(log_text: LogText) -> list[_Item]:
         items.append(item)
         return item
 
+    bare: tuple[Heading, list[tuple[int, str]], int] | None = None  # the last heading, its parents, items before it
+
+    def said_by_its_title(level: int) -> None:
+        """A heading with nothing under it ("## Switched the queue to SQS") says its fact in its title."""
+        nonlocal path
+        if bare is None or len(items) > bare[2] or bare[0].level < level:
+            return
+        heading, parents, _ = bare
+        title = _STAMP.sub("", heading.title).strip()
+        if title and not (heading.level == 1 and log_text.date and log_text.date in title):
+            path, kept = parents, path
+            add("para", title, 0, heading.row + 1)
+            path = kept
+
     while i < len(lines):
         line, stripped = lines[i], lines[i].strip()
         if i in fence_end:
@@ -77,6 +91,8 @@ def parse_log(log_text: LogText) -> list[_Item]:
             continue
         heading = heading_at.get(i)
         if heading is not None:
+            said_by_its_title(heading.level)
+            bare = (heading, [(lvl, t) for lvl, t in path if lvl < heading.level], len(items))
             path = [(lvl, t) for lvl, t in path if lvl < heading.level] + [(heading.level, heading.title)]
             anchor = i + 1 if _topic(path, log_text.date) != "Notes" else 0
             current, i = None, heading.end_row + 1
@@ -100,6 +116,7 @@ def parse_log(log_text: LogText) -> list[_Item]:
             current.text += " " + stripped  # a continuation line of the bullet or paragraph
         else:
             current = add("para", stripped, 0, i)
+    said_by_its_title(0)
     return items
 
 

@@ -16,7 +16,7 @@ _TODO = re.compile(r"^(?:\[ \]\s*)?(?:TODO|FIXME|XXX)\b|^\[ \]\s")  # unlabelled
 
 _DECISION = re.compile(
     r"\b(?:decid\w*|decision|chose|choos\w*|chosen|opted|settled on|went with|go(?:ing)? with|"
-    r"switch(?:ed|ing)? (?:from|to|back)|mov(?:ed|ing) (?:from|to)|migrat\w*|adopt\w*|agreed|"
+    r"(?:switch|mov)(?:e?d|ing|es)?(?: [\w.-]+){0,3}? (?:from|to|back)|migrat\w*|adopt\w*|agreed|"
     r"we (?:keep|stay|use|will)|keep (?:using|it|the)|stay(?:s)? on|instead of|rather than|"
     r"(?:not|never) going to|won't|will not|do not|don't|no longer|pinned|pin to|ruled out|rejected|"
     r"replac\w*|deprecat\w*|drop(?:ped)? (?:support|the)|default(?:s)? to)\b", re.I)
