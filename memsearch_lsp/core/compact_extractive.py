@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
-from memsearch_lsp.core.compact_facts import always_kept, classify
+from memsearch_lsp.core.compact_facts import FACT_SCORE, always_kept, block_gist, block_score, classify
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.summarize import LogText, Note
 
@@ -134,8 +134,7 @@ _STOP = frozenset(re.findall(r"\S+", """
     both each few other like well still even ever"""))
 UNIT_OVERHEAD = 12  # "- ", " (L123)", a newline: what each kept line costs besides its words
 SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
-GIST_LINES = 2  # lines of a long code block quoted in its gist
-MIN_SCORE = 2.5  # a sentence scoring less carries no fact worth a line
+MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
 COST_POWER = 0.75  # what a sentence carries over its length to this power: long sentences of facts not starved
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
 MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
@@ -167,45 +166,6 @@ def _clean(item: _Item) -> tuple[str, str]:
     return (label.group(1), text[label.end():]) if label else ("", text)
 
 
-_FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")
-_SETTING_LINE = re.compile(r"^\s*[\w.-]+\s*(?:=|:)\s*\S")
-_ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception|FAILED|Fatal|panic)\b")
-_PROMPT = re.compile(r"^\s*(?:\$|>|PS>|›)\s")
-_LOG_LINE = re.compile(r"^\s*(?:\S*\d{2}:\d{2}\S*\s+)?(?:\S+\s+)?(?:INFO|DEBUG|WARN(?:ING)?|TRACE)\b")
-_FRAME = re.compile(r"^\s*(?:File \"|at [\w$.]+\(|Traceback \(|\.\.\.)")  # a stack frame: never the gist
-
-
-def block_gist(block: str) -> str:
-    """What a long code block or table says, in one line: never a block cut in the middle.
-
-    A table: its size, its columns and its rows ("a, b; c, d"), each row a clause the summary may keep
-    or drop. Code: its kind and size and its lines that carry most (settings, errors, names, numbers),
-    quoted whole.
-    """
-    lines = block.split("\n")
-    if lines and lines[0].lstrip().startswith("|"):
-        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
-        rows = [r for r in rows if not all(re.fullmatch(r":?-{2,}:?", c) or not c for c in r)]
-        head, body = (rows[0], rows[1:]) if len(rows) > 1 else ([], rows)
-        return "; ".join(", ".join(f"{h}: {c}" if h else c for h, c in zip([*head, *[""] * len(r)], r) if c)
-                         for r in body)
-    opening = _FENCE_OPEN.match(lines[0]) if lines else None
-    lang = opening.group(2) if opening else ""
-    inner = lines[1:-1] if opening and len(lines) > 1 else lines
-    scored = []
-    for n, line in enumerate(inner):
-        text = line.strip()
-        if not text or len(text) > 160 or _PROMPT.match(line) or _LOG_LINE.match(line) or _FRAME.match(line):
-            continue
-        value = classify(text, first=False).score + 3.0 * bool(_SETTING_LINE.match(line)) + \
-            3.0 * bool(_ERROR_LINE.search(text))
-        scored.append((value, n, text))
-    best = sorted(sorted(scored, reverse=True)[:GIST_LINES], key=lambda x: x[1])
-    kind = "traceback" if any(_ERROR_LINE.search(t) for _, _, t in best) else "code"
-    quoted = "; ".join(f"`{t.replace('`', chr(39))}`" for _, _, t in best)
-    return f"{kind} ({lang + ', ' if lang else ''}{len(inner)} lines){': ' + quoted if quoted else ''}"
-
-
 def units_of(item: _Item) -> list[_Unit]:
     body = _clean(item)[1]
     if item.kind == "block" and (len(item.text) <= SHORT_BLOCK or not _TABLE.match(item.text)):
@@ -218,19 +178,6 @@ def units_of(item: _Item) -> list[_Unit]:
     if body[start:].strip():
         out.append(_Unit(item, start, len(body), body[start:].strip()))
     return out
-
-
-def _block_score(text: str) -> tuple[float, bool]:
-    """(score, factual) of a block or its gist: its best line and a little for each other line with a fact;
-    a shell session or a program's log output is command noise."""
-    lines = [x for x in text.split("\n") if x.strip() and not _FENCE_OPEN.match(x)]
-    session = any(_PROMPT.match(x) or _LOG_LINE.match(x) for x in lines)
-    facts = [classify(x.strip(), first=False) for x in lines
-             if not _PROMPT.match(x) and not _LOG_LINE.match(x) and not _FRAME.match(x)]
-    settings = sum(bool(_SETTING_LINE.match(x)) for x in lines)
-    scores = sorted((f.score for f in facts), reverse=True)
-    score = (scores[0] if scores else 0.0) + sum(1.0 for s in scores[1:] if s >= MIN_SCORE) + 1.5 * min(settings, 4)
-    return score, not session and (any(f.factual for f in facts) or settings > 0)
 
 
 def _labelled(line: str) -> bool:
@@ -263,7 +210,7 @@ def _score(units: Sequence[_Unit]) -> None:
         label = _clean(unit.item)[0]
         info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
         if unit.item.kind == "block" and (len(unit.item.text) <= SHORT_BLOCK or not _TABLE.match(unit.item.text)):
-            score, factual = _block_score(unit.item.text)
+            score, factual = block_score(unit.item.text)
             unit.score = score + info
             unit.weak = not factual or unit.score < MIN_SCORE
             continue
