@@ -1,4 +1,4 @@
-"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all;
+"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, compaction, all;
 experiments: metric (dense COSINE vs IP), knobs (embedding settings alone); loop (the agent loop through the
 Claude Code hooks, bench/loop.py)."""
 
@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
+NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality", "compaction"]
 EXTRA = ["metric", "knobs", "loop"]  # experiments and long replays, not part of `all`
 
 
@@ -23,7 +23,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
     parser.add_argument("--set", action="append", metavar="DIR",
-                        help="quality: a folder of labelled workspaces (memory/ + truth.json); repeatable")
+                        help="quality: a folder of labelled workspaces (memory/ + truth.json); "
+                             "compaction: a folder of logs (memory/ + facts.json); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
     parser.add_argument("--conversations", type=int, default=0, metavar="N",
                         help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)")

@@ -193,7 +193,9 @@ def cmd_compact(args: argparse.Namespace) -> int:
         if not args.dry_run and not plan.empty:
             plan = apply_checked(memory, plan)  # a log changed meanwhile is left in place (plan.left)
             memory.index()
-    _emit(args, dict(plan.to_dict(), applied=not args.dry_run and not plan.empty), plan.describe())
+    applied = not args.dry_run and not plan.empty
+    said = None if plan.empty and not args.dry_run else applied  # "nothing to compact" needs no "applied"
+    _emit(args, dict(plan.to_dict(), applied=applied), plan.describe(applied=said))
     return EXIT_OK
 
 

@@ -15,11 +15,12 @@ from urllib.parse import quote
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.compact_apply import LogChanged, apply_files, sha256
-from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer
+from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.embed import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.summarize import (
+    MIN_BUDGET,
     TARGET_RATIO,
     CompactError,
     LogText,
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], Embedder]) -> Summarizer:
     """The configured summariser; `embedder` is called only when one is needed."""
     if config.summarizer == "openai":
-        return OpenAISummarizer(config, root)
+        return OpenAISummarizer(config, root, restore=restore_labelled)
     if config.summarizer == "extractive":
         return ExtractiveSummarizer(embedder, config.similarity_threshold)
     raise ConfigError(f"compact.summarizer: expected 'extractive' or 'openai', got {config.summarizer!r}")
@@ -128,19 +129,33 @@ class CompactionPlan:
             digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
         return digest.hexdigest()[:16] if not self.empty else ""
 
-    def describe(self) -> str:
-        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
+    def headline(self, applied: bool | None = None) -> str:
+        """One line: 'compacted 4 daily logs into 2 summaries (...): applied' once done, 'would compact ...:
+        nothing changed (dry run)' for a plan only shown, 'compact ...' for a plan offered for review."""
         if self.empty:
-            return (self.note or "nothing to compact") + left
+            return (self.note or "nothing to compact") + (": nothing changed (dry run)" if applied is False else "")
         before, after = self.chars_before, self.chars_after
         share = f", {100 * after / before:.0f}%" if before else ""
-        lines = [f"compact {len(self.archive)} daily logs into {len(self.summaries)} summaries "
-                 f"({self.summarizer}; {before} -> {after} characters{share})"]
+        what = (f"{plural(len(self.archive), 'daily log')} into {plural(len(self.summaries), 'summary', 'summaries')} "
+                f"({self.summarizer}; {before} -> {after} characters{share})")
+        if applied is None:
+            return f"compact {what}"
+        return f"compacted {what}: applied" if applied else f"would compact {what}: nothing changed (dry run)"
+
+    def describe(self, applied: bool | None = None) -> str:
+        """The headline, one line per summary written and per log moved, and the logs left in place."""
+        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
+        lines = [self.headline(applied)]
         for s in self.summaries:
             lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
         for m in self.archive:
             lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
         return "\n".join(lines) + left
+
+
+def plural(n: int, one: str, many: str = "") -> str:
+    """'1 daily log', '4 daily logs', '1 summary', '2 summaries'."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 # -- planning -----------------------------------------------------------------------------------
@@ -256,14 +271,10 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
         groups.setdefault(period_key(dt.date.fromisoformat(log_date(source)), config.group_by), []).append(source)
 
     summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
-    summaries: list[SummaryFile] = []
     archive: list[ArchiveMove] = []
-    chars_before = chars_after = allowed = 0
-    for done, (key, members) in enumerate(groups.items()):
-        if progress:
-            progress(done, len(groups), f"summarising {key} ({len(members)} logs)")
+    planned: list[tuple[str, str, list[LogText]]] = []  # (period, summary path, logs)
+    for key, members in groups.items():
         folder = posixpath.dirname(members[0])
-        path = posixpath.join(folder, f"summary-{key}.md")
         logs = []
         for source in members:
             text = texts.get(source) if texts else None
@@ -276,10 +287,18 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
             link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
             offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
             logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
-        size = sum(len(x.text) for x in logs)
-        allowed += int(TARGET_RATIO * size)  # what an earlier summary left unused goes to the next
-        frame = len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content)
-        budget = allowed - chars_after - frame - 1  # the body follows the intro after a blank line
+        planned.append((key, posixpath.join(folder, f"summary-{key}.md"), logs))
+    sizes = [sum(len(x.text) for x in logs) for _, _, logs in planned]
+    frames = [len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content) + 1
+              for key, path, logs in planned]  # the body follows the intro after a blank line
+    summaries: list[SummaryFile] = []
+    chars_before = chars_after = allowed = 0
+    targets = body_budgets(sizes, frames, [len(logs) for _, _, logs in planned])
+    for done, ((key, path, logs), size, target) in enumerate(zip(planned, sizes, targets)):
+        if progress:
+            progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
+        allowed += target  # what an earlier summary left unused goes to the next
+        budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET * len(logs))
         body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget)
         summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
         chars_before += size
@@ -288,6 +307,14 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
         progress(len(groups), len(groups), f"{len(groups)} summaries planned")
     return CompactionPlan(tuple(summaries), tuple(archive), summarizer.name, today=today.isoformat(),
                           stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
+
+
+def body_budgets(sizes: Sequence[int], frames: Sequence[int], logs: Sequence[int]) -> list[int]:
+    """Characters of summary body per group: TARGET_RATIO of the logs less the frames, shared in proportion
+    to the logs' sizes; but small logs get a minimum, not a ratio: MIN_BUDGET per log of the group."""
+    total = max(int(TARGET_RATIO * sum(sizes)) - sum(frames), 0)
+    weight = sum(sizes) or 1
+    return [max(total * size // weight, MIN_BUDGET * n) for size, n in zip(sizes, logs)]
 
 
 def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:
