@@ -1,5 +1,6 @@
 """`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all;
-experiments: metric (dense COSINE vs IP), knobs (embedding settings alone)."""
+experiments: metric (dense COSINE vs IP), knobs (embedding settings alone), fusion (learned fusion: replay,
+fit, cross-validation on labelled sets)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
-EXTRA = ["metric", "knobs"]  # experiments, not part of `all`
+EXTRA = ["metric", "knobs", "fusion"]  # experiments, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -24,6 +25,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", metavar="DIR",
                         help="quality: a folder of labelled workspaces (memory/ + truth.json); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
+    parser.add_argument("--fit", action="store_true",
+                        help="fusion: fit the learned fusion on the --set sets and write its weights to core/rank.py")
+    parser.add_argument("--cv", action="store_true", help="fusion: cross-validate the fit (leave one group out)")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
     embedding = parser.add_argument_group(

@@ -255,6 +255,20 @@ class LegMirror:
         path = self.fields.index("heading_path")
         return {key: (names[int(source[slot[key]])], rows[key][path]) for key in ids if key in slot}
 
+    def coverage(self, ids: Iterable[str], terms: Mapping[int, float]) -> dict[str, float]:
+        """Share of the query's IDF mass (`terms`: term id -> IDF) each chunk in `ids` contains."""
+        keys = np.fromiter((int(t) for t in terms), dtype=np.uint32, count=len(terms))
+        weights = np.fromiter((float(w) for w in terms.values()), dtype=np.float64, count=len(terms))
+        total = float(weights.sum())
+        out: dict[str, float] = {}
+        for key in ids:
+            slot = self.chunks.slot.get(key)
+            if slot is None or total <= 0:
+                out[key] = 0.0
+                continue
+            out[key] = float(weights[np.isin(keys, self.terms[slot], assume_unique=True)].sum()) / total
+        return out
+
     def _excluded(self, source: str) -> int:
         return self.sources.get(source, -2) if source else -1
 
