@@ -111,7 +111,7 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
     sparse: dict[str, float] = {}
     terms = df.query_vector(query)
     if settings.vector_weight > 0 or rrf:
-        dense = _dense_leg(store, embedder, query, per_leg, exclude_source, bm25_alone=bool(terms))
+        dense = _dense_leg(store, embedder, query, per_leg, exclude_source)
     if settings.bm25_weight > 0 or rrf or not dense:
         sparse = store.sparse_leg(terms, per_leg, exclude_source)
     ids = list(dict.fromkeys([*dense, *sparse]))
@@ -125,14 +125,12 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
 
 
 def _dense_leg(store: MilvusStore, embedder: Embedder, query: str, limit: int, exclude_source: str,
-               bm25_alone: bool) -> dict[str, float]:
-    """The dense leg; {} (BM25 answers alone, and the log says why) when the query cannot be embedded
-    and BM25 has terms to search for, else the embedding error itself (it says what to do)."""
+               ) -> dict[str, float]:
+    """The dense leg; {} when the query cannot be embedded (an endpoint busy, down or refusing): BM25
+    then answers alone, and the log (the editor's output panel, the CLI's stderr) says so and why."""
     try:
         vector = query_vector(embedder, query)
     except EmbeddingError as exc:
-        if not bm25_alone:
-            raise
         log.warning("search %r: BM25 alone, the query could not be embedded: %s", query[:80], exc)
         return {}
     return store.dense_leg(vector, limit, exclude_source)
