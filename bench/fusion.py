@@ -144,7 +144,7 @@ def product_ranker(**overrides: Any) -> Ranker:
 
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "default: learned + min_score 0.3": {},
+    "default: learned + min_score 0.25": {},
     "learned, no floor": {"min_score": 0.0},
     "dense only": {"ranker": "minmax", "vector_weight": 1.0, "bm25_weight": 0.0, "min_score": 0.0},
     "BM25 only": {"ranker": "minmax", "vector_weight": 0.0, "bm25_weight": 1.0, "min_score": 0.0},

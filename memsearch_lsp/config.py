@@ -88,7 +88,7 @@ class SearchConfig:
     candidates: int = 30
     symbol_limit: int = 20
     snippet_chars: int = 200
-    min_score: float = 0.3  # hits whose relevance (core/rank.py `relevance`, 0..1) is lower are left out; 0 = off
+    min_score: float = 0.25  # hits whose relevance (core/rank.py `relevance`, 0..1) is lower are left out; 0 = off
 
 
 @dataclass(frozen=True)

@@ -287,7 +287,7 @@ def test_relevance_is_absolute_and_the_floor_drops_what_matches_nothing() -> Non
 
 
 def test_search_returns_nothing_for_a_query_that_matches_nothing(workspace: Path, make_memory) -> None:
-    memory = make_memory(workspace, search={"min_score": 0.3})
+    memory = make_memory(workspace, search={"min_score": SearchConfig().min_score})
     memory.index()
     assert memory.search("xyzzy plugh", top_k=5) == []
     assert memory.search("flibber wonk grizzle snorp", top_k=5) == []
