@@ -109,9 +109,9 @@ def learned(dense: Scores, sparse: Scores, coverage: Scores,
 
 def relevance(dense: Scores, coverage: Scores) -> dict[str, float]:
     """An absolute relevance of each candidate, (2 x its dense cosine + its term coverage) / 3: 0.05-0.25
-    for the best chunk of an unrelated query with the bundled model, 0.3-0.8 for what answers a question. A candidate the
-    dense leg did not return gets that leg's lowest cosine (its own is no higher); with no dense leg
-    (switched off, or the query could not be embedded) the coverage alone decides."""
+    for the best chunk of an unrelated query with the bundled model, 0.3-0.8 for what answers a question.
+    A candidate the dense leg did not return gets that leg's lowest cosine (its own is no higher); with no
+    dense leg (switched off, or the query could not be embedded) the coverage alone decides."""
     if not dense:
         return {key: value for key, value in coverage.items()}
     floor = min(dense.values())
