@@ -37,8 +37,7 @@ The fused scores order the hits of one search and say nothing about relevance ac
 hit of an unrelated query can score as high as any). What does is `relevance`: (2 x the candidate's
 dense cosine + its term coverage) / 3, both absolute; `search.min_score` (0.25) drops hits below it, so
 a query that matches nothing in the memory returns nothing (bench/README.md: on bench/queries/unrelated.json
-119 of 126 searches over three memories find nothing, and no labelled answer of the dev sets or of the
-examples is lost).
+119 of 126 searches over three memories find nothing, and no labelled answer of the dev sets is lost).
 """
 
 from __future__ import annotations
