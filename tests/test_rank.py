@@ -312,3 +312,13 @@ def test_coverage_is_the_share_of_the_query_idf_mass_a_chunk_holds(workspace: Pa
         assert got[key] == pytest.approx(want, abs=1e-9)
     assert max(got.values()) < 1.0  # nothing holds "xyzzy"
     assert store.coverage(ids, {}) == {k: 0.0 for k in ids}
+
+
+def test_related_memories_are_the_nearest_ones_whatever_the_floor(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace, search={"min_score": 1.0})  # a floor nothing reaches
+    memory.index()
+    assert memory.search("Redis cache TTL", top_k=3) == []
+    chunk = memory.expand(memory.search("Redis cache TTL", top_k=1, min_score=0.0)[0].id)
+    assert chunk is not None
+    related = memory.related(chunk, top_k=3)
+    assert related and all(h.source != chunk.source for h in related)
