@@ -1,6 +1,6 @@
 """`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, compaction, all;
-experiments: metric (dense COSINE vs IP), knobs (embedding settings alone); loop (the agent loop through the
-Claude Code hooks, bench/loop.py)."""
+experiments: metric (dense COSINE vs IP), knobs (embedding settings alone), fusion (learned fusion: replay,
+fit, cross-validation on labelled sets); loop (the agent loop through the Claude Code hooks, bench/loop.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality", "compaction"]
-EXTRA = ["metric", "knobs", "loop"]  # experiments and long replays, not part of `all`
+EXTRA = ["metric", "knobs", "fusion", "loop"]  # experiments and long replays, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -28,6 +28,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
     parser.add_argument("--conversations", type=int, default=0, metavar="N",
                         help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)")
+    parser.add_argument("--fit", action="store_true",
+                        help="fusion: fit the learned fusion on the --set sets and write its weights to core/rank.py")
+    parser.add_argument("--cv", action="store_true", help="fusion: cross-validate the fit (leave one group out)")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
     embedding = parser.add_argument_group(

@@ -53,7 +53,9 @@ def _parser() -> _Parser:
     search.add_argument("query")
     search.add_argument("-k", "--top-k", type=int, default=None, help="number of results (default 3)")
     search.add_argument("--vector-weight", type=float, default=None, help="dense weight; BM25 gets 1 - W")
-    search.add_argument("--ranker", choices=["minmax", "weighted", "rrf"], default=None)
+    search.add_argument("--ranker", choices=["learned", "minmax", "weighted", "rrf"], default=None)
+    search.add_argument("--min-score", type=float, default=None,
+                        help="leave out hits less relevant than this (0..1; default search.min_score, 0 = off)")
 
     expand = sub.add_parser("expand", parents=[common], help="print the full text of a chunk")
     expand.add_argument("id")
@@ -151,6 +153,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         overrides = {"vector_weight": args.vector_weight, "bm25_weight": round(1 - args.vector_weight, 6)}
     if args.ranker:
         overrides["ranker"] = args.ranker
+    if args.min_score is not None:
+        if not 0 <= args.min_score <= 1:
+            raise UserError("--min-score must be between 0 and 1")
+        overrides["min_score"] = args.min_score
     if args.top_k is not None and args.top_k < 1:
         raise UserError("-k must be at least 1")
     with _memory(args) as memory:

@@ -84,11 +84,12 @@ class SearchConfig:
     top_k: int = 3
     vector_weight: float = 0.3
     bm25_weight: float = 0.7
-    ranker: str = "minmax"  # bench/README.md; the seed design is "weighted" with 0.7 / 0.3
+    ranker: str = "learned"  # core/rank.py, bench/README.md; the seed design is "weighted" with 0.7 / 0.3
     rrf_k: int = 60
     candidates: int = 30
     symbol_limit: int = 20
     snippet_chars: int = 200
+    min_score: float = 0.25  # hits whose relevance (core/rank.py `relevance`, 0..1) is lower are left out; 0 = off
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,8 @@ def _to_strings(value: Any, _: Any) -> tuple[str, ...]:
     raise _wrong("a list of strings", value)
 
 
-_CHOICES = {("search", "ranker"): {"minmax", "weighted", "rrf"}, ("compact", "group_by"): {"week", "month", "day"},
+_CHOICES = {("search", "ranker"): {"learned", "minmax", "weighted", "rrf"},
+            ("compact", "group_by"): {"week", "month", "day"},
             ("compact", "summarizer"): {"extractive", "openai"},
             ("embedding", "provider"): set(EMBEDDING_PROVIDERS)}
 _AT_LEAST_ONE = frozenset({"top_k", "batch_size", "candidates", "symbol_limit", "snippet_chars"})
@@ -263,7 +265,7 @@ def _check(section: str, name: str, value: Any) -> None:
     if choices and value not in choices:
         raise ValueError(f"expected one of {sorted(choices)}, got {value!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if name.endswith("weight") and not 0 <= value <= 1:
+        if (name.endswith("weight") or name == "min_score") and not 0 <= value <= 1:
             raise ValueError(f"must be between 0 and 1, got {value!r}")
         if name in _AT_LEAST_ONE and value < 1:
             raise ValueError(f"must be at least 1, got {value!r}")

@@ -102,3 +102,25 @@ def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+async def test_workspace_symbol_finds_nothing_for_a_query_unrelated_to_the_memory(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """The shipped floor (search.min_score) with the real model, as an editor's user meets it."""
+    from tests.lsp_helpers import start, stop
+
+    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # conftest turns it off for the fake embedder
+    session = await start(make_workspace(tmp_path))
+    try:
+        await session.wait_indexed(1, timeout=120)
+
+        async def symbols(query: str) -> list[Any]:
+            found = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
+            return list(found or [])
+
+        assert await symbols("xyzzy plugh") == []
+        assert await symbols("recipe for lemon drizzle cake") == []
+        related = await symbols("how long are cached values kept before they expire")
+        assert related and related[0].name.startswith("Redis Caching")
+    finally:
+        await stop(session)

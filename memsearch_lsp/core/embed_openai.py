@@ -19,6 +19,10 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 8191  # OpenAI's text-embedding-3 limit; set embedding.max_tokens for other endpoints
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+# A search's query waits at most this long (and is retried once): an endpoint busy embedding the index
+# must not hold a search for timeout_s x retries; the search then answers with BM25 alone (core/search.py).
+QUERY_TIMEOUT_S = 10.0
+QUERY_RETRIES = 1
 
 
 class OpenAIEmbedder:
@@ -70,26 +74,31 @@ class OpenAIEmbedder:
 
     def embed_query(self, query: str) -> list[float]:
         model = self.settings.query_model or self.model
-        return self._request(self._cut([self.settings.query_prefix + query]), model)[0]
+        return self._request(self._cut([self.settings.query_prefix + query]), model, query=True)[0]
 
     def _cut(self, texts: Sequence[str]) -> list[str]:
         limit = self.max_tokens * CHARS_PER_TOKEN
         return [(t[:limit] if len(t) > limit else t) or " " for t in texts]
 
-    def _request(self, batch: list[str], model: str) -> list[list[float]]:
+    def _request(self, batch: list[str], model: str, query: bool = False) -> list[list[float]]:
         import openai
 
         extra = {"dimensions": self.settings.dimensions} if self.settings.dimensions else {}
-        tries = self.settings.max_retries + 1
+        timeout, retries = self.settings.timeout_s, self.settings.max_retries
+        client = self.client()
+        if query:
+            timeout, retries = min(timeout, QUERY_TIMEOUT_S), min(retries, QUERY_RETRIES)
+            client = client.with_options(timeout=timeout, max_retries=retries)
+        tries = retries + 1
         attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         self.requests += 1
         try:
-            with self.client().embeddings.with_streaming_response.create(
+            with client.embeddings.with_streaming_response.create(
                     model=model, input=batch, encoding_format="float", **extra) as response:
                 body = self._read(response, len(batch))
         except openai.APITimeoutError as exc:
             raise EmbeddingError(f"embedding endpoint {self.endpoint} timed out after "
-                                 f"{self.settings.timeout_s:g}s ({attempts}); raise embedding.timeout_s or check "
+                                 f"{timeout:g}s ({attempts}); raise embedding.timeout_s or check "
                                  f"the server") from exc
         except openai.APIConnectionError as exc:
             raise EmbeddingError(f"cannot reach embedding endpoint {self.endpoint} ({attempts}): "

@@ -331,10 +331,12 @@ class Memory(MemoryFiles):
         return to_expanded(row) if row else None
 
     def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
-        """Memories from other files that resemble `chunk`."""
+        """Memories from other files that resemble `chunk` (the nearest ones: a whole chunk as the query
+        covers a small share of any other chunk's terms, so the relevance floor, made for typed queries,
+        does not apply)."""
         query = f"{chunk.heading}\n{chunk.content}"[:2000]
-        return hybrid_search(self.store, self.embedder, self.df, query, self.config.search, top_k,
-                             exclude_source=chunk.source, archive_dir=self.archive_dir)
+        return hybrid_search(self.store, self.embedder, self.df, query, replace(self.config.search, min_score=0.0),
+                             top_k, exclude_source=chunk.source, archive_dir=self.archive_dir)
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -9,10 +10,11 @@ from typing import Any
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.bm25 import DfTable
 from memsearch_lsp.core.chunks import ATX_OPENING
-from memsearch_lsp.core.embed import Embedder, query_vector
-from memsearch_lsp.core.rank import fuse, share_sections
+from memsearch_lsp.core.embed import Embedder, EmbeddingError, query_vector
+from memsearch_lsp.core.rank import rank
 from memsearch_lsp.core.store import MilvusStore, Row
 
+log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -98,26 +100,40 @@ def to_expanded(row: Row) -> Expanded:
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
                   top_k: int, exclude_source: str = "", archive_dir: str = "") -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
-    configured ranker (core/rank.py), best first; archived hits marked and demoted (demote_archived)."""
+    configured ranker (core/rank.py), best first, hits under `settings.min_score` (rank.relevance) left
+    out; archived hits marked and demoted (demote_archived). When the query cannot be embedded (an
+    endpoint busy or down) the BM25 leg answers alone and the reason is logged."""
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"
     per_leg = max(settings.candidates, top_k)
     dense: dict[str, float] = {}
     sparse: dict[str, float] = {}
+    terms = df.query_vector(query)
     if settings.vector_weight > 0 or rrf:
-        dense = store.dense_leg(query_vector(embedder, query), per_leg, exclude_source)
-    if settings.bm25_weight > 0 or rrf:
-        sparse = store.sparse_leg(df.query_vector(query), per_leg, exclude_source)
+        dense = _dense_leg(store, embedder, query, per_leg, exclude_source)
+    if settings.bm25_weight > 0 or rrf or not dense:
+        sparse = store.sparse_leg(terms, per_leg, exclude_source)
+    ids = list(dict.fromkeys([*dense, *sparse]))
+    coverage = store.coverage(ids, terms) if ids and (settings.ranker == "learned" or settings.min_score > 0) else {}
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
-    ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k)
-    if settings.ranker == "minmax" and len(ranked) > 1:
-        ranked = share_sections(ranked, store.sections([k for k, _ in ranked]))
-    ranked = ranked[:limit]
+    ranked = rank(dense, sparse, coverage, store.sections, settings)[:limit]
     score = dict(ranked)
     rows = store.rows([k for k, _ in ranked])
     hits = [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]
     return demote_archived(hits, archive_dir)[:top_k]
+
+
+def _dense_leg(store: MilvusStore, embedder: Embedder, query: str, limit: int, exclude_source: str,
+               ) -> dict[str, float]:
+    """The dense leg; {} when the query cannot be embedded (an endpoint busy, down or refusing): BM25
+    then answers alone, and the log (the editor's output panel, the CLI's stderr) says so and why."""
+    try:
+        vector = query_vector(embedder, query)
+    except EmbeddingError as exc:
+        log.warning("search %r: BM25 alone, the query could not be embedded: %s", query[:80], exc)
+        return {}
+    return store.dense_leg(vector, limit, exclude_source)
 
 
 ARCHIVE_WEIGHT = 0.99  # an archived original scores this share of a live chunk as relevant

@@ -8,7 +8,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -532,6 +532,19 @@ class MilvusStore:
                 return mirror.sections(ids)
         return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", "")))
                 for r in self._get(ids, ["source", "heading_path"])}
+
+    def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
+        """For each chunk in `ids`, the share of the query's term weight (`terms`: term id -> IDF) that
+        the chunk contains: 1.0 when it has every query term, 0.0 when none (or the query has none)."""
+        total = sum(terms.values())
+        if not ids or total <= 0:
+            return {k: 0.0 for k in ids}
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            with self._lock:
+                return mirror.coverage(ids, terms)
+        found = {str(r["id"]): sparse_dict(r.get("sparse")) for r in self._get(ids, ["sparse"])}
+        return {k: sum(w for t, w in terms.items() if t in found.get(k, {})) / total for k in ids}
 
     def rows(self, ids: Sequence[str]) -> list[Row]:
         """Rows by id, in the order of `ids` (ids that are gone are left out); from the mirror when it is

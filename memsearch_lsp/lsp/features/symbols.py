@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import heapq
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
 
 SEARCH = "memsearch/search"
-READY_WAIT_S = 60.0
+READY_WAIT_S = 10.0  # a request waits this long for a root's first index pass, then reads what is indexed
+log = logging.getLogger(__name__)
 
 
 def param(params: Any, *names: str, default: Any = None) -> Any:
@@ -65,10 +67,17 @@ def _disk_lines(path: str, mtime_ns: int, size: int, inode: int) -> tuple[str, .
 
 
 async def ready_roots(ls: MemsearchServer) -> list[Root]:
+    """Every root, once its first index pass is done or READY_WAIT_S have passed: a root still indexing
+    (a large memory, a slow embedding endpoint) then answers from the part indexed so far, rather than
+    the request failing."""
     roots = list(ls.roots.values())
     waiting = [r.ready.wait() for r in roots if not r.ready.is_set()]
     if waiting:
-        await asyncio.wait_for(asyncio.gather(*waiting), timeout=READY_WAIT_S)
+        try:
+            await asyncio.wait_for(asyncio.gather(*waiting), timeout=READY_WAIT_S)
+        except TimeoutError:
+            busy = ", ".join(r.path.name for r in roots if not r.ready.is_set())
+            log.warning("%s: still indexing after %gs; answering from the part indexed so far", busy, READY_WAIT_S)
     return roots
 
 
