@@ -49,9 +49,10 @@ _SECTION_NOTES = {
 class NoMemoryHere(Exception):
     """The folder has neither a memory folder nor a `.memsearch.toml`."""
 
-    def __init__(self, root: Path, config: Config | None = None):
+    def __init__(self, root: Path, config: Config | None = None, searched: bool = False):
         folders = " or ".join(f"{p}/" for p in (config or Config()).memory.paths)
-        super().__init__(f"{NO_MEMORY} ({root} has no {folders or 'memory folder'} and no {CONFIG_FILE})")
+        where = f"{root} and its parent folders have" if searched else f"{root} has"
+        super().__init__(f"{NO_MEMORY} ({where} no {folders or 'memory folder'} and no {CONFIG_FILE})")
         self.root = root
 
 
@@ -88,6 +89,55 @@ def require_memory_workspace(root: Path, config: Config | None = None) -> None:
     cfg = config or load_config(root)
     if not is_memory_workspace(root, cfg):
         raise NoMemoryHere(root, cfg)
+
+
+def _ceilings() -> set[Path]:
+    """Where the search for a workspace stops (never looked at): the home folder and the filesystem root."""
+    stops = {Path(Path.cwd().anchor or "/").resolve()}
+    try:
+        stops.add(Path.home().resolve())
+    except (RuntimeError, KeyError, OSError):  # no home folder known
+        pass
+    return stops
+
+
+def find_workspace(start: Path) -> Path | None:
+    """The memory workspace holding `start`, found as git finds a repository: `start` itself, then each
+    parent folder, up to but not including the home folder or the filesystem root; None when there is none."""
+    start = folder = start.expanduser().resolve()
+    stops = _ceilings()
+    while True:
+        if folder == start or folder not in stops:  # a command run in the home folder itself looks there
+            try:
+                if is_memory_workspace(folder):
+                    return folder
+            except (OSError, ValueError):  # an unreadable folder or a broken settings file on the way up
+                pass
+        if folder in stops or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def workspace_for(start: Path) -> Path:
+    """The memory workspace holding `start` (see find_workspace); NoMemoryHere when there is none."""
+    found = find_workspace(start)
+    if found is None:
+        root = start.expanduser().resolve()
+        raise NoMemoryHere(root, searched=True)
+    return found
+
+
+class NestedWorkspace(Exception):
+    """`init` was asked for a folder inside another memory workspace (or inside its memory folder)."""
+
+
+def enclosing_workspace(root: Path) -> Path | None:
+    """The memory workspace above `root` (not `root` itself), as find_workspace looks for it."""
+    root = root.expanduser().resolve()
+    if root.parent == root:
+        return None
+    found = find_workspace(root.parent)
+    return found if found is not None and found != root else None
 
 
 # -- init --------------------------------------------------------------------------------------
@@ -141,9 +191,16 @@ def _has_index_ignore(text: str) -> bool:
 def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
     """Create a memory in `root`: MEMORY.md, today's log, a commented `.memsearch.toml`, `.memsearch/`
     in `.gitignore`. Idempotent; never overwrites a file."""
-    root = root.expanduser()
+    root = root.expanduser().resolve()
+    outer = enclosing_workspace(root)
+    if outer is not None and not is_memory_workspace(root):
+        folders = [(outer / p).resolve() for p in load_config(outer).memory.paths]
+        where = ("is the memory folder" if root in folders else
+                 "is inside the memory folder" if any(f in root.parents for f in folders) else
+                 "is inside the memory workspace")
+        raise NestedWorkspace(f"{root} {where} of {outer}: commands run in a subfolder use that workspace "
+                              f"already (or: memsearch-lsp init {outer})")
     root.mkdir(parents=True, exist_ok=True)
-    root = root.resolve()
     created: list[str] = []
     updated: list[str] = []
     existing: list[str] = []

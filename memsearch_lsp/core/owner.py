@@ -313,7 +313,8 @@ class RemoteMemory(MemoryFiles):
         self._call("reset")
 
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        settings = {**self.search_overrides, **overrides}
+        settings = {**self.search_overrides,
+                    **{k: v.isoformat() if isinstance(v, dt.date) else v for k, v in overrides.items()}}
         if top_k is not None:
             settings["top_k"] = top_k
         return [Hit(**h) for h in self._call("search", query=query, **settings)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,6 +17,10 @@ from memsearch_lsp.core.store import MilvusStore, Row
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+class AmbiguousId(ValueError):
+    """An id prefix that more than one chunk id starts with."""
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result; lines are 1-based and inclusive, `source` relative to the workspace."""
@@ -27,7 +32,7 @@ class Hit:
     end_line: int
     score: float
     snippet: str
-    date: str = ""
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
     heading_path: str = ""
     archived: bool = False  # from a compacted log in the archive folder
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
@@ -51,12 +56,14 @@ class Expanded:
     start_line: int
     end_line: int
     content: str
-    date: str = ""
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
+    archived: bool = False  # from a compacted log in the archive folder
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "heading_path": self.heading_path, "start_line": self.start_line,
-                "end_line": self.end_line, "content": self.content, "date": self.date or None}
+                "end_line": self.end_line, "content": self.content, "date": self.date or None,
+                "archived": self.archived}
 
 
 def _body(content: str) -> str:
@@ -87,18 +94,23 @@ def snippet(content: str, query: str, width: int = 200) -> str:
 def to_hit(row: Row, query: str, width: int) -> Hit:
     return Hit(id=row.id, source=row.source, heading=row.heading, start_line=row.start_line,
                end_line=row.end_line, score=row.score, snippet=snippet(row.content, query, width),
-               date=row.date, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
+               date=row.date or None, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
 
 
-def to_expanded(row: Row) -> Expanded:
+def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
+    from memsearch_lsp.core.files import glob_match
+
     return Expanded(id=row.id, source=row.source, heading=row.heading, heading_path=row.heading_path,
-                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date)
+                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date or None,
+                    archived=bool(archive_dir) and glob_match(archive_dir, row.source))
 
 
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
-                  top_k: int, exclude_source: str = "", archive_dir: str = "") -> list[Hit]:
+                  top_k: int, exclude_source: str = "", archive_dir: str = "",
+                  only: Collection[str] | None = None) -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
-    configured ranker (core/rank.py), best first; archived hits marked and demoted (demote_archived)."""
+    configured ranker (core/rank.py), best first; archived hits marked and demoted (demote_archived).
+    `only`: a search filter's sources (core/filters.py); both legs take their candidates from them alone."""
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"
@@ -106,9 +118,9 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
     dense: dict[str, float] = {}
     sparse: dict[str, float] = {}
     if settings.vector_weight > 0 or rrf:
-        dense = store.dense_leg(query_vector(embedder, query), per_leg, exclude_source)
+        dense = store.dense_leg(query_vector(embedder, query), per_leg, exclude_source, only)
     if settings.bm25_weight > 0 or rrf:
-        sparse = store.sparse_leg(df.query_vector(query), per_leg, exclude_source)
+        sparse = store.sparse_leg(df.query_vector(query), per_leg, exclude_source, only)
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
     ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k)
     if settings.ranker == "minmax" and len(ranked) > 1:
