@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.config import CONFIG_FILE, SECTIONS, Config, load_config
+from memsearch_lsp.config import CONFIG_FILE, SECTIONS, USER_ONLY_KEYS, Config, load_config
 
 INDEX_GITIGNORE = ".memsearch/"
 INIT_HINT = "run `memsearch-lsp init`"
@@ -38,7 +38,7 @@ meaning or by keyword.
 _SECTION_NOTES = {
     "memory": "folders (relative to this file) that hold the memory Markdown",
     "embedding": "the embedding model (bundled, offline); changing it re-embeds everything",
-    "milvus": "empty uri: Milvus Lite in .memsearch/; set it for Milvus standalone or Zilliz Cloud",
+    "milvus": "the index: Milvus Lite in .memsearch/ (a server uri is a user setting)",
     "search": "hybrid search: dense and BM25 weights, results per query",
     "watch": "how soon edits are re-indexed (milliseconds)",
     "compact": "compaction of old daily logs into summaries",
@@ -174,12 +174,15 @@ def _toml_value(value: Any) -> str:
 def config_template() -> str:
     """A `.memsearch.toml` with every setting commented out at its default."""
     lines = ["# memsearch-lsp settings for this workspace. Every line is commented out at its default:",
-             "# uncomment what you change. Precedence: defaults < this file < MEMSEARCH_* environment",
-             "# variables < editor settings. A tracked .memsearch.toml also marks a memory workspace."]
+             "# uncomment what you change. Precedence: defaults < your user config file < this file < MEMSEARCH_*",
+             "# environment variables < editor settings. A tracked .memsearch.toml also marks a memory workspace.",
+             "# Where data, secrets or files go (milvus.uri, milvus.token, compact.base_url, ...) is set only",
+             "# in your user config file, MEMSEARCH_* variables or editor settings: this file cannot."]
     for name, cls in SECTIONS.items():
         lines += ["", f"# {_SECTION_NOTES.get(name, name)}", f"# [{name}]"]
         defaults = cls()
-        lines += [f"# {f.name} = {_toml_value(getattr(defaults, f.name))}" for f in fields(cls)]
+        lines += [f"# {f.name} = {_toml_value(getattr(defaults, f.name))}" for f in fields(cls)
+                  if f"{name}.{f.name}" not in USER_ONLY_KEYS]
     return "\n".join(lines) + "\n"
 
 

@@ -386,10 +386,18 @@ def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config |
 class PublicMemory:
     """`memsearch_lsp.Memory(...)`, the Python API: the index owner's client (a RemoteMemory) when an
     editor or another process owns the index, else a Memory that owns it. Either way a `MemoryApi`;
-    nothing is written before the index is reachable."""
+    nothing is written before the index is reachable. `~` is expanded; a folder that is no memory workspace
+    raises the CLI's NoMemoryHere and nothing is created there (`memsearch-lsp init` starts one)."""
 
     def __new__(cls, workspace: str | Path = ".", *, config: Config | None = None, **settings: Any) -> MemoryApi:  # type: ignore[misc]
-        return open_memory(workspace, config=config, **settings)
+        from memsearch_lsp.core.onboard import require_memory_workspace
+
+        root = Path(workspace).expanduser()
+        if not root.is_dir():
+            raise FileNotFoundError(f"workspace {root} is not a folder")
+        root = root.resolve()
+        require_memory_workspace(root, config)
+        return open_memory(root, config=config, **settings)
 
 
 # mypy proves that both memories implement the interface (tests/test_owner_api.py: the socket serves IndexApi).
