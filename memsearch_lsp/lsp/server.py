@@ -296,6 +296,14 @@ class MemsearchServer(LanguageServer):
         if result and isinstance(result[0], dict):
             self.overrides = {**self.init_options, **result[0]}
 
+    def _settings_of(self, path: Path) -> Config:
+        """The settings for a folder; the defaults (and one report) when they do not load."""
+        try:
+            return self.config_for(path)
+        except ConfigError as exc:
+            self.report(f"settings for {path}: {exc}", exc)
+            return Config()
+
     async def open_roots(self) -> None:
         """One Root per memory workspace folder: own its index, or become a client of the process that does.
 
@@ -308,11 +316,7 @@ class MemsearchServer(LanguageServer):
             path = path.resolve()
             if path in self.roots or not path.is_dir():
                 continue
-            try:
-                config = self.config_for(path)
-            except ConfigError as exc:
-                self.report(f"settings for {path}: {exc}", exc)
-                config = Config()
+            config = self._settings_of(path)
             if not is_memory_workspace(path, config):  # a folder inside a workspace serves that workspace
                 found = find_workspace(path)
                 if found is None:  # nothing is indexed or written there
@@ -322,11 +326,7 @@ class MemsearchServer(LanguageServer):
                 path = found
                 if path in self.roots:
                     continue
-                try:
-                    config = self.config_for(path)
-                except ConfigError as exc:
-                    self.report(f"settings for {path}: {exc}", exc)
-                    config = Config()
+                config = self._settings_of(path)
             memory: MemoryApi
             try:
                 memory = await asyncio.to_thread(open_memory, path, config=config)
