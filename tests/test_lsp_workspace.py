@@ -15,7 +15,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import Session, make_workspace, open_session
+from tests.lsp_helpers import Session, make_workspace, open_session, workspace_folder
 
 FAST = {"watch": {"debounceMs": 200}}
 
@@ -125,3 +125,10 @@ async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: Langu
     assert command and all(h["source"].startswith("memory/2026-02-1") for h in command)
     assert set(command[0]) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date",
                                "archived", "uri", "range"}
+    session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(inner)])))
+    deadline = time.monotonic() + 20
+    while (await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status")))["roots"]:
+        assert time.monotonic() < deadline, "removing the folder never closed the workspace it served"
+        await asyncio.sleep(0.1)
