@@ -363,15 +363,15 @@ COMMANDS = {"serve": cmd_serve, "index": cmd_index, "search": cmd_search, "expan
             "mcp": cmd_mcp}
 
 
-def _hint(exc: BaseException) -> str:
+def _hint(exc: BaseException, command: str = "") -> str:
     """What to do about an error, for the `hint` of a JSON error (and nothing else)."""
     from memsearch_lsp.config import ConfigError
     from memsearch_lsp.core.embed import EmbeddingError
     from memsearch_lsp.core.filters import DATE_FORMS, FilterError
     from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere
 
-    if isinstance(exc, UserError) and exc.hint:
-        return exc.hint
+    if isinstance(exc, UserError):
+        return exc.hint or f"see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
     if isinstance(exc, NoMemoryHere):
         return f"{INIT_HINT} in the project folder, or pass --workspace DIR"
     if isinstance(exc, NestedWorkspace):
@@ -385,10 +385,10 @@ def _hint(exc: BaseException) -> str:
     return "run the command with -v for details; `memsearch-lsp doctor` checks the install, settings and index"
 
 
-def _fail(as_json: bool, exc: BaseException, message: str) -> int:
+def _fail(as_json: bool, exc: BaseException, message: str, command: str = "") -> int:
     """Report an error: one line on stderr, or with --json `{"error": {"message", "hint"}}` on stdout; exit 1."""
     if as_json:
-        error = {"message": message, "hint": _hint(exc)}
+        error = {"message": message, "hint": _hint(exc, command)}
         sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False) + "\n")
     else:
         sys.stderr.write(f"memsearch-lsp: error: {message}\n")
@@ -420,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except (UserError, ValueError, FileNotFoundError, CompactError, PathError, NoMemoryHere, NestedWorkspace,
             EmbeddingError, NoteError) as exc:  # ValueError: ConfigError, FilterError, AmbiguousId, owner replies
-        return _fail(as_json, exc, str(exc))
+        return _fail(as_json, exc, str(exc), args.command)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # never a traceback for the user; -v shows it
