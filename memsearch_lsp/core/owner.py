@@ -249,7 +249,7 @@ class OwnerServer:
                                      long_term=bool(args.get("long_term"))))
         if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
             return getattr(m, op)(**args)
-        raise ValueError(f"unknown operation {op!r}")
+        raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
 
 
 # -- the client side ---------------------------------------------------------------------------
