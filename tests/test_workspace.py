@@ -47,6 +47,7 @@ def test_the_workspace_is_found_from_a_subfolder_up_to_home(tmp_path: Path, monk
     monkeypatch.setenv("HOME", str(home))
     assert find_workspace(home / "code") is None
     assert find_workspace(home) == home.resolve()  # run in the home folder itself, it is looked at
+    assert init_workspace(home / "code" / "new").created  # a memory in home does not enclose its subfolders
     other = tmp_path / "elsewhere"
     other.mkdir()
     (tmp_path / "memory").mkdir()  # above home's parent: found (the walk stops at home only on its own path)

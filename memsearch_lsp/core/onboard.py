@@ -104,18 +104,17 @@ def _ceilings() -> set[Path]:
 def find_workspace(start: Path) -> Path | None:
     """The memory workspace holding `start`, found as git finds a repository: `start` itself, then each
     parent folder, up to but not including the home folder or the filesystem root; None when there is none."""
-    start = folder = start.expanduser().resolve()
-    stops = _ceilings()
-    while True:
-        if folder == start or folder not in stops:  # a command run in the home folder itself looks there
-            try:
-                if is_memory_workspace(folder):
-                    return folder
-            except (OSError, ValueError):  # an unreadable folder or a broken settings file on the way up
-                pass
-        if folder in stops or folder.parent == folder:
-            return None
-        folder = folder.parent
+    start = start.expanduser().resolve()
+    if _workspace_here(start):  # a command run in the home folder itself looks there
+        return start
+    return enclosing_workspace(start)
+
+
+def _workspace_here(folder: Path) -> bool:
+    try:
+        return is_memory_workspace(folder)
+    except (OSError, ValueError):  # an unreadable folder or a broken settings file on the way up
+        return False
 
 
 def workspace_for(start: Path) -> Path:
@@ -132,12 +131,15 @@ class NestedWorkspace(Exception):
 
 
 def enclosing_workspace(root: Path) -> Path | None:
-    """The memory workspace above `root` (not `root` itself), as find_workspace looks for it."""
-    root = root.expanduser().resolve()
-    if root.parent == root:
-        return None
-    found = find_workspace(root.parent)
-    return found if found is not None and found != root else None
+    """The memory workspace above `root` (not `root` itself) that a command run in `root` would find: the
+    nearest parent that is one, below the home folder and the filesystem root."""
+    stops = _ceilings()
+    for folder in root.expanduser().resolve().parents:
+        if folder in stops:
+            return None
+        if _workspace_here(folder):
+            return folder
+    return None
 
 
 # -- init --------------------------------------------------------------------------------------
