@@ -149,9 +149,10 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
                                             "undated files are left out)")] = None,
                             until: Annotated[str | None, Field(
                                 description="only chunks dated on or before this day (as since)")] = None,
-                            source: Annotated[list[str] | None, Field(
-                                description="only chunks from files matching one of these globs (gitignore style, "
-                                            "relative to the workspace), e.g. [\"memory/2026-02-*\"]")] = None,
+                            source: Annotated[list[str] | str | None, Field(
+                                description="only chunks from files matching this glob or one of these globs "
+                                            "(gitignore style, relative to the workspace), e.g. "
+                                            "[\"memory/2026-02-*\", \"**/MEMORY.md\"]")] = None,
                             ) -> SearchResult:
         """Hybrid (semantic + keyword) search over the memory files; best hits first. since / until / source
         restrict the candidates (e.g. "what did we decide last week": since="7d")."""

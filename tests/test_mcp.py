@@ -77,6 +77,8 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     dated = (await call(session, "memory_search", query="Redis cache config", since="1d", source=["memory/*"]))["hits"]
     assert dated and {h["source"] for h in dated} == {"memory/2026-12-03.md"}  # MEMORY.md is undated: left out
     assert (await call(session, "memory_search", query="Redis cache config", until="2026-02-01"))["hits"] == []
+    curated = (await call(session, "memory_search", query="Redis cache config", source="**/MEMORY.md"))["hits"]
+    assert curated and {h["source"] for h in curated} == {"memory/MEMORY.md"}
     bad = await session.call_tool("memory_search", {"query": "redis", "since": "last week"})
     assert bad.is_error and "cannot read the date" in bad.content[0].text  # type: ignore[union-attr]
     recent = (await call(session, "memory_recent", days=1))["notes"]
