@@ -393,11 +393,22 @@ def _untrusted(section: str, name: str, value: Any, root: Path) -> bool:
 _warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
+def _ignored(nested: Mapping[str, Mapping[str, Any]], root: Path) -> tuple[str, ...]:
+    return tuple(sorted(f"{s}.{n}" for s, values in nested.items() for n, v in values.items()
+                        if _untrusted(s, n, v, root)))
+
+
+def ignored_workspace_keys(path: Path) -> tuple[str, ...]:
+    """The keys of the workspace file `path` that are not applied (user-only, see USER_ONLY_KEYS), as
+    `section.key`; () when the file is missing. ConfigError when it cannot be read."""
+    data = _read_toml(path)
+    return () if data is None else _ignored(_nest(data, str(path)), path.parent)
+
+
 def _workspace_settings(data: Mapping[str, Any], path: Path) -> dict[str, dict[str, Any]]:
     """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
     nested = _nest(data, str(path))
-    ignored = tuple(sorted(f"{s}.{n}" for s, values in nested.items() for n, v in values.items()
-                           if _untrusted(s, n, v, path.parent)))
+    ignored = _ignored(nested, path.parent)
     if ignored and (str(path), ignored) not in _warned:
         _warned.add((str(path), ignored))
         logging.getLogger("memsearch_lsp").warning(

@@ -15,7 +15,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import Session, make_workspace, open_session
+from tests.lsp_helpers import Session, make_workspace, open_session, workspace_folder
 
 FAST = {"watch": {"debounceMs": 200}}
 
@@ -124,3 +124,33 @@ async def test_workspace_symbol_finds_nothing_for_a_query_unrelated_to_the_memor
         assert related and related[0].name.startswith("Redis Caching")
     finally:
         await stop(session)
+
+
+async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: LanguageClient, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    inner = ws / "src" / "pkg"
+    inner.mkdir(parents=True)
+    session = await open_session(lsp, ws, FAST, folders=[inner])
+    assert session.indexed[0]["root"] == str(ws) and session.indexed[0]["chunks"] > 30
+    assert not (inner / ".memsearch").exists() and (ws / ".memsearch").is_dir()
+    hits = await search(session, "Redis cache config")
+    assert hits[0]["heading"] == "Redis Caching"
+    # filters, as the CLI's --since/--until/--source: the legs' candidates come from matching files only
+    request = session.client.protocol.send_request_async
+    dated = list(await request("memsearch/search", {"query": "Redis cache config", "topK": 5,
+                                                     "since": "2026-02-09", "until": "2026-02-13"}))
+    assert dated and all("2026-02-09" <= h["date"] <= "2026-02-13" for h in dated)
+    only = list(await request("memsearch/search", {"query": "Redis cache config", "source": ["**/MEMORY.md"]}))
+    assert only and {h["source"] for h in only} == {"memory/MEMORY.md"}
+    command = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.search", arguments=["Redis cache config", 3, {"source": "memory/2026-02-1*"}]))
+    assert command and all(h["source"].startswith("memory/2026-02-1") for h in command)
+    assert set(command[0]) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date",
+                               "archived", "uri", "range"}
+    session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(inner)])))
+    deadline = time.monotonic() + 20
+    while (await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status")))["roots"]:
+        assert time.monotonic() < deadline, "removing the folder never closed the workspace it served"
+        await asyncio.sleep(0.1)

@@ -16,7 +16,7 @@ best `limit` rows, ties to the earlier row.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,12 +68,15 @@ class _Vectors:
             self.live[slot] = False
         return slot
 
-    def top(self, query: np.ndarray, limit: int, exclude: int) -> Scored:
-        """The `limit` rows with the largest inner product with `query`, best first."""
+    def top(self, query: np.ndarray, limit: int, exclude: int, allowed: np.ndarray | None = None) -> Scored:
+        """The `limit` rows with the largest inner product with `query`, best first (`allowed`: when given,
+        only rows of those source codes)."""
         n = self.n
         if not n or limit <= 0:
             return []
         valid = self.live[:n] if exclude < 0 else self.live[:n] & (self.source[:n] != exclude)
+        if allowed is not None:
+            valid = valid & np.isin(self.source[:n], allowed)
         sims = np.empty(n, dtype=np.float32)
         for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
             end = min(n, start + BLOCK)    # busy machine, waits 10-60 ms for its second thread
@@ -210,16 +213,21 @@ class LegMirror:
 
     # -- the legs ------------------------------------------------------------------------
     def dense(self, vector: Sequence[float], limit: int, window_limit: int, exclude_source: str = "",
-              ) -> tuple[Scored, Scored]:
-        """(best chunk rows, best window rows as (chunk id, score)), as two Milvus searches return them."""
+              only: Collection[str] | None = None) -> tuple[Scored, Scored]:
+        """(best chunk rows, best window rows as (chunk id, score)), as two Milvus searches return them;
+        with `only`, candidates come from those sources alone (a search filter, core/filters.py)."""
         query = np.asarray(vector, dtype=np.float32)
         exclude = self._excluded(exclude_source)
-        first = self.chunks.top(query, limit, exclude)
-        tails = [(self.owner[self.windows.slot[k]], s) for k, s in self.windows.top(query, window_limit, exclude)]
+        allowed = self._codes(only)
+        first = self.chunks.top(query, limit, exclude, allowed)
+        tails = [(self.owner[self.windows.slot[k]], s)
+                 for k, s in self.windows.top(query, window_limit, exclude, allowed)]
         return first, tails
 
-    def sparse(self, terms: Mapping[int, float], limit: int, exclude_source: str = "") -> Scored:
-        """The `limit` chunks with the largest BM25 inner product with `terms`, best first."""
+    def sparse(self, terms: Mapping[int, float], limit: int, exclude_source: str = "",
+               only: Collection[str] | None = None) -> Scored:
+        """The `limit` chunks with the largest BM25 inner product with `terms`, best first (`only`: from
+        those sources alone)."""
         n = self.chunks.n
         if not n or limit <= 0:
             return []
@@ -237,6 +245,9 @@ class LegMirror:
         exclude = self._excluded(exclude_source)
         if exclude >= 0:
             valid &= self.chunks.source[:n] != exclude
+        allowed = self._codes(only)
+        if allowed is not None:
+            valid &= np.isin(self.chunks.source[:n], allowed)
         return _best(self.chunks.ids, scores.astype(np.float32), valid, limit)
 
     def row(self, key: str) -> dict[str, Any] | None:
@@ -278,6 +289,12 @@ class LegMirror:
         for n, value in zip(present, sums.tolist(), strict=True):
             out[keys[n]] = value / total
         return out
+
+    def _codes(self, only: Collection[str] | None) -> np.ndarray | None:
+        """The source codes of `only` (None: every source)."""
+        if only is None:
+            return None
+        return np.asarray([self.sources[s] for s in only if s in self.sources], dtype=np.int32)
 
     def _excluded(self, source: str) -> int:
         return self.sources.get(source, -2) if source else -1

@@ -252,7 +252,7 @@ class OwnerServer:
                                      long_term=bool(args.get("long_term"))))
         if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
             return getattr(m, op)(**args)
-        raise ValueError(f"unknown operation {op!r}")
+        raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
 
 
 # -- the client side ---------------------------------------------------------------------------
@@ -316,7 +316,8 @@ class RemoteMemory(MemoryFiles):
         self._call("reset")
 
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        settings = {**self.search_overrides, **overrides}
+        settings = {**self.search_overrides,
+                    **{k: v.isoformat() if isinstance(v, dt.date) else v for k, v in overrides.items()}}
         if top_k is not None:
             settings["top_k"] = top_k
         return [Hit(**h) for h in self._call("search", query=query, **settings)]
@@ -388,10 +389,18 @@ def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config |
 class PublicMemory:
     """`memsearch_lsp.Memory(...)`, the Python API: the index owner's client (a RemoteMemory) when an
     editor or another process owns the index, else a Memory that owns it. Either way a `MemoryApi`;
-    nothing is written before the index is reachable."""
+    nothing is written before the index is reachable. `~` is expanded; a folder that is no memory workspace
+    raises the CLI's NoMemoryHere and nothing is created there (`memsearch-lsp init` starts one)."""
 
     def __new__(cls, workspace: str | Path = ".", *, config: Config | None = None, **settings: Any) -> MemoryApi:  # type: ignore[misc]
-        return open_memory(workspace, config=config, **settings)
+        from memsearch_lsp.core.onboard import require_memory_workspace
+
+        root = Path(workspace).expanduser()
+        if not root.is_dir():
+            raise FileNotFoundError(f"workspace {root} is not a folder")
+        root = root.resolve()
+        require_memory_workspace(root, config)
+        return open_memory(root, config=config, **settings)
 
 
 # mypy proves that both memories implement the interface (tests/test_owner_api.py: the socket serves IndexApi).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,6 +19,10 @@ log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+class AmbiguousId(ValueError):
+    """An id prefix that more than one chunk id starts with."""
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result; lines are 1-based and inclusive, `source` relative to the workspace."""
@@ -29,7 +34,7 @@ class Hit:
     end_line: int
     score: float
     snippet: str
-    date: str = ""
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
     heading_path: str = ""
     archived: bool = False  # from a compacted log in the archive folder
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
@@ -53,12 +58,14 @@ class Expanded:
     start_line: int
     end_line: int
     content: str
-    date: str = ""
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
+    archived: bool = False  # from a compacted log in the archive folder
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "heading_path": self.heading_path, "start_line": self.start_line,
-                "end_line": self.end_line, "content": self.content, "date": self.date or None}
+                "end_line": self.end_line, "content": self.content, "date": self.date or None,
+                "archived": self.archived}
 
 
 def _body(content: str) -> str:
@@ -89,20 +96,25 @@ def snippet(content: str, query: str, width: int = 200) -> str:
 def to_hit(row: Row, query: str, width: int) -> Hit:
     return Hit(id=row.id, source=row.source, heading=row.heading, start_line=row.start_line,
                end_line=row.end_line, score=row.score, snippet=snippet(row.content, query, width),
-               date=row.date, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
+               date=row.date or None, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
 
 
-def to_expanded(row: Row) -> Expanded:
+def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
+    from memsearch_lsp.core.files import glob_match
+
     return Expanded(id=row.id, source=row.source, heading=row.heading, heading_path=row.heading_path,
-                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date)
+                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date or None,
+                    archived=bool(archive_dir) and glob_match(archive_dir, row.source))
 
 
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
-                  top_k: int, exclude_source: str = "", archive_dir: str = "") -> list[Hit]:
+                  top_k: int, exclude_source: str = "", archive_dir: str = "",
+                  only: Collection[str] | None = None) -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
     configured ranker (core/rank.py), best first, hits under `settings.min_score` (rank.relevance) left
     out; archived hits marked and demoted (demote_archived). When the query cannot be embedded (an
-    endpoint busy or down) the BM25 leg answers alone and the reason is logged."""
+    endpoint busy or down) the BM25 leg answers alone and the reason is logged.
+    `only`: a search filter's sources (core/filters.py); both legs take their candidates from them alone."""
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"
@@ -111,9 +123,9 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
     sparse: dict[str, float] = {}
     terms = df.query_vector(query)
     if settings.vector_weight > 0 or rrf:
-        dense = _dense_leg(store, embedder, query, per_leg, exclude_source)
+        dense = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
     if settings.bm25_weight > 0 or rrf or not dense:
-        sparse = store.sparse_leg(terms, per_leg, exclude_source)
+        sparse = store.sparse_leg(terms, per_leg, exclude_source, only)
     ids = list(dict.fromkeys([*dense, *sparse]))
     coverage = store.coverage(ids, terms) if ids and (settings.ranker == "learned" or settings.min_score > 0) else {}
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
@@ -125,7 +137,7 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
 
 
 def _dense_leg(store: MilvusStore, embedder: Embedder, query: str, limit: int, exclude_source: str,
-               ) -> dict[str, float]:
+               only: Collection[str] | None = None) -> dict[str, float]:
     """The dense leg; {} when the query cannot be embedded (an endpoint busy, down or refusing): BM25
     then answers alone, and the log (the editor's output panel, the CLI's stderr) says so and why."""
     try:
@@ -133,7 +145,7 @@ def _dense_leg(store: MilvusStore, embedder: Embedder, query: str, limit: int, e
     except EmbeddingError as exc:
         log.warning("search %r: BM25 alone, the query could not be embedded: %s", query[:80], exc)
         return {}
-    return store.dense_leg(vector, limit, exclude_source)
+    return store.dense_leg(vector, limit, exclude_source, only)
 
 
 ARCHIVE_WEIGHT = 0.99  # an archived original scores this share of a live chunk as relevant

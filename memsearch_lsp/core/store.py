@@ -8,7 +8,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -480,13 +480,17 @@ class MilvusStore:
             rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "") -> dict[str, float]:
-        """The `limit` chunks closest to `vector`, each scored by its best window (cosine)."""
+    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "",
+                  only: Collection[str] | None = None) -> dict[str, float]:
+        """The `limit` chunks closest to `vector`, each scored by its best window (cosine); with `only`,
+        candidates from those sources alone (a search filter)."""
+        if only is not None and not only:
+            return {}
         mirror = self._ready_mirror() if self.in_process else None
         if mirror is not None:
-            first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source)
+            first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source, only)
         else:
-            expr = _excluding(exclude_source)
+            expr = _where(exclude_source, only)
             with self._lock:
                 found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
                                            filter=expr, output_fields=[])
@@ -502,16 +506,17 @@ class MilvusStore:
         best = sorted(scores, key=lambda k: -scores[k])[:limit]
         return {k: scores[k] for k in best}
 
-    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "") -> dict[str, float]:
-        """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms)."""
-        if not terms:
+    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "",
+                   only: Collection[str] | None = None) -> dict[str, float]:
+        """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms; `only`: as in dense_leg)."""
+        if not terms or (only is not None and not only):
             return {}
         mirror = self._ready_mirror() if self.in_process else None
         if mirror is not None:
-            return dict(mirror.sparse(terms, limit, exclude_source))
+            return dict(mirror.sparse(terms, limit, exclude_source, only))
         with self._lock:
             hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
-                                      filter=_excluding(exclude_source), output_fields=[])
+                                      filter=_where(exclude_source, only), output_fields=[])
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
     def _get(self, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
@@ -558,8 +563,12 @@ class MilvusStore:
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
 
 
-def _excluding(source: str) -> str:
-    return f"source != {quote(source)}" if source else ""
+def _where(exclude_source: str, only: Collection[str] | None = None) -> str:
+    """A Milvus filter: not from `exclude_source`, and (with `only`) from those sources alone."""
+    parts = [f"source != {quote(exclude_source)}"] if exclude_source else []
+    if only is not None:
+        parts.append(f"source in [{', '.join(quote(s) for s in sorted(only))}]")
+    return " and ".join(parts)
 
 
 def _signed(folder: Path) -> bool:

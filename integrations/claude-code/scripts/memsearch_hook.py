@@ -80,8 +80,12 @@ def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = 
                               timeout=setting("TIMEOUT", 50), check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HookError(f"{argv[0]} failed: {exc}") from exc
-    if done.returncode != 0:
-        raise HookError(done.stderr.strip() or f"{argv[0]} exited with {done.returncode}")
+    if done.returncode != 0:  # with --json the CLI's error is {"error": {"message", "hint"}} on stdout
+        try:
+            error = json.loads(done.stdout)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            error = ""
+        raise HookError(done.stderr.strip() or error or f"{argv[0]} exited with {done.returncode}")
     return done.stdout
 
 

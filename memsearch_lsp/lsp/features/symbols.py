@@ -81,12 +81,30 @@ async def ready_roots(ls: MemsearchServer) -> list[Root]:
     return roots
 
 
-async def search_all(ls: MemsearchServer, query: str, limit: int) -> list[tuple[Root, Hit]]:
-    """Hybrid search in every root, merged best first (any query: workspace/symbol, memsearch/search and the
-    memsearch.search command come through here)."""
+def search_filters(params: Any) -> dict[str, Any]:
+    """The filters of a search request (`since`, `until`, `source`: a glob or a list), as Memory.search takes
+    them; a wrong type is a ValueError (returned to the client as a JSON-RPC error)."""
+    found: dict[str, Any] = {}
+    for name in ("since", "until"):
+        value = param(params, name)
+        if value is not None:
+            if not isinstance(value, str):
+                raise ValueError(f"{name} must be a date string (YYYY-MM-DD or 7d)")
+            found[name] = value
+    source = param(params, "source")
+    if source is not None:
+        globs = [source] if isinstance(source, str) else source
+        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+            raise ValueError("source must be a glob or a list of globs")
+        found["source"] = globs
+    return found
+
+
+async def search_all(ls: MemsearchServer, query: str, limit: int, **filters: Any) -> list[tuple[Root, Hit]]:
+    """Hybrid search in every root, merged best first (`filters`: see search_filters)."""
     query = query_text(query)
     roots = await ready_roots(ls)
-    results = await asyncio.gather(*(ls.read(r.memory.search, query, limit) for r in roots))
+    results = await asyncio.gather(*(ls.read(r.memory.search, query, limit, **filters) for r in roots))
     merged = [(root, hit) for root, hits in zip(roots, results) for hit in hits]
     return heapq.nlargest(limit, merged, key=lambda pair: pair[1].score)
 
@@ -135,5 +153,6 @@ def register(server: MemsearchServer) -> None:
         if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
             raise ValueError("topK must be a positive integer")
         limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
-        pairs = await search_all(ls, query, limit) if query.strip() else []
+        filters = search_filters(params)
+        pairs = await search_all(ls, query, limit, **filters) if query.strip() else []
         return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
