@@ -137,13 +137,13 @@ async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: Langu
     assert hits[0]["heading"] == "Redis Caching"
     # filters, as the CLI's --since/--until/--source: the legs' candidates come from matching files only
     request = session.client.protocol.send_request_async
-    dated = list(await request("memsearch/search", {"query": "Redis cache config", "topK": 5,
+    dated = list(await request("memsearch/search", {"query": "load test and rate limiting", "topK": 5,
                                                      "since": "2026-02-09", "until": "2026-02-13"}))
     assert dated and all("2026-02-09" <= h["date"] <= "2026-02-13" for h in dated)
     only = list(await request("memsearch/search", {"query": "Redis cache config", "source": ["**/MEMORY.md"]}))
     assert only and {h["source"] for h in only} == {"memory/MEMORY.md"}
     command = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.search", arguments=["Redis cache config", 3, {"source": "memory/2026-02-1*"}]))
+        command="memsearch.search", arguments=["load test and rate limiting", 3, {"source": "memory/2026-02-1*"}]))
     assert command and all(h["source"].startswith("memory/2026-02-1") for h in command)
     assert set(command[0]) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date",
                                "archived", "uri", "range"}

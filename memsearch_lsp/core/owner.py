@@ -28,10 +28,10 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.chunks import Chunk
-from memsearch_lsp.core.files import PathError, Skipped
+from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, Remembered, with_index_settings
-from memsearch_lsp.core.notes import NoteError, clean_note
+from memsearch_lsp.core.notes import clean_note
 from memsearch_lsp.core.search import Expanded, Hit
 from memsearch_lsp.core.store import IndexBusy, locked_by_other
 from memsearch_lsp.version import __version__
@@ -167,7 +167,7 @@ class _Handler(socketserver.StreamRequestHandler):
             request = json.loads(self.rfile.readline() or b"{}")
             result = self.server.owner.dispatch(str(request.get("op", "")), dict(request.get("args") or {}))
             reply = {"ok": True, "result": result}
-        except (NoteError, PathError) as exc:  # bad input (a bad note, a path outside): the caller raises ValueError
+        except ValueError as exc:  # bad input (a note, a path outside, a filter): the caller raises ValueError
             reply = {"ok": False, "error": str(exc), "user_error": True}
         except Exception as exc:  # every failure goes back to the caller, none kills the owner
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
