@@ -288,6 +288,17 @@ def _line(item: _Item, parts: Sequence[_Unit]) -> str:
     return f"- {label + ': ' if label else ''}{text} {where}\n"
 
 
+def _drop_repeats(units: Sequence[_Unit]) -> None:
+    """A sentence said again, whole, inside a longer one ("Error rate 0.2%." and later "Error rate 0.2%, p99
+    205 ms.") is weak: the longer one carries it. Sentences only, not lines: `dedupe` compares whole lines."""
+    keys = [f" {' '.join(_NORM.sub(' ', u.text.lower()).split())} " for u in units]
+    for n, unit in enumerate(units):
+        if unit.weak or unit.must or len(keys[n]) < 10:
+            continue
+        unit.weak = any(m != n and len(keys[m]) > len(keys[n]) and keys[n] in keys[m] and not units[m].weak
+                        for m in range(len(units)))
+
+
 def choose(items: Sequence[_Item], budget: int | None) -> str:
     """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None).
 
@@ -300,6 +311,7 @@ def choose(items: Sequence[_Item], budget: int | None) -> str:
     if budget is None:
         return _Choice(units).render()
     _score(units)
+    _drop_repeats(units)
     ranked = sorted((u for u in units if not u.weak and not u.must),
                     key=lambda u: (-u.density, u.item.order, u.start))
     firsts: dict[str, _Unit] = {}
