@@ -25,7 +25,7 @@ _DECISION = re.compile(
     r"we(?:'ll|’ll| shall|'re going to|’re going to| are going to| settled| picked| kept| stick)|"
     r"let(?:'s|’s| us) (?!see|look|check|try|run|start|get|think|figure|find)\w+|from now on|going forward|"
     r"for now|for the time being|stick(?:s|ing)? with|(?:stays?|remains?) (?:on|with|at|as|in|the|under)|"
-    r"(?:swap|chang|port|convert|flipp?|turn)(?:e?d|ing|s)?(?: [\w.#/-]+){0,4}? (?:from|over to|to)|"
+    r"(?:swapp?|chang|port|convert|flipp?|turn)(?:e?d|ing|s)?(?: [\w.#/-]+){0,4}? (?:from|over to|to)|"
     r"in favou?r of|(?:pushed|postponed|deferred|slips?|slipped|moved) (?:back |out )?to|"
     r"\w+ it is\b)\b", re.I)
 # a decision told as one: "we went with X", "settled on", "let's go with", "from now on", "X it is"
@@ -202,11 +202,12 @@ def classify(text: str, first: bool = True) -> Facts:
     score -= 3.0 * ("narration" in noise) + 5.0 * ("status" in noise) + 6.0 * ("dead_end" in noise)
     score -= 3.0 * ("question" in noise) + 4.0 * ("chatter" in noise) + 3.0 * ("hedge" in noise)
     score -= 2.0 * ("anaphor" in noise)  # leans on the sentence before it
-    score -= 3.0 * ("narration" in noise and kinds.keys() <= {"name", "place", "setting", "date"})  # "Read `a.py`."
+    told = "narration" in noise and kinds.keys() <= {"name", "place", "setting", "date"}  # "Read `a.py`."
+    score -= 3.0 * told
     score -= 3.0 * ("anaphor" in noise and len(stripped) < 25)  # a fragment: "then 10 min."
     # the weak classes alone (a name, a bare date) do not make a fact
     strong = {k for k in kinds if k not in {"name", "reason", "date"}}
-    facts = frozenset(kinds) if strong or len(kinds) >= 2 else frozenset()
+    facts = frozenset(kinds) if (strong or len(kinds) >= 2) and not told else frozenset()
     return Facts(facts, score, frozenset(noise))
 
 
