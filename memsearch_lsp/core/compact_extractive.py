@@ -45,9 +45,10 @@ _STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:
 
 
 def _topic(path: list[tuple[int, str]], date: str) -> str:
-    """The section's headings without the log's date title or a time stamp ("## 14:30 — deploy" is "deploy");
-    a note under a heading that is only a time (`remember`'s `## HH:MM`) goes to "Notes"."""
-    titles = [_STAMP.sub("", t).strip() for lvl, t in path if not (lvl == 1 and date and date in t)]
+    """The section's headings without the log's date title or a time-stamped note's heading: a note under
+    `## HH:MM` or `## HH:MM — deploy` (`remember`'s notes) goes to "Notes", so a day's notes share one
+    link in the summary instead of a section each (the title mostly repeats the note's first words)."""
+    titles = [t.strip() for lvl, t in path if not (lvl == 1 and date and date in t) and not _STAMP.match(t)]
     return " / ".join(t for t in titles if t) or "Notes"
 
 
@@ -194,6 +195,27 @@ def _first_line_end(item: _Item) -> int:
     return max(len(first) - (len(label) + 2 if label else 0), 1)
 
 
+def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
+    """The units (by id) that a dead end ("no effect", "didn't help") speaks of: its own sentence, and the
+    sentence before it when the dead end opens a sentence ("Tried a bigger pool. No effect."); never the
+    rest of a paragraph, whose other lines may carry facts."""
+    sentences: list[list[_Unit]] = []
+    for n, unit in enumerate(units):
+        previous = units[n - 1] if n else None
+        if previous is None or previous.item is not unit.item or previous.text.rstrip(" \"')]").endswith(
+                (".", "!", "?", "…")):
+            sentences.append([])
+        sentences[-1].append(unit)
+    out: set[int] = set()
+    for n, sentence in enumerate(sentences):
+        if any("dead_end" in classify(u.text).noise for u in sentence):
+            out.update(id(u) for u in sentence)
+            opens = "dead_end" in classify(sentence[0].text).noise
+            if opens and n and sentences[n - 1][0].item is sentence[0].item:
+                out.update(id(u) for u in sentences[n - 1])
+    return out
+
+
 def _score(units: Sequence[_Unit]) -> None:
     """Facts over noise: the fact classes a sentence carries (compact_facts), a little for rare words;
     labelled lines are always kept, narration, status, dead ends and small talk are weak."""
@@ -205,7 +227,7 @@ def _score(units: Sequence[_Unit]) -> None:
         for w in bag:
             df[w] = df.get(w, 0) + 1
     n = len(units)
-    dead_ends = {id(u.item) for u in units if "dead_end" in classify(u.text).noise}  # "tried X; no effect"
+    dead_ends = _dead_end_sentences(units)
     for unit, bag in zip(units, words):
         label = _clean(unit.item)[0]
         info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
@@ -217,7 +239,7 @@ def _score(units: Sequence[_Unit]) -> None:
         facts = classify(unit.text, first=unit.start == 0)
         context = classify(f"{label} {unit.item.topic}", first=False)  # "Decision: ...", "## Rollback plan"
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
-        unit.score -= 6.0 * (id(unit.item) in dead_ends and "dead_end" not in facts.noise)
+        unit.score -= 6.0 * (id(unit) in dead_ends and "dead_end" not in facts.noise)
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         unit.must = always_kept(label, unit.item.text) and unit.start < _first_line_end(unit.item)
         unit.weak = not unit.must and (not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12)
@@ -266,6 +288,17 @@ def _line(item: _Item, parts: Sequence[_Unit]) -> str:
     return f"- {label + ': ' if label else ''}{text} {where}\n"
 
 
+def _drop_repeats(units: Sequence[_Unit]) -> None:
+    """A sentence said again, whole, inside a longer one ("Error rate 0.2%." and later "Error rate 0.2%, p99
+    205 ms.") is weak: the longer one carries it. Sentences only, not lines: `dedupe` compares whole lines."""
+    keys = [f" {' '.join(_NORM.sub(' ', u.text.lower()).split())} " for u in units]
+    for n, unit in enumerate(units):
+        if unit.weak or unit.must or len(keys[n]) < 10:
+            continue
+        unit.weak = any(m != n and len(keys[m]) > len(keys[n]) and keys[n] in keys[m] and not units[m].weak
+                        for m in range(len(units)))
+
+
 def choose(items: Sequence[_Item], budget: int | None) -> str:
     """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None).
 
@@ -278,6 +311,7 @@ def choose(items: Sequence[_Item], budget: int | None) -> str:
     if budget is None:
         return _Choice(units).render()
     _score(units)
+    _drop_repeats(units)
     ranked = sorted((u for u in units if not u.weak and not u.must),
                     key=lambda u: (-u.density, u.item.order, u.start))
     firsts: dict[str, _Unit] = {}

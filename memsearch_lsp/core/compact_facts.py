@@ -20,27 +20,73 @@ _DECISION = re.compile(
     r"(?:switch|mov)(?:e?d|ing|es)?(?: [\w.-]+){0,3}? (?:from|to|back)|migrat\w*|adopt\w*|agreed|"
     r"we (?:keep|stay|use|will)|keep (?:using|it|the)|stay(?:s)? on|instead of|rather than|"
     r"(?:not|never) going to|won't|will not|do not|don't|no longer|pinned|pin to|ruled out|rejected|"
-    r"replac\w*|deprecat\w*|drop(?:ped)? (?:support|the)|default(?:s)? to)\b", re.I)
+    r"replac\w*|deprecat\w*|drop(?:ped)? (?:support|the)|default(?:s)? to|"
+    # commitments and switches in prose: "we'll keep", "let's go with", "from now on", "swapped X over to Y"
+    r"we(?:'ll|’ll| shall|'re going to|’re going to| are going to| settled| picked| kept| stick)|"
+    r"let(?:'s|’s| us) (?!see|look|check|try|run|start|get|think|figure|find)\w+|from now on|going forward|"
+    r"for now|for the time being|stick(?:s|ing)? with|(?:stays?|remains?) (?:on|with|at|as|in|the|under)|"
+    r"(?:swapp?|chang|port|convert|flipp?|turn)(?:e?d|ing|s)?(?: [\w.#/-]+){0,4}? (?:from|over to|to)|"
+    r"in favou?r of|(?:pushed|postponed|deferred|slips?|slipped|moved) (?:back |out )?to|"
+    r"\w+ it is\b)\b", re.I)
+# a decision told as one: "we went with X", "settled on", "let's go with", "from now on", "X it is"
+_DECISION_STRONG = re.compile(
+    r"\b(?:went with|go(?:ing)? with|settled on|chose|opted for|decided|agreed|from now on|going forward|"
+    r"we(?:'ll|’ll| will| are going to|'re going to|’re going to) (?:keep|use|stay|go|switch|move|stick|reprocess|"
+    r"store|run|ship|drop|pin|only)|\w+ it is\b)", re.I)
 _REASON = re.compile(r"\b(?:because|since|so that|due to|in order to|as the|the reason|which is why|otherwise)\b", re.I)
 _CAUSE = re.compile(r"\b(?:root cause|caused by|the cause|real cause|because of|culprit|the problem was|"
-                    r"the issue was|turned out|regression|leak\w*|exhaust\w*|race condition|deadlock)\b", re.I)
+                    r"the issue was|turned out|regression|leak\w*|exhaust\w*|race condition|deadlock|due to|"
+                    r"caus(?:es|ed|ing)|led to|leads to|triggered by|stems? from|comes? from|came from|"
+                    r"(?:was|were|is|are)(?:n't|’t| not) (?:idempotent|thread-safe|atomic|closed|released|set)|"
+                    r"breaks|broke|the (?:real |actual |underlying )?(?:reason|problem|issue|bug) (?:is|was)|"
+                    r"explains? (?:the|why)|assumed|expected .{1,40} but)\b", re.I)
 _FIX = re.compile(r"\b(?:fix(?:ed|es)?|resolved|workaround|mitigat\w*|rolled back|roll back|rollback|"
                   r"patch(?:ed)?|hotfix|now uses|by (?:creating|adding|setting|using|moving|wrapping))\b", re.I)
+# a fix told as one: "fixed by ...", "the fix was ...", "sorted it out by ...", "works again"
+_FIX_STRONG = re.compile(
+    r"\b(?:(?:fix|resolv|solv|sort|address|mitigat|handl|cur)\w*(?: it| this| that| the \w+)?(?: out)? (?:by|with)|"
+    r"worked around|work around|the (?:fix|solution|remedy|workaround) (?:is|was)|to fix (?:it|this|that)|"
+    r"(?:works?|match(?:es)?|pass(?:es)?) again|no longer (?:fails|happens|crashes|breaks))\b", re.I)
 _PREFERENCE = re.compile(
-    r"\b(?:prefers?|preferred|preference|would rather|'d rather|wants?|wanted|likes?|dislikes?|hates?|"
-    r"please|always|never|for the record|don't want|doesn't want|insists?|convention|style)\b", re.I)
+    r"\b(?:prefers?|preferred|preference|would rather|'d rather|wants?|wanted|likes|liked|"
+    r"(?:I|we|they|he|she) like|dislikes?|hates?|"
+    r"please|always|never|for the record|don't want|doesn't want|insists?|convention|style|"
+    r"would like|(?:'d|’d) like|would prefer|(?:'d|’d) prefer|asked (?:that|for)|"
+    r"asked (?:us|me|everyone|the team) to (?:always|never|not|keep|use|stop|avoid)|"
+    r"can we|could we|let(?:'s|’s) not|make sure|not allowed|(?:is|are) against|no \w+ without)\b", re.I)
+# a named person and their wish: "Dana wants ...", "Omar would like ...", "Lee asked that ..."
+_WISH = re.compile(r"\b(?:[A-Z][a-z]+|I|we|We)(?:'s)? (?:(?:also|really|still) )?"
+                   r"(?:wants?(?! to (?:look|see|check|know|talk|discuss|review|think|hear|understand|try|go|wait))|"
+                   r"would (?:like|prefer|rather)|"
+                   r"(?:'d|’d) (?:like|prefer|rather)|asked (?:that|for)|prefers|insists|suggested|proposed|requested|"
+                   r"expects|likes|hates)\b")
 _ROLE = re.compile(r"\b(?:owns?|owner|on[- ]call|responsible for|maintains?|maintainer|reviewers?|assigned to|"
                    r"in charge of|on leave|out of office|OOO|joins?|joined|left the team|from the \w+ team)\b", re.I)
 _TODO_TEXT = re.compile(r"\b(?:[A-Z][\w'’-]+ (?:to|will|should|must) [a-z]+|need(?:s)? to|must|remember to|"
-                        r"todo|follow[- ]?up|blocked|is due|due (?:on|by)|deadline)\b")
+                        r"todo|follow[- ]?up|blocked|is due|due (?:on|by)|deadline|(?:has|have) to be|"
+                        r"(?:it's|it is|is) due|due (?:\w+day|tomorrow|next|this|end|before)|"
+                        r"(?:by|before|until) (?:\w+day|tomorrow|tonight|EOD|EOW|next \w+|the end of|end of)|"
+                        r"in place by|ready by|done by|live by|(?:I'm|I am|we're|we are) (?:writing|doing|taking))\b")
 _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}\b|"
     r"\b\d{1,2} (?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|"
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\bweek \d{1,2}\b|\bQ[1-4]\b|"
-    r"\b\d{1,2}:\d{2}\s?(?:UTC|CET|CEST|GMT|[AP]M|[A-Z]{2,4}T)\b|\b(?:deadline|due|until|before|by end of)\b", re.I)
-_VERSION = re.compile(r"\bv\d+(?:\.\d+)+\b|\b[A-Za-z][\w.+-]* v?\d+(?:\.\d+)+\b|\b(?:version|release) \S*\d")
+    r"\b\d{1,2}:\d{2}\s?(?:UTC|CET|CEST|GMT|[AP]M|[A-Z]{2,4}T)\b|\b(?:deadline|due|until|before|by end of)\b|"
+    # dates and deadlines in words: "October 9th", "next sprint", "end of the month", "tomorrow"
+    r"\b(?:january|february|march|april|june|july|august|september|october|november|december)\b|"
+    r"\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:next|this|coming|following) (?:week|sprint|month|quarter|release|year|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|\bend of (?:the )?(?:day|week|month|quarter|sprint|year)\b|"
+    r"\b(?:tomorrow|tonight|EOD|EOW|EOM)\b|\b(?:first|second|third|last) (?:working |business )?day\b", re.I)
+_VERSION = re.compile(r"\bv\d+(?:\.\d+)+\b|\b[A-Za-z][\w.+-]* v?\d+(?:\.\d+)+\b|\b(?:version|release) \S*\d|"
+                      # a major version: "iOS 16", "Android 10", "Python 3", "expo-sqlite 14"
+                      r"\b(?:[A-Z][A-Za-z]*[a-z][A-Za-z]*|i[A-Z]\w*|[a-z]+(?:-[a-z]+)+) \d{1,3}\b(?![:.,]?\d|\s?%)"
+                      r"(?!\s?(?:ms|s|sec\w*|min\w*|h|hours?|days?|weeks?|"
+                      r"[kKMGT]i?B|x|times|rows|lines|users|requests|msg)\b)")
+_SPELLED = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+            r"hundred|thousand|a dozen|a couple of|a few)")
 _UNIT = re.compile(
-    r"\d[\d,.]*\s?(?:%|ms\b|s\b|sec\w*|min\w*|h\b|hours?|days?|weeks?|months?|years?|[kKMGT]i?B\b|[kmgt]b\b|"
+    r"(?:\d[\d,.]*|\b" + _SPELLED + r"(?:[- ](?:hundred|thousand))?)\s?"
+    r"(?:%|ms\b|s\b|sec\w*|min\w*|h\b|hours?|days?|weeks?|months?|years?|[kKMGT]i?B\b|[kmgt]b\b|"
     r"msg/s|r(?:eq)?/s|rps|qps|ops\b|requests?|connections?|times|retries|partitions|replicas|workers|"
     r"threads|rows|lines|nodes|brokers|items|operations|messages|users|vCPUs?|cores|EUR|USD|GBP|€|\$|x\b)",
     re.I)
@@ -51,16 +97,19 @@ _IDENT = re.compile(r"`[^`]+`|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[A-Z][A-Z0-9]*
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’.+-]*[\w]|\b[a-z0-9]+(?:-[a-z0-9]+)+\b|\b[A-Z][a-z]+[A-Z]\w*\b|"
                    r"\b[a-z]+(?:\.[a-z]+)+\b")
 _NUMBER = re.compile(r"\d")
+_SPELLED_NUMBER = re.compile(r"\b" + _SPELLED + r"\b", re.I)
 _PLACE = re.compile(r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\bhttps?://\S+|`[^`]*[./:][^`]*`|\b(?:is at|lives in|lives at|"
                     r"runs on|hosted on|located|goes to|sent to|stored in|kept in)\b", re.I)
 _LIMIT = re.compile(r"\b(?:exceeds?|above|below|over|under|at least|at most|more than|less than|up to|threshold|"
-                    r"limit|max(?:imum)?|min(?:imum)?|cap(?:ped)?|allows?|"
+                    r"limit|max(?:imum)?|min(?:imum)?|cap(?:ped|s)?|allows?|no more than|not more than|"
+                    r"no fewer than|fewer than|not exceed|never more than|within|quota|budget|ceiling|"
                     r"per (?:second|minute|hour|day|account|user))\b",
                     re.I)
 
 # Noise: the agent narrating its own steps, status repeated, small talk, dead ends, questions.
 _NARRATION = re.compile(
-    r"^(?:let me|let's|i'll|i will|i am|i'm|now|ok(?:ay)?|so|hmm+|right|alright|great|good|fine|yes|no|done|"
+    r"^(?:let me|let's(?! (?:go with|use|keep|stick|not|never|switch|move|stay|drop|pin|ship|always|only))|"
+    r"i'll|i will|i am|i'm|now|ok(?:ay)?|so|hmm+|right|alright|great|good|fine|yes|no|done|"
     r"ran|running|re-?ran|re-?running|running|checked|checking|looked|looking|reading|read|opened|opening|"
     r"started|starting|picking up|picked up|back to|wrapping up|writing|trying to|going to|quick|session|"
     r"morning|good morning|end of|nothing|all green|tests? (?:pass|green)|watching|still|waiting|implementing|"
@@ -115,14 +164,14 @@ def classify(text: str, first: bool = True) -> Facts:
         if n:
             kinds[kind] = n
 
-    count("decision", bool(_DECISION.search(text)))
+    count("decision", bool(_DECISION.search(text)) + bool(_DECISION_STRONG.search(text)))
     count("reason", bool(_REASON.search(text)))
     count("cause", bool(_CAUSE.search(text)))
-    count("fix", bool(_FIX.search(text)))
-    count("preference", bool(_PREFERENCE.search(text)))
+    count("fix", bool(_FIX.search(text)) + bool(_FIX_STRONG.search(text)))
+    count("preference", bool(_PREFERENCE.search(text)) + bool(_WISH.search(text)))
     count("role", bool(_ROLE.search(text)))
     count("place", bool(_PLACE.search(text)))
-    count("limit", bool(_LIMIT.search(text)) and bool(_NUMBER.search(text)))
+    count("limit", bool(_LIMIT.search(text)) and bool(_NUMBER.search(text) or _SPELLED_NUMBER.search(text)))
     count("todo", bool(_TODO_TEXT.search(text)))
     count("date", len(_DATE.findall(text)))
     count("version", len(_VERSION.findall(text)))
@@ -153,9 +202,12 @@ def classify(text: str, first: bool = True) -> Facts:
     score -= 3.0 * ("narration" in noise) + 5.0 * ("status" in noise) + 6.0 * ("dead_end" in noise)
     score -= 3.0 * ("question" in noise) + 4.0 * ("chatter" in noise) + 3.0 * ("hedge" in noise)
     score -= 2.0 * ("anaphor" in noise)  # leans on the sentence before it
+    told = "narration" in noise and kinds.keys() <= {"name", "place", "setting", "date"}  # "Read `a.py`."
+    score -= 3.0 * told
+    score -= 3.0 * ("anaphor" in noise and len(stripped) < 25)  # a fragment: "then 10 min."
     # the weak classes alone (a name, a bare date) do not make a fact
     strong = {k for k in kinds if k not in {"name", "reason", "date"}}
-    facts = frozenset(kinds) if strong or len(kinds) >= 2 else frozenset()
+    facts = frozenset(kinds) if (strong or len(kinds) >= 2) and not told else frozenset()
     return Facts(facts, score, frozenset(noise))
 
 
