@@ -67,9 +67,14 @@ def register(server: MemsearchServer) -> None:
     @server.command("memsearch.status")
     async def status(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         roots = []
-        for root in ls.roots.values():
-            data: dict[str, Any] = (await ls.read(root.memory.status) if root.ready.is_set()
-                                    else {"root": str(root.path)})
+        for root in list(ls.roots.values()):
+            try:
+                data: dict[str, Any] = (await ls.read(root.memory.status) if root.ready.is_set()
+                                        else {"root": str(root.path)})
+            except Exception:
+                if any(r is root for r in ls.roots.values()):
+                    raise
+                continue  # its folder was removed (and its index closed) while we asked
             data["indexing"] = not root.ready.is_set()
             data["root_uri"] = convert.uri_of(root.path, "")
             roots.append(data)
