@@ -16,7 +16,7 @@ def __getattr__(name: str) -> Any:
     # `from memsearch_lsp import Memory` without importing the engine for `--version`. The public
     # Memory follows the index owner: beside a running editor it is that owner's client.
     if name == "Memory":
-        from memsearch_lsp.core.owner import PublicMemory
+        from memsearch_lsp.core.process.owner import PublicMemory
 
         return PublicMemory
     raise AttributeError(name)

@@ -116,7 +116,7 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
     """The running server's index when one owns it, else this process opens it."""
     from memsearch_lsp.core.onboard import require_memory_workspace
-    from memsearch_lsp.core.owner import open_memory
+    from memsearch_lsp.core.process.owner import open_memory
 
     workspace = Path(args.workspace).expanduser()
     if not workspace.is_dir():
@@ -186,7 +186,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.compact import apply_checked, plan_compaction
+    from memsearch_lsp.core.compact.plan import apply_checked, plan_compaction
 
     with _memory(args) as memory:
         plan = plan_compaction(memory, older_than_days=args.older_than, files=args.files or None)
@@ -206,7 +206,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.doctor import run_doctor
+    from memsearch_lsp.doctor import run_doctor
 
     report = run_doctor(Path(args.workspace).expanduser())
     _emit(args, report.to_dict(), report.describe())
@@ -254,7 +254,7 @@ def cmd_recent(args: argparse.Namespace) -> int:
 
 def cmd_warm(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.onboard import require_memory_workspace
-    from memsearch_lsp.core.shared import serve_until_idle
+    from memsearch_lsp.core.process.shared import serve_until_idle
 
     if args.idle <= 0:
         raise UserError("--idle must be more than 0 seconds")
@@ -318,8 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
                             format="memsearch-lsp: %(levelname)s: %(message)s")
     from memsearch_lsp.config import ConfigError
-    from memsearch_lsp.core.compact import CompactError
-    from memsearch_lsp.core.embed import EmbeddingError
+    from memsearch_lsp.core.compact.plan import CompactError
+    from memsearch_lsp.core.embedding.onnx import EmbeddingError
     from memsearch_lsp.core.files import PathError
     from memsearch_lsp.core.notes import NoteError
 

@@ -208,7 +208,7 @@ def load_hook_module() -> Any:
 
 
 def test_the_hook_names_the_owners_socket_as_the_core_does(tmp_path: Path) -> None:
-    from memsearch_lsp.core.owner import socket_path_for
+    from memsearch_lsp.core.process.owner import socket_path_for
 
     module = load_hook_module()
     for root in (tmp_path / "short", tmp_path / ("long-" + "x" * 120)):

@@ -14,10 +14,11 @@ from typing import ClassVar
 import pytest
 
 from memsearch_lsp import cli
-from memsearch_lsp.core import compact, compact_apply
-from memsearch_lsp.core.compact import CompactError, apply_plan, period_key, plan_compaction
-from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer, parse_log
-from memsearch_lsp.core.summarize import LogText
+from memsearch_lsp.core.compact import plan as compact
+from memsearch_lsp.core.compact import apply as compact_apply
+from memsearch_lsp.core.compact.plan import CompactError, apply_plan, period_key, plan_compaction
+from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, parse_log
+from memsearch_lsp.core.compact.summarize import LogText
 from tests.conftest import EXAMPLES
 from tests.fakes import FakeEmbedder
 from tests.helpers import BM25, FEB18, snapshot
@@ -416,7 +417,7 @@ def test_cli_rejects_a_file_that_is_not_a_daily_log(workspace: Path, fake_model,
 @pytest.mark.model
 def test_near_duplicates_with_the_real_model() -> None:
     from memsearch_lsp.config import DEFAULT_MODEL
-    from memsearch_lsp.core.embed import create_embedder
+    from memsearch_lsp.core.embedding.onnx import create_embedder
 
     logs = _logs(("2026-03-02", "# 2026-03-02\n\n## Infra\n\n- Kafka runs on Amazon MSK with 3 brokers; retention "
                                 "is 7 days.\n- Marco to provision the MSK cluster this week.\n"
@@ -481,7 +482,7 @@ def test_a_line_appended_during_the_move_is_never_archived_unseen(workspace: Pat
 def test_the_compaction_parser_reads_markdown_as_the_chunker_does() -> None:
     """One Markdown model: front matter, fences and setext headings mean the same to both."""
     from memsearch_lsp.core.chunks import chunk_markdown
-    from memsearch_lsp.core.summarize import LogText
+    from memsearch_lsp.core.compact.summarize import LogText
 
     text = ("---\ntitle: a YAML block closed by dots is not front matter\n...\n"
             "# 2026-02-09\n\n## Deploys\n\n- shipped 1.4.0\n\n```\n# not a heading 7\n```\n\n"

@@ -14,8 +14,8 @@ import pytest
 
 from memsearch_lsp import cli
 from memsearch_lsp.config import ConfigError
-from memsearch_lsp.core.compact import apply_plan, plan_compaction
-from memsearch_lsp.core.summarize import DEFAULT_PROMPT, SummarizerError
+from memsearch_lsp.core.compact.plan import apply_plan, plan_compaction
+from memsearch_lsp.core.compact.summarize import DEFAULT_PROMPT, SummarizerError
 from tests.fakes import ChatServer, FakeEmbedder
 from tests.helpers import BM25, FEB18, snapshot
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import EmbeddingConfig
-from memsearch_lsp.core.embed import EmbeddingError, create_embedder, query_vector
-from memsearch_lsp.core.embed_openai import OpenAIEmbedder
+from memsearch_lsp.core.embedding.onnx import EmbeddingError, create_embedder, query_vector
+from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import EmbeddingServer, FakeEmbedder
 

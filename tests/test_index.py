@@ -95,7 +95,7 @@ def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memor
 def test_the_embedding_cache_asks_the_store_only_for_text_it_holds(workspace: Path, make_memory,
                                                                   embedder: FakeEmbedder, monkeypatch) -> None:
     asked: list[str] = []
-    from memsearch_lsp.core.store import MilvusStore
+    from memsearch_lsp.core.store.milvus import MilvusStore
 
     lookup = MilvusStore.vectors_for
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from memsearch_lsp.core import lite
-from memsearch_lsp.core.store import sparse_dict
+from memsearch_lsp.core.store import lite
+from memsearch_lsp.core.store.milvus import sparse_dict
 from tests.helpers import milvus_lite_server
 
 DIM = 8

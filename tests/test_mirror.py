@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from memsearch_lsp.core import lite
-from memsearch_lsp.core.lite import LiteClient, sparse_arrays
+from memsearch_lsp.core.store import lite
+from memsearch_lsp.core.store.lite import LiteClient, sparse_arrays
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.mirror import LegMirror
-from memsearch_lsp.core.store import MilvusStore
+from memsearch_lsp.core.store.mirror import LegMirror
+from memsearch_lsp.core.store.milvus import MilvusStore
 from tests.fakes import FakeEmbedder
 from tests.test_rank import LONG
 
@@ -176,7 +176,7 @@ def test_the_mirror_ranks_ties_by_row_order_and_compacts_deleted_rows() -> None:
 
 
 def test_the_mirror_loads_every_row_page_by_page(indexed: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memsearch_lsp.core.mirror as mirror_module
+    import memsearch_lsp.core.store.mirror as mirror_module
 
     store = indexed.store
     monkeypatch.setattr(mirror_module, "PAGE", 7)  # many pages, the last one short or empty

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core import embed
-from memsearch_lsp.core.embed import FastEmbedEmbedder, by_length
+from memsearch_lsp.core.embedding import onnx as embed
+from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder, by_length
 
 pytestmark = pytest.mark.model
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
@@ -98,7 +98,7 @@ def test_nothing_is_fetched_from_any_host(tmp_path: Path) -> None:
 
 def test_processes_starting_at_once_each_get_a_complete_model_folder(tmp_path: Path) -> None:
     """An editor and the CLI starting together with an empty cache: neither sees a half-built folder."""
-    script = ("from memsearch_lsp.core.embed import bundled_model_dir\n"
+    script = ("from memsearch_lsp.core.embedding.onnx import bundled_model_dir\n"
               "d = bundled_model_dir()\n"
               "names = {'tokenizer.json', 'config.json', 'model.onnx', '.verified'}\n"
               "assert names <= {p.name for p in d.iterdir()}, sorted(p.name for p in d.iterdir())\n"

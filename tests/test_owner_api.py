@@ -12,7 +12,7 @@ from typing import Any
 from memsearch_lsp.config import load_config
 from memsearch_lsp.core.api import IndexApi, MemoryApi
 from memsearch_lsp.core.memory import Memory, index_settings_changed
-from memsearch_lsp.core.owner import OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
 from tests.fakes import FakeEmbedder
 
 NOTE = "memory/2026-03-01.md"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core.bm25 import DfTable, query_terms, tokens
+from memsearch_lsp.core.search.bm25 import DfTable, query_terms, tokens
 from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
-from memsearch_lsp.core.embedder import query_vector
-from memsearch_lsp.core.rank import (
+from memsearch_lsp.core.embedding.base import query_vector
+from memsearch_lsp.core.search.rank import (
     BM25_GAIN,
     DENSE_GAIN,
     SECTION_SHARE,

@@ -14,8 +14,8 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.core.files import PathError
-from memsearch_lsp.core.owner import OwnerServer, RemoteMemory, find_owner, open_memory, record_path
-from memsearch_lsp.core.search import Hit
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, find_owner, open_memory, record_path
+from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.lsp import convert
 from tests.fakes import FakeEmbedder
 from tests.helpers import tree_digest

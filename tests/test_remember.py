@@ -9,7 +9,7 @@ import pytest
 
 from memsearch_lsp.config import load_config
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.owner import OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
 from tests.fakes import FakeEmbedder
 
 NINE = dt.datetime(2026, 12, 3, 9, 5)

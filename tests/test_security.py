@@ -12,8 +12,8 @@ import pytest
 
 from memsearch_lsp.config import USER_ONLY_KEYS, Config, load_config, user_config_path
 from memsearch_lsp.core.files import MAX_FILE_BYTES, MAX_SOURCE_BYTES, PathError
-from memsearch_lsp.core.owner import UnsafeSocketFolder, find_owner, record_path, socket_path_for
-from memsearch_lsp.core.store import StoreError, quote
+from memsearch_lsp.core.process.owner import UnsafeSocketFolder, find_owner, record_path, socket_path_for
+from memsearch_lsp.core.store.milvus import StoreError, quote
 from tests.fakes import FakeEmbedder
 from tests.helpers import tree_digest
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core import lite
+from memsearch_lsp.core.store import lite
 from memsearch_lsp.core.memory import Memory
 from tests.helpers import milvus_lite_server
 

@@ -17,10 +17,10 @@ from memsearch_lsp.config import Config
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.chunks import Chunk
-    from memsearch_lsp.core.embedder import Embedder
+    from memsearch_lsp.core.embedding.base import Embedder
     from memsearch_lsp.core.index import IndexStats, Progress
     from memsearch_lsp.core.memory import Remembered
-    from memsearch_lsp.core.search import Expanded, Hit
+    from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
 
 class IndexApi(Protocol):

@@ -13,7 +13,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk
-from memsearch_lsp.core.search import Expanded, Hit
+from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
 
 def normalize_uri(uri: str) -> str:

@@ -222,12 +222,12 @@ def check_model(ctx: _Context) -> Check:
     data: dict[str, Any] = {"model": name}
     try:
         if name == DEFAULT_MODEL:
-            from memsearch_lsp.core.embed import ONNX_SHA256, bundled_model_dir
+            from memsearch_lsp.core.embedding.onnx import ONNX_SHA256, bundled_model_dir
 
             data["folder"] = str(bundled_model_dir())  # checks the pinned sha256
             data["sha256"] = ONNX_SHA256
         if ctx.embedder is None:
-            from memsearch_lsp.core.embed import create_embedder
+            from memsearch_lsp.core.embedding.onnx import create_embedder
 
             ctx.embedder = create_embedder(name, batch_size=config.embedding.batch_size,
                                            threads=config.embedding.threads)
@@ -246,8 +246,8 @@ def check_index(ctx: _Context) -> Check:
     if not ctx.memory_workspace or ctx.config is None:
         return Check("index", "skip", "no memory workspace")
     from memsearch_lsp.core.memory import INDEX_DIR, Memory
-    from memsearch_lsp.core.owner import OwnerGone, _call, pid_alive, read_record
-    from memsearch_lsp.core.store import locked_by_other
+    from memsearch_lsp.core.process.owner import OwnerGone, _call, pid_alive, read_record
+    from memsearch_lsp.core.store.milvus import locked_by_other
 
     if ctx.config.milvus.uri:
         return Check("index", "ok", f"remote Milvus at {ctx.config.milvus.uri} (not contacted)",

@@ -14,12 +14,12 @@ from urllib.parse import quote
 
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import log_date
-from memsearch_lsp.core.compact_apply import LogChanged, apply_files, sha256
-from memsearch_lsp.core.compact_extractive import ExtractiveSummarizer
-from memsearch_lsp.core.embed import Embedder
+from memsearch_lsp.core.compact.apply import LogChanged, apply_files, sha256
+from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer
+from memsearch_lsp.core.embedding.onnx import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.summarize import (
+from memsearch_lsp.core.compact.summarize import (
     TARGET_RATIO,
     CompactError,
     LogText,

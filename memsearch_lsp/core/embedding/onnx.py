@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig
-from memsearch_lsp.core.embedder import CHARS_PER_TOKEN, Embedder, EmbeddingError, query_vector, variant
-from memsearch_lsp.core.model_folder import ModelFolder, read_model_folder
+from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, Embedder, EmbeddingError, query_vector, variant
+from memsearch_lsp.core.embedding.model_folder import ModelFolder, read_model_folder
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class FastEmbedEmbedder:
     def _load_new(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
         _quiet_fastembed()
-        from memsearch_lsp.core.lite import steady_mmap_threshold
+        from memsearch_lsp.core.store.lite import steady_mmap_threshold
 
         steady_mmap_threshold()  # before the model's transient tensors: they are handed back, not kept
         from fastembed import TextEmbedding
@@ -286,7 +286,7 @@ def create_embedder(settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH
     if isinstance(settings, str):
         settings = EmbeddingConfig(model=settings, batch_size=batch_size, threads=threads)
     if settings.provider == "openai":
-        from memsearch_lsp.core.embed_openai import OpenAIEmbedder
+        from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(settings)
     if settings.provider == "onnx":

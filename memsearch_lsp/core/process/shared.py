@@ -18,7 +18,7 @@ from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import MemoryFile, find_memory_files
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.owner import OwnerGone, OwnerServer, open_memory
+from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, open_memory
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from memsearch_lsp.core.lite import release_unused_memory, sparse_arrays
+from memsearch_lsp.core.store.lite import release_unused_memory, sparse_arrays
 
 Scored = list[tuple[str, float]]
 BLOCK = 512  # rows per inner-product call (single-threaded in OpenBLAS; same float32 results)

@@ -32,8 +32,8 @@ from memsearch_lsp.core.files import PathError, Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, Remembered, with_index_settings
 from memsearch_lsp.core.notes import NoteError, clean_note
-from memsearch_lsp.core.search import Expanded, Hit
-from memsearch_lsp.core.store import IndexBusy, locked_by_other
+from memsearch_lsp.core.search.hybrid import Expanded, Hit
+from memsearch_lsp.core.store.milvus import IndexBusy, locked_by_other
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsearch_lsp.core.files import read_text
-from memsearch_lsp.core.summarize import CompactError
+from memsearch_lsp.core.compact.summarize import CompactError
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
-    from memsearch_lsp.core.compact import ArchiveMove, CompactionPlan
+    from memsearch_lsp.core.compact.plan import ArchiveMove, CompactionPlan
 
 log = logging.getLogger(__name__)
 

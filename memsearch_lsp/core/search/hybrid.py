@@ -7,11 +7,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memsearch_lsp.config import SearchConfig
-from memsearch_lsp.core.bm25 import DfTable
+from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.chunks import ATX_OPENING
-from memsearch_lsp.core.embed import Embedder, query_vector
-from memsearch_lsp.core.rank import fuse, share_sections
-from memsearch_lsp.core.store import MilvusStore, Row
+from memsearch_lsp.core.embedding.onnx import Embedder, query_vector
+from memsearch_lsp.core.search.rank import fuse, share_sections
+from memsearch_lsp.core.store.milvus import MilvusStore, Row
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.core.files import UnsafeFolder, private_folder
-from memsearch_lsp.core.lite import (
+from memsearch_lsp.core.store.lite import (
     EngineDrift,
     LiteClient,
     check_engine,
@@ -27,7 +27,7 @@ from memsearch_lsp.core.lite import (
 )
 
 if TYPE_CHECKING:
-    from memsearch_lsp.core.mirror import LegMirror
+    from memsearch_lsp.core.store.mirror import LegMirror
 
 log = logging.getLogger(__name__)
 
@@ -400,7 +400,7 @@ class MilvusStore:
     def _load_mirror(self, client: Any, generation: int) -> LegMirror:
         """The mirror read from `client`'s own engine; abandoned (mirror.Stale) once a write or close() bumps
         the generation, so a loader that outlives close() never reads or keeps the folder's next opening."""
-        from memsearch_lsp.core.mirror import load
+        from memsearch_lsp.core.store.mirror import load
 
         return load(client.table, self.collection, self.windows_collection, self.dim,
                     stale=lambda: generation != self._generation, fields=SCALARS)

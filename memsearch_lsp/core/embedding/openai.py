@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memsearch_lsp.config import EmbeddingConfig
-from memsearch_lsp.core.embedder import CHARS_PER_TOKEN, EmbeddingError, variant
+from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, EmbeddingError, variant
 
 log = logging.getLogger(__name__)
 
