@@ -19,9 +19,9 @@ from typing import Any
 
 def main(root: Path) -> dict[str, Any]:
     from bench.search import queries
-    from memsearch_lsp.core.store import lite
     from memsearch_lsp.core.embedding.onnx import query_vector
     from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.store import lite
 
     memory = Memory(root)
     qs = queries()[:40]

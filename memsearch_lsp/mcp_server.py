@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.memory import MemoryFiles
-from memsearch_lsp.core.recall import recent_notes
 from memsearch_lsp.core.process.shared import SharedMemory
+from memsearch_lsp.core.recall import recent_notes
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from typing import ClassVar
 import pytest
 
 from memsearch_lsp import cli
-from memsearch_lsp.core.compact import plan as compact
 from memsearch_lsp.core.compact import apply as compact_apply
-from memsearch_lsp.core.compact.plan import CompactError, apply_plan, period_key, plan_compaction
+from memsearch_lsp.core.compact import plan as compact
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, parse_log
+from memsearch_lsp.core.compact.plan import CompactError, apply_plan, period_key, plan_compaction
 from memsearch_lsp.core.compact.summarize import LogText
 from tests.conftest import EXAMPLES
 from tests.fakes import FakeEmbedder

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig, load_config
+from memsearch_lsp.core.embedding.model_folder import read_model_folder
 from memsearch_lsp.core.embedding.onnx import (
     BUNDLED_DIR,
     EmbeddingError,
@@ -23,7 +24,6 @@ from memsearch_lsp.core.embedding.onnx import (
     query_vector,
 )
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.embedding.model_folder import read_model_folder
 
 LONG = ("Redis holds the session cache with a five minute TTL and Postgres keeps the orders; " * 12).strip()
 

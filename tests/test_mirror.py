@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import lite
 from memsearch_lsp.core.store.lite import LiteClient, sparse_arrays
-from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.store.mirror import LegMirror
 from memsearch_lsp.core.store.milvus import MilvusStore
+from memsearch_lsp.core.store.mirror import LegMirror
 from tests.fakes import FakeEmbedder
 from tests.test_rank import LONG
 

@@ -14,10 +14,10 @@ import pytest
 
 from memsearch_lsp import cli
 from memsearch_lsp.config import CONFIG_FILE, Config, load_config, tomllib
-from memsearch_lsp.doctor import run_doctor
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import config_template, init_workspace, is_memory_workspace
 from memsearch_lsp.core.process.owner import OwnerServer
+from memsearch_lsp.doctor import run_doctor
 from tests.fakes import FakeEmbedder
 
 DAY = dt.date(2026, 3, 4)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core.search.bm25 import DfTable, query_terms, tokens
 from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
 from memsearch_lsp.core.embedding.base import query_vector
+from memsearch_lsp.core.search.bm25 import DfTable, query_terms, tokens
 from memsearch_lsp.core.search.rank import (
     BM25_GAIN,
     DENSE_GAIN,

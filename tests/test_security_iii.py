@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import load_config, tomllib, user_config_path
-from memsearch_lsp.core.store import lite
 from memsearch_lsp.core.embedding.onnx import EmbeddingError
 from memsearch_lsp.core.embedding.openai import max_response_bytes
 from memsearch_lsp.core.files import PathError, UnsafeFolder, private_folder
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.core.process.owner import OwnerServer
+from memsearch_lsp.core.store import lite
 from memsearch_lsp.core.store.milvus import MARKER, StoreError
 from tests.fakes import EmbeddingServer
 from tests.helpers import ROOT, tree_digest

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core.store import lite
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.store import lite
 from tests.helpers import milvus_lite_server
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp

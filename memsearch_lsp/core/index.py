@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.search.bm25 import DfTable, doc_vector
 from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
 from memsearch_lsp.core.embedding.onnx import Embedder
 from memsearch_lsp.core.files import Skipped, find_memory_files, read_text
+from memsearch_lsp.core.search.bm25 import DfTable, doc_vector
 from memsearch_lsp.core.store.milvus import MilvusStore, sparse_dict
 
 log = logging.getLogger(__name__)

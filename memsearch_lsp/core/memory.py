@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embedding.onnx import Embedder, create_embedder, reads
 from memsearch_lsp.core.files import MAX_FILE_BYTES, is_memory_source, private_folder, read_text, relative_source
@@ -30,6 +29,7 @@ from memsearch_lsp.core.notes import (
     write_note_file,
 )
 from memsearch_lsp.core.onboard import daily_log_text
+from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.search.hybrid import Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store.milvus import MilvusStore, remove_index
 from memsearch_lsp.version import __version__

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsearch_lsp.core.files import read_text
 from memsearch_lsp.core.compact.summarize import CompactError
+from memsearch_lsp.core.files import read_text
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi

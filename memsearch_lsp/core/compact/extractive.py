@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memsearch_lsp.core.chunks import normalize_newlines, outline
-from memsearch_lsp.core.embedding.onnx import Embedder
 from memsearch_lsp.core.compact.summarize import LogText, Note
+from memsearch_lsp.core.embedding.onnx import Embedder
 
 _BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$")
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")

@@ -16,9 +16,6 @@ from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.compact.apply import LogChanged, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer
-from memsearch_lsp.core.embedding.onnx import Embedder
-from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
-from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.compact.summarize import (
     TARGET_RATIO,
     CompactError,
@@ -27,6 +24,9 @@ from memsearch_lsp.core.compact.summarize import (
     Summarizer,
     SummarizerError,
 )
+from memsearch_lsp.core.embedding.onnx import Embedder
+from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
+from memsearch_lsp.core.index import IndexStats, Progress
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi

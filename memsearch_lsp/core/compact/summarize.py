@@ -16,7 +16,7 @@ from memsearch_lsp.core.chunks import normalize_newlines
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PROMPT = Path(__file__).resolve().parent.parent / "prompts" / "compact.md"
+DEFAULT_PROMPT = Path(__file__).resolve().parents[2] / "prompts" / "compact.md"
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 200  # characters of instructions around the logs in each request
 MIN_PIECE_CHARS = 200

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 __all__ = ["CHARS_PER_TOKEN", "Embedder", "EmbeddingError", "FastEmbedEmbedder", "create_embedder",
            "query_vector", "variant"]
 
-BUNDLED_DIR = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2"
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-L6-v2"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_BATCH = 32
 BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memsearch_lsp.config import SearchConfig
-from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.chunks import ATX_OPENING
 from memsearch_lsp.core.embedding.onnx import Embedder, query_vector
+from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.search.rank import fuse, share_sections
 from memsearch_lsp.core.store.milvus import MilvusStore, Row
 
