@@ -1,4 +1,4 @@
-"""The contract under core/lite.py: the same sequence of calls through `LiteClient` (Milvus Lite's engine in
+"""The contract under core/store/lite.py: the same sequence of calls through `LiteClient` (Milvus Lite's engine in
 process, through its private parts where it has no public ones) and through pymilvus' `MilvusClient` against
 `milvus-lite server` (Milvus Lite's own gRPC servicer, the public path) gives the same results. A Milvus Lite
 release that changes what LiteClient relies on shows here, before a user's index meets it."""

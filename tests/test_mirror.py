@@ -1,4 +1,4 @@
-"""The local store's in-process search legs (core/mirror.py) return what the Milvus legs return."""
+"""The local store's in-process search legs (core/store/mirror.py) return what the Milvus legs return."""
 
 from __future__ import annotations
 

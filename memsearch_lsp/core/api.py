@@ -1,9 +1,9 @@
 """MemoryApi: what callers may ask of a workspace's memory, whichever process owns its index.
 
 Two implementations, neither a subclass of the other: `core.memory.Memory` (this process owns the
-index) and `core.owner.RemoteMemory` (another process does, and every `IndexApi` call goes over its
+index) and `core.process.owner.RemoteMemory` (another process does, and every `IndexApi` call goes over its
 socket). The CLI, the MCP server, the language server and the public `memsearch_lsp.Memory` type
-against `MemoryApi`; mypy checks both classes against it (the assignments at the end of core/owner.py).
+against `MemoryApi`; mypy checks both classes against it (the assignments at the end of core/process/owner.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class IndexApi(Protocol):
-    """The index owner's operations: exactly what `core.owner.OwnerServer.dispatch` answers."""
+    """The index owner's operations: exactly what `core.process.owner.OwnerServer.dispatch` answers."""
 
     def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats: ...
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats: ...

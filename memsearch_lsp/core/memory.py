@@ -105,7 +105,7 @@ class MemoryFiles:
     """What every memory does in its own process, whoever owns the index: settings, the workspace's
     files (paths, today's log, outlines), the embedder that names the model, the async twins.
 
-    `Memory` and `core.owner.RemoteMemory` build on it; each implements the index operations itself.
+    `Memory` and `core.process.owner.RemoteMemory` build on it; each implements the index operations itself.
     """
 
     def __init__(self, workspace: str | Path = ".", *, config: Config | None = None,
@@ -187,7 +187,7 @@ class MemoryFiles:
 
 class Memory(MemoryFiles):
     """A workspace's memory whose index this process owns: `index()`, `search()`, `expand()` and their
-    async twins (see core.api.MemoryApi; `core.owner.RemoteMemory` is the other implementation).
+    async twins (see core.api.MemoryApi; `core.process.owner.RemoteMemory` is the other implementation).
 
     >>> mem = Memory("~/project")            # doctest: +SKIP
     >>> mem.index(); mem.search("redis ttl")  # doctest: +SKIP

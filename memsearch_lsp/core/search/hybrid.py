@@ -98,7 +98,7 @@ def to_expanded(row: Row) -> Expanded:
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
                   top_k: int, exclude_source: str = "", archive_dir: str = "") -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
-    configured ranker (core/rank.py), best first; archived hits marked and demoted (demote_archived)."""
+    configured ranker (core/search/rank.py), best first; archived hits marked and demoted (demote_archived)."""
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"

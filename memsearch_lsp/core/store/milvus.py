@@ -1,4 +1,4 @@
-"""MilvusStore: schema, writes and hybrid (dense + BM25) search; a local folder through core/lite.py's
+"""MilvusStore: schema, writes and hybrid (dense + BM25) search; a local folder through core/store/lite.py's
 in-process client, a Milvus server by URI through pymilvus (the only pymilvus import)."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class MilvusStore:
     def __init__(self, uri: str, collection: str, dim: int, token: str = "", in_process: bool | None = None):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
         self._client: Any = None
-        # The local store answers the search legs from an in-process mirror of its vectors (core/mirror.py)
+        # The local store answers the search legs from an in-process mirror of its vectors (core/store/mirror.py)
         # and reads result rows from its engine without the gRPC hop; a server reached by URI is always
         # searched through pymilvus (and so is the local store with in_process=False).
         self.in_process = self.is_local if in_process is None else in_process
@@ -281,7 +281,7 @@ class MilvusStore:
             schema.add_field(name, DataType.VARCHAR, max_length=512)
         schema.add_field("content", DataType.VARCHAR, max_length=65535)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/bm25.py)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/search/bm25.py)
         index = self._dense_index()
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         client.create_collection(self.collection, schema=schema, index_params=index)
@@ -365,7 +365,7 @@ class MilvusStore:
         self._generation += 1
 
     def mirror(self) -> LegMirror:
-        """The in-process mirror of the vectors (core/mirror.py), loaded from the store now if needed
+        """The in-process mirror of the vectors (core/store/mirror.py), loaded from the store now if needed
         (after a background load under way, rather than beside it)."""
         loading = self._loading
         if loading is not None:
@@ -606,7 +606,7 @@ def _pymilvus_types() -> Any:
 
 
 def _connect(uri: str, token: str) -> Any:
-    """For a local folder, its Milvus Lite engine in this process (core/lite.py: no socket, no pymilvus);
+    """For a local folder, its Milvus Lite engine in this process (core/store/lite.py: no socket, no pymilvus);
     else a pymilvus MilvusClient to the server at `uri`."""
     if "://" not in uri and not uri.startswith("unix:"):
         return LiteClient(uri)
