@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,8 +20,27 @@ if TYPE_CHECKING:
     from memsearch_lsp.core.chunks import Chunk
     from memsearch_lsp.core.embedding.base import Embedder
     from memsearch_lsp.core.index import IndexStats, Progress
-    from memsearch_lsp.core.memory import Remembered
     from memsearch_lsp.core.search.hybrid import Expanded, Hit
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What `remember()` appended: the note's chunks (the first is its `## heading`), as indexed."""
+
+    source: str
+    chunks: tuple[Chunk, ...]
+    stats: IndexStats
+
+    def to_dict(self) -> dict[str, Any]:
+        first, last = self.chunks[0], self.chunks[-1]
+        return {"id": first.id, "source": self.source, "heading": first.heading,
+                "start_line": first.start_line, "end_line": last.end_line,
+                "chunks": [{"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
+                           for c in self.chunks]}
+
+    def __str__(self) -> str:
+        data = self.to_dict()
+        return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
 
 
 class IndexApi(Protocol):

@@ -8,12 +8,13 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
+from memsearch_lsp.core.api import Remembered
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embedding.onnx import Embedder, create_embedder, reads
 from memsearch_lsp.core.files import MAX_FILE_BYTES, is_memory_source, private_folder, read_text, relative_source
@@ -50,26 +51,6 @@ MAX_DAY_FILES = 99  # YYYY-MM-DD.md, then YYYY-MM-DD.2.md ... when a log is full
 
 class _NextFile(Exception):
     """This log cannot take the note cleanly; the day's next file can."""
-
-
-@dataclass(frozen=True)
-class Remembered:
-    """What `remember()` appended: the note's chunks (the first is its `## heading`), as indexed."""
-
-    source: str
-    chunks: tuple[Chunk, ...]
-    stats: IndexStats
-
-    def to_dict(self) -> dict[str, Any]:
-        first, last = self.chunks[0], self.chunks[-1]
-        return {"id": first.id, "source": self.source, "heading": first.heading,
-                "start_line": first.start_line, "end_line": last.end_line,
-                "chunks": [{"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
-                           for c in self.chunks]}
-
-    def __str__(self) -> str:
-        data = self.to_dict()
-        return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
 
 
 T = TypeVar("T")

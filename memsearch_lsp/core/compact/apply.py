@@ -16,7 +16,7 @@ from memsearch_lsp.core.files import read_text
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
-    from memsearch_lsp.core.compact.plan import ArchiveMove, CompactionPlan
+    from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan
 
 log = logging.getLogger(__name__)
 

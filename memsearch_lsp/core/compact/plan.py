@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from memsearch_lsp.config import CompactConfig, ConfigError
@@ -24,6 +23,7 @@ from memsearch_lsp.core.compact.summarize import (
     Summarizer,
     SummarizerError,
 )
+from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile
 from memsearch_lsp.core.embedding.onnx import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
@@ -44,103 +44,6 @@ def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], 
     if config.summarizer == "extractive":
         return ExtractiveSummarizer(embedder, config.similarity_threshold)
     raise ConfigError(f"compact.summarizer: expected 'extractive' or 'openai', got {config.summarizer!r}")
-
-
-@dataclass(frozen=True)
-class SummaryFile:
-    """A summary to create, or to append `content` to (an earlier compaction of the same period)."""
-
-    path: str  # workspace-relative POSIX path
-    action: Literal["create", "append"]
-    content: str  # the whole file for "create", the appended text for "append"
-    sources: tuple[str, ...]  # the daily logs it summarises (their paths before archiving)
-    base_sha256: str = ""  # for "append": the existing file's sha256 when planned
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"path": self.path, "action": self.action, "content": self.content,
-                                "sources": list(self.sources)}
-        if self.base_sha256:
-            data["base_sha256"] = self.base_sha256
-        return data
-
-
-@dataclass(frozen=True)
-class ArchiveMove:
-    """Move a log into the archive, or merge it into its archived copy (a log recreated at an archived date)."""
-
-    src: str
-    dst: str
-    sha256: str = ""  # of the text the summary was made from: the log must still hold it when moved
-    action: Literal["move", "merge"] = "move"
-    base_sha256: str = ""  # for "merge": the archived copy's sha256 when planned
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"from": self.src, "to": self.dst}
-        if self.action == "merge":
-            data["merge"] = True
-        return data
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    """What compaction would do: summaries to write and originals to move into the archive."""
-
-    summaries: tuple[SummaryFile, ...] = ()
-    archive: tuple[ArchiveMove, ...] = ()
-    summarizer: str = "extractive"
-    note: str = ""  # why the plan is empty, or other context for humans
-    stats: Mapping[str, int] = field(default_factory=dict)
-    left: tuple[str, ...] = ()  # logs left in place because they changed while being compacted
-    today: str = ""  # the day the plan was made for (its summaries say so)
-
-    @property
-    def chars_before(self) -> int:
-        return int(self.stats.get("chars_before", 0))
-
-    @property
-    def chars_after(self) -> int:
-        return int(self.stats.get("chars_after", 0))
-
-    @property
-    def empty(self) -> bool:
-        return not self.summaries and not self.archive
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"summaries": [s.to_dict() for s in self.summaries],
-                                "archive": [m.to_dict() for m in self.archive], "summarizer": self.summarizer,
-                                "chars_before": self.chars_before, "chars_after": self.chars_after,
-                                "plan_id": self.plan_id}
-        if self.left:
-            data["left"] = list(self.left)
-        if self.note:
-            data["note"] = self.note
-        if self.stats:
-            data["stats"] = dict(self.stats)
-        return data
-
-    @property
-    def plan_id(self) -> str:
-        """A digest of what the plan writes and moves: a reviewed plan is applied only if it is still the same."""
-        digest = hashlib.sha256()
-        for s in self.summaries:
-            digest.update(f"{s.path}\0{s.action}\0{s.base_sha256}\0{s.content}\0".encode())
-        for m in self.archive:
-            digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
-        return digest.hexdigest()[:16] if not self.empty else ""
-
-    def describe(self) -> str:
-        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
-        if self.empty:
-            return (self.note or "nothing to compact") + left
-        before, after = self.chars_before, self.chars_after
-        share = f", {100 * after / before:.0f}%" if before else ""
-        lines = [f"compact {len(self.archive)} daily logs into {len(self.summaries)} summaries "
-                 f"({self.summarizer}; {before} -> {after} characters{share})"]
-        for s in self.summaries:
-            lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
-        for m in self.archive:
-            lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
-        return "\n".join(lines) + left
 
 
 # -- planning -----------------------------------------------------------------------------------

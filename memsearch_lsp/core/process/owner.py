@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.api import MemoryApi
+from memsearch_lsp.core.api import MemoryApi, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.files import PathError, Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, Remembered, with_index_settings
+from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, with_index_settings
 from memsearch_lsp.core.notes import NoteError, clean_note
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store.milvus import IndexBusy, locked_by_other
