@@ -16,9 +16,10 @@ import pytest
 
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import lite
-from memsearch_lsp.core.store.lite import LiteClient, sparse_arrays
+from memsearch_lsp.core.store.lite import LiteClient
 from memsearch_lsp.core.store.milvus import MilvusStore
 from memsearch_lsp.core.store.mirror import LegMirror
+from memsearch_lsp.core.store.schema import sparse_arrays
 from tests.fakes import FakeEmbedder
 from tests.test_rank import LONG
 
@@ -111,7 +112,7 @@ def test_the_local_store_searches_its_mirror_with_the_same_hits_and_scores(index
     for limit in (1, 3, 10, 30, 1000):
         _assert_same(store, indexed, queries, limit)
     _assert_same(store, indexed, queries, 10, exclude="memory/2026-01-05.md")
-    assert store._mirror is not None and store._mirror.windows.n > 0  # windows are mirrored too
+    assert store.mirrors.current is not None and store.mirrors.current.windows.n > 0  # windows are mirrored too
     hits = indexed.search("kangaroo paddock fence ranger")
     assert hits[0].source == "memory/2026-01-05.md"
     for query in queries:  # whole results too, with or without the mirror
@@ -142,7 +143,7 @@ def test_the_mirror_follows_every_write_and_delete_without_reloading(indexed: Me
     indexed.index(force=True)
     _assert_same(store, indexed, QUERIES, 10)
     indexed.reset()  # a dropped collection drops the mirror with it
-    assert store._mirror is None and indexed.search("deploy") == []
+    assert store.mirrors.current is None and indexed.search("deploy") == []
 
 
 def test_a_failed_write_drops_the_mirror_and_the_next_search_reloads_it(indexed: Memory,
@@ -157,7 +158,7 @@ def test_a_failed_write_drops_the_mirror_and_the_next_search_reloads_it(indexed:
     with pytest.raises(RuntimeError):
         store.upsert([{"id": "x", "source": "memory/x.md", "heading": "", "heading_path": "", "content": "x",
                        "dense": [0.0] * store.dim, "sparse": {1: 1.0}}])
-    assert store._mirror is None
+    assert store.mirrors.current is None
     monkeypatch.undo()
     _assert_same(store, indexed, QUERIES, 10)
 
@@ -193,19 +194,19 @@ def test_the_first_searches_go_through_pymilvus_while_the_mirror_loads(indexed: 
     store.close()
     hits = indexed.search("kangaroo paddock fence ranger")  # answered at once, the mirror loads meanwhile
     assert hits[0].source == "memory/2026-01-05.md"
-    loading = store._loading
+    loading = store.mirrors.loading
     if loading is not None:
         loading.join()
-    assert store._mirror is not None
+    assert store.mirrors.current is not None
     assert indexed.search("kangaroo paddock fence ranger") == hits
     # A mirror whose load began before a write is thrown away, never installed stale.
     store.close()
-    before = store._generation
+    before = store.mirrors.generation
     indexed.index_text("memory/2026-02-21.md", "# 2026-02-21\n\n## Zoo\n\nthe kangaroo escaped\n")
-    store._load_in_background(store.client, before)
-    assert store._mirror is None
-    store._load_in_background(store.client, store._generation)
-    assert store._mirror is not None
+    store.mirrors.load_in_background(store.client, before)
+    assert store.mirrors.current is None
+    store.mirrors.load_in_background(store.client, store.mirrors.generation)
+    assert store.mirrors.current is not None
     _assert_same(store, indexed, QUERIES, 10)
 
 
@@ -228,14 +229,14 @@ def test_a_loader_that_outlives_close_never_reads_or_keeps_the_next_opening(
 
     monkeypatch.setattr(LiteClient, "table", held)
     assert indexed.search("kangaroo paddock fence ranger")[0].source == "memory/2026-01-05.md"
-    loader, first = store._loading, store._client
+    loader, first = store.mirrors.loading, store._client
     assert loader is not None
     store.close()
     second = store.client  # the same folder opened again, by a new engine
     gate.set()
     loader.join(30)
     assert asked and all(client is first for client in asked)
-    assert store._mirror is None and store._loading is None
+    assert store.mirrors.current is None and store.mirrors.loading is None
     for name in (store.collection, store.windows_collection):
         assert second.table(name).load_state == "loaded"
     monkeypatch.setattr(LiteClient, "table", real)

@@ -204,7 +204,7 @@ def test_index_and_search_against_a_separate_milvus_server(
     assert str(workspace / ".memsearch" / "milvus.db") not in lite.opened()
     hits = memory.search("deploy")
     assert hits and hits[0].source.startswith("memory/")
-    assert not memory.store.in_process and memory.store._mirror is None, "a server is searched through pymilvus"
+    assert not memory.store.in_process and memory.store.mirrors.current is None, "a server is searched through pymilvus"
     assert memory.expand(hits[0].id) is not None
     assert memory.store.client.describe_index(memory.store.collection, "dense")["metric_type"] == "COSINE"
     assert memory.index().chunks_embedded == 0, "the second pass reuses the server's rows"

@@ -174,7 +174,7 @@ class FastEmbedEmbedder:
     def _load_new(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
         _quiet_fastembed()
-        from memsearch_lsp.core.store.lite import steady_mmap_threshold
+        from memsearch_lsp.core.store.memory_use import steady_mmap_threshold
 
         steady_mmap_threshold()  # before the model's transient tensors: they are handed back, not kept
         from fastembed import TextEmbedding

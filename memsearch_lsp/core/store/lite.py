@@ -11,7 +11,6 @@ local index has no socket at all, and a process that uses one imports neither py
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import inspect
 import logging
@@ -20,6 +19,11 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+
+from memsearch_lsp.core.store.memory_use import arrow_without_pandas
+from memsearch_lsp.core.store.memory_use import release_unused_memory as release_unused_memory
+from memsearch_lsp.core.store.memory_use import steady_mmap_threshold as steady_mmap_threshold
+from memsearch_lsp.core.store.schema import sparse_arrays as sparse_arrays
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +128,7 @@ def open_folder(data_dir: str | Path) -> Any:
     folder = os.path.abspath(data_dir)
     with _lock:
         if folder not in _opened:
-            _arrow_without_pandas()
+            arrow_without_pandas()
             _columnar_flush()
             from milvus_lite.db import MilvusLite
 
@@ -132,32 +136,6 @@ def open_folder(data_dir: str | Path) -> Any:
             _opened[folder] = MilvusLite(folder)  # raises DataDirLockedError when another process holds it
             log.debug("Milvus Lite opened %s in process", folder)
         return _opened[folder]
-
-
-class _NoPandas:
-    """A meta-path finder that reports pandas missing (see _arrow_without_pandas)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"No module named {name!r} (not needed by the local index)", name=name)
-
-
-def _arrow_without_pandas() -> None:
-    """Load pyarrow's dataset module with pandas reported missing. Importing it makes pyarrow probe for pandas,
-    and pandas (installed with pymilvus) then costs every process with a local index ~0.5 s CPU and ~40 MB,
-    though Milvus Lite never converts to pandas. pyarrow remembers the probe's answer for its implicit checks
-    only: an explicit `to_pandas()` still imports pandas. No-op when pandas is already imported. Touches no
-    Milvus Lite internal (pyarrow's own import-time probe; no upstream issue)."""
-    import sys
-
-    if "pandas" in sys.modules or "pyarrow.dataset" in sys.modules:
-        return
-    blocker = _NoPandas()
-    sys.meta_path.insert(0, blocker)
-    try:
-        import pyarrow.dataset  # noqa: F401
-    finally:
-        sys.meta_path.remove(blocker)
 
 
 def _columnar_flush() -> None:
@@ -445,66 +423,6 @@ class _Pages:
 
     def close(self) -> None:
         self.done = True
-
-
-def release_unused_memory() -> None:
-    """Hand freed memory back to the OS after a bulk write: Milvus Lite's Arrow pool (mimalloc) and the C
-    heap keep what a large write used (~130 MB after indexing 10k chunks) although nothing holds it."""
-    import sys
-
-    arrow = sys.modules.get("pyarrow")
-    if arrow is not None:
-        with contextlib.suppress(Exception):
-            arrow.default_memory_pool().release_unused()
-    libc = _glibc()
-    if libc is not None:
-        with contextlib.suppress(Exception):
-            libc.malloc_trim(0)
-
-
-M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
-
-
-def steady_mmap_threshold(size: int = 1024 * 1024) -> None:
-    """Keep glibc's mmap threshold at `size`: blocks above it are mapped and unmapped on their own instead
-    of left in the heap. glibc raises the threshold each time a large mapped block is freed (up to 32 MB),
-    so the model load's transient tensors would later stay in the heap beside the store's buffers; fixed,
-    a full index of 1k chunks peaks ~30 MB lower (bench/README.md, "Issue 17, fourth round"). At 128 KiB
-    (glibc's default) the peak is ~5 MB lower still, but every medium block is mapped anew: CPU risk."""
-    libc = _glibc()
-    if libc is not None:
-        with contextlib.suppress(Exception):
-            libc.mallopt(M_MMAP_THRESHOLD, size)
-
-
-@functools.cache
-def _glibc() -> Any:
-    """The C library on Linux (malloc_trim, mallopt), else None; looked up once (find_library runs
-    `ldconfig -p`, ~1.5 ms, and release_unused_memory runs after every page of a full read)."""
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-    import ctypes.util
-
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return None
-
-
-def sparse_arrays(value: Any) -> tuple[Any, Any]:
-    """A sparse vector as Milvus Lite stores it (packed little-endian uint32 index, float32 weight pairs)
-    or as a dict, as (indices int64, weights float32) arrays."""
-    import numpy as np
-
-    if isinstance(value, bytes | bytearray | memoryview):
-        pairs = np.frombuffer(value, dtype=np.dtype([("i", "<u4"), ("w", "<f4")]))
-        return pairs["i"].astype(np.int64), pairs["w"].astype(np.float32)
-    items = dict(value or {})
-    return (np.fromiter(items.keys(), dtype=np.int64, count=len(items)),
-            np.fromiter(items.values(), dtype=np.float32, count=len(items)))
 
 
 @atexit.register

@@ -1,19 +1,27 @@
-"""MilvusStore: schema, writes and hybrid (dense + BM25) search; a local folder through core/store/lite.py's
-in-process client, a Milvus server by URI through pymilvus (the only pymilvus import)."""
+"""MilvusStore: one collection's writes, reads and the two search legs (dense + BM25); a local folder
+through core/store/lite.py's in-process client, a Milvus server by URI through pymilvus (its only import)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
-import stat
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.core.files import UnsafeFolder, private_folder
+from memsearch_lsp.core.store.folder import (
+    MARKER,
+    IndexBusy,
+    StoreError,
+    locked_by_other,
+    mark,
+    move_aside,
+    ours,
+    remove_index,
+)
 from memsearch_lsp.core.store.lite import (
     EngineDrift,
     LiteClient,
@@ -22,83 +30,28 @@ from memsearch_lsp.core.store.lite import (
     drift,
     quote,
     release,
-    release_unused_memory,
+)
+from memsearch_lsp.core.store.memory_use import release_unused_memory
+from memsearch_lsp.core.store.schema import (
+    FIELDS,
+    SCALARS,
+    WINDOW_SUFFIX,
+    Row,
+    clip,
+    create_collections,
     sparse_arrays,
+    sparse_dict,
 )
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.store.mirror import LegMirror
 
+__all__ = ["MARKER", "IndexBusy", "MilvusStore", "Row", "StoreError", "locked_by_other", "remove_index",
+           "sparse_dict"]
+
 log = logging.getLogger(__name__)
 
-MAX_CONTENT_BYTES = 60000
-MARKER = ".memsearch-lsp-index"  # written into every local index folder this program creates
-SCALARS = ("source", "heading", "heading_path", "level", "start_line", "end_line", "content_hash",
-           "embed_hash", "file_hash", "model", "date", "content")
-FIELDS = {"id", *SCALARS, "windows", "dense", "sparse"}
-# Window rows (a chunk's dense vectors after its first, which lives in the chunk's own row): one
-# collection beside the chunks, so BM25, counts and scans see chunks only.
-WINDOW_FIELDS = {"id", "chunk_id", "source", "embed_hash", "model", "dense"}
-WINDOW_SUFFIX = "_windows"
 _BATCH = 500
-
-
-class StoreError(RuntimeError):
-    """The vector store cannot be opened or used; the message says which and why."""
-
-
-class IndexBusy(StoreError):
-    """Another process holds the local index folder."""
-
-
-def locked_by_other(folder: Path) -> bool:
-    """True when another open file description holds Milvus Lite's advisory lock on `folder`."""
-    lock = folder / "LOCK"
-    if not lock.exists():
-        return False
-    import fcntl
-
-    with lock.open("rb") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
-
-
-@dataclass(frozen=True)
-class Row:
-    """One stored chunk as the store returns it."""
-
-    id: str
-    source: str
-    heading: str
-    heading_path: str
-    level: int
-    start_line: int
-    end_line: int
-    content_hash: str
-    embed_hash: str
-    file_hash: str
-    model: str
-    date: str
-    content: str
-    score: float = 0.0
-
-    @classmethod
-    def from_entity(cls, pk: str, entity: dict[str, Any], score: float = 0.0) -> Row:
-        values = {name: entity.get(name, "") for name in SCALARS}
-        for name in ("level", "start_line", "end_line"):
-            values[name] = int(values[name] or 0)
-        return cls(id=pk, score=score, **values)
-
-
-def _clip(text: str) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= MAX_CONTENT_BYTES:
-        return text
-    return data[:MAX_CONTENT_BYTES].decode("utf-8", "ignore")
 
 
 class MilvusStore:
@@ -111,11 +64,11 @@ class MilvusStore:
         # and reads result rows from its engine without the gRPC hop; a server reached by URI is always
         # searched through pymilvus (and so is the local store with in_process=False).
         self.in_process = self.is_local if in_process is None else in_process
-        self._mirror: LegMirror | None = None
-        self._generation = 0  # bumped by every write: a mirror loaded across one is thrown away
-        self._loading: threading.Thread | None = None
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._lock = threading.RLock()
+        from memsearch_lsp.core.store.mirror import KeptMirror  # numpy: loaded with the first store
+
+        self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client)
 
     @property
     def is_local(self) -> bool:
@@ -138,7 +91,7 @@ class MilvusStore:
                 if folder.exists() and not folder.is_dir():
                     raise StoreError(f"cannot open the index at {self.uri}: it is not a folder (left as it is)")
                 self._fresh = not folder.exists() or not any(folder.iterdir())
-                if not self._fresh and not (_ours(folder) or (folder / "collections").is_dir()):
+                if not self._fresh and not (ours(folder) or (folder / "collections").is_dir()):
                     raise StoreError(f"cannot open the index at {self.uri}: the folder holds files that are not "
                                      f"a memsearch-lsp index (no {MARKER}), so it is left as it is: set milvus.uri "
                                      "to an empty or new folder")
@@ -179,27 +132,15 @@ class MilvusStore:
 
     def _move_aside(self, why: str) -> None:
         """Keep a broken or incompatible local index for inspection and start a fresh one."""
-        import shutil
-        import time
-
         with contextlib.suppress(Exception):
             self.close()
         _release_local(self.uri)
-        folder = Path(self.uri)
-        if folder.exists() and not _ours(folder):
-            raise StoreError(f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
-                             f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
-                             "or set milvus.uri to another path")
+        move_aside(Path(self.uri), why)
         self._fresh = True
-        aside = folder.with_name(f"{folder.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
-        if folder.exists():
-            shutil.move(str(folder), str(aside))
-        log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown",
-                    folder, aside.name, why)
 
     def close(self) -> None:
         with self._lock:
-            self._forget_mirror()
+            self.mirrors.forget()
             if self._client is not None:
                 try:
                     self._client.close()
@@ -269,43 +210,15 @@ class MilvusStore:
 
     def _create(self) -> None:
         client = self._client
-        DataType = client.DataType if isinstance(client, LiteClient) else _pymilvus_types()
-        self._forget_mirror()
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-        for name in ("source", "heading", "heading_path"):
-            schema.add_field(name, DataType.VARCHAR, max_length=2048)
-        for name in ("level", "start_line", "end_line", "windows"):  # windows: dense vectors of the chunk
-            schema.add_field(name, DataType.INT64)
-        for name in ("content_hash", "embed_hash", "file_hash", "model", "date"):
-            schema.add_field(name, DataType.VARCHAR, max_length=512)
-        schema.add_field("content", DataType.VARCHAR, max_length=65535)
-        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/search/bm25.py)
-        index = self._dense_index()
-        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
-        client.create_collection(self.collection, schema=schema, index_params=index)
-        client.load_collection(self.collection)
-        if client.has_collection(self.windows_collection):
-            client.drop_collection(self.windows_collection)
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=96)
-        schema.add_field("chunk_id", DataType.VARCHAR, max_length=64)
-        schema.add_field("source", DataType.VARCHAR, max_length=2048)
-        for name in ("embed_hash", "model"):
-            schema.add_field(name, DataType.VARCHAR, max_length=512)
-        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
-        client.create_collection(self.windows_collection, schema=schema, index_params=self._dense_index())
-        client.load_collection(self.windows_collection)
+        data_type = client.DataType if isinstance(client, LiteClient) else _pymilvus_types()
+        self.mirrors.forget()
+        create_collections(client, data_type, self.collection, self.windows_collection, self.dim, self._dense_index)
         if self._fresh:
             self._mark()
 
     def _mark(self) -> None:
-        """Sign a local index folder as ours: only a signed folder is ever moved aside or deleted by reset."""
-        if self.is_local and not _signed(Path(self.uri)):
-            fd = os.open(Path(self.uri) / MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write("memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
+        if self.is_local:
+            mark(Path(self.uri))
 
     @property
     def windows_collection(self) -> str:
@@ -323,87 +236,45 @@ class MilvusStore:
         """Chunk rows, then their extra window rows (`id` "<chunk id>:<n>", `chunk_id`, `source`,
         `embed_hash`, `model`, `dense`)."""
         for start in range(0, len(rows), _BATCH):
-            batch = [dict(r, content=_clip(r["content"]), heading=r["heading"][:500],
+            batch = [dict(r, content=clip(r["content"]), heading=r["heading"][:500],
                           heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
-            with self._lock, self._mirrored():
+            with self._lock, self.mirrors.writing() as mirror:
                 self.client.upsert(self.collection, batch)
-                if self._mirror is not None:
+                if mirror is not None:
                     for r in batch:
-                        self._mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r)
+                        mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r)
         for start in range(0, len(windows), _BATCH):
             part = list(windows[start:start + _BATCH])
-            with self._lock, self._mirrored():
+            with self._lock, self.mirrors.writing() as mirror:
                 self.client.upsert(self.windows_collection, part)
-                if self._mirror is not None:
+                if mirror is not None:
                     for w in part:
-                        self._mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
+                        mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
 
     def delete(self, ids: Iterable[str]) -> None:
         """Delete chunk rows and their window rows."""
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
             part = ids[start:start + _BATCH]
-            with self._lock, self._mirrored():
+            with self._lock, self.mirrors.writing() as mirror:
                 self.client.delete(self.collection, ids=part)
                 self.client.delete(self.windows_collection,
                                    filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
-                if self._mirror is not None:
-                    self._mirror.delete_chunks(part)
-
-    @contextlib.contextmanager
-    def _mirrored(self) -> Iterator[None]:
-        """A write that fails half-way leaves the mirror unknown: it is dropped and loaded again."""
-        self._generation += 1
-        try:
-            yield
-        except BaseException:
-            self._forget_mirror()
-            raise
-
-    def _forget_mirror(self) -> None:
-        self._mirror = None
-        self._generation += 1
+                if mirror is not None:
+                    mirror.delete_chunks(part)
 
     def mirror(self) -> LegMirror:
-        """The in-process mirror of the vectors (core/store/mirror.py), loaded from the store now if needed
-        (after a background load under way, rather than beside it)."""
-        loading = self._loading
-        if loading is not None:
-            loading.join()
-        with self._lock:
-            if self._mirror is None:
-                self._mirror = self._load_mirror(self.client, self._generation)
-            return self._mirror
+        """The in-process mirror of the vectors (core/store/mirror.py), loaded from the store now if needed."""
+        return self.mirrors.now(self.client)
 
     def _ready_mirror(self) -> LegMirror | None:
-        """The mirror when it is loaded; else None, and it starts loading in the background (~1 s per 10k
-        rows), so the first searches go through Milvus' own search meanwhile instead of waiting for it."""
-        with self._lock:
-            if self._mirror is None and self._loading is None:
-                self._loading = threading.Thread(target=self._load_in_background,  # a search may open the store
-                                                 args=(self.client, self._generation), name="memsearch-mirror",
-                                                 daemon=True)
-                self._loading.start()
-            return self._mirror
+        return self.mirrors.ready(lambda: self.client)
 
-    def _load_in_background(self, client: Any, generation: int) -> None:
-        try:
-            mirror = self._load_mirror(client, generation)
-        except Exception as exc:  # written, closed or failed meanwhile: searches stay on Milvus'
-            log.debug("loading the search mirror: %s", exc)
-            mirror = None
-        with self._lock:
-            self._loading = None
-            if mirror is not None and generation == self._generation and self._client is client:
-                self._mirror = mirror
-
-    def _load_mirror(self, client: Any, generation: int) -> LegMirror:
-        """The mirror read from `client`'s own engine; abandoned (mirror.Stale) once a write or close() bumps
-        the generation, so a loader that outlives close() never reads or keeps the folder's next opening."""
+    def _read_mirror(self, client: Any, stale: Callable[[], bool]) -> LegMirror:
+        """The mirror read from `client`'s own engine (mirror.load)."""
         from memsearch_lsp.core.store.mirror import load
 
-        return load(client.table, self.collection, self.windows_collection, self.dim,
-                    stale=lambda: generation != self._generation, fields=SCALARS)
+        return load(client.table, self.collection, self.windows_collection, self.dim, stale=stale, fields=SCALARS)
 
     def flush(self) -> None:
         with self._lock:
@@ -547,56 +418,6 @@ class MilvusStore:
 
 def _excluding(source: str) -> str:
     return f"source != {quote(source)}" if source else ""
-
-
-def _signed(folder: Path) -> bool:
-    """`folder` is a real folder (not a link) holding this program's MARKER as a regular file."""
-    try:
-        return stat.S_ISDIR(folder.lstat().st_mode) and stat.S_ISREG((folder / MARKER).lstat().st_mode)
-    except OSError:
-        return False
-
-
-def _ours(folder: Path) -> bool:
-    """A folder memsearch-lsp created, which it may move aside: signed with MARKER, or the default
-    `.memsearch/milvus.db` inside a real `.memsearch` folder (indexes built before the marker existed live
-    there; one whose schema is ours is signed when opened)."""
-    if _signed(folder):
-        return True
-    try:
-        parent = folder.parent.lstat()
-        return (folder.name == "milvus.db" and folder.parent.name == ".memsearch" and stat.S_ISDIR(parent.st_mode)
-                and parent.st_uid == os.geteuid() and not folder.is_symlink())
-    except OSError:
-        return False
-
-
-def remove_index(uri: str) -> None:
-    """Delete the local index folder at `uri` (reset): only a real folder signed with MARKER; any other
-    folder or file there is left as it is with a StoreError. Nothing there: nothing to do."""
-    import shutil
-
-    folder = Path(uri)
-    if not os.path.lexists(folder):
-        return
-    if not _signed(folder):
-        raise StoreError(f"reset: {folder} is not an index memsearch-lsp created (no {MARKER} in it, or a link), "
-                         "so it is left as it is: delete it yourself if it is")
-    release(uri)
-    shutil.rmtree(folder)
-
-
-def sparse_dict(value: Any) -> dict[int, float]:
-    """A stored sparse vector as {term: weight}: a dict (pymilvus) or Milvus Lite's packed bytes."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        terms, weights = sparse_arrays(value)
-        return dict(zip(terms.tolist(), weights.tolist(), strict=True))
-    if isinstance(value, dict):
-        return {int(k): float(v) for k, v in value.items()}
-    try:  # scipy-like or pymilvus row objects
-        return {int(k): float(v) for k, v in dict(value).items()}
-    except (TypeError, ValueError):
-        return {}
 
 
 def _pymilvus_types() -> Any:
