@@ -79,9 +79,9 @@ def test_a_client_remembers_through_the_owner_at_its_own_time(workspace: Path, m
         server.close()
 
 
-def test_the_public_memory_works_beside_a_running_owner(workspace: Path, make_memory) -> None:
-    """README's `from memsearch_lsp import Memory` while an editor owns the index: it becomes that
-    owner's client (no IndexBusy, and nothing written before the index was reachable)."""
+def test_open_memory_works_beside_a_running_owner(workspace: Path, make_memory) -> None:
+    """README's `memsearch_lsp.open_memory(...)` while an editor owns the index: it is that owner's
+    client (no IndexBusy, and nothing written before the index was reachable); alone, a local Memory."""
     import memsearch_lsp
 
     owner = make_memory(workspace)
@@ -89,7 +89,7 @@ def test_the_public_memory_works_beside_a_running_owner(workspace: Path, make_me
     server = OwnerServer(owner)
     server.start()
     try:
-        with memsearch_lsp.Memory(workspace, embedder=FakeEmbedder()) as memory:
+        with memsearch_lsp.open_memory(workspace, embedder=FakeEmbedder()) as memory:
             assert isinstance(memory, RemoteMemory)
             memory.clock = lambda: NINE
             note = memory.remember("Wallaby quota is 40 GB")
@@ -97,8 +97,8 @@ def test_the_public_memory_works_beside_a_running_owner(workspace: Path, make_me
             assert memory.search("Wallaby quota", top_k=1)[0].id == note.chunks[0].id
     finally:
         server.close()
-    alone = memsearch_lsp.Memory(workspace, embedder=FakeEmbedder())  # no owner now: it owns the index
+    alone = memsearch_lsp.open_memory(workspace, embedder=FakeEmbedder())  # no owner now: it owns the index
     try:
-        assert not isinstance(alone, RemoteMemory) and alone.search("Wallaby quota", top_k=1)
+        assert isinstance(alone, memsearch_lsp.Memory) and alone.search("Wallaby quota", top_k=1)
     finally:
         alone.close()

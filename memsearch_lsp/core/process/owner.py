@@ -385,15 +385,6 @@ def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config |
             time.sleep(0.2)
 
 
-class PublicMemory:
-    """`memsearch_lsp.Memory(...)`, the Python API: the index owner's client (a RemoteMemory) when an
-    editor or another process owns the index, else a Memory that owns it. Either way a `MemoryApi`;
-    nothing is written before the index is reachable."""
-
-    def __new__(cls, workspace: str | Path = ".", *, config: Config | None = None, **settings: Any) -> MemoryApi:  # type: ignore[misc]
-        return open_memory(workspace, config=config, **settings)
-
-
 # mypy proves that both memories implement the interface (tests/test_owner_api.py: the socket serves IndexApi).
 _local: type[MemoryApi] = Memory
 _remote: type[MemoryApi] = RemoteMemory
