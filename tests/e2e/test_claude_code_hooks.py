@@ -10,17 +10,17 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT, wait_until
+
 PLUGIN = ROOT / "integrations" / "claude-code"
 SCRIPT = PLUGIN / "scripts" / "memsearch_hook.py"
-RECORDED = Path(__file__).resolve().parent / "data" / "claude-code"
+RECORDED = ROOT / "tests" / "data" / "claude-code"
 CLI = f"{sys.executable} -m memsearch_lsp"
 
 
@@ -37,13 +37,6 @@ def hook(name: str, stdin: str, **env: str) -> subprocess.CompletedProcess[str]:
                    **env)
     return subprocess.run([sys.executable, str(SCRIPT), name], input=stdin, capture_output=True, text=True,
                           timeout=300, env=environ)
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 @pytest.fixture(autouse=True)
@@ -131,8 +124,8 @@ def test_stop_returns_before_the_detached_capture_writes(workspace: Path, tmp_pa
     stop = hook("stop", recorded("stop.json", workspace, transcript_path=str(transcript)), MEMSEARCH_HOOK_CLI=str(slow))
     assert (stop.returncode, stop.stdout, stop.stderr) == (0, "", "")
     assert not log.exists()  # the capture runs on after the hook returned
-    wait_for(log.exists)
-    wait_for(lambda: "exponential backoff" in log.read_text())
+    wait_until(log.exists, "the hook log", timeout=120)
+    wait_until(lambda: "exponential backoff" in log.read_text(), "the backoff in the log", timeout=120)
     text = log.read_text()
     assert "## 09:41 Why does the orders consumer retry five times\n" in text
     assert "**Asked:** Why does the orders consumer retry five times?" in text and "**Outcome:** Decision:" in text
@@ -227,7 +220,7 @@ def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: 
                           capture_output=True, text=True, timeout=60)
     assert warm.returncode == 0, warm.stderr
     module = load_hook_module()
-    wait_for(lambda: module.owner_socket({"cwd": str(workspace)}) is not None)
+    wait_until(lambda: module.owner_socket({"cwd": str(workspace)}) is not None, "a warm owner", timeout=120)
     result = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace),
                   MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"))  # no CLI: only the owner can answer
     assert result.returncode == 0 and result.stderr == "", result.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,39 +10,31 @@ from typing import Any
 
 import pytest
 
+from tests import helpers
+from tests.helpers import make_workspace
+
 pytestmark = pytest.mark.model
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
 
 
 def cli(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
-                            capture_output=True, text=True, timeout=300)
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+    """The shared runner, asserting success unless told not to."""
+    return helpers.cli(ws, *args, check=check)
 
 
 def as_json(result: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(result.stdout)
 
 
-def copy_examples(base: Path) -> Path:
-    root = base / "ws"
-    root.mkdir()
-    shutil.copytree(EXAMPLES, root / "memory")
-    return root
-
-
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example memory, indexed once for the module: tests may run in any order or alone."""
-    root = copy_examples(tmp_path_factory.mktemp("cli"))
+    root = make_workspace(tmp_path_factory.mktemp("cli"))
     cli(root, "index")
     return root
 
 
 def test_index_json_fields_and_idempotence(tmp_path: Path) -> None:
-    ws = copy_examples(tmp_path)
+    ws = make_workspace(tmp_path)
     first = as_json(cli(ws, "index", "--json"))
     for key in ("files_added", "files_modified", "files_removed", "chunks_total", "chunks_embedded",
                 "chunks_reused", "seconds"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import site
 import subprocess
 import sys
@@ -22,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from memsearch_lsp import __version__
+from tests.helpers import ROOT, make_workspace
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
@@ -72,8 +71,7 @@ def test_the_wheel_runs_the_quick_start_offline_in_a_fresh_venv(dist: Path, tmp_
     # them, are not processed, so `memsearch_lsp` can only come from the wheel)
     (Path(purelib) / "borrowed-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
 
-    ws = tmp_path / "examples"
-    shutil.copytree(ROOT / "examples" / "memory", ws / "memory")
+    ws = make_workspace(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "PYTHON"))}
     env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", HOME=str(tmp_path / "home"),
                HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="")

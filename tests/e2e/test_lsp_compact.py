@@ -19,8 +19,7 @@ from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
-from tests.helpers import snapshot
-from tests.lsp_helpers import Session, added_folder, capabilities, make_workspace, open_session, start_shared, uri
+from tests.helpers import Session, added_folder, capabilities, make_workspace, open_session, snapshot, start_shared, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -149,7 +148,7 @@ async def session(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
 @pytest_asyncio.fixture(loop_scope="module")
 async def vscode_session(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
     if not vscode(server):  # skipped before a folder is added for nothing
-        pytest.skip("Neovim's compaction is applied by the server after the plugin's review (tests/test_nvim.py)")
+        pytest.skip("Neovim's compaction is applied by the server after the plugin's review (tests/e2e/test_nvim.py)")
     async with compacting(server, tmp_path) as session:
         yield session
 

@@ -8,7 +8,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import Session, hover_text, make_workspace, open_session, wait_for
+from tests.helpers import Session, hover_text, make_workspace, open_session, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
@@ -24,7 +24,7 @@ async def test_startup_reports_progress_and_ranks_redis_first(session: Session) 
         return [getattr(v, "kind", None) for vs in session.client.progress_reports.values() for v in vs]
 
     # memsearch/indexed is sent before the progress ends: wait for the end on its own event
-    await wait_for(lambda: "end" in kinds(), what="the start-up progress to end")
+    await until(lambda: "end" in kinds(), what="the start-up progress to end")
     assert kinds()[0] == "begin" and kinds()[-1] == "end"
     first = session.indexed[0]
     assert first["files"] == 13 and first["chunks"] > 30 and first["embedded"] == first["chunks"]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import Session, make_workspace, open_session
+from tests.helpers import Session, free_port, make_workspace, open_session, until, wait_until
 
 FAST = {"watch": {"debounceMs": 200}}
 
@@ -55,10 +53,11 @@ async def test_configuration_changes_apply(session: Session) -> None:
     session.client._configuration["memsearch"] = settings
     session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"memsearch": settings}))
-    deadline = time.monotonic() + 10
-    while (after := await search(session, "message broker decision")) == before:
-        assert time.monotonic() < deadline, "new weights never took effect"
-        await asyncio.sleep(0.2)
+    async def changed() -> Any:
+        found = await search(session, "message broker decision")
+        return found if found != before else None
+
+    after = await until(changed, "the new weights to take effect", timeout=10, every=0.2)
     assert [h["score"] for h in after] != [h["score"] for h in before]
     n = len(session.indexed)
     (session.workspace / "journal").mkdir()
@@ -73,20 +72,18 @@ async def test_configuration_changes_apply(session: Session) -> None:
 
 
 def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "memsearch_lsp", "serve", "--tcp", f"127.0.0.1:{port}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
+        def connected() -> socket.socket | None:
+            assert proc.poll() is None, "the server exited"
             try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=5)
-                break
+                return socket.create_connection(("127.0.0.1", port), timeout=5)
             except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "server did not listen"
-                time.sleep(0.1)
+                return None
+
+        conn = wait_until(connected, "the server to listen", timeout=30)
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                            "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
         with conn:

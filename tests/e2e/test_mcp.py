@@ -15,7 +15,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.lsp_helpers import make_workspace, server_pid, start, stop
+from tests.helpers import make_workspace, server_pid, start, stop
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 NOW = "2026-12-03T09:41"

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import NVIM_DIR, _env, find_nvim
+from tests.helpers import NVIM_DIR, _env, find_nvim, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 E2E = NVIM_DIR / "tests" / "e2e.lua"
 TIMEOUT_S = 240
 ORPHAN_WAIT_S = 30  # how long the server may take to exit after nvim
@@ -57,9 +56,8 @@ def run_nvim(nvim: str, workspace: Path, tmp: Path) -> tuple[int, str, bool]:
         return -1, f"TIMEOUT after {TIMEOUT_S}s\n{out}", False
     orphan = False
     if os.name != "nt":  # the server exits with nvim (on exit, stdin EOF or its parent gone): wait for that
-        deadline = time.monotonic() + ORPHAN_WAIT_S
-        while group_alive(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not group_alive(proc.pid), "the server to exit", timeout=ORPHAN_WAIT_S, every=0.2)
         orphan = group_alive(proc.pid)
         if orphan:  # make sure no orphan survives the test
             os.killpg(proc.pid, signal.SIGKILL)

@@ -18,7 +18,9 @@ from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import config_template, init_workspace, is_memory_workspace
 from memsearch_lsp.core.process.owner import OwnerServer
 from memsearch_lsp.doctor import run_doctor
+from tests import helpers
 from tests.fakes import FakeEmbedder
+from tests.helpers import ROOT
 
 DAY = dt.date(2026, 3, 4)
 
@@ -28,9 +30,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}
-    return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return helpers.run_cli(*args, cwd=cwd, env={}, timeout=120)  # no MEMSEARCH_* setting of this process
 
 
 # -- init --------------------------------------------------------------------------------------
@@ -188,8 +188,7 @@ INSTRUCTIONS = ["README.md", "vscode-extension/README.md", "nvim/README.md", "nv
 def test_install_instructions_work_today(name: str) -> None:
     """memsearch-lsp is not on a registry yet: `pip/pipx install memsearch-lsp` may only appear as
     what comes after a release, and every file that tells how to install gives a checkout command."""
-    root = Path(__file__).resolve().parent.parent
-    lines = (root / name).read_text().splitlines()
+    lines = (ROOT / name).read_text().splitlines()
     registry = re.compile(r"install (memsearch-lsp|\$\{PIP_PACKAGE\})(?![\w./-])")
     for n, line in enumerate(lines):
         if registry.search(line):

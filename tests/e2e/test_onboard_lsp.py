@@ -9,7 +9,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_helpers import Session, capabilities, config, uri
+from tests.helpers import Session, capabilities, config, uri
 
 PROFILE = "neovim@v0.11.0"
 

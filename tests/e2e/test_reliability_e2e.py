@@ -8,9 +8,7 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,14 +18,9 @@ from lsprotocol import types
 
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import EmbeddingServer
-from tests.lsp_helpers import FAST, Session, make_workspace, send_raw, server_pid, start, stop, wait_for
+from tests.helpers import FAST, Session, cli, make_workspace, send_raw, server_pid, start, stop, until
 
 pytestmark = pytest.mark.slow  # and all but the kill -9 runs use the real model (marker `model`)
-
-
-def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
-                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.model
@@ -88,10 +81,11 @@ async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> 
 
 async def until_changed(session: Session, query: dict[str, Any], old: Any) -> Any:
     """memsearch/search results once they differ from `old` (new settings took effect)."""
-    deadline = time.monotonic() + 30
-    while (new := await session.client.protocol.send_request_async("memsearch/search", query)) == old:
-        assert time.monotonic() < deadline, "the new search settings never reached the searches"
-        await asyncio.sleep(0.2)
+    async def changed() -> Any:
+        new = await session.client.protocol.send_request_async("memsearch/search", query)
+        return new if new != old else None
+
+    new = await until(changed, "the new search settings to reach the searches", timeout=30, every=0.2)
     assert [h["score"] for h in new] != [h["score"] for h in old]
     return new
 
@@ -111,7 +105,7 @@ async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refus
         second.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
             settings={"memsearch": settings}))
         warnings = second.client.messages
-        await wait_for(lambda: any(m.type == types.MessageType.Warning for m in warnings), "the refusal")
+        await until(lambda: any(m.type == types.MessageType.Warning for m in warnings), "the refusal")
         text = warnings[0].message
         assert len(warnings) == 1 and warnings[0].type == types.MessageType.Warning, warnings
         assert "memory.paths cannot change in this window" in text and "vectorWeight" not in text
@@ -194,9 +188,9 @@ async def test_kill_9_during_a_full_index_then_restart(tmp_path: Path, attempt: 
         session = await start(ws)
         reports = session.client.progress_reports
         if attempt != 2:
-            await wait_for(endpoint.held.is_set, "an embedding request to hold", timeout=120)
+            await until(endpoint.held.is_set, "an embedding request to hold", timeout=120)
         if attempt != 1:  # the server reports each group written before it embeds the next
-            await wait_for(lambda: sum(len(v) for v in reports.values()) >= 2, "the first group's report", 120)
+            await until(lambda: sum(len(v) for v in reports.values()) >= 2, "the first group's report", 120)
         os.kill(server_pid(session), signal.SIGKILL)
         await session.client.stop()
         endpoint.release()

@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from memsearch_lsp.core.files import MAX_FILE_BYTES
-from tests.lsp_helpers import Session, make_workspace, start, stop
+from tests.helpers import Session, make_workspace, start, stop
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REPLY_S = 60.0

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.config import DEFAULT_MODEL
 from memsearch_lsp.core.chunks import chunk_markdown
-from tests.lsp_helpers import EXAMPLES, SERVER
+from tests.helpers import EXAMPLES, SERVER, make_workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REPLY_S = 60.0  # how long a reply may take before the test fails (a hang shows as a failure, not a stall)
@@ -121,13 +120,6 @@ class Raw:
                 await self.proc.wait()
 
 
-def make_ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copytree(EXAMPLES, ws / "memory")
-    return ws
-
-
 def hover(uri: str, line: int, character: int) -> dict[str, Any]:
     return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
 
@@ -154,7 +146,7 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Raw]
 async def started(shared: Raw, tmp_path: Path,
                   before: Callable[[Path], Any] | None = None) -> AsyncIterator[tuple[Raw, Path]]:
     """A copy of the example memory (changed by `before`) as a folder of the shared server, indexed."""
-    ws = make_ws(tmp_path)
+    ws = make_workspace(tmp_path)
     if before is not None:
         before(ws)
     shared.change_folders(added=[ws], removed=[])
@@ -167,7 +159,7 @@ async def started(shared: Raw, tmp_path: Path,
 
 # -- 13. every request gets an answer ----------------------------------------------------------------
 async def test_requests_before_initialize_get_server_not_initialized(tmp_path: Path) -> None:
-    ws = make_ws(tmp_path)
+    ws = make_workspace(tmp_path)
     server = await Raw.start(ws)
     try:
         server.send({"id": 1, "method": "workspace/executeCommand",

@@ -19,9 +19,8 @@ from memsearch_lsp.core.compact import plan as compact
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, parse_log
 from memsearch_lsp.core.compact.plan import CompactError, apply_plan, period_key, plan_compaction
 from memsearch_lsp.core.compact.summarize import LogText
-from tests.conftest import EXAMPLES
 from tests.fakes import FakeEmbedder
-from tests.helpers import BM25, FEB18, snapshot
+from tests.helpers import BM25, EXAMPLES, FEB18, snapshot
 
 FEB25 = dt.date(2026, 2, 25)
 

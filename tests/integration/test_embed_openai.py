@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from memsearch_lsp.core.embedding.onnx import EmbeddingError, create_embedder, q
 from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import EmbeddingServer, FakeEmbedder
+from tests.helpers import free_port
 
 
 @pytest.fixture
@@ -93,9 +93,7 @@ def test_unknown_model_and_timeout_and_unreachable_say_what_to_check(
     server.script = [2.0]
     with pytest.raises(EmbeddingError, match=r"timed out after 0\.3s .*embedding\.timeout_s"):
         create_embedder(settings(timeout_s=0.3, max_retries=0)).embed(["slow"])
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     with pytest.raises(EmbeddingError, match=rf"cannot reach embedding endpoint http://127\.0\.0\.1:{port}/v1/embeddings"):
         create_embedder(settings(base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)).embed(["x"])
 

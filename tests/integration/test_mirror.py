@@ -21,7 +21,7 @@ from memsearch_lsp.core.store.milvus import MilvusStore
 from memsearch_lsp.core.store.mirror import LegMirror
 from memsearch_lsp.core.store.schema import sparse_arrays
 from tests.fakes import FakeEmbedder
-from tests.test_rank import LONG
+from tests.helpers import LONG
 
 QUERIES = ["deploy", "kangaroo paddock fence ranger", "database migration rollback", "budget spreadsheet finance",
            "who reviewed the release notes", "koala wombat zoo", "error", "Postgres index vacuum",

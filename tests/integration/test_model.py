@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,9 +11,9 @@ import pytest
 
 from memsearch_lsp.core.embedding import onnx as embed
 from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder, by_length
+from tests.helpers import make_workspace
 
 pytestmark = pytest.mark.model
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memory"
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -62,8 +61,7 @@ def test_batching_by_length_keeps_the_input_order() -> None:
 
 def test_nothing_is_fetched_from_any_host(tmp_path: Path) -> None:
     """A fresh cache, outbound sockets that raise, and still: index and search with the real model."""
-    ws = tmp_path / "ws"
-    shutil.copytree(EXAMPLES, ws / "memory")
+    ws = make_workspace(tmp_path)
     script = textwrap.dedent(f"""
         import socket, sys
         real_connect = socket.socket.connect

@@ -21,6 +21,7 @@ from memsearch_lsp.core.search.rank import (
     share_sections,
 )
 from tests.fakes import FakeEmbedder
+from tests.helpers import LONG, long_workspace
 
 
 def test_minmax_rescales_each_leg_over_its_candidates() -> None:
@@ -161,18 +162,6 @@ def test_windows_cover_the_text_and_respect_the_size() -> None:
     assert chunk.windows == windows(chunk.content)
 
 
-LONG = "# 2026-01-05\n\n## Planning\n\n" + "\n".join(
-    f"- item {i}: the quarterly budget review needs the spreadsheet from finance" for i in range(18)
-) + "\n- item 99: kangaroo paddock fence repaired by the ranger\n"
-
-
-def long_workspace(tmp_path: Path) -> Path:
-    mem = tmp_path / "memory"
-    mem.mkdir()
-    (mem / "2026-01-05.md").write_text(LONG)
-    (mem / "2026-01-06.md").write_text("# 2026-01-06\n\n## Garden\n\nwatered the tomatoes and the fence post\n")
-    (mem / "2026-01-07.md").write_text("# 2026-01-07\n\n## Zoo trip\n\nsaw a koala and a wombat at the zoo\n")
-    return tmp_path
 
 
 def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk(

@@ -11,6 +11,7 @@ from memsearch_lsp.config import load_config
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
 from tests.fakes import FakeEmbedder
+from tests.helpers import owner_serving
 
 NINE = dt.datetime(2026, 12, 3, 9, 5)
 
@@ -86,17 +87,12 @@ def test_open_memory_works_beside_a_running_owner(workspace: Path, make_memory) 
 
     owner = make_memory(workspace)
     owner.index()
-    server = OwnerServer(owner)
-    server.start()
-    try:
-        with memsearch_lsp.open_memory(workspace, embedder=FakeEmbedder()) as memory:
-            assert isinstance(memory, RemoteMemory)
-            memory.clock = lambda: NINE
-            note = memory.remember("Wallaby quota is 40 GB")
-            assert owner.expand(note.chunks[0].id) is not None
-            assert memory.search("Wallaby quota", top_k=1)[0].id == note.chunks[0].id
-    finally:
-        server.close()
+    with owner_serving(owner), memsearch_lsp.open_memory(workspace, embedder=FakeEmbedder()) as memory:
+        assert isinstance(memory, RemoteMemory)
+        memory.clock = lambda: NINE
+        note = memory.remember("Wallaby quota is 40 GB")
+        assert owner.expand(note.chunks[0].id) is not None
+        assert memory.search("Wallaby quota", top_k=1)[0].id == note.chunks[0].id
     alone = memsearch_lsp.open_memory(workspace, embedder=FakeEmbedder())  # no owner now: it owns the index
     try:
         assert isinstance(alone, memsearch_lsp.Memory) and alone.search("Wallaby quota", top_k=1)

@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.files import MAX_FILE_BYTES, read_text
 from memsearch_lsp.core.notes import MAX_NOTE_BYTES, NoteError, clean_note, open_fence
+from tests.helpers import cli
 
 NINE = dt.datetime(2026, 12, 3, 9, 5)
 LOG = "memory/2026-12-03.md"
@@ -134,10 +134,8 @@ def test_a_long_term_fact_joins_an_existing_section_in_the_middle(workspace: Pat
 
 
 def run_cli(ws: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}
-    env["MEMSEARCH_NOW"] = "2026-12-03T09:05"
-    return subprocess.run([sys.executable, "-m", "memsearch_lsp", "remember", "--workspace", str(ws), *args],
-                          input=stdin, capture_output=True, text=True, timeout=300, env=env)
+    """`memsearch-lsp remember ARGS` at 09:05 on 2026-12-03."""
+    return cli(ws, "remember", *args, stdin=stdin, env={"MEMSEARCH_NOW": "2026-12-03T09:05"})
 
 
 def test_the_cli_refuses_a_huge_note_with_exit_1_and_writes_nothing(workspace: Path) -> None:

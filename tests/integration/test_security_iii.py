@@ -7,8 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from memsearch_lsp.core.process.owner import OwnerServer
 from memsearch_lsp.core.store import lite
 from memsearch_lsp.core.store.milvus import MARKER, StoreError
 from tests.fakes import EmbeddingServer
-from tests.helpers import ROOT, tree_digest
+from tests.helpers import ROOT, cli, tree_digest
 
 
 def modes(folder: Path) -> dict[str, int]:
@@ -34,11 +32,6 @@ def modes(folder: Path) -> dict[str, int]:
     for path in folder.rglob("*"):
         found[path.relative_to(folder).as_posix()] = stat.S_IMODE(path.lstat().st_mode)
     return found
-
-
-def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
-                          capture_output=True, text=True, timeout=300)
 
 
 # -- 1. a pre-existing .memsearch/ is made private ------------------------------------------------

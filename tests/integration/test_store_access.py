@@ -15,7 +15,7 @@ import pytest
 
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import lite
-from tests.helpers import milvus_lite_server
+from tests.helpers import ROOT, milvus_lite_server
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 
@@ -119,9 +119,8 @@ def test_the_memtable_flush_builds_the_rows_column_wise_as_milvus_lite_would(
 
 
 def test_a_local_index_needs_neither_pymilvus_nor_grpc_nor_pandas(workspace: Path) -> None:
-    root = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, "-c", _LOCAL_ONLY, str(workspace)], capture_output=True, text=True,
-                          cwd=root, timeout=120)
+                          cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", f"imported {done.stdout.strip()}"
 

@@ -10,8 +10,9 @@ from typing import Any, get_type_hints
 import pytest
 
 from memsearch_lsp import config
+from tests.helpers import ROOT
 
-PACKAGE_JSON = Path(__file__).resolve().parent.parent / "vscode-extension" / "package.json"
+PACKAGE_JSON = ROOT / "vscode-extension" / "package.json"
 PREFIX = "memsearch."
 
 #: JSON-schema type of each Python field type of the config dataclasses.
