@@ -91,3 +91,24 @@ def test_every_package_and_module_says_what_it_owns() -> None:
     for path in PACKAGE.rglob("*.py"):
         if path.name != "__main__.py":
             assert ast.get_docstring(ast.parse(path.read_text())), f"{path} opens without a docstring"
+
+
+def test_no_test_imports_another_test_module() -> None:
+    """Shared test code lives in tests/helpers.py and tests/fakes.py, never in a test module or conftest."""
+    for path in (ROOT / "tests").rglob("*.py"):
+        for name in imports_of(path):
+            leaf = name.rsplit(".", 1)[-1]
+            assert not (name.startswith("tests") and (leaf.startswith("test_") or leaf == "conftest")), \
+                f"{path.relative_to(ROOT)} imports {name}"
+
+
+def imports_of(path: Path) -> set[str]:
+    """The dotted names a module imports (`from a.b import c` gives a.b and a.b.c)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names

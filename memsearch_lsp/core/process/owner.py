@@ -385,6 +385,6 @@ def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config |
             time.sleep(0.2)
 
 
-# mypy proves that both memories implement the interface (tests/integration/test_owner_api.py: the socket serves IndexApi).
+# mypy proves both memories implement the interface (tests/integration/test_owner_api.py: the socket serves IndexApi).
 _local: type[MemoryApi] = Memory
 _remote: type[MemoryApi] = RemoteMemory
