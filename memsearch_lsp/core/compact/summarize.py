@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import normalize_newlines
+from memsearch_lsp.core.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +130,6 @@ def pack(blocks: Sequence[list[str]], budget: int) -> list[str]:
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_ERROR_PREFIX = re.compile(r"^Error code: \d+ - ")
-_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 
 class OpenAISummarizer:
@@ -143,7 +140,8 @@ class OpenAISummarizer:
     def __init__(self, config: CompactConfig, root: Path):
         self.config = config
         self.prompt = load_prompt(config, root)
-        self._client: Any = None
+        self.endpoint = Endpoint("summariser", "compact", config.base_url, config.api_key_env, config.timeout_s,
+                                 config.max_retries)
         self.calls = 0
 
     @property
@@ -152,18 +150,7 @@ class OpenAISummarizer:
         return self.config.max_input_tokens * CHARS_PER_TOKEN - len(self.prompt) - MESSAGE_OVERHEAD
 
     def client(self) -> Any:
-        if self._client is None:
-            from openai import OpenAI
-
-            key = os.environ.get(self.config.api_key_env, "") if self.config.api_key_env else ""
-            if not key:
-                host = urlsplit(self.config.base_url).hostname or ""
-                level = logging.DEBUG if host in _LOCAL_HOSTS else logging.WARNING
-                log.log(level, "environment variable %s is not set; calling %s without an API key",
-                        self.config.api_key_env or "(compact.api_key_env)", self.config.base_url)
-            self._client = OpenAI(base_url=self.config.base_url, api_key=key or "no-key",
-                                  timeout=self.config.timeout_s, max_retries=self.config.max_retries)
-        return self._client
+        return self.endpoint.client()
 
     def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
                   budget: int | None = None) -> str:
@@ -198,30 +185,12 @@ class OpenAISummarizer:
 
     def chat(self, user: str) -> str:
         """One chat completion; errors become a SummarizerError that names the endpoint."""
-        import openai
-
         where = self.config.base_url
-        attempts = self.config.max_retries + 1
         self.calls += 1
-        try:
+        with self.endpoint.failures(SummarizerError, self.config.model):
             response = self.client().chat.completions.create(
                 model=self.config.model,
                 messages=[{"role": "system", "content": self.prompt}, {"role": "user", "content": user}])
-        except openai.APITimeoutError as exc:
-            raise SummarizerError(f"summariser endpoint {where} timed out after {self.config.timeout_s:g}s "
-                                  f"({attempts} attempts); raise compact.timeout_s or check the server") from exc
-        except openai.APIConnectionError as exc:
-            raise SummarizerError(f"cannot reach summariser endpoint {where} ({attempts} attempts): "
-                                  f"{exc}") from exc
-        except openai.APIStatusError as exc:
-            hint = {401: f"; check the API key in the environment variable {self.config.api_key_env}",
-                    403: f"; check the API key in the environment variable {self.config.api_key_env}",
-                    404: f"; check compact.base_url and compact.model ({self.config.model!r})"}
-            raise SummarizerError(f"summariser endpoint {where} answered HTTP {exc.status_code} "
-                                  f"({attempts} attempts): {_short(_ERROR_PREFIX.sub('', exc.message))}"
-                                  f"{hint.get(exc.status_code, '')}") from exc
-        except openai.OpenAIError as exc:
-            raise SummarizerError(f"summariser endpoint {where} failed: {_short(str(exc))}") from exc
         choices = getattr(response, "choices", None) or []
         content = choices[0].message.content if choices and choices[0].message else None
         if not content or not content.strip():
@@ -233,11 +202,6 @@ class OpenAISummarizer:
 def _length(target: int | None) -> str:
     """The length target the model is asked to meet (the prompt says why), as the end of a request's first sentence."""
     return "" if target is None else f" in at most {max(target, 0)} characters, links included"
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def clean_markdown(text: str) -> str:

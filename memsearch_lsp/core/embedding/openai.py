@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import threading
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from memsearch_lsp.config import EmbeddingConfig
 from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, EmbeddingError, variant
+from memsearch_lsp.core.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 8191  # OpenAI's text-embedding-3 limit; set embedding.max_tokens for other endpoints
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+# what to check after an HTTP status beyond the API key, base URL and model (core/endpoint.py)
+HINTS = {400: "a text may exceed the model's context: lower embedding.max_tokens",
+         413: "a text may exceed the model's context: lower embedding.max_tokens"}
 
 
 class OpenAIEmbedder:
@@ -41,24 +41,11 @@ class OpenAIEmbedder:
             f":{settings.max_tokens}t" if settings.max_tokens else "") + variant(settings)
         self.dim = settings.dimensions  # 0 until the first answer
         self.requests = 0
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self.api = Endpoint("embedding", "embedding", settings.base_url, settings.api_key_env, settings.timeout_s,
+                            settings.max_retries, url=self.endpoint)
 
     def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                from openai import OpenAI
-
-                env = self.settings.api_key_env
-                key = os.environ.get(env, "") if env else ""
-                if not key:
-                    host = urlsplit(self.settings.base_url).hostname or ""
-                    log.log(logging.DEBUG if host in LOCAL_HOSTS else logging.WARNING,
-                            "environment variable %s is not set; calling %s without an API key",
-                            env or "(embedding.api_key_env)", self.endpoint)
-                self._client = OpenAI(base_url=self.settings.base_url, api_key=key or "no-key",
-                                      timeout=self.settings.timeout_s, max_retries=self.settings.max_retries)
-            return self._client
+        return self.api.client()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         prefix = self.settings.document_prefix
@@ -77,28 +64,13 @@ class OpenAIEmbedder:
         return [(t[:limit] if len(t) > limit else t) or " " for t in texts]
 
     def _request(self, batch: list[str], model: str) -> list[list[float]]:
-        import openai
-
         extra = {"dimensions": self.settings.dimensions} if self.settings.dimensions else {}
-        tries = self.settings.max_retries + 1
-        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         self.requests += 1
         try:
-            with self.client().embeddings.with_streaming_response.create(
+            create = self.client().embeddings.with_streaming_response.create
+            with self.api.failures(EmbeddingError, model, HINTS), create(
                     model=model, input=batch, encoding_format="float", **extra) as response:
                 body = self._read(response, len(batch))
-        except openai.APITimeoutError as exc:
-            raise EmbeddingError(f"embedding endpoint {self.endpoint} timed out after "
-                                 f"{self.settings.timeout_s:g}s ({attempts}); raise embedding.timeout_s or check "
-                                 f"the server") from exc
-        except openai.APIConnectionError as exc:
-            raise EmbeddingError(f"cannot reach embedding endpoint {self.endpoint} ({attempts}): "
-                                 f"{_message(exc).rstrip('.')}; check embedding.base_url") from exc
-        except openai.APIStatusError as exc:
-            raise EmbeddingError(f"embedding endpoint {self.endpoint} answered HTTP {exc.status_code} ({attempts}): "
-                                 f"{_message(exc)}{_hint(exc.status_code, self.settings, model)}") from exc
-        except openai.OpenAIError as exc:
-            raise EmbeddingError(f"embedding endpoint {self.endpoint} failed: {_message(exc)}") from exc
         except httpx_errors() as exc:  # the connection broke while the body was read
             raise EmbeddingError(f"embedding endpoint {self.endpoint}: the answer was cut off "
                                  f"({type(exc).__name__}: {exc})") from exc
@@ -174,20 +146,3 @@ def httpx_errors() -> tuple[type[Exception], ...]:
 def _short(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _message(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    text = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", exc)
-    text = " ".join(str(text).split())
-    return text if len(text) <= 300 else text[:299] + "…"
-
-
-def _hint(status: int, settings: EmbeddingConfig, model: str) -> str:
-    if status in (401, 403):
-        return f"; check the API key in the environment variable {settings.api_key_env}"
-    if status == 404:
-        return f"; check embedding.base_url and embedding.model ({model!r})"
-    if status in (400, 413):
-        return "; a text may exceed the model's context: lower embedding.max_tokens"
-    return ""
