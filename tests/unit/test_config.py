@@ -109,3 +109,27 @@ def test_editor_camel_case_and_file_snake_case_reach_the_same_fields(tmp_path: P
     assert from_editor == load_config(tmp_path, env={})
     assert (from_editor.search.rrf_k, from_editor.embedding.max_tokens, from_editor.watch.debounce_ms) == (10, 128, 250)
     assert from_editor.merged({}) == from_editor  # merging nothing changes nothing
+
+
+def test_the_rules_sit_on_their_fields() -> None:
+    """Choices are the fields' `Literal` types and ranges their metadata (config.ranged), not tables apart."""
+    import dataclasses
+
+    from memsearch_lsp.config import SearchConfig, choices
+
+    assert choices("search", "ranker") == ("minmax", "weighted", "rrf")
+    assert choices("embedding", "provider") == ("bundled", "onnx", "openai") and choices("search", "top_k") is None
+    ranges = {f.name: f.metadata.get("range") for f in dataclasses.fields(SearchConfig)}
+    assert ranges["top_k"] == (1, None) and ranges["vector_weight"] == (0, 1)
+    with pytest.raises(ConfigError, match=r"search\.rrfK: must not be negative, got -1"):
+        Config().merged({"search.rrfK": -1})
+
+
+def test_a_workspace_file_is_judged_by_the_trust_rules(tmp_path: Path) -> None:
+    from memsearch_lsp.trust import untrusted
+
+    assert untrusted("embedding.baseUrl", "http://evil", tmp_path)
+    assert untrusted("compact.summarizer", " OpenAI ", tmp_path) and not untrusted("compact.summarizer", "extractive",
+                                                                                   tmp_path)
+    assert untrusted("compact.promptFile", "../outside.md", tmp_path)
+    assert not untrusted("compact.promptFile", "prompts/mine.md", tmp_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_origin, get_type_hints
 
 import pytest
 
@@ -42,7 +42,8 @@ def config_fields() -> dict[str, Field]:
         hints = get_type_hints(cls)
         for f in dataclasses.fields(cls):
             key = _camel(f.name) if section == "lsp" else f"{section}.{_camel(f.name)}"
-            out[key] = Field(key, section, f.name, hints[f.name], defaults[section][f.name])
+            typ = str if get_origin(hints[f.name]) is Literal else hints[f.name]  # a choice: a string
+            out[key] = Field(key, section, f.name, typ, defaults[section][f.name])
     return out
 
 
@@ -116,7 +117,7 @@ def test_default_and_type_match_dataclass(key: str) -> None:
 @pytest.mark.parametrize("key", sorted(FIELDS))
 def test_enums_match_config_choices(key: str) -> None:
     field, schema = FIELDS[key], PROPS[PREFIX + key]
-    choices = config._CHOICES.get((field.section, field.name))
+    choices = config.choices(field.section, field.name)
     if choices is None:
         assert "enum" not in schema, f"{key}: enum in package.json but free in config.py"
         return
