@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from typing_extensions import TypedDict
+
 from memsearch_lsp.config import Config
 
 if TYPE_CHECKING:
@@ -21,6 +23,28 @@ if TYPE_CHECKING:
     from memsearch_lsp.core.embedding.base import Embedder
     from memsearch_lsp.core.index import IndexStats, Progress
     from memsearch_lsp.core.search.hybrid import Expanded, Hit
+
+
+class NoteChunkData(TypedDict):
+    id: str
+    heading: str
+    start_line: int
+    end_line: int
+
+
+class RememberedData(TypedDict):
+    """What `remember` reports (CLI `--json`, MCP `memory_remember`)."""
+
+    id: str
+    """the new note's chunk id"""
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    chunks: list[NoteChunkData]
+
+
+RememberedData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -31,7 +55,7 @@ class Remembered:
     chunks: tuple[Chunk, ...]
     stats: IndexStats
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RememberedData:
         first, last = self.chunks[0], self.chunks[-1]
         return {"id": first.id, "source": self.source, "heading": first.heading,
                 "start_line": first.start_line, "end_line": last.end_line,

@@ -15,6 +15,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from tests.helpers import make_workspace, server_pid, start, stop
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -47,6 +48,10 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     assert tools["memory_search"].input_schema["properties"]["top_k"]["default"] == 3
     assert tools["memory_remember"].input_schema["required"] == ["text"]
     assert "hits" in (tools["memory_search"].output_schema or {})["properties"]
+    # the output schemas are the core's wire shapes (HitData, ...), descriptions included, not copies
+    hit = (tools["memory_search"].output_schema or {})["$defs"]["HitData"]
+    assert set(hit["properties"]) == set(HitData.__annotations__) and "expand" in hit["properties"]["id"]["description"]
+    assert set((tools["memory_expand"].output_schema or {})["properties"]) == set(ChunkData.__annotations__)
     for name in ("memory_search", "memory_expand", "memory_recent", "memory_status"):
         assert tools[name].annotations is not None and tools[name].annotations.read_only_hint is True
     remember = tools["memory_remember"].annotations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import ATX_OPENING
@@ -14,6 +15,45 @@ from memsearch_lsp.core.search.rank import fuse, share_sections
 from memsearch_lsp.core.store.milvus import MilvusStore, Row
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HitData(TypedDict):
+    """A search hit as the CLI (`--json`), the language server (`memsearch.search`) and MCP send it."""
+
+    id: str
+    """chunk id (16 hex characters), for expand"""
+    source: str
+    """file, relative to the workspace"""
+    heading: str
+    start_line: int
+    """1-based, inclusive"""
+    end_line: int
+    """1-based, inclusive"""
+    score: float
+    snippet: str
+    date: str | None
+    """YYYY-MM-DD for daily logs, null for other files"""
+    archived: bool
+    """from a compacted log in the archive folder"""
+
+
+class ChunkData(TypedDict):
+    """A whole chunk (expand) as it is sent."""
+
+    id: str
+    source: str
+    heading: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    content: str
+    """the section's exact Markdown"""
+    date: str | None
+    """YYYY-MM-DD for daily logs, null for other files"""
+
+
+# pydantic (the MCP SDK's schemas) reads the field docstrings above as descriptions
+HitData.__pydantic_config__ = ChunkData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -33,7 +73,7 @@ class Hit:
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
     last_line: str | None = field(default=None, compare=False, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HitData:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "start_line": self.start_line, "end_line": self.end_line,
                 "score": round(self.score, 6), "snippet": self.snippet, "date": self.date or None,
@@ -53,7 +93,7 @@ class Expanded:
     content: str
     date: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ChunkData:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "heading_path": self.heading_path, "start_line": self.start_line,
                 "end_line": self.end_line, "content": self.content, "date": self.date or None}
