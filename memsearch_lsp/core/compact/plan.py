@@ -141,23 +141,8 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
             f"nothing to compact: no daily logs older than {days} days (before {cutoff.isoformat()})"
         return CompactionPlan(summarizer=config.summarizer, note=note)
 
-    try:
-        archive_dir = relative_source(memory.root, Path(config.archive_dir))
-    except PathError as exc:
-        raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
-    moves: dict[str, str] = {}
-    for source in sources:
-        dst = posixpath.join(archive_dir, posixpath.basename(source))
-        if dst in moves.values():
-            raise CompactError(f"{source}: another log named {posixpath.basename(source)} goes to {dst} too")
-        if memory.path_of(dst).exists() and not memory.path_of(dst).is_file():
-            raise CompactError(f"{source}: {dst} exists and is not a file; move it away")
-        moves[source] = dst
-
-    groups: dict[str, list[str]] = {}
-    for source in sorted(sources, key=lambda s: (log_date(s), s)):
-        groups.setdefault(period_key(dt.date.fromisoformat(log_date(source)), config.group_by), []).append(source)
-
+    moves = _archive_targets(memory, sources)
+    groups = _by_period(sources, config.group_by)
     summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
     summaries: list[SummaryFile] = []
     archive: list[ArchiveMove] = []
@@ -167,18 +152,7 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
             progress(done, len(groups), f"summarising {key} ({len(members)} logs)")
         folder = posixpath.dirname(members[0])
         path = posixpath.join(folder, f"summary-{key}.md")
-        logs = []
-        for source in members:
-            text = texts.get(source) if texts else None
-            if text is None:
-                text, problem = read_text(memory.path_of(source))
-                if problem and not text:
-                    raise CompactError(f"{source}: {problem}")
-            move = _archive_move(memory, source, moves[source], text)
-            archive.append(move)
-            link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
-            offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
-            logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
+        logs = _group_logs(memory, members, moves, folder, texts, archive)
         size = sum(len(x.text) for x in logs)
         allowed += int(TARGET_RATIO * size)  # what an earlier summary left unused goes to the next
         frame = len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content)
@@ -191,6 +165,51 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
         progress(len(groups), len(groups), f"{len(groups)} summaries planned")
     return CompactionPlan(tuple(summaries), tuple(archive), summarizer.name, today=today.isoformat(),
                           stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
+
+
+def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str]:
+    """Where each log goes in the archive folder (inside the workspace; one log per name, a file or nothing there)."""
+    config = memory.config.compact
+    try:
+        archive_dir = relative_source(memory.root, Path(config.archive_dir))
+    except PathError as exc:
+        raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
+    moves: dict[str, str] = {}
+    for source in sources:
+        dst = posixpath.join(archive_dir, posixpath.basename(source))
+        if dst in moves.values():
+            raise CompactError(f"{source}: another log named {posixpath.basename(source)} goes to {dst} too")
+        if memory.path_of(dst).exists() and not memory.path_of(dst).is_file():
+            raise CompactError(f"{source}: {dst} exists and is not a file; move it away")
+        moves[source] = dst
+    return moves
+
+
+def _by_period(sources: Sequence[str], group_by: str) -> dict[str, list[str]]:
+    """The logs by period (`period_key`), oldest first."""
+    groups: dict[str, list[str]] = {}
+    for source in sorted(sources, key=lambda s: (log_date(s), s)):
+        groups.setdefault(period_key(dt.date.fromisoformat(log_date(source)), group_by), []).append(source)
+    return groups
+
+
+def _group_logs(memory: MemoryApi, members: Sequence[str], moves: Mapping[str, str], folder: str,
+                texts: Mapping[str, str] | None, archive: list[ArchiveMove]) -> list[LogText]:
+    """A period's logs as the summariser reads them (an open buffer's text first), each one's archive move
+    appended to `archive`."""
+    logs = []
+    for source in members:
+        text = texts.get(source) if texts else None
+        if text is None:
+            text, problem = read_text(memory.path_of(source))
+            if problem and not text:
+                raise CompactError(f"{source}: {problem}")
+        move = _archive_move(memory, source, moves[source], text)
+        archive.append(move)
+        link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
+        offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
+        logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
+    return logs
 
 
 def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:
