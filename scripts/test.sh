@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README "Quick start"): installs what it needs, then lints and tests
 # the Python package, the Neovim plugin (headless, inside pytest) and the VS Code extension.
-# The VS Code extension (from the start) and mypy (once Python is installed) run in the background,
+# The VS Code extension and mypy (both once Python is installed: the .vsix carries the wheel built with
+# it, and the extension's install test borrows its packages) run in the background,
 # niced so that pytest keeps the CPUs and they fill its idle time; their output is printed at the end
 # under their own headings, and a failure of any step fails the script.
 set -euo pipefail
@@ -31,12 +32,12 @@ vscode() {
   cd vscode-extension
   npm ci --no-audit --no-fund
   npm run lint
+  # vscode:prepublish = `npm run compile` (tsc --noEmit + esbuild) + `npm run build-wheel` (the .vsix
+  # carries the server's wheel); the tests come after it: they list the .vsix and install its wheel
+  npx --no-install vsce package
   npm test
-  npx --no-install vsce package  # runs vscode:prepublish = `npm run compile` (tsc --noEmit + esbuild)
   npm run check-vsix
 }
-background vscode-extension vscode
-
 PY=${PYTHON:-python3}
 echo "== install"
 install() {  # a venv with the package (editable) and its dev extra
@@ -53,6 +54,7 @@ install() {  # a venv with the package (editable) and its dev extra
   fi
 }
 time install
+background vscode-extension vscode
 # The tests start the CLI and the server in a few hundred subprocesses: let Python cache the bytecode
 # of what they import (uv compiles none at install time, and this may be set to stop it).
 unset PYTHONDONTWRITEBYTECODE

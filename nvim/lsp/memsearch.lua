@@ -2,9 +2,14 @@
 -- Found on 'runtimepath' by `vim.lsp.enable('memsearch')`; `require('memsearch').setup()` layers
 -- user options (cmd, settings) on top through `vim.lsp.config('memsearch', ...)`.
 
+-- The server: the one the plugin's build step installed (stdpath('data')/memsearch/venv), else
+-- `memsearch-lsp` on PATH (see memsearch.install).
+local ok, install = pcall(require, 'memsearch.install')
+local cmd = ok and install.server_cmd() or { 'memsearch-lsp', 'serve' }
+
 ---@type vim.lsp.Config
 return {
-  cmd = { 'memsearch-lsp', 'serve' },
+  cmd = cmd,
   filetypes = { 'markdown' },
   -- Only memory workspaces (what `memsearch-lsp init` makes): a folder with `.memsearch.toml` or
   -- `memory/`. Not `.git`: Markdown in any other repository starts no server and writes nothing.

@@ -9,7 +9,7 @@ vim.api.nvim_create_user_command('Memsearch', function(args)
 end, {
   nargs = '*',
   bang = true,
-  desc = 'memsearch: search | today | reindex[!] | compact [dry-run] | status',
+  desc = 'memsearch: search | remember | today | reindex[!] | compact [dry-run] | status | init [dir]',
   complete = function(arglead, cmdline, pos)
     return require('memsearch').complete(arglead, cmdline, pos)
   end,

@@ -1,4 +1,4 @@
--- Smoke test of the nvim/ plugin without a server (run by tests/test_nvim.py):
+-- Smoke test of the nvim/ plugin without a server (run by tests/e2e/test_nvim.py):
 --   nvim --headless --clean -l nvim/tests/smoke.lua
 -- Prints SMOKE OK and exits 0, or exits 1 on the first failed check.
 
@@ -20,8 +20,9 @@ local ok, err = xpcall(function()
   check(not vim.lsp.is_enabled('memsearch'), 'plugin/ must not enable the server')
   vim.cmd.runtime('plugin/memsearch.lua') -- guarded: a second load is a no-op
   local subs = vim.fn.getcompletion('Memsearch ', 'cmdline')
-  check(vim.deep_equal(subs, { 'search', 'today', 'reindex', 'compact', 'status' }), 'completion %s', vim.inspect(subs))
-  check(vim.deep_equal(vim.fn.getcompletion('Memsearch re', 'cmdline'), { 'reindex' }), 'prefix completion')
+  check(vim.deep_equal(subs, { 'search', 'remember', 'today', 'reindex', 'compact', 'status', 'init' }), 'completion %s', vim.inspect(subs))
+  check(vim.deep_equal(vim.fn.getcompletion('Memsearch rei', 'cmdline'), { 'reindex' }), 'prefix completion')
+  check(vim.deep_equal(vim.fn.getcompletion('Memsearch re', 'cmdline'), { 'remember', 'reindex' }), 'prefix completion re')
 
   -- lsp/memsearch.lua: the default vim.lsp.Config
   local base = dofile(plugin_root .. '/lsp/memsearch.lua')

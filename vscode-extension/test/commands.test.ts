@@ -20,6 +20,7 @@ import {
     type ServerControl,
 } from '../src/common/commands';
 import { Commands, ServerCommands } from '../src/common/constants';
+import { registerSetupCommands } from '../src/common/setup';
 import { IndexStatus } from '../src/common/status';
 import { Uri, commands, stub, vsUri, window } from './stubs/vscode';
 
@@ -174,7 +175,8 @@ describe('command registration', () => {
 
     it('registers every command of package.json, in the client namespace', async () => {
         const server = new FakeServer();
-        const disposables = registerCommands(server, new IndexStatus(window.createStatusBarItem()));
+        const host = { serverPython: async () => undefined, install: async () => undefined, restart: async () => undefined, memoryChanged: () => undefined };
+        const disposables = [...registerCommands(server, new IndexStatus(window.createStatusBarItem())), ...registerSetupCommands(host)];
         const contributed = manifest.contributes.commands.map((c) => c.command).sort();
         assert.deepEqual([...stub.commands.keys()].sort(), contributed);
         assert.deepEqual(Object.values(Commands).sort(), contributed);

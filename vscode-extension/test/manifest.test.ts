@@ -37,9 +37,10 @@ describe('package.json', () => {
         assert.ok(!manifest.activationEvents.some((e) => e.startsWith('onLanguage:') || e === '*' || e === 'onStartupFinished'));
     });
 
-    it('packages the bundle, README and LICENSE only', () => {
+    it('packages the bundle, the server wheel, the walkthrough, README and LICENSE only', () => {
         assert.equal(manifest.main, './out/extension.js');
-        assert.deepEqual(manifest.files, ['out/extension.js', 'README.md', 'LICENSE']);
+        assert.deepEqual(manifest.files, ['out/extension.js', 'server/*.whl', 'walkthrough/*.md', 'README.md', 'LICENSE']);
+        assert.equal(manifest.scripts['vscode:prepublish'], 'npm run compile && npm run build-wheel', 'vsce package builds the wheel');
         assert.ok(existsSync('README.md'));
         assert.match(readFileSync('LICENSE', 'utf8'), /MIT License/);
         assert.ok(!existsSync('.vscodeignore'), 'vsce refuses .vscodeignore together with "files"');

@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import type * as vscode from 'vscode';
 import manifest from '../package.json';
 import { MCP_PROVIDER_ID } from '../src/common/constants';
-import { affectsMcp, mcpApi, mcpCommand, registerMcpServers, type McpApi, type McpProvider, type McpStdioDefinition } from '../src/common/mcp';
+import { affectsMcp, cachedCheck, mcpApi, mcpCommand, registerMcpServers, type McpApi, type McpProvider, type McpStdioDefinition } from '../src/common/mcp';
 import { CLIENT_ONLY_SETTINGS } from '../src/common/settings';
+import { isMemoryWorkspace } from '../src/common/setup';
 import { EventEmitter, Uri, stub, vsUri } from './stubs/vscode';
 
 class FakeDefinition implements McpStdioDefinition {
@@ -64,10 +68,12 @@ describe('MCP server for agent mode', () => {
         const disposables = registerMcpServers(api, {
             folders: () => folders,
             enabled: (f) => f.name !== 'b',
+            isMemoryWorkspace: () => true,
             interpreter: async (f) => {
                 asked.push(f.name);
                 return ['/venv/bin/python'];
             },
+            hasMcp: async () => true,
             version: '0.1.0',
         }, emitter);
         const provider = api.registered.get(MCP_PROVIDER_ID);
@@ -96,7 +102,7 @@ describe('MCP server for agent mode', () => {
         assert.equal(mcpApi({}), undefined);
         assert.equal(mcpApi({ lm: {} }), undefined);
         const emitter = new EventEmitter<void>();
-        assert.deepEqual(registerMcpServers(undefined, { folders: () => [], enabled: () => true, interpreter: async () => [], version: '' }, emitter), []);
+        assert.deepEqual(registerMcpServers(undefined, { folders: () => [], enabled: () => true, isMemoryWorkspace: () => true, interpreter: async () => [], hasMcp: async () => true, version: '' }, emitter), []);
         const calls: unknown[] = [];
         const host = { lm: { registerMcpServerDefinitionProvider(this: unknown, ...args: unknown[]) { calls.push(this, ...args); return { dispose() {} }; } }, McpStdioServerDefinition: FakeDefinition };
         const api = mcpApi(host);
@@ -109,6 +115,66 @@ describe('MCP server for agent mode', () => {
         const changed = (keys: string[]) => ({ affectsConfiguration: (section: string) => keys.includes(section) });
         assert.ok(affectsMcp(changed(['memsearch.mcp.enable'])));
         assert.ok(affectsMcp(changed(['memsearch.interpreter'])));
+        assert.ok(affectsMcp(changed(['memsearch.memory.paths'])));
         assert.ok(!affectsMcp(changed(['memsearch.search.topK'])));
+    });
+
+    it('offers a server only for memory workspaces, and only when the Python can import mcp', async () => {
+        const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'memsearch-mcp-'));
+        try {
+            for (const name of ['memory', 'toml', 'plain', 'custom']) {
+                await fs.mkdir(path.join(tmp, name));
+            }
+            await fs.mkdir(path.join(tmp, 'memory', 'memory'));
+            await fs.writeFile(path.join(tmp, 'toml', '.memsearch.toml'), '');
+            await fs.mkdir(path.join(tmp, 'custom', 'notes'));
+            await fs.writeFile(path.join(tmp, 'plain', 'memory'), 'a file, not a folder');
+            assert.deepEqual(
+                ['memory', 'toml', 'plain', 'custom'].map((name) => isMemoryWorkspace(path.join(tmp, name), ['memory'])),
+                [true, true, false, false],
+            );
+            assert.ok(isMemoryWorkspace(path.join(tmp, 'custom'), ['notes']), 'memory.paths counts');
+
+            const api = fakeApi();
+            const folders = ['memory', 'toml', 'plain'].map((name) => folder(path.join(tmp, name), name));
+            let python: string[] | undefined = ['/venv/bin/python'];
+            let mcpImportable = false;
+            const checked: string[][] = [];
+            registerMcpServers(api, {
+                folders: () => folders,
+                enabled: () => true,
+                isMemoryWorkspace: (f) => isMemoryWorkspace(f.uri.fsPath, ['memory']),
+                interpreter: async () => python,
+                hasMcp: async (p) => {
+                    checked.push([...p]);
+                    return mcpImportable;
+                },
+                version: '0.1.0',
+            }, new EventEmitter<void>());
+            const provider = api.registered.get(MCP_PROVIDER_ID);
+            assert.ok(provider);
+            assert.deepEqual(await provider.provideMcpServerDefinitions(), [], 'no mcp extra: no server');
+            assert.deepEqual(checked, [['/venv/bin/python'], ['/venv/bin/python']], 'asked for the memory folders only');
+            mcpImportable = true;
+            const labels = (await provider.provideMcpServerDefinitions()).map((d) => d.label);
+            assert.deepEqual(labels, ['Memsearch memory (memory)', 'Memsearch memory (toml)']);
+            python = undefined;
+            assert.deepEqual(await provider.provideMcpServerDefinitions(), [], 'no server Python: no server');
+        } finally {
+            await fs.rm(tmp, { recursive: true, force: true });
+        }
+    });
+
+    it('asks a Python once whether it has mcp, until cleared', async () => {
+        let calls = 0;
+        const check = cachedCheck(async (p) => {
+            calls++;
+            return p[0] === '/has/mcp';
+        });
+        assert.deepEqual([await check(['/has/mcp']), await check(['/has/mcp']), await check(['/no/mcp'])], [true, true, false]);
+        assert.equal(calls, 2);
+        check.clear();
+        await check(['/has/mcp']);
+        assert.equal(calls, 3);
     });
 });

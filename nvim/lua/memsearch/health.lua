@@ -1,4 +1,4 @@
--- memsearch.health: `:checkhealth memsearch` (server executable, version, client, index status).
+-- memsearch.health: `:checkhealth memsearch` (which server and from where, its version, client, index status).
 local M = {}
 
 local health = vim.health
@@ -106,18 +106,23 @@ function M.check()
   end
 
   health.start('memsearch: server')
+  local install = require('memsearch.install')
   local cmd = cfg.cmd
   local prefix
   if type(cmd) ~= 'table' then
     health.info('cmd is a function (custom transport); skipping the executable checks')
   elseif vim.fn.executable(cmd[1]) ~= 1 then
-    health.error(('`%s` is not executable (cmd = %s)'):format(cmd[1], vim.inspect(cmd)), {
-      'from a memsearch-lsp checkout: pipx install .  (or: python3 -m pip install --user .)',
+    health.error(('`%s` is not executable (cmd = %s, from %s)'):format(cmd[1], vim.inspect(cmd), install.describe(cmd)), {
+      ("install it into the plugin's own venv: :lua require('memsearch.install').build()  (lazy.nvim's `build` step does it; log: %s)"):format(install.log_file()),
+      'or from a memsearch-lsp checkout: pipx install .  (or: python3 -m pip install --user .)',
       'after a release to PyPI: pipx install memsearch-lsp',
       "or point cmd at it: require('memsearch').setup({ cmd = { '/path/to/memsearch-lsp', 'serve' } })",
     })
   else
-    health.ok(('`%s` found: %s'):format(cmd[1], vim.fn.exepath(cmd[1])))
+    health.ok(('server: %s (from %s)'):format(vim.fn.exepath(cmd[1]), install.describe(cmd)))
+    if cmd[1] ~= install.venv_bin() and vim.fn.executable(install.venv_bin()) == 1 then
+      health.info(("the plugin's build step also installed %s (not used: cmd is set)"):format(install.venv_bin()))
+    end
     prefix = M.cli_prefix(cmd)
     local argv = vim.list_extend(vim.deepcopy(prefix), { '--version' })
     local out, err = run(argv, 30000)

@@ -25,7 +25,7 @@ M.last_indexed = nil ---@type table?
 M.indexed = {} ---@type table<string, table>
 M.last_hits = nil ---@type table[]?
 
-M.subcommands = { 'search', 'today', 'reindex', 'compact', 'status' }
+M.subcommands = { 'search', 'remember', 'today', 'reindex', 'compact', 'status', 'init' }
 
 local NAME = 'memsearch'
 
@@ -428,6 +428,16 @@ local function loaded_buf(path)
   return (buf ~= -1 and vim.api.nvim_buf_is_loaded(buf)) and buf or nil
 end
 
+--- Re-reads `path` from disk when it is loaded without unsaved changes.
+local function reload_clean(path)
+  local buf = loaded_buf(path)
+  if buf and not vim.bo[buf].modified then
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent! edit!')
+    end)
+  end
+end
+
 --- After the server applied a compaction on disk: close the buffers of the logs it moved, reload
 --- the open summaries it wrote.
 function M._after_compact(root, result)
@@ -438,12 +448,7 @@ function M._after_compact(root, result)
     end
   end
   for _, s in ipairs(type(result.summaries) == 'table' and result.summaries or {}) do
-    local buf = loaded_buf(vim.fs.joinpath(root, str(s.path)))
-    if buf and not vim.bo[buf].modified then
-      vim.api.nvim_buf_call(buf, function()
-        vim.cmd('silent! edit!')
-      end)
-    end
+    reload_clean(vim.fs.joinpath(root, str(s.path)))
   end
 end
 
@@ -520,6 +525,93 @@ function M._compact_command(command)
   })
 end
 
+---------------------------------------------------------------------------------------------------
+-- remember, init (the CLI of the server's command)
+
+--- The CLI of the configured server (`{ 'memsearch-lsp' }`, or `{ python, '-m', 'memsearch_lsp' }`), or nil and why.
+---@return string[]? prefix, string? err
+function M.cli()
+  local cfg = M.lsp_config()
+  local cmd = cfg and cfg.cmd
+  if type(cmd) ~= 'table' then
+    return nil, 'the memsearch config has no cmd list (a custom transport cannot run the CLI)'
+  end
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    return nil, ("`%s` is not executable: run :lua require('memsearch.install').build() or see :checkhealth memsearch"):format(cmd[1])
+  end
+  return require('memsearch.health').cli_prefix(cmd)
+end
+
+--- Runs `<cli> args...` asynchronously; `cb(err, decoded_json)` on the main loop.
+local function run_cli(args, stdin, cb)
+  local prefix, why = M.cli()
+  if not prefix then
+    return cb(why)
+  end
+  local argv = vim.list_extend(vim.deepcopy(prefix), args)
+  local ok, err = pcall(vim.system, argv, { text = true, stdin = stdin }, vim.schedule_wrap(function(obj)
+    if obj.code ~= 0 then
+      local lines = vim.split(vim.trim((obj.stderr or '') .. '\n' .. (obj.stdout or '')), '\n', { trimempty = true })
+      return cb(lines[#lines] or ('exit ' .. obj.code))
+    end
+    local decoded, result = pcall(vim.json.decode, obj.stdout or '')
+    cb(nil, decoded and result or {})
+  end))
+  if not ok then
+    cb(tostring(err))
+  end
+end
+
+--- Appends a note to today's log (`memsearch-lsp remember`, indexed at once); asks for it without `text`.
+--- Reloads today's log if it is open. `cb(err, note)` when given.
+---@param text? string
+---@param cb? fun(err: string?, note: table?)
+function M.remember(text, cb)
+  cb = cb or function() end
+  if text == nil or vim.trim(text) == '' then
+    return vim.ui.input({ prompt = 'Remember: ' }, function(input)
+      if input ~= nil and vim.trim(input) ~= '' then
+        M.remember(input, cb)
+      end
+    end)
+  end
+  local client = M.get_client()
+  local root = client and client.root_dir or M.find_root()
+  if not root then
+    notify(M.NO_MEMORY, vim.log.levels.ERROR)
+    return cb(M.NO_MEMORY)
+  end
+  run_cli({ 'remember', '--workspace', root, '--json', '-' }, text, function(err, note)
+    if err then
+      notify('remember failed: ' .. err_text(err), vim.log.levels.ERROR)
+      return cb(err)
+    end
+    reload_clean(vim.fs.joinpath(root, str(note.source)))
+    notify(('remembered in %s (%s)'):format(str(note.source), str(note.heading)))
+    cb(nil, note)
+  end)
+end
+
+--- Starts a memory in `dir` (default: the cwd) with `memsearch-lsp init`, then opens its MEMORY.md
+--- (which starts the server there). `cb(err, result)` when given.
+---@param dir? string
+---@param cb? fun(err: string?, result: table?)
+function M.init(dir, cb)
+  cb = cb or function() end
+  dir = vim.fs.normalize(vim.fn.fnamemodify((dir ~= nil and dir ~= '') and dir or vim.fn.getcwd(), ':p'))
+  run_cli({ 'init', dir, '--json' }, nil, function(err, result)
+    if err then
+      notify('init failed: ' .. err_text(err), vim.log.levels.ERROR)
+      return cb(err)
+    end
+    local created = type(result.created) == 'table' and result.created or {}
+    notify(#created > 0 and ('memory ready in %s (created %s)'):format(dir, table.concat(created, ', '))
+      or ('%s already had a memory; nothing was overwritten'):format(dir))
+    vim.cmd.edit(vim.fn.fnameescape(vim.fs.joinpath(dir, 'memory', 'MEMORY.md')))
+    cb(nil, result)
+  end)
+end
+
 --- :Memsearch status: the server's status as a notification.
 function M.show_status()
   M.exec('memsearch.status', {}, function(err, result)
@@ -531,7 +623,7 @@ function M.show_status()
   end)
 end
 
---- :Memsearch {search|today|reindex|compact|status} [args]
+--- :Memsearch {search|remember|today|reindex|compact|status|init} [args]
 function M.command(args)
   local sub, rest = (args.args or ''):match('^%s*(%S*)%s*(.-)%s*$')
   if sub == '' or sub == 'search' then
@@ -545,6 +637,10 @@ function M.command(args)
     return M.compact({ dry_run = rest:find('dry') ~= nil, older_than_days = days })
   elseif sub == 'status' then
     return M.show_status()
+  elseif sub == 'remember' then
+    return M.remember(rest)
+  elseif sub == 'init' then
+    return M.init(rest)
   end
   notify(('unknown subcommand "%s"; use one of: %s'):format(sub, table.concat(M.subcommands, ', ')), vim.log.levels.ERROR)
 end
@@ -560,6 +656,8 @@ function M.complete(arglead, cmdline, _)
     choices = { 'force' }
   elseif words[1] == 'compact' then
     choices = { 'dry-run' }
+  elseif words[1] == 'init' and nth == 2 then
+    return vim.fn.getcompletion(arglead, 'dir')
   end
   return vim.tbl_filter(function(c)
     return vim.startswith(c, arglead)

@@ -38,7 +38,8 @@ export async function requireServer(server: ServerControl): Promise<boolean> {
     return false;
 }
 
-async function reportFailure(what: string, error: unknown): Promise<void> {
+/** Log a failure and show it, with a way to the log. */
+export async function reportFailure(what: string, error: unknown): Promise<void> {
     traceError(`${what} failed:`, error);
     const choice = await vscode.window.showErrorMessage(`Memsearch: ${what} failed: ${errorText(error)}`, SHOW_OUTPUT);
     if (choice === SHOW_OUTPUT) {
@@ -250,16 +251,18 @@ export async function showStatus(server: ServerControl): Promise<void> {
     }
 }
 
+/** A command handler that reports what `body` throws instead of failing silently. */
+export const guard =
+    (what: string, body: () => Promise<unknown>) =>
+    async (): Promise<void> => {
+        try {
+            await body();
+        } catch (error) {
+            await reportFailure(what, error);
+        }
+    };
+
 export function registerCommands(server: ServerControl, status: IndexStatus): vscode.Disposable[] {
-    const guard =
-        (what: string, body: () => Promise<unknown>) =>
-        async (): Promise<void> => {
-            try {
-                await body();
-            } catch (error) {
-                await reportFailure(what, error);
-            }
-        };
     return [
         vscode.commands.registerCommand(Commands.search, guard('search', () => searchMemory(server))),
         vscode.commands.registerCommand(Commands.openToday, guard("today's log", () => openTodayLog())),

@@ -22,6 +22,17 @@ export const Commands = {
     compact: 'memsearch.client.compact',
     status: 'memsearch.client.status',
     restart: 'memsearch.client.restart',
+    installServer: 'memsearch.client.installServer',
+    init: 'memsearch.client.init',
+    remember: 'memsearch.client.remember',
+    copyMcpConfig: 'memsearch.client.copyMcpConfig',
+} as const;
+
+/** The walkthrough (package.json contributes.walkthroughs) and the context keys its steps complete on. */
+export const WALKTHROUGH_ID = 'memsearch.gettingStarted';
+export const Contexts = {
+    serverInstalled: 'memsearch.serverInstalled',
+    memoryWorkspace: 'memsearch.memoryWorkspace',
 } as const;
 
 /** Commands the server answers through `workspace/executeCommand` (docs/protocol.md). */

@@ -64,22 +64,58 @@ export function mcpCommand(interpreter: readonly string[], folder: string): { co
 export interface McpDeps {
     readonly folders: () => readonly vscode.WorkspaceFolder[];
     readonly enabled: (folder: vscode.WorkspaceFolder) => boolean;
-    /** The Python command of the language server for this folder. */
-    readonly interpreter: (folder: vscode.WorkspaceFolder) => Promise<readonly string[]>;
+    /** Only memory workspaces get a server (elsewhere `memsearch-lsp mcp` refuses to run). */
+    readonly isMemoryWorkspace: (folder: vscode.WorkspaceFolder) => boolean;
+    /** The Python that has memsearch_lsp (the language server's), or undefined when none was found. */
+    readonly interpreter: (folder: vscode.WorkspaceFolder) => Promise<readonly string[] | undefined>;
+    /** Can that Python import `mcp` (the `mcp` extra)? */
+    readonly hasMcp: (interpreter: readonly string[]) => Promise<boolean>;
     readonly version: string;
 }
 
-/** The provider: one stdio server per enabled folder; the emitter tells VS Code to ask again. */
+/** `hasMcp` asked once per Python (the answer changes only with an install, which restarts the extension's server). */
+export function cachedCheck(check: (interpreter: readonly string[]) => Promise<boolean>): {
+    (interpreter: readonly string[]): Promise<boolean>;
+    clear(): void;
+} {
+    const answers = new Map<string, Promise<boolean>>();
+    const cached = (interpreter: readonly string[]): Promise<boolean> => {
+        const key = interpreter.join('\0');
+        let answer = answers.get(key);
+        if (answer === undefined) {
+            answer = check(interpreter);
+            answers.set(key, answer);
+        }
+        return answer;
+    };
+    cached.clear = (): void => {
+        answers.clear();
+    };
+    return cached;
+}
+
+/**
+ * The provider: one stdio server per enabled memory-workspace folder, only when the server's Python
+ * has the `mcp` extra; the emitter tells VS Code to ask again.
+ */
 export function createMcpProvider(api: McpApi, deps: McpDeps, emitter: ChangeEmitter): McpProvider {
     return {
         onDidChangeMcpServerDefinitions: emitter.event,
         async provideMcpServerDefinitions() {
             const definitions: McpStdioDefinition[] = [];
             for (const folder of deps.folders()) {
-                if (!deps.enabled(folder)) {
+                if (!deps.enabled(folder) || !deps.isMemoryWorkspace(folder)) {
                     continue;
                 }
-                const { command, args } = mcpCommand(await deps.interpreter(folder), folder.uri.fsPath);
+                const interpreter = await deps.interpreter(folder);
+                if (interpreter === undefined) {
+                    continue;
+                }
+                if (!(await deps.hasMcp(interpreter))) {
+                    traceInfo(`No MCP server for ${folder.name}: ${interpreter.join(' ')} cannot import mcp (pip install 'memsearch-lsp[mcp]').`);
+                    continue;
+                }
+                const { command, args } = mcpCommand(interpreter, folder.uri.fsPath);
                 const definition = new api.McpStdioServerDefinition(`Memsearch memory (${folder.name})`, command, args, { PYTHONUTF8: '1' }, deps.version);
                 definition.cwd = folder.uri;
                 definitions.push(definition);
@@ -100,5 +136,5 @@ export function registerMcpServers(api: McpApi | undefined, deps: McpDeps, emitt
 
 /** The configuration changes after which VS Code should ask for the servers again. */
 export function affectsMcp(event: { affectsConfiguration(section: string): boolean }): boolean {
-    return ['mcp.enable', 'interpreter'].some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`));
+    return ['mcp.enable', 'interpreter', 'memory.paths'].some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`));
 }

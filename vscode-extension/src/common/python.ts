@@ -38,7 +38,7 @@ export async function getPythonEnvironments(): Promise<PythonEnvironmentsApi | u
     }
 }
 
-export type InterpreterSource = 'setting' | 'python-extension' | 'path';
+export type InterpreterSource = 'setting' | 'python-extension' | 'path' | 'private';
 
 export interface Interpreter {
     /** The command line of the Python, e.g. `['/venv/bin/python']` or `['py', '-3']`. */
@@ -183,5 +183,16 @@ export function missingServerMessage(interpreter: Interpreter, check: Exclude<Mo
         `Install it from a memsearch-lsp checkout or wheel with \`${installCommand(interpreter.command, '/path/to/memsearch-lsp')}\` ` +
         `("Copy install command" asks for the path), or set memsearch.interpreter to a Python that has it. ` +
         `(\`pip install ${PIP_PACKAGE}\` works only after a release to PyPI.)`
+    );
+}
+
+/** The message shown when no Python has the server and the extension has not installed its own yet. */
+export function notInstalledMessage(tried: readonly Interpreter[]): string {
+    const where = tried.map((i) => i.command.map(shellQuote).join(' ')).join(', ');
+    return (
+        `Memsearch: the memsearch-lsp server is not installed${where ? ` (no memsearch_lsp in ${where})` : ''}. ` +
+        '"Install the memsearch-lsp server" puts it into a private Python environment of the extension ' +
+        '(Python 3.10+ needed; its dependencies come from PyPI, a few minutes the first time). ' +
+        'Or set memsearch.interpreter to a Python that has it.'
     );
 }

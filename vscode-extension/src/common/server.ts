@@ -12,14 +12,17 @@ import {
     type ServerOptions,
 } from 'vscode-languageclient/node';
 import type { ServerControl } from './commands';
-import { CLIENT_ID, CLIENT_NAME, INDEXED_NOTIFICATION, PIP_PACKAGE, SETTINGS_SECTION } from './constants';
+import { CLIENT_ID, CLIENT_NAME, Contexts, INDEXED_NOTIFICATION, PIP_PACKAGE, SETTINGS_SECTION } from './constants';
 import { showLog, traceError, traceInfo } from './log';
 import {
     checkServerModule,
     findInterpreter,
     getPythonEnvironments,
+    defaultPython,
     installCommand,
     missingServerMessage,
+    notInstalledMessage,
+    type ModuleCheck,
     runProcess,
     serverCommand,
     serverSourceKind,
@@ -27,6 +30,8 @@ import {
     type Interpreter,
     type PythonEnvironmentsApi,
 } from './python';
+import { carriedWheel, installState, type ServerHome } from './install';
+import { INSTALL_SERVER, installWithProgress, updateMemoryContext, type SetupHost } from './setup';
 import { getInterpreterSetting, getMemoryPaths, getServerSettings, memoryGlobs, ownSettingsPath, settingsAt } from './settings';
 import type { IndexStatus } from './status';
 
@@ -78,10 +83,12 @@ function createWatchers(): vscode.FileSystemWatcher[] {
     );
 }
 
-export class ServerManager implements ServerControl, vscode.Disposable {
+export class ServerManager implements ServerControl, SetupHost, vscode.Disposable {
     private client: LanguageClient | undefined;
     private clientDisposables: { dispose(): unknown }[] = [];
     private interpreter: Interpreter | undefined;
+    /** The Python that has memsearch_lsp (undefined until one is found). */
+    private serverInterpreter: readonly string[] | undefined;
     private version: string | undefined;
     private lastProblem = '';
     private queue: Promise<void> = Promise.resolve();
@@ -90,6 +97,12 @@ export class ServerManager implements ServerControl, vscode.Disposable {
     constructor(
         private readonly channel: vscode.LogOutputChannel,
         private readonly status: IndexStatus,
+        /** Where the private server lives (serverHome of the extension's global storage). */
+        private readonly home: ServerHome,
+        /** The extension's folder of the carried wheel. */
+        private readonly wheelFolder: string,
+        /** Called each time a server Python is found (the MCP provider asks again). */
+        private readonly onDidFindServer: () => void = () => undefined,
     ) {}
 
     get isRunning(): boolean {
@@ -142,13 +155,14 @@ export class ServerManager implements ServerControl, vscode.Disposable {
         return lines;
     }
 
-    /** The Python of the language server (the MCP server runs with it too): the one started, else the one it would pick. */
-    async python(): Promise<readonly string[]> {
-        if (this.interpreter !== undefined) {
+    /** A Python to build the private venv with: the one the server would use, else the Python extension's. */
+    async python(): Promise<readonly string[] | undefined> {
+        if (this.interpreter !== undefined && this.interpreter.source !== 'private') {
             return this.interpreter.command;
         }
         const folder = vscode.workspace.workspaceFolders?.[0];
-        return (await findInterpreter(getInterpreterSetting(folder?.uri), await getPythonEnvironments(), folder?.uri)).command;
+        const found = await findInterpreter([], await getPythonEnvironments(), folder?.uri);
+        return found.source === 'python-extension' ? found.command : undefined;
     }
 
     private runningClient(): LanguageClient {
@@ -161,6 +175,7 @@ export class ServerManager implements ServerControl, vscode.Disposable {
     private async doStart(): Promise<void> {
         this.status.starting();
         this.lastProblem = '';
+        this.serverInterpreter = undefined;
         const unsupported = unsupportedPlatform();
         if (unsupported !== undefined) {
             this.lastProblem = 'unsupported platform';
@@ -172,21 +187,17 @@ export class ServerManager implements ServerControl, vscode.Disposable {
         const folder = vscode.workspace.workspaceFolders?.[0];
         const environments = await getPythonEnvironments();
         this.watchEnvironments(environments);
-        const interpreter = await findInterpreter(getInterpreterSetting(folder?.uri), environments, folder?.uri);
-        this.interpreter = interpreter;
-        traceInfo(`Python: ${interpreter.command.join(' ')} (from ${interpreter.source})`);
-
-        const check = await checkServerModule(interpreter.command, runProcess, folder?.uri.fsPath);
-        if (!check.ok) {
-            const message = missingServerMessage(interpreter, check);
-            this.lastProblem = check.reason === 'python-not-found' ? 'Python not found' : `${PIP_PACKAGE} not installed`;
-            traceError(message, check.detail);
-            this.status.stopped('not-installed', message);
-            void this.offerFix(message, interpreter);
+        const located = await this.locate(getInterpreterSetting(folder?.uri), environments, folder);
+        if (located === undefined) {
             return;
         }
-        this.version = check.version;
-        traceInfo(`memsearch_lsp ${check.version}`);
+        const { interpreter, version } = located;
+        this.interpreter = interpreter;
+        this.serverInterpreter = interpreter.command;
+        this.version = version;
+        traceInfo(`Python: ${interpreter.command.join(' ')} (from ${interpreter.source}); memsearch_lsp ${version}`);
+        void vscode.commands.executeCommand('setContext', Contexts.serverInstalled, true);
+        this.onDidFindServer();
 
         const client = this.createClient(interpreter, folder?.uri.fsPath);
         this.client = client;
@@ -196,6 +207,111 @@ export class ServerManager implements ServerControl, vscode.Disposable {
             this.lastProblem = 'failed to start';
             traceError('The language server failed to start:', error);
             this.status.stopped('error', `The server failed to start: ${error instanceof Error ? error.message : String(error)}`);
+        }
+    }
+
+    /**
+     * The Python that has memsearch_lsp: the setting (when set, it alone); else the Python
+     * extension's environment or `python3` on PATH when one has it; else the private venv (upgraded
+     * first when the extension carries a newer wheel); else nothing, and the install is offered.
+     */
+    private async locate(
+        setting: readonly string[],
+        environments: PythonEnvironmentsApi | undefined,
+        folder: vscode.WorkspaceFolder | undefined,
+    ): Promise<{ interpreter: Interpreter; version: string } | undefined> {
+        const cwd = folder?.uri.fsPath;
+        const first = await findInterpreter(setting, environments, folder?.uri);
+        this.interpreter = first;
+        const candidates: Interpreter[] = [first];
+        if (first.source === 'python-extension') {
+            candidates.push({ command: [defaultPython()], source: 'path' });
+        }
+        const failures: { interpreter: Interpreter; check: Exclude<ModuleCheck, { ok: true }> }[] = [];
+        for (const interpreter of candidates) {
+            const check = await checkServerModule(interpreter.command, runProcess, cwd);
+            if (check.ok) {
+                return { interpreter, version: check.version };
+            }
+            traceInfo(`No memsearch_lsp in ${interpreter.command.join(' ')} (from ${interpreter.source}): ${check.detail}`);
+            failures.push({ interpreter, check });
+            if (interpreter.source === 'setting') {
+                const message = missingServerMessage(interpreter, check);
+                this.lastProblem = check.reason === 'python-not-found' ? 'Python not found' : `${PIP_PACKAGE} not installed`;
+                traceError(message, check.detail);
+                this.status.stopped('not-installed', message);
+                void this.offerFix(message, interpreter);
+                return undefined;
+            }
+        }
+        let state = installState(this.home, carriedWheel(this.wheelFolder));
+        if (state.kind === 'outdated') {
+            traceInfo(`The extension carries memsearch-lsp ${state.carried.version} (installed: ${state.record.version}); upgrading the private server.`);
+            const upgraded = await this.runInstall(`Memsearch: upgrading the server to ${state.carried.version}`);
+            state = upgraded ? installState(this.home, carriedWheel(this.wheelFolder)) : state;
+        }
+        if (state.kind !== 'missing') {
+            const interpreter: Interpreter = { command: [state.python], source: 'private' };
+            const check = await checkServerModule(interpreter.command, runProcess, cwd);
+            if (check.ok) {
+                return { interpreter, version: check.version };
+            }
+            traceError(`The private server in ${this.home.venv} does not import: ${check.detail}`);
+        }
+        const message = notInstalledMessage(failures.map((f) => f.interpreter));
+        this.lastProblem = `${PIP_PACKAGE} not installed`;
+        traceError(message);
+        this.status.stopped('not-installed', message);
+        void this.offerInstall(message);
+        return undefined;
+    }
+
+    /** Run the install with progress (inside the lifecycle queue); true when it succeeded. */
+    private async runInstall(title: string): Promise<boolean> {
+        const python = await this.python();
+        const installed = await installWithProgress(this.home, this.wheelFolder, python === undefined ? [] : [python], title);
+        return installed !== undefined;
+    }
+
+    /** "Install the memsearch-lsp server": stop, install (or upgrade) the private server, start. */
+    install(): Promise<void> {
+        return this.enqueue(async () => {
+            await this.doStop();
+            this.status.starting();
+            if (await this.runInstall('Memsearch: installing the memsearch-lsp server')) {
+                await this.doStart();
+            } else {
+                this.status.stopped('not-installed', 'The install did not finish; see the Memsearch output.');
+            }
+        });
+    }
+
+    /** The Python that has memsearch_lsp, as found by the last start (undefined: none yet). */
+    get currentServerPython(): readonly string[] | undefined {
+        return this.serverInterpreter;
+    }
+
+    /** A folder became a memory workspace: the walkthrough's context key, the MCP servers. */
+    memoryChanged(): void {
+        updateMemoryContext();
+        this.onDidFindServer();
+    }
+
+    /** The Python that has memsearch_lsp once the server has been found; waits for a start in progress. */
+    async serverPython(): Promise<readonly string[] | undefined> {
+        await this.queue;
+        return this.serverInterpreter;
+    }
+
+    private async offerInstall(message: string): Promise<void> {
+        const settings = 'Set memsearch.interpreter';
+        const choice = await vscode.window.showErrorMessage(message, INSTALL_SERVER, settings, 'Show output');
+        if (choice === INSTALL_SERVER) {
+            await this.install();
+        } else if (choice === settings) {
+            await vscode.commands.executeCommand('workbench.action.openSettings', `${SETTINGS_SECTION}.interpreter`);
+        } else if (choice === 'Show output') {
+            showLog();
         }
     }
 

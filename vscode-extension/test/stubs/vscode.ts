@@ -220,6 +220,10 @@ export const stub = {
     executed: [] as { command: string; args: unknown[] }[],
     extensions: new Map<string, FakeExtension>(),
     clipboard: '',
+    /** Answers of the next showInputBox calls (undefined: dismissed), and what each box saw. */
+    inputs: [] as (string | undefined)[],
+    inputBoxes: [] as { answer: string | undefined; validation: string | undefined }[],
+    progress: [] as unknown[],
     workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
     activeTextEditor: undefined as unknown,
     reset(): void {
@@ -232,6 +236,9 @@ export const stub = {
         this.executed = [];
         this.extensions.clear();
         this.clipboard = '';
+        this.inputs = [];
+        this.inputBoxes = [];
+        this.progress = [];
         this.workspaceFolders = undefined;
         this.activeTextEditor = undefined;
     },
@@ -307,8 +314,16 @@ export const window = {
         const revealed: Range[] = [];
         return { document: target instanceof Uri ? undefined : target, selection: options?.selection, revealed, revealRange: (range: Range) => revealed.push(range) };
     },
-    withProgress<R>(_options: unknown, task: () => Promise<R>): Promise<R> {
-        return task();
+    withProgress<R>(_options: unknown, task: (progress: { report(value: unknown): void }, token: CancellationTokenSource['token']) => Promise<R>): Promise<R> {
+        return task({ report: (value: unknown) => stub.progress.push(value) }, new CancellationTokenSource().token);
+    },
+    async showInputBox(options?: { validateInput?: (value: string) => string | undefined }): Promise<string | undefined> {
+        const answer = stub.inputs.shift();
+        stub.inputBoxes.push({ answer, validation: answer === undefined ? undefined : options?.validateInput?.(answer) });
+        return answer;
+    },
+    async showWorkspaceFolderPick(): Promise<unknown> {
+        return stub.workspaceFolders?.[0];
     },
     createStatusBarItem() {
         return { text: '', tooltip: undefined, command: undefined, name: undefined, backgroundColor: undefined, show() {}, dispose() {} };
