@@ -1,6 +1,6 @@
-"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, all;
-experiments: metric (dense COSINE vs IP), knobs (embedding settings alone); loop (the agent loop through the
-Claude Code hooks, bench/loop.py)."""
+"""`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, compaction, all;
+experiments: metric (dense COSINE vs IP), knobs (embedding settings alone), fusion (learned fusion: replay,
+fit, cross-validation on labelled sets); loop (the agent loop through the Claude Code hooks, bench/loop.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality"]
-EXTRA = ["metric", "knobs", "loop"]  # experiments and long replays, not part of `all`
+NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality", "compaction"]
+EXTRA = ["metric", "knobs", "fusion", "loop"]  # experiments and long replays, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -23,8 +23,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
     parser.add_argument("--set", action="append", metavar="DIR",
-                        help="quality: a folder of labelled workspaces (memory/ + truth.json); repeatable")
+                        help="quality: a folder of labelled workspaces (memory/ + truth.json); "
+                             "compaction: a folder of logs (memory/ + facts.json); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
+    parser.add_argument("--conversations", type=int, default=0, metavar="N",
+                        help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)")
+    parser.add_argument("--fit", action="store_true",
+                        help="fusion: fit the learned fusion on the --set sets and write its weights to "
+                             "core/search/rank.py")
+    parser.add_argument("--cv", action="store_true", help="fusion: cross-validate the fit (leave one group out)")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
     embedding = parser.add_argument_group(

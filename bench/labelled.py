@@ -10,6 +10,11 @@ evidence line inside its range (start..end, inclusive). recall@k = share of a qu
 covered by the first k hits, averaged over questions; hit@5 = share of questions with one covered in the top
 5; chars@5 = characters spanned by the first 5 hits, averaged. Through `Memory.search` for every setting,
 and through the real server's `workspace/symbol` for the default setting, whose ranking must be the same.
+
+A notes-style workspace has `questions.json` instead: `{"qa": [{"q": "...", "files": ["note.md", ...]}]}`,
+`files` naming (relative to `memory/`) every note that answers. It is scored at file level: a question is
+answered at rank r when the r-th hit comes from one of its files; hit@1, hit@3, hit@5 and MRR@5 (1/r of the
+first answering hit in the top 5, else 0).
 """
 
 from __future__ import annotations
@@ -27,14 +32,28 @@ from bench.common import emit, log, percentile
 K = 10
 
 
+LABELS = ("truth.json", "questions.json")
+
+
+def labelled(folder: Path) -> bool:
+    return (folder / "memory").is_dir() and any((folder / name).is_file() for name in LABELS)
+
+
 def workspaces(folder: Path) -> list[Path]:
     """`folder` itself when it is a labelled workspace, else its labelled sub-folders, sorted."""
-    if (folder / "truth.json").is_file():
+    if labelled(folder):
         return [folder]
-    found = sorted(p for p in folder.iterdir() if (p / "truth.json").is_file() and (p / "memory").is_dir())
+    found = sorted(p for p in folder.iterdir() if p.is_dir() and labelled(p))
     if not found:
-        raise SystemExit(f"{folder}: no labelled workspace (memory/ + truth.json) in it")
+        raise SystemExit(f"{folder}: no labelled workspace (memory/ + truth.json or questions.json) in it")
     return found
+
+
+def load_truth(root: Path, src: Path) -> Truth | FileTruth:
+    """The labels of workspace `src` (copied to `root`): lines (truth.json) or files (questions.json)."""
+    if (src / "truth.json").is_file():
+        return Truth(root, src / "truth.json")
+    return FileTruth(root, src / "questions.json")
 
 
 class Truth:
@@ -59,28 +78,57 @@ class Truth:
         source, start, end = span
         return len("\n".join(self.lines(source)[start - 1:end]))
 
+    def label(self, question: dict[str, Any]) -> dict[str, Any]:
+        return {"evidence": [list(self.where[e]) for e in question["evidence"] if e in self.where],
+                "cat": question.get("cat", 0)}
+
     def score(self, question: dict[str, Any], spans: Sequence[tuple[str, int, int]]) -> dict[str, float]:
         """spans: (source, start_line, end_line) of the ranked hits, best first."""
-        evidence = [self.where[e] for e in question["evidence"] if e in self.where]
-
-        def recall(k: int) -> float:
-            top = spans[:k]
-            return sum(any(s == src and a <= line <= b for s, a, b in top) for src, line in evidence) / len(evidence)
-
-        out = {f"r@{k}": recall(k) for k in (1, 3, 5, 10)}
-        out["hit@5"] = float(out["r@5"] > 0)
+        out = score_spans(self.label(question), spans)
         out["chars@5"] = float(sum(self.chars(s) for s in spans[:5]))
-        out["cat"] = question.get("cat", 0)
         return out
+
+
+class FileTruth(Truth):
+    """Questions answered by whole notes (`questions.json`: {"qa": [{"q", "files"}]}), scored by file."""
+
+    def __init__(self, root: Path, labels: Path):
+        data = json.loads(labels.read_text(encoding="utf-8"))
+        self.questions = [q for q in data["qa"] if q.get("files")]
+        self.texts = {}
+        self.root = root
+
+    def label(self, question: dict[str, Any]) -> dict[str, Any]:
+        return {"files": list(question["files"])}
+
+
+def score_spans(label: dict[str, Any], spans: Sequence[tuple[str, int, int]]) -> dict[str, float]:
+    """A question's scores for ranked spans (source, start, end): recall@k (lines) or MRR@5 (files)."""
+    if "files" in label:
+        files = label["files"]
+        first = next((n for n, (src, _, _) in enumerate(spans[:5], 1)
+                      if any(src == f or src.endswith("/" + f) for f in files)), 0)
+        return {"hit@1": float(first == 1), "hit@3": float(0 < first <= 3), "hit@5": float(first > 0),
+                "mrr@5": 1.0 / first if first else 0.0}
+    evidence = label["evidence"]
+
+    def recall(k: int) -> float:
+        top = spans[:k]
+        return sum(any(s == src and a <= line <= b for s, a, b in top) for src, line in evidence) / len(evidence)
+
+    out = {f"r@{k}": recall(k) for k in (1, 3, 5, 10)}
+    out["hit@5"] = float(out["r@5"] > 0)
+    out["cat"] = label.get("cat", 0)
+    return out
 
 
 def summary(per_query: Sequence[dict[str, float]]) -> dict[str, Any]:
     def mean(key: str, rows: Sequence[dict[str, float]] = per_query) -> float:
         return sum(r[key] for r in rows) / len(rows) if rows else 0.0
 
-    row: dict[str, Any] = {"queries": len(per_query),
-                           **{k: mean(k) for k in ("r@1", "r@3", "r@5", "r@10", "hit@5", "chars@5")}}
-    for cat in sorted({int(r["cat"]) for r in per_query}):
+    keys = ("r@1", "r@3", "r@5", "r@10", "hit@1", "hit@3", "hit@5", "mrr@5", "chars@5")
+    row: dict[str, Any] = {"queries": len(per_query), **{k: mean(k) for k in keys if per_query and k in per_query[0]}}
+    for cat in sorted({int(r["cat"]) for r in per_query if r.get("cat")}):
         row[f"r@5 cat{cat}"] = mean("r@5", [r for r in per_query if int(r["cat"]) == cat])
     return row
 
@@ -117,7 +165,7 @@ def run_workspace(src: Path, tmp: Path, embedder: Any, settings: dict[str, dict[
 
     ws = tmp / src.name
     shutil.copytree(src / "memory", ws / "memory")
-    truth = Truth(ws, src / "truth.json")
+    truth = load_truth(ws, src)
     results: dict[str, list[dict[str, float]]] = {}
     facts: dict[str, Any] = {"workspace": src.name, "questions": len(truth.questions)}
     model_runs = getattr(getattr(embedder, "inner", embedder), "fresh", None)

@@ -189,8 +189,7 @@ def main(args: Any) -> None:
     sets = [Path(s) for s in (args.set or [str(DEFAULT_SET)])]
     folders = [p for s in sets for p in ([s] if (s / "truth.json").is_file() else sorted(s.iterdir()))
                if (p / "truth.json").is_file()]
-    if args.quick:
-        folders = folders[:1]
+    folders = folders[:args.conversations or (1 if args.quick else len(folders))]
     questions = 60 if args.quick else 0
     with tempfile.TemporaryDirectory(prefix="bench-loop-") as tmp:
         rows = []

@@ -28,20 +28,27 @@ METRICS = ("r@1", "r@3", "r@5", "r@10", "hit@5", "chars@5")
 # name -> Memory.search overrides ("default" = the shipped configuration)
 SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
-    "dense": {"vector_weight": 1.0, "bm25_weight": 0.0},
-    "bm25": {"vector_weight": 0.0, "bm25_weight": 1.0},
+    "learned, no floor": {"min_score": 0.0},
+    "dense": {"ranker": "minmax", "vector_weight": 1.0, "bm25_weight": 0.0, "min_score": 0.0},
+    "bm25": {"ranker": "minmax", "vector_weight": 0.0, "bm25_weight": 1.0, "min_score": 0.0},
+    "minmax 0.3/0.7 + confidence (previous default)": {"ranker": "minmax", "vector_weight": 0.3,
+                                                       "bm25_weight": 0.7, "min_score": 0.0},
     "minmax 0.2/0.8 c30": {"ranker": "minmax", "vector_weight": 0.2, "bm25_weight": 0.8, "candidates": 30},
     "minmax 0.3/0.7 c30": {"ranker": "minmax", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 30},
     "minmax 0.4/0.6 c30": {"ranker": "minmax", "vector_weight": 0.4, "bm25_weight": 0.6, "candidates": 30},
     "minmax 0.5/0.5 c30": {"ranker": "minmax", "vector_weight": 0.5, "bm25_weight": 0.5, "candidates": 30},
     "minmax 0.3/0.7 c10": {"ranker": "minmax", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
-    "weighted 0.7/0.3 c30 (seed)": {"ranker": "weighted", "vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 30},
+    "weighted 0.7/0.3 c30 (seed)": {"ranker": "weighted", "vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 30,
+                                    "min_score": 0.0},
     "weighted 0.3/0.7 c10": {"ranker": "weighted", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
     "rrf c10": {"ranker": "rrf", "candidates": 10},
     "rrf c30": {"ranker": "rrf", "candidates": 30},
 }
-QUICK = ["default", "dense", "bm25", "minmax 0.3/0.7 c30", "minmax 0.5/0.5 c30", "weighted 0.7/0.3 c30 (seed)",
-         "rrf c10"]
+# every setting but the default runs without the relevance floor (it ranks what the legs find)
+SETTINGS = {name: {"min_score": 0.0, **overrides} if name != "default" else overrides
+            for name, overrides in SETTINGS.items()}
+QUICK = ["default", "learned, no floor", "dense", "bm25", "minmax 0.3/0.7 + confidence (previous default)",
+         "weighted 0.7/0.3 c30 (seed)", "rrf c10"]
 
 
 class MemoEmbedder:
@@ -187,7 +194,8 @@ def main(args: Any) -> None:
                         {n: SETTINGS[n] for n in names}, lsp=not args.no_lsp)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "quality-details.json").write_text(json.dumps(details, indent=1))
-    columns = ["set", "setting", "queries", "r@1", "r@3", "r@5", "r@10", "hit@5", "chars@5", "mrr"]
+    columns = ["set", "setting", "queries", "r@1", "r@3", "r@5", "r@10", "hit@1", "hit@3", "hit@5", "mrr@5", "chars@5",
+               "mrr"]
     table([*labelled, *rows], [*columns, "index_s", "p50_ms", "same_ranking"], "retrieval quality: every set")
     cats = sorted({k for r in labelled for k in r if k.startswith("r@5 cat")})
     if cats:

@@ -86,11 +86,14 @@ class SearchConfig:
     top_k: int = ranged(3, 1)
     vector_weight: float = ranged(0.3, 0, 1)
     bm25_weight: float = ranged(0.7, 0, 1)
-    ranker: Literal["minmax", "weighted", "rrf"] = "minmax"  # bench/README.md; the seed design: "weighted" 0.7 / 0.3
+    # core/search/rank.py, bench/README.md; the seed design: "weighted" 0.7 / 0.3
+    ranker: Literal["learned", "minmax", "weighted", "rrf"] = "learned"
     rrf_k: int = ranged(60)
     candidates: int = ranged(30, 1)
     symbol_limit: int = ranged(20, 1)
     snippet_chars: int = ranged(200, 1)
+    # hits whose relevance (core/search/rank.py `relevance`, 0..1) is lower are left out; 0 = off
+    min_score: float = ranged(0.25, 0, 1)
 
 
 @dataclass(frozen=True)
@@ -393,11 +396,22 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
 _warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
+def _ignored(nested: Mapping[str, Mapping[str, Any]], root: Path) -> tuple[str, ...]:
+    return tuple(sorted(f"{s}.{n}" for s, values in nested.items() for n, v in values.items()
+                        if untrusted(_camel(f"{s}.{n}"), v, root)))
+
+
+def ignored_workspace_keys(path: Path) -> tuple[str, ...]:
+    """The keys of the workspace file `path` that are not applied (user-only, see USER_ONLY_KEYS), as
+    `section.key`; () when the file is missing. ConfigError when it cannot be read."""
+    data = _read_toml(path)
+    return () if data is None else _ignored(_nest(data, str(path)), path.parent)
+
+
 def _workspace_settings(data: Mapping[str, Any], path: Path) -> dict[str, dict[str, Any]]:
     """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
     nested = _nest(data, str(path))
-    ignored = tuple(sorted(f"{s}.{n}" for s, values in nested.items() for n, v in values.items()
-                           if untrusted(_camel(f"{s}.{n}"), v, path.parent)))
+    ignored = _ignored(nested, path.parent)
     if ignored and (str(path), ignored) not in _warned:
         _warned.add((str(path), ignored))
         logging.getLogger("memsearch_lsp").warning(

@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.config import CONFIG_FILE, DEFAULT_MODEL, ENV_PREFIX, Config, ConfigError, load_config
+from memsearch_lsp.config import (
+    CONFIG_FILE,
+    DEFAULT_MODEL,
+    ENV_PREFIX,
+    Config,
+    ConfigError,
+    ignored_workspace_keys,
+    load_config,
+)
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers, platform_problem
 from memsearch_lsp.version import __version__
 
@@ -163,7 +171,11 @@ def config_sources(root: Path, env: dict[str, str] | None = None) -> list[Config
     sources = []
     path = root / CONFIG_FILE
     if path.is_file():
-        sources.append(ConfigSource("workspace file", str(path), _toml_keys(path)))
+        try:
+            ignored = ignored_workspace_keys(path)
+        except ConfigError:  # reported by check_config when the settings load
+            ignored = ()
+        sources.append(ConfigSource("workspace file", str(path), _toml_keys(path), ignored))
     environ = os.environ if env is None else env
     names = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX)))
     if names:
@@ -186,15 +198,18 @@ def _toml_keys(path: Path) -> tuple[str, ...]:
 
 def check_config(ctx: _Context) -> Check:
     sources = config_sources(ctx.root)
-    data = {"sources": [s.to_dict() for s in sources]}
+    data: dict[str, Any] = {"sources": [s.to_dict() for s in sources]}
     try:
         ctx.config = load_config(ctx.root)
     except ConfigError as exc:
         return Check("config", "fail", str(exc), "correct or remove that setting", data)
-    parts = [f"{s.path or s.origin}: {', '.join(s.keys) or 'no settings'}" for s in sources]
+    parts = [f"{s.path or s.origin}: {', '.join(k for k in s.keys if k not in s.ignored) or 'no settings'}"
+             for s in sources]
     ignored = [f"{k} ({s.path or s.origin})" for s in sources for k in s.ignored]
     if ignored:
-        parts.append("ignored: " + ", ".join(ignored))
+        parts.append("ignored (a workspace file may not set where data, secrets or files go; set them in the user "
+                     "config file, MEMSEARCH_* variables or editor settings): " + ", ".join(ignored))
+    data["ignored"] = [k for s in sources for k in s.ignored]
     return Check("config", "ok", "; ".join(parts) or "defaults (no .memsearch.toml, no MEMSEARCH_* variables)",
                  data=data)
 
@@ -286,7 +301,21 @@ def check_index(ctx: _Context) -> Check:
                  data=data)
 
 
-CHECKS: list[Callable[[_Context], Check]] = [check_platform, check_python, check_packages, check_config,
+def check_mcp(ctx: _Context) -> Check:
+    """The optional `mcp` extra (the MCP server for agents): reported, never a failure when absent."""
+    try:
+        version = metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        return Check("mcp", "skip", "the optional mcp extra is not installed: `memsearch-lsp mcp` needs it "
+                     "(pip install 'memsearch-lsp[mcp]')", "pip install 'memsearch-lsp[mcp]'", {"installed": False})
+    if importlib.util.find_spec("mcp") is None:
+        return Check("mcp", "fail", f"mcp {version} is listed but cannot be imported", REINSTALL,
+                     {"installed": False, "version": version})
+    return Check("mcp", "ok", f"mcp {version}: `memsearch-lsp mcp` can run", data={"installed": True,
+                                                                                  "version": version})
+
+
+CHECKS: list[Callable[[_Context], Check]] = [check_platform, check_python, check_packages, check_mcp, check_config,
                                              check_workspace, check_model, check_index]
 
 

@@ -95,16 +95,30 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
     @server.tool(title="Search memory", annotations=READ_ONLY)
     async def memory_search(query: Annotated[str, Field(description="what to look for", min_length=1)],
                             top_k: Annotated[int, Field(ge=1, le=100, description="number of hits")] = 3,
+                            since: Annotated[str | None, Field(
+                                description="only chunks dated on or after this day: YYYY-MM-DD, today, yesterday, "
+                                            "or 7d / 2w / 3m / 1y ago (a daily log's day or a summary's period; "
+                                            "undated files are left out)")] = None,
+                            until: Annotated[str | None, Field(
+                                description="only chunks dated on or before this day (as since)")] = None,
+                            source: Annotated[list[str] | str | None, Field(
+                                description="only chunks from files matching this glob or one of these globs "
+                                            "(gitignore style, relative to the workspace), e.g. "
+                                            "[\"memory/2026-02-*\", \"**/MEMORY.md\"]")] = None,
                             ) -> SearchResult:
-        """Hybrid (semantic + keyword) search over the memory files; best hits first."""
+        """Hybrid (semantic + keyword) search over the memory files; best hits first. since / until / source
+        restrict the candidates (e.g. "what did we decide last week": since="7d")."""
+        filters: dict[str, Any] = {k: v for k, v in (("since", since), ("until", until), ("source", source))
+                                   if v is not None}
+
         def search(memory: MemoryApi) -> list[HitData]:
             memory.index()
-            return [h.to_dict() for h in memory.search(query, top_k=top_k)]
+            return [h.to_dict() for h in memory.search(query, top_k=top_k, **filters)]
         return {"hits": await run(search)}
 
     @server.tool(title="Expand a memory", annotations=READ_ONLY)
     async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkData:
-        """The whole section (chunk) behind a search hit."""
+        """The whole section (chunk) behind a search hit (its id, or a unique prefix of at least 4 characters)."""
         chunk = await run(lambda memory: memory.expand(id))
         if chunk is None:
             raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")

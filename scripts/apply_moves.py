@@ -36,8 +36,17 @@ def _already_new(text: str, at: int, news: list[str]) -> bool:
                for new in news)
 
 
+def _split_off(moves: dict[str, str]) -> list[str]:
+    """Modules of the new layout under an old name's package that the table does not list (store.schema,
+    compact.types: split out of a module, not moved), in the table's own form (full or short names)."""
+    full = {".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "memsearch_lsp").rglob("*.py")}
+    short = next(iter(moves), "").startswith("memsearch_lsp.") is False
+    names = {n.removeprefix("memsearch_lsp.") for n in full} if short else full
+    return [n for n in names if n not in moves and any(n.startswith(old + ".") for old in moves)]
+
+
 def rewrite_dotted(text: str, moves: dict[str, str]) -> str:
-    news = sorted(moves.values(), key=len, reverse=True)
+    news = sorted([*moves.values(), *_split_off(moves)], key=len, reverse=True)
     # longest old names first, so `core.embed_openai` is not read as `core.embed` + `_openai`
     pattern = re.compile(r"(?<![\w.])(" + "|".join(re.escape(o) for o in sorted(moves, key=len, reverse=True))
                          + r")(?![\w])")

@@ -30,6 +30,14 @@ def _user_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
 
 
+@pytest.fixture(autouse=True)
+def _no_relevance_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The relevance floor (search.min_score) is calibrated on a real model's cosines; the fake embedder's
+    hashed words are not one, so tests run without it (servers inherit this too) unless they set it:
+    tests/integration/test_rank.py checks the floor on its own (MIN_SCORE_ON)."""
+    monkeypatch.setenv("MEMSEARCH_SEARCH_MIN_SCORE", "0")
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A copy of the example memory (tests/helpers.py make_workspace)."""

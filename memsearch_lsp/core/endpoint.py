@@ -59,17 +59,20 @@ class Endpoint:
             return self._client
 
     @contextlib.contextmanager
-    def failures(self, error: type[Exception], model: str, hints: Mapping[int, str] | None = None) -> Iterator[None]:
+    def failures(self, error: type[Exception], model: str, hints: Mapping[int, str] | None = None, *,
+                 timeout_s: float | None = None, max_retries: int | None = None) -> Iterator[None]:
         """The openai client's errors inside the block, raised again as one `error` each; `hints` adds a
-        sentence for an HTTP status beside the usual ones (API key, base URL and model)."""
+        sentence for an HTTP status beside the usual ones (API key, base URL and model). `timeout_s` and
+        `max_retries`: what the block's client used when not the settings' (a search's query)."""
         import openai
 
-        tries = self.max_retries + 1
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        tries = (self.max_retries if max_retries is None else max_retries) + 1
         attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         try:
             yield
         except openai.APITimeoutError as exc:
-            raise error(f"{self.where} timed out after {self.timeout_s:g}s ({attempts}); raise "
+            raise error(f"{self.where} timed out after {timeout:g}s ({attempts}); raise "
                         f"{self.section}.timeout_s or check the server") from exc
         except openai.APIConnectionError as exc:
             raise error(f"cannot reach {self.where} ({attempts}): {message(exc).rstrip('.')}; check "

@@ -17,7 +17,14 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import Remembered
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embedding.onnx import Embedder, create_embedder, reads
-from memsearch_lsp.core.files import MAX_FILE_BYTES, is_memory_source, private_folder, read_text, relative_source
+from memsearch_lsp.core.files import (
+    MAX_FILE_BYTES,
+    glob_match,
+    is_memory_source,
+    private_folder,
+    read_text,
+    relative_source,
+)
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
     Addition,
@@ -31,7 +38,8 @@ from memsearch_lsp.core.notes import (
 )
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search.bm25 import DfTable
-from memsearch_lsp.core.search.hybrid import Expanded, Hit, hybrid_search, to_expanded
+from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
+from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store.milvus import MilvusStore, remove_index
 from memsearch_lsp.version import __version__
 
@@ -41,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memsearch"
+MIN_ID_PREFIX = 4  # `expand` takes a unique prefix of a chunk id this long or longer
 MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
 
 
@@ -300,29 +309,51 @@ class Memory(MemoryFiles):
 
     # -- reading ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call."""
+        """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call.
+
+        Filters (core/search/filters.py): `since` / `until` (a date, 'YYYY-MM-DD', or relative as '7d', '2w'
+        before today; inclusive) and `source` (one glob or a list of them). Both legs take their candidates
+        from the chunks that pass, so a filter never empties the top k; with a date filter, chunks outside
+        daily logs and summaries (undated) are left out.
+        """
+        wanted = {k: overrides.pop(k) for k in FILTER_KEYS if k in overrides}
+        where = make_filter(**wanted, today=self.clock().date()) if wanted else None
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
         settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
+        only = where.allowed(self.indexer.manifest()) if where else None
         return hybrid_search(self.store, self.embedder, self.df, query, settings,
                              min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
-                             archive_dir=self.archive_dir)
+                             archive_dir=self.archive_dir, only=only)
 
     def expand(self, chunk_id: str) -> Expanded | None:
-        row = self.store.get(chunk_id.strip().lower())
-        return to_expanded(row) if row else None
+        """The chunk with this id, or with the one id that starts with it (at least 4 hex characters);
+        None when none does, AmbiguousId when several do."""
+        key = chunk_id.strip().lower()
+        row = self.store.get(key) if len(key) == 16 else None
+        if row is None and MIN_ID_PREFIX <= len(key) < 16 and all(c in "0123456789abcdef" for c in key):
+            found = sorted(i for state in self.indexer.manifest().values() for i in state.ids if i.startswith(key))
+            if len(found) > 1:
+                shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+                raise AmbiguousId(f"the id prefix {key!r} matches {len(found)} chunks ({shown}): give more of the id")
+            row = self.store.get(found[0]) if found else None
+        return to_expanded(row, self.archive_dir) if row else None
 
     def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
-        """Memories from other files that resemble `chunk`."""
+        """Memories from other files that resemble `chunk` (the nearest ones: a whole chunk as the query
+        covers a small share of any other chunk's terms, so the relevance floor, made for typed queries,
+        does not apply)."""
         query = f"{chunk.heading}\n{chunk.content}"[:2000]
-        return hybrid_search(self.store, self.embedder, self.df, query, self.config.search, top_k,
-                             exclude_source=chunk.source, archive_dir=self.archive_dir)
+        return hybrid_search(self.store, self.embedder, self.df, query, replace(self.config.search, min_score=0.0),
+                             top_k, exclude_source=chunk.source, archive_dir=self.archive_dir)
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""
         rows = self.store.iter_rows(["source", "heading", "start_line", "end_line", "level", "date"],
                                     expr="level > 0")
+        archive = self.archive_dir
         hits = [Hit(id=r["id"], source=r["source"], heading=r["heading"], start_line=int(r["start_line"]),
-                    end_line=int(r["end_line"]), score=0.0, snippet="", date=r["date"]) for r in rows]
+                    end_line=int(r["end_line"]), score=0.0, snippet="", date=r["date"] or None,
+                    archived=bool(archive) and glob_match(archive, r["source"])) for r in rows]
         hits.sort(key=lambda h: (h.source, h.start_line))
         return hits[:limit]
 

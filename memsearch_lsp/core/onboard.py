@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.config import CONFIG_FILE, SECTIONS, Config, load_config
+from memsearch_lsp.config import CONFIG_FILE, SECTIONS, USER_ONLY_KEYS, Config, load_config
 from memsearch_lsp.core.files import PathError, inside
 
 INDEX_GITIGNORE = ".memsearch/"
@@ -39,7 +39,7 @@ meaning or by keyword.
 _SECTION_NOTES = {
     "memory": "folders (relative to this file) that hold the memory Markdown",
     "embedding": "the embedding model (bundled, offline); changing it re-embeds everything",
-    "milvus": "empty uri: Milvus Lite in .memsearch/; set it for Milvus standalone or Zilliz Cloud",
+    "milvus": "the index: Milvus Lite in .memsearch/ (a server uri is a user setting)",
     "search": "hybrid search: dense and BM25 weights, results per query",
     "watch": "how soon edits are re-indexed (milliseconds)",
     "compact": "compaction of old daily logs into summaries",
@@ -50,9 +50,10 @@ _SECTION_NOTES = {
 class NoMemoryHere(Exception):
     """The folder has neither a memory folder nor a `.memsearch.toml`."""
 
-    def __init__(self, root: Path, config: Config | None = None):
+    def __init__(self, root: Path, config: Config | None = None, searched: bool = False):
         folders = " or ".join(f"{p}/" for p in (config or Config()).memory.paths)
-        super().__init__(f"{NO_MEMORY} ({root} has no {folders or 'memory folder'} and no {CONFIG_FILE})")
+        where = f"{root} and its parent folders have" if searched else f"{root} has"
+        super().__init__(f"{NO_MEMORY} ({where} no {folders or 'memory folder'} and no {CONFIG_FILE})")
         self.root = root
 
 
@@ -91,6 +92,57 @@ def require_memory_workspace(root: Path, config: Config | None = None) -> None:
         raise NoMemoryHere(root, cfg)
 
 
+def _ceilings() -> set[Path]:
+    """Where the search for a workspace stops (never looked at): the home folder and the filesystem root."""
+    stops = {Path(Path.cwd().anchor or "/").resolve()}
+    try:
+        stops.add(Path.home().resolve())
+    except (RuntimeError, KeyError, OSError):  # no home folder known
+        pass
+    return stops
+
+
+def find_workspace(start: Path) -> Path | None:
+    """The memory workspace holding `start`, found as git finds a repository: `start` itself, then each
+    parent folder, up to but not including the home folder or the filesystem root; None when there is none."""
+    start = start.expanduser().resolve()
+    if _workspace_here(start):  # a command run in the home folder itself looks there
+        return start
+    return enclosing_workspace(start)
+
+
+def _workspace_here(folder: Path) -> bool:
+    try:
+        return is_memory_workspace(folder)
+    except (OSError, ValueError):  # an unreadable folder or a broken settings file on the way up
+        return False
+
+
+def workspace_for(start: Path) -> Path:
+    """The memory workspace holding `start` (see find_workspace); NoMemoryHere when there is none."""
+    found = find_workspace(start)
+    if found is None:
+        root = start.expanduser().resolve()
+        raise NoMemoryHere(root, searched=True)
+    return found
+
+
+class NestedWorkspace(Exception):
+    """`init` was asked for a folder inside another memory workspace (or inside its memory folder)."""
+
+
+def enclosing_workspace(root: Path) -> Path | None:
+    """The memory workspace above `root` (not `root` itself) that a command run in `root` would find: the
+    nearest parent that is one, below the home folder and the filesystem root."""
+    stops = _ceilings()
+    for folder in root.expanduser().resolve().parents:
+        if folder in stops:
+            return None
+        if _workspace_here(folder):
+            return folder
+    return None
+
+
 # -- init --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class InitResult:
@@ -125,12 +177,15 @@ def _toml_value(value: Any) -> str:
 def config_template() -> str:
     """A `.memsearch.toml` with every setting commented out at its default."""
     lines = ["# memsearch-lsp settings for this workspace. Every line is commented out at its default:",
-             "# uncomment what you change. Precedence: defaults < this file < MEMSEARCH_* environment",
-             "# variables < editor settings. A tracked .memsearch.toml also marks a memory workspace."]
+             "# uncomment what you change. Precedence: defaults < your user config file < this file < MEMSEARCH_*",
+             "# environment variables < editor settings. A tracked .memsearch.toml also marks a memory workspace.",
+             "# Where data, secrets or files go (milvus.uri, milvus.token, compact.base_url, ...) is set only",
+             "# in your user config file, MEMSEARCH_* variables or editor settings: this file cannot."]
     for name, cls in SECTIONS.items():
         lines += ["", f"# {_SECTION_NOTES.get(name, name)}", f"# [{name}]"]
         defaults = cls()
-        lines += [f"# {f.name} = {_toml_value(getattr(defaults, f.name))}" for f in fields(cls)]
+        lines += [f"# {f.name} = {_toml_value(getattr(defaults, f.name))}" for f in fields(cls)
+                  if f"{name}.{f.name}" not in USER_ONLY_KEYS]
     return "\n".join(lines) + "\n"
 
 
@@ -142,9 +197,16 @@ def _has_index_ignore(text: str) -> bool:
 def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
     """Create a memory in `root`: MEMORY.md, today's log, a commented `.memsearch.toml`, `.memsearch/`
     in `.gitignore`. Idempotent; never overwrites a file."""
-    root = root.expanduser()
+    root = root.expanduser().resolve()
+    outer = enclosing_workspace(root)
+    if outer is not None and not is_memory_workspace(root):
+        folders = [(outer / p).resolve() for p in load_config(outer).memory.paths]
+        where = ("is the memory folder" if root in folders else
+                 "is inside the memory folder" if any(f in root.parents for f in folders) else
+                 "is inside the memory workspace")
+        raise NestedWorkspace(f"{root} {where} of {outer}: commands run in a subfolder use that workspace "
+                              f"already (or: memsearch-lsp init {outer})")
     root.mkdir(parents=True, exist_ok=True)
-    root = root.resolve()
     created: list[str] = []
     updated: list[str] = []
     existing: list[str] = []

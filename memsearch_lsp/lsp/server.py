@@ -25,7 +25,7 @@ from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory, index_settings_changed
-from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers
+from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
 from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, open_memory
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
@@ -163,15 +163,15 @@ class MemsearchServer(LanguageServer):
             log.info("%s: %s", root.path.name, str(stats).split("\n")[0])
         return stats
 
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+    async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await asyncio.to_thread(fn, *args, **kwargs)
         except OwnerGone:
             root = next((r for r in self.roots.values() if r.memory is getattr(fn, "__self__", None)), None)
             if root is None:
                 raise
             await self.take_over(root)
-            return await asyncio.to_thread(getattr(root.memory, fn.__name__), *args)
+            return await asyncio.to_thread(getattr(root.memory, fn.__name__), *args, **kwargs)
 
     async def take_over(self, root: Root) -> None:
         """The process that owned this index went away: own it now (or follow whoever did)."""
@@ -296,6 +296,14 @@ class MemsearchServer(LanguageServer):
         if result and isinstance(result[0], dict):
             self.overrides = {**self.init_options, **result[0]}
 
+    def _settings_of(self, path: Path) -> Config:
+        """The settings for a folder; the defaults (and one report) when they do not load."""
+        try:
+            return self.config_for(path)
+        except ConfigError as exc:
+            self.report(f"settings for {path}: {exc}", exc)
+            return Config()
+
     async def open_roots(self) -> None:
         """One Root per memory workspace folder: own its index, or become a client of the process that does.
 
@@ -308,14 +316,17 @@ class MemsearchServer(LanguageServer):
             path = path.resolve()
             if path in self.roots or not path.is_dir():
                 continue
-            try:
-                config = self.config_for(path)
-            except ConfigError as exc:
-                self.report(f"settings for {path}: {exc}", exc)
-                config = Config()
-            if not is_memory_workspace(path, config):  # nothing is indexed or written there
-                log.info("%s: %s; not indexed (no %s)", path.name, NO_MEMORY, " or ".join(memory_markers(config)))
-                continue
+            config = self._settings_of(path)
+            if not is_memory_workspace(path, config):  # a folder inside a workspace serves that workspace
+                found = find_workspace(path)
+                if found is None:  # nothing is indexed or written there
+                    log.info("%s: %s; not indexed (no %s)", path.name, NO_MEMORY, " or ".join(memory_markers(config)))
+                    continue
+                log.info("%s is inside the memory workspace %s: serving that", path, found)
+                path = found
+                if path in self.roots:
+                    continue
+                config = self._settings_of(path)
             memory: MemoryApi
             try:
                 memory = await asyncio.to_thread(open_memory, path, config=config)

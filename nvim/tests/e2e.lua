@@ -213,7 +213,7 @@ local function step5b_commands()
   vim.cmd('Memsearch reindex')
   done()
 
-  done = wait_note('^memsearch: compact %(dry run%)', ':Memsearch compact dry-run')
+  done = wait_note('^memsearch: .*nothing changed', ':Memsearch compact dry-run')
   vim.cmd('Memsearch compact dry-run')
   done()
 
@@ -263,8 +263,9 @@ local function step7_compact_reviewed_and_applied_on_disk()
     return asked ~= nil
   end, 'the compaction plan to be shown')
   log('plan shown:\n%s', asked.prompt)
-  check(asked.prompt:find('daily logs into') and asked.prompt:find('characters') and asked.prompt:find('%-> memory/archive/'),
+  check(asked.prompt:find('daily logs? into') and asked.prompt:find('characters') and asked.prompt:find('%-> memory/archive/'),
     'the plan does not say what it does: %s', asked.prompt)
+  check(asked.prompt:find('\n  %- ') ~= nil, 'the review does not show the summary text: %s', asked.prompt)
   check(vim.uv.fs_stat(log_path) ~= nil and vim.uv.fs_stat(ws .. '/memory/archive') == nil, 'cancel changed files')
 
   asked = nil
@@ -279,6 +280,13 @@ local function step7_compact_reviewed_and_applied_on_disk()
   end, 'the compaction to be applied')
   local done = ms.last_compact
   check(done.appliedBy == 'server', 'applied by %s', tostring(done.appliedBy))
+  for _, s in ipairs(done.summaries) do -- the review showed the very text written
+    for line in vim.gsplit(s.content, '\n', { plain = true }) do
+      check(line == '' or line:match('^# ') or asked.prompt:find(line, 1, true) ~= nil,
+        'the review did not show %q', line)
+    end
+  end
+  check(ms.format_compact(done):find('^compacted .*: applied') ~= nil, 'applied said as %s', ms.format_compact(done))
   check(vim.uv.fs_stat(ws .. '/memory/archive/2026-02-05.md') ~= nil and vim.uv.fs_stat(log_path) == nil,
     'the log was not moved on disk')
   check(#done.summaries > 0, 'no summary')

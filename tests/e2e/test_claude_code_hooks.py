@@ -226,3 +226,4 @@ def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: 
     assert result.returncode == 0 and result.stderr == "", result.stderr
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "memory/MEMORY.md:12-16 Redis Caching" in text
+    assert "session data never goes to the cache" in text  # the section itself, not only a snippet

@@ -142,3 +142,17 @@ def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
     empty = subprocess.run([*run, "-"], input=" \n", capture_output=True, text=True, timeout=300, env=env)
     assert empty.returncode == 1 and "nothing to remember" in empty.stderr
     (ws / "memory/2026-12-03.md").unlink()
+
+
+def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # the shipped floor (conftest turns it off for the fake)
+    for query in ("xyzzy plugh", "recipe for lemon drizzle cake", "how many moons does neptune have"):
+        assert as_json(cli(ws, "search", query, "--json", "-k", "5")) == []
+    # Related questions keep their answers, in the user's words too.
+    hits = as_json(cli(ws, "search", "how long are cached values kept before they expire", "--json"))
+    assert hits and hits[0]["heading"] == "Redis Caching"
+    hits = as_json(cli(ws, "search", "decision made on 2026-02-05", "--json"))
+    assert hits and hits[0]["source"] == "memory/2026-02-05.md"
+    # The floor is a setting: off, the unrelated query returns its best (irrelevant) candidates.
+    assert as_json(cli(ws, "search", "xyzzy plugh", "--json", "--min-score", "0"))
+    assert "--min-score must be between 0 and 1" in cli(ws, "search", "x", "--min-score", "2", check=False).stderr

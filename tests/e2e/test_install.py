@@ -81,7 +81,8 @@ def test_the_wheel_runs_the_quick_start_offline_in_a_fresh_venv(dist: Path, tmp_
     assert where.stdout.strip().startswith(purelib), where.stdout
     hits = json.loads(run([exe, "search", "Redis cache config", "--workspace", str(ws), "--json"],
                           env=env, cwd=tmp_path).stdout)
-    assert len(hits) == 3 and (hits[0]["heading"], hits[0]["source"]) == ("Redis Caching", "memory/MEMORY.md")
+    # up to top_k 3: hits under search.min_score (unrelated to the query) are left out
+    assert 1 <= len(hits) <= 3 and (hits[0]["heading"], hits[0]["source"]) == ("Redis Caching", "memory/MEMORY.md")
 
     fresh = tmp_path / "fresh"
     created = json.loads(run([exe, "init", str(fresh), "--json"], env=env, cwd=tmp_path).stdout)["created"]

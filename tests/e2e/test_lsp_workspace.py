@@ -13,7 +13,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.helpers import Session, free_port, make_workspace, open_session, until, wait_until
+from tests.helpers import Session, free_port, make_workspace, open_session, until, wait_until, workspace_folder
 
 FAST = {"watch": {"debounceMs": 200}}
 
@@ -99,3 +99,56 @@ def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+async def test_workspace_symbol_finds_nothing_for_a_query_unrelated_to_the_memory(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """The shipped floor (search.min_score) with the real model, as an editor's user meets it."""
+    from tests.helpers import start, stop
+
+    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # conftest turns it off for the fake embedder
+    session = await start(make_workspace(tmp_path))
+    try:
+        await session.wait_indexed(1, timeout=120)
+
+        async def symbols(query: str) -> list[Any]:
+            found = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
+            return list(found or [])
+
+        assert await symbols("xyzzy plugh") == []
+        assert await symbols("recipe for lemon drizzle cake") == []
+        related = await symbols("how long are cached values kept before they expire")
+        assert related and related[0].name.startswith("Redis Caching")
+    finally:
+        await stop(session)
+
+
+async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: LanguageClient, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    inner = ws / "src" / "pkg"
+    inner.mkdir(parents=True)
+    session = await open_session(lsp, ws, FAST, folders=[inner])
+    assert session.indexed[0]["root"] == str(ws) and session.indexed[0]["chunks"] > 30
+    assert not (inner / ".memsearch").exists() and (ws / ".memsearch").is_dir()
+    hits = await search(session, "Redis cache config")
+    assert hits[0]["heading"] == "Redis Caching"
+    # filters, as the CLI's --since/--until/--source: the legs' candidates come from matching files only
+    request = session.client.protocol.send_request_async
+    dated = list(await request("memsearch/search", {"query": "load test and rate limiting", "topK": 5,
+                                                     "since": "2026-02-09", "until": "2026-02-13"}))
+    assert dated and all("2026-02-09" <= h["date"] <= "2026-02-13" for h in dated)
+    only = list(await request("memsearch/search", {"query": "Redis cache config", "source": ["**/MEMORY.md"]}))
+    assert only and {h["source"] for h in only} == {"memory/MEMORY.md"}
+    command = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.search", arguments=["load test and rate limiting", 3, {"source": "memory/2026-02-1*"}]))
+    assert command and all(h["source"].startswith("memory/2026-02-1") for h in command)
+    assert set(command[0]) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date",
+                               "archived", "uri", "range"}
+    session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(inner)])))
+    async def closed() -> bool:
+        status = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status"))
+        return not status["roots"]
+
+    await until(closed, "removing the folder to close the workspace it served", timeout=20)

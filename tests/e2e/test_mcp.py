@@ -63,8 +63,9 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     assert hits[0]["date"] is None and hits[0]["archived"] is False  # the CLI's fields, null when undated
     assert (hits[0]["source"], hits[0]["heading"]) == ("memory/MEMORY.md", "Redis Caching")
 
-    chunk = await call(session, "memory_expand", id=hits[0]["id"])
+    chunk = await call(session, "memory_expand", id=hits[0]["id"][:8])  # a unique prefix is enough
     assert chunk["content"].startswith("## Redis Caching") and chunk["start_line"] == hits[0]["start_line"]
+    assert (chunk["id"], chunk["date"], chunk["archived"]) == (hits[0]["id"], None, False)
     missing = await session.call_tool("memory_expand", {"id": "0123456789abcdef"})
     assert missing.is_error and "no chunk with id '0123456789abcdef'" in missing.content[0].text  # type: ignore[union-attr]
     empty = await session.call_tool("memory_remember", {"text": "   "})
@@ -76,6 +77,15 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     assert log_lines[0] == "# 2026-12-03" and log_lines[note["start_line"] - 1] == "## 09:41"
     found = (await call(session, "memory_search", query="okapi deploy window", top_k=1))["hits"]
     assert found[0]["id"] == note["id"] and found[0]["date"] == "2026-12-03"
+    schema = tools["memory_search"].input_schema["properties"]
+    assert {"since", "until", "source"} <= set(schema)
+    dated = (await call(session, "memory_search", query="Redis cache config", since="1d", source=["memory/*"]))["hits"]
+    assert dated and {h["source"] for h in dated} == {"memory/2026-12-03.md"}  # MEMORY.md is undated: left out
+    assert (await call(session, "memory_search", query="Redis cache config", until="2026-02-01"))["hits"] == []
+    curated = (await call(session, "memory_search", query="Redis cache config", source="**/MEMORY.md"))["hits"]
+    assert curated and {h["source"] for h in curated} == {"memory/MEMORY.md"}
+    bad = await session.call_tool("memory_search", {"query": "redis", "since": "last week"})
+    assert bad.is_error and "cannot read the date" in bad.content[0].text  # type: ignore[union-attr]
     recent = (await call(session, "memory_recent", days=1))["notes"]
     assert [(n["id"], n["kind"], n["date"]) for n in recent] == [(note["id"], "daily", "2026-12-03")]
     fact = await call(session, "memory_remember", text="Okapi releases need two approvals", heading="Release rules",

@@ -34,7 +34,8 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 # -- init --------------------------------------------------------------------------------------
-def test_init_creates_a_memory_and_is_idempotent(tmp_path: Path) -> None:
+def test_init_creates_a_memory_and_is_idempotent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # conftest's setting for the fake embedder: none here
     root = tmp_path / "project"
     first = init_workspace(root, today=DAY)
     assert first.created == (CONFIG_FILE, "memory/MEMORY.md", "memory/2026-03-04.md", ".gitignore")
@@ -129,7 +130,8 @@ def test_doctor_on_a_fresh_memory_is_ok_and_says_there_is_no_index(tmp_path: Pat
     report = run_doctor(tmp_path, embedder=FakeEmbedder())
     checks = {c.name: c for c in report.checks}
     assert report.ok, report.describe()
-    assert list(checks) == ["platform", "python", "packages", "config", "workspace", "model", "index"]
+    assert list(checks) == ["platform", "python", "packages", "mcp", "config", "workspace", "model", "index"]
+    assert checks["mcp"].status == "ok" and checks["mcp"].data["installed"] is True  # the dev install has the extra
     assert checks["packages"].data["versions"]["memsearch-lsp"]
     assert "pygls" in checks["packages"].data["versions"]
     assert checks["workspace"].data["files"] == 2
@@ -153,6 +155,7 @@ def test_doctor_outside_memory_fails_with_init_as_the_fix(tmp_path: Path) -> Non
 def test_doctor_reports_a_bad_setting_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "memory").mkdir()
     (tmp_path / CONFIG_FILE).write_text("[search]\ntop_k = 'lots'\n")
+    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # conftest's setting for the fake embedder: none here
     monkeypatch.setenv("MEMSEARCH_SEARCH_RANKER", "rrf")
     report = run_doctor(tmp_path, embedder=FakeEmbedder())
     assert report.problem is not None and report.problem.name == "config" and "search.top_k" in report.problem.detail

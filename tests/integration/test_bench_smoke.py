@@ -75,3 +75,40 @@ def test_percentile() -> None:
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
     assert percentile([1.0, 2.0], 50) == pytest.approx(1.5)
     assert percentile(list(range(101)), 95) == pytest.approx(95.0)
+
+
+def test_notes_style_sets_are_scored_at_file_level(tmp_path: Path) -> None:
+    from bench.labelled import load_truth, score_spans
+
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "git-a.md").write_text("# A\n\nx\n")
+    (tmp_path / "questions.json").write_text(json.dumps({"qa": [{"q": "how", "files": ["git-a.md"]},
+                                                                 {"q": "none", "files": []}]}))
+    assert workspaces(tmp_path) == [tmp_path]
+    truth = load_truth(tmp_path, tmp_path)
+    assert [q["q"] for q in truth.questions] == ["how"]
+    spans = [("memory/b.md", 1, 3), ("memory/git-a.md", 1, 3)]
+    assert score_spans(truth.label(truth.questions[0]), spans) == {"hit@1": 0.0, "hit@3": 1.0, "hit@5": 1.0,
+                                                                   "mrr@5": 0.5}
+    assert score_spans({"files": ["git-a.md"]}, [("memory/b.md", 1, 1)] * 5 + [("memory/git-a.md", 1, 1)])["mrr@5"] == 0
+
+
+def _record(dense: dict[str, float], sparse: dict[str, float], good: str, cov: dict[str, float]) -> dict:
+    cands = {k: {"source": f"memory/{k}.md", "start": 1, "end": 2, "section": [f"memory/{k}.md", k],
+                 "cov": cov.get(k, 0.0), "chars": 100} for k in {**dense, **sparse}}
+    return {"ws": "w", "q": "q", "dense": dense, "sparse": sparse, "cands": cands, "idf": [1.0], "n_terms": 1,
+            "truth": {"files": [f"{good}.md"]}}
+
+
+def test_fusion_replay_is_the_product_ranking_and_the_fast_path_agrees() -> None:
+    from bench.fusion import Compiled, evaluate, product_ranker, set_score
+    from memsearch_lsp.core.search.rank import LEARNED
+
+    flat = {"a": 0.50, "b": 0.49, "c": 0.485, "d": 0.48, "e": 0.475, "f": 0.47}
+    sure = {"b": 0.60, "a": 0.45, "c": 0.44, "d": 0.43, "e": 0.42, "f": 0.40}
+    sparse = {"a": 10.0, "b": 6.0, "c": 2.0, "d": 1.9, "e": 1.8, "f": 1.7}
+    records = [_record(sure, sparse, "b", {}), _record(flat, sparse, "a", {"a": 0.5})]
+    learned = evaluate(records, product_ranker(min_score=0.0))
+    assert learned["mrr@5"] == 1.0  # the sure leg wins each question
+    assert evaluate(records, product_ranker(ranker="minmax", min_score=0.0))["mrr@5"] == 0.75
+    assert set_score([Compiled(r) for r in records], LEARNED)[0] == learned["mrr@5"]

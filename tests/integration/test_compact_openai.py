@@ -55,7 +55,7 @@ def test_openai_summary_per_week_with_prompt_links_and_key(workspace: Path, make
     content = plan.summaries[0].content
     assert content.startswith("# Summary 2026-W06\n") and "(openai, 2026-02-18)" in content
     assert re.match(r"Summarise these daily logs from 2026-W06 in at most \d+ characters, links included", user)
-    assert "at most 35 %" in DEFAULT_PROMPT.read_text()  # the ratio target, in the prompt
+    assert "at most 40 %" in DEFAULT_PROMPT.read_text()  # the ratio target, in the prompt
     assert "## Event bus\n\n- Decision: Kafka over RabbitMQ" in content  # unfenced; the title became a topic
     assert "junk" not in content and "```" not in content
     everything = json.dumps(plan.to_dict()) + plan.describe() + caplog.text

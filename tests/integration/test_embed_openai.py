@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import EmbeddingConfig
+from memsearch_lsp.core.embedding import openai as embedder_module
 from memsearch_lsp.core.embedding.onnx import EmbeddingError, create_embedder, query_vector
 from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 from memsearch_lsp.core.memory import Memory
@@ -187,3 +190,63 @@ def test_bench_accepts_the_provider_settings(server: EmbeddingServer, monkeypatc
     assert embedder.embed(["a b c"] * 6) and [len(r["input"]) for r in server.requests] == [5, 1]
     assert server.requests[0]["dimensions"] == 12 and embedder.dim == 12
     assert embedding_settings(parse(["throughput"])).provider == "bundled"
+
+
+def test_a_search_while_the_endpoint_is_busy_answers_with_bm25_alone(
+        server: EmbeddingServer, workspace: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "",
+                "timeout_s": 0.5, "max_retries": 3}
+    with Memory(workspace, embedding=settings) as memory:
+        memory.index()
+        # The endpoint is busy: the query's request (and its one retry) answer after the timeout.
+        server.script = [1.5, 1.5]
+        with caplog.at_level(logging.WARNING, logger="memsearch_lsp.core.search.hybrid"):
+            hits = memory.search("Redis cache TTL", top_k=3)
+        assert hits and hits[0].heading == "Redis Caching"
+        assert "BM25 alone" in caplog.text and "timed out after 0.5s (2 attempts)" in caplog.text
+        # A query without a word BM25 could search for finds nothing, and never fails.
+        server.script = [1.5, 1.5]
+        assert memory.search("?!", top_k=3) == []
+
+
+def test_a_query_waits_at_most_the_query_timeout_and_one_retry(
+        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]) -> None:
+    embedder = create_embedder(settings(timeout_s=60.0, max_retries=4))
+    assert isinstance(embedder, OpenAIEmbedder)
+    embedder_module.QUERY_TIMEOUT_S = 0.3  # as 10 s would, in a test's time
+    try:
+        server.script = [1.0, 1.0, 1.0]
+        start = time.monotonic()
+        with pytest.raises(EmbeddingError, match=r"timed out after 0\.3s \(2 attempts\)"):
+            embedder.embed_query("slow")
+        assert time.monotonic() - start < 5
+    finally:
+        embedder_module.QUERY_TIMEOUT_S = 10.0
+
+
+async def test_workspace_symbol_during_a_slow_first_index_answers_instead_of_failing(
+        server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsprotocol import types
+
+    from memsearch_lsp.lsp.features.symbols import READY_WAIT_S
+    from tests.helpers import make_workspace, start, stop
+
+    for key, value in {"PROVIDER": "openai", "BASE_URL": server.url, "MODEL": "fake-a", "API_KEY_ENV": "",
+                       "BATCH_SIZE": "2", "TIMEOUT_S": "30"}.items():
+        monkeypatch.setenv(f"MEMSEARCH_EMBEDDING_{key}", value)
+    ws = make_workspace(tmp_path)
+    server.script = [1.0] * 400  # every request answers after a second: the first index takes ~25 s
+    session = await start(ws)
+    try:
+        begin = time.monotonic()
+        result = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Redis cache TTL"))
+        # Answered (from the part indexed so far) after waiting READY_WAIT_S for the first pass, not an error
+        # and not after the whole first pass.
+        assert isinstance(result, list)
+        assert time.monotonic() - begin < READY_WAIT_S + 5 and not session.indexed
+        await session.wait_indexed(1, timeout=120)
+        server.script = []
+        after = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Redis cache TTL"))
+        assert after and after[0].name.startswith("Redis Caching")
+    finally:
+        await stop(session)

@@ -7,19 +7,26 @@ from pathlib import Path
 
 import pytest
 
+from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
 from memsearch_lsp.core.embedding.base import query_vector
 from memsearch_lsp.core.search.bm25 import DfTable, query_terms, tokens
 from memsearch_lsp.core.search.rank import (
     BM25_GAIN,
     DENSE_GAIN,
+    LEARNED,
+    MIN_WEIGHT,
     SECTION_SHARE,
     confidence,
     fuse,
+    learned,
     minmax,
+    rank,
     ranks,
+    relevance,
     share_sections,
 )
+from memsearch_lsp.core.store.milvus import sparse_dict
 from tests.fakes import FakeEmbedder
 from tests.helpers import LONG, long_workspace
 
@@ -209,3 +216,98 @@ def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(tmp_pa
     assert window_rows() == 0
     assert memory.search("kangaroo paddock fence", top_k=3, vector_weight=1.0, bm25_weight=0.0)[0].source \
         != "memory/2026-02-05.md"
+
+
+# -- the learned fusion (the default) and the relevance floor --------------------------------------
+SPARSE = {"a": 10.0, "b": 6.0, "c": 2.0, "d": 1.9, "e": 1.8, "f": 1.7}  # BM25 prefers "a", then "b"
+PARAPHRASE = {"b": 0.60, "a": 0.45, "c": 0.44, "d": 0.43, "e": 0.42, "f": 0.40}  # the meaning picks "b"
+FLAT = {"b": 0.50, "a": 0.49, "c": 0.485, "d": 0.48, "e": 0.475, "f": 0.47}
+
+
+def test_learned_fusion_is_the_default_and_trusts_the_leg_that_is_sure() -> None:
+    assert SearchConfig().ranker == "learned" and SearchConfig().min_score > 0
+    # A paraphrase: dense picks "b" clearly (confidence 0.33), BM25 is sure of "a" (0.83): dense wins,
+    # where the previous default (minmax 0.3/0.7) kept BM25's first.
+    assert [k for k, _ in fuse(PARAPHRASE, SPARSE, "learned")][:2] == ["b", "a"]
+    assert [k for k, _ in fuse(PARAPHRASE, SPARSE, "minmax", 0.3, 0.7)][:2] == ["a", "b"]
+    # A flat dense leg (every chunk of a chat looks alike) leaves the order to BM25.
+    assert [k for k, _ in fuse(FLAT, SPARSE, "learned")][:2] == ["a", "b"]
+    # The formula of the docstring, with the shipped weights.
+    t_dense, g_bm25, t_bm25, c_cov = LEARNED
+    cover = {"a": 0.5, "b": 1.0}
+    got = learned(PARAPHRASE, SPARSE, cover)
+    wd = max(MIN_WEIGHT, confidence(PARAPHRASE) - t_dense)
+    wb = max(MIN_WEIGHT, g_bm25 * (confidence(SPARSE) - t_bm25))
+    d, s = minmax(PARAPHRASE), minmax(SPARSE)
+    for key in "abcdef":
+        assert got[key] == pytest.approx(wd * d[key] + (wb + c_cov * cover.get(key, 0.0)) * s[key])
+
+
+def test_learned_fusion_lifts_a_bm25_candidate_that_covers_more_of_the_query() -> None:
+    dense = {"x": 0.50, "y": 0.49, "z": 0.48}
+    sparse = {"x": 5.0, "y": 4.9, "z": 1.0}  # nearly tied in BM25; "y" has every query term, "x" one
+    plain = [k for k, _ in fuse(dense, sparse, "learned", coverage={})]
+    covered = [k for k, _ in fuse(dense, sparse, "learned", coverage={"x": 0.2, "y": 1.0, "z": 0.2})]
+    assert plain[0] == "x" and covered[0] == "y"
+
+
+def test_learned_fusion_with_one_leg_ranks_by_that_leg() -> None:
+    assert [k for k, _ in fuse(PARAPHRASE, {}, "learned")] == list(PARAPHRASE)
+    assert [k for k, _ in fuse({}, SPARSE, "learned")] == list(SPARSE)
+    assert fuse({}, {}, "learned") == []
+
+
+def test_relevance_is_absolute_and_the_floor_drops_what_matches_nothing() -> None:
+    # (2 x cosine + coverage) / 3; a BM25-only candidate gets the dense leg's lowest cosine.
+    got = relevance({"a": 0.6, "b": 0.2}, {"a": 1.0, "b": 0.0, "c": 0.9})
+    assert got == pytest.approx({"a": (1.2 + 1.0) / 3, "b": 0.4 / 3, "c": (0.4 + 0.9) / 3})
+    assert relevance({}, {"a": 0.5}) == {"a": 0.5}  # no dense leg: coverage alone
+    # The same candidates rescaled per query look alike; relevance tells the unrelated query apart.
+    related = {"a": 0.62, "b": 0.40, "c": 0.35}
+    unrelated = {"a": 0.22, "b": 0.14, "c": 0.10}
+    assert minmax(related)["a"] == minmax(unrelated)["a"] == 1.0
+    settings = SearchConfig(min_score=0.3)
+    sections = lambda keys: {}  # noqa: E731
+    kept = rank(related, {"a": 3.0, "b": 1.0}, {"a": 0.7, "b": 0.3, "c": 0.0}, sections, settings)
+    assert [k for k, _ in kept] == ["a", "b"]  # "c": (0.70 + 0) / 3 < 0.3
+    assert rank(unrelated, {}, {"a": 0.0, "b": 0.0, "c": 0.0}, sections, settings) == []
+    off = rank(unrelated, {}, {"a": 0.0, "b": 0.0, "c": 0.0}, sections, SearchConfig(min_score=0.0))
+    assert [k for k, _ in off] == ["a", "b", "c"]
+
+
+def test_search_returns_nothing_for_a_query_that_matches_nothing(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace, search={"min_score": SearchConfig().min_score})
+    memory.index()
+    assert memory.search("xyzzy plugh", top_k=5) == []
+    assert memory.search("flibber wonk grizzle snorp", top_k=5) == []
+    hits = memory.search("Redis cache TTL", top_k=5)
+    assert hits and hits[0].heading == "Redis Caching"
+    # The floor is a setting: off, the same query returns its (irrelevant) best candidates.
+    assert memory.search("xyzzy plugh", top_k=5, min_score=0.0)
+
+
+def test_coverage_is_the_share_of_the_query_idf_mass_a_chunk_holds(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    store, terms = memory.store, memory.df.query_vector("Redis cache xyzzy")
+    ids = list(store.sparse_leg(terms, 30))
+    assert ids
+    got = store.coverage(ids, terms)
+    total = sum(terms.values())
+    stored = {r["id"]: sparse_dict(r["sparse"]) for r in store._get(ids, ["sparse"])}
+    assert store.mirror() is not None  # the legs and coverage above came from the in-process mirror
+    for key in ids:
+        want = sum(w for t, w in terms.items() if t in stored[key]) / total
+        assert got[key] == pytest.approx(want, abs=1e-9)
+    assert max(got.values()) < 1.0  # nothing holds "xyzzy"
+    assert store.coverage(ids, {}) == {k: 0.0 for k in ids}
+
+
+def test_related_memories_are_the_nearest_ones_whatever_the_floor(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace, search={"min_score": 1.0})  # a floor nothing reaches
+    memory.index()
+    assert memory.search("Redis cache TTL", top_k=3) == []
+    chunk = memory.expand(memory.search("Redis cache TTL", top_k=1, min_score=0.0)[0].id)
+    assert chunk is not None
+    related = memory.related(chunk, top_k=3)
+    assert related and all(h.source != chunk.source for h in related)

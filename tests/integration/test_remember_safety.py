@@ -140,7 +140,7 @@ def run_cli(ws: Path, *args: str, stdin: str | None = None) -> subprocess.Comple
 
 def test_the_cli_refuses_a_huge_note_with_exit_1_and_writes_nothing(workspace: Path) -> None:
     done = run_cli(workspace, "-", "--json", stdin="x" * (MAX_NOTE_BYTES + 10))
-    assert done.returncode == 1 and "64 KiB" in done.stderr
+    assert done.returncode == 1 and "64 KiB" in json.loads(done.stdout)["error"]["message"]  # --json: on stdout
     assert not (workspace / LOG).exists()
 
 

@@ -26,11 +26,16 @@ from memsearch_lsp.core.embedding.onnx import create_embedder
 import memsearch_lsp.core.store.mirror as mirror_module
 monkeypatch.setattr("memsearch_lsp.core.compact.plan.create_summarizer", fake)
 '''
+SPLIT_OFF = '''from memsearch_lsp.core.store.schema import sparse_arrays
+from memsearch_lsp.core.compact.types import CompactionPlan
+'''
 
 
 def test_old_imports_and_dotted_names_are_rewritten_once() -> None:
     assert apply_moves.rewrite(OLD, MOVES) == NEW
     assert apply_moves.rewrite(NEW, MOVES) == NEW  # the new layout is left alone
+    assert apply_moves.rewrite(SPLIT_OFF, MOVES) == SPLIT_OFF  # and so are modules split out of an old one
+    assert apply_moves.rewrite(SPLIT_OFF, MOVES, prose=True) == SPLIT_OFF
 
 
 def test_every_new_module_of_the_table_exists() -> None:

@@ -80,8 +80,12 @@ def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = 
                               timeout=setting("TIMEOUT", 50), check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HookError(f"{argv[0]} failed: {exc}") from exc
-    if done.returncode != 0:
-        raise HookError(done.stderr.strip() or f"{argv[0]} exited with {done.returncode}")
+    if done.returncode != 0:  # with --json the CLI's error is {"error": {"message", "hint"}} on stdout
+        try:
+            error = json.loads(done.stdout)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            error = ""
+        raise HookError(done.stderr.strip() or error or f"{argv[0]} exited with {done.returncode}")
     return done.stdout
 
 
@@ -226,10 +230,33 @@ def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
     hits = choose(search(event, bounded(prompt, 1000), 2 * top_k + 2), top_k)
     if not hits:
         return None
+    budget = setting("CONTEXT_CHARS", 2000)
     lines = ["Possibly relevant memories (memsearch; `memsearch-lsp expand ID` shows a whole section):"]
-    lines += [f"- {h['source']}:{h['start_line']}-{h['end_line']} {h['heading']} (id {h['id']}): {h['snippet']}"
-              for h in hits]
-    return context("UserPromptSubmit", "\n".join(lines), setting("CONTEXT_CHARS", 2000))
+    share = max(160, (budget - len(lines[0])) // len(hits) - 100)
+    for hit, body in zip(hits, bodies(event, hits), strict=True):
+        text = trim(body, share).replace("\n", "\n  ")
+        where = f"{hit['source']}:{hit['start_line']}-{hit['end_line']}"
+        lines.append(f"- {where} {hit['heading']} (id {hit['id']}):\n  {text}")
+    return context("UserPromptSubmit", "\n".join(lines), budget)
+
+
+def bodies(event: dict[str, Any], hits: list[dict[str, Any]]) -> list[str]:
+    """Each hit's section without its heading line, from a running index owner; its snippet otherwise."""
+    sock = owner_socket(event)
+    out = []
+    for hit in hits:
+        body = str(hit.get("snippet") or "")
+        if sock is not None:
+            try:
+                chunk = owner_call(sock, "expand", chunk_id=hit["id"])
+                lines = str(chunk["content"]).split("\n") if chunk else []
+                if lines and lines[0].lstrip().startswith("#"):
+                    lines = lines[1:]
+                body = "\n".join(lines).strip() or body
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        out.append(body)
+    return out
 
 
 # -- capture -----------------------------------------------------------------------------------

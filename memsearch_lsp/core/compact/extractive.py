@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memsearch_lsp.core.chunks import normalize_newlines, outline
+from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
+from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, block_gist, block_score, classify
 from memsearch_lsp.core.compact.summarize import LogText, Note
 from memsearch_lsp.core.embedding.onnx import Embedder
 
@@ -28,6 +29,7 @@ class _Item:
     log: LogText
     anchor: int  # the line of its section's heading (or its own line, before any heading)
     order: int = 0  # its place among the items summarised together
+    first: str = ""  # its first line (a labelled line is kept whole; the lines joined to it are not)
 
     @property
     def key(self) -> str:
@@ -39,9 +41,15 @@ class _Item:
         return {_NORM.sub("", t.lower()) for t in _KEY.findall(self.text)} - {""}
 
 
+_STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
+
+
 def _topic(path: list[tuple[int, str]], date: str) -> str:
-    titles = [t for lvl, t in path if not (lvl == 1 and date and date in t) and t]
-    return " / ".join(titles) or "Notes"
+    """The section's headings without the log's date title or a time-stamped note's heading: a note under
+    `## HH:MM` or `## HH:MM — deploy` (`remember`'s notes) goes to "Notes", so a day's notes share one
+    link in the summary instead of a section each (the title mostly repeats the note's first words)."""
+    titles = [t.strip() for lvl, t in path if not (lvl == 1 and date and date in t) and not _STAMP.match(t)]
+    return " / ".join(t for t in titles if t) or "Notes"
 
 
 def parse_log(log_text: LogText) -> list[_Item]:
@@ -57,9 +65,23 @@ def parse_log(log_text: LogText) -> list[_Item]:
     i = body_start
 
     def add(kind: str, text: str, depth: int, line: int) -> _Item:
-        item = _Item(_topic(path, log_text.date), kind, text, depth, line, log_text, anchor or line)
+        item = _Item(_topic(path, log_text.date), kind, text, depth, line, log_text, anchor or line, first=text)
         items.append(item)
         return item
+
+    bare: tuple[Heading, list[tuple[int, str]], int] | None = None  # the last heading, its parents, items before it
+
+    def said_by_its_title(level: int) -> None:
+        """A heading with nothing under it ("## Switched the queue to SQS") says its fact in its title."""
+        nonlocal path
+        if bare is None or len(items) > bare[2] or bare[0].level < level:
+            return
+        heading, parents, _ = bare
+        title = _STAMP.sub("", heading.title).strip()
+        if title and not (heading.level == 1 and log_text.date and log_text.date in title):
+            path, kept = parents, path
+            add("para", title, 0, heading.row + 1)
+            path = kept
 
     while i < len(lines):
         line, stripped = lines[i], lines[i].strip()
@@ -70,6 +92,8 @@ def parse_log(log_text: LogText) -> list[_Item]:
             continue
         heading = heading_at.get(i)
         if heading is not None:
+            said_by_its_title(heading.level)
+            bare = (heading, [(lvl, t) for lvl, t in path if lvl < heading.level], len(items))
             path = [(lvl, t) for lvl, t in path if lvl < heading.level] + [(heading.level, heading.title)]
             anchor = i + 1 if _topic(path, log_text.date) != "Notes" else 0
             current, i = None, heading.end_row + 1
@@ -89,17 +113,19 @@ def parse_log(log_text: LogText) -> list[_Item]:
         if bullet:
             depth = min(len(bullet.group(1).expandtabs(4)) // 2, 3)
             current = add("bullet", bullet.group(2).strip(), depth, i)
-        elif current is not None:
+        elif current is not None and not _labelled(stripped):
             current.text += " " + stripped  # a continuation line of the bullet or paragraph
         else:
             current = add("para", stripped, 0, i)
+    said_by_its_title(0)
     return items
 
 
 # -- choosing what to keep ------------------------------------------------------------------------
 _LABEL = re.compile(r"^((?:\S+ ){0,3}\S+?):\s+(?=\S)")  # "Dana: ...", "Decision: ..." (after emphasis is gone)
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+# sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
+_SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+(?=(?:so|but|which|then)\s)")
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
 _STOP = frozenset(re.findall(r"\S+", """
     a an the and or but if so of to in on at by for with from as is are was were be been being am it its this that
@@ -107,46 +133,44 @@ _STOP = frozenset(re.findall(r"\S+", """
     how do does did done have has had not no yes just really very too also much many more most some any all can could
     would should will shall may might must get got about into over than then out up down off again only own same such
     both each few other like well still even ever"""))
-_CHATTER = frozenset(re.findall(r"\S+", """
-    hey hi hello wow thanks thank haha lol congrats congratulations cool awesome great nice glad sounds aw aww oh
-    yeah yes sure ok okay totally same amazing lovely bye cheers welcome omg"""))
-_WHEN = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|"
-                   r"fri|satur|sun)day\b|\b(?:yesterday|tomorrow|today|tonight|last|next|ago|week|month|year|"
-                   r"deadline|until|since)\b", re.I)
-_DECISION = re.compile(r"\b(?:decid\w*|decision|chose|choose|agreed|agree|will|plan\w*|going to|switch\w*|mov\w*|"
-                       r"start\w*|finish\w*|bought|buy|adopt\w*|won|join\w*|fix\w*|set|raised?|cut|releas\w*|"
-                       r"deploy\w*|migrat\w*|because|must|never|always|instead|replac\w*|lost|got|signed|"
-                       r"learn\w*|found|made|open\w*|clos\w*|stor\w*|use[sd]?)\b", re.I)
 UNIT_OVERHEAD = 12  # "- ", " (L123)", a newline: what each kept line costs besides its words
+SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
+MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
+COST_POWER = 0.75  # what a sentence carries over its length to this power: long sentences of facts not starved
+STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
+MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
 
 
 @dataclass
 class _Unit:
-    """A sentence or clause of an item: what the extractive summary keeps or drops."""
+    """A sentence or clause of an item (or a whole block, or a block's gist): what the summary keeps or drops."""
 
     item: _Item
     start: int  # span in the item's cleaned text
     end: int
     text: str
     score: float = 0.0
-    weak: bool = False  # a question, small talk or a fragment: never worth a line of the summary
+    weak: bool = False  # a question, small talk, narration or a fragment: never worth a line of the summary
+    must: bool = False  # a labelled line (Decision:, Root cause:, TODO ...): always kept
 
     @property
     def density(self) -> float:
-        return self.score / (len(self.text) + UNIT_OVERHEAD)
+        return self.score / (max(len(self.text), MIN_COST) + UNIT_OVERHEAD) ** COST_POWER
 
 
 def _clean(item: _Item) -> tuple[str, str]:
-    """(label, body): emphasis markers dropped, a leading 'Name:' label set apart."""
-    text = _EMPHASIS.sub(r"\2", item.text) if item.kind != "block" else item.text
-    label = _LABEL.match(text) if item.kind != "block" else None
+    """(label, body): emphasis markers dropped, a leading 'Name:' label set apart; a long block's gist."""
+    if item.kind == "block":
+        return "", item.text if len(item.text) <= SHORT_BLOCK else block_gist(item.text)
+    text = _EMPHASIS.sub(r"\2", item.text)
+    label = _LABEL.match(text)
     return (label.group(1), text[label.end():]) if label else ("", text)
 
 
 def units_of(item: _Item) -> list[_Unit]:
     body = _clean(item)[1]
-    if item.kind == "block":
-        return [_Unit(item, 0, len(body), body)]
+    if item.kind == "block" and (len(item.text) <= SHORT_BLOCK or not _TABLE.match(item.text)):
+        return [_Unit(item, 0, len(body), body)]  # a short block, or a long code block's gist: one unit
     out, start = [], 0
     for match in _SPLIT.finditer(body):
         if body[start:match.start()].strip():
@@ -157,8 +181,44 @@ def units_of(item: _Item) -> list[_Unit]:
     return out
 
 
+def _labelled(line: str) -> bool:
+    """A line that opens with a label kept always ('Decision: ...', 'TODO ...'): its own item, never a continuation."""
+    text = _EMPHASIS.sub(r"\2", line)
+    label = _LABEL.match(text)
+    return always_kept(label.group(1) if label else "", text)
+
+
+def _first_line_end(item: _Item) -> int:
+    """Where the item's first line ends in its cleaned text."""
+    label = _clean(item)[0]
+    first = _EMPHASIS.sub(r"\2", item.first)
+    return max(len(first) - (len(label) + 2 if label else 0), 1)
+
+
+def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
+    """The units (by id) that a dead end ("no effect", "didn't help") speaks of: its own sentence, and the
+    sentence before it when the dead end opens a sentence ("Tried a bigger pool. No effect."); never the
+    rest of a paragraph, whose other lines may carry facts."""
+    sentences: list[list[_Unit]] = []
+    for n, unit in enumerate(units):
+        previous = units[n - 1] if n else None
+        if previous is None or previous.item is not unit.item or previous.text.rstrip(" \"')]").endswith(
+                (".", "!", "?", "…")):
+            sentences.append([])
+        sentences[-1].append(unit)
+    out: set[int] = set()
+    for n, sentence in enumerate(sentences):
+        if any("dead_end" in classify(u.text).noise for u in sentence):
+            out.update(id(u) for u in sentence)
+            opens = "dead_end" in classify(sentence[0].text).noise
+            if opens and n and sentences[n - 1][0].item is sentence[0].item:
+                out.update(id(u) for u in sentences[n - 1])
+    return out
+
+
 def _score(units: Sequence[_Unit]) -> None:
-    """Facts over chatter: rare words, numbers, names, code, dates and decisions; small talk is weak."""
+    """Facts over noise: the fact classes a sentence carries (compact_facts), a little for rare words;
+    labelled lines are always kept, narration, status, dead ends and small talk are weak."""
     import math
 
     words = [{w.lower() for w in _TOKEN.findall(u.text) if w.lower() not in _STOP and len(w) > 2} for u in units]
@@ -167,20 +227,22 @@ def _score(units: Sequence[_Unit]) -> None:
         for w in bag:
             df[w] = df.get(w, 0) + 1
     n = len(units)
+    dead_ends = _dead_end_sentences(units)
     for unit, bag in zip(units, words):
-        tokens = _TOKEN.findall(unit.text)
-        info = sum(math.log((1 + n) / (1 + df[w])) + 0.5 for w in bag)
-        numbers = {t for t in tokens if t[0].isdigit()}
-        code = {t for t in tokens if t.startswith("`")}
-        names = {t for k, t in enumerate(tokens) if k and t[0].isupper() and t.lower() not in _STOP}
-        names |= set(_LABEL.findall(unit.item.text[:60])) if unit.start == 0 else set()
-        score = info + 2.5 * len(numbers) + 2.5 * len(code) + 1.5 * len(names)
-        score += 2.0 * bool(_WHEN.search(unit.text)) + 3.0 * bool(_DECISION.search(unit.text))
-        score += 3.0 * bool(_DECISION.search(f"{_clean(unit.item)[0]} {unit.item.topic}"))  # "Decision: ..."
-        first = tokens[0].lower() if tokens else ""
-        unit.weak = (unit.text.rstrip(" \"')").endswith("?") or (first in _CHATTER and len(unit.text) < 80)
-                     or len(unit.text) < 20) and not numbers and not code
-        unit.score = score
+        label = _clean(unit.item)[0]
+        info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
+        if unit.item.kind == "block" and (len(unit.item.text) <= SHORT_BLOCK or not _TABLE.match(unit.item.text)):
+            score, factual = block_score(unit.item.text)
+            unit.score = score + info
+            unit.weak = not factual or unit.score < MIN_SCORE
+            continue
+        facts = classify(unit.text, first=unit.start == 0)
+        context = classify(f"{label} {unit.item.topic}", first=False)  # "Decision: ...", "## Rollback plan"
+        unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
+        unit.score -= 6.0 * (id(unit) in dead_ends and "dead_end" not in facts.noise)
+        # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
+        unit.must = always_kept(label, unit.item.text) and unit.start < _first_line_end(unit.item)
+        unit.weak = not unit.must and (not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12)
 
 
 @dataclass
@@ -212,7 +274,7 @@ class _Choice:
 def _line(item: _Item, parts: Sequence[_Unit]) -> str:
     label, body = _clean(item)
     where = f"(L{item.log.line(item.line)})"
-    if item.kind == "block":
+    if item.kind == "block" and len(item.text) <= SHORT_BLOCK:
         return f"\n{body}\n{where}\n\n"
     text, end = "", None
     for unit in parts:
@@ -220,43 +282,99 @@ def _line(item: _Item, parts: Sequence[_Unit]) -> str:
             text = unit.text
         else:
             gap = body[end:unit.start]
-            text += (gap if not gap.strip() or gap.strip() == ";" else " … ") + unit.text
+            text += (gap if not gap.strip() or gap.strip() in {";", ","} else " … ") + unit.text
             text = text.replace("  ", " ")
         end = unit.end
     return f"- {label + ': ' if label else ''}{text} {where}\n"
 
 
+def _drop_repeats(units: Sequence[_Unit]) -> None:
+    """A sentence said again, whole, inside a longer one ("Error rate 0.2%." and later "Error rate 0.2%, p99
+    205 ms.") is weak: the longer one carries it. Sentences only, not lines: `dedupe` compares whole lines."""
+    keys = [f" {' '.join(_NORM.sub(' ', u.text.lower()).split())} " for u in units]
+    for n, unit in enumerate(units):
+        if unit.weak or unit.must or len(keys[n]) < 10:
+            continue
+        unit.weak = any(m != n and len(keys[m]) > len(keys[n]) and keys[n] in keys[m] and not units[m].weak
+                        for m in range(len(units)))
+
+
 def choose(items: Sequence[_Item], budget: int | None) -> str:
-    """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None)."""
+    """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None).
+
+    Labelled lines come first and always stay; then each log's best sentence, so no day goes missing;
+    then the rest by what they carry per character. Never empty while the items hold text.
+    """
     for order, item in enumerate(items):
         item.order = order
     units = [u for item in items for u in units_of(item)]
     if budget is None:
         return _Choice(units).render()
     _score(units)
-    ranked = sorted((u for u in units if not u.weak), key=lambda u: (-u.density, u.item.order, u.start))
+    _drop_repeats(units)
+    ranked = sorted((u for u in units if not u.weak and not u.must),
+                    key=lambda u: (-u.density, u.item.order, u.start))
+    firsts: dict[str, _Unit] = {}
+    for unit in ranked:
+        firsts.setdefault(unit.item.log.source, unit)
+    rest = [u for u in ranked if firsts.get(u.item.log.source) is not u]
+    queue = [u for u in units if u.must] + list(firsts.values()) + \
+        [u for u in rest if u.score >= STRONG_SCORE] + [u for u in rest if u.score < STRONG_SCORE]
     choice = _Choice()
     used = 0
     seen_items: set[int] = set()
     seen_runs: set[tuple[str, str]] = set()
     seen_topics: set[str] = set()
-    for unit in ranked:
+    for unit in queue:
         item = unit.item
         cost = len(unit.text) + (3 if id(item) in seen_items else UNIT_OVERHEAD + len(_clean(item)[0]) + 2)
         cost += 0 if (item.topic, item.log.source) in seen_runs else len(item.log.ref_day(item.anchor)) + 8
         cost += 0 if item.topic in seen_topics else len(item.topic) + 5
-        if used + cost > budget:
+        if used + cost > budget and not unit.must:
             continue
         used += cost
         choice.units.append(unit)
         seen_items.add(id(item))
         seen_runs.add((item.topic, item.log.source))
         seen_topics.add(item.topic)
+    if not choice.units and units:  # never empty: the best of what there is
+        choice.units.append(max(units, key=lambda u: (not u.weak, u.score, -u.item.order)))
     text = choice.render()
-    while choice.units and len(text) > budget:  # the estimate was short: drop the weakest until it fits
-        choice.units.pop()
+    while len(text) > budget:  # the estimate was short: drop the last chosen until it fits (labelled lines stay)
+        optional = [n for n, u in enumerate(choice.units) if not u.must]
+        if len(choice.units) <= 1 or not optional:
+            break
+        choice.units.pop(optional[-1])
         text = choice.render()
     return text
+
+
+VERBATIM_TOPIC = "Kept word for word"  # where restore_labelled puts the labelled lines a model dropped
+
+
+def restore_labelled(summary: str, logs: Sequence[LogText]) -> str:
+    """`summary` (another summariser's) with every labelled line of the logs it lacks appended word for word.
+
+    A labelled line (`Decision:`, `Root cause:`, `TODO` ...) is lacking when its text, compared without
+    case, emphasis, punctuation or spacing, is nowhere in the summary. The lines appended take the
+    extractive summary's shape: a `## Kept word for word` section, a dated link per log, `(L<n>)` per line.
+    """
+    have = " ".join(_NORM.sub(" ", _EMPHASIS.sub(r"\2", summary).lower()).split())
+    lacking = []
+    for log_text in logs:
+        for item in parse_log(log_text):
+            label, body = _clean(item)
+            if item.kind == "block" or not always_kept(label, item.text):
+                continue
+            if " ".join(_NORM.sub(" ", body.lower()).split()) not in have:
+                item.topic = VERBATIM_TOPIC
+                lacking.append(item)
+    if not lacking:
+        return summary
+    for order, item in enumerate(lacking):
+        item.order = order
+    kept = _Choice([_Unit(i, 0, len(_clean(i)[1]), _clean(i)[1]) for i in lacking]).render()
+    return f"{summary.rstrip()}\n\n{kept}" if summary.strip() else kept
 
 
 class ExtractiveSummarizer:
@@ -275,8 +393,6 @@ class ExtractiveSummarizer:
     def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
                   budget: int | None = None) -> str:
         items = [item for log_text in logs for item in parse_log(log_text)]
-        if budget is not None and budget <= 0:
-            return ""
         return choose(self.dedupe(items), budget)
 
     def dedupe(self, items: list[_Item]) -> list[_Item]:
@@ -287,8 +403,19 @@ class ExtractiveSummarizer:
                 continue
             keys.add(item.key)
             kept.append(item)
+        if self.threshold > 1:
+            return kept
+        # a line repeated inside a longer one ("Error rate 0.2%." and "Error rate 0.2%, p99 205 ms."): the longer stays
+        # (and when the longer one adds no number or name, it is the repeat: the shorter stays)
+        lines = [i for i in kept if i.kind != "block" and len(i.key) >= 12]
+        gone: set[int] = set()
+        for short in lines:
+            for long in lines:
+                if len(long.key) > len(short.key) and f" {short.key} " in f" {long.key} ":
+                    gone.add(id(short) if long.names > short.names else id(long))
+        kept = [i for i in kept if id(i) not in gone]
         lines = [i for i in kept if i.kind != "block"]
-        if len(lines) < 2 or self.threshold > 1:
+        if len(lines) < 2:
             return kept
         import numpy as np
 

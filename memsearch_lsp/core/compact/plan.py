@@ -14,8 +14,9 @@ from urllib.parse import quote
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.compact.apply import LogChanged, apply_files, sha256
-from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer
+from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.compact.summarize import (
+    MIN_BUDGET,
     TARGET_RATIO,
     CompactError,
     LogText,
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], Embedder]) -> Summarizer:
     """The configured summariser; `embedder` is called only when one is needed."""
     if config.summarizer == "openai":
-        return OpenAISummarizer(config, root)
+        return OpenAISummarizer(config, root, restore=restore_labelled)
     if config.summarizer == "extractive":
         return ExtractiveSummarizer(embedder, config.similarity_threshold)
     raise ConfigError(f"compact.summarizer: expected 'extractive' or 'openai', got {config.summarizer!r}")
@@ -144,19 +145,23 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
     moves = _archive_targets(memory, sources)
     groups = _by_period(sources, config.group_by)
     summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
-    summaries: list[SummaryFile] = []
     archive: list[ArchiveMove] = []
-    chars_before = chars_after = allowed = 0
-    for done, (key, members) in enumerate(groups.items()):
-        if progress:
-            progress(done, len(groups), f"summarising {key} ({len(members)} logs)")
+    planned: list[tuple[str, str, list[LogText]]] = []  # (period, summary path, logs)
+    for key, members in groups.items():
         folder = posixpath.dirname(members[0])
-        path = posixpath.join(folder, f"summary-{key}.md")
         logs = _group_logs(memory, members, moves, folder, texts, archive)
-        size = sum(len(x.text) for x in logs)
-        allowed += int(TARGET_RATIO * size)  # what an earlier summary left unused goes to the next
-        frame = len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content)
-        budget = allowed - chars_after - frame - 1  # the body follows the intro after a blank line
+        planned.append((key, posixpath.join(folder, f"summary-{key}.md"), logs))
+    sizes = [sum(len(x.text) for x in logs) for _, _, logs in planned]
+    frames = [len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content) + 1
+              for key, path, logs in planned]  # the body follows the intro after a blank line
+    summaries: list[SummaryFile] = []
+    chars_before = chars_after = allowed = 0
+    targets = body_budgets(sizes, frames, [len(logs) for _, _, logs in planned])
+    for done, ((key, path, logs), size, target) in enumerate(zip(planned, sizes, targets)):
+        if progress:
+            progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
+        allowed += target  # what an earlier summary left unused goes to the next
+        budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET * len(logs))
         body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget)
         summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
         chars_before += size
@@ -210,6 +215,14 @@ def _group_logs(memory: MemoryApi, members: Sequence[str], moves: Mapping[str, s
         offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
         logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
     return logs
+
+
+def body_budgets(sizes: Sequence[int], frames: Sequence[int], logs: Sequence[int]) -> list[int]:
+    """Characters of summary body per group: TARGET_RATIO of the logs less the frames, shared in proportion
+    to the logs' sizes; but small logs get a minimum, not a ratio: MIN_BUDGET per log of the group."""
+    total = max(int(TARGET_RATIO * sum(sizes)) - sum(frames), 0)
+    weight = sum(sizes) or 1
+    return [max(total * size // weight, MIN_BUDGET * n) for size, n in zip(sizes, logs)]
 
 
 def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:

@@ -20,9 +20,11 @@ CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 200  # characters of instructions around the logs in each request
 MIN_PIECE_CHARS = 200
 MAX_REDUCE_ROUNDS = 8
-TARGET_RATIO = 0.35  # a summary is at most this share of the characters of the logs it replaces
+TARGET_RATIO = 0.40  # a summary is at most this share of the characters of the logs it replaces
+MIN_BUDGET = 250  # characters of summary body per log any group gets, whatever the ratio: small logs keep their facts
 
 Note = Callable[[str], None]
+Restore = Callable[[str, Sequence["LogText"]], str]  # (a model's summary, its logs) -> the summary made whole
 
 
 class CompactError(ValueError):
@@ -137,12 +139,13 @@ class OpenAISummarizer:
 
     name = "openai"
 
-    def __init__(self, config: CompactConfig, root: Path):
+    def __init__(self, config: CompactConfig, root: Path, restore: Restore | None = None):
         self.config = config
         self.prompt = load_prompt(config, root)
         self.endpoint = Endpoint("summariser", "compact", config.base_url, config.api_key_env, config.timeout_s,
                                  config.max_retries)
         self.calls = 0
+        self.restore = restore  # puts back, word for word, the labelled lines the model's answer dropped
 
     @property
     def budget(self) -> int:
@@ -181,7 +184,8 @@ class OpenAISummarizer:
                 note(f"{label}: merging {len(partials)} partial summaries")
             partials = [self.chat(f"Merge these partial summaries of {label} into one{_length(target)}.\n\n{batch}")
                         for batch in batches]
-        return clean_markdown(partials[0]) if partials else ""
+        answer = clean_markdown(partials[0]) if partials else ""
+        return self.restore(answer, logs) if self.restore else answer
 
     def chat(self, user: str) -> str:
         """One chat completion; errors become a SummarizerError that names the endpoint."""

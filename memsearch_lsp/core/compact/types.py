@@ -91,16 +91,30 @@ class CompactionPlan:
             digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
         return digest.hexdigest()[:16] if not self.empty else ""
 
-    def describe(self) -> str:
-        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
+    def headline(self, applied: bool | None = None) -> str:
+        """One line: 'compacted 4 daily logs into 2 summaries (...): applied' once done, 'would compact ...:
+        nothing changed (dry run)' for a plan only shown, 'compact ...' for a plan offered for review."""
         if self.empty:
-            return (self.note or "nothing to compact") + left
+            return (self.note or "nothing to compact") + (": nothing changed (dry run)" if applied is False else "")
         before, after = self.chars_before, self.chars_after
         share = f", {100 * after / before:.0f}%" if before else ""
-        lines = [f"compact {len(self.archive)} daily logs into {len(self.summaries)} summaries "
-                 f"({self.summarizer}; {before} -> {after} characters{share})"]
+        what = (f"{plural(len(self.archive), 'daily log')} into {plural(len(self.summaries), 'summary', 'summaries')} "
+                f"({self.summarizer}; {before} -> {after} characters{share})")
+        if applied is None:
+            return f"compact {what}"
+        return f"compacted {what}: applied" if applied else f"would compact {what}: nothing changed (dry run)"
+
+    def describe(self, applied: bool | None = None) -> str:
+        """The headline, one line per summary written and per log moved, and the logs left in place."""
+        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
+        lines = [self.headline(applied)]
         for s in self.summaries:
             lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
         for m in self.archive:
             lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
         return "\n".join(lines) + left
+
+
+def plural(n: int, one: str, many: str = "") -> str:
+    """'1 daily log', '4 daily logs', '1 summary', '2 summaries'."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"

@@ -19,6 +19,10 @@ DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 # what to check after an HTTP status beyond the API key, base URL and model (core/endpoint.py)
 HINTS = {400: "a text may exceed the model's context: lower embedding.max_tokens",
          413: "a text may exceed the model's context: lower embedding.max_tokens"}
+# A search's query waits at most this long (and is retried once): an endpoint busy embedding the index
+# must not hold a search for timeout_s x retries; the search then answers with BM25 alone (core/search/hybrid.py).
+QUERY_TIMEOUT_S = 10.0
+QUERY_RETRIES = 1
 
 
 class OpenAIEmbedder:
@@ -57,18 +61,23 @@ class OpenAIEmbedder:
 
     def embed_query(self, query: str) -> list[float]:
         model = self.settings.query_model or self.model
-        return self._request(self._cut([self.settings.query_prefix + query]), model)[0]
+        return self._request(self._cut([self.settings.query_prefix + query]), model, query=True)[0]
 
     def _cut(self, texts: Sequence[str]) -> list[str]:
         limit = self.max_tokens * CHARS_PER_TOKEN
         return [(t[:limit] if len(t) > limit else t) or " " for t in texts]
 
-    def _request(self, batch: list[str], model: str) -> list[list[float]]:
+    def _request(self, batch: list[str], model: str, query: bool = False) -> list[list[float]]:
         extra = {"dimensions": self.settings.dimensions} if self.settings.dimensions else {}
+        timeout, retries = self.settings.timeout_s, self.settings.max_retries
+        client = self.client()
+        if query:
+            timeout, retries = min(timeout, QUERY_TIMEOUT_S), min(retries, QUERY_RETRIES)
+            client = client.with_options(timeout=timeout, max_retries=retries)
         self.requests += 1
         try:
-            create = self.client().embeddings.with_streaming_response.create
-            with self.api.failures(EmbeddingError, model, HINTS), create(
+            create = client.embeddings.with_streaming_response.create
+            with self.api.failures(EmbeddingError, model, HINTS, timeout_s=timeout, max_retries=retries), create(
                     model=model, input=batch, encoding_format="float", **extra) as response:
                 body = self._read(response, len(batch))
         except httpx_errors() as exc:  # the connection broke while the body was read

@@ -28,10 +28,10 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import MemoryApi, Remembered
 from memsearch_lsp.core.chunks import Chunk
-from memsearch_lsp.core.files import PathError, Skipped
+from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, with_index_settings
-from memsearch_lsp.core.notes import NoteError, clean_note
+from memsearch_lsp.core.notes import clean_note
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store.milvus import IndexBusy, locked_by_other
 from memsearch_lsp.version import __version__
@@ -167,7 +167,7 @@ class _Handler(socketserver.StreamRequestHandler):
             request = json.loads(self.rfile.readline() or b"{}")
             result = self.server.owner.dispatch(str(request.get("op", "")), dict(request.get("args") or {}))
             reply = {"ok": True, "result": result}
-        except (NoteError, PathError) as exc:  # bad input (a bad note, a path outside): the caller raises ValueError
+        except ValueError as exc:  # bad input (a note, a path outside, a filter): the caller raises ValueError
             reply = {"ok": False, "error": str(exc), "user_error": True}
         except Exception as exc:  # every failure goes back to the caller, none kills the owner
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -252,7 +252,7 @@ class OwnerServer:
                                      long_term=bool(args.get("long_term"))))
         if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
             return getattr(m, op)(**args)
-        raise ValueError(f"unknown operation {op!r}")
+        raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
 
 
 # -- the client side ---------------------------------------------------------------------------
@@ -316,7 +316,8 @@ class RemoteMemory(MemoryFiles):
         self._call("reset")
 
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        settings = {**self.search_overrides, **overrides}
+        settings = {**self.search_overrides,
+                    **{k: v.isoformat() if isinstance(v, dt.date) else v for k, v in overrides.items()}}
         if top_k is not None:
             settings["top_k"] = top_k
         return [Hit(**h) for h in self._call("search", query=query, **settings)]
@@ -366,9 +367,17 @@ def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config |
                 **settings: Any) -> MemoryApi:
     """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
 
-    A local open waits (up to `wait_s`) while another short-lived process holds the folder.
+    A local open waits (up to `wait_s`) while another short-lived process holds the folder. `~` is
+    expanded; a folder that is no memory workspace raises the CLI's NoMemoryHere and nothing is created
+    there (`memsearch-lsp init` starts one).
     """
-    root = Path(workspace).expanduser().resolve()
+    from memsearch_lsp.core.onboard import require_memory_workspace
+
+    root = Path(workspace).expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(f"workspace {root} is not a folder")
+    root = root.resolve()
+    require_memory_workspace(root, config)
     deadline = time.monotonic() + wait_s
     while True:
         sock = find_owner(root)

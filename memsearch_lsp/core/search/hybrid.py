@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import ATX_OPENING
-from memsearch_lsp.core.embedding.onnx import Embedder, query_vector
+from memsearch_lsp.core.embedding.onnx import Embedder, EmbeddingError, query_vector
 from memsearch_lsp.core.search.bm25 import DfTable
-from memsearch_lsp.core.search.rank import fuse, share_sections
+from memsearch_lsp.core.search.rank import rank
 from memsearch_lsp.core.store.milvus import MilvusStore, Row
 
+log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -50,10 +53,16 @@ class ChunkData(TypedDict):
     """the section's exact Markdown"""
     date: str | None
     """YYYY-MM-DD for daily logs, null for other files"""
+    archived: bool
+    """from a compacted log in the archive folder"""
 
 
 # pydantic (the MCP SDK's schemas) reads the field docstrings above as descriptions
 HitData.__pydantic_config__ = ChunkData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
+
+
+class AmbiguousId(ValueError):
+    """An id prefix that more than one chunk id starts with."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,7 @@ class Hit:
     end_line: int
     score: float
     snippet: str
-    date: str = ""
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
     heading_path: str = ""
     archived: bool = False  # from a compacted log in the archive folder
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
@@ -91,12 +100,14 @@ class Expanded:
     start_line: int
     end_line: int
     content: str
-    date: str = ""
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
+    archived: bool = False  # from a compacted log in the archive folder
 
     def to_dict(self) -> ChunkData:
         return {"id": self.id, "source": self.source, "heading": self.heading,
                 "heading_path": self.heading_path, "start_line": self.start_line,
-                "end_line": self.end_line, "content": self.content, "date": self.date or None}
+                "end_line": self.end_line, "content": self.content, "date": self.date or None,
+                "archived": self.archived}
 
 
 def _body(content: str) -> str:
@@ -127,37 +138,56 @@ def snippet(content: str, query: str, width: int = 200) -> str:
 def to_hit(row: Row, query: str, width: int) -> Hit:
     return Hit(id=row.id, source=row.source, heading=row.heading, start_line=row.start_line,
                end_line=row.end_line, score=row.score, snippet=snippet(row.content, query, width),
-               date=row.date, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
+               date=row.date or None, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
 
 
-def to_expanded(row: Row) -> Expanded:
+def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
+    from memsearch_lsp.core.files import glob_match
+
     return Expanded(id=row.id, source=row.source, heading=row.heading, heading_path=row.heading_path,
-                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date)
+                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date or None,
+                    archived=bool(archive_dir) and glob_match(archive_dir, row.source))
 
 
 def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
-                  top_k: int, exclude_source: str = "", archive_dir: str = "") -> list[Hit]:
+                  top_k: int, exclude_source: str = "", archive_dir: str = "",
+                  only: Collection[str] | None = None) -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
-    configured ranker (core/search/rank.py), best first; archived hits marked and demoted (demote_archived)."""
+    configured ranker (core/search/rank.py), best first, hits under `settings.min_score` (rank.relevance) left
+    out; archived hits marked and demoted (demote_archived). When the query cannot be embedded (an
+    endpoint busy or down) the BM25 leg answers alone and the reason is logged.
+    `only`: a search filter's sources (core/search/filters.py); both legs take their candidates from them alone."""
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"
     per_leg = max(settings.candidates, top_k)
     dense: dict[str, float] = {}
     sparse: dict[str, float] = {}
+    terms = df.query_vector(query)
     if settings.vector_weight > 0 or rrf:
-        dense = store.dense_leg(query_vector(embedder, query), per_leg, exclude_source)
-    if settings.bm25_weight > 0 or rrf:
-        sparse = store.sparse_leg(df.query_vector(query), per_leg, exclude_source)
+        dense = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
+    if settings.bm25_weight > 0 or rrf or not dense:
+        sparse = store.sparse_leg(terms, per_leg, exclude_source, only)
+    ids = list(dict.fromkeys([*dense, *sparse]))
+    coverage = store.coverage(ids, terms) if ids and (settings.ranker == "learned" or settings.min_score > 0) else {}
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
-    ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k)
-    if settings.ranker == "minmax" and len(ranked) > 1:
-        ranked = share_sections(ranked, store.sections([k for k, _ in ranked]))
-    ranked = ranked[:limit]
+    ranked = rank(dense, sparse, coverage, store.sections, settings)[:limit]
     score = dict(ranked)
     rows = store.rows([k for k, _ in ranked])
     hits = [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]
     return demote_archived(hits, archive_dir)[:top_k]
+
+
+def _dense_leg(store: MilvusStore, embedder: Embedder, query: str, limit: int, exclude_source: str,
+               only: Collection[str] | None = None) -> dict[str, float]:
+    """The dense leg; {} when the query cannot be embedded (an endpoint busy, down or refusing): BM25
+    then answers alone, and the log (the editor's output panel, the CLI's stderr) says so and why."""
+    try:
+        vector = query_vector(embedder, query)
+    except EmbeddingError as exc:
+        log.warning("search %r: BM25 alone, the query could not be embedded: %s", query[:80], exc)
+        return {}
+    return store.dense_leg(vector, limit, exclude_source, only)
 
 
 ARCHIVE_WEIGHT = 0.99  # an archived original scores this share of a live chunk as relevant

@@ -1,34 +1,65 @@
-"""Fusion of the dense and BM25 legs into one ranking (pure: scores in, ranked ids out).
+"""Fusion of the dense and BM25 legs into one ranking, and the relevance floor (pure: scores in, ids out).
 
 Each leg gives its best candidates as `{id: score}`: cosine similarity for the dense leg (a chunk's
-best window), BM25 for the other. Rankers:
+best window), BM25 for the other; `coverage` gives each candidate's share of the query's IDF mass (the
+query terms it contains, weighted by IDF: 1.0 = every term). Rankers (`search.ranker`):
 
-- `minmax` (default): each leg is rescaled over its own candidates so its best is 1 and its worst 0,
-  then the two are weighted; a candidate missing from a leg gets 0 there. BM25's margin survives
-  (a chunk far ahead of the rest stays far ahead) and neither leg dominates by its scale. Rescaling
-  also hides how sure a leg is, so each leg's weight grows with its own confidence: the relative gap
-  between its best score and the one five places below (`confidence`), times `DENSE_GAIN` or
-  `BM25_GAIN`. A query whose meaning picks one chunk clearly (a paraphrase) leans on dense; a flat
-  dense leg (chatty text where every chunk looks alike) leaves the ranking to BM25.
-  A heading section longer than a chunk is cut into pieces: they are one unit of meaning, so each piece
-  also gets a share of its section's best score (`share_sections`), and the rest of a section whose
-  best piece matched is not left behind.
+- `learned` (default): which leg to trust depends on the query. A question in a person's own words
+  about a note ("move my commit to a new branch") shares few terms with it: the dense leg picks one
+  chunk clearly and BM25 is flat; a question about a conversation ("What did Nate say about his
+  dog?") names its terms and BM25 is sure. So each leg's weight is how far that leg's own confidence
+  (the relative gap between its best score and the one five places below, `confidence`) rises above a
+  threshold, and BM25's weight also grows with how much of the query the candidate covers:
+
+      score = max(m, conf_dense - T_DENSE) x dense' + (max(m, G_BM25 x (conf_bm25 - T_BM25)) + C x coverage) x bm25'
+
+  where dense' and bm25' are each leg's scores rescaled to 0..1 over its candidates (0 where a
+  candidate is missing from a leg) and m = MIN_WEIGHT keeps a weak leg as a tie-breaker. The four
+  numbers in `LEARNED` (T_DENSE, G_BM25, T_BM25, C) were fitted on two labelled development sets of
+  opposite styles (conversations, where BM25 alone beats dense alone, and notes asked about in a
+  user's words, where dense alone wins by far) by `python -m bench fusion --fit`: a grid search that
+  maximises the worse of the two sets' margins over that set's best baseline (either leg alone, the
+  previous default), checked by leaving one conversation (and one fifth of the notes' questions) out;
+  bench/README.md has the figures. On both sets it scores above the better single leg (0.910 vs 0.905
+  dense on the notes, 0.829 vs 0.808 BM25 on the conversations; held out, 0.905 and 0.824). Four numbers,
+  every one with a meaning, so the fit cannot learn either set's layout: the features are the legs'
+  scores, their confidence and term coverage only.
+  `search.vector_weight` / `search.bm25_weight` only switch a leg on (> 0) or off here.
+- `minmax` (the default before): each leg rescaled to 0..1 over its candidates, then weighted, each
+  weight grown by its leg's confidence (x (1 + gain x confidence), `DENSE_GAIN`, `BM25_GAIN`).
 - `weighted`: what Milvus' `WeightedRanker` does: cosine as (1 + c) / 2, BM25 as 0.5 + atan(s) / pi,
   weighted; the seed design's 0.7 / 0.3 is this ranker.
 - `rrf`: reciprocal rank fusion, sum of 1 / (k + rank) over the legs a candidate is in.
+
+With `learned` and `minmax` a heading section longer than a chunk is cut into pieces: they are one unit of
+meaning, so each piece also gets a share of its section's best score (`share_sections`), and the rest
+of a section whose best piece matched is not left behind.
+
+The fused scores order the hits of one search and say nothing about relevance across queries (the best
+hit of an unrelated query can score as high as any). What does is `relevance`: (2 x the candidate's
+dense cosine + its term coverage) / 3, both absolute; `search.min_score` (0.25) drops hits below it, so
+a query that matches nothing in the memory returns nothing (bench/README.md: on bench/queries/unrelated.json
+119 of 126 searches over three memories find nothing, and no labelled answer of the dev sets is lost).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-RANKERS = ("minmax", "weighted", "rrf")
+if TYPE_CHECKING:
+    from memsearch_lsp.config import SearchConfig
+
+RANKERS = ("learned", "minmax", "weighted", "rrf")
 Scores = Mapping[str, float]
 DENSE_GAIN = 3.0  # minmax: a leg's weight x (1 + gain x its confidence); see bench/README.md
 BM25_GAIN = 1.0
 CONFIDENCE_RANK = 5  # the gap is measured from the best score to the one this many places below
-SECTION_SHARE = 0.3  # minmax: a piece of a split section also gets this share of the section's best score
+SECTION_SHARE = 0.3  # a piece of a split section also gets this share of the section's best score
+# learned: (T_DENSE, G_BM25, T_BM25, C), written by `python -m bench fusion --fit` (bench/README.md)
+LEARNED = (0.05, 0.5, 0.25, 0.16)
+MIN_WEIGHT = 0.02  # learned: the least weight a leg keeps (a tie-breaker when the other leg is sure)
 
 
 def minmax(scores: Scores) -> dict[str, float]:
@@ -66,11 +97,36 @@ def _weighted(dense: Scores, sparse: Scores, vector_weight: float, bm25_weight: 
     return fused
 
 
-def fuse(dense: Scores, sparse: Scores, ranker: str = "minmax", vector_weight: float = 0.5,
-         bm25_weight: float = 0.5, rrf_k: int = 60) -> list[tuple[str, float]]:
-    """All candidates of both legs, best first, with their fused score."""
-    if ranker == "rrf":
-        fused: dict[str, float] = {}
+def learned(dense: Scores, sparse: Scores, coverage: Scores,
+            weights: tuple[float, float, float, float] = LEARNED) -> dict[str, float]:
+    """The `learned` fused score of every candidate of both legs (see the module docstring)."""
+    t_dense, g_bm25, t_bm25, c_coverage = weights
+    dense_weight = max(MIN_WEIGHT, confidence(dense) - t_dense)
+    bm25_weight = max(MIN_WEIGHT, g_bm25 * (confidence(sparse) - t_bm25))
+    d, s = minmax(dense), minmax(sparse)
+    return {key: dense_weight * d.get(key, 0.0) + (bm25_weight + c_coverage * coverage.get(key, 0.0)) * s.get(key, 0.0)
+            for key in {**d, **s}}
+
+
+def relevance(dense: Scores, coverage: Scores) -> dict[str, float]:
+    """An absolute relevance of each candidate, (2 x its dense cosine + its term coverage) / 3: 0.05-0.25
+    for the best chunk of an unrelated query with the bundled model, 0.3-0.8 for what answers a question.
+    A candidate the dense leg did not return gets that leg's lowest cosine (its own is no higher); with no
+    dense leg (switched off, or the query could not be embedded) the coverage alone decides."""
+    if not dense:
+        return {key: value for key, value in coverage.items()}
+    floor = min(dense.values())
+    return {key: (2.0 * dense.get(key, floor) + coverage.get(key, 0.0)) / 3.0 for key in {**dense, **coverage}}
+
+
+def fuse(dense: Scores, sparse: Scores, ranker: str = "learned", vector_weight: float = 0.5,
+         bm25_weight: float = 0.5, rrf_k: int = 60, coverage: Scores | None = None) -> list[tuple[str, float]]:
+    """All candidates of both legs, best first, with their fused score (`coverage`: for `learned`)."""
+    fused: dict[str, float]
+    if ranker == "learned":
+        fused = learned(dense, sparse, coverage or {})
+    elif ranker == "rrf":
+        fused = {}
         for leg in (dense, sparse):
             for key, rank in ranks(leg).items():
                 fused[key] = fused.get(key, 0.0) + 1.0 / (rrf_k + rank)
@@ -105,3 +161,18 @@ def share_sections(ranked: Sequence[tuple[str, float]], section: Mapping[str, Ha
     shared = [(key, (score + share * best[section.get(key, key)]) / (1.0 + share)) for key, score in ranked]
     order = {key: n for n, (key, _) in enumerate(ranked)}
     return sorted(shared, key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+def rank(dense: Scores, sparse: Scores, coverage: Scores,
+         sections: Callable[[list[str]], Mapping[str, Hashable]], settings: SearchConfig) -> list[tuple[str, float]]:
+    """What a search ranks: both legs fused by `settings.ranker`, split sections sharing their best score
+    (`learned`, `minmax`; `sections` looks up the candidates' section), hits under `settings.min_score`
+    (`relevance`) left out. Best first."""
+    ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k,
+                  coverage)
+    if settings.ranker in ("learned", "minmax") and len(ranked) > 1:
+        ranked = share_sections(ranked, sections([k for k, _ in ranked]))
+    if settings.min_score > 0:
+        relevant = relevance(dense, coverage)
+        ranked = [(k, v) for k, v in ranked if relevant.get(k, 0.0) >= settings.min_score]
+    return ranked

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from memsearch_lsp.core.store.memory_use import arrow_without_pandas
 from memsearch_lsp.core.store.memory_use import release_unused_memory as release_unused_memory
 from memsearch_lsp.core.store.memory_use import steady_mmap_threshold as steady_mmap_threshold
+from memsearch_lsp.core.store.schema import quote
 from memsearch_lsp.core.store.schema import sparse_arrays as sparse_arrays
 
 log = logging.getLogger(__name__)
@@ -228,14 +229,6 @@ def table(db: Any, collection: str) -> Any:
         return db.get_collection(collection)
 
 
-_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
-
-
-def quote(value: str) -> str:
-    """A Milvus filter string literal (Milvus Lite has no filter templates); any file name fits."""
-    return '"' + value.translate(_ESCAPES) + '"'
-
-
 class _Schema:
     """`MilvusClient.create_schema()`'s builder, producing Milvus Lite's own schema."""
 
@@ -432,4 +425,3 @@ def _release_all() -> None:
             release(folder)
         except Exception as exc:  # pragma: no cover - best effort at exit
             log.debug("closing %s at exit: %s", folder, exc)
-

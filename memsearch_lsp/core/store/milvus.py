@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,6 @@ from memsearch_lsp.core.store.lite import (
     check_engine,
     corrupt,
     drift,
-    quote,
     release,
 )
 from memsearch_lsp.core.store.memory_use import release_unused_memory
@@ -39,8 +38,12 @@ from memsearch_lsp.core.store.schema import (
     Row,
     clip,
     create_collections,
+    dense_dim,
+    dense_index,
+    quote,
     sparse_arrays,
     sparse_dict,
+    where,
 )
 
 if TYPE_CHECKING:
@@ -134,7 +137,7 @@ class MilvusStore:
         """Keep a broken or incompatible local index for inspection and start a fresh one."""
         with contextlib.suppress(Exception):
             self.close()
-        _release_local(self.uri)
+        release(self.uri)  # stop serving the folder: its lock and files are let go
         move_aside(Path(self.uri), why)
         self._fresh = True
 
@@ -147,7 +150,7 @@ class MilvusStore:
                 finally:
                     self._client = None
                     if self.is_local:
-                        _release_local(self.uri)
+                        release(self.uri)
 
     @property
     def client(self) -> Any:
@@ -155,19 +158,12 @@ class MilvusStore:
             self.open()
         return self._client
 
-    def _existing_dim(self) -> int | None:
-        info = self._client.describe_collection(self.collection)
-        for f in info.get("fields", []):
-            if f.get("name") == "dense":
-                return int(f.get("params", {}).get("dim", 0))
-        return None
-
     def _ensure_collection(self) -> None:
         client = self._client
         if client.has_collection(self.collection):
             info = client.describe_collection(self.collection)
             names = {f.get("name") for f in info.get("fields", [])}
-            if (names == FIELDS and not info.get("functions") and self._existing_dim() == self.dim
+            if (names == FIELDS and not info.get("functions") and dense_dim(info) == self.dim
                     and client.has_collection(self.windows_collection)):
                 self._ensure_dense_metric()
                 client.load_collection(self.collection)
@@ -200,19 +196,14 @@ class MilvusStore:
         client.release_collection(self.collection)
         if metric:
             client.drop_index(self.collection, "dense")
-        client.create_index(self.collection, self._dense_index())
-
-    def _dense_index(self) -> Any:
-        index = self._client.prepare_index_params()
-        index.add_index(field_name="dense", index_type="FLAT" if self.is_local else "AUTOINDEX",
-                        metric_type=self.dense_metric)
-        return index
+        client.create_index(self.collection, dense_index(client, self.is_local, self.dense_metric))
 
     def _create(self) -> None:
         client = self._client
         data_type = client.DataType if isinstance(client, LiteClient) else _pymilvus_types()
         self.mirrors.forget()
-        create_collections(client, data_type, self.collection, self.windows_collection, self.dim, self._dense_index)
+        create_collections(client, data_type, self.collection, self.windows_collection, self.dim,
+                           lambda: dense_index(client, self.is_local, self.dense_metric))
         if self._fresh:
             self._mark()
 
@@ -351,13 +342,17 @@ class MilvusStore:
             rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "") -> dict[str, float]:
-        """The `limit` chunks closest to `vector`, each scored by its best window (cosine)."""
+    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "",
+                  only: Collection[str] | None = None) -> dict[str, float]:
+        """The `limit` chunks closest to `vector`, each scored by its best window (cosine); with `only`,
+        candidates from those sources alone (a search filter)."""
+        if only is not None and not only:
+            return {}
         mirror = self._ready_mirror() if self.in_process else None
         if mirror is not None:
-            first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source)
+            first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source, only)
         else:
-            expr = _excluding(exclude_source)
+            expr = where(exclude_source, only)
             with self._lock:
                 found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
                                            filter=expr, output_fields=[])
@@ -373,16 +368,17 @@ class MilvusStore:
         best = sorted(scores, key=lambda k: -scores[k])[:limit]
         return {k: scores[k] for k in best}
 
-    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "") -> dict[str, float]:
-        """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms)."""
-        if not terms:
+    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "",
+                   only: Collection[str] | None = None) -> dict[str, float]:
+        """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms; `only`: as in dense_leg)."""
+        if not terms or (only is not None and not only):
             return {}
         mirror = self._ready_mirror() if self.in_process else None
         if mirror is not None:
-            return dict(mirror.sparse(terms, limit, exclude_source))
+            return dict(mirror.sparse(terms, limit, exclude_source, only))
         with self._lock:
             hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
-                                      filter=_excluding(exclude_source), output_fields=[])
+                                      filter=where(exclude_source, only), output_fields=[])
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
     def _get(self, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
@@ -404,6 +400,19 @@ class MilvusStore:
         return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", "")))
                 for r in self._get(ids, ["source", "heading_path"])}
 
+    def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
+        """For each chunk in `ids`, the share of the query's term weight (`terms`: term id -> IDF) that
+        the chunk contains: 1.0 when it has every query term, 0.0 when none (or the query has none)."""
+        total = sum(terms.values())
+        if not ids or total <= 0:
+            return {k: 0.0 for k in ids}
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            with self._lock:
+                return mirror.coverage(ids, terms)
+        found = {str(r["id"]): sparse_dict(r.get("sparse")) for r in self._get(ids, ["sparse"])}
+        return {k: sum(w for t, w in terms.items() if t in found.get(k, {})) / total for k in ids}
+
     def rows(self, ids: Sequence[str]) -> list[Row]:
         """Rows by id, in the order of `ids` (ids that are gone are left out); from the mirror when it is
         loaded (it holds every chunk's scalar fields: no point reads of whole rows)."""
@@ -414,10 +423,6 @@ class MilvusStore:
             return [Row.from_entity(r["id"], r) for r in found if r is not None]
         by_id = {r["id"]: r for r in self._get(ids, list(SCALARS))}
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
-
-
-def _excluding(source: str) -> str:
-    return f"source != {quote(source)}" if source else ""
 
 
 def _pymilvus_types() -> Any:
@@ -440,8 +445,3 @@ def _connect(uri: str, token: str) -> Any:
     for name in ("pymilvus", "pymilvus.milvus_client"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return MilvusClient(uri=uri, token=token or "")
-
-
-def _release_local(uri: str) -> None:
-    """Stop serving a local folder, so its lock and files are let go."""
-    release(uri)

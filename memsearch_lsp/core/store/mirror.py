@@ -19,7 +19,7 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,12 +74,15 @@ class _Vectors:
             self.live[slot] = False
         return slot
 
-    def top(self, query: np.ndarray, limit: int, exclude: int) -> Scored:
-        """The `limit` rows with the largest inner product with `query`, best first."""
+    def top(self, query: np.ndarray, limit: int, exclude: int, allowed: np.ndarray | None = None) -> Scored:
+        """The `limit` rows with the largest inner product with `query`, best first (`allowed`: when given,
+        only rows of those source codes)."""
         n = self.n
         if not n or limit <= 0:
             return []
         valid = self.live[:n] if exclude < 0 else self.live[:n] & (self.source[:n] != exclude)
+        if allowed is not None:
+            valid = valid & np.isin(self.source[:n], allowed)
         sims = np.empty(n, dtype=np.float32)
         for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
             end = min(n, start + BLOCK)    # busy machine, waits 10-60 ms for its second thread
@@ -216,16 +219,21 @@ class LegMirror:
 
     # -- the legs ------------------------------------------------------------------------
     def dense(self, vector: Sequence[float], limit: int, window_limit: int, exclude_source: str = "",
-              ) -> tuple[Scored, Scored]:
-        """(best chunk rows, best window rows as (chunk id, score)), as two Milvus searches return them."""
+              only: Collection[str] | None = None) -> tuple[Scored, Scored]:
+        """(best chunk rows, best window rows as (chunk id, score)), as two Milvus searches return them;
+        with `only`, candidates come from those sources alone (a search filter, core/search/filters.py)."""
         query = np.asarray(vector, dtype=np.float32)
         exclude = self._excluded(exclude_source)
-        first = self.chunks.top(query, limit, exclude)
-        tails = [(self.owner[self.windows.slot[k]], s) for k, s in self.windows.top(query, window_limit, exclude)]
+        allowed = self._codes(only)
+        first = self.chunks.top(query, limit, exclude, allowed)
+        tails = [(self.owner[self.windows.slot[k]], s)
+                 for k, s in self.windows.top(query, window_limit, exclude, allowed)]
         return first, tails
 
-    def sparse(self, terms: Mapping[int, float], limit: int, exclude_source: str = "") -> Scored:
-        """The `limit` chunks with the largest BM25 inner product with `terms`, best first."""
+    def sparse(self, terms: Mapping[int, float], limit: int, exclude_source: str = "",
+               only: Collection[str] | None = None) -> Scored:
+        """The `limit` chunks with the largest BM25 inner product with `terms`, best first (`only`: from
+        those sources alone)."""
         n = self.chunks.n
         if not n or limit <= 0:
             return []
@@ -243,6 +251,9 @@ class LegMirror:
         exclude = self._excluded(exclude_source)
         if exclude >= 0:
             valid &= self.chunks.source[:n] != exclude
+        allowed = self._codes(only)
+        if allowed is not None:
+            valid &= np.isin(self.chunks.source[:n], allowed)
         return _best(self.chunks.ids, scores.astype(np.float32), valid, limit)
 
     def row(self, key: str) -> dict[str, Any] | None:
@@ -260,6 +271,36 @@ class LegMirror:
         slot, source, names, rows = self.chunks.slot, self.chunks.source, self.names, self.rows
         path = self.fields.index("heading_path")
         return {key: (names[int(source[slot[key]])], rows[key][path]) for key in ids if key in slot}
+
+    def coverage(self, ids: Iterable[str], terms: Mapping[int, float]) -> dict[str, float]:
+        """Share of the query's IDF mass (`terms`: term id -> IDF) each chunk in `ids` contains (one pass
+        over the candidates' term arrays together: ~0.2 ms for 60 candidates)."""
+        keys = list(ids)
+        total = float(sum(terms.values()))
+        slots = [self.chunks.slot.get(k) for k in keys]
+        present = [n for n, slot in enumerate(slots) if slot is not None]
+        out = dict.fromkeys(keys, 0.0)
+        if not present or total <= 0:
+            return out
+        arrays = [self.terms[slots[n]] for n in present]  # type: ignore[index]
+        held = np.concatenate(arrays)
+        owner = np.repeat(np.arange(len(present)), [len(a) for a in arrays])
+        query = np.fromiter((int(t) for t in terms), dtype=np.uint32, count=len(terms))
+        idf = np.fromiter((float(w) for w in terms.values()), dtype=np.float64, count=len(terms))
+        order = np.argsort(query)
+        query, idf = query[order], idf[order]
+        where = np.minimum(np.searchsorted(query, held), len(query) - 1)
+        match = query[where] == held
+        sums = np.bincount(owner[match], weights=idf[where[match]], minlength=len(present))
+        for n, value in zip(present, sums.tolist(), strict=True):
+            out[keys[n]] = value / total
+        return out
+
+    def _codes(self, only: Collection[str] | None) -> np.ndarray | None:
+        """The source codes of `only` (None: every source)."""
+        if only is None:
+            return None
+        return np.asarray([self.sources[s] for s in only if s in self.sources], dtype=np.int32)
 
     def _excluded(self, source: str) -> int:
         return self.sources.get(source, -2) if source else -1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,10 +63,26 @@ def sparse_dict(value: Any) -> dict[int, float]:
         return {}
 
 
+def dense_dim(info: Mapping[str, Any]) -> int | None:
+    """The dense vector's dimension in a `describe_collection` answer; None without a dense field."""
+    for f in info.get("fields", []):
+        if f.get("name") == "dense":
+            return int(f.get("params", {}).get("dim", 0))
+    return None
+
+
+def dense_index(client: Any, local: bool, metric: str) -> Any:
+    """The dense field's index parameters: FLAT for a local store, AUTOINDEX on a server; `metric`: the
+    store's (MilvusStore.dense_metric)."""
+    index = client.prepare_index_params()
+    index.add_index(field_name="dense", index_type="FLAT" if local else "AUTOINDEX", metric_type=metric)
+    return index
+
+
 def create_collections(client: Any, data_type: Any, collection: str, windows_collection: str, dim: int,
-                       dense_index: Callable[[], Any]) -> None:
+                       make_index: Callable[[], Any]) -> None:
     """The chunk collection (scalars, a dense and a BM25 sparse vector) and the window collection beside it,
-    both loaded; `dense_index()`: the dense field's index parameters (the metric is the store's)."""
+    both loaded; `make_index()`: the dense field's index parameters (dense_index, the store's metric)."""
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", data_type.VARCHAR, is_primary=True, max_length=64)
     for name in ("source", "heading", "heading_path"):
@@ -78,7 +94,7 @@ def create_collections(client: Any, data_type: Any, collection: str, windows_col
     schema.add_field("content", data_type.VARCHAR, max_length=65535)
     schema.add_field("dense", data_type.FLOAT_VECTOR, dim=dim)
     schema.add_field("sparse", data_type.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/search/bm25.py)
-    index = dense_index()
+    index = make_index()
     index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
     client.create_collection(collection, schema=schema, index_params=index)
     client.load_collection(collection)
@@ -91,7 +107,7 @@ def create_collections(client: Any, data_type: Any, collection: str, windows_col
     for name in ("embed_hash", "model"):
         schema.add_field(name, data_type.VARCHAR, max_length=512)
     schema.add_field("dense", data_type.FLOAT_VECTOR, dim=dim)
-    client.create_collection(windows_collection, schema=schema, index_params=dense_index())
+    client.create_collection(windows_collection, schema=schema, index_params=make_index())
     client.load_collection(windows_collection)
 
 
@@ -106,3 +122,19 @@ def sparse_arrays(value: Any) -> tuple[Any, Any]:
     items = dict(value or {})
     return (np.fromiter(items.keys(), dtype=np.int64, count=len(items)),
             np.fromiter(items.values(), dtype=np.float32, count=len(items)))
+
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def quote(value: str) -> str:
+    """A Milvus filter string literal (Milvus Lite has no filter templates); any file name fits."""
+    return '"' + value.translate(_ESCAPES) + '"'
+
+
+def where(exclude_source: str, only: Collection[str] | None = None) -> str:
+    """A Milvus filter: not from `exclude_source`, and (with `only`) from those sources alone."""
+    parts = [f"source != {quote(exclude_source)}"] if exclude_source else []
+    if only is not None:
+        parts.append(f"source in [{', '.join(quote(s) for s in sorted(only))}]")
+    return " and ".join(parts)

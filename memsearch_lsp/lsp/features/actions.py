@@ -87,13 +87,38 @@ SUMMARIES, ARCHIVE = "memsearch.summaries", "memsearch.archive"
 Change = types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile
 
 
+def summary_note(path: str) -> str:
+    return f"{SUMMARIES}:{path}"
+
+
+PREVIEW_CHARS = 2000  # of a summary's text in its change annotation
+
+
 def review_notes(plan: CompactionPlan) -> dict[str, types.ChangeAnnotation]:
-    """Every change needs confirmation: the client shows the edit for review before applying it."""
+    """Every change needs confirmation: the client shows the edit for review before applying it.
+
+    Each summary has its own note whose description is the summary's text (its facts, one per line), so
+    the review shows what will be kept, not only that a file is written.
+    """
     share = f" ({plan.chars_after} characters in place of {plan.chars_before})" if plan.chars_before else ""
-    return {SUMMARIES: types.ChangeAnnotation(label="Write compaction summaries", needs_confirmation=True,
-                                              description=f"{len(plan.summaries)} summaries{share}"),
-            ARCHIVE: types.ChangeAnnotation(label="Archive compacted daily logs", needs_confirmation=True,
-                                            description=f"{len(plan.archive)} logs, still searchable there")}
+    notes = {summary_note(s.path): types.ChangeAnnotation(
+        label=f"{'Append to' if s.action == 'append' else 'Write'} {s.path}{share if len(plan.summaries) == 1 else ''}",
+        needs_confirmation=True, description=preview_text(s.content)) for s in plan.summaries}
+    notes[ARCHIVE] = types.ChangeAnnotation(label="Archive compacted daily logs", needs_confirmation=True,
+                                            description=f"{len(plan.archive)} logs, still searchable there")
+    return notes
+
+
+def preview_text(content: str, limit: int = PREVIEW_CHARS) -> str:
+    """A summary's text without its title and blank lines, cut at a line end near `limit` characters."""
+    lines = [line for line in content.split("\n") if line.strip() and not line.startswith("# ")]
+    out: list[str] = []
+    for line in lines:
+        if out and sum(len(x) + 1 for x in out) + len(line) > limit:
+            out.append(f"… ({len(lines) - len(out)} more lines)")
+            break
+        out.append(line)
+    return "\n".join(out)
 
 
 def _append(ls: MemsearchServer, root: Path, path: str, text: str, note: str | None) -> types.TextDocumentEdit:
@@ -114,10 +139,11 @@ def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.Wo
     With a client that supports change annotations, every change needs confirmation (a preview).
     """
     note = previews(ls)
-    summaries, archive = (SUMMARIES, ARCHIVE) if note else (None, None)
+    archive = ARCHIVE if note else None
     changes: list[Change] = []
     start = types.Position(line=0, character=0)
     for summary in plan.summaries:
+        summaries = summary_note(summary.path) if note else None
         uri = convert.uri_of(root, summary.path)
         if summary.action == "create":
             changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(
@@ -291,8 +317,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     archive = root.memory.config.compact.archive_dir
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
     ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
-        f"memsearch: compacted {len(applied.archive)} daily logs into {len(applied.summaries)} summaries on disk; "
-        f"the originals are in {archive}/{left}")))
+        f"memsearch: {applied.headline(applied=not applied.empty)} on disk; the originals are in {archive}/{left}")))
     return dict(applied.to_dict(), applied=not applied.empty, appliedBy="server")
 
 

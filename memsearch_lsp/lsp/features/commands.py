@@ -8,7 +8,7 @@ from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.hover import find_chunk
-from memsearch_lsp.lsp.features.symbols import located, param, search_all
+from memsearch_lsp.lsp.features.symbols import located, param, search_all, search_filters
 from memsearch_lsp.lsp.server import MemsearchServer  # pygls reads command handlers' type hints
 from memsearch_lsp.version import __version__
 
@@ -24,7 +24,9 @@ def register(server: MemsearchServer) -> None:
             raise CommandError("memsearch.search needs a query string")
         top_k = args[1] if len(args) > 1 and isinstance(args[1], int) and args[1] > 0 else None
         limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
-        pairs = await search_all(ls, args[0], limit)
+        # a third argument: {"since": ..., "until": ..., "source": [...]} (as memsearch/search takes them)
+        filters = search_filters(args[2]) if len(args) > 2 and isinstance(args[2], dict) else {}
+        pairs = await search_all(ls, args[0], limit, **filters)
         return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
     @server.command("memsearch.expand")
@@ -65,9 +67,14 @@ def register(server: MemsearchServer) -> None:
     @server.command("memsearch.status")
     async def status(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         roots = []
-        for root in ls.roots.values():
-            data: dict[str, Any] = (await ls.read(root.memory.status) if root.ready.is_set()
-                                    else {"root": str(root.path)})
+        for root in list(ls.roots.values()):
+            try:
+                data: dict[str, Any] = (await ls.read(root.memory.status) if root.ready.is_set()
+                                        else {"root": str(root.path)})
+            except Exception:
+                if any(r is root for r in ls.roots.values()):
+                    raise
+                continue  # its folder was removed (and its index closed) while we asked
             data["indexing"] = not root.ready.is_set()
             data["root_uri"] = convert.uri_of(root.path, "")
             roots.append(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import heapq
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
 
 SEARCH = "memsearch/search"
-READY_WAIT_S = 60.0
+READY_WAIT_S = 10.0  # a request waits this long for a root's first index pass, then reads what is indexed
+log = logging.getLogger(__name__)
 
 
 def param(params: Any, *names: str, default: Any = None) -> Any:
@@ -65,19 +67,44 @@ def _disk_lines(path: str, mtime_ns: int, size: int, inode: int) -> tuple[str, .
 
 
 async def ready_roots(ls: MemsearchServer) -> list[Root]:
+    """Every root, once its first index pass is done or READY_WAIT_S have passed: a root still indexing
+    (a large memory, a slow embedding endpoint) then answers from the part indexed so far, rather than
+    the request failing."""
     roots = list(ls.roots.values())
     waiting = [r.ready.wait() for r in roots if not r.ready.is_set()]
     if waiting:
-        await asyncio.wait_for(asyncio.gather(*waiting), timeout=READY_WAIT_S)
+        try:
+            await asyncio.wait_for(asyncio.gather(*waiting), timeout=READY_WAIT_S)
+        except TimeoutError:
+            busy = ", ".join(r.path.name for r in roots if not r.ready.is_set())
+            log.warning("%s: still indexing after %gs; answering from the part indexed so far", busy, READY_WAIT_S)
     return roots
 
 
-async def search_all(ls: MemsearchServer, query: str, limit: int) -> list[tuple[Root, Hit]]:
-    """Hybrid search in every root, merged best first (any query: workspace/symbol, memsearch/search and the
-    memsearch.search command come through here)."""
+def search_filters(params: Any) -> dict[str, Any]:
+    """The filters of a search request (`since`, `until`, `source`: a glob or a list), as Memory.search takes
+    them; a wrong type is a ValueError (returned to the client as a JSON-RPC error)."""
+    found: dict[str, Any] = {}
+    for name in ("since", "until"):
+        value = param(params, name)
+        if value is not None:
+            if not isinstance(value, str):
+                raise ValueError(f"{name} must be a date string (YYYY-MM-DD or 7d)")
+            found[name] = value
+    source = param(params, "source")
+    if source is not None:
+        globs = [source] if isinstance(source, str) else source
+        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+            raise ValueError("source must be a glob or a list of globs")
+        found["source"] = globs
+    return found
+
+
+async def search_all(ls: MemsearchServer, query: str, limit: int, **filters: Any) -> list[tuple[Root, Hit]]:
+    """Hybrid search in every root, merged best first (`filters`: see search_filters)."""
     query = query_text(query)
     roots = await ready_roots(ls)
-    results = await asyncio.gather(*(ls.read(r.memory.search, query, limit) for r in roots))
+    results = await asyncio.gather(*(ls.read(r.memory.search, query, limit, **filters) for r in roots))
     merged = [(root, hit) for root, hits in zip(roots, results) for hit in hits]
     return heapq.nlargest(limit, merged, key=lambda pair: pair[1].score)
 
@@ -126,5 +153,6 @@ def register(server: MemsearchServer) -> None:
         if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
             raise ValueError("topK must be a positive integer")
         limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
-        pairs = await search_all(ls, query, limit) if query.strip() else []
+        filters = search_filters(params)
+        pairs = await search_all(ls, query, limit, **filters) if query.strip() else []
         return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]

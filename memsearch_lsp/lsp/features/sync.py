@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from memsearch_lsp.core.files import MAX_FILE_BYTES, memory_folders
+from memsearch_lsp.core.onboard import find_workspace
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
@@ -121,7 +122,13 @@ async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFold
 
     async with ls.folders_changing:
         for folder in removed:
-            root = ls.roots.pop(Path(to_fs_path(folder.uri) or "").resolve(), None)
+            path = Path(to_fs_path(folder.uri) or "").resolve()
+            root = ls.roots.pop(path, None)
+            if root is None:  # a folder inside a workspace: close that workspace unless another folder uses it
+                served = find_workspace(path) if path.is_dir() else None
+                kept = [Path(to_fs_path(f.uri) or "").resolve() for f in ls.workspace.folders.values()]
+                if served in ls.roots and not any(k == served or served in k.parents for k in kept):
+                    root = ls.roots.pop(served)
             if root is not None:
                 ls.close_root(root)
         started = set(ls.roots)

@@ -3,27 +3,38 @@ local M = require('memsearch')
 local util = require('memsearch.util')
 local notify, str, one_line, err_text = util.notify, util.str, util.one_line, util.err_text
 
---- A readable compaction plan: "compact (dry run): 13 daily logs into 4 summaries (extractive; 9000 -> 3100
---- characters)", one line per summary created and per log archived; falls back to listing the plan's fields.
-function M.format_compact(plan)
+--- "1 daily log", "4 daily logs", "1 summary", "2 summaries".
+local function plural(n, one, many)
+  return ('%d %s'):format(n, n == 1 and one or (many or (one .. 's')))
+end
+
+--- A readable compaction result: "compacted 13 daily logs into 4 summaries (extractive; 9000 -> 3100
+--- characters): applied" once applied, "would compact ...: nothing changed (dry run)" for a plan only
+--- shown, "compact ..." for a plan under review (`review`: each summary's text follows, so the user sees
+--- what will be kept); one line per summary created and per log archived; falls back to listing the plan's fields.
+function M.format_compact(plan, review)
   if type(plan) ~= 'table' then
     return 'compact: ' .. str(plan)
   end
   if type(plan.summaries) == 'table' and type(plan.archive) == 'table' then
-    local mode = plan.applied == true and 'applied' or 'dry run'
+    local applied = plan.applied == true
     local left = type(plan.left) == 'table' and #plan.left > 0
         and ('\n  left (changed while compacting): ' .. table.concat(plan.left, ', '))
       or ''
     if #plan.summaries == 0 and #plan.archive == 0 then
-      return ('compact (%s): %s'):format(mode, str(plan.note) ~= '' and str(plan.note) or 'nothing to compact') .. left
+      local note = str(plan.note) ~= '' and str(plan.note) or 'nothing to compact'
+      return note .. ': nothing changed' .. left
     end
     local stats = type(plan.stats) == 'table' and plan.stats or {}
     local before = plan.chars_before ~= nil and plan.chars_before or stats.chars_in
     local after = plan.chars_after ~= nil and plan.chars_after or stats.chars_out
+    local what = ('%s into %s (%s; %s -> %s characters)'):format(
+      plural(#plan.archive, 'daily log'), plural(#plan.summaries, 'summary', 'summaries'), str(plan.summarizer),
+      str(before ~= nil and before or '?'), str(after ~= nil and after or '?'))
     local lines = {
-      ('compact (%s): %d daily logs into %d summaries (%s; %s -> %s characters)'):format(
-        mode, #plan.archive, #plan.summaries, str(plan.summarizer),
-        str(before ~= nil and before or '?'), str(after ~= nil and after or '?')),
+      review and ('compact ' .. what)
+        or applied and ('compacted ' .. what .. ': applied')
+        or ('would compact ' .. what .. ': nothing changed (dry run)'),
     }
     for _, s in ipairs(plan.summaries) do
       local sources = vim.tbl_map(function(p)
@@ -33,6 +44,16 @@ function M.format_compact(plan)
     end
     for _, m in ipairs(plan.archive) do
       lines[#lines + 1] = ('  %s %s -> %s'):format(m.merge == true and 'merge' or 'move', str(m.from), str(m.to))
+    end
+    if review then
+      for _, s in ipairs(plan.summaries) do
+        lines[#lines + 1] = ('\n%s:'):format(str(s.path))
+        for line in vim.gsplit(str(s.content), '\n', { plain = true }) do
+          if line ~= '' and not line:match('^# ') then
+            lines[#lines + 1] = '  ' .. line
+          end
+        end
+      end
     end
     return table.concat(lines, '\n') .. left
   end
@@ -80,10 +101,10 @@ function M.compact(opts)
       return notify('compact failed: ' .. err_text(err), vim.log.levels.ERROR)
     end
     M.last_compact = plan
-    local text = M.format_compact(plan)
     if opts.dry_run or type(plan) ~= 'table' or type(plan.archive) ~= 'table' or #plan.archive == 0 then
-      return notify(text)
+      return notify(M.format_compact(plan))
     end
+    local text = M.format_compact(plan, true) -- the summaries' own text, for the review
     local root = client and client.root_dir or M.find_root() or vim.fn.getcwd()
     local unsaved = {}
     for _, m in ipairs(plan.archive) do

@@ -1,0 +1,131 @@
+"""Search filters: a time range (`since`, `until`) and source globs, decided per source file.
+
+A chunk's date comes from its file: a daily log (`YYYY-MM-DD.md`) is that day; a summary
+(`summary-2026-W06.md`, `summary-2026-02.md`, `summary-2026-02-09.md`) covers its period. Other files
+are undated and never match a date filter. Because every rule looks at the source only, a filter is a
+set of allowed sources, and the search legs take their candidates from those sources alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memsearch_lsp.core.chunks import log_date
+
+_RELATIVE = re.compile(r"^(\d{1,5})\s*([dwmy])$")
+_UNIT_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+_SUMMARY = re.compile(r"^summary-(\d{4})-(?:W(\d{2})|(\d{2})(?:-(\d{2}))?)(?:\.\d{1,3})?\.md$")
+FILTER_KEYS = ("since", "until", "source")  # search() keywords that filter rather than tune the ranking
+DATE_FORMS = "YYYY-MM-DD, today, yesterday, or N days/weeks/months/years ago as 7d, 2w, 3m, 1y"
+
+
+class FilterError(ValueError):
+    """A date or source pattern that cannot be read; the message names it and the accepted forms."""
+
+
+def parse_date(text: str, today: dt.date) -> dt.date:
+    """'2026-02-09', 'today', 'yesterday', or a relative '7d' / '2w' / '3m' / '1y' (days before `today`)."""
+    value = text.strip().lower()
+    if value == "today":
+        return today
+    if value == "yesterday":
+        return today - dt.timedelta(days=1)
+    match = _RELATIVE.match(value)
+    if match:
+        return today - dt.timedelta(days=int(match.group(1)) * _UNIT_DAYS[match.group(2)])
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise FilterError(f"cannot read the date {text!r}: use {DATE_FORMS}") from None
+
+
+def source_period(source: str) -> tuple[dt.date, dt.date] | None:
+    """The days a file's chunks are about: a daily log's day, a summary's period; None when undated."""
+    day = log_date(source)
+    if day:
+        try:
+            date = dt.date.fromisoformat(day)
+        except ValueError:
+            return None
+        return date, date
+    match = _SUMMARY.match(posixpath.basename(source))
+    if not match:
+        return None
+    year, week, month, mday = match.groups()
+    try:
+        if week:
+            first = dt.date.fromisocalendar(int(year), int(week), 1)
+            return first, first + dt.timedelta(days=6)
+        if mday:
+            date = dt.date(int(year), int(month), int(mday))
+            return date, date
+        first = dt.date(int(year), int(month), 1)
+        following = dt.date(first.year + first.month // 12, first.month % 12 + 1, 1)
+        return first, following - dt.timedelta(days=1)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """Which chunks a search may return: dated within [since, until] (inclusive; either open) and, when
+    `sources` is given, from a file matching one of those globs (`memory/2026-02-*`, `**/MEMORY.md`)."""
+
+    since: dt.date | None = None
+    until: dt.date | None = None
+    sources: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.since is not None or self.until is not None or bool(self.sources)
+
+    @property
+    def dated(self) -> bool:
+        return self.since is not None or self.until is not None
+
+    def allows(self, source: str) -> bool:
+        if self.sources:
+            from memsearch_lsp.core.files import glob_match
+
+            if not any(glob_match(pattern, source) for pattern in self.sources):
+                return False
+        if not self.dated:
+            return True
+        period = source_period(source)
+        if period is None:
+            return False
+        first, last = period
+        return (self.since is None or last >= self.since) and (self.until is None or first <= self.until)
+
+    def allowed(self, sources: Iterable[str]) -> set[str]:
+        """The sources among `sources` whose chunks may be returned."""
+        return {s for s in sources if self.allows(s)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"since": self.since.isoformat() if self.since else None,
+                "until": self.until.isoformat() if self.until else None, "source": list(self.sources)}
+
+
+def make_filter(since: str | dt.date | None = None, until: str | dt.date | None = None,
+                source: str | Sequence[str] | None = None, *, today: dt.date) -> SearchFilter:
+    """A SearchFilter from user input (`source`: one glob or several); FilterError for a bad date or an
+    empty range."""
+    def day(value: str | dt.date | None) -> dt.date | None:
+        if value is None or value == "":
+            return None
+        if isinstance(value, dt.date):
+            return value
+        return parse_date(str(value), today)
+
+    first, last = day(since), day(until)
+    if first and last and first > last:
+        raise FilterError(f"the range is empty: since {first.isoformat()} is after until {last.isoformat()}")
+    globs = (source,) if isinstance(source, str) else tuple(source or ())
+    cleaned = tuple(g.strip().removeprefix("./") for g in globs)
+    if any(not g for g in cleaned):
+        raise FilterError("a source pattern is empty: give a glob such as 'memory/2026-02-*' or '**/MEMORY.md'")
+    return SearchFilter(first, last, cleaned)
