@@ -29,7 +29,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--conversations", type=int, default=0, metavar="N",
                         help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)")
     parser.add_argument("--fit", action="store_true",
-                        help="fusion: fit the learned fusion on the --set sets and write its weights to core/rank.py")
+                        help="fusion: fit the learned fusion on the --set sets and write its weights to "
+                             "core/search/rank.py")
     parser.add_argument("--cv", action="store_true", help="fusion: cross-validate the fit (leave one group out)")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")

@@ -69,7 +69,7 @@ def score(facts: Sequence[Fact], summaries: str, chars_before: int, chars_after:
 
 def run_set(folder: Path, embedder: Any = None, **compact: Any) -> dict[str, Any]:
     """Compact every log of a set (planned, not applied) and score the summaries against its facts."""
-    from memsearch_lsp.core.compact import plan_compaction
+    from memsearch_lsp.core.compact.plan import plan_compaction
     from memsearch_lsp.core.memory import Memory
 
     facts = load_facts(folder)

@@ -87,7 +87,7 @@ def score(ws: Path, memory: Any, qa: list[dict[str, Any]], where: dict[str, tupl
 
 
 def run_conversation(conv: Path, keep: int) -> dict[str, Any]:
-    from memsearch_lsp.core.compact import apply_plan, plan_compaction
+    from memsearch_lsp.core.compact.plan import apply_plan, plan_compaction
     from memsearch_lsp.core.memory import Memory
 
     truth = json.loads((conv / "truth.json").read_text(encoding="utf-8"))
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--archive-weight", type=float, default=None, help="experiment: demotion of archived hits")
     args = parser.parse_args(argv)
     if args.archive_weight is not None:
-        from memsearch_lsp.core import search
+        from memsearch_lsp.core.search import hybrid as search
 
         search.ARCHIVE_WEIGHT = args.archive_weight
     convs = [c for c in sorted(args.eval.iterdir()) if (c / "truth.json").is_file()

@@ -3,14 +3,14 @@
 `python -m bench fusion --set ../shared/eval/locomo-dev --set ../shared/eval/til-dev` indexes each
 labelled workspace once (vectors from the SQLite cache, `vector_cache.py`), asks every question through the
 store's two legs (`candidates` per leg, as `hybrid_search` does) and keeps, per candidate, what
-`core/rank.py` sees: the dense cosine (best window), BM25, the share of the query's IDF mass the chunk
+`core/search/rank.py` sees: the dense cosine (best window), BM25, the share of the query's IDF mass the chunk
 contains, the section and the span. The dump goes to `BENCH_WORK/fusion-<set>.json` and is reused until
 deleted, so training and every variant below run in seconds without the model or Milvus.
 
 It then prints every ranking variant on every set (the learned default, dense alone, BM25 alone, the
 previous min-max default, the seed's weighted 0.7/0.3, RRF), the cross-validation of the learned fusion
 (leave one workspace out, and one set out), and the weights to ship (`--fit` writes them to
-`memsearch_lsp/core/rank.py`'s `LEARNED` line, which is what the product uses).
+`memsearch_lsp/core/search/rank.py`'s `LEARNED` line, which is what the product uses).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
 
     from bench.labelled import load_truth
     from bench.workspace import release
-    from memsearch_lsp.core.bm25 import query_terms, term_id
-    from memsearch_lsp.core.embed import query_vector
+    from memsearch_lsp.core.embedding.onnx import query_vector
     from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.search.bm25 import query_terms, term_id
 
     ws = tmp / src.name
     shutil.copytree(src / "memory", ws / "memory")
@@ -121,12 +121,12 @@ def evaluate(records: Sequence[dict[str, Any]], ranker: Ranker) -> dict[str, flo
 
 
 def product_ranker(**overrides: Any) -> Ranker:
-    """The product's own ranking (core/rank.py `rank`, as `hybrid_search` calls it) with `overrides` of
+    """The product's own ranking (core/search/rank.py `rank`, as `hybrid_search` calls it) with `overrides` of
     SearchConfig; a leg whose weight is 0 is not fetched, as in the product."""
     from dataclasses import replace
 
     from memsearch_lsp.config import SearchConfig
-    from memsearch_lsp.core.rank import rank
+    from memsearch_lsp.core.search.rank import rank
 
     settings = replace(SearchConfig(), **overrides)
     rrf = settings.ranker == "rrf"
@@ -166,7 +166,7 @@ class Compiled:
     """One question as arrays for fast replays of the `learned` formula (numpy, no dicts)."""
 
     def __init__(self, rec: dict[str, Any]):
-        from memsearch_lsp.core.rank import confidence, minmax
+        from memsearch_lsp.core.search.rank import confidence, minmax
 
         dense, sparse, cands = rec["dense"], rec["sparse"], rec["cands"]
         self.ids = ids = list(dict.fromkeys([*dense, *sparse]))
@@ -193,7 +193,7 @@ class Compiled:
 
     def score(self, weights: Sequence[float]) -> tuple[float, float]:
         """(the set's metric: MRR@5 or recall@5, chars@5) of the learned ranking with `weights`."""
-        from memsearch_lsp.core.rank import MIN_WEIGHT, SECTION_SHARE
+        from memsearch_lsp.core.search.rank import MIN_WEIGHT, SECTION_SHARE
 
         t_dense, g_bm25, t_bm25, c_cov = weights
         wd = max(MIN_WEIGHT, self.conf[0] - t_dense)
@@ -273,8 +273,8 @@ def cross_validate(sets: dict[str, list[dict[str, Any]]], folds_per_set: int = 5
 
 
 def write_weights(weights: Sequence[float]) -> None:
-    """Replace the `LEARNED = (...)` line of core/rank.py (the weights the product ships)."""
-    path = ROOT / "memsearch_lsp" / "core" / "rank.py"
+    """Replace the `LEARNED = (...)` line of core/search/rank.py (the weights the product ships)."""
+    path = ROOT / "memsearch_lsp" / "core" / "search" / "rank.py"
     text = path.read_text(encoding="utf-8")
     line = f"LEARNED = ({', '.join(f'{w:g}' for w in weights)})"
     path.write_text(re.sub(r"^LEARNED = \(.*\)$", line, text, count=1, flags=re.M), encoding="utf-8")
@@ -299,9 +299,9 @@ def main(args: Any) -> None:
         write_weights(weights)
         import importlib
 
-        import memsearch_lsp.core.rank
+        import memsearch_lsp.core.search.rank
 
-        importlib.reload(memsearch_lsp.core.rank)
+        importlib.reload(memsearch_lsp.core.search.rank)
     rows = []
     for name, overrides in VARIANTS.items():
         for set_name, records in sets.items():

@@ -18,7 +18,7 @@ class HashEmbedder:
     """Unit vectors seeded by each text's sha256, named like the bundled model."""
 
     def __init__(self) -> None:
-        from memsearch_lsp.core.embed import FastEmbedEmbedder
+        from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder
 
         real = FastEmbedEmbedder()
         self.model_name, self.dim = real.model_name, real.dim

@@ -1,8 +1,8 @@
 """Experiment: CPU time per search, layer by layer, on a built workspace (`python -m bench.layers ROOT`).
 
 Query embedding, BM25 query terms, the two legs through Milvus Lite's own search (called in process by
-core/lite.py's client; until 2026-12 this went through gRPC over a private socket) and through the
-in-process mirror (core/mirror.py), `Memory.search` either way, and the legs on the engine itself.
+core/store/lite.py's client; until 2026-12 this went through gRPC over a private socket) and through the
+in-process mirror (core/store/mirror.py), `Memory.search` either way, and the legs on the engine itself.
 CPU time (all threads of the process), median of 40 queries; prints one JSON object.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 
 def main(root: Path) -> dict[str, Any]:
     from bench.search import queries
-    from memsearch_lsp.core import lite
-    from memsearch_lsp.core.embed import query_vector
+    from memsearch_lsp.core.embedding.onnx import query_vector
     from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.store import lite
 
     memory = Memory(root)
     qs = queries()[:40]

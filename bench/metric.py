@@ -61,7 +61,7 @@ def measure(root: Path, metrics: list[str], scratch: Path) -> list[dict[str, Any
     from bench.search import queries
     from bench.vector_cache import CachedEmbedder
     from bench.workspace import release
-    from memsearch_lsp.core.embed import FastEmbedEmbedder
+    from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder
 
     cached = CachedEmbedder(FastEmbedEmbedder(), work_dir() / "vectors.sqlite")
     memories = {m: open_index(root, m, scratch, cached) for m in metrics}

@@ -64,7 +64,7 @@ class MemoEmbedder:
         return int(self.inner.dim)
 
     def embed_query(self, query: str) -> list[float]:
-        from memsearch_lsp.core.embed import query_vector
+        from memsearch_lsp.core.embedding.onnx import query_vector
 
         if query not in self.queries:
             self.queries[query] = query_vector(self.inner, query)

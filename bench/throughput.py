@@ -123,9 +123,9 @@ def run_raw(raw: Any, texts: list[str]) -> dict[str, float]:
 def knobs(texts: list[str], reps: int) -> list[dict[str, Any]]:
     """Raw and fastembed under each setting: batch order (token count, characters, file order), batch
     size and intra-op threads ("auto" = onnxruntime's default, one per physical core)."""
-    import memsearch_lsp.core.embed as embed_mod
+    import memsearch_lsp.core.embedding.onnx as embed_mod
     from bench.raw import RawEmbedder
-    from memsearch_lsp.core.embed import FastEmbedEmbedder
+    from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder
 
     rows = []
     settings = [("tokens", 32, 0), ("chars", 32, 0), ("file order", 32, 0), ("tokens", 8, 0), ("tokens", 16, 0),
@@ -213,7 +213,7 @@ def main(args: Any) -> None:
     from bench.common import bench_embedder, embedding_settings
     from bench.raw import RawEmbedder
     from memsearch_lsp.core.chunks import chunk_markdown
-    from memsearch_lsp.core.embed import FastEmbedEmbedder
+    from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder
 
     reps = args.reps or 5
     sizes = [args.chunks] if args.chunks else ([1000] if args.quick else list(SIZES_FULL))

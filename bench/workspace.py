@@ -37,7 +37,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def release(uri: str) -> None:
     """Close the local folder `uri` (its LOCK is let go); Memory.close() does it too."""
-    from memsearch_lsp.core.lite import release as release_local
+    from memsearch_lsp.core.store.lite import release as release_local
 
     release_local(uri)
 
@@ -54,7 +54,7 @@ def index_size_mib(root: Path) -> float:
 def built(chunks: int, seed: int = 7, embedder: Any = None) -> tuple[Path, dict[str, Any]]:
     """(workspace, build record); the index is reconciled on every call, rebuilt only when needed."""
     from bench.vector_cache import CachedEmbedder
-    from memsearch_lsp.core.embed import FastEmbedEmbedder
+    from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder
     from memsearch_lsp.core.memory import Memory
 
     root = ensure(chunks, seed)

@@ -1,22 +1,44 @@
-"""memsearch-lsp: long-term Markdown memory with hybrid search, served over LSP and a CLI."""
+"""memsearch-lsp: long-term Markdown memory with hybrid search, served over LSP and a CLI.
+
+The Python API: `open_memory(root, **settings) -> MemoryApi` opens a workspace's memory, whichever
+process owns its index (beside a running editor, that owner's client; else a `Memory` that owns it).
+`Memory` is the local implementation, which owns the index itself (`Memory(root).store`, `.indexer`).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.version import __version__
 
 if TYPE_CHECKING:
+    from memsearch_lsp.config import Config
+    from memsearch_lsp.core.api import MemoryApi, Remembered
     from memsearch_lsp.core.memory import Memory
 
-__all__ = ["Memory", "__version__"]
+__all__ = ["Memory", "MemoryApi", "Remembered", "__version__", "open_memory"]
+
+
+def open_memory(root: str | Path = ".", *, config: Config | None = None, wait_s: float = 30.0,
+                **settings: Any) -> MemoryApi:
+    """The memory of the workspace at `root`: the index owner's client when another process (an editor,
+    `memsearch-lsp warm`, the MCP server) owns its index, else a local `Memory` that owns it; either way a
+    `MemoryApi`. `settings` as keywords (`top_k=3`, `vector_weight=0.5`, `milvus_uri=...`) override
+    `.memsearch.toml`. A local open waits up to `wait_s` while a short-lived process holds the index."""
+    from memsearch_lsp.core.process.owner import open_memory as open_owned
+
+    return open_owned(root, wait_s=wait_s, config=config, **settings)
 
 
 def __getattr__(name: str) -> Any:
-    # `from memsearch_lsp import Memory` without importing the engine for `--version`. The public
-    # Memory follows the index owner: beside a running editor it is that owner's client.
+    # The engine is imported on first use, not for `memsearch-lsp --version`.
     if name == "Memory":
-        from memsearch_lsp.core.owner import PublicMemory
+        from memsearch_lsp.core.memory import Memory
 
-        return PublicMemory
+        return Memory
+    if name in ("MemoryApi", "Remembered"):
+        from memsearch_lsp.core import api
+
+        return getattr(api, name)
     raise AttributeError(name)

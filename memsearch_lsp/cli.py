@@ -181,7 +181,7 @@ def _workspace(args: argparse.Namespace) -> Path:
 
 def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
     """The running server's index when one owns it, else this process opens it."""
-    from memsearch_lsp.core.owner import open_memory
+    from memsearch_lsp.core.process.owner import open_memory
 
     return open_memory(_workspace(args), **settings)
 
@@ -256,7 +256,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.compact import apply_checked, plan_compaction
+    from memsearch_lsp.core.compact.plan import apply_checked, plan_compaction
 
     with _memory(args) as memory:
         plan = plan_compaction(memory, older_than_days=args.older_than, files=args.files or None)
@@ -279,8 +279,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.doctor import run_doctor
     from memsearch_lsp.core.onboard import find_workspace
+    from memsearch_lsp.doctor import run_doctor
 
     if args.workspace is not None:
         folder = Path(args.workspace).expanduser()
@@ -328,7 +328,7 @@ def cmd_recent(args: argparse.Namespace) -> int:
 
 
 def cmd_warm(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.shared import serve_until_idle
+    from memsearch_lsp.core.process.shared import serve_until_idle
 
     if args.idle <= 0:
         raise UserError("--idle must be more than 0 seconds")
@@ -375,9 +375,9 @@ COMMANDS = {"serve": cmd_serve, "index": cmd_index, "search": cmd_search, "expan
 def _hint(exc: BaseException, command: str = "") -> str:
     """What to do about an error, for the `hint` of a JSON error (and nothing else)."""
     from memsearch_lsp.config import ConfigError
-    from memsearch_lsp.core.embed import EmbeddingError
-    from memsearch_lsp.core.filters import DATE_FORMS, FilterError
+    from memsearch_lsp.core.embedding.onnx import EmbeddingError
     from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere
+    from memsearch_lsp.core.search.filters import DATE_FORMS, FilterError
 
     if isinstance(exc, UserError):
         return exc.hint or f"see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
@@ -419,8 +419,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "serve":  # configure logging once: the server sets up its own
         logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
                             format="memsearch-lsp: %(levelname)s: %(message)s")
-    from memsearch_lsp.core.compact import CompactError
-    from memsearch_lsp.core.embed import EmbeddingError
+    from memsearch_lsp.core.compact.plan import CompactError
+    from memsearch_lsp.core.embedding.onnx import EmbeddingError
     from memsearch_lsp.core.files import PathError
     from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import NestedWorkspace, NoMemoryHere

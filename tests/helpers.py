@@ -1,10 +1,15 @@
-"""Helpers shared by test modules (test modules never import each other)."""
+"""The one helpers module of the tests (test modules never import each other, nor conftest):
+paths and the example workspace, the CLI runner, a free port, `wait_until`/`until`, the index owner and
+language server session context managers, Neovim, a Milvus Lite server in its own process."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import copy
 import datetime as dt
 import hashlib
+import inspect
 import os
 import re
 import shutil
@@ -12,12 +17,51 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.memory import Memory
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "memory"
 FEB18 = dt.date(2026, 2, 18)  # the example logs run from 2026-02-02 to 2026-02-17
 BM25 = {"vector_weight": 0.0, "bm25_weight": 1.0}  # the fake dense vectors are noise
+
+
+# -- workspaces ----------------------------------------------------------------------------------
+def make_workspace(base: Path, examples: bool = True) -> Path:
+    """`base/ws` holding a copy of the example memory (`examples/memory`), or an empty `memory/`."""
+    ws = base / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    if examples:
+        shutil.copytree(EXAMPLES, ws / "memory")
+    else:
+        (ws / "memory").mkdir()
+    return ws
+
+
+#: A daily log whose one section is long enough for several embedding windows.
+LONG = "# 2026-01-05\n\n## Planning\n\n" + "\n".join(
+    f"- item {i}: the quarterly budget review needs the spreadsheet from finance" for i in range(18)
+) + "\n- item 99: kangaroo paddock fence repaired by the ranger\n"
+
+
+def long_workspace(tmp_path: Path) -> Path:
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    (mem / "2026-01-05.md").write_text(LONG)
+    (mem / "2026-01-06.md").write_text("# 2026-01-06\n\n## Garden\n\nwatered the tomatoes and the fence post\n")
+    (mem / "2026-01-07.md").write_text("# 2026-01-07\n\n## Zoo trip\n\nsaw a koala and a wombat at the zoo\n")
+    return tmp_path
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -32,6 +76,75 @@ def tree_digest(folder: Path) -> str:
         if path.is_file():
             digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
     return digest.hexdigest()
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+def run_cli(*args: str, workspace: Path | None = None, cwd: Path | None = None, stdin: str | None = None,
+            env: Mapping[str, str] | None = None, check: bool = False,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`python -m memsearch_lsp ARGS [--workspace W]` in a subprocess, as a user runs it. With `env`, the
+    environment is this one without its MEMSEARCH_* variables, plus `env`. `check`: exit status 0."""
+    argv = [sys.executable, "-m", "memsearch_lsp", *args, *(["--workspace", str(workspace)] if workspace else [])]
+    environ = None if env is None else {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")},
+                                        **env}
+    result = subprocess.run(argv, cwd=cwd, env=environ, input=stdin, capture_output=True, text=True,
+                            timeout=timeout)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def cli(workspace: Path, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """`memsearch-lsp ARGS --workspace W` (see run_cli)."""
+    return run_cli(*args, workspace=workspace, **options)
+
+
+# -- waiting for what a process does ----------------------------------------------------------------
+def free_port() -> int:
+    """A loopback TCP port nobody listened on a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until(condition: Callable[[], T], what: str, timeout: float = 30.0, every: float = 0.1) -> T:
+    """`condition()`'s first true value (an event another process or thread causes), polled every
+    `every` seconds; TimeoutError naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(every)
+    return value
+
+
+async def until(condition: Callable[[], T | Awaitable[T]], what: str, timeout: float = 30.0,
+                every: float = 0.02) -> T:
+    """`wait_until` for event-loop code: `condition` may be a coroutine function (a request to the server)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value  # type: ignore[return-value]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(every)
+
+
+# -- an index owner -----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def owner_serving(memory: Memory) -> Iterator[Any]:
+    """`memory` serving its index to other processes (core.process.owner.OwnerServer) until the block ends."""
+    from memsearch_lsp.core.process.owner import OwnerServer
+
+    server = OwnerServer(memory)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 # -- Neovim --------------------------------------------------------------------------------------
@@ -76,23 +189,18 @@ def _env(tmp: Path) -> dict[str, str]:
 def milvus_lite_server(data_dir: Path) -> Iterator[str]:
     """`python -m milvus_lite server` (Milvus Lite's own gRPC server, what pymilvus talks to) on a free loopback
     port, serving `data_dir`; yields its `http://127.0.0.1:PORT` URI and stops it after."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir),
                              "--host", "127.0.0.1", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
+        def listening() -> bool:
             if proc.poll() is not None:
                 raise RuntimeError(f"milvus-lite server exited: {proc.stderr.read() if proc.stderr else ''}")
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("milvus-lite server did not start listening")
-            time.sleep(0.1)
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, "the milvus-lite server to listen", timeout=60)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
@@ -101,3 +209,196 @@ def milvus_lite_server(data_dir: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# -- the language server over stdio (pytest-lsp) ---------------------------------------------------
+SERVER = [sys.executable, "-m", "memsearch_lsp", "serve"]
+CLIENTS = ["neovim@v0.11.0", "visual_studio_code"]
+
+
+#: The servers' "today" (clock seam): never one of the example logs' dates, whatever day the tests run.
+TODAY = "2026-03-15"
+
+
+def config() -> ClientServerConfig:
+    return ClientServerConfig(server_command=SERVER, server_env={**os.environ, "MEMSEARCH_NOW": f"{TODAY}T10:00"})
+
+
+def uri(path: Path) -> str:
+    return from_fs_path(str(path)) or ""
+
+
+class Session:
+    """A started client with the indexed notifications it received. A session made by `add_folder` is one
+    workspace folder of a shared server: it sees the memsearch/indexed notifications of that folder only."""
+
+    def __init__(self, client: LanguageClient, workspace: Path, profile: str):
+        self.client, self.workspace, self.profile = client, workspace, profile
+        self.root: str | None = None  # the folder this session is about, on a shared server
+        self._indexed: list[dict[str, Any]] = []
+        self.registrations: list[types.Registration] = []
+        self.edits: list[types.ApplyWorkspaceEditParams] = []
+        self.encoding = "utf-16"
+
+        @client.feature("memsearch/indexed")
+        def on_indexed(params: Any) -> None:
+            self._indexed.append(params if isinstance(params, dict) else params._asdict())
+
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def on_register(params: types.RegistrationParams) -> None:
+            self.registrations.extend(params.registrations)
+
+        @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
+        def on_unregister(params: types.UnregistrationParams) -> None:
+            return None
+
+    @property
+    def indexed(self) -> list[dict[str, Any]]:
+        return [n for n in self._indexed if self.root is None or n.get("root") == self.root]
+
+    async def start(self, capabilities: types.ClientCapabilities, settings: dict[str, Any] | None = None,
+                    folders: list[Path] | None = None) -> types.InitializeResult:
+        """initialize + initialized; `folders=[]` starts a server without any workspace folder."""
+        folders = [self.workspace] if folders is None else folders
+        self.client._configuration = {"": {}, "memsearch": settings or {}}
+        result = await self.client.initialize_session(types.InitializeParams(
+            capabilities=capabilities, root_uri=uri(folders[0]) if folders else None,
+            workspace_folders=[workspace_folder(f) for f in folders],
+            initialization_options={"memsearch": settings or {}}))
+        self.encoding = str(result.capabilities.position_encoding or "utf-16")
+        return result
+
+    async def wait_indexed(self, count: int = 1, timeout: float = 60.0) -> dict[str, Any]:
+        await until(lambda: len(self.indexed) >= count, f"{count} memsearch/indexed notifications "
+                    f"(got {len(self.indexed)})", timeout, every=0.05)
+        return self.indexed[count - 1]
+
+    async def symbols(self, query: str) -> list[types.WorkspaceSymbol]:
+        result = await self.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
+        return list(result or [])  # type: ignore[arg-type]
+
+    async def until_symbol(self, query: str, name: str, timeout: float = 30.0) -> types.WorkspaceSymbol:
+        async def found() -> list[types.WorkspaceSymbol]:
+            return [s for s in await self.symbols(query) if s.name == name]
+
+        return (await until(found, f"{name!r} found for {query!r}", timeout, every=0.2))[0]
+
+    def open(self, path: Path, text: str | None = None, version: int = 1) -> str:
+        doc_uri = uri(path)
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=doc_uri, language_id="markdown", version=version,
+            text=path.read_text() if text is None else text)))
+        return doc_uri
+
+    def units(self, text: str) -> int:
+        """Length of `text` in the negotiated position encoding."""
+        if "8" in self.encoding:
+            return len(text.encode("utf-8"))
+        if "32" in self.encoding:
+            return len(text)
+        return len(text.encode("utf-16-le")) // 2
+
+
+def workspace_folder(path: Path) -> types.WorkspaceFolder:
+    return types.WorkspaceFolder(uri=uri(path), name=path.name)
+
+
+def capabilities(profile: str, dynamic_watch: bool | None = None) -> types.ClientCapabilities:
+    caps = client_capabilities(profile)
+    if dynamic_watch is not None:
+        caps.workspace = caps.workspace or types.WorkspaceClientCapabilities()
+        caps.workspace.did_change_watched_files = types.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=dynamic_watch, relative_pattern_support=dynamic_watch)
+    return caps
+
+
+def send_raw(client: LanguageClient, message: dict[str, Any] | bytes) -> None:
+    """Write a JSON-RPC message as is, bypassing the client's type checks (for malformed input)."""
+    import json
+
+    body = message if isinstance(message, bytes) else json.dumps(message).encode()
+    client.protocol.writer.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # type: ignore[union-attr]
+
+
+async def open_session(client: LanguageClient, workspace: Path, settings: dict[str, Any],
+                       caps: types.ClientCapabilities | None = None, wait: int = 1,
+                       folders: list[Path] | None = None) -> Session:
+    """Initialise a pytest-lsp client (its `profile` is set by the fixtures in conftest.py) and wait for the
+    first index passes."""
+    profile: str = client.profile  # type: ignore[attr-defined]
+    session = Session(client, workspace, profile)
+    await session.start(caps or capabilities(profile), settings, folders=folders)
+    await session.wait_indexed(wait)
+    return session
+
+
+# -- one server per module, one workspace folder per test -------------------------------------------
+async def start_shared(client: LanguageClient, settings: dict[str, Any]) -> Session:
+    """Initialise a module's shared server without any folder: each test adds its own (`added_folder`)."""
+    profile: str = client.profile  # type: ignore[attr-defined]
+    session = Session(client, Path(), profile)
+    await session.start(capabilities(profile), settings, folders=[])
+    return session
+
+
+@contextlib.asynccontextmanager
+async def added_folder(server: Session, workspace: Path) -> AsyncIterator[Session]:
+    """`workspace` added to the shared server as an editor adds a folder (its own index, watcher and first
+    index pass in the running process), and removed after. The session seen inside is about this folder:
+    it counts the memsearch/indexed notifications of this folder only."""
+    session = copy.copy(server)  # the same client and recorded lists
+    session.workspace, session.root = workspace, str(workspace.resolve())
+    change = server.client.workspace_did_change_workspace_folders
+    change(types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(
+        added=[workspace_folder(workspace)], removed=[])))
+    try:
+        await session.wait_indexed(1)
+        yield session
+    finally:
+        change(types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(
+            added=[], removed=[workspace_folder(workspace)])))
+
+
+async def hover_text(session: Session, doc: str, line: int, character: int) -> str:
+    """The hover's Markdown at a position, or "" when the server has none."""
+    result = await session.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=line, character=character)))
+    if result is None:
+        return ""
+    assert isinstance(result.contents, types.MarkupContent)
+    return result.contents.value
+
+
+# -- sessions started by hand (several windows, kill -9) --------------------------------------------
+FAST = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
+
+
+async def start(workspace: Path, profile: str = "visual_studio_code") -> Session:
+    client = LanguageClient()
+    for method, handler in DEFAULT_CLIENT_FEATURES.items():
+        client.feature(method)(handler)
+    await client.start_io(*SERVER)
+    session = Session(client, workspace, profile)
+    await session.start(capabilities(profile), FAST)
+    return session
+
+
+async def stop(session: Session) -> None:
+    try:
+        await asyncio.wait_for(session.client.shutdown_session(), timeout=20)
+    finally:
+        await session.client.stop()
+
+
+@contextlib.asynccontextmanager
+async def lsp_session(workspace: Path, profile: str = "visual_studio_code") -> AsyncIterator[Session]:
+    """A server started by hand for `workspace` (FAST watch settings), shut down when the block ends."""
+    session = await start(workspace, profile)
+    try:
+        yield session
+    finally:
+        await stop(session)
+
+
+def server_pid(session: Session) -> int:
+    return session.client._server.pid  # type: ignore[union-attr]

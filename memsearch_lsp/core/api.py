@@ -1,30 +1,74 @@
 """MemoryApi: what callers may ask of a workspace's memory, whichever process owns its index.
 
 Two implementations, neither a subclass of the other: `core.memory.Memory` (this process owns the
-index) and `core.owner.RemoteMemory` (another process does, and every `IndexApi` call goes over its
+index) and `core.process.owner.RemoteMemory` (another process does, and every `IndexApi` call goes over its
 socket). The CLI, the MCP server, the language server and the public `memsearch_lsp.Memory` type
-against `MemoryApi`; mypy checks both classes against it (the assignments at the end of core/owner.py).
+against `MemoryApi`; mypy checks both classes against it (the assignments at the end of core/process/owner.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from typing_extensions import TypedDict
 
 from memsearch_lsp.config import Config
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.chunks import Chunk
-    from memsearch_lsp.core.embedder import Embedder
+    from memsearch_lsp.core.embedding.base import Embedder
     from memsearch_lsp.core.index import IndexStats, Progress
-    from memsearch_lsp.core.memory import Remembered
-    from memsearch_lsp.core.search import Expanded, Hit
+    from memsearch_lsp.core.search.hybrid import Expanded, Hit
+
+
+class NoteChunkData(TypedDict):
+    id: str
+    heading: str
+    start_line: int
+    end_line: int
+
+
+class RememberedData(TypedDict):
+    """What `remember` reports (CLI `--json`, MCP `memory_remember`)."""
+
+    id: str
+    """the new note's chunk id"""
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    chunks: list[NoteChunkData]
+
+
+RememberedData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What `remember()` appended: the note's chunks (the first is its `## heading`), as indexed."""
+
+    source: str
+    chunks: tuple[Chunk, ...]
+    stats: IndexStats
+
+    def to_dict(self) -> RememberedData:
+        first, last = self.chunks[0], self.chunks[-1]
+        return {"id": first.id, "source": self.source, "heading": first.heading,
+                "start_line": first.start_line, "end_line": last.end_line,
+                "chunks": [{"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
+                           for c in self.chunks]}
+
+    def __str__(self) -> str:
+        data = self.to_dict()
+        return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
 
 
 class IndexApi(Protocol):
-    """The index owner's operations: exactly what `core.owner.OwnerServer.dispatch` answers."""
+    """The index owner's operations: exactly what `core.process.owner.OwnerServer.dispatch` answers."""
 
     def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats: ...
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats: ...

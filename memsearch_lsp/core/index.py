@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.bm25 import DfTable, doc_vector
 from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
-from memsearch_lsp.core.embed import Embedder
-from memsearch_lsp.core.files import Skipped, find_memory_files, read_text
-from memsearch_lsp.core.store import MilvusStore, sparse_dict
+from memsearch_lsp.core.embedding.onnx import Embedder
+from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, read_text
+from memsearch_lsp.core.search.bm25 import DfTable, doc_vector
+from memsearch_lsp.core.store.milvus import MilvusStore, sparse_dict
 
 log = logging.getLogger(__name__)
 
@@ -116,30 +116,13 @@ class Indexer:
 
     # -- public operations -----------------------------------------------------------------
     def reconcile(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
+        """Bring the index in line with the memory files: read them, write what changed, drop what is gone."""
         started = time.perf_counter()
         stats = IndexStats()
         with self.lock:
             files, stats.skipped = find_memory_files(self.root, self.config)
             manifest = self.manifest()
-            texts: dict[str, str] = {}
-            for item in files:
-                if item.source in self.overlays:
-                    texts[item.source] = self.overlays[item.source]
-                    continue
-                try:
-                    text, problem = read_text(item.path)
-                except OSError as exc:
-                    stats.skipped.append(Skipped(item.source, f"cannot read: {exc}"))
-                    continue
-                if problem and not text:
-                    stats.skipped.append(Skipped(item.source, problem))
-                    continue
-                if problem:
-                    stats.warnings.append(Skipped(item.source, problem))
-                texts[item.source] = text
-            for source, text in self.overlays.items():
-                texts.setdefault(source, text)
-            unreadable = {s.source for s in stats.skipped}
+            texts = self._read_all(files, stats)
             changed = {s: t for s, t in texts.items() if force or self._stale(manifest.get(s), t)}
             for source in changed:
                 if source in manifest:
@@ -147,14 +130,7 @@ class Indexer:
                 elif texts[source].strip():
                     stats.files_added += 1
             self._write(changed, stats, progress)
-            # Removals last, so a renamed file reuses the vectors of its old rows.
-            removed = [s for s in manifest if s not in texts and s not in unreadable]
-            for source in removed:
-                self._remove(source)
-            stats.files_removed = len(removed)
-            # Files that became unreadable lose their rows too: the index mirrors what can be read.
-            for source in unreadable & set(manifest):
-                self._remove(source)
+            self._drop_gone(manifest, texts, {s.source for s in stats.skipped}, stats)
             if stats.changed or force or self.df.dirty:
                 self.store.flush()
                 self.df.save()
@@ -163,6 +139,40 @@ class Indexer:
         for note in [*stats.skipped, *stats.warnings]:
             log.warning("%s: %s", note.source, note.reason)
         return stats
+
+    def _read_all(self, files: list[MemoryFile], stats: IndexStats) -> dict[str, str]:
+        """Each file's text (an open buffer's overlay first); unreadable files go to `stats.skipped`, files
+        decoded with replacement to `stats.warnings`."""
+        texts: dict[str, str] = {}
+        for item in files:
+            if item.source in self.overlays:
+                texts[item.source] = self.overlays[item.source]
+                continue
+            try:
+                text, problem = read_text(item.path)
+            except OSError as exc:
+                stats.skipped.append(Skipped(item.source, f"cannot read: {exc}"))
+                continue
+            if problem and not text:
+                stats.skipped.append(Skipped(item.source, problem))
+                continue
+            if problem:
+                stats.warnings.append(Skipped(item.source, problem))
+            texts[item.source] = text
+        for source, text in self.overlays.items():
+            texts.setdefault(source, text)
+        return texts
+
+    def _drop_gone(self, manifest: dict[str, _FileState], texts: dict[str, str], unreadable: set[str],
+                   stats: IndexStats) -> None:
+        """Removals last, so a renamed file reuses the vectors of its old rows; files that became unreadable
+        lose their rows too (the index mirrors what can be read)."""
+        removed = [s for s in manifest if s not in texts and s not in unreadable]
+        for source in removed:
+            self._remove(source)
+        stats.files_removed = len(removed)
+        for source in unreadable & set(manifest):
+            self._remove(source)
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
         """Index one file's text (an unsaved buffer when `overlay`), replacing its rows."""

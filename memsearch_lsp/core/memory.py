@@ -8,15 +8,15 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.bm25 import DfTable
+from memsearch_lsp.core.api import Remembered
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
-from memsearch_lsp.core.embed import Embedder, create_embedder, reads
+from memsearch_lsp.core.embedding.onnx import Embedder, create_embedder, reads
 from memsearch_lsp.core.files import (
     MAX_FILE_BYTES,
     glob_match,
@@ -25,7 +25,6 @@ from memsearch_lsp.core.files import (
     read_text,
     relative_source,
 )
-from memsearch_lsp.core.filters import FILTER_KEYS, make_filter
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
     Addition,
@@ -38,8 +37,10 @@ from memsearch_lsp.core.notes import (
     write_note_file,
 )
 from memsearch_lsp.core.onboard import daily_log_text
-from memsearch_lsp.core.search import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
-from memsearch_lsp.core.store import MilvusStore, remove_index
+from memsearch_lsp.core.search.bm25 import DfTable
+from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
+from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
+from memsearch_lsp.core.store.milvus import MilvusStore, remove_index
 from memsearch_lsp.version import __version__
 
 if TYPE_CHECKING:
@@ -59,26 +60,6 @@ MAX_DAY_FILES = 99  # YYYY-MM-DD.md, then YYYY-MM-DD.2.md ... when a log is full
 
 class _NextFile(Exception):
     """This log cannot take the note cleanly; the day's next file can."""
-
-
-@dataclass(frozen=True)
-class Remembered:
-    """What `remember()` appended: the note's chunks (the first is its `## heading`), as indexed."""
-
-    source: str
-    chunks: tuple[Chunk, ...]
-    stats: IndexStats
-
-    def to_dict(self) -> dict[str, Any]:
-        first, last = self.chunks[0], self.chunks[-1]
-        return {"id": first.id, "source": self.source, "heading": first.heading,
-                "start_line": first.start_line, "end_line": last.end_line,
-                "chunks": [{"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
-                           for c in self.chunks]}
-
-    def __str__(self) -> str:
-        data = self.to_dict()
-        return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
 
 
 T = TypeVar("T")
@@ -114,7 +95,7 @@ class MemoryFiles:
     """What every memory does in its own process, whoever owns the index: settings, the workspace's
     files (paths, today's log, outlines), the embedder that names the model, the async twins.
 
-    `Memory` and `core.owner.RemoteMemory` build on it; each implements the index operations itself.
+    `Memory` and `core.process.owner.RemoteMemory` build on it; each implements the index operations itself.
     """
 
     def __init__(self, workspace: str | Path = ".", *, config: Config | None = None,
@@ -196,7 +177,7 @@ class MemoryFiles:
 
 class Memory(MemoryFiles):
     """A workspace's memory whose index this process owns: `index()`, `search()`, `expand()` and their
-    async twins (see core.api.MemoryApi; `core.owner.RemoteMemory` is the other implementation).
+    async twins (see core.api.MemoryApi; `core.process.owner.RemoteMemory` is the other implementation).
 
     >>> mem = Memory("~/project")            # doctest: +SKIP
     >>> mem.index(); mem.search("redis ttl")  # doctest: +SKIP
@@ -330,7 +311,7 @@ class Memory(MemoryFiles):
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
         """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call.
 
-        Filters (core/filters.py): `since` / `until` (a date, 'YYYY-MM-DD', or relative as '7d', '2w'
+        Filters (core/search/filters.py): `since` / `until` (a date, 'YYYY-MM-DD', or relative as '7d', '2w'
         before today; inclusive) and `source` (one glob or a list of them). Both legs take their candidates
         from the chunks that pass, so a filter never empties the top k; with a date filter, chunks outside
         daily logs and summaries (undated) are left out.

@@ -65,7 +65,7 @@ def summarized(config: Config, root: Path, text: str) -> str:
     = "openai"`, a user setting); `text` itself when none is configured or the endpoint fails (logged)."""
     if config.compact.summarizer != "openai":
         return text
-    from memsearch_lsp.core.summarize import OpenAISummarizer, SummarizerError
+    from memsearch_lsp.core.compact.summarize import OpenAISummarizer, SummarizerError
 
     try:
         return OpenAISummarizer(config.compact, root).chat(TURN_PROMPT + text).strip() or text

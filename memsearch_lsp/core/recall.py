@@ -6,12 +6,31 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
 from memsearch_lsp.core.memory import MemoryFiles
 from memsearch_lsp.core.notes import open_fence
+
+
+class NoteData(TypedDict):
+    """A recent note as `recent --json` and MCP `memory_recent` send it."""
+
+    id: str
+    """chunk id, for expand"""
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    date: str | None
+    kind: str
+    """daily, long-term or summary"""
+    content: str
+
+
+NoteData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 SUMMARY = re.compile(r"(?:^|/)summary-[^/]+\.md$")
 LONG_TERM = "MEMORY.md"
@@ -30,7 +49,7 @@ class Note:
     kind: str
     content: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> NoteData:
         return {"id": self.id, "source": self.source, "heading": self.heading, "start_line": self.start_line,
                 "end_line": self.end_line, "date": self.date, "kind": self.kind, "content": self.content}
 

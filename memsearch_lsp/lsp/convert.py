@@ -13,7 +13,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk
-from memsearch_lsp.core.search import Expanded, Hit
+from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
 
 def normalize_uri(uri: str) -> str:
@@ -63,7 +63,7 @@ def hit_range(codec: PositionCodec, hit: Hit, lines: Sequence[str] | None) -> ty
 
 def hit_json(root: Path, hit: Hit, rng: types.Range) -> dict[str, Any]:
     """A `memsearch/search` hit: the CLI's fields plus a uri and an LSP range."""
-    data = hit.to_dict()
+    data: dict[str, Any] = dict(hit.to_dict())
     data["uri"] = uri_of(root, hit.source)
     data["range"] = {"start": {"line": rng.start.line, "character": rng.start.character},
                      "end": {"line": rng.end.line, "character": rng.end.character}}

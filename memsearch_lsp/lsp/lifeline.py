@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from memsearch_lsp.core.owner import pid_alive
+from memsearch_lsp.core.process.owner import pid_alive
 
 log = logging.getLogger("memsearch_lsp")
 

@@ -26,7 +26,7 @@ from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory, index_settings_changed
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
-from memsearch_lsp.core.owner import OwnerGone, OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, open_memory
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
 

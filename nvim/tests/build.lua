@@ -1,4 +1,4 @@
--- The lazy.nvim build step, headless (run by tests/test_nvim_build.py):
+-- The lazy.nvim build step, headless (run by tests/e2e/test_nvim_build.py):
 --   nvim --headless --clean -l nvim/tests/build.lua CHECKOUT SITE_PACKAGES_JSON WORKSPACE
 -- CHECKOUT is a copy of the repository (the plugin as lazy.nvim clones it); the venv borrows the
 -- dependencies from SITE_PACKAGES (so nothing is downloaded). The lazy.nvim spec is the one the README

@@ -1,4 +1,4 @@
--- End-to-end test of the nvim/ plugin against a real memsearch-lsp server (run by tests/test_nvim.py).
+-- End-to-end test of the nvim/ plugin against a real memsearch-lsp server (run by tests/e2e/test_nvim.py).
 --
 --   nvim --headless --clean -l nvim/tests/e2e.lua WORKSPACE CMD_JSON
 --

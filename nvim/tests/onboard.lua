@@ -1,5 +1,5 @@
 -- First-run behaviour of the nvim/ plugin, against an in-process fake server (run by
--- tests/test_nvim_onboard.py):   nvim --headless --clean -l nvim/tests/onboard.lua TMPDIR
+-- tests/e2e/test_nvim_onboard.py):   nvim --headless --clean -l nvim/tests/onboard.lua TMPDIR
 -- Root markers + workspace_required (no server outside memory), the statusline component, the
 -- asynchronous Telescope live finder (stale answers dropped) and `:help memsearch`.
 -- Prints ONBOARD OK and exits 0, or exits 1 on the first failed check.

@@ -1,4 +1,4 @@
--- Smoke test of the nvim/ plugin without a server (run by tests/test_nvim.py):
+-- Smoke test of the nvim/ plugin without a server (run by tests/e2e/test_nvim.py):
 --   nvim --headless --clean -l nvim/tests/smoke.lua
 -- Prints SMOKE OK and exits 0, or exits 1 on the first failed check.
 

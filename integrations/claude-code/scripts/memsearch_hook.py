@@ -114,7 +114,7 @@ def owner_running(event: dict[str, Any]) -> bool:
 
 def owner_socket(event: dict[str, Any]) -> str | None:
     """The socket of the process serving this project's index, when it is a socket of this user: the path
-    `memsearch_lsp.core.owner.socket_path_for` names (never one read from a file)."""
+    `memsearch_lsp.core.process.owner.socket_path_for` names (never one read from a file)."""
     root = project(event).resolve()
     path = root / ".memsearch" / "server.sock"
     if len(str(path)) > 100:

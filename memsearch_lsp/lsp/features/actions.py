@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from memsearch_lsp.core.api import MemoryApi
-from memsearch_lsp.core.compact import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
+from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.lsp import convert

@@ -37,7 +37,7 @@ def register(server: MemsearchServer) -> None:
         if found is None:
             return None
         root, chunk = found
-        data = chunk.to_dict()
+        data: dict[str, Any] = dict(chunk.to_dict())
         data["uri"] = convert.uri_of(root.path, chunk.source)
         rng = convert.expanded_range(ls.workspace.position_codec, chunk)
         data["range"] = {"start": {"line": rng.start.line, "character": rng.start.character},

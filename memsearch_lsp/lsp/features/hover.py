@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from memsearch_lsp.core.search import Expanded
+from memsearch_lsp.core.search.hybrid import Expanded
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.symbols import ready_roots
 from memsearch_lsp.lsp.protocol import lsp_lines

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from memsearch_lsp.core.files import read_text
-from memsearch_lsp.core.search import Hit
+from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.lsp import convert
 
 if TYPE_CHECKING:

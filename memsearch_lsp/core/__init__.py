@@ -1,0 +1,1 @@
+"""The engine: the memory facade, its interface and result types; the concerns in sub-packages."""

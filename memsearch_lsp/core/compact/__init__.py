@@ -1,0 +1,1 @@
+"""Compaction: the plan, the summarisers, applying a plan to the files."""

@@ -1,0 +1,213 @@
+"""Applying a compaction plan to the files: all or nothing, each log checked right before and after it moves."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memsearch_lsp.core.compact.summarize import CompactError
+from memsearch_lsp.core.files import read_text
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.api import MemoryApi
+    from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan
+
+log = logging.getLogger(__name__)
+
+
+class LogChanged(CompactError):
+    """A log no longer holds the text its summary was made from (a writer appended to it)."""
+
+    def __init__(self, source: str):
+        super().__init__(f"{source} changed since the plan was made")
+        self.source = source
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _install(source: Path, target: Path) -> None:
+    """Put `source` in place of `target` atomically (the one seam tests use to simulate a full disk)."""
+    os.replace(source, target)
+
+
+def _write_temp(target: Path, data: bytes) -> Path:
+    """Write `data` beside `target` under a hidden temporary name (fsynced); the caller renames it."""
+    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return temp
+
+
+def _text_sha(path: Path) -> str:
+    """The sha256 of a log's text as the planner read it (decoded the same way)."""
+    text, _ = read_text(path)
+    return sha256(text.encode("utf-8"))
+
+
+def _check(memory: MemoryApi, plan: CompactionPlan) -> dict[str, bytes]:
+    """Refuse a stale plan before touching anything; returns the current bytes of appended summaries."""
+    current: dict[str, bytes] = {}
+    for s in plan.summaries:
+        target = memory.path_of(s.path)
+        if s.action == "create" and target.exists():
+            raise CompactError(f"{s.path} appeared since the plan was made; plan again")
+        if s.action == "append":
+            if not target.is_file():
+                raise CompactError(f"{s.path} disappeared since the plan was made; plan again")
+            current[s.path] = target.read_bytes()
+            if s.base_sha256 and sha256(current[s.path]) != s.base_sha256:
+                raise CompactError(f"{s.path} changed since the plan was made; plan again")
+    for m in plan.archive:
+        if not memory.path_of(m.src).is_file():
+            raise CompactError(f"{m.src} disappeared since the plan was made; plan again")
+        _same(memory, m, memory.path_of(m.src))
+        dst = memory.path_of(m.dst)
+        if m.action == "move" and dst.exists():
+            raise CompactError(f"{m.dst} appeared since the plan was made; plan again")
+        if m.action == "merge" and (not dst.is_file() or sha256(dst.read_bytes()) != m.base_sha256):
+            raise CompactError(f"{m.dst} changed since the plan was made; plan again")
+    return current
+
+
+def _same(memory: MemoryApi, move: ArchiveMove, path: Path) -> None:
+    """LogChanged unless `path` holds the text the summary was made from."""
+    if move.sha256 and _text_sha(path) != move.sha256:
+        raise LogChanged(move.src)
+
+
+Undo = Callable[[], None]
+
+
+def _move(memory: MemoryApi, m: ArchiveMove, undo: list[Undo], made_dirs: list[Path], cleanup: list[Path]) -> None:
+    """Move (or merge) one log into the archive, checking its text right before and right after."""
+    src, dst = memory.path_of(m.src), memory.path_of(m.dst)
+    if not dst.parent.is_dir():
+        made_dirs.extend(_mkdirs(dst.parent))
+    _same(memory, m, src)
+    if m.action == "move" and dst.exists():
+        raise OSError(errno.EEXIST, f"{m.dst} already exists")
+    taken = dst if m.action == "move" else src.with_name(f".{src.name}.{uuid.uuid4().hex[:8]}.merged")
+    os.rename(src, taken)
+    undo.append(lambda: os.rename(taken, src))
+    _same(memory, m, taken)  # a writer that appended through an open handle between the check and the rename
+    if m.action == "merge":
+        base = dst.read_bytes()
+        if sha256(base) != m.base_sha256:
+            raise CompactError(f"{m.dst} changed since the plan was made; plan again")
+        temp = _write_temp(dst, base + (b"\n" if base and not base.endswith(b"\n") else b"") + taken.read_bytes())
+        backup = _backup(dst)
+        cleanup.extend((backup, taken))
+        try:
+            _install(temp, dst)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        undo.append(lambda: _install(backup, dst))
+
+
+def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
+    """Write the summaries and move the originals, all or nothing: on any failure, undo and raise.
+
+    Each log is checked right before and right after it moves: one that no longer holds the text
+    its summary was made from raises LogChanged, with everything rolled back.
+    """
+    current = _check(memory, plan)
+    temps: dict[str, Path] = {}
+    undo: list[Undo] = []
+    made_dirs: list[Path] = []
+    cleanup: list[Path] = []
+    try:
+        for s in plan.summaries:  # 1. every summary to a temporary file: a full disk fails here
+            target = memory.path_of(s.path)
+            if not target.parent.is_dir():
+                made_dirs.extend(_mkdirs(target.parent))
+            temps[s.path] = _write_temp(target, current.get(s.path, b"") + s.content.encode("utf-8"))
+        for m in plan.archive:  # 2. the originals into the archive
+            _move(memory, m, undo, made_dirs, cleanup)
+        for s in plan.summaries:  # 3. the summaries in place (an appended one keeps a backup link)
+            target = memory.path_of(s.path)
+            if s.action == "append":
+                backup = _backup(target)
+                cleanup.append(backup)
+                _install(temps[s.path], target)
+                undo.append(lambda b=backup, t=target: _install(b, t))  # type: ignore[misc]
+            elif target.exists():
+                raise OSError(errno.EEXIST, f"{s.path} already exists")
+            else:
+                _install(temps[s.path], target)
+                undo.append(lambda t=target: t.unlink())  # type: ignore[misc]
+            del temps[s.path]
+    except BaseException as exc:
+        problems = _rollback(undo, list(temps.values()), made_dirs)
+        for path in (p for p in cleanup if p.name.endswith(".bak")):  # backups not restored
+            path.unlink(missing_ok=True)
+        if problems:
+            log.error("compaction rollback incomplete: %s", "; ".join(problems))
+        if isinstance(exc, LogChanged) and not problems:
+            raise
+        if isinstance(exc, (OSError, CompactError)):
+            detail = f"{exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+            undone = "rolled back, memory unchanged" if not problems else "ROLLBACK INCOMPLETE: " + "; ".join(problems)
+            raise CompactError(f"compaction failed ({detail}); {undone}") from exc
+        raise
+    for path in cleanup:
+        path.unlink(missing_ok=True)
+
+
+def _mkdirs(folder: Path) -> list[Path]:
+    missing = []
+    probe = folder
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing  # deepest first: the order to remove them in
+
+
+def _backup(target: Path) -> Path:
+    backup = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.bak")
+    try:
+        os.link(target, backup)
+    except OSError:
+        import shutil
+
+        shutil.copy2(target, backup)
+    return backup
+
+
+def _rollback(undo: list[Undo], temps: list[Path], made_dirs: list[Path]) -> list[str]:
+    problems: list[str] = []
+    for step in reversed(undo):
+        try:
+            step()
+        except OSError as exc:
+            problems.append(str(exc))
+    for temp in temps:
+        try:
+            temp.unlink(missing_ok=True)
+        except OSError as exc:
+            problems.append(f"remove {temp}: {exc}")
+    for folder in made_dirs:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+    return problems

@@ -1,0 +1,296 @@
+"""Compaction: choose old daily logs, summarise them by period, plan the files (data); apply it (compact_apply)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from memsearch_lsp.config import CompactConfig, ConfigError
+from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.compact.apply import LogChanged, apply_files, sha256
+from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
+from memsearch_lsp.core.compact.summarize import (
+    MIN_BUDGET,
+    TARGET_RATIO,
+    CompactError,
+    LogText,
+    OpenAISummarizer,
+    Summarizer,
+    SummarizerError,
+)
+from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile
+from memsearch_lsp.core.embedding.onnx import Embedder
+from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
+from memsearch_lsp.core.index import IndexStats, Progress
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.api import MemoryApi
+
+__all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "LogChanged", "SummarizerError", "SummaryFile",
+           "apply_checked", "apply_files", "apply_plan", "compactable", "old_logs", "plan_compaction"]
+
+log = logging.getLogger(__name__)
+
+
+def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], Embedder]) -> Summarizer:
+    """The configured summariser; `embedder` is called only when one is needed."""
+    if config.summarizer == "openai":
+        return OpenAISummarizer(config, root, restore=restore_labelled)
+    if config.summarizer == "extractive":
+        return ExtractiveSummarizer(embedder, config.similarity_threshold)
+    raise ConfigError(f"compact.summarizer: expected 'extractive' or 'openai', got {config.summarizer!r}")
+
+
+# -- planning -----------------------------------------------------------------------------------
+def period_key(date: dt.date, group_by: str) -> str:
+    """'2026-W06' (ISO week), '2026-02' (month) or '2026-02-09' (day)."""
+    if group_by == "month":
+        return f"{date.year:04d}-{date.month:02d}"
+    if group_by == "day":
+        return date.isoformat()
+    year, week, _ = date.isocalendar()
+    return f"{year:04d}-W{week:02d}"
+
+
+def _in_archive(memory: MemoryApi, source: str) -> bool:
+    return glob_match(memory.config.compact.archive_dir, source)
+
+
+def compactable(memory: MemoryApi, source: str) -> bool:
+    """A daily log that may be compacted: named YYYY-MM-DD.md, a memory file, not archived."""
+    return bool(log_date(source)) and memory.is_memory(source) and not _in_archive(memory, source)
+
+
+def _explicit(memory: MemoryApi, files: Sequence[str]) -> list[str]:
+    """Workspace sources of the files named by the user; CompactError for anything not a daily log."""
+    sources: list[str] = []
+    for name in files:
+        given = Path(name).expanduser()
+        # A relative name means the workspace's file, else (if only that exists) the one under the cwd.
+        use_cwd = not given.is_absolute() and not (memory.root / given).exists() and given.exists()
+        candidate = given.resolve() if use_cwd else given
+        try:
+            source = memory.source_of(candidate)
+        except PathError as exc:
+            raise CompactError(f"{name}: outside the workspace {memory.root}") from exc
+        if not log_date(source):
+            raise CompactError(f"{name}: not a daily log (only files named YYYY-MM-DD.md are compacted)")
+        if _in_archive(memory, source):
+            raise CompactError(f"{name}: already archived in {memory.config.compact.archive_dir}")
+        if not memory.is_memory(source):
+            raise CompactError(f"{name}: not a memory file (outside compact's memory.paths, or excluded)")
+        if not memory.path_of(source).is_file():
+            raise CompactError(f"{name}: no such file")
+        try:
+            dt.date.fromisoformat(log_date(source))
+        except ValueError as exc:
+            raise CompactError(f"{name}: {log_date(source)} is not a valid date") from exc
+        if source not in sources:
+            sources.append(source)
+    return sources
+
+
+def cutoff_date(memory: MemoryApi, older_than_days: int | None = None, today: dt.date | None = None) -> dt.date:
+    """Logs dated before this day are old enough to compact."""
+    days = memory.config.compact.older_than_days if older_than_days is None else older_than_days
+    if days < 0:
+        raise CompactError(f"--older-than must not be negative, got {days}")
+    return (today or dt.date.today()) - dt.timedelta(days=days)
+
+
+def old_logs(memory: MemoryApi, older_than_days: int | None = None, today: dt.date | None = None) -> list[str]:
+    """The daily logs (sources) older than `older_than_days`, oldest first; archived ones excluded."""
+    return _old_logs(memory, cutoff_date(memory, older_than_days, today))
+
+
+def _old_logs(memory: MemoryApi, cutoff: dt.date) -> list[str]:
+    found, _ = find_memory_files(memory.root, memory.config)
+    out = []
+    for item in found:
+        day = log_date(item.source)
+        if not day or _in_archive(memory, item.source):
+            continue
+        try:
+            if dt.date.fromisoformat(day) < cutoff:
+                out.append(item.source)
+        except ValueError:
+            log.warning("%s: not a valid date, not compacted", item.source)
+    return out
+
+
+def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files: Sequence[str] | None = None,
+                    today: dt.date | None = None, *, texts: Mapping[str, str] | None = None,
+                    progress: Progress | None = None) -> CompactionPlan:
+    """Plan the compaction of `files`, or of the daily logs older than `older_than_days`.
+
+    Nothing is written. `texts` overrides the disk content of some sources (unsaved editor
+    buffers); `progress(done, total, message)` reports each summarised group.
+    """
+    config = memory.config.compact
+    today = today or dt.date.today()
+    days = config.older_than_days if older_than_days is None else older_than_days
+    cutoff = cutoff_date(memory, days, today)
+    sources = _explicit(memory, files) if files is not None else _old_logs(memory, cutoff)
+    if not sources:
+        note = "nothing to compact: no daily logs given" if files is not None else \
+            f"nothing to compact: no daily logs older than {days} days (before {cutoff.isoformat()})"
+        return CompactionPlan(summarizer=config.summarizer, note=note)
+
+    moves = _archive_targets(memory, sources)
+    groups = _by_period(sources, config.group_by)
+    summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
+    archive: list[ArchiveMove] = []
+    planned: list[tuple[str, str, list[LogText]]] = []  # (period, summary path, logs)
+    for key, members in groups.items():
+        folder = posixpath.dirname(members[0])
+        logs = _group_logs(memory, members, moves, folder, texts, archive)
+        planned.append((key, posixpath.join(folder, f"summary-{key}.md"), logs))
+    sizes = [sum(len(x.text) for x in logs) for _, _, logs in planned]
+    frames = [len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content) + 1
+              for key, path, logs in planned]  # the body follows the intro after a blank line
+    summaries: list[SummaryFile] = []
+    chars_before = chars_after = allowed = 0
+    targets = body_budgets(sizes, frames, [len(logs) for _, _, logs in planned])
+    for done, ((key, path, logs), size, target) in enumerate(zip(planned, sizes, targets)):
+        if progress:
+            progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
+        allowed += target  # what an earlier summary left unused goes to the next
+        budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET * len(logs))
+        body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget)
+        summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
+        chars_before += size
+        chars_after += len(summaries[-1].content)
+    if progress:
+        progress(len(groups), len(groups), f"{len(groups)} summaries planned")
+    return CompactionPlan(tuple(summaries), tuple(archive), summarizer.name, today=today.isoformat(),
+                          stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
+
+
+def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str]:
+    """Where each log goes in the archive folder (inside the workspace; one log per name, a file or nothing there)."""
+    config = memory.config.compact
+    try:
+        archive_dir = relative_source(memory.root, Path(config.archive_dir))
+    except PathError as exc:
+        raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
+    moves: dict[str, str] = {}
+    for source in sources:
+        dst = posixpath.join(archive_dir, posixpath.basename(source))
+        if dst in moves.values():
+            raise CompactError(f"{source}: another log named {posixpath.basename(source)} goes to {dst} too")
+        if memory.path_of(dst).exists() and not memory.path_of(dst).is_file():
+            raise CompactError(f"{source}: {dst} exists and is not a file; move it away")
+        moves[source] = dst
+    return moves
+
+
+def _by_period(sources: Sequence[str], group_by: str) -> dict[str, list[str]]:
+    """The logs by period (`period_key`), oldest first."""
+    groups: dict[str, list[str]] = {}
+    for source in sorted(sources, key=lambda s: (log_date(s), s)):
+        groups.setdefault(period_key(dt.date.fromisoformat(log_date(source)), group_by), []).append(source)
+    return groups
+
+
+def _group_logs(memory: MemoryApi, members: Sequence[str], moves: Mapping[str, str], folder: str,
+                texts: Mapping[str, str] | None, archive: list[ArchiveMove]) -> list[LogText]:
+    """A period's logs as the summariser reads them (an open buffer's text first), each one's archive move
+    appended to `archive`."""
+    logs = []
+    for source in members:
+        text = texts.get(source) if texts else None
+        if text is None:
+            text, problem = read_text(memory.path_of(source))
+            if problem and not text:
+                raise CompactError(f"{source}: {problem}")
+        move = _archive_move(memory, source, moves[source], text)
+        archive.append(move)
+        link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
+        offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
+        logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
+    return logs
+
+
+def body_budgets(sizes: Sequence[int], frames: Sequence[int], logs: Sequence[int]) -> list[int]:
+    """Characters of summary body per group: TARGET_RATIO of the logs less the frames, shared in proportion
+    to the logs' sizes; but small logs get a minimum, not a ratio: MIN_BUDGET per log of the group."""
+    total = max(int(TARGET_RATIO * sum(sizes)) - sum(frames), 0)
+    weight = sum(sizes) or 1
+    return [max(total * size // weight, MIN_BUDGET * n) for size, n in zip(sizes, logs)]
+
+
+def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:
+    """Move into the archive, or merge into the archived copy of a log recreated at an archived date."""
+    digest = sha256(text.encode("utf-8"))
+    target = memory.path_of(dst)
+    if target.is_file():
+        return ArchiveMove(source, dst, digest, "merge", sha256(target.read_bytes()))
+    return ArchiveMove(source, dst, digest)
+
+
+def _lines_in(path: Path) -> int:
+    """Lines of an archived copy; text merged into it starts on the next line."""
+    data = path.read_bytes()
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _noter(progress: Progress | None, done: int, total: int) -> Callable[[str], None] | None:
+    if progress is None:
+        return None
+    report = progress
+    return lambda message: report(done, total, message)
+
+
+def _summary_file(memory: MemoryApi, path: str, key: str, logs: Sequence[LogText], body: str, how: str,
+                  today: dt.date) -> SummaryFile:
+    first, last = logs[0].date, logs[-1].date
+    span = first if first == last else f"{first} to {last}"
+    intro = f"Summary of {span} ({how}, {today.isoformat()}).\n"
+    section = f"{intro}\n{body.strip()}\n" if body.strip() else intro
+    target = memory.path_of(path)
+    if target.exists():
+        data = target.read_bytes()
+        existing = data.decode("utf-8", "replace")
+        lead = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
+        return SummaryFile(path, "append", f"{lead}---\n\n{section}", tuple(x.source for x in logs), sha256(data))
+    return SummaryFile(path, "create", f"# Summary {key}\n\n{section}", tuple(x.source for x in logs))
+
+
+# -- applying -----------------------------------------------------------------------------------
+MAX_REPLANS = 5
+
+
+def apply_checked(memory: MemoryApi, plan: CompactionPlan) -> CompactionPlan:
+    """Apply `plan` to the files; a log that changed meanwhile is left in place and the rest re-planned.
+
+    Returns the plan that was applied (its `left` names the logs left out).
+    """
+    left: list[str] = list(plan.left)
+    today = dt.date.fromisoformat(plan.today) if plan.today else None
+    for _ in range(MAX_REPLANS):
+        if plan.empty:
+            break
+        try:
+            apply_files(memory, plan)
+            break
+        except LogChanged as exc:
+            log.warning("%s changed while being compacted; left in place", exc.source)
+            left.append(exc.source)
+            rest = [m.src for m in plan.archive if m.src not in left]
+            plan = plan_compaction(memory, files=rest, today=today) if rest else \
+                CompactionPlan(summarizer=plan.summarizer, note="nothing compacted")
+    else:
+        raise CompactError(f"logs kept changing while being compacted ({', '.join(left)}); try again later")
+    return replace(plan, left=tuple(left))
+
+
+def apply_plan(memory: MemoryApi, plan: CompactionPlan) -> IndexStats:
+    """Apply `plan` to the files (all or nothing, see apply_checked), then bring the index up to date."""
+    apply_checked(memory, plan)
+    return memory.index()

@@ -1,0 +1,120 @@
+"""What a compaction plan holds (data only): the summaries to write and the logs to move into the archive."""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class SummaryFile:
+    """A summary to create, or to append `content` to (an earlier compaction of the same period)."""
+
+    path: str  # workspace-relative POSIX path
+    action: Literal["create", "append"]
+    content: str  # the whole file for "create", the appended text for "append"
+    sources: tuple[str, ...]  # the daily logs it summarises (their paths before archiving)
+    base_sha256: str = ""  # for "append": the existing file's sha256 when planned
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": self.path, "action": self.action, "content": self.content,
+                                "sources": list(self.sources)}
+        if self.base_sha256:
+            data["base_sha256"] = self.base_sha256
+        return data
+
+
+@dataclass(frozen=True)
+class ArchiveMove:
+    """Move a log into the archive, or merge it into its archived copy (a log recreated at an archived date)."""
+
+    src: str
+    dst: str
+    sha256: str = ""  # of the text the summary was made from: the log must still hold it when moved
+    action: Literal["move", "merge"] = "move"
+    base_sha256: str = ""  # for "merge": the archived copy's sha256 when planned
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"from": self.src, "to": self.dst}
+        if self.action == "merge":
+            data["merge"] = True
+        return data
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What compaction would do: summaries to write and originals to move into the archive."""
+
+    summaries: tuple[SummaryFile, ...] = ()
+    archive: tuple[ArchiveMove, ...] = ()
+    summarizer: str = "extractive"
+    note: str = ""  # why the plan is empty, or other context for humans
+    stats: Mapping[str, int] = field(default_factory=dict)
+    left: tuple[str, ...] = ()  # logs left in place because they changed while being compacted
+    today: str = ""  # the day the plan was made for (its summaries say so)
+
+    @property
+    def chars_before(self) -> int:
+        return int(self.stats.get("chars_before", 0))
+
+    @property
+    def chars_after(self) -> int:
+        return int(self.stats.get("chars_after", 0))
+
+    @property
+    def empty(self) -> bool:
+        return not self.summaries and not self.archive
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"summaries": [s.to_dict() for s in self.summaries],
+                                "archive": [m.to_dict() for m in self.archive], "summarizer": self.summarizer,
+                                "chars_before": self.chars_before, "chars_after": self.chars_after,
+                                "plan_id": self.plan_id}
+        if self.left:
+            data["left"] = list(self.left)
+        if self.note:
+            data["note"] = self.note
+        if self.stats:
+            data["stats"] = dict(self.stats)
+        return data
+
+    @property
+    def plan_id(self) -> str:
+        """A digest of what the plan writes and moves: a reviewed plan is applied only if it is still the same."""
+        digest = hashlib.sha256()
+        for s in self.summaries:
+            digest.update(f"{s.path}\0{s.action}\0{s.base_sha256}\0{s.content}\0".encode())
+        for m in self.archive:
+            digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
+        return digest.hexdigest()[:16] if not self.empty else ""
+
+    def headline(self, applied: bool | None = None) -> str:
+        """One line: 'compacted 4 daily logs into 2 summaries (...): applied' once done, 'would compact ...:
+        nothing changed (dry run)' for a plan only shown, 'compact ...' for a plan offered for review."""
+        if self.empty:
+            return (self.note or "nothing to compact") + (": nothing changed (dry run)" if applied is False else "")
+        before, after = self.chars_before, self.chars_after
+        share = f", {100 * after / before:.0f}%" if before else ""
+        what = (f"{plural(len(self.archive), 'daily log')} into {plural(len(self.summaries), 'summary', 'summaries')} "
+                f"({self.summarizer}; {before} -> {after} characters{share})")
+        if applied is None:
+            return f"compact {what}"
+        return f"compacted {what}: applied" if applied else f"would compact {what}: nothing changed (dry run)"
+
+    def describe(self, applied: bool | None = None) -> str:
+        """The headline, one line per summary written and per log moved, and the logs left in place."""
+        left = f"\nleft {', '.join(self.left)}: changed while being compacted; compact again later" if self.left else ""
+        lines = [self.headline(applied)]
+        for s in self.summaries:
+            lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
+        for m in self.archive:
+            lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
+        return "\n".join(lines) + left
+
+
+def plural(n: int, one: str, many: str = "") -> str:
+    """'1 daily log', '4 daily logs', '1 summary', '2 summaries'."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"

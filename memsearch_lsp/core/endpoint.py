@@ -1,0 +1,99 @@
+"""An OpenAI-compatible endpoint (embeddings, chat completions): its client, set up from settings, and its
+failures said in one sentence naming the endpoint, the attempts made and the setting to check.
+
+The openai client itself retries 429, 5xx, timeouts and lost connections with exponential backoff
+(honouring Retry-After) up to `max_retries` times; both the embedder and the summariser go through here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+_ERROR_PREFIX = re.compile(r"^Error code: \d+ - ")
+
+
+@dataclass
+class Endpoint:
+    """One endpoint as its settings section describes it (`embedding` or `compact`)."""
+
+    role: str  # what messages call it: "embedding", "summariser"
+    section: str  # the settings section named in hints
+    base_url: str
+    api_key_env: str
+    timeout_s: float
+    max_retries: int
+    url: str = ""  # the URL messages name (default: base_url)
+    _client: Any = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def where(self) -> str:
+        return f"{self.role} endpoint {self.url or self.base_url}"
+
+    def client(self) -> Any:
+        """The openai client, made on first use; the API key only from the environment variable named in
+        the settings (a remote endpoint without one is called anyway, with a warning)."""
+        with self._lock:
+            if self._client is None:
+                from openai import OpenAI
+
+                key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+                if not key:
+                    host = urlsplit(self.base_url).hostname or ""
+                    log.log(logging.DEBUG if host in LOCAL_HOSTS else logging.WARNING,
+                            "environment variable %s is not set; calling %s without an API key",
+                            self.api_key_env or f"({self.section}.api_key_env)", self.url or self.base_url)
+                self._client = OpenAI(base_url=self.base_url, api_key=key or "no-key", timeout=self.timeout_s,
+                                      max_retries=self.max_retries)
+            return self._client
+
+    @contextlib.contextmanager
+    def failures(self, error: type[Exception], model: str, hints: Mapping[int, str] | None = None, *,
+                 timeout_s: float | None = None, max_retries: int | None = None) -> Iterator[None]:
+        """The openai client's errors inside the block, raised again as one `error` each; `hints` adds a
+        sentence for an HTTP status beside the usual ones (API key, base URL and model). `timeout_s` and
+        `max_retries`: what the block's client used when not the settings' (a search's query)."""
+        import openai
+
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        tries = (self.max_retries if max_retries is None else max_retries) + 1
+        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
+        try:
+            yield
+        except openai.APITimeoutError as exc:
+            raise error(f"{self.where} timed out after {timeout:g}s ({attempts}); raise "
+                        f"{self.section}.timeout_s or check the server") from exc
+        except openai.APIConnectionError as exc:
+            raise error(f"cannot reach {self.where} ({attempts}): {message(exc).rstrip('.')}; check "
+                        f"{self.section}.base_url") from exc
+        except openai.APIStatusError as exc:
+            raise error(f"{self.where} answered HTTP {exc.status_code} ({attempts}): {message(exc)}"
+                        f"{self._hint(exc.status_code, model, hints or {})}") from exc
+        except openai.OpenAIError as exc:
+            raise error(f"{self.where} failed: {message(exc)}") from exc
+
+    def _hint(self, status: int, model: str, hints: Mapping[int, str]) -> str:
+        if status in (401, 403):
+            return f"; check the API key in the environment variable {self.api_key_env}"
+        if status == 404:
+            return f"; check {self.section}.base_url and {self.section}.model ({model!r})"
+        return f"; {hints[status]}" if status in hints else ""
+
+
+def message(exc: Exception) -> str:
+    """The endpoint's own error message (its JSON body's `message` when there is one), on one line."""
+    body = getattr(exc, "body", None)
+    text = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", exc)
+    text = _ERROR_PREFIX.sub("", " ".join(str(text).split()))
+    return text if len(text) <= 300 else text[:299] + "…"

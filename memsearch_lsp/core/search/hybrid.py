@@ -1,0 +1,205 @@
+"""Hybrid search over the store: hits with snippets, expand a chunk, related memories."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
+
+from typing_extensions import TypedDict
+
+from memsearch_lsp.config import SearchConfig
+from memsearch_lsp.core.chunks import ATX_OPENING
+from memsearch_lsp.core.embedding.onnx import Embedder, EmbeddingError, query_vector
+from memsearch_lsp.core.search.bm25 import DfTable
+from memsearch_lsp.core.search.rank import rank
+from memsearch_lsp.core.store.milvus import MilvusStore, Row
+
+log = logging.getLogger(__name__)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HitData(TypedDict):
+    """A search hit as the CLI (`--json`), the language server (`memsearch.search`) and MCP send it."""
+
+    id: str
+    """chunk id (16 hex characters), for expand"""
+    source: str
+    """file, relative to the workspace"""
+    heading: str
+    start_line: int
+    """1-based, inclusive"""
+    end_line: int
+    """1-based, inclusive"""
+    score: float
+    snippet: str
+    date: str | None
+    """YYYY-MM-DD for daily logs, null for other files"""
+    archived: bool
+    """from a compacted log in the archive folder"""
+
+
+class ChunkData(TypedDict):
+    """A whole chunk (expand) as it is sent."""
+
+    id: str
+    source: str
+    heading: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    content: str
+    """the section's exact Markdown"""
+    date: str | None
+    """YYYY-MM-DD for daily logs, null for other files"""
+    archived: bool
+    """from a compacted log in the archive folder"""
+
+
+# pydantic (the MCP SDK's schemas) reads the field docstrings above as descriptions
+HitData.__pydantic_config__ = ChunkData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
+
+
+class AmbiguousId(ValueError):
+    """An id prefix that more than one chunk id starts with."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result; lines are 1-based and inclusive, `source` relative to the workspace."""
+
+    id: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
+    heading_path: str = ""
+    archived: bool = False  # from a compacted log in the archive folder
+    # The chunk's last line as indexed (an editor's range ends after it); None when not known.
+    last_line: str | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> HitData:
+        return {"id": self.id, "source": self.source, "heading": self.heading,
+                "start_line": self.start_line, "end_line": self.end_line,
+                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date or None,
+                "archived": self.archived}
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """A whole chunk, for `expand`, hover and definition."""
+
+    id: str
+    source: str
+    heading: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    content: str
+    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
+    archived: bool = False  # from a compacted log in the archive folder
+
+    def to_dict(self) -> ChunkData:
+        return {"id": self.id, "source": self.source, "heading": self.heading,
+                "heading_path": self.heading_path, "start_line": self.start_line,
+                "end_line": self.end_line, "content": self.content, "date": self.date or None,
+                "archived": self.archived}
+
+
+def _body(content: str) -> str:
+    lines = content.split("\n")
+    if lines and ATX_OPENING.match(lines[0]):
+        lines = lines[1:]
+    elif len(lines) > 1 and re.match(r"^\s{0,3}(=+|-+)\s*$", lines[1]):
+        lines = lines[2:]
+    return " ".join(" ".join(lines).split())
+
+
+def snippet(content: str, query: str, width: int = 200) -> str:
+    """`width` characters of the body around the first query word it contains."""
+    text = _body(content) or " ".join(content.split())
+    if len(text) <= width:
+        return text
+    lowered = text.lower()
+    positions = [lowered.find(w.lower()) for w in _WORD.findall(query) if len(w) > 1]
+    found = [p for p in positions if p >= 0]
+    start = max(0, min(found) - width // 4) if found else 0
+    if start:
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < start + 20 else start
+    piece = text[start:start + width - (1 if start else 0) - 1].rstrip()
+    return ("…" if start else "") + piece + "…"
+
+
+def to_hit(row: Row, query: str, width: int) -> Hit:
+    return Hit(id=row.id, source=row.source, heading=row.heading, start_line=row.start_line,
+               end_line=row.end_line, score=row.score, snippet=snippet(row.content, query, width),
+               date=row.date or None, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
+
+
+def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
+    from memsearch_lsp.core.files import glob_match
+
+    return Expanded(id=row.id, source=row.source, heading=row.heading, heading_path=row.heading_path,
+                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date or None,
+                    archived=bool(archive_dir) and glob_match(archive_dir, row.source))
+
+
+def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
+                  top_k: int, exclude_source: str = "", archive_dir: str = "",
+                  only: Collection[str] | None = None) -> list[Hit]:
+    """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
+    configured ranker (core/search/rank.py), best first, hits under `settings.min_score` (rank.relevance) left
+    out; archived hits marked and demoted (demote_archived). When the query cannot be embedded (an
+    endpoint busy or down) the BM25 leg answers alone and the reason is logged.
+    `only`: a search filter's sources (core/search/filters.py); both legs take their candidates from them alone."""
+    if not query.strip() or top_k <= 0:
+        return []
+    rrf = settings.ranker == "rrf"
+    per_leg = max(settings.candidates, top_k)
+    dense: dict[str, float] = {}
+    sparse: dict[str, float] = {}
+    terms = df.query_vector(query)
+    if settings.vector_weight > 0 or rrf:
+        dense = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
+    if settings.bm25_weight > 0 or rrf or not dense:
+        sparse = store.sparse_leg(terms, per_leg, exclude_source, only)
+    ids = list(dict.fromkeys([*dense, *sparse]))
+    coverage = store.coverage(ids, terms) if ids and (settings.ranker == "learned" or settings.min_score > 0) else {}
+    limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
+    ranked = rank(dense, sparse, coverage, store.sections, settings)[:limit]
+    score = dict(ranked)
+    rows = store.rows([k for k, _ in ranked])
+    hits = [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]
+    return demote_archived(hits, archive_dir)[:top_k]
+
+
+def _dense_leg(store: MilvusStore, embedder: Embedder, query: str, limit: int, exclude_source: str,
+               only: Collection[str] | None = None) -> dict[str, float]:
+    """The dense leg; {} when the query cannot be embedded (an endpoint busy, down or refusing): BM25
+    then answers alone, and the log (the editor's output panel, the CLI's stderr) says so and why."""
+    try:
+        vector = query_vector(embedder, query)
+    except EmbeddingError as exc:
+        log.warning("search %r: BM25 alone, the query could not be embedded: %s", query[:80], exc)
+        return {}
+    return store.dense_leg(vector, limit, exclude_source, only)
+
+
+ARCHIVE_WEIGHT = 0.99  # an archived original scores this share of a live chunk as relevant
+ARCHIVE_EXTRA = 5  # candidates fetched beyond top_k, so live hits can overtake demoted archived ones
+
+
+def demote_archived(hits: list[Hit], archive_dir: str) -> list[Hit]:
+    """Mark hits from the archive folder and rank them below live memory at equal relevance (after fusion)."""
+    if not archive_dir:
+        return hits
+    from memsearch_lsp.core.files import glob_match
+
+    marked = [replace(h, archived=True, score=h.score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
+              for h in hits]
+    return sorted(marked, key=lambda h: -h.score)

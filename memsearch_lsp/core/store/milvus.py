@@ -1,0 +1,447 @@
+"""MilvusStore: one collection's writes, reads and the two search legs (dense + BM25); a local folder
+through core/store/lite.py's in-process client, a Milvus server by URI through pymilvus (its only import)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsearch_lsp.core.files import UnsafeFolder, private_folder
+from memsearch_lsp.core.store.folder import (
+    MARKER,
+    IndexBusy,
+    StoreError,
+    locked_by_other,
+    mark,
+    move_aside,
+    ours,
+    remove_index,
+)
+from memsearch_lsp.core.store.lite import (
+    EngineDrift,
+    LiteClient,
+    check_engine,
+    corrupt,
+    drift,
+    release,
+)
+from memsearch_lsp.core.store.memory_use import release_unused_memory
+from memsearch_lsp.core.store.schema import (
+    FIELDS,
+    SCALARS,
+    WINDOW_SUFFIX,
+    Row,
+    clip,
+    create_collections,
+    dense_dim,
+    dense_index,
+    quote,
+    sparse_arrays,
+    sparse_dict,
+    where,
+)
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.store.mirror import LegMirror
+
+__all__ = ["MARKER", "IndexBusy", "MilvusStore", "Row", "StoreError", "locked_by_other", "remove_index",
+           "sparse_dict"]
+
+log = logging.getLogger(__name__)
+
+_BATCH = 500
+
+
+class MilvusStore:
+    """One collection: scalar metadata, a dense vector (IP locally, COSINE on a server) and a BM25 sparse vector."""
+
+    def __init__(self, uri: str, collection: str, dim: int, token: str = "", in_process: bool | None = None):
+        self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
+        self._client: Any = None
+        # The local store answers the search legs from an in-process mirror of its vectors (core/store/mirror.py)
+        # and reads result rows from its engine without the gRPC hop; a server reached by URI is always
+        # searched through pymilvus (and so is the local store with in_process=False).
+        self.in_process = self.is_local if in_process is None else in_process
+        self._fresh = False  # the local folder was missing or empty when opened: ours to sign
+        self._lock = threading.RLock()
+        from memsearch_lsp.core.store.mirror import KeptMirror  # numpy: loaded with the first store
+
+        self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client)
+
+    @property
+    def is_local(self) -> bool:
+        """A Milvus Lite folder served by this process (else a server reached by URI)."""
+        return "://" not in self.uri and not self.uri.startswith("unix:")
+
+    @property
+    def dense_metric(self) -> str:
+        """IP for the local store: vectors are unit length, so rankings equal COSINE's, and Milvus Lite's
+        FLAT search then skips re-normalising every stored vector per query. A server keeps COSINE."""
+        return "IP" if self.is_local else "COSINE"
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                return
+            if self.is_local:
+                folder = Path(self.uri)
+                if folder.exists() and not folder.is_dir():
+                    raise StoreError(f"cannot open the index at {self.uri}: it is not a folder (left as it is)")
+                self._fresh = not folder.exists() or not any(folder.iterdir())
+                if not self._fresh and not (ours(folder) or (folder / "collections").is_dir()):
+                    raise StoreError(f"cannot open the index at {self.uri}: the folder holds files that are not "
+                                     f"a memsearch-lsp index (no {MARKER}), so it is left as it is: set milvus.uri "
+                                     "to an empty or new folder")
+                folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                try:
+                    private_folder(folder)  # a real folder of this user, owner-only (never a link)
+                except UnsafeFolder as exc:
+                    raise StoreError(f"cannot open the index: {exc}") from exc
+                check_engine()
+            try:
+                self._client = _connect(self.uri, self.token)
+                self._ensure_collection()
+                if self.is_local:  # Milvus Lite's segment load leaves ~80 MB of freed pages at 10k chunks
+                    release_unused_memory()
+            except StoreError:
+                self.close()
+                raise
+            except Exception as exc:
+                self.close()
+                if not self.is_local:
+                    raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+                if locked_by_other(Path(self.uri)):
+                    raise IndexBusy(f"another process holds the index at {self.uri}") from exc
+                if isinstance(exc, EngineDrift):  # the engine changed under us: the data is fine, the code is not
+                    raise
+                if drift(exc):
+                    raise EngineDrift.of(exc) from exc
+                if not corrupt(exc):  # neither recognisably corrupt data nor drift: a bug, not a rebuild
+                    raise StoreError(f"cannot open the index at {self.uri} ({type(exc).__name__}: {exc}); it is "
+                                     "left as it is: please report this with `memsearch-lsp doctor` output") from exc
+                self._move_aside(f"it cannot be opened ({type(exc).__name__}: {exc})")
+                try:
+                    self._client = _connect(self.uri, self.token)
+                    self._ensure_collection()
+                except Exception as again:
+                    self._client = None
+                    raise StoreError(f"cannot open the index at {self.uri}: {again}") from again
+
+    def _move_aside(self, why: str) -> None:
+        """Keep a broken or incompatible local index for inspection and start a fresh one."""
+        with contextlib.suppress(Exception):
+            self.close()
+        release(self.uri)  # stop serving the folder: its lock and files are let go
+        move_aside(Path(self.uri), why)
+        self._fresh = True
+
+    def close(self) -> None:
+        with self._lock:
+            self.mirrors.forget()
+            if self._client is not None:
+                try:
+                    self._client.close()
+                finally:
+                    self._client = None
+                    if self.is_local:
+                        release(self.uri)
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self.open()
+        return self._client
+
+    def _ensure_collection(self) -> None:
+        client = self._client
+        if client.has_collection(self.collection):
+            info = client.describe_collection(self.collection)
+            names = {f.get("name") for f in info.get("fields", [])}
+            if (names == FIELDS and not info.get("functions") and dense_dim(info) == self.dim
+                    and client.has_collection(self.windows_collection)):
+                self._ensure_dense_metric()
+                client.load_collection(self.collection)
+                self._mark()  # recognisably ours: our collection with our schema
+                client.load_collection(self.windows_collection)
+                return
+            why = "it was built by another version of memsearch-lsp or for another embedding dimension"
+            if self.is_local:
+                self._move_aside(why)
+                self._client = client = _connect(self.uri, self.token)
+            else:
+                log.warning("collection %s: %s; rebuilding it from the Markdown", self.collection, why)
+                client.drop_collection(self.collection)
+                if client.has_collection(self.windows_collection):
+                    client.drop_collection(self.windows_collection)
+        self._create()
+
+    def _ensure_dense_metric(self) -> None:
+        """Re-index `dense` in place when it was built with another metric (no re-embedding)."""
+        client = self._client
+        try:
+            metric = client.describe_index(self.collection, "dense").get("metric_type", "")
+        except EngineDrift:
+            raise
+        except Exception as exc:  # no index on the field: create it below
+            log.debug("describe_index(dense): %s", exc)
+            metric = ""
+        if metric.upper() == self.dense_metric:
+            return
+        client.release_collection(self.collection)
+        if metric:
+            client.drop_index(self.collection, "dense")
+        client.create_index(self.collection, dense_index(client, self.is_local, self.dense_metric))
+
+    def _create(self) -> None:
+        client = self._client
+        data_type = client.DataType if isinstance(client, LiteClient) else _pymilvus_types()
+        self.mirrors.forget()
+        create_collections(client, data_type, self.collection, self.windows_collection, self.dim,
+                           lambda: dense_index(client, self.is_local, self.dense_metric))
+        if self._fresh:
+            self._mark()
+
+    def _mark(self) -> None:
+        if self.is_local:
+            mark(Path(self.uri))
+
+    @property
+    def windows_collection(self) -> str:
+        return self.collection + WINDOW_SUFFIX
+
+    def drop(self) -> None:
+        with self._lock:
+            for name in (self.collection, self.windows_collection):
+                if self.client.has_collection(name):
+                    self.client.drop_collection(name)
+            self._create()
+
+    # -- writes ----------------------------------------------------------------------------
+    def upsert(self, rows: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]] = ()) -> None:
+        """Chunk rows, then their extra window rows (`id` "<chunk id>:<n>", `chunk_id`, `source`,
+        `embed_hash`, `model`, `dense`)."""
+        for start in range(0, len(rows), _BATCH):
+            batch = [dict(r, content=clip(r["content"]), heading=r["heading"][:500],
+                          heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
+            with self._lock, self.mirrors.writing() as mirror:
+                self.client.upsert(self.collection, batch)
+                if mirror is not None:
+                    for r in batch:
+                        mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r)
+        for start in range(0, len(windows), _BATCH):
+            part = list(windows[start:start + _BATCH])
+            with self._lock, self.mirrors.writing() as mirror:
+                self.client.upsert(self.windows_collection, part)
+                if mirror is not None:
+                    for w in part:
+                        mirror.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Delete chunk rows and their window rows."""
+        ids = list(ids)
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start:start + _BATCH]
+            with self._lock, self.mirrors.writing() as mirror:
+                self.client.delete(self.collection, ids=part)
+                self.client.delete(self.windows_collection,
+                                   filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
+                if mirror is not None:
+                    mirror.delete_chunks(part)
+
+    def mirror(self) -> LegMirror:
+        """The in-process mirror of the vectors (core/store/mirror.py), loaded from the store now if needed."""
+        return self.mirrors.now(self.client)
+
+    def _ready_mirror(self) -> LegMirror | None:
+        return self.mirrors.ready(lambda: self.client)
+
+    def _read_mirror(self, client: Any, stale: Callable[[], bool]) -> LegMirror:
+        """The mirror read from `client`'s own engine (mirror.load)."""
+        from memsearch_lsp.core.store.mirror import load
+
+        return load(client.table, self.collection, self.windows_collection, self.dim, stale=stale, fields=SCALARS)
+
+    def flush(self) -> None:
+        with self._lock:
+            self.client.flush(self.collection)
+            if self.is_local:
+                release_unused_memory()
+
+    # -- reads -----------------------------------------------------------------------------
+    def iter_rows(self, fields: Sequence[str], expr: str = "", collection: str = "") -> Iterator[dict[str, Any]]:
+        with self._lock:
+            iterator = self.client.query_iterator(collection or self.collection, batch_size=4096, filter=expr,
+                                                  output_fields=list(fields))
+            try:
+                while True:
+                    page = iterator.next()
+                    if not page:
+                        break
+                    yield from page
+            finally:
+                iterator.close()
+                if self.is_local:
+                    release_unused_memory()
+
+    def _engine(self, collection: str) -> Any:
+        """The local engine's collection, read in process (lite.engine); opens the store if needed."""
+        return self.client.table(collection)
+
+    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
+        """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
+        found: dict[str, list[list[float]]] = {}
+        unique = sorted(set(embed_hashes))
+        for start in range(0, len(unique), _BATCH):
+            part = unique[start:start + _BATCH]
+            expr = f"model == {quote(model)} and embed_hash in [{', '.join(quote(h) for h in part)}]"
+            with self._lock:
+                rows = self.client.query(self.collection, filter=expr,
+                                         output_fields=["embed_hash", "dense", "windows"], limit=16384)
+            extra = {r["embed_hash"]: (r["id"], int(r["windows"] or 1)) for r in rows if int(r["windows"] or 1) > 1}
+            tails: dict[str, dict[int, list[float]]] = {}
+            if extra:
+                ids = [f"{cid}:{n}" for cid, count in extra.values() for n in range(1, count)]
+                with self._lock:
+                    got = self.client.get(self.windows_collection, ids=ids, output_fields=["embed_hash", "dense"])
+                for w in got:
+                    tails.setdefault(w["embed_hash"], {})[int(w["id"].rsplit(":", 1)[1])] = w["dense"]
+            for row in rows:
+                h = row["embed_hash"]
+                vectors = [[float(x) for x in row["dense"]]]
+                if h in extra:
+                    tail = tails.get(h, {})
+                    if len(tail) != extra[h][1] - 1:
+                        continue  # incomplete: embed again
+                    vectors += [[float(x) for x in tail[n]] for n in sorted(tail)]
+                found[h] = vectors
+        return found
+
+    def sparse_of(self, ids: Sequence[str]) -> list[dict[int, float]]:
+        """The stored BM25 weights of rows (to take them out of the document frequencies)."""
+        out: list[dict[int, float]] = []
+        for start in range(0, len(ids), _BATCH):
+            with self._lock:
+                rows = self.client.get(self.collection, ids=list(ids[start:start + _BATCH]),
+                                       output_fields=["sparse"])
+            out.extend(sparse_dict(r["sparse"]) for r in rows)
+        return out
+
+    def get(self, chunk_id: str) -> Row | None:
+        with self._lock:
+            rows = self.client.get(self.collection, ids=[chunk_id], output_fields=list(SCALARS))
+        return Row.from_entity(rows[0]["id"], rows[0]) if rows else None
+
+    def count(self) -> int:
+        with self._lock:
+            rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "",
+                  only: Collection[str] | None = None) -> dict[str, float]:
+        """The `limit` chunks closest to `vector`, each scored by its best window (cosine); with `only`,
+        candidates from those sources alone (a search filter)."""
+        if only is not None and not only:
+            return {}
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source, only)
+        else:
+            expr = where(exclude_source, only)
+            with self._lock:
+                found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit,
+                                           filter=expr, output_fields=[])
+                found_tails = self.client.search(self.windows_collection, [vector], anns_field="dense",
+                                                 limit=3 * limit, filter=expr, output_fields=["chunk_id"])
+            first = [(str(hit["id"]), float(hit["distance"])) for hit in found[0]]
+            tails = [(str(hit.get("entity", {}).get("chunk_id", "")), float(hit["distance"]))
+                     for hit in found_tails[0]]
+        scores = dict(first)
+        for chunk, score in tails:
+            if chunk and score > scores.get(chunk, -2.0):
+                scores[chunk] = score
+        best = sorted(scores, key=lambda k: -scores[k])[:limit]
+        return {k: scores[k] for k in best}
+
+    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "",
+                   only: Collection[str] | None = None) -> dict[str, float]:
+        """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms; `only`: as in dense_leg)."""
+        if not terms or (only is not None and not only):
+            return {}
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            return dict(mirror.sparse(terms, limit, exclude_source, only))
+        with self._lock:
+            hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
+                                      filter=where(exclude_source, only), output_fields=[])
+        return {str(h["id"]): float(h["distance"]) for h in hits[0]}
+
+    def _get(self, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
+        """Chunk rows by id with `fields` (the local engine directly, else through the client)."""
+        if not ids:
+            return []
+        with self._lock:
+            if self.in_process:
+                return list(self._engine(self.collection).get(list(ids), output_fields=fields))
+            return list(self.client.get(self.collection, ids=list(ids), output_fields=fields))
+
+    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """The section (source, heading path) of each chunk in `ids` (from the mirror when it is loaded:
+        reading rows from Milvus Lite materialises every column, ~0.1 ms a row)."""
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            with self._lock:
+                return mirror.sections(ids)
+        return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", "")))
+                for r in self._get(ids, ["source", "heading_path"])}
+
+    def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
+        """For each chunk in `ids`, the share of the query's term weight (`terms`: term id -> IDF) that
+        the chunk contains: 1.0 when it has every query term, 0.0 when none (or the query has none)."""
+        total = sum(terms.values())
+        if not ids or total <= 0:
+            return {k: 0.0 for k in ids}
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            with self._lock:
+                return mirror.coverage(ids, terms)
+        found = {str(r["id"]): sparse_dict(r.get("sparse")) for r in self._get(ids, ["sparse"])}
+        return {k: sum(w for t, w in terms.items() if t in found.get(k, {})) / total for k in ids}
+
+    def rows(self, ids: Sequence[str]) -> list[Row]:
+        """Rows by id, in the order of `ids` (ids that are gone are left out); from the mirror when it is
+        loaded (it holds every chunk's scalar fields: no point reads of whole rows)."""
+        mirror = self._ready_mirror() if self.in_process else None
+        if mirror is not None:
+            with self._lock:
+                found = [mirror.row(i) for i in ids]
+            return [Row.from_entity(r["id"], r) for r in found if r is not None]
+        by_id = {r["id"]: r for r in self._get(ids, list(SCALARS))}
+        return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
+
+
+def _pymilvus_types() -> Any:
+    from pymilvus import DataType
+
+    return DataType
+
+
+def _connect(uri: str, token: str) -> Any:
+    """For a local folder, its Milvus Lite engine in this process (core/store/lite.py: no socket, no pymilvus);
+    else a pymilvus MilvusClient to the server at `uri`."""
+    if "://" not in uri and not uri.startswith("unix:"):
+        return LiteClient(uri)
+    # gRPC's C core logs INFO lines (e.g. a closed Unix-socket transport) straight to stderr; the CLI
+    # promises one line per error, so keep it quiet unless the user asked for its logs.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    from pymilvus import MilvusClient
+
+    # pymilvus configures its loggers when imported; we report errors ourselves, once.
+    for name in ("pymilvus", "pymilvus.milvus_client"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return MilvusClient(uri=uri, token=token or "")

@@ -1,0 +1,45 @@
+"""What a workspace file may not set: the trust rules for `.memsearch.toml`, which comes with a cloned repository.
+
+Settings that send data or secrets somewhere, or read files outside the workspace, are the user's: the
+user config file, MEMSEARCH_* environment variables, editor settings and API arguments set them; a
+workspace file that does gets one warning naming them (config.py), and they are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+#: Settings only the user sets (where data, secrets or the index go).
+USER_ONLY_KEYS = frozenset({"milvus.uri", "milvus.token", "compact.base_url", "compact.api_key_env",
+                            "embedding.base_url", "embedding.api_key_env"})
+#: Values a workspace file may not choose: sending the memory to an endpoint (to embed it or to summarise it)
+#: is the user's call.
+USER_ONLY_VALUES = frozenset({("embedding.provider", "openai"), ("compact.summarizer", "openai")})
+#: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
+WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
+
+
+def _camel(name: str) -> str:
+    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
+
+
+_KEYS = frozenset(_camel(k) for k in USER_ONLY_KEYS)
+_VALUES = frozenset((_camel(k), v) for k, v in USER_ONLY_VALUES)
+_PATHS = frozenset(_camel(k) for k in WORKSPACE_PATH_KEYS)
+
+
+def untrusted(key: str, value: Any, root: Path) -> bool:
+    """True for a setting a workspace file at `root` may not make; `key` dotted, as editors spell it
+    (`embedding.baseUrl`)."""
+    if key in _KEYS or (isinstance(value, str) and (key, value.strip().lower()) in _VALUES):
+        return True
+    if key in _PATHS and isinstance(value, str) and value:
+        target = Path(value).expanduser()
+        target = target if target.is_absolute() else root / target
+        try:
+            target.resolve().relative_to(root.resolve())
+        except (ValueError, OSError, RuntimeError):
+            return True
+    return False

@@ -1,0 +1,49 @@
+-- memsearch.util: what the plugin's modules share (messages, JSON values as text, loaded buffers).
+local U = {}
+
+U.NAME = 'memsearch' -- the LSP config's name (lsp/memsearch.lua)
+
+function U.notify(msg, level)
+  vim.notify('memsearch: ' .. msg, level or vim.log.levels.INFO, { title = 'memsearch' })
+end
+
+--- A JSON value as a Lua string ('' for nil / vim.NIL).
+function U.str(v)
+  if v == nil or v == vim.NIL then
+    return ''
+  end
+  return tostring(v)
+end
+
+function U.one_line(s, max)
+  s = U.str(s):gsub('%s+', ' '):gsub('^ ', ''):gsub(' $', '')
+  if max and #s > max then
+    s = s:sub(1, max - 1) .. '…'
+  end
+  return s
+end
+
+function U.err_text(err)
+  if type(err) == 'table' then
+    return U.str(err.message ~= nil and err.message or vim.inspect(err))
+  end
+  return U.str(err)
+end
+
+--- The loaded buffer of `path`, or nil.
+function U.loaded_buf(path)
+  local buf = vim.fn.bufnr(vim.fs.normalize(path))
+  return (buf ~= -1 and vim.api.nvim_buf_is_loaded(buf)) and buf or nil
+end
+
+--- Re-reads `path` from disk when it is loaded without unsaved changes.
+function U.reload_clean(path)
+  local buf = U.loaded_buf(path)
+  if buf and not vim.bo[buf].modified then
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent! edit!')
+    end)
+  end
+end
+
+return U

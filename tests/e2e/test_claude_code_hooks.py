@@ -1,0 +1,229 @@
+"""The Claude Code plugin: its files (hooks, marketplace, MCP, skill), and the hook script fed recorded hook
+inputs: session context through the CLI, prompt recall that keeps curated notes first, a detached capture."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import ROOT, wait_until
+
+PLUGIN = ROOT / "integrations" / "claude-code"
+SCRIPT = PLUGIN / "scripts" / "memsearch_hook.py"
+RECORDED = ROOT / "tests" / "data" / "claude-code"
+CLI = f"{sys.executable} -m memsearch_lsp"
+
+
+def recorded(name: str, ws: Path, **changes: Any) -> str:
+    event = json.loads((RECORDED / name).read_text())
+    event["cwd"] = str(ws)
+    event.update(changes)
+    return json.dumps(event)
+
+
+def hook(name: str, stdin: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE_"))}
+    environ.update({"MEMSEARCH_HOOK_CLI": CLI, "MEMSEARCH_NOW": "2026-12-03T09:41", "MEMSEARCH_HOOK_WARM_IDLE": "3"},
+                   **env)
+    return subprocess.run([sys.executable, str(SCRIPT), name], input=stdin, capture_output=True, text=True,
+                          timeout=300, env=environ)
+
+
+@pytest.fixture(autouse=True)
+def no_warm_owner_left(tmp_path: Path) -> Iterator[None]:
+    """A warm owner started by a hook exits after MEMSEARCH_HOOK_WARM_IDLE; one still there at the end is ended."""
+    yield
+    for record in tmp_path.rglob(".memsearch/server.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            os.kill(int(json.loads(record.read_text())["pid"]), signal.SIGTERM)
+
+
+def test_the_plugin_layout_and_hooks_json() -> None:
+    manifest = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "memsearch"
+    market = json.loads((PLUGIN / ".claude-plugin" / "marketplace.json").read_text())
+    (entry,) = market["plugins"]
+    assert entry["name"] == "memsearch" and entry["source"] == "./" and market["owner"]["name"]
+    servers = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]
+    assert servers["memsearch"]["command"] == "memsearch-lsp" and servers["memsearch"]["args"][0] == "mcp"
+    skill = (PLUGIN / "skills" / "memory-recall" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: memory-recall\ndescription: ") and "memory_expand" in skill
+    readme = (PLUGIN / "README.md").read_text()
+    assert "/plugin marketplace add" in readme and "/plugin install memsearch@memsearch" in readme
+    hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    names = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit", "Stop": "stop"}
+    for event, groups in hooks.items():
+        (command,) = [h for g in groups for h in g["hooks"]]
+        assert command["type"] == "command" and command["timeout"] <= 60
+        assert command["command"] == f'python3 "${{CLAUDE_PLUGIN_ROOT}}/scripts/memsearch_hook.py" {names[event]}'
+    assert SCRIPT.is_file()
+
+
+def test_session_start_gives_memory_md_then_the_summary_then_recent_notes(workspace: Path) -> None:
+    (workspace / "memory" / "summary-2026-W48.md").write_text("# Summary 2026-W48\n\n- Decision: Kafka for events\n")
+    result = hook("session-start", recorded("session-start.json", workspace), MEMSEARCH_HOOK_DAYS="400",
+                  MEMSEARCH_HOOK_SESSION_CHARS="3000")
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "SessionStart"
+    text = output["additionalContext"]
+    memory, summary = text.index("Dana Whitfield leads the backend"), text.index("Decision: Kafka for events")
+    assert memory < summary  # content, not headings: MEMORY.md first, then the newest summary
+    assert "id=" in text and "memory/MEMORY.md:" in text
+    assert len(text) <= 3000 + 400
+    bounded = hook("session-start", recorded("session-start.json", workspace), MEMSEARCH_HOOK_SESSION_CHARS="300")
+    short = json.loads(bounded.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Project Memory" in short and "Decision: Kafka" not in short
+
+
+def test_session_start_never_reads_a_memory_md_linked_outside(workspace: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "outside.md"
+    secret.write_text("# Secret\n\nthe launch codes are 0000\n")
+    (workspace / "memory" / "MEMORY.md").unlink()
+    (workspace / "memory" / "MEMORY.md").symlink_to(secret)
+    result = hook("session-start", recorded("session-start.json", workspace), MEMSEARCH_HOOK_DAYS="400")
+    assert result.returncode == 0 and "launch codes" not in result.stdout
+
+
+def test_hooks_never_block_on_bad_input_or_a_missing_cli(tmp_path: Path) -> None:
+    for name, stdin in (("session-start", "not json"), ("user-prompt-submit", "[1, 2]"), ("nonsense", "{}")):
+        result = hook(name, stdin)
+        assert (result.returncode, result.stdout) == (0, "") and "memsearch hook: skipped" in result.stderr
+    broken = hook("user-prompt-submit", recorded("user-prompt-submit.json", tmp_path),
+                  MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"))
+    assert (broken.returncode, broken.stdout) == (0, "") and "no-such-cli" in broken.stderr
+
+
+def write_transcript(folder: Path, prompt: str, answer: str) -> Path:
+    transcript = folder / "transcript.jsonl"
+    entries = [{"type": "user", "message": {"role": "user", "content": prompt}},
+               {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}}]
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    return transcript
+
+
+def test_stop_returns_before_the_detached_capture_writes(workspace: Path, tmp_path: Path) -> None:
+    slow = tmp_path / "slow-cli"
+    slow.write_text(f"#!/bin/sh\nsleep 2\nexec {CLI} \"$@\"\n")
+    slow.chmod(0o755)
+    transcript = write_transcript(tmp_path, "Why does the orders consumer retry five times?",
+                                  "Decision: the orders consumer retries 5 times with exponential backoff, "
+                                  "because the payment API flaps during deploys.")
+    log = workspace / "memory" / "2026-12-03.md"
+    stop = hook("stop", recorded("stop.json", workspace, transcript_path=str(transcript)), MEMSEARCH_HOOK_CLI=str(slow))
+    assert (stop.returncode, stop.stdout, stop.stderr) == (0, "", "")
+    assert not log.exists()  # the capture runs on after the hook returned
+    wait_until(log.exists, "the hook log", timeout=120)
+    wait_until(lambda: "exponential backoff" in log.read_text(), "the backoff in the log", timeout=120)
+    text = log.read_text()
+    assert "## 09:41 Why does the orders consumer retry five times\n" in text
+    assert "**Asked:** Why does the orders consumer retry five times?" in text and "**Outcome:** Decision:" in text
+
+
+def capture(ws: Path, tmp: Path, prompt: str, answer: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The detached part of `stop`, run in the foreground."""
+    transcript = write_transcript(tmp, prompt, answer)
+    return hook("capture", recorded("stop.json", ws, transcript_path=str(transcript)), **env)
+
+
+def test_capture_skips_acknowledgements_and_trims_outside_code_fences(workspace: Path, tmp_path: Path) -> None:
+    log = workspace / "memory" / "2026-12-03.md"
+    for prompt, answer in (("thanks!", "You're welcome. Anything else?"), ("ok", "Done."), ("Deploy it", "")):
+        assert capture(workspace, tmp_path, prompt, answer).returncode == 0
+    assert not log.exists()
+    answer = ("We switched the cache to Redis 7.2. It cut p99 latency from 80 ms to 12 ms.\n\n"
+              "```python\n" + "\n".join(f"line_{n} = {n}" for n in range(80)) + "\n```\n\n"
+              + "Next we should also look at the connection pool. " * 3)
+    done = capture(workspace, tmp_path, "How did the cache migration go?", answer, MEMSEARCH_HOOK_TURN_CHARS="400")
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert "Redis 7.2" in text and "line_79" not in text and "(a code block of 82 lines left out)" in text
+    assert text.count("```") == 0 and "## 09:41 How did the cache migration go\n" in text
+
+
+def test_capture_is_summarised_by_a_configured_endpoint(workspace: Path, tmp_path: Path) -> None:
+    from tests.fakes import ChatServer
+
+    server = ChatServer()
+    server.answer = lambda messages: "- Decision: retries 5 with backoff (payment API flaps)\n"
+    config = tmp_path / "xdg" / "memsearch-lsp"
+    config.mkdir(parents=True)
+    config.joinpath("config.toml").write_text(f'[compact]\nsummarizer = "openai"\nbase_url = "{server.url}"\n'
+                                              'api_key_env = ""\nmax_retries = 0\n')
+    try:
+        done = capture(workspace, tmp_path, "Why five retries?", "Because the payment API flaps during deploys.",
+                       XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "- Decision: retries 5 with backoff (payment API flaps)" in text and "**Asked:**" not in text
+    assert "payment API flaps during deploys" in server.user_messages()[0]
+
+
+@pytest.mark.model
+def test_prompt_recall_keeps_the_curated_note_above_the_turn_that_repeats_it(workspace: Path, tmp_path: Path) -> None:
+    for n in range(3):
+        done = capture(workspace, tmp_path, f"What TTL do we use for the Redis cache? ({n})",
+                       "We use Redis for L1 cache with 5min TTL, and the connection pool allows max 100 connections.")
+        assert done.returncode == 0, done.stderr
+    result = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace,
+                                                 prompt="What TTL and connection pool size does the Redis cache use?"))
+    assert result.returncode == 0, result.stderr
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    lines = text.split("\n")[1:]
+    assert lines[0].startswith("- memory/MEMORY.md:12-16 Redis Caching (id ")
+    assert sum("2026-12-03.md" in line for line in lines) == 0  # the turns that repeat it are left out
+    later = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace),
+                 MEMSEARCH_HOOK_CONTEXT_CHARS="300")
+    assert len(json.loads(later.stdout)["hookSpecificOutput"]["additionalContext"]) <= 300
+
+
+def load_hook_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("memsearch_hook", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hook_names_the_owners_socket_as_the_core_does(tmp_path: Path) -> None:
+    from memsearch_lsp.core.process.owner import socket_path_for
+
+    module = load_hook_module()
+    for root in (tmp_path / "short", tmp_path / ("long-" + "x" * 120)):
+        (root / ".memsearch").mkdir(parents=True)
+        expected = socket_path_for(root.resolve())
+        assert module.owner_socket({"cwd": str(root)}) is None  # nothing there yet
+        with contextlib.closing(socket.socket(socket.AF_UNIX)) as server:
+            server.bind(str(expected))
+            assert module.owner_socket({"cwd": str(root)}) == str(expected)
+        expected.unlink()
+
+
+@pytest.mark.model
+def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: Path) -> None:
+    warm = subprocess.run([*CLI.split(), "warm", "--detach", "--idle", "20", "--workspace", str(workspace)],
+                          capture_output=True, text=True, timeout=60)
+    assert warm.returncode == 0, warm.stderr
+    module = load_hook_module()
+    wait_until(lambda: module.owner_socket({"cwd": str(workspace)}) is not None, "a warm owner", timeout=120)
+    result = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace),
+                  MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"))  # no CLI: only the owner can answer
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "memory/MEMORY.md:12-16 Redis Caching" in text
+    assert "session data never goes to the cache" in text  # the section itself, not only a snippet

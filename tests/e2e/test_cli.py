@@ -1,0 +1,158 @@
+"""The CLI as agents use it, in a subprocess, with the real bundled model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import helpers
+from tests.helpers import make_workspace
+
+pytestmark = pytest.mark.model
+
+
+def cli(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """The shared runner, asserting success unless told not to."""
+    return helpers.cli(ws, *args, check=check)
+
+
+def as_json(result: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example memory, indexed once for the module: tests may run in any order or alone."""
+    root = make_workspace(tmp_path_factory.mktemp("cli"))
+    cli(root, "index")
+    return root
+
+
+def test_index_json_fields_and_idempotence(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    first = as_json(cli(ws, "index", "--json"))
+    for key in ("files_added", "files_modified", "files_removed", "chunks_total", "chunks_embedded",
+                "chunks_reused", "seconds"):
+        assert key in first
+    assert first["files_added"] == 13 and first["chunks_embedded"] == first["chunks_total"]
+    again = as_json(cli(ws, "index", "--json"))
+    assert again["chunks_embedded"] == 0 and again["files_modified"] == 0
+
+
+def test_search_json_ranks_redis_first(ws: Path) -> None:
+    hits = as_json(cli(ws, "search", "Redis cache config", "--json"))
+    assert len(hits) == 3
+    top = hits[0]
+    assert set(top) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet"}
+    assert (top["heading"], top["source"]) == ("Redis Caching", "memory/MEMORY.md")
+    lines = (ws / "memory/MEMORY.md").read_text().split("\n")
+    assert lines[top["start_line"] - 1] == "## Redis Caching" and "5min TTL" in lines[top["start_line"] + 1]
+    assert len(top["snippet"]) <= 200
+
+
+def test_postgres_16_ranks_above_15(ws: Path) -> None:
+    hits = as_json(cli(ws, "search", "PostgreSQL 16", "-k", "10", "--json"))
+    order = [h["source"] for h in hits]
+    assert order.index("memory/MEMORY.md") < order.index("memory/2026-02-04.md")
+
+
+def test_search_is_fresh_and_weights_apply(ws: Path) -> None:
+    note = ws / "memory/2026-03-04.md"
+    note.write_text("# 2026-03-04\n\n## Capybara\n\nCapybara cluster ready.\n")
+    try:
+        hits = as_json(cli(ws, "search", "capybara cluster", "--json", "-k", "1", "--vector-weight", "0.2"))
+        assert hits[0]["source"] == "memory/2026-03-04.md"
+    finally:
+        note.unlink()
+
+
+def test_expand_status_and_text_output(ws: Path) -> None:
+    hit = as_json(cli(ws, "search", "Kafka over RabbitMQ", "--json", "-k", "1"))[0]
+    chunk = as_json(cli(ws, "expand", hit["id"], "--json"))
+    assert chunk["content"].startswith("## Decision: Kafka over RabbitMQ")
+    assert "we chose Kafka over RabbitMQ" in cli(ws, "expand", hit["id"]).stdout
+    status = as_json(cli(ws, "status", "--json"))
+    assert status["chunks"] >= 40 and status["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "Redis Caching" in cli(ws, "search", "Redis cache config").stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["expand", "0000000000000000"],
+    ["search", "x", "-k", "0"],
+    ["search", "x", "--vector-weight", "3"],
+    ["reset"],
+    ["frobnicate"],
+])
+def test_user_errors_exit_1_with_one_line(ws: Path, args: list[str]) -> None:
+    result = cli(ws, *args, check=False)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / ".memsearch.toml").write_text("[search]\ntop_k = 'lots'\n")
+    result = cli(tmp_path, "status", check=False)
+    assert result.returncode == 1 and "search.top_k" in result.stderr
+
+
+def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
+    before = as_json(cli(ws, "search", "rate limit per API key", "--json"))
+    cli(ws, "reset", "--yes")
+    assert not (ws / ".memsearch/milvus.db").exists() and (ws / "memory/MEMORY.md").exists()
+    after = as_json(cli(ws, "search", "rate limit per API key", "--json"))
+    assert [h["id"] for h in after] == [h["id"] for h in before]
+
+
+def test_version_and_help_are_fast_and_light() -> None:
+    code = ("import sys, memsearch_lsp.cli as c\n"
+            "try:\n    c.main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('fastembed', 'pymilvus', 'onnxruntime', 'pygls') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("memsearch-lsp ")
+
+
+def test_workspace_and_json_flags_work_before_the_command(ws: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "memsearch_lsp", "--workspace", str(ws), "--json", "status"],
+                            capture_output=True, text=True, timeout=300, cwd=ws.parent)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["root"] == str(ws.resolve())
+
+
+def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
+    env = {**__import__("os").environ, "MEMSEARCH_NOW": "2026-12-03T18:07"}
+    run = [sys.executable, "-m", "memsearch_lsp", "remember", "--workspace", str(ws)]
+    text = subprocess.run([*run, "The", "narwhal", "queue", "drains", "nightly."], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("remembered memory/2026-12-03.md:3-5  18:07  id=")
+    piped = subprocess.run([*run, "-", "--heading", "Stdin", "--json"], input="Pangolin alerts page Ana.\n",
+                           capture_output=True, text=True, timeout=300, env=env)
+    note = json.loads(piped.stdout)
+    assert {k: note[k] for k in ("source", "heading", "start_line", "end_line")} == \
+        {"source": "memory/2026-12-03.md", "heading": "Stdin", "start_line": 7, "end_line": 9}
+    assert (ws / "memory/2026-12-03.md").read_text().startswith("# 2026-12-03\n\n## 18:07\n\nThe narwhal queue")
+    assert as_json(cli(ws, "search", "pangolin alerts", "--json", "-k", "1"))[0]["id"] == note["id"]
+    empty = subprocess.run([*run, "-"], input=" \n", capture_output=True, text=True, timeout=300, env=env)
+    assert empty.returncode == 1 and "nothing to remember" in empty.stderr
+    (ws / "memory/2026-12-03.md").unlink()
+
+
+def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # the shipped floor (conftest turns it off for the fake)
+    for query in ("xyzzy plugh", "recipe for lemon drizzle cake", "how many moons does neptune have"):
+        assert as_json(cli(ws, "search", query, "--json", "-k", "5")) == []
+    # Related questions keep their answers, in the user's words too.
+    hits = as_json(cli(ws, "search", "how long are cached values kept before they expire", "--json"))
+    assert hits and hits[0]["heading"] == "Redis Caching"
+    hits = as_json(cli(ws, "search", "decision made on 2026-02-05", "--json"))
+    assert hits and hits[0]["source"] == "memory/2026-02-05.md"
+    # The floor is a setting: off, the unrelated query returns its best (irrelevant) candidates.
+    assert as_json(cli(ws, "search", "xyzzy plugh", "--json", "--min-score", "0"))
+    assert "--min-score must be between 0 and 1" in cli(ws, "search", "x", "--min-score", "2", check=False).stderr

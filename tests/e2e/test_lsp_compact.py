@@ -1,0 +1,335 @@
+"""End-to-end compaction over LSP: code actions resolved into WorkspaceEdits, the memsearch.compact command.
+
+One server per client profile serves the module (`shared_lsp`); each test compacts its own copy of the example
+memory, added as a workspace folder and removed after."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Union
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pygls.uris import to_fs_path
+from pytest_lsp import LanguageClient
+
+from tests.helpers import Session, added_folder, capabilities, make_workspace, open_session, snapshot, start_shared, uri
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
+
+
+def offset(text: str, position: types.Position, encoding: str) -> int:
+    """A client position (line, character in the negotiated encoding) as an index into `text`."""
+    lines = text.split("\n")
+    start = sum(len(line) + 1 for line in lines[:position.line])
+    line = lines[position.line] if position.line < len(lines) else ""
+    units = 0
+    for n, char in enumerate(line):
+        if units >= position.character:
+            return start + n
+        size = len(char.encode("utf-8")) if "8" in encoding else 1 if "32" in encoding else \
+            len(char.encode("utf-16-le")) // 2
+        units += size
+    return start + len(line)
+
+
+def apply_edit(edit: types.WorkspaceEdit, encoding: str) -> None:
+    """What an editor does with the edit: create, edit and rename files on disk, in order."""
+    for change in edit.document_changes or []:
+        if isinstance(change, types.CreateFile):
+            path = Path(to_fs_path(change.uri) or "")
+            assert not path.exists() and change.options and change.options.overwrite is False
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+        elif isinstance(change, types.RenameFile):
+            old, new = Path(to_fs_path(change.old_uri) or ""), Path(to_fs_path(change.new_uri) or "")
+            assert old.is_file() and not new.exists()
+            new.parent.mkdir(parents=True, exist_ok=True)
+            old.rename(new)
+        elif isinstance(change, types.DeleteFile):
+            Path(to_fs_path(change.uri) or "").unlink()
+        elif isinstance(change, types.TextDocumentEdit):
+            path = Path(to_fs_path(change.text_document.uri) or "")
+            text = path.read_bytes().decode("utf-8")
+            for item in sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                               reverse=True):
+                assert isinstance(item, (types.TextEdit, types.AnnotatedTextEdit))
+                a, b = offset(text, item.range.start, encoding), offset(text, item.range.end, encoding)
+                text = text[:a] + item.new_text + text[b:]
+            path.write_bytes(text.encode("utf-8"))
+        else:
+            raise AssertionError(f"unexpected change {change!r}")
+
+
+@pytest.fixture(scope="module")
+def cli_compacted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The files after the same compaction by the CLI (logs older than 7 days), on another copy of the
+    example memory: made once, compared with the result of each LSP route."""
+    ws = make_workspace(tmp_path_factory.mktemp("cli"))
+    subprocess.run([sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws)], check=True,
+                   capture_output=True, timeout=300)
+    return without_index(snapshot(ws))
+
+
+def without_index(tree: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: v for k, v in tree.items() if not k.startswith(".memsearch")}
+
+
+class Editor:
+    """Answers workspace/applyEdit by applying the edit to disk (or refusing it). The client's handler is
+    registered once and answers with the editor of the running test; without one, the request fails."""
+
+    def __init__(self, session: Session, applied: bool = True):
+        self.calls: list[types.ApplyWorkspaceEditParams] = []
+        self.applied = applied
+        self.encoding = session.encoding
+        client = session.client
+        if types.WORKSPACE_APPLY_EDIT not in client.protocol.fm.features:
+            @client.feature(types.WORKSPACE_APPLY_EDIT)
+            def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+                editor: Editor | None = client.editor  # type: ignore[attr-defined]
+                if editor is None:
+                    raise RuntimeError("this test has no editor to apply edits")
+                return editor.apply(params)
+        client.editor = self  # type: ignore[attr-defined]
+
+    def apply(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        self.calls.append(params)
+        if self.applied:
+            apply_edit(params.edit, self.encoding)
+        return types.ApplyWorkspaceEditResult(applied=self.applied,
+                                              failure_reason=None if self.applied else "the user said no")
+
+
+def _command_or_action(data: Any, _: type) -> types.Command | types.CodeAction:
+    """lsprotocol 2025.0.0 reads any item with a `command` key as a Command, though a CodeAction may
+    carry a command too (then `command` is an object, not a string): tell them apart like editors do."""
+    converter = default_converter()
+    if isinstance(data.get("command"), str):
+        return converter.structure(data, types.Command)
+    return converter.structure(data, types.CodeAction)
+
+
+def accept_code_actions(client: LanguageClient) -> None:
+    fixed = Union[types.Command, types.CodeAction]  # noqa: UP007 - the key lsprotocol registered
+    client.protocol._converter.register_structure_hook(fixed, _command_or_action)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(shared_lsp: LanguageClient) -> Session:
+    accept_code_actions(shared_lsp)
+    return await start_shared(shared_lsp, SETTINGS)
+
+
+@contextlib.asynccontextmanager
+async def compacting(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
+    """A copy of the example memory as a folder of the shared server; no editor unless the test makes one."""
+    async with added_folder(server, make_workspace(tmp_path / "lsp")) as session:
+        try:
+            yield session
+        finally:
+            session.client.editor = None  # type: ignore[attr-defined]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
+    async with compacting(server, tmp_path) as session:
+        yield session
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def vscode_session(server: Session, tmp_path: Path) -> AsyncIterator[Session]:
+    if not vscode(server):  # skipped before a folder is added for nothing
+        pytest.skip("Neovim's compaction is applied by the server after the plugin's review (tests/e2e/test_nvim.py)")
+    async with compacting(server, tmp_path) as session:
+        yield session
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def limited(own_lsp: LanguageClient, tmp_path: Path) -> Session:
+    """A server of its own: a client that cannot create or rename files through edits."""
+    caps = capabilities(own_lsp.profile)  # type: ignore[attr-defined]
+    assert caps.workspace is not None
+    caps.workspace.workspace_edit = types.WorkspaceEditClientCapabilities(document_changes=False)
+    accept_code_actions(own_lsp)
+    return await open_session(own_lsp, make_workspace(tmp_path / "lsp"), SETTINGS, caps)
+
+
+async def code_actions(session: Session, path: Path, only: list[str] | None = None) -> list[types.CodeAction]:
+    result = await session.client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(path)),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+        context=types.CodeActionContext(diagnostics=[], only=only)))
+    return [a for a in result or [] if isinstance(a, types.CodeAction)]
+
+
+def vscode(session: Session) -> bool:
+    """VS Code shows change annotations (a preview); Neovim does not, so the server applies after its review."""
+    return session.profile.startswith("visual")
+
+
+async def command(session: Session, **args: Any) -> Any:
+    return await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.compact", arguments=[args] if args else None))
+
+
+def annotated(edit: types.WorkspaceEdit) -> bool:
+    """Every change of the edit carries an annotation that needs confirmation."""
+    notes = edit.change_annotations or {}
+    if not notes or not all(n.needs_confirmation for n in notes.values()):
+        return False
+    for change in edit.document_changes or []:
+        ids = [e.annotation_id for e in change.edits if isinstance(e, types.AnnotatedTextEdit)] \
+            if isinstance(change, types.TextDocumentEdit) else [change.annotation_id]
+        if not ids or not all(i in notes for i in ids):
+            return False
+    return True
+
+
+async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(session: Session,
+                                                                           cli_compacted: dict[str, bytes]) -> None:
+    memory = session.workspace / "memory"
+    actions = await code_actions(session, memory / "2026-02-09.md", only=["source.compact"])
+    assert [(a.title, a.kind) for a in actions] == [("Compact logs older than 7 days (12 logs)", "source.compact"),
+                                                    ("Compact this log", "source.compact")]
+    assert all(a.edit is None for a in actions)  # the edit is computed in codeAction/resolve
+    assert not await code_actions(session, memory / "2026-02-09.md", only=["quickfix"])
+    assert [a.title for a in await code_actions(session, memory / "MEMORY.md", only=["source"])] == \
+        ["Compact logs older than 7 days (12 logs)"]  # MEMORY.md is never compacted by itself
+    assert not await code_actions(session, session.workspace / "notes.md")  # not a memory file
+
+    if vscode(session):
+        before = len(session.client.progress_reports)
+        resolved = await session.client.code_action_resolve_async(actions[0])
+        assert resolved.edit is not None and resolved.edit.document_changes
+        kinds = [type(c).__name__ for c in resolved.edit.document_changes]
+        assert kinds == ["CreateFile", "TextDocumentEdit"] * 3 + ["RenameFile"] * 12
+        assert annotated(resolved.edit)  # needsConfirmation: VS Code opens the refactor preview
+        written = {c.text_document.uri: c.edits[0].new_text for c in resolved.edit.document_changes
+                   if isinstance(c, types.TextDocumentEdit)}
+        notes = resolved.edit.change_annotations or {}
+        for change in resolved.edit.document_changes:  # the preview shows each summary's own text
+            if isinstance(change, types.TextDocumentEdit):
+                edit = change.edits[0]
+                assert isinstance(edit, types.AnnotatedTextEdit)
+                note = notes[edit.annotation_id]
+                assert note.label.startswith("Write memory/summary-2026-W0") and note.description
+                facts = [x for x in written[change.text_document.uri].splitlines() if x.startswith("- ")]
+                assert facts and all(f in note.description for f in facts), (note, facts)
+        assert len(session.client.progress_reports) > before  # resolve reported its progress
+        assert (memory / "2026-02-09.md").exists() and not (memory / "archive").exists()  # nothing applied yet
+        apply_edit(resolved.edit, session.encoding)
+        assert resolved.command is not None and resolved.command.command == "memsearch.reindex"
+        stats: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command=resolved.command.command, arguments=resolved.command.arguments))
+        assert stats["files_total"] == 4 + 12  # the summaries, MEMORY.md and the archive
+    else:  # the action is the command; the plugin shows the dry run and applies the plan it showed
+        assert all(a.command is not None and a.command.command == "memsearch.compact" for a in actions)
+        assert actions[0].command is not None and actions[0].command.arguments
+        args = actions[0].command.arguments[0]
+        dry = await command(session, **args, dryRun=True)
+        assert dry["applied"] is False and len(dry["plan_id"]) == 16
+        assert 0 < dry["chars_after"] < dry["chars_before"]
+        with pytest.raises(Exception, match="changed since the plan was reviewed"):
+            await command(session, **args, planId="0" * 16)
+        assert not (memory / "archive").exists()
+        done = await command(session, **args, planId=dry["plan_id"])
+        assert done["applied"] is True and done["appliedBy"] == "server" and done["plan_id"] == dry["plan_id"]
+        for summary in done["summaries"]:  # written on disk, not left in a buffer
+            assert (session.workspace / summary["path"]).read_text() == summary["content"]
+
+    lsp_tree, cli_tree = without_index(snapshot(session.workspace)), cli_compacted
+    assert sorted(lsp_tree) == sorted(cli_tree) and lsp_tree == cli_tree
+    assert "memory/archive/2026-02-05.md" in lsp_tree and "memory/summary-2026-W06.md" in lsp_tree
+
+    hits: Any = await session.client.protocol.send_request_async(
+        "memsearch/search", {"query": "PostgreSQL 15 legacy reporting replica", "topK": 10})
+    assert {h["archived"] for h in hits} == {True, False}  # archived originals are found, and say so
+    assert all(h["archived"] == ("/archive/" in h["source"]) for h in hits)
+    symbols = await session.symbols("PostgreSQL 15 legacy reporting replica")
+    assert any((s.container_name or "").endswith(" · archived") for s in symbols)
+    status: Any = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.status"))
+    assert status["roots"][0]["files"] == 4 + 12  # the index matches the files (the archive stays indexed)
+
+
+async def test_compact_this_log_and_the_command(session: Session) -> None:
+    memory = session.workspace / "memory"
+    editor = Editor(session)
+    by = "editor" if vscode(session) else "server"
+    if vscode(session):
+        (this,) = [a for a in await code_actions(session, memory / "2026-02-16.md") if a.title == "Compact this log"]
+        resolved = await session.client.code_action_resolve_async(this)
+        assert resolved.edit is not None and resolved.edit.document_changes is not None
+        renames = [c for c in resolved.edit.document_changes if isinstance(c, types.RenameFile)]
+        assert [(Path(to_fs_path(r.old_uri) or "").name, Path(to_fs_path(r.new_uri) or "").parent.name)
+                for r in renames] == [("2026-02-16.md", "archive")]
+
+    dry: Any = await command(session, olderThanDays=7, dryRun=True)
+    assert dry["applied"] is False and len(dry["archive"]) == 12 and not editor.calls
+    assert (memory / "2026-02-16.md").exists()
+
+    n = len(session.indexed)
+    done: Any = await command(session, files=["memory/2026-02-16.md", "memory/2026-02-17.md"])
+    assert done["applied"] is True and done["appliedBy"] == by and len(editor.calls) == (by == "editor")
+    assert [s["path"] for s in done["summaries"]] == ["memory/summary-2026-W08.md"]
+    assert (memory / "archive/2026-02-17.md").is_file() and not (memory / "2026-02-17.md").exists()
+    assert (memory / "summary-2026-W08.md").read_text() == done["summaries"][0]["content"]
+    assert len(session.indexed) > n  # reconciled after the files changed
+    hits: Any = await session.client.protocol.send_request_async("memsearch/search", {"query": "Amazon SES MJML"})
+    assert hits[0]["source"] in {"memory/summary-2026-W08.md", "memory/archive/2026-02-17.md"}
+
+    # a summary that ends without a newline, on a line with characters that differ in UTF-8/16/32
+    await command(session, files=[str(memory / "2026-02-09.md"), str(memory / "2026-02-10.md")])
+    w07 = memory / "summary-2026-W07.md"
+    w07.write_text(w07.read_text() + "- Café 🎉 naïve → reviewed by hand")
+    before = w07.read_text()
+    (memory / "2026-02-09.md").write_text("# 2026-02-09\n\n## Recreated\n\n- Written after the archive.\n")
+    rest: Any = await command(session)
+    assert rest["applied"] is True and len(rest["archive"]) == 9  # [] means: older than the configured days
+    assert {"from": "memory/2026-02-09.md", "to": "memory/archive/2026-02-09.md", "merge": True} in rest["archive"]
+    (appended,) = [s for s in rest["summaries"] if s["action"] == "append"]
+    assert appended["path"] == "memory/summary-2026-W07.md"
+    assert w07.read_text() == before + appended["content"] and appended["content"].startswith("\n\n---\n")
+    assert len(list((memory / "archive").iterdir())) == 12
+    assert (memory / "archive/2026-02-09.md").read_text().endswith("- Written after the archive.\n")
+
+    nothing: Any = await command(session, olderThanDays=7)
+    assert nothing["applied"] is False and nothing["summaries"] == [] and "nothing to compact" in nothing["note"]
+    with pytest.raises(Exception, match="olderThanDays"):
+        await command(session, olderThanDays=-1)
+    with pytest.raises(Exception, match="not a daily log"):
+        await command(session, files=["memory/MEMORY.md"])
+
+
+async def test_a_refused_edit_changes_nothing(vscode_session: Session) -> None:
+    session = vscode_session
+    editor = Editor(session, applied=False)
+    before = snapshot(session.workspace)
+    result: Any = await command(session, olderThanDays=7)
+    assert result["applied"] is False and result["failureReason"] == "the user said no" and editor.calls
+    assert annotated(editor.calls[0].edit)
+    assert without_index(snapshot(session.workspace)) == without_index(before)
+
+
+async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(
+        limited: Session, cli_compacted: dict[str, bytes]) -> None:
+    session = limited
+    (action, _) = await code_actions(session, session.workspace / "memory/2026-02-09.md")
+    assert action.command is not None and action.command.command == "memsearch.compact" and action.data is None
+    result: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=action.command.command, arguments=action.command.arguments))
+    assert result["applied"] is True and result["appliedBy"] == "server"
+    assert any("on disk" in m.message for m in session.client.messages)
+    assert without_index(snapshot(session.workspace)) == cli_compacted
+    status: Any = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.status"))
+    assert status["roots"][0]["files"] == 4 + 12

@@ -1,0 +1,154 @@
+"""Server settings, multi-root workspaces and the TCP transport, end to end."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.helpers import Session, free_port, make_workspace, open_session, until, wait_until, workspace_folder
+
+FAST = {"watch": {"debounceMs": 200}}
+
+
+@pytest_asyncio.fixture
+async def two_roots(lsp: LanguageClient, tmp_path: Path):
+    first = make_workspace(tmp_path / "one")
+    second = tmp_path / "two"
+    (second / "notes").mkdir(parents=True)
+    (second / "notes" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Axolotl\n\naxolotl habitat notes\n")
+    (second / ".memsearch.toml").write_text('[memory]\npaths = ["notes"]\n')
+    return await open_session(lsp, first, FAST, wait=2, folders=[first, second]), second
+
+
+async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tuple[Session, Path]) -> None:
+    session, second = two_roots
+    roots = {n["root"]: n for n in session.indexed}
+    assert roots[str(second)]["chunks"] == 2 and roots[str(session.workspace)]["chunks"] > 30
+    assert (second / ".memsearch" / "milvus.db").is_dir() and (session.workspace / ".memsearch").is_dir()
+    axolotl = await session.until_symbol("axolotl habitat", "Axolotl")
+    assert isinstance(axolotl.location, types.Location) and "/two/notes/" in axolotl.location.uri
+    assert (await session.symbols("Redis cache config"))[0].name == "Redis Caching"
+
+
+@pytest_asyncio.fixture
+async def session(lsp: LanguageClient, tmp_path: Path):
+    return await open_session(lsp, make_workspace(tmp_path), FAST)
+
+
+async def search(session: Session, query: str) -> list[dict[str, Any]]:
+    return list(await session.client.protocol.send_request_async("memsearch/search", {"query": query, "topK": 5}))
+
+
+async def test_configuration_changes_apply(session: Session) -> None:
+    before = await search(session, "message broker decision")
+    settings = {"search": {"vectorWeight": 0.0, "bm25Weight": 1.0}, "watch": {"debounceMs": 200}}
+    session.client._configuration["memsearch"] = settings
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"memsearch": settings}))
+    async def changed() -> Any:
+        found = await search(session, "message broker decision")
+        return found if found != before else None
+
+    after = await until(changed, "the new weights to take effect", timeout=10, every=0.2)
+    assert [h["score"] for h in after] != [h["score"] for h in before]
+    n = len(session.indexed)
+    (session.workspace / "journal").mkdir()
+    (session.workspace / "journal" / "2026-03-09.md").write_text("# 2026-03-09\n\n## Quokka\n\nquokka sighting\n")
+    moved = {**settings, "memory": {"paths": ["journal"]}}
+    session.client._configuration["memsearch"] = moved
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"memsearch": moved}))
+    note = await session.wait_indexed(n + 1, timeout=60)
+    assert note["files"] == 1 and note["chunks"] == 2  # a new memory path re-indexes
+    assert [s.name for s in await session.symbols("quokka")][:1] == ["Quokka"]
+
+
+def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "memsearch_lsp", "serve", "--tcp", f"127.0.0.1:{port}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        def connected() -> socket.socket | None:
+            assert proc.poll() is None, "the server exited"
+            try:
+                return socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError:
+                return None
+
+        conn = wait_until(connected, "the server to listen", timeout=30)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+        with conn:
+            conn.sendall(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            data = b""
+            while b"serverInfo" not in data or not data.rstrip().endswith(b"}"):
+                chunk = conn.recv(65536)
+                assert chunk, "connection closed"
+                data += chunk
+        reply = json.loads(data.split(b"\r\n\r\n", 1)[1])
+        assert reply["result"]["serverInfo"]["name"] == "memsearch-lsp"
+        assert "workspaceSymbolProvider" in reply["result"]["capabilities"]
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def test_workspace_symbol_finds_nothing_for_a_query_unrelated_to_the_memory(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """The shipped floor (search.min_score) with the real model, as an editor's user meets it."""
+    from tests.helpers import start, stop
+
+    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # conftest turns it off for the fake embedder
+    session = await start(make_workspace(tmp_path))
+    try:
+        await session.wait_indexed(1, timeout=120)
+
+        async def symbols(query: str) -> list[Any]:
+            found = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
+            return list(found or [])
+
+        assert await symbols("xyzzy plugh") == []
+        assert await symbols("recipe for lemon drizzle cake") == []
+        related = await symbols("how long are cached values kept before they expire")
+        assert related and related[0].name.startswith("Redis Caching")
+    finally:
+        await stop(session)
+
+
+async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: LanguageClient, tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    inner = ws / "src" / "pkg"
+    inner.mkdir(parents=True)
+    session = await open_session(lsp, ws, FAST, folders=[inner])
+    assert session.indexed[0]["root"] == str(ws) and session.indexed[0]["chunks"] > 30
+    assert not (inner / ".memsearch").exists() and (ws / ".memsearch").is_dir()
+    hits = await search(session, "Redis cache config")
+    assert hits[0]["heading"] == "Redis Caching"
+    # filters, as the CLI's --since/--until/--source: the legs' candidates come from matching files only
+    request = session.client.protocol.send_request_async
+    dated = list(await request("memsearch/search", {"query": "load test and rate limiting", "topK": 5,
+                                                     "since": "2026-02-09", "until": "2026-02-13"}))
+    assert dated and all("2026-02-09" <= h["date"] <= "2026-02-13" for h in dated)
+    only = list(await request("memsearch/search", {"query": "Redis cache config", "source": ["**/MEMORY.md"]}))
+    assert only and {h["source"] for h in only} == {"memory/MEMORY.md"}
+    command = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="memsearch.search", arguments=["load test and rate limiting", 3, {"source": "memory/2026-02-1*"}]))
+    assert command and all(h["source"].startswith("memory/2026-02-1") for h in command)
+    assert set(command[0]) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date",
+                               "archived", "uri", "range"}
+    session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(inner)])))
+    async def closed() -> bool:
+        status = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status"))
+        return not status["roots"]
+
+    await until(closed, "removing the folder to close the workspace it served", timeout=20)

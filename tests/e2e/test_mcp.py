@@ -1,0 +1,146 @@
+"""`memsearch-lsp mcp` end to end: a subprocess driven by the mcp SDK's stdio client, alone and beside a server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memsearch_lsp.core.search.hybrid import ChunkData, HitData
+from tests.helpers import make_workspace, server_pid, start, stop
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+NOW = "2026-12-03T09:41"
+TOOLS = {"memory_search", "memory_expand", "memory_recent", "memory_remember", "memory_status"}
+
+
+@asynccontextmanager
+async def mcp_session(ws: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memsearch_lsp", "mcp", "--workspace", str(ws)],
+                                   env={**os.environ, "MEMSEARCH_NOW": NOW})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        info = await session.initialize()
+        assert info.server_info.name == "memsearch"
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
+    """initialize (done), list tools, search, expand, remember, then search finds the note."""
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert tools["memory_search"].input_schema["required"] == ["query"]
+    assert tools["memory_search"].input_schema["properties"]["top_k"]["default"] == 3
+    assert tools["memory_remember"].input_schema["required"] == ["text"]
+    assert "hits" in (tools["memory_search"].output_schema or {})["properties"]
+    # the output schemas are the core's wire shapes (HitData, ...), descriptions included, not copies
+    hit = (tools["memory_search"].output_schema or {})["$defs"]["HitData"]
+    assert set(hit["properties"]) == set(HitData.__annotations__) and "expand" in hit["properties"]["id"]["description"]
+    assert set((tools["memory_expand"].output_schema or {})["properties"]) == set(ChunkData.__annotations__)
+    for name in ("memory_search", "memory_expand", "memory_recent", "memory_status"):
+        assert tools[name].annotations is not None and tools[name].annotations.read_only_hint is True
+    remember = tools["memory_remember"].annotations
+    assert remember is not None and (remember.read_only_hint, remember.destructive_hint) == (False, False)
+
+    hits = (await call(session, "memory_search", query="Redis cache config"))["hits"]
+    assert len(hits) == 3
+    assert set(hits[0]) == {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date", "archived"}
+    assert hits[0]["date"] is None and hits[0]["archived"] is False  # the CLI's fields, null when undated
+    assert (hits[0]["source"], hits[0]["heading"]) == ("memory/MEMORY.md", "Redis Caching")
+
+    chunk = await call(session, "memory_expand", id=hits[0]["id"][:8])  # a unique prefix is enough
+    assert chunk["content"].startswith("## Redis Caching") and chunk["start_line"] == hits[0]["start_line"]
+    assert (chunk["id"], chunk["date"], chunk["archived"]) == (hits[0]["id"], None, False)
+    missing = await session.call_tool("memory_expand", {"id": "0123456789abcdef"})
+    assert missing.is_error and "no chunk with id '0123456789abcdef'" in missing.content[0].text  # type: ignore[union-attr]
+    empty = await session.call_tool("memory_remember", {"text": "   "})
+    assert empty.is_error and "nothing to remember" in empty.content[0].text  # type: ignore[union-attr]
+
+    note = await call(session, "memory_remember", text="The okapi deploy window is Thursday 14:00 UTC.")
+    assert (note["source"], note["heading"]) == ("memory/2026-12-03.md", "09:41")
+    log_lines = (ws / note["source"]).read_text().split("\n")
+    assert log_lines[0] == "# 2026-12-03" and log_lines[note["start_line"] - 1] == "## 09:41"
+    found = (await call(session, "memory_search", query="okapi deploy window", top_k=1))["hits"]
+    assert found[0]["id"] == note["id"] and found[0]["date"] == "2026-12-03"
+    schema = tools["memory_search"].input_schema["properties"]
+    assert {"since", "until", "source"} <= set(schema)
+    dated = (await call(session, "memory_search", query="Redis cache config", since="1d", source=["memory/*"]))["hits"]
+    assert dated and {h["source"] for h in dated} == {"memory/2026-12-03.md"}  # MEMORY.md is undated: left out
+    assert (await call(session, "memory_search", query="Redis cache config", until="2026-02-01"))["hits"] == []
+    curated = (await call(session, "memory_search", query="Redis cache config", source="**/MEMORY.md"))["hits"]
+    assert curated and {h["source"] for h in curated} == {"memory/MEMORY.md"}
+    bad = await session.call_tool("memory_search", {"query": "redis", "since": "last week"})
+    assert bad.is_error and "cannot read the date" in bad.content[0].text  # type: ignore[union-attr]
+    recent = (await call(session, "memory_recent", days=1))["notes"]
+    assert [(n["id"], n["kind"], n["date"]) for n in recent] == [(note["id"], "daily", "2026-12-03")]
+    fact = await call(session, "memory_remember", text="Okapi releases need two approvals", heading="Release rules",
+                      long_term=True)
+    assert fact["source"] == "memory/MEMORY.md"
+    assert "## Release rules\n\nOkapi releases need two approvals\n" in (ws / "memory" / "MEMORY.md").read_text()
+
+    resources = {r.name: str(r.uri) for r in (await session.list_resources()).resources}
+    assert {"memory/MEMORY.md", "memory/2026-12-03.md"} <= set(resources)
+    read = await session.read_resource(resources["memory/2026-12-03.md"])
+    assert "okapi deploy window" in read.contents[0].text  # type: ignore[union-attr]
+    (ws / "secret.md").write_text("not memory")
+    with pytest.raises(Exception, match="not a memory file"):
+        await session.read_resource((ws / "secret.md").as_uri())
+    return await call(session, "memory_status")
+
+
+async def test_mcp_alone_owns_the_index(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    async with mcp_session(ws) as session:
+        status = await drive(session, ws)
+        assert "served_by_pid" not in status and status["chunks"] > 40
+        record = json.loads((ws / ".memsearch" / "server.json").read_text())  # it serves others meanwhile
+        cli = subprocess.run([sys.executable, "-m", "memsearch_lsp", "status", "--json", "--workspace", str(ws)],
+                             capture_output=True, text=True, timeout=300)
+        assert json.loads(cli.stdout)["served_by_pid"] == record["pid"]
+    assert not (ws / ".memsearch" / "server.json").exists()
+
+
+async def test_mcp_beside_a_running_language_server(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    lsp = await start(ws)
+    try:
+        await lsp.wait_indexed()
+        async with mcp_session(ws) as session:
+            status = await drive(session, ws)
+            assert status["served_by_pid"] == server_pid(lsp)
+            served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "okapi deploy window",
+                                                                                        "topK": 1})
+            assert served[0]["source"] == "memory/2026-12-03.md"  # the editor's index has the agent's note
+            cli = subprocess.run([sys.executable, "-m", "memsearch_lsp", "remember", "-", "--heading", "From the CLI",
+                                  "--json", "--workspace", str(ws)], input="The wombat cache lives 5 min.",
+                                 capture_output=True, text=True, timeout=300, env={**os.environ, "MEMSEARCH_NOW": NOW})
+            assert cli.returncode == 0, cli.stderr
+            note = json.loads(cli.stdout)
+            served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "wombat cache",
+                                                                                        "topK": 1})
+            assert served[0]["id"] == note["id"] and note["heading"] == "From the CLI"
+
+            editor = server_pid(lsp)
+            await stop(lsp)  # the editor closes: the MCP server takes the index over and goes on
+            hits = (await call(session, "memory_search", query="wombat cache", top_k=1))["hits"]
+            assert hits[0]["id"] == note["id"]
+            assert "served_by_pid" not in await call(session, "memory_status")
+            assert json.loads((ws / ".memsearch" / "server.json").read_text())["pid"] not in (editor, 0)
+    finally:
+        if lsp.client._server and lsp.client._server.returncode is None:  # type: ignore[union-attr]
+            await stop(lsp)

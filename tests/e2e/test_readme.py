@@ -1,0 +1,100 @@
+"""The README runs: its TOML blocks and `init`'s template load as settings, and its table of JSON answers
+lists exactly the fields each command prints (the CLI in process, with the real bundled model)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsearch_lsp import cli
+from memsearch_lsp.config import USER_ONLY_KEYS, Config, tomllib
+from memsearch_lsp.core.onboard import config_template
+from tests.helpers import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_toml_block_in_the_readme_is_valid_settings() -> None:
+    blocks = re.findall(r"```toml\n(.*?)```", README, re.S)
+    assert blocks
+    for block in blocks:
+        data = tomllib.loads(block)  # a repeated key (the old [embedding] block) fails here
+        Config().merged(data, origin="README")  # and every key and value is a real setting
+
+
+def test_init_template_uncommented_is_valid_and_has_no_user_only_keys() -> None:
+    lines = [line[2:] for line in config_template().splitlines()
+             if re.match(r"# (\[\w+\]|\w+ = )", line)]
+    data = tomllib.loads("\n".join(lines))
+    assert Config().merged(data, origin="template") == Config()  # every line is at its default
+    keys = {f"{section}.{key}" for section, values in data.items() for key in values}
+    assert keys and not keys & USER_ONLY_KEYS
+
+
+def _table() -> dict[str, tuple[set[str], set[str]]]:
+    """answer -> (fields always present, fields present in some answers) from the README's table."""
+    part = README.split("### JSON answers", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[set[str], set[str]]] = {}
+    for line in part.splitlines():
+        match = re.match(r"\| `([\w.\[\]]+)` \| (.*) \|$", line)
+        if match:
+            names = re.findall(r"`(\w+)(\??)`", match.group(2))
+            rows[match.group(1)] = ({n for n, opt in names if not opt}, {n for n, opt in names if opt})
+    return rows
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> Any:
+    assert cli.main([*args, "--json"]) == code
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.model
+def test_the_json_answers_table_matches_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table()
+    seen: dict[str, Any] = {}
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "examples" / "memory", ws / "memory")
+    (ws / "memory" / "broken.md").write_bytes(b"\xff\xfe\x00 not text")
+    monkeypatch.setenv("MEMSEARCH_NOW", "2026-02-20T10:00")
+    w = ["--workspace", str(ws)]
+    seen["index"] = run(capsys, "index", *w)
+    seen["search[]"] = run(capsys, "search", "message broker", *w)
+    seen["expand"] = run(capsys, "expand", seen["search[]"][0]["id"][:6], *w)
+    seen["status"] = run(capsys, "status", *w)
+    seen["remember"] = run(capsys, "remember", "Okapi deploys on Thursdays", *w)
+    seen["recent[]"] = run(capsys, "recent", *w)
+    seen["compact"] = run(capsys, "compact", "--dry-run", "--older-than", "3", *w)
+    seen["reset"] = run(capsys, "reset", "--yes", *w)
+    seen["init"] = run(capsys, "init", str(tmp_path / "other"))
+    seen["doctor"] = run(capsys, "doctor", "--workspace", str(tmp_path / "other"))
+    seen["warm"] = run(capsys, "warm", "--idle", "0.2", *w)
+    seen["error"] = run(capsys, "expand", "nope", *w, code=1)
+
+    def check(name: str, value: Any) -> None:
+        items = value if name.endswith("[]") else [value]
+        assert items, f"no {name} to check"
+        required, optional = table[name]
+        for item in items:
+            assert required <= set(item) <= required | optional, (name, sorted(item))
+        for key in required | optional:
+            nested = f"{name.removesuffix('[]')}.{key}"
+            for candidate in (nested, nested + "[]"):
+                if candidate in table and any(item.get(key) for item in items):
+                    inner = [x for item in items for x in (item[key] if isinstance(item[key], list) else [item[key]])]
+                    check(candidate, inner if candidate.endswith("[]") else inner[0])
+                    checked.add(candidate)
+
+    checked: set[str] = set()
+    for name, value in seen.items():
+        check(name, value)
+        checked.add(name)
+    doctor_problem = run(capsys, "doctor", "--workspace", str(tmp_path), code=1)["problem"]  # no memory
+    check("doctor.problem", doctor_problem)
+    checked.add("doctor.problem")
+    assert checked == set(table), sorted(set(table) - checked)

@@ -1,0 +1,69 @@
+"""`recent` (the last days' notes, MEMORY.md and the newest summary first for a session) and `warm` (an index
+owner kept for later commands, gone after its idle time): the CLI side of the agent loop (issue 25)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.core.process.owner import pid_alive, read_record
+
+
+def cli(ws: Path, *args: str, now: str = "2026-02-17T18:00") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}
+    env["MEMSEARCH_NOW"] = now
+    return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_recent_gives_the_last_days_notes_newest_first(workspace: Path) -> None:
+    done = cli(workspace, "recent", "--days", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    notes = json.loads(done.stdout)
+    assert {n["source"] for n in notes} == {"memory/2026-02-17.md", "memory/2026-02-16.md"}
+    assert notes[0]["source"] == "memory/2026-02-17.md" and notes[-1]["source"] == "memory/2026-02-16.md"
+    assert set(notes[0]) == {"id", "source", "heading", "start_line", "end_line", "date", "kind", "content"}
+    assert all(n["kind"] == "daily" and n["date"] in ("2026-02-16", "2026-02-17") for n in notes)
+    text = (workspace / notes[0]["source"]).read_text().split("\n")
+    assert "\n".join(text[notes[0]["start_line"] - 1:notes[0]["end_line"]]) == notes[0]["content"]
+
+
+def test_recent_for_a_session_puts_memory_md_and_the_newest_summary_first(workspace: Path) -> None:
+    (workspace / "memory" / "summary-2026-W05.md").write_text("# Summary 2026-W05\n\n- old\n")
+    (workspace / "memory" / "summary-2026-W06.md").write_text("# Summary 2026-W06\n\n- Decision: newest\n")
+    notes = json.loads(cli(workspace, "recent", "--session", "--json").stdout)
+    kinds = [n["kind"] for n in notes]
+    assert kinds == sorted(kinds, key=["long-term", "summary", "daily"].index)
+    summaries = [n["content"] for n in notes if n["kind"] == "summary"]
+    assert summaries == ["# Summary 2026-W06\n\n- Decision: newest"]
+    assert notes[0]["source"] == "memory/MEMORY.md" and notes[0]["date"] is None
+    small = json.loads(cli(workspace, "recent", "--session", "--chars", "400", "--json").stdout)
+    assert sum(len(n["content"]) for n in small) <= 400 and small[0]["source"] == "memory/MEMORY.md"
+    bad = cli(workspace, "recent", "--days", "0")
+    assert bad.returncode == 1 and "at least 1" in bad.stderr
+
+
+@pytest.mark.model
+def test_warm_serves_later_commands_then_leaves_when_idle(workspace: Path) -> None:
+    started = cli(workspace, "warm", "--detach", "--idle", "4", "--json")
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["pid"]
+    deadline = time.monotonic() + 120
+    while (read_record(workspace.resolve()) or {}).get("pid") != pid:
+        assert time.monotonic() < deadline and pid_alive(pid), "the warm owner never served"
+        time.sleep(0.1)
+    status = cli(workspace, "status", "--json")
+    assert json.loads(status.stdout)["served_by_pid"] == pid
+    again = cli(workspace, "warm", "--idle", "4", "--json")  # an owner runs: a second one leaves at once
+    assert json.loads(again.stdout) == {"served": False}
+    deadline = time.monotonic() + 60
+    while pid_alive(pid):
+        assert time.monotonic() < deadline, "the warm owner did not leave when idle"
+        time.sleep(0.2)
+    assert read_record(workspace.resolve()) is None

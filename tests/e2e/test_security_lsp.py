@@ -1,0 +1,256 @@
+"""Security and robustness over stdio: raw JSON-RPC against the real server (no client library in between).
+
+Besides the test of a server before `initialize`, one server serves the module; each test adds its own workspace
+folder (prepared before it is added) and removes it after."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from pygls.uris import from_fs_path
+
+from memsearch_lsp.config import DEFAULT_MODEL
+from memsearch_lsp.core.chunks import chunk_markdown
+from tests.helpers import EXAMPLES, SERVER, make_workspace
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+REPLY_S = 60.0  # how long a reply may take before the test fails (a hang shows as a failure, not a stall)
+
+
+def workspace_folders(paths: list[Path]) -> list[dict[str, Any]]:
+    return [{"uri": from_fs_path(str(p)), "name": p.name} for p in paths]
+
+
+class Raw:
+    """The real server on pipes; requests and replies as plain JSON."""
+
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+        self.notifications: list[dict[str, Any]] = []
+        self.replies: dict[Any, dict[str, Any]] = {}
+        self._next = 1000
+
+    @classmethod
+    async def start(cls, cwd: Path) -> Raw:
+        proc = await asyncio.create_subprocess_exec(*SERVER, stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.DEVNULL, cwd=cwd)
+        return cls(proc)
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    async def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        length = 0
+        while True:
+            line = (await self.proc.stdout.readline()).decode()
+            if not line:
+                raise EOFError("the server closed stdout")
+            if line.lower().startswith("content-length:"):
+                length = int(line.split(":")[1])
+            elif line in ("\r\n", "\n") and length:
+                return json.loads(await self.proc.stdout.readexactly(length))
+
+    async def _pump(self) -> None:
+        """Read one message: answer a server request with null, keep a notification or a reply."""
+        message = await self._read()
+        if "method" in message and "id" in message:
+            self.send({"id": message["id"], "result": None})
+        elif "method" in message:
+            self.notifications.append(message)
+        else:
+            self.replies[message.get("id")] = message
+
+    async def reply(self, msg_id: Any) -> dict[str, Any]:
+        async def wait() -> dict[str, Any]:
+            while msg_id not in self.replies:
+                await self._pump()
+            return self.replies.pop(msg_id)
+        return await asyncio.wait_for(wait(), timeout=REPLY_S)
+
+    async def request(self, method: str, params: Any) -> dict[str, Any]:
+        self._next += 1
+        self.send({"id": self._next, "method": method, "params": params})
+        return await self.reply(self._next)
+
+    async def initialize(self, ws: Path | None) -> None:
+        """initialize + initialized, with `ws` as the workspace folder (None: no folder yet)."""
+        folders = workspace_folders([ws] if ws else [])
+        result = await self.request("initialize", {"processId": None, "rootUri": folders[0]["uri"] if ws else None,
+                                                   "capabilities": {}, "workspaceFolders": folders})
+        assert "result" in result, result
+        self.send({"method": "initialized", "params": {}})
+
+    def change_folders(self, added: list[Path], removed: list[Path]) -> None:
+        self.send({"method": "workspace/didChangeWorkspaceFolders", "params": {"event": {
+            "added": workspace_folders(added), "removed": workspace_folders(removed)}}})
+
+    async def indexed(self, ws: Path | None = None) -> None:
+        """Wait for the first memsearch/indexed notification (of the folder `ws` when given)."""
+        def seen() -> bool:
+            return any(n["method"] == "memsearch/indexed" and (ws is None or n["params"]["root"] == str(ws))
+                       for n in self.notifications)
+
+        async def wait() -> None:
+            while not seen():
+                await self._pump()
+        await asyncio.wait_for(wait(), timeout=REPLY_S * 3)
+
+    async def stop(self) -> None:
+        try:
+            await self.request("shutdown", None)
+            self.send({"method": "exit"})
+            await asyncio.wait_for(self.proc.wait(), timeout=20)
+        except (EOFError, asyncio.TimeoutError, ConnectionError):
+            pass
+        finally:
+            if self.proc.returncode is None:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+def hover(uri: str, line: int, character: int) -> dict[str, Any]:
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def assert_error(reply: dict[str, Any], msg_id: int, code: int) -> None:
+    assert reply.get("id") == msg_id and "error" in reply, reply
+    error = reply["error"]
+    assert error["code"] == code, error
+    assert "\n" not in error["message"] and "Traceback" not in error["message"] and "data" not in error, error
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Raw]:
+    """The module's server, initialised without a folder."""
+    server = await Raw.start(tmp_path_factory.mktemp("server"))
+    try:
+        await server.initialize(None)
+        yield server
+    finally:
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def started(shared: Raw, tmp_path: Path,
+                  before: Callable[[Path], Any] | None = None) -> AsyncIterator[tuple[Raw, Path]]:
+    """A copy of the example memory (changed by `before`) as a folder of the shared server, indexed."""
+    ws = make_workspace(tmp_path)
+    if before is not None:
+        before(ws)
+    shared.change_folders(added=[ws], removed=[])
+    try:
+        await shared.indexed(ws)
+        yield shared, ws
+    finally:
+        shared.change_folders(added=[], removed=[ws])
+
+
+# -- 13. every request gets an answer ----------------------------------------------------------------
+async def test_requests_before_initialize_get_server_not_initialized(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    server = await Raw.start(ws)
+    try:
+        server.send({"id": 1, "method": "workspace/executeCommand",
+                     "params": {"command": "memsearch.reindex", "arguments": []}})
+        assert_error(await server.reply(1), 1, -32002)
+        server.send({"id": 2, "method": "textDocument/hover", "params": hover("file:///x.md", 0, 0)})
+        assert_error(await server.reply(2), 2, -32002)
+        await server.initialize(ws)
+        await server.indexed()
+        ok = await server.request("workspace/symbol", {"query": "Redis cache config"})
+        assert ok["result"][0]["name"] == "Redis Caching"
+    finally:
+        await server.stop()
+
+
+async def test_malformed_requests_get_invalid_params_with_their_ids(shared: Raw, tmp_path: Path) -> None:
+    async with started(shared, tmp_path) as (server, ws):
+        uri = from_fs_path(str(ws / "memory" / "MEMORY.md"))
+        malformed = [("textDocument/hover", "string"), ("workspace/symbol", None),
+                     ("textDocument/hover", hover(uri, -1, 0)),
+                     ("textDocument/definition", hover(uri, 0, -3)),
+                     ("textDocument/codeAction", {"textDocument": {"uri": uri}, "context": {"diagnostics": []},
+                                                  "range": {"start": {"line": -5, "character": 0},
+                                                            "end": {"line": 0, "character": 0}}}),
+                     ("memsearch/search", {"query": "redis", "topK": -4}),
+                     ("workspace/executeCommand", {"command": "memsearch.search", "arguments": [None]})]
+        for n, (method, params) in enumerate(malformed, start=10):
+            server.send({"id": n, "method": method, "params": params})
+        for n in range(10, 10 + len(malformed)):
+            assert_error(await server.reply(n), n, -32602)
+        huge = await server.request("memsearch/search", {"query": "redis cache", "topK": 10**15})
+        assert 0 < len(huge["result"]) <= 1000
+        ok = await server.request("workspace/symbol", {"query": "Redis cache config"})
+        assert ok["result"][0]["name"] == "Redis Caching"
+
+
+# -- 11. LSP's line model: only CR, LF and CRLF end a line ----------------------------------------------
+async def test_hover_and_edits_count_lines_like_the_client(shared: Raw, tmp_path: Path) -> None:
+    head = "# Alpha\n\none\u2028two\fthree\x0bfour\x85five\n\n"
+    alpha = chunk_markdown(head + "# Refs\n", "memory/u.md", model=DEFAULT_MODEL)[0]
+    text = head + f"# Refs\n\nsee {alpha.id} here\n"
+    async with started(shared, tmp_path, lambda ws: (ws / "memory" / "u.md").write_text(text)) as (server, ws):
+        u = from_fs_path(str(ws / "memory" / "u.md"))
+        found = await server.request("textDocument/hover", hover(u, 6, 6))
+        assert found["result"] and "# Alpha" in found["result"]["contents"]["value"], found
+        definition = await server.request("textDocument/definition", hover(u, 6, 6))
+        assert definition["result"]["range"]["start"]["line"] == 0
+        # An incremental edit after those characters lands where the client put it.
+        server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": u, "languageId": "markdown", "version": 1, "text": text.replace(alpha.id, "x")}}})
+        server.send({"method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": u, "version": 2}, "contentChanges": [{"text": alpha.id, "range": {
+                "start": {"line": 6, "character": 4}, "end": {"line": 6, "character": 5}}}]}})
+        again = await server.request("textDocument/hover", hover(u, 6, 6))
+        assert again["result"] and "# Alpha" in again["result"]["contents"]["value"], again
+
+
+# -- 3. a URI is normalised once and confined ------------------------------------------------------------
+async def test_an_encoded_uri_never_reads_a_file_outside(shared: Raw, tmp_path: Path) -> None:
+    alpha = chunk_markdown((EXAMPLES / "MEMORY.md").read_text(), "memory/MEMORY.md", model=DEFAULT_MODEL)[0]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "ids.txt").write_text(f"{alpha.id}\n")
+    async with started(shared, tmp_path) as (server, ws):
+        inside = ws / "memory" / "ids.md"
+        inside.write_text(f"{alpha.id}\n")
+        control = await server.request("textDocument/hover", hover(from_fs_path(str(inside)), 0, 3))
+        assert control["result"], control  # the id resolves when the file is inside
+        base = from_fs_path(str(outside))
+        server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": f"{base}/ids.tx%2574", "languageId": "markdown", "version": 1, "text": "nothing\n"}}})
+        for trick in (f"{base}/ids.tx%74", f"{base}/ids.txt", f"{base}/../outside/ids.txt",
+                      f"{from_fs_path(str(ws))}/../outside/ids.txt"):
+            leaked = await server.request("textDocument/hover", hover(trick, 0, 3))
+            assert leaked.get("result") is None, (trick, leaked)
+
+
+# -- 4. a FIFO never blocks the server -------------------------------------------------------------------
+async def test_a_fifo_in_the_memory_folder_blocks_nothing(shared: Raw, tmp_path: Path) -> None:
+    async with started(shared, tmp_path, lambda ws: os.mkfifo(ws / "memory" / "pipe.md")) as (server, ws):
+        pipe = from_fs_path(str(ws / "memory" / "pipe.md"))
+        assert (await server.request("textDocument/hover", hover(pipe, 0, 0))).get("result") is None
+        assert (await server.request("textDocument/documentSymbol", {"textDocument": {"uri": pipe}}))["result"] == []
+        ok = await server.request("workspace/symbol", {"query": "Redis cache config"})
+        assert ok["result"][0]["name"] == "Redis Caching"
+
+
+# -- 5. memsearch.today refuses a log outside the workspace -------------------------------------------------
+async def test_today_command_refuses_a_log_outside(shared: Raw, tmp_path: Path) -> None:
+    async with started(shared, tmp_path, lambda ws: (ws / ".memsearch.toml").write_text(
+        '[memory]\npaths = ["../outside", "memory"]\n')) as (server, _):
+        reply = await server.request("workspace/executeCommand", {"command": "memsearch.today", "arguments": []})
+        assert "error" in reply and "outside the workspace" in reply["error"]["message"], reply
+        assert not (tmp_path / "outside").exists()

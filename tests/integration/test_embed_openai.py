@@ -1,0 +1,252 @@
+"""The `openai` embedding provider against a real /v1/embeddings server on 127.0.0.1 (http.server in a thread)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsearch_lsp.config import EmbeddingConfig
+from memsearch_lsp.core.embedding import openai as embedder_module
+from memsearch_lsp.core.embedding.onnx import EmbeddingError, create_embedder, query_vector
+from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
+from memsearch_lsp.core.memory import Memory
+from tests.fakes import EmbeddingServer, FakeEmbedder
+from tests.helpers import free_port
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingServer]:
+    srv = EmbeddingServer()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def settings(server: EmbeddingServer) -> Callable[..., EmbeddingConfig]:
+    def make(**changes: Any) -> EmbeddingConfig:
+        base: dict[str, Any] = {"provider": "openai", "base_url": server.url, "model": "fake-a",
+                                "api_key_env": "", "timeout_s": 10.0, "max_retries": 2}
+        return EmbeddingConfig(**{**base, **changes})
+    return make
+
+
+def norm(v: list[float]) -> float:
+    return math.sqrt(sum(x * x for x in v))
+
+
+def test_requests_are_batched_authorised_and_answers_kept_in_order(
+        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MS_TEST_EMBED_KEY", "sekrit")
+    embedder = create_embedder(settings(api_key_env="MS_TEST_EMBED_KEY", batch_size=3))
+    assert isinstance(embedder, OpenAIEmbedder)
+    assert embedder.model_name == "openai:fake-a" and embedder.dim == 0
+    texts = [f"note {i} about redis caching number {i}" for i in range(7)]
+    vectors = embedder.embed(texts)
+    assert [len(r["input"]) for r in server.requests] == [3, 3, 1]
+    assert all(r["path"] == "/v1/embeddings" and r["model"] == "fake-a" for r in server.requests)
+    assert all(r["encoding_format"] == "float" and "dimensions" not in r for r in server.requests)
+    assert [h["authorization"] for h in server.headers] == ["Bearer sekrit"] * 3
+    assert server.texts_for("fake-a") == texts
+    expected = EmbeddingServer.vectors("fake-a", texts)
+    for got, want in zip(vectors, expected):
+        assert abs(norm(got) - 1) < 1e-6
+        assert got == pytest.approx([x / norm(want) for x in want])
+    assert embedder.dim == 16
+
+
+def test_dimensions_are_asked_for_and_known_before_any_call(
+        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]) -> None:
+    embedder = create_embedder(settings(dimensions=8))
+    assert embedder.dim == 8 and embedder.model_name == "openai:fake-a:8d"
+    assert len(embedder.embed(["one text"])[0]) == 8
+    assert server.requests[0]["dimensions"] == 8
+
+
+def test_429_and_5xx_are_retried_with_backoff(server: EmbeddingServer,
+                                              settings: Callable[..., EmbeddingConfig]) -> None:
+    embedder = create_embedder(settings(max_retries=2))
+    server.script = ["429", "500"]
+    vectors = embedder.embed(["retry me"])
+    assert len(server.requests) == 3 and len(vectors) == 1
+    assert [r["input"] for r in server.requests] == [["retry me"]] * 3
+
+
+def test_failure_after_the_retries_names_the_endpoint(server: EmbeddingServer,
+                                                      settings: Callable[..., EmbeddingConfig]) -> None:
+    embedder = create_embedder(settings(max_retries=1))
+    server.script = ["500", "500", "500"]
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(["doomed"])
+    assert len(server.requests) == 2
+    message = str(info.value)
+    assert f"{server.url}/embeddings" in message and "HTTP 500" in message and "2 attempts" in message
+    assert "scripted 500" in message
+
+
+def test_unknown_model_and_timeout_and_unreachable_say_what_to_check(
+        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]) -> None:
+    with pytest.raises(EmbeddingError, match=r"HTTP 404 .*not found.*embedding\.model \('nope'\)"):
+        create_embedder(settings(model="nope")).embed(["x"])
+    server.script = [2.0]
+    with pytest.raises(EmbeddingError, match=r"timed out after 0\.3s .*embedding\.timeout_s"):
+        create_embedder(settings(timeout_s=0.3, max_retries=0)).embed(["slow"])
+    port = free_port()
+    with pytest.raises(EmbeddingError, match=rf"cannot reach embedding endpoint http://127\.0\.0\.1:{port}/v1/embeddings"):
+        create_embedder(settings(base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)).embed(["x"])
+
+
+def test_long_text_is_sent_whole_up_to_the_endpoint_limit(server: EmbeddingServer,
+                                                          settings: Callable[..., EmbeddingConfig]) -> None:
+    long_text = "word " * 2000  # ~2000 tokens: far past the bundled model's 256
+    embedder = create_embedder(settings())
+    embedder.embed([long_text])
+    assert server.requests[-1]["input"] == [long_text]
+    small = create_embedder(settings(max_tokens=100))
+    small.embed([long_text])
+    assert server.requests[-1]["input"] == [long_text[:300]]
+    assert small.model_name == "openai:fake-a:100t"
+
+
+def test_prefixes_and_query_model_shape_what_is_sent(server: EmbeddingServer,
+                                                     settings: Callable[..., EmbeddingConfig]) -> None:
+    plain = create_embedder(settings())
+    e5 = create_embedder(settings(document_prefix="passage: ", query_prefix="query: ", query_model="fake-a-query"))
+    assert e5.model_name.startswith("openai:fake-a+") and e5.model_name != plain.model_name  # re-embeds
+    assert create_embedder(settings(query_prefix="q: ")).model_name == plain.model_name  # queries only: no
+    e5.embed(["Redis caching"])
+    query_vector(e5, "how long do entries live")
+    assert [(r["model"], r["input"]) for r in server.requests] == [
+        ("fake-a", ["passage: Redis caching"]), ("fake-a-query", ["query: how long do entries live"])]
+    assert query_vector(FakeEmbedder(), "x") == FakeEmbedder().embed(["x"])[0]  # no query form: plain
+
+
+def test_search_embeds_the_query_in_its_query_form(server: EmbeddingServer, workspace: Path) -> None:
+    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "",
+                "query_prefix": ">> ", "query_model": "fake-a-query"}  # no word: the fake vectors stay comparable
+    with Memory(workspace, embedding=settings) as memory:
+        memory.index()
+        assert memory.search("Redis cache TTL")[0].heading == "Redis Caching"
+    assert server.texts_for("fake-a-query") == [">> Redis cache TTL"]
+    assert not any("Redis cache TTL" in t for t in server.texts_for("fake-a"))
+
+
+def _index(memory: Memory) -> tuple[int, int]:
+    stats = memory.index()
+    return stats.chunks_embedded, stats.chunks_total
+
+
+def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(
+        server: EmbeddingServer, workspace: Path) -> None:
+    base = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": ""}
+    with Memory(workspace, embedding=base) as memory:
+        embedded, total = _index(memory)
+        assert embedded == total > 20
+        hits = memory.search("Redis cache TTL")
+        assert hits and hits[0].heading == "Redis Caching"
+        status = memory.status()
+        assert (status["provider"], status["model"], status["dim"]) == ("openai", "openai:fake-a", 16)
+        assert "8191 tokens" in status["reads"]
+        assert _index(memory) == (0, total)
+
+        memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-c"}}))  # same dimension
+        assert _index(memory) == (total, total)
+        assert _index(memory) == (0, total)
+        assert {r["model"] for r in memory.store.iter_rows(["model"])} == {"openai:fake-c"}
+
+        a_texts = len(server.texts_for("fake-a"))
+        memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-b"}}))
+        assert _index(memory) == (total, total)  # every chunk once with the new model
+        assert _index(memory) == (0, total)
+        assert memory.status()["dim"] == 32 and memory.store.dim == 32
+        assert memory.search("Redis cache TTL")[0].heading == "Redis Caching"
+        b_texts = server.texts_for("fake-b")
+        assert len(b_texts) - b_texts.count("Redis cache TTL") - b_texts.count("dimension probe") == total
+        assert len(set(b_texts)) == len(b_texts) - b_texts.count("Redis cache TTL") + 1  # nothing twice
+
+        memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-a"}}))
+        assert _index(memory) == (total, total)  # nothing stale is reused on the way back
+        rows = list(memory.store.iter_rows(["model"]))
+        assert {r["model"] for r in rows} == {"openai:fake-a"}
+        assert len(server.texts_for("fake-a")) > a_texts + total - 1
+
+
+def test_bench_accepts_the_provider_settings(server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.__main__ import parse
+    from bench.common import bench_embedder, embedding_settings
+
+    monkeypatch.setenv("MEMSEARCH_EMBEDDING_TIMEOUT_S", "7")
+    args = parse(["quality", "--provider", "openai", "--base-url", server.url, "--model", "fake-b",
+                  "--api-key-env", "", "--dimensions", "12", "--batch-size", "5"])
+    settings = embedding_settings(args)
+    assert (settings.provider, settings.base_url, settings.model, settings.timeout_s) == (
+        "openai", server.url, "fake-b", 7.0)
+    embedder = bench_embedder(args)
+    assert embedder.embed(["a b c"] * 6) and [len(r["input"]) for r in server.requests] == [5, 1]
+    assert server.requests[0]["dimensions"] == 12 and embedder.dim == 12
+    assert embedding_settings(parse(["throughput"])).provider == "bundled"
+
+
+def test_a_search_while_the_endpoint_is_busy_answers_with_bm25_alone(
+        server: EmbeddingServer, workspace: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "",
+                "timeout_s": 0.5, "max_retries": 3}
+    with Memory(workspace, embedding=settings) as memory:
+        memory.index()
+        # The endpoint is busy: the query's request (and its one retry) answer after the timeout.
+        server.script = [1.5, 1.5]
+        with caplog.at_level(logging.WARNING, logger="memsearch_lsp.core.search.hybrid"):
+            hits = memory.search("Redis cache TTL", top_k=3)
+        assert hits and hits[0].heading == "Redis Caching"
+        assert "BM25 alone" in caplog.text and "timed out after 0.5s (2 attempts)" in caplog.text
+        # A query without a word BM25 could search for finds nothing, and never fails.
+        server.script = [1.5, 1.5]
+        assert memory.search("?!", top_k=3) == []
+
+
+def test_a_query_waits_at_most_the_query_timeout_and_one_retry(
+        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]) -> None:
+    embedder = create_embedder(settings(timeout_s=60.0, max_retries=4))
+    assert isinstance(embedder, OpenAIEmbedder)
+    embedder_module.QUERY_TIMEOUT_S = 0.3  # as 10 s would, in a test's time
+    try:
+        server.script = [1.0, 1.0, 1.0]
+        start = time.monotonic()
+        with pytest.raises(EmbeddingError, match=r"timed out after 0\.3s \(2 attempts\)"):
+            embedder.embed_query("slow")
+        assert time.monotonic() - start < 5
+    finally:
+        embedder_module.QUERY_TIMEOUT_S = 10.0
+
+
+async def test_workspace_symbol_during_a_slow_first_index_answers_instead_of_failing(
+        server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsprotocol import types
+
+    from memsearch_lsp.lsp.features.symbols import READY_WAIT_S
+    from tests.helpers import make_workspace, start, stop
+
+    for key, value in {"PROVIDER": "openai", "BASE_URL": server.url, "MODEL": "fake-a", "API_KEY_ENV": "",
+                       "BATCH_SIZE": "2", "TIMEOUT_S": "30"}.items():
+        monkeypatch.setenv(f"MEMSEARCH_EMBEDDING_{key}", value)
+    ws = make_workspace(tmp_path)
+    server.script = [1.0] * 400  # every request answers after a second: the first index takes ~25 s
+    session = await start(ws)
+    try:
+        begin = time.monotonic()
+        result = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Redis cache TTL"))
+        # Answered (from the part indexed so far) after waiting READY_WAIT_S for the first pass, not an error
+        # and not after the whole first pass.
+        assert isinstance(result, list)
+        assert time.monotonic() - begin < READY_WAIT_S + 5 and not session.indexed
+        await session.wait_indexed(1, timeout=120)
+        server.script = []
+        after = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Redis cache TTL"))
+        assert after and after[0].name.startswith("Redis Caching")
+    finally:
+        await stop(session)

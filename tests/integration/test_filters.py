@@ -1,0 +1,95 @@
+"""Search filters: --since/--until (ISO or relative dates) and --source globs, applied to both legs'
+candidates (never to the top k afterwards), on real Milvus Lite, through the mirror and through Milvus."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.search.filters import FilterError, make_filter, parse_date, source_period
+
+TODAY = dt.date(2026, 3, 10)
+
+
+def test_dates_iso_relative_and_bad() -> None:
+    assert parse_date("2026-02-09", TODAY) == dt.date(2026, 2, 9)
+    assert parse_date("7d", TODAY) == dt.date(2026, 3, 3)
+    assert parse_date("2w", TODAY) == dt.date(2026, 2, 24)
+    assert parse_date("today", TODAY) == TODAY
+    assert parse_date("yesterday", TODAY) == dt.date(2026, 3, 9)
+    for bad in ("last week", "2026-13-01", "7x", ""):
+        with pytest.raises(FilterError, match="YYYY-MM-DD"):
+            parse_date(bad, TODAY)
+    with pytest.raises(FilterError, match="empty"):
+        make_filter(since="2026-03-01", until="2026-02-01", today=TODAY)
+
+
+def test_a_chunks_date_is_its_logs_day_or_its_summarys_period() -> None:
+    assert source_period("memory/2026-02-09.md") == (dt.date(2026, 2, 9),) * 2
+    assert source_period("memory/2026-02-09.2.md") == (dt.date(2026, 2, 9),) * 2
+    assert source_period("memory/summary-2026-W06.md") == (dt.date(2026, 2, 2), dt.date(2026, 2, 8))
+    assert source_period("memory/summary-2026-02.md") == (dt.date(2026, 2, 1), dt.date(2026, 2, 28))
+    assert source_period("memory/summary-2026-12.md") == (dt.date(2026, 12, 1), dt.date(2026, 12, 31))
+    assert source_period("memory/summary-2026-02-09.md") == (dt.date(2026, 2, 9),) * 2
+    assert source_period("memory/MEMORY.md") is None
+    assert source_period("memory/notes-2026-02-09.md") is None
+    week = make_filter(since="2026-02-07", until="2026-02-07", today=TODAY)
+    assert week.allows("memory/summary-2026-W06.md")  # the period overlaps the range
+    assert not week.allows("memory/summary-2026-W07.md")
+    assert not week.allows("memory/MEMORY.md")  # undated: out whenever a date filter is given
+    assert make_filter(source=["**/MEMORY.md"], today=TODAY).allows("memory/MEMORY.md")
+
+
+def _workspace(tmp_path: Path) -> Path:
+    """Many loud chunks that are not wanted and a few quiet ones that are: a top k filtered afterwards
+    would keep none of the quiet ones."""
+    ws = tmp_path / "ws"
+    mem = ws / "memory"
+    mem.mkdir(parents=True)
+    loud = "".join(f"## Kafka note {n}\n\nkafka kafka kafka broker retention kafka {n}\n\n" for n in range(12))
+    (mem / "MEMORY.md").write_text("# Memory\n\n" + loud, encoding="utf-8")
+    (mem / "2026-03-09.md").write_text("# 2026-03-09\n\n" + loud, encoding="utf-8")
+    (mem / "2026-02-02.md").write_text("# 2026-02-02\n\n## Old broker\n\nwe compared a kafka broker once\n",
+                                       encoding="utf-8")
+    (mem / "2026-02-20.md").write_text("# 2026-02-20\n\n## Broker pick\n\nthe kafka broker choice was made\n",
+                                       encoding="utf-8")
+    (mem / "summary-2026-W08.md").write_text("# Summary 2026-W08\n\n## Week\n\nkafka broker settled this week\n",
+                                             encoding="utf-8")
+    return ws
+
+
+@pytest.mark.parametrize("leg", ["mirror", "milvus"])
+def test_filters_restrict_both_legs_candidates(tmp_path: Path, make_memory: Callable[..., Memory], leg: str) -> None:
+    memory = make_memory(_workspace(tmp_path), search={"candidates": 3})
+    memory.clock = lambda: dt.datetime(2026, 3, 10, 12, 0)
+    memory.index()
+    if leg == "milvus":
+        memory.store.in_process = False  # the legs go through Milvus' own search with a filter expression
+    else:
+        memory.store.mirror()  # loaded: the legs are answered in process
+    everything = memory.search("kafka broker", top_k=3)
+    assert {h.source for h in everything} <= {"memory/MEMORY.md", "memory/2026-03-09.md"}
+
+    february = memory.search("kafka broker", top_k=3, since="2026-02-15", until="2026-02-28")
+    assert {h.source for h in february} == {"memory/2026-02-20.md", "memory/summary-2026-W08.md"}
+    assert all(h.date in ("2026-02-20", None) for h in february)
+
+    relative = memory.search("kafka broker", top_k=5, until="14d")  # on or before 2026-02-24
+    assert {h.source for h in relative} == {"memory/2026-02-02.md", "memory/2026-02-20.md",
+                                            "memory/summary-2026-W08.md"}
+    for vector_weight in (0.0, 1.0):  # each leg alone honours the filter
+        one_leg = memory.search("kafka broker", top_k=3, since="2026-02-01", until="2026-02-10",
+                                vector_weight=vector_weight, bm25_weight=1 - vector_weight)
+        assert {h.source for h in one_leg} == {"memory/2026-02-02.md"}
+
+    globbed = memory.search("kafka broker", top_k=3, source=["memory/2026-02-*", "**/summary-*"])
+    assert {h.source for h in globbed} == {"memory/2026-02-02.md", "memory/2026-02-20.md",
+                                           "memory/summary-2026-W08.md"}
+    assert memory.search("kafka broker", top_k=3, source="nothing/**") == []
+    assert memory.search("kafka broker", top_k=3, since="2027-01-01") == []
+    with pytest.raises(FilterError):
+        memory.search("kafka", since="last tuesday")

@@ -1,0 +1,187 @@
+"""Indexer and search on a real Milvus Lite in tmp_path, with the deterministic fake embedder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from memsearch_lsp.core.chunks import chunk_markdown
+from tests.fakes import FakeEmbedder
+
+
+def test_example_memory_search_ranks_the_right_chunks(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    stats = memory.index()
+    assert stats.files_added == 13 and stats.chunks_embedded == stats.chunks_total > 30
+    hits = memory.search("Redis cache config")
+    assert hits[0].heading == "Redis Caching" and hits[0].source == "memory/MEMORY.md"
+    text = (workspace / "memory/MEMORY.md").read_text().split("\n")
+    assert text[hits[0].start_line - 1] == "## Redis Caching"
+    assert len(hits) == 3 and len(hits[0].snippet) <= 200
+    pg = memory.search("PostgreSQL 16", top_k=10)
+    ranks = {h.source: i for i, h in enumerate(pg)}
+    assert ranks["memory/MEMORY.md"] < ranks["memory/2026-02-04.md"]  # 16 above the log about 15
+
+
+def test_unchanged_reindex_embeds_nothing(workspace: Path, make_memory, embedder: FakeEmbedder) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    before = embedder.embedded
+    stats = memory.index()
+    assert embedder.embedded == before and stats.chunks_embedded == 0 and not stats.changed
+    fresh = make_memory(workspace)  # a new process sees the same: nothing to do
+    assert fresh.index().chunks_embedded == 0
+
+
+def test_editing_one_line_in_200_files_reembeds_only_that_chunk(tmp_path: Path, make_memory,
+                                                                 embedder: FakeEmbedder) -> None:
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    for i in range(200):
+        (mem / f"note-{i:03d}.md").write_text(
+            f"# Note {i}\n\nintro {i}\n\n## Alpha\n\nalpha fact {i}\n\n## Beta\n\nbeta fact {i}\n")
+    memory = make_memory(tmp_path)
+    assert memory.index().chunks_embedded == 600
+    path = mem / "note-042.md"
+    path.write_text(path.read_text().replace("beta fact 42", "beta fact changed"))
+    stats = memory.index()
+    assert (stats.files_modified, stats.chunks_embedded, stats.chunks_reused) == (1, 1, 2)
+    assert memory.search("changed", top_k=1, vector_weight=0.0)[0].source == "memory/note-042.md"
+
+
+def test_inserting_a_line_on_top_reuses_moved_chunks(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    path = workspace / "memory/MEMORY.md"
+    path.write_text("# Project Memory\n\nA new first line.\n" + path.read_text().split("\n", 1)[1])
+    stats = memory.index()
+    assert stats.chunks_embedded == 1 and stats.chunks_reused > 5
+    hit = memory.search("Redis cache config", top_k=1)[0]
+    assert path.read_text().split("\n")[hit.start_line - 1] == "## Redis Caching"
+    fresh = chunk_markdown(path.read_text(), "memory/MEMORY.md", model=memory.embedder.model_name)
+    stored = {(c.start_line, c.end_line) for c in fresh}
+    assert (hit.start_line, hit.end_line) in stored
+
+
+def test_deleting_the_index_gives_the_same_results(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    before = [(h.id, h.source) for h in memory.search("Kafka RabbitMQ decision", top_k=5)]
+    memory.close()
+    shutil.rmtree(workspace / ".memsearch")
+    again = make_memory(workspace)
+    again.index()
+    assert [(h.id, h.source) for h in again.search("Kafka RabbitMQ decision", top_k=5)] == before
+
+
+def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memory,
+                                                     embedder: FakeEmbedder) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    before = embedder.embedded
+    (workspace / "memory/2026-02-05.md").rename(workspace / "memory/2026-02-05-kafka.md")
+    stats = memory.index()
+    assert (stats.files_added, stats.files_removed, embedder.embedded - before) == (1, 1, 0)
+    assert {h.source for h in memory.search("Kafka over RabbitMQ", top_k=5)} >= {"memory/2026-02-05-kafka.md"}
+    assert "memory/2026-02-05.md" not in {h.source for h in memory.search("Kafka over RabbitMQ", top_k=10)}
+    (workspace / "memory/2026-02-05-kafka.md").unlink()
+    memory.index()
+    after = memory.search("Kafka over RabbitMQ", top_k=10)
+    assert after and all("kafka" not in h.source for h in after)  # other notes still answer
+    assert memory.status()["files"] == 12
+
+
+def test_the_embedding_cache_asks_the_store_only_for_text_it_holds(workspace: Path, make_memory,
+                                                                  embedder: FakeEmbedder, monkeypatch) -> None:
+    asked: list[str] = []
+    from memsearch_lsp.core.store.milvus import MilvusStore
+
+    lookup = MilvusStore.vectors_for
+
+    def spy(self: MilvusStore, hashes: list[str], model: str) -> dict[str, list[list[float]]]:
+        asked.extend(hashes)
+        return lookup(self, hashes, model)
+
+    monkeypatch.setattr(MilvusStore, "vectors_for", spy)
+    memory = make_memory(workspace)
+    memory.index()
+    assert asked == []  # a first index: nothing stored, so no lookup (each would copy the unflushed rows)
+    memory.close()
+    # written while no process was up: a copy of a stored file is found in the store by a new process
+    (workspace / "memory/copy.md").write_text((workspace / "memory/2026-02-05.md").read_text())
+    before = embedder.embedded
+    fresh = make_memory(workspace)
+    stats = fresh.index()
+    assert stats.files_added == 1
+    assert embedder.embedded == before and stats.chunks_embedded == 0 and stats.chunks_reused > 0
+    copied = {c.embed_hash for c in chunk_markdown((workspace / "memory/copy.md").read_text(), "memory/copy.md",
+                                                   model=embedder.model_name)}
+    assert set(asked) == copied
+
+
+def test_model_change_reembeds_everything_without_reset(workspace: Path, make_memory) -> None:
+    first = make_memory(workspace, FakeEmbedder(model_name="fake-a"))
+    total = first.index().chunks_total
+    first.close()
+    other = FakeEmbedder(model_name="fake-b")
+    second = make_memory(workspace, other)
+    stats = second.index()
+    assert stats.files_modified == 13 and stats.chunks_embedded == total == other.embedded
+    assert second.status()["chunks"] == total
+
+
+def test_bad_input_never_stops_index(workspace: Path, make_memory) -> None:
+    mem = workspace / "memory"
+    (mem / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve caf\xe9 notes\n".encode("latin-1"))
+    (mem / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00" * 100)
+    (mem / "empty.md").write_text("")
+    (mem / "huge.md").write_text(("# H\n" + "x" * 1000 + "\n") * 21000)
+    (mem / "headings.md").write_text("".join(f"# Heading {i}\nline {i}\n" for i in range(10000)))
+    os.symlink(mem, mem / "loop")
+    memory = make_memory(workspace)
+    stats = memory.index()
+    reasons = {s.source: s.reason for s in stats.skipped}
+    assert "binary" in reasons["memory/binary.md"] and "MiB" in reasons["memory/huge.md"]
+    assert "UTF-8" in {w.source: w.reason for w in stats.warnings}["memory/latin1.md"]
+    assert memory.search("Heading 9999", top_k=1)[0].source == "memory/headings.md"
+    assert memory.search("caf", top_k=3)
+    assert stats.files_total == 13 + 2  # latin1 + headings; nothing else lost
+    assert memory.search("Redis cache config", top_k=1, vector_weight=0.0)[0].heading == "Redis Caching"
+    assert "loop" not in str(stats.skipped)  # a symlinked folder is not followed at all
+
+
+def test_unsaved_buffer_overlays_the_disk(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    path = workspace / "memory/MEMORY.md"
+    memory.index_text("memory/MEMORY.md", path.read_text() + "\n## Zebra notes\n\nzebra crossing\n")
+    assert memory.search("zebra crossing", top_k=1)[0].heading == "Zebra notes"
+    assert memory.index().chunks_embedded == 0  # reconcile keeps the buffer, not the disk
+    memory.index_file("memory/MEMORY.md")  # the buffer closed without saving
+    after = memory.search("zebra crossing", top_k=3)
+    assert after and all(h.heading != "Zebra notes" for h in after)
+
+
+def test_expand_returns_the_whole_chunk(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    hit = memory.search("Kafka over RabbitMQ", top_k=1)[0]
+    chunk = memory.expand(hit.id)
+    assert chunk is not None and chunk.content.startswith("## Decision: Kafka over RabbitMQ")
+    assert memory.expand("0123456789abcdef") is None
+
+
+def test_exclude_globs_and_archive_are_not_indexed(workspace: Path, make_memory) -> None:
+    (workspace / "memory/archive").mkdir()
+    (workspace / "memory/archive/old.md").write_text("# Old\n\narchived walrus\n")
+    (workspace / "memory/drafts").mkdir()
+    (workspace / "memory/drafts/x.md").write_text("# Draft\n\ndraft walrus\n")
+    memory = make_memory(workspace, memory={"exclude": ["memory/drafts/**"]}, compact={"index_archive": False})
+    memory.index()
+    assert not [h for h in memory.search("walrus", top_k=5) if "walrus" in h.snippet]
+    memory.close()
+    indexed = make_memory(workspace, memory={"exclude": ["memory/drafts/**"]})  # by default the archive is indexed
+    indexed.index()
+    assert [(h.source, h.archived) for h in indexed.search("walrus", top_k=5) if "walrus" in h.snippet] == \
+        [("memory/archive/old.md", True)]

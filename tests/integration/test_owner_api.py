@@ -1,0 +1,103 @@
+"""core.api: one memory interface, two implementations (local Memory, RemoteMemory over the owner's socket)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp.config import load_config
+from memsearch_lsp.core.api import IndexApi, MemoryApi
+from memsearch_lsp.core.memory import Memory, index_settings_changed
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
+from tests.fakes import FakeEmbedder
+
+NOTE = "memory/2026-03-01.md"
+
+
+def _operations(protocol: type) -> set[str]:
+    return {name for name in vars(protocol) if not name.startswith("_")}
+
+
+def test_local_and_remote_memory_implement_one_interface_and_neither_extends_the_other() -> None:
+    assert not issubclass(RemoteMemory, Memory) and not issubclass(Memory, RemoteMemory)
+    for cls in (Memory, RemoteMemory):
+        for name in _operations(IndexApi) | _operations(MemoryApi):
+            assert name in vars(cls) or any(name in vars(base) for base in cls.__mro__[1:-1]), (cls, name)
+    for name in _operations(IndexApi):  # the index operations are the class's own, not inherited
+        assert name in vars(Memory) and name in vars(RemoteMemory), name
+
+
+@contextlib.contextmanager
+def owner_and_client(workspace: Path, owner: Memory) -> Iterator[RemoteMemory]:
+    """`owner` indexes and serves its index; the client opened beside it is a RemoteMemory."""
+    owner.index()
+    server = OwnerServer(owner, process="memsearch-lsp serve for a test")
+    server.start()
+    try:
+        client = open_memory(workspace, embedder=FakeEmbedder())
+        assert isinstance(client, RemoteMemory)
+        yield client
+    finally:
+        server.close()
+
+
+def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_memory) -> None:
+    owner = make_memory(workspace)
+    with owner_and_client(workspace, owner) as client:
+        expected = [h.id for h in owner.search("Redis cache config", top_k=5)]
+        hit = owner.search("Redis cache config", top_k=1)[0]
+        chunk = owner.expand(hit.id)
+        assert chunk is not None
+        text = "# 2026-03-01\n\n## Quokka\n\nquokka rollout\n"
+        calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+            "search": (("Redis cache config",), {"top_k": 5}),
+            "expand": ((hit.id,), {}),
+            "related": ((chunk,), {"top_k": 2}),
+            "headings": ((), {"limit": 50}),
+            "is_indexed": (("memory/MEMORY.md",), {}),
+            "index_text": ((NOTE, text), {}),
+            "has_overlay": ((NOTE,), {}),
+            "drop_overlay": ((NOTE,), {}),
+            "index_file": ((NOTE,), {}),
+            "remove": ((NOTE,), {}),
+            "index": ((), {"force": False}),
+            "remember": (("Kiwi quota is 9", "Kiwi"), {"now": dt.datetime(2026, 3, 2, 9, 0)}),
+            "status": ((), {}),
+            "reset": ((), {}),
+        }
+        assert set(calls) == _operations(IndexApi)  # a new operation needs a line here (and in dispatch)
+        served = {name: getattr(client, name)(*args, **kwargs) for name, (args, kwargs) in calls.items()}
+        assert [h.id for h in served["search"]] == expected  # (calls run in order: reset is last)
+        assert served["expand"] == chunk and served["related"] and served["headings"]
+        assert served["is_indexed"] is True and served["has_overlay"] is True
+        assert served["index_text"].files_added == 1  # a buffer only: index_file then finds no file and drops it
+        assert served["index_file"].files_removed == 1 and served["remove"].files_removed == 0
+        assert served["remember"].chunks[0].heading == "Kiwi"
+        assert served["status"]["served_by_pid"] == os.getpid() and "chunks" in served["status"]
+        assert owner.status()["chunks"] == 0  # reset went to the owner
+        assert client.owner_process() == f"memsearch-lsp serve for a test (pid {os.getpid()})"
+
+
+def test_a_client_sends_its_changed_search_settings_and_keeps_the_owners_index_settings(
+        workspace: Path, make_memory) -> None:
+    owner = make_memory(workspace)
+    with owner_and_client(workspace, owner) as client:
+        query = "message broker decision"
+        before = [(h.id, h.score) for h in client.search(query, top_k=5)]
+        assert before == [(h.id, h.score) for h in owner.search(query, top_k=5)]
+        changed = client.config.merged({"search": {"vectorWeight": 0.0, "bm25Weight": 1.0, "topK": 4},
+                                        "memory": {"paths": ["journal"]}, "embedding": {"batchSize": 4},
+                                        "watch": {"debounceMs": 10}})
+        assert index_settings_changed(client.config, changed) == ["memory.paths", "embedding.batch_size"]
+        assert client.reconfigure(changed) is False  # nothing to re-index in a client
+        assert client.config.memory == owner.config.memory and client.config.embedding == owner.config.embedding
+        assert client.config.watch.debounce_ms == 10 and client.config.search.top_k == 4  # these apply here
+        after = [(h.id, h.score) for h in client.search(query)]
+        wanted = owner.search(query, vector_weight=0.0, bm25_weight=1.0, top_k=4)
+        assert after == [(h.id, h.score) for h in wanted] and after != before[:4]
+        assert owner.config == load_config(workspace)  # the owner's settings did not change
+        assert [h.id for h in client.search(query, top_k=2)] == [h.id for h in wanted[:2]]  # an argument still wins

@@ -1,0 +1,313 @@
+"""Ranking: fusion of the two legs (pure), query stop words, dense windows end to end on Milvus Lite."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.config import SearchConfig
+from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
+from memsearch_lsp.core.embedding.base import query_vector
+from memsearch_lsp.core.search.bm25 import DfTable, query_terms, tokens
+from memsearch_lsp.core.search.rank import (
+    BM25_GAIN,
+    DENSE_GAIN,
+    LEARNED,
+    MIN_WEIGHT,
+    SECTION_SHARE,
+    confidence,
+    fuse,
+    learned,
+    minmax,
+    rank,
+    ranks,
+    relevance,
+    share_sections,
+)
+from memsearch_lsp.core.store.milvus import sparse_dict
+from tests.fakes import FakeEmbedder
+from tests.helpers import LONG, long_workspace
+
+
+def test_minmax_rescales_each_leg_over_its_candidates() -> None:
+    assert minmax({"a": 3.0, "b": 2.0, "c": 1.0}) == {"a": 1.0, "b": 0.5, "c": 0.0}
+    assert minmax({"a": 0.7, "b": 0.7}) == {"a": 1.0, "b": 1.0}
+    assert minmax({}) == {}
+    assert ranks({"x": 0.1, "y": 0.9, "z": 0.5}) == {"y": 1, "z": 2, "x": 3}
+
+
+def test_minmax_keeps_the_bm25_margin_the_weighted_ranker_squashes() -> None:
+    # Dense prefers "a" a little; BM25 is sure about "c".
+    dense = {"a": 0.60, "b": 0.58, "c": 0.50}
+    sparse = {"c": 24.0, "a": 3.0, "b": 2.5}
+    fused = fuse(dense, sparse, "minmax", 0.3, 0.7)
+    assert [k for k, _ in fused] == ["c", "a", "b"]
+    # dense 0 (worst of its candidates) + BM25 1, each weight grown by its leg's confidence, then
+    # rescaled to sum to 1
+    dense_weight = 0.3 * (1 + DENSE_GAIN * confidence(dense))
+    sparse_weight = 0.7 * (1 + BM25_GAIN * confidence(sparse))
+    assert fused[0][1] == pytest.approx(sparse_weight / (dense_weight + sparse_weight))
+    # Milvus' weighted ranker at the seed's 0.7 / 0.3: atan squashes 24 and 3 to nearly the same.
+    seed = fuse(dense, sparse, "weighted", 0.7, 0.3)
+    assert seed[0][0] == "a"
+
+
+def test_weighted_is_exactly_milvus_weighted_ranker() -> None:
+    dense = {"a": 0.8, "b": 0.2}
+    sparse = {"b": 5.0, "c": 1.0}
+    got = dict(fuse(dense, sparse, "weighted", 0.7, 0.3))
+    assert got["a"] == pytest.approx(0.7 * (1 + 0.8) / 2)  # missing from BM25: that leg adds 0
+    assert got["b"] == pytest.approx(0.7 * (1 + 0.2) / 2 + 0.3 * (0.5 + math.atan(5.0) / math.pi))
+    assert got["c"] == pytest.approx(0.3 * (0.5 + math.atan(1.0) / math.pi))
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    got = dict(fuse({"a": 0.9, "b": 0.5}, {"b": 7.0, "c": 1.0}, "rrf", rrf_k=60))
+    assert got["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert got["a"] == pytest.approx(1 / 61) and got["c"] == pytest.approx(1 / 62)
+
+
+def test_a_candidate_missing_from_a_leg_scores_zero_there_and_ties_are_deterministic() -> None:
+    # Legs with no positive score have no confidence: 0.5 each, the better BM25 wins the tie.
+    fused = fuse({"a": 0.0, "b": -0.8}, {"b": 0.0, "a": -1.0}, "minmax", 0.5, 0.5)
+    assert [k for k, _ in fused] == ["b", "a"]
+    assert [s for _, s in fused] == [0.5, 0.5]
+    only_dense = fuse({"x": 0.4, "y": 0.6}, {}, "minmax", 1.0, 0.0)
+    assert only_dense == [("y", 1.0), ("x", 0.0)]
+    assert fuse({}, {}, "minmax") == []
+    with pytest.raises(ValueError, match="unknown ranker"):
+        fuse({"a": 1.0}, {}, "magic")
+
+
+def test_confidence_is_the_relative_gap_below_the_best_score() -> None:
+    assert confidence({"a": 0.8, "b": 0.6, "c": 0.5, "d": 0.5, "e": 0.5, "f": 0.4, "g": 0.1}) == \
+        pytest.approx((0.8 - 0.4) / 0.8)  # five places below the best
+    assert confidence({"a": 0.5, "b": 0.25}) == pytest.approx(0.5)  # fewer: the last
+    assert confidence({"a": 0.6, "b": 0.6, "c": 0.6}) == 0.0
+    assert confidence({"a": 0.4}) == 0.0 and confidence({}) == 0.0
+    assert confidence({"a": -0.1, "b": -0.5}) == 0.0
+    assert confidence({"a": 0.5, "b": -0.9}) == 1.0  # capped
+
+
+def test_a_sure_dense_leg_outweighs_bm25_and_a_flat_one_does_not() -> None:
+    sparse = {"a": 10.0, "b": 6.0, "c": 2.0}  # BM25 prefers "a" (shared words), "b" second
+    others = {"c": 0.38, "d": 0.36, "e": 0.34, "f": 0.32, "g": 0.30}
+    sure = {"b": 0.8, "a": 0.4, **others}  # the meaning picks "b" clearly (a paraphrase)
+    assert [k for k, _ in fuse(sure, sparse, "minmax", 0.3, 0.7)][:2] == ["b", "a"]
+    flat = {"b": 0.50, "a": 0.49, "c": 0.485, "d": 0.48, "e": 0.475, "f": 0.47, "g": 0.46}
+    assert confidence(flat) < 0.1
+    assert [k for k, _ in fuse(flat, sparse, "minmax", 0.3, 0.7)][:2] == ["a", "b"]
+    # Without the boost, the sure leg would lose too: 0.3 x 1 + 0.7 x 0.5 < 0.3 x 0.2 + 0.7 x 1.
+    assert 0.3 + 0.7 * 0.5 < 0.3 * 0.2 + 0.7
+    # Scores stay within 0..(sum of the weights).
+    assert all(0.0 <= s <= 1.0 for _, s in fuse(sure, sparse, "minmax", 0.3, 0.7))
+    assert fuse({"x": 0.4, "y": 0.6}, {}, "minmax", 1.0, 0.0) == [("y", 1.0), ("x", 0.0)]
+
+
+def test_pieces_of_a_split_section_share_its_best_score_and_whole_sections_keep_theirs() -> None:
+    ranked = [("a1", 0.9), ("x", 0.6), ("y", 0.5), ("a2", 0.4), ("z", 0.45)]
+    section = {"a1": ("memory/d.md", "D > Long"), "a2": ("memory/d.md", "D > Long"),
+               "x": ("memory/d.md", "D > Other"), "y": ("memory/e.md", "E"), "z": ("memory/f.md", "F")}
+    got = dict(share_sections(ranked, section))
+    assert got["a1"] == pytest.approx(0.9) and got["x"] == 0.6 and got["y"] == 0.5  # best pieces keep theirs
+    assert got["a2"] == pytest.approx((0.4 + SECTION_SHARE * 0.9) / (1 + SECTION_SHARE))
+    assert [k for k, _ in share_sections(ranked, section)] == ["a1", "x", "a2", "y", "z"]
+    # Another section of the same file is not a piece of this one; a candidate without a section is its own.
+    assert share_sections([("p", 0.2), ("q", 0.1)], {}) == [("p", 0.2), ("q", 0.1)]
+    # Ties keep the fused order.
+    assert [k for k, _ in share_sections([("b", 0.5), ("a", 0.5)], {"a": 1, "b": 2})] == ["b", "a"]
+
+
+def test_search_shares_a_split_sections_best_score_with_its_pieces_only_with_minmax(
+        tmp_path: Path, make_memory) -> None:
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    body = "\n".join(f"- note {i}: the garden shed needs a new roof before the winter storms" for i in range(30))
+    (mem / "2026-01-05.md").write_text("# 2026-01-05\n\n## Shed\n\n" + body + "\n- the roofer quoted 900 euros\n")
+    (mem / "2026-01-06.md").write_text("# 2026-01-06\n\n## Bikes\n\nfixed the bike chain and oiled the gears\n")
+    memory = make_memory(tmp_path)
+    memory.index()
+    store, query = memory.store, "roofer quoted euros garden"
+    pieces = [c.id for c in chunk_markdown((mem / "2026-01-05.md").read_text(), "memory/2026-01-05.md",
+                                           model=memory.embedder.model_name) if c.heading_path[-1:] == ("Shed",)]
+    assert len(pieces) > 1
+    assert set(store.sections(pieces).values()) == {("memory/2026-01-05.md", "2026-01-05 > Shed")}
+    dense = store.dense_leg(query_vector(memory.embedder, query), 30)
+    plain = fuse(dense, store.sparse_leg(memory.df.query_vector(query), 30), "minmax", 0.3, 0.7)
+    expected = share_sections(plain, store.sections([k for k, _ in plain]))
+    hits = memory.search(query, top_k=10, ranker="minmax", vector_weight=0.3, bm25_weight=0.7)
+    assert [(h.id, h.score) for h in hits] == [(k, pytest.approx(v, abs=1e-6)) for k, v in expected[:len(hits)]]
+    best = max(dict(plain)[p] for p in pieces)
+    lifted = [p for p in pieces if dict(plain)[p] < best]
+    assert lifted and all(dict(expected)[p] > dict(plain)[p] for p in lifted)
+    # The seed's weighted ranker is left exactly as Milvus' formula: no sharing.
+    seed = memory.search(query, top_k=10, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
+    assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
+    weighted = dict(fuse(dense, store.sparse_leg(memory.df.query_vector(query), 30), "weighted", 0.7, 0.3))
+    assert all(h.score == pytest.approx(weighted[h.id], abs=1e-6) for h in seed)
+
+
+def test_query_stop_words_are_dropped_unless_nothing_else_is_left() -> None:
+    assert query_terms("What did Nate say about his dog?") == tokens("Nate say dog")
+    assert query_terms("who are you") == tokens("who are you")
+    table = DfTable(None)
+    assert len(table.query_vector("When did Caroline go to the LGBTQ support group?")) == 5
+
+
+def test_windows_cover_the_text_and_respect_the_size() -> None:
+    assert windows("short text") == ["short text"]
+    text = "\n".join(f"- **Speaker {i}**: " + "word " * (i % 40) for i in range(60))
+    pieces = windows(text)
+    assert len(pieces) > 1 and all(len(p) <= WINDOW_CHARS for p in pieces)
+    assert "\n".join(pieces).split() == text.split()
+    long_line = "alpha " * 300
+    assert all(len(p) <= WINDOW_CHARS for p in windows(long_line))
+    assert " ".join(windows(long_line)).split() == long_line.split()
+    chunk = chunk_markdown("# T\n\n" + text + "\n", "memory/a.md")[0]
+    assert chunk.windows == windows(chunk.content)
+
+
+
+
+def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk(
+        tmp_path: Path, make_memory, embedder: FakeEmbedder) -> None:
+    ws = long_workspace(tmp_path)
+    memory = make_memory(ws)
+    memory.index()
+    chunk = chunk_markdown(LONG, "memory/2026-01-05.md", model=embedder.model_name)[-1]
+    assert len(chunk.windows) > 2  # the fact sits in a window the first one does not see
+    query = "kangaroo paddock fence ranger"
+    q = embedder.embed([query])[0]
+    cosines = [sum(a * b for a, b in zip(q, v)) for v in embedder.embed(chunk.windows)]
+    assert max(cosines) == cosines[-1] > cosines[0]
+    leg = memory.store.dense_leg(q, 10)
+    assert leg[chunk.id] == pytest.approx(cosines[-1], abs=1e-5)
+    hit = next(h for h in memory.search(query, top_k=5, vector_weight=1.0, bm25_weight=0.0) if h.id == chunk.id)
+    assert (hit.source, hit.start_line, hit.end_line) == (chunk.source, chunk.start_line, chunk.end_line)
+    # The seed setting stays selectable: Milvus' weighted formula over the same two legs.
+    seed = memory.search(query, top_k=5, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
+    bm25 = memory.store.sparse_leg(memory.df.query_vector(query), 30)[chunk.id]
+    expected = 0.7 * (1 + leg[chunk.id]) / 2 + 0.3 * (0.5 + math.atan(bm25) / math.pi)
+    assert next(h.score for h in seed if h.id == chunk.id) == pytest.approx(expected, abs=1e-5)
+    assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
+
+
+def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(tmp_path: Path, make_memory,
+                                                                          embedder: FakeEmbedder) -> None:
+    ws = long_workspace(tmp_path)
+    memory = make_memory(ws)
+    memory.index()
+    store = memory.store
+    count = len(chunk_markdown(LONG, "x.md")[-1].windows) - 1
+
+    def window_rows() -> int:
+        return len(store.client.query(store.windows_collection, filter="", output_fields=["chunk_id"], limit=100))
+
+    assert window_rows() == count
+    (ws / "memory" / "2026-01-05.md").rename(ws / "memory" / "2026-02-05.md")
+    before = embedder.embedded
+    stats = memory.index()
+    assert (stats.chunks_embedded, embedder.embedded - before) == (0, 0)
+    assert window_rows() == count  # the old file's windows went with its rows
+    (ws / "memory" / "2026-02-05.md").unlink()
+    memory.index()
+    assert window_rows() == 0
+    assert memory.search("kangaroo paddock fence", top_k=3, vector_weight=1.0, bm25_weight=0.0)[0].source \
+        != "memory/2026-02-05.md"
+
+
+# -- the learned fusion (the default) and the relevance floor --------------------------------------
+SPARSE = {"a": 10.0, "b": 6.0, "c": 2.0, "d": 1.9, "e": 1.8, "f": 1.7}  # BM25 prefers "a", then "b"
+PARAPHRASE = {"b": 0.60, "a": 0.45, "c": 0.44, "d": 0.43, "e": 0.42, "f": 0.40}  # the meaning picks "b"
+FLAT = {"b": 0.50, "a": 0.49, "c": 0.485, "d": 0.48, "e": 0.475, "f": 0.47}
+
+
+def test_learned_fusion_is_the_default_and_trusts_the_leg_that_is_sure() -> None:
+    assert SearchConfig().ranker == "learned" and SearchConfig().min_score > 0
+    # A paraphrase: dense picks "b" clearly (confidence 0.33), BM25 is sure of "a" (0.83): dense wins,
+    # where the previous default (minmax 0.3/0.7) kept BM25's first.
+    assert [k for k, _ in fuse(PARAPHRASE, SPARSE, "learned")][:2] == ["b", "a"]
+    assert [k for k, _ in fuse(PARAPHRASE, SPARSE, "minmax", 0.3, 0.7)][:2] == ["a", "b"]
+    # A flat dense leg (every chunk of a chat looks alike) leaves the order to BM25.
+    assert [k for k, _ in fuse(FLAT, SPARSE, "learned")][:2] == ["a", "b"]
+    # The formula of the docstring, with the shipped weights.
+    t_dense, g_bm25, t_bm25, c_cov = LEARNED
+    cover = {"a": 0.5, "b": 1.0}
+    got = learned(PARAPHRASE, SPARSE, cover)
+    wd = max(MIN_WEIGHT, confidence(PARAPHRASE) - t_dense)
+    wb = max(MIN_WEIGHT, g_bm25 * (confidence(SPARSE) - t_bm25))
+    d, s = minmax(PARAPHRASE), minmax(SPARSE)
+    for key in "abcdef":
+        assert got[key] == pytest.approx(wd * d[key] + (wb + c_cov * cover.get(key, 0.0)) * s[key])
+
+
+def test_learned_fusion_lifts_a_bm25_candidate_that_covers_more_of_the_query() -> None:
+    dense = {"x": 0.50, "y": 0.49, "z": 0.48}
+    sparse = {"x": 5.0, "y": 4.9, "z": 1.0}  # nearly tied in BM25; "y" has every query term, "x" one
+    plain = [k for k, _ in fuse(dense, sparse, "learned", coverage={})]
+    covered = [k for k, _ in fuse(dense, sparse, "learned", coverage={"x": 0.2, "y": 1.0, "z": 0.2})]
+    assert plain[0] == "x" and covered[0] == "y"
+
+
+def test_learned_fusion_with_one_leg_ranks_by_that_leg() -> None:
+    assert [k for k, _ in fuse(PARAPHRASE, {}, "learned")] == list(PARAPHRASE)
+    assert [k for k, _ in fuse({}, SPARSE, "learned")] == list(SPARSE)
+    assert fuse({}, {}, "learned") == []
+
+
+def test_relevance_is_absolute_and_the_floor_drops_what_matches_nothing() -> None:
+    # (2 x cosine + coverage) / 3; a BM25-only candidate gets the dense leg's lowest cosine.
+    got = relevance({"a": 0.6, "b": 0.2}, {"a": 1.0, "b": 0.0, "c": 0.9})
+    assert got == pytest.approx({"a": (1.2 + 1.0) / 3, "b": 0.4 / 3, "c": (0.4 + 0.9) / 3})
+    assert relevance({}, {"a": 0.5}) == {"a": 0.5}  # no dense leg: coverage alone
+    # The same candidates rescaled per query look alike; relevance tells the unrelated query apart.
+    related = {"a": 0.62, "b": 0.40, "c": 0.35}
+    unrelated = {"a": 0.22, "b": 0.14, "c": 0.10}
+    assert minmax(related)["a"] == minmax(unrelated)["a"] == 1.0
+    settings = SearchConfig(min_score=0.3)
+    sections = lambda keys: {}  # noqa: E731
+    kept = rank(related, {"a": 3.0, "b": 1.0}, {"a": 0.7, "b": 0.3, "c": 0.0}, sections, settings)
+    assert [k for k, _ in kept] == ["a", "b"]  # "c": (0.70 + 0) / 3 < 0.3
+    assert rank(unrelated, {}, {"a": 0.0, "b": 0.0, "c": 0.0}, sections, settings) == []
+    off = rank(unrelated, {}, {"a": 0.0, "b": 0.0, "c": 0.0}, sections, SearchConfig(min_score=0.0))
+    assert [k for k, _ in off] == ["a", "b", "c"]
+
+
+def test_search_returns_nothing_for_a_query_that_matches_nothing(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace, search={"min_score": SearchConfig().min_score})
+    memory.index()
+    assert memory.search("xyzzy plugh", top_k=5) == []
+    assert memory.search("flibber wonk grizzle snorp", top_k=5) == []
+    hits = memory.search("Redis cache TTL", top_k=5)
+    assert hits and hits[0].heading == "Redis Caching"
+    # The floor is a setting: off, the same query returns its (irrelevant) best candidates.
+    assert memory.search("xyzzy plugh", top_k=5, min_score=0.0)
+
+
+def test_coverage_is_the_share_of_the_query_idf_mass_a_chunk_holds(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    store, terms = memory.store, memory.df.query_vector("Redis cache xyzzy")
+    ids = list(store.sparse_leg(terms, 30))
+    assert ids
+    got = store.coverage(ids, terms)
+    total = sum(terms.values())
+    stored = {r["id"]: sparse_dict(r["sparse"]) for r in store._get(ids, ["sparse"])}
+    assert store.mirror() is not None  # the legs and coverage above came from the in-process mirror
+    for key in ids:
+        want = sum(w for t, w in terms.items() if t in stored[key]) / total
+        assert got[key] == pytest.approx(want, abs=1e-9)
+    assert max(got.values()) < 1.0  # nothing holds "xyzzy"
+    assert store.coverage(ids, {}) == {k: 0.0 for k in ids}
+
+
+def test_related_memories_are_the_nearest_ones_whatever_the_floor(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace, search={"min_score": 1.0})  # a floor nothing reaches
+    memory.index()
+    assert memory.search("Redis cache TTL", top_k=3) == []
+    chunk = memory.expand(memory.search("Redis cache TTL", top_k=1, min_score=0.0)[0].id)
+    assert chunk is not None
+    related = memory.related(chunk, top_k=3)
+    assert related and all(h.source != chunk.source for h in related)

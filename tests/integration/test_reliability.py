@@ -1,0 +1,200 @@
+"""Reliability in-process: owner sockets, stale records, broken indexes, path safety, fuzzed positions."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from memsearch_lsp.core.files import PathError
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, find_owner, open_memory, record_path
+from memsearch_lsp.core.search.hybrid import Hit
+from memsearch_lsp.lsp import convert
+from tests.fakes import FakeEmbedder
+from tests.helpers import tree_digest
+
+
+def test_a_second_process_uses_the_owner_socket(workspace: Path, make_memory) -> None:
+    owner = make_memory(workspace)
+    owner.index()
+    server = OwnerServer(owner)
+    server.start()
+    try:
+        mode = os.stat(server.socket).st_mode & 0o777
+        assert mode == 0o600
+        client = open_memory(workspace, embedder=FakeEmbedder())
+        assert isinstance(client, RemoteMemory)
+        assert [h.id for h in client.search("Redis cache config")] == [h.id for h in owner.search("Redis cache config")]
+        hit = client.search("Kafka over RabbitMQ", top_k=1)[0]
+        assert client.expand(hit.id) == owner.expand(hit.id)
+        assert client.index().chunks_embedded == 0 and client.status()["chunks"] == owner.status()["chunks"]
+        assert client.index_text("memory/MEMORY.md", "# Only\n\nzebra\n").files_modified == 1
+        assert client.has_overlay("memory/MEMORY.md") and owner.has_overlay("memory/MEMORY.md")
+        with pytest.raises(RuntimeError, match="unknown operation"):
+            client._call("rm_rf")
+    finally:
+        server.close()
+    assert not record_path(workspace).exists()
+
+
+def test_a_stale_record_and_socket_are_cleaned_up(workspace: Path, make_memory) -> None:
+    folder = workspace / ".memsearch"
+    folder.mkdir()
+    dead = folder / "server.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(dead))  # a socket file nobody listens on, as a killed server leaves it
+    record_path(workspace).write_text(json.dumps({"pid": 2**22 + 12345, "socket": str(dead)}))
+    assert find_owner(workspace) is None
+    assert not dead.exists() and not record_path(workspace).exists()
+    memory = open_memory(workspace, embedder=FakeEmbedder())
+    assert not memory.remote
+    assert memory.index().files_added == 13
+    memory.close()
+
+
+def test_a_broken_index_is_moved_aside_and_rebuilt(workspace: Path, make_memory, caplog) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    memory.close()
+    before = tree_digest(workspace / "memory")
+    db = workspace / ".memsearch/milvus.db"
+    for path in db.rglob("*"):
+        if path.is_file() and path.name != "LOCK":
+            path.write_bytes(b"\x00garbage from another version\xff" * 10)
+    (db / "collections").mkdir(exist_ok=True)
+    (db / "collections" / "manifest.json").write_text("{not json")
+    again = make_memory(workspace)
+    stats = again.index()
+    assert stats.chunks_total > 30
+    assert again.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
+    assert [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+    assert sum("moved to" in r.getMessage() for r in caplog.records) == 1
+    assert tree_digest(workspace / "memory") == before  # indexing never touches memory/
+
+
+def test_another_embedding_dimension_is_moved_aside(workspace: Path, make_memory) -> None:
+    first = make_memory(workspace, FakeEmbedder(dim=64))
+    first.index()
+    first.close()
+    second = make_memory(workspace, FakeEmbedder(dim=32))
+    stats = second.index()
+    assert stats.chunks_embedded == stats.chunks_total > 30
+    assert [p for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+
+
+def test_paths_never_leave_the_workspace(workspace: Path, make_memory, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nplatypus password\n")
+    (workspace / "memory" / "link.md").symlink_to(outside)
+    (workspace / "memory" / "dirlink").symlink_to(tmp_path)
+    memory = make_memory(workspace)
+    stats = memory.index()
+    assert any(s.source == "link.md" or "outside" in s.reason for s in stats.skipped)
+    assert all("platypus" not in h.snippet for h in memory.search("platypus password", top_k=10))
+    for bad in ("../secret.md", str(outside), "memory/link.md", "memory/../../secret.md"):
+        with pytest.raises(PathError):
+            memory.path_of(bad)
+
+
+def units(text: str, encoding: str) -> int:
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text)
+
+
+@given(st.lists(st.text(max_size=30).map(lambda s: s.replace("\n", " ").replace("\r", " ")), min_size=1, max_size=5),
+       st.sampled_from(["utf-8", "utf-16", "utf-32"]), st.integers(min_value=1, max_value=50))
+def test_chunk_ranges_cover_whole_lines_in_every_position_encoding(rows: list[str], encoding: str,
+                                                                    start: int) -> None:
+    """Our ranges (convert.py), not pygls's codec: a chunk's range ends after its last character,
+    counted in the negotiated unit, and a hit's range from the file's lines is the chunk's range."""
+    codec = PositionCodec(encoding=types.PositionEncodingKind(encoding))
+    content = "\n".join(rows)
+    end = start + len(rows) - 1
+    rng = convert.chunk_range(codec, start, end, convert.last_line(content))
+    assert (rng.start.line, rng.start.character, rng.end.line) == (start - 1, 0, end - 1)
+    assert rng.end.character == units(rows[-1], encoding)
+    lines = ["before"] * (start - 1) + rows + ["after"]
+    hit = Hit(id="0" * 16, source="m.md", heading="", start_line=start, end_line=end, score=0.0, snippet="")
+    assert convert.hit_range(codec, hit, lines) == rng
+    assert convert.hit_range(codec, hit, None).end == types.Position(line=end, character=0)
+
+
+@given(st.text(max_size=20), st.text(max_size=20), st.integers(min_value=0, max_value=15))
+def test_chunk_id_is_found_under_the_cursor_whatever_surrounds_it(before: str, after: str, offset: int) -> None:
+    chunk = "0123456789abcdef"
+    line = f"{before} {chunk} {after}"
+    assert convert.id_at(line, len(before) + 1 + offset) == chunk
+
+
+def test_secrets_are_never_logged_or_written_to_the_index(workspace: Path) -> None:
+    import subprocess
+    import sys
+
+    secret, key = "milvus-token-5e3f9a7c", "sk-test-2b8d6e1f4a"
+    env = dict(os.environ, MEMSEARCH_MILVUS_TOKEN=secret, OPENAI_API_KEY=key)
+    outputs = []
+    for args in (["index", "--json"], ["status", "--json"], ["search", "redis", "--json"], ["-v", "index", "--force"]):
+        verbose = args[0] == "-v"
+        command = [sys.executable, "-m", "memsearch_lsp", *args[verbose:]] if not verbose else \
+            [sys.executable, "-m", "memsearch_lsp", "-v", *args[1:]]
+        result = subprocess.run([*command, "--workspace", str(workspace)], capture_output=True, text=True,
+                                env=env, timeout=300)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout + result.stderr)
+    assert not [o for o in outputs if secret in o or key in o]
+    for path in (workspace / ".memsearch").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert secret.encode() not in data and key.encode() not in data, path
+
+
+def test_symbol_ranges_read_a_file_again_only_when_it_changed(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from memsearch_lsp.lsp.features.symbols import _disk_lines, lines_of
+
+    (tmp_path / "memory").mkdir()
+    log = tmp_path / "memory" / "2026-01-02.md"
+    log.write_text("# 2026-01-02\n\n## Ops\n\nfirst\n")
+    ls, root = SimpleNamespace(open_text=lambda uri: None), SimpleNamespace(path=tmp_path)
+    assert list(lines_of(ls, root, "memory/2026-01-02.md") or [])[4] == "first"
+    hits = _disk_lines.cache_info().hits
+    lines_of(ls, root, "memory/2026-01-02.md")
+    assert _disk_lines.cache_info().hits == hits + 1, "an unchanged file is not read again"
+    log.write_text("# 2026-01-02\n\n## Ops\n\nsecond, longer\n")  # an agent rewrites it outside the editor
+    assert list(lines_of(ls, root, "memory/2026-01-02.md") or [])[4] == "second, longer"
+    log.unlink()
+    assert lines_of(ls, root, "memory/2026-01-02.md") is None
+    ls.open_text = lambda uri: "# buffer\nunsaved"  # an open buffer wins over the disk
+    assert list(lines_of(ls, root, "memory/2026-01-02.md") or []) == ["# buffer", "unsaved"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_symbol_ranges_from_the_index_equal_ranges_from_the_disk(workspace: Path, make_memory, encoding: str) -> None:
+    """workspace/symbol ranges a hit by the chunk's last line as indexed instead of reading its file."""
+    from pygls.workspace import PositionCodec
+
+    text = "# 2026-02-01\n\n## Zoo 🦘\n\nthe kangaroo café opened 🦘🦘\n\n## Later\nnaïve wombat\n"
+    (workspace / "memory" / "2026-02-01.md").write_bytes(text.replace("\n", "\r\n").encode())
+    memory = make_memory(workspace)
+    memory.index()
+    codec = PositionCodec(types.PositionEncodingKind(encoding))
+    seen = 0
+    for query in ("kangaroo café", "wombat", "deploy", "redis cache", "release", "budget"):
+        for hit in memory.search(query, top_k=20):
+            disk = (workspace / hit.source).read_text(encoding="utf-8").replace("\r\n", "\n").split("\n")
+            assert hit.last_line is not None
+            got = convert.hit_range(codec, hit, None)
+            assert got == convert.hit_range(codec, hit, disk), (hit.source, hit.start_line, hit.end_line)
+            seen += 1
+    assert seen > 20

@@ -1,0 +1,100 @@
+"""Memory.remember(): today's log, the note's heading and lines, the clock seam, through the index owner."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.config import load_config
+from memsearch_lsp.core import clock
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
+from tests.fakes import FakeEmbedder
+from tests.helpers import owner_serving
+
+NINE = dt.datetime(2026, 12, 3, 9, 5)
+
+
+def test_a_note_creates_todays_log_with_its_title_and_is_indexed(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.clock = lambda: NINE
+    note = memory.remember("  We chose Postgres 16 for billing.\n")
+    log = workspace / "memory" / "2026-12-03.md"
+    assert log.read_text() == "# 2026-12-03\n\n## 09:05\n\nWe chose Postgres 16 for billing.\n"
+    assert (note.source, note.chunks[0].heading, note.chunks[0].start_line, note.chunks[-1].end_line) == \
+        ("memory/2026-12-03.md", "09:05", 3, 5)
+    assert memory.expand(note.to_dict()["id"]).content == "## 09:05\n\nWe chose Postgres 16 for billing."
+    assert memory.search("Postgres billing", top_k=1)[0].id == note.chunks[0].id
+    assert note.stats.files_added == 1
+
+
+def test_notes_append_with_their_own_lines_and_headings(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    log = workspace / "memory" / "2026-12-03.md"
+    log.write_text("# 2026-12-03\n\nno newline at the end")
+    first = memory.remember("first", heading="  Decision:\n  Kafka  ", now=NINE)
+    second = memory.remember("second\n\n### Detail\n\nmore", now=NINE.replace(hour=17, minute=30))
+    lines = log.read_text().split("\n")
+    assert lines[first.chunks[0].start_line - 1] == "## Decision: Kafka"
+    assert lines[second.chunks[0].start_line - 1] == "## 17:30"
+    assert lines[2] == "no newline at the end" and lines[3] == ""  # the note starts on its own paragraph
+    assert [c.heading for c in second.chunks] == ["17:30", "Detail"]
+    assert second.to_dict()["end_line"] == len(lines) - 1 and second.to_dict()["id"] == second.chunks[0].id
+    assert {c.id for c in second.chunks} <= {h.id for h in memory.headings()}
+
+
+def test_empty_notes_are_refused_and_nothing_is_written(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    with pytest.raises(ValueError, match="nothing to remember"):
+        memory.remember(" \n\t")
+    assert not list((workspace / "memory").glob("20[3-9]*.md"))
+
+
+def test_the_clock_follows_memsearch_now_and_is_not_a_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("MEMSEARCH_NOW", "2026-01-31T23:59")
+    monkeypatch.setenv("MEMSEARCH_HOOK_CONTEXT_CHARS", "500")
+    assert clock.now() == dt.datetime(2026, 1, 31, 23, 59)
+    load_config(tmp_path)  # neither variable is an unknown setting
+    monkeypatch.setenv("MEMSEARCH_NOW", "yesterday")
+    with pytest.raises(ValueError, match="ISO 8601"):
+        clock.now()
+
+
+def test_a_client_remembers_through_the_owner_at_its_own_time(workspace: Path, make_memory) -> None:
+    owner = make_memory(workspace)
+    owner.index()
+    server = OwnerServer(owner)
+    server.start()
+    try:
+        client = open_memory(workspace, embedder=FakeEmbedder())
+        assert isinstance(client, RemoteMemory)
+        client.clock = lambda: NINE
+        note = client.remember("Quokkaflux retention is 7 days")
+        assert note.source == "memory/2026-12-03.md" and note.chunks[0].heading == "09:05"
+        assert owner.expand(note.chunks[0].id) is not None  # the owner indexed it
+        assert client.search("Quokkaflux retention", top_k=1)[0].id == note.chunks[0].id
+        with pytest.raises(ValueError, match="nothing to remember"):
+            client.remember("")
+    finally:
+        server.close()
+
+
+def test_open_memory_works_beside_a_running_owner(workspace: Path, make_memory) -> None:
+    """README's `memsearch_lsp.open_memory(...)` while an editor owns the index: it is that owner's
+    client (no IndexBusy, and nothing written before the index was reachable); alone, a local Memory."""
+    import memsearch_lsp
+
+    owner = make_memory(workspace)
+    owner.index()
+    with owner_serving(owner), memsearch_lsp.open_memory(workspace, embedder=FakeEmbedder()) as memory:
+        assert isinstance(memory, RemoteMemory)
+        memory.clock = lambda: NINE
+        note = memory.remember("Wallaby quota is 40 GB")
+        assert owner.expand(note.chunks[0].id) is not None
+        assert memory.search("Wallaby quota", top_k=1)[0].id == note.chunks[0].id
+    alone = memsearch_lsp.open_memory(workspace, embedder=FakeEmbedder())  # no owner now: it owns the index
+    try:
+        assert isinstance(alone, memsearch_lsp.Memory) and alone.search("Wallaby quota", top_k=1)
+    finally:
+        alone.close()

@@ -1,0 +1,154 @@
+"""remember() cannot break the log: fences, control characters, sizes, non-regular logs, same-minute headings,
+long-term facts in MEMORY.md, and the CLI's exit codes (issue 25, part 1)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.files import MAX_FILE_BYTES, read_text
+from memsearch_lsp.core.notes import MAX_NOTE_BYTES, NoteError, clean_note, open_fence
+from tests.helpers import cli
+
+NINE = dt.datetime(2026, 12, 3, 9, 5)
+LOG = "memory/2026-12-03.md"
+
+
+def cut_answer() -> str:
+    """An assistant answer trimmed inside a code fence (what a 1,500-character trim does)."""
+    return "Here is the fix:\n\n```python\ndef retry(n):\n    for i in range(n):\n        # try\n        pass"
+
+
+def test_an_unclosed_fence_never_breaks_later_notes(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    first = memory.remember(cut_answer(), now=NINE)
+    later = [memory.remember(f"note {n}: the orders consumer retries {n} times", now=NINE.replace(minute=10 + n))
+             for n in range(3)]
+    text = (workspace / LOG).read_text()
+    assert open_fence(text) == ""
+    for note in (first, *later):
+        assert note.chunks and note.chunks[0].heading == note.to_dict()["heading"]
+        assert memory.expand(note.to_dict()["id"]).content.startswith(f"## {note.to_dict()['heading']}")
+    headings = [h.heading for h in memory.headings() if h.source == LOG]
+    assert headings == ["2026-12-03", "09:05", "09:10", "09:11", "09:12"]
+
+
+def test_a_log_left_with_an_open_fence_by_hand_is_closed_before_the_note(workspace: Path, make_memory) -> None:
+    log = workspace / LOG
+    log.write_text("# 2026-12-03\n\n## 08:00\n\n~~~~sh\nls -la\n")
+    memory = make_memory(workspace)
+    note = memory.remember("after the fence", now=NINE)
+    text = log.read_text()
+    assert text.startswith("# 2026-12-03\n\n## 08:00\n\n~~~~sh\nls -la\n~~~~\n\n## 09:05\n\nafter the fence\n")
+    assert note.chunks[0].heading == "09:05"
+
+
+def test_control_characters_are_removed_and_the_day_stays_searchable(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.remember("Deploy runbook: blue green with a canary", heading="Deploy runbook", now=NINE)
+    note = memory.remember("bell\x07 nul\x00 escape\x1b[31m tab\tkept\r\nline two", now=NINE.replace(minute=30))
+    text, problem = read_text(workspace / LOG)
+    assert problem == "" and "\x00" not in text and "\x07" not in text and "\x1b" not in text
+    assert "tab\tkept\nline two" in text
+    assert memory.search("deploy runbook canary", top_k=1)[0].heading == "Deploy runbook"
+    assert "nul" in memory.expand(note.to_dict()["id"]).content
+
+
+def test_a_note_over_the_cap_is_refused_and_nothing_is_written(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    with pytest.raises(NoteError, match="64 KiB"):
+        memory.remember("x" * (MAX_NOTE_BYTES + 1), now=NINE)
+    assert not (workspace / LOG).exists()
+    clean_note("é" * (MAX_NOTE_BYTES // 2))  # counted in bytes: exactly the cap is fine
+
+
+def test_a_full_log_continues_in_the_days_next_file(workspace: Path, make_memory) -> None:
+    log = workspace / LOG
+    log.write_text("# 2026-12-03\n\n## 08:00\n\nearlier note about kafka\n\n" + ("filler line\n" * 20) +
+                   "## big\n\n" + ("y" * 80 + "\n") * ((MAX_FILE_BYTES - 4000) // 81))
+    memory = make_memory(workspace)
+    memory.index()
+    note = memory.remember("z" * 60_000, now=NINE)
+    assert note.source == "memory/2026-12-03.2.md" and log_date(note.source) == "2026-12-03"
+    assert log.stat().st_size <= MAX_FILE_BYTES
+    assert memory.expand(note.to_dict()["id"]) is not None
+    assert memory.search("earlier note about kafka", top_k=1)[0].source == LOG  # the first file stays indexed
+
+
+def test_a_log_that_reads_as_binary_is_left_alone(workspace: Path, make_memory) -> None:
+    log = workspace / LOG
+    log.write_bytes(b"# 2026-12-03\n\n## 08:00\n\nold \x00 note\n")
+    memory = make_memory(workspace)
+    note = memory.remember("a fresh note", now=NINE)
+    assert note.source == "memory/2026-12-03.2.md"
+    assert log.read_bytes() == b"# 2026-12-03\n\n## 08:00\n\nold \x00 note\n"
+
+
+def test_a_fifo_as_todays_log_is_refused_at_once(workspace: Path, make_memory) -> None:
+    os.mkfifo(workspace / LOG)
+    memory = make_memory(workspace)
+    with pytest.raises(NoteError, match="not a regular file"):
+        memory.remember("hello", now=NINE)
+    assert not (workspace / "memory" / "2026-12-03.2.md").exists()
+
+
+def test_notes_in_the_same_minute_get_distinct_headings(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    ids = [memory.remember(f"note {n}", now=NINE).to_dict() for n in range(3)]
+    assert [n["heading"] for n in ids] == ["09:05", "09:05 (2)", "09:05 (3)"]
+    assert len({n["id"] for n in ids}) == 3
+
+
+def test_long_term_facts_go_to_their_section_of_memory_md(workspace: Path, make_memory) -> None:
+    memory_md = workspace / "memory" / "MEMORY.md"
+    original = memory_md.read_text()
+    memory = make_memory(workspace)
+    first = memory.remember("Alice owns the release train", heading="Release rules", long_term=True, now=NINE)
+    second = memory.remember("Bob reviews every migration", heading="release RULES", long_term=True, now=NINE)
+    assert "Bob reviews" in memory.expand(second.to_dict()["id"]).content
+    bullet = memory.remember("Carol prefers squash merges", heading="Preferences", long_term=True, now=NINE)
+    text = memory_md.read_text()
+    assert text.startswith(original.rstrip("\n"))  # what a human wrote stays as written
+    assert text.count("## Release rules") == 1 and text.count("## Preferences") == 1
+    assert "## Release rules\n\nAlice owns the release train\n\nBob reviews every migration\n" in text
+    assert "\n- Carol prefers squash merges\n" in text  # a one-line fact joins a bullet list as a bullet
+    assert bullet.chunks[0].heading == "Preferences"
+    assert first.source == second.source == "memory/MEMORY.md"
+    assert "Carol prefers" in memory.expand(bullet.to_dict()["id"]).content
+
+
+def test_a_long_term_fact_joins_an_existing_section_in_the_middle(workspace: Path, make_memory) -> None:
+    memory_md = workspace / "memory" / "MEMORY.md"
+    memory_md.write_text("# Memory\n\n## Team\n\n- Alice: backend\n- Bob: infra\n\n## Redis\n\nTTL 300 s\n")
+    memory = make_memory(workspace)
+    note = memory.remember("Carol: frontend", heading="Team", long_term=True, now=NINE)
+    assert memory_md.read_text() == ("# Memory\n\n## Team\n\n- Alice: backend\n- Bob: infra\n- Carol: frontend\n\n"
+                                     "## Redis\n\nTTL 300 s\n")
+    assert "Carol" in memory.expand(note.to_dict()["id"]).content
+
+
+def run_cli(ws: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`memsearch-lsp remember ARGS` at 09:05 on 2026-12-03."""
+    return cli(ws, "remember", *args, stdin=stdin, env={"MEMSEARCH_NOW": "2026-12-03T09:05"})
+
+
+def test_the_cli_refuses_a_huge_note_with_exit_1_and_writes_nothing(workspace: Path) -> None:
+    done = run_cli(workspace, "-", "--json", stdin="x" * (MAX_NOTE_BYTES + 10))
+    assert done.returncode == 1 and "64 KiB" in json.loads(done.stdout)["error"]["message"]  # --json: on stdout
+    assert not (workspace / LOG).exists()
+
+
+def test_the_cli_remembers_after_a_cut_fence_and_records_long_term_facts(workspace: Path) -> None:
+    first = run_cli(workspace, "-", "--json", stdin=cut_answer())
+    second = run_cli(workspace, "--json", "second", "note")
+    fact = run_cli(workspace, "--json", "--long-term", "--heading", "Deploys", "deploys freeze on Fridays")
+    assert (first.returncode, second.returncode, fact.returncode) == (0, 0, 0), second.stderr + fact.stderr
+    assert json.loads(second.stdout)["heading"] == "09:05 (2)"
+    assert json.loads(fact.stdout)["source"] == "memory/MEMORY.md"
+    assert "## Deploys\n\ndeploys freeze on Fridays\n" in (workspace / "memory" / "MEMORY.md").read_text()
