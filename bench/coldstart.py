@@ -6,6 +6,12 @@ Three cases, each the median of `reps` fresh server processes on a copy of examp
                   once, then every 50 ms), index already on disk; empty_first counts runs whose first answer was []
   search, fresh   the same on a workspace that has never been indexed (embeds every chunk first)
 Also: the import time of the server module and which heavy modules it pulls in (should be none).
+
+And the CLI, process start to exit (`cli_rounds`; alone: `python -m bench.coldstart cli [CHUNKS ...]`, default 1000):
+`memsearch-lsp --help`, `status` and `search QUERY` in fresh processes on an index already built by `bench.hashed`
+(the bench corpus, sha256-seeded vectors: the real model answers the query; reading the index costs the same),
+three rounds, min/median/max. One untimed run of each first, with bytecode caches written (as `pip install`
+leaves them; this environment may set PYTHONDONTWRITEBYTECODE) and the files in the page cache.
 """
 
 from __future__ import annotations
@@ -68,7 +74,56 @@ def one(ws: Path, search: bool) -> dict[str, float]:
         return out
 
 
+CLI_CASES = {"--help": ["--help"], "status": ["status"], "search": ["search", "redis ttl for the cart service"]}
+
+
+def _cli() -> list[str]:
+    """The installed `memsearch-lsp` script beside this interpreter (what a user runs), else `python -m`."""
+    script = Path(sys.executable).with_name("memsearch-lsp")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "memsearch_lsp"]
+
+
+def hashed_index(chunks: int) -> Path:
+    """The bench corpus of `chunks` chunks, indexed once by bench.hashed under the work folder."""
+    from bench.common import work_dir
+
+    dest = work_dir() / f"coldstart-cli-{chunks}"
+    if not (dest / ".memsearch").is_dir():
+        log(f"coldstart cli: indexing {chunks} chunks with bench.hashed")
+        subprocess.run([sys.executable, "-m", "bench.hashed", str(chunks), str(dest)], cwd=ROOT, check=True)
+    return dest
+
+
+def cli_rounds(chunks: int, rounds: int = 3) -> list[dict[str, Any]]:
+    """Each CLI case timed from process start to exit, `rounds` times, on a `chunks`-chunk index."""
+    import os
+
+    workspace = hashed_index(chunks)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["HF_HUB_OFFLINE"] = "1"
+    times: dict[str, list[float]] = {case: [] for case in CLI_CASES}
+    for n in range(rounds + 1):  # round 0 is the untimed warm-up
+        for case, argv in CLI_CASES.items():
+            start = time.perf_counter()
+            subprocess.run([*_cli(), *argv], cwd=workspace, env=env, check=True, stdout=subprocess.DEVNULL)
+            if n:
+                times[case].append(time.perf_counter() - start)
+    rows = []
+    for case, values in times.items():
+        rows.append(emit("coldstart", {"case": f"cli {case}", "chunks": chunks, "median_s": statistics.median(values),
+                                       "min_s": min(values), "max_s": max(values), "reps": len(values)}))
+    return rows
+
+
+def cli_main(sizes: list[int]) -> list[dict[str, Any]]:
+    rows = [row for chunks in sizes for row in cli_rounds(chunks)]
+    table(rows, ["case", "chunks", "median_s", "min_s", "max_s", "reps"],
+          "CLI cold start (seconds, process start to exit)")
+    return rows
+
+
 def main(args: Any) -> None:
+    cli_main([args.chunks] if args.chunks else [1000])
     reps = args.reps or 5
     rows = []
     probe = import_probe()
@@ -103,3 +158,9 @@ def main(args: Any) -> None:
     table(rows, ["case", "median_s", "min_s", "max_s", "initialize_s", "first_indexed_s", "empty_first", "reps",
                  "heavy_modules"],
           "cold start (seconds from process start, median)")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["cli"]:
+        raise SystemExit("usage: python -m bench.coldstart cli [CHUNKS ...] (all of it: python -m bench coldstart)")
+    cli_main([int(n) for n in sys.argv[2:]] or [1000])

@@ -419,19 +419,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "serve":  # configure logging once: the server sets up its own
         logging.basicConfig(stream=sys.stderr, level=logging.INFO if args.verbose else logging.WARNING,
                             format="memsearch-lsp: %(levelname)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if isinstance(exc, _user_errors()):
+            return _fail(as_json, exc, str(exc), args.command)
+        logging.getLogger(__name__).debug("failed", exc_info=True)  # never a traceback for the user; -v shows it
+        return _fail(as_json, exc, f"{type(exc).__name__}: {exc}")
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors reported as their message alone; imported only once one happened (a command that never
+    loads the compaction or embedding modules does not pay for them)."""
     from memsearch_lsp.core.compact.plan import CompactError
     from memsearch_lsp.core.embedding.onnx import EmbeddingError
     from memsearch_lsp.core.files import PathError
     from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import NestedWorkspace, NoMemoryHere
 
-    try:
-        return COMMANDS[args.command](args)
-    except (UserError, ValueError, FileNotFoundError, CompactError, PathError, NoMemoryHere, NestedWorkspace,
-            EmbeddingError, NoteError) as exc:  # ValueError: ConfigError, FilterError, AmbiguousId, owner replies
-        return _fail(as_json, exc, str(exc), args.command)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # never a traceback for the user; -v shows it
-        logging.getLogger(__name__).debug("failed", exc_info=True)
-        return _fail(as_json, exc, f"{type(exc).__name__}: {exc}")
+    # ValueError: ConfigError, FilterError, AmbiguousId, owner replies
+    return (UserError, ValueError, FileNotFoundError, CompactError, PathError, NoMemoryHere, NestedWorkspace,
+            EmbeddingError, NoteError)

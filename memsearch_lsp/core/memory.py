@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import hashlib
 import logging
@@ -63,6 +62,14 @@ class _NextFile(Exception):
 
 
 T = TypeVar("T")
+
+
+async def _to_thread(fn: Callable[..., T], *args: Any) -> T:
+    """asyncio.to_thread, with asyncio imported on the first async call: a CLI process never needs it."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
+
 
 #: The settings that shape the index (what is indexed, how and where): changing one re-indexes, and only
 #: the process that owns the index can (see RemoteMemory.reconfigure).
@@ -162,17 +169,17 @@ class MemoryFiles:
 
     # -- async twins, for event-loop code --------------------------------------------------
     async def aindex(self: MemoryApi, force: bool = False) -> IndexStats:
-        return await asyncio.to_thread(self.index, force)
+        return await _to_thread(self.index, force)
 
     async def asearch(self: MemoryApi, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        return await asyncio.to_thread(self.search, query, top_k, **overrides)
+        return await _to_thread(self.search, query, top_k, **overrides)
 
     async def aexpand(self: MemoryApi, chunk_id: str) -> Expanded | None:
-        return await asyncio.to_thread(self.expand, chunk_id)
+        return await _to_thread(self.expand, chunk_id)
 
     async def aremember(self: MemoryApi, text: str, heading: str | None = None, *,
                         long_term: bool = False) -> Remembered:
-        return await asyncio.to_thread(lambda: self.remember(text, heading, long_term=long_term))
+        return await _to_thread(lambda: self.remember(text, heading, long_term=long_term))
 
 
 class Memory(MemoryFiles):

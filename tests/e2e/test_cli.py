@@ -118,6 +118,23 @@ def test_version_and_help_are_fast_and_light() -> None:
     assert result.stdout.startswith("memsearch-lsp ")
 
 
+def test_status_and_search_load_only_what_the_command_needs(ws: Path) -> None:
+    """A cold CLI pays for every import: `status` loads no embedding model and no compaction code, `search`
+    runs the bundled model without fastembed (its import was ~0.4 s), and neither imports asyncio."""
+    cli(ws, "index")
+    code = ("import sys, memsearch_lsp.cli as c\n"
+            "assert c.main(['--workspace', sys.argv[1], *sys.argv[2:]]) == 0\n"
+            "loaded = [m for m in ('fastembed', 'asyncio', 'memsearch_lsp.core.compact.plan', 'huggingface_hub')"
+            " if m in sys.modules]\n"
+            "assert not loaded, loaded\n"
+            "print('onnxruntime' in sys.modules)\n")
+    for argv, model in ((["status"], False), (["search", "rate limit per API key"], True)):
+        result = subprocess.run([sys.executable, "-c", code, str(ws), *argv], capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip().splitlines()[-1] == str(model), "the model loads for a search only"
+
+
 def test_workspace_and_json_flags_work_before_the_command(ws: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "memsearch_lsp", "--workspace", str(ws), "--json", "status"],
                             capture_output=True, text=True, timeout=300, cwd=ws.parent)

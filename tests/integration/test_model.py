@@ -1,4 +1,4 @@
-"""The real bundled model (int8 all-MiniLM-L6-v2 through fastembed), fully offline."""
+"""The real bundled model (int8 all-MiniLM-L6-v2 on onnxruntime, as fastembed runs it), fully offline."""
 
 from __future__ import annotations
 
@@ -30,6 +30,37 @@ def test_vectors_are_normalised_and_related_text_scores_higher() -> None:
     assert embedder.dim == len(query) == 384
     assert abs(cosine(query, query) - 1) < 1e-3
     assert cosine(query, related) > cosine(query, unrelated) + 0.2
+
+
+FASTEMBED_PARITY = """
+import sys
+import numpy as np
+from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder, bundled_model_dir, _truncate
+texts = ["redis ttl", "We chose Kafka [SEP] for the [PAD] event bus", "x " * 400, "", "Ünïcödé 日本語 🎉",
+         "short", "a much longer text about replicas " * 30] * 6  # 42 texts: batched by length, padded
+ours = {}
+for limit in (256, 64):
+    embedder = FastEmbedEmbedder(max_tokens=limit, batch_size=8)
+    ours[limit] = np.array(embedder.embed(texts) + [embedder.embed_query("redis ttl")])
+assert "fastembed" not in sys.modules, "the bundled model loads without fastembed"
+from fastembed import TextEmbedding
+for limit, vectors in ours.items():
+    reference = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(bundled_model_dir()),
+                              local_files_only=True)
+    _truncate(reference, limit)
+    expected = np.array(list(reference.embed(texts + ["redis ttl"], batch_size=5)))
+    assert vectors.shape == expected.shape == (43, 384)
+    assert np.abs(vectors - expected).max() < 1e-5, (limit, np.abs(vectors - expected).max())
+print("same")
+"""
+
+
+def test_the_bundled_model_gives_fastembeds_vectors_without_importing_fastembed() -> None:
+    """fastembed's import alone (huggingface_hub, httpx, its image models) was ~0.4 s of a cold CLI search; the
+    bundled model now runs on onnxruntime directly and must embed exactly as fastembed did (the stored vectors
+    came from it): same tokenizer settings, token limit, padding, mean pooling and normalisation."""
+    result = subprocess.run([sys.executable, "-c", FASTEMBED_PARITY], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "same", result.stderr[-2000:]
 
 
 def test_embedders_with_the_same_model_share_one_loaded_copy() -> None:

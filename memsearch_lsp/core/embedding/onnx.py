@@ -1,5 +1,6 @@
 """Embedder protocol, the provider registry (create_embedder) and FastEmbedEmbedder (the bundled offline
-MiniLM or a local ONNX model folder); the only fastembed import."""
+MiniLM, run by pooled.py as fastembed would, or a local ONNX model folder through fastembed); the only
+fastembed import."""
 
 from __future__ import annotations
 
@@ -173,19 +174,19 @@ class FastEmbedEmbedder:
 
     def _load_new(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
-        _quiet_fastembed()
         from memsearch_lsp.core.store.memory_use import steady_mmap_threshold
 
         steady_mmap_threshold()  # before the model's transient tensors: they are handed back, not kept
-        from fastembed import TextEmbedding
-
-        cache = str(_cache_root() / "fastembed")
         try:
-            if self.folder is None:
-                model = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(bundled_model_dir()),
-                                      local_files_only=True, cache_dir=cache, threads=self.threads)
+            if self.folder is None:  # fastembed's own computation, without importing fastembed (pooled.py)
+                from memsearch_lsp.core.embedding.pooled import PooledModel
+
+                model: Any = PooledModel(bundled_model_dir(), threads=self.threads)
             else:
-                model = self._load_folder(TextEmbedding, cache, self.folder)
+                _quiet_fastembed()
+                from fastembed import TextEmbedding
+
+                model = self._load_folder(TextEmbedding, str(_cache_root() / "fastembed"), self.folder)
             _truncate(model, self.max_tokens)
         except EmbeddingError:
             raise
