@@ -72,8 +72,9 @@ class MilvusStore:
         self._lock = threading.RLock()
         from memsearch_lsp.core.store.kept import KeptMirror, Saved  # numpy: loaded with the first store
 
-        saved = Saved(uri, dim, SCALARS, (collection, self.windows_collection)) if self.in_process and self.is_local \
-            else None  # the mirror is saved beside a local index (core/store/snapshot.py): opened in milliseconds
+        # The mirror is saved beside a local index (core/store/snapshot.py) and opened from there in milliseconds;
+        # every write to a local index invalidates the saved copy, even one not searched in process.
+        saved = Saved(uri, dim, SCALARS, (collection, self.windows_collection)) if self.is_local else None
         self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client, saved)
 
     @property
@@ -112,7 +113,8 @@ class MilvusStore:
                 self._ensure_collection()
                 if self.is_local:  # Milvus Lite's segment load leaves ~80 MB of freed pages at 10k chunks
                     release_unused_memory()
-                    self.mirrors.open_saved()
+                    if self.in_process:
+                        self.mirrors.open_saved()
             except StoreError:
                 self.close()
                 raise

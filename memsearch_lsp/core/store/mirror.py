@@ -3,8 +3,9 @@
 Milvus Lite 3 is pure Python: every search walks each stored row in Python (its MVCC version and
 tombstone checks) before any index is used, ~30 ms for the dense leg and ~17 ms for BM25 at 10k chunks
 (bench/README.md, "Issue 17"). For the local store only, `MilvusStore` keeps this mirror of the dense
-vectors (chunks and their extra windows) and the BM25 document weights, loaded from Milvus on the first
-search and updated by every write and delete that goes through the store; Milvus stays the store and
+vectors (chunks and their extra windows) and the BM25 document weights, read at open from its saved copy
+(core/store/snapshot.py) or else from Milvus on the first search, and updated by every write and delete that
+goes through the store (core/store/kept.py); Milvus stays the store and
 the source of truth, and a store reached by URI never uses it. It also holds each chunk's scalar fields
 (its row without the vectors), which ranking reads for every candidate and result assembly for every hit:
 Milvus Lite's point reads materialise every column of a row, dense vector included (~0.25 ms a row);
