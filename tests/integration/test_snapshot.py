@@ -3,6 +3,7 @@ equal to the store's own rows, and never stale, even when a process is killed be
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.store import snapshot
+from memsearch_lsp.core.store import lite, snapshot
 from memsearch_lsp.core.store.milvus import MilvusStore
 from tests.fakes import FakeEmbedder
 from tests.helpers import LONG, ROOT
@@ -112,13 +113,16 @@ def test_a_saved_mirror_of_another_layout_or_damaged_is_not_read(indexed: Memory
     uri, names = store.uri, (store.collection, store.windows_collection)
     from memsearch_lsp.core.store.schema import SCALARS
 
-    assert snapshot.load(uri, store.dim, SCALARS, names) is not None
-    assert snapshot.load(uri, store.dim + 1, SCALARS, names) is None, "another dimension"
-    assert snapshot.load(uri, store.dim, ("heading_path",), names) is None, "other fields"
+    gen = json.loads((Path(uri) / snapshot.FOLDER / snapshot.META).read_text())["generation"]
+    assert snapshot.load(uri, store.dim, SCALARS, names, gen) is not None
+    assert snapshot.load(uri, store.dim + 1, SCALARS, names, gen) is None, "another dimension"
+    assert snapshot.load(uri, store.dim, ("heading_path",), names, gen) is None, "other fields"
+    assert snapshot.load(uri, store.dim, SCALARS, names, [gen[0] + 1, gen[1]]) is None, "another generation"
+    assert snapshot.load(uri, store.dim, SCALARS, names, [None, gen[1]]) is None, "an engine that does not say"
     vecs = Path(uri) / snapshot.FOLDER / "chunk_vecs.npy"
     np.save(vecs, np.zeros((1, store.dim), dtype=np.float32))  # fewer rows than meta.json says
     with caplog.at_level(logging.WARNING):
-        assert snapshot.load(uri, store.dim, SCALARS, names) is None
+        assert snapshot.load(uri, store.dim, SCALARS, names, gen) is None
     assert "cannot be read" in caplog.text
     again = Memory(indexed.root, embedder=FakeEmbedder())
     try:
@@ -134,7 +138,7 @@ import os, signal, sys
 sys.path.insert(0, {root!r})
 from tests.fakes import FakeEmbedder
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.store import snapshot
+from memsearch_lsp.core.store import lite, snapshot
 
 memory = Memory(sys.argv[1], embedder=FakeEmbedder())
 memory.search("deploy")  # the mirror is read from its saved copy
@@ -181,3 +185,37 @@ def test_a_process_killed_between_the_store_write_and_the_save_never_serves_stal
         again.close()
     assert got != before
     assert got == _from_the_engine(indexed.root)
+
+
+def test_a_saved_mirror_that_a_process_not_knowing_it_wrote_past_is_not_read(indexed: Memory) -> None:
+    """A write by a process that does not invalidate the saved copy (an older memsearch-lsp, or Milvus Lite
+    opened by hand) moves the store's write sequence past the one `meta.json` names: the copy is not read."""
+    store = indexed.store
+    uri, collection = store.uri, store.collection
+    gone = next(iter(store.rows([r["id"] for r in store.iter_rows(["id"])][:1])))
+    indexed.close()
+    meta = Path(uri) / snapshot.FOLDER / snapshot.META
+    assert meta.is_file()
+    client = lite.LiteClient(uri)
+    try:
+        client.delete(collection, ids=[gone.id])
+        client.flush(collection)
+    finally:
+        client.close()
+        lite.release(uri)
+    assert meta.is_file(), "left as it was: only the store's generation tells"
+    again = Memory(indexed.root, embedder=FakeEmbedder())
+    try:
+        again.store.open()
+        assert again.store.mirrors.current is None, "not read: the store moved on"
+        mirror = again.store.mirror()
+        assert gone.id not in mirror.rows and mirror.rows
+    finally:
+        again.close()
+    reopened = Memory(indexed.root, embedder=FakeEmbedder())
+    try:
+        reopened.store.open()
+        assert reopened.store.mirrors.current is not None, "saved again after the read, and read at the next opening"
+        assert gone.id not in reopened.store.mirrors.current.rows
+    finally:
+        reopened.close()

@@ -36,11 +36,13 @@ class KeptMirror:
     SAVE_AFTER = 1024  # rows written since the last save that make a flush save the mirror
 
     def __init__(self, lock: threading.RLock, read: Callable[[Any, Callable[[], bool]], LegMirror],
-                 client_now: Callable[[], Any], saved: Saved | None = None):
+                 client_now: Callable[[], Any], saved: Saved | None = None,
+                 generation: Callable[[], list[int | None]] = lambda: [None]):
         self._lock = lock  # the store's
         self._read = read  # (the client to read from, stale()) -> the mirror
         self._client_now = client_now  # the store's client now (None once closed)
-        self.saved = saved  # where the mirror is saved (a local store searched in process), else None
+        self.saved = saved  # where the mirror is saved (a local store), else None
+        self._store_generation = generation  # the engine's write sequence of each collection now
         self.current: LegMirror | None = None
         self.generation = 0
         self.loading: threading.Thread | None = None
@@ -51,7 +53,8 @@ class KeptMirror:
         """At open: the mirror from its saved copy when there is a valid one (else it is read from the engine
         on the first search)."""
         if self.saved is not None and self.current is None:
-            mirror = snapshot.load(self.saved.index, self.saved.dim, self.saved.fields, self.saved.collections)
+            mirror = snapshot.load(self.saved.index, self.saved.dim, self.saved.fields, self.saved.collections,
+                                   self._store_generation())
             if mirror is not None:
                 self.current, self.unsaved = mirror, 0
 
@@ -90,7 +93,7 @@ class KeptMirror:
                                                                             and not force):
             return
         try:
-            snapshot.save(mirror, saved.index, saved.collections)
+            snapshot.save(mirror, saved.index, saved.collections, self._store_generation())
         except Exception as exc:  # a full disk or an odd value: the next opening reads the store instead
             log.warning("saving the search mirror: %s", exc)
             with contextlib.suppress(Exception):

@@ -75,7 +75,13 @@ class MilvusStore:
         # The mirror is saved beside a local index (core/store/snapshot.py) and opened from there in milliseconds;
         # every write to a local index invalidates the saved copy, even one not searched in process.
         saved = Saved(uri, dim, SCALARS, (collection, self.windows_collection)) if self.is_local else None
-        self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client, saved)
+        self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client, saved, self._generation)
+
+    def _generation(self) -> list[int | None]:
+        client = self._client
+        if not isinstance(client, LiteClient):
+            return [None]
+        return [client.generation(self.collection), client.generation(self.windows_collection)]
 
     @property
     def is_local(self) -> bool:

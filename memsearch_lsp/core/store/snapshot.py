@@ -12,8 +12,9 @@ no code, unlike pickle) and `meta.json`, written last. `meta.json` is what makes
 
 So a process killed between a store write and the next save leaves no `meta.json`, and the next opening
 reads the mirror from the store again (`tests/integration/test_snapshot.py` kills one with SIGKILL there);
-`meta.json` also pins the format, the dimension, the kept fields and the collections, so a snapshot of
-another layout is never read.
+`meta.json` also pins the format, the dimension, the kept fields, the collections and the store's
+generation (each collection's write sequence in Milvus Lite, restored from its manifest and WAL when it
+opens), so a copy of another layout, or one that a process not knowing it wrote past, is never read.
 """
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ def _identity(mirror: LegMirror, collections: Sequence[str]) -> dict[str, Any]:
     return {"format": FORMAT, "dim": mirror.chunks.dim, "fields": list(mirror.fields), "collections": list(collections)}
 
 
-def save(mirror: LegMirror, index: str | Path, collections: Sequence[str]) -> None:
-    """Write `mirror` beside `index` (the caller holds the store's lock: no write runs meanwhile)."""
+def save(mirror: LegMirror, index: str | Path, collections: Sequence[str], generation: Sequence[int | None]) -> None:
+    """Write `mirror` beside `index` (the caller holds the store's lock: no write runs meanwhile), as of the
+    store's `generation` (its collections' write sequence: a copy is read only while it stands there)."""
+    if None in generation:
+        raise ValueError("the engine does not say where its write sequence stands")
     out = folder_of(index)
     out.mkdir(mode=0o700, exist_ok=True)
     invalidate(index)
@@ -76,17 +80,23 @@ def save(mirror: LegMirror, index: str | Path, collections: Sequence[str]) -> No
     for name, array in arrays.items():
         _replace(out / f"{name}.npy", lambda handle, a=array: np.save(handle, np.ascontiguousarray(a)))
     _replace(out / "rows.marshal", lambda handle: marshal.dump(mirror.rows, handle, 4))
-    meta = dict(_identity(mirror, collections), names=mirror.names, chunks=n, windows=windows.n)
+    meta = dict(_identity(mirror, collections), names=mirror.names, chunks=n, windows=windows.n,
+                generation=list(generation))
     _replace(out / META, lambda handle: handle.write(json.dumps(meta).encode()))
 
 
-def load(index: str | Path, dim: int, fields: Sequence[str], collections: Sequence[str]) -> LegMirror | None:
-    """The mirror saved beside `index`, or None when there is none, it is invalid or of another layout."""
+def load(index: str | Path, dim: int, fields: Sequence[str], collections: Sequence[str],
+         generation: Sequence[int | None]) -> LegMirror | None:
+    """The mirror saved beside `index`, or None when there is none, it is invalid, of another layout or of
+    another `generation` of the store (written since by a process that did not invalidate it)."""
     where = folder_of(index)
     try:
         meta = json.loads((where / META).read_bytes())
         mirror = LegMirror(dim, fields)
         if {k: meta.get(k) for k in ("format", "dim", "fields", "collections")} != _identity(mirror, collections):
+            return None
+        if None in generation or meta.get("generation") != list(generation):
+            log.info("the saved search mirror in %s is of another state of the index: reading the index", where)
             return None
         a = {name: np.load(where / f"{name}.npy", mmap_mode="c", allow_pickle=False) for name in _ARRAYS}
         rows = marshal.loads((where / "rows.marshal").read_bytes())
