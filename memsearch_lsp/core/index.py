@@ -91,7 +91,7 @@ class Indexer:
         if self._manifest is None:
             manifest: dict[str, _FileState] = {}
             self._stored = set()
-            for row in self.store.iter_rows(["source", "file_hash", "model", "embed_hash"]):
+            for row in self.store.scan(["source", "file_hash", "model", "embed_hash"]):
                 if row["model"] == self.model:
                     self._stored.add(hash(row["embed_hash"]))
                 state = manifest.get(row["source"])

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.store import lite
+from memsearch_lsp.core.store import lite, snapshot
 from memsearch_lsp.core.store.lite import LiteClient
 from memsearch_lsp.core.store.milvus import MilvusStore
 from memsearch_lsp.core.store.mirror import LegMirror
@@ -33,6 +33,13 @@ def _legs(store: MilvusStore, memory: Memory, query: str, limit: int, exclude: s
     vector = memory.embedder.embed([query])[0]
     return (store.dense_leg(vector, limit, exclude),
             store.sparse_leg(memory.df.query_vector(query), limit, exclude))
+
+
+def _close_without_saved_copy(store: MilvusStore) -> None:
+    """Close the store and invalidate its saved mirror (core/store/snapshot.py), so the next opening reads the
+    mirror from the engine, as one whose saved copy is missing or stale does."""
+    store.close()
+    snapshot.invalidate(store.uri)
 
 
 def _assert_same(store: MilvusStore, memory: Memory, queries: list[str], limit: int, exclude: str = "") -> None:
@@ -181,7 +188,7 @@ def test_the_mirror_loads_every_row_page_by_page(indexed: Memory, monkeypatch: p
 
     store = indexed.store
     monkeypatch.setattr(mirror_module, "PAGE", 7)  # many pages, the last one short or empty
-    store.close()
+    _close_without_saved_copy(store)
     mirror = store.mirror()
     assert mirror.stats()["chunks"] == store.count() and mirror.chunks.n == store.count()
     assert sorted(mirror.chunks.ids) == sorted(r["id"] for r in store.iter_rows(["id"]))
@@ -191,7 +198,7 @@ def test_the_mirror_loads_every_row_page_by_page(indexed: Memory, monkeypatch: p
 
 def test_the_first_searches_go_through_pymilvus_while_the_mirror_loads(indexed: Memory) -> None:
     store = indexed.store
-    store.close()
+    _close_without_saved_copy(store)
     hits = indexed.search("kangaroo paddock fence ranger")  # answered at once, the mirror loads meanwhile
     assert hits[0].source == "memory/2026-01-05.md"
     loading = store.mirrors.loading
@@ -217,7 +224,7 @@ def test_a_loader_that_outlives_close_never_reads_or_keeps_the_next_opening(
     new opening's collections stay loaded (a fresh-clone CI run once failed with "memsearch_windows is in
     state 'released'" when such a loader fetched the next opening's collection beside it)."""
     store = indexed.store
-    store.close()
+    _close_without_saved_copy(store)
     gate, asked = threading.Event(), []
     real = LiteClient.table
 

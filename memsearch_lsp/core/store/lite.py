@@ -303,6 +303,13 @@ class LiteClient:
         """The engine's collection `name`, read directly (this client's engine, never one opened later)."""
         return table(self.db, name)
 
+    def generation(self, name: str) -> int | None:
+        """Where the engine's write sequence of `name` stands: every write advances it, and an opening restores
+        it from the manifest and the WAL, so it tells whether the collection changed since it was read (Milvus
+        Lite internals: `Collection._next_seq`; None where a release moved it: nothing saved is then trusted)."""
+        value = getattr(self.table(name), "_next_seq", None)
+        return value if isinstance(value, int) else None
+
     # -- collections and indexes -------------------------------------------------------------
     def has_collection(self, name: str) -> bool:
         return bool(self.db.has_collection(name))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.core.files import UnsafeFolder, private_folder
+from memsearch_lsp.core.store import lookups
 from memsearch_lsp.core.store.folder import (
     MARKER,
     IndexBusy,
@@ -69,9 +70,18 @@ class MilvusStore:
         self.in_process = self.is_local if in_process is None else in_process
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._lock = threading.RLock()
-        from memsearch_lsp.core.store.mirror import KeptMirror  # numpy: loaded with the first store
+        from memsearch_lsp.core.store.kept import KeptMirror, Saved  # numpy: loaded with the first store
 
-        self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client)
+        # The mirror is saved beside a local index (core/store/snapshot.py) and opened from there in milliseconds;
+        # every write to a local index invalidates the saved copy, even one not searched in process.
+        saved = Saved(uri, dim, SCALARS, (collection, self.windows_collection)) if self.is_local else None
+        self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client, saved, self._generation)
+
+    def _generation(self) -> list[int | None]:
+        client = self._client
+        if not isinstance(client, LiteClient):
+            return [None]
+        return [client.generation(self.collection), client.generation(self.windows_collection)]
 
     @property
     def is_local(self) -> bool:
@@ -109,6 +119,8 @@ class MilvusStore:
                 self._ensure_collection()
                 if self.is_local:  # Milvus Lite's segment load leaves ~80 MB of freed pages at 10k chunks
                     release_unused_memory()
+                    if self.in_process:
+                        self.mirrors.open_saved()
             except StoreError:
                 self.close()
                 raise
@@ -143,6 +155,8 @@ class MilvusStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._client is not None:
+                self.mirrors.save(force=True)
             self.mirrors.forget()
             if self._client is not None:
                 try:
@@ -201,7 +215,7 @@ class MilvusStore:
     def _create(self) -> None:
         client = self._client
         data_type = client.DataType if isinstance(client, LiteClient) else _pymilvus_types()
-        self.mirrors.forget()
+        self.mirrors.empty()  # before the store changes: a saved copy is of the old collections
         create_collections(client, data_type, self.collection, self.windows_collection, self.dim,
                            lambda: dense_index(client, self.is_local, self.dense_metric))
         if self._fresh:
@@ -229,14 +243,14 @@ class MilvusStore:
         for start in range(0, len(rows), _BATCH):
             batch = [dict(r, content=clip(r["content"]), heading=r["heading"][:500],
                           heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
-            with self._lock, self.mirrors.writing() as mirror:
+            with self._lock, self.mirrors.writing(len(batch)) as mirror:
                 self.client.upsert(self.collection, batch)
                 if mirror is not None:
                     for r in batch:
                         mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r)
         for start in range(0, len(windows), _BATCH):
             part = list(windows[start:start + _BATCH])
-            with self._lock, self.mirrors.writing() as mirror:
+            with self._lock, self.mirrors.writing(len(part)) as mirror:
                 self.client.upsert(self.windows_collection, part)
                 if mirror is not None:
                     for w in part:
@@ -247,7 +261,7 @@ class MilvusStore:
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
             part = ids[start:start + _BATCH]
-            with self._lock, self.mirrors.writing() as mirror:
+            with self._lock, self.mirrors.writing(len(part)) as mirror:
                 self.client.delete(self.collection, ids=part)
                 self.client.delete(self.windows_collection,
                                    filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
@@ -270,6 +284,7 @@ class MilvusStore:
     def flush(self) -> None:
         with self._lock:
             self.client.flush(self.collection)
+            self.mirrors.save()  # after a large write: the next process opens the mirror from disk
             if self.is_local:
                 release_unused_memory()
 
@@ -289,48 +304,31 @@ class MilvusStore:
                 if self.is_local:
                     release_unused_memory()
 
+    def scan(self, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """Every chunk row with `fields` (scalar fields only): from the mirror when it is loaded (no read of
+        the engine, which materialises every row), else as iter_rows."""
+        mirror = self.mirrors.current if self.in_process and set(fields) <= set(SCALARS) else None
+        if mirror is None:
+            yield from self.iter_rows(fields)
+            return
+        with self._lock:
+            rows = [mirror.row(key) for key in list(mirror.rows)]
+        for row in rows:
+            if row is not None:
+                yield {"id": row["id"], **{name: row.get(name) for name in fields}}
+
     def _engine(self, collection: str) -> Any:
         """The local engine's collection, read in process (lite.engine); opens the store if needed."""
         return self.client.table(collection)
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
-        found: dict[str, list[list[float]]] = {}
-        unique = sorted(set(embed_hashes))
-        for start in range(0, len(unique), _BATCH):
-            part = unique[start:start + _BATCH]
-            expr = f"model == {quote(model)} and embed_hash in [{', '.join(quote(h) for h in part)}]"
-            with self._lock:
-                rows = self.client.query(self.collection, filter=expr,
-                                         output_fields=["embed_hash", "dense", "windows"], limit=16384)
-            extra = {r["embed_hash"]: (r["id"], int(r["windows"] or 1)) for r in rows if int(r["windows"] or 1) > 1}
-            tails: dict[str, dict[int, list[float]]] = {}
-            if extra:
-                ids = [f"{cid}:{n}" for cid, count in extra.values() for n in range(1, count)]
-                with self._lock:
-                    got = self.client.get(self.windows_collection, ids=ids, output_fields=["embed_hash", "dense"])
-                for w in got:
-                    tails.setdefault(w["embed_hash"], {})[int(w["id"].rsplit(":", 1)[1])] = w["dense"]
-            for row in rows:
-                h = row["embed_hash"]
-                vectors = [[float(x) for x in row["dense"]]]
-                if h in extra:
-                    tail = tails.get(h, {})
-                    if len(tail) != extra[h][1] - 1:
-                        continue  # incomplete: embed again
-                    vectors += [[float(x) for x in tail[n]] for n in sorted(tail)]
-                found[h] = vectors
-        return found
+        return lookups.vectors_for(self.client, self._lock, (self.collection, self.windows_collection), embed_hashes,
+                                   model)
 
     def sparse_of(self, ids: Sequence[str]) -> list[dict[int, float]]:
         """The stored BM25 weights of rows (to take them out of the document frequencies)."""
-        out: list[dict[int, float]] = []
-        for start in range(0, len(ids), _BATCH):
-            with self._lock:
-                rows = self.client.get(self.collection, ids=list(ids[start:start + _BATCH]),
-                                       output_fields=["sparse"])
-            out.extend(sparse_dict(r["sparse"]) for r in rows)
-        return out
+        return lookups.sparse_of(self.client, self._lock, self.collection, ids)
 
     def get(self, chunk_id: str) -> Row | None:
         with self._lock:

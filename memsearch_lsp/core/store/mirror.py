@@ -3,8 +3,9 @@
 Milvus Lite 3 is pure Python: every search walks each stored row in Python (its MVCC version and
 tombstone checks) before any index is used, ~30 ms for the dense leg and ~17 ms for BM25 at 10k chunks
 (bench/README.md, "Issue 17"). For the local store only, `MilvusStore` keeps this mirror of the dense
-vectors (chunks and their extra windows) and the BM25 document weights, loaded from Milvus on the first
-search and updated by every write and delete that goes through the store; Milvus stays the store and
+vectors (chunks and their extra windows) and the BM25 document weights, read at open from its saved copy
+(core/store/snapshot.py) or else from Milvus on the first search, and updated by every write and delete that
+goes through the store (core/store/kept.py); Milvus stays the store and
 the source of truth, and a store reached by URI never uses it. It also holds each chunk's scalar fields
 (its row without the vectors), which ranking reads for every candidate and result assembly for every hit:
 Milvus Lite's point reads materialise every column of a row, dense vector included (~0.25 ms a row);
@@ -15,10 +16,8 @@ best `limit` rows, ties to the earlier row.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
-import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -316,6 +315,14 @@ class LegMirror:
         fresh = sorted(self.changed) + list(range(self.main_upto, n))
         self.delta = _Postings(fresh, [self.terms[s] for s in fresh], [self.weights[s] for s in fresh])
 
+    def full_postings(self) -> None:
+        """Build the BM25 postings of every row now (before a save: they load built)."""
+        n = self.chunks.n
+        if self.main_upto != n or self.changed:
+            self.main = _Postings(range(n), self.terms, self.weights)
+            self.main_upto, self.changed = n, set()
+        self.delta = None
+
     def stats(self) -> dict[str, Any]:
         return {"chunks": int(self.chunks.live[:self.chunks.n].sum()),
                 "windows": int(self.windows.live[:self.windows.n].sum()), "changed": len(self.changed)}
@@ -355,71 +362,3 @@ def _all_rows(table: Any, fields: list[str], stale: Callable[[], bool]) -> Itera
             raise Stale("the store changed while its mirror loaded")
         yield from table.get(ids[start:start + PAGE], output_fields=fields)
         release_unused_memory()
-
-
-class KeptMirror:
-    """A store's mirror over its lifetime: loaded in the background on first use (searches go through
-    Milvus meanwhile), updated in place by each write, dropped by a write that fails half-way and by
-    close. Every write and drop bumps `generation`; a load that crossed one is thrown away, never
-    installed stale."""
-
-    def __init__(self, lock: threading.RLock, read: Callable[[Any, Callable[[], bool]], LegMirror],
-                 client_now: Callable[[], Any]):
-        self._lock = lock  # the store's
-        self._read = read  # (the client to read from, stale()) -> the mirror
-        self._client_now = client_now  # the store's client now (None once closed)
-        self.current: LegMirror | None = None
-        self.generation = 0
-        self.loading: threading.Thread | None = None
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[LegMirror | None]:
-        """Around one write to the store (under its lock): the mirror to update as well, if loaded. A write
-        that fails half-way leaves the mirror unknown: it is dropped and loaded again."""
-        self.generation += 1
-        try:
-            yield self.current
-        except BaseException:
-            self.forget()
-            raise
-
-    def forget(self) -> None:
-        self.current = None
-        self.generation += 1
-
-    def now(self, client: Any) -> LegMirror:
-        """The mirror, read from `client` now if needed (after a background load under way, not beside it)."""
-        loading = self.loading
-        if loading is not None:
-            loading.join()
-        with self._lock:
-            if self.current is None:
-                self.current = self._load(client, self.generation)
-            return self.current
-
-    def ready(self, client: Callable[[], Any]) -> LegMirror | None:
-        """The mirror when it is loaded; else None, and it starts loading in the background (~1 s per 10k
-        rows), so the first searches go through Milvus' own search meanwhile instead of waiting for it."""
-        with self._lock:
-            if self.current is None and self.loading is None:
-                self.loading = threading.Thread(target=self.load_in_background,  # `client()` may open the store
-                                                args=(client(), self.generation), name="memsearch-mirror",
-                                                daemon=True)
-                self.loading.start()
-            return self.current
-
-    def load_in_background(self, client: Any, generation: int) -> None:
-        try:
-            mirror = self._load(client, generation)
-        except Exception as exc:  # written, closed or failed meanwhile: searches stay on Milvus'
-            log.debug("loading the search mirror: %s", exc)
-            mirror = None
-        with self._lock:
-            self.loading = None
-            if mirror is not None and generation == self.generation and self._client_now() is client:
-                self.current = mirror
-
-    def _load(self, client: Any, generation: int) -> LegMirror:
-        """Abandoned (Stale) once a write or close() bumps the generation, so a loader that outlives close()
-        never reads or keeps the folder's next opening."""
-        return self._read(client, lambda: generation != self.generation)
