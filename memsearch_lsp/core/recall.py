@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from typing import cast
 
 from typing_extensions import TypedDict
 
@@ -50,8 +51,7 @@ class Note:
     content: str
 
     def to_dict(self) -> NoteData:
-        return {"id": self.id, "source": self.source, "heading": self.heading, "start_line": self.start_line,
-                "end_line": self.end_line, "date": self.date, "kind": self.kind, "content": self.content}
+        return cast(NoteData, asdict(self))
 
 
 def kind_of(source: str) -> str:
