@@ -402,3 +402,23 @@ async def lsp_session(workspace: Path, profile: str = "visual_studio_code") -> A
 
 def server_pid(session: Session) -> int:
     return session.client._server.pid  # type: ignore[union-attr]
+
+
+def through_the_engine(workspace: Path, results: Callable[[Memory], T]) -> T:
+    """`results(memory)` with the search mirror read from the store's engine itself (no saved copy: it is removed,
+    then saved again at close), for comparing what a saved copy answers against the store's own rows."""
+    from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.store import snapshot
+    from tests.fakes import FakeEmbedder
+
+    memory = Memory(workspace, embedder=FakeEmbedder())
+    try:
+        store = memory.store
+        store.close()
+        snapshot.invalidate(store.uri)
+        store.open()
+        assert store.engine_open and store.mirrors.current is None
+        store.mirror()
+        return results(memory)
+    finally:
+        memory.close()

@@ -355,8 +355,8 @@ class Memory(MemoryFiles):
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""
-        rows = self.store.iter_rows(["source", "heading", "start_line", "end_line", "level", "date"],
-                                    expr="level > 0")
+        rows = [r for r in self.store.scan(["source", "heading", "start_line", "end_line", "level", "date"])
+                if int(r["level"]) > 0]  # the mirror's rows when loaded: no read of the engine
         archive = self.archive_dir
         hits = [Hit(id=r["id"], source=r["source"], heading=r["heading"], start_line=int(r["start_line"]),
                     end_line=int(r["end_line"]), score=0.0, snippet="", date=r["date"] or None,
@@ -366,13 +366,15 @@ class Memory(MemoryFiles):
 
     def status(self) -> dict[str, Any]:
         indexer = self.indexer
-        manifest = indexer.manifest()
+        counts = self.store.saved_counts()  # the saved mirror's record while nothing has read or written it
+        if counts is None:
+            manifest = indexer.manifest()
+            counts = len(manifest), sum(len(s.ids) for s in manifest.values())
         return {"version": __version__, "root": str(self.root), "uri": self.uri,
                 "collection": self.collection, "model": self.embedder.model_name,
                 "dim": self.embedder.dim, "provider": getattr(self.embedder, "provider", "custom"),
                 "max_tokens": getattr(self.embedder, "max_tokens", 0), "reads": reads(self.embedder),
-                "files": len(manifest),
-                "chunks": sum(len(s.ids) for s in manifest.values()),
+                "files": counts[0], "chunks": counts[1],
                 "pending_buffers": sorted(indexer.overlays)}
 
     def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,

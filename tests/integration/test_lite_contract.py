@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.core.store import lite
+from memsearch_lsp.core.store.client import LiteClient
 from memsearch_lsp.core.store.milvus import sparse_dict
 from tests.helpers import milvus_lite_server
 
@@ -141,7 +142,7 @@ def test_lite_client_answers_as_pymilvus_on_a_milvus_lite_server(tmp_path: Path,
     finally:
         remote.close()
     folder = tmp_path / "in-process"
-    local = lite.LiteClient(folder)
+    local = LiteClient(folder)
     try:
         got = sequence(local, local.DataType)
     finally:
@@ -151,3 +152,41 @@ def test_lite_client_answers_as_pymilvus_on_a_milvus_lite_server(tmp_path: Path,
         assert mine == theirs, name
     assert dict(expected)["count"] == [{"count(*)": 12}]  # the sequence means something
     assert dict(expected)["after delete"] and dict(expected)["search sparse"]
+
+
+def test_the_engine_opens_under_the_lock_this_module_holds(tmp_path: Path) -> None:
+    """lite.hold takes Milvus Lite's own lock (`flock` on LOCK) before the engine opens; the engine then takes
+    none and releases none (Milvus Lite internals: `MilvusLite._acquire_lock` / `_release_lock` / `_lock_fd`),
+    so closing the engine leaves the folder held until lite.release."""
+    from milvus_lite.db import MilvusLite
+    from milvus_lite.exceptions import DataDirLockedError
+
+    folder = tmp_path / "held"
+    lite.hold(folder)
+    try:
+        with pytest.raises(DataDirLockedError):
+            MilvusLite(str(folder))  # any other open of the folder is refused before our engine opens...
+        db = lite.open_folder(folder)
+        assert db._lock_fd is None and lite.engine_open(folder)
+        lite.close_engine(folder)
+        assert db.closed and not lite.engine_open(folder)
+        with pytest.raises(DataDirLockedError):
+            MilvusLite(str(folder))  # ...and after it closed
+        assert lite.open_folder(folder) is not db, "opened again under the same lock"
+    finally:
+        lite.release(folder)
+    MilvusLite(str(folder)).close()  # released
+
+
+def test_an_engine_without_its_lock_method_stops_with_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from milvus_lite.db import MilvusLite
+
+    monkeypatch.delattr(MilvusLite, "_acquire_lock")
+    lite._engine_class.cache_clear()
+    try:
+        with pytest.raises(lite.EngineDrift, match="_acquire_lock"):
+            lite.open_folder(tmp_path / "drifted")
+    finally:
+        lite.release(tmp_path / "drifted")
+        monkeypatch.undo()
+        lite._engine_class.cache_clear()

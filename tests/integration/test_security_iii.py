@@ -258,6 +258,8 @@ def test_a_renamed_engine_internal_stops_with_one_message_and_moves_nothing(
     db = workspace / ".memsearch" / "milvus.db"
     before = tree_digest(db / "collections")
     monkeypatch.delattr(MilvusLite, "get_collection")  # as a release that renamed it would
+    # A new note: the index must open the engine (an unchanged one is answered from its saved mirror alone).
+    (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")
     with pytest.raises(lite.EngineDrift) as info:
         make_memory(workspace).index()
     message = str(info.value)
@@ -296,6 +298,7 @@ def test_an_unexpected_engine_error_is_not_taken_for_corruption(
         raise RuntimeError("something new went wrong")
 
     monkeypatch.setattr(MilvusLite, "has_collection", has_collection)
+    (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")  # opens the engine
     with pytest.raises(StoreError, match="left as it is"):
         make_memory(workspace).index()
     assert _broken_aside(workspace) == []

@@ -18,9 +18,10 @@ import pytest
 
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import lite, snapshot
+from memsearch_lsp.core.store.client import LiteClient
 from memsearch_lsp.core.store.milvus import MilvusStore
 from tests.fakes import FakeEmbedder
-from tests.helpers import LONG, ROOT
+from tests.helpers import LONG, ROOT, through_the_engine
 
 QUERIES = ["deploy", "kangaroo paddock fence ranger", "database migration rollback", "budget spreadsheet finance",
            "koala wombat zoo", "error", "quarterly review", "platypus certificates"]
@@ -41,17 +42,7 @@ def _results(memory: Memory) -> list[list[Any]]:
 
 def _from_the_engine(workspace: Path) -> list[list[Any]]:
     """What a search answers with the mirror read from the store itself (no saved copy)."""
-    memory = Memory(workspace, embedder=FakeEmbedder())
-    try:
-        store = memory.store
-        store.close()
-        snapshot.invalidate(store.uri)
-        store.open()
-        assert store.mirrors.current is None
-        store.mirror()
-        return _results(memory)
-    finally:
-        memory.close()
+    return through_the_engine(workspace, _results)
 
 
 def _state(mirror: Any) -> dict[str, Any]:
@@ -196,7 +187,7 @@ def test_a_saved_mirror_that_a_process_not_knowing_it_wrote_past_is_not_read(ind
     indexed.close()
     meta = Path(uri) / snapshot.FOLDER / snapshot.META
     assert meta.is_file()
-    client = lite.LiteClient(uri)
+    client = LiteClient(uri)
     try:
         client.delete(collection, ids=[gone.id])
         client.flush(collection)

@@ -15,6 +15,7 @@ import pytest
 
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import lite
+from memsearch_lsp.core.store.client import LiteClient
 from tests.helpers import ROOT, milvus_lite_server
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
@@ -180,7 +181,7 @@ def test_an_index_built_with_the_cosine_metric_is_reindexed_in_place(
 
     again = make_memory(workspace)
     assert again.store.count() == rows, "nothing was moved aside or rebuilt"
-    assert isinstance(again.store.client, lite.LiteClient)
+    assert isinstance(again.store.client, LiteClient)
     assert again.store.client.describe_index(again.store.collection, "dense")["metric_type"] == "IP"
     assert again.index().chunks_embedded == 0
     assert again.search("deploy")

@@ -9,7 +9,8 @@ import stat
 import time
 from pathlib import Path
 
-from memsearch_lsp.core.store.lite import release
+from memsearch_lsp.core.files import UnsafeFolder, private_folder
+from memsearch_lsp.core.store.lite import FolderHeld, check_engine, hold, release
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,29 @@ def locked_by_other(folder: Path) -> bool:
             return True
         fcntl.flock(handle, fcntl.LOCK_UN)
     return False
+
+
+def claim(folder: Path) -> bool:
+    """Check the local index folder and take its lock (Milvus Lite's own, before its engine opens): StoreError
+    when it is no folder or holds files that are not an index, IndexBusy when another process holds it. True
+    when the folder was missing or empty (a new index, ours to sign)."""
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"cannot open the index at {folder}: it is not a folder (left as it is)")
+    fresh = not folder.exists() or not any(folder.iterdir())
+    if not fresh and not (ours(folder) or (folder / "collections").is_dir()):
+        raise StoreError(f"cannot open the index at {folder}: the folder holds files that are not a memsearch-lsp "
+                         f"index (no {MARKER}), so it is left as it is: set milvus.uri to an empty or new folder")
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        private_folder(folder)  # a real folder of this user, owner-only (never a link)
+    except UnsafeFolder as exc:
+        raise StoreError(f"cannot open the index: {exc}") from exc
+    check_engine()
+    try:
+        hold(folder)
+    except FolderHeld as exc:
+        raise IndexBusy(str(exc)) from exc
+    return fresh
 
 
 def signed(folder: Path) -> bool:

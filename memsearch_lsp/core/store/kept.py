@@ -7,10 +7,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.core.store import snapshot
-from memsearch_lsp.core.store.mirror import LegMirror
+
+if TYPE_CHECKING:  # numpy: loaded with the first mirror, not with the store
+    from memsearch_lsp.core.store.mirror import LegMirror
 
 log = logging.getLogger(__name__)
 
@@ -43,20 +45,88 @@ class KeptMirror:
         self._client_now = client_now  # the store's client now (None once closed)
         self.saved = saved  # where the mirror is saved (a local store), else None
         self._store_generation = generation  # the engine's write sequence of each collection now
-        self.current: LegMirror | None = None
+        self._current: LegMirror | None = None
+        self._pending: dict[str, Any] | None = None  # a saved copy checked by its files, read on first use
         self.generation = 0
         self.loading: threading.Thread | None = None
         self.saved_valid = True  # the saved copy may be valid: invalidate it before the next write
+        self.known = False  # the saved copy is known to be the store's present state (read, checked or written)
+        self.saved_at: list[Any] | None = None  # a copy read before the engine opened: its generation, to check
         self.unsaved = 0  # rows written since the mirror was saved (or read from its saved copy)
 
-    def open_saved(self) -> None:
+    @property
+    def current(self) -> LegMirror | None:
+        """The mirror, when loaded (a saved copy checked at open is read here, on first use)."""
+        pending = self._pending
+        if pending is not None and self.saved is not None:
+            self._pending = None
+            mirror = snapshot.load(self.saved.index, self.saved.dim, self.saved.fields, self.saved.collections, None)
+            if mirror is None:  # damaged arrays: the engine is opened and read instead
+                self.known, self.saved_at = False, None
+            self._current = mirror
+        return self._current
+
+    @current.setter
+    def current(self, mirror: LegMirror | None) -> None:
+        self._current, self._pending = mirror, None
+
+    def counts(self) -> tuple[int, int] | None:
+        """(files, chunks) of a saved copy checked at open and not read yet, from its `meta.json`; else None."""
+        return snapshot.counts(self._pending) if self._pending is not None else None
+
+    def open_saved(self, fingerprint: bool = False) -> bool:
         """At open: the mirror from its saved copy when there is a valid one (else it is read from the engine
-        on the first search)."""
-        if self.saved is not None and self.current is None:
-            mirror = snapshot.load(self.saved.index, self.saved.dim, self.saved.fields, self.saved.collections,
-                                   self._store_generation())
-            if mirror is not None:
-                self.current, self.unsaved = mirror, 0
+        on the first search); True when there is. `fingerprint`: the engine is not open, and the copy is valid
+        while the index's files stand as they did at its save; it is read on first use (`current`) and checked
+        against the engine's write sequence if the engine opens (`engine_opened`). Else it is valid at the
+        engine's write sequence, and a copy that is not is removed."""
+        if self.saved is None or self._current is not None or self._pending is not None:
+            return self._current is not None or self._pending is not None
+        saved = self.saved
+        if fingerprint:
+            meta = snapshot.check(saved.index, saved.dim, saved.fields, saved.collections)
+            if meta is None:
+                return False
+            self._pending, self.unsaved, self.known = meta, 0, True
+            generation = meta.get("generation")
+            self.saved_at = generation if isinstance(generation, list) else None
+            return True
+        mirror = snapshot.load(saved.index, saved.dim, saved.fields, saved.collections, self._store_generation())
+        if mirror is None:
+            self._invalidate()
+            return False
+        self.current, self.unsaved, self.known = mirror, 0, True
+        return True
+
+    def engine_opened(self) -> None:
+        """The engine opened: a mirror read from the saved copy before it must be of its write sequence (else it is
+        dropped and read from the engine); without one, the saved copy is read now, checked against it."""
+        if self._current is None and self._pending is None:
+            self.open_saved()
+            return
+        if self.saved_at is not None:
+            saved_at, self.saved_at = self.saved_at, None
+            if saved_at != self._store_generation():
+                log.warning("the saved search mirror does not match the index it was saved with; reading the index")
+                self.forget()
+                self._invalidate()
+
+    def compact(self) -> None:
+        """After a large write, saved and stamped: hold the mirror as its saved copy (exact-size, file-backed arrays)
+        instead of the one grown row by row (arrays with room to grow, a small array per chunk)."""
+        if self.saved is None or not self.known or self._current is None:
+            return
+        saved = self.saved
+        mirror = snapshot.load(saved.index, saved.dim, saved.fields, saved.collections, None)
+        if mirror is not None:
+            self._current = mirror
+
+    def stamp(self) -> None:
+        """After the engine closed, before the lock is let go: a saved copy known to be the store's present state
+        names the index's files as they now stand (the engine's close may flush), so the next opening needs no
+        engine."""
+        if self.saved is not None and self.known:
+            snapshot.stamp(self.saved.index)
 
     def empty(self) -> None:
         """The store's collections were (re)created empty: so is the mirror, kept from the first write on (the
@@ -64,10 +134,12 @@ class KeptMirror:
         self.forget()
         if self.saved is not None:
             self._invalidate()
+            from memsearch_lsp.core.store.mirror import LegMirror
+
             self.current, self.unsaved = LegMirror(self.saved.dim, self.saved.fields), self.SAVE_AFTER
 
     def _invalidate(self) -> None:
-        self.saved_valid = False
+        self.saved_valid = self.known = False
         if self.saved is not None:
             snapshot.invalidate(self.saved.index)
 
@@ -75,31 +147,40 @@ class KeptMirror:
     def writing(self, rows: int = 1) -> Iterator[LegMirror | None]:
         """Around one write to the store (under its lock): the mirror to update as well, if loaded. A write
         that fails half-way leaves the mirror unknown: it is dropped and loaded again."""
+        mirror = self.current  # a saved copy not read yet is read first: invalidated, it could not be
         if self.saved_valid:  # before the store holds anything the saved copy lacks
             self._invalidate()
         self.generation += 1
         self.unsaved += max(1, rows)
         try:
-            yield self.current
+            yield mirror
         except BaseException:
             self.forget()
             raise
 
-    def save(self, force: bool = False) -> None:
+    def save(self, force: bool = False) -> bool:
         """Save the mirror (under the store's lock) when it is loaded and rows changed since the last save
-        (`force`: however few)."""
+        (`force`: however few); True when it was saved."""
         mirror, saved = self.current, self.saved
         if saved is None or mirror is None or not self.unsaved or (self.unsaved < self.SAVE_AFTER
                                                                             and not force):
-            return
+            return False
         try:
             snapshot.save(mirror, saved.index, saved.collections, self._store_generation())
         except Exception as exc:  # a full disk or an odd value: the next opening reads the store instead
             log.warning("saving the search mirror: %s", exc)
             with contextlib.suppress(Exception):
                 self._invalidate()
-            return
-        self.saved_valid, self.unsaved = True, 0
+            return False
+        self.saved_valid, self.known, self.unsaved = True, True, 0
+        return True
+
+    def settle(self, timeout_s: float = 60.0) -> None:
+        """Let a load from the engine under way finish (not under the store's lock: the loader takes it), so it is
+        saved and the next opening reads it from disk: a short-lived process (a CLI search) started it."""
+        loading = self.loading
+        if loading is not None:
+            loading.join(timeout_s)
 
     def forget(self) -> None:
         self.current = None

@@ -11,19 +11,19 @@ local index has no socket at all, and a process that uses one imports neither py
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
-import inspect
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from memsearch_lsp.core.store.memory_use import arrow_without_pandas
+from memsearch_lsp.core.store.memory_use import arrow_system_pool, arrow_without_pandas, few_heap_arenas
 from memsearch_lsp.core.store.memory_use import release_unused_memory as release_unused_memory
 from memsearch_lsp.core.store.memory_use import steady_mmap_threshold as steady_mmap_threshold
-from memsearch_lsp.core.store.schema import quote
 from memsearch_lsp.core.store.schema import sparse_arrays as sparse_arrays
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ SUPPORTED = ">=3.2,<3.3"
 _SUPPORTED_MINOR = (3, 2)
 
 _lock = threading.Lock()
-_opened: dict[str, Any] = {}  # data folder -> MilvusLite
+_held: dict[str, _Held] = {}  # data folder -> its lock and engine
 # MilvusLite.get_collection caches without a lock: two first calls make two objects (no upstream issue found in
 # milvus-io/milvus-lite, December 2026; its gRPC servicer serialises calls, so only in-process use meets it).
 _tables = threading.Lock()
@@ -123,20 +123,76 @@ def _arrow_errors() -> tuple[type[BaseException], ...]:
     return (lib.ArrowInvalid,) if lib is not None else ()  # not ArrowIOError: it is OSError itself
 
 
-def open_folder(data_dir: str | Path) -> Any:
-    """The Milvus Lite engine of `data_dir`, opened (taking its lock) on first use; a folder already
-    opened by this process is shared."""
+class FolderHeld(RuntimeError):
+    """Another process holds the folder's lock (its engine, or a memsearch-lsp process that holds it)."""
+
+
+@dataclass
+class _Held:
+    """A local folder this process holds: the lock on its `LOCK` file, and its engine once opened."""
+
+    fd: int
+    db: Any = None
+
+
+def hold(data_dir: str | Path) -> None:
+    """Take the lock of `data_dir` (Milvus Lite's own advisory `flock` on `LOCK`, so a Milvus Lite opened
+    by any other process is kept out, and this process is kept out while another holds it: FolderHeld)
+    without opening its engine; holding it already is fine. The engine opens later, on first need
+    (`open_folder`), under this same lock: a search answered from the saved mirror never loads it."""
+    import fcntl
+
     folder = os.path.abspath(data_dir)
     with _lock:
-        if folder not in _opened:
-            arrow_without_pandas()
-            _columnar_flush()
-            from milvus_lite.db import MilvusLite
+        if folder in _held:
+            return
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(folder, "LOCK"), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise FolderHeld(f"another process holds the index at {folder}") from exc
+        _held[folder] = _Held(fd)
 
+
+def open_folder(data_dir: str | Path) -> Any:
+    """The Milvus Lite engine of `data_dir`, opened on first use under the lock this process holds (taken
+    first when it is not held yet); a folder already opened by this process is shared."""
+    folder = os.path.abspath(data_dir)
+    hold(folder)
+    with _lock:
+        held = _held[folder]
+        if held.db is None:
+            arrow_system_pool()
+            arrow_without_pandas()
+            few_heap_arenas()
+            _columnar_flush()
             logging.getLogger("milvus_lite").setLevel(logging.CRITICAL)  # we report errors ourselves, once
-            _opened[folder] = MilvusLite(folder)  # raises DataDirLockedError when another process holds it
+            held.db = _engine_class()(folder)
             log.debug("Milvus Lite opened %s in process", folder)
-        return _opened[folder]
+        return held.db
+
+
+@functools.cache
+def _engine_class() -> type:
+    """MilvusLite, taking no lock of its own: the folder's lock is held by this module (`hold`) from before the
+    engine opens until after it closes, so the engine can open lazily and the saved search state can be
+    checked between its close and the lock's release without another process writing meanwhile.
+
+    Milvus Lite internals: `MilvusLite._acquire_lock` (called by `__init__`) stores its descriptor in `_lock_fd`,
+    and `_release_lock` does nothing while that is None (tests/integration/test_lite_contract.py)."""
+    from milvus_lite.db import MilvusLite
+
+    if not callable(getattr(MilvusLite, "_acquire_lock", None)):
+        raise EngineDrift(f"{PACKAGE} {engine_version()}: MilvusLite._acquire_lock is gone; memsearch-lsp supports "
+                          f"{PACKAGE}{SUPPORTED} (pip install '{PACKAGE}{SUPPORTED}')")
+
+    class HeldLite(MilvusLite):
+        def _acquire_lock(self) -> None:
+            self._lock_fd = None  # held by memsearch-lsp: nothing of the engine's own to take or release
+
+    return HeldLite
 
 
 def _columnar_flush() -> None:
@@ -198,27 +254,73 @@ def columnar_table(batches: Sequence[Any], rows: Sequence[tuple[int, int]], sche
     return whole.take(take).cast(schema)
 
 
-def release(data_dir: str | Path) -> None:
-    """Close the engine of `data_dir`, releasing the folder's lock."""
+def release(data_dir: str | Path, before_unlock: Callable[[], None] | None = None) -> None:
+    """Close the engine of `data_dir` (if it was opened), call `before_unlock` while the lock is still held
+    (the folder is then quiet: no engine of this process or any other writes to it), then release the lock."""
+    folder = os.path.abspath(data_dir)
     with _lock:
-        db = _opened.pop(os.path.abspath(data_dir), None)
+        held = _held.pop(folder, None)
+    if held is None:
+        return
+    try:
+        _close(held, before_unlock)
+    finally:
+        _unlock(held.fd)
+
+
+def close_engine(data_dir: str | Path, then: Callable[[], None] | None = None) -> None:
+    """Close the engine of `data_dir` and call `then` (the folder quiet), keeping the folder held: its memory
+    (every loaded segment) goes, and the engine opens again on the next `open_folder`."""
+    with _lock:
+        held = _held.get(os.path.abspath(data_dir))
+    if held is not None:
+        _close(held, then)
+
+
+def _close(held: _Held, then: Callable[[], None] | None) -> None:
+    db, held.db = held.db, None
     if db is not None:
         db.close()
+    if then is not None:
+        then()
+
+
+def _unlock(fd: int) -> None:
+    import fcntl
+
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def opened() -> list[str]:
-    """The data folders this process has open (for status and tests)."""
+    """The data folders this process holds (for status and tests), their engines opened or not."""
     with _lock:
-        return list(_opened)
+        return list(_held)
+
+
+def engine_open(data_dir: str | Path) -> bool:
+    """True when this process has opened the engine of `data_dir` (not only taken its lock)."""
+    with _lock:
+        held = _held.get(os.path.abspath(data_dir))
+    return held is not None and held.db is not None
 
 
 def engine(data_dir: str | Path, collection: str) -> Any:
     """The in-process Milvus Lite collection of a folder this process has open."""
     with _lock:
-        db = _opened.get(os.path.abspath(data_dir))
-    if db is None:
+        held = _held.get(os.path.abspath(data_dir))
+    if held is None or held.db is None:
         raise RuntimeError(f"{data_dir} is not open in this process")
-    return table(db, collection)
+    return table(held.db, collection)
+
+
+def schema_types() -> Any:
+    """Milvus Lite's schema module (FieldSchema, CollectionSchema, DataType), for LiteClient's schema builder."""
+    from milvus_lite.schema import types
+
+    return types
 
 
 def table(db: Any, collection: str) -> Any:
@@ -227,202 +329,6 @@ def table(db: Any, collection: str) -> Any:
     with "released"."""
     with _tables:
         return db.get_collection(collection)
-
-
-class _Schema:
-    """`MilvusClient.create_schema()`'s builder, producing Milvus Lite's own schema."""
-
-    def __init__(self, enable_dynamic_field: bool = False):
-        self.fields: list[Any] = []
-        self.enable_dynamic_field = enable_dynamic_field
-
-    def add_field(self, name: str, dtype: Any, is_primary: bool = False, max_length: int | None = None,
-                  dim: int | None = None) -> None:
-        from milvus_lite.schema.types import FieldSchema
-
-        self.fields.append(FieldSchema(name=name, dtype=dtype, is_primary=is_primary, max_length=max_length,
-                                       dim=dim))
-
-    def build(self) -> Any:
-        from milvus_lite.schema.types import CollectionSchema
-
-        return CollectionSchema(fields=self.fields, enable_dynamic_field=self.enable_dynamic_field)
-
-
-class _Indexes:
-    """`MilvusClient.prepare_index_params()`'s list of index definitions."""
-
-    def __init__(self) -> None:
-        self.specs: list[tuple[str, dict[str, Any]]] = []
-
-    def add_index(self, field_name: str, index_type: str, metric_type: str, params: dict[str, Any] | None = None
-                  ) -> None:
-        self.specs.append((field_name, {"index_type": index_type, "metric_type": metric_type,
-                                        "params": dict(params or {})}))
-
-
-C = TypeVar("C", bound=type)
-
-
-def _engine_calls(cls: C) -> C:
-    """Every public method of `cls` turns an error that means drift (lite.drift: AttributeError, TypeError,
-    ImportError from a moved internal) into EngineDrift, naming milvus-lite, its version and SUPPORTED."""
-    for name, value in list(vars(cls).items()):
-        if name.startswith("__") or not inspect.isfunction(value):
-            continue
-
-        def guarded(*args: Any, _call: Any = value, **kwargs: Any) -> Any:
-            try:
-                return _call(*args, **kwargs)
-            except Exception as exc:
-                if drift(exc):
-                    raise EngineDrift.of(exc) from exc
-                raise
-
-        functools.update_wrapper(guarded, value)
-        setattr(cls, name, guarded)
-    return cls
-
-
-@_engine_calls
-class LiteClient:
-    """The calls `MilvusStore` makes on a pymilvus `MilvusClient`, with the same names, arguments and
-    results, answered by the Milvus Lite engine of a local folder in this process (as Milvus Lite's gRPC
-    servicer would answer them)."""
-
-    def __init__(self, data_dir: str | Path):
-        self.db = open_folder(data_dir)
-
-    @property
-    def DataType(self) -> Any:  # pymilvus's name: the store builds either schema alike
-        from milvus_lite.schema.types import DataType
-
-        return DataType
-
-    def table(self, name: str) -> Any:
-        """The engine's collection `name`, read directly (this client's engine, never one opened later)."""
-        return table(self.db, name)
-
-    def generation(self, name: str) -> int | None:
-        """Where the engine's write sequence of `name` stands: every write advances it, and an opening restores
-        it from the manifest and the WAL, so it tells whether the collection changed since it was read (Milvus
-        Lite internals: `Collection._next_seq`; None where a release moved it: nothing saved is then trusted)."""
-        value = getattr(self.table(name), "_next_seq", None)
-        return value if isinstance(value, int) else None
-
-    # -- collections and indexes -------------------------------------------------------------
-    def has_collection(self, name: str) -> bool:
-        return bool(self.db.has_collection(name))
-
-    def describe_collection(self, name: str) -> dict[str, Any]:
-        schema = self.table(name).schema
-        return {"collection_name": name, "functions": list(schema.functions),
-                "fields": [{"name": f.name, "params": {"dim": f.dim} if f.dim else {}} for f in schema.fields]}
-
-    def create_schema(self, auto_id: bool = False, enable_dynamic_field: bool = False) -> _Schema:
-        return _Schema(enable_dynamic_field)
-
-    def prepare_index_params(self) -> _Indexes:
-        return _Indexes()
-
-    def create_collection(self, name: str, schema: _Schema, index_params: _Indexes | None = None) -> None:
-        self.db.create_collection(name, schema.build())
-        if index_params is not None:
-            self.create_index(name, index_params)
-            self.load_collection(name)
-
-    def drop_collection(self, name: str) -> None:
-        self.db.drop_collection(name)
-
-    def create_index(self, name: str, index_params: _Indexes) -> None:
-        col = self.table(name)
-        for field, spec in index_params.specs:
-            col.create_index(field, spec)
-
-    def describe_index(self, name: str, index_name: str) -> dict[str, Any]:
-        spec = self.table(name).get_index_info(index_name)  # public since 3.0 (was `_index_specs` here)
-        if spec is None:
-            raise LookupError(f"no index on field {index_name!r} of collection {name!r}")
-        return {"field_name": spec["field_name"], "index_type": spec["index_type"],
-                "metric_type": spec["metric_type"]}
-
-    def drop_index(self, name: str, index_name: str) -> None:
-        self.table(name).drop_index(index_name)
-
-    def load_collection(self, name: str) -> None:
-        self.table(name).load()
-
-    def release_collection(self, name: str) -> None:
-        self.table(name).release()
-
-    def flush(self, name: str) -> None:
-        self.table(name).flush()
-
-    def close(self) -> None:
-        """The engine stays open until `release` (the store's close calls both)."""
-
-    # -- rows --------------------------------------------------------------------------------
-    def upsert(self, name: str, data: Sequence[dict[str, Any]]) -> None:
-        self.table(name).upsert(list(data))
-
-    def delete(self, name: str, ids: Sequence[str] | None = None, filter: str = "") -> None:
-        col = self.table(name)
-        if ids is None:  # Collection.delete takes keys only: the keys the filter matches, as the servicer does
-            ids = [row[col.pk_field] for row in col.query(filter, output_fields=[col.pk_field])]
-        if ids:
-            col.delete(list(ids))
-
-    def get(self, name: str, ids: Sequence[str], output_fields: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        return list(self.table(name).get(list(ids), output_fields=list(output_fields or []) or None))
-
-    def query(self, name: str, filter: str = "", output_fields: Sequence[str] | None = None,
-              limit: int | None = None) -> list[dict[str, Any]]:
-        col = self.table(name)
-        fields = list(output_fields or [])
-        if "count(*)" in fields:
-            return [{"count(*)": len(col.query(filter)) if filter else int(col.num_entities)}]
-        return list(col.query(filter or None, output_fields=fields or None, limit=limit))
-
-    def query_iterator(self, name: str, batch_size: int = 1000, filter: str = "",
-                       output_fields: Sequence[str] | None = None) -> _Pages:
-        return _Pages(self.table(name), batch_size, filter, list(output_fields or []))
-
-    def search(self, name: str, data: Sequence[Any], anns_field: str, limit: int, filter: str = "",
-               output_fields: Sequence[str] | None = None) -> list[list[dict[str, Any]]]:
-        col = self.table(name)
-        return list(col.search(query_vectors=list(data), top_k=limit, anns_field=anns_field,
-                               metric_type=col.resolve_search_metric(anns_field, None), expr=filter or None,
-                               output_fields=list(output_fields or [])))
-
-
-@_engine_calls
-class _Pages:
-    """`query_iterator`'s pages, in primary-key order with a key cursor (as pymilvus pages a server). Our own
-    pager rather than the servicer's iterator: milvus-io/milvus-lite#366 (its query iterator returned
-    duplicated rows and dropped rows, fixed in 3.2.1); `order_by_pk` is Collection.query's own argument."""
-
-    def __init__(self, col: Any, batch_size: int, expr: str, fields: list[str]):
-        self.col, self.batch_size, self.expr, self.fields = col, batch_size, expr, fields
-        self.last: str | None = None
-        self.done = False
-
-    def next(self) -> list[dict[str, Any]]:
-        if self.done:
-            return []
-        pk = self.col.pk_field
-        parts = [f"({self.expr})"] if self.expr else []
-        if self.last is not None:
-            parts.append(f"{pk} > {quote(self.last)}")
-        page = list(self.col.query(" and ".join(parts) or None, output_fields=[*self.fields, pk],
-                                   limit=self.batch_size, order_by_pk=True))
-        if len(page) < self.batch_size:
-            self.done = True
-        if page:
-            self.last = str(page[-1][pk])
-        return page
-
-    def close(self) -> None:
-        self.done = True
 
 
 @atexit.register

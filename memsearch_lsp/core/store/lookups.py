@@ -1,5 +1,5 @@
 """The store's lookups for the indexer: stored vectors by embed_hash (the embedding cache) and stored BM25
-weights by id (to take rows out of the document frequencies)."""
+weights by id (to take rows out of the document frequencies); the dense leg asked of Milvus itself."""
 
 from __future__ import annotations
 
@@ -53,3 +53,16 @@ def sparse_of(client: Any, lock: AbstractContextManager[Any], collection: str,
                                    output_fields=["sparse"])
         out.extend(sparse_dict(r["sparse"]) for r in rows)
     return out
+
+
+def dense(client: Any, lock: AbstractContextManager[Any], collections: tuple[str, str], vector: list[float],
+          limit: int, expr: str) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """The dense leg through Milvus' own search (no mirror): the `limit` nearest chunks by their first window, and
+    the 3 x `limit` nearest extra windows by their chunk id."""
+    chunks, windows = collections
+    with lock:
+        found = client.search(chunks, [vector], anns_field="dense", limit=limit, filter=expr, output_fields=[])
+        tails = client.search(windows, [vector], anns_field="dense", limit=3 * limit, filter=expr,
+                              output_fields=["chunk_id"])
+    return ([(str(hit["id"]), float(hit["distance"])) for hit in found[0]],
+            [(str(hit.get("entity", {}).get("chunk_id", "")), float(hit["distance"])) for hit in tails[0]])
