@@ -304,13 +304,14 @@ class MemsearchServer(LanguageServer):
             self.report(f"settings for {path}: {exc}", exc)
             return Config()
 
-    async def open_roots(self) -> None:
+    async def open_roots(self, root_path: bool = True) -> None:
         """One Root per memory workspace folder: own its index, or become a client of the process that does.
+        Without workspace folders, the initialize `rootUri` (`root_path`: not once the client removed its folders).
 
         Folders without memory (see core.onboard.is_memory_workspace) get no Root and no `.memsearch/`."""
         folders = list(self.workspace.folders.values())
         paths = [Path(to_fs_path(f.uri) or "") for f in folders]
-        if not paths and self.workspace.root_path:
+        if not paths and root_path and self.workspace.root_path:
             paths = [Path(self.workspace.root_path)]
         for path in paths:
             path = path.resolve()

@@ -132,7 +132,7 @@ async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFold
             if root is not None:
                 ls.close_root(root)
         started = set(ls.roots)
-        await ls.open_roots()
+        await ls.open_roots(root_path=not removed)  # the folder removed was the root: it stays closed
         for path, root in list(ls.roots.items()):
             if path not in started:
                 await watch(ls, root)
