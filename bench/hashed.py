@@ -24,14 +24,19 @@ class HashEmbedder:
         self.model_name, self.dim = real.model_name, real.dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        import numpy as np
+        return hashed_vectors(texts, self.dim)
 
-        out = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
-            vector = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-            out.append((vector / np.linalg.norm(vector)).tolist())
-        return out
+
+def hashed_vectors(texts: Sequence[str], dim: int) -> list[list[float]]:
+    """One unit vector per text, seeded by its sha256."""
+    import numpy as np
+
+    out = []
+    for text in texts:
+        seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+        vector = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+        out.append((vector / np.linalg.norm(vector)).tolist())
+    return out
 
 
 def main(chunks: int, dest: Path) -> None:

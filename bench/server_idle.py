@@ -1,0 +1,98 @@
+"""The server's resident memory when idle: after a full index of a fresh workspace, and after a restart on it.
+
+`python -m bench.server_idle [--chunks N] [--rounds R]` (default 10000 chunks, 3 rounds). Each round copies the
+bench corpus into a new workspace with no index, starts `memsearch-lsp serve` on it, waits for the start-up
+reconcile's `memsearch/indexed` (the full index), leaves the server alone for IDLE_S and reads its RSS, asks one
+`workspace/symbol` query (the model answers it) and reads it again; then the same on a restart over that index.
+
+The server runs with the bundled model loaded and answering queries, but the documents' vectors are sha256-seeded
+(as `bench.hashed`: a real-model index of 10k chunks takes ~10 minutes on 2 cores; what the process holds is the
+same: the model's session, the store, the mirror). Issue 31's goal: <= 300 MiB at 10k after the fresh index too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+IDLE_S = 5.0
+
+
+def serve() -> None:
+    """The server, with documents embedded by sha256 (the model loaded by the first batch all the same)."""
+    from bench.hashed import hashed_vectors
+    from memsearch_lsp import cli
+    from memsearch_lsp.core.embedding import onnx
+
+    real = onnx.FastEmbedEmbedder.embed
+
+    def embed(self: Any, texts: Sequence[str]) -> list[list[float]]:
+        if not getattr(self, "bench_loaded", False):
+            real(self, list(texts[:1]))
+            self.bench_loaded = True
+        return hashed_vectors(texts, self.dim)
+
+    onnx.FastEmbedEmbedder.embed = embed  # type: ignore[method-assign]
+    sys.exit(cli.main(["serve"]))
+
+
+def one(root: Path) -> dict[str, float]:
+    from bench.common import ROOT
+    from bench.lsp_client import LspClient
+
+    with LspClient(cwd=root, env={"PYTHONPATH": str(ROOT)}) as client:
+        client.initialize(root)
+        ready, _ = client.wait_notification("memsearch/indexed", timeout=3600)
+        time.sleep(IDLE_S)
+        idle = client.rss_mib()
+        client.request("workspace/symbol", {"query": "deploy the database"})
+        time.sleep(IDLE_S)
+        return {"ready_s": ready - client.t_spawn, "idle_rss_mib": idle, "searched_rss_mib": client.rss_mib(),
+                "peak_rss_mib": client.peak_rss_mib()}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import os
+
+    from bench.common import emit, log, table
+    from bench.corpus import ensure
+
+    parser = argparse.ArgumentParser(prog="python -m bench.server_idle")
+    parser.add_argument("--chunks", type=int, default=10000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args, _ = parser.parse_known_args(argv)
+    if args.serve:
+        serve()
+        return
+    os.environ["BENCH_SERVE_ARGS"] = "-m bench.server_idle --serve"
+    corpus = ensure(args.chunks) / "memory"
+    results: dict[str, list[dict[str, float]]] = {"after a fresh index": [], "after a restart": []}
+    for n in range(args.rounds):
+        with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
+            root = Path(tmp)
+            shutil.copytree(corpus, root / "memory")
+            log(f"server_idle: round {n + 1}, fresh index of {args.chunks} chunks")
+            results["after a fresh index"].append(one(root))
+            results["after a restart"].append(one(root))
+    rows = []
+    for case, runs in results.items():
+        row: dict[str, Any] = {"case": case, "chunks": args.chunks, "rounds": len(runs)}
+        for key in ("idle_rss_mib", "searched_rss_mib", "peak_rss_mib", "ready_s"):
+            values = [r[key] for r in runs]
+            row[key] = f"{min(values):.0f} / {statistics.median(values):.0f} / {max(values):.0f}" if key != "ready_s" \
+                else f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
+        rows.append(emit("server_idle", row))
+    table(rows, ["case", "chunks", "rounds", "idle_rss_mib", "searched_rss_mib", "peak_rss_mib", "ready_s"],
+          "server RSS (MiB) idle, min / median / max")
+
+
+if __name__ == "__main__":
+    main()
