@@ -78,6 +78,10 @@ def _assert_same_rows(store: MilvusStore, gone: Iterable[str] = ()) -> None:
     assert len(want) == len(ids) > 0
     assert store.rows(asked) == want
     assert sorted(mirror.rows) == ids, "exactly the stored chunks, nothing deleted left behind"
+    fields = ["source", "file_hash", "model", "embed_hash", "level", "heading"]  # the manifest's and the headings'
+    engine = sorted(store.iter_rows(fields), key=lambda r: r["id"])
+    assert sorted(store.scan(fields), key=lambda r: r["id"]) == [{"id": r["id"], **{f: r[f] for f in fields}}
+                                                                 for r in engine], "scan reads the row cache alike"
 
 
 def _ties(scores: dict[str, float]) -> list[set[str]]:

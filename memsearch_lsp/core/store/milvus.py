@@ -337,10 +337,8 @@ class MilvusStore:
             yield from self.iter_rows(fields)
             return
         with self._lock:
-            rows = [mirror.row(key) for key in list(mirror.rows)]
-        for row in rows:
-            if row is not None:
-                yield {"id": row["id"], **{name: row.get(name) for name in fields}}
+            rows = mirror.scan(fields)
+        yield from rows
 
     def _engine(self, collection: str) -> Any:
         """The local engine's collection, read in process (lite.engine); opens the store if needed."""

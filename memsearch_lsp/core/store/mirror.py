@@ -265,6 +265,19 @@ class LegMirror:
         row["id"], row["source"] = key, self.names[int(self.chunks.source[self.chunks.slot[key]])]
         return row
 
+    def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
+        """Every stored chunk as `row` gives it, with `fields` only (one pass, no dict per row built twice)."""
+        codes, slot, names = self.chunks.source[:self.chunks.n].tolist(), self.chunks.slot, self.names
+        at = {name: self.fields.index(name) for name in fields if name in self.fields}
+        out = []
+        for key, values in self.rows.items():
+            row: dict[str, Any] = {"id": key}
+            for name in fields:
+                row[name] = names[codes[slot[key]]] if name == "source" else (
+                    key if name == "id" else values[at[name]] if name in at else None)
+            out.append(row)
+        return out
+
     def sections(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """The section (source, heading path) of each chunk in `ids` that is stored."""
         slot, source, names, rows = self.chunks.slot, self.chunks.source, self.names, self.rows
