@@ -280,8 +280,10 @@ class MilvusStore:
                     mirror.delete_chunks(part)
 
     def mirror(self) -> LegMirror:
-        """The in-process mirror of the vectors (core/store/mirror.py), loaded from the store now if needed."""
-        return self.mirrors.now(self.client)
+        """The in-process mirror of the vectors (core/store/mirror.py), loaded from the store now if needed (the
+        engine opened only then)."""
+        current = self.mirrors.current
+        return current if current is not None else self.mirrors.now(self.client)
 
     def _ready_mirror(self) -> LegMirror | None:
         return self.mirrors.ready(lambda: self.client)
