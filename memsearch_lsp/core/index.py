@@ -76,6 +76,7 @@ class Indexer:
         self.lock = threading.RLock()
         self.overlays: dict[str, str] = {}  # unsaved editor buffers: the truth for their files
         self._manifest: dict[str, _FileState] | None = None
+        self._epoch = -1  # the store's epoch the manifest was read at
         # hash() of every embed_hash stored under the current model: the embedding cache asks the store
         # only for these, since a lookup Milvus Lite must also answer from its unflushed rows copies them
         # all (vectors as Python floats), once per group: much of a full index's peak memory and about half its
@@ -88,6 +89,8 @@ class Indexer:
 
     # -- state -----------------------------------------------------------------------------
     def manifest(self) -> dict[str, _FileState]:
+        if self._manifest is not None and self._epoch != self.store.epoch:  # the store was rebuilt since
+            self._manifest = None
         if self._manifest is None:
             manifest: dict[str, _FileState] = {}
             self._stored = set()
@@ -100,7 +103,7 @@ class Indexer:
                 state.ids.add(row["id"])
                 if row["file_hash"] != state.file_hash or row["model"] != self.model:
                     state.consistent = False
-            self._manifest = manifest
+            self._manifest, self._epoch = manifest, self.store.epoch
             if not self.df.load(sum(len(s.ids) for s in manifest.values())):
                 self.df.reset()
                 self.df.add(sparse_dict(r["sparse"]) for r in self.store.iter_rows(["sparse"]))
@@ -122,6 +125,7 @@ class Indexer:
         with self.lock:
             files, stats.skipped = find_memory_files(self.root, self.config)
             manifest = self.manifest()
+            epoch = self.store.epoch
             texts = self._read_all(files, stats)
             changed = {s: t for s, t in texts.items() if force or self._stale(manifest.get(s), t)}
             for source in changed:
@@ -134,6 +138,8 @@ class Indexer:
             if stats.changed or force or self.df.dirty:
                 self.store.flush()
                 self.df.save()
+            if self.store.epoch != epoch:  # rebuilt during this pass (its engine, opened to write, was unreadable)
+                return self.reconcile(force=force, progress=progress)
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
         for note in [*stats.skipped, *stats.warnings]:
@@ -181,7 +187,7 @@ class Indexer:
         with self.lock:
             if overlay:
                 self.overlays[source] = text
-            state = self.manifest().get(source)
+            state, epoch = self.manifest().get(source), self.store.epoch
             if self._stale(state, text):
                 if state is None:
                     stats.files_added = 1
@@ -190,6 +196,7 @@ class Indexer:
                 self._write({source: text}, stats, None)
                 self.store.flush()
                 self.df.save()
+            self._rebuilt_since(epoch)
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
         return stats
@@ -204,15 +211,23 @@ class Indexer:
         with self.lock:
             self.overlays.pop(source, None)
             if source in self.manifest():
+                epoch = self.store.epoch
                 self._remove(source)
                 self.store.flush()
                 self.df.save()
                 stats.files_removed = 1
+                self._rebuilt_since(epoch)
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
         return stats
 
     # -- internals -------------------------------------------------------------------------
+    def _rebuilt_since(self, epoch: int) -> None:
+        """The store was rebuilt empty during a write (its engine, opened for it, found the index unreadable and
+        moved it aside): everything else is indexed again now, not at the next full pass."""
+        if self.store.epoch != epoch:
+            self.reconcile()
+
     def _stale(self, state: _FileState | None, text: str) -> bool:
         return state is None or not state.complete or state.file_hash.split(":")[0] != sha256(text)
 

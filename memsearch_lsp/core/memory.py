@@ -366,7 +366,7 @@ class Memory(MemoryFiles):
 
     def status(self) -> dict[str, Any]:
         indexer = self.indexer
-        counts = self.store.saved_counts()  # the saved mirror's record while nothing has read or written it
+        counts = self.store.mirrors.counts()  # the saved mirror's record while nothing has read or written it
         if counts is None:
             manifest = indexer.manifest()
             counts = len(manifest), sum(len(s.ids) for s in manifest.values())

@@ -5,6 +5,7 @@ the saved copy is trusted only while the engine's files stand as they did at its
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -236,3 +237,30 @@ def test_status_reads_the_saved_record_alone(workspace: Path) -> None:
     finally:
         memory.close()
     assert "HEAVY=\n" in out.stderr + "\n", out.stderr
+
+
+def test_an_engine_found_unreadable_at_the_first_write_is_rebuilt_whole(closed: Path) -> None:
+    """Damage that leaves the files' sizes and times as they were (bit rot) is only seen when a write opens the
+    engine: the index is moved aside and rebuilt, and every file is indexed again, not only the one written."""
+    memory = Memory(closed, embedder=FakeEmbedder())
+    try:
+        total = memory.status()["chunks"]
+    finally:
+        memory.close()
+    data = sorted((Path(memory.store.uri) / "collections" / memory.store.collection).rglob("*.parquet"))
+    assert data
+    for path in data:
+        info = path.stat()
+        path.write_bytes(b"\0" * info.st_size)  # same size, same time, same file
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    again = Memory(closed, embedder=FakeEmbedder())
+    try:
+        assert again.search("kangaroo paddock fence ranger"), "searched from the saved mirror, engine unopened"
+        again.remember("rotated the platypus certificates on the edge proxies")
+        assert any(".broken-" in p.name for p in (closed / ".memsearch").iterdir()), "moved aside"
+        count = again.status()["chunks"]
+        assert count > total and count == again.index(force=True).chunks_total, "every file indexed again"
+        assert again.search("platypus certificates")[0].source.startswith("memory/20")
+        assert again.search("kangaroo paddock fence ranger")
+    finally:
+        again.close()

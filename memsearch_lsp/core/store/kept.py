@@ -57,13 +57,14 @@ class KeptMirror:
     @property
     def current(self) -> LegMirror | None:
         """The mirror, when loaded (a saved copy checked at open is read here, on first use)."""
-        pending = self._pending
-        if pending is not None and self.saved is not None:
-            self._pending = None
-            mirror = snapshot.load(self.saved.index, self.saved.dim, self.saved.fields, self.saved.collections, None)
-            if mirror is None:  # damaged arrays: the engine is opened and read instead
-                self.known, self.saved_at = False, None
-            self._current = mirror
+        if self._pending is not None:
+            with self._lock:  # one reader loads it; another waits for it rather than going to the engine
+                if self._pending is not None and self.saved is not None:
+                    saved = self.saved
+                    mirror = snapshot.load(saved.index, saved.dim, saved.fields, saved.collections, None)
+                    if mirror is None:  # damaged arrays: the engine is opened and read instead
+                        self.known, self.saved_at = False, None
+                    self._current, self._pending = mirror, None
         return self._current
 
     @current.setter
@@ -183,7 +184,7 @@ class KeptMirror:
             loading.join(timeout_s)
 
     def forget(self) -> None:
-        self.current = None
+        self.current, self.saved_at = None, None
         self.generation += 1
 
     def now(self, client: Any) -> LegMirror:

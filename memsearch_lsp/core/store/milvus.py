@@ -63,6 +63,7 @@ class MilvusStore:
         self.in_process = self.is_local if in_process is None else in_process
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._held = False  # the local folder's lock is held by this store (its engine maybe not opened yet)
+        self.epoch = 0  # counts the collections created empty (a new index, or one rebuilt after it was moved aside)
         self._lock = threading.RLock()
         from memsearch_lsp.core.store.kept import KeptMirror, Saved  # numpy: loaded with the first store
 
@@ -115,10 +116,10 @@ class MilvusStore:
                     if self.in_process:
                         self.mirrors.engine_opened()
             except StoreError:
-                self.close()
+                self.close(save=False)
                 raise
             except Exception as exc:
-                self.close()
+                self.close(save=False)  # an engine that did not open says nothing worth saving
                 if not self.is_local:
                     raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
                 if locked_by_other(Path(self.uri)):
@@ -157,11 +158,11 @@ class MilvusStore:
         self._hold()  # the new folder, held before its engine opens
         self._fresh = True
 
-    def close(self) -> None:
+    def close(self, save: bool = True) -> None:
         self.mirrors.settle()
         with self._lock:
             client = self._client
-            if client is not None:
+            if client is not None and save:
                 self.mirrors.save(force=True)
             self.mirrors.forget()
             try:
@@ -227,6 +228,7 @@ class MilvusStore:
         client = self._client
         data_type = client.DataType if isinstance(client, LiteClient) else pymilvus_types()
         self.mirrors.empty()  # before the store changes: a saved copy is of the old collections
+        self.epoch += 1  # readers of the old rows (the indexer's manifest) read again
         create_collections(client, data_type, self.collection, self.windows_collection, self.dim,
                            lambda: dense_index(client, self.is_local, self.dense_metric))
         if self._fresh:
@@ -364,10 +366,6 @@ class MilvusStore:
                 return Row.from_entity(row["id"], row) if row is not None else None
             rows = self.client.get(self.collection, ids=[chunk_id], output_fields=list(SCALARS))
         return Row.from_entity(rows[0]["id"], rows[0]) if rows else None
-
-    def saved_counts(self) -> tuple[int, int] | None:
-        """(files, chunks) from the saved mirror's record while the mirror is not read yet (status needs no more)."""
-        return self.mirrors.counts() if self.in_process else None
 
     def count(self) -> int:
         with self._lock:
