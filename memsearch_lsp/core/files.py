@@ -6,7 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pathspec
 
@@ -111,11 +111,14 @@ def relative_source(root: Path, path: Path) -> str:
 
 def _lexical_source(root: Path, candidate: Path, named: Path) -> str:
     """The source of `candidate` (absolute; `root` resolved) by its name alone, links not followed."""
-    try:
-        rel = Path(os.path.normpath(candidate)).relative_to(root)
-    except ValueError as exc:
-        raise PathError(f"{named} is outside the workspace {root}") from exc
-    source = PurePosixPath(*rel.parts).as_posix()
+    path, top = os.path.normpath(candidate), str(root)
+    prefix = top if top.endswith(os.sep) else top + os.sep
+    if path == top:
+        source = "."
+    elif path.startswith(prefix):
+        source = path[len(prefix):].replace(os.sep, "/")
+    else:
+        raise PathError(f"{named} is outside the workspace {root}")
     try:
         size = len(source.encode("utf-8"))
     except UnicodeEncodeError as exc:
