@@ -1,6 +1,7 @@
 """`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, compaction, all;
 experiments: metric (dense COSINE vs IP), knobs (embedding settings alone), fusion (learned fusion: replay,
-fit, cross-validation on labelled sets); loop (the agent loop through the Claude Code hooks, bench/loop.py)."""
+fit, cross-validation on labelled sets); loop (the agent loop through the Claude Code hooks, bench/loop.py);
+smallfiles (a memory folder of many small notes indexed vs raw onnxruntime, per-file cost as it grows)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality", "compaction"]
-EXTRA = ["metric", "knobs", "fusion", "loop"]  # experiments and long replays, not part of `all`
+EXTRA = ["metric", "knobs", "fusion", "loop", "smallfiles"]  # experiments and long replays, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -24,7 +25,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
     parser.add_argument("--set", action="append", metavar="DIR",
                         help="quality: a folder of labelled workspaces (memory/ + truth.json); "
-                             "compaction: a folder of logs (memory/ + facts.json); repeatable")
+                             "compaction: a folder of logs (memory/ + facts.json); smallfiles: a workspace or memory "
+                             "folder (default ../shared/eval/til-dev); repeatable")
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
     parser.add_argument("--conversations", type=int, default=0, metavar="N",
                         help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)")

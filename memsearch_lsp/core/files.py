@@ -6,7 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pathspec
 
@@ -103,13 +103,22 @@ def relative_source(root: Path, path: Path) -> str:
     """The workspace-relative POSIX source of `path`; PathError when it lies outside the root."""
     root = root.resolve()
     candidate = path if path.is_absolute() else root / path
-    try:
-        rel = Path(os.path.normpath(candidate)).relative_to(root)
-    except ValueError as exc:
-        raise PathError(f"{path} is outside the workspace {root}") from exc
+    source = _lexical_source(root, candidate, path)
     if not inside(root, candidate):
         raise PathError(f"{path} resolves outside the workspace {root}")
-    source = PurePosixPath(*rel.parts).as_posix()
+    return source
+
+
+def _lexical_source(root: Path, candidate: Path, named: Path) -> str:
+    """The source of `candidate` (absolute; `root` resolved) by its name alone, links not followed."""
+    path, top = os.path.normpath(candidate), str(root)
+    prefix = top if top.endswith(os.sep) else top + os.sep
+    if path == top:
+        source = "."
+    elif path.startswith(prefix):
+        source = path[len(prefix):].replace(os.sep, "/")
+    else:
+        raise PathError(f"{named} is outside the workspace {root}")
     try:
         size = len(source.encode("utf-8"))
     except UnicodeEncodeError as exc:
@@ -146,26 +155,39 @@ def is_memory_source(config: Config, source: str) -> bool:
 
 
 def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], list[Skipped]]:
-    """Every Markdown file under the configured paths; symlinked folders are not followed."""
+    """Every Markdown file under the configured paths; symlinked folders are not followed.
+
+    A folder's real path is checked once, and a plain file in a folder inside the workspace is inside too,
+    so only links pay for resolving their path: a reconcile of thousands of notes walks them in a few
+    system calls each, not a few dozen."""
     root = root.resolve()
     found: dict[str, MemoryFile] = {}
     bases, skipped = memory_folders(root, config)
     for base in bases:
         if base.is_file():
-            candidates = [base]
+            candidates = [(base, False)]
         elif base.is_dir():
-            candidates = [Path(d) / f for d, _, names in os.walk(base) for f in names]
+            candidates = []
+            for folder, _, names in os.walk(base):
+                here = inside(root, Path(folder))
+                candidates += [(Path(folder) / name, here) for name in names]
         else:
             continue
-        for path in candidates:
+        for path, folder_inside in candidates:
             try:
-                source = relative_source(root, path)
+                info: os.stat_result | None = os.lstat(path)
+            except OSError:
+                info = None
+            plain = info is not None and not stat.S_ISLNK(info.st_mode)
+            try:
+                source = (_lexical_source(root, path, path) if plain and folder_inside
+                          else relative_source(root, path))
             except PathError as exc:
                 skipped.append(Skipped(printable(path.name), str(exc)))
                 continue
             if not is_memory_source(config, source):
                 continue
-            if not path.is_file():
+            if not (stat.S_ISREG(info.st_mode) if plain and info is not None else path.is_file()):
                 skipped.append(Skipped(source, "not a regular file (a broken or looping link?)"))
                 continue
             found[source] = MemoryFile(source, path)

@@ -82,6 +82,7 @@ class Indexer:
         # all (vectors as Python floats), once per group: much of a full index's peak memory and about half its
         # store time. A superset is harmless (a lookup that finds nothing), so deletes leave it alone.
         self._stored: set[int] = set()
+        self._files = self._chunks = 0  # the manifest's totals (files with rows, rows), kept as it changes
 
     @property
     def model(self) -> str:
@@ -104,7 +105,9 @@ class Indexer:
                 if row["file_hash"] != state.file_hash or row["model"] != self.model:
                     state.consistent = False
             self._manifest, self._epoch = manifest, self.store.epoch
-            if not self.df.load(sum(len(s.ids) for s in manifest.values())):
+            self._files = sum(1 for s in manifest.values() if s.ids)
+            self._chunks = sum(len(s.ids) for s in manifest.values())
+            if not self.df.load(self._chunks):
                 self.df.reset()
                 self.df.add(sparse_dict(r["sparse"]) for r in self.store.iter_rows(["sparse"]))
                 self.df.save()
@@ -232,13 +235,27 @@ class Indexer:
         return state is None or not state.complete or state.file_hash.split(":")[0] != sha256(text)
 
     def _totals(self, stats: IndexStats) -> None:
+        self.manifest()
+        stats.files_total, stats.chunks_total = self._files, self._chunks
+
+    def _put(self, source: str, state: _FileState | None) -> None:
+        """Set (or with None, drop) a file's state, keeping the totals: no pass over every file per write."""
         manifest = self.manifest()
-        stats.files_total = sum(1 for s in manifest.values() if s.ids)
-        stats.chunks_total = sum(len(s.ids) for s in manifest.values())
+        old = manifest.get(source)
+        if old is not None:
+            self._files -= bool(old.ids)
+            self._chunks -= len(old.ids)
+        if state is None:
+            manifest.pop(source, None)
+        else:
+            manifest[source] = state
+            self._files += bool(state.ids)
+            self._chunks += len(state.ids)
 
     def _remove(self, source: str) -> None:
-        state = self.manifest().pop(source, None)
+        state = self.manifest().get(source)
         if state is not None:
+            self._put(source, None)
             self._delete(state.ids)
 
     def _delete(self, ids: set[str]) -> None:
@@ -252,13 +269,14 @@ class Indexer:
         """Chunk, embed what is new, upsert, then delete the rows the new chunks replace."""
         pending: list[tuple[str, str, list[Chunk]]] = []
         total = len(texts)
-        done = 0
+        done = grouped = 0
         for source, text in texts.items():
             pending.append((source, text, self.chunk(source, text)))
-            if sum(len(c) for _, _, c in pending) >= GROUP_CHUNKS:
+            grouped += len(pending[-1][2])
+            if grouped >= GROUP_CHUNKS:
                 self._write_group(pending, stats)
                 done += len(pending)
-                pending = []
+                pending, grouped = [], 0
                 if progress:
                     progress(done, total, f"{done}/{total} files")
         if pending:
@@ -307,7 +325,7 @@ class Indexer:
             old = manifest.get(source)
             if old is not None and old.ids - new_ids:
                 self._delete(old.ids - new_ids)
-            manifest[source] = _FileState(f"{sha256(text)}:{len(cs)}", new_ids)
+            self._put(source, _FileState(f"{sha256(text)}:{len(cs)}", new_ids))
 
     def _row(self, c: Chunk, file_hash: str, vector: list[float]) -> dict[str, Any]:
         return {"id": c.id, "source": c.source, "heading": c.heading,

@@ -308,7 +308,7 @@ class Memory(MemoryFiles):
             self.claim()  # checks `.memsearch/` and signs an index built before the marker existed
             self.close()
             remove_index(self.uri)  # only a real folder carrying this program's marker
-            for stats in self.index_dir.glob("bm25-*.json"):
+            for stats in [*self.index_dir.glob("bm25-*.json"), *self.index_dir.glob("bm25-*.journal")]:
                 stats.unlink()
         if self._indexer is not None:
             self._indexer.forget()

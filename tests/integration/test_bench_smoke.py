@@ -112,3 +112,23 @@ def test_fusion_replay_is_the_product_ranking_and_the_fast_path_agrees() -> None
     assert learned["mrr@5"] == 1.0  # the sure leg wins each question
     assert evaluate(records, product_ranker(ranker="minmax", min_score=0.0))["mrr@5"] == 0.75
     assert set_score([Compiled(r) for r in records], LEARNED)[0] == learned["mrr@5"]
+
+
+def test_smallfiles_raw_run_embeds_exactly_what_the_indexer_embeds(workspace: Path) -> None:
+    """bench smallfiles compares the indexer with raw onnxruntime on `embedded_texts`: the same texts."""
+    from collections import Counter
+
+    from bench.smallfiles import Recording, embedded_texts
+    from memsearch_lsp.core.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    (workspace / "memory" / "copy.md").write_text((workspace / "memory" / "MEMORY.md").read_text())
+    recording = Recording(FakeEmbedder())
+    memory = Memory(workspace, embedder=recording)
+    try:
+        stats = memory.index()
+    finally:
+        memory.close()
+    texts, chunks = embedded_texts(workspace / "memory", recording.model_name)
+    assert chunks == stats.chunks_total and Counter(recording.texts) == Counter(texts)
+    assert stats.chunks_total > stats.chunks_embedded  # the copy's chunks were embedded once, with the original's

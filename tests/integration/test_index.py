@@ -185,3 +185,67 @@ def test_exclude_globs_and_archive_are_not_indexed(workspace: Path, make_memory)
     indexed.index()
     assert [(h.source, h.archived) for h in indexed.search("walrus", top_k=5) if "walrus" in h.snippet] == \
         [("memory/archive/old.md", True)]
+
+
+# -- many small files (issue 31, part 4): no per-file work that grows with the index -----------------
+def test_indexing_one_file_appends_to_the_bm25_statistics(workspace: Path, make_memory, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    """Each index_file() saves the document frequencies as a journal line, not the whole table (which grows
+    with the vocabulary); a new process replays the journal and needs no recount from the store."""
+    from memsearch_lsp.core.search.bm25 import DfTable
+
+    memory = make_memory(workspace)
+    memory.index()
+    table = next((workspace / ".memsearch").glob("bm25-*.json"))
+    saved = table.read_bytes()
+    for n in range(5):
+        note = workspace / "memory" / f"note-{n}.md"
+        note.write_text(f"# Note {n}\n\nwombat number {n} lives in a burrow\n")
+        memory.index_file(f"memory/{note.name}")
+    journal = table.with_suffix(".journal")
+    lines = journal.read_text().count("\n")
+    (workspace / "memory/note-0.md").unlink()
+    memory.index_file("memory/note-0.md")
+    main = workspace / "memory/MEMORY.md"
+    main.write_text(main.read_text() + "\n## Wombats\n\nsquare droppings\n")
+    memory.index_file("memory/MEMORY.md")
+    assert table.read_bytes() == saved
+    assert journal.read_text().count("\n") == lines + 2
+    memory.close()
+
+    recounts: list[int] = []
+    monkeypatch.setattr(DfTable, "reset", lambda self: recounts.append(1))
+    again = make_memory(workspace)
+    assert again.index().chunks_embedded == 0
+    assert recounts == []
+    monkeypatch.undo()
+    clean_ws = tmp_path / "clean"
+    shutil.copytree(workspace / "memory", clean_ws / "memory")
+    clean = make_memory(clean_ws)
+    clean.index()
+    assert (again.df.docs, dict(again.df.df)) == (clean.df.docs, dict(clean.df.df))
+
+
+def test_index_totals_follow_every_write(workspace: Path, make_memory) -> None:
+    """The files and chunks totals are kept as rows change (not counted over every file per write)."""
+    memory = make_memory(workspace)
+
+    def check(stats) -> None:
+        manifest = memory.indexer.manifest()
+        assert stats.files_total == sum(1 for s in manifest.values() if s.ids)
+        assert stats.chunks_total == sum(len(s.ids) for s in manifest.values()) == memory.status()["chunks"]
+
+    check(memory.index())
+    log = workspace / "memory/2026-02-04.md"
+    check(memory.index_text("memory/2026-02-04.md", log.read_text() + "\n## More\n\none\n\n## Again\n\ntwo\n"))
+    check(memory.index_text("memory/2026-02-04.md", "# Short now\n"))
+    check(memory.index_text("memory/new.md", "# New\n\nfresh\n"))
+    check(memory.index_text("memory/empty.md", ""))
+    check(memory.remove("memory/new.md"))
+    check(memory.index_file("memory/2026-02-04.md"))  # back to the disk
+    log.unlink()
+    (workspace / "memory/MEMORY.md").unlink()
+    stats = memory.index()
+    check(stats)
+    assert stats.files_removed == 2
+    check(memory.index(force=True))

@@ -1,0 +1,60 @@
+"""Finding memory files: what a walk over a tree of notes, links and odd entries returns."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memsearch_lsp.config import Config, MemoryConfig
+from memsearch_lsp.core.files import find_memory_files
+
+
+def test_the_walk_checks_links_and_keeps_plain_files(tmp_path: Path) -> None:
+    """Plain files are taken by name; each link is resolved and kept only inside the workspace; symlinked
+    folders are not followed; what is not a regular file is reported."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / "memory" / "deep" / "deeper").mkdir(parents=True)
+    (ws / "notes-real").mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n")
+    (ws / "notes-real" / "kept.md").write_text("# Kept\n")
+    (ws / "memory" / "a.md").write_text("# A\n")
+    (ws / "memory" / "deep" / "deeper" / "b.markdown").write_text("# B\n")
+    (ws / "memory" / "skip.txt").write_text("not markdown")
+    (ws / "memory" / "inside-link.md").symlink_to(ws / "notes-real" / "kept.md")
+    (ws / "memory" / "outside-link.md").symlink_to(outside / "secret.md")
+    (ws / "memory" / "outside-link.txt").symlink_to(outside / "secret.md")
+    (ws / "memory" / "broken.md").symlink_to(ws / "missing.md")
+    (ws / "memory" / "folder-link").symlink_to(outside, target_is_directory=True)
+    (ws / "memory" / "loop").symlink_to(ws / "memory", target_is_directory=True)
+    os.mkfifo(ws / "memory" / "pipe.md")
+    (ws / "MEMORY.md").symlink_to(ws / "notes-real" / "kept.md")
+
+    found, skipped = find_memory_files(ws, Config(memory=MemoryConfig(paths=("memory", "MEMORY.md"))))
+    assert [(f.source, f.path) for f in found] == [
+        ("MEMORY.md", ws.resolve() / "MEMORY.md"),
+        ("memory/a.md", ws.resolve() / "memory" / "a.md"),
+        ("memory/deep/deeper/b.markdown", ws.resolve() / "memory" / "deep" / "deeper" / "b.markdown"),
+        ("memory/inside-link.md", ws.resolve() / "memory" / "inside-link.md"),
+    ]
+    reasons = {s.source: s.reason for s in skipped}
+    assert set(reasons) == {"outside-link.md", "outside-link.txt", "memory/broken.md", "memory/pipe.md"}
+    assert "resolves outside the workspace" in reasons["outside-link.md"]
+    assert "not a regular file" in reasons["memory/broken.md"] and "not a regular file" in reasons["memory/pipe.md"]
+
+
+def test_a_memory_folder_reached_through_a_link_inside_the_workspace(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "real").mkdir(parents=True)
+    (ws / "real" / "n.md").write_text("# N\n")
+    (ws / "memory").symlink_to(ws / "real", target_is_directory=True)
+    found, skipped = find_memory_files(ws, Config())
+    assert [f.source for f in found] == ["memory/n.md"] and skipped == []
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.md").write_text("# X\n")
+    (ws / "memory").unlink()
+    (ws / "memory").symlink_to(elsewhere, target_is_directory=True)
+    found, skipped = find_memory_files(ws, Config())
+    assert found == [] and skipped and "outside the workspace" in skipped[0].reason
