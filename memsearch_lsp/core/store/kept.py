@@ -118,7 +118,8 @@ class KeptMirror:
         if self.saved is None or not self.known or self._current is None:
             return
         saved = self.saved
-        mirror = snapshot.load(saved.index, saved.dim, saved.fields, saved.collections, None)
+        # The row cache in memory is the one just saved: kept, not read again (nor its thousands of strings re-made).
+        mirror = snapshot.load(saved.index, saved.dim, saved.fields, saved.collections, None, self._current.rows)
         if mirror is not None:
             self._current = mirror
 

@@ -169,7 +169,7 @@ def save(mirror: LegMirror, index: str | Path, collections: Sequence[str], gener
 
 
 def load(index: str | Path, dim: int, fields: Sequence[str], collections: Sequence[str],
-         generation: Sequence[int | None] | None) -> LegMirror | None:
+         generation: Sequence[int | None] | None, rows: dict[str, tuple[Any, ...]] | None = None) -> LegMirror | None:
     """The mirror saved beside `index`, or None when there is none, it is invalid, of another layout or of
     another `generation` of the store (written since by a process that did not invalidate it). With
     `generation` None (the engine is not open), of the index's files as they stand (`fingerprint`)."""
@@ -190,7 +190,8 @@ def load(index: str | Path, dim: int, fields: Sequence[str], collections: Sequen
         # Plain ndarray views of the maps (the same pages): slicing a np.memmap runs Python code per slice.
         a = {name: np.load(where / f"{name}.npy", mmap_mode="c", allow_pickle=False).view(np.ndarray)
              for name in _ARRAYS}
-        rows = marshal.loads((where / "rows.marshal").read_bytes())
+        if rows is None:  # `rows`: the row cache already in memory, equal to the saved one
+            rows = marshal.loads((where / "rows.marshal").read_bytes())
         _fill(mirror, meta, a, rows)
     except FileNotFoundError:
         return None
