@@ -109,7 +109,8 @@ class Indexer:
             self._chunks = sum(len(s.ids) for s in manifest.values())
             if not self.df.load(self._chunks):
                 self.df.reset()
-                self.df.add(sparse_dict(r["sparse"]) for r in self.store.iter_rows(["sparse"]))
+                if self._chunks:  # (an empty index has none to count: its engine need not open)
+                    self.df.add(sparse_dict(r["sparse"]) for r in self.store.iter_rows(["sparse"]))
                 self.df.save()
         return self._manifest
 

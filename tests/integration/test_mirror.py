@@ -260,7 +260,7 @@ def test_two_threads_asking_the_engine_for_a_collection_first_get_the_same_one(
     import milvus_lite.db
 
     store = MilvusStore(str(tmp_path / "index"), "memsearch", 4)
-    store.open()
+    _ = store.client  # the engine opened: the collections created (a new index creates them at its first write)
     store.close()
     db = lite.open_folder(tmp_path / "index")
     try:

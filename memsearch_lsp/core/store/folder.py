@@ -47,7 +47,7 @@ def claim(folder: Path) -> bool:
     when the folder was missing or empty (a new index, ours to sign)."""
     if folder.exists() and not folder.is_dir():
         raise StoreError(f"cannot open the index at {folder}: it is not a folder (left as it is)")
-    fresh = not folder.exists() or not any(folder.iterdir())
+    fresh = not folder.exists() or all(f.name in ("LOCK", MARKER) for f in folder.iterdir())  # never written
     if not fresh and not (ours(folder) or (folder / "collections").is_dir()):
         raise StoreError(f"cannot open the index at {folder}: the folder holds files that are not a memsearch-lsp "
                          f"index (no {MARKER}), so it is left as it is: set milvus.uri to an empty or new folder")

@@ -57,18 +57,17 @@ class MilvusStore:
     def __init__(self, uri: str, collection: str, dim: int, token: str = "", in_process: bool | None = None):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
         self._client: Any = None
-        # The local store answers the search legs from an in-process mirror of its vectors (core/store/mirror.py)
-        # and reads result rows from its engine without the gRPC hop; a server reached by URI is always
-        # searched through pymilvus (and so is the local store with in_process=False).
+        # The local store answers the search legs from an in-process mirror (core/store/mirror.py); a server reached
+        # by URI is always searched through pymilvus (and so is the local store with in_process=False).
         self.in_process = self.is_local if in_process is None else in_process
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._held = False  # the local folder's lock is held by this store (its engine maybe not opened yet)
+        self._unwritten = False  # a new local index, held, its engine not opened yet: empty, and its mirror with it
         self.epoch = 0  # counts the collections created empty (a new index, or one rebuilt after it was moved aside)
         self._lock = threading.RLock()
         from memsearch_lsp.core.store.kept import KeptMirror, Saved  # numpy: loaded with the first store
 
-        # The mirror is saved beside a local index (core/store/snapshot.py) and opened from there in milliseconds;
-        # every write to a local index invalidates the saved copy, even one not searched in process.
+        # Saved beside a local index (core/store/snapshot.py); every write to it invalidates the saved copy.
         saved = Saved(uri, dim, SCALARS, (collection, self.windows_collection)) if self.is_local else None
         self.mirrors = KeptMirror(self._lock, self._read_mirror, lambda: self._client, saved, self._generation)
 
@@ -85,22 +84,25 @@ class MilvusStore:
 
     @property
     def dense_metric(self) -> str:
-        """IP for the local store: vectors are unit length, so rankings equal COSINE's, and Milvus Lite's
-        FLAT search then skips re-normalising every stored vector per query. A server keeps COSINE."""
+        """IP locally (unit vectors: COSINE's ranking, no re-normalising each vector per query); a server COSINE."""
         return "IP" if self.is_local else "COSINE"
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> None:
         """Open the store. A local folder is held (its lock) at once; its engine opens only when needed: a
-        valid saved mirror whose files are as they were saved (snapshot.fingerprint) answers searches and
-        reads alone, and the engine (its segments loaded: 0.5 s at 10k chunks, seconds at 100k) opens on
-        the first write or a read the mirror cannot answer."""
+        valid saved mirror whose files are as they were saved (snapshot.fingerprint), or the empty one of a new
+        index, answers searches and reads alone, and the engine (its segments loaded: 0.5 s at 10k chunks,
+        seconds at 100k) opens on the first write or a read the mirror cannot answer."""
         with self._lock:
             if self._client is not None or self._held:
                 return
             if self.is_local:
                 self._hold()
-                if self.in_process and not self._fresh and self.mirrors.open_saved(fingerprint=True):
+                if self.in_process and self._fresh:  # created by the engine at its first write
+                    self._mark()
+                    self.mirrors.empty()
+                    self._unwritten = True
+                if self.in_process and (self._unwritten or self.mirrors.open_saved(fingerprint=True)):
                     return
             self._open_engine()
 
@@ -169,7 +171,7 @@ class MilvusStore:
                 if client is not None:
                     client.close()
             finally:
-                self._client = None
+                self._client, self._unwritten = None, False
                 if self._held:
                     self._held = False
                     # The engine closed (its last files written), the lock still held: a saved mirror known to be
@@ -227,8 +229,10 @@ class MilvusStore:
     def _create(self) -> None:
         client = self._client
         data_type = client.DataType if isinstance(client, LiteClient) else pymilvus_types()
-        self.mirrors.empty()  # before the store changes: a saved copy is of the old collections
-        self.epoch += 1  # readers of the old rows (the indexer's manifest) read again
+        if not self._unwritten:  # (a new index was empty already, and so was what its readers read)
+            self.mirrors.empty()  # before the store changes: a saved copy is of the old collections
+            self.epoch += 1  # readers of the old rows (the indexer's manifest) read again
+        self._unwritten = False
         create_collections(client, data_type, self.collection, self.windows_collection, self.dim,
                            lambda: dense_index(client, self.is_local, self.dense_metric))
         if self._fresh:
@@ -307,8 +311,7 @@ class MilvusStore:
 
     def _rest_engine(self) -> None:
         """After a large write, saved: close the engine (the folder stays held), so an idle server holds the mirror
-        alone, not every segment as well (~150 MB more at 10k chunks); the next write opens it again (~0.5 s
-        per 10k chunks, once)."""
+        alone, not every segment as well; the next write opens it again (~0.5 s per 10k chunks, once)."""
         client, self._client = self._client, None
         if client is not None:
             client.close()
@@ -369,8 +372,7 @@ class MilvusStore:
 
     def count(self) -> int:
         with self._lock:
-            rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
-        return int(rows[0]["count(*)"]) if rows else 0
+            return int(self.client.query(self.collection, filter="", output_fields=["count(*)"])[0]["count(*)"])
 
     def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "",
                   only: Collection[str] | None = None) -> dict[str, float]:
