@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 class HashEmbedder:
@@ -25,6 +26,22 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return hashed_vectors(texts, self.dim)
+
+
+def patch_embedder() -> None:
+    """Make the bundled model's embedder answer documents with hashed vectors, the model itself loaded by the first
+    batch all the same (so a process holds what it would: the model's session) and still embedding queries."""
+    from memsearch_lsp.core.embedding import onnx
+
+    real = onnx.FastEmbedEmbedder.embed
+
+    def embed(self: Any, texts: Sequence[str]) -> list[list[float]]:
+        if not getattr(self, "bench_loaded", False):
+            real(self, list(texts[:1]))
+            self.bench_loaded = True
+        return hashed_vectors(texts, self.dim)
+
+    onnx.FastEmbedEmbedder.embed = embed  # type: ignore[method-assign]
 
 
 def hashed_vectors(texts: Sequence[str], dim: int) -> list[list[float]]:

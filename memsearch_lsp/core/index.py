@@ -56,6 +56,15 @@ class IndexStats:
         return data
 
 
+class HandOver(Exception):
+    """The pass would write at least the text it was asked to hand over at (`reconcile(hand_over=...)`); nothing
+    was written: the caller runs it elsewhere (core/process/bulk.py)."""
+
+    def __init__(self, chars: int, files: int):
+        super().__init__(f"{files} files, {chars} characters to index")
+        self.chars, self.files = chars, files
+
+
 @dataclass
 class _FileState:
     file_hash: str  # "<sha256 of the text>:<number of chunks>"
@@ -122,8 +131,9 @@ class Indexer:
         return chunk_markdown(text, source, model=self.model, max_chars=MAX_CHARS)
 
     # -- public operations -----------------------------------------------------------------
-    def reconcile(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
-        """Bring the index in line with the memory files: read them, write what changed, drop what is gone."""
+    def reconcile(self, force: bool = False, progress: Progress | None = None, hand_over: int = 0) -> IndexStats:
+        """Bring the index in line with the memory files: read them, write what changed, drop what is gone.
+        `hand_over`: raise HandOver, writing nothing, when the changed files hold at least that many characters."""
         started = time.perf_counter()
         stats = IndexStats()
         with self.lock:
@@ -132,6 +142,9 @@ class Indexer:
             epoch = self.store.epoch
             texts = self._read_all(files, stats)
             changed = {s: t for s, t in texts.items() if force or self._stale(manifest.get(s), t)}
+            chars = sum(len(t) for t in changed.values())
+            if hand_over and chars >= hand_over:
+                raise HandOver(chars, len(changed))
             for source in changed:
                 if source in manifest:
                     stats.files_modified += 1

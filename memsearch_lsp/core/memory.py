@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -113,6 +114,7 @@ class MemoryFiles:
         base = config or load_config(self.root)
         self.config = base.merged(kwargs_to_settings(settings)) if settings else base
         self._embedder = embedder
+        self.embedder_given = embedder is not None  # not the one the settings name (a test's, a program's own)
         self._lock = threading.RLock()  # lazy composition from several threads
         self.clock: Callable[[], dt.datetime] = clock.now  # "today" and "now"; tests may replace it
 
@@ -267,8 +269,22 @@ class Memory(MemoryFiles):
         _ = self.store
 
     # -- indexing --------------------------------------------------------------------------
-    def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
-        return self.indexer.reconcile(force=force, progress=progress)
+    def index(self, force: bool = False, progress: Progress | None = None, hand_over: int = 0) -> IndexStats:
+        """A full pass (`hand_over`: see Indexer.reconcile)."""
+        return self.indexer.reconcile(force=force, progress=progress, hand_over=hand_over)
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """The index let go (saved, its lock released) for another process to write it meanwhile; everything else
+        that reaches for the index waits until it is taken again, unsaved editor buffers kept."""
+        with self._lock:
+            overlays = dict(self._indexer.overlays) if self._indexer is not None else {}
+            self.close()
+            try:
+                yield
+            finally:
+                self.claim()
+                self.indexer.overlays.update(overlays)
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
         return self.indexer.index_text(source, text, overlay=overlay)

@@ -26,6 +26,7 @@ from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.memory import Memory, index_settings_changed
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
+from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, open_memory
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
@@ -259,7 +260,7 @@ class MemsearchServer(LanguageServer):
                 value = types.WorkDoneProgressReport(message=message, percentage=pct)
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
         try:
-            stats = await self.write(root, "index", force=force, progress=progress)
+            stats = await self.write(root, lambda memory: bulk.index(memory, force=force, progress=progress))
         finally:
             if token is not None:
                 self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))

@@ -212,6 +212,10 @@ class FastEmbedEmbedder:
         return text_embedding(name, specific_model_path=str(folder.path), local_files_only=True,
                               cache_dir=cache, threads=self.threads)
 
+    def warm(self) -> None:
+        """Load the model now (not with the first text)."""
+        self._load()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._run([self.document_prefix + t for t in texts] if self.document_prefix else texts)
 
