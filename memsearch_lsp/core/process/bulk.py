@@ -36,7 +36,7 @@ from memsearch_lsp.core.store.milvus import IndexBusy
 
 log = logging.getLogger(__name__)
 
-CHILD = [sys.executable, "-m", __name__]  # the child's command line
+CHILD = [sys.executable, "-m", "memsearch_lsp.core.process.bulk"]  # the child process
 BULK_CHARS = 256 * 1024  # text to write from which a pass runs in a child (~500 chunks: tens of seconds to embed)
 CLAIM_WAIT_S = 10.0  # how long the child waits for the folder (the parent has just let it go)
 
@@ -121,7 +121,9 @@ def main() -> int:
     os.dup2(2, 1)  # anything else printed goes to stderr
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="memsearch-lsp index: %(message)s")
     order = json.loads(sys.stdin.readline())
-    threading.Thread(target=_exit_with_parent, args=(sys.stdin,), name="memsearch-parent", daemon=True).start()
+    finished = threading.Event()
+    threading.Thread(target=_exit_with_parent, args=(sys.stdin, finished), name="memsearch-parent",
+                     daemon=True).start()
 
     def progress(done: int, total: int, message: str) -> None:
         report.write(json.dumps({"progress": [done, total, message]}) + "\n")
@@ -135,8 +137,10 @@ def main() -> int:
             memory.close()  # the mirror saved, the folder stamped and let go: the parent opens it from there
     except Exception as exc:
         log.debug("the index pass failed", exc_info=True)
+        finished.set()
         report.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return 1
+    finished.set()
     report.write(json.dumps({"stats": stats.to_dict()}) + "\n")
     return 0
 
@@ -153,11 +157,12 @@ def _claim(memory: Memory) -> None:
             time.sleep(0.1)
 
 
-def _exit_with_parent(stdin: IO[str]) -> None:
-    """The parent closed our stdin (it finished reading, or it is gone): a pass still running ends now (a write cut
+def _exit_with_parent(stdin: IO[str], finished: threading.Event) -> None:
+    """The parent closed our stdin (it is gone, or it read our answer): a pass still running ends now (a write cut
     short is safe: the index is checked at its next opening)."""
     stdin.read()
-    os._exit(3)
+    if not finished.is_set():
+        os._exit(3)
 
 
 if __name__ == "__main__":
