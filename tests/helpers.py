@@ -373,11 +373,12 @@ async def hover_text(session: Session, doc: str, line: int, character: int) -> s
 FAST = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
 
 
-async def start(workspace: Path, profile: str = "visual_studio_code") -> Session:
+async def start(workspace: Path, profile: str = "visual_studio_code", now: str | None = None) -> Session:
+    """A server started by hand; `now`: its clock (MEMSEARCH_NOW), else the real one."""
     client = LanguageClient()
     for method, handler in DEFAULT_CLIENT_FEATURES.items():
         client.feature(method)(handler)
-    await client.start_io(*SERVER)
+    await client.start_io(*SERVER, env=None if now is None else {**os.environ, "MEMSEARCH_NOW": now})
     session = Session(client, workspace, profile)
     await session.start(capabilities(profile), FAST)
     return session

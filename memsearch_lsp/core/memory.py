@@ -51,8 +51,6 @@ log = logging.getLogger(__name__)
 INDEX_DIR = ".memsearch"
 MIN_ID_PREFIX = 4  # `expand` takes a unique prefix of a chunk id this long or longer
 MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
-
-
 LONG_TERM = "MEMORY.md"
 LONG_TERM_TEXT = "# Long-term memory\n\n"
 MAX_DAY_FILES = 99  # YYYY-MM-DD.md, then YYYY-MM-DD.2.md ... when a log is full or unreadable
@@ -270,13 +268,11 @@ class Memory(MemoryFiles):
 
     # -- indexing --------------------------------------------------------------------------
     def index(self, force: bool = False, progress: Progress | None = None, hand_over: int = 0) -> IndexStats:
-        """A full pass (`hand_over`: see Indexer.reconcile)."""
         return self.indexer.reconcile(force=force, progress=progress, hand_over=hand_over)
 
     @contextlib.contextmanager
     def released(self) -> Iterator[None]:
-        """The index let go (saved, its lock released) for another process to write it meanwhile; everything else
-        that reaches for the index waits until it is taken again, unsaved editor buffers kept."""
+        """The index let go (saved, unlocked) for another process to write; what else reaches for it waits."""
         with self._lock:
             overlays = dict(self._indexer.overlays) if self._indexer is not None else {}
             self.close()
@@ -284,7 +280,7 @@ class Memory(MemoryFiles):
                 yield
             finally:
                 self.claim()
-                self.indexer.overlays.update(overlays)
+                self.indexer.overlays.update(overlays)  # unsaved editor buffers: still the truth for their files
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
         return self.indexer.index_text(source, text, overlay=overlay)

@@ -117,7 +117,7 @@ async def test_mcp_alone_owns_the_index(tmp_path: Path) -> None:
 
 async def test_mcp_beside_a_running_language_server(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    lsp = await start(ws)
+    lsp = await start(ws, now=NOW)  # the MCP server's clock: "since 1d" is resolved by the index's owner
     try:
         await lsp.wait_indexed()
         async with mcp_session(ws) as session:
