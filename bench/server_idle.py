@@ -3,7 +3,9 @@
 `python -m bench.server_idle [--chunks N] [--rounds R]` (default 10000 chunks, 3 rounds). Each round copies the
 bench corpus into a new workspace with no index, starts `memsearch-lsp serve` on it, waits for the start-up
 reconcile's `memsearch/indexed` (the full index), leaves the server alone for IDLE_S and reads its RSS, asks one
-`workspace/symbol` query (the model answers it) and reads it again; then the same on a restart over that index.
+`workspace/symbol` query (the model answers it) and reads it again, then appends a note to a log as an agent would
+(`workspace/didChangeWatchedFiles`: the server writes it into the index itself) and reads it once more; then the
+same on a restart over that index.
 
 The server runs with the bundled model loaded and answering queries, but the documents' vectors are sha256-seeded
 (`bench/hashed_site`, which reaches the child process a server indexes a large pass in as well; as `bench.hashed`: a
@@ -52,8 +54,16 @@ def one(root: Path) -> dict[str, float]:
         idle = client.rss_mib()
         client.request("workspace/symbol", {"query": "deploy the database"})
         time.sleep(IDLE_S)
-        return {"ready_s": ready - client.t_spawn, "idle_rss_mib": idle, "searched_rss_mib": client.rss_mib(),
-                "peak_rss_mib": max([client.peak_rss_mib(), *sampled])}
+        searched = client.rss_mib()
+        log = sorted((root / "memory").rglob("*.md"))[0]  # an agent appends a note: written by the server itself
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(f"\n## Bench note {time.time_ns()}\n\nThe staging database deploy moved to Friday.\n")
+        mark = client.mark()
+        client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": log.as_uri(), "type": 2}]})
+        client.wait_notification("memsearch/indexed", after=mark, timeout=600)
+        time.sleep(IDLE_S)
+        return {"ready_s": ready - client.t_spawn, "idle_rss_mib": idle, "searched_rss_mib": searched,
+                "edited_rss_mib": client.rss_mib(), "peak_rss_mib": max([client.peak_rss_mib(), *sampled])}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -76,12 +86,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = []
     for case, runs in results.items():
         row: dict[str, Any] = {"case": case, "chunks": args.chunks, "rounds": len(runs)}
-        for key in ("idle_rss_mib", "searched_rss_mib", "peak_rss_mib", "ready_s"):
+        for key in ("idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib", "ready_s"):
             values = [r[key] for r in runs]
             row[key] = f"{min(values):.0f} / {statistics.median(values):.0f} / {max(values):.0f}" if key != "ready_s" \
                 else f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
         rows.append(emit("server_idle", row))
-    table(rows, ["case", "chunks", "rounds", "idle_rss_mib", "searched_rss_mib", "peak_rss_mib", "ready_s"],
+    table(rows, ["case", "chunks", "rounds", "idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib",
+                 "ready_s"],
           "server RSS (MiB) idle, min / median / max")
 
 
