@@ -118,6 +118,8 @@ class MemoryFiles:
 
     @property
     def embedder(self) -> Embedder:
+        if self._embedder is not None:  # no lock once made: the editor's thread asks while an index pass holds it
+            return self._embedder
         with self._lock:
             if self._embedder is None:
                 self._embedder = create_embedder(self.config.embedding, root=self.root)
@@ -211,8 +213,7 @@ class Memory(MemoryFiles):
 
     @property
     def index_dir(self) -> Path:
-        """`.memsearch/`, made private: created 0700, or a real folder of this user tightened to 0700
-        (files 0600); a link or another user's folder raises files.UnsafeFolder before anything is written."""
+        """`.memsearch/`, private (0700, files 0600); a link or another user's folder raises files.UnsafeFolder."""
         return private_folder(self.root / INDEX_DIR)
 
     @property
@@ -345,8 +346,7 @@ class Memory(MemoryFiles):
                              archive_dir=self.archive_dir, only=only)
 
     def expand(self, chunk_id: str) -> Expanded | None:
-        """The chunk with this id, or with the one id that starts with it (at least 4 hex characters);
-        None when none does, AmbiguousId when several do."""
+        """The chunk with this id or the one id it starts (>= 4 hex characters); None, or AmbiguousId for several."""
         key = chunk_id.strip().lower()
         row = self.store.get(key) if len(key) == 16 else None
         if row is None and MIN_ID_PREFIX <= len(key) < 16 and all(c in "0123456789abcdef" for c in key):

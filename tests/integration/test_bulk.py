@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,29 @@ def test_a_child_killed_mid_pass_leaves_a_whole_index(
     manifest = memory.indexer.manifest()
     assert sum(len(s.ids) for s in manifest.values()) == expected.chunks_total
     assert all(_results(memory)) and _results(memory) == _through_the_engine(memory)
+
+
+def test_while_the_child_indexes_searches_wait_and_the_outline_answers_at_once(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor's document symbols (`outline`, on the server's event loop) never wait for the pass; a search
+    (on a worker thread) waits for the index to be taken back, then finds what the child wrote."""
+    real = bulk.run_child
+    found: dict[str, Any] = {}
+
+    def while_it_runs(*args: Any) -> IndexStats:
+        outline = threading.Thread(target=lambda: found.update(outline=memory.outline("memory/x.md", "# A\n\nb\n")))
+        search = threading.Thread(target=lambda: found.update(search=memory.search("redis ttl")))
+        outline.start()
+        search.start()
+        outline.join(10)
+        assert "outline" in found, "the outline waited for the pass"
+        search.join(0.5)
+        assert search.is_alive() and "search" not in found, "the search did not wait for the index"
+        found["thread"] = search
+        return real(*args)
+
+    monkeypatch.setattr(bulk, "run_child", while_it_runs)
+    bulk.index(memory, at=AT)
+    found["thread"].join(30)
+    assert [c.heading for c in found["outline"]] == ["A"]
+    assert found["search"] and found["search"][0].source == "memory/MEMORY.md"
