@@ -275,8 +275,10 @@ class Memory(MemoryFiles):
     def released(self) -> Iterator[None]:
         """The index let go (saved, unlocked) for another process to write; what else reaches for it waits."""
         with self._lock:
-            overlays = dict(self._indexer.overlays) if self._indexer is not None else {}
-            self.close()
+            indexer = self._indexer
+            with indexer.lock if indexer is not None else contextlib.nullcontext():  # a write under way ends first
+                overlays = dict(indexer.overlays) if indexer is not None else {}
+                self.close()
             try:
                 yield
             finally:
@@ -358,9 +360,8 @@ class Memory(MemoryFiles):
         return to_expanded(row, self.archive_dir) if row else None
 
     def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
-        """Memories from other files that resemble `chunk` (the nearest ones: a whole chunk as the query
-        covers a small share of any other chunk's terms, so the relevance floor, made for typed queries,
-        does not apply)."""
+        """Memories from other files that resemble `chunk`, the nearest ones (no relevance floor: made for typed
+        queries, while a whole chunk as the query covers a small share of any other chunk's terms)."""
         query = f"{chunk.heading}\n{chunk.content}"[:2000]
         return hybrid_search(self.store, self.embedder, self.df, query, replace(self.config.search, min_score=0.0),
                              top_k, exclude_source=chunk.source, archive_dir=self.archive_dir)
@@ -446,5 +447,4 @@ class Memory(MemoryFiles):
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
-        self._store = None
-        self._indexer = None
+        self._store, self._indexer = None, None

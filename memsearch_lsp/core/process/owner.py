@@ -32,6 +32,7 @@ from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, with_index_settings
 from memsearch_lsp.core.notes import clean_note
+from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store.milvus import IndexBusy, locked_by_other
 from memsearch_lsp.version import __version__
@@ -233,7 +234,9 @@ class OwnerServer:
         self.last_call = time.monotonic()
         if op == "ping":
             return {"pid": os.getpid(), "version": __version__, "process": self.process}
-        if op in ("index", "index_text", "index_file", "remove"):
+        if op == "index":  # a large pass in a child process (bulk.py), as the owner's own
+            return _stats(bulk.index(m, force=bool(args.get("force"))))
+        if op in ("index_text", "index_file", "remove"):
             return _stats(getattr(m, op)(**args))
         if op == "search":
             return [asdict(h) for h in m.search(args.pop("query"), args.pop("top_k", None), **args)]
