@@ -55,6 +55,12 @@ class IndexStats:
         data["seconds"] = round(self.seconds, 3)
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IndexStats:
+        """The stats as `to_dict` (or `asdict`) gave them, from another process."""
+        notes = {key: [Skipped(**item) for item in data.get(key, [])] for key in ("skipped", "warnings")}
+        return cls(**{**data, **notes})
+
 
 class HandOver(Exception):
     """The pass would write at least the text it was asked to hand over at (`reconcile(hand_over=...)`); nothing

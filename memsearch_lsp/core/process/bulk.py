@@ -29,7 +29,6 @@ from typing import IO, Any
 
 from memsearch_lsp.config import CONVERTER, Config
 from memsearch_lsp.core.api import MemoryApi
-from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import HandOver, IndexStats, Progress
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store.milvus import IndexBusy
@@ -107,12 +106,7 @@ def run_child(root: Path, config: Config, force: bool, progress: Progress | None
         code = child.wait()
     if code != 0 or not isinstance(answer.get("stats"), dict):
         raise ChildFailed(answer.get("error") or f"exit status {code}")
-    return _stats(answer["stats"])
-
-
-def _stats(data: dict[str, Any]) -> IndexStats:
-    notes = {k: [Skipped(**item) for item in data.get(k, [])] for k in ("skipped", "warnings")}
-    return IndexStats(**{**data, **notes})
+    return IndexStats.from_dict(answer["stats"])
 
 
 # -- the child -----------------------------------------------------------------------------------

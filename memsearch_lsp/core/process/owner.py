@@ -28,7 +28,6 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import MemoryApi, Remembered
 from memsearch_lsp.core.chunks import Chunk
-from memsearch_lsp.core.files import Skipped
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, with_index_settings
 from memsearch_lsp.core.notes import clean_note
@@ -259,13 +258,6 @@ class OwnerServer:
 
 
 # -- the client side ---------------------------------------------------------------------------
-def _to_stats(data: dict[str, Any]) -> IndexStats:
-    data = dict(data)
-    for key in ("skipped", "warnings"):
-        data[key] = [Skipped(**s) for s in data.get(key, [])]
-    return IndexStats(**data)
-
-
 class RemoteMemory(MemoryFiles):
     """A memory whose index another process owns: every index operation (`IndexApi`) goes over the
     owner's socket; files and settings are read locally (`MemoryFiles`)."""
@@ -304,16 +296,16 @@ class RemoteMemory(MemoryFiles):
         return False
 
     def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
-        return _to_stats(self._call("index", force=force))
+        return IndexStats.from_dict(self._call("index", force=force))
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
-        return _to_stats(self._call("index_text", source=source, text=text, overlay=overlay))
+        return IndexStats.from_dict(self._call("index_text", source=source, text=text, overlay=overlay))
 
     def index_file(self, source: str) -> IndexStats:
-        return _to_stats(self._call("index_file", source=source))
+        return IndexStats.from_dict(self._call("index_file", source=source))
 
     def remove(self, source: str) -> IndexStats:
-        return _to_stats(self._call("remove", source=source))
+        return IndexStats.from_dict(self._call("remove", source=source))
 
     def reset(self) -> None:
         self._call("reset")
@@ -341,7 +333,7 @@ class RemoteMemory(MemoryFiles):
         data = self._call("remember", text=clean_note(text), heading=heading, now=(now or self.clock()).isoformat(),
                           long_term=long_term)
         chunks = tuple(Chunk(**dict(c, heading_path=tuple(c["heading_path"]))) for c in data["chunks"])
-        return Remembered(data["source"], chunks, _to_stats(data["stats"]))
+        return Remembered(data["source"], chunks, IndexStats.from_dict(data["stats"]))
 
     def owner_process(self) -> str:
         """What owns the index, for messages: e.g. "memsearch-lsp serve for Neovim (pid 4242)"."""
