@@ -31,12 +31,17 @@ from typing import Any
 IDLE_S = 5.0
 
 
-def one(root: Path) -> dict[str, float]:
+def hashed_env() -> dict[str, str]:
+    """The environment in which a server and the child processes it starts embed documents by sha256."""
     from bench.common import ROOT
+
+    return {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench" / "hashed_site")]), "BENCH_HASHED": "1"}
+
+
+def one(root: Path) -> dict[str, float]:
     from bench.lsp_client import LspClient
 
-    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench" / "hashed_site")]), "BENCH_HASHED": "1"}
-    with LspClient(cwd=root, env=env) as client:
+    with LspClient(cwd=root, env=hashed_env()) as client:
         sampled: list[float] = []
         indexed = threading.Event()
 

@@ -132,3 +132,24 @@ def test_smallfiles_raw_run_embeds_exactly_what_the_indexer_embeds(workspace: Pa
     texts, chunks = embedded_texts(workspace / "memory", recording.model_name)
     assert chunks == stats.chunks_total and Counter(recording.texts) == Counter(texts)
     assert stats.chunks_total > stats.chunks_embedded  # the copy's chunks were embedded once, with the original's
+
+
+def test_server_idle_embeds_by_sha256_in_the_server_and_its_children(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench.server_idle: any Python process started with its environment (the server, the child a large pass
+    runs in) has the hashed embedder; one round on a small corpus gives every figure."""
+    import os
+    import subprocess
+    import sys
+
+    from bench import server_idle
+
+    probe = "from memsearch_lsp.core.embedding import onnx; print(onnx.FastEmbedEmbedder.embed.__qualname__)"
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **server_idle.hashed_env()},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "patch_embedder.<locals>.embed"
+    generate(tmp_path, 300, seed=3)
+    monkeypatch.setattr(server_idle, "IDLE_S", 0.2)
+    figures = server_idle.one(tmp_path)
+    assert set(figures) == {"ready_s", "idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib"}
+    assert 0 < figures["idle_rss_mib"] <= figures["peak_rss_mib"] and figures["ready_s"] > 0
