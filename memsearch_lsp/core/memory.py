@@ -18,7 +18,6 @@ from memsearch_lsp.core.api import Remembered
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embedding.onnx import Embedder, create_embedder, reads
 from memsearch_lsp.core.files import (
-    MAX_FILE_BYTES,
     glob_match,
     is_memory_source,
     private_folder,
@@ -27,14 +26,13 @@ from memsearch_lsp.core.files import (
 )
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
-    Addition,
-    NoteError,
-    append_note,
+    LONG_TERM,
+    LONG_TERM_TEXT,
+    append_to_day,
     clean_heading,
     clean_note,
     insert_in_section,
-    read_note_file,
-    write_note_file,
+    write_note,
 )
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search.bm25 import DfTable
@@ -51,15 +49,6 @@ log = logging.getLogger(__name__)
 INDEX_DIR = ".memsearch"
 MIN_ID_PREFIX = 4  # `expand` takes a unique prefix of a chunk id this long or longer
 MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
-LONG_TERM = "MEMORY.md"
-LONG_TERM_TEXT = "# Long-term memory\n\n"
-MAX_DAY_FILES = 99  # YYYY-MM-DD.md, then YYYY-MM-DD.2.md ... when a log is full or unreadable
-
-
-class _NextFile(Exception):
-    """This log cannot take the note cleanly; the day's next file can."""
-
-
 T = TypeVar("T")
 
 
@@ -406,43 +395,14 @@ class Memory(MemoryFiles):
         title = clean_heading(heading) or ("Notes" if long_term else when.strftime("%H:%M"))
         with self._appending:
             if long_term:
-                path = self.memory_folder() / LONG_TERM
-                source, addition = self._write(path, lambda before, src: insert_in_section(before, body, title, src),
-                                               LONG_TERM_TEXT)
+                source, addition = write_note(self.memory_folder() / LONG_TERM, self.source_of, LONG_TERM_TEXT,
+                                              lambda before, src: insert_in_section(before, body, title, src))
             else:
-                source, addition = self._append_to_day(when.date(), body, title)
+                source, addition = append_to_day(self.memory_folder(), when.date(), body, title, self.source_of)
             stats = self.index_file(source)
         chunks = [c for c in self.indexer.chunk(source, addition.text)
                   if c.end_line >= addition.first and c.start_line <= addition.last]
         return Remembered(source, tuple(chunks), stats)
-
-    def _append_to_day(self, day: dt.date, body: str, title: str) -> tuple[str, Addition]:
-        for n in range(1, MAX_DAY_FILES + 1):
-            name = f"{day.isoformat()}.md" if n == 1 else f"{day.isoformat()}.{n}.md"
-            header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
-            try:
-                return self._write(self.memory_folder() / name,
-                                   lambda before, src: append_note(before, body, title, src), header)
-            except _NextFile as why:
-                log.info("%s: %s; the note goes to the day's next file", name, why)
-        raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
-
-    def _write(self, path: Path, add: Callable[[str, str], Addition | None], header: str) -> tuple[str, Addition]:
-        source = self.source_of(path)  # PathError before anything is written outside the workspace
-        found = read_note_file(path, source)
-        before = header if found is None else found[0]
-        if found is not None and found[1] and not found[0]:
-            raise _NextFile(found[1])
-        addition = add(before, source)
-        if addition is None:
-            raise _NextFile("the note would not start a section of its own there")
-        if found is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.source_of(path)  # the folder may be a link to outside
-        elif len(addition.text.encode("utf-8")) > MAX_FILE_BYTES:
-            raise _NextFile(f"it would grow past {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-        write_note_file(path, None if found is None else before, addition)
-        return source, addition
 
     def close(self) -> None:
         if self._store is not None:

@@ -9,17 +9,20 @@ of its own is never appended (`core.memory.Memory.remember` then takes the day's
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline
-from memsearch_lsp.core.files import read_text
+from memsearch_lsp.core.files import MAX_FILE_BYTES, read_text
+from memsearch_lsp.core.onboard import daily_log_text
 
 log = logging.getLogger(__name__)
 
@@ -223,3 +226,48 @@ def _replace(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+LONG_TERM = "MEMORY.md"
+LONG_TERM_TEXT = "# Long-term memory\n\n"
+MAX_DAY_FILES = 99  # YYYY-MM-DD.md, then YYYY-MM-DD.2.md ... when a log is full or unreadable
+
+
+class _NextFile(Exception):
+    """This log cannot take the note cleanly; the day's next file can."""
+
+
+def append_to_day(folder: Path, day: dt.date, body: str, title: str,
+                  source_of: Callable[[Path], str]) -> tuple[str, Addition]:
+    """Append the note to the day's log in `folder` (under `title`), or to the day's next file when a log cannot
+    take it cleanly; its source and where it went."""
+    for n in range(1, MAX_DAY_FILES + 1):
+        name = f"{day.isoformat()}.md" if n == 1 else f"{day.isoformat()}.{n}.md"
+        header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
+        try:
+            return write_note(folder / name, source_of, header,
+                              lambda before, src: append_note(before, body, title, src))
+        except _NextFile as why:
+            log.info("%s: %s; the note goes to the day's next file", name, why)
+    raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
+
+
+def write_note(path: Path, source_of: Callable[[Path], str], header: str,
+               add: Callable[[str, str], Addition | None]) -> tuple[str, Addition]:
+    """Add to the note file at `path` (`header` starts a new one) what `add(text before, source)` makes; _NextFile
+    when it cannot take it cleanly. `source_of` raises PathError for a path outside the workspace."""
+    source = source_of(path)  # PathError before anything is written outside the workspace
+    found = read_note_file(path, source)
+    before = header if found is None else found[0]
+    if found is not None and found[1] and not found[0]:
+        raise _NextFile(found[1])
+    addition = add(before, source)
+    if addition is None:
+        raise _NextFile("the note would not start a section of its own there")
+    if found is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        source_of(path)  # the folder may be a link to outside
+    elif len(addition.text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise _NextFile(f"it would grow past {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    write_note_file(path, None if found is None else before, addition)
+    return source, addition

@@ -13,7 +13,7 @@ from typing_extensions import TypedDict
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
 from memsearch_lsp.core.memory import MemoryFiles
-from memsearch_lsp.core.notes import open_fence
+from memsearch_lsp.core.notes import LONG_TERM, open_fence
 
 
 class NoteData(TypedDict):
@@ -34,7 +34,6 @@ class NoteData(TypedDict):
 NoteData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 SUMMARY = re.compile(r"(?:^|/)summary-[^/]+\.md$")
-LONG_TERM = "MEMORY.md"
 
 
 @dataclass(frozen=True)
