@@ -38,7 +38,7 @@ from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
 from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
-from memsearch_lsp.core.store.milvus import MilvusStore, remove_index
+from memsearch_lsp.core.store.milvus import IndexBusy, MilvusStore, remove_index
 from memsearch_lsp.version import __version__
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 INDEX_DIR = ".memsearch"
 MIN_ID_PREFIX = 4  # `expand` takes a unique prefix of a chunk id this long or longer
 MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
+HANDOVER_WAIT_S = 5.0  # how long a read waits for an index a child process of ours is writing (Memory.released)
 T = TypeVar("T")
 
 
@@ -187,6 +188,7 @@ class Memory(MemoryFiles):
         self._store: MilvusStore | None = None
         self._indexer: Indexer | None = None
         self._appending = threading.Lock()  # one remember() at a time appends to a log
+        self._back: threading.Event | None = None  # set when the index another process writes is back (`released`)
 
     # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
@@ -205,9 +207,23 @@ class Memory(MemoryFiles):
         """`.memsearch/`, private (0700, files 0600); a link or another user's folder raises files.UnsafeFolder."""
         return private_folder(self.root / INDEX_DIR)
 
+    @contextlib.contextmanager
+    def _present(self) -> Iterator[None]:
+        """The lock, once the index is here: while another process of ours writes it (`released`), a caller waits
+        HANDOVER_WAIT_S at most, then gets IndexBusy."""
+        while True:
+            back = self._back
+            if back is not None and not back.wait(HANDOVER_WAIT_S):
+                raise IndexBusy(f"the index of {self.root.name} is being built in a child process of its owner; "
+                                "try again when that pass ends")
+            with self._lock:
+                if self._back is None:
+                    yield
+                    return
+
     @property
     def store(self) -> MilvusStore:
-        with self._lock:
+        with self._present():
             if self._store is None:
                 _ = self.index_dir
                 store = MilvusStore(self.uri, self.collection, self._dim(), token=self.config.milvus.token)
@@ -222,7 +238,7 @@ class Memory(MemoryFiles):
 
     @property
     def indexer(self) -> Indexer:
-        with self._lock:
+        with self._present():
             if self._indexer is None:
                 df = DfTable(self.index_dir / f"bm25-{self.collection}.json")
                 self._indexer = Indexer(self.root, self.config, self.store, self.embedder, df)
@@ -262,17 +278,24 @@ class Memory(MemoryFiles):
 
     @contextlib.contextmanager
     def released(self) -> Iterator[None]:
-        """The index let go (saved, unlocked) for another process to write; what else reaches for it waits."""
+        """The index let go (saved, unlocked) for another process to write; what reaches for it meanwhile waits
+        (`_present`), and is let in once it is taken again, with its unsaved editor buffers."""
         with self._lock:
             indexer = self._indexer
             with indexer.lock if indexer is not None else contextlib.nullcontext():  # a write under way ends first
                 overlays = dict(indexer.overlays) if indexer is not None else {}
                 self.close()
-            try:
-                yield
-            finally:
-                self.claim()
-                self.indexer.overlays.update(overlays)  # unsaved editor buffers: still the truth for their files
+            back = self._back = threading.Event()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._back = None
+                try:
+                    self.claim()
+                    self.indexer.overlays.update(overlays)
+                finally:
+                    back.set()
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
         return self.indexer.index_text(source, text, overlay=overlay)

@@ -22,6 +22,7 @@ from memsearch_lsp.core.index import HandOver, IndexStats
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.store import lite, snapshot
+from memsearch_lsp.core.store.milvus import IndexBusy
 from tests.fakes import FakeEmbedder
 
 QUERIES = ["redis ttl", "deploy the database", "kangaroo paddock fence ranger"]
@@ -191,3 +192,31 @@ def test_while_the_child_indexes_searches_wait_and_the_outline_answers_at_once(
     found["thread"].join(30)
     assert [c.heading for c in found["outline"]] == ["A"]
     assert found["search"] and found["search"][0].source == "memory/MEMORY.md"
+
+
+def test_a_read_waits_a_bounded_time_for_a_long_pass_then_says_the_index_is_being_built(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memsearch_lsp.core.memory as memory_module
+
+    monkeypatch.setattr(memory_module, "HANDOVER_WAIT_S", 0.2)
+    real = bulk.run_child
+    seen: list[BaseException] = []
+
+    def slow(*args: Any) -> IndexStats:  # a long pass: another thread's search gives up first
+        reader = threading.Thread(target=lambda: _catch(seen, lambda: memory.search("redis ttl")))
+        reader.start()
+        reader.join(10)
+        return real(*args)
+
+    monkeypatch.setattr(bulk, "run_child", slow)
+    bulk.index(memory, at=AT)
+    assert len(seen) == 1 and isinstance(seen[0], IndexBusy)
+    assert "being built in a child process" in str(seen[0])
+    assert memory.search("redis ttl"), "once the pass is over, searches answer"
+
+
+def _catch(seen: list[BaseException], call: Any) -> None:
+    try:
+        call()
+    except BaseException as exc:  # recorded for the test
+        seen.append(exc)

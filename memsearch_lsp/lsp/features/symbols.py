@@ -8,7 +8,7 @@ import heapq
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from memsearch_lsp.core.files import read_text
 from memsearch_lsp.core.search.hybrid import Hit
+from memsearch_lsp.core.store.milvus import IndexBusy
 from memsearch_lsp.lsp import convert
 
 if TYPE_CHECKING:
@@ -104,9 +105,19 @@ async def search_all(ls: MemsearchServer, query: str, limit: int, **filters: Any
     """Hybrid search in every root, merged best first (`filters`: see search_filters)."""
     query = query_text(query)
     roots = await ready_roots(ls)
-    results = await asyncio.gather(*(ls.read(r.memory.search, query, limit, **filters) for r in roots))
+    results = await asyncio.gather(*(while_indexed(ls.read(r.memory.search, query, limit, **filters))
+                                     for r in roots))
     merged = [(root, hit) for root, hits in zip(roots, results) for hit in hits]
     return heapq.nlargest(limit, merged, key=lambda pair: pair[1].score)
+
+
+async def while_indexed(reading: Awaitable[list[Hit]]) -> list[Hit]:
+    """What a root answers; nothing while a child process builds its index (its first pass of a large memory)."""
+    try:
+        return await reading
+    except IndexBusy as exc:
+        log.info("%s; answering without it", exc)
+        return []
 
 
 def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tuple[Root, Hit, types.Range]]:
@@ -130,7 +141,7 @@ def register(server: MemsearchServer) -> None:
         query = query_text(params.query).strip()
         if not query:
             roots = await ready_roots(ls)
-            pairs = [(r, h) for r in roots for h in await ls.read(r.memory.headings)]
+            pairs = [(r, h) for r in roots for h in await while_indexed(ls.read(r.memory.headings))]
         else:
             limit = max((r.memory.config.search.symbol_limit for r in ls.roots.values()), default=20)
             pairs = await search_all(ls, query, limit)
