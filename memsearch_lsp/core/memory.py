@@ -38,6 +38,7 @@ from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
 from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
+from memsearch_lsp.core.store.lite import lend, take_back
 from memsearch_lsp.core.store.milvus import IndexBusy, MilvusStore, remove_index
 from memsearch_lsp.version import __version__
 
@@ -277,20 +278,24 @@ class Memory(MemoryFiles):
         return self.indexer.reconcile(force=force, progress=progress, hand_over=hand_over)
 
     @contextlib.contextmanager
-    def released(self) -> Iterator[None]:
-        """The index let go (saved, unlocked) for another process to write; what reaches for it meanwhile waits
-        (`_present`), and is let in once it is taken again, with its unsaved editor buffers."""
+    def released(self) -> Iterator[int]:
+        """The local index lent to a child process to write (saved, its engine closed; the descriptor of its lock,
+        to pass on: core/store/lite.lend); what reaches for it meanwhile waits (`_present`), and is let in once it
+        is taken back, with its unsaved editor buffers."""
         with self._lock:
+            self.claim()
             indexer = self._indexer
             with indexer.lock if indexer is not None else contextlib.nullcontext():  # a write under way ends first
                 overlays = dict(indexer.overlays) if indexer is not None else {}
+                lock_fd = lend(self.uri)
                 self.close()
             back = self._back = threading.Event()
         try:
-            yield
+            yield lock_fd
         finally:
             with self._lock:
                 self._back = None
+                take_back(self.uri)
                 try:
                     self.claim()
                     self.indexer.overlays.update(overlays)

@@ -172,6 +172,9 @@ def test_while_the_child_indexes_searches_wait_and_the_outline_answers_at_once(
         memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """An editor's document symbols (`outline`, on the server's event loop) never wait for the pass; a search
     (on a worker thread) waits for the index to be taken back, then finds what the child wrote."""
+    import memsearch_lsp.core.memory as memory_module
+
+    monkeypatch.setattr(memory_module, "HANDOVER_WAIT_S", 120.0)  # a busy machine: the child may take a while
     real = bulk.run_child
     found: dict[str, Any] = {}
 
@@ -220,3 +223,39 @@ def _catch(seen: list[BaseException], call: Any) -> None:
         call()
     except BaseException as exc:  # recorded for the test
         seen.append(exc)
+
+
+HOLDER = """
+import fcntl, os, sys
+fd = os.open(os.path.join(sys.argv[1], "LOCK"), os.O_RDWR)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("taken")
+except OSError:
+    print("held")
+"""
+
+
+def test_the_folder_is_never_free_while_it_is_lent_to_the_child(memory: Memory,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock passes to the child with the descriptor that holds it: another process (a CLI that would find the
+    owner gone, a bare Milvus Lite) cannot take the folder before the child starts, while it runs, or after it."""
+    real = bulk.run_child
+    uri = memory.uri
+    tries: list[str] = []
+
+    def probe() -> None:
+        tries.append(subprocess.run([sys.executable, "-c", HOLDER, uri], capture_output=True, text=True,
+                                    check=True).stdout.strip())
+
+    def around(*args: Any) -> IndexStats:
+        probe()  # lent, the child not started yet
+        done = real(*args)
+        probe()  # the child gone, not taken back yet
+        return done
+
+    monkeypatch.setattr(bulk, "run_child", around)
+    stats = bulk.index(memory, at=AT)
+    probe()
+    assert tries == ["held", "held", "held"] and stats.files_added > 0
+    assert not lite.engine_open(uri) and uri in lite.opened()

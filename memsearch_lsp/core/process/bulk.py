@@ -3,8 +3,9 @@
 Writing a local index loads the Milvus Lite engine with pyarrow and faiss (~70 MB that no process can unload)
 and leaves the heap a bulk write grew; searching needs neither (the saved mirror answers). So the language
 server hands a full pass that would write at least BULK_CHARS of text (a new workspace, a model change, a
-forced re-index) to `python -m memsearch_lsp.core.process.bulk`: it lets the index go (`Memory.released`:
-saved, its lock released; everything else that reaches for the index waits), the child takes the folder,
+forced re-index) to `python -m memsearch_lsp.core.process.bulk`: it lends the index (`Memory.released`: saved,
+its engine closed, its lock passed on with the descriptor that holds it, so no other process can take the folder
+in between; everything else that reaches for the index waits), the child holds the folder through it,
 indexes with the very same settings (sent on its stdin, never read from the workspace again) and saves the
 mirror, and the server takes the index back from that saved state, then indexes here what changed meanwhile
 (and unsaved editor buffers); it loads its own model then, for the searches that follow. A child that
@@ -31,6 +32,7 @@ from memsearch_lsp.config import CONVERTER, Config
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.index import HandOver, IndexStats, Progress
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.store.lite import adopt
 from memsearch_lsp.core.store.milvus import IndexBusy
 
 log = logging.getLogger(__name__)
@@ -56,8 +58,8 @@ def index(memory: MemoryApi, force: bool = False, progress: Progress | None = No
         log.info("%s: %s; indexing them in a child process", memory.root.name, work)
     started = time.perf_counter()
     try:
-        with memory.released():
-            done = run_child(memory.root, memory.config, force, progress)
+        with memory.released() as lock_fd:
+            done = run_child(memory.root, memory.config, force, progress, lock_fd)
     except ChildFailed as exc:
         log.warning("%s: the index pass in a child process failed (%s); indexing in this process",
                     memory.root.name, exc)
@@ -79,12 +81,15 @@ def _warm(embedder: Any) -> None:
             log.debug("loading the model: %s", exc)
 
 
-def run_child(root: Path, config: Config, force: bool, progress: Progress | None) -> IndexStats:
-    """Index `root` with `config` in a child process (the folder must be free for it to take); its stats."""
-    order = json.dumps({"root": str(root), "config": CONVERTER.unstructure(config), "force": force})
+def run_child(root: Path, config: Config, force: bool, progress: Progress | None,
+              lock_fd: int | None = None) -> IndexStats:
+    """Index `root` with `config` in a child process: its stats. `lock_fd`: the index folder's lock, lent to it
+    (Memory.released), else the folder must be free for it to take."""
+    order = json.dumps({"root": str(root), "config": CONVERTER.unstructure(config), "force": force,
+                        "lock_fd": lock_fd})
     try:
-        child = subprocess.Popen(CHILD, cwd=root, stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True, encoding="utf-8")
+        child = subprocess.Popen(CHILD, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                 encoding="utf-8", pass_fds=() if lock_fd is None else (lock_fd,))
     except OSError as exc:
         raise ChildFailed(f"cannot start {CHILD[0]}: {exc}") from exc
     assert child.stdin is not None and child.stdout is not None
@@ -125,6 +130,8 @@ def main() -> int:
     try:
         memory = Memory(order["root"], config=CONVERTER.structure(order["config"], Config))
         try:
+            if isinstance(order.get("lock_fd"), int):
+                adopt(memory.uri, order["lock_fd"])  # held through our parent's lock: never free between us
             _claim(memory)
             stats = memory.index(force=bool(order.get("force")), progress=progress)
         finally:

@@ -133,6 +133,8 @@ class _Held:
 
     fd: int
     db: Any = None
+    lent: bool = False  # lent to a child process of ours (`lend`): no engine opens here meanwhile
+    adopted: bool = False  # the descriptor came from our parent (`adopt`): closed, never unlocked, by us
 
 
 def hold(data_dir: str | Path) -> None:
@@ -163,6 +165,8 @@ def open_folder(data_dir: str | Path) -> Any:
     hold(folder)
     with _lock:
         held = _held[folder]
+        if held.lent:
+            raise FolderHeld(f"the index at {folder} is lent to a child process")
         if held.db is None:
             arrow_system_pool()
             arrow_without_pandas()
@@ -254,18 +258,52 @@ def columnar_table(batches: Sequence[Any], rows: Sequence[tuple[int, int]], sche
     return whole.take(take).cast(schema)
 
 
+def lend(data_dir: str | Path) -> int:
+    """Lend the held folder to a child process: the descriptor whose lock it inherits (`subprocess.Popen(
+    pass_fds=...)`, then `adopt` there), so that no other process can take the folder between the two. Until
+    `take_back`, no engine opens here and `release` only closes the engine, keeping the lock."""
+    with _lock:
+        held = _held[os.path.abspath(data_dir)]
+        held.lent = True
+        return held.fd
+
+
+def take_back(data_dir: str | Path) -> None:
+    """The child a folder was lent to is done (or gone): the engine may open here again."""
+    with _lock:
+        held = _held.get(os.path.abspath(data_dir))
+        if held is not None:
+            held.lent = False
+
+
+def adopt(data_dir: str | Path, fd: int) -> None:
+    """In a child process: hold `data_dir` through `fd`, the descriptor our parent lent (`lend`), whose lock it
+    keeps; releasing it closes the descriptor without unlocking the parent's lock."""
+    with _lock:
+        _held[os.path.abspath(data_dir)] = _Held(fd, adopted=True)
+
+
 def release(data_dir: str | Path, before_unlock: Callable[[], None] | None = None) -> None:
     """Close the engine of `data_dir` (if it was opened), call `before_unlock` while the lock is still held
     (the folder is then quiet: no engine of this process or any other writes to it), then release the lock."""
     folder = os.path.abspath(data_dir)
     with _lock:
-        held = _held.pop(folder, None)
+        held = _held.get(folder)
+        if held is not None and not held.lent:
+            del _held[folder]
     if held is None:
+        return
+    if held.lent:  # to a child process: the lock stays
+        _close(held, before_unlock)
         return
     try:
         _close(held, before_unlock)
     finally:
-        _unlock(held.fd)
+        if held.adopted:
+            with contextlib.suppress(OSError):
+                os.close(held.fd)
+        else:
+            _unlock(held.fd)
 
 
 def close_engine(data_dir: str | Path, then: Callable[[], None] | None = None) -> None:
