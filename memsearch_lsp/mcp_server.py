@@ -23,6 +23,7 @@ from typing_extensions import TypedDict
 from memsearch_lsp.core.api import MemoryApi, RememberedData
 from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.memory import MemoryFiles
+from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.process.shared import SharedMemory
 from memsearch_lsp.core.recall import NoteData, recent_notes
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
@@ -112,7 +113,7 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
                                    if v is not None}
 
         def search(memory: MemoryApi) -> list[HitData]:
-            memory.index()
+            bulk.index(memory)  # a large pass (a new workspace) in a child process: this server stays small
             return [h.to_dict() for h in memory.search(query, top_k=top_k, **filters)]
         return {"hits": await run(search)}
 

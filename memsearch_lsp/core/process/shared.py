@@ -18,6 +18,7 @@ from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import MemoryFile, find_memory_files
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, open_memory
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def serve_until_idle(workspace: str | Path, idle_s: float, *, poll_s: float = 1.
     owner = OwnerServer(memory, process=WARM_PROCESS)
     try:
         owner.start()
-        memory.index()
+        bulk.index(memory)  # a large first pass in a child process: this one stays small while it waits
         owner.last_call = time.monotonic()
         while time.monotonic() - owner.last_call < idle_s:
             time.sleep(poll_s)
