@@ -148,8 +148,7 @@ class Indexer:
             epoch = self.store.epoch
             texts = self._read_all(files, stats)
             changed = {s: t for s, t in texts.items() if force or self._stale(manifest.get(s), t)}
-            chars = sum(len(t) for t in changed.values())
-            if hand_over and chars >= hand_over:
+            if hand_over and (chars := sum(len(t) for t in changed.values())) >= hand_over:
                 raise HandOver(chars, len(changed))
             for source in changed:
                 if source in manifest:

@@ -57,8 +57,7 @@ class MilvusStore:
     def __init__(self, uri: str, collection: str, dim: int, token: str = "", in_process: bool | None = None):
         self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
         self._client: Any = None
-        # The local store answers the search legs from an in-process mirror (core/store/mirror.py); a server reached
-        # by URI is always searched through pymilvus (and so is the local store with in_process=False).
+        # Search legs from an in-process mirror (core/store/mirror.py) locally, else through pymilvus.
         self.in_process = self.is_local if in_process is None else in_process
         self._fresh = False  # the local folder was missing or empty when opened: ours to sign
         self._held = False  # the local folder's lock is held by this store (its engine maybe not opened yet)
@@ -372,7 +371,8 @@ class MilvusStore:
 
     def count(self) -> int:
         with self._lock:
-            return int(self.client.query(self.collection, filter="", output_fields=["count(*)"])[0]["count(*)"])
+            rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
 
     def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "",
                   only: Collection[str] | None = None) -> dict[str, float]:
