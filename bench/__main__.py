@@ -23,21 +23,37 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunks", type=int, default=0, help="only this corpus size")
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default per benchmark)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")
-    parser.add_argument("--set", action="append", metavar="DIR",
-                        help="quality: a folder of labelled workspaces (memory/ + truth.json); "
-                             "compaction: a folder of logs (memory/ + facts.json); smallfiles: a workspace or memory "
-                             "folder (default ../shared/eval/til-dev); repeatable")
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="DIR",
+        help="quality: a folder of labelled workspaces (memory/ + truth.json); "
+        "compaction: a folder of logs (memory/ + facts.json); smallfiles: a workspace or memory "
+        "folder (default ../shared/eval/til-dev); repeatable",
+    )
     parser.add_argument("--no-lsp", action="store_true", help="quality: skip the workspace/symbol pass")
-    parser.add_argument("--conversations", type=int, default=0, metavar="N",
-                        help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)")
-    parser.add_argument("--fit", action="store_true",
-                        help="fusion: fit the learned fusion on the --set sets and write its weights to "
-                             "core/search/rank.py")
+    parser.add_argument(
+        "--conversations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="loop: replay only the first N labelled workspaces (default: all; 1 with --quick)",
+    )
+    parser.add_argument(
+        "--fit",
+        action="store_true",
+        help="fusion: fit the learned fusion on the --set sets and write its weights to core/search/rank.py",
+    )
     parser.add_argument("--cv", action="store_true", help="fusion: cross-validate the fit (leave one group out)")
-    parser.add_argument("--setting", action="append", metavar="NAME",
-                        help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        metavar="NAME",
+        help="quality: only this ranking setting (bench/quality.py SETTINGS); repeatable",
+    )
     embedding = parser.add_argument_group(
-        "embedding provider (quality, throughput; default: MEMSEARCH_EMBEDDING_* or the bundled model)")
+        "embedding provider (quality, throughput; default: MEMSEARCH_EMBEDDING_* or the bundled model)"
+    )
     embedding.add_argument("--provider", choices=["bundled", "onnx", "openai"], help="embedding.provider")
     embedding.add_argument("--model", help="embedding.model: an onnx folder or the endpoint's model name")
     embedding.add_argument("--base-url", help="embedding.base_url of an OpenAI-compatible endpoint")

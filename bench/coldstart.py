@@ -29,8 +29,18 @@ from typing import Any
 from bench.common import ROOT, emit, log, table
 from bench.lsp_client import LspClient
 
-HEAVY = ["numpy", "onnxruntime", "fastembed", "pymilvus", "milvus_lite", "tokenizers", "tree_sitter", "grpc",
-         "openai", "tree_sitter_markdown"]
+HEAVY = [
+    "numpy",
+    "onnxruntime",
+    "fastembed",
+    "pymilvus",
+    "milvus_lite",
+    "tokenizers",
+    "tree_sitter",
+    "grpc",
+    "openai",
+    "tree_sitter_markdown",
+]
 PROBE = """
 import sys, time
 HEAVY = %r
@@ -58,8 +68,9 @@ def one(ws: Path, search: bool) -> dict[str, float]:
             mark = client.mark()
             empty = 0
             while True:
-                when, hits = client.wait_answer(client.send_request(
-                    "memsearch/search", {"query": "redis ttl", "topK": 3}), timeout=300)
+                when, hits = client.wait_answer(
+                    client.send_request("memsearch/search", {"query": "redis ttl", "topK": 3}), timeout=300
+                )
                 if hits or empty > 2000:
                     break
                 empty += 1
@@ -110,15 +121,29 @@ def cli_rounds(chunks: int, rounds: int = 3) -> list[dict[str, Any]]:
                 times[case].append(time.perf_counter() - start)
     rows = []
     for case, values in times.items():
-        rows.append(emit("coldstart", {"case": f"cli {case}", "chunks": chunks, "median_s": statistics.median(values),
-                                       "min_s": min(values), "max_s": max(values), "reps": len(values)}))
+        rows.append(
+            emit(
+                "coldstart",
+                {
+                    "case": f"cli {case}",
+                    "chunks": chunks,
+                    "median_s": statistics.median(values),
+                    "min_s": min(values),
+                    "max_s": max(values),
+                    "reps": len(values),
+                },
+            )
+        )
     return rows
 
 
 def cli_main(sizes: list[int]) -> list[dict[str, Any]]:
     rows = [row for chunks in sizes for row in cli_rounds(chunks)]
-    table(rows, ["case", "chunks", "median_s", "min_s", "max_s", "reps"],
-          "CLI cold start (seconds, process start to exit)")
+    table(
+        rows,
+        ["case", "chunks", "median_s", "min_s", "max_s", "reps"],
+        "CLI cold start (seconds, process start to exit)",
+    )
     return rows
 
 
@@ -127,8 +152,17 @@ def main(args: Any) -> None:
     reps = args.reps or 5
     rows = []
     probe = import_probe()
-    rows.append(emit("coldstart", {"case": "import server module", "median_s": probe["import_s"], "reps": 1,
-                                   "heavy_modules": ",".join(probe["heavy"]) or "none"}))
+    rows.append(
+        emit(
+            "coldstart",
+            {
+                "case": "import server module",
+                "median_s": probe["import_s"],
+                "reps": 1,
+                "heavy_modules": ",".join(probe["heavy"]) or "none",
+            },
+        )
+    )
     with tempfile.TemporaryDirectory(prefix="bench-coldstart-") as tmp:
         base = Path(tmp) / "indexed"
         shutil.copytree(ROOT / "examples" / "memory", base / "memory")
@@ -141,23 +175,43 @@ def main(args: Any) -> None:
             fresh = Path(tmp) / f"fresh-{n}"
             shutil.copytree(ROOT / "examples" / "memory", fresh / "memory")
             cases["search, fresh"].append(one(fresh, search=True))
-            log(f"  run {n + 1}: init {cases['initialize'][-1]['initialize_s']:.2f}s, "
+            log(
+                f"  run {n + 1}: init {cases['initialize'][-1]['initialize_s']:.2f}s, "
                 f"search(indexed) {cases['search, indexed'][-1]['search_s']:.2f}s, "
-                f"search(fresh) {cases['search, fresh'][-1]['search_s']:.2f}s")
+                f"search(fresh) {cases['search, fresh'][-1]['search_s']:.2f}s"
+            )
     for case, runs in cases.items():
         key = "initialize_s" if case == "initialize" else "search_s"
         values = [r[key] for r in runs]
-        row = {"case": case, "median_s": statistics.median(values), "min_s": min(values), "max_s": max(values),
-               "reps": len(values), "initialize_s": statistics.median(r["initialize_s"] for r in runs)}
+        row = {
+            "case": case,
+            "median_s": statistics.median(values),
+            "min_s": min(values),
+            "max_s": max(values),
+            "reps": len(values),
+            "initialize_s": statistics.median(r["initialize_s"] for r in runs),
+        }
         if case != "initialize":
             row["empty_first"] = sum(1 for r in runs if r["empty_answers"])
             seen = [r["indexed_s"] for r in runs if "indexed_s" in r]
             if seen:
                 row["first_indexed_s"] = statistics.median(seen)
         rows.append(emit("coldstart", row))
-    table(rows, ["case", "median_s", "min_s", "max_s", "initialize_s", "first_indexed_s", "empty_first", "reps",
-                 "heavy_modules"],
-          "cold start (seconds from process start, median)")
+    table(
+        rows,
+        [
+            "case",
+            "median_s",
+            "min_s",
+            "max_s",
+            "initialize_s",
+            "first_indexed_s",
+            "empty_first",
+            "reps",
+            "heavy_modules",
+        ],
+        "cold start (seconds from process start, median)",
+    )
 
 
 if __name__ == "__main__":

@@ -40,14 +40,20 @@ def machine() -> dict[str, Any]:
         mem = int(Path("/proc/meminfo").read_text().split()[1]) // 1024
     except (OSError, IndexError, ValueError):
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "mem_mib": mem, "python": platform.python_version(),
-            "os": platform.platform(terse=True)}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mem_mib": mem,
+        "python": platform.python_version(),
+        "os": platform.platform(terse=True),
+    }
 
 
 def git_rev() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=5).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
 
@@ -55,8 +61,7 @@ def git_rev() -> str:
 def emit(bench: str, record: dict[str, Any]) -> dict[str, Any]:
     """Print one result as a JSON line and append it to bench/results/<bench>.jsonl."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    full = {"bench": bench, "time": dt.datetime.now().isoformat(timespec="seconds"), "rev": git_rev(),
-            **record}
+    full = {"bench": bench, "time": dt.datetime.now().isoformat(timespec="seconds"), "rev": git_rev(), **record}
     line = json.dumps(full, ensure_ascii=False, default=str)
     with (RESULTS / f"{bench}.jsonl").open("a", encoding="utf-8") as handle:
         handle.write(line + "\n")
@@ -66,6 +71,7 @@ def emit(bench: str, record: dict[str, Any]) -> dict[str, Any]:
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str = "") -> str:
     """A GitHub-flavoured Markdown table (readable in a terminal, pasteable in the README)."""
+
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
@@ -97,8 +103,13 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
-    return {"n": len(values), "median": statistics.median(values), "p95": percentile(values, 95),
-            "min": min(values), "max": max(values)}
+    return {
+        "n": len(values),
+        "median": statistics.median(values),
+        "p95": percentile(values, 95),
+        "min": min(values),
+        "max": max(values),
+    }
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
@@ -146,11 +157,27 @@ def embedding_settings(args: Any) -> Any:
     from memsearch_lsp.config import Config, from_env
 
     env = {k: v for k, v in os.environ.items() if k.startswith("MEMSEARCH_EMBEDDING_")}
-    flags = {name: getattr(args, name, None) for name in ("provider", "model", "base_url", "api_key_env",
-                                                          "dimensions", "max_tokens", "batch_size",
-                                                          "document_prefix", "query_prefix", "query_model")}
-    return Config().merged(from_env(env)).merged(
-        {"embedding": {k: v for k, v in flags.items() if v is not None}}, origin="bench flags").embedding
+    flags = {
+        name: getattr(args, name, None)
+        for name in (
+            "provider",
+            "model",
+            "base_url",
+            "api_key_env",
+            "dimensions",
+            "max_tokens",
+            "batch_size",
+            "document_prefix",
+            "query_prefix",
+            "query_model",
+        )
+    }
+    return (
+        Config()
+        .merged(from_env(env))
+        .merged({"embedding": {k: v for k, v in flags.items() if v is not None}}, origin="bench flags")
+        .embedding
+    )
 
 
 def bench_embedder(args: Any) -> Any:
@@ -160,4 +187,3 @@ def bench_embedder(args: Any) -> Any:
     embedder = create_embedder(embedding_settings(args), root=ROOT)
     log(f"embedding: {getattr(embedder, 'provider', '?')} {embedder.model_name}")
     return embedder
-

@@ -60,11 +60,16 @@ def score(facts: Sequence[Fact], summaries: str, chars_before: int, chars_after:
     for f in facts:
         classes.setdefault(f.kind, [0, 0])[1] += 1
         classes[f.kind][0] += f in kept
-    return {"facts": len(facts), "kept": len(kept), "kept_share": len(kept) / len(facts) if facts else 1.0,
-            "chars_before": chars_before, "chars_after": chars_after,
-            "ratio": chars_after / chars_before if chars_before else 0.0,
-            "lost": [f.id for f in facts if f not in kept],
-            "by_class": {k: f"{v[0]}/{v[1]}" for k, v in sorted(classes.items())}}
+    return {
+        "facts": len(facts),
+        "kept": len(kept),
+        "kept_share": len(kept) / len(facts) if facts else 1.0,
+        "chars_before": chars_before,
+        "chars_after": chars_after,
+        "ratio": chars_after / chars_before if chars_before else 0.0,
+        "lost": [f.id for f in facts if f not in kept],
+        "by_class": {k: f"{v[0]}/{v[1]}" for k, v in sorted(classes.items())},
+    }
 
 
 def run_set(folder: Path, embedder: Any = None, **compact: Any) -> dict[str, Any]:
@@ -84,8 +89,15 @@ def run_set(folder: Path, embedder: Any = None, **compact: Any) -> dict[str, Any
             memory.close()
     text = "\n".join(s.content for s in plan.summaries)
     empty = [s.path for s in plan.summaries if len(s.content.strip().splitlines()) <= 3]
-    return {"set": folder.name, "summarizer": plan.summarizer, "logs": len(logs), "summaries": len(plan.summaries),
-            "empty_summaries": empty, **score(facts, text, plan.chars_before, plan.chars_after), "text": text}
+    return {
+        "set": folder.name,
+        "summarizer": plan.summarizer,
+        "logs": len(logs),
+        "summaries": len(plan.summaries),
+        "empty_summaries": empty,
+        **score(facts, text, plan.chars_before, plan.chars_after),
+        "text": text,
+    }
 
 
 def main(args: argparse.Namespace | list[str] | None = None) -> int:
@@ -108,10 +120,19 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         if getattr(args, "show", False):
             print(text)
         emit("compaction", row)
-        rows.append(dict(row, kept=f"{row['kept']}/{row['facts']}", lost=", ".join(row["lost"]) or "-",
-                         met="yes" if row["kept_share"] >= TARGET_KEPT and row["ratio"] <= TARGET_RATIO else "no"))
-    table(rows, ["set", "summarizer", "logs", "summaries", "kept", "kept_share", "ratio", "met", "lost"],
-                f"Facts kept by compaction (target >= {TARGET_KEPT:.0%} at <= {TARGET_RATIO:.0%} of the characters)")
+        rows.append(
+            dict(
+                row,
+                kept=f"{row['kept']}/{row['facts']}",
+                lost=", ".join(row["lost"]) or "-",
+                met="yes" if row["kept_share"] >= TARGET_KEPT and row["ratio"] <= TARGET_RATIO else "no",
+            )
+        )
+    table(
+        rows,
+        ["set", "summarizer", "logs", "summaries", "kept", "kept_share", "ratio", "met", "lost"],
+        f"Facts kept by compaction (target >= {TARGET_KEPT:.0%} at <= {TARGET_RATIO:.0%} of the characters)",
+    )
     return 0
 
 

@@ -82,8 +82,13 @@ def score(ws: Path, memory: Any, qa: list[dict[str, Any]], where: dict[str, tupl
         chars.append(sum(len(h.snippet) for h in hits[:5]))
         archived += sum(h.archived for h in hits[:5])
         summary += sum("/summary-" in h.source for h in hits[:5])
-    return {"questions": len(recalls), "recall@5": statistics.fmean(recalls), "hit@5": statistics.fmean(hits5),
-            "archived_hits@5": archived, "summary_hits@5": summary}
+    return {
+        "questions": len(recalls),
+        "recall@5": statistics.fmean(recalls),
+        "hit@5": statistics.fmean(hits5),
+        "archived_hits@5": archived,
+        "summary_hits@5": summary,
+    }
 
 
 def run_conversation(conv: Path, keep: int) -> dict[str, Any]:
@@ -104,12 +109,23 @@ def run_conversation(conv: Path, keep: int) -> dict[str, Any]:
             apply_plan(memory, plan)
             seconds = time.perf_counter() - started
             after = score(ws, memory, truth["qa"], where)
-    return {"conv": conv.name, "logs": len(logs), "compacted": len(plan.archive), "summaries": len(plan.summaries),
-            "chars_before": plan.chars_before, "chars_after": plan.chars_after,
-            "ratio": plan.chars_after / plan.chars_before, "compact_s": round(seconds, 1),
-            "recall@5_before": before["recall@5"], "recall@5_after": after["recall@5"],
-            "hit@5_before": before["hit@5"], "hit@5_after": after["hit@5"], "questions": before["questions"],
-            "archived_hits@5": after["archived_hits@5"], "summary_hits@5": after["summary_hits@5"]}
+    return {
+        "conv": conv.name,
+        "logs": len(logs),
+        "compacted": len(plan.archive),
+        "summaries": len(plan.summaries),
+        "chars_before": plan.chars_before,
+        "chars_after": plan.chars_after,
+        "ratio": plan.chars_after / plan.chars_before,
+        "compact_s": round(seconds, 1),
+        "recall@5_before": before["recall@5"],
+        "recall@5_after": after["recall@5"],
+        "hit@5_before": before["hit@5"],
+        "hit@5_after": after["hit@5"],
+        "questions": before["questions"],
+        "archived_hits@5": after["archived_hits@5"],
+        "summary_hits@5": after["summary_hits@5"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,8 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         from memsearch_lsp.core.search import hybrid as search
 
         search.ARCHIVE_WEIGHT = args.archive_weight
-    convs = [c for c in sorted(args.eval.iterdir()) if (c / "truth.json").is_file()
-             and (not args.conv or c.name in args.conv)]
+    convs = [
+        c
+        for c in sorted(args.eval.iterdir())
+        if (c / "truth.json").is_file() and (not args.conv or c.name in args.conv)
+    ]
     rows = []
     for conv in convs:
         row = dict(run_conversation(conv, args.keep), archive_weight=args.archive_weight)
@@ -135,18 +154,25 @@ def main(argv: list[str] | None = None) -> int:
     def mean(key: str) -> float:
         return sum(r[key] * w for r, w in zip(rows, weights)) / sum(weights)
 
-    total = {"conv": "all", "questions": sum(weights), "ratio": sum(r["chars_after"] for r in rows)
-             / sum(r["chars_before"] for r in rows), "recall@5_before": mean("recall@5_before"),
-             "recall@5_after": mean("recall@5_after"), "hit@5_before": mean("hit@5_before"),
-             "hit@5_after": mean("hit@5_after")}
+    total = {
+        "conv": "all",
+        "questions": sum(weights),
+        "ratio": sum(r["chars_after"] for r in rows) / sum(r["chars_before"] for r in rows),
+        "recall@5_before": mean("recall@5_before"),
+        "recall@5_after": mean("recall@5_after"),
+        "hit@5_before": mean("hit@5_before"),
+        "hit@5_after": mean("hit@5_after"),
+    }
     emit("compaction", total)
     print("\n| conversation | logs compacted | chars before -> after | ratio | recall@5 before | after | delta |")
     print("|---|---|---|---|---|---|---|")
     for r in [*rows, total]:
         shape = f"{r['compacted']}/{r['logs']}" if "logs" in r else ""
         chars = f"{r['chars_before']:,} -> {r['chars_after']:,}" if "chars_before" in r else ""
-        print(f"| {r['conv']} | {shape} | {chars} | {r['ratio']:.3f} | {r['recall@5_before']:.3f} | "
-              f"{r['recall@5_after']:.3f} | {r['recall@5_after'] - r['recall@5_before']:+.3f} |")
+        print(
+            f"| {r['conv']} | {shape} | {chars} | {r['ratio']:.3f} | {r['recall@5_before']:.3f} | "
+            f"{r['recall@5_after']:.3f} | {r['recall@5_after'] - r['recall@5_before']:+.3f} |"
+        )
     return 0
 
 

@@ -63,13 +63,26 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
             cands = {}
             for key in ids:
                 row = rows[key]
-                cands[key] = {"source": row.source, "start": row.start_line, "end": row.end_line,
-                              "section": list(sections.get(key, (row.source, ""))),
-                              "cov": coverage.get(key, 0.0)}
+                cands[key] = {
+                    "source": row.source,
+                    "start": row.start_line,
+                    "end": row.end_line,
+                    "section": list(sections.get(key, (row.source, ""))),
+                    "cov": coverage.get(key, 0.0),
+                }
             n_terms = len({term_id(t) for t in query_terms(text)})
-            records.append({"ws": src.name, "q": text, "dense": dense, "sparse": sparse, "cands": cands,
-                            "idf": sorted(terms.values(), reverse=True), "n_terms": n_terms,
-                            "truth": label})
+            records.append(
+                {
+                    "ws": src.name,
+                    "q": text,
+                    "dense": dense,
+                    "sparse": sparse,
+                    "cands": cands,
+                    "idf": sorted(terms.values(), reverse=True),
+                    "n_terms": n_terms,
+                    "truth": label,
+                }
+            )
         # chars of each candidate span, read once per source
         for rec in records:
             for c in rec["cands"].values():
@@ -149,16 +162,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "dense only": {"ranker": "minmax", "vector_weight": 1.0, "bm25_weight": 0.0, "min_score": 0.0},
     "BM25 only": {"ranker": "minmax", "vector_weight": 0.0, "bm25_weight": 1.0, "min_score": 0.0},
     "minmax 0.3/0.7 + confidence (previous default)": {"ranker": "minmax", "min_score": 0.0},
-    "minmax 0.7/0.3 + confidence": {"ranker": "minmax", "vector_weight": 0.7, "bm25_weight": 0.3,
-                                    "min_score": 0.0},
+    "minmax 0.7/0.3 + confidence": {"ranker": "minmax", "vector_weight": 0.7, "bm25_weight": 0.3, "min_score": 0.0},
     "weighted 0.7/0.3 (seed)": {"ranker": "weighted", "vector_weight": 0.7, "bm25_weight": 0.3, "min_score": 0.0},
     "rrf k=60": {"ranker": "rrf", "min_score": 0.0},
 }
 
 
 # -- fitting ------------------------------------------------------------------------------------
-GRID = {"t_dense": (0.03, 0.05, 0.07, 0.09, 0.11), "g_bm25": (0.3, 0.4, 0.5, 0.6, 0.7),
-        "t_bm25": (0.15, 0.2, 0.25, 0.3, 0.35), "c_coverage": (0.04, 0.08, 0.12, 0.16, 0.2)}
+GRID = {
+    "t_dense": (0.03, 0.05, 0.07, 0.09, 0.11),
+    "g_bm25": (0.3, 0.4, 0.5, 0.6, 0.7),
+    "t_bm25": (0.15, 0.2, 0.25, 0.3, 0.35),
+    "c_coverage": (0.04, 0.08, 0.12, 0.16, 0.2),
+}
 CHARS_BUDGET = 6450  # chars@5 on a line-labelled set above this costs the objective (target <= 6,500)
 
 
@@ -180,16 +196,28 @@ class Compiled:
         self.n_sections = len(sections)
         self.chars = np.array([cands[k]["chars"] for k in ids], dtype=float)
         # tie-break as fuse(): BM25, then dense, then id
-        self.tie = np.lexsort((np.array(ids), -np.array([dense.get(k, -1e9) for k in ids]),
-                               -np.array([sparse.get(k, -1e9) for k in ids])))
+        self.tie = np.lexsort(
+            (np.array(ids), -np.array([dense.get(k, -1e9) for k in ids]), -np.array([sparse.get(k, -1e9) for k in ids]))
+        )
         truth = rec["truth"]
         self.files = "files" in truth
         if self.files:
-            self.good = np.array([[any(cands[k]["source"] == f or cands[k]["source"].endswith("/" + f)
-                                       for f in truth["files"])] for k in ids])
+            self.good = np.array(
+                [
+                    [any(cands[k]["source"] == f or cands[k]["source"].endswith("/" + f) for f in truth["files"])]
+                    for k in ids
+                ]
+            )
         else:
-            self.good = np.array([[cands[k]["source"] == src and cands[k]["start"] <= line <= cands[k]["end"]
-                                   for src, line in truth["evidence"]] for k in ids]).reshape(len(ids), -1)
+            self.good = np.array(
+                [
+                    [
+                        cands[k]["source"] == src and cands[k]["start"] <= line <= cands[k]["end"]
+                        for src, line in truth["evidence"]
+                    ]
+                    for k in ids
+                ]
+            ).reshape(len(ids), -1)
 
     def score(self, weights: Sequence[float]) -> tuple[float, float]:
         """(the set's metric: MRR@5 or recall@5, chars@5) of the learned ranking with `weights`."""
@@ -239,8 +267,10 @@ def fit(train: dict[str, list[Compiled]], baselines: dict[str, float]) -> tuple[
 def baseline(records: Sequence[dict[str, Any]]) -> float:
     """The figure a fusion must reach on a set: the best of dense alone, BM25 alone and the previous default."""
     key = "mrr@5" if "files" in records[0]["truth"] else "r@5"
-    return max(evaluate(records, product_ranker(**VARIANTS[name]))[key]
-               for name in ("dense only", "BM25 only", "minmax 0.3/0.7 + confidence (previous default)"))
+    return max(
+        evaluate(records, product_ranker(**VARIANTS[name]))[key]
+        for name in ("dense only", "BM25 only", "minmax 0.3/0.7 + confidence (previous default)")
+    )
 
 
 def cross_validate(sets: dict[str, list[dict[str, Any]]], folds_per_set: int = 5) -> list[dict[str, Any]]:
@@ -252,8 +282,10 @@ def cross_validate(sets: dict[str, list[dict[str, Any]]], folds_per_set: int = 5
         if len(spaces) > 1:
             groups += [(name, ws, [i for i, r in enumerate(records) if r["ws"] == ws]) for ws in spaces]
         else:
-            groups += [(name, f"fold {k + 1}/{folds_per_set}", list(range(k, len(records), folds_per_set)))
-                       for k in range(folds_per_set)]
+            groups += [
+                (name, f"fold {k + 1}/{folds_per_set}", list(range(k, len(records), folds_per_set)))
+                for k in range(folds_per_set)
+            ]
     compiled = {name: [Compiled(r) for r in records] for name, records in sets.items()}
     rows = []
     for name, group, held in groups:
@@ -263,11 +295,22 @@ def cross_validate(sets: dict[str, list[dict[str, Any]]], folds_per_set: int = 5
         weights, _ = fit(train, {n: baseline(rs) for n, rs in train_records.items()})
         test = [compiled[name][i] for i in held]
         value, chars = set_score(test, weights)
-        rows.append({"set": name, "held out": group, "queries": len(test), "weights": list(weights),
-                     "learned": value, "chars@5": chars,
-                     **{v: evaluate([sets[name][i] for i in held], product_ranker(**VARIANTS[v]))[
-                         "mrr@5" if test[0].files else "r@5"]
-                        for v in ("dense only", "BM25 only", "minmax 0.3/0.7 + confidence (previous default)")}})
+        rows.append(
+            {
+                "set": name,
+                "held out": group,
+                "queries": len(test),
+                "weights": list(weights),
+                "learned": value,
+                "chars@5": chars,
+                **{
+                    v: evaluate([sets[name][i] for i in held], product_ranker(**VARIANTS[v]))[
+                        "mrr@5" if test[0].files else "r@5"
+                    ]
+                    for v in ("dense only", "BM25 only", "minmax 0.3/0.7 + confidence (previous default)")
+                },
+            }
+        )
         log(f"fusion cv: {name} {group}: {rows[-1]['learned']:.4f} with {weights}")
     return rows
 
@@ -308,21 +351,52 @@ def main(args: Any) -> None:
             unrelated_records = [r for r in dumped[set_name] if r["truth"] is None]
             ranker = product_ranker(**overrides)
             empty = sum(not ranker(r) for r in unrelated_records)
-            rows.append(emit("fusion", {"setting": name, "set": set_name, "queries": len(records),
-                                        **evaluate(records, ranker),
-                                        "unrelated empty": f"{empty}/{len(unrelated_records)}"}))
-    table(rows, ["set", "setting", "queries", "r@1", "r@5", "r@10", "hit@1", "hit@3", "mrr@5", "chars@5",
-                 "unrelated empty"], "fusion variants (offline replay of the product's legs)")
+            rows.append(
+                emit(
+                    "fusion",
+                    {
+                        "setting": name,
+                        "set": set_name,
+                        "queries": len(records),
+                        **evaluate(records, ranker),
+                        "unrelated empty": f"{empty}/{len(unrelated_records)}",
+                    },
+                )
+            )
+    table(
+        rows,
+        ["set", "setting", "queries", "r@1", "r@5", "r@10", "hit@1", "hit@3", "mrr@5", "chars@5", "unrelated empty"],
+        "fusion variants (offline replay of the product's legs)",
+    )
     if args.cv:
         cv = [emit("fusion-cv", row) for row in cross_validate(sets)]
-        table(cv, ["set", "held out", "queries", "weights", "learned", "dense only", "BM25 only",
-                   "minmax 0.3/0.7 + confidence (previous default)", "chars@5"],
-              "learned fusion, leave one group out (fitted without it)")
+        table(
+            cv,
+            [
+                "set",
+                "held out",
+                "queries",
+                "weights",
+                "learned",
+                "dense only",
+                "BM25 only",
+                "minmax 0.3/0.7 + confidence (previous default)",
+                "chars@5",
+            ],
+            "learned fusion, leave one group out (fitted without it)",
+        )
         for name in sets:
             part = [r for r in cv if r["set"] == name]
             n = sum(r["queries"] for r in part)
-            pooled = {k: sum(r[k] * r["queries"] for r in part) / n
-                      for k in ("learned", "dense only", "BM25 only", "minmax 0.3/0.7 + confidence (previous default)",
-                                "chars@5")}
+            pooled = {
+                k: sum(r[k] * r["queries"] for r in part) / n
+                for k in (
+                    "learned",
+                    "dense only",
+                    "BM25 only",
+                    "minmax 0.3/0.7 + confidence (previous default)",
+                    "chars@5",
+                )
+            }
             emit("fusion-cv-pooled", {"set": name, **pooled})
             log(f"fusion cv pooled {name}: " + ", ".join(f"{k} {v:.4f}" for k, v in pooled.items()))

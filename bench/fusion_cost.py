@@ -36,9 +36,19 @@ def main(dest: Path, rounds: int = 3) -> None:
                     memory.search(query, top_k=3, **overrides)
                     times[name].append(1000 * (time.perf_counter() - start))
     base = percentile(times["previous default (minmax, no floor)"], 50)
-    rows = [emit("fusion-cost", {"setting": name, "n": len(t), "p50_ms": percentile(t, 50),
-                                 "p95_ms": percentile(t, 95), "p50_vs_previous": percentile(t, 50) / base})
-            for name, t in times.items()]
+    rows = [
+        emit(
+            "fusion-cost",
+            {
+                "setting": name,
+                "n": len(t),
+                "p50_ms": percentile(t, 50),
+                "p95_ms": percentile(t, 95),
+                "p50_vs_previous": percentile(t, 50) / base,
+            },
+        )
+        for name, t in times.items()
+    ]
     table(rows, ["setting", "n", "p50_ms", "p95_ms", "p50_vs_previous"], f"search cost by fusion ({dest.name})")
 
 

@@ -72,8 +72,11 @@ TOP = 20
 
 def present(client: LspClient, chunk_id: str) -> bool:
     try:
-        return bool(client.request("workspace/executeCommand", {"command": "memsearch.expand",
-                                                                "arguments": [chunk_id]}, timeout=60))
+        return bool(
+            client.request(
+                "workspace/executeCommand", {"command": "memsearch.expand", "arguments": [chunk_id]}, timeout=60
+            )
+        )
     except LspError:  # an unknown id may be answered with an error
         return False
 
@@ -83,8 +86,9 @@ def found(client: LspClient, sentence: str, marker: str, uri: str) -> bool:
     hits = client.request("memsearch/search", {"query": sentence, "topK": TOP}, timeout=120) or []
     for hit in hits:
         if hit.get("uri") == uri:
-            chunk = client.request("workspace/executeCommand", {"command": "memsearch.expand",
-                                                                "arguments": [hit["id"]]}, timeout=60)
+            chunk = client.request(
+                "workspace/executeCommand", {"command": "memsearch.expand", "arguments": [hit["id"]]}, timeout=60
+            )
             if chunk and marker in chunk.get("content", ""):
                 return True
     return False
@@ -112,16 +116,21 @@ def run(size: int, seed: int, edits: int) -> dict[str, Any]:
                 new_text, sentence, marker = edit(path.read_text(encoding="utf-8"), n)
                 uri = path.resolve().as_uri()
                 versions[path] += 1
-                client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": versions[path]},
-                                                         "contentChanges": [{"text": new_text}]})
+                client.notify(
+                    "textDocument/didChange",
+                    {"textDocument": {"uri": uri, "version": versions[path]}, "contentChanges": [{"text": new_text}]},
+                )
                 path.write_text(new_text, encoding="utf-8")
                 mark = client.mark()
                 t0 = time.perf_counter()
                 client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
                 t1, stats = client.wait_notification("memsearch/indexed", after=mark, timeout=120)
                 # Present: the edited chunk's new id (computed as the indexer does) answers memsearch.expand.
-                new_id = next(c.id for c in chunk_markdown(new_text, f"memory/{path.name}", model=DEFAULT_MODEL)
-                              if marker in c.content)
+                new_id = next(
+                    c.id
+                    for c in chunk_markdown(new_text, f"memory/{path.name}", model=DEFAULT_MODEL)
+                    if marker in c.content
+                )
                 while not present(client, new_id):
                     time.sleep(0.01)
                 t2 = time.perf_counter()
@@ -143,15 +152,25 @@ def run(size: int, seed: int, edits: int) -> dict[str, Any]:
                 reused.append(int(stats.get("reused", 0)))
                 retries.append(tries)
             rss = client.peak_rss_mib()
-    return {"chunks": size, "edits": edits, "save_to_indexed_ms": statistics.median(to_indexed),
-            "save_to_searchable_ms": statistics.median(to_present), "p95_searchable_ms": percentile(to_present, 95),
-            "max_searchable_ms": max(to_present),
-            "save_to_found_ms": statistics.median(to_search) if to_search else None,
-            "server_pass_ms": statistics.median(server_ms),
-            "embedded_per_edit": statistics.median(embedded), "max_embedded": max(embedded),
-            "reused_per_edit": statistics.median(reused), "search_retries": sum(retries), "found": edits - missed,
-            "goal_ms": DEBOUNCE_MS + 500, "startup_ready_s": ready_s, "startup_embedded": first.get("embedded"),
-            "peak_rss_mib": rss}
+    return {
+        "chunks": size,
+        "edits": edits,
+        "save_to_indexed_ms": statistics.median(to_indexed),
+        "save_to_searchable_ms": statistics.median(to_present),
+        "p95_searchable_ms": percentile(to_present, 95),
+        "max_searchable_ms": max(to_present),
+        "save_to_found_ms": statistics.median(to_search) if to_search else None,
+        "server_pass_ms": statistics.median(server_ms),
+        "embedded_per_edit": statistics.median(embedded),
+        "max_embedded": max(embedded),
+        "reused_per_edit": statistics.median(reused),
+        "search_retries": sum(retries),
+        "found": edits - missed,
+        "goal_ms": DEBOUNCE_MS + 500,
+        "startup_ready_s": ready_s,
+        "startup_embedded": first.get("embedded"),
+        "peak_rss_mib": rss,
+    }
 
 
 def main(args: Any) -> None:
@@ -160,6 +179,22 @@ def main(args: Any) -> None:
     for size in sizes:
         log(f"incremental: {size} chunks, {args.reps or EDITS} edits")
         rows.append(emit("incremental", run(size, args.seed, args.reps or EDITS)))
-    table(rows, ["chunks", "edits", "save_to_indexed_ms", "save_to_searchable_ms", "p95_searchable_ms",
-                 "save_to_found_ms", "found", "server_pass_ms", "embedded_per_edit", "reused_per_edit", "goal_ms",
-                 "startup_ready_s", "startup_embedded"], "didSave -> searchable (median of edits)")
+    table(
+        rows,
+        [
+            "chunks",
+            "edits",
+            "save_to_indexed_ms",
+            "save_to_searchable_ms",
+            "p95_searchable_ms",
+            "save_to_found_ms",
+            "found",
+            "server_pass_ms",
+            "embedded_per_edit",
+            "reused_per_edit",
+            "goal_ms",
+            "startup_ready_s",
+            "startup_embedded",
+        ],
+        "didSave -> searchable (median of edits)",
+    )

@@ -61,8 +61,9 @@ class Truth:
 
     def __init__(self, root: Path, labels: Path):
         data = json.loads(labels.read_text(encoding="utf-8"))
-        self.where = {label: (source, int(line)) for source, lines in data["lines"].items()
-                      for line, label in lines.items()}
+        self.where = {
+            label: (source, int(line)) for source, lines in data["lines"].items() for line, label in lines.items()
+        }
         self.questions = [q for q in data["qa"] if any(e in self.where for e in q["evidence"])]
         self.texts: dict[str, list[str]] = {}
         self.root = root
@@ -76,11 +77,13 @@ class Truth:
 
     def chars(self, span: tuple[str, int, int]) -> int:
         source, start, end = span
-        return len("\n".join(self.lines(source)[start - 1:end]))
+        return len("\n".join(self.lines(source)[start - 1 : end]))
 
     def label(self, question: dict[str, Any]) -> dict[str, Any]:
-        return {"evidence": [list(self.where[e]) for e in question["evidence"] if e in self.where],
-                "cat": question.get("cat", 0)}
+        return {
+            "evidence": [list(self.where[e]) for e in question["evidence"] if e in self.where],
+            "cat": question.get("cat", 0),
+        }
 
     def score(self, question: dict[str, Any], spans: Sequence[tuple[str, int, int]]) -> dict[str, float]:
         """spans: (source, start_line, end_line) of the ranked hits, best first."""
@@ -106,10 +109,16 @@ def score_spans(label: dict[str, Any], spans: Sequence[tuple[str, int, int]]) ->
     """A question's scores for ranked spans (source, start, end): recall@k (lines) or MRR@5 (files)."""
     if "files" in label:
         files = label["files"]
-        first = next((n for n, (src, _, _) in enumerate(spans[:5], 1)
-                      if any(src == f or src.endswith("/" + f) for f in files)), 0)
-        return {"hit@1": float(first == 1), "hit@3": float(0 < first <= 3), "hit@5": float(first > 0),
-                "mrr@5": 1.0 / first if first else 0.0}
+        first = next(
+            (n for n, (src, _, _) in enumerate(spans[:5], 1) if any(src == f or src.endswith("/" + f) for f in files)),
+            0,
+        )
+        return {
+            "hit@1": float(first == 1),
+            "hit@3": float(0 < first <= 3),
+            "hit@5": float(first > 0),
+            "mrr@5": 1.0 / first if first else 0.0,
+        }
     evidence = label["evidence"]
 
     def recall(k: int) -> float:
@@ -157,8 +166,9 @@ def over_lsp(root: Path, questions: Sequence[dict[str, Any]]) -> tuple[list[list
     return spans, times
 
 
-def run_workspace(src: Path, tmp: Path, embedder: Any, settings: dict[str, dict[str, Any]], lsp: bool
-                  ) -> tuple[dict[str, list[dict[str, float]]], dict[str, Any]]:
+def run_workspace(
+    src: Path, tmp: Path, embedder: Any, settings: dict[str, dict[str, Any]], lsp: bool
+) -> tuple[dict[str, list[dict[str, float]]], dict[str, Any]]:
     """Index a private copy of `src`, ask every question under every setting (and over LSP)."""
     from bench.workspace import release
     from memsearch_lsp.core.memory import Memory
@@ -174,8 +184,11 @@ def run_workspace(src: Path, tmp: Path, embedder: Any, settings: dict[str, dict[
         memory.store  # noqa: B018 - opening Milvus Lite is start-up, not indexing
         start = time.perf_counter()
         stats = memory.index()
-        facts.update(index_s=time.perf_counter() - start, chunks=stats.chunks_total,
-                     embedded_by_model=getattr(getattr(embedder, "inner", embedder), "fresh", 0) - fresh)
+        facts.update(
+            index_s=time.perf_counter() - start,
+            chunks=stats.chunks_total,
+            embedded_by_model=getattr(getattr(embedder, "inner", embedder), "fresh", 0) - fresh,
+        )
         default_spans = []
         for name, overrides in settings.items():
             rows, times = [], []
@@ -201,8 +214,9 @@ def run_workspace(src: Path, tmp: Path, embedder: Any, settings: dict[str, dict[
     return results, facts
 
 
-def run_sets(folders: Sequence[Path], embedder: Any, settings: dict[str, dict[str, Any]], lsp: bool = True
-             ) -> list[dict[str, Any]]:
+def run_sets(
+    folders: Sequence[Path], embedder: Any, settings: dict[str, dict[str, Any]], lsp: bool = True
+) -> list[dict[str, Any]]:
     """One row per (set, setting): pooled over the set's workspaces."""
     rows = []
     for folder in folders:
@@ -219,8 +233,7 @@ def run_sets(folders: Sequence[Path], embedder: Any, settings: dict[str, dict[st
         index_s = sum(f["index_s"] for f in facts)
         for name, per_query in pooled.items():
             p50 = sorted(f.get(f"p50_ms|{name}", 0.0) for f in facts)[len(facts) // 2]
-            row = {"set": folder.name, "setting": name, **summary(per_query), "index_s": index_s,
-                   "p50_ms": p50}
+            row = {"set": folder.name, "setting": name, **summary(per_query), "index_s": index_s, "p50_ms": p50}
             if name.endswith("workspace/symbol"):
                 row["same_ranking"] = min(f["lsp_same_ranking"] for f in facts)
             rows.append(emit("quality", row))

@@ -44,19 +44,24 @@ def main(root: Path) -> dict[str, Any]:
     def legs(fast: bool) -> dict[str, float]:
         store.in_process = fast
         via = "mirror" if fast else "Milvus Lite search"
-        return {f"Memory.search, {via}": cpu_ms(lambda q: memory.search(q)),
-                f"dense leg, {via}": cpu_ms(lambda q: store.dense_leg(vectors[q], s.candidates)),
-                f"bm25 leg, {via}": cpu_ms(lambda q: store.sparse_leg(terms[q], s.candidates))}
+        return {
+            f"Memory.search, {via}": cpu_ms(lambda q: memory.search(q)),
+            f"dense leg, {via}": cpu_ms(lambda q: store.dense_leg(vectors[q], s.candidates)),
+            f"bm25 leg, {via}": cpu_ms(lambda q: store.sparse_leg(terms[q], s.candidates)),
+        }
 
     engine = lite.engine(memory.uri, store.collection)
     out: dict[str, Any] = {
         "query embedding": cpu_ms(lambda q: query_vector(memory.embedder, q)),
         "bm25 terms": cpu_ms(lambda q: memory.df.query_vector(q)),
-        **legs(False), **legs(True),
-        "engine dense": cpu_ms(lambda q: engine.search([vectors[q]], top_k=s.candidates,
-                                                                 anns_field="dense", output_fields=[])),
-        "engine sparse": cpu_ms(lambda q: engine.search([terms[q]], top_k=s.candidates,
-                                                                  anns_field="sparse", output_fields=[])),
+        **legs(False),
+        **legs(True),
+        "engine dense": cpu_ms(
+            lambda q: engine.search([vectors[q]], top_k=s.candidates, anns_field="dense", output_fields=[])
+        ),
+        "engine sparse": cpu_ms(
+            lambda q: engine.search([terms[q]], top_k=s.candidates, anns_field="sparse", output_fields=[])
+        ),
         "mirror load ms": round(mirror_load_ms, 1),
         "segments": len(engine._segments_snapshot()),
     }

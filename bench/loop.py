@@ -38,16 +38,23 @@ TIME = re.compile(r"^## (\d{1,2}:\d{2})")
 
 def environment(now: str, idle: int = 60) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE_"))}
-    env.update({"MEMSEARCH_HOOK_CLI": f"{sys.executable} -m memsearch_lsp", "MEMSEARCH_NOW": now,
-                "MEMSEARCH_HOOK_WARM_IDLE": str(idle), "MEMSEARCH_HOOK_TIMEOUT": "120"})
+    env.update(
+        {
+            "MEMSEARCH_HOOK_CLI": f"{sys.executable} -m memsearch_lsp",
+            "MEMSEARCH_NOW": now,
+            "MEMSEARCH_HOOK_WARM_IDLE": str(idle),
+            "MEMSEARCH_HOOK_TIMEOUT": "120",
+        }
+    )
     return env
 
 
 def hook(name: str, event: dict[str, Any], env: dict[str, str]) -> tuple[float, dict[str, Any] | None]:
     """(seconds, the hook's JSON output or None)."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(HOOK), name], input=json.dumps(event), capture_output=True,
-                          text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, str(HOOK), name], input=json.dumps(event), capture_output=True, text=True, timeout=300, env=env
+    )
     seconds = time.perf_counter() - start
     if done.stderr.strip():
         log(f"{name}: {done.stderr.strip()[:200]}")
@@ -122,12 +129,24 @@ def replay(src: Path, tmp: Path, questions: int) -> dict[str, Any]:
         env = environment(when)
         for n in range(0, len(turns) - 1, 2):
             transcript = tmp / "transcript.jsonl"
-            entries = [{"type": "user", "message": {"role": "user", "content": turns[n][1]}},
-                       {"type": "assistant", "message": {"role": "assistant",
-                                                          "content": [{"type": "text", "text": turns[n + 1][1]}]}}]
+            entries = [
+                {"type": "user", "message": {"role": "user", "content": turns[n][1]}},
+                {
+                    "type": "assistant",
+                    "message": {"role": "assistant", "content": [{"type": "text", "text": turns[n + 1][1]}]},
+                },
+            ]
             transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
-            seconds, _ = hook("stop", {"cwd": str(ws), "transcript_path": str(transcript),
-                                       "hook_event_name": "Stop", "stop_hook_active": False}, env)
+            seconds, _ = hook(
+                "stop",
+                {
+                    "cwd": str(ws),
+                    "transcript_path": str(transcript),
+                    "hook_event_name": "Stop",
+                    "stop_hook_active": False,
+                },
+                env,
+            )
             stops.append(seconds)
             wait_for_captures()
     texts, qa = evidence_texts(src)
@@ -136,8 +155,9 @@ def replay(src: Path, tmp: Path, questions: int) -> dict[str, Any]:
     prompts: list[float] = []
     any_found, share, sizes = 0, 0.0, []
     for q in qa:
-        seconds, output = hook("user-prompt-submit", {"cwd": str(ws), "prompt": q["q"],
-                                                      "hook_event_name": "UserPromptSubmit"}, env)
+        seconds, output = hook(
+            "user-prompt-submit", {"cwd": str(ws), "prompt": q["q"], "hook_event_name": "UserPromptSubmit"}, env
+        )
         prompts.append(seconds)
         context = (output or {}).get("hookSpecificOutput", {}).get("additionalContext", "")
         sizes.append(len(context))
@@ -146,11 +166,19 @@ def replay(src: Path, tmp: Path, questions: int) -> dict[str, Any]:
         share += sum(hits) / len(hits)
     stop_owner(ws)
     notes = sum(p.read_text().count("\n## ") for p in (ws / "memory").glob("*.md"))
-    return {"set": src.name, "exchanges": len(stops), "notes": notes, "questions": len(qa),
-            "evidence_any": round(any_found / max(len(qa), 1), 3), "evidence_share": round(share / max(len(qa), 1), 3),
-            "context_chars_p50": percentile(sizes, 50), "stop_p50_s": round(percentile(stops, 50), 3),
-            "stop_p95_s": round(percentile(stops, 95), 3), "prompt_p50_s": round(percentile(prompts, 50), 3),
-            "prompt_p95_s": round(percentile(prompts, 95), 3)}
+    return {
+        "set": src.name,
+        "exchanges": len(stops),
+        "notes": notes,
+        "questions": len(qa),
+        "evidence_any": round(any_found / max(len(qa), 1), 3),
+        "evidence_share": round(share / max(len(qa), 1), 3),
+        "context_chars_p50": percentile(sizes, 50),
+        "stop_p50_s": round(percentile(stops, 50), 3),
+        "stop_p95_s": round(percentile(stops, 95), 3),
+        "prompt_p50_s": round(percentile(prompts, 50), 3),
+        "prompt_p95_s": round(percentile(prompts, 95), 3),
+    }
 
 
 def latency(chunks: int, prompts: int, tmp: Path) -> dict[str, Any]:
@@ -170,8 +198,11 @@ def latency(chunks: int, prompts: int, tmp: Path) -> dict[str, Any]:
         seconds, _ = hook("user-prompt-submit", {"cwd": str(ws), "prompt": queries[n % len(queries)]}, env)
         times.append(seconds)
     transcript = tmp / "t.jsonl"
-    transcript.write_text(json.dumps({"type": "user", "message": {"content": "How do we deploy the cart service?"}})
-                          + "\n" + json.dumps({"type": "assistant", "message": {"content": "Blue-green, canary 5%."}}))
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"content": "How do we deploy the cart service?"}})
+        + "\n"
+        + json.dumps({"type": "assistant", "message": {"content": "Blue-green, canary 5%."}})
+    )
     stops = []
     for _ in range(10):
         seconds, _ = hook("stop", {"cwd": str(ws), "transcript_path": str(transcript)}, env)
@@ -179,17 +210,26 @@ def latency(chunks: int, prompts: int, tmp: Path) -> dict[str, Any]:
         wait_for_captures()
     stop_owner(ws)
     later = times[1:]
-    return {"chunks": chunks, "session_start_s": round(start_s, 3), "first_prompt_s": round(times[0], 3),
-            "later_prompt_p50_s": round(percentile(later, 50), 3),
-            "later_prompt_p95_s": round(percentile(later, 95), 3),
-            "stop_p50_s": round(percentile(stops, 50), 3), "stop_p95_s": round(percentile(stops, 95), 3)}
+    return {
+        "chunks": chunks,
+        "session_start_s": round(start_s, 3),
+        "first_prompt_s": round(times[0], 3),
+        "later_prompt_p50_s": round(percentile(later, 50), 3),
+        "later_prompt_p95_s": round(percentile(later, 95), 3),
+        "stop_p50_s": round(percentile(stops, 50), 3),
+        "stop_p95_s": round(percentile(stops, 95), 3),
+    }
 
 
 def main(args: Any) -> None:
     sets = [Path(s) for s in (args.set or [str(DEFAULT_SET)])]
-    folders = [p for s in sets for p in ([s] if (s / "truth.json").is_file() else sorted(s.iterdir()))
-               if (p / "truth.json").is_file()]
-    folders = folders[:args.conversations or (1 if args.quick else len(folders))]
+    folders = [
+        p
+        for s in sets
+        for p in ([s] if (s / "truth.json").is_file() else sorted(s.iterdir()))
+        if (p / "truth.json").is_file()
+    ]
+    folders = folders[: args.conversations or (1 if args.quick else len(folders))]
     questions = 60 if args.quick else 0
     with tempfile.TemporaryDirectory(prefix="bench-loop-") as tmp:
         rows = []
@@ -197,9 +237,25 @@ def main(args: Any) -> None:
             log(f"replaying {folder.name} through the hooks")
             rows.append(emit("loop", replay(folder, Path(tmp), questions)))
         if rows:
-            print(table(rows, ["set", "exchanges", "notes", "questions", "evidence_any", "evidence_share",
-                               "context_chars_p50", "stop_p50_s", "stop_p95_s", "prompt_p50_s", "prompt_p95_s"],
-                        "the loop through the hooks"))
+            print(
+                table(
+                    rows,
+                    [
+                        "set",
+                        "exchanges",
+                        "notes",
+                        "questions",
+                        "evidence_any",
+                        "evidence_share",
+                        "context_chars_p50",
+                        "stop_p50_s",
+                        "stop_p95_s",
+                        "prompt_p50_s",
+                        "prompt_p95_s",
+                    ],
+                    "the loop through the hooks",
+                )
+            )
         chunks = args.chunks or (1000 if args.quick else 10000)
         record = emit("loop-latency", latency(chunks, 10 if args.quick else 40, Path(tmp)))
         print(table([record], list(record), f"hook latency at {chunks} chunks"))

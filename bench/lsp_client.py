@@ -28,9 +28,14 @@ class LspClient:
             stderr = open(os.environ["BENCH_SERVER_LOG"], "ab")  # noqa: SIM115 - lives as long as the server
         self.t_spawn = time.perf_counter()
         extra = os.environ.get("BENCH_SERVE_ARGS", "").split()  # profiling, e.g. "-m cProfile -o FILE"
-        self.proc = subprocess.Popen(SERVE[:1] + extra + SERVE[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=stderr if stderr is not None else subprocess.DEVNULL,
-                                     cwd=cwd, env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen(
+            SERVE[:1] + extra + SERVE[1:],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+        )
         self._next = 0
         self._lock = threading.Lock()
         self._cond = threading.Condition()
@@ -125,8 +130,9 @@ class LspClient:
         with self._cond:
             return len(self.notifications)
 
-    def wait_notification(self, method: str, after: int = 0, timeout: float = 600,
-                          where: Callable[[Any], bool] | None = None) -> tuple[float, Any]:
+    def wait_notification(
+        self, method: str, after: int = 0, timeout: float = 600, where: Callable[[Any], bool] | None = None
+    ) -> tuple[float, Any]:
         deadline = time.perf_counter() + timeout
         with self._cond:
             while True:
@@ -141,15 +147,22 @@ class LspClient:
     def initialize(self, root: Path, options: dict[str, Any] | None = None) -> tuple[float, Any]:
         """(seconds from spawn to the initialize answer, result); then sends `initialized`."""
         params = {
-            "processId": os.getpid(), "rootUri": root.resolve().as_uri(),
+            "processId": os.getpid(),
+            "rootUri": root.resolve().as_uri(),
             "workspaceFolders": [{"uri": root.resolve().as_uri(), "name": root.name}],
             "initializationOptions": options or {},
             "capabilities": {
-                "workspace": {"configuration": True, "workspaceFolders": True, "symbol": {},
-                              "didChangeWatchedFiles": {"dynamicRegistration": True, "relativePatternSupport": True}},
-                "textDocument": {"synchronization": {"didSave": True, "dynamicRegistration": False},
-                                 "documentSymbol": {"hierarchicalDocumentSymbolSupport": True},
-                                 "hover": {"contentFormat": ["markdown", "plaintext"]}},
+                "workspace": {
+                    "configuration": True,
+                    "workspaceFolders": True,
+                    "symbol": {},
+                    "didChangeWatchedFiles": {"dynamicRegistration": True, "relativePatternSupport": True},
+                },
+                "textDocument": {
+                    "synchronization": {"didSave": True, "dynamicRegistration": False},
+                    "documentSymbol": {"hierarchicalDocumentSymbolSupport": True},
+                    "hover": {"contentFormat": ["markdown", "plaintext"]},
+                },
                 "window": {"workDoneProgress": True},
                 "general": {"positionEncodings": ["utf-16"]},
             },
@@ -213,5 +226,9 @@ def _hwm(pid: int, field: str = "VmHWM:") -> float:
 
 
 def text_document(path: Path, version: int = 1) -> dict[str, Any]:
-    return {"uri": path.resolve().as_uri(), "languageId": "markdown", "version": version,
-            "text": path.read_text(encoding="utf-8")}
+    return {
+        "uri": path.resolve().as_uri(),
+        "languageId": "markdown",
+        "version": version,
+        "text": path.read_text(encoding="utf-8"),
+    }

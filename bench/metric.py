@@ -51,8 +51,10 @@ def open_index(root: Path, metric: str, scratch: Path, cached: Any) -> Any:
         stats = memory.index()
     finally:
         IndexParams.add_index = original  # type: ignore[method-assign]
-    log(f"metric {metric}: indexed {stats.chunks_total} chunks in {time.perf_counter() - start:.1f}s "
-        f"({cached.fresh} through the model)")
+    log(
+        f"metric {metric}: indexed {stats.chunks_total} chunks in {time.perf_counter() - start:.1f}s "
+        f"({cached.fresh} through the model)"
+    )
     memory._embedder = cached.inner  # searches embed their query with the model, like the product
     return memory
 
@@ -87,12 +89,22 @@ def measure(root: Path, metrics: list[str], scratch: Path) -> list[dict[str, Any
         for metric, memory in memories.items():
             for name in CHOSEN:
                 per_query = evaluate(memory, labelled, SETTINGS[name])
-                rows.append(emit("metric", {"chunks": memory.store.count(), "metric": metric, "setting": name,
-                                            "mrr": mean(per_query, "rr"), "r@1": mean(per_query, "r@1"),
-                                            "r@5": mean(per_query, "r@5"),
-                                            "search_p50_ms": 1000 * percentile(times[metric], 50),
-                                            "search_p95_ms": 1000 * percentile(times[metric], 95),
-                                            "recommended_p50_ms": 1000 * percentile(recommended[metric], 50)}))
+                rows.append(
+                    emit(
+                        "metric",
+                        {
+                            "chunks": memory.store.count(),
+                            "metric": metric,
+                            "setting": name,
+                            "mrr": mean(per_query, "rr"),
+                            "r@1": mean(per_query, "r@1"),
+                            "r@5": mean(per_query, "r@5"),
+                            "search_p50_ms": 1000 * percentile(times[metric], 50),
+                            "search_p95_ms": 1000 * percentile(times[metric], 95),
+                            "recommended_p50_ms": 1000 * percentile(recommended[metric], 50),
+                        },
+                    )
+                )
     finally:
         for memory in memories.values():
             memory.close()
@@ -111,7 +123,9 @@ def main(args: Any) -> None:
         for size in sizes:
             root, _ = built(size, args.seed)
             rows += measure(root, os.environ.get("BENCH_METRICS", "COSINE,IP").split(","), Path(tmp))
-    table(rows, ["chunks", "metric", "setting", "mrr", "r@1", "r@5", "search_p50_ms", "search_p95_ms",
-                 "recommended_p50_ms"],
-          "dense metric COSINE vs IP: generated set quality and Memory.search latency (default settings)")
+    table(
+        rows,
+        ["chunks", "metric", "setting", "mrr", "r@1", "r@5", "search_p50_ms", "search_p95_ms", "recommended_p50_ms"],
+        "dense metric COSINE vs IP: generated set quality and Memory.search latency (default settings)",
+    )
     (work_dir().parent / "metric.json").write_text(json.dumps(rows, indent=1))

@@ -31,24 +31,41 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "learned, no floor": {"min_score": 0.0},
     "dense": {"ranker": "minmax", "vector_weight": 1.0, "bm25_weight": 0.0, "min_score": 0.0},
     "bm25": {"ranker": "minmax", "vector_weight": 0.0, "bm25_weight": 1.0, "min_score": 0.0},
-    "minmax 0.3/0.7 + confidence (previous default)": {"ranker": "minmax", "vector_weight": 0.3,
-                                                       "bm25_weight": 0.7, "min_score": 0.0},
+    "minmax 0.3/0.7 + confidence (previous default)": {
+        "ranker": "minmax",
+        "vector_weight": 0.3,
+        "bm25_weight": 0.7,
+        "min_score": 0.0,
+    },
     "minmax 0.2/0.8 c30": {"ranker": "minmax", "vector_weight": 0.2, "bm25_weight": 0.8, "candidates": 30},
     "minmax 0.3/0.7 c30": {"ranker": "minmax", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 30},
     "minmax 0.4/0.6 c30": {"ranker": "minmax", "vector_weight": 0.4, "bm25_weight": 0.6, "candidates": 30},
     "minmax 0.5/0.5 c30": {"ranker": "minmax", "vector_weight": 0.5, "bm25_weight": 0.5, "candidates": 30},
     "minmax 0.3/0.7 c10": {"ranker": "minmax", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
-    "weighted 0.7/0.3 c30 (seed)": {"ranker": "weighted", "vector_weight": 0.7, "bm25_weight": 0.3, "candidates": 30,
-                                    "min_score": 0.0},
+    "weighted 0.7/0.3 c30 (seed)": {
+        "ranker": "weighted",
+        "vector_weight": 0.7,
+        "bm25_weight": 0.3,
+        "candidates": 30,
+        "min_score": 0.0,
+    },
     "weighted 0.3/0.7 c10": {"ranker": "weighted", "vector_weight": 0.3, "bm25_weight": 0.7, "candidates": 10},
     "rrf c10": {"ranker": "rrf", "candidates": 10},
     "rrf c30": {"ranker": "rrf", "candidates": 30},
 }
 # every setting but the default runs without the relevance floor (it ranks what the legs find)
-SETTINGS = {name: {"min_score": 0.0, **overrides} if name != "default" else overrides
-            for name, overrides in SETTINGS.items()}
-QUICK = ["default", "learned, no floor", "dense", "bm25", "minmax 0.3/0.7 + confidence (previous default)",
-         "weighted 0.7/0.3 c30 (seed)", "rrf c10"]
+SETTINGS = {
+    name: {"min_score": 0.0, **overrides} if name != "default" else overrides for name, overrides in SETTINGS.items()
+}
+QUICK = [
+    "default",
+    "learned, no floor",
+    "dense",
+    "bm25",
+    "minmax 0.3/0.7 + confidence (previous default)",
+    "weighted 0.7/0.3 c30 (seed)",
+    "rrf c10",
+]
 
 
 class MemoEmbedder:
@@ -110,9 +127,15 @@ def evaluate(memory: Any, queries: list[dict[str, Any]], settings: dict[str, Any
     per_query = []
     for q in queries:
         hits = memory.search(q["query"], top_k=K, **settings)
-        per_query.append({"query": q["query"], "kind": q["kind"], **score(hits, q["answers"]),
-                          "chars@5": chars(memory, hits[:5]),
-                          "top": [f"{h.source}#{h.heading}" for h in hits[:3]]})
+        per_query.append(
+            {
+                "query": q["query"],
+                "kind": q["kind"],
+                **score(hits, q["answers"]),
+                "chars@5": chars(memory, hits[:5]),
+                "top": [f"{h.source}#{h.heading}" for h in hits[:3]],
+            }
+        )
     return per_query
 
 
@@ -125,15 +148,22 @@ def check_labels(memory: Any, queries: list[dict[str, Any]], name: str) -> None:
         raise SystemExit(f"{name}: labels that match no chunk: {missing}")
 
 
-def run_set(memory: Any, set_name: str, queries: list[dict[str, Any]], names: list[str],
-            details: dict[str, Any]) -> list[dict[str, Any]]:
+def run_set(
+    memory: Any, set_name: str, queries: list[dict[str, Any]], names: list[str], details: dict[str, Any]
+) -> list[dict[str, Any]]:
     check_labels(memory, queries, set_name)
     rows = []
     for name in names:
         per_query = evaluate(memory, queries, SETTINGS[name])
         details[f"{set_name}|{name}"] = per_query
-        row = {"set": set_name, "setting": name, "model": memory.embedder.model_name, "queries": len(queries),
-               **{k: mean(per_query, k) for k in METRICS}, "mrr": mean(per_query, "rr")}
+        row = {
+            "set": set_name,
+            "setting": name,
+            "model": memory.embedder.model_name,
+            "queries": len(queries),
+            **{k: mean(per_query, k) for k in METRICS},
+            "mrr": mean(per_query, "rr"),
+        }
         for kind in ("exact", "paraphrase", "date"):
             part = [p for p in per_query if p["kind"] == kind]
             if part:
@@ -147,8 +177,13 @@ def combined(rows: list[dict[str, Any]], details: dict[str, Any], sets: list[str
     out = []
     for name in names:
         per_query = [p for s in sets for p in details[f"{s}|{name}"]]
-        row = {"set": "all", "setting": name, "queries": len(per_query),
-               **{k: mean(per_query, k) for k in METRICS}, "mrr": mean(per_query, "rr")}
+        row = {
+            "set": "all",
+            "setting": name,
+            "queries": len(per_query),
+            **{k: mean(per_query, k) for k in METRICS},
+            "mrr": mean(per_query, "rr"),
+        }
         for kind in ("exact", "paraphrase", "date"):
             part = [p for p in per_query if p["kind"] == kind]
             row[f"mrr_{kind}"] = mean(part, "rr")
@@ -190,15 +225,35 @@ def main(args: Any) -> None:
                 rows += run_set(memory, f"generated-{size // 1000}k", load("generated"), names, details)
             sets.append(f"generated-{size // 1000}k")
     rows += combined(rows, details, sets, names)
-    labelled = run_sets([Path(d).expanduser().resolve() for d in args.set or []], embedder,
-                        {n: SETTINGS[n] for n in names}, lsp=not args.no_lsp)
+    labelled = run_sets(
+        [Path(d).expanduser().resolve() for d in args.set or []],
+        embedder,
+        {n: SETTINGS[n] for n in names},
+        lsp=not args.no_lsp,
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "quality-details.json").write_text(json.dumps(details, indent=1))
-    columns = ["set", "setting", "queries", "r@1", "r@3", "r@5", "r@10", "hit@1", "hit@3", "hit@5", "mrr@5", "chars@5",
-               "mrr"]
+    columns = [
+        "set",
+        "setting",
+        "queries",
+        "r@1",
+        "r@3",
+        "r@5",
+        "r@10",
+        "hit@1",
+        "hit@3",
+        "hit@5",
+        "mrr@5",
+        "chars@5",
+        "mrr",
+    ]
     table([*labelled, *rows], [*columns, "index_s", "p50_ms", "same_ranking"], "retrieval quality: every set")
     cats = sorted({k for r in labelled for k in r if k.startswith("r@5 cat")})
     if cats:
         table(labelled, ["set", "setting", *cats], "recall@5 per category (labelled workspaces)")
-    table([r for r in rows if r["set"] == "all"], ["setting", "mrr_exact", "mrr_paraphrase", "mrr_date"],
-          "MRR per query kind (examples + generated)")
+    table(
+        [r for r in rows if r["set"] == "all"],
+        ["setting", "mrr_exact", "mrr_paraphrase", "mrr_date"],
+        "MRR per query kind (examples + generated)",
+    )

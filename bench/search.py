@@ -70,17 +70,29 @@ def worker(root: Path, passes: int) -> dict[str, Any]:
     searched_rss = rss_mib()[0]
     memory.close()
     rest = sorted(t - e for t, e in zip(total, embed))
-    return {"model_load_s": t_model - t0, "open_s": t_open - t_model, "first_search_s": t_first - t_open,
-            "mirror_s": t_mirror - t_first,
-            "n": len(total), "p50_ms": 1000 * percentile(total, 50), "p95_ms": 1000 * percentile(total, 95),
-            "embed_p50_ms": 1000 * percentile(embed, 50), "rest_p50_ms": 1000 * percentile(rest, 50),
-            "top20_p50_ms": 1000 * percentile(top20, 50), "peak_rss_mib": rss_mib()[1],
-            "searched_rss_mib": searched_rss}
+    return {
+        "model_load_s": t_model - t0,
+        "open_s": t_open - t_model,
+        "first_search_s": t_first - t_open,
+        "mirror_s": t_mirror - t_first,
+        "n": len(total),
+        "p50_ms": 1000 * percentile(total, 50),
+        "p95_ms": 1000 * percentile(total, 95),
+        "embed_p50_ms": 1000 * percentile(embed, 50),
+        "rest_p50_ms": 1000 * percentile(rest, 50),
+        "top20_p50_ms": 1000 * percentile(top20, 50),
+        "peak_rss_mib": rss_mib()[1],
+        "searched_rss_mib": searched_rss,
+    }
 
 
 def in_process(root: Path, passes: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "bench.search", "--worker", str(root), str(passes)],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.search", "--worker", str(root), str(passes)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if out.returncode:
         raise RuntimeError(f"search worker failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -109,11 +121,19 @@ def over_lsp(root: Path, passes: int) -> dict[str, Any]:
         everything = client.request("workspace/symbol", {"query": ""})
         all_headings_ms = 1000 * (time.perf_counter() - start)
         time.sleep(IDLE_S)
-        return {"ready_s": ready_s, "idle_rss_mib": idle_rss, "searched_rss_mib": client.rss_mib(),
-                "n": len(times), "p50_ms": 1000 * percentile(times, 50),
-                "p95_ms": 1000 * percentile(times, 95), "symbols": statistics.median(counts),
-                "all_headings_ms": all_headings_ms, "all_headings": len(everything or []),
-                "peak_rss_mib": client.peak_rss_mib(), "startup_embedded": stats.get("embedded")}
+        return {
+            "ready_s": ready_s,
+            "idle_rss_mib": idle_rss,
+            "searched_rss_mib": client.rss_mib(),
+            "n": len(times),
+            "p50_ms": 1000 * percentile(times, 50),
+            "p95_ms": 1000 * percentile(times, 95),
+            "symbols": statistics.median(counts),
+            "all_headings_ms": all_headings_ms,
+            "all_headings": len(everything or []),
+            "peak_rss_mib": client.peak_rss_mib(),
+            "startup_embedded": stats.get("embedded"),
+        }
 
 
 def main(args: Any) -> None:
@@ -127,25 +147,71 @@ def main(args: Any) -> None:
         disk = index_size_mib(root)
         log(f"search: {size} chunks, in-process")
         ip = in_process(root, passes)
-        rows.append(emit("search", {"chunks": size, "via": "Memory.search", "p50_ms": ip["p50_ms"],
-                                    "p95_ms": ip["p95_ms"], "n": ip["n"], "embed_p50_ms": ip["embed_p50_ms"],
-                                    "rest_p50_ms": ip["rest_p50_ms"], "top20_p50_ms": ip["top20_p50_ms"],
-                                    "open_s": ip["open_s"], "first_search_s": ip["first_search_s"],
-                                    "mirror_s": ip["mirror_s"],
-                                    "model_load_s": ip["model_load_s"], "peak_rss_mib": ip["peak_rss_mib"],
-                                    "searched_rss_mib": ip["searched_rss_mib"],
-                                    "disk_mib": disk, "corpus_mib": build.get("corpus_mib"),
-                                    "build_cps": build.get("chunks_per_s")}))
+        rows.append(
+            emit(
+                "search",
+                {
+                    "chunks": size,
+                    "via": "Memory.search",
+                    "p50_ms": ip["p50_ms"],
+                    "p95_ms": ip["p95_ms"],
+                    "n": ip["n"],
+                    "embed_p50_ms": ip["embed_p50_ms"],
+                    "rest_p50_ms": ip["rest_p50_ms"],
+                    "top20_p50_ms": ip["top20_p50_ms"],
+                    "open_s": ip["open_s"],
+                    "first_search_s": ip["first_search_s"],
+                    "mirror_s": ip["mirror_s"],
+                    "model_load_s": ip["model_load_s"],
+                    "peak_rss_mib": ip["peak_rss_mib"],
+                    "searched_rss_mib": ip["searched_rss_mib"],
+                    "disk_mib": disk,
+                    "corpus_mib": build.get("corpus_mib"),
+                    "build_cps": build.get("chunks_per_s"),
+                },
+            )
+        )
         log(f"search: {size} chunks, over LSP")
         lsp = over_lsp(root, passes)
-        rows.append(emit("search", {"chunks": size, "via": "workspace/symbol", "p50_ms": lsp["p50_ms"],
-                                    "p95_ms": lsp["p95_ms"], "n": lsp["n"], "symbols": lsp["symbols"],
-                                    "ready_s": lsp["ready_s"], "all_headings_ms": lsp["all_headings_ms"],
-                                    "peak_rss_mib": lsp["peak_rss_mib"], "idle_rss_mib": lsp["idle_rss_mib"],
-                                    "searched_rss_mib": lsp["searched_rss_mib"], "disk_mib": disk,
-                                    "startup_embedded": lsp["startup_embedded"]}))
-    table(rows, ["chunks", "via", "p50_ms", "p95_ms", "n", "embed_p50_ms", "rest_p50_ms", "open_s", "ready_s",
-                 "peak_rss_mib", "idle_rss_mib", "searched_rss_mib", "disk_mib"], "search latency (ms) and footprint")
+        rows.append(
+            emit(
+                "search",
+                {
+                    "chunks": size,
+                    "via": "workspace/symbol",
+                    "p50_ms": lsp["p50_ms"],
+                    "p95_ms": lsp["p95_ms"],
+                    "n": lsp["n"],
+                    "symbols": lsp["symbols"],
+                    "ready_s": lsp["ready_s"],
+                    "all_headings_ms": lsp["all_headings_ms"],
+                    "peak_rss_mib": lsp["peak_rss_mib"],
+                    "idle_rss_mib": lsp["idle_rss_mib"],
+                    "searched_rss_mib": lsp["searched_rss_mib"],
+                    "disk_mib": disk,
+                    "startup_embedded": lsp["startup_embedded"],
+                },
+            )
+        )
+    table(
+        rows,
+        [
+            "chunks",
+            "via",
+            "p50_ms",
+            "p95_ms",
+            "n",
+            "embed_p50_ms",
+            "rest_p50_ms",
+            "open_s",
+            "ready_s",
+            "peak_rss_mib",
+            "idle_rss_mib",
+            "searched_rss_mib",
+            "disk_mib",
+        ],
+        "search latency (ms) and footprint",
+    )
 
 
 if __name__ == "__main__":

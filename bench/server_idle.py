@@ -67,8 +67,13 @@ def one(root: Path) -> dict[str, float]:
         client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": log.as_uri(), "type": 2}]})
         client.wait_notification("memsearch/indexed", after=mark, timeout=600)
         time.sleep(IDLE_S)
-        return {"ready_s": ready - client.t_spawn, "idle_rss_mib": idle, "searched_rss_mib": searched,
-                "edited_rss_mib": client.rss_mib(), "peak_rss_mib": max([client.peak_rss_mib(), *sampled])}
+        return {
+            "ready_s": ready - client.t_spawn,
+            "idle_rss_mib": idle,
+            "searched_rss_mib": searched,
+            "edited_rss_mib": client.rss_mib(),
+            "peak_rss_mib": max([client.peak_rss_mib(), *sampled]),
+        }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -93,12 +98,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         row: dict[str, Any] = {"case": case, "chunks": args.chunks, "rounds": len(runs)}
         for key in ("idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib", "ready_s"):
             values = [r[key] for r in runs]
-            row[key] = f"{min(values):.0f} / {statistics.median(values):.0f} / {max(values):.0f}" if key != "ready_s" \
+            row[key] = (
+                f"{min(values):.0f} / {statistics.median(values):.0f} / {max(values):.0f}"
+                if key != "ready_s"
                 else f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
+            )
         rows.append(emit("server_idle", row))
-    table(rows, ["case", "chunks", "rounds", "idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib",
-                 "ready_s"],
-          "server RSS (MiB) idle, min / median / max")
+    table(
+        rows,
+        ["case", "chunks", "rounds", "idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib", "ready_s"],
+        "server RSS (MiB) idle, min / median / max",
+    )
 
 
 if __name__ == "__main__":

@@ -59,8 +59,9 @@ def embedded_texts(memory: Path, model: str) -> tuple[list[str], int]:
     chunks = 0
     for path in sorted(memory.rglob("*.md")):
         text, _ = read_text(path)
-        for chunk in chunk_markdown(text, f"memory/{path.relative_to(memory).as_posix()}", model=model,
-                                    max_chars=MAX_CHARS):
+        for chunk in chunk_markdown(
+            text, f"memory/{path.relative_to(memory).as_posix()}", model=model, max_chars=MAX_CHARS
+        ):
             seen.setdefault(chunk.embed_hash, chunk.windows)
             chunks += 1
     return [w for ws in seen.values() for w in ws], chunks
@@ -93,9 +94,14 @@ def run_ours(memory: Path, embedder: Any, scratch: Path, n: int) -> dict[str, fl
         opened = time.perf_counter()
         cpu = time.process_time()
         stats = mem.index()
-        return {"files": stats.files_total, "chunks": stats.chunks_total, "embedded": stats.chunks_embedded,
-                "open_s": opened - start, "index_s": time.perf_counter() - opened,
-                "cpu_s": time.process_time() - cpu}
+        return {
+            "files": stats.files_total,
+            "chunks": stats.chunks_total,
+            "embedded": stats.chunks_embedded,
+            "open_s": opened - start,
+            "index_s": time.perf_counter() - opened,
+            "cpu_s": time.process_time() - cpu,
+        }
     finally:
         mem.close()
         release(mem.uri)
@@ -132,21 +138,29 @@ def full_index(memory: Path, reps: int) -> dict[str, Any]:
             if isinstance(recorder, Recording) and Counter(recorder.texts) != Counter(texts):
                 raise SystemExit("the indexer embedded other texts than the raw run: fix embedded_texts()")
             rounds.append((r, o))
-            log(f"  round {n + 1}: raw {r['seconds']:.1f}s, ours {o['index_s']:.1f}s "
+            log(
+                f"  round {n + 1}: raw {r['seconds']:.1f}s, ours {o['index_s']:.1f}s "
                 f"({o['index_s'] / r['seconds']:.3f}); CPU raw {r['cpu_s']:.1f}s, ours {o['cpu_s']:.1f}s "
-                f"({o['cpu_s'] / r['cpu_s']:.3f}); load {os.getloadavg()[0]:.2f}")
+                f"({o['cpu_s'] / r['cpu_s']:.3f}); load {os.getloadavg()[0]:.2f}"
+            )
     raw_s = [r["seconds"] for r, _ in rounds]
     ours_s = [o["index_s"] for _, o in rounds]
     ratio = [o["index_s"] / r["seconds"] for r, o in rounds]
     cpu_ratio = [o["cpu_s"] / r["cpu_s"] for r, o in rounds]
-    return {"files": files, "chunks": chunks, "texts": len(texts), "reps": reps,
-            **{f"raw_s_{k}": v for k, v in spread(raw_s).items()},
-            **{f"ours_s_{k}": v for k, v in spread(ours_s).items()},
-            **{f"ratio_{k}": v for k, v in spread(ratio).items()},
-            **{f"cpu_ratio_{k}": v for k, v in spread(cpu_ratio).items()},
-            "raw_cpu_s": statistics.median(r["cpu_s"] for r, _ in rounds),
-            "ours_cpu_s": statistics.median(o["cpu_s"] for _, o in rounds),
-            "store_open_s": statistics.median(o["open_s"] for _, o in rounds), "load": os.getloadavg()}
+    return {
+        "files": files,
+        "chunks": chunks,
+        "texts": len(texts),
+        "reps": reps,
+        **{f"raw_s_{k}": v for k, v in spread(raw_s).items()},
+        **{f"ours_s_{k}": v for k, v in spread(ours_s).items()},
+        **{f"ratio_{k}": v for k, v in spread(ratio).items()},
+        **{f"cpu_ratio_{k}": v for k, v in spread(cpu_ratio).items()},
+        "raw_cpu_s": statistics.median(r["cpu_s"] for r, _ in rounds),
+        "ours_cpu_s": statistics.median(o["cpu_s"] for _, o in rounds),
+        "store_open_s": statistics.median(o["open_s"] for _, o in rounds),
+        "load": os.getloadavg(),
+    }
 
 
 def growth_round(sources: list[Path], points: Sequence[int], scratch: Path) -> dict[int, dict[str, float]]:
@@ -163,7 +177,7 @@ def growth_round(sources: list[Path], points: Sequence[int], scratch: Path) -> d
 
     def add(count: int) -> list[Path]:
         nonlocal done
-        part = sources[done:done + count]
+        part = sources[done : done + count]
         for path in part:
             shutil.copyfile(path, ws / "memory" / path.name)
         done += len(part)
@@ -185,10 +199,13 @@ def growth_round(sources: list[Path], points: Sequence[int], scratch: Path) -> d
             for path in single:
                 mem.index_file(f"memory/{path.name}")
             one_by_one, one_by_one_cpu = time.perf_counter() - start, time.process_time() - cpu
-            out[point] = {"rescan_ms": 1000 * rescan, "index_ms_per_new_file": 1000 * reconcile / len(added),
-                          "beyond_rescan_ms_per_new_file": 1000 * (reconcile - rescan) / len(added),
-                          "index_file_ms_per_file": 1000 * one_by_one / len(single),
-                          "index_file_cpu_ms_per_file": 1000 * one_by_one_cpu / len(single)}
+            out[point] = {
+                "rescan_ms": 1000 * rescan,
+                "index_ms_per_new_file": 1000 * reconcile / len(added),
+                "beyond_rescan_ms_per_new_file": 1000 * (reconcile - rescan) / len(added),
+                "index_file_ms_per_file": 1000 * one_by_one / len(single),
+                "index_file_cpu_ms_per_file": 1000 * one_by_one_cpu / len(single),
+            }
     finally:
         mem.close()
         release(mem.uri)
@@ -206,9 +223,13 @@ def growth(memory: Path, reps: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="bench-smallfiles-growth-") as tmp:
         for n in range(reps):
             per_round.append(growth_round(sources, points, Path(tmp)))
-            log(f"  growth round {n + 1}: " + ", ".join(
-                f"N={p}: {r['index_ms_per_new_file']:.1f}/{r['index_file_ms_per_file']:.1f} ms"
-                for p, r in per_round[-1].items()))
+            log(
+                f"  growth round {n + 1}: "
+                + ", ".join(
+                    f"N={p}: {r['index_ms_per_new_file']:.1f}/{r['index_file_ms_per_file']:.1f} ms"
+                    for p, r in per_round[-1].items()
+                )
+            )
     rows = []
     for point in points:
         row: dict[str, Any] = {"indexed_files": point, "reps": reps}
@@ -226,16 +247,49 @@ def main(args: Any) -> None:
         memory = memory_folder(folder)
         if not memory.is_dir():
             raise SystemExit(f"{memory}: no such memory folder (pass --set DIR)")
-        rows = [] if args.quick else [emit("smallfiles", {"set": folder.name, "load_before": uptime,
-                                                          **full_index(memory, reps)})]
+        rows = (
+            []
+            if args.quick
+            else [emit("smallfiles", {"set": folder.name, "load_before": uptime, **full_index(memory, reps)})]
+        )
         if rows:
-            table(rows, ["set", "files", "chunks", "texts", "reps", "raw_s_min", "raw_s_median", "raw_s_max",
-                         "ours_s_min", "ours_s_median", "ours_s_max", "ratio_min", "ratio_median", "ratio_max",
-                         "cpu_ratio_min", "cpu_ratio_median", "cpu_ratio_max", "raw_cpu_s", "ours_cpu_s",
-                         "store_open_s"],
-                  f"many small files: full Memory.index() vs raw onnxruntime on the same texts ({folder.name})")
-        table(growth(memory, reps), ["indexed_files", "rescan_ms", "index_ms_per_new_file",
-                                     "beyond_rescan_ms_per_new_file", "index_file_ms_per_file",
-                                     "index_file_cpu_ms_per_file", "reps"],
-              f"per-file cost as the index grows ({folder.name}, HashEmbedder: no model time, {STEP} new "
-              "files per path, median of rounds)")
+            table(
+                rows,
+                [
+                    "set",
+                    "files",
+                    "chunks",
+                    "texts",
+                    "reps",
+                    "raw_s_min",
+                    "raw_s_median",
+                    "raw_s_max",
+                    "ours_s_min",
+                    "ours_s_median",
+                    "ours_s_max",
+                    "ratio_min",
+                    "ratio_median",
+                    "ratio_max",
+                    "cpu_ratio_min",
+                    "cpu_ratio_median",
+                    "cpu_ratio_max",
+                    "raw_cpu_s",
+                    "ours_cpu_s",
+                    "store_open_s",
+                ],
+                f"many small files: full Memory.index() vs raw onnxruntime on the same texts ({folder.name})",
+            )
+        table(
+            growth(memory, reps),
+            [
+                "indexed_files",
+                "rescan_ms",
+                "index_ms_per_new_file",
+                "beyond_rescan_ms_per_new_file",
+                "index_file_ms_per_file",
+                "index_file_cpu_ms_per_file",
+                "reps",
+            ],
+            f"per-file cost as the index grows ({folder.name}, HashEmbedder: no model time, {STEP} new "
+            "files per path, median of rounds)",
+        )

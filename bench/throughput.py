@@ -76,8 +76,13 @@ def run_ours(corpus: Path, embedder: Any, scratch: Path, n: int, group: int = 0)
         index_mod.GROUP_CHUNKS = group or default
         stats = memory.index()
         done = time.perf_counter()
-        return {"chunks": stats.chunks_total, "embedded": stats.chunks_embedded, "open_s": opened - start,
-                "index_s": done - opened, "cpu_s": time.process_time() - cpu}
+        return {
+            "chunks": stats.chunks_total,
+            "embedded": stats.chunks_embedded,
+            "open_s": opened - start,
+            "index_s": done - opened,
+            "cpu_s": time.process_time() - cpu,
+        }
     finally:
         index_mod.GROUP_CHUNKS = default
         memory.close()
@@ -109,8 +114,13 @@ def index_rss(corpus: Path) -> dict[str, float]:
 
     from bench.common import ROOT
 
-    out = subprocess.run([sys.executable, "-m", "bench.throughput", "--rss-worker", str(corpus)],
-                         capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.throughput", "--rss-worker", str(corpus)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -128,15 +138,25 @@ def knobs(texts: list[str], reps: int) -> list[dict[str, Any]]:
     from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder
 
     rows = []
-    settings = [("tokens", 32, 0), ("chars", 32, 0), ("file order", 32, 0), ("tokens", 8, 0), ("tokens", 16, 0),
-                ("tokens", 64, 0), ("tokens", 32, 1), ("tokens", 32, 2), ("tokens", 32, 4)]
+    settings = [
+        ("tokens", 32, 0),
+        ("chars", 32, 0),
+        ("file order", 32, 0),
+        ("tokens", 8, 0),
+        ("tokens", 16, 0),
+        ("tokens", 64, 0),
+        ("tokens", 32, 1),
+        ("tokens", 32, 2),
+        ("tokens", 32, 4),
+    ]
     raws: dict[int, Any] = {}
     fasts: dict[int, Any] = {}
     original = embed_mod.by_length
-    orders = {"tokens": original,
-              "chars": lambda t, b, lengths=None: original(t, b),
-              "file order": lambda t, b, lengths=None: [list(range(i, min(i + b, len(t))))
-                                                        for i in range(0, len(t), b)]}
+    orders = {
+        "tokens": original,
+        "chars": lambda t, b, lengths=None: original(t, b),
+        "file order": lambda t, b, lengths=None: [list(range(i, min(i + b, len(t)))) for i in range(0, len(t), b)],
+    }
     timings: dict[tuple[str, int, int], tuple[list[float], list[float]]] = {k: ([], []) for k in settings}
     for _ in range(reps):  # settings interleaved, so a burst of load from elsewhere hits all of them alike
         for order, batch, threads in settings:
@@ -157,20 +177,29 @@ def knobs(texts: list[str], reps: int) -> list[dict[str, Any]]:
                 embed_mod.by_length = original
                 embed_mod.MAX_BATCH = old_max
     for (order, batch, threads), (raw_s, fast_s) in timings.items():
-        row = {"order": order, "batch": batch, "threads": threads or "auto",
-               "raw_cps": len(texts) / statistics.median(raw_s),
-               "fastembed_cps": len(texts) / statistics.median(fast_s),
-               "texts": len(texts), "reps": reps, "load": os.getloadavg()[0]}
+        row = {
+            "order": order,
+            "batch": batch,
+            "threads": threads or "auto",
+            "raw_cps": len(texts) / statistics.median(raw_s),
+            "fastembed_cps": len(texts) / statistics.median(fast_s),
+            "texts": len(texts),
+            "reps": reps,
+            "load": os.getloadavg()[0],
+        }
         row["fastembed/raw"] = row["fastembed_cps"] / row["raw_cps"]
         rows.append(emit("throughput_knobs", row))
     return rows
 
 
 def knobs_table(texts: list[str], reps: int) -> None:
-    sample = texts[::max(1, len(texts) // 256)][:256]  # spread over the corpus: all lengths
+    sample = texts[:: max(1, len(texts) // 256)][:256]  # spread over the corpus: all lengths
     kn = knobs(sample, reps)
-    table(kn, ["order", "batch", "threads", "raw_cps", "fastembed_cps", "fastembed/raw"],
-          f"embedding knobs (texts/s, {len(sample)} texts, median of {reps}, settings interleaved)")
+    table(
+        kn,
+        ["order", "batch", "threads", "raw_cps", "fastembed_cps", "fastembed/raw"],
+        f"embedding knobs (texts/s, {len(sample)} texts, median of {reps}, settings interleaved)",
+    )
 
 
 def knobs_main(args: Any) -> None:
@@ -196,17 +225,31 @@ def provider_main(args: Any, embedder: Any, sizes: list[int], reps: int) -> None
                 start = time.perf_counter()
                 embedder.embed(texts)
                 embeds.append(time.perf_counter() - start)
-                log(f"  round {n + 1}: index {runs[-1]['chunks'] / runs[-1]['index_s']:.1f}/s, "
-                    f"embed {len(texts) / embeds[-1]:.1f}/s")
-            rows.append(emit("throughput", {
-                "chunks": chunks, "variant": f"{getattr(embedder, 'provider', '?')} {embedder.model_name}",
-                "embedded": runs[0]["embedded"], "reps": reps,
-                "ours_cps": statistics.median(r["chunks"] / r["index_s"] for r in runs),
-                "embed_cps": statistics.median(len(texts) / s for s in embeds),
-                "index_s": statistics.median(r["index_s"] for r in runs), "load": os.getloadavg()[0],
-                "quick": bool(args.quick)}))
-    table(rows, ["chunks", "variant", "ours_cps", "embed_cps", "index_s"],
-          "full-index throughput with the chosen embedding provider (median of rounds)")
+                log(
+                    f"  round {n + 1}: index {runs[-1]['chunks'] / runs[-1]['index_s']:.1f}/s, "
+                    f"embed {len(texts) / embeds[-1]:.1f}/s"
+                )
+            rows.append(
+                emit(
+                    "throughput",
+                    {
+                        "chunks": chunks,
+                        "variant": f"{getattr(embedder, 'provider', '?')} {embedder.model_name}",
+                        "embedded": runs[0]["embedded"],
+                        "reps": reps,
+                        "ours_cps": statistics.median(r["chunks"] / r["index_s"] for r in runs),
+                        "embed_cps": statistics.median(len(texts) / s for s in embeds),
+                        "index_s": statistics.median(r["index_s"] for r in runs),
+                        "load": os.getloadavg()[0],
+                        "quick": bool(args.quick),
+                    },
+                )
+            )
+    table(
+        rows,
+        ["chunks", "variant", "ours_cps", "embed_cps", "index_s"],
+        "full-index throughput with the chosen embedding provider (median of rounds)",
+    )
 
 
 def main(args: Any) -> None:
@@ -239,8 +282,13 @@ def main(args: Any) -> None:
             # name -> (embedder batch size, index.GROUP_CHUNKS override; 0 = as shipped)
             variants = {"ours": (32, 0)}
             if not args.quick and size <= 1000:
-                variants.update({"ours, one group": (32, 1 << 30), "ours, batch 16": (16, 0),
-                                 "ours, batch 16, one group": (16, 1 << 30)})
+                variants.update(
+                    {
+                        "ours, one group": (32, 1 << 30),
+                        "ours, batch 16": (16, 0),
+                        "ours, batch 16, one group": (16, 1 << 30),
+                    }
+                )
             log(f"throughput: {chunks} chunks, {len(texts)} unique texts, {reps} rounds of raw + {list(variants)}")
             rounds = []
             for n in range(reps):
@@ -258,17 +306,27 @@ def main(args: Any) -> None:
                 raw_same = [len(texts) / r[batch]["seconds"] for r, _ in rounds]
                 raw_best = [max(len(texts) / x["seconds"] for x in r.values()) for r, _ in rounds]
                 ratios = [oc / rc for oc, rc in zip(ours_cps, raw_same)]
-                cpu_ratios = [(r[batch]["cpu_s"] / len(texts)) / (o["cpu_s"] / o["chunks"])
-                              for (r, _), o in zip(rounds, ours)]
-                row = {"chunks": chunks, "variant": name, "embedded": ours[0]["embedded"], "reps": reps,
-                       "raw_cps": statistics.median(raw_same), "ours_cps": statistics.median(ours_cps),
-                       "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-                       "cpu_ratio": statistics.median(cpu_ratios),
-                       "vs_best_raw": statistics.median(oc / rb for oc, rb in zip(ours_cps, raw_best)),
-                       "best_raw_cps": statistics.median(raw_best),
-                       "index_s": statistics.median(o["index_s"] for o in ours),
-                       "store_open_s": statistics.median(o["open_s"] for o in ours),
-                       "load": os.getloadavg()[0], "quick": bool(args.quick)}
+                cpu_ratios = [
+                    (r[batch]["cpu_s"] / len(texts)) / (o["cpu_s"] / o["chunks"]) for (r, _), o in zip(rounds, ours)
+                ]
+                row = {
+                    "chunks": chunks,
+                    "variant": name,
+                    "embedded": ours[0]["embedded"],
+                    "reps": reps,
+                    "raw_cps": statistics.median(raw_same),
+                    "ours_cps": statistics.median(ours_cps),
+                    "ratio": statistics.median(ratios),
+                    "ratio_min": min(ratios),
+                    "ratio_max": max(ratios),
+                    "cpu_ratio": statistics.median(cpu_ratios),
+                    "vs_best_raw": statistics.median(oc / rb for oc, rb in zip(ours_cps, raw_best)),
+                    "best_raw_cps": statistics.median(raw_best),
+                    "index_s": statistics.median(o["index_s"] for o in ours),
+                    "store_open_s": statistics.median(o["open_s"] for o in ours),
+                    "load": os.getloadavg()[0],
+                    "quick": bool(args.quick),
+                }
                 if name == "ours":  # its memory: a full index alone in a fresh process
                     row.update({k: v for k, v in index_rss(corpus).items() if k != "chunks"})
                 if name == "ours":  # where ours spends its time, on the same texts
@@ -284,10 +342,28 @@ def main(args: Any) -> None:
                 rows.append(emit("throughput", row))
             if not args.quick and size == 1000:
                 knobs_table(texts, reps)
-    table(rows, ["chunks", "variant", "raw_cps", "ours_cps", "ratio", "ratio_min", "ratio_max", "cpu_ratio",
-                 "vs_best_raw", "index_s", "chunking_s", "fastembed_s", "store_and_rest_s", "store_open_s",
-                 "peak_rss_mib", "idle_rss_mib"],
-          "full-index throughput vs raw onnxruntime (median of rounds)")
+    table(
+        rows,
+        [
+            "chunks",
+            "variant",
+            "raw_cps",
+            "ours_cps",
+            "ratio",
+            "ratio_min",
+            "ratio_max",
+            "cpu_ratio",
+            "vs_best_raw",
+            "index_s",
+            "chunking_s",
+            "fastembed_s",
+            "store_and_rest_s",
+            "store_open_s",
+            "peak_rss_mib",
+            "idle_rss_mib",
+        ],
+        "full-index throughput vs raw onnxruntime (median of rounds)",
+    )
 
 
 if __name__ == "__main__":

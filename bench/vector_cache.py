@@ -42,7 +42,7 @@ class CachedEmbedder:
         found: dict[str, list[float]] = {}
         with self._lock:
             for start in range(0, len(keys), 500):
-                part = keys[start:start + 500]
+                part = keys[start : start + 500]
                 marks = ",".join("?" * len(part))
                 for h, blob in self._db.execute(f"SELECT h, b FROM v WHERE h IN ({marks})", part):
                     found[h] = np.frombuffer(blob, dtype=np.float32).tolist()
@@ -51,9 +51,10 @@ class CachedEmbedder:
             vectors = self.inner.embed([texts[i] for i in missing])
             self.fresh += len(missing)
             with self._lock:
-                self._db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?)",
-                                     [(keys[i], np.asarray(v, dtype=np.float32).tobytes())
-                                      for i, v in zip(missing, vectors)])
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO v VALUES (?, ?)",
+                    [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(missing, vectors)],
+                )
                 self._db.commit()
             for i, v in zip(missing, vectors):
                 found[keys[i]] = list(v)

@@ -47,8 +47,11 @@ def index_size_mib(root: Path) -> float:
     folder = root / ".memsearch"
     if not folder.is_dir():
         return 0.0
-    return sum(dir_size_mib(p) if p.is_dir() else p.stat().st_size / 2**20
-               for p in folder.iterdir() if ".broken-" not in p.name)
+    return sum(
+        dir_size_mib(p) if p.is_dir() else p.stat().st_size / 2**20
+        for p in folder.iterdir()
+        if ".broken-" not in p.name
+    )
 
 
 def built(chunks: int, seed: int = 7, embedder: Any = None) -> tuple[Path, dict[str, Any]]:
@@ -82,12 +85,19 @@ def built(chunks: int, seed: int = 7, embedder: Any = None) -> tuple[Path, dict[
         if record and not stats.chunks_embedded and stats.chunks_total == corpus["chunks"]:
             return root, record
         log(f"built the index of {chunks} chunks: {stats}; {cached.fresh} texts ran through the model")
-        record = {"chunks": stats.chunks_total, "files": stats.files_total, "embedded": stats.chunks_embedded,
-                  "model_embedded": cached.fresh, "index_s": round(seconds, 2), "cpu_s": round(cpu_s, 2),
-                  "chunks_per_s": round(stats.chunks_total / seconds, 2) if cached.fresh == stats.chunks_embedded
-                  else None,
-                  "disk_mib": round(index_size_mib(root), 2), "corpus_mib": round(corpus["bytes"] / 2**20, 2),
-                  "digest": corpus["digest"], "load": os.getloadavg()[0]}
+        record = {
+            "chunks": stats.chunks_total,
+            "files": stats.files_total,
+            "embedded": stats.chunks_embedded,
+            "model_embedded": cached.fresh,
+            "index_s": round(seconds, 2),
+            "cpu_s": round(cpu_s, 2),
+            "chunks_per_s": round(stats.chunks_total / seconds, 2) if cached.fresh == stats.chunks_embedded else None,
+            "disk_mib": round(index_size_mib(root), 2),
+            "corpus_mib": round(corpus["bytes"] / 2**20, 2),
+            "digest": corpus["digest"],
+            "load": os.getloadavg()[0],
+        }
         stamp.write_text(json.dumps(record))
         emit("build", record)
         return root, record

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["Memory", "MemoryApi", "Remembered", "__version__", "open_memory"]
 
 
-def open_memory(root: str | Path = ".", *, config: Config | None = None, wait_s: float = 30.0,
-                **settings: Any) -> MemoryApi:
+def open_memory(
+    root: str | Path = ".", *, config: Config | None = None, wait_s: float = 30.0, **settings: Any
+) -> MemoryApi:
     """The memory of the workspace at `root`: the index owner's client when another process (an editor,
     `memsearch-lsp warm`, the MCP server) owns its index, else a local `Memory` that owns it; either way a
     `MemoryApi`. `settings` as keywords (`top_k=3`, `vector_weight=0.5`, `milvus_uri=...`) override

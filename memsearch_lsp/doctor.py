@@ -58,8 +58,8 @@ class Check:
 class ConfigSource:
     """One place settings come from, in order of precedence (later wins)."""
 
-    origin: str          # "workspace file", "environment", ...
-    path: str            # a file, or "" for the environment
+    origin: str  # "workspace file", "environment", ...
+    path: str  # a file, or "" for the environment
     keys: tuple[str, ...]
     ignored: tuple[str, ...] = ()  # keys present but not applied (e.g. untrusted in a workspace file)
 
@@ -82,10 +82,15 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         problem = self.problem
-        return {"ok": self.ok, "root": str(self.root), "version": __version__,
-                "problem": None if problem is None else {"check": problem.name, "detail": problem.detail,
-                                                         "fix": problem.fix},
-                "checks": [c.to_dict() for c in self.checks]}
+        return {
+            "ok": self.ok,
+            "root": str(self.root),
+            "version": __version__,
+            "problem": None
+            if problem is None
+            else {"check": problem.name, "detail": problem.detail, "fix": problem.fix},
+            "checks": [c.to_dict() for c in self.checks],
+        }
 
     def describe(self) -> str:
         lines = [f"memsearch-lsp {__version__} doctor: {self.root}"]
@@ -94,16 +99,17 @@ class Report:
             if c.failed and c.fix:
                 lines.append(f"{'':17}fix: {c.fix}")
         problem = self.problem
-        lines.append("no problems found" if problem is None else
-                     f"problem: {problem.name}: {problem.detail}\nfix: {problem.fix}")
+        lines.append(
+            "no problems found" if problem is None else f"problem: {problem.name}: {problem.detail}\nfix: {problem.fix}"
+        )
         return "\n".join(lines)
 
 
 @dataclass
 class _Context:
     root: Path
-    embedder: Any = None            # an Embedder, given by tests or loaded by the model check
-    config: Config | None = None    # None when the settings do not load
+    embedder: Any = None  # an Embedder, given by tests or loaded by the model check
+    config: Config | None = None  # None when the settings do not load
     memory_workspace: bool = False
 
 
@@ -203,15 +209,19 @@ def check_config(ctx: _Context) -> Check:
         ctx.config = load_config(ctx.root)
     except ConfigError as exc:
         return Check("config", "fail", str(exc), "correct or remove that setting", data)
-    parts = [f"{s.path or s.origin}: {', '.join(k for k in s.keys if k not in s.ignored) or 'no settings'}"
-             for s in sources]
+    parts = [
+        f"{s.path or s.origin}: {', '.join(k for k in s.keys if k not in s.ignored) or 'no settings'}" for s in sources
+    ]
     ignored = [f"{k} ({s.path or s.origin})" for s in sources for k in s.ignored]
     if ignored:
-        parts.append("ignored (a workspace file may not set where data, secrets or files go; set them in the user "
-                     "config file, MEMSEARCH_* variables or editor settings): " + ", ".join(ignored))
+        parts.append(
+            "ignored (a workspace file may not set where data, secrets or files go; set them in the user "
+            "config file, MEMSEARCH_* variables or editor settings): " + ", ".join(ignored)
+        )
     data["ignored"] = [k for s in sources for k in s.ignored]
-    return Check("config", "ok", "; ".join(parts) or "defaults (no .memsearch.toml, no MEMSEARCH_* variables)",
-                 data=data)
+    return Check(
+        "config", "ok", "; ".join(parts) or "defaults (no .memsearch.toml, no MEMSEARCH_* variables)", data=data
+    )
 
 
 def check_workspace(ctx: _Context) -> Check:
@@ -219,16 +229,22 @@ def check_workspace(ctx: _Context) -> Check:
     markers = memory_markers(config)
     ctx.memory_workspace = is_memory_workspace(ctx.root, config)
     if not ctx.memory_workspace:
-        return Check("workspace", "fail", f"{NO_MEMORY} ({ctx.root} has none of {', '.join(markers)})",
-                     f"memsearch-lsp init {ctx.root}", {"markers": markers})
+        return Check(
+            "workspace",
+            "fail",
+            f"{NO_MEMORY} ({ctx.root} has none of {', '.join(markers)})",
+            f"memsearch-lsp init {ctx.root}",
+            {"markers": markers},
+        )
     from memsearch_lsp.core.files import find_memory_files
 
     try:
         files = len(find_memory_files(ctx.root, config)[0])
     except Exception as exc:  # unreadable folders are reported, not fatal
         return Check("workspace", "fail", f"cannot list the memory files: {exc}", "check the folder permissions")
-    return Check("workspace", "ok", f"memory workspace, {files} memory files", data={"files": files,
-                                                                                      "markers": markers})
+    return Check(
+        "workspace", "ok", f"memory workspace, {files} memory files", data={"files": files, "markers": markers}
+    )
 
 
 def check_model(ctx: _Context) -> Check:
@@ -244,15 +260,23 @@ def check_model(ctx: _Context) -> Check:
         if ctx.embedder is None:
             from memsearch_lsp.core.embedding.onnx import create_embedder
 
-            ctx.embedder = create_embedder(name, batch_size=config.embedding.batch_size,
-                                           threads=config.embedding.threads)
+            ctx.embedder = create_embedder(
+                name, batch_size=config.embedding.batch_size, threads=config.embedding.threads
+            )
         started = time.perf_counter()
         vector = ctx.embedder.embed(["memsearch doctor probe"])[0]
         data["dim"], data["load_s"] = len(vector), round(time.perf_counter() - started, 2)
     except Exception as exc:
         ctx.embedder = None
-        return Check("model", "fail", f"{name}: {exc}", REINSTALL if name == DEFAULT_MODEL else
-                     f"set embedding.model to {DEFAULT_MODEL!r} or to a local model folder", data)
+        return Check(
+            "model",
+            "fail",
+            f"{name}: {exc}",
+            REINSTALL
+            if name == DEFAULT_MODEL
+            else f"set embedding.model to {DEFAULT_MODEL!r} or to a local model folder",
+            data,
+        )
     checksum = ", sha256 ok" if "sha256" in data else ""
     return Check("model", "ok", f"{name} loads ({data['dim']}-d, {data['load_s']} s{checksum})", data=data)
 
@@ -265,12 +289,17 @@ def check_index(ctx: _Context) -> Check:
     from memsearch_lsp.core.store.milvus import locked_by_other
 
     if ctx.config.milvus.uri:
-        return Check("index", "ok", f"remote Milvus at {ctx.config.milvus.uri} (not contacted)",
-                     data={"uri": ctx.config.milvus.uri})
+        return Check(
+            "index",
+            "ok",
+            f"remote Milvus at {ctx.config.milvus.uri} (not contacted)",
+            data={"uri": ctx.config.milvus.uri},
+        )
     db = ctx.root / INDEX_DIR / "milvus.db"
     if not db.is_dir():
-        return Check("index", "ok", "no index yet: the editor or `memsearch-lsp index` builds it",
-                     data={"uri": str(db)})
+        return Check(
+            "index", "ok", "no index yet: the editor or `memsearch-lsp index` builds it", data={"uri": str(db)}
+        )
     data: dict[str, Any] = {"uri": str(db)}
     record = read_record(ctx.root)
     if record is not None:
@@ -279,26 +308,44 @@ def check_index(ctx: _Context) -> Check:
         try:
             status = _call(str(record["socket"]), "status", {}, timeout=10)
             data.update(files=status.get("files"), chunks=status.get("chunks"))
-            return Check("index", "ok", f"{data['chunks']} chunks in {data['files']} files, served by pid {pid} "
-                         f"on {record['socket']}", data=data)
+            return Check(
+                "index",
+                "ok",
+                f"{data['chunks']} chunks in {data['files']} files, served by pid {pid} on {record['socket']}",
+                data=data,
+            )
         except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
             if pid_alive(pid):
-                return Check("index", "fail", f"pid {pid} owns the index but does not answer on "
-                             f"{record['socket']} ({exc})", f"stop process {pid} (or wait for it)", data)
+                return Check(
+                    "index",
+                    "fail",
+                    f"pid {pid} owns the index but does not answer on {record['socket']} ({exc})",
+                    f"stop process {pid} (or wait for it)",
+                    data,
+                )
             data["stale_record"] = True
     if locked_by_other(db):
-        return Check("index", "fail", f"another process holds {db} and serves no socket",
-                     "close the other memsearch-lsp (editor window or CLI), then try again", data)
+        return Check(
+            "index",
+            "fail",
+            f"another process holds {db} and serves no socket",
+            "close the other memsearch-lsp (editor window or CLI), then try again",
+            data,
+        )
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
             status = memory.status()
     except Exception as exc:
-        return Check("index", "fail", f"cannot read {db}: {type(exc).__name__}: {exc}",
-                     "memsearch-lsp reset --yes (the Markdown stays), then memsearch-lsp index", data)
+        return Check(
+            "index",
+            "fail",
+            f"cannot read {db}: {type(exc).__name__}: {exc}",
+            "memsearch-lsp reset --yes (the Markdown stays), then memsearch-lsp index",
+            data,
+        )
     data.update(files=status["files"], chunks=status["chunks"])
     stale = " (a stale owner record will be cleaned up)" if data.get("stale_record") else ""
-    return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files, not in use{stale}",
-                 data=data)
+    return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files, not in use{stale}", data=data)
 
 
 def check_mcp(ctx: _Context) -> Check:
@@ -306,17 +353,36 @@ def check_mcp(ctx: _Context) -> Check:
     try:
         version = metadata.version("mcp")
     except metadata.PackageNotFoundError:
-        return Check("mcp", "skip", "the optional mcp extra is not installed: `memsearch-lsp mcp` needs it "
-                     "(pip install 'memsearch-lsp[mcp]')", "pip install 'memsearch-lsp[mcp]'", {"installed": False})
+        return Check(
+            "mcp",
+            "skip",
+            "the optional mcp extra is not installed: `memsearch-lsp mcp` needs it (pip install 'memsearch-lsp[mcp]')",
+            "pip install 'memsearch-lsp[mcp]'",
+            {"installed": False},
+        )
     if importlib.util.find_spec("mcp") is None:
-        return Check("mcp", "fail", f"mcp {version} is listed but cannot be imported", REINSTALL,
-                     {"installed": False, "version": version})
-    return Check("mcp", "ok", f"mcp {version}: `memsearch-lsp mcp` can run", data={"installed": True,
-                                                                                  "version": version})
+        return Check(
+            "mcp",
+            "fail",
+            f"mcp {version} is listed but cannot be imported",
+            REINSTALL,
+            {"installed": False, "version": version},
+        )
+    return Check(
+        "mcp", "ok", f"mcp {version}: `memsearch-lsp mcp` can run", data={"installed": True, "version": version}
+    )
 
 
-CHECKS: list[Callable[[_Context], Check]] = [check_platform, check_python, check_packages, check_mcp, check_config,
-                                             check_workspace, check_model, check_index]
+CHECKS: list[Callable[[_Context], Check]] = [
+    check_platform,
+    check_python,
+    check_packages,
+    check_mcp,
+    check_config,
+    check_workspace,
+    check_model,
+    check_index,
+]
 
 
 def run_doctor(workspace: Path, embedder: Any = None) -> Report:
@@ -328,6 +394,12 @@ def run_doctor(workspace: Path, embedder: Any = None) -> Report:
         try:
             checks.append(check(ctx))
         except Exception as exc:
-            checks.append(Check(check.__name__.removeprefix("check_"), "fail", f"{type(exc).__name__}: {exc}",
-                                "run with -v and report the problem"))
+            checks.append(
+                Check(
+                    check.__name__.removeprefix("check_"),
+                    "fail",
+                    f"{type(exc).__name__}: {exc}",
+                    "run with -v and report the problem",
+                )
+            )
     return Report(root, tuple(checks))

@@ -22,11 +22,11 @@ from typing_extensions import TypedDict
 
 from memsearch_lsp.core.api import MemoryApi, RememberedData
 from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
-from memsearch_lsp.core.memory import MemoryFiles
 from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.process.shared import SharedMemory
 from memsearch_lsp.core.recall import NoteData, recent_notes
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
+from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,9 @@ memory_expand(id) returns a hit's whole section; memory_recent(days) the last da
 memory_remember(text) appends a note to today's log, or with long_term=true a lasting fact or preference to a
 section of MEMORY.md."""
 READ_ONLY = mcp_types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
-ADDITIVE = mcp_types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                     open_world_hint=False)
+ADDITIVE = mcp_types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
 
 
 # The tools' output schemas are the result types' own wire shapes (core's TypedDicts), not copies.
@@ -59,8 +60,12 @@ class MemoryMCPServer(MCPServer[Any]):
 
     async def list_resources(self) -> list[mcp_types.Resource]:
         files = await anyio.to_thread.run_sync(self.shared.files)
-        return [mcp_types.Resource(uri=f.path.as_uri(), name=f.source, title=f.source, mime_type="text/markdown",
-                                   description="memory file") for f in files]
+        return [
+            mcp_types.Resource(
+                uri=f.path.as_uri(), name=f.source, title=f.source, mime_type="text/markdown", description="memory file"
+            )
+            for f in files
+        ]
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
         text = await anyio.to_thread.run_sync(self._read, str(uri))
@@ -94,27 +99,37 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
             raise ToolError(str(exc)) from exc
 
     @server.tool(title="Search memory", annotations=READ_ONLY)
-    async def memory_search(query: Annotated[str, Field(description="what to look for", min_length=1)],
-                            top_k: Annotated[int, Field(ge=1, le=100, description="number of hits")] = 3,
-                            since: Annotated[str | None, Field(
-                                description="only chunks dated on or after this day: YYYY-MM-DD, today, yesterday, "
-                                            "or 7d / 2w / 3m / 1y ago (a daily log's day or a summary's period; "
-                                            "undated files are left out)")] = None,
-                            until: Annotated[str | None, Field(
-                                description="only chunks dated on or before this day (as since)")] = None,
-                            source: Annotated[list[str] | str | None, Field(
-                                description="only chunks from files matching this glob or one of these globs "
-                                            "(gitignore style, relative to the workspace), e.g. "
-                                            "[\"memory/2026-02-*\", \"**/MEMORY.md\"]")] = None,
-                            ) -> SearchResult:
+    async def memory_search(
+        query: Annotated[str, Field(description="what to look for", min_length=1)],
+        top_k: Annotated[int, Field(ge=1, le=100, description="number of hits")] = 3,
+        since: Annotated[
+            str | None,
+            Field(
+                description="only chunks dated on or after this day: YYYY-MM-DD, today, yesterday, "
+                "or 7d / 2w / 3m / 1y ago (a daily log's day or a summary's period; "
+                "undated files are left out)"
+            ),
+        ] = None,
+        until: Annotated[str | None, Field(description="only chunks dated on or before this day (as since)")] = None,
+        source: Annotated[
+            list[str] | str | None,
+            Field(
+                description="only chunks from files matching this glob or one of these globs "
+                "(gitignore style, relative to the workspace), e.g. "
+                '["memory/2026-02-*", "**/MEMORY.md"]'
+            ),
+        ] = None,
+    ) -> SearchResult:
         """Hybrid (semantic + keyword) search over the memory files; best hits first. since / until / source
         restrict the candidates (e.g. "what did we decide last week": since="7d")."""
-        filters: dict[str, Any] = {k: v for k, v in (("since", since), ("until", until), ("source", source))
-                                   if v is not None}
+        filters: dict[str, Any] = {
+            k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
+        }
 
         def search(memory: MemoryApi) -> list[HitData]:
             bulk.index(memory)  # a large pass (a new workspace) in a child process: this server stays small
             return [h.to_dict() for h in memory.search(query, top_k=top_k, **filters)]
+
         return {"hits": await run(search)}
 
     @server.tool(title="Expand a memory", annotations=READ_ONLY)
@@ -127,21 +142,28 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
         return data
 
     @server.tool(title="Recent notes", annotations=READ_ONLY)
-    async def memory_recent(days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
-                            ) -> RecentResult:
+    async def memory_recent(
+        days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
+    ) -> RecentResult:
         """The notes of the last days' daily logs, newest day first (read from the files; no search)."""
+
         def recent() -> list[NoteData]:
             return [n.to_dict() for n in recent_notes(MemoryFiles(shared.root, config=shared.config), days)]
+
         return {"notes": await anyio.to_thread.run_sync(recent)}
 
     @server.tool(title="Remember", annotations=ADDITIVE)
-    async def memory_remember(text: Annotated[str, Field(description="the note (Markdown, at most 64 KiB)")],
-                              heading: Annotated[str | None, Field(
-                                  description="its ## heading (default HH:MM); with long_term, the MEMORY.md "
-                                              "section (default Notes)")] = None,
-                              long_term: Annotated[bool, Field(
-                                  description="a lasting fact or preference: add it to MEMORY.md under heading "
-                                              "instead of today's log")] = False) -> RememberedData:
+    async def memory_remember(
+        text: Annotated[str, Field(description="the note (Markdown, at most 64 KiB)")],
+        heading: Annotated[
+            str | None,
+            Field(description="its ## heading (default HH:MM); with long_term, the MEMORY.md section (default Notes)"),
+        ] = None,
+        long_term: Annotated[
+            bool,
+            Field(description="a lasting fact or preference: add it to MEMORY.md under heading instead of today's log"),
+        ] = False,
+    ) -> RememberedData:
         """Append a note to today's daily log (memory/YYYY-MM-DD.md), or a lasting fact to a section of
         MEMORY.md (appended; what is there stays as written), and index it."""
         note = await run(lambda memory: memory.remember(text, heading, long_term=long_term))

@@ -12,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 #: Settings only the user sets (where data, secrets or the index go).
-USER_ONLY_KEYS = frozenset({"milvus.uri", "milvus.token", "compact.base_url", "compact.api_key_env",
-                            "embedding.base_url", "embedding.api_key_env"})
+USER_ONLY_KEYS = frozenset(
+    {
+        "milvus.uri",
+        "milvus.token",
+        "compact.base_url",
+        "compact.api_key_env",
+        "embedding.base_url",
+        "embedding.api_key_env",
+    }
+)
 #: Values a workspace file may not choose: sending the memory to an endpoint (to embed it or to summarise it)
 #: is the user's call.
 USER_ONLY_VALUES = frozenset({("embedding.provider", "openai"), ("compact.summarizer", "openai")})

@@ -32,8 +32,9 @@ def read_table(path: Path) -> dict[str, str]:
 
 def _already_new(text: str, at: int, news: list[str]) -> bool:
     """True when the dotted name starting at `at` is one of the new module paths (or inside one)."""
-    return any(text.startswith(new, at) and not re.match(r"[\w]", text[at + len(new):at + len(new) + 1])
-               for new in news)
+    return any(
+        text.startswith(new, at) and not re.match(r"[\w]", text[at + len(new) : at + len(new) + 1]) for new in news
+    )
 
 
 def _split_off(moves: dict[str, str]) -> list[str]:
@@ -48,15 +49,16 @@ def _split_off(moves: dict[str, str]) -> list[str]:
 def rewrite_dotted(text: str, moves: dict[str, str]) -> str:
     news = sorted([*moves.values(), *_split_off(moves)], key=len, reverse=True)
     # longest old names first, so `core.embed_openai` is not read as `core.embed` + `_openai`
-    pattern = re.compile(r"(?<![\w.])(" + "|".join(re.escape(o) for o in sorted(moves, key=len, reverse=True))
-                         + r")(?![\w])")
+    pattern = re.compile(
+        r"(?<![\w.])(" + "|".join(re.escape(o) for o in sorted(moves, key=len, reverse=True)) + r")(?![\w])"
+    )
 
     modules = set(news)
 
     def sub(match: re.Match[str]) -> str:
         if _already_new(match.string, match.start(), news):
             return match.group(0)
-        leaf = re.match(r"[ \t]+import[ \t]+\(?[ \t]*(\w+)", match.string[match.end():])
+        leaf = re.match(r"[ \t]+import[ \t]+\(?[ \t]*(\w+)", match.string[match.end() :])
         if leaf and f"{match.group(1)}.{leaf.group(1)}" in modules:  # `from new_package import new_module`
             return match.group(0)
         return moves[match.group(1)]
@@ -64,8 +66,11 @@ def rewrite_dotted(text: str, moves: dict[str, str]) -> str:
     return pattern.sub(sub, text)
 
 
-_FROM_PARENT = re.compile(r"^(?P<indent>[ \t]*)from (?P<parent>[\w.]+) import (?P<names>\([^)]*\)|[^\n#]+?)"
-                          r"(?P<tail>[ \t]*(#[^\n]*)?)$", re.MULTILINE)
+_FROM_PARENT = re.compile(
+    r"^(?P<indent>[ \t]*)from (?P<parent>[\w.]+) import (?P<names>\([^)]*\)|[^\n#]+?)"
+    r"(?P<tail>[ \t]*(#[^\n]*)?)$",
+    re.MULTILINE,
+)
 
 
 def rewrite_from_parent(text: str, moves: dict[str, str]) -> str:
@@ -99,8 +104,7 @@ def rewrite_prose(text: str, moves: dict[str, str]) -> str:
     short = {o.removeprefix("memsearch_lsp."): n.removeprefix("memsearch_lsp.") for o, n in moves.items()}
     text = rewrite_dotted(text, short)
     paths = {o.replace(".", "/") + ".py": n.replace(".", "/") + ".py" for o, n in short.items()}
-    pattern = re.compile(r"(?<![\w/])(" + "|".join(re.escape(p) for p in sorted(paths, key=len, reverse=True))
-                         + r")")
+    pattern = re.compile(r"(?<![\w/])(" + "|".join(re.escape(p) for p in sorted(paths, key=len, reverse=True)) + r")")
     return pattern.sub(lambda m: paths[m.group(1)], text)
 
 

@@ -64,7 +64,7 @@ unset PYTHONDONTWRITEBYTECODE
 # result is that of a cold run. MYPY_CACHE_DIR chooses another place.
 mypy_cache=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/memsearch-lsp/mypy/$(pwd | cksum | cut -d' ' -f1)}
 background mypy .venv/bin/mypy --cache-dir "$mypy_cache"
-echo "== ruff"; time .venv/bin/ruff check .
+echo "== ruff"; time { .venv/bin/ruff check . && .venv/bin/ruff format --check .; }
 # Property tests run derandomized (tests/conftest.py, profile "ci"); HYPOTHESIS_PROFILE=explore hunts.
 # pytest-xdist: one worker per CPU, each test file on one worker (PYTEST_WORKERS=0 runs in-process).
 echo "== pytest"

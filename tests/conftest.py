@@ -20,9 +20,11 @@ from tests.helpers import CLIENTS, config, make_workspace
 # of code; "explore" is the larger randomized run to hunt for new inputs (pin each one with @example):
 #   HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest tests -k "chunks or reliability"
 settings.register_profile("ci", max_examples=300, derandomize=True, database=None, deadline=None, print_blob=True)
-settings.register_profile("explore", max_examples=4000, deadline=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "explore", max_examples=4000, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 
 @pytest.fixture(autouse=True)
 def _user_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,9 +95,21 @@ async def own_lsp(lsp_client: LanguageClient, request: pytest.FixtureRequest):
 
 # The files that start servers or many subprocesses go first, so that the parallel workers of
 # scripts/test.sh (one file per worker at a time) finish together instead of one waiting on the last big file.
-HEAVY_FIRST = ("test_reliability_e2e.py", "test_lsp_compact.py", "test_lsp.py", "test_security_lsp.py",
-               "test_model.py", "test_cli.py", "test_lsp_workspace.py", "test_reliability.py", "test_mcp.py",
-               "test_nvim.py", "test_claude_code_hooks.py", "test_index.py", "test_embed_providers.py")
+HEAVY_FIRST = (
+    "test_reliability_e2e.py",
+    "test_lsp_compact.py",
+    "test_lsp.py",
+    "test_security_lsp.py",
+    "test_model.py",
+    "test_cli.py",
+    "test_lsp_workspace.py",
+    "test_reliability.py",
+    "test_mcp.py",
+    "test_nvim.py",
+    "test_claude_code_hooks.py",
+    "test_index.py",
+    "test_embed_providers.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -131,8 +131,16 @@ class EmbeddingServer(JsonEndpoint):
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         vectors = self.vectors(body["model"], texts, body.get("dimensions"))
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
-        return 200, {"object": "list", "data": data[::-1], "model": body["model"],
-                     "usage": {"prompt_tokens": 1, "total_tokens": 1}}, {}
+        return (
+            200,
+            {
+                "object": "list",
+                "data": data[::-1],
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            },
+            {},
+        )
 
     @staticmethod
     def vectors(model: str, texts: list[str], dimensions: int | None = None) -> list[list[float]]:
@@ -172,10 +180,20 @@ class ChatServer(JsonEndpoint):
         if step == "500":
             return 500, {"error": {"message": "model crashed", "type": "server_error"}}, {"retry-after-ms": "10"}
         content = self.answer(body["messages"])
-        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": content}}],
-                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}, {}
+        return (
+            200,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+            {},
+        )
 
     def user_messages(self) -> list[str]:
         return [r["messages"][-1]["content"] for r in self.requests]

@@ -50,9 +50,11 @@ def make_workspace(base: Path, examples: bool = True) -> Path:
 
 
 #: A daily log whose one section is long enough for several embedding windows.
-LONG = "# 2026-01-05\n\n## Planning\n\n" + "\n".join(
-    f"- item {i}: the quarterly budget review needs the spreadsheet from finance" for i in range(18)
-) + "\n- item 99: kangaroo paddock fence repaired by the ranger\n"
+LONG = (
+    "# 2026-01-05\n\n## Planning\n\n"
+    + "\n".join(f"- item {i}: the quarterly budget review needs the spreadsheet from finance" for i in range(18))
+    + "\n- item 99: kangaroo paddock fence repaired by the ranger\n"
+)
 
 
 def long_workspace(tmp_path: Path) -> Path:
@@ -66,8 +68,11 @@ def long_workspace(tmp_path: Path) -> Path:
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under root except the index, by relative path."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".memsearch" not in p.relative_to(root).parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".memsearch" not in p.relative_to(root).parts
+    }
 
 
 def tree_digest(folder: Path) -> str:
@@ -79,16 +84,22 @@ def tree_digest(folder: Path) -> str:
 
 
 # -- the CLI ------------------------------------------------------------------------------------
-def run_cli(*args: str, workspace: Path | None = None, cwd: Path | None = None, stdin: str | None = None,
-            env: Mapping[str, str] | None = None, check: bool = False,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str,
+    workspace: Path | None = None,
+    cwd: Path | None = None,
+    stdin: str | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = False,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
     """`python -m memsearch_lsp ARGS [--workspace W]` in a subprocess, as a user runs it. With `env`, the
     environment is this one without its MEMSEARCH_* variables, plus `env`. `check`: exit status 0."""
     argv = [sys.executable, "-m", "memsearch_lsp", *args, *(["--workspace", str(workspace)] if workspace else [])]
-    environ = None if env is None else {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")},
-                                        **env}
-    result = subprocess.run(argv, cwd=cwd, env=environ, input=stdin, capture_output=True, text=True,
-                            timeout=timeout)
+    environ = (
+        None if env is None else {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}, **env}
+    )
+    result = subprocess.run(argv, cwd=cwd, env=environ, input=stdin, capture_output=True, text=True, timeout=timeout)
     if check:
         assert result.returncode == 0, result.stderr
     return result
@@ -118,8 +129,7 @@ def wait_until(condition: Callable[[], T], what: str, timeout: float = 30.0, eve
     return value
 
 
-async def until(condition: Callable[[], T | Awaitable[T]], what: str, timeout: float = 30.0,
-                every: float = 0.02) -> T:
+async def until(condition: Callable[[], T | Awaitable[T]], what: str, timeout: float = 30.0, every: float = 0.02) -> T:
     """`wait_until` for event-loop code: `condition` may be a coroutine function (a request to the server)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -190,10 +200,25 @@ def milvus_lite_server(data_dir: Path) -> Iterator[str]:
     """`python -m milvus_lite server` (Milvus Lite's own gRPC server, what pymilvus talks to) on a free loopback
     port, serving `data_dir`; yields its `http://127.0.0.1:PORT` URI and stops it after."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir),
-                             "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "milvus_lite",
+            "server",
+            "--data-dir",
+            str(data_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
+
         def listening() -> bool:
             if proc.poll() is not None:
                 raise RuntimeError(f"milvus-lite server exited: {proc.stderr.read() if proc.stderr else ''}")
@@ -256,21 +281,33 @@ class Session:
     def indexed(self) -> list[dict[str, Any]]:
         return [n for n in self._indexed if self.root is None or n.get("root") == self.root]
 
-    async def start(self, capabilities: types.ClientCapabilities, settings: dict[str, Any] | None = None,
-                    folders: list[Path] | None = None) -> types.InitializeResult:
+    async def start(
+        self,
+        capabilities: types.ClientCapabilities,
+        settings: dict[str, Any] | None = None,
+        folders: list[Path] | None = None,
+    ) -> types.InitializeResult:
         """initialize + initialized; `folders=[]` starts a server without any workspace folder."""
         folders = [self.workspace] if folders is None else folders
         self.client._configuration = {"": {}, "memsearch": settings or {}}
-        result = await self.client.initialize_session(types.InitializeParams(
-            capabilities=capabilities, root_uri=uri(folders[0]) if folders else None,
-            workspace_folders=[workspace_folder(f) for f in folders],
-            initialization_options={"memsearch": settings or {}}))
+        result = await self.client.initialize_session(
+            types.InitializeParams(
+                capabilities=capabilities,
+                root_uri=uri(folders[0]) if folders else None,
+                workspace_folders=[workspace_folder(f) for f in folders],
+                initialization_options={"memsearch": settings or {}},
+            )
+        )
         self.encoding = str(result.capabilities.position_encoding or "utf-16")
         return result
 
     async def wait_indexed(self, count: int = 1, timeout: float = 60.0) -> dict[str, Any]:
-        await until(lambda: len(self.indexed) >= count, f"{count} memsearch/indexed notifications "
-                    f"(got {len(self.indexed)})", timeout, every=0.05)
+        await until(
+            lambda: len(self.indexed) >= count,
+            f"{count} memsearch/indexed notifications (got {len(self.indexed)})",
+            timeout,
+            every=0.05,
+        )
         return self.indexed[count - 1]
 
     async def symbols(self, query: str) -> list[types.WorkspaceSymbol]:
@@ -285,9 +322,16 @@ class Session:
 
     def open(self, path: Path, text: str | None = None, version: int = 1) -> str:
         doc_uri = uri(path)
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=doc_uri, language_id="markdown", version=version,
-            text=path.read_text() if text is None else text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=doc_uri,
+                    language_id="markdown",
+                    version=version,
+                    text=path.read_text() if text is None else text,
+                )
+            )
+        )
         return doc_uri
 
     def units(self, text: str) -> int:
@@ -308,7 +352,8 @@ def capabilities(profile: str, dynamic_watch: bool | None = None) -> types.Clien
     if dynamic_watch is not None:
         caps.workspace = caps.workspace or types.WorkspaceClientCapabilities()
         caps.workspace.did_change_watched_files = types.DidChangeWatchedFilesClientCapabilities(
-            dynamic_registration=dynamic_watch, relative_pattern_support=dynamic_watch)
+            dynamic_registration=dynamic_watch, relative_pattern_support=dynamic_watch
+        )
     return caps
 
 
@@ -320,9 +365,14 @@ def send_raw(client: LanguageClient, message: dict[str, Any] | bytes) -> None:
     client.protocol.writer.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # type: ignore[union-attr]
 
 
-async def open_session(client: LanguageClient, workspace: Path, settings: dict[str, Any],
-                       caps: types.ClientCapabilities | None = None, wait: int = 1,
-                       folders: list[Path] | None = None) -> Session:
+async def open_session(
+    client: LanguageClient,
+    workspace: Path,
+    settings: dict[str, Any],
+    caps: types.ClientCapabilities | None = None,
+    wait: int = 1,
+    folders: list[Path] | None = None,
+) -> Session:
     """Initialise a pytest-lsp client (its `profile` is set by the fixtures in conftest.py) and wait for the
     first index passes."""
     profile: str = client.profile  # type: ignore[attr-defined]
@@ -349,20 +399,29 @@ async def added_folder(server: Session, workspace: Path) -> AsyncIterator[Sessio
     session = copy.copy(server)  # the same client and recorded lists
     session.workspace, session.root = workspace, str(workspace.resolve())
     change = server.client.workspace_did_change_workspace_folders
-    change(types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(
-        added=[workspace_folder(workspace)], removed=[])))
+    change(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(added=[workspace_folder(workspace)], removed=[])
+        )
+    )
     try:
         await session.wait_indexed(1)
         yield session
     finally:
-        change(types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(
-            added=[], removed=[workspace_folder(workspace)])))
+        change(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(workspace)])
+            )
+        )
 
 
 async def hover_text(session: Session, doc: str, line: int, character: int) -> str:
     """The hover's Markdown at a position, or "" when the server has none."""
-    result = await session.client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=line, character=character)))
+    result = await session.client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=line, character=character)
+        )
+    )
     if result is None:
         return ""
     assert isinstance(result.contents, types.MarkupContent)

@@ -57,10 +57,17 @@ class Remembered:
 
     def to_dict(self) -> RememberedData:
         first, last = self.chunks[0], self.chunks[-1]
-        return {"id": first.id, "source": self.source, "heading": first.heading,
-                "start_line": first.start_line, "end_line": last.end_line,
-                "chunks": [{"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
-                           for c in self.chunks]}
+        return {
+            "id": first.id,
+            "source": self.source,
+            "heading": first.heading,
+            "start_line": first.start_line,
+            "end_line": last.end_line,
+            "chunks": [
+                {"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
+                for c in self.chunks
+            ],
+        }
 
     def __str__(self) -> str:
         data = self.to_dict()
@@ -79,8 +86,9 @@ class IndexApi(Protocol):
     def expand(self, chunk_id: str) -> Expanded | None: ...
     def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]: ...
     def headings(self, limit: int = 5000) -> list[Hit]: ...
-    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,
-                 long_term: bool = False) -> Remembered: ...
+    def remember(
+        self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
+    ) -> Remembered: ...
     def status(self) -> dict[str, Any]: ...
     def has_overlay(self, source: str) -> bool: ...
     def is_indexed(self, source: str) -> bool: ...

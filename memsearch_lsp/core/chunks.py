@@ -53,8 +53,9 @@ class Chunk:
         if not self.content_hash:
             object.__setattr__(self, "content_hash", sha256(self.content))
         if not self.id:
-            object.__setattr__(self, "id", chunk_id(self.source, self.start_line, self.end_line,
-                                                     self.content_hash, self.model))
+            object.__setattr__(
+                self, "id", chunk_id(self.source, self.start_line, self.end_line, self.content_hash, self.model)
+            )
 
     @property
     def date(self) -> str:
@@ -158,8 +159,9 @@ def outline(lines: list[str]) -> tuple[list[Heading], list[tuple[int, int]], int
             body_start = node.end_point[0]
         elif kind in ("atx_heading", "setext_heading"):
             end = node.end_point[0] - (1 if node.end_point[1] == 0 else 0)
-            headings.append(Heading(node.start_point[0], max(end, node.start_point[0]), _level(node),
-                                     _heading_title(node, lines)))
+            headings.append(
+                Heading(node.start_point[0], max(end, node.start_point[0]), _level(node), _heading_title(node, lines))
+            )
         elif kind == "fenced_code_block":
             end = node.end_point[0] - (1 if node.end_point[1] == 0 else 0)
             fences.append((node.start_point[0], max(end, node.start_point[0])))
@@ -171,6 +173,7 @@ def outline(lines: list[str]) -> tuple[list[Heading], list[tuple[int, int]], int
 
 def _split(rows: range, lines: list[str], fences: list[tuple[int, int]], max_chars: int) -> list[range]:
     """Split rows into pieces of at most max_chars: at blank lines, then at line ends; fences stay whole."""
+
     def size(r: range) -> int:
         return sum(len(lines[i]) + 1 for i in r)
 
@@ -247,15 +250,17 @@ def chunk_markdown(text: str, source: str, model: str = "", max_chars: int = MAX
             piece_rows = _trim(piece, lines)
             if piece_rows is None:
                 continue
-            content = "\n".join(lines[piece_rows.start:piece_rows.stop])
-            chunks.append(Chunk(
-                source=source,
-                heading=heading.title if heading else "",
-                heading_path=titles,
-                level=heading.level if heading else 0,
-                start_line=piece_rows.start + 1,
-                end_line=piece_rows.stop,
-                content=content,
-                model=model,
-            ))
+            content = "\n".join(lines[piece_rows.start : piece_rows.stop])
+            chunks.append(
+                Chunk(
+                    source=source,
+                    heading=heading.title if heading else "",
+                    heading_path=titles,
+                    level=heading.level if heading else 0,
+                    start_line=piece_rows.start + 1,
+                    end_line=piece_rows.stop,
+                    content=content,
+                    model=model,
+                )
+            )
     return chunks

@@ -51,16 +51,30 @@ class Endpoint:
                 key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
                 if not key:
                     host = urlsplit(self.base_url).hostname or ""
-                    log.log(logging.DEBUG if host in LOCAL_HOSTS else logging.WARNING,
-                            "environment variable %s is not set; calling %s without an API key",
-                            self.api_key_env or f"({self.section}.api_key_env)", self.url or self.base_url)
-                self._client = OpenAI(base_url=self.base_url, api_key=key or "no-key", timeout=self.timeout_s,
-                                      max_retries=self.max_retries)
+                    log.log(
+                        logging.DEBUG if host in LOCAL_HOSTS else logging.WARNING,
+                        "environment variable %s is not set; calling %s without an API key",
+                        self.api_key_env or f"({self.section}.api_key_env)",
+                        self.url or self.base_url,
+                    )
+                self._client = OpenAI(
+                    base_url=self.base_url,
+                    api_key=key or "no-key",
+                    timeout=self.timeout_s,
+                    max_retries=self.max_retries,
+                )
             return self._client
 
     @contextlib.contextmanager
-    def failures(self, error: type[Exception], model: str, hints: Mapping[int, str] | None = None, *,
-                 timeout_s: float | None = None, max_retries: int | None = None) -> Iterator[None]:
+    def failures(
+        self,
+        error: type[Exception],
+        model: str,
+        hints: Mapping[int, str] | None = None,
+        *,
+        timeout_s: float | None = None,
+        max_retries: int | None = None,
+    ) -> Iterator[None]:
         """The openai client's errors inside the block, raised again as one `error` each; `hints` adds a
         sentence for an HTTP status beside the usual ones (API key, base URL and model). `timeout_s` and
         `max_retries`: what the block's client used when not the settings' (a search's query)."""
@@ -72,14 +86,19 @@ class Endpoint:
         try:
             yield
         except openai.APITimeoutError as exc:
-            raise error(f"{self.where} timed out after {timeout:g}s ({attempts}); raise "
-                        f"{self.section}.timeout_s or check the server") from exc
+            raise error(
+                f"{self.where} timed out after {timeout:g}s ({attempts}); raise "
+                f"{self.section}.timeout_s or check the server"
+            ) from exc
         except openai.APIConnectionError as exc:
-            raise error(f"cannot reach {self.where} ({attempts}): {message(exc).rstrip('.')}; check "
-                        f"{self.section}.base_url") from exc
+            raise error(
+                f"cannot reach {self.where} ({attempts}): {message(exc).rstrip('.')}; check {self.section}.base_url"
+            ) from exc
         except openai.APIStatusError as exc:
-            raise error(f"{self.where} answered HTTP {exc.status_code} ({attempts}): {message(exc)}"
-                        f"{self._hint(exc.status_code, model, hints or {})}") from exc
+            raise error(
+                f"{self.where} answered HTTP {exc.status_code} ({attempts}): {message(exc)}"
+                f"{self._hint(exc.status_code, model, hints or {})}"
+            ) from exc
         except openai.OpenAIError as exc:
             raise error(f"{self.where} failed: {message(exc)}") from exc
 

@@ -48,11 +48,15 @@ def private_folder(path: Path) -> Path:
         pass
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise UnsafeFolder(f"refusing {path}: it must be a real folder, not a link or a file (it holds the "
-                           "index and its statistics); remove it and run again")
+        raise UnsafeFolder(
+            f"refusing {path}: it must be a real folder, not a link or a file (it holds the "
+            "index and its statistics); remove it and run again"
+        )
     if info.st_uid != os.geteuid():
-        raise UnsafeFolder(f"refusing {path}: it belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}); "
-                           "remove it and run again")
+        raise UnsafeFolder(
+            f"refusing {path}: it belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}); "
+            "remove it and run again"
+        )
     if stat.S_IMODE(info.st_mode) & 0o077:
         tighten(path)
     return path
@@ -116,7 +120,7 @@ def _lexical_source(root: Path, candidate: Path, named: Path) -> str:
     if path == top:
         source = "."
     elif path.startswith(prefix):
-        source = path[len(prefix):].replace(os.sep, "/")
+        source = path[len(prefix) :].replace(os.sep, "/")
     else:
         raise PathError(f"{named} is outside the workspace {root}")
     try:
@@ -149,8 +153,9 @@ def memory_folders(root: Path, config: Config) -> tuple[list[Path], list[Skipped
 def is_memory_source(config: Config, source: str) -> bool:
     if not source.endswith(SUFFIXES):
         return False
-    in_paths = any(source == p.strip("/") or source.startswith(p.strip("/") + "/") or p in (".", "")
-                   for p in config.memory.paths)
+    in_paths = any(
+        source == p.strip("/") or source.startswith(p.strip("/") + "/") or p in (".", "") for p in config.memory.paths
+    )
     return in_paths and not any(glob_match(p, source) for p in excludes(config))
 
 
@@ -180,8 +185,7 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
                 info = None
             plain = info is not None and not stat.S_ISLNK(info.st_mode)
             try:
-                source = (_lexical_source(root, path, path) if plain and folder_inside
-                          else relative_source(root, path))
+                source = _lexical_source(root, path, path) if plain and folder_inside else relative_source(root, path)
             except PathError as exc:
                 skipped.append(Skipped(printable(path.name), str(exc)))
                 continue

@@ -37,9 +37,11 @@ class IndexStats:
     warnings: list[Skipped] = field(default_factory=list)
 
     def __str__(self) -> str:
-        text = (f"+{self.files_added} added ~{self.files_modified} modified -{self.files_removed} removed, "
-                f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
-                f"({self.chunks_total} chunks in {self.files_total} files, {self.seconds:.2f}s)")
+        text = (
+            f"+{self.files_added} added ~{self.files_modified} modified -{self.files_removed} removed, "
+            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
+            f"({self.chunks_total} chunks in {self.files_total} files, {self.seconds:.2f}s)"
+        )
         for item in self.skipped:
             text += f"\nskipped {item.source}: {item.reason}"
         for item in self.warnings:
@@ -191,8 +193,9 @@ class Indexer:
             texts.setdefault(source, text)
         return texts
 
-    def _drop_gone(self, manifest: dict[str, _FileState], texts: dict[str, str], unreadable: set[str],
-                   stats: IndexStats) -> None:
+    def _drop_gone(
+        self, manifest: dict[str, _FileState], texts: dict[str, str], unreadable: set[str], stats: IndexStats
+    ) -> None:
         """Removals last, so a renamed file reuses the vectors of its old rows; files that became unreadable
         lose their rows too (the index mirrors what can be read)."""
         removed = [s for s in manifest if s not in texts and s not in unreadable]
@@ -330,9 +333,17 @@ class Indexer:
                 row = self._row(c, file_hash, first)
                 row["windows"] = 1 + len(rest)
                 rows.append(row)
-                windows += [{"id": f"{c.id}:{n}", "chunk_id": c.id, "source": c.source,
-                             "embed_hash": c.embed_hash, "model": self.model, "dense": v}
-                            for n, v in enumerate(rest, 1)]
+                windows += [
+                    {
+                        "id": f"{c.id}:{n}",
+                        "chunk_id": c.id,
+                        "source": c.source,
+                        "embed_hash": c.embed_hash,
+                        "model": self.model,
+                        "dense": v,
+                    }
+                    for n, v in enumerate(rest, 1)
+                ]
                 if c.id not in known:
                     added.append(row["sparse"])
         self.df.begin()  # the saved statistics may go stale from here until df.save()
@@ -347,9 +358,20 @@ class Indexer:
             self._put(source, _FileState(f"{sha256(text)}:{len(cs)}", new_ids))
 
     def _row(self, c: Chunk, file_hash: str, vector: list[float]) -> dict[str, Any]:
-        return {"id": c.id, "source": c.source, "heading": c.heading,
-                "heading_path": " > ".join(c.heading_path), "level": c.level,
-                "start_line": c.start_line, "end_line": c.end_line, "content_hash": c.content_hash,
-                "embed_hash": c.embed_hash, "file_hash": file_hash, "model": self.model,
-                "date": c.date, "content": c.content, "dense": vector, "sparse": doc_vector(c.embed_text)}
-
+        return {
+            "id": c.id,
+            "source": c.source,
+            "heading": c.heading,
+            "heading_path": " > ".join(c.heading_path),
+            "level": c.level,
+            "start_line": c.start_line,
+            "end_line": c.end_line,
+            "content_hash": c.content_hash,
+            "embed_hash": c.embed_hash,
+            "file_hash": file_hash,
+            "model": self.model,
+            "date": c.date,
+            "content": c.content,
+            "dense": vector,
+            "sparse": doc_vector(c.embed_text),
+        }

@@ -7,22 +7,19 @@ import datetime as dt
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import fields, replace
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
-from memsearch_lsp.core import clock
+from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Remembered
-from memsearch_lsp.core.chunks import Chunk, chunk_markdown
-from memsearch_lsp.core.embedding.onnx import Embedder, create_embedder, reads
+from memsearch_lsp.core.chunks import Chunk
+from memsearch_lsp.core.embedding.onnx import Embedder, reads
 from memsearch_lsp.core.files import (
     glob_match,
-    is_memory_source,
     private_folder,
     read_text,
-    relative_source,
 )
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
@@ -34,16 +31,16 @@ from memsearch_lsp.core.notes import (
     insert_in_section,
     write_note,
 )
-from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.search.bm25 import DfTable
 from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
 from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store.lite import lend, take_back
 from memsearch_lsp.core.store.milvus import IndexBusy, MilvusStore, remove_index
+from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed
 from memsearch_lsp.version import __version__
 
 if TYPE_CHECKING:
-    from memsearch_lsp.core.api import MemoryApi
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -54,127 +51,6 @@ HANDOVER_WAIT_S = 5.0  # how long a read waits for an index a child process of o
 T = TypeVar("T")
 
 
-async def _to_thread(fn: Callable[..., T], *args: Any) -> T:
-    """asyncio.to_thread, with asyncio imported on the first async call: a CLI process never needs it."""
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args)
-
-
-#: The settings that shape the index (what is indexed, how and where): changing one re-indexes, and only
-#: the process that owns the index can (see RemoteMemory.reconfigure).
-INDEX_SETTINGS = ("memory", "embedding", "milvus", "compact.index_archive", "compact.archive_dir")
-
-
-def index_settings_changed(old: Config, new: Config) -> list[str]:
-    """The INDEX_SETTINGS that differ between `old` and `new`, as `section.key`."""
-    changed = []
-    for setting in INDEX_SETTINGS:
-        section, _, key = setting.partition(".")
-        before, after = getattr(old, section), getattr(new, section)
-        names = [key] if key else [f.name for f in fields(before)]
-        changed += [f"{section}.{name}" for name in names if getattr(before, name) != getattr(after, name)]
-    return changed
-
-
-def with_index_settings(config: Config, source: Config) -> Config:
-    """`config` with the INDEX_SETTINGS of `source`."""
-    sections: dict[str, Any] = {}
-    for setting in INDEX_SETTINGS:
-        section, _, key = setting.partition(".")
-        value = getattr(source, section)
-        sections[section] = replace(sections.get(section, getattr(config, section)),
-                                    **{key: getattr(value, key)}) if key else value
-    return replace(config, **sections)
-
-
-class MemoryFiles:
-    """What every memory does in its own process, whoever owns the index: settings, the workspace's
-    files (paths, today's log, outlines), the embedder that names the model, the async twins.
-
-    `Memory` and `core.process.owner.RemoteMemory` build on it; each implements the index operations itself.
-    """
-
-    def __init__(self, workspace: str | Path = ".", *, config: Config | None = None,
-                 embedder: Embedder | None = None, **settings: Any):
-        self.root = Path(workspace).expanduser().resolve()
-        if not self.root.is_dir():
-            raise FileNotFoundError(f"workspace {self.root} is not a folder")
-        base = config or load_config(self.root)
-        self.config = base.merged(kwargs_to_settings(settings)) if settings else base
-        self._embedder = embedder
-        self.embedder_given = embedder is not None  # not the one the settings name (a test's, a program's own)
-        self._lock = threading.RLock()  # lazy composition from several threads
-        self.clock: Callable[[], dt.datetime] = clock.now  # "today" and "now"; tests may replace it
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is not None:  # no lock once made: the editor's thread asks while an index pass holds it
-            return self._embedder
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = create_embedder(self.config.embedding, root=self.root)
-            return self._embedder
-
-    # -- paths -----------------------------------------------------------------------------
-    def source_of(self, path: str | Path) -> str:
-        """Workspace-relative POSIX source; PathError when `path` is outside the workspace."""
-        return relative_source(self.root, Path(path))
-
-    def is_memory(self, source: str) -> bool:
-        return is_memory_source(self.config, source)
-
-    def path_of(self, source: str) -> Path:
-        return self.root / relative_source(self.root, Path(source))
-
-    @property
-    def archive_dir(self) -> str:
-        """The archive folder when its logs are indexed (their hits are marked and demoted), else ''."""
-        return self.config.compact.archive_dir.strip("/") if self.config.compact.index_archive else ""
-
-    def outline(self, source: str, text: str) -> list[Chunk]:
-        try:
-            model = self.embedder.model_name  # the stored name, so outline ids match the index
-        except ConfigError:
-            model = self.config.embedding.model
-        return chunk_markdown(text, source, model=model)
-
-    def memory_folder(self) -> Path:
-        """The first memory folder (where daily logs and MEMORY.md are written)."""
-        return self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
-
-    def today(self, date: dt.date | None = None) -> Path:
-        """Today's daily log (created with a heading when missing)."""
-        day = (date or self.clock().date()).isoformat()
-        folder = self.memory_folder()
-        path = folder / f"{day}.md"
-        self.source_of(path)  # PathError before anything is written outside the workspace
-        if not path.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(daily_log_text(day), encoding="utf-8")
-        return path
-
-    def __enter__(self: T) -> T:
-        return self
-
-    def __exit__(self: MemoryApi, *exc: object) -> None:
-        self.close()
-
-    # -- async twins, for event-loop code --------------------------------------------------
-    async def aindex(self: MemoryApi, force: bool = False) -> IndexStats:
-        return await _to_thread(self.index, force)
-
-    async def asearch(self: MemoryApi, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        return await _to_thread(self.search, query, top_k, **overrides)
-
-    async def aexpand(self: MemoryApi, chunk_id: str) -> Expanded | None:
-        return await _to_thread(self.expand, chunk_id)
-
-    async def aremember(self: MemoryApi, text: str, heading: str | None = None, *,
-                        long_term: bool = False) -> Remembered:
-        return await _to_thread(lambda: self.remember(text, heading, long_term=long_term))
-
-
 class Memory(MemoryFiles):
     """A workspace's memory whose index this process owns: `index()`, `search()`, `expand()` and their
     async twins (see core.api.MemoryApi; `core.process.owner.RemoteMemory` is the other implementation).
@@ -183,8 +59,14 @@ class Memory(MemoryFiles):
     >>> mem.index(); mem.search("redis ttl")  # doctest: +SKIP
     """
 
-    def __init__(self, workspace: str | Path = ".", *, config: Config | None = None,
-                 embedder: Embedder | None = None, **settings: Any):
+    def __init__(
+        self,
+        workspace: str | Path = ".",
+        *,
+        config: Config | None = None,
+        embedder: Embedder | None = None,
+        **settings: Any,
+    ):
         super().__init__(workspace, config=config, embedder=embedder, **settings)
         self._store: MilvusStore | None = None
         self._indexer: Indexer | None = None
@@ -215,8 +97,10 @@ class Memory(MemoryFiles):
         while True:
             back = self._back
             if back is not None and not back.wait(HANDOVER_WAIT_S):
-                raise IndexBusy(f"the index of {self.root.name} is being built in a child process of its owner; "
-                                "try again when that pass ends")
+                raise IndexBusy(
+                    f"the index of {self.root.name} is being built in a child process of its owner; "
+                    "try again when that pass ends"
+                )
             with self._lock:
                 if self._back is None:
                     yield
@@ -360,9 +244,16 @@ class Memory(MemoryFiles):
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
         settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
         only = where.allowed(self.indexer.manifest()) if where else None
-        return hybrid_search(self.store, self.embedder, self.df, query, settings,
-                             min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
-                             archive_dir=self.archive_dir, only=only)
+        return hybrid_search(
+            self.store,
+            self.embedder,
+            self.df,
+            query,
+            settings,
+            min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
+            archive_dir=self.archive_dir,
+            only=only,
+        )
 
     def expand(self, chunk_id: str) -> Expanded | None:
         """The chunk with this id or the one id it starts (>= 4 hex characters); None, or AmbiguousId for several."""
@@ -380,17 +271,39 @@ class Memory(MemoryFiles):
         """Memories from other files that resemble `chunk`, the nearest ones (no relevance floor: made for typed
         queries, while a whole chunk as the query covers a small share of any other chunk's terms)."""
         query = f"{chunk.heading}\n{chunk.content}"[:2000]
-        return hybrid_search(self.store, self.embedder, self.df, query, replace(self.config.search, min_score=0.0),
-                             top_k, exclude_source=chunk.source, archive_dir=self.archive_dir)
+        return hybrid_search(
+            self.store,
+            self.embedder,
+            self.df,
+            query,
+            replace(self.config.search, min_score=0.0),
+            top_k,
+            exclude_source=chunk.source,
+            archive_dir=self.archive_dir,
+        )
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""
-        rows = [r for r in self.store.scan(["source", "heading", "start_line", "end_line", "level", "date"])
-                if int(r["level"]) > 0]  # the mirror's rows when loaded: no read of the engine
+        rows = [
+            r
+            for r in self.store.scan(["source", "heading", "start_line", "end_line", "level", "date"])
+            if int(r["level"]) > 0
+        ]  # the mirror's rows when loaded: no read of the engine
         archive = self.archive_dir
-        hits = [Hit(id=r["id"], source=r["source"], heading=r["heading"], start_line=int(r["start_line"]),
-                    end_line=int(r["end_line"]), score=0.0, snippet="", date=r["date"] or None,
-                    archived=bool(archive) and glob_match(archive, r["source"])) for r in rows]
+        hits = [
+            Hit(
+                id=r["id"],
+                source=r["source"],
+                heading=r["heading"],
+                start_line=int(r["start_line"]),
+                end_line=int(r["end_line"]),
+                score=0.0,
+                snippet="",
+                date=r["date"] or None,
+                archived=bool(archive) and glob_match(archive, r["source"]),
+            )
+            for r in rows
+        ]
         hits.sort(key=lambda h: (h.source, h.start_line))
         return hits[:limit]
 
@@ -400,15 +313,24 @@ class Memory(MemoryFiles):
         if counts is None:
             manifest = indexer.manifest()
             counts = len(manifest), sum(len(s.ids) for s in manifest.values())
-        return {"version": __version__, "root": str(self.root), "uri": self.uri,
-                "collection": self.collection, "model": self.embedder.model_name,
-                "dim": self.embedder.dim, "provider": getattr(self.embedder, "provider", "custom"),
-                "max_tokens": getattr(self.embedder, "max_tokens", 0), "reads": reads(self.embedder),
-                "files": counts[0], "chunks": counts[1],
-                "pending_buffers": sorted(indexer.overlays)}
+        return {
+            "version": __version__,
+            "root": str(self.root),
+            "uri": self.uri,
+            "collection": self.collection,
+            "model": self.embedder.model_name,
+            "dim": self.embedder.dim,
+            "provider": getattr(self.embedder, "provider", "custom"),
+            "max_tokens": getattr(self.embedder, "max_tokens", 0),
+            "reads": reads(self.embedder),
+            "files": counts[0],
+            "chunks": counts[1],
+            "pending_buffers": sorted(indexer.overlays),
+        }
 
-    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,
-                 long_term: bool = False) -> Remembered:
+    def remember(
+        self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
+    ) -> Remembered:
         """Append a note to today's log under `## HH:MM` (or `heading`) and index it; with `long_term`, add it
         to MEMORY.md at the end of the section `heading` (created at the end when missing).
 
@@ -423,13 +345,20 @@ class Memory(MemoryFiles):
         title = clean_heading(heading) or ("Notes" if long_term else when.strftime("%H:%M"))
         with self._appending:
             if long_term:
-                source, addition = write_note(self.memory_folder() / LONG_TERM, self.source_of, LONG_TERM_TEXT,
-                                              lambda before, src: insert_in_section(before, body, title, src))
+                source, addition = write_note(
+                    self.memory_folder() / LONG_TERM,
+                    self.source_of,
+                    LONG_TERM_TEXT,
+                    lambda before, src: insert_in_section(before, body, title, src),
+                )
             else:
                 source, addition = append_to_day(self.memory_folder(), when.date(), body, title, self.source_of)
             stats = self.index_file(source)
-        chunks = [c for c in self.indexer.chunk(source, addition.text)
-                  if c.end_line >= addition.first and c.start_line <= addition.last]
+        chunks = [
+            c
+            for c in self.indexer.chunk(source, addition.text)
+            if c.end_line >= addition.first and c.start_line <= addition.last
+        ]
         return Remembered(source, tuple(chunks), stats)
 
     def close(self) -> None:

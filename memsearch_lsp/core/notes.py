@@ -35,10 +35,12 @@ _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BULLET = re.compile(r"^\s{0,3}[-*+]\s")
 
 
-TURN_PROMPT = ("Rewrite this exchange between a user and a coding agent as a short note for the project's "
-               "long-term memory, in Markdown bullets: what was asked, what was decided or done and why, and every "
-               "fact worth keeping (names, versions, numbers and settings, dates, root causes and fixes, the user's "
-               "stated preferences). Leave out chatter and dead ends. Answer with the note only.\n\n")
+TURN_PROMPT = (
+    "Rewrite this exchange between a user and a coding agent as a short note for the project's "
+    "long-term memory, in Markdown bullets: what was asked, what was decided or done and why, and every "
+    "fact worth keeping (names, versions, numbers and settings, dates, root causes and fixes, the user's "
+    "stated preferences). Leave out chatter and dead ends. Answer with the note only.\n\n"
+)
 
 
 class NoteError(ValueError):
@@ -57,8 +59,10 @@ def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
         raise NoteError("nothing to remember: the text is empty")
     size = len(body.encode("utf-8"))
     if size > max_bytes:
-        raise NoteError(f"the note is {size} bytes; notes are limited to {max_bytes // 1024} KiB "
-                        "(put long material in a file of its own and remember a pointer to it)")
+        raise NoteError(
+            f"the note is {size} bytes; notes are limited to {max_bytes // 1024} KiB "
+            "(put long material in a file of its own and remember a pointer to it)"
+        )
     fence = open_fence(body)
     return f"{body}\n{fence}" if fence else body
 
@@ -94,8 +98,13 @@ def open_fence(text: str) -> str:
                 fence = opened.group(1)
         else:
             stripped = line.strip()
-            if (line[:4].strip() and stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence)
-                    and len(line) - len(line.lstrip(" ")) <= 3):
+            if (
+                line[:4].strip()
+                and stripped
+                and set(stripped) == {fence[0]}
+                and len(stripped) >= len(fence)
+                and len(line) - len(line.lstrip(" ")) <= 3
+            ):
                 fence = ""
     return fence
 
@@ -159,7 +168,7 @@ def insert_in_section(before: str, body: str, section: str, source: str) -> Addi
     end = stop
     while end > head.end_row + 1 and not lines[end - 1].strip():
         end -= 1
-    closing = _fence_close(lines[head.row:end])
+    closing = _fence_close(lines[head.row : end])
     bullet = "\n" not in body and not closing and end > head.end_row + 1 and _BULLET.match(lines[end - 1])
     note = (body if body.lstrip().startswith(("-", "*", "+")) else f"- {body}") if bullet else body
     new = [*closing, *([] if bullet else [""]), *note.split("\n")]
@@ -168,12 +177,13 @@ def insert_in_section(before: str, body: str, section: str, source: str) -> Addi
     text = "\n".join(lines[:end] + new + lines[end:]) + "\n"
     first = end + len(closing) + (0 if bullet else 1) + 1
     last = first + note.count("\n")
-    appended = text[len(before):] if text.startswith(before) else None
+    appended = text[len(before) :] if text.startswith(before) else None
     return _checked(text, appended, head.title, first, last, source, section_row=head.row + 1)
 
 
-def _checked(text: str, appended: str | None, heading: str, first: int, last: int, source: str,
-             section_row: int = 0) -> Addition | None:
+def _checked(
+    text: str, appended: str | None, heading: str, first: int, last: int, source: str, section_row: int = 0
+) -> Addition | None:
     """The addition when the chunker sees the note where it was put (its heading starts a chunk)."""
     start = section_row or first
     if not any(c.start_line == start and c.heading == heading for c in chunk_markdown(text, source)):
@@ -190,8 +200,7 @@ def read_note_file(path: Path, name: str) -> tuple[str, str] | None:
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(info.st_mode):
-        raise NoteError(f"{name} is not a regular file (a link, FIFO or device); "
-                        "move it away and remember again")
+        raise NoteError(f"{name} is not a regular file (a link, FIFO or device); move it away and remember again")
     return read_text(path)
 
 
@@ -237,23 +246,26 @@ class _NextFile(Exception):
     """This log cannot take the note cleanly; the day's next file can."""
 
 
-def append_to_day(folder: Path, day: dt.date, body: str, title: str,
-                  source_of: Callable[[Path], str]) -> tuple[str, Addition]:
+def append_to_day(
+    folder: Path, day: dt.date, body: str, title: str, source_of: Callable[[Path], str]
+) -> tuple[str, Addition]:
     """Append the note to the day's log in `folder` (under `title`), or to the day's next file when a log cannot
     take it cleanly; its source and where it went."""
     for n in range(1, MAX_DAY_FILES + 1):
         name = f"{day.isoformat()}.md" if n == 1 else f"{day.isoformat()}.{n}.md"
         header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
         try:
-            return write_note(folder / name, source_of, header,
-                              lambda before, src: append_note(before, body, title, src))
+            return write_note(
+                folder / name, source_of, header, lambda before, src: append_note(before, body, title, src)
+            )
         except _NextFile as why:
             log.info("%s: %s; the note goes to the day's next file", name, why)
     raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
 
 
-def write_note(path: Path, source_of: Callable[[Path], str], header: str,
-               add: Callable[[str, str], Addition | None]) -> tuple[str, Addition]:
+def write_note(
+    path: Path, source_of: Callable[[Path], str], header: str, add: Callable[[str, str], Addition | None]
+) -> tuple[str, Addition]:
     """Add to the note file at `path` (`header` starts a new one) what `add(text before, source)` makes; _NextFile
     when it cannot take it cleanly. `source_of` raises PathError for a path outside the workspace."""
     source = source_of(path)  # PathError before anything is written outside the workspace

@@ -59,8 +59,10 @@ class NoMemoryHere(Exception):
 
 # -- platforms ---------------------------------------------------------------------------------
 SUPPORTED_PLATFORMS = ("linux", "darwin")
-WINDOWS_MESSAGE = ("memsearch-lsp runs on Linux and macOS; Windows is not supported (the index is shared "
-                   "through Unix sockets and POSIX file locks). Use WSL, and run the editor's server inside it.")
+WINDOWS_MESSAGE = (
+    "memsearch-lsp runs on Linux and macOS; Windows is not supported (the index is shared "
+    "through Unix sockets and POSIX file locks). Use WSL, and run the editor's server inside it."
+)
 
 
 def platform_problem(platform: str | None = None) -> str | None:
@@ -154,13 +156,17 @@ class InitResult:
     existing: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"root": str(self.root), "created": list(self.created), "updated": list(self.updated),
-                "existing": list(self.existing)}
+        return {
+            "root": str(self.root),
+            "created": list(self.created),
+            "updated": list(self.updated),
+            "existing": list(self.existing),
+        }
 
     def describe(self) -> str:
         lines = [f"created {p}" for p in self.created] + [f"updated {p}" for p in self.updated]
         lines += [f"kept    {p} (exists)" for p in self.existing]
-        lines.append(f"memory workspace ready in {self.root}; try: memsearch-lsp search \"decisions\"")
+        lines.append(f'memory workspace ready in {self.root}; try: memsearch-lsp search "decisions"')
         return "\n".join(lines)
 
 
@@ -176,16 +182,21 @@ def _toml_value(value: Any) -> str:
 
 def config_template() -> str:
     """A `.memsearch.toml` with every setting commented out at its default."""
-    lines = ["# memsearch-lsp settings for this workspace. Every line is commented out at its default:",
-             "# uncomment what you change. Precedence: defaults < your user config file < this file < MEMSEARCH_*",
-             "# environment variables < editor settings. A tracked .memsearch.toml also marks a memory workspace.",
-             "# Where data, secrets or files go (milvus.uri, milvus.token, compact.base_url, ...) is set only",
-             "# in your user config file, MEMSEARCH_* variables or editor settings: this file cannot."]
+    lines = [
+        "# memsearch-lsp settings for this workspace. Every line is commented out at its default:",
+        "# uncomment what you change. Precedence: defaults < your user config file < this file < MEMSEARCH_*",
+        "# environment variables < editor settings. A tracked .memsearch.toml also marks a memory workspace.",
+        "# Where data, secrets or files go (milvus.uri, milvus.token, compact.base_url, ...) is set only",
+        "# in your user config file, MEMSEARCH_* variables or editor settings: this file cannot.",
+    ]
     for name, cls in SECTIONS.items():
         lines += ["", f"# {_SECTION_NOTES.get(name, name)}", f"# [{name}]"]
         defaults = cls()
-        lines += [f"# {f.name} = {_toml_value(getattr(defaults, f.name))}" for f in fields(cls)
-                  if f"{name}.{f.name}" not in USER_ONLY_KEYS]
+        lines += [
+            f"# {f.name} = {_toml_value(getattr(defaults, f.name))}"
+            for f in fields(cls)
+            if f"{name}.{f.name}" not in USER_ONLY_KEYS
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -201,11 +212,17 @@ def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
     outer = enclosing_workspace(root)
     if outer is not None and not is_memory_workspace(root):
         folders = [(outer / p).resolve() for p in load_config(outer).memory.paths]
-        where = ("is the memory folder" if root in folders else
-                 "is inside the memory folder" if any(f in root.parents for f in folders) else
-                 "is inside the memory workspace")
-        raise NestedWorkspace(f"{root} {where} of {outer}: commands run in a subfolder use that workspace "
-                              f"already (or: memsearch-lsp init {outer})")
+        where = (
+            "is the memory folder"
+            if root in folders
+            else "is inside the memory folder"
+            if any(f in root.parents for f in folders)
+            else "is inside the memory workspace"
+        )
+        raise NestedWorkspace(
+            f"{root} {where} of {outer}: commands run in a subfolder use that workspace "
+            f"already (or: memsearch-lsp init {outer})"
+        )
     root.mkdir(parents=True, exist_ok=True)
     created: list[str] = []
     updated: list[str] = []
@@ -216,8 +233,10 @@ def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
     targets = [CONFIG_FILE, f"{folder}/MEMORY.md", f"{folder}/{day}.md", ".gitignore"]
     for rel in targets:  # every path's real place is inside the workspace, checked before anything is created
         if not inside(root, root / rel):
-            raise PathError(f"init: {rel} resolves to {(root / rel).resolve()}, outside the workspace {root} "
-                            "(a link?); nothing was created")
+            raise PathError(
+                f"init: {rel} resolves to {(root / rel).resolve()}, outside the workspace {root} "
+                "(a link?); nothing was created"
+            )
 
     def write_new(rel: str, text: str) -> None:
         path = root / rel

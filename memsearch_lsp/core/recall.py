@@ -12,8 +12,8 @@ from typing_extensions import TypedDict
 
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
-from memsearch_lsp.core.memory import MemoryFiles
 from memsearch_lsp.core.notes import LONG_TERM, open_fence
+from memsearch_lsp.core.workspace import MemoryFiles
 
 
 class NoteData(TypedDict):
@@ -54,7 +54,7 @@ class Note:
 
 
 def kind_of(source: str) -> str:
-    """"long-term", "summary", "daily" or "" (another memory file) for a workspace-relative source."""
+    """ "long-term", "summary", "daily" or "" (another memory file) for a workspace-relative source."""
     if source.rsplit("/", 1)[-1] == LONG_TERM:
         return "long-term"
     if SUMMARY.search(source):
@@ -66,8 +66,11 @@ def _notes(memory: MemoryFiles, item: MemoryFile, kind: str) -> list[Note]:
     text, problem = read_text(item.path)
     if problem and not text:
         return []
-    return [Note(c.id, c.source, c.heading, c.start_line, c.end_line, c.date or None, kind, c.content)
-            for c in memory.outline(item.source, text) if c.content.strip() != f"# {c.heading}".strip()]
+    return [
+        Note(c.id, c.source, c.heading, c.start_line, c.end_line, c.date or None, kind, c.content)
+        for c in memory.outline(item.source, text)
+        if c.content.strip() != f"# {c.heading}".strip()
+    ]
 
 
 def _files(memory: MemoryFiles) -> list[MemoryFile]:
@@ -80,8 +83,9 @@ def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = Non
     within a day."""
     today = today or memory.clock().date()
     first = (today - dt.timedelta(days=max(days, 1) - 1)).isoformat()
-    logs = [f for f in _files(memory)
-            if kind_of(f.source) == "daily" and first <= log_date(f.source) <= today.isoformat()]
+    logs = [
+        f for f in _files(memory) if kind_of(f.source) == "daily" and first <= log_date(f.source) <= today.isoformat()
+    ]
     logs.sort(key=lambda f: (log_date(f.source), f.source), reverse=True)
     return [n for f in logs for n in _notes(memory, f, "daily")]
 

@@ -38,8 +38,10 @@ def num_units(codec: PositionCodec, text: str) -> int:
 
 def chunk_range(codec: PositionCodec, start_line: int, end_line: int, last_line: str) -> types.Range:
     """1-based inclusive lines -> an LSP range from the start of the first to the end of the last."""
-    return types.Range(start=types.Position(line=start_line - 1, character=0),
-                       end=types.Position(line=end_line - 1, character=num_units(codec, last_line)))
+    return types.Range(
+        start=types.Position(line=start_line - 1, character=0),
+        end=types.Position(line=end_line - 1, character=num_units(codec, last_line)),
+    )
 
 
 def last_line(content: str) -> str:
@@ -57,16 +59,19 @@ def hit_range(codec: PositionCodec, hit: Hit, lines: Sequence[str] | None) -> ty
         return chunk_range(codec, hit.start_line, hit.end_line, lines[hit.end_line - 1].rstrip("\r\n"))
     if lines is None and hit.last_line is not None:
         return chunk_range(codec, hit.start_line, hit.end_line, hit.last_line.rstrip("\r\n"))
-    return types.Range(start=types.Position(line=hit.start_line - 1, character=0),
-                       end=types.Position(line=hit.end_line, character=0))
+    return types.Range(
+        start=types.Position(line=hit.start_line - 1, character=0), end=types.Position(line=hit.end_line, character=0)
+    )
 
 
 def hit_json(root: Path, hit: Hit, rng: types.Range) -> dict[str, Any]:
     """A `memsearch/search` hit: the CLI's fields plus a uri and an LSP range."""
     data: dict[str, Any] = dict(hit.to_dict())
     data["uri"] = uri_of(root, hit.source)
-    data["range"] = {"start": {"line": rng.start.line, "character": rng.start.character},
-                     "end": {"line": rng.end.line, "character": rng.end.character}}
+    data["range"] = {
+        "start": {"line": rng.start.line, "character": rng.start.character},
+        "end": {"line": rng.end.line, "character": rng.end.character},
+    }
     return data
 
 
@@ -76,9 +81,12 @@ def symbol_name(heading: str, snippet: str) -> str:
 
 def hit_symbol(root: Path, hit: Hit, rng: types.Range) -> types.WorkspaceSymbol:
     container = hit.source + (f" · {hit.date}" if hit.date else "") + (" · archived" if hit.archived else "")
-    return types.WorkspaceSymbol(name=symbol_name(hit.heading, hit.snippet), kind=types.SymbolKind.String,
-                                 location=types.Location(uri=uri_of(root, hit.source), range=rng),
-                                 container_name=container)
+    return types.WorkspaceSymbol(
+        name=symbol_name(hit.heading, hit.snippet),
+        kind=types.SymbolKind.String,
+        location=types.Location(uri=uri_of(root, hit.source), range=rng),
+        container_name=container,
+    )
 
 
 def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[types.DocumentSymbol]:
@@ -90,8 +98,13 @@ def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[type
         if chunk.level == 0:
             continue
         rng = expanded_range(codec, chunk)
-        if previous is not None and stack and previous.heading_path == chunk.heading_path \
-                and previous.level == chunk.level and stack[-1][0] == chunk.level:
+        if (
+            previous is not None
+            and stack
+            and previous.heading_path == chunk.heading_path
+            and previous.level == chunk.level
+            and stack[-1][0] == chunk.level
+        ):
             symbol = stack[-1][1]
             symbol.range = types.Range(start=symbol.range.start, end=rng.end)
             _grow(stack, rng.end)
@@ -101,11 +114,15 @@ def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[type
             stack.pop()
         heading_line = chunk.content.split("\n", 1)[0]
         symbol = types.DocumentSymbol(
-            name=chunk.heading or "(untitled)", kind=types.SymbolKind.Namespace if chunk.level == 1
-            else types.SymbolKind.String, range=rng,
-            selection_range=types.Range(start=rng.start, end=types.Position(
-                line=rng.start.line, character=num_units(codec, heading_line))),
-            detail=f"h{chunk.level}", children=[])
+            name=chunk.heading or "(untitled)",
+            kind=types.SymbolKind.Namespace if chunk.level == 1 else types.SymbolKind.String,
+            range=rng,
+            selection_range=types.Range(
+                start=rng.start, end=types.Position(line=rng.start.line, character=num_units(codec, heading_line))
+            ),
+            detail=f"h{chunk.level}",
+            children=[],
+        )
         if stack:
             parent = stack[-1][1]
             parent.children = [*(parent.children or []), symbol]
@@ -141,19 +158,23 @@ def chunk_markdown_hover(root: Path, chunk: Expanded) -> str:
 
 
 def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> str:
-    lines = [f"**{chunk.heading or '(preamble)'}** · `{chunk.id}`",
-             "",
-             f"- source: `{chunk.source}` lines {chunk.start_line}-{chunk.end_line}",
-             f"- section: {' › '.join(chunk.heading_path) or '(preamble)'}",
-             f"- {len(chunk.content)} characters" + (f" · logged {chunk.date}" if chunk.date else ""),
-             ""]
+    lines = [
+        f"**{chunk.heading or '(preamble)'}** · `{chunk.id}`",
+        "",
+        f"- source: `{chunk.source}` lines {chunk.start_line}-{chunk.end_line}",
+        f"- section: {' › '.join(chunk.heading_path) or '(preamble)'}",
+        f"- {len(chunk.content)} characters" + (f" · logged {chunk.date}" if chunk.date else ""),
+        "",
+    ]
     if related:
         lines.append("**Related memories**")
         lines.append("")
         for hit in related:
             link = f"{uri_of(root, hit.source)}#L{hit.start_line}"
-            lines.append(f"- [{hit.heading or hit.source}]({link}) · `{hit.source}:{hit.start_line}` "
-                         f"({hit.score:.2f}{', archived' if hit.archived else ''}): {hit.snippet[:120]}")
+            lines.append(
+                f"- [{hit.heading or hit.source}]({link}) · `{hit.source}:{hit.start_line}` "
+                f"({hit.score:.2f}{', archived' if hit.archived else ''}): {hit.snippet[:120]}"
+            )
     else:
         lines.append("_No related memories in other files._")
     return "\n".join(lines) + "\n"

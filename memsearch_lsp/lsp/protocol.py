@@ -28,7 +28,7 @@ def lsp_lines(text: str) -> list[str]:
 def one_line(message: str) -> str:
     """An error message as one short line (never a traceback)."""
     line = " ".join(str(message).split())
-    return line if len(line) <= MAX_ERROR_CHARS else line[:MAX_ERROR_CHARS - 1] + "…"
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 1] + "…"
 
 
 class LspTextDocument(TextDocument):
@@ -40,10 +40,17 @@ class LspTextDocument(TextDocument):
 
 
 class LspWorkspace(Workspace):
-    def _create_text_document(self, doc_uri: str, source: str | None = None, version: int | None = None,
-                              language_id: str | None = None) -> TextDocument:
-        return LspTextDocument(doc_uri, source=source, version=version, language_id=language_id,
-                               sync_kind=self._sync_kind, position_codec=self._position_codec)
+    def _create_text_document(
+        self, doc_uri: str, source: str | None = None, version: int | None = None, language_id: str | None = None
+    ) -> TextDocument:
+        return LspTextDocument(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=self._sync_kind,
+            position_codec=self._position_codec,
+        )
 
 
 class _Malformed:
@@ -72,16 +79,22 @@ class MemsearchProtocol(LanguageServerProtocol):
 
     def handle_message(self, message: Any) -> None:
         if isinstance(message, _Malformed):
-            self._send_response(message.id, error=JsonRpcInvalidParams(
-                f"invalid params for {message.method}: {message.reason}").to_response_error())
+            self._send_response(
+                message.id,
+                error=JsonRpcInvalidParams(
+                    f"invalid params for {message.method}: {message.reason}"
+                ).to_response_error(),
+            )
             return
         method = getattr(message, "method", None)
         is_request = method is not None and getattr(message, "id", None) is not None
         if method == types.INITIALIZE:
             self.initialize_seen = True
         elif is_request and not self.initialize_seen:
-            self._send_response(message.id, error=JsonRpcServerNotInitialized(
-                f"{method}: the server is not initialized yet").to_response_error())
+            self._send_response(
+                message.id,
+                error=JsonRpcServerNotInitialized(f"{method}: the server is not initialized yet").to_response_error(),
+            )
             return
         elif method is not None and not self.initialize_seen and method != types.EXIT:
             return  # notifications before initialize are dropped (LSP)
@@ -91,8 +104,7 @@ class MemsearchProtocol(LanguageServerProtocol):
         super().handle_message(message)
         if method == types.INITIALIZE and self._workspace is not None:
             ws = self._workspace
-            self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()),
-                                           ws.position_encoding)
+            self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()), ws.position_encoding)
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         if not future.cancelled() and isinstance(future.exception(), ValueError):
@@ -101,8 +113,7 @@ class MemsearchProtocol(LanguageServerProtocol):
             return
         super()._send_handler_result(future, msg_id=msg_id)
 
-    def _send_response(self, msg_id: Any, result: Any | None = None,
-                       error: types.ResponseError | None = None) -> None:
+    def _send_response(self, msg_id: Any, result: Any | None = None, error: types.ResponseError | None = None) -> None:
         if error is not None:
             error = types.ResponseError(code=error.code, message=one_line(error.message))
         super()._send_response(msg_id, result, error)

@@ -24,10 +24,11 @@ from memsearch_lsp.config import Config, ConfigError, editor_key, load_config
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
-from memsearch_lsp.core.memory import Memory, index_settings_changed
+from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
 from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.workspace import index_settings_changed
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
 
@@ -53,8 +54,11 @@ class Root:
 class ClientLogHandler(logging.Handler):
     """Forwards log records to the client as window/logMessage (thread-safe)."""
 
-    LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning,
-              logging.INFO: types.MessageType.Info}
+    LEVELS = {
+        logging.ERROR: types.MessageType.Error,
+        logging.WARNING: types.MessageType.Warning,
+        logging.INFO: types.MessageType.Info,
+    }
 
     def __init__(self, server: MemsearchServer):
         super().__init__(level=logging.INFO)
@@ -74,9 +78,12 @@ class ClientLogHandler(logging.Handler):
 
 class MemsearchServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("memsearch-lsp", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         protocol_cls=MemsearchProtocol)
+        super().__init__(
+            "memsearch-lsp",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=MemsearchProtocol,
+        )
         self.roots: dict[Path, Root] = {}
         self.overrides: dict[str, Any] = {}  # editor settings in force
         self.init_options: dict[str, Any] = {}
@@ -135,8 +142,9 @@ class MemsearchServer(LanguageServer):
         return load_config(path, self.overrides)
 
     # -- work ------------------------------------------------------------------------------
-    async def write(self, root: Root, op: str | Callable[[MemoryApi], IndexStats], *args: Any,
-                    **kwargs: Any) -> IndexStats:
+    async def write(
+        self, root: Root, op: str | Callable[[MemoryApi], IndexStats], *args: Any, **kwargs: Any
+    ) -> IndexStats:
         """Run one index pass on the writer thread, then announce it with memsearch/indexed.
 
         `op` names a Memory method (called with `args`/`kwargs`) or takes the memory; either way, when
@@ -156,10 +164,17 @@ class MemsearchServer(LanguageServer):
             await self.take_over(root)
             stats = await loop.run_in_executor(self.writer, run)
         self.passes += 1
-        self.protocol.notify(INDEXED, {
-            "root": str(root.path), "files": stats.files_total, "chunks": stats.chunks_total,
-            "embedded": stats.chunks_embedded, "reused": stats.chunks_reused,
-            "ms": round((time.perf_counter() - started) * 1000, 1)})
+        self.protocol.notify(
+            INDEXED,
+            {
+                "root": str(root.path),
+                "files": stats.files_total,
+                "chunks": stats.chunks_total,
+                "embedded": stats.chunks_embedded,
+                "reused": stats.chunks_reused,
+                "ms": round((time.perf_counter() - started) * 1000, 1),
+            },
+        )
         if stats.changed:
             log.info("%s: %s", root.path.name, str(stats).split("\n")[0])
         return stats
@@ -191,14 +206,18 @@ class MemsearchServer(LanguageServer):
                 except OSError as exc:
                     log.warning("cannot serve %s to other processes: %s", root.path.name, exc)
             root.memory = memory
-        log.info("%s: the index owner went away; %s", root.path.name,
-                 "following the new owner" if memory.remote else "this window owns the index now")
+        log.info(
+            "%s: the index owner went away; %s",
+            root.path.name,
+            "following the new owner" if memory.remote else "this window owns the index now",
+        )
 
     async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.writer, lambda: fn(*args))
 
     def background(self, coro: Awaitable[Any], what: str) -> asyncio.Task[Any]:
         """Run `coro` as a task whose failure is logged and shown to the user once."""
+
         async def guarded() -> Any:
             try:
                 return await coro
@@ -207,6 +226,7 @@ class MemsearchServer(LanguageServer):
             except Exception as exc:
                 self.report(f"{what} failed: {exc}", exc)
                 return None
+
         return asyncio.ensure_future(guarded())
 
     def report(self, message: str, exc: BaseException | None = None) -> None:
@@ -214,8 +234,9 @@ class MemsearchServer(LanguageServer):
         key = message.split(":")[0]
         if key not in self._shown and self.config_show_notifications():
             self._shown.add(key)
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
-                                                             message=f"memsearch: {message}"))
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=f"memsearch: {message}")
+            )
 
     def warn(self, message: str) -> None:
         """Log a warning and show it to the user (window/showMessage), once."""
@@ -224,8 +245,9 @@ class MemsearchServer(LanguageServer):
         self._shown.add(message)
         log.warning(message)
         if self.config_show_notifications():
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
-                                                             message=f"memsearch: {message}"))
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=f"memsearch: {message}")
+            )
 
     @property
     def process_name(self) -> str:
@@ -242,9 +264,11 @@ class MemsearchServer(LanguageServer):
                 owner = await asyncio.to_thread(root.memory.owner_process)
             except (OwnerGone, OSError, RuntimeError):
                 owner = "another process"
-            self.warn(f"{root.path.name}: {', '.join(editor_key(k) for k in refused)} cannot change in this window: "
-                      f"the index is owned by {owner}, whose settings for them stay in force (search, watch and "
-                      f"compaction settings do apply here). Change them there, or close it and reload this window.")
+            self.warn(
+                f"{root.path.name}: {', '.join(editor_key(k) for k in refused)} cannot change in this window: "
+                f"the index is owned by {owner}, whose settings for them stay in force (search, watch and "
+                f"compaction settings do apply here). Change them there, or close it and reload this window."
+            )
 
     def config_show_notifications(self) -> bool:
         return all(r.memory.config.lsp.show_notifications for r in self.roots.values()) if self.roots else True
@@ -259,6 +283,7 @@ class MemsearchServer(LanguageServer):
                 pct = int(100 * done / total) if total else 100
                 value = types.WorkDoneProgressReport(message=message, percentage=pct)
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
+
         try:
             stats = await self.write(root, lambda memory: bulk.index(memory, force=force, progress=progress))
         finally:
@@ -278,8 +303,9 @@ class MemsearchServer(LanguageServer):
         except Exception as exc:
             log.debug("progress not created: %s", exc)
             return None
-        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title=title, message=message, percentage=0, cancellable=False))
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, message=message, percentage=0, cancellable=False)
+        )
         return token
 
     async def load_settings(self) -> None:
@@ -289,8 +315,9 @@ class MemsearchServer(LanguageServer):
             return
         try:
             items = [types.ConfigurationItem(section="memsearch")]
-            result = await asyncio.wait_for(self.workspace_configuration_async(
-                types.ConfigurationParams(items=items)), timeout=5)
+            result = await asyncio.wait_for(
+                self.workspace_configuration_async(types.ConfigurationParams(items=items)), timeout=5
+            )
         except Exception as exc:
             log.debug("workspace/configuration failed: %s", exc)
             return

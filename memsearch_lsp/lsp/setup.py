@@ -68,8 +68,12 @@ def create_server() -> MemsearchServer:
 
 def configure_logging(verbose: bool = False) -> None:
     """The server's logging, set up once: INFO (DEBUG with -v) to stderr and to the client; never stdout."""
-    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.INFO,
-                        format="memsearch-lsp %(levelname)s %(name)s: %(message)s", force=True)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="memsearch-lsp %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
     logging.getLogger("pygls").setLevel(logging.WARNING)
 
 

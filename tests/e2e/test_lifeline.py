@@ -46,12 +46,24 @@ def test_the_server_exits_when_its_client_process_dies_and_releases_the_index(tm
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory/MEMORY.md").write_text("# Memory\n\n## Fact\n\nThe quokka index owner test.\n")
     editor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # stands for the editor
-    server = subprocess.Popen([sys.executable, "-m", "memsearch_lsp", "serve"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memsearch_lsp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
     assert server.stdin is not None and server.stdout is not None
     try:
-        _send(server.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "processId": editor.pid, "rootUri": tmp_path.as_uri(), "capabilities": {}}})
+        _send(
+            server.stdin,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": editor.pid, "rootUri": tmp_path.as_uri(), "capabilities": {}},
+            },
+        )
         while _read(server.stdout).get("id") != 1:
             pass
         _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
@@ -63,7 +75,11 @@ def test_the_server_exits_when_its_client_process_dies_and_releases_the_index(tm
     finally:
         editor.kill()
         server.kill()
-    status = subprocess.run([sys.executable, "-m", "memsearch_lsp", "status", "-w", str(tmp_path), "--json"],
-                            capture_output=True, text=True, timeout=120)
+    status = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "status", "-w", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert status.returncode == 0, status.stderr  # no IndexBusy: the index was released
     assert json.loads(status.stdout)["files"] == 1

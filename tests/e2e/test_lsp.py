@@ -55,18 +55,27 @@ async def test_unsaved_edit_is_searchable_and_gone_after_close(session: Session)
     n = len(session.indexed)
     added = "\n## Kafka decision\n\nPartition the orders topic by customer id, 12 partitions.\n"
     end = len(original.split("\n")) - 1
-    session.client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=types.Position(line=end, character=0),
-                              end=types.Position(line=end, character=0)), text=added)]))
+    session.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=end, character=0), end=types.Position(line=end, character=0)
+                    ),
+                    text=added,
+                )
+            ],
+        )
+    )
     await session.wait_indexed(n + 1)
     symbol = await session.until_symbol("Kafka", "Kafka decision")
     assert isinstance(symbol.location, types.Location)
     assert symbol.location.range.start.line == end + 1
     assert path.read_text() == original  # nothing was saved
-    session.client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=doc)))
+    session.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=doc))
+    )
     await session.wait_indexed(n + 2)
     assert "Kafka decision" not in {s.name for s in await session.symbols("Kafka")}
 
@@ -76,8 +85,11 @@ async def test_file_written_by_another_program_becomes_searchable(session: Sessi
     n = len(session.indexed)
     path.write_text("# 2026-03-01\n\n## Walrus migration\n\nThe walrus service moved to Graviton.\n")
     if session.registrations:  # the client watches: it tells the server
-        session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-            changes=[types.FileEvent(uri=uri(path), type=types.FileChangeType.Created)]))
+        session.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=uri(path), type=types.FileChangeType.Created)]
+            )
+        )
     await session.wait_indexed(n + 1, timeout=30)
     await session.until_symbol("walrus Graviton", "Walrus migration", timeout=10)
 
@@ -107,9 +119,12 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
         await client.protocol.send_request_async("memsearch/search", {"query": "redis", "topK": "many"})
     with pytest.raises(JsonRpcException):
         await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.nope"))
-    outside = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri="file:///etc/passwd"),
-        position=types.Position(line=0, character=0)))
+    outside = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri="file:///etc/passwd"),
+            position=types.Position(line=0, character=0),
+        )
+    )
     assert outside is None
     gone = session.workspace / "memory/2026-02-03.md"
     doc = uri(gone)
@@ -119,9 +134,14 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
     bad = session.workspace / "memory/2026-03-03.md"
     bad.write_bytes("# Caf\xe9\n\n## Ocelot\n\nocelot na\xefve\n".encode("latin-1"))
     if session.registrations:
-        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
-            types.FileEvent(uri=uri(bad), type=types.FileChangeType.Created),
-            types.FileEvent(uri=doc, type=types.FileChangeType.Deleted)]))
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[
+                    types.FileEvent(uri=uri(bad), type=types.FileChangeType.Created),
+                    types.FileEvent(uri=doc, type=types.FileChangeType.Deleted),
+                ]
+            )
+        )
     await session.wait_indexed(n + 1, timeout=30)
     await session.until_symbol("ocelot", "Ocelot", timeout=10)
     assert (await session.symbols("Redis cache config"))[0].name == "Redis Caching"
@@ -133,19 +153,28 @@ async def test_a_burst_of_edits_causes_one_or_two_passes(session: Session) -> No
     await session.wait_indexed(2)
     before = len(session.indexed)
     for version in range(2, 502):
-        session.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
-                text="x" if version < 501 else "\n## Burst done\n\nokapi\n")]))
+        session.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=version),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(
+                            start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+                        ),
+                        text="x" if version < 501 else "\n## Burst done\n\nokapi\n",
+                    )
+                ],
+            )
+        )
         if version % 50 == 0:
             await asyncio.sleep(0.2)  # 500 edits over about 2 s
     await session.until_symbol("okapi", "Burst done", timeout=20)
     # No sleeping for passes that may still come: closing the buffer cancels any pass still debouncing and
     # queues the file's re-read behind every pass already under way (one writer, in order). Once the
     # re-read is seen (the section is gone), a reindex's reply comes after every notification before it.
-    session.client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=doc)))
+    session.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=doc))
+    )
 
     async def reread() -> bool:
         return not [s for s in await session.symbols("okapi") if s.name == "Burst done"]
@@ -159,11 +188,13 @@ async def test_commands_and_custom_search(session: Session) -> None:
     client = session.client
     status: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.status"))
     assert status["roots"][0]["chunks"] > 30
-    hits: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.search", arguments=["PostgreSQL 16", 5]))
+    hits: Any = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.search", arguments=["PostgreSQL 16", 5])
+    )
     assert hits[0]["source"] in {"memory/MEMORY.md", "memory/2026-02-16.md"} and hits[0]["uri"].startswith("file:")
-    chunk: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.expand", arguments=[hits[0]["id"]]))
+    chunk: Any = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.expand", arguments=[hits[0]["id"]])
+    )
     assert "PostgreSQL 16" in chunk["content"]
     today: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.today"))
     assert Path(today["path"]).is_file() and Path(today["path"]).name == f"{TODAY}.md"
@@ -172,14 +203,19 @@ async def test_commands_and_custom_search(session: Session) -> None:
 
 
 async def test_a_folder_removed_and_another_added_at_once_are_each_handled_once(
-        server: Session, session: Session, tmp_path: Path) -> None:
+    server: Session, session: Session, tmp_path: Path
+) -> None:
     other = make_workspace(tmp_path / "other")
     messages = len(session.client.messages)
-    session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(session.workspace)])))
+    session.client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(session.workspace)])
+        )
+    )
     async with added_folder(server, other) as added:  # sent right after the removal, before its handler ran
         status: Any = await added.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="memsearch.status"))
+            types.ExecuteCommandParams(command="memsearch.status")
+        )
         assert [r["root"] for r in status["roots"]] == [added.root] and status["roots"][0]["chunks"] > 30
         assert (await added.symbols("Redis cache config"))[0].name == "Redis Caching"
         assert not list((other / ".memsearch").glob("milvus.db.broken*"))  # its index was opened once
@@ -192,6 +228,7 @@ async def test_a_folder_added_while_initialized_runs_is_indexed_once(own_lsp: La
     server = await start_shared(own_lsp, SETTINGS)  # `initialized` asks for the settings: the folder comes meanwhile
     async with added_folder(server, make_workspace(tmp_path)) as session:
         stats: Any = await session.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="memsearch.reindex"))  # the writer's passes run in order
+            types.ExecuteCommandParams(command="memsearch.reindex")
+        )  # the writer's passes run in order
         assert stats["chunks_embedded"] == 0
         assert len(session.indexed) == 2 and len(session.registrations) == 1  # the first pass and this one

@@ -37,7 +37,10 @@ async def test_a_large_new_workspace_is_indexed_in_a_child_and_searched_by_the_s
         assert "milvus_lite" not in loaded, "a forced re-index asked through the server ran in a child as well"
         log = ws / "memory" / "2026-02-06.md"
         log.write_text(log.read_text() + "\n## Wombats\n\nThe wombat burrow survey starts on Monday.\n")
-        session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
-            types.FileEvent(uri=log.as_uri(), type=types.FileChangeType.Changed)]))
+        session.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=log.as_uri(), type=types.FileChangeType.Changed)]
+            )
+        )
         found = await session.until_symbol("wombat burrow survey", "Wombats", timeout=60)
         assert found.location.uri.endswith("2026-02-06.md")  # type: ignore[union-attr]

@@ -29,14 +29,19 @@ SETTINGS = {"watch": {"debounceMs": 300, "pollIntervalMs": 1000}}
 def offset(text: str, position: types.Position, encoding: str) -> int:
     """A client position (line, character in the negotiated encoding) as an index into `text`."""
     lines = text.split("\n")
-    start = sum(len(line) + 1 for line in lines[:position.line])
+    start = sum(len(line) + 1 for line in lines[: position.line])
     line = lines[position.line] if position.line < len(lines) else ""
     units = 0
     for n, char in enumerate(line):
         if units >= position.character:
             return start + n
-        size = len(char.encode("utf-8")) if "8" in encoding else 1 if "32" in encoding else \
-            len(char.encode("utf-16-le")) // 2
+        size = (
+            len(char.encode("utf-8"))
+            if "8" in encoding
+            else 1
+            if "32" in encoding
+            else len(char.encode("utf-16-le")) // 2
+        )
         units += size
     return start + len(line)
 
@@ -59,8 +64,7 @@ def apply_edit(edit: types.WorkspaceEdit, encoding: str) -> None:
         elif isinstance(change, types.TextDocumentEdit):
             path = Path(to_fs_path(change.text_document.uri) or "")
             text = path.read_bytes().decode("utf-8")
-            for item in sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character),
-                               reverse=True):
+            for item in sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
                 assert isinstance(item, (types.TextEdit, types.AnnotatedTextEdit))
                 a, b = offset(text, item.range.start, encoding), offset(text, item.range.end, encoding)
                 text = text[:a] + item.new_text + text[b:]
@@ -74,8 +78,9 @@ def cli_compacted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """The files after the same compaction by the CLI (logs older than 7 days), on another copy of the
     example memory: made once, compared with the result of each LSP route."""
     ws = make_workspace(tmp_path_factory.mktemp("cli"))
-    subprocess.run([sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws)], check=True, capture_output=True, timeout=300
+    )
     return without_index(snapshot(ws))
 
 
@@ -93,20 +98,23 @@ class Editor:
         self.encoding = session.encoding
         client = session.client
         if types.WORKSPACE_APPLY_EDIT not in client.protocol.fm.features:
+
             @client.feature(types.WORKSPACE_APPLY_EDIT)
             def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
                 editor: Editor | None = client.editor  # type: ignore[attr-defined]
                 if editor is None:
                     raise RuntimeError("this test has no editor to apply edits")
                 return editor.apply(params)
+
         client.editor = self  # type: ignore[attr-defined]
 
     def apply(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         self.calls.append(params)
         if self.applied:
             apply_edit(params.edit, self.encoding)
-        return types.ApplyWorkspaceEditResult(applied=self.applied,
-                                              failure_reason=None if self.applied else "the user said no")
+        return types.ApplyWorkspaceEditResult(
+            applied=self.applied, failure_reason=None if self.applied else "the user said no"
+        )
 
 
 def _command_or_action(data: Any, _: type) -> types.Command | types.CodeAction:
@@ -164,10 +172,13 @@ async def limited(own_lsp: LanguageClient, tmp_path: Path) -> Session:
 
 
 async def code_actions(session: Session, path: Path, only: list[str] | None = None) -> list[types.CodeAction]:
-    result = await session.client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri(path)),
-        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
-        context=types.CodeActionContext(diagnostics=[], only=only)))
+    result = await session.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri(path)),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+            context=types.CodeActionContext(diagnostics=[], only=only),
+        )
+    )
     return [a for a in result or [] if isinstance(a, types.CodeAction)]
 
 
@@ -177,8 +188,9 @@ def vscode(session: Session) -> bool:
 
 
 async def command(session: Session, **args: Any) -> Any:
-    return await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.compact", arguments=[args] if args else None))
+    return await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.compact", arguments=[args] if args else None)
+    )
 
 
 def annotated(edit: types.WorkspaceEdit) -> bool:
@@ -187,23 +199,30 @@ def annotated(edit: types.WorkspaceEdit) -> bool:
     if not notes or not all(n.needs_confirmation for n in notes.values()):
         return False
     for change in edit.document_changes or []:
-        ids = [e.annotation_id for e in change.edits if isinstance(e, types.AnnotatedTextEdit)] \
-            if isinstance(change, types.TextDocumentEdit) else [change.annotation_id]
+        ids = (
+            [e.annotation_id for e in change.edits if isinstance(e, types.AnnotatedTextEdit)]
+            if isinstance(change, types.TextDocumentEdit)
+            else [change.annotation_id]
+        )
         if not ids or not all(i in notes for i in ids):
             return False
     return True
 
 
-async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(session: Session,
-                                                                           cli_compacted: dict[str, bytes]) -> None:
+async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
+    session: Session, cli_compacted: dict[str, bytes]
+) -> None:
     memory = session.workspace / "memory"
     actions = await code_actions(session, memory / "2026-02-09.md", only=["source.compact"])
-    assert [(a.title, a.kind) for a in actions] == [("Compact logs older than 7 days (12 logs)", "source.compact"),
-                                                    ("Compact this log", "source.compact")]
+    assert [(a.title, a.kind) for a in actions] == [
+        ("Compact logs older than 7 days (12 logs)", "source.compact"),
+        ("Compact this log", "source.compact"),
+    ]
     assert all(a.edit is None for a in actions)  # the edit is computed in codeAction/resolve
     assert not await code_actions(session, memory / "2026-02-09.md", only=["quickfix"])
-    assert [a.title for a in await code_actions(session, memory / "MEMORY.md", only=["source"])] == \
-        ["Compact logs older than 7 days (12 logs)"]  # MEMORY.md is never compacted by itself
+    assert [a.title for a in await code_actions(session, memory / "MEMORY.md", only=["source"])] == [
+        "Compact logs older than 7 days (12 logs)"
+    ]  # MEMORY.md is never compacted by itself
     assert not await code_actions(session, session.workspace / "notes.md")  # not a memory file
 
     if vscode(session):
@@ -213,8 +232,11 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(sess
         kinds = [type(c).__name__ for c in resolved.edit.document_changes]
         assert kinds == ["CreateFile", "TextDocumentEdit"] * 3 + ["RenameFile"] * 12
         assert annotated(resolved.edit)  # needsConfirmation: VS Code opens the refactor preview
-        written = {c.text_document.uri: c.edits[0].new_text for c in resolved.edit.document_changes
-                   if isinstance(c, types.TextDocumentEdit)}
+        written = {
+            c.text_document.uri: c.edits[0].new_text
+            for c in resolved.edit.document_changes
+            if isinstance(c, types.TextDocumentEdit)
+        }
         notes = resolved.edit.change_annotations or {}
         for change in resolved.edit.document_changes:  # the preview shows each summary's own text
             if isinstance(change, types.TextDocumentEdit):
@@ -228,8 +250,9 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(sess
         assert (memory / "2026-02-09.md").exists() and not (memory / "archive").exists()  # nothing applied yet
         apply_edit(resolved.edit, session.encoding)
         assert resolved.command is not None and resolved.command.command == "memsearch.reindex"
-        stats: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command=resolved.command.command, arguments=resolved.command.arguments))
+        stats: Any = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=resolved.command.command, arguments=resolved.command.arguments)
+        )
         assert stats["files_total"] == 4 + 12  # the summaries, MEMORY.md and the archive
     else:  # the action is the command; the plugin shows the dry run and applies the plan it showed
         assert all(a.command is not None and a.command.command == "memsearch.compact" for a in actions)
@@ -251,13 +274,15 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(sess
     assert "memory/archive/2026-02-05.md" in lsp_tree and "memory/summary-2026-W06.md" in lsp_tree
 
     hits: Any = await session.client.protocol.send_request_async(
-        "memsearch/search", {"query": "PostgreSQL 15 legacy reporting replica", "topK": 10})
+        "memsearch/search", {"query": "PostgreSQL 15 legacy reporting replica", "topK": 10}
+    )
     assert {h["archived"] for h in hits} == {True, False}  # archived originals are found, and say so
     assert all(h["archived"] == ("/archive/" in h["source"]) for h in hits)
     symbols = await session.symbols("PostgreSQL 15 legacy reporting replica")
     assert any((s.container_name or "").endswith(" · archived") for s in symbols)
     status: Any = await session.client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="memsearch.status"))
+        types.ExecuteCommandParams(command="memsearch.status")
+    )
     assert status["roots"][0]["files"] == 4 + 12  # the index matches the files (the archive stays indexed)
 
 
@@ -270,8 +295,9 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
         resolved = await session.client.code_action_resolve_async(this)
         assert resolved.edit is not None and resolved.edit.document_changes is not None
         renames = [c for c in resolved.edit.document_changes if isinstance(c, types.RenameFile)]
-        assert [(Path(to_fs_path(r.old_uri) or "").name, Path(to_fs_path(r.new_uri) or "").parent.name)
-                for r in renames] == [("2026-02-16.md", "archive")]
+        assert [
+            (Path(to_fs_path(r.old_uri) or "").name, Path(to_fs_path(r.new_uri) or "").parent.name) for r in renames
+        ] == [("2026-02-16.md", "archive")]
 
     dry: Any = await command(session, olderThanDays=7, dryRun=True)
     assert dry["applied"] is False and len(dry["archive"]) == 12 and not editor.calls
@@ -321,15 +347,18 @@ async def test_a_refused_edit_changes_nothing(vscode_session: Session) -> None:
 
 
 async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(
-        limited: Session, cli_compacted: dict[str, bytes]) -> None:
+    limited: Session, cli_compacted: dict[str, bytes]
+) -> None:
     session = limited
     (action, _) = await code_actions(session, session.workspace / "memory/2026-02-09.md")
     assert action.command is not None and action.command.command == "memsearch.compact" and action.data is None
-    result: Any = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=action.command.command, arguments=action.command.arguments))
+    result: Any = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
+    )
     assert result["applied"] is True and result["appliedBy"] == "server"
     assert any("on disk" in m.message for m in session.client.messages)
     assert without_index(snapshot(session.workspace)) == cli_compacted
     status: Any = await session.client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="memsearch.status"))
+        types.ExecuteCommandParams(command="memsearch.status")
+    )
     assert status["roots"][0]["files"] == 4 + 12

@@ -60,8 +60,11 @@ async def test_hover_and_definition_on_chunk_ids_with_emoji_and_accents(session:
     text = await hover_text(session, doc, 2, column)
     assert "Decision: Kafka over RabbitMQ" in text and "we chose Kafka over RabbitMQ" in text
     assert await hover_text(session, doc, 2, session.units(prefix) - 2) == ""  # on the emoji line, not the id
-    result = await session.client.text_document_definition_async(types.DefinitionParams(
-        text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=2, character=column)))
+    result = await session.client.text_document_definition_async(
+        types.DefinitionParams(
+            text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=2, character=column)
+        )
+    )
     assert isinstance(result, types.Location) and isinstance(symbol.location, types.Location)
     assert result.uri == symbol.location.uri and result.range.start == symbol.location.range.start
 
@@ -78,8 +81,9 @@ async def test_hover_on_heading_shows_related_memories(session: Session) -> None
 async def test_document_symbols_outline(session: Session) -> None:
     path = session.workspace / "memory/MEMORY.md"
     doc = session.open(path)
-    result = await session.client.text_document_document_symbol_async(types.DocumentSymbolParams(
-        text_document=types.TextDocumentIdentifier(uri=doc)))
+    result = await session.client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=doc))
+    )
     assert result and isinstance(result[0], types.DocumentSymbol)
     assert result[0].name == "Project Memory"
     assert [c.name for c in result[0].children or []][:3] == ["Team", "Redis Caching", "Database"]

@@ -51,8 +51,10 @@ async def test_configuration_changes_apply(session: Session) -> None:
     before = await search(session, "message broker decision")
     settings = {"search": {"vectorWeight": 0.0, "bm25Weight": 1.0}, "watch": {"debounceMs": 200}}
     session.client._configuration["memsearch"] = settings
-    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"memsearch": settings}))
+    session.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"memsearch": settings})
+    )
+
     async def changed() -> Any:
         found = await search(session, "message broker decision")
         return found if found != before else None
@@ -64,8 +66,7 @@ async def test_configuration_changes_apply(session: Session) -> None:
     (session.workspace / "journal" / "2026-03-09.md").write_text("# 2026-03-09\n\n## Quokka\n\nquokka sighting\n")
     moved = {**settings, "memory": {"paths": ["journal"]}}
     session.client._configuration["memsearch"] = moved
-    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"memsearch": moved}))
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"memsearch": moved}))
     note = await session.wait_indexed(n + 1, timeout=60)
     assert note["files"] == 1 and note["chunks"] == 2  # a new memory path re-indexes
     assert [s.name for s in await session.symbols("quokka")][:1] == ["Quokka"]
@@ -73,9 +74,13 @@ async def test_configuration_changes_apply(session: Session) -> None:
 
 def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "memsearch_lsp", "serve", "--tcp", f"127.0.0.1:{port}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsearch_lsp", "serve", "--tcp", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
+
         def connected() -> socket.socket | None:
             assert proc.poll() is None, "the server exited"
             try:
@@ -84,8 +89,14 @@ def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
                 return None
 
         conn = wait_until(connected, "the server to listen", timeout=30)
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                           "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": None, "capabilities": {}},
+            }
+        ).encode()
         with conn:
             conn.sendall(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
             data = b""
@@ -102,7 +113,8 @@ def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
 
 
 async def test_workspace_symbol_finds_nothing_for_a_query_unrelated_to_the_memory(
-        tmp_path: Path, monkeypatch: Any) -> None:
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     """The shipped floor (search.min_score) with the real model, as an editor's user meets it."""
     from tests.helpers import start, stop
 
@@ -134,21 +146,44 @@ async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: Langu
     assert hits[0]["heading"] == "Redis Caching"
     # filters, as the CLI's --since/--until/--source: the legs' candidates come from matching files only
     request = session.client.protocol.send_request_async
-    dated = list(await request("memsearch/search", {"query": "load test and rate limiting", "topK": 5,
-                                                     "since": "2026-02-09", "until": "2026-02-13"}))
+    dated = list(
+        await request(
+            "memsearch/search",
+            {"query": "load test and rate limiting", "topK": 5, "since": "2026-02-09", "until": "2026-02-13"},
+        )
+    )
     assert dated and all("2026-02-09" <= h["date"] <= "2026-02-13" for h in dated)
     only = list(await request("memsearch/search", {"query": "Redis cache config", "source": ["**/MEMORY.md"]}))
     assert only and {h["source"] for h in only} == {"memory/MEMORY.md"}
-    command = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="memsearch.search", arguments=["load test and rate limiting", 3, {"source": "memory/2026-02-1*"}]))
+    command = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="memsearch.search", arguments=["load test and rate limiting", 3, {"source": "memory/2026-02-1*"}]
+        )
+    )
     assert command and all(h["source"].startswith("memory/2026-02-1") for h in command)
-    assert set(command[0]) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date",
-                               "archived", "uri", "range"}
-    session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(inner)])))
+    assert set(command[0]) >= {
+        "id",
+        "source",
+        "heading",
+        "start_line",
+        "end_line",
+        "score",
+        "snippet",
+        "date",
+        "archived",
+        "uri",
+        "range",
+    }
+    session.client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(inner)])
+        )
+    )
+
     async def closed() -> bool:
         status = await session.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="memsearch.status"))
+            types.ExecuteCommandParams(command="memsearch.status")
+        )
         return not status["roots"]
 
     await until(closed, "removing the folder to close the workspace it served", timeout=20)

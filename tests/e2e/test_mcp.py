@@ -25,8 +25,11 @@ TOOLS = {"memory_search", "memory_expand", "memory_recent", "memory_remember", "
 
 @asynccontextmanager
 async def mcp_session(ws: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memsearch_lsp", "mcp", "--workspace", str(ws)],
-                                   env={**os.environ, "MEMSEARCH_NOW": NOW})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memsearch_lsp", "mcp", "--workspace", str(ws)],
+        env={**os.environ, "MEMSEARCH_NOW": NOW},
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         info = await session.initialize()
         assert info.server_info.name == "memsearch"
@@ -88,8 +91,9 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     assert bad.is_error and "cannot read the date" in bad.content[0].text  # type: ignore[union-attr]
     recent = (await call(session, "memory_recent", days=1))["notes"]
     assert [(n["id"], n["kind"], n["date"]) for n in recent] == [(note["id"], "daily", "2026-12-03")]
-    fact = await call(session, "memory_remember", text="Okapi releases need two approvals", heading="Release rules",
-                      long_term=True)
+    fact = await call(
+        session, "memory_remember", text="Okapi releases need two approvals", heading="Release rules", long_term=True
+    )
     assert fact["source"] == "memory/MEMORY.md"
     assert "## Release rules\n\nOkapi releases need two approvals\n" in (ws / "memory" / "MEMORY.md").read_text()
 
@@ -109,8 +113,12 @@ async def test_mcp_alone_owns_the_index(tmp_path: Path) -> None:
         status = await drive(session, ws)
         assert "served_by_pid" not in status and status["chunks"] > 40
         record = json.loads((ws / ".memsearch" / "server.json").read_text())  # it serves others meanwhile
-        cli = subprocess.run([sys.executable, "-m", "memsearch_lsp", "status", "--json", "--workspace", str(ws)],
-                             capture_output=True, text=True, timeout=300)
+        cli = subprocess.run(
+            [sys.executable, "-m", "memsearch_lsp", "status", "--json", "--workspace", str(ws)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert json.loads(cli.stdout)["served_by_pid"] == record["pid"]
     assert not (ws / ".memsearch" / "server.json").exists()
 
@@ -123,16 +131,34 @@ async def test_mcp_beside_a_running_language_server(tmp_path: Path) -> None:
         async with mcp_session(ws) as session:
             status = await drive(session, ws)
             assert status["served_by_pid"] == server_pid(lsp)
-            served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "okapi deploy window",
-                                                                                        "topK": 1})
+            served = await lsp.client.protocol.send_request_async(
+                "memsearch/search", {"query": "okapi deploy window", "topK": 1}
+            )
             assert served[0]["source"] == "memory/2026-12-03.md"  # the editor's index has the agent's note
-            cli = subprocess.run([sys.executable, "-m", "memsearch_lsp", "remember", "-", "--heading", "From the CLI",
-                                  "--json", "--workspace", str(ws)], input="The wombat cache lives 5 min.",
-                                 capture_output=True, text=True, timeout=300, env={**os.environ, "MEMSEARCH_NOW": NOW})
+            cli = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "memsearch_lsp",
+                    "remember",
+                    "-",
+                    "--heading",
+                    "From the CLI",
+                    "--json",
+                    "--workspace",
+                    str(ws),
+                ],
+                input="The wombat cache lives 5 min.",
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env={**os.environ, "MEMSEARCH_NOW": NOW},
+            )
             assert cli.returncode == 0, cli.stderr
             note = json.loads(cli.stdout)
-            served = await lsp.client.protocol.send_request_async("memsearch/search", {"query": "wombat cache",
-                                                                                        "topK": 1})
+            served = await lsp.client.protocol.send_request_async(
+                "memsearch/search", {"query": "wombat cache", "topK": 1}
+            )
             assert served[0]["id"] == note["id"] and note["heading"] == "From the CLI"
 
             editor = server_pid(lsp)

@@ -78,8 +78,23 @@ def test_neovim_plugin_end_to_end(workspace: Path, tmp_path: Path) -> None:
     assert "ALL PASSED" in out and "COMPACTED" in out, out
     assert not orphan, "the server outlived Neovim"
     # the index is free (no IndexBusy) and holds the compacted memory, the archive included
-    found = subprocess.run([sys.executable, "-m", "memsearch_lsp", "search", "-w", str(workspace), "--json", "-k", "5",
-                            "zorblatizer cron worker pool"], capture_output=True, text=True, timeout=120)
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memsearch_lsp",
+            "search",
+            "-w",
+            str(workspace),
+            "--json",
+            "-k",
+            "5",
+            "zorblatizer cron worker pool",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert found.returncode == 0, found.stderr
     sources = [h["source"] for h in json.loads(found.stdout)]
     assert "memory/archive/2026-01-01.md" in sources, sources

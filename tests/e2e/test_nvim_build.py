@@ -26,8 +26,12 @@ PARTS = ("pyproject.toml", "README.md", "LICENSE", "memsearch_lsp", "nvim")
 
 def copy_checkout(dest: Path) -> None:
     """The files of PARTS that git does not ignore (a build writes into its checkout; this one must stay clean)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *PARTS],
-                            cwd=ROOT, capture_output=True, text=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *PARTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     names = [n for n in listed.stdout.split("\0") if n] if listed.returncode == 0 else []
     if not names:  # not a git checkout (an unpacked sdist)
         for part in PARTS:
@@ -55,10 +59,19 @@ def test_lazy_build_step_installs_the_server_and_one_command_makes_a_memory(tmp_
     env = _env(tmp_path)
     env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
     env.pop("PYTHONPATH", None)
-    argv = [nvim, "--headless", "--clean", "-l", str(checkout / "nvim" / "tests" / "build.lua"), str(checkout),
-            json.dumps(site.getsitepackages()), str(ws)]
-    proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=400,
-                          start_new_session=os.name != "nt")
+    argv = [
+        nvim,
+        "--headless",
+        "--clean",
+        "-l",
+        str(checkout / "nvim" / "tests" / "build.lua"),
+        str(checkout),
+        json.dumps(site.getsitepackages()),
+        str(ws),
+    ]
+    proc = subprocess.run(
+        argv, cwd=ws, env=env, capture_output=True, text=True, timeout=400, start_new_session=os.name != "nt"
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "BUILD OK" in out, out[-6000:]
     venv = tmp_path / "xdg_data_home" / "nvim" / "memsearch" / "venv"

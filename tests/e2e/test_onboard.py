@@ -72,8 +72,11 @@ def test_init_uses_the_configured_memory_folder(tmp_path: Path) -> None:
 def test_config_template_uncommented_gives_the_defaults() -> None:
     text = config_template()
     assert all(not line or line.startswith("#") for line in text.splitlines())
-    body = "\n".join(line[2:] for line in text.splitlines() if line.startswith(("# [", "# ")) and
-                     (line.startswith("# [") or " = " in line))
+    body = "\n".join(
+        line[2:]
+        for line in text.splitlines()
+        if line.startswith(("# [", "# ")) and (line.startswith("# [") or " = " in line)
+    )
     data = tomllib.loads(body)
     assert set(data) == set(Config().to_dict())
     assert Config().merged(data) == Config()
@@ -89,8 +92,17 @@ def test_init_cli_json(tmp_path: Path) -> None:
 
 
 # -- only memory workspaces --------------------------------------------------------------------
-@pytest.mark.parametrize("args", [["search", "redis"], ["index"], ["status"], ["expand", "0123456789abcdef"],
-                                  ["compact", "--dry-run"], ["reset", "--yes"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "redis"],
+        ["index"],
+        ["status"],
+        ["expand", "0123456789abcdef"],
+        ["compact", "--dry-run"],
+        ["reset", "--yes"],
+    ],
+)
 def test_cli_outside_a_memory_workspace_exits_1_and_writes_nothing(tmp_path: Path, args: list[str]) -> None:
     (tmp_path / "README.md").write_text("# not memory\n")
     result = run_cli(*args, cwd=tmp_path)
@@ -113,8 +125,9 @@ def test_memory_workspace_markers(tmp_path: Path) -> None:
 
 
 # -- platforms ---------------------------------------------------------------------------------
-def test_windows_stops_at_once_with_one_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_windows_stops_at_once_with_one_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "memory").mkdir()
     monkeypatch.setattr(sys, "platform", "win32")
     for argv in (["search", "x", "-w", str(tmp_path)], ["serve"], ["init", str(tmp_path / "x")]):
@@ -183,8 +196,15 @@ def test_doctor_counts_chunks_locally_and_through_the_owner(workspace: Path) -> 
 
 
 # -- install instructions ----------------------------------------------------------------------
-INSTRUCTIONS = ["README.md", "vscode-extension/README.md", "nvim/README.md", "nvim/doc/memsearch.txt",
-                "nvim/lua/memsearch/health.lua", "vscode-extension/src/common/python.ts", "docs/protocol.md"]
+INSTRUCTIONS = [
+    "README.md",
+    "vscode-extension/README.md",
+    "nvim/README.md",
+    "nvim/doc/memsearch.txt",
+    "nvim/lua/memsearch/health.lua",
+    "vscode-extension/src/common/python.ts",
+    "docs/protocol.md",
+]
 
 
 @pytest.mark.parametrize("name", INSTRUCTIONS)
@@ -195,7 +215,7 @@ def test_install_instructions_work_today(name: str) -> None:
     registry = re.compile(r"install (memsearch-lsp|\$\{PIP_PACKAGE\})(?![\w./-])")
     for n, line in enumerate(lines):
         if registry.search(line):
-            around = " ".join(lines[max(0, n - 1):n + 2])
+            around = " ".join(lines[max(0, n - 1) : n + 2])
             assert "release" in around, f"{name}:{n + 1}: a registry install that does not work yet: {line.strip()}"
     text = "\n".join(lines)
     if "install" in text and name != "docs/protocol.md":

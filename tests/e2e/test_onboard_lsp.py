@@ -25,8 +25,9 @@ def files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
 
 
-async def test_a_root_without_memory_is_not_indexed_and_gets_nothing_written(client: LanguageClient,
-                                                                               tmp_path: Path) -> None:
+async def test_a_root_without_memory_is_not_indexed_and_gets_nothing_written(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     memory_root = tmp_path / "notes-project"
     (memory_root / "memory").mkdir(parents=True)
     (memory_root / "memory" / "MEMORY.md").write_text("# Memory\n\n## Axolotl\n\naxolotl habitat notes\n")
@@ -43,12 +44,18 @@ async def test_a_root_without_memory_is_not_indexed_and_gets_nothing_written(cli
     assert note["root"] == str(memory_root.resolve()) and note["chunks"] == 2
 
     readme = session.open(plain / "README.md")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=readme, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text="# Edited\n\n## Zebra\n\nzebra\n")]))
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=readme)))
-    outline = await client.text_document_document_symbol_async(types.DocumentSymbolParams(
-        text_document=types.TextDocumentIdentifier(uri=readme)))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=readme, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text="# Edited\n\n## Zebra\n\nzebra\n")],
+        )
+    )
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=readme))
+    )
+    outline = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=readme))
+    )
     assert not outline  # not a memory file of any root
     hits = [s.location.uri for s in await session.symbols("axolotl habitat") if isinstance(s.location, types.Location)]
     assert hits and all(h.startswith(uri(memory_root.resolve())) for h in hits)

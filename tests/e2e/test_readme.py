@@ -28,8 +28,7 @@ def test_every_toml_block_in_the_readme_is_valid_settings() -> None:
 
 
 def test_init_template_uncommented_is_valid_and_has_no_user_only_keys() -> None:
-    lines = [line[2:] for line in config_template().splitlines()
-             if re.match(r"# (\[\w+\]|\w+ = )", line)]
+    lines = [line[2:] for line in config_template().splitlines() if re.match(r"# (\[\w+\]|\w+ = )", line)]
     data = tomllib.loads("\n".join(lines))
     assert Config().merged(data, origin="template") == Config()  # every line is at its default
     keys = {f"{section}.{key}" for section, values in data.items() for key in values}
@@ -54,8 +53,9 @@ def run(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> Any:
 
 
 @pytest.mark.model
-def test_the_json_answers_table_matches_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_json_answers_table_matches_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     table = _table()
     seen: dict[str, Any] = {}
     ws = tmp_path / "ws"

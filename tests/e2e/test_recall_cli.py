@@ -18,8 +18,13 @@ from memsearch_lsp.core.process.owner import pid_alive, read_record
 def cli(ws: Path, *args: str, now: str = "2026-02-17T18:00") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}
     env["MEMSEARCH_NOW"] = now
-    return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_recent_gives_the_last_days_notes_newest_first(workspace: Path) -> None:
@@ -31,7 +36,7 @@ def test_recent_gives_the_last_days_notes_newest_first(workspace: Path) -> None:
     assert set(notes[0]) == {"id", "source", "heading", "start_line", "end_line", "date", "kind", "content"}
     assert all(n["kind"] == "daily" and n["date"] in ("2026-02-16", "2026-02-17") for n in notes)
     text = (workspace / notes[0]["source"]).read_text().split("\n")
-    assert "\n".join(text[notes[0]["start_line"] - 1:notes[0]["end_line"]]) == notes[0]["content"]
+    assert "\n".join(text[notes[0]["start_line"] - 1 : notes[0]["end_line"]]) == notes[0]["content"]
 
 
 def test_recent_for_a_session_puts_memory_md_and_the_newest_summary_first(workspace: Path) -> None:

@@ -64,7 +64,8 @@ async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> 
     ws = make_workspace(tmp_path)
     async with two_windows(ws) as (first, second):
         status: Any = await second.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="memsearch.status"))
+            types.ExecuteCommandParams(command="memsearch.status")
+        )
         assert status["roots"][0]["served_by_pid"] == server_pid(first)
         note = ws / "memory" / "2026-03-05.md"
         doc = second.open(note, "# 2026-03-05\n\n## Tapir\n\ntapir rollout finished\n")
@@ -81,6 +82,7 @@ async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> 
 
 async def until_changed(session: Session, query: dict[str, Any], old: Any) -> Any:
     """memsearch/search results once they differ from `old` (new settings took effect)."""
+
     async def changed() -> Any:
         new = await session.client.protocol.send_request_async("memsearch/search", query)
         return new if new != old else None
@@ -102,8 +104,9 @@ async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refus
         (ws / "journal" / "2026-03-09.md").write_text("# 2026-03-09\n\n## Quokka\n\nquokka sighting\n")
         settings = {**FAST, "search": {"vectorWeight": 0.0, "bm25Weight": 1.0}, "memory": {"paths": ["journal"]}}
         second.client._configuration["memsearch"] = settings
-        second.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"memsearch": settings}))
+        second.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"memsearch": settings})
+        )
         warnings = second.client.messages
         await until(lambda: any(m.type == types.MessageType.Warning for m in warnings), "the refusal")
         text = warnings[0].message
@@ -114,12 +117,14 @@ async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refus
         assert await first.client.protocol.send_request_async("memsearch/search", query) == before  # window 1's own
         assert "Quokka" not in [s.name for s in await second.symbols("quokka sighting")]  # journal/ is not indexed
         status: Any = await second.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="memsearch.status"))
+            types.ExecuteCommandParams(command="memsearch.status")
+        )
         assert status["roots"][0]["served_by_pid"] == server_pid(first)  # still the owner's client, serving
         settings["search"] = {"vectorWeight": 0.5, "bm25Weight": 0.5}  # memory.paths still refused: said once
         second.client._configuration["memsearch"] = settings
-        second.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"memsearch": settings}))
+        second.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"memsearch": settings})
+        )
         await until_changed(second, query, after)  # the handler is past its refusal when the weights apply
         assert len(warnings) == 1
 
@@ -129,8 +134,20 @@ BIG_FILES = 240  # more than one embed+write group (index.GROUP_CHUNKS chunks)
 
 def big_memory(ws: Path, files: int = BIG_FILES) -> None:
     rng = random.Random(7)
-    words = ["cache", "kafka", "broker", "replica", "deploy", "canary", "rollback", "latency", "budget",
-             "schema", "migration", "token"]
+    words = [
+        "cache",
+        "kafka",
+        "broker",
+        "replica",
+        "deploy",
+        "canary",
+        "rollback",
+        "latency",
+        "budget",
+        "schema",
+        "migration",
+        "token",
+    ]
     for i in range(files):
         day = f"2025-{1 + i // 28:02d}-{1 + i % 28:02d}"
         parts = [f"# {day}\n"]
@@ -151,9 +168,13 @@ def index_rows(ws: Path) -> set[tuple[Any, ...]]:
 def endpoint_env(endpoint: EmbeddingServer) -> dict[str, str]:
     """Embed through a local /v1/embeddings endpoint (bag-of-words vectors): the test controls when an
     embedding call answers, so it kills the server at a known point of the index, not after a sleep."""
-    return {"MEMSEARCH_EMBEDDING_PROVIDER": "openai", "MEMSEARCH_EMBEDDING_BASE_URL": endpoint.url,
-            "MEMSEARCH_EMBEDDING_MODEL": "fake-a", "MEMSEARCH_EMBEDDING_API_KEY_ENV": "",
-            "MEMSEARCH_EMBEDDING_BATCH_SIZE": "64"}
+    return {
+        "MEMSEARCH_EMBEDDING_PROVIDER": "openai",
+        "MEMSEARCH_EMBEDDING_BASE_URL": endpoint.url,
+        "MEMSEARCH_EMBEDDING_MODEL": "fake-a",
+        "MEMSEARCH_EMBEDDING_API_KEY_ENV": "",
+        "MEMSEARCH_EMBEDDING_BATCH_SIZE": "64",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -172,8 +193,9 @@ def fresh_rows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[tuple[A
 
 
 @pytest.mark.parametrize("attempt", [1, 2, 3])
-async def test_kill_9_during_a_full_index_then_restart(tmp_path: Path, attempt: int, fresh_rows: set[Any],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_kill_9_during_a_full_index_then_restart(
+    tmp_path: Path, attempt: int, fresh_rows: set[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = make_workspace(tmp_path / "a")
     big_memory(ws)
     endpoint = EmbeddingServer()
@@ -212,13 +234,32 @@ async def test_hostile_messages_then_a_valid_request(tmp_path: Path) -> None:
     try:
         await session.wait_indexed()
         rng = random.Random(1)
-        methods = ["textDocument/hover", "workspace/symbol", "memsearch/search", "textDocument/didChange",
-                   "workspace/executeCommand", "textDocument/definition", "nonsense/method", "$/cancelRequest",
-                   "textDocument/didOpen", "workspace/didChangeWatchedFiles", "textDocument/documentSymbol"]
-        junk: list[Any] = [None, 1, -1, "x" * 1000, [], {}, {"textDocument": {"uri": 5}}, {"query": {"a": 1}},
-                           {"textDocument": {"uri": "file:///etc/shadow"}, "position": {"line": -5, "character": 1e9}},
-                           {"command": "memsearch.expand", "arguments": [None]},
-                           {"changes": [{"uri": "file:///nope", "type": 99}]}]
+        methods = [
+            "textDocument/hover",
+            "workspace/symbol",
+            "memsearch/search",
+            "textDocument/didChange",
+            "workspace/executeCommand",
+            "textDocument/definition",
+            "nonsense/method",
+            "$/cancelRequest",
+            "textDocument/didOpen",
+            "workspace/didChangeWatchedFiles",
+            "textDocument/documentSymbol",
+        ]
+        junk: list[Any] = [
+            None,
+            1,
+            -1,
+            "x" * 1000,
+            [],
+            {},
+            {"textDocument": {"uri": 5}},
+            {"query": {"a": 1}},
+            {"textDocument": {"uri": "file:///etc/shadow"}, "position": {"line": -5, "character": 1e9}},
+            {"command": "memsearch.expand", "arguments": [None]},
+            {"changes": [{"uri": "file:///nope", "type": 99}]},
+        ]
         for n in range(200):
             kind = n % 4
             if kind == 0:
@@ -263,8 +304,17 @@ async def test_load_concurrent_cli_searches_and_fast_edits(tmp_path: Path) -> No
             codes = []
             for _ in range(SEARCHES_EACH):
                 proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "memsearch_lsp", "search", f"load query {worker}", "--json",
-                    "--workspace", str(ws), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                    sys.executable,
+                    "-m",
+                    "memsearch_lsp",
+                    "search",
+                    f"load query {worker}",
+                    "--json",
+                    "--workspace",
+                    str(ws),
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                )
                 out, err = await proc.communicate()
                 assert proc.returncode == 0, err.decode()
                 json.loads(out)
@@ -275,12 +325,19 @@ async def test_load_concurrent_cli_searches_and_fast_edits(tmp_path: Path) -> No
             version = 1
             while not searching.is_set():
                 version += 1
-                session.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=version),
-                    content_changes=[types.TextDocumentContentChangePartial(
-                        range=types.Range(start=types.Position(line=0, character=0),
-                                          end=types.Position(line=0, character=0)),
-                        text=f"\n## Edit {version}\n\nwombat{version}\n")]))
+                session.client.text_document_did_change(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=version),
+                        content_changes=[
+                            types.TextDocumentContentChangePartial(
+                                range=types.Range(
+                                    start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+                                ),
+                                text=f"\n## Edit {version}\n\nwombat{version}\n",
+                            )
+                        ],
+                    )
+                )
                 await asyncio.sleep(0.02)
             return version
 
@@ -295,8 +352,10 @@ async def test_load_concurrent_cli_searches_and_fast_edits(tmp_path: Path) -> No
         assert answered == WORKERS * SEARCHES_EACH and last > 2
         await session.until_symbol(f"wombat{last}", f"Edit {last}", timeout=30)
         rss_end = peak_rss_mb(server_pid(session))
-        sys.stderr.write(f"load: {answered} CLI searches answered, {last - 1} edits, "
-                         f"server peak RSS {rss_start:.0f} -> {rss_end:.0f} MiB\n")
+        sys.stderr.write(
+            f"load: {answered} CLI searches answered, {last - 1} edits, "
+            f"server peak RSS {rss_start:.0f} -> {rss_end:.0f} MiB\n"
+        )
         assert rss_end < 1500
     finally:
         await stop(session)

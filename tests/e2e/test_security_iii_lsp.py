@@ -34,9 +34,12 @@ async def test_an_oversized_buffer_is_skipped_with_one_message(session: Session)
     huge = "# Huge\n\n" + line * (MAX_FILE_BYTES // len(line) * 9)  # ~9 MB, as in the report
     n = len(session.indexed)
     doc = session.open(path, text=huge)
-    session.client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=huge + "Quokka.\n")]))
+    session.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=huge + "Quokka.\n")],
+        )
+    )
 
     def said() -> list[str]:
         return [m.message for m in session.client.messages if "larger than" in m.message]
@@ -53,8 +56,9 @@ async def test_an_oversized_buffer_is_skipped_with_one_message(session: Session)
     assert "memory/2026-02-10.md" in said()[0] and f"{MAX_FILE_BYTES // (1024 * 1024)} MiB" in said()[0]
     assert len(session.indexed) == n, "no index pass ran for the buffer"
 
-    session.client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=doc)))
+    session.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=doc))
+    )
     await session.until_symbol("Redis cache config", "Redis Caching")
 
 
@@ -63,8 +67,9 @@ async def test_a_lone_surrogate_in_a_query_is_an_ordinary_query(session: Session
     query = "Redis \ud800cache config\udfff"  # JSON carries it as "\ud800"; the decoder gives a lone surrogate
     symbols = await asyncio.wait_for(session.symbols(query), REPLY_S)
     assert "Redis Caching" in [s.name for s in symbols]
-    hits = await asyncio.wait_for(session.client.protocol.send_request_async("memsearch/search", {"query": query}),
-                                  REPLY_S)
+    hits = await asyncio.wait_for(
+        session.client.protocol.send_request_async("memsearch/search", {"query": query}), REPLY_S
+    )
     assert "Redis Caching" in [h["heading"] if isinstance(h, dict) else h.heading for h in hits]
 
 

@@ -40,9 +40,13 @@ class Raw:
 
     @classmethod
     async def start(cls, cwd: Path) -> Raw:
-        proc = await asyncio.create_subprocess_exec(*SERVER, stdin=asyncio.subprocess.PIPE,
-                                                    stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.DEVNULL, cwd=cwd)
+        proc = await asyncio.create_subprocess_exec(
+            *SERVER,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd=cwd,
+        )
         return cls(proc)
 
     def send(self, message: dict[str, Any]) -> None:
@@ -77,6 +81,7 @@ class Raw:
             while msg_id not in self.replies:
                 await self._pump()
             return self.replies.pop(msg_id)
+
         return await asyncio.wait_for(wait(), timeout=REPLY_S)
 
     async def request(self, method: str, params: Any) -> dict[str, Any]:
@@ -87,24 +92,39 @@ class Raw:
     async def initialize(self, ws: Path | None) -> None:
         """initialize + initialized, with `ws` as the workspace folder (None: no folder yet)."""
         folders = workspace_folders([ws] if ws else [])
-        result = await self.request("initialize", {"processId": None, "rootUri": folders[0]["uri"] if ws else None,
-                                                   "capabilities": {}, "workspaceFolders": folders})
+        result = await self.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": folders[0]["uri"] if ws else None,
+                "capabilities": {},
+                "workspaceFolders": folders,
+            },
+        )
         assert "result" in result, result
         self.send({"method": "initialized", "params": {}})
 
     def change_folders(self, added: list[Path], removed: list[Path]) -> None:
-        self.send({"method": "workspace/didChangeWorkspaceFolders", "params": {"event": {
-            "added": workspace_folders(added), "removed": workspace_folders(removed)}}})
+        self.send(
+            {
+                "method": "workspace/didChangeWorkspaceFolders",
+                "params": {"event": {"added": workspace_folders(added), "removed": workspace_folders(removed)}},
+            }
+        )
 
     async def indexed(self, ws: Path | None = None) -> None:
         """Wait for the first memsearch/indexed notification (of the folder `ws` when given)."""
+
         def seen() -> bool:
-            return any(n["method"] == "memsearch/indexed" and (ws is None or n["params"]["root"] == str(ws))
-                       for n in self.notifications)
+            return any(
+                n["method"] == "memsearch/indexed" and (ws is None or n["params"]["root"] == str(ws))
+                for n in self.notifications
+            )
 
         async def wait() -> None:
             while not seen():
                 await self._pump()
+
         await asyncio.wait_for(wait(), timeout=REPLY_S * 3)
 
     async def stop(self) -> None:
@@ -143,8 +163,9 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Raw]
 
 
 @contextlib.asynccontextmanager
-async def started(shared: Raw, tmp_path: Path,
-                  before: Callable[[Path], Any] | None = None) -> AsyncIterator[tuple[Raw, Path]]:
+async def started(
+    shared: Raw, tmp_path: Path, before: Callable[[Path], Any] | None = None
+) -> AsyncIterator[tuple[Raw, Path]]:
     """A copy of the example memory (changed by `before`) as a folder of the shared server, indexed."""
     ws = make_workspace(tmp_path)
     if before is not None:
@@ -162,8 +183,9 @@ async def test_requests_before_initialize_get_server_not_initialized(tmp_path: P
     ws = make_workspace(tmp_path)
     server = await Raw.start(ws)
     try:
-        server.send({"id": 1, "method": "workspace/executeCommand",
-                     "params": {"command": "memsearch.reindex", "arguments": []}})
+        server.send(
+            {"id": 1, "method": "workspace/executeCommand", "params": {"command": "memsearch.reindex", "arguments": []}}
+        )
         assert_error(await server.reply(1), 1, -32002)
         server.send({"id": 2, "method": "textDocument/hover", "params": hover("file:///x.md", 0, 0)})
         assert_error(await server.reply(2), 2, -32002)
@@ -178,14 +200,22 @@ async def test_requests_before_initialize_get_server_not_initialized(tmp_path: P
 async def test_malformed_requests_get_invalid_params_with_their_ids(shared: Raw, tmp_path: Path) -> None:
     async with started(shared, tmp_path) as (server, ws):
         uri = from_fs_path(str(ws / "memory" / "MEMORY.md"))
-        malformed = [("textDocument/hover", "string"), ("workspace/symbol", None),
-                     ("textDocument/hover", hover(uri, -1, 0)),
-                     ("textDocument/definition", hover(uri, 0, -3)),
-                     ("textDocument/codeAction", {"textDocument": {"uri": uri}, "context": {"diagnostics": []},
-                                                  "range": {"start": {"line": -5, "character": 0},
-                                                            "end": {"line": 0, "character": 0}}}),
-                     ("memsearch/search", {"query": "redis", "topK": -4}),
-                     ("workspace/executeCommand", {"command": "memsearch.search", "arguments": [None]})]
+        malformed = [
+            ("textDocument/hover", "string"),
+            ("workspace/symbol", None),
+            ("textDocument/hover", hover(uri, -1, 0)),
+            ("textDocument/definition", hover(uri, 0, -3)),
+            (
+                "textDocument/codeAction",
+                {
+                    "textDocument": {"uri": uri},
+                    "context": {"diagnostics": []},
+                    "range": {"start": {"line": -5, "character": 0}, "end": {"line": 0, "character": 0}},
+                },
+            ),
+            ("memsearch/search", {"query": "redis", "topK": -4}),
+            ("workspace/executeCommand", {"command": "memsearch.search", "arguments": [None]}),
+        ]
         for n, (method, params) in enumerate(malformed, start=10):
             server.send({"id": n, "method": method, "params": params})
         for n in range(10, 10 + len(malformed)):
@@ -208,11 +238,33 @@ async def test_hover_and_edits_count_lines_like_the_client(shared: Raw, tmp_path
         definition = await server.request("textDocument/definition", hover(u, 6, 6))
         assert definition["result"]["range"]["start"]["line"] == 0
         # An incremental edit after those characters lands where the client put it.
-        server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
-            "uri": u, "languageId": "markdown", "version": 1, "text": text.replace(alpha.id, "x")}}})
-        server.send({"method": "textDocument/didChange", "params": {
-            "textDocument": {"uri": u, "version": 2}, "contentChanges": [{"text": alpha.id, "range": {
-                "start": {"line": 6, "character": 4}, "end": {"line": 6, "character": 5}}}]}})
+        server.send(
+            {
+                "method": "textDocument/didOpen",
+                "params": {
+                    "textDocument": {
+                        "uri": u,
+                        "languageId": "markdown",
+                        "version": 1,
+                        "text": text.replace(alpha.id, "x"),
+                    }
+                },
+            }
+        )
+        server.send(
+            {
+                "method": "textDocument/didChange",
+                "params": {
+                    "textDocument": {"uri": u, "version": 2},
+                    "contentChanges": [
+                        {
+                            "text": alpha.id,
+                            "range": {"start": {"line": 6, "character": 4}, "end": {"line": 6, "character": 5}},
+                        }
+                    ],
+                },
+            }
+        )
         again = await server.request("textDocument/hover", hover(u, 6, 6))
         assert again["result"] and "# Alpha" in again["result"]["contents"]["value"], again
 
@@ -229,10 +281,25 @@ async def test_an_encoded_uri_never_reads_a_file_outside(shared: Raw, tmp_path: 
         control = await server.request("textDocument/hover", hover(from_fs_path(str(inside)), 0, 3))
         assert control["result"], control  # the id resolves when the file is inside
         base = from_fs_path(str(outside))
-        server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
-            "uri": f"{base}/ids.tx%2574", "languageId": "markdown", "version": 1, "text": "nothing\n"}}})
-        for trick in (f"{base}/ids.tx%74", f"{base}/ids.txt", f"{base}/../outside/ids.txt",
-                      f"{from_fs_path(str(ws))}/../outside/ids.txt"):
+        server.send(
+            {
+                "method": "textDocument/didOpen",
+                "params": {
+                    "textDocument": {
+                        "uri": f"{base}/ids.tx%2574",
+                        "languageId": "markdown",
+                        "version": 1,
+                        "text": "nothing\n",
+                    }
+                },
+            }
+        )
+        for trick in (
+            f"{base}/ids.tx%74",
+            f"{base}/ids.txt",
+            f"{base}/../outside/ids.txt",
+            f"{from_fs_path(str(ws))}/../outside/ids.txt",
+        ):
             leaked = await server.request("textDocument/hover", hover(trick, 0, 3))
             assert leaked.get("result") is None, (trick, leaked)
 
@@ -249,8 +316,9 @@ async def test_a_fifo_in_the_memory_folder_blocks_nothing(shared: Raw, tmp_path:
 
 # -- 5. memsearch.today refuses a log outside the workspace -------------------------------------------------
 async def test_today_command_refuses_a_log_outside(shared: Raw, tmp_path: Path) -> None:
-    async with started(shared, tmp_path, lambda ws: (ws / ".memsearch.toml").write_text(
-        '[memory]\npaths = ["../outside", "memory"]\n')) as (server, _):
+    async with started(
+        shared, tmp_path, lambda ws: (ws / ".memsearch.toml").write_text('[memory]\npaths = ["../outside", "memory"]\n')
+    ) as (server, _):
         reply = await server.request("workspace/executeCommand", {"command": "memsearch.today", "arguments": []})
         assert "error" in reply and "outside the workspace" in reply["error"]["message"], reply
         assert not (tmp_path / "outside").exists()

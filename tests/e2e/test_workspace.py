@@ -30,8 +30,9 @@ def run_cli(*args: str, cwd: Path, home: Path | None = None) -> subprocess.Compl
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}
     if home is not None:
         env["HOME"] = str(home)
-    return subprocess.run([sys.executable, "-m", "memsearch_lsp", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -94,14 +95,17 @@ def test_init_refuses_inside_a_workspace_and_names_it(tmp_path: Path, where: str
 
 
 # -- one shape for errors and help ---------------------------------------------------------------
-@pytest.mark.parametrize("args", [
-    ["expand", "nope"],
-    ["search"],
-    ["search", "x", "-k", "0"],
-    ["search", "x", "--since", "last week"],
-    ["frobnicate"],
-    ["reset"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["expand", "nope"],
+        ["search"],
+        ["search", "x", "-k", "0"],
+        ["search", "x", "--since", "last week"],
+        ["frobnicate"],
+        ["reset"],
+    ],
+)
 def test_every_json_error_is_an_object_on_stdout(tmp_path: Path, args: list[str]) -> None:
     init_workspace(tmp_path / "ws")
     result = run_cli(*args, "--json", cwd=tmp_path / "ws")
@@ -120,7 +124,7 @@ def test_no_memory_here_under_json(tmp_path: Path) -> None:
 
 
 def test_every_argument_is_explained_with_an_example_per_command() -> None:
-    parser = cli._parser()
+    parser = cli.build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
     assert set(commands) == set(cli.COMMANDS)
     for name, sub in commands.items():
@@ -137,8 +141,10 @@ def test_every_argument_is_explained_with_an_example_per_command() -> None:
 # -- doctor ------------------------------------------------------------------------------------------
 def test_doctor_lists_ignored_workspace_keys(tmp_path: Path) -> None:
     init_workspace(tmp_path)
-    (tmp_path / CONFIG_FILE).write_text('[milvus]\nuri = "http://example.invalid:19530"\n'
-                                        '[compact]\nbase_url = "http://example.invalid"\n[search]\ntop_k = 5\n')
+    (tmp_path / CONFIG_FILE).write_text(
+        '[milvus]\nuri = "http://example.invalid:19530"\n'
+        '[compact]\nbase_url = "http://example.invalid"\n[search]\ntop_k = 5\n'
+    )
     report = run_doctor(tmp_path, embedder=FakeEmbedder())
     config = next(c for c in report.checks if c.name == "config")
     source = config.data["sources"][0]
@@ -153,8 +159,9 @@ def test_doctor_lists_ignored_workspace_keys(tmp_path: Path) -> None:
 
 
 # -- the Python API ----------------------------------------------------------------------------------
-def test_public_memory_expands_home_and_refuses_a_non_memory_folder(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_public_memory_expands_home_and_refuses_a_non_memory_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memsearch_lsp import open_memory
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -168,8 +175,9 @@ def test_public_memory_expands_home_and_refuses_a_non_memory_folder(tmp_path: Pa
         assert memory.root == (tmp_path / "my-agent").resolve()
 
 
-def test_expand_takes_a_unique_prefix_and_hits_have_one_shape(workspace: Path,
-                                                               make_memory: Callable[..., Memory]) -> None:
+def test_expand_takes_a_unique_prefix_and_hits_have_one_shape(
+    workspace: Path, make_memory: Callable[..., Memory]
+) -> None:
     memory = make_memory(workspace)
     memory.index()
     hit = memory.search("Redis cache config", top_k=1)[0]

@@ -58,8 +58,10 @@ def test_metrics() -> None:
 def test_labelled_workspace_scoring(tmp_path: Path) -> None:
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "a.md").write_text("# A\n\nfirst\nsecond\n\n## B\nthird\n")
-    truth = {"lines": {"memory/a.md": {"3": "D1", "4": "D2", "7": "D3"}},
-             "qa": [{"q": "x", "evidence": ["D1", "D3"], "cat": 2}, {"q": "unlabelled", "evidence": ["D9"]}]}
+    truth = {
+        "lines": {"memory/a.md": {"3": "D1", "4": "D2", "7": "D3"}},
+        "qa": [{"q": "x", "evidence": ["D1", "D3"], "cat": 2}, {"q": "unlabelled", "evidence": ["D9"]}],
+    }
     (tmp_path / "truth.json").write_text(json.dumps(truth))
     assert workspaces(tmp_path) == [tmp_path]
     t = Truth(tmp_path, tmp_path / "truth.json")
@@ -82,22 +84,44 @@ def test_notes_style_sets_are_scored_at_file_level(tmp_path: Path) -> None:
 
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "git-a.md").write_text("# A\n\nx\n")
-    (tmp_path / "questions.json").write_text(json.dumps({"qa": [{"q": "how", "files": ["git-a.md"]},
-                                                                 {"q": "none", "files": []}]}))
+    (tmp_path / "questions.json").write_text(
+        json.dumps({"qa": [{"q": "how", "files": ["git-a.md"]}, {"q": "none", "files": []}]})
+    )
     assert workspaces(tmp_path) == [tmp_path]
     truth = load_truth(tmp_path, tmp_path)
     assert [q["q"] for q in truth.questions] == ["how"]
     spans = [("memory/b.md", 1, 3), ("memory/git-a.md", 1, 3)]
-    assert score_spans(truth.label(truth.questions[0]), spans) == {"hit@1": 0.0, "hit@3": 1.0, "hit@5": 1.0,
-                                                                   "mrr@5": 0.5}
+    assert score_spans(truth.label(truth.questions[0]), spans) == {
+        "hit@1": 0.0,
+        "hit@3": 1.0,
+        "hit@5": 1.0,
+        "mrr@5": 0.5,
+    }
     assert score_spans({"files": ["git-a.md"]}, [("memory/b.md", 1, 1)] * 5 + [("memory/git-a.md", 1, 1)])["mrr@5"] == 0
 
 
 def _record(dense: dict[str, float], sparse: dict[str, float], good: str, cov: dict[str, float]) -> dict:
-    cands = {k: {"source": f"memory/{k}.md", "start": 1, "end": 2, "section": [f"memory/{k}.md", k],
-                 "cov": cov.get(k, 0.0), "chars": 100} for k in {**dense, **sparse}}
-    return {"ws": "w", "q": "q", "dense": dense, "sparse": sparse, "cands": cands, "idf": [1.0], "n_terms": 1,
-            "truth": {"files": [f"{good}.md"]}}
+    cands = {
+        k: {
+            "source": f"memory/{k}.md",
+            "start": 1,
+            "end": 2,
+            "section": [f"memory/{k}.md", k],
+            "cov": cov.get(k, 0.0),
+            "chars": 100,
+        }
+        for k in {**dense, **sparse}
+    }
+    return {
+        "ws": "w",
+        "q": "q",
+        "dense": dense,
+        "sparse": sparse,
+        "cands": cands,
+        "idf": [1.0],
+        "n_terms": 1,
+        "truth": {"files": [f"{good}.md"]},
+    }
 
 
 def test_fusion_replay_is_the_product_ranking_and_the_fast_path_agrees() -> None:
@@ -134,8 +158,9 @@ def test_smallfiles_raw_run_embeds_exactly_what_the_indexer_embeds(workspace: Pa
     assert stats.chunks_total > stats.chunks_embedded  # the copy's chunks were embedded once, with the original's
 
 
-def test_server_idle_embeds_by_sha256_in_the_server_and_its_children(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_idle_embeds_by_sha256_in_the_server_and_its_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """bench.server_idle: any Python process started with its environment (the server, the child a large pass
     runs in) has the hashed embedder; one round on a small corpus gives every figure."""
     import os
@@ -145,8 +170,13 @@ def test_server_idle_embeds_by_sha256_in_the_server_and_its_children(tmp_path: P
     from bench import server_idle
 
     probe = "from memsearch_lsp.core.embedding import onnx; print(onnx.FastEmbedEmbedder.embed.__qualname__)"
-    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **server_idle.hashed_env()},
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, **server_idle.hashed_env()},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.strip() == "patch_embedder.<locals>.embed"
     generate(tmp_path, 300, seed=3)
     monkeypatch.setattr(server_idle, "IDLE_S", 0.2)

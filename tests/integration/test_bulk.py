@@ -83,28 +83,34 @@ def _through_the_engine(memory: Memory) -> list[list[tuple[str, str, int]]]:
 
 
 def test_a_large_pass_runs_in_a_child_and_the_owner_takes_the_index_back_without_its_engine(
-        memory: Memory, workspace: Path, tmp_path: Path, children: list[subprocess.Popen[str]]) -> None:
+    memory: Memory, workspace: Path, tmp_path: Path, children: list[subprocess.Popen[str]]
+) -> None:
     reports: list[tuple[int, int, str]] = []
     stats = bulk.index(memory, progress=lambda *a: reports.append(a), at=AT)
     expected = _expected(workspace, tmp_path)
     assert len(children) == 1 and children[0].returncode == 0
     assert (stats.files_added, stats.files_total, stats.chunks_total) == (
-        expected.files_added, expected.files_total, expected.chunks_total)
+        expected.files_added,
+        expected.files_total,
+        expected.chunks_total,
+    )
     assert stats.chunks_embedded > 0 and reports and reports[-1][0] == reports[-1][1]
-    assert not memory.store.engine_open and not lite.engine_open(memory.store.uri), \
+    assert not memory.store.engine_open and not lite.engine_open(memory.store.uri), (
         "taken back from the child's saved state: this process never opened the engine"
+    )
     got = _results(memory)
     assert all(got) and got == _through_the_engine(memory)
 
 
 def test_a_pass_smaller_than_the_threshold_runs_here(memory: Memory, children: list[subprocess.Popen[str]]) -> None:
-    stats = bulk.index(memory, at=10 ** 9)
+    stats = bulk.index(memory, at=10**9)
     assert not children and stats.files_added > 0
     assert bulk.index(memory, at=AT).changed is False and not children, "nothing to write: nothing handed over"
 
 
 def test_an_injected_embedder_or_a_server_index_never_goes_to_a_child(
-        workspace: Path, children: list[subprocess.Popen[str]]) -> None:
+    workspace: Path, children: list[subprocess.Popen[str]]
+) -> None:
     memory = Memory(workspace, embedder=FakeEmbedder())  # a child could not embed as it does
     try:
         assert bulk.index(memory, at=AT).files_added > 0 and not children
@@ -120,7 +126,8 @@ def test_the_indexer_hands_over_before_writing_anything(memory: Memory) -> None:
 
 
 def test_unsaved_buffers_and_files_changed_meanwhile_are_indexed_here(
-        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     source = "memory/MEMORY.md"
     buffer = (memory.root / source).read_text() + "\n## Unsaved\n\nThe wombat feeding roster lives in the buffer.\n"
     memory.indexer.overlays[source] = buffer
@@ -142,8 +149,8 @@ def test_unsaved_buffers_and_files_changed_meanwhile_are_indexed_here(
 
 
 def test_a_child_that_fails_leaves_the_pass_to_this_process(
-        memory: Memory, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    memory: Memory, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(bulk, "CHILD", [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit(5)"])
     with caplog.at_level(logging.WARNING, logger=bulk.__name__):
         stats = bulk.index(memory, at=AT)
@@ -152,9 +159,11 @@ def test_a_child_that_fails_leaves_the_pass_to_this_process(
 
 
 def test_a_child_killed_mid_pass_leaves_a_whole_index(
-        memory: Memory, workspace: Path, tmp_path: Path, children: list[subprocess.Popen[str]]) -> None:
+    memory: Memory, workspace: Path, tmp_path: Path, children: list[subprocess.Popen[str]]
+) -> None:
     """kill -9 after the child wrote its rows, before it saved and let go: this process indexes, and the index
     (read through its engine: the saved state was never written) holds every file once."""
+
     def kill(done: int, total: int, message: str) -> None:
         if children and children[0].poll() is None:
             os.kill(children[0].pid, signal.SIGKILL)
@@ -169,7 +178,8 @@ def test_a_child_killed_mid_pass_leaves_a_whole_index(
 
 
 def test_while_the_child_indexes_searches_wait_and_the_outline_answers_at_once(
-        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An editor's document symbols (`outline`, on the server's event loop) never wait for the pass; a search
     (on a worker thread) waits for the index to be taken back, then finds what the child wrote."""
     import memsearch_lsp.core.memory as memory_module
@@ -198,7 +208,8 @@ def test_while_the_child_indexes_searches_wait_and_the_outline_answers_at_once(
 
 
 def test_a_read_waits_a_bounded_time_for_a_long_pass_then_says_the_index_is_being_built(
-        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import memsearch_lsp.core.memory as memory_module
 
     monkeypatch.setattr(memory_module, "HANDOVER_WAIT_S", 0.2)
@@ -236,8 +247,9 @@ except OSError:
 """
 
 
-def test_the_folder_is_never_free_while_it_is_lent_to_the_child(memory: Memory,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_folder_is_never_free_while_it_is_lent_to_the_child(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The lock passes to the child with the descriptor that holds it: another process (a CLI that would find the
     owner gone, a bare Milvus Lite) cannot take the folder before the child starts, while it runs, or after it."""
     real = bulk.run_child
@@ -245,8 +257,11 @@ def test_the_folder_is_never_free_while_it_is_lent_to_the_child(memory: Memory,
     tries: list[str] = []
 
     def probe() -> None:
-        tries.append(subprocess.run([sys.executable, "-c", HOLDER, uri], capture_output=True, text=True,
-                                    check=True).stdout.strip())
+        tries.append(
+            subprocess.run(
+                [sys.executable, "-c", HOLDER, uri], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        )
 
     def around(*args: Any) -> IndexStats:
         probe()  # lent, the child not started yet

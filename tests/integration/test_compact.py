@@ -25,14 +25,36 @@ from tests.helpers import BM25, EXAMPLES, FEB18, snapshot
 FEB25 = dt.date(2026, 2, 25)
 
 FACTS = [  # versions, numbers, names and decisions from the example daily logs
-    "PostgreSQL 15", "Kafka over RabbitMQ", "max 100 connections", "p95 checkout latency under 300 ms",
-    "2,000 requests per second", "ISO 4217", "33.33% off lost one cent", "Kafka runs on Amazon MSK with 3 brokers",
-    "ERR_POOL_TIMEOUT", "raised the pool timeout to 2 s", "UUIDv7", "2,400 requests per second",
-    "p95 latency was 280 ms", "cut CPU by 18%", "sampling is 10% in production", "OpenSearch 2.13",
-    "TLS 1.3 only", "100 requests per minute per API key, burst 20", "checkout 1.4.0", "`guest-checkout`",
-    "PostgreSQL 16 primary", "autovacuum_vacuum_scale_factor set to 0.05", "500 million rows",
-    "Decision: keep the REST API and do not add GraphQL this year", "We agreed that saved cards require an account",
-    "orders@atlas.example", "`scripts/seed.py --orders 5000`", "Dana", "Marco", "Priya",
+    "PostgreSQL 15",
+    "Kafka over RabbitMQ",
+    "max 100 connections",
+    "p95 checkout latency under 300 ms",
+    "2,000 requests per second",
+    "ISO 4217",
+    "33.33% off lost one cent",
+    "Kafka runs on Amazon MSK with 3 brokers",
+    "ERR_POOL_TIMEOUT",
+    "raised the pool timeout to 2 s",
+    "UUIDv7",
+    "2,400 requests per second",
+    "p95 latency was 280 ms",
+    "cut CPU by 18%",
+    "sampling is 10% in production",
+    "OpenSearch 2.13",
+    "TLS 1.3 only",
+    "100 requests per minute per API key, burst 20",
+    "checkout 1.4.0",
+    "`guest-checkout`",
+    "PostgreSQL 16 primary",
+    "autovacuum_vacuum_scale_factor set to 0.05",
+    "500 million rows",
+    "Decision: keep the REST API and do not add GraphQL this year",
+    "We agreed that saved cards require an account",
+    "orders@atlas.example",
+    "`scripts/seed.py --orders 5000`",
+    "Dana",
+    "Marco",
+    "Priya",
 ]
 
 
@@ -53,16 +75,20 @@ def test_plan_chooses_logs_older_than_n_days_grouped_by_iso_week(workspace: Path
     assert snapshot(workspace) == before  # planning writes nothing
     assert [m.src for m in plan.archive] == [f"memory/2026-02-{d:02d}.md" for d in (2, 3, 4, 5, 6, 9, 10)]
     assert all(m.dst == m.src.replace("memory/", "memory/archive/") for m in plan.archive)
-    assert [(s.path, s.action) for s in plan.summaries] == [("memory/summary-2026-W06.md", "create"),
-                                                            ("memory/summary-2026-W07.md", "create")]
+    assert [(s.path, s.action) for s in plan.summaries] == [
+        ("memory/summary-2026-W06.md", "create"),
+        ("memory/summary-2026-W07.md", "create"),
+    ]
     assert plan.summaries[1].sources == ("memory/2026-02-09.md", "memory/2026-02-10.md")
     data = plan.to_dict()
     assert json.loads(json.dumps(data)) == data and data["summarizer"] == "extractive"
     assert data["archive"][0] == {"from": "memory/2026-02-02.md", "to": "memory/archive/2026-02-02.md"}
     assert set(data["summaries"][0]) >= {"path", "action", "content", "sources"}
     assert "memory/summary-2026-W06.md" in plan.describe() and not plan.empty
-    assert [m.src for m in plan_compaction(memory, older_than_days=14, today=FEB18).archive] == \
-        ["memory/2026-02-02.md", "memory/2026-02-03.md"]
+    assert [m.src for m in plan_compaction(memory, older_than_days=14, today=FEB18).archive] == [
+        "memory/2026-02-02.md",
+        "memory/2026-02-03.md",
+    ]
     nothing = plan_compaction(memory, older_than_days=30, today=FEB18)
     assert nothing.empty and "no daily logs older than 30 days" in nothing.describe()
     assert nothing.to_dict()["summaries"] == [] and nothing.to_dict()["archive"] == []
@@ -72,8 +98,11 @@ def test_group_by_month_and_day(workspace: Path, make_memory) -> None:
     month = plan_compaction(make_memory(workspace, compact={"group_by": "month"}), today=FEB25)
     assert [s.path for s in month.summaries] == ["memory/summary-2026-02.md"]
     day = plan_compaction(make_memory(workspace, compact={"group_by": "day"}), older_than_days=20, today=FEB25)
-    assert [s.path for s in day.summaries] == ["memory/summary-2026-02-02.md", "memory/summary-2026-02-03.md",
-                                               "memory/summary-2026-02-04.md"]
+    assert [s.path for s in day.summaries] == [
+        "memory/summary-2026-02-02.md",
+        "memory/summary-2026-02-03.md",
+        "memory/summary-2026-02-04.md",
+    ]
     assert period_key(dt.date(2027, 1, 1), "week") == "2026-W53"  # ISO weeks cross the new year
 
 
@@ -93,7 +122,8 @@ def provenance(content: str) -> list[tuple[str, int, str]]:
 
 
 def test_extractive_summary_is_a_third_of_the_logs_keeps_facts_verbatim_with_provenance(
-        workspace: Path, make_memory) -> None:
+    workspace: Path, make_memory
+) -> None:
     memory = make_memory(workspace)
     plan = plan_compaction(memory, today=FEB25)
     assert len(plan.archive) == 12 and "memory/MEMORY.md" not in {m.src for m in plan.archive}
@@ -101,15 +131,21 @@ def test_extractive_summary_is_a_third_of_the_logs_keeps_facts_verbatim_with_pro
     assert plan.chars_before == logs and plan.chars_after == sum(len(s.content) for s in plan.summaries)
     # links and intros included; logs this small (350-480 characters) get a minimum per log, not the 40 % ratio
     # (the ratio is held on larger logs: tests/integration/test_compact_facts.py, bench/compaction.py)
-    assert 0 < plan.chars_after <= sum(max(0.40 * len((workspace / m.src).read_text()), MIN_BUDGET) + 90
-                                       for m in plan.archive)
+    assert (
+        0
+        < plan.chars_after
+        <= sum(max(0.40 * len((workspace / m.src).read_text()), MIN_BUDGET) + 90 for m in plan.archive)
+    )
     data = plan.to_dict()
     assert (data["chars_before"], data["chars_after"]) == (plan.chars_before, plan.chars_after)
     assert f"{plan.chars_before} -> {plan.chars_after} characters" in plan.describe()
     summaries = "\n".join(s.content for s in plan.summaries)
-    for fact in ["Decision: we chose Kafka over RabbitMQ", "100 requests per minute per API key, burst 20",
-                 "Root cause: the Redis connection pool was exhausted (max 100 connections)",
-                 "Decision: keep the REST API and do not add GraphQL this year"]:  # labelled lines always stay
+    for fact in [
+        "Decision: we chose Kafka over RabbitMQ",
+        "100 requests per minute per API key, burst 20",
+        "Root cause: the Redis connection pool was exhausted (max 100 connections)",
+        "Decision: keep the REST API and do not add GraphQL this year",
+    ]:  # labelled lines always stay
         assert fact in summaries, fact
     w06 = plan.summaries[0].content
     assert w06.startswith("# Summary 2026-W06\n")
@@ -126,11 +162,19 @@ def test_extractive_summary_is_a_third_of_the_logs_keeps_facts_verbatim_with_pro
 def test_facts_are_kept_over_chatter(tmp_path: Path, make_memory) -> None:
     mem = tmp_path / "memory"
     mem.mkdir()
-    chatter = ["Hey! How are you doing today?", "Wow, that sounds great!", "Haha, totally, me too.",
-               "Thanks so much, that's so nice of you!", "Cool, glad to hear it!", "Oh really? Tell me more!"]
-    facts = ["Ana: We decided to move the launch to 14 March because the Berlin venue cancelled.",
-             "Ben: I adopted a beagle named Pixel last Saturday; she is 2 years old.",
-             "Ana: The budget is 12,500 EUR, approved by Carla on 3 March."]
+    chatter = [
+        "Hey! How are you doing today?",
+        "Wow, that sounds great!",
+        "Haha, totally, me too.",
+        "Thanks so much, that's so nice of you!",
+        "Cool, glad to hear it!",
+        "Oh really? Tell me more!",
+    ]
+    facts = [
+        "Ana: We decided to move the launch to 14 March because the Berlin venue cancelled.",
+        "Ben: I adopted a beagle named Pixel last Saturday; she is 2 years old.",
+        "Ana: The budget is 12,500 EUR, approved by Carla on 3 March.",
+    ]
     lines = [f"- **{'Ana' if n % 2 else 'Ben'}**: {c}" for n, c in enumerate(chatter * 6)]
     lines[4:4] = [f"- {f}" for f in facts]
     (mem / "2026-03-02.md").write_text("# 2026-03-02\n\n## Catch-up\n\n" + "\n".join(lines) + "\n")
@@ -155,11 +199,21 @@ def test_apply_archives_originals_byte_for_byte_and_index_matches(workspace: Pat
     for s in plan.summaries:
         assert (workspace / s.path).read_text() == s.content
     indexed = set(memory.indexer.manifest())
-    assert indexed == {"memory/MEMORY.md", "memory/summary-2026-W06.md", "memory/summary-2026-W07.md",
-                       "memory/summary-2026-W08.md"} | {f"memory/archive/{name}" for name in originals}
+    assert indexed == {
+        "memory/MEMORY.md",
+        "memory/summary-2026-W06.md",
+        "memory/summary-2026-W07.md",
+        "memory/summary-2026-W08.md",
+    } | {f"memory/archive/{name}" for name in originals}
     assert not memory.index().changed  # a later reconcile agrees: the index matches the files
-    for query in ["Kafka over RabbitMQ", "PostgreSQL 15 legacy reporting", "OpenSearch 2.13 synonym",
-                  "ERR_POOL_TIMEOUT", "autovacuum_vacuum_scale_factor", "CRLF line cost 3 EUR"]:
+    for query in [
+        "Kafka over RabbitMQ",
+        "PostgreSQL 15 legacy reporting",
+        "OpenSearch 2.13 synonym",
+        "ERR_POOL_TIMEOUT",
+        "autovacuum_vacuum_scale_factor",
+        "CRLF line cost 3 EUR",
+    ]:
         hits = memory.search(query, top_k=3, **BM25)  # every fact is still found: in a summary or the archive
         assert any(query.split()[0] in h.snippet for h in hits), (query, hits)
         assert all(h.archived == h.source.startswith("memory/archive/") for h in hits)
@@ -176,8 +230,10 @@ def test_archived_hits_rank_below_live_memory_at_equal_relevance(tmp_path: Path,
     memory = make_memory(tmp_path)
     memory.index()
     hits = memory.search("quarzite rollout 40 nodes", top_k=2)
-    assert [(h.source, h.archived) for h in hits] == [("memory/notes.md", False),
-                                                      ("memory/archive/2026-01-05.md", True)]
+    assert [(h.source, h.archived) for h in hits] == [
+        ("memory/notes.md", False),
+        ("memory/archive/2026-01-05.md", True),
+    ]
     assert hits[0].to_dict()["archived"] is False and hits[1].to_dict()["archived"] is True
     assert hits[1].score < hits[0].score
     memory.close()
@@ -192,20 +248,23 @@ def test_compacting_the_rest_of_a_week_appends_to_its_summary(workspace: Path, m
     w07 = workspace / "memory/summary-2026-W07.md"
     first = w07.read_text()
     plan = plan_compaction(memory, today=FEB25)
-    assert [(s.path, s.action) for s in plan.summaries] == [("memory/summary-2026-W07.md", "append"),
-                                                            ("memory/summary-2026-W08.md", "create")]
+    assert [(s.path, s.action) for s in plan.summaries] == [
+        ("memory/summary-2026-W07.md", "append"),
+        ("memory/summary-2026-W08.md", "create"),
+    ]
     apply_plan(memory, plan)
     text = w07.read_text()
     assert text.startswith(first) and text.count("# Summary 2026-W07") == 1
-    assert text[len(first):].startswith("\n---\n\nSummary of 2026-02-11 to 2026-02-13")
+    assert text[len(first) :].startswith("\n---\n\nSummary of 2026-02-11 to 2026-02-13")
     assert "From [2026-02-12](archive/2026-02-12.md#L9):" in text
     assert len(list((workspace / "memory/archive").iterdir())) == 12
 
 
 def test_an_archive_folder_with_spaces_gets_working_links(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace, compact={"archive_dir": "memory/old logs"})
-    plan = plan_compaction(memory, files=["memory/2026-02-02.md", "memory/2026-02-05.md", "memory/2026-02-06.md"],
-                           today=FEB18)
+    plan = plan_compaction(
+        memory, files=["memory/2026-02-02.md", "memory/2026-02-05.md", "memory/2026-02-06.md"], today=FEB18
+    )
     assert plan.archive[0].dst == "memory/old logs/2026-02-02.md"
     assert "](old%20logs/2026-02-0" in plan.summaries[0].content
     assert plan_compaction(memory, files=[], today=FEB18).empty
@@ -213,18 +272,24 @@ def test_an_archive_folder_with_spaces_gets_working_links(workspace: Path, make_
 
 def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = make_memory(workspace)
-    plan = plan_compaction(memory, files=["memory/2026-02-17.md", str(workspace / "memory/2026-02-16.md")],
-                           today=FEB18)  # ages do not matter for files given by name
+    plan = plan_compaction(
+        memory, files=["memory/2026-02-17.md", str(workspace / "memory/2026-02-16.md")], today=FEB18
+    )  # ages do not matter for files given by name
     assert [m.src for m in plan.archive] == ["memory/2026-02-16.md", "memory/2026-02-17.md"]
     assert [s.path for s in plan.summaries] == ["memory/summary-2026-W08.md"]
     monkeypatch.chdir(workspace / "memory")  # a name relative to the current folder works too
-    assert [m.src for m in plan_compaction(memory, files=["2026-02-09.md"], today=FEB18).archive] == \
-        ["memory/2026-02-09.md"]
+    assert [m.src for m in plan_compaction(memory, files=["2026-02-09.md"], today=FEB18).archive] == [
+        "memory/2026-02-09.md"
+    ]
     outside = tmp_path / "elsewhere" / "2026-01-01.md"
     outside.parent.mkdir()
     outside.write_text("# 2026-01-01\n")
-    for name, message in [("memory/MEMORY.md", "not a daily log"), (str(outside), "outside the workspace"),
-                          ("memory/2026-01-09.md", "no such file"), ("memory/2026-13-45.md", "no such file")]:
+    for name, message in [
+        ("memory/MEMORY.md", "not a daily log"),
+        (str(outside), "outside the workspace"),
+        ("memory/2026-01-09.md", "no such file"),
+        ("memory/2026-13-45.md", "no such file"),
+    ]:
         with pytest.raises(CompactError, match=message):
             plan_compaction(memory, files=[name], today=FEB18)
     apply_plan(memory, plan_compaction(memory, files=["memory/2026-02-05.md"], today=FEB18))
@@ -233,13 +298,15 @@ def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatc
     assert issubclass(CompactError, ValueError)
 
 
-LATE = ("# 2026-02-05\n\n## Late notes\n\n- Kafka consumer lag alert threshold set to 5000 messages by Priya.\n"
-        "- Hi!\n- Decided to keep 3 partitions per topic until March; revisit at 10,000 orders per hour.\n"
-        "- The MSK cluster costs 1,240 USD per month; Dana approved the budget on 4 February.\n"
-        "- Schema registry runs on port 8081 behind the internal load balancer.\n"
-        "- Marco wrote the runbook for broker restarts in docs/kafka-runbook.md.\n"
-        "- Topic names follow <service>.<entity>.<event>, for example orders.order.created.\n"
-        "- Consumer groups are named after the service that owns them.\n")
+LATE = (
+    "# 2026-02-05\n\n## Late notes\n\n- Kafka consumer lag alert threshold set to 5000 messages by Priya.\n"
+    "- Hi!\n- Decided to keep 3 partitions per topic until March; revisit at 10,000 orders per hour.\n"
+    "- The MSK cluster costs 1,240 USD per month; Dana approved the budget on 4 February.\n"
+    "- Schema registry runs on port 8081 behind the internal load balancer.\n"
+    "- Marco wrote the runbook for broker restarts in docs/kafka-runbook.md.\n"
+    "- Topic names follow <service>.<entity>.<event>, for example orders.order.created.\n"
+    "- Consumer groups are named after the service that owns them.\n"
+)
 
 
 def test_a_log_recreated_at_an_archived_date_is_merged_on_the_next_run(workspace: Path, make_memory) -> None:
@@ -249,8 +316,9 @@ def test_a_log_recreated_at_an_archived_date_is_merged_on_the_next_run(workspace
     old = archived.read_bytes()
     (workspace / "memory/2026-02-05.md").write_text(LATE)  # a writer recreated the log after it was archived
     plan = plan_compaction(memory, files=["memory/2026-02-05.md"], today=FEB18)
-    assert [(m.src, m.dst, m.action) for m in plan.archive] == \
-        [("memory/2026-02-05.md", "memory/archive/2026-02-05.md", "merge")]
+    assert [(m.src, m.dst, m.action) for m in plan.archive] == [
+        ("memory/2026-02-05.md", "memory/archive/2026-02-05.md", "merge")
+    ]
     assert plan.to_dict()["archive"][0]["merge"] is True and "merge   memory/2026-02-05.md" in plan.describe()
     apply_plan(memory, plan)
     assert archived.read_bytes() == old + LATE.encode() and not (workspace / "memory/2026-02-05.md").exists()
@@ -287,8 +355,9 @@ def _fail_on_call(n: int, real, monkeypatch: pytest.MonkeyPatch, target: object,
     return calls
 
 
-def test_full_disk_while_writing_the_second_summary_changes_nothing(workspace: Path, make_memory,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_disk_while_writing_the_second_summary_changes_nothing(
+    workspace: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     memory = make_memory(workspace)
     memory.index()
     manifest = {s: set(v.ids) for s, v in memory.indexer.manifest().items()}
@@ -303,8 +372,9 @@ def test_full_disk_while_writing_the_second_summary_changes_nothing(workspace: P
     assert {s: set(v.ids) for s, v in memory.indexer.manifest().items()} == manifest
 
 
-def test_full_disk_while_installing_after_the_moves_rolls_everything_back(workspace: Path, make_memory,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_disk_while_installing_after_the_moves_rolls_everything_back(
+    workspace: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     memory = make_memory(workspace)
     apply_plan(memory, plan_compaction(memory, today=FEB18))  # so the next plan appends to W07
     before = snapshot(workspace)
@@ -325,17 +395,26 @@ def _logs(*texts: tuple[str, str]) -> list[LogText]:
 
 
 def test_near_duplicates_are_dropped_but_never_lose_a_number_or_name() -> None:
-    logs = _logs(("2026-03-02", "# 2026-03-02\n\n## Deploys\n\n- We deploy the API on Tuesdays.\n"
-                                "- p95 latency was 280 ms.\n- Use the blue-green script.\n\n```sh\nmake deploy\n```\n"),
-                 ("2026-03-03", "# 2026-03-03\n\n## Deploys\n\n- we deploy the API on tuesdays\n"
-                                "- We deploy the API on Tuesdays, as usual.\n- p95 latency was 250 ms.\n"
-                                "- Use the blue-green script, said Ana.\n\n```sh\nmake deploy\n```\n"))
+    logs = _logs(
+        (
+            "2026-03-02",
+            "# 2026-03-02\n\n## Deploys\n\n- We deploy the API on Tuesdays.\n"
+            "- p95 latency was 280 ms.\n- Use the blue-green script.\n\n```sh\nmake deploy\n```\n",
+        ),
+        (
+            "2026-03-03",
+            "# 2026-03-03\n\n## Deploys\n\n- we deploy the API on tuesdays\n"
+            "- We deploy the API on Tuesdays, as usual.\n- p95 latency was 250 ms.\n"
+            "- Use the blue-green script, said Ana.\n\n```sh\nmake deploy\n```\n",
+        ),
+    )
 
     class Synonyms(FakeEmbedder):  # the fake embedder, but chosen lines mean the same thing
         groups: ClassVar[list[set[str]]] = [
-                  {"We deploy the API on Tuesdays.", "We deploy the API on Tuesdays, as usual."},
-                  {"p95 latency was 280 ms.", "p95 latency was 250 ms."},
-                  {"Use the blue-green script.", "Use the blue-green script, said Ana."}]
+            {"We deploy the API on Tuesdays.", "We deploy the API on Tuesdays, as usual."},
+            {"p95 latency was 280 ms.", "p95 latency was 250 ms."},
+            {"Use the blue-green script.", "Use the blue-green script, said Ana."},
+        ]
 
         def _one(self, text: str) -> list[float]:
             for group in self.groups:
@@ -355,12 +434,15 @@ def test_near_duplicates_are_dropped_but_never_lose_a_number_or_name() -> None:
 
 
 def test_parse_log_handles_markdown_structure() -> None:
-    text = ("---\ntags: [x]\n---\n# 2026-03-02\n\nIntro paragraph with a\ncontinuation line.\n\n"
-            "Setext topic\n------------\n\n1. first step\n   still the first step\n2. second\n"
-            "  - nested under it\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<!-- a comment -->\n\n***\n\n"
-            "## Sub # with hash ##\n\n```\n# not a heading\n```\n")
-    items = parse_log(LogText("memory/2026-03-02.md", "memory/archive/2026-03-02.md", "archive/2026-03-02.md",
-                              "2026-03-02", text))
+    text = (
+        "---\ntags: [x]\n---\n# 2026-03-02\n\nIntro paragraph with a\ncontinuation line.\n\n"
+        "Setext topic\n------------\n\n1. first step\n   still the first step\n2. second\n"
+        "  - nested under it\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<!-- a comment -->\n\n***\n\n"
+        "## Sub # with hash ##\n\n```\n# not a heading\n```\n"
+    )
+    items = parse_log(
+        LogText("memory/2026-03-02.md", "memory/archive/2026-03-02.md", "archive/2026-03-02.md", "2026-03-02", text)
+    )
     got = [(i.topic, i.kind, i.text, i.depth, i.line) for i in items]
     assert got == [
         ("Notes", "para", "Intro paragraph with a continuation line.", 0, 6),
@@ -375,7 +457,7 @@ def test_parse_log_handles_markdown_structure() -> None:
 # -- CLI ---------------------------------------------------------------------------------------
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memsearch_lsp.core.memory.create_embedder", lambda *a, **k: FakeEmbedder())
+    monkeypatch.setattr("memsearch_lsp.core.workspace.create_embedder", lambda *a, **k: FakeEmbedder())
 
 
 def run_cli(args: Sequence[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -403,11 +485,13 @@ def test_cli_applies_the_plan(workspace: Path, fake_model, capsys) -> None:
     assert "create  memory/summary-2026-W06.md" in out and "move    memory/2026-02-05.md" in out
     assert (workspace / "memory/archive/2026-02-05.md").read_bytes() == (EXAMPLES / "2026-02-05.md").read_bytes()
     assert "Mitigation: raised the pool timeout to 2 s" in (workspace / "memory/summary-2026-W06.md").read_text()
-    code, out, _ = run_cli(["search", "-w", str(workspace), "--json", "-k", "10", "--vector-weight", "0",
-                            "Kafka over RabbitMQ"], capsys)
+    code, out, _ = run_cli(
+        ["search", "-w", str(workspace), "--json", "-k", "10", "--vector-weight", "0", "Kafka over RabbitMQ"], capsys
+    )
     hits = json.loads(out)  # a fact the summary left out is found in the archive, marked so
-    assert {"source": "memory/archive/2026-02-05.md", "archived": True} in \
-        [{"source": h["source"], "archived": h["archived"]} for h in hits]
+    assert {"source": "memory/archive/2026-02-05.md", "archived": True} in [
+        {"source": h["source"], "archived": h["archived"]} for h in hits
+    ]
 
 
 def test_cli_rejects_a_file_that_is_not_a_daily_log(workspace: Path, fake_model, capsys) -> None:
@@ -422,12 +506,20 @@ def test_near_duplicates_with_the_real_model() -> None:
     from memsearch_lsp.config import DEFAULT_MODEL
     from memsearch_lsp.core.embedding.onnx import create_embedder
 
-    logs = _logs(("2026-03-02", "# 2026-03-02\n\n## Infra\n\n- Kafka runs on Amazon MSK with 3 brokers; retention "
-                                "is 7 days.\n- Marco to provision the MSK cluster this week.\n"
-                                "- p95 latency was 280 ms.\n"),
-                 ("2026-03-03", "# 2026-03-03\n\n## Infra\n\n- Kafka runs on MSK with 3 brokers and 7 days "
-                                "retention.\n- Marco will provision the MSK cluster this week.\n"
-                                "- p95 latency was 250 ms.\n"))
+    logs = _logs(
+        (
+            "2026-03-02",
+            "# 2026-03-02\n\n## Infra\n\n- Kafka runs on Amazon MSK with 3 brokers; retention "
+            "is 7 days.\n- Marco to provision the MSK cluster this week.\n"
+            "- p95 latency was 280 ms.\n",
+        ),
+        (
+            "2026-03-03",
+            "# 2026-03-03\n\n## Infra\n\n- Kafka runs on MSK with 3 brokers and 7 days "
+            "retention.\n- Marco will provision the MSK cluster this week.\n"
+            "- p95 latency was 250 ms.\n",
+        ),
+    )
     summarizer = ExtractiveSummarizer(lambda: create_embedder(DEFAULT_MODEL), 0.92)
     content = summarizer.summarize("2026-W10", logs)  # MiniLM: these pairs score 0.94-0.98 cosine
     assert "Kafka runs on MSK with 3 brokers and 7 days retention" not in content
@@ -455,8 +547,9 @@ def test_a_log_written_to_after_planning_is_left_in_place_and_said_so(workspace:
     assert memory.search("walrus deploy Friday", top_k=1, **BM25)[0].source == "memory/2026-02-10.md"
 
 
-def test_a_line_appended_during_the_move_is_never_archived_unseen(workspace: Path, make_memory,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_line_appended_during_the_move_is_never_archived_unseen(
+    workspace: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     memory = make_memory(workspace)
     plan = plan_compaction(memory, today=FEB18)
     real_rename = os.rename
@@ -487,9 +580,11 @@ def test_the_compaction_parser_reads_markdown_as_the_chunker_does() -> None:
     from memsearch_lsp.core.chunks import chunk_markdown
     from memsearch_lsp.core.compact.summarize import LogText
 
-    text = ("---\ntitle: a YAML block closed by dots is not front matter\n...\n"
-            "# 2026-02-09\n\n## Deploys\n\n- shipped 1.4.0\n\n```\n# not a heading 7\n```\n\n"
-            "Rollback plan\n-------------\n\n- keep 2 replicas warm\n")
+    text = (
+        "---\ntitle: a YAML block closed by dots is not front matter\n...\n"
+        "# 2026-02-09\n\n## Deploys\n\n- shipped 1.4.0\n\n```\n# not a heading 7\n```\n\n"
+        "Rollback plan\n-------------\n\n- keep 2 replicas warm\n"
+    )
     log = LogText("memory/2026-02-09.md", "memory/archive/2026-02-09.md", "archive/2026-02-09.md", "2026-02-09", text)
     items = parse_log(log)
     headings = {c.heading for c in chunk_markdown(text, log.source) if c.level}

@@ -60,7 +60,8 @@ Thanks! Have a nice evening.
 Status: tests green.
 """,
 }
-W48 = {"2026-11-23": """# 2026-11-23
+W48 = {
+    "2026-11-23": """# 2026-11-23
 
 ## Release 4.2.0
 
@@ -68,7 +69,8 @@ Watching the dashboards. Looks fine so far.
 - Released billing-api 4.2.0 at 11:00 with the new invoice numbering.
 - Rollback plan: `helm rollback billing-api 17` and restore the invoice sequence from the 10:45 snapshot.
 Status: all green.
-"""}
+"""
+}
 
 
 def write_logs(ws: Path, logs: dict[str, str]) -> None:
@@ -91,25 +93,41 @@ def test_the_logs_of_the_report_keep_their_facts(tmp_path: Path, make_memory) ->
     write_logs(tmp_path, W47 | W48)
     summaries = compacted(tmp_path, make_memory)
     w47, w48 = summaries["memory/summary-2026-W47.md"], summaries["memory/summary-2026-W48.md"]
-    for fact in ["work_mem raised from 4MB to 32MB", "2.4 s to 380 ms",
-                 "Decision: the orders consumer retries 5 times with exponential backoff because the payment API "
-                 "rate-limits bursts",
-                 "Root cause: the connection pool was exhausted", "Fix: max_connections 100 -> 300",
-                 "Mara prefers squash merges and wants every migration reviewed by Oskar"]:
+    for fact in [
+        "work_mem raised from 4MB to 32MB",
+        "2.4 s to 380 ms",
+        "Decision: the orders consumer retries 5 times with exponential backoff because the payment API "
+        "rate-limits bursts",
+        "Root cause: the connection pool was exhausted",
+        "Fix: max_connections 100 -> 300",
+        "Mara prefers squash merges and wants every migration reviewed by Oskar",
+    ]:
         assert fact in w47, (fact, w47)
-    for fact in ["Released billing-api 4.2.0 at 11:00",
-                 "Rollback plan: `helm rollback billing-api 17` and restore the invoice sequence"]:
+    for fact in [
+        "Released billing-api 4.2.0 at 11:00",
+        "Rollback plan: `helm rollback billing-api 17` and restore the invoice sequence",
+    ]:
         assert fact in w48, (fact, w48)
     everything = "\n".join(summaries.values())
-    for noise in ["Let me look", "Still looking", "Status: tests green", "Thanks!", "Tried a fixed 10 s delay",
-                  "Watching the dashboards", "Hmm"]:
+    for noise in [
+        "Let me look",
+        "Still looking",
+        "Status: tests green",
+        "Thanks!",
+        "Tried a fixed 10 s delay",
+        "Watching the dashboards",
+        "Hmm",
+    ]:
         assert noise not in everything, (noise, everything)
     assert "## 09:10" not in everything and "## 16:40" not in everything  # a time is not a topic
 
 
 def test_one_small_log_is_never_an_empty_summary(tmp_path: Path, make_memory) -> None:
     """'Compact this log' on one log went 392 -> 68 characters, an empty body without its decision."""
-    write_logs(tmp_path, {"2026-11-20": """# 2026-11-20
+    write_logs(
+        tmp_path,
+        {
+            "2026-11-20": """# 2026-11-20
 
 ## API shape
 
@@ -117,16 +135,23 @@ Morning! Let me read the portal requirements.
 - Decision: no GraphQL; the portal uses the REST API with its OpenAPI schema.
 - The portal needs six endpoints; Lena owns the contract.
 OK, that's it for today. Tests pass, nothing else.
-"""})
+"""
+        },
+    )
     (content,) = compacted(tmp_path, make_memory, ["memory/2026-11-20.md"]).values()
     assert "- Decision: no GraphQL; the portal uses the REST API with its OpenAPI schema." in content
     assert "Lena owns the contract" in content
 
 
 def test_three_tiny_logs_get_a_minimum_budget_not_a_ratio(tmp_path: Path, make_memory) -> None:
-    write_logs(tmp_path, {"2026-11-23": "# 2026-11-23\n\n- Redis maxmemory set to 2gb.\n",
-                          "2026-11-24": "# 2026-11-24\n\n- Kafka retention is 3 days.\n",
-                          "2026-11-25": "# 2026-11-25\n\n- Deploys freeze from 2026-12-20.\n"})
+    write_logs(
+        tmp_path,
+        {
+            "2026-11-23": "# 2026-11-23\n\n- Redis maxmemory set to 2gb.\n",
+            "2026-11-24": "# 2026-11-24\n\n- Kafka retention is 3 days.\n",
+            "2026-11-25": "# 2026-11-25\n\n- Deploys freeze from 2026-12-20.\n",
+        },
+    )
     plan = plan_compaction(make_memory(tmp_path), today=DEC4)
     (content,) = [s.content for s in plan.summaries]
     for fact in ["Redis maxmemory set to 2gb.", "Kafka retention is 3 days.", "Deploys freeze from 2026-12-20."]:
@@ -154,12 +179,18 @@ def _log(day: str, text: str) -> LogText:
 
 
 def test_labelled_lines_are_kept_even_over_the_budget() -> None:
-    log = _log("2026-11-10", "# 2026-11-10\n\n## Notes\n\n- Decision: we ship on Thursdays only.\n"
-                             "- Root cause: the cron ran twice because of DST.\n- TODO: rotate the S3 keys.\n"
-                             "- p95 went from 900 ms to 120 ms after the index.\n")
+    log = _log(
+        "2026-11-10",
+        "# 2026-11-10\n\n## Notes\n\n- Decision: we ship on Thursdays only.\n"
+        "- Root cause: the cron ran twice because of DST.\n- TODO: rotate the S3 keys.\n"
+        "- p95 went from 900 ms to 120 ms after the index.\n",
+    )
     text = choose(parse_log(log), budget=10)
-    for line in ["Decision: we ship on Thursdays only.", "Root cause: the cron ran twice because of DST.",
-                 "TODO: rotate the S3 keys."]:
+    for line in [
+        "Decision: we ship on Thursdays only.",
+        "Root cause: the cron ran twice because of DST.",
+        "TODO: rotate the S3 keys.",
+    ]:
         assert line in text
     assert "p95" not in text  # over the budget: only what is always kept
     assert always_kept("Rollback plan", "") and always_kept("", "TODO write the docs")
@@ -168,10 +199,13 @@ def test_labelled_lines_are_kept_even_over_the_budget() -> None:
 
 def test_blocks_are_kept_whole_or_by_their_gist_never_cut() -> None:
     table = "| service | p99 | owner |\n|---|---|---|\n" + "".join(
-        f"| svc-{n} | {100 + n} ms | Team {n} |\n" for n in range(12))
-    trace = "```\nTraceback (most recent call last):\n" + "".join(
-        f'  File "/app/mod{n}.py", line {n}, in f{n}\n' for n in range(8)) + \
-        "psycopg.OperationalError: connection refused on port 6432\n```\n"
+        f"| svc-{n} | {100 + n} ms | Team {n} |\n" for n in range(12)
+    )
+    trace = (
+        "```\nTraceback (most recent call last):\n"
+        + "".join(f'  File "/app/mod{n}.py", line {n}, in f{n}\n' for n in range(8))
+        + "psycopg.OperationalError: connection refused on port 6432\n```\n"
+    )
     short = "```ini\nworkers = 8\ntimeout = 30\n```\n"
     log = _log("2026-11-11", f"# 2026-11-11\n\n## Latency\n\n{table}\n## Crash\n\n{trace}\n## Config\n\n{short}")
     text = choose(parse_log(log), budget=2000)
@@ -191,20 +225,29 @@ def test_fact_classes_are_found_by_content() -> None:
     assert "date" in classify("The freeze starts on 2026-12-20").kinds
     assert "cause" in classify("It turned out the pool was exhausted").kinds
     assert "role" in classify("Oskar owns the billing service").kinds
-    for noise in ["Let me check the logs again.", "Still waiting for CI.", "Thanks, have a nice weekend!",
-                  "Tried a bigger heap; no effect, reverted."]:
+    for noise in [
+        "Let me check the logs again.",
+        "Still waiting for CI.",
+        "Thanks, have a nice weekend!",
+        "Tried a bigger heap; no effect, reverted.",
+    ]:
         facts = classify(noise)
         assert facts.noise and facts.score < 3, (noise, facts)
 
 
 def test_a_model_summary_gets_back_the_labelled_lines_it_dropped() -> None:
-    log = _log("2026-11-17", "# 2026-11-17\n\n## Consumer\n\n- **Decision**: retries 5 times with backoff.\n"
-                             "- Root cause: the API rate-limits bursts.\n- Some chatter.\n")
+    log = _log(
+        "2026-11-17",
+        "# 2026-11-17\n\n## Consumer\n\n- **Decision**: retries 5 times with backoff.\n"
+        "- Root cause: the API rate-limits bursts.\n- Some chatter.\n",
+    )
     answer = "## Consumer\n\n- Root cause: the API rate-limits bursts ([2026-11-17#L6](archive/2026-11-17.md#L6))\n"
     whole = restore_labelled(answer, [log])
     assert whole.startswith(answer.rstrip())
-    assert "## Kept word for word\n\nFrom [2026-11-17](archive/2026-11-17.md#L3):\n" \
-           "- Decision: retries 5 times with backoff. (L5)\n" in whole
+    assert (
+        "## Kept word for word\n\nFrom [2026-11-17](archive/2026-11-17.md#L3):\n"
+        "- Decision: retries 5 times with backoff. (L5)\n" in whole
+    )
     assert whole.count("Root cause") == 1 and "chatter" not in whole
     assert restore_labelled(whole, [log]) == whole  # nothing lacking: unchanged
 
@@ -212,7 +255,7 @@ def test_a_model_summary_gets_back_the_labelled_lines_it_dropped() -> None:
 # -- the CLI says what happened ------------------------------------------------------------------
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memsearch_lsp.core.memory.create_embedder", lambda *a, **k: FakeEmbedder())
+    monkeypatch.setattr("memsearch_lsp.core.workspace.create_embedder", lambda *a, **k: FakeEmbedder())
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -227,8 +270,11 @@ def test_cli_applied_and_dry_run_are_said_differently(tmp_path: Path, fake_model
     before = snapshot(tmp_path)
     dry = run(["compact", *ws, "--dry-run"], capsys)
     assert snapshot(tmp_path) == before
-    assert re.match(r"would compact 4 daily logs into 1 summary \(extractive; \d+ -> \d+ characters, \d+%\): "
-                    r"nothing changed \(dry run\)\n", dry), dry
+    assert re.match(
+        r"would compact 4 daily logs into 1 summary \(extractive; \d+ -> \d+ characters, \d+%\): "
+        r"nothing changed \(dry run\)\n",
+        dry,
+    ), dry
     data = json.loads(run(["compact", *ws, "--dry-run", "--json"], capsys))
     assert data["applied"] is False
     one = run(["compact", *ws, "memory/2026-11-16.md"], capsys)

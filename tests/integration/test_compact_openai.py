@@ -28,16 +28,26 @@ def chat() -> Iterator[ChatServer]:
 
 
 def openai_memory(make_memory: Callable[..., Any], ws: Path, chat: ChatServer, **compact: Any) -> Any:
-    settings = {"summarizer": "openai", "base_url": chat.url, "model": "test-model", "timeout_s": 5.0,
-                "max_retries": 0, "api_key_env": "ATLAS_LLM_KEY", **compact}
+    settings = {
+        "summarizer": "openai",
+        "base_url": chat.url,
+        "model": "test-model",
+        "timeout_s": 5.0,
+        "max_retries": 0,
+        "api_key_env": "ATLAS_LLM_KEY",
+        **compact,
+    }
     return make_memory(ws, compact=settings)
 
 
-def test_openai_summary_per_week_with_prompt_links_and_key(workspace: Path, make_memory, chat: ChatServer,
-                                                           monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+def test_openai_summary_per_week_with_prompt_links_and_key(
+    workspace: Path, make_memory, chat: ChatServer, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
     monkeypatch.setenv("ATLAS_LLM_KEY", "sk-test-secret-42")
-    kafka = ("```markdown\n# Event bus\n\n- Decision: Kafka over RabbitMQ, 7 days replay "
-             "([2026-02-05#L5](archive/2026-02-05.md#L5))\n\n## Sources\n\n- junk\n```")
+    kafka = (
+        "```markdown\n# Event bus\n\n- Decision: Kafka over RabbitMQ, 7 days replay "
+        "([2026-02-05#L5](archive/2026-02-05.md#L5))\n\n## Sources\n\n- junk\n```"
+    )
     chat.answer = lambda messages: kafka if "2026-02-05" in messages[-1]["content"] else "## Cart\n\n- UUIDv7 ids\n"
     memory = openai_memory(make_memory, workspace, chat)
     caplog.set_level(logging.DEBUG)
@@ -47,8 +57,7 @@ def test_openai_summary_per_week_with_prompt_links_and_key(workspace: Path, make
     assert first["path"] == "/v1/chat/completions" and first["model"] == "test-model"
     assert first["messages"][0] == {"role": "system", "content": DEFAULT_PROMPT.read_text()}
     user = first["messages"][1]["content"]
-    assert "### memory/2026-02-05.md (2026-02-05; cite line n as [2026-02-05#L<n>](archive/2026-02-05.md#L<n>))" \
-        in user
+    assert "### memory/2026-02-05.md (2026-02-05; cite line n as [2026-02-05#L<n>](archive/2026-02-05.md#L<n>))" in user
     assert "L5: - Decision: we chose Kafka over RabbitMQ for the event bus." in user
     assert "2026-02-09" not in user and "2026-02-09" in chat.user_messages()[1]
     assert chat.headers[0]["authorization"] == "Bearer sk-test-secret-42"
@@ -84,10 +93,16 @@ def test_retries_after_a_500_and_a_timeout(workspace: Path, make_memory, chat: C
     assert "a canned fact" in plan.summaries[0].content
 
 
-@pytest.mark.parametrize("script,message", [(["500", "500"], "answered HTTP 500 (2 attempts): model crashed"),
-                                            ([1.5, 1.5], "timed out after 0.3s (2 attempts)")])
-def test_exhausted_retries_give_a_clear_error_and_change_nothing(workspace: Path, make_memory, chat: ChatServer,
-                                                                 script: list[str | float], message: str) -> None:
+@pytest.mark.parametrize(
+    "script,message",
+    [
+        (["500", "500"], "answered HTTP 500 (2 attempts): model crashed"),
+        ([1.5, 1.5], "timed out after 0.3s (2 attempts)"),
+    ],
+)
+def test_exhausted_retries_give_a_clear_error_and_change_nothing(
+    workspace: Path, make_memory, chat: ChatServer, script: list[str | float], message: str
+) -> None:
     chat.script = list(script)
     memory = openai_memory(make_memory, workspace, chat, timeout_s=0.3, max_retries=1)
     before = snapshot(workspace)
@@ -106,14 +121,18 @@ def test_an_empty_answer_or_a_wrong_url_is_a_clear_error(workspace: Path, make_m
         plan_compaction(wrong, today=FEB18)
     chat.close()
     # one endpoint helper (core/endpoint.py) for the summariser and the embedder: the same sentence and hint
-    with pytest.raises(SummarizerError, match=rf"cannot reach summariser endpoint {chat.url} \(\d attempts?\): "
-                                              r".*; check compact\.base_url$"):
+    with pytest.raises(
+        SummarizerError,
+        match=rf"cannot reach summariser endpoint {chat.url} \(\d attempts?\): "
+        r".*; check compact\.base_url$",
+    ):
         plan_compaction(openai_memory(make_memory, workspace, chat), today=FEB18)
 
 
 def test_cli_reports_a_failing_endpoint_and_leaves_the_memory_unchanged(
-        workspace: Path, chat: ChatServer, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    monkeypatch.setattr("memsearch_lsp.core.memory.create_embedder", lambda *a, **k: FakeEmbedder())
+    workspace: Path, chat: ChatServer, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.setattr("memsearch_lsp.core.workspace.create_embedder", lambda *a, **k: FakeEmbedder())
     for key, value in {"SUMMARIZER": "openai", "BASE_URL": chat.url, "MAX_RETRIES": "0", "TIMEOUT_S": "2"}.items():
         monkeypatch.setenv(f"MEMSEARCH_COMPACT_{key}", value)
     chat.script = ["500"]
@@ -139,8 +158,7 @@ def test_a_group_over_the_token_budget_is_mapped_then_reduced(workspace: Path, m
     chat.answer = answer
     max_tokens = 120  # 480 characters per request, ~270 of them for the logs
     memory = openai_memory(make_memory, workspace, chat, prompt_file="prompts/p.md", max_input_tokens=max_tokens)
-    plan = plan_compaction(memory, files=[f"memory/2026-02-0{d}.md" for d in (2, 3, 4, 5, 6)],
-                           today=FEB18)
+    plan = plan_compaction(memory, files=[f"memory/2026-02-0{d}.md" for d in (2, 3, 4, 5, 6)], today=FEB18)
     users = chat.user_messages()
     maps = [u for u in users if u.startswith("Summarise")]
     reduces = [u for u in users if u.startswith("Merge")]

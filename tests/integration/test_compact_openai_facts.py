@@ -31,9 +31,19 @@ class Model(JsonEndpoint):
 
     def reply(self, body: dict[str, Any], step: str | float | None) -> Reply:
         content = self.answer(body["messages"][-1]["content"])
-        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": content}}]}, {}
+        return (
+            200,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+            },
+            {},
+        )
 
 
 def numbers_only(user: str) -> str:
@@ -45,8 +55,12 @@ def numbers_only(user: str) -> str:
             day, link = header.groups()
             continue
         numbered = _NUMBERED.match(line)
-        if numbered and re.search(r"\d", numbered.group(2)) and not re.match(r"^\**[\w ]+\**:", numbered.group(2)) \
-                and not numbered.group(2).startswith(("```", "|", "$", "#")):
+        if (
+            numbered
+            and re.search(r"\d", numbered.group(2))
+            and not re.match(r"^\**[\w ]+\**:", numbered.group(2))
+            and not numbered.group(2).startswith(("```", "|", "$", "#"))
+        ):
             n = numbered.group(1)
             out.append(f"- {numbered.group(2)} ([{day}#L{n}]({link}#L{n}))")
     return "\n".join(out) + "\n"
@@ -60,15 +74,30 @@ def model() -> Iterator[Model]:
 
 
 def openai(model: Model) -> dict[str, Any]:
-    return {"summarizer": "openai", "base_url": model.url, "model": "rule", "timeout_s": 5.0, "max_retries": 0,
-            "api_key_env": ""}
+    return {
+        "summarizer": "openai",
+        "base_url": model.url,
+        "model": "rule",
+        "timeout_s": 5.0,
+        "max_retries": 0,
+        "api_key_env": "",
+    }
 
 
 def test_the_prompt_asks_for_the_fact_classes() -> None:
     prompt = DEFAULT_PROMPT.read_text(encoding="utf-8")
-    for wanted in ["decisions and their reasons", "numbers and settings with their names", "versions",
-                   "dates and deadlines", "root causes and fixes", "preferences", "`Decision:`", "word for word",
-                   "never copy part of one", "at most 40 %"]:
+    for wanted in [
+        "decisions and their reasons",
+        "numbers and settings with their names",
+        "versions",
+        "dates and deadlines",
+        "root causes and fixes",
+        "preferences",
+        "`Decision:`",
+        "word for word",
+        "never copy part of one",
+        "at most 40 %",
+    ]:
         assert wanted in prompt, wanted
     assert "## " in prompt and "provenance link" in prompt  # the same Markdown shape as the extractive summary
 
@@ -77,14 +106,18 @@ def test_a_dropped_labelled_line_is_appended_word_for_word(tmp_path: Path, make_
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory/2026-11-17.md").write_text(
         "# 2026-11-17\n\n## Consumer\n\n- **Decision**: the orders consumer retries 5 times because of 429s.\n"
-        "- Root cause: the payment API rate-limits bursts.\n- p99 went from 900 ms to 210 ms.\n", encoding="utf-8")
+        "- Root cause: the payment API rate-limits bursts.\n- p99 went from 900 ms to 210 ms.\n",
+        encoding="utf-8",
+    )
     plan = plan_compaction(make_memory(tmp_path, compact=openai(model)), files=["memory/2026-11-17.md"])
     content = plan.summaries[0].content
     assert len(model.requests) == 1 and model.requests[0]["messages"][0]["content"] == DEFAULT_PROMPT.read_text()
     assert "- p99 went from 900 ms to 210 ms. ([2026-11-17#L7](archive/2026-11-17.md#L7))" in content  # the model's
-    assert "## Kept word for word\n\nFrom [2026-11-17](archive/2026-11-17.md#L3):\n" \
-           "- Decision: the orders consumer retries 5 times because of 429s. (L5)\n" \
-           "- Root cause: the payment API rate-limits bursts. (L6)\n" in content  # put back, in the summary's shape
+    assert (
+        "## Kept word for word\n\nFrom [2026-11-17](archive/2026-11-17.md#L3):\n"
+        "- Decision: the orders consumer retries 5 times because of 429s. (L5)\n"
+        "- Root cause: the payment API rate-limits bursts. (L6)\n" in content
+    )  # put back, in the summary's shape
 
 
 def test_openai_summariser_on_the_benchmark_set(model: Model) -> None:

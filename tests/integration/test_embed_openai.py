@@ -30,9 +30,16 @@ def server() -> Iterator[EmbeddingServer]:
 @pytest.fixture
 def settings(server: EmbeddingServer) -> Callable[..., EmbeddingConfig]:
     def make(**changes: Any) -> EmbeddingConfig:
-        base: dict[str, Any] = {"provider": "openai", "base_url": server.url, "model": "fake-a",
-                                "api_key_env": "", "timeout_s": 10.0, "max_retries": 2}
+        base: dict[str, Any] = {
+            "provider": "openai",
+            "base_url": server.url,
+            "model": "fake-a",
+            "api_key_env": "",
+            "timeout_s": 10.0,
+            "max_retries": 2,
+        }
         return EmbeddingConfig(**{**base, **changes})
+
     return make
 
 
@@ -41,7 +48,8 @@ def norm(v: list[float]) -> float:
 
 
 def test_requests_are_batched_authorised_and_answers_kept_in_order(
-        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig], monkeypatch: pytest.MonkeyPatch) -> None:
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MS_TEST_EMBED_KEY", "sekrit")
     embedder = create_embedder(settings(api_key_env="MS_TEST_EMBED_KEY", batch_size=3))
     assert isinstance(embedder, OpenAIEmbedder)
@@ -61,15 +69,17 @@ def test_requests_are_batched_authorised_and_answers_kept_in_order(
 
 
 def test_dimensions_are_asked_for_and_known_before_any_call(
-        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]) -> None:
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
     embedder = create_embedder(settings(dimensions=8))
     assert embedder.dim == 8 and embedder.model_name == "openai:fake-a:8d"
     assert len(embedder.embed(["one text"])[0]) == 8
     assert server.requests[0]["dimensions"] == 8
 
 
-def test_429_and_5xx_are_retried_with_backoff(server: EmbeddingServer,
-                                              settings: Callable[..., EmbeddingConfig]) -> None:
+def test_429_and_5xx_are_retried_with_backoff(
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
     embedder = create_embedder(settings(max_retries=2))
     server.script = ["429", "500"]
     vectors = embedder.embed(["retry me"])
@@ -77,8 +87,9 @@ def test_429_and_5xx_are_retried_with_backoff(server: EmbeddingServer,
     assert [r["input"] for r in server.requests] == [["retry me"]] * 3
 
 
-def test_failure_after_the_retries_names_the_endpoint(server: EmbeddingServer,
-                                                      settings: Callable[..., EmbeddingConfig]) -> None:
+def test_failure_after_the_retries_names_the_endpoint(
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
     embedder = create_embedder(settings(max_retries=1))
     server.script = ["500", "500", "500"]
     with pytest.raises(EmbeddingError) as info:
@@ -90,19 +101,23 @@ def test_failure_after_the_retries_names_the_endpoint(server: EmbeddingServer,
 
 
 def test_unknown_model_and_timeout_and_unreachable_say_what_to_check(
-        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]) -> None:
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
     with pytest.raises(EmbeddingError, match=r"HTTP 404 .*not found.*embedding\.model \('nope'\)"):
         create_embedder(settings(model="nope")).embed(["x"])
     server.script = [2.0]
     with pytest.raises(EmbeddingError, match=r"timed out after 0\.3s .*embedding\.timeout_s"):
         create_embedder(settings(timeout_s=0.3, max_retries=0)).embed(["slow"])
     port = free_port()
-    with pytest.raises(EmbeddingError, match=rf"cannot reach embedding endpoint http://127\.0\.0\.1:{port}/v1/embeddings"):
+    with pytest.raises(
+        EmbeddingError, match=rf"cannot reach embedding endpoint http://127\.0\.0\.1:{port}/v1/embeddings"
+    ):
         create_embedder(settings(base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)).embed(["x"])
 
 
-def test_long_text_is_sent_whole_up_to_the_endpoint_limit(server: EmbeddingServer,
-                                                          settings: Callable[..., EmbeddingConfig]) -> None:
+def test_long_text_is_sent_whole_up_to_the_endpoint_limit(
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
     long_text = "word " * 2000  # ~2000 tokens: far past the bundled model's 256
     embedder = create_embedder(settings())
     embedder.embed([long_text])
@@ -113,8 +128,9 @@ def test_long_text_is_sent_whole_up_to_the_endpoint_limit(server: EmbeddingServe
     assert small.model_name == "openai:fake-a:100t"
 
 
-def test_prefixes_and_query_model_shape_what_is_sent(server: EmbeddingServer,
-                                                     settings: Callable[..., EmbeddingConfig]) -> None:
+def test_prefixes_and_query_model_shape_what_is_sent(
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
     plain = create_embedder(settings())
     e5 = create_embedder(settings(document_prefix="passage: ", query_prefix="query: ", query_model="fake-a-query"))
     assert e5.model_name.startswith("openai:fake-a+") and e5.model_name != plain.model_name  # re-embeds
@@ -122,13 +138,21 @@ def test_prefixes_and_query_model_shape_what_is_sent(server: EmbeddingServer,
     e5.embed(["Redis caching"])
     query_vector(e5, "how long do entries live")
     assert [(r["model"], r["input"]) for r in server.requests] == [
-        ("fake-a", ["passage: Redis caching"]), ("fake-a-query", ["query: how long do entries live"])]
+        ("fake-a", ["passage: Redis caching"]),
+        ("fake-a-query", ["query: how long do entries live"]),
+    ]
     assert query_vector(FakeEmbedder(), "x") == FakeEmbedder().embed(["x"])[0]  # no query form: plain
 
 
 def test_search_embeds_the_query_in_its_query_form(server: EmbeddingServer, workspace: Path) -> None:
-    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "",
-                "query_prefix": ">> ", "query_model": "fake-a-query"}  # no word: the fake vectors stay comparable
+    settings = {
+        "provider": "openai",
+        "base_url": server.url,
+        "model": "fake-a",
+        "api_key_env": "",
+        "query_prefix": ">> ",
+        "query_model": "fake-a-query",
+    }  # no word: the fake vectors stay comparable
     with Memory(workspace, embedding=settings) as memory:
         memory.index()
         assert memory.search("Redis cache TTL")[0].heading == "Redis Caching"
@@ -141,8 +165,7 @@ def _index(memory: Memory) -> tuple[int, int]:
     return stats.chunks_embedded, stats.chunks_total
 
 
-def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(
-        server: EmbeddingServer, workspace: Path) -> None:
+def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(server: EmbeddingServer, workspace: Path) -> None:
     base = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": ""}
     with Memory(workspace, embedding=base) as memory:
         embedded, total = _index(memory)
@@ -181,11 +204,30 @@ def test_bench_accepts_the_provider_settings(server: EmbeddingServer, monkeypatc
     from bench.common import bench_embedder, embedding_settings
 
     monkeypatch.setenv("MEMSEARCH_EMBEDDING_TIMEOUT_S", "7")
-    args = parse(["quality", "--provider", "openai", "--base-url", server.url, "--model", "fake-b",
-                  "--api-key-env", "", "--dimensions", "12", "--batch-size", "5"])
+    args = parse(
+        [
+            "quality",
+            "--provider",
+            "openai",
+            "--base-url",
+            server.url,
+            "--model",
+            "fake-b",
+            "--api-key-env",
+            "",
+            "--dimensions",
+            "12",
+            "--batch-size",
+            "5",
+        ]
+    )
     settings = embedding_settings(args)
     assert (settings.provider, settings.base_url, settings.model, settings.timeout_s) == (
-        "openai", server.url, "fake-b", 7.0)
+        "openai",
+        server.url,
+        "fake-b",
+        7.0,
+    )
     embedder = bench_embedder(args)
     assert embedder.embed(["a b c"] * 6) and [len(r["input"]) for r in server.requests] == [5, 1]
     assert server.requests[0]["dimensions"] == 12 and embedder.dim == 12
@@ -193,9 +235,16 @@ def test_bench_accepts_the_provider_settings(server: EmbeddingServer, monkeypatc
 
 
 def test_a_search_while_the_endpoint_is_busy_answers_with_bm25_alone(
-        server: EmbeddingServer, workspace: Path, caplog: pytest.LogCaptureFixture) -> None:
-    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "",
-                "timeout_s": 0.5, "max_retries": 3}
+    server: EmbeddingServer, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = {
+        "provider": "openai",
+        "base_url": server.url,
+        "model": "fake-a",
+        "api_key_env": "",
+        "timeout_s": 0.5,
+        "max_retries": 3,
+    }
     with Memory(workspace, embedding=settings) as memory:
         memory.index()
         # The endpoint is busy: the query's request (and its one retry) answer after the timeout.
@@ -210,7 +259,8 @@ def test_a_search_while_the_endpoint_is_busy_answers_with_bm25_alone(
 
 
 def test_a_query_waits_at_most_the_query_timeout_and_one_retry(
-        server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]) -> None:
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
     embedder = create_embedder(settings(timeout_s=60.0, max_retries=4))
     assert isinstance(embedder, OpenAIEmbedder)
     embedder_module.QUERY_TIMEOUT_S = 0.3  # as 10 s would, in a test's time
@@ -225,14 +275,21 @@ def test_a_query_waits_at_most_the_query_timeout_and_one_retry(
 
 
 async def test_workspace_symbol_during_a_slow_first_index_answers_instead_of_failing(
-        server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lsprotocol import types
 
     from memsearch_lsp.lsp.features.symbols import READY_WAIT_S
     from tests.helpers import make_workspace, start, stop
 
-    for key, value in {"PROVIDER": "openai", "BASE_URL": server.url, "MODEL": "fake-a", "API_KEY_ENV": "",
-                       "BATCH_SIZE": "2", "TIMEOUT_S": "30"}.items():
+    for key, value in {
+        "PROVIDER": "openai",
+        "BASE_URL": server.url,
+        "MODEL": "fake-a",
+        "API_KEY_ENV": "",
+        "BATCH_SIZE": "2",
+        "TIMEOUT_S": "30",
+    }.items():
         monkeypatch.setenv(f"MEMSEARCH_EMBEDDING_{key}", value)
     ws = make_workspace(tmp_path)
     server.script = [1.0] * 400  # every request answers after a second: the first index takes ~25 s

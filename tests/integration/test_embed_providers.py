@@ -28,8 +28,7 @@ from memsearch_lsp.core.memory import Memory
 LONG = ("Redis holds the session cache with a five minute TTL and Postgres keeps the orders; " * 12).strip()
 
 
-def make_folder(path: Path, pooling: str = "mean", max_seq_length: int | None = 256,
-                onnx: Path | None = None) -> Path:
+def make_folder(path: Path, pooling: str = "mean", max_seq_length: int | None = 256, onnx: Path | None = None) -> Path:
     """A sentence-transformers style ONNX folder: the bundled tokenizer files, a model.onnx (a link to
     the bundled weights, or an empty placeholder), modules.json and a pooling config."""
     path.mkdir(parents=True)
@@ -40,14 +39,26 @@ def make_folder(path: Path, pooling: str = "mean", max_seq_length: int | None = 
         (path / "model.onnx").write_bytes(b"placeholder")
     else:
         os.symlink(onnx, path / "model.onnx")
-    (path / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (path / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+            ]
+        )
+    )
     (path / "1_Pooling").mkdir()
-    (path / "1_Pooling" / "config.json").write_text(json.dumps({
-        "word_embedding_dimension": 384, "pooling_mode_cls_token": pooling == "cls",
-        "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False}))
+    (path / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": 384,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
+                "pooling_mode_max_tokens": False,
+            }
+        )
+    )
     if max_seq_length:
         (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length}))
     return path
@@ -72,9 +83,14 @@ def test_a_changed_folder_gets_a_new_identity(tmp_path: Path) -> None:
     assert read_model_folder(folder).identity != before
 
 
-@pytest.mark.parametrize(("remove", "needle"), [
-    ("model.onnx", "has no model.onnx"), ("tokenizer.json", "has no tokenizer.json"),
-    ("tokenizer_config.json", "has no tokenizer_config.json")])
+@pytest.mark.parametrize(
+    ("remove", "needle"),
+    [
+        ("model.onnx", "has no model.onnx"),
+        ("tokenizer.json", "has no tokenizer.json"),
+        ("tokenizer_config.json", "has no tokenizer_config.json"),
+    ],
+)
 def test_an_incomplete_folder_names_what_is_missing(tmp_path: Path, remove: str, needle: str) -> None:
     folder = make_folder(tmp_path / "m")
     (folder / remove).unlink()
@@ -103,7 +119,11 @@ def test_registry_and_unknown_model_names() -> None:
     bundled = create_embedder(EmbeddingConfig())
     assert isinstance(bundled, FastEmbedEmbedder)
     assert (bundled.model_name, bundled.provider, bundled.max_tokens, bundled.dim) == (
-        DEFAULT_MODEL, "bundled", 256, 384)
+        DEFAULT_MODEL,
+        "bundled",
+        256,
+        384,
+    )
     with pytest.raises(ConfigError, match="provider 'bundled' runs only") as info:
         create_embedder(EmbeddingConfig(model="BAAI/bge-small-en-v1.5"))
     assert "embedding.provider = 'onnx'" in str(info.value) and "\n" not in str(info.value)
@@ -112,10 +132,19 @@ def test_registry_and_unknown_model_names() -> None:
 
 
 def test_unknown_model_is_one_clear_line_without_third_party_noise(workspace: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "MEMSEARCH_EMBEDDING_MODEL": "BAAI/bge-small-en-v1.5", "XDG_CACHE_HOME": str(tmp_path / "c"),
-           "XDG_RUNTIME_DIR": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-m", "memsearch_lsp", "index", "-w", str(workspace)],
-                            capture_output=True, text=True, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "MEMSEARCH_EMBEDDING_MODEL": "BAAI/bge-small-en-v1.5",
+        "XDG_CACHE_HOME": str(tmp_path / "c"),
+        "XDG_RUNTIME_DIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "index", "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -129,12 +158,17 @@ def test_workspace_file_cannot_send_embeddings_elsewhere(tmp_path: Path, caplog:
     outside = make_folder(tmp_path / "elsewhere")
     (ws / ".memsearch.toml").write_text(
         f'[embedding]\nprovider = "openai"\nbase_url = "http://attacker.example/v1"\napi_key_env = "AWS_SECRET"\n'
-        f'model = "{outside}"\nbatch_size = 8\n')
+        f'model = "{outside}"\nbatch_size = 8\n'
+    )
     config = load_config(ws, env={})
     defaults = EmbeddingConfig()
     e = config.embedding
     assert (e.provider, e.base_url, e.api_key_env, e.model) == (
-        defaults.provider, defaults.base_url, defaults.api_key_env, defaults.model)
+        defaults.provider,
+        defaults.base_url,
+        defaults.api_key_env,
+        defaults.model,
+    )
     assert config.embedding.batch_size == 8  # harmless keys still apply
     warned = [r.getMessage() for r in caplog.records if "ignoring" in r.getMessage()]
     assert len(warned) == 1  # one warning names every ignored key
@@ -144,8 +178,14 @@ def test_workspace_file_cannot_send_embeddings_elsewhere(tmp_path: Path, caplog:
     config = load_config(ws, env={})
     assert (config.embedding.provider, config.embedding.model) == ("onnx", "models/mine")
     assert create_embedder(config.embedding, root=ws).model_name == read_model_folder(inside).identity
-    user = load_config(ws, env={"MEMSEARCH_EMBEDDING_PROVIDER": "openai", "MEMSEARCH_EMBEDDING_BASE_URL": "http://h/v1",
-                                "MEMSEARCH_EMBEDDING_MODEL": str(outside)}).embedding
+    user = load_config(
+        ws,
+        env={
+            "MEMSEARCH_EMBEDDING_PROVIDER": "openai",
+            "MEMSEARCH_EMBEDDING_BASE_URL": "http://h/v1",
+            "MEMSEARCH_EMBEDDING_MODEL": str(outside),
+        },
+    ).embedding
     assert (user.provider, user.base_url, user.model) == ("openai", "http://h/v1", str(outside))
 
 
@@ -157,6 +197,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 @pytest.mark.model
 def test_onnx_folder_pooling_and_truncation_follow_its_config(tmp_path: Path) -> None:
     weights = bundled_model_dir() / "model.onnx"
+
     def onnx(name: str, **kw: Any) -> Any:
         folder = make_folder(tmp_path / name, onnx=weights, **kw)
         return create_embedder(EmbeddingConfig(provider="onnx", model=str(folder)))

@@ -53,12 +53,15 @@ def _workspace(tmp_path: Path) -> Path:
     loud = "".join(f"## Kafka note {n}\n\nkafka kafka kafka broker retention kafka {n}\n\n" for n in range(12))
     (mem / "MEMORY.md").write_text("# Memory\n\n" + loud, encoding="utf-8")
     (mem / "2026-03-09.md").write_text("# 2026-03-09\n\n" + loud, encoding="utf-8")
-    (mem / "2026-02-02.md").write_text("# 2026-02-02\n\n## Old broker\n\nwe compared a kafka broker once\n",
-                                       encoding="utf-8")
-    (mem / "2026-02-20.md").write_text("# 2026-02-20\n\n## Broker pick\n\nthe kafka broker choice was made\n",
-                                       encoding="utf-8")
-    (mem / "summary-2026-W08.md").write_text("# Summary 2026-W08\n\n## Week\n\nkafka broker settled this week\n",
-                                             encoding="utf-8")
+    (mem / "2026-02-02.md").write_text(
+        "# 2026-02-02\n\n## Old broker\n\nwe compared a kafka broker once\n", encoding="utf-8"
+    )
+    (mem / "2026-02-20.md").write_text(
+        "# 2026-02-20\n\n## Broker pick\n\nthe kafka broker choice was made\n", encoding="utf-8"
+    )
+    (mem / "summary-2026-W08.md").write_text(
+        "# Summary 2026-W08\n\n## Week\n\nkafka broker settled this week\n", encoding="utf-8"
+    )
     return ws
 
 
@@ -79,16 +82,24 @@ def test_filters_restrict_both_legs_candidates(tmp_path: Path, make_memory: Call
     assert all(h.date in ("2026-02-20", None) for h in february)
 
     relative = memory.search("kafka broker", top_k=5, until="14d")  # on or before 2026-02-24
-    assert {h.source for h in relative} == {"memory/2026-02-02.md", "memory/2026-02-20.md",
-                                            "memory/summary-2026-W08.md"}
+    assert {h.source for h in relative} == {
+        "memory/2026-02-02.md",
+        "memory/2026-02-20.md",
+        "memory/summary-2026-W08.md",
+    }
     for vector_weight in (0.0, 1.0):  # each leg alone honours the filter
-        one_leg = memory.search("kafka broker", top_k=3, since="2026-02-01", until="2026-02-10",
-                                vector_weight=vector_weight, bm25_weight=1 - vector_weight)
+        one_leg = memory.search(
+            "kafka broker",
+            top_k=3,
+            since="2026-02-01",
+            until="2026-02-10",
+            vector_weight=vector_weight,
+            bm25_weight=1 - vector_weight,
+        )
         assert {h.source for h in one_leg} == {"memory/2026-02-02.md"}
 
     globbed = memory.search("kafka broker", top_k=3, source=["memory/2026-02-*", "**/summary-*"])
-    assert {h.source for h in globbed} == {"memory/2026-02-02.md", "memory/2026-02-20.md",
-                                           "memory/summary-2026-W08.md"}
+    assert {h.source for h in globbed} == {"memory/2026-02-02.md", "memory/2026-02-20.md", "memory/summary-2026-W08.md"}
     assert memory.search("kafka broker", top_k=3, source="nothing/**") == []
     assert memory.search("kafka broker", top_k=3, since="2027-01-01") == []
     with pytest.raises(FilterError):

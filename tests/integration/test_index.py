@@ -34,13 +34,15 @@ def test_unchanged_reindex_embeds_nothing(workspace: Path, make_memory, embedder
     assert fresh.index().chunks_embedded == 0
 
 
-def test_editing_one_line_in_200_files_reembeds_only_that_chunk(tmp_path: Path, make_memory,
-                                                                 embedder: FakeEmbedder) -> None:
+def test_editing_one_line_in_200_files_reembeds_only_that_chunk(
+    tmp_path: Path, make_memory, embedder: FakeEmbedder
+) -> None:
     mem = tmp_path / "memory"
     mem.mkdir()
     for i in range(200):
         (mem / f"note-{i:03d}.md").write_text(
-            f"# Note {i}\n\nintro {i}\n\n## Alpha\n\nalpha fact {i}\n\n## Beta\n\nbeta fact {i}\n")
+            f"# Note {i}\n\nintro {i}\n\n## Alpha\n\nalpha fact {i}\n\n## Beta\n\nbeta fact {i}\n"
+        )
     memory = make_memory(tmp_path)
     assert memory.index().chunks_embedded == 600
     path = mem / "note-042.md"
@@ -75,8 +77,7 @@ def test_deleting_the_index_gives_the_same_results(workspace: Path, make_memory)
     assert [(h.id, h.source) for h in again.search("Kafka RabbitMQ decision", top_k=5)] == before
 
 
-def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memory,
-                                                     embedder: FakeEmbedder) -> None:
+def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memory, embedder: FakeEmbedder) -> None:
     memory = make_memory(workspace)
     memory.index()
     before = embedder.embedded
@@ -92,8 +93,9 @@ def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memor
     assert memory.status()["files"] == 12
 
 
-def test_the_embedding_cache_asks_the_store_only_for_text_it_holds(workspace: Path, make_memory,
-                                                                  embedder: FakeEmbedder, monkeypatch) -> None:
+def test_the_embedding_cache_asks_the_store_only_for_text_it_holds(
+    workspace: Path, make_memory, embedder: FakeEmbedder, monkeypatch
+) -> None:
     asked: list[str] = []
     from memsearch_lsp.core.store.milvus import MilvusStore
 
@@ -115,8 +117,10 @@ def test_the_embedding_cache_asks_the_store_only_for_text_it_holds(workspace: Pa
     stats = fresh.index()
     assert stats.files_added == 1
     assert embedder.embedded == before and stats.chunks_embedded == 0 and stats.chunks_reused > 0
-    copied = {c.embed_hash for c in chunk_markdown((workspace / "memory/copy.md").read_text(), "memory/copy.md",
-                                                   model=embedder.model_name)}
+    copied = {
+        c.embed_hash
+        for c in chunk_markdown((workspace / "memory/copy.md").read_text(), "memory/copy.md", model=embedder.model_name)
+    }
     assert set(asked) == copied
 
 
@@ -183,13 +187,15 @@ def test_exclude_globs_and_archive_are_not_indexed(workspace: Path, make_memory)
     memory.close()
     indexed = make_memory(workspace, memory={"exclude": ["memory/drafts/**"]})  # by default the archive is indexed
     indexed.index()
-    assert [(h.source, h.archived) for h in indexed.search("walrus", top_k=5) if "walrus" in h.snippet] == \
-        [("memory/archive/old.md", True)]
+    assert [(h.source, h.archived) for h in indexed.search("walrus", top_k=5) if "walrus" in h.snippet] == [
+        ("memory/archive/old.md", True)
+    ]
 
 
 # -- many small files (issue 31, part 4): no per-file work that grows with the index -----------------
-def test_indexing_one_file_appends_to_the_bm25_statistics(workspace: Path, make_memory, tmp_path: Path,
-                                                          monkeypatch) -> None:
+def test_indexing_one_file_appends_to_the_bm25_statistics(
+    workspace: Path, make_memory, tmp_path: Path, monkeypatch
+) -> None:
     """Each index_file() saves the document frequencies as a journal line, not the whole table (which grows
     with the vocabulary); a new process replays the journal and needs no recount from the store."""
     from memsearch_lsp.core.search.bm25 import DfTable

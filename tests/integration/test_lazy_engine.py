@@ -36,8 +36,10 @@ def closed(workspace: Path, make_memory: Callable[..., Memory]) -> Path:
 
 
 def _results(memory: Memory) -> list[list[Any]]:
-    return [[(h.id, h.source, h.start_line, h.snippet, round(h.score, 6)) for h in memory.search(q, top_k=10)]
-            for q in QUERIES]
+    return [
+        [(h.id, h.source, h.start_line, h.snippet, round(h.score, 6)) for h in memory.search(q, top_k=10)]
+        for q in QUERIES
+    ]
 
 
 def _through_the_engine(workspace: Path) -> list[list[Any]]:
@@ -48,8 +50,9 @@ def _no_engine(*args: object, **kwargs: object) -> Any:
     raise AssertionError("the engine was opened or read although the saved mirror is valid")
 
 
-def test_an_unchanged_index_is_searched_without_opening_its_engine(closed: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unchanged_index_is_searched_without_opening_its_engine(
+    closed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     want = _through_the_engine(closed)
     memory = Memory(closed, embedder=FakeEmbedder())
     try:
@@ -66,8 +69,10 @@ def test_an_unchanged_index_is_searched_without_opening_its_engine(closed: Path,
         uri = memory.store.uri
         assert not memory.store.engine_open and not lite.engine_open(uri)
         assert str(Path(uri).resolve()) in lite.opened(), "the folder is held all the same"
-        assert (status["files"], status["chunks"]) == (len(memory.indexer.manifest()),
-                                                      sum(len(s.ids) for s in memory.indexer.manifest().values()))
+        assert (status["files"], status["chunks"]) == (
+            len(memory.indexer.manifest()),
+            sum(len(s.ids) for s in memory.indexer.manifest().values()),
+        )
     finally:
         memory.close()
 
@@ -104,8 +109,9 @@ finally:
 
 
 def _other_process_opens(uri: str, code: str = HOLDER) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), uri], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), uri], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -171,8 +177,13 @@ def test_a_write_by_a_process_that_does_not_know_the_copy_is_seen(closed: Path) 
     finally:
         memory.close()
     before = snapshot.fingerprint(uri)
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(WRITER), uri, collection, gone.id],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(WRITER), uri, collection, gone.id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     assert snapshot.fingerprint(uri) != before
     assert (Path(uri) / snapshot.FOLDER / snapshot.META).is_file(), "the writer left the copy as it was"
@@ -186,8 +197,9 @@ def test_a_write_by_a_process_that_does_not_know_the_copy_is_seen(closed: Path) 
         again.close()
 
 
-def test_a_copy_that_the_engine_disowns_is_dropped_when_it_opens(closed: Path,
-                                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_a_copy_that_the_engine_disowns_is_dropped_when_it_opens(
+    closed: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Files as saved but a `meta.json` naming another write sequence (a copy put back by hand): read without the
     engine, it is dropped once the engine opens and says otherwise, and the engine's rows are searched."""
     want = _through_the_engine(closed)
@@ -226,8 +238,9 @@ def test_status_reads_the_saved_record_alone(workspace: Path) -> None:
     memory = Memory(workspace, embedder=bundled)
     memory.index()
     memory.close()
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(PROBE)], capture_output=True, text=True,
-                         timeout=120, cwd=workspace)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(PROBE)], capture_output=True, text=True, timeout=120, cwd=workspace
+    )
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
     memory = Memory(workspace, embedder=bundled)

@@ -18,9 +18,14 @@ from tests.helpers import milvus_lite_server
 
 DIM = 8
 ROWS = [
-    {"id": f"c{n:02d}", "source": f"{'abc'[n % 3]}.md", "level": n % 4, "content": f"note {n} about " + "xyz"[n % 3],
-     "dense": [float((n * 7 + k * 3) % 11) - 5.0 for k in range(DIM)],
-     "sparse": {n % 5 + 1: 1.0 + n / 10, 7: 0.5, 100 + n: 2.0}}
+    {
+        "id": f"c{n:02d}",
+        "source": f"{'abc'[n % 3]}.md",
+        "level": n % 4,
+        "content": f"note {n} about " + "xyz"[n % 3],
+        "dense": [float((n * 7 + k * 3) % 11) - 5.0 for k in range(DIM)],
+        "sparse": {n % 5 + 1: 1.0 + n / 10, 7: 0.5, 100 + n: 2.0},
+    }
     for n in range(12)
 ]
 FIELDS = ["source", "level", "content"]
@@ -67,8 +72,12 @@ def sequence(client: Any, data_type: Any) -> list[tuple[str, Any]]:
     client.load_collection(name)
     seen.append(("has_collection", client.has_collection(name)))
     info = client.describe_collection(name)
-    seen.append(("describe_collection", sorted((f["name"], int(f.get("params", {}).get("dim", 0) or 0))
-                                              for f in info["fields"])))
+    seen.append(
+        (
+            "describe_collection",
+            sorted((f["name"], int(f.get("params", {}).get("dim", 0) or 0)) for f in info["fields"]),
+        )
+    )
     seen.append(("functions", list(info.get("functions") or [])))
     spec = client.describe_index(name, "dense")
     seen.append(("describe_index", (spec.get("field_name"), spec.get("index_type"), spec.get("metric_type"))))
@@ -99,14 +108,28 @@ def sequence(client: Any, data_type: Any) -> list[tuple[str, Any]]:
     seen.append(("query in", sorted(_row(r, ["source"]) for r in listed)))
 
     probe = _unit([1.0, -2.0, 0.5, 3.0, 0.0, -1.0, 2.0, 1.5])
-    seen.append(("search dense", _hits(client.search(name, [probe], anns_field="dense", limit=4,
-                                                     filter='source != "b.md"', output_fields=[]))))
+    seen.append(
+        (
+            "search dense",
+            _hits(
+                client.search(name, [probe], anns_field="dense", limit=4, filter='source != "b.md"', output_fields=[])
+            ),
+        )
+    )
     dense_with = client.search(name, [probe], anns_field="dense", limit=2, filter="", output_fields=["source"])
     seen.append(("search entity", [(str(h["id"]), h["entity"]["source"]) for h in dense_with[0]]))
-    seen.append(("search sparse", _hits(client.search(name, [{7: 1.0, 2: 0.5, 105: 1.0}], anns_field="sparse",
-                                                      limit=5, filter="", output_fields=[]))))
+    seen.append(
+        (
+            "search sparse",
+            _hits(
+                client.search(
+                    name, [{7: 1.0, 2: 0.5, 105: 1.0}], anns_field="sparse", limit=5, filter="", output_fields=[]
+                )
+            ),
+        )
+    )
 
-    iterator = client.query_iterator(name, batch_size=5, filter='level < 3', output_fields=["source"])
+    iterator = client.query_iterator(name, batch_size=5, filter="level < 3", output_fields=["source"])
     pages = []
     while True:
         page = iterator.next()
@@ -119,8 +142,12 @@ def sequence(client: Any, data_type: Any) -> list[tuple[str, Any]]:
 
     client.delete(name, ids=["c00", "c01"])
     client.delete(name, filter='source == "c.md"')
-    seen.append(("after delete", sorted(r["id"] for r in client.query(name, filter='level >= 0',
-                                                                       output_fields=["id"], limit=100))))
+    seen.append(
+        (
+            "after delete",
+            sorted(r["id"] for r in client.query(name, filter="level >= 0", output_fields=["id"], limit=100)),
+        )
+    )
     seen.append(("count after delete", client.query(name, filter="", output_fields=["count(*)"])))
     client.drop_collection(name)
     seen.append(("dropped", client.has_collection(name)))

@@ -23,16 +23,29 @@ from memsearch_lsp.core.store.schema import sparse_arrays
 from tests.fakes import FakeEmbedder
 from tests.helpers import LONG
 
-QUERIES = ["deploy", "kangaroo paddock fence ranger", "database migration rollback", "budget spreadsheet finance",
-           "who reviewed the release notes", "koala wombat zoo", "error", "Postgres index vacuum",
-           "quarterly review", "nothing-matches-this-zzz"]
+QUERIES = [
+    "deploy",
+    "kangaroo paddock fence ranger",
+    "database migration rollback",
+    "budget spreadsheet finance",
+    "who reviewed the release notes",
+    "koala wombat zoo",
+    "error",
+    "Postgres index vacuum",
+    "quarterly review",
+    "nothing-matches-this-zzz",
+]
 
 
-def _legs(store: MilvusStore, memory: Memory, query: str, limit: int, exclude: str = "",
-          ) -> tuple[dict[str, float], dict[str, float]]:
+def _legs(
+    store: MilvusStore,
+    memory: Memory,
+    query: str,
+    limit: int,
+    exclude: str = "",
+) -> tuple[dict[str, float], dict[str, float]]:
     vector = memory.embedder.embed([query])[0]
-    return (store.dense_leg(vector, limit, exclude),
-            store.sparse_leg(memory.df.query_vector(query), limit, exclude))
+    return (store.dense_leg(vector, limit, exclude), store.sparse_leg(memory.df.query_vector(query), limit, exclude))
 
 
 def _close_without_saved_copy(store: MilvusStore) -> None:
@@ -80,8 +93,9 @@ def _assert_same_rows(store: MilvusStore, gone: Iterable[str] = ()) -> None:
     assert sorted(mirror.rows) == ids, "exactly the stored chunks, nothing deleted left behind"
     fields = ["source", "file_hash", "model", "embed_hash", "level", "heading"]  # the manifest's and the headings'
     engine = sorted(store.iter_rows(fields), key=lambda r: r["id"])
-    assert sorted(store.scan(fields), key=lambda r: r["id"]) == [{"id": r["id"], **{f: r[f] for f in fields}}
-                                                                 for r in engine], "scan reads the row cache alike"
+    assert sorted(store.scan(fields), key=lambda r: r["id"]) == [
+        {"id": r["id"], **{f: r[f] for f in fields}} for r in engine
+    ], "scan reads the row cache alike"
 
 
 def _ties(scores: dict[str, float]) -> list[set[str]]:
@@ -157,8 +171,9 @@ def test_the_mirror_follows_every_write_and_delete_without_reloading(indexed: Me
     assert store.mirrors.current is None and indexed.search("deploy") == []
 
 
-def test_a_failed_write_drops_the_mirror_and_the_next_search_reloads_it(indexed: Memory,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_drops_the_mirror_and_the_next_search_reloads_it(
+    indexed: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = indexed.store
     store.mirror()
 
@@ -167,8 +182,19 @@ def test_a_failed_write_drops_the_mirror_and_the_next_search_reloads_it(indexed:
 
     monkeypatch.setattr(store.client, "upsert", broken)
     with pytest.raises(RuntimeError):
-        store.upsert([{"id": "x", "source": "memory/x.md", "heading": "", "heading_path": "", "content": "x",
-                       "dense": [0.0] * store.dim, "sparse": {1: 1.0}}])
+        store.upsert(
+            [
+                {
+                    "id": "x",
+                    "source": "memory/x.md",
+                    "heading": "",
+                    "heading_path": "",
+                    "content": "x",
+                    "dense": [0.0] * store.dim,
+                    "sparse": {1: 1.0},
+                }
+            ]
+        )
     assert store.mirrors.current is None
     monkeypatch.undo()
     _assert_same(store, indexed, QUERIES, 10)
@@ -222,7 +248,8 @@ def test_the_first_searches_go_through_pymilvus_while_the_mirror_loads(indexed: 
 
 
 def test_a_loader_that_outlives_close_never_reads_or_keeps_the_next_opening(
-        indexed: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    indexed: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A search starts the mirror loading in the background; the store is closed and opened again before
     the loader reads anything. The loader must read only its own (closed) engine and install nothing, and the
     new opening's collections stay loaded (a fresh-clone CI run once failed with "memsearch_windows is in
@@ -256,7 +283,8 @@ def test_a_loader_that_outlives_close_never_reads_or_keeps_the_next_opening(
 
 
 def test_two_threads_asking_the_engine_for_a_collection_first_get_the_same_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import milvus_lite.db
 
     store = MilvusStore(str(tmp_path / "index"), "memsearch", 4)

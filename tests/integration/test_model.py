@@ -22,11 +22,13 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 def test_vectors_are_normalised_and_related_text_scores_higher() -> None:
     embedder = FastEmbedEmbedder()
-    query, related, unrelated = embedder.embed([
-        "How long do cached entries live in Redis?",
-        "We use Redis for L1 cache with 5min TTL.",
-        "Priya wants guest checkout without an account by the end of March.",
-    ])
+    query, related, unrelated = embedder.embed(
+        [
+            "How long do cached entries live in Redis?",
+            "We use Redis for L1 cache with 5min TTL.",
+            "Priya wants guest checkout without an account by the end of March.",
+        ]
+    )
     assert embedder.dim == len(query) == 384
     assert abs(cosine(query, query) - 1) < 1e-3
     assert cosine(query, related) > cosine(query, unrelated) + 0.2
@@ -117,8 +119,13 @@ def test_nothing_is_fetched_from_any_host(tmp_path: Path) -> None:
         assert hits[0].heading == "Redis Caching", hits
         print("offline ok")
     """)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "HF_HOME": str(tmp_path / "hf"), "NO_PROXY": "*"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "HF_HOME": str(tmp_path / "hf"),
+        "NO_PROXY": "*",
+    }
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "offline ok" in result.stdout
@@ -127,15 +134,21 @@ def test_nothing_is_fetched_from_any_host(tmp_path: Path) -> None:
 
 def test_processes_starting_at_once_each_get_a_complete_model_folder(tmp_path: Path) -> None:
     """An editor and the CLI starting together with an empty cache: neither sees a half-built folder."""
-    script = ("from memsearch_lsp.core.embedding.onnx import bundled_model_dir\n"
-              "d = bundled_model_dir()\n"
-              "names = {'tokenizer.json', 'config.json', 'model.onnx', '.verified'}\n"
-              "assert names <= {p.name for p in d.iterdir()}, sorted(p.name for p in d.iterdir())\n"
-              "assert (d / 'tokenizer.json').stat().st_size > 100000\n"
-              "print(d)\n")
+    script = (
+        "from memsearch_lsp.core.embedding.onnx import bundled_model_dir\n"
+        "d = bundled_model_dir()\n"
+        "names = {'tokenizer.json', 'config.json', 'model.onnx', '.verified'}\n"
+        "assert names <= {p.name for p in d.iterdir()}, sorted(p.name for p in d.iterdir())\n"
+        "assert (d / 'tokenizer.json').stat().st_size > 100000\n"
+        "print(d)\n"
+    )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(4)
+    ]
     results = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), results
     assert len({out.strip() for out, _ in results}) == 1
@@ -165,8 +178,9 @@ def test_large_batches_do_not_keep_their_memory_after_embedding() -> None:
     assert embedder.embed(["load the model"])[0] == pytest.approx(embedder.embed(["load the model"])[0])
 
 
-def test_a_process_that_finds_the_folder_built_while_it_waited_uses_it(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_process_that_finds_the_folder_built_while_it_waited_uses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The race CI once lost: a process saw no folder, another put a complete one in place, and the first
     then replaced it (under a third that was loading it) or failed and fell back to the temp folder."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

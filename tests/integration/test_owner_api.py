@@ -11,8 +11,9 @@ from typing import Any
 
 from memsearch_lsp.config import load_config
 from memsearch_lsp.core.api import IndexApi, MemoryApi
-from memsearch_lsp.core.memory import Memory, index_settings_changed
+from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.workspace import index_settings_changed
 from tests.fakes import FakeEmbedder
 
 NOTE = "memory/2026-03-01.md"
@@ -83,15 +84,21 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
 
 
 def test_a_client_sends_its_changed_search_settings_and_keeps_the_owners_index_settings(
-        workspace: Path, make_memory) -> None:
+    workspace: Path, make_memory
+) -> None:
     owner = make_memory(workspace)
     with owner_and_client(workspace, owner) as client:
         query = "message broker decision"
         before = [(h.id, h.score) for h in client.search(query, top_k=5)]
         assert before == [(h.id, h.score) for h in owner.search(query, top_k=5)]
-        changed = client.config.merged({"search": {"vectorWeight": 0.0, "bm25Weight": 1.0, "topK": 4},
-                                        "memory": {"paths": ["journal"]}, "embedding": {"batchSize": 4},
-                                        "watch": {"debounceMs": 10}})
+        changed = client.config.merged(
+            {
+                "search": {"vectorWeight": 0.0, "bm25Weight": 1.0, "topK": 4},
+                "memory": {"paths": ["journal"]},
+                "embedding": {"batchSize": 4},
+                "watch": {"debounceMs": 10},
+            }
+        )
         assert index_settings_changed(client.config, changed) == ["memory.paths", "embedding.batch_size"]
         assert client.reconfigure(changed) is False  # nothing to re-index in a client
         assert client.config.memory == owner.config.memory and client.config.embedding == owner.config.embedding

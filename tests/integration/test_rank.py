@@ -82,8 +82,9 @@ def test_a_candidate_missing_from_a_leg_scores_zero_there_and_ties_are_determini
 
 
 def test_confidence_is_the_relative_gap_below_the_best_score() -> None:
-    assert confidence({"a": 0.8, "b": 0.6, "c": 0.5, "d": 0.5, "e": 0.5, "f": 0.4, "g": 0.1}) == \
-        pytest.approx((0.8 - 0.4) / 0.8)  # five places below the best
+    assert confidence({"a": 0.8, "b": 0.6, "c": 0.5, "d": 0.5, "e": 0.5, "f": 0.4, "g": 0.1}) == pytest.approx(
+        (0.8 - 0.4) / 0.8
+    )  # five places below the best
     assert confidence({"a": 0.5, "b": 0.25}) == pytest.approx(0.5)  # fewer: the last
     assert confidence({"a": 0.6, "b": 0.6, "c": 0.6}) == 0.0
     assert confidence({"a": 0.4}) == 0.0 and confidence({}) == 0.0
@@ -108,8 +109,13 @@ def test_a_sure_dense_leg_outweighs_bm25_and_a_flat_one_does_not() -> None:
 
 def test_pieces_of_a_split_section_share_its_best_score_and_whole_sections_keep_theirs() -> None:
     ranked = [("a1", 0.9), ("x", 0.6), ("y", 0.5), ("a2", 0.4), ("z", 0.45)]
-    section = {"a1": ("memory/d.md", "D > Long"), "a2": ("memory/d.md", "D > Long"),
-               "x": ("memory/d.md", "D > Other"), "y": ("memory/e.md", "E"), "z": ("memory/f.md", "F")}
+    section = {
+        "a1": ("memory/d.md", "D > Long"),
+        "a2": ("memory/d.md", "D > Long"),
+        "x": ("memory/d.md", "D > Other"),
+        "y": ("memory/e.md", "E"),
+        "z": ("memory/f.md", "F"),
+    }
     got = dict(share_sections(ranked, section))
     assert got["a1"] == pytest.approx(0.9) and got["x"] == 0.6 and got["y"] == 0.5  # best pieces keep theirs
     assert got["a2"] == pytest.approx((0.4 + SECTION_SHARE * 0.9) / (1 + SECTION_SHARE))
@@ -121,7 +127,8 @@ def test_pieces_of_a_split_section_share_its_best_score_and_whole_sections_keep_
 
 
 def test_search_shares_a_split_sections_best_score_with_its_pieces_only_with_minmax(
-        tmp_path: Path, make_memory) -> None:
+    tmp_path: Path, make_memory
+) -> None:
     mem = tmp_path / "memory"
     mem.mkdir()
     body = "\n".join(f"- note {i}: the garden shed needs a new roof before the winter storms" for i in range(30))
@@ -130,15 +137,20 @@ def test_search_shares_a_split_sections_best_score_with_its_pieces_only_with_min
     memory = make_memory(tmp_path)
     memory.index()
     store, query = memory.store, "roofer quoted euros garden"
-    pieces = [c.id for c in chunk_markdown((mem / "2026-01-05.md").read_text(), "memory/2026-01-05.md",
-                                           model=memory.embedder.model_name) if c.heading_path[-1:] == ("Shed",)]
+    pieces = [
+        c.id
+        for c in chunk_markdown(
+            (mem / "2026-01-05.md").read_text(), "memory/2026-01-05.md", model=memory.embedder.model_name
+        )
+        if c.heading_path[-1:] == ("Shed",)
+    ]
     assert len(pieces) > 1
     assert set(store.sections(pieces).values()) == {("memory/2026-01-05.md", "2026-01-05 > Shed")}
     dense = store.dense_leg(query_vector(memory.embedder, query), 30)
     plain = fuse(dense, store.sparse_leg(memory.df.query_vector(query), 30), "minmax", 0.3, 0.7)
     expected = share_sections(plain, store.sections([k for k, _ in plain]))
     hits = memory.search(query, top_k=10, ranker="minmax", vector_weight=0.3, bm25_weight=0.7)
-    assert [(h.id, h.score) for h in hits] == [(k, pytest.approx(v, abs=1e-6)) for k, v in expected[:len(hits)]]
+    assert [(h.id, h.score) for h in hits] == [(k, pytest.approx(v, abs=1e-6)) for k, v in expected[: len(hits)]]
     best = max(dict(plain)[p] for p in pieces)
     lifted = [p for p in pieces if dict(plain)[p] < best]
     assert lifted and all(dict(expected)[p] > dict(plain)[p] for p in lifted)
@@ -169,10 +181,9 @@ def test_windows_cover_the_text_and_respect_the_size() -> None:
     assert chunk.windows == windows(chunk.content)
 
 
-
-
 def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk(
-        tmp_path: Path, make_memory, embedder: FakeEmbedder) -> None:
+    tmp_path: Path, make_memory, embedder: FakeEmbedder
+) -> None:
     ws = long_workspace(tmp_path)
     memory = make_memory(ws)
     memory.index()
@@ -194,8 +205,9 @@ def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk
     assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
 
 
-def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(tmp_path: Path, make_memory,
-                                                                          embedder: FakeEmbedder) -> None:
+def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(
+    tmp_path: Path, make_memory, embedder: FakeEmbedder
+) -> None:
     ws = long_workspace(tmp_path)
     memory = make_memory(ws)
     memory.index()
@@ -214,8 +226,10 @@ def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(tmp_pa
     (ws / "memory" / "2026-02-05.md").unlink()
     memory.index()
     assert window_rows() == 0
-    assert memory.search("kangaroo paddock fence", top_k=3, vector_weight=1.0, bm25_weight=0.0)[0].source \
+    assert (
+        memory.search("kangaroo paddock fence", top_k=3, vector_weight=1.0, bm25_weight=0.0)[0].source
         != "memory/2026-02-05.md"
+    )
 
 
 # -- the learned fusion (the default) and the relevance floor --------------------------------------

@@ -111,10 +111,12 @@ def units(text: str, encoding: str) -> int:
     return len(text)
 
 
-@given(st.lists(st.text(max_size=30).map(lambda s: s.replace("\n", " ").replace("\r", " ")), min_size=1, max_size=5),
-       st.sampled_from(["utf-8", "utf-16", "utf-32"]), st.integers(min_value=1, max_value=50))
-def test_chunk_ranges_cover_whole_lines_in_every_position_encoding(rows: list[str], encoding: str,
-                                                                    start: int) -> None:
+@given(
+    st.lists(st.text(max_size=30).map(lambda s: s.replace("\n", " ").replace("\r", " ")), min_size=1, max_size=5),
+    st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+    st.integers(min_value=1, max_value=50),
+)
+def test_chunk_ranges_cover_whole_lines_in_every_position_encoding(rows: list[str], encoding: str, start: int) -> None:
     """Our ranges (convert.py), not pygls's codec: a chunk's range ends after its last character,
     counted in the negotiated unit, and a hit's range from the file's lines is the chunk's range."""
     codec = PositionCodec(encoding=types.PositionEncodingKind(encoding))
@@ -145,10 +147,14 @@ def test_secrets_are_never_logged_or_written_to_the_index(workspace: Path) -> No
     outputs = []
     for args in (["index", "--json"], ["status", "--json"], ["search", "redis", "--json"], ["-v", "index", "--force"]):
         verbose = args[0] == "-v"
-        command = [sys.executable, "-m", "memsearch_lsp", *args[verbose:]] if not verbose else \
-            [sys.executable, "-m", "memsearch_lsp", "-v", *args[1:]]
-        result = subprocess.run([*command, "--workspace", str(workspace)], capture_output=True, text=True,
-                                env=env, timeout=300)
+        command = (
+            [sys.executable, "-m", "memsearch_lsp", *args[verbose:]]
+            if not verbose
+            else [sys.executable, "-m", "memsearch_lsp", "-v", *args[1:]]
+        )
+        result = subprocess.run(
+            [*command, "--workspace", str(workspace)], capture_output=True, text=True, env=env, timeout=300
+        )
         assert result.returncode == 0, result.stderr
         outputs.append(result.stdout + result.stderr)
     assert not [o for o in outputs if secret in o or key in o]

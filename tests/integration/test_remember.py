@@ -22,8 +22,12 @@ def test_a_note_creates_todays_log_with_its_title_and_is_indexed(workspace: Path
     note = memory.remember("  We chose Postgres 16 for billing.\n")
     log = workspace / "memory" / "2026-12-03.md"
     assert log.read_text() == "# 2026-12-03\n\n## 09:05\n\nWe chose Postgres 16 for billing.\n"
-    assert (note.source, note.chunks[0].heading, note.chunks[0].start_line, note.chunks[-1].end_line) == \
-        ("memory/2026-12-03.md", "09:05", 3, 5)
+    assert (note.source, note.chunks[0].heading, note.chunks[0].start_line, note.chunks[-1].end_line) == (
+        "memory/2026-12-03.md",
+        "09:05",
+        3,
+        5,
+    )
     assert memory.expand(note.to_dict()["id"]).content == "## 09:05\n\nWe chose Postgres 16 for billing."
     assert memory.search("Postgres billing", top_k=1)[0].id == note.chunks[0].id
     assert note.stats.files_added == 1

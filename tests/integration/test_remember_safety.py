@@ -28,8 +28,10 @@ def cut_answer() -> str:
 def test_an_unclosed_fence_never_breaks_later_notes(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
     first = memory.remember(cut_answer(), now=NINE)
-    later = [memory.remember(f"note {n}: the orders consumer retries {n} times", now=NINE.replace(minute=10 + n))
-             for n in range(3)]
+    later = [
+        memory.remember(f"note {n}: the orders consumer retries {n} times", now=NINE.replace(minute=10 + n))
+        for n in range(3)
+    ]
     text = (workspace / LOG).read_text()
     assert open_fence(text) == ""
     for note in (first, *later):
@@ -70,8 +72,12 @@ def test_a_note_over_the_cap_is_refused_and_nothing_is_written(workspace: Path, 
 
 def test_a_full_log_continues_in_the_days_next_file(workspace: Path, make_memory) -> None:
     log = workspace / LOG
-    log.write_text("# 2026-12-03\n\n## 08:00\n\nearlier note about kafka\n\n" + ("filler line\n" * 20) +
-                   "## big\n\n" + ("y" * 80 + "\n") * ((MAX_FILE_BYTES - 4000) // 81))
+    log.write_text(
+        "# 2026-12-03\n\n## 08:00\n\nearlier note about kafka\n\n"
+        + ("filler line\n" * 20)
+        + "## big\n\n"
+        + ("y" * 80 + "\n") * ((MAX_FILE_BYTES - 4000) // 81)
+    )
     memory = make_memory(workspace)
     memory.index()
     note = memory.remember("z" * 60_000, now=NINE)
@@ -128,8 +134,9 @@ def test_a_long_term_fact_joins_an_existing_section_in_the_middle(workspace: Pat
     memory_md.write_text("# Memory\n\n## Team\n\n- Alice: backend\n- Bob: infra\n\n## Redis\n\nTTL 300 s\n")
     memory = make_memory(workspace)
     note = memory.remember("Carol: frontend", heading="Team", long_term=True, now=NINE)
-    assert memory_md.read_text() == ("# Memory\n\n## Team\n\n- Alice: backend\n- Bob: infra\n- Carol: frontend\n\n"
-                                     "## Redis\n\nTTL 300 s\n")
+    assert memory_md.read_text() == (
+        "# Memory\n\n## Team\n\n- Alice: backend\n- Bob: infra\n- Carol: frontend\n\n## Redis\n\nTTL 300 s\n"
+    )
     assert "Carol" in memory.expand(note.to_dict()["id"]).content
 
 

@@ -37,8 +37,9 @@ def test_a_forged_owner_record_never_deletes_a_file(workspace: Path, tmp_path: P
 
 # -- 8. the private socket folder ------------------------------------------------------------------
 @pytest.mark.parametrize("attack", ["world-writable", "other-owner"])
-def test_a_socket_folder_others_control_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   attack: str) -> None:
+def test_a_socket_folder_others_control_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attack: str
+) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     folder = tmp_path / f"memsearch-{os.getuid()}"
     folder.mkdir()
@@ -106,7 +107,8 @@ def test_a_workspace_file_cannot_send_data_or_read_outside(tmp_path: Path, caplo
     (ws / ".memsearch.toml").write_text(
         '[compact]\nbase_url = "https://evil.example/v1"\napi_key_env = "GITHUB_TOKEN"\n'
         'prompt_file = "/etc/passwd"\nmodel = "their-model"\n'
-        '[milvus]\nuri = "/tmp/elsewhere/x.db"\ntoken = "t"\n[search]\ntop_k = 9\n')
+        '[milvus]\nuri = "/tmp/elsewhere/x.db"\ntoken = "t"\n[search]\ntop_k = 9\n'
+    )
     with caplog.at_level(logging.WARNING):
         config = load_config(ws, env={})
         load_config(ws, env={})  # loaded again (a settings change): no second warning
@@ -133,8 +135,10 @@ def test_a_workspace_file_cannot_send_data_or_read_outside(tmp_path: Path, caplo
     user = user_config_path()
     assert user == Path(os.environ["XDG_CONFIG_HOME"]) / "memsearch-lsp" / "config.toml"
     user.parent.mkdir(parents=True, exist_ok=True)
-    user.write_text('[compact]\nbase_url = "http://127.0.0.1:9/v1"\nprompt_file = "/etc/hostname"\n'
-                    '[milvus]\nuri = "http://127.0.0.1:19530"\n')
+    user.write_text(
+        '[compact]\nbase_url = "http://127.0.0.1:9/v1"\nprompt_file = "/etc/hostname"\n'
+        '[milvus]\nuri = "http://127.0.0.1:19530"\n'
+    )
     config = load_config(ws, env={})
     assert config.compact.base_url == "http://127.0.0.1:9/v1" and config.compact.prompt_file == "/etc/hostname"
     assert config.milvus.uri == "http://127.0.0.1:19530"
@@ -166,8 +170,9 @@ def test_bad_names_long_paths_and_huge_files_are_skipped(workspace: Path, make_m
     assert memory.index().changed is False
 
 
-def test_the_filesystem_root_and_the_home_folder_are_never_walked(workspace: Path, tmp_path: Path, make_memory,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_filesystem_root_and_the_home_folder_are_never_walked(
+    workspace: Path, tmp_path: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     (home / "notes").mkdir(parents=True)
     (home / "notes" / "diary.md").write_text("# Diary\n\nprivate\n")
@@ -206,8 +211,9 @@ def edit_half(workspace: Path) -> None:
             path.write_text(path.read_text().replace("\n\n", "\n\nedited wallaby text\n\n", 1))
 
 
-def test_bm25_statistics_match_a_clean_build_after_a_crash(workspace: Path, tmp_path: Path, make_memory,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bm25_statistics_match_a_clean_build_after_a_crash(
+    workspace: Path, tmp_path: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = make_memory(workspace)
     first.index()
     first.close()
@@ -235,14 +241,18 @@ def test_bm25_statistics_match_a_clean_build_after_a_crash(workspace: Path, tmp_
     clean.index()
     assert (again.df.docs, dict(again.df.df)) == (clean.df.docs, dict(clean.df.df))
     query = "edited wallaby redis cache"
-    assert [(h.id, round(h.score, 5)) for h in again.search(query, vector_weight=0.0, top_k=5)] == \
-        [(h.id, round(h.score, 5)) for h in clean.search(query, vector_weight=0.0, top_k=5)]
+    assert [(h.id, round(h.score, 5)) for h in again.search(query, vector_weight=0.0, top_k=5)] == [
+        (h.id, round(h.score, 5)) for h in clean.search(query, vector_weight=0.0, top_k=5)
+    ]
 
 
-@pytest.mark.parametrize("garbage", ["[]", '{"analyzer": 1}', '{"analyzer": "words-lower-snowball-en-v1", '
-                                     '"docs": 37, "df": "x"}', "\x00\xff"])
-def test_garbage_bm25_statistics_are_rebuilt_with_one_warning(workspace: Path, make_memory, garbage: str,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "garbage",
+    ["[]", '{"analyzer": 1}', '{"analyzer": "words-lower-snowball-en-v1", "docs": 37, "df": "x"}', "\x00\xff"],
+)
+def test_garbage_bm25_statistics_are_rebuilt_with_one_warning(
+    workspace: Path, make_memory, garbage: str, caplog: pytest.LogCaptureFixture
+) -> None:
     first = make_memory(workspace)
     first.index()
     expected = (first.df.docs, dict(first.df.df))

@@ -69,7 +69,8 @@ def test_an_index_folder_of_another_user_is_refused(workspace: Path, make_memory
 
 # -- 2. .memsearch must be a real folder; reset deletes only a signed index ------------------------
 def test_a_linked_index_folder_is_refused_and_reset_deletes_nothing_outside(
-        workspace: Path, tmp_path: Path, make_memory: Callable[..., Memory]) -> None:
+    workspace: Path, tmp_path: Path, make_memory: Callable[..., Memory]
+) -> None:
     outside = tmp_path / "outside"
     (outside / "milvus.db" / "data").mkdir(parents=True)
     (outside / "milvus.db" / "data" / "thesis.tex").write_text("years of work")
@@ -104,8 +105,9 @@ def test_private_folder_never_follows_a_link_or_takes_a_file(tmp_path: Path) -> 
     assert stat.S_IMODE(made.lstat().st_mode) == 0o700
 
 
-def test_reset_deletes_only_an_index_that_carries_the_marker(workspace: Path,
-                                                             make_memory: Callable[..., Memory]) -> None:
+def test_reset_deletes_only_an_index_that_carries_the_marker(
+    workspace: Path, make_memory: Callable[..., Memory]
+) -> None:
     memory = make_memory(workspace)
     memory.index()
     db = Path(memory.uri)
@@ -126,7 +128,8 @@ def test_reset_deletes_only_an_index_that_carries_the_marker(workspace: Path,
 
 
 def test_an_index_built_before_the_marker_is_signed_when_opened_then_reset(
-        workspace: Path, make_memory: Callable[..., Memory]) -> None:
+    workspace: Path, make_memory: Callable[..., Memory]
+) -> None:
     memory = make_memory(workspace)
     total = memory.index().chunks_total
     memory.close()
@@ -162,8 +165,9 @@ def test_init_through_a_memory_link_outside_creates_nothing(tmp_path: Path) -> N
 
 
 # -- 4. the OpenAI summariser is the user's choice only --------------------------------------------
-def test_a_workspace_file_cannot_turn_on_the_openai_summarizer(tmp_path: Path,
-                                                                caplog: pytest.LogCaptureFixture) -> None:
+def test_a_workspace_file_cannot_turn_on_the_openai_summarizer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     ws = tmp_path / "cloned"
     ws.mkdir()
     (ws / ".memsearch.toml").write_text('[compact]\nsummarizer = "openai"\nolder_than_days = 3\n')
@@ -194,8 +198,9 @@ class BadEndpoint(EmbeddingServer):
         status, data, headers = super().reply(body, step)
         if status == 200 and self.mode in ("nan", "zero"):
             for item in data["data"]:
-                item["embedding"] = [float("nan")] * len(item["embedding"]) if self.mode == "nan" else \
-                    [0.0] * len(item["embedding"])
+                item["embedding"] = (
+                    [float("nan")] * len(item["embedding"]) if self.mode == "nan" else [0.0] * len(item["embedding"])
+                )
         if status == 200 and self.mode == "huge":
             data["padding"] = "x" * (max_response_bytes(len(body["input"])) + 1)
         return status, data, headers
@@ -209,8 +214,7 @@ def bad() -> Iterator[BadEndpoint]:
 
 
 @pytest.mark.parametrize("mode", ["nan", "zero"])
-def test_non_finite_and_zero_vectors_are_refused_and_never_cached(bad: BadEndpoint, workspace: Path,
-                                                                   mode: str) -> None:
+def test_non_finite_and_zero_vectors_are_refused_and_never_cached(bad: BadEndpoint, workspace: Path, mode: str) -> None:
     settings = {"provider": "openai", "base_url": bad.url, "model": "fake-a", "api_key_env": ""}
     with Memory(workspace, embedding=settings) as memory:
         memory.embedder.embed(["dimension probe"])  # learn the dimension from a good answer
@@ -225,14 +229,16 @@ def test_non_finite_and_zero_vectors_are_refused_and_never_cached(bad: BadEndpoi
 
 
 def test_a_huge_or_malformed_answer_is_refused_naming_the_endpoint(bad: BadEndpoint, workspace: Path) -> None:
-    settings = {"provider": "openai", "base_url": bad.url, "model": "fake-a", "api_key_env": "",
-                "max_retries": 0}
+    settings = {"provider": "openai", "base_url": bad.url, "model": "fake-a", "api_key_env": "", "max_retries": 0}
     with Memory(workspace, embedding=settings) as memory:
         bad.mode = "huge"
         with pytest.raises(EmbeddingError, match=f"{bad.url}/embeddings sent .* bytes .* more than"):
             memory.embedder.embed(["one text"])
-        for garbage, why in ((b"{not json", "not an embeddings list"), (b'{"data": 3}', "not an embeddings list"),
-                             (b'{"data": [{"index": 0, "embedding": ["a"]}]}', "not a list of numbers")):
+        for garbage, why in (
+            (b"{not json", "not an embeddings list"),
+            (b'{"data": 3}', "not an embeddings list"),
+            (b'{"data": [{"index": 0, "embedding": ["a"]}]}', "not a list of numbers"),
+        ):
             with pytest.raises(EmbeddingError, match=f"{bad.url}/embeddings.*{why}"):
                 memory.embedder._vectors(garbage, 1)  # type: ignore[attr-defined]
 
@@ -249,7 +255,8 @@ def _broken_aside(workspace: Path) -> list[str]:
 
 
 def test_a_renamed_engine_internal_stops_with_one_message_and_moves_nothing(
-        workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from milvus_lite.db import MilvusLite
 
     first = make_memory(workspace)
@@ -269,8 +276,9 @@ def test_a_renamed_engine_internal_stops_with_one_message_and_moves_nothing(
     assert tree_digest(db / "collections") == before, "the index is left as it is"
 
 
-def test_drift_in_a_write_is_reported_as_drift(workspace: Path, make_memory: Callable[..., Memory],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_drift_in_a_write_is_reported_as_drift(
+    workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from milvus_lite.engine.collection import Collection
 
     memory = make_memory(workspace)
@@ -287,7 +295,8 @@ def test_drift_in_a_write_is_reported_as_drift(workspace: Path, make_memory: Cal
 
 
 def test_an_unexpected_engine_error_is_not_taken_for_corruption(
-        workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from milvus_lite.db import MilvusLite
 
     first = make_memory(workspace)
@@ -304,9 +313,12 @@ def test_an_unexpected_engine_error_is_not_taken_for_corruption(
     assert _broken_aside(workspace) == []
 
 
-def test_the_columnar_flush_fallback_is_logged_once(workspace: Path, make_memory: Callable[..., Memory],
-                                                    monkeypatch: pytest.MonkeyPatch,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_the_columnar_flush_fallback_is_logged_once(
+    workspace: Path,
+    make_memory: Callable[..., Memory],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def moved(*args: Any) -> Any:
         raise AttributeError("'MemTable' object has no attribute '_insert_batches'")
 
@@ -324,8 +336,9 @@ def test_the_columnar_flush_fallback_is_logged_once(workspace: Path, make_memory
     assert memory.search("Another note", vector_weight=0.0)[0].source == "memory/more.md"
 
 
-def test_an_untested_milvus_lite_is_named_once(monkeypatch: pytest.MonkeyPatch,
-                                                caplog: pytest.LogCaptureFixture) -> None:
+def test_an_untested_milvus_lite_is_named_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(lite, "engine_version", lambda: "3.3.0")
     lite.check_engine.cache_clear()
     try:

@@ -23,8 +23,16 @@ from memsearch_lsp.core.store.milvus import MilvusStore
 from tests.fakes import FakeEmbedder
 from tests.helpers import LONG, ROOT, through_the_engine
 
-QUERIES = ["deploy", "kangaroo paddock fence ranger", "database migration rollback", "budget spreadsheet finance",
-           "koala wombat zoo", "error", "quarterly review", "platypus certificates"]
+QUERIES = [
+    "deploy",
+    "kangaroo paddock fence ranger",
+    "database migration rollback",
+    "budget spreadsheet finance",
+    "koala wombat zoo",
+    "error",
+    "quarterly review",
+    "platypus certificates",
+]
 
 
 @pytest.fixture
@@ -36,8 +44,13 @@ def indexed(workspace: Path, make_memory: Callable[..., Memory]) -> Memory:
 
 
 def _results(memory: Memory) -> list[list[Any]]:
-    return [[(h.id, h.source, h.heading, h.start_line, h.end_line, h.snippet, round(h.score, 6))
-             for h in memory.search(q, top_k=10)] for q in QUERIES]
+    return [
+        [
+            (h.id, h.source, h.heading, h.start_line, h.end_line, h.snippet, round(h.score, 6))
+            for h in memory.search(q, top_k=10)
+        ]
+        for q in QUERIES
+    ]
 
 
 def _from_the_engine(workspace: Path) -> list[list[Any]]:
@@ -46,17 +59,20 @@ def _from_the_engine(workspace: Path) -> list[list[Any]]:
 
 
 def _state(mirror: Any) -> dict[str, Any]:
-    live = mirror.chunks.live[:mirror.chunks.n]
+    live = mirror.chunks.live[: mirror.chunks.n]
     slots = {k: s for k, s in mirror.chunks.slot.items()}
-    return {"rows": {k: mirror.row(k) for k in mirror.rows}, "live": int(live.sum()),
-            "vecs": {k: mirror.chunks.vecs[s].tolist() for k, s in slots.items()},
-            "terms": {k: (mirror.terms[s].tolist(), mirror.weights[s].tolist()) for k, s in slots.items()},
-            "windows": {k: (mirror.owner[s], mirror.windows.vecs[s].tolist())
-                        for k, s in mirror.windows.slot.items()}}
+    return {
+        "rows": {k: mirror.row(k) for k in mirror.rows},
+        "live": int(live.sum()),
+        "vecs": {k: mirror.chunks.vecs[s].tolist() for k, s in slots.items()},
+        "terms": {k: (mirror.terms[s].tolist(), mirror.weights[s].tolist()) for k, s in slots.items()},
+        "windows": {k: (mirror.owner[s], mirror.windows.vecs[s].tolist()) for k, s in mirror.windows.slot.items()},
+    }
 
 
-def test_a_reopened_index_reads_its_mirror_from_disk_equal_to_the_store(indexed: Memory,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reopened_index_reads_its_mirror_from_disk_equal_to_the_store(
+    indexed: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     indexed.index_text("memory/2026-02-20.md", "# 2026-02-20\n\n## Ops\n\nrotated the platypus certificates\n")
     indexed.remove("memory/MEMORY.md")  # deleted slots are saved as such
     store = indexed.store
@@ -65,6 +81,7 @@ def test_a_reopened_index_reads_its_mirror_from_disk_equal_to_the_store(indexed:
 
     again = Memory(indexed.root, embedder=FakeEmbedder())
     try:
+
         def no_engine_read(*args: object, **kwargs: object) -> Any:
             raise AssertionError("read the engine although the saved mirror is valid")
 
@@ -86,8 +103,9 @@ def test_a_reopened_index_reads_its_mirror_from_disk_equal_to_the_store(indexed:
     assert after == _from_the_engine(indexed.root)
 
 
-def test_the_first_search_after_a_full_index_finds_the_mirror_loaded(workspace: Path,
-                                                                     make_memory: Callable[..., Memory]) -> None:
+def test_the_first_search_after_a_full_index_finds_the_mirror_loaded(
+    workspace: Path, make_memory: Callable[..., Memory]
+) -> None:
     memory = make_memory(workspace)
     memory.index()
     store = memory.store
@@ -96,8 +114,9 @@ def test_the_first_search_after_a_full_index_finds_the_mirror_loaded(workspace: 
     assert (Path(store.uri) / snapshot.FOLDER / snapshot.META).is_file(), "saved after the full index"
 
 
-def test_a_saved_mirror_of_another_layout_or_damaged_is_not_read(indexed: Memory,
-                                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_a_saved_mirror_of_another_layout_or_damaged_is_not_read(
+    indexed: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
     store = indexed.store
     want = _results(indexed)
     indexed.close()
@@ -152,14 +171,16 @@ os.kill(os.getpid(), signal.SIGKILL)  # after the store write, before the save
 
 @pytest.mark.parametrize("when", ["after-write", "during-save"])
 def test_a_process_killed_between_the_store_write_and_the_save_never_serves_stale_rows(
-        indexed: Memory, when: str) -> None:
+    indexed: Memory, when: str
+) -> None:
     before = _results(indexed)
     meta = Path(indexed.store.uri) / snapshot.FOLDER / snapshot.META
     indexed.close()
     assert meta.is_file()
     code = textwrap.dedent(CHILD).format(root=str(ROOT))
-    child = subprocess.run([sys.executable, "-c", code, str(indexed.root), when], cwd=ROOT, capture_output=True,
-                           text=True, timeout=120)
+    child = subprocess.run(
+        [sys.executable, "-c", code, str(indexed.root), when], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert not meta.exists(), "the saved copy was invalidated before the store changed"
 

@@ -29,7 +29,7 @@ def own_socket_inodes() -> set[str]:
         except OSError:
             continue
         if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
+            inodes.add(target[len("socket:[") : -1])
     return inodes
 
 
@@ -88,7 +88,8 @@ assert pyarrow.table({"a": [1, 2]}).to_pandas()["a"].sum() == 3, "pandas stays u
 
 
 def test_the_memtable_flush_builds_the_rows_column_wise_as_milvus_lite_would(
-        tmp_path: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from milvus_lite.storage.memtable import MemTable
 
     (tmp_path / "memory").mkdir()
@@ -120,8 +121,9 @@ def test_the_memtable_flush_builds_the_rows_column_wise_as_milvus_lite_would(
 
 
 def test_a_local_index_needs_neither_pymilvus_nor_grpc_nor_pandas(workspace: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", _LOCAL_ONLY, str(workspace)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOCAL_ONLY, str(workspace)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", f"imported {done.stdout.strip()}"
 
@@ -140,8 +142,7 @@ for path in sys.argv[1:]:
 def _as_nobody() -> list[str] | None:
     if os.geteuid() != 0:
         return None
-    for tool in (["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"],
-                 ["runuser", "-u", "nobody", "--"]):
+    for tool in (["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"], ["runuser", "-u", "nobody", "--"]):
         if shutil.which(tool[0]) and subprocess.run([*tool, "true"], capture_output=True).returncode == 0:
             return tool
     return None
@@ -157,8 +158,13 @@ def test_another_user_cannot_read_the_index(workspace: Path, make_memory: Callab
     memory.index()
     index = Path(memory.uri)
     python = os.path.realpath(sys.executable)
-    probe = subprocess.run([*prefix, python, "-I", "-c", _PROBE, str(index), str(index / "collections")],
-                           capture_output=True, text=True, cwd="/", timeout=60)
+    probe = subprocess.run(
+        [*prefix, python, "-I", "-c", _PROBE, str(index), str(index / "collections")],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=60,
+    )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == "", f"nobody listed {probe.stdout.strip()}"
     assert probe.stderr.count("PermissionError") == 2  # refused for lack of rights, not for lack of files
@@ -166,7 +172,8 @@ def test_another_user_cannot_read_the_index(workspace: Path, make_memory: Callab
 
 
 def test_an_index_built_with_the_cosine_metric_is_reindexed_in_place(
-        workspace: Path, make_memory: Callable[..., Memory]) -> None:
+    workspace: Path, make_memory: Callable[..., Memory]
+) -> None:
     memory = make_memory(workspace)
     memory.index()
     store = memory.store
@@ -196,7 +203,8 @@ def milvus_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_index_and_search_against_a_separate_milvus_server(
-        workspace: Path, make_memory: Callable[..., Memory], milvus_server: str) -> None:
+    workspace: Path, make_memory: Callable[..., Memory], milvus_server: str
+) -> None:
     memory = make_memory(workspace, milvus_uri=milvus_server)
     stats = memory.index()
     assert stats.chunks_total > 0 and stats.chunks_embedded == stats.chunks_total

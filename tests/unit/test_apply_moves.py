@@ -12,23 +12,23 @@ apply_moves = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(apply_moves)
 MOVES = apply_moves.read_table(ROOT / "docs" / "moves-issue-30.txt")
 
-OLD = '''from memsearch_lsp.core import clock, compact, lite
+OLD = """from memsearch_lsp.core import clock, compact, lite
 from memsearch_lsp.core.embed_openai import OpenAIEmbedder
 from memsearch_lsp.core.embed import create_embedder
 import memsearch_lsp.core.mirror as mirror_module
 monkeypatch.setattr("memsearch_lsp.core.compact.create_summarizer", fake)
-'''
-NEW = '''from memsearch_lsp.core import clock
+"""
+NEW = """from memsearch_lsp.core import clock
 from memsearch_lsp.core.compact import plan as compact
 from memsearch_lsp.core.store import lite
 from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 from memsearch_lsp.core.embedding.onnx import create_embedder
 import memsearch_lsp.core.store.mirror as mirror_module
 monkeypatch.setattr("memsearch_lsp.core.compact.plan.create_summarizer", fake)
-'''
-SPLIT_OFF = '''from memsearch_lsp.core.store.schema import sparse_arrays
+"""
+SPLIT_OFF = """from memsearch_lsp.core.store.schema import sparse_arrays
 from memsearch_lsp.core.compact.types import CompactionPlan
-'''
+"""
 
 
 def test_old_imports_and_dotted_names_are_rewritten_once() -> None:

@@ -82,12 +82,14 @@ def test_journal_lines_of_an_older_table_are_skipped(table: DfTable, monkeypatch
     reloaded(table)
 
 
-def test_a_journal_that_does_not_fit_its_table_is_recounted(table: DfTable,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_a_journal_that_does_not_fit_its_table_is_recounted(table: DfTable, caplog: pytest.LogCaptureFixture) -> None:
     assert table.path is not None and table.journal is not None
     generation = json.loads(table.path.read_text())["journal"]
-    for bad in (json.dumps({"journal": generation, "docs": -1000, "df": {}}),
-                json.dumps({"journal": generation, "docs": 0, "df": {"123456": -1}}), "{not json"):
+    for bad in (
+        json.dumps({"journal": generation, "docs": -1000, "df": {}}),
+        json.dumps({"journal": generation, "docs": 0, "df": {"123456": -1}}),
+        "{not json",
+    ):
         table.journal.write_text(bad + "\n")
         with caplog.at_level(logging.WARNING):
             assert not DfTable(table.path).load(table.docs)

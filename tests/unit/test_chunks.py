@@ -67,7 +67,9 @@ def test_long_section_splits_at_blank_lines_and_keeps_fences_whole() -> None:
 def test_crlf_and_missing_final_newline() -> None:
     chunks = chunk_markdown("# A\r\none\r\n# B\rtwo", "x.md")
     assert [(c.heading, c.start_line, c.end_line, c.content) for c in chunks] == [
-        ("A", 1, 2, "# A\none"), ("B", 3, 4, "# B\ntwo")]
+        ("A", 1, 2, "# A\none"),
+        ("B", 3, 4, "# B\ntwo"),
+    ]
 
 
 def test_log_date() -> None:
@@ -79,8 +81,14 @@ def test_log_date() -> None:
 line = st.one_of(
     st.from_regex(r"#{1,6} [A-Za-z0-9 ]{1,20}", fullmatch=True),
     st.from_regex(r"[A-Za-z0-9 ,.]{1,60}", fullmatch=True),
-    st.just(""), st.just("```"), st.just("# inside maybe"), st.just("---"), st.just("==="),
-    st.just("- item"), st.just("> quote"), st.text(max_size=30).map(lambda s: s.replace("\r", "")),
+    st.just(""),
+    st.just("```"),
+    st.just("# inside maybe"),
+    st.just("---"),
+    st.just("==="),
+    st.just("- item"),
+    st.just("> quote"),
+    st.text(max_size=30).map(lambda s: s.replace("\r", "")),
 )
 docs = st.lists(line, max_size=60).map(lambda ls: "\n".join(ls) + "\n")
 
@@ -113,7 +121,7 @@ def test_chunks_never_overlap_and_cover_every_nonblank_line(text: str) -> None:
     covered: list[int] = []
     for c in chunks:
         assert 1 <= c.start_line <= c.end_line <= len(lines)
-        assert c.content == "\n".join(lines[c.start_line - 1:c.end_line])
+        assert c.content == "\n".join(lines[c.start_line - 1 : c.end_line])
         covered.extend(range(c.start_line, c.end_line + 1))
     assert len(covered) == len(set(covered)), "chunks overlap"
     assert covered == sorted(covered)
@@ -134,8 +142,11 @@ def test_every_top_level_atx_heading_starts_a_chunk_and_fenced_hashes_never_do(t
         if c.level > 0 and c.start_line == min(x.start_line for x in chunks if x.heading_path == c.heading_path):
             assert (c.start_line - 1) not in fenced, f"a line inside a fence started chunk {c.start_line}"
     for i, t in enumerate(lines):
-        if re.fullmatch(r"#{1,6} [A-Za-z0-9 ]*[A-Za-z0-9][A-Za-z0-9 ]*", t) and i not in fenced \
-                and i >= _front_matter_rows(lines):
+        if (
+            re.fullmatch(r"#{1,6} [A-Za-z0-9 ]*[A-Za-z0-9][A-Za-z0-9 ]*", t)
+            and i not in fenced
+            and i >= _front_matter_rows(lines)
+        ):
             assert (i + 1) in starts, f"heading on line {i + 1} does not start a chunk"
 
 

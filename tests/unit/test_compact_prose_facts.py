@@ -15,51 +15,57 @@ def _log(day: str, text: str) -> LogText:
     return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
 
 
-@pytest.mark.parametrize(("sentence", "kind"), [
-    # decisions and commitments without the word "decided"
-    ("Let's go with Caddy for the reverse proxy.", "decision"),
-    ("We'll keep the cron job on the old host for the time being.", "decision"),
-    ("Postgres it is, then.", "decision"),
-    ("From now on every release branch is cut on a Tuesday.", "decision"),
-    # switches
-    ("Swapped the logger from winston over to pino.", "decision"),
-    ("The nightly export changed from CSV to Parquet.", "decision"),
-    # a person's wishes and rules
-    ("Hannah would like the changelog updated on every merge.", "preference"),
-    ("I'd prefer that we don't vendor the payment SDK.", "preference"),
-    ("Can we please stop force-pushing to shared branches.", "preference"),
-    ("Dmitri asked that nobody merges without a second review.", "preference"),
-    # deadlines in words
-    ("The certificate rotation has to be done by Thursday.", "todo"),
-    ("Invoices go out before the end of the month.", "date"),
-    ("The search rewrite slipped to next sprint.", "date"),
-    ("The board meets on March 3rd.", "date"),
-    # causes
-    ("The outage was due to an expired TLS certificate.", "cause"),
-    ("The cache wasn't thread-safe, so two workers wrote the same key.", "cause"),
-    ("The spike came from a retry storm in the mobile client.", "cause"),
-    # fixes
-    ("Resolved by raising the inotify watch limit on the build hosts.", "fix"),
-    ("The fix was to pin the base image by digest.", "fix"),
-    ("Sorted it out by clearing the npm cache on the runner.", "fix"),
-    # limits, with the number in digits or in words
-    ("Uploads may be no more than 25 MB each.", "limit"),
-    ("A webhook gets no more than three retries.", "limit"),
-    # a major version without a dot
-    ("The kiosks still run Android 11.", "version"),
-])
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # decisions and commitments without the word "decided"
+        ("Let's go with Caddy for the reverse proxy.", "decision"),
+        ("We'll keep the cron job on the old host for the time being.", "decision"),
+        ("Postgres it is, then.", "decision"),
+        ("From now on every release branch is cut on a Tuesday.", "decision"),
+        # switches
+        ("Swapped the logger from winston over to pino.", "decision"),
+        ("The nightly export changed from CSV to Parquet.", "decision"),
+        # a person's wishes and rules
+        ("Hannah would like the changelog updated on every merge.", "preference"),
+        ("I'd prefer that we don't vendor the payment SDK.", "preference"),
+        ("Can we please stop force-pushing to shared branches.", "preference"),
+        ("Dmitri asked that nobody merges without a second review.", "preference"),
+        # deadlines in words
+        ("The certificate rotation has to be done by Thursday.", "todo"),
+        ("Invoices go out before the end of the month.", "date"),
+        ("The search rewrite slipped to next sprint.", "date"),
+        ("The board meets on March 3rd.", "date"),
+        # causes
+        ("The outage was due to an expired TLS certificate.", "cause"),
+        ("The cache wasn't thread-safe, so two workers wrote the same key.", "cause"),
+        ("The spike came from a retry storm in the mobile client.", "cause"),
+        # fixes
+        ("Resolved by raising the inotify watch limit on the build hosts.", "fix"),
+        ("The fix was to pin the base image by digest.", "fix"),
+        ("Sorted it out by clearing the npm cache on the runner.", "fix"),
+        # limits, with the number in digits or in words
+        ("Uploads may be no more than 25 MB each.", "limit"),
+        ("A webhook gets no more than three retries.", "limit"),
+        # a major version without a dot
+        ("The kiosks still run Android 11.", "version"),
+    ],
+)
 def test_prose_facts_are_found_by_content(sentence: str, kind: str) -> None:
     facts = classify(sentence)
     assert kind in facts.kinds, (sentence, facts)
     assert facts.factual and facts.score >= 2.5, (sentence, facts)
 
 
-@pytest.mark.parametrize("noise", [
-    "Let's see what the logs say.",
-    "Let me try the other branch first.",
-    "Read `src/app.ts` and `src/router.ts`.",
-    "then 5 min.",
-])
+@pytest.mark.parametrize(
+    "noise",
+    [
+        "Let's see what the logs say.",
+        "Let me try the other branch first.",
+        "Read `src/app.ts` and `src/router.ts`.",
+        "then 5 min.",
+    ],
+)
 def test_narration_and_fragments_stay_noise(noise: str) -> None:
     facts = classify(noise)
     assert facts.noise and (not facts.factual or facts.score < 2.5), (noise, facts)
@@ -71,12 +77,16 @@ def test_a_measurement_is_not_a_version() -> None:
 
 
 def test_a_named_wish_weighs_more_than_the_same_words_without_a_person() -> None:
-    assert classify("Ruth wants a smoke test on every deploy.").score > \
-        classify("a smoke test on every deploy, wanted.").score
+    assert (
+        classify("Ruth wants a smoke test on every deploy.").score
+        > classify("a smoke test on every deploy, wanted.").score
+    )
 
 
 def test_prose_decisions_and_wishes_beat_narration_under_a_tight_budget() -> None:
-    log = _log("2026-08-03", """# 2026-08-03
+    log = _log(
+        "2026-08-03",
+        """# 2026-08-03
 
 ## 09:05 — kickoff
 
@@ -94,7 +104,8 @@ Let's go with Caddy, the automatic certificates save us a cron job.
 ## 16:30
 
 Wrapping up, see you tomorrow.
-""")
+""",
+    )
     text = choose(parse_log(log), budget=300)
     assert "Let's go with Caddy" in text
     assert "Hannah would like the proxy config reviewed" in text
@@ -102,14 +113,17 @@ Wrapping up, see you tomorrow.
 
 
 def test_a_dead_end_sinks_its_own_sentence_not_the_rest_of_the_paragraph() -> None:
-    log = _log("2026-08-04", """# 2026-08-04
+    log = _log(
+        "2026-08-04",
+        """# 2026-08-04
 
 ## Queue
 
 We settled on a single FIFO queue per tenant, because ordering matters more than throughput here.
 Mira from the platform team will add the `tenant_id` partition key to the producer.
 I also tried sharding by region for a while, but it didn't help at all.
-""")
+""",
+    )
     text = choose(parse_log(log), budget=260)
     assert "single FIFO queue per tenant" in text
     assert "Mira from the platform team will add the `tenant_id` partition key" in text
@@ -117,7 +131,9 @@ I also tried sharding by region for a while, but it didn't help at all.
 
 
 def test_titled_time_stamped_notes_share_the_days_link() -> None:
-    log = _log("2026-08-05", """# 2026-08-05
+    log = _log(
+        "2026-08-05",
+        """# 2026-08-05
 
 ## 09:10 — cache
 
@@ -126,7 +142,8 @@ def test_titled_time_stamped_notes_share_the_days_link() -> None:
 ## 13:45 — storage
 
 - Object storage moved from MinIO to S3 in eu-west-1.
-""")
+""",
+    )
     text = choose(parse_log(log), budget=400)
     assert text.startswith("## Notes\n")
     assert text.count("From [2026-08-05]") == 1
@@ -134,7 +151,9 @@ def test_titled_time_stamped_notes_share_the_days_link() -> None:
 
 
 def test_a_sentence_said_again_inside_a_longer_one_is_kept_once() -> None:
-    log = _log("2026-08-06", """# 2026-08-06
+    log = _log(
+        "2026-08-06",
+        """# 2026-08-06
 
 ## Search
 
@@ -143,7 +162,8 @@ def test_a_sentence_said_again_inside_a_longer_one_is_kept_once() -> None:
 ## Evening
 
 - Checked again: the search page p95 is 340 ms with the new index, 410 ms at peak.
-""")
+""",
+    )
     text = choose(parse_log(log), budget=2000)  # room for both: the repeat still goes
     assert "410 ms at peak" in text
     assert text.lower().count("the search page p95 is 340 ms") == 1

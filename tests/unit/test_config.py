@@ -11,21 +11,27 @@ from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_c
 
 def test_precedence(tmp_path: Path) -> None:
     (tmp_path / ".memsearch.toml").write_text('[search]\ntop_k = 5\nvector_weight = 0.5\n[memory]\npaths = ["notes"]\n')
-    config = load_config(tmp_path, {"search": {"vectorWeight": 0.6}},
-                         env={"MEMSEARCH_SEARCH_TOP_K": "7", "MEMSEARCH_WATCH_DEBOUNCE_MS": "100"})
+    config = load_config(
+        tmp_path,
+        {"search": {"vectorWeight": 0.6}},
+        env={"MEMSEARCH_SEARCH_TOP_K": "7", "MEMSEARCH_WATCH_DEBOUNCE_MS": "100"},
+    )
     assert (config.search.top_k, config.search.vector_weight) == (7, 0.6)
     assert config.memory.paths == ("notes",) and config.watch.debounce_ms == 100
     assert config.search.bm25_weight == Config().search.bm25_weight
 
 
-@pytest.mark.parametrize(("toml", "needle"), [
-    ("[search]\nbogus = 1\n", "search.bogus"),
-    ("[search]\ntop_k = 'three'\n", "search.top_k"),
-    ("[search]\nvector_weight = 1.5\n", "search.vector_weight"),
-    ("[search]\nranker = 'magic'\n", "search.ranker"),
-    ("[nonsense]\nx = 1\n", "nonsense"),
-    ("[search\n", ".memsearch.toml"),
-])
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        ("[search]\nbogus = 1\n", "search.bogus"),
+        ("[search]\ntop_k = 'three'\n", "search.top_k"),
+        ("[search]\nvector_weight = 1.5\n", "search.vector_weight"),
+        ("[search]\nranker = 'magic'\n", "search.ranker"),
+        ("[nonsense]\nx = 1\n", "nonsense"),
+        ("[search\n", ".memsearch.toml"),
+    ],
+)
 def test_bad_settings_name_the_key(tmp_path: Path, toml: str, needle: str) -> None:
     (tmp_path / ".memsearch.toml").write_text(toml)
     with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
@@ -48,23 +54,29 @@ def test_editor_keys_round_trip() -> None:
 
 def test_api_keyword_settings() -> None:
     assert kwargs_to_settings({"top_k": 5, "milvus_uri": "http://x:19530", "embedding_model": "m"}) == {
-        "search": {"top_k": 5}, "milvus": {"uri": "http://x:19530"}, "embedding": {"model": "m"}}
+        "search": {"top_k": 5},
+        "milvus": {"uri": "http://x:19530"},
+        "embedding": {"model": "m"},
+    }
     with pytest.raises(ConfigError, match="ambiguous"):
         kwargs_to_settings({"model": "m"})
 
 
-@pytest.mark.parametrize(("settings", "needle"), [
-    ({"search": {"topK": "three"}}, "editor: search.topK: expected int, got 'three'"),
-    ({"search.topK": 2.5}, "editor: search.topK: expected int, got 2.5"),
-    ({"search": {"top_k": True}}, "editor: search.top_k: expected int, got True"),
-    ({"showNotifications": "maybe"}, "editor: showNotifications: expected bool, got 'maybe'"),
-    ({"memory": {"paths": ["memory", 7]}}, "editor: memory.paths: expected a list of strings, got ['memory', 7]"),
-    ({"embedding": {"model": 5}}, "editor: embedding.model: expected str, got 5"),
-    ({"search": {"vectorWeight": -0.5}}, "editor: search.vectorWeight: must be between 0 and 1, got -0.5"),
-    ({"search": {"bogusKey": 1}}, "editor: unknown setting 'search.bogusKey'"),
-    ({"bogus.key": 1}, "editor: unknown setting 'bogus.key'"),
-    ({"search": 3}, "editor: search: expected a table of settings, got 3"),
-])
+@pytest.mark.parametrize(
+    ("settings", "needle"),
+    [
+        ({"search": {"topK": "three"}}, "editor: search.topK: expected int, got 'three'"),
+        ({"search.topK": 2.5}, "editor: search.topK: expected int, got 2.5"),
+        ({"search": {"top_k": True}}, "editor: search.top_k: expected int, got True"),
+        ({"showNotifications": "maybe"}, "editor: showNotifications: expected bool, got 'maybe'"),
+        ({"memory": {"paths": ["memory", 7]}}, "editor: memory.paths: expected a list of strings, got ['memory', 7]"),
+        ({"embedding": {"model": 5}}, "editor: embedding.model: expected str, got 5"),
+        ({"search": {"vectorWeight": -0.5}}, "editor: search.vectorWeight: must be between 0 and 1, got -0.5"),
+        ({"search": {"bogusKey": 1}}, "editor: unknown setting 'search.bogusKey'"),
+        ({"bogus.key": 1}, "editor: unknown setting 'bogus.key'"),
+        ({"search": 3}, "editor: search: expected a table of settings, got 3"),
+    ],
+)
 def test_a_wrong_type_or_name_is_named_as_written_with_its_value(settings: dict[str, object], needle: str) -> None:
     with pytest.raises(ConfigError) as info:
         Config().merged(settings, origin="editor")
@@ -76,35 +88,54 @@ def test_every_problem_is_reported_at_once_and_nothing_changes() -> None:
     with pytest.raises(ConfigError) as info:
         config.merged({"search": {"topK": 0, "ranker": "magic"}, "watch": {"debounce_ms": -1}})
     message = str(info.value)
-    for part in ("search.topK: must be at least 1, got 0", "search.ranker: expected one of", "'magic'",
-                 "watch.debounce_ms: must not be negative, got -1"):
+    for part in (
+        "search.topK: must be at least 1, got 0",
+        "search.ranker: expected one of",
+        "'magic'",
+        "watch.debounce_ms: must not be negative, got -1",
+    ):
         assert part in message
     assert config == Config()
 
 
 def test_environment_text_becomes_typed_values(tmp_path: Path) -> None:
-    config = load_config(tmp_path, env={
-        "MEMSEARCH_SEARCH_VECTOR_WEIGHT": "0.3", "MEMSEARCH_SEARCH_BM25_WEIGHT": "1", "MEMSEARCH_SEARCH_TOP_K": " 5 ",
-        "MEMSEARCH_LSP_SHOW_NOTIFICATIONS": "false", "MEMSEARCH_COMPACT_INDEX_ARCHIVE": "TRUE",
-        "MEMSEARCH_MEMORY_PATHS": "memory, notes", "MEMSEARCH_EMBEDDING_TIMEOUT_S": "2.5"})
+    config = load_config(
+        tmp_path,
+        env={
+            "MEMSEARCH_SEARCH_VECTOR_WEIGHT": "0.3",
+            "MEMSEARCH_SEARCH_BM25_WEIGHT": "1",
+            "MEMSEARCH_SEARCH_TOP_K": " 5 ",
+            "MEMSEARCH_LSP_SHOW_NOTIFICATIONS": "false",
+            "MEMSEARCH_COMPACT_INDEX_ARCHIVE": "TRUE",
+            "MEMSEARCH_MEMORY_PATHS": "memory, notes",
+            "MEMSEARCH_EMBEDDING_TIMEOUT_S": "2.5",
+        },
+    )
     assert (config.search.vector_weight, config.search.bm25_weight, config.search.top_k) == (0.3, 1.0, 5)
     assert config.lsp.show_notifications is False and config.compact.index_archive is True
     assert config.memory.paths == ("memory", "notes") and config.embedding.timeout_s == 2.5
-    for name, value, needle in [("MEMSEARCH_LSP_SHOW_NOTIFICATIONS", "perhaps", "expected bool, got 'perhaps'"),
-                                ("MEMSEARCH_SEARCH_TOP_K", "5.0", "expected int, got '5.0'"),
-                                ("MEMSEARCH_SEARCH_VECTOR_WEIGHT", "heavy", "expected float, got 'heavy'")]:
+    for name, value, needle in [
+        ("MEMSEARCH_LSP_SHOW_NOTIFICATIONS", "perhaps", "expected bool, got 'perhaps'"),
+        ("MEMSEARCH_SEARCH_TOP_K", "5.0", "expected int, got '5.0'"),
+        ("MEMSEARCH_SEARCH_VECTOR_WEIGHT", "heavy", "expected float, got 'heavy'"),
+    ]:
         with pytest.raises(ConfigError, match="environment: .*" + needle.replace(".", r"\.")):
             load_config(tmp_path, env={name: value})
 
 
 def test_editor_camel_case_and_file_snake_case_reach_the_same_fields(tmp_path: Path) -> None:
-    editor = {"search": {"vectorWeight": 0.4, "bm25Weight": 0.6, "rrfK": 10, "symbolLimit": 7},
-              "embedding": {"batchSize": 8, "maxTokens": 128}, "compact": {"olderThanDays": 3, "indexArchive": False},
-              "watch.debounceMs": 250, "showNotifications": False}
+    editor = {
+        "search": {"vectorWeight": 0.4, "bm25Weight": 0.6, "rrfK": 10, "symbolLimit": 7},
+        "embedding": {"batchSize": 8, "maxTokens": 128},
+        "compact": {"olderThanDays": 3, "indexArchive": False},
+        "watch.debounceMs": 250,
+        "showNotifications": False,
+    }
     (tmp_path / ".memsearch.toml").write_text(
         "[search]\nvector_weight = 0.4\nbm25_weight = 0.6\nrrf_k = 10\nsymbol_limit = 7\n"
         "[embedding]\nbatch_size = 8\nmax_tokens = 128\n[compact]\nolder_than_days = 3\nindex_archive = false\n"
-        "[watch]\ndebounce_ms = 250\n[lsp]\nshow_notifications = false\n")
+        "[watch]\ndebounce_ms = 250\n[lsp]\nshow_notifications = false\n"
+    )
     from_editor = Config().merged(editor)
     assert from_editor == load_config(tmp_path, env={})
     assert (from_editor.search.rrf_k, from_editor.embedding.max_tokens, from_editor.watch.debounce_ms) == (10, 128, 250)
@@ -131,7 +162,8 @@ def test_a_workspace_file_is_judged_by_the_trust_rules(tmp_path: Path) -> None:
     from memsearch_lsp.trust import untrusted
 
     assert untrusted("embedding.baseUrl", "http://evil", tmp_path)
-    assert untrusted("compact.summarizer", " OpenAI ", tmp_path) and not untrusted("compact.summarizer", "extractive",
-                                                                                   tmp_path)
+    assert untrusted("compact.summarizer", " OpenAI ", tmp_path) and not untrusted(
+        "compact.summarizer", "extractive", tmp_path
+    )
     assert untrusted("compact.promptFile", "../outside.md", tmp_path)
     assert not untrusted("compact.promptFile", "prompts/mine.md", tmp_path)

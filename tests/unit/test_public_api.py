@@ -25,18 +25,33 @@ def test_type_checkers_see_what_open_memory_returns(tmp_path: Path) -> None:
     """What mypy infers is what the call returns: a MemoryApi (local or the owner's client), which has no
     `.store`; `Memory(...)` does. (The old public `Memory` claimed to be the local class and was not.)"""
     program = tmp_path / "agent.py"
-    program.write_text(textwrap.dedent("""\
+    program.write_text(
+        textwrap.dedent("""\
         import memsearch_lsp
         memory = memsearch_lsp.open_memory(".", top_k=3)
         reveal_type(memory)
         reveal_type(memory.remember("x"))
         memory.store
         reveal_type(memsearch_lsp.Memory(".").store)
-    """))
-    result = subprocess.run([sys.executable, "-m", "mypy", "--config-file=", "--ignore-missing-imports",
-                             "--follow-imports=silent", f"--cache-dir={tmp_path / 'cache'}", str(program)],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT,
-                            env={**os.environ, "MYPYPATH": str(ROOT)})
+    """)
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file=",
+            "--ignore-missing-imports",
+            "--follow-imports=silent",
+            f"--cache-dir={tmp_path / 'cache'}",
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "MYPYPATH": str(ROOT)},
+    )
     out = result.stdout
     assert 'Revealed type is "memsearch_lsp.core.api.MemoryApi"' in out, out
     assert 'Revealed type is "memsearch_lsp.core.api.Remembered"' in out, out

@@ -16,8 +16,13 @@ PACKAGE_JSON = ROOT / "vscode-extension" / "package.json"
 PREFIX = "memsearch."
 
 #: JSON-schema type of each Python field type of the config dataclasses.
-SCHEMA_TYPES: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string",
-                                tuple[str, ...]: "array"}
+SCHEMA_TYPES: dict[Any, str] = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    tuple[str, ...]: "array",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +151,7 @@ def test_package_defaults_as_initialization_options_give_default_config() -> Non
     """The extension sends a nested object ({"search": {"topK": 3}, "showNotifications": true})."""
     nested: dict[str, Any] = {}
     for key, schema in PROPS.items():
-        name = key[len(PREFIX):]
+        name = key[len(PREFIX) :]
         if name in config.CLIENT_ONLY_SETTINGS:
             continue
         *groups, leaf = name.split(".")
@@ -158,8 +163,12 @@ def test_package_defaults_as_initialization_options_give_default_config() -> Non
 
 
 def test_client_only_settings_are_ignored_by_the_server() -> None:
-    sent = {"interpreter": ["/venv/bin/python"], "trace": {"server": "verbose"}, "mcp": {"enable": False},
-            "search": {"topK": 5}}
+    sent = {
+        "interpreter": ["/venv/bin/python"],
+        "trace": {"server": "verbose"},
+        "mcp": {"enable": False},
+        "search": {"topK": 5},
+    }
     assert config.Config().merged(sent) == config.Config().merged({"search.topK": 5})
     for key in config.CLIENT_ONLY_SETTINGS:
         assert PREFIX + key in PROPS

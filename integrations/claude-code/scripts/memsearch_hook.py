@@ -44,9 +44,40 @@ from typing import Any
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
-ACKNOWLEDGEMENTS = {"ok", "okay", "k", "kk", "thanks", "thank you", "thx", "ty", "yes", "yep", "yeah", "no", "nope",
-                    "y", "n", "sure", "great", "cool", "nice", "perfect", "continue", "go on", "go ahead",
-                    "proceed", "lgtm", "looks good", "done", "good", "awesome", "got it", "right", "agreed"}
+ACKNOWLEDGEMENTS = {
+    "ok",
+    "okay",
+    "k",
+    "kk",
+    "thanks",
+    "thank you",
+    "thx",
+    "ty",
+    "yes",
+    "yep",
+    "yeah",
+    "no",
+    "nope",
+    "y",
+    "n",
+    "sure",
+    "great",
+    "cool",
+    "nice",
+    "perfect",
+    "continue",
+    "go on",
+    "go ahead",
+    "proceed",
+    "lgtm",
+    "looks good",
+    "done",
+    "good",
+    "awesome",
+    "got it",
+    "right",
+    "agreed",
+}
 CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
@@ -69,15 +100,21 @@ def project(event: dict[str, Any]) -> Path:
 
 
 def command(event: dict[str, Any], subcommand: str, *args: str) -> list[str]:
-    return [*shlex.split(os.environ.get("MEMSEARCH_HOOK_CLI", "memsearch-lsp")), subcommand,
-            "--workspace", str(project(event)), *args]
+    return [
+        *shlex.split(os.environ.get("MEMSEARCH_HOOK_CLI", "memsearch-lsp")),
+        subcommand,
+        "--workspace",
+        str(project(event)),
+        *args,
+    ]
 
 
 def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = None) -> str:
     argv = command(event, subcommand, *args)
     try:
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                              timeout=setting("TIMEOUT", 50), check=False)
+        done = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=setting("TIMEOUT", 50), check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HookError(f"{argv[0]} failed: {exc}") from exc
     if done.returncode != 0:  # with --json the CLI's error is {"error": {"message", "hint"}} on stdout
@@ -91,8 +128,14 @@ def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = 
 
 def detach(argv: list[str], stdin: str = "") -> None:
     """Start `argv` in its own session and return at once (it outlives this hook)."""
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True, text=True)
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
+    )
     if process.stdin is not None:
         try:
             process.stdin.write(stdin)
@@ -182,14 +225,17 @@ def context(event_name: str, text: str, limit: int) -> dict[str, Any]:
 def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
     warm(event)
     budget = setting("SESSION_CHARS", 4000)
-    notes = json.loads(cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)),
-                           "--chars", str(budget), "--json"))
+    notes = json.loads(
+        cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", str(budget), "--json")
+    )
     if not notes:
         return None
     parts = [f"<!-- {n['source']}:{n['start_line']}-{n['end_line']} id={n['id']} -->\n{n['content']}" for n in notes]
-    intro = ("Long-term memory of this project (memsearch): MEMORY.md, the latest summary and the last days' notes. "
-             "Search for more with `memsearch-lsp search QUERY` (or the memory_search MCP tool) and show a whole "
-             "section with `memsearch-lsp expand ID`.\n\n")
+    intro = (
+        "Long-term memory of this project (memsearch): MEMORY.md, the latest summary and the last days' notes. "
+        "Search for more with `memsearch-lsp search QUERY` (or the memory_search MCP tool) and show a whole "
+        "section with `memsearch-lsp expand ID`.\n\n"
+    )
     return context("SessionStart", intro + "\n\n".join(parts), budget + len(intro))
 
 
@@ -297,8 +343,12 @@ def blocks(text: str) -> list[tuple[str, bool]]:
         opened = FENCE.match(line)
         if fence:
             current.append(line)
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
-                    and not line.strip().strip(fence[0]):
+            if (
+                opened
+                and opened.group(1)[0] == fence[0]
+                and len(opened.group(1)) >= len(fence)
+                and not line.strip().strip(fence[0])
+            ):
                 out.append(("\n".join(current), True))
                 current, fence = [], ""
         elif opened:

@@ -87,7 +87,7 @@ def parse_log(log_text: LogText) -> list[_Item]:
         line, stripped = lines[i], lines[i].strip()
         if i in fence_end:
             end = fence_end[i]
-            add("block", "\n".join(lines[i:end + 1]), 0, i + 1)
+            add("block", "\n".join(lines[i : end + 1]), 0, i + 1)
             current, i = None, end + 1
             continue
         heading = heading_at.get(i)
@@ -106,7 +106,7 @@ def parse_log(log_text: LogText) -> list[_Item]:
             end = i
             while end < len(lines) and _TABLE.match(lines[end]):
                 end += 1
-            add("block", "\n".join(lines[i - 1:end]), 0, i)
+            add("block", "\n".join(lines[i - 1 : end]), 0, i)
             current, i = None, end
             continue
         bullet = _BULLET.match(line)
@@ -127,12 +127,17 @@ _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 # sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
 _SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+(?=(?:so|but|which|then)\s)")
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
-_STOP = frozenset(re.findall(r"\S+", """
+_STOP = frozenset(
+    re.findall(
+        r"\S+",
+        """
     a an the and or but if so of to in on at by for with from as is are was were be been being am it its this that
     these those there here i me my we our you your he she his her they them their what which who whom when where why
     how do does did done have has had not no yes just really very too also much many more most some any all can could
     would should will shall may might must get got about into over than then out up down off again only own same such
-    both each few other like well still even ever"""))
+    both each few other like well still even ever""",
+    )
+)
 UNIT_OVERHEAD = 12  # "- ", " (L123)", a newline: what each kept line costs besides its words
 SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
 MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
@@ -164,7 +169,7 @@ def _clean(item: _Item) -> tuple[str, str]:
         return "", item.text if len(item.text) <= SHORT_BLOCK else block_gist(item.text)
     text = _EMPHASIS.sub(r"\2", item.text)
     label = _LABEL.match(text)
-    return (label.group(1), text[label.end():]) if label else ("", text)
+    return (label.group(1), text[label.end() :]) if label else ("", text)
 
 
 def units_of(item: _Item) -> list[_Unit]:
@@ -173,8 +178,8 @@ def units_of(item: _Item) -> list[_Unit]:
         return [_Unit(item, 0, len(body), body)]  # a short block, or a long code block's gist: one unit
     out, start = [], 0
     for match in _SPLIT.finditer(body):
-        if body[start:match.start()].strip():
-            out.append(_Unit(item, start, match.start(), body[start:match.start()].strip()))
+        if body[start : match.start()].strip():
+            out.append(_Unit(item, start, match.start(), body[start : match.start()].strip()))
         start = match.end()
     if body[start:].strip():
         out.append(_Unit(item, start, len(body), body[start:].strip()))
@@ -202,8 +207,11 @@ def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
     sentences: list[list[_Unit]] = []
     for n, unit in enumerate(units):
         previous = units[n - 1] if n else None
-        if previous is None or previous.item is not unit.item or previous.text.rstrip(" \"')]").endswith(
-                (".", "!", "?", "…")):
+        if (
+            previous is None
+            or previous.item is not unit.item
+            or previous.text.rstrip(" \"')]").endswith((".", "!", "?", "…"))
+        ):
             sentences.append([])
         sentences[-1].append(unit)
     out: set[int] = set()
@@ -281,7 +289,7 @@ def _line(item: _Item, parts: Sequence[_Unit]) -> str:
         if end is None:
             text = unit.text
         else:
-            gap = body[end:unit.start]
+            gap = body[end : unit.start]
             text += (gap if not gap.strip() or gap.strip() in {";", ","} else " … ") + unit.text
             text = text.replace("  ", " ")
         end = unit.end
@@ -295,8 +303,10 @@ def _drop_repeats(units: Sequence[_Unit]) -> None:
     for n, unit in enumerate(units):
         if unit.weak or unit.must or len(keys[n]) < 10:
             continue
-        unit.weak = any(m != n and len(keys[m]) > len(keys[n]) and keys[n] in keys[m] and not units[m].weak
-                        for m in range(len(units)))
+        unit.weak = any(
+            m != n and len(keys[m]) > len(keys[n]) and keys[n] in keys[m] and not units[m].weak
+            for m in range(len(units))
+        )
 
 
 def choose(items: Sequence[_Item], budget: int | None) -> str:
@@ -312,14 +322,17 @@ def choose(items: Sequence[_Item], budget: int | None) -> str:
         return _Choice(units).render()
     _score(units)
     _drop_repeats(units)
-    ranked = sorted((u for u in units if not u.weak and not u.must),
-                    key=lambda u: (-u.density, u.item.order, u.start))
+    ranked = sorted((u for u in units if not u.weak and not u.must), key=lambda u: (-u.density, u.item.order, u.start))
     firsts: dict[str, _Unit] = {}
     for unit in ranked:
         firsts.setdefault(unit.item.log.source, unit)
     rest = [u for u in ranked if firsts.get(u.item.log.source) is not u]
-    queue = [u for u in units if u.must] + list(firsts.values()) + \
-        [u for u in rest if u.score >= STRONG_SCORE] + [u for u in rest if u.score < STRONG_SCORE]
+    queue = (
+        [u for u in units if u.must]
+        + list(firsts.values())
+        + [u for u in rest if u.score >= STRONG_SCORE]
+        + [u for u in rest if u.score < STRONG_SCORE]
+    )
     choice = _Choice()
     used = 0
     seen_items: set[int] = set()
@@ -390,8 +403,9 @@ class ExtractiveSummarizer:
     def __init__(self, embedder: Callable[[], Embedder], threshold: float):
         self._embedder, self.threshold = embedder, threshold
 
-    def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
-                  budget: int | None = None) -> str:
+    def summarize(
+        self, label: str, logs: Sequence[LogText], note: Note | None = None, budget: int | None = None
+    ) -> str:
         items = [item for log_text in logs for item in parse_log(log_text)]
         return choose(self.dedupe(items), budget)
 

@@ -12,7 +12,9 @@ _KEEP_LABEL = re.compile(
     r"\b(?:decisions?|decided|root[- ]causes?|causes?|fix(?:es|ed)?|resolution|workaround|mitigation|todos?|"
     r"fixme|action(?: items?)?|follow[- ]?ups?|next steps?|deadlines?|due|preferences?|prefers|rules?|"
     r"blockers?|blocked|risks?|rollback|lessons?(?: learned)?|learned|outcome|agreed|agreement|requirements?|"
-    r"constraints?|important|warning|caveat|gotcha)\b", re.I)
+    r"constraints?|important|warning|caveat|gotcha)\b",
+    re.I,
+)
 _TODO = re.compile(r"^(?:\[ \]\s*)?(?:TODO|FIXME|XXX)\b|^\[ \]\s")  # unlabelled open items
 
 _DECISION = re.compile(
@@ -27,46 +29,67 @@ _DECISION = re.compile(
     r"for now|for the time being|stick(?:s|ing)? with|(?:stays?|remains?) (?:on|with|at|as|in|the|under)|"
     r"(?:swapp?|chang|port|convert|flipp?|turn)(?:e?d|ing|s)?(?: [\w.#/-]+){0,4}? (?:from|over to|to)|"
     r"in favou?r of|(?:pushed|postponed|deferred|slips?|slipped|moved) (?:back |out )?to|"
-    r"\w+ it is\b)\b", re.I)
+    r"\w+ it is\b)\b",
+    re.I,
+)
 # a decision told as one: "we went with X", "settled on", "let's go with", "from now on", "X it is"
 _DECISION_STRONG = re.compile(
     r"\b(?:went with|go(?:ing)? with|settled on|chose|opted for|decided|agreed|from now on|going forward|"
     r"we(?:'ll|’ll| will| are going to|'re going to|’re going to) (?:keep|use|stay|go|switch|move|stick|reprocess|"
-    r"store|run|ship|drop|pin|only)|\w+ it is\b)", re.I)
+    r"store|run|ship|drop|pin|only)|\w+ it is\b)",
+    re.I,
+)
 _REASON = re.compile(r"\b(?:because|since|so that|due to|in order to|as the|the reason|which is why|otherwise)\b", re.I)
-_CAUSE = re.compile(r"\b(?:root cause|caused by|the cause|real cause|because of|culprit|the problem was|"
-                    r"the issue was|turned out|regression|leak\w*|exhaust\w*|race condition|deadlock|due to|"
-                    r"caus(?:es|ed|ing)|led to|leads to|triggered by|stems? from|comes? from|came from|"
-                    r"(?:was|were|is|are)(?:n't|’t| not) (?:idempotent|thread-safe|atomic|closed|released|set)|"
-                    r"breaks|broke|the (?:real |actual |underlying )?(?:reason|problem|issue|bug) (?:is|was)|"
-                    r"explains? (?:the|why)|assumed|expected .{1,40} but)\b", re.I)
-_FIX = re.compile(r"\b(?:fix(?:ed|es)?|resolved|workaround|mitigat\w*|rolled back|roll back|rollback|"
-                  r"patch(?:ed)?|hotfix|now uses|by (?:creating|adding|setting|using|moving|wrapping))\b", re.I)
+_CAUSE = re.compile(
+    r"\b(?:root cause|caused by|the cause|real cause|because of|culprit|the problem was|"
+    r"the issue was|turned out|regression|leak\w*|exhaust\w*|race condition|deadlock|due to|"
+    r"caus(?:es|ed|ing)|led to|leads to|triggered by|stems? from|comes? from|came from|"
+    r"(?:was|were|is|are)(?:n't|’t| not) (?:idempotent|thread-safe|atomic|closed|released|set)|"
+    r"breaks|broke|the (?:real |actual |underlying )?(?:reason|problem|issue|bug) (?:is|was)|"
+    r"explains? (?:the|why)|assumed|expected .{1,40} but)\b",
+    re.I,
+)
+_FIX = re.compile(
+    r"\b(?:fix(?:ed|es)?|resolved|workaround|mitigat\w*|rolled back|roll back|rollback|"
+    r"patch(?:ed)?|hotfix|now uses|by (?:creating|adding|setting|using|moving|wrapping))\b",
+    re.I,
+)
 # a fix told as one: "fixed by ...", "the fix was ...", "sorted it out by ...", "works again"
 _FIX_STRONG = re.compile(
     r"\b(?:(?:fix|resolv|solv|sort|address|mitigat|handl|cur)\w*(?: it| this| that| the \w+)?(?: out)? (?:by|with)|"
     r"worked around|work around|the (?:fix|solution|remedy|workaround) (?:is|was)|to fix (?:it|this|that)|"
-    r"(?:works?|match(?:es)?|pass(?:es)?) again|no longer (?:fails|happens|crashes|breaks))\b", re.I)
+    r"(?:works?|match(?:es)?|pass(?:es)?) again|no longer (?:fails|happens|crashes|breaks))\b",
+    re.I,
+)
 _PREFERENCE = re.compile(
     r"\b(?:prefers?|preferred|preference|would rather|'d rather|wants?|wanted|likes|liked|"
     r"(?:I|we|they|he|she) like|dislikes?|hates?|"
     r"please|always|never|for the record|don't want|doesn't want|insists?|convention|style|"
     r"would like|(?:'d|’d) like|would prefer|(?:'d|’d) prefer|asked (?:that|for)|"
     r"asked (?:us|me|everyone|the team) to (?:always|never|not|keep|use|stop|avoid)|"
-    r"can we|could we|let(?:'s|’s) not|make sure|not allowed|(?:is|are) against|no \w+ without)\b", re.I)
+    r"can we|could we|let(?:'s|’s) not|make sure|not allowed|(?:is|are) against|no \w+ without)\b",
+    re.I,
+)
 # a named person and their wish: "Dana wants ...", "Omar would like ...", "Lee asked that ..."
-_WISH = re.compile(r"\b(?:[A-Z][a-z]+|I|we|We)(?:'s)? (?:(?:also|really|still) )?"
-                   r"(?:wants?(?! to (?:look|see|check|know|talk|discuss|review|think|hear|understand|try|go|wait))|"
-                   r"would (?:like|prefer|rather)|"
-                   r"(?:'d|’d) (?:like|prefer|rather)|asked (?:that|for)|prefers|insists|suggested|proposed|requested|"
-                   r"expects|likes|hates)\b")
-_ROLE = re.compile(r"\b(?:owns?|owner|on[- ]call|responsible for|maintains?|maintainer|reviewers?|assigned to|"
-                   r"in charge of|on leave|out of office|OOO|joins?|joined|left the team|from the \w+ team)\b", re.I)
-_TODO_TEXT = re.compile(r"\b(?:[A-Z][\w'’-]+ (?:to|will|should|must) [a-z]+|need(?:s)? to|must|remember to|"
-                        r"todo|follow[- ]?up|blocked|is due|due (?:on|by)|deadline|(?:has|have) to be|"
-                        r"(?:it's|it is|is) due|due (?:\w+day|tomorrow|next|this|end|before)|"
-                        r"(?:by|before|until) (?:\w+day|tomorrow|tonight|EOD|EOW|next \w+|the end of|end of)|"
-                        r"in place by|ready by|done by|live by|(?:I'm|I am|we're|we are) (?:writing|doing|taking))\b")
+_WISH = re.compile(
+    r"\b(?:[A-Z][a-z]+|I|we|We)(?:'s)? (?:(?:also|really|still) )?"
+    r"(?:wants?(?! to (?:look|see|check|know|talk|discuss|review|think|hear|understand|try|go|wait))|"
+    r"would (?:like|prefer|rather)|"
+    r"(?:'d|’d) (?:like|prefer|rather)|asked (?:that|for)|prefers|insists|suggested|proposed|requested|"
+    r"expects|likes|hates)\b"
+)
+_ROLE = re.compile(
+    r"\b(?:owns?|owner|on[- ]call|responsible for|maintains?|maintainer|reviewers?|assigned to|"
+    r"in charge of|on leave|out of office|OOO|joins?|joined|left the team|from the \w+ team)\b",
+    re.I,
+)
+_TODO_TEXT = re.compile(
+    r"\b(?:[A-Z][\w'’-]+ (?:to|will|should|must) [a-z]+|need(?:s)? to|must|remember to|"
+    r"todo|follow[- ]?up|blocked|is due|due (?:on|by)|deadline|(?:has|have) to be|"
+    r"(?:it's|it is|is) due|due (?:\w+day|tomorrow|next|this|end|before)|"
+    r"(?:by|before|until) (?:\w+day|tomorrow|tonight|EOD|EOW|next \w+|the end of|end of)|"
+    r"in place by|ready by|done by|live by|(?:I'm|I am|we're|we are) (?:writing|doing|taking))\b"
+)
 _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}\b|"
     r"\b\d{1,2} (?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|"
@@ -76,35 +99,51 @@ _DATE = re.compile(
     r"\b(?:january|february|march|april|june|july|august|september|october|november|december)\b|"
     r"\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:next|this|coming|following) (?:week|sprint|month|quarter|release|year|"
     r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|\bend of (?:the )?(?:day|week|month|quarter|sprint|year)\b|"
-    r"\b(?:tomorrow|tonight|EOD|EOW|EOM)\b|\b(?:first|second|third|last) (?:working |business )?day\b", re.I)
-_VERSION = re.compile(r"\bv\d+(?:\.\d+)+\b|\b[A-Za-z][\w.+-]* v?\d+(?:\.\d+)+\b|\b(?:version|release) \S*\d|"
-                      # a major version: "iOS 16", "Android 10", "Python 3", "expo-sqlite 14"
-                      r"\b(?:[A-Z][A-Za-z]*[a-z][A-Za-z]*|i[A-Z]\w*|[a-z]+(?:-[a-z]+)+) \d{1,3}\b(?![:.,]?\d|\s?%)"
-                      r"(?!\s?(?:ms|s|sec\w*|min\w*|h|hours?|days?|weeks?|"
-                      r"[kKMGT]i?B|x|times|rows|lines|users|requests|msg)\b)")
-_SPELLED = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
-            r"hundred|thousand|a dozen|a couple of|a few)")
+    r"\b(?:tomorrow|tonight|EOD|EOW|EOM)\b|\b(?:first|second|third|last) (?:working |business )?day\b",
+    re.I,
+)
+_VERSION = re.compile(
+    r"\bv\d+(?:\.\d+)+\b|\b[A-Za-z][\w.+-]* v?\d+(?:\.\d+)+\b|\b(?:version|release) \S*\d|"
+    # a major version: "iOS 16", "Android 10", "Python 3", "expo-sqlite 14"
+    r"\b(?:[A-Z][A-Za-z]*[a-z][A-Za-z]*|i[A-Z]\w*|[a-z]+(?:-[a-z]+)+) \d{1,3}\b(?![:.,]?\d|\s?%)"
+    r"(?!\s?(?:ms|s|sec\w*|min\w*|h|hours?|days?|weeks?|"
+    r"[kKMGT]i?B|x|times|rows|lines|users|requests|msg)\b)"
+)
+_SPELLED = (
+    r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    r"hundred|thousand|a dozen|a couple of|a few)"
+)
 _UNIT = re.compile(
     r"(?:\d[\d,.]*|\b" + _SPELLED + r"(?:[- ](?:hundred|thousand))?)\s?"
     r"(?:%|ms\b|s\b|sec\w*|min\w*|h\b|hours?|days?|weeks?|months?|years?|[kKMGT]i?B\b|[kmgt]b\b|"
     r"msg/s|r(?:eq)?/s|rps|qps|ops\b|requests?|connections?|times|retries|partitions|replicas|workers|"
     r"threads|rows|lines|nodes|brokers|items|operations|messages|users|vCPUs?|cores|EUR|USD|GBP|€|\$|x\b)",
-    re.I)
+    re.I,
+)
 _ARROW = re.compile(r"\d\S*\s*(?:->|→|=>)\s*\d|\bfrom \S*\d\S* to \S*\d", re.I)
-_IDENT = re.compile(r"`[^`]+`|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|"
-                    r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|"
-                    r"(?:^|\s)[\w.-]*/[\w./-]+|\b[\w.-]+\s?=\s?\S+")
-_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’.+-]*[\w]|\b[a-z0-9]+(?:-[a-z0-9]+)+\b|\b[A-Z][a-z]+[A-Z]\w*\b|"
-                   r"\b[a-z]+(?:\.[a-z]+)+\b")
+_IDENT = re.compile(
+    r"`[^`]+`|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|"
+    r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|"
+    r"(?:^|\s)[\w.-]*/[\w./-]+|\b[\w.-]+\s?=\s?\S+"
+)
+_NAME = re.compile(
+    r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’.+-]*[\w]|\b[a-z0-9]+(?:-[a-z0-9]+)+\b|\b[A-Z][a-z]+[A-Z]\w*\b|"
+    r"\b[a-z]+(?:\.[a-z]+)+\b"
+)
 _NUMBER = re.compile(r"\d")
 _SPELLED_NUMBER = re.compile(r"\b" + _SPELLED + r"\b", re.I)
-_PLACE = re.compile(r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\bhttps?://\S+|`[^`]*[./:][^`]*`|\b(?:is at|lives in|lives at|"
-                    r"runs on|hosted on|located|goes to|sent to|stored in|kept in)\b", re.I)
-_LIMIT = re.compile(r"\b(?:exceeds?|above|below|over|under|at least|at most|more than|less than|up to|threshold|"
-                    r"limit|max(?:imum)?|min(?:imum)?|cap(?:ped|s)?|allows?|no more than|not more than|"
-                    r"no fewer than|fewer than|not exceed|never more than|within|quota|budget|ceiling|"
-                    r"per (?:second|minute|hour|day|account|user))\b",
-                    re.I)
+_PLACE = re.compile(
+    r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\bhttps?://\S+|`[^`]*[./:][^`]*`|\b(?:is at|lives in|lives at|"
+    r"runs on|hosted on|located|goes to|sent to|stored in|kept in)\b",
+    re.I,
+)
+_LIMIT = re.compile(
+    r"\b(?:exceeds?|above|below|over|under|at least|at most|more than|less than|up to|threshold|"
+    r"limit|max(?:imum)?|min(?:imum)?|cap(?:ped|s)?|allows?|no more than|not more than|"
+    r"no fewer than|fewer than|not exceed|never more than|within|quota|budget|ceiling|"
+    r"per (?:second|minute|hour|day|account|user))\b",
+    re.I,
+)
 
 # Noise: the agent narrating its own steps, status repeated, small talk, dead ends, questions.
 _NARRATION = re.compile(
@@ -113,20 +152,36 @@ _NARRATION = re.compile(
     r"ran|running|re-?ran|re-?running|running|checked|checking|looked|looking|reading|read|opened|opening|"
     r"started|starting|picking up|picked up|back to|wrapping up|writing|trying to|going to|quick|session|"
     r"morning|good morning|end of|nothing|all green|tests? (?:pass|green)|watching|still|waiting|implementing|"
-    r"continuing|working on|done for|see you|thanks|thank you|have a)\b", re.I)
-_STATUS = re.compile(r"^(?:status|progress|update|wip)\b|\bwaiting (?:for|on)\b|"
-                     r"\b(?:still (?:green|red|waiting|watching|working|failing|"
-                     r"looking)|nothing (?:new|else|blocking|to report)|all green|no new|as before|same as "
-                     r"yesterday|looks? (?:fine|good|the same))\b", re.I)
-_DEAD_END = re.compile(r"\b(?:no (?:real |visible )?(?:effect|gain|change|luck|difference)|didn't help|did not help|"
-                       r"dead end|false alarm|never mind|not a problem after all|was wrong|wasn't it|"
-                       r"far too much|dropped the idea|reverted)\b", re.I)
-_HEDGE = re.compile(r"^(?:looks like|it looks|seems|it seems|maybe|perhaps|probably|i think|i guess|i wonder|"
-                    r"i wondered|not sure|might be)\b", re.I)
+    r"continuing|working on|done for|see you|thanks|thank you|have a)\b",
+    re.I,
+)
+_STATUS = re.compile(
+    r"^(?:status|progress|update|wip)\b|\bwaiting (?:for|on)\b|"
+    r"\b(?:still (?:green|red|waiting|watching|working|failing|"
+    r"looking)|nothing (?:new|else|blocking|to report)|all green|no new|as before|same as "
+    r"yesterday|looks? (?:fine|good|the same))\b",
+    re.I,
+)
+_DEAD_END = re.compile(
+    r"\b(?:no (?:real |visible )?(?:effect|gain|change|luck|difference)|didn't help|did not help|"
+    r"dead end|false alarm|never mind|not a problem after all|was wrong|wasn't it|"
+    r"far too much|dropped the idea|reverted)\b",
+    re.I,
+)
+_HEDGE = re.compile(
+    r"^(?:looks like|it looks|seems|it seems|maybe|perhaps|probably|i think|i guess|i wonder|"
+    r"i wondered|not sure|might be)\b",
+    re.I,
+)
 _ANAPHOR = re.compile(r"^(?:it|this|that|these|those|they|above that|below that|then|also|but|and|which)\b", re.I)
-_CHATTER = frozenset(re.findall(r"\S+", """
+_CHATTER = frozenset(
+    re.findall(
+        r"\S+",
+        """
     hey hi hello wow thanks thank haha lol congrats congratulations cool awesome great nice glad sounds aw aww oh
-    yeah yes sure ok okay totally same amazing lovely bye cheers welcome omg morning"""))
+    yeah yes sure ok okay totally same amazing lovely bye cheers welcome omg morning""",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -151,8 +206,22 @@ def always_kept(label: str, text: str) -> bool:
     return label_kept(label) or bool(_TODO.match(text))
 
 
-_WEIGHTS = {"place": 3.0, "limit": 2.0, "role": 3.0, "decision": 4.0, "reason": 2.0, "cause": 4.0, "fix": 3.0,
-            "preference": 4.0, "todo": 3.0, "date": 2.0, "version": 2.5, "number": 2.5, "setting": 2.5, "name": 1.0}
+_WEIGHTS = {
+    "place": 3.0,
+    "limit": 2.0,
+    "role": 3.0,
+    "decision": 4.0,
+    "reason": 2.0,
+    "cause": 4.0,
+    "fix": 3.0,
+    "preference": 4.0,
+    "todo": 3.0,
+    "date": 2.0,
+    "version": 2.5,
+    "number": 2.5,
+    "setting": 2.5,
+    "name": 1.0,
+}
 
 
 def classify(text: str, first: bool = True) -> Facts:
@@ -234,8 +303,9 @@ def block_gist(block: str) -> str:
         rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
         rows = [r for r in rows if not all(re.fullmatch(r":?-{2,}:?", c) or not c for c in r)]
         head, body = (rows[0], rows[1:]) if len(rows) > 1 else ([], rows)
-        return "; ".join(", ".join(f"{h}: {c}" if h else c for h, c in zip([*head, *[""] * len(r)], r) if c)
-                         for r in body)
+        return "; ".join(
+            ", ".join(f"{h}: {c}" if h else c for h, c in zip([*head, *[""] * len(r)], r) if c) for r in body
+        )
     opening = _FENCE_OPEN.match(lines[0]) if lines else None
     lang = opening.group(2) if opening else ""
     inner = lines[1:-1] if opening and len(lines) > 1 else lines
@@ -244,8 +314,11 @@ def block_gist(block: str) -> str:
         text = line.strip()
         if not text or len(text) > 160 or _PROMPT.match(line) or _LOG_LINE.match(line) or _FRAME.match(line):
             continue
-        value = classify(text, first=False).score + 3.0 * bool(_SETTING_LINE.match(line)) + \
-            3.0 * bool(_ERROR_LINE.search(text))
+        value = (
+            classify(text, first=False).score
+            + 3.0 * bool(_SETTING_LINE.match(line))
+            + 3.0 * bool(_ERROR_LINE.search(text))
+        )
         scored.append((value, n, text))
     best = sorted(sorted(scored, reverse=True)[:GIST_LINES], key=lambda x: x[1])
     kind = "traceback" if any(_ERROR_LINE.search(t) for _, _, t in best) else "code"
@@ -258,10 +331,12 @@ def block_score(text: str) -> tuple[float, bool]:
     a shell session or a program's log output is command noise."""
     lines = [x for x in text.split("\n") if x.strip() and not _FENCE_OPEN.match(x)]
     session = any(_PROMPT.match(x) or _LOG_LINE.match(x) for x in lines)
-    facts = [classify(x.strip(), first=False) for x in lines
-             if not _PROMPT.match(x) and not _LOG_LINE.match(x) and not _FRAME.match(x)]
+    facts = [
+        classify(x.strip(), first=False)
+        for x in lines
+        if not _PROMPT.match(x) and not _LOG_LINE.match(x) and not _FRAME.match(x)
+    ]
     settings = sum(bool(_SETTING_LINE.match(x)) for x in lines)
     scores = sorted((f.score for f in facts), reverse=True)
     score = (scores[0] if scores else 0.0) + sum(1.0 for s in scores[1:] if s >= FACT_SCORE) + 1.5 * min(settings, 4)
     return score, not session and (any(f.factual for f in facts) or settings > 0)
-

@@ -32,8 +32,20 @@ from memsearch_lsp.core.index import IndexStats, Progress
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
 
-__all__ = ["ArchiveMove", "CompactError", "CompactionPlan", "LogChanged", "SummarizerError", "SummaryFile",
-           "apply_checked", "apply_files", "apply_plan", "compactable", "old_logs", "plan_compaction"]
+__all__ = [
+    "ArchiveMove",
+    "CompactError",
+    "CompactionPlan",
+    "LogChanged",
+    "SummarizerError",
+    "SummaryFile",
+    "apply_checked",
+    "apply_files",
+    "apply_plan",
+    "compactable",
+    "old_logs",
+    "plan_compaction",
+]
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +136,15 @@ def _old_logs(memory: MemoryApi, cutoff: dt.date) -> list[str]:
     return out
 
 
-def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files: Sequence[str] | None = None,
-                    today: dt.date | None = None, *, texts: Mapping[str, str] | None = None,
-                    progress: Progress | None = None) -> CompactionPlan:
+def plan_compaction(
+    memory: MemoryApi,
+    older_than_days: int | None = None,
+    files: Sequence[str] | None = None,
+    today: dt.date | None = None,
+    *,
+    texts: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+) -> CompactionPlan:
     """Plan the compaction of `files`, or of the daily logs older than `older_than_days`.
 
     Nothing is written. `texts` overrides the disk content of some sources (unsaved editor
@@ -138,8 +156,11 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
     cutoff = cutoff_date(memory, days, today)
     sources = _explicit(memory, files) if files is not None else _old_logs(memory, cutoff)
     if not sources:
-        note = "nothing to compact: no daily logs given" if files is not None else \
-            f"nothing to compact: no daily logs older than {days} days (before {cutoff.isoformat()})"
+        note = (
+            "nothing to compact: no daily logs given"
+            if files is not None
+            else f"nothing to compact: no daily logs older than {days} days (before {cutoff.isoformat()})"
+        )
         return CompactionPlan(summarizer=config.summarizer, note=note)
 
     moves = _archive_targets(memory, sources)
@@ -152,8 +173,10 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
         logs = _group_logs(memory, members, moves, folder, texts, archive)
         planned.append((key, posixpath.join(folder, f"summary-{key}.md"), logs))
     sizes = [sum(len(x.text) for x in logs) for _, _, logs in planned]
-    frames = [len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content) + 1
-              for key, path, logs in planned]  # the body follows the intro after a blank line
+    frames = [
+        len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content) + 1
+        for key, path, logs in planned
+    ]  # the body follows the intro after a blank line
     summaries: list[SummaryFile] = []
     chars_before = chars_after = allowed = 0
     targets = body_budgets(sizes, frames, [len(logs) for _, _, logs in planned])
@@ -168,8 +191,13 @@ def plan_compaction(memory: MemoryApi, older_than_days: int | None = None, files
         chars_after += len(summaries[-1].content)
     if progress:
         progress(len(groups), len(groups), f"{len(groups)} summaries planned")
-    return CompactionPlan(tuple(summaries), tuple(archive), summarizer.name, today=today.isoformat(),
-                          stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after})
+    return CompactionPlan(
+        tuple(summaries),
+        tuple(archive),
+        summarizer.name,
+        today=today.isoformat(),
+        stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after},
+    )
 
 
 def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str]:
@@ -198,8 +226,14 @@ def _by_period(sources: Sequence[str], group_by: str) -> dict[str, list[str]]:
     return groups
 
 
-def _group_logs(memory: MemoryApi, members: Sequence[str], moves: Mapping[str, str], folder: str,
-                texts: Mapping[str, str] | None, archive: list[ArchiveMove]) -> list[LogText]:
+def _group_logs(
+    memory: MemoryApi,
+    members: Sequence[str],
+    moves: Mapping[str, str],
+    folder: str,
+    texts: Mapping[str, str] | None,
+    archive: list[ArchiveMove],
+) -> list[LogText]:
     """A period's logs as the summariser reads them (an open buffer's text first), each one's archive move
     appended to `archive`."""
     logs = []
@@ -247,8 +281,9 @@ def _noter(progress: Progress | None, done: int, total: int) -> Callable[[str], 
     return lambda message: report(done, total, message)
 
 
-def _summary_file(memory: MemoryApi, path: str, key: str, logs: Sequence[LogText], body: str, how: str,
-                  today: dt.date) -> SummaryFile:
+def _summary_file(
+    memory: MemoryApi, path: str, key: str, logs: Sequence[LogText], body: str, how: str, today: dt.date
+) -> SummaryFile:
     first, last = logs[0].date, logs[-1].date
     span = first if first == last else f"{first} to {last}"
     intro = f"Summary of {span} ({how}, {today.isoformat()}).\n"
@@ -283,8 +318,11 @@ def apply_checked(memory: MemoryApi, plan: CompactionPlan) -> CompactionPlan:
             log.warning("%s changed while being compacted; left in place", exc.source)
             left.append(exc.source)
             rest = [m.src for m in plan.archive if m.src not in left]
-            plan = plan_compaction(memory, files=rest, today=today) if rest else \
-                CompactionPlan(summarizer=plan.summarizer, note="nothing compacted")
+            plan = (
+                plan_compaction(memory, files=rest, today=today)
+                if rest
+                else CompactionPlan(summarizer=plan.summarizer, note="nothing compacted")
+            )
     else:
         raise CompactError(f"logs kept changing while being compacted ({', '.join(left)}); try again later")
     return replace(plan, left=tuple(left))

@@ -62,8 +62,9 @@ class LogText:
 class Summarizer(Protocol):
     name: str
 
-    def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
-                  budget: int | None = None) -> str:
+    def summarize(
+        self, label: str, logs: Sequence[LogText], note: Note | None = None, budget: int | None = None
+    ) -> str:
         """Markdown body: `## topic` sections of bullets with provenance, within `budget` characters."""
         ...
 
@@ -85,8 +86,7 @@ def load_prompt(config: CompactConfig, root: Path) -> str:
 
 
 def _numbered(log_text: LogText) -> list[str]:
-    header = (f"### {log_text.source} ({log_text.date}; cite line n as "
-              f"[{log_text.date}#L<n>]({log_text.link}#L<n>))")
+    header = f"### {log_text.source} ({log_text.date}; cite line n as [{log_text.date}#L<n>]({log_text.link}#L<n>))"
     lines = normalize_newlines(log_text.text).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -142,8 +142,9 @@ class OpenAISummarizer:
     def __init__(self, config: CompactConfig, root: Path, restore: Restore | None = None):
         self.config = config
         self.prompt = load_prompt(config, root)
-        self.endpoint = Endpoint("summariser", "compact", config.base_url, config.api_key_env, config.timeout_s,
-                                 config.max_retries)
+        self.endpoint = Endpoint(
+            "summariser", "compact", config.base_url, config.api_key_env, config.timeout_s, config.max_retries
+        )
         self.calls = 0
         self.restore = restore  # puts back, word for word, the labelled lines the model's answer dropped
 
@@ -155,15 +156,17 @@ class OpenAISummarizer:
     def client(self) -> Any:
         return self.endpoint.client()
 
-    def summarize(self, label: str, logs: Sequence[LogText], note: Note | None = None,
-                  budget: int | None = None) -> str:
+    def summarize(
+        self, label: str, logs: Sequence[LogText], note: Note | None = None, budget: int | None = None
+    ) -> str:
         """Map-reduce under the request budget; `budget` (characters of summary) is the target given to the model."""
         target = budget
         budget = self.budget
         if budget < MIN_PIECE_CHARS:
             raise ConfigError(
                 f"compact.max_input_tokens = {self.config.max_input_tokens} leaves no room for the logs: the "
-                f"prompt alone is ~{len(self.prompt) // CHARS_PER_TOKEN} tokens")
+                f"prompt alone is ~{len(self.prompt) // CHARS_PER_TOKEN} tokens"
+            )
         pieces = pack([_numbered(x) for x in logs], budget)
         total = sum(len(p) for p in pieces) or 1
         partials = []
@@ -179,11 +182,14 @@ class OpenAISummarizer:
             if len(batches) >= len(partials) or rounds > MAX_REDUCE_ROUNDS:
                 raise SummarizerError(
                     f"the partial summaries of {label} do not fit compact.max_input_tokens = "
-                    f"{self.config.max_input_tokens}; raise it")
+                    f"{self.config.max_input_tokens}; raise it"
+                )
             if note:
                 note(f"{label}: merging {len(partials)} partial summaries")
-            partials = [self.chat(f"Merge these partial summaries of {label} into one{_length(target)}.\n\n{batch}")
-                        for batch in batches]
+            partials = [
+                self.chat(f"Merge these partial summaries of {label} into one{_length(target)}.\n\n{batch}")
+                for batch in batches
+            ]
         answer = clean_markdown(partials[0]) if partials else ""
         return self.restore(answer, logs) if self.restore else answer
 
@@ -194,12 +200,14 @@ class OpenAISummarizer:
         with self.endpoint.failures(SummarizerError, self.config.model):
             response = self.client().chat.completions.create(
                 model=self.config.model,
-                messages=[{"role": "system", "content": self.prompt}, {"role": "user", "content": user}])
+                messages=[{"role": "system", "content": self.prompt}, {"role": "user", "content": user}],
+            )
         choices = getattr(response, "choices", None) or []
         content = choices[0].message.content if choices and choices[0].message else None
         if not content or not content.strip():
-            raise SummarizerError(f"summariser endpoint {where} returned an empty summary "
-                                  f"(model {self.config.model!r})")
+            raise SummarizerError(
+                f"summariser endpoint {where} returned an empty summary (model {self.config.model!r})"
+            )
         return str(content)
 
 

@@ -20,8 +20,12 @@ class SummaryFile:
     base_sha256: str = ""  # for "append": the existing file's sha256 when planned
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"path": self.path, "action": self.action, "content": self.content,
-                                "sources": list(self.sources)}
+        data: dict[str, Any] = {
+            "path": self.path,
+            "action": self.action,
+            "content": self.content,
+            "sources": list(self.sources),
+        }
         if self.base_sha256:
             data["base_sha256"] = self.base_sha256
         return data
@@ -69,10 +73,14 @@ class CompactionPlan:
         return not self.summaries and not self.archive
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"summaries": [s.to_dict() for s in self.summaries],
-                                "archive": [m.to_dict() for m in self.archive], "summarizer": self.summarizer,
-                                "chars_before": self.chars_before, "chars_after": self.chars_after,
-                                "plan_id": self.plan_id}
+        data: dict[str, Any] = {
+            "summaries": [s.to_dict() for s in self.summaries],
+            "archive": [m.to_dict() for m in self.archive],
+            "summarizer": self.summarizer,
+            "chars_before": self.chars_before,
+            "chars_after": self.chars_after,
+            "plan_id": self.plan_id,
+        }
         if self.left:
             data["left"] = list(self.left)
         if self.note:
@@ -98,8 +106,10 @@ class CompactionPlan:
             return (self.note or "nothing to compact") + (": nothing changed (dry run)" if applied is False else "")
         before, after = self.chars_before, self.chars_after
         share = f", {100 * after / before:.0f}%" if before else ""
-        what = (f"{plural(len(self.archive), 'daily log')} into {plural(len(self.summaries), 'summary', 'summaries')} "
-                f"({self.summarizer}; {before} -> {after} characters{share})")
+        what = (
+            f"{plural(len(self.archive), 'daily log')} into {plural(len(self.summaries), 'summary', 'summaries')} "
+            f"({self.summarizer}; {before} -> {after} characters{share})"
+        )
         if applied is None:
             return f"compact {what}"
         return f"compacted {what}: applied" if applied else f"would compact {what}: nothing changed (dry run)"

@@ -56,8 +56,11 @@ def read_pooling(folder: Path) -> str:
             entries = json.loads(modules.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ConfigError(f"embedding.model: cannot read {modules}: {exc}") from exc
-        pooling_dirs = [folder / str(m.get("path", "")) for m in entries
-                        if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling")]
+        pooling_dirs = [
+            folder / str(m.get("path", ""))
+            for m in entries
+            if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling")
+        ]
     pooling_dirs += sorted(folder.glob("*_Pooling"))
     for directory in pooling_dirs:
         if (directory / "config.json").is_file():
@@ -66,8 +69,10 @@ def read_pooling(folder: Path) -> str:
             if len(chosen) == 1:
                 return chosen[0]
             modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode") and v)
-            raise ConfigError(f"embedding.model: {directory / 'config.json'} asks for pooling {modes}; supported: "
-                              f"exactly one of {sorted(POOLINGS)}")
+            raise ConfigError(
+                f"embedding.model: {directory / 'config.json'} asks for pooling {modes}; supported: "
+                f"exactly one of {sorted(POOLINGS)}"
+            )
     return "mean"
 
 
@@ -107,14 +112,18 @@ def read_model_folder(path: str | Path, max_tokens: int = 0, root: Path | None =
         folder = root / folder
     folder = folder.resolve()
     if not folder.is_dir():
-        raise ConfigError(f"embedding.model: {path!r} is not a folder (provider 'onnx' wants a folder with "
-                          f"model.onnx, tokenizer.json and tokenizer_config.json)")
+        raise ConfigError(
+            f"embedding.model: {path!r} is not a folder (provider 'onnx' wants a folder with "
+            f"model.onnx, tokenizer.json and tokenizer_config.json)"
+        )
     model_file = next((name for name in MODEL_FILES if (folder / name).is_file()), "")
     missing = [name for name in TOKENIZER_FILES if not (folder / name).is_file()]
     if not model_file or missing:
         missing = ([] if model_file else ["model.onnx"]) + missing
-        raise ConfigError(f"embedding.model: {folder} has no {', '.join(missing)} (a model folder needs "
-                          f"model.onnx or onnx/model.onnx, tokenizer.json and tokenizer_config.json)")
+        raise ConfigError(
+            f"embedding.model: {folder} has no {', '.join(missing)} (a model folder needs "
+            f"model.onnx or onnx/model.onnx, tokenizer.json and tokenizer_config.json)"
+        )
     pooling = read_pooling(folder)
     own = read_max_tokens(folder)
     config = _json(folder / "config.json") if (folder / "config.json").is_file() else {}

@@ -22,17 +22,26 @@ from memsearch_lsp.core.embedding.model_folder import ModelFolder, read_model_fo
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CHARS_PER_TOKEN", "Embedder", "EmbeddingError", "FastEmbedEmbedder", "create_embedder",
-           "query_vector", "variant"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "Embedder",
+    "EmbeddingError",
+    "FastEmbedEmbedder",
+    "create_embedder",
+    "query_vector",
+    "variant",
+]
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-L6-v2"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_BATCH = 32
 BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)
-UNKNOWN_MODEL = ("embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r}; "
-                 "for another model set embedding.provider = 'onnx' and embedding.model = a folder holding "
-                 "model.onnx, tokenizer.json and tokenizer_config.json, or embedding.provider = 'openai' for an "
-                 "OpenAI-compatible endpoint")
+UNKNOWN_MODEL = (
+    "embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r}; "
+    "for another model set embedding.provider = 'onnx' and embedding.model = a folder holding "
+    "model.onnx, tokenizer.json and tokenizer_config.json, or embedding.provider = 'openai' for an "
+    "OpenAI-compatible endpoint"
+)
 
 
 def by_length(texts: Sequence[str], batch_size: int, lengths: Sequence[int] | None = None) -> list[list[int]]:
@@ -41,7 +50,7 @@ def by_length(texts: Sequence[str], batch_size: int, lengths: Sequence[int] | No
     key = lengths if lengths is not None else [len(t) for t in texts]
     order = sorted(range(len(texts)), key=lambda i: key[i])
     size = max(1, min(batch_size, MAX_BATCH))
-    return [order[i:i + size] for i in range(0, len(order), size)]
+    return [order[i : i + size] for i in range(0, len(order), size)]
 
 
 def _cache_root() -> Path:
@@ -138,9 +147,16 @@ class FastEmbedEmbedder:
     """fastembed + ONNX Runtime on the CPU, loaded lazily on the first embed() call: the bundled model
     (`model_name` = DEFAULT_MODEL) or a local model folder (`folder`, or a folder path as `model_name`)."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = MAX_BATCH, threads: int = 0,
-                 folder: ModelFolder | None = None, max_tokens: int = 0, document_prefix: str = "",
-                 query_prefix: str = ""):
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        batch_size: int = MAX_BATCH,
+        threads: int = 0,
+        folder: ModelFolder | None = None,
+        max_tokens: int = 0,
+        document_prefix: str = "",
+        query_prefix: str = "",
+    ):
         if folder is None and model_name != DEFAULT_MODEL:
             if not Path(model_name).expanduser().is_dir():
                 raise ConfigError(UNKNOWN_MODEL.format(model=model_name, default=DEFAULT_MODEL))
@@ -149,8 +165,10 @@ class FastEmbedEmbedder:
         self.provider = "onnx" if folder else "bundled"
         self.max_tokens = folder.max_tokens if folder else (max_tokens or BUNDLED_MAX_TOKENS)
         # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
-        self.model_name = (folder.identity if folder else (
-            DEFAULT_MODEL if self.max_tokens == BUNDLED_MAX_TOKENS else f"{DEFAULT_MODEL}@{self.max_tokens}")
+        self.model_name = (
+            folder.identity
+            if folder
+            else (DEFAULT_MODEL if self.max_tokens == BUNDLED_MAX_TOKENS else f"{DEFAULT_MODEL}@{self.max_tokens}")
         ) + variant(EmbeddingConfig(document_prefix=document_prefix))
         self.document_prefix, self.query_prefix = document_prefix, query_prefix
         self.batch_size = batch_size
@@ -161,8 +179,11 @@ class FastEmbedEmbedder:
     def _load(self) -> Any:
         """The loaded model, shared by every embedder of this process with the same model, length and
         threads (a server with several workspace folders holds one copy, ~150 MB, not one per folder)."""
-        key = (f"{self.folder.path}:{self.folder.identity}" if self.folder else DEFAULT_MODEL, self.max_tokens,
-               self.threads)
+        key = (
+            f"{self.folder.path}:{self.folder.identity}" if self.folder else DEFAULT_MODEL,
+            self.max_tokens,
+            self.threads,
+        )
         with _LOADING:
             if self._model is None:
                 self._model = _LOADED.get(key)
@@ -192,10 +213,14 @@ class FastEmbedEmbedder:
         except EmbeddingError:
             raise
         except Exception as exc:
-            where, hint = ((self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
-                           if self.folder else (DEFAULT_MODEL, "; reinstall memsearch-lsp"))
-            raise EmbeddingError(f"cannot load the embedding model {where} ({type(exc).__name__}: {exc})"
-                                 f"{hint}") from exc
+            where, hint = (
+                (self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
+                if self.folder
+                else (DEFAULT_MODEL, "; reinstall memsearch-lsp")
+            )
+            raise EmbeddingError(
+                f"cannot load the embedding model {where} ({type(exc).__name__}: {exc}){hint}"
+            ) from exc
         return model
 
     def _load_folder(self, text_embedding: Any, cache: str, folder: ModelFolder) -> Any:
@@ -204,13 +229,19 @@ class FastEmbedEmbedder:
         pooling = {"mean": PoolingType.MEAN, "cls": PoolingType.CLS, "last_token": PoolingType.LAST_TOKEN}
         name = f"memsearch-lsp/{folder.identity}:{folder.pooling}"  # one registration per folder and pooling
         try:
-            text_embedding.add_custom_model(name, pooling=pooling[folder.pooling], normalization=True,
-                                            sources=ModelSource(hf=str(folder.path)), dim=folder.dim or 1,
-                                            model_file=folder.model_file)
+            text_embedding.add_custom_model(
+                name,
+                pooling=pooling[folder.pooling],
+                normalization=True,
+                sources=ModelSource(hf=str(folder.path)),
+                dim=folder.dim or 1,
+                model_file=folder.model_file,
+            )
         except ValueError:
             pass  # registered by an earlier instance
-        return text_embedding(name, specific_model_path=str(folder.path), local_files_only=True,
-                              cache_dir=cache, threads=self.threads)
+        return text_embedding(
+            name, specific_model_path=str(folder.path), local_files_only=True, cache_dir=cache, threads=self.threads
+        )
 
     def warm(self) -> None:
         """Load the model now (not with the first text)."""
@@ -237,7 +268,6 @@ class FastEmbedEmbedder:
             release_onnx_arena(model)
         return out
 
-
     @staticmethod
     def _token_lengths(model: Any, texts: Sequence[str]) -> list[int] | None:
         """Token counts from the model's own tokenizer (truncated, unpadded): sorting batches by them
@@ -248,7 +278,7 @@ class FastEmbedEmbedder:
         try:
             lengths: list[int] = []
             for start in range(0, len(texts), 1024):
-                lengths.extend(sum(e.attention_mask) for e in tokenizer.encode_batch(list(texts[start:start + 1024])))
+                lengths.extend(sum(e.attention_mask) for e in tokenizer.encode_batch(list(texts[start : start + 1024])))
             return lengths
         except Exception as exc:  # pragma: no cover - an unusual custom model
             log.debug("token lengths unavailable (%s); batching by characters", exc)
@@ -285,8 +315,9 @@ def reads(embedder: Embedder) -> str:
     return f"the first {limit} tokens of each chunk (heading path + text)"
 
 
-def create_embedder(settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH, threads: int = 0,
-                    root: Path | None = None) -> Embedder:
+def create_embedder(
+    settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH, threads: int = 0, root: Path | None = None
+) -> Embedder:
     """The configured provider: 'bundled' (the offline MiniLM), 'onnx' (a local model folder; relative to
     `root`) or 'openai' (an OpenAI-compatible endpoint). A model name string means the bundled provider."""
     if isinstance(settings, str):
@@ -297,16 +328,28 @@ def create_embedder(settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH
         return OpenAIEmbedder(settings)
     if settings.provider == "onnx":
         folder = read_model_folder(settings.model, settings.max_tokens, root)
-        return FastEmbedEmbedder(folder.identity, settings.batch_size, settings.threads, folder=folder,
-                                 document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)
+        return FastEmbedEmbedder(
+            folder.identity,
+            settings.batch_size,
+            settings.threads,
+            folder=folder,
+            document_prefix=settings.document_prefix,
+            query_prefix=settings.query_prefix,
+        )
     if settings.provider != "bundled":
         raise ConfigError(f"embedding.provider: expected one of 'bundled', 'onnx', 'openai', got {settings.provider!r}")
     model = settings.model
     local = Path(model).expanduser()
     if model != DEFAULT_MODEL and root is not None and not local.is_absolute() and (root / local).is_dir():
         model = str(root / local)  # a folder as the model name: the 'onnx' provider, as before
-    return FastEmbedEmbedder(model, settings.batch_size, settings.threads, max_tokens=settings.max_tokens,
-                             document_prefix=settings.document_prefix, query_prefix=settings.query_prefix)
+    return FastEmbedEmbedder(
+        model,
+        settings.batch_size,
+        settings.threads,
+        max_tokens=settings.max_tokens,
+        document_prefix=settings.document_prefix,
+        query_prefix=settings.query_prefix,
+    )
 
 
 def release_onnx_arena(model: Any) -> None:

@@ -17,8 +17,10 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 8191  # OpenAI's text-embedding-3 limit; set embedding.max_tokens for other endpoints
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 # what to check after an HTTP status beyond the API key, base URL and model (core/endpoint.py)
-HINTS = {400: "a text may exceed the model's context: lower embedding.max_tokens",
-         413: "a text may exceed the model's context: lower embedding.max_tokens"}
+HINTS = {
+    400: "a text may exceed the model's context: lower embedding.max_tokens",
+    413: "a text may exceed the model's context: lower embedding.max_tokens",
+}
 # A search's query waits at most this long (and is retried once): an endpoint busy embedding the index
 # must not hold a search for timeout_s x retries; the search then answers with BM25 alone (core/search/hybrid.py).
 QUERY_TIMEOUT_S = 10.0
@@ -41,12 +43,24 @@ class OpenAIEmbedder:
         self.batch_size = max(1, settings.batch_size)
         self.max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
         # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
-        self.model_name = "openai:" + model + (f":{settings.dimensions}d" if settings.dimensions else "") + (
-            f":{settings.max_tokens}t" if settings.max_tokens else "") + variant(settings)
+        self.model_name = (
+            "openai:"
+            + model
+            + (f":{settings.dimensions}d" if settings.dimensions else "")
+            + (f":{settings.max_tokens}t" if settings.max_tokens else "")
+            + variant(settings)
+        )
         self.dim = settings.dimensions  # 0 until the first answer
         self.requests = 0
-        self.api = Endpoint("embedding", "embedding", settings.base_url, settings.api_key_env, settings.timeout_s,
-                            settings.max_retries, url=self.endpoint)
+        self.api = Endpoint(
+            "embedding",
+            "embedding",
+            settings.base_url,
+            settings.api_key_env,
+            settings.timeout_s,
+            settings.max_retries,
+            url=self.endpoint,
+        )
 
     def client(self) -> Any:
         return self.api.client()
@@ -56,7 +70,7 @@ class OpenAIEmbedder:
         cut = self._cut([prefix + t for t in texts] if prefix else texts)
         out: list[list[float]] = []
         for start in range(0, len(cut), self.batch_size):
-            out.extend(self._request(cut[start:start + self.batch_size], self.model))
+            out.extend(self._request(cut[start : start + self.batch_size], self.model))
         return out
 
     def embed_query(self, query: str) -> list[float]:
@@ -77,12 +91,15 @@ class OpenAIEmbedder:
         self.requests += 1
         try:
             create = client.embeddings.with_streaming_response.create
-            with self.api.failures(EmbeddingError, model, HINTS, timeout_s=timeout, max_retries=retries), create(
-                    model=model, input=batch, encoding_format="float", **extra) as response:
+            with (
+                self.api.failures(EmbeddingError, model, HINTS, timeout_s=timeout, max_retries=retries),
+                create(model=model, input=batch, encoding_format="float", **extra) as response,
+            ):
                 body = self._read(response, len(batch))
         except httpx_errors() as exc:  # the connection broke while the body was read
-            raise EmbeddingError(f"embedding endpoint {self.endpoint}: the answer was cut off "
-                                 f"({type(exc).__name__}: {exc})") from exc
+            raise EmbeddingError(
+                f"embedding endpoint {self.endpoint}: the answer was cut off ({type(exc).__name__}: {exc})"
+            ) from exc
         return self._vectors(body, len(batch))
 
     def _read(self, response: Any, texts: int) -> bytes:
@@ -100,8 +117,10 @@ class OpenAIEmbedder:
         return bytes(body)
 
     def _too_big(self, size: int, cap: int, texts: int, more: bool = False) -> str:
-        return (f"embedding endpoint {self.endpoint} sent {'over ' if more else ''}{size:,} bytes for {texts} "
-                f"text{'s' if texts != 1 else ''}, more than the {cap:,} bytes allowed; check embedding.base_url")
+        return (
+            f"embedding endpoint {self.endpoint} sent {'over ' if more else ''}{size:,} bytes for {texts} "
+            f"text{'s' if texts != 1 else ''}, more than the {cap:,} bytes allowed; check embedding.base_url"
+        )
 
     def _vectors(self, body: bytes, expected: int) -> list[list[float]]:
         """The unit vectors of a /v1/embeddings answer, in input order; anything malformed (not JSON, a
@@ -114,28 +133,37 @@ class OpenAIEmbedder:
             raw = [d["embedding"] for d in data]
         except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError and UnicodeDecodeError too
             start = _short(body[:120].decode("utf-8", "replace"))
-            raise EmbeddingError(f"{where} sent an answer that is not an embeddings list "
-                                 f"({type(exc).__name__}: {_short(str(exc))}): {start}") from exc
+            raise EmbeddingError(
+                f"{where} sent an answer that is not an embeddings list "
+                f"({type(exc).__name__}: {_short(str(exc))}): {start}"
+            ) from exc
         if len(raw) != expected:
             raise EmbeddingError(f"{where} returned {len(raw)} vectors for {expected} texts (model {self.model!r})")
         vectors = []
         for n, item in enumerate(raw):
-            if not isinstance(item, list) or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                                                     for x in item):
+            if not isinstance(item, list) or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in item
+            ):
                 raise EmbeddingError(f"{where} sent vector {n} that is not a list of numbers (model {self.model!r})")
             vector = [float(x) for x in item]
             if not self.dim:
                 self.dim = len(vector)
             if len(vector) != self.dim:
-                raise EmbeddingError(f"{where} returned {len(vector)}-d vectors, "
-                                     f"expected {self.dim} (model {self.model!r}, embedding.dimensions)")
+                raise EmbeddingError(
+                    f"{where} returned {len(vector)}-d vectors, "
+                    f"expected {self.dim} (model {self.model!r}, embedding.dimensions)"
+                )
             norm = math.hypot(*vector)
             if not math.isfinite(norm) or not all(math.isfinite(x) for x in vector):
-                raise EmbeddingError(f"{where} sent vector {n} with NaN or infinite values (model {self.model!r}); "
-                                     "nothing was stored: fix the endpoint and index again")
+                raise EmbeddingError(
+                    f"{where} sent vector {n} with NaN or infinite values (model {self.model!r}); "
+                    "nothing was stored: fix the endpoint and index again"
+                )
             if norm == 0.0:
-                raise EmbeddingError(f"{where} sent vector {n} with all zeros (model {self.model!r}); "
-                                     "nothing was stored: fix the endpoint and index again")
+                raise EmbeddingError(
+                    f"{where} sent vector {n} with all zeros (model {self.model!r}); "
+                    "nothing was stored: fix the endpoint and index again"
+                )
             vectors.append([x / norm for x in vector])
         return vectors
 
@@ -154,4 +182,4 @@ def httpx_errors() -> tuple[type[Exception], ...]:
 
 def _short(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

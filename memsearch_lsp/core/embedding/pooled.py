@@ -21,8 +21,11 @@ def load_tokenizer(folder: Path) -> Any:
     config_path = folder / "config.json"
     config: dict[str, Any] = json.loads(config_path.read_text()) if config_path.exists() else {}
     tokenizer_config: dict[str, Any] = json.loads((folder / "tokenizer_config.json").read_text())
-    limits = [v for v in (tokenizer_config.get("model_max_length"), tokenizer_config.get("max_length"))
-              if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    limits = [
+        v
+        for v in (tokenizer_config.get("model_max_length"), tokenizer_config.get("max_length"))
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0
+    ]
     if not limits:
         raise ValueError(f"no model_max_length in {folder / 'tokenizer_config.json'}")
     special_path = folder / "special_tokens_map.json"
@@ -30,8 +33,10 @@ def load_tokenizer(folder: Path) -> Any:
 
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     truncation = tokenizer.truncation or {}
-    tokenizer.enable_truncation(max_length=min(limits), direction=tokenizer_config.get("truncation_side")
-                                or truncation.get("direction", "right"))
+    tokenizer.enable_truncation(
+        max_length=min(limits),
+        direction=tokenizer_config.get("truncation_side") or truncation.get("direction", "right"),
+    )
     for value in special.values():
         for token in value if isinstance(value, list) else [value]:
             if isinstance(token, str):
@@ -45,9 +50,14 @@ def load_tokenizer(folder: Path) -> Any:
         pad_id = tokenizer.token_to_id(pad_token)
     if pad_token is None or pad_id is None:
         raise ValueError(f"no pad token in {folder}")
-    tokenizer.enable_padding(direction=tokenizer_config.get("padding_side") or padding.get("direction", "right"),
-                             pad_id=pad_id, pad_type_id=padding.get("pad_type_id", 0), pad_token=pad_token,
-                             pad_to_multiple_of=padding.get("pad_to_multiple_of"), length=None)
+    tokenizer.enable_padding(
+        direction=tokenizer_config.get("padding_side") or padding.get("direction", "right"),
+        pad_id=pad_id,
+        pad_type_id=padding.get("pad_type_id", 0),
+        pad_token=pad_token,
+        pad_to_multiple_of=padding.get("pad_to_multiple_of"),
+        length=None,
+    )
     return tokenizer
 
 
@@ -71,15 +81,16 @@ class PooledModel:
         if threads is not None:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = threads
-        session = ort.InferenceSession(str(folder / model_file), providers=["CPUExecutionProvider"],
-                                       sess_options=options)
+        session = ort.InferenceSession(
+            str(folder / model_file), providers=["CPUExecutionProvider"], sess_options=options
+        )
         self.model = _Parts(load_tokenizer(folder), session)
         self._inputs = {node.name for node in session.get_inputs()}
 
     def embed(self, texts: Sequence[str], batch_size: int = 256) -> Iterator[Any]:
         """One float32 unit vector per text, in order (as fastembed's TextEmbedding.embed)."""
         for start in range(0, len(texts), batch_size):
-            yield from self._batch(list(texts[start:start + batch_size]))
+            yield from self._batch(list(texts[start : start + batch_size]))
 
     def _batch(self, texts: list[str]) -> Any:
         import numpy as np

@@ -46,8 +46,7 @@ class ChildFailed(RuntimeError):
     """The child process did not index (it could not start, failed, or was killed)."""
 
 
-def index(memory: MemoryApi, force: bool = False, progress: Progress | None = None,
-          at: int = BULK_CHARS) -> IndexStats:
+def index(memory: MemoryApi, force: bool = False, progress: Progress | None = None, at: int = BULK_CHARS) -> IndexStats:
     """A full pass over `memory`; one that would write at least `at` characters of text runs in a child process
     when this process owns a local index with the embedder its settings name (else, and `at` <= 0, here)."""
     if not isinstance(memory, Memory) or memory.embedder_given or memory.config.milvus.uri or at <= 0:
@@ -61,14 +60,20 @@ def index(memory: MemoryApi, force: bool = False, progress: Progress | None = No
         with memory.released() as lock_fd:
             done = run_child(memory.root, memory.config, force, progress, lock_fd)
     except ChildFailed as exc:
-        log.warning("%s: the index pass in a child process failed (%s); indexing in this process",
-                    memory.root.name, exc)
+        log.warning(
+            "%s: the index pass in a child process failed (%s); indexing in this process", memory.root.name, exc
+        )
         return memory.index(force=force, progress=progress)
     _warm(memory.embedder)  # after the child (not beside it: two models at once), before the searches that follow
     meanwhile = memory.index()  # files changed while the child ran, unsaved buffers: few, here
-    return replace(meanwhile, seconds=time.perf_counter() - started,
-                   **{k: getattr(done, k) + getattr(meanwhile, k) for k in
-                      ("files_added", "files_modified", "files_removed", "chunks_embedded", "chunks_reused")})
+    return replace(
+        meanwhile,
+        seconds=time.perf_counter() - started,
+        **{
+            k: getattr(done, k) + getattr(meanwhile, k)
+            for k in ("files_added", "files_modified", "files_removed", "chunks_embedded", "chunks_reused")
+        },
+    )
 
 
 def _warm(embedder: Any) -> None:
@@ -81,15 +86,22 @@ def _warm(embedder: Any) -> None:
             log.debug("loading the model: %s", exc)
 
 
-def run_child(root: Path, config: Config, force: bool, progress: Progress | None,
-              lock_fd: int | None = None) -> IndexStats:
+def run_child(
+    root: Path, config: Config, force: bool, progress: Progress | None, lock_fd: int | None = None
+) -> IndexStats:
     """Index `root` with `config` in a child process: its stats. `lock_fd`: the index folder's lock, lent to it
     (Memory.released), else the folder must be free for it to take."""
-    order = json.dumps({"root": str(root), "config": CONVERTER.unstructure(config), "force": force,
-                        "lock_fd": lock_fd})
+    order = json.dumps({"root": str(root), "config": CONVERTER.unstructure(config), "force": force, "lock_fd": lock_fd})
     try:
-        child = subprocess.Popen(CHILD, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                 encoding="utf-8", pass_fds=() if lock_fd is None else (lock_fd,))
+        child = subprocess.Popen(
+            CHILD,
+            cwd=root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            pass_fds=() if lock_fd is None else (lock_fd,),
+        )
     except OSError as exc:
         raise ChildFailed(f"cannot start {CHILD[0]}: {exc}") from exc
     assert child.stdin is not None and child.stdout is not None
@@ -121,8 +133,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="memsearch-lsp index: %(message)s")
     order = json.loads(sys.stdin.readline())
     finished = threading.Event()
-    threading.Thread(target=_exit_with_parent, args=(sys.stdin, finished), name="memsearch-parent",
-                     daemon=True).start()
+    threading.Thread(target=_exit_with_parent, args=(sys.stdin, finished), name="memsearch-parent", daemon=True).start()
 
     def progress(done: int, total: int, message: str) -> None:
         report.write(json.dumps({"progress": [done, total, message]}) + "\n")

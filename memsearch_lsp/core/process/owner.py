@@ -29,11 +29,12 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import MemoryApi, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.memory import INDEX_DIR, Memory, MemoryFiles, with_index_settings
+from memsearch_lsp.core.memory import INDEX_DIR, Memory
 from memsearch_lsp.core.notes import clean_note
 from memsearch_lsp.core.process import bulk
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store.milvus import IndexBusy, locked_by_other
+from memsearch_lsp.core.workspace import MemoryFiles, with_index_settings
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,11 @@ def socket_path_for(root: Path) -> Path:
         folder.mkdir(mode=0o700)
     info = folder.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
-        raise UnsafeSocketFolder(f"refusing the socket folder {folder}: it must be a folder owned by uid "
-                                 f"{os.getuid()} with mode 0700 (found uid {info.st_uid}, mode "
-                                 f"{stat.S_IMODE(info.st_mode):o}); remove it and try again")
+        raise UnsafeSocketFolder(
+            f"refusing the socket folder {folder}: it must be a folder owned by uid "
+            f"{os.getuid()} with mode 0700 (found uid {info.st_uid}, mode "
+            f"{stat.S_IMODE(info.st_mode):o}); remove it and try again"
+        )
     return folder / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".sock")
 
 
@@ -211,8 +214,17 @@ class OwnerServer:
         self._thread.start()
         record = record_path(self.memory.root)
         tmp = record.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "socket": str(self.socket), "version": __version__,
-                                   "index": self.memory.uri, "process": self.process}))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "socket": str(self.socket),
+                    "version": __version__,
+                    "index": self.memory.uri,
+                    "process": self.process,
+                }
+            )
+        )
         os.chmod(tmp, 0o600)
         os.replace(tmp, record)
 
@@ -243,15 +255,23 @@ class OwnerServer:
             chunk = m.expand(args["chunk_id"])
             return asdict(chunk) if chunk else None
         if op == "related":
-            like = Expanded(id="", source=args["source"], heading=args["heading"], heading_path="",
-                            start_line=0, end_line=0, content=args["content"])
+            like = Expanded(
+                id="",
+                source=args["source"],
+                heading=args["heading"],
+                heading_path="",
+                start_line=0,
+                end_line=0,
+                content=args["content"],
+            )
             return [asdict(h) for h in m.related(like, int(args.get("top_k", 3)))]
         if op == "headings":
             return [asdict(h) for h in m.headings(**args)]
         if op == "remember":  # the owner appends and indexes, at the caller's time
             when = dt.datetime.fromisoformat(args["now"]) if args.get("now") else None
-            return asdict(m.remember(args["text"], args.get("heading"), now=when,
-                                     long_term=bool(args.get("long_term"))))
+            return asdict(
+                m.remember(args["text"], args.get("heading"), now=when, long_term=bool(args.get("long_term")))
+            )
         if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
             return getattr(m, op)(**args)
         raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
@@ -273,9 +293,8 @@ class RemoteMemory(MemoryFiles):
                 return _call(self.socket_path, op, args)
             except (ConnectionRefusedError, BlockingIOError) as exc:  # a full backlog: try again
                 if attempt == 4:
-                    raise OwnerGone(f"the process that owns the index of {self.root} does not answer ({exc})") \
-                        from exc
-                time.sleep(0.05 * 2 ** attempt)
+                    raise OwnerGone(f"the process that owns the index of {self.root} does not answer ({exc})") from exc
+                time.sleep(0.05 * 2**attempt)
             except (ConnectionError, FileNotFoundError, TimeoutError) as exc:
                 raise OwnerGone(f"the process that owns the index of {self.root} is gone ({exc})") from exc
         raise AssertionError("unreachable")
@@ -290,8 +309,13 @@ class RemoteMemory(MemoryFiles):
         here; the index's own (core.memory.INDEX_SETTINGS, see `index_settings_changed`) stay as the
         owner serves them. False: there is nothing to re-index here."""
         old = self.config.search
-        self.search_overrides.update({f.name: getattr(config.search, f.name) for f in fields(old)
-                                      if getattr(config.search, f.name) != getattr(old, f.name)})
+        self.search_overrides.update(
+            {
+                f.name: getattr(config.search, f.name)
+                for f in fields(old)
+                if getattr(config.search, f.name) != getattr(old, f.name)
+            }
+        )
         self.config = with_index_settings(config, self.config)
         return False
 
@@ -311,8 +335,10 @@ class RemoteMemory(MemoryFiles):
         self._call("reset")
 
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        settings = {**self.search_overrides,
-                    **{k: v.isoformat() if isinstance(v, dt.date) else v for k, v in overrides.items()}}
+        settings = {
+            **self.search_overrides,
+            **{k: v.isoformat() if isinstance(v, dt.date) else v for k, v in overrides.items()},
+        }
         if top_k is not None:
             settings["top_k"] = top_k
         return [Hit(**h) for h in self._call("search", query=query, **settings)]
@@ -322,16 +348,26 @@ class RemoteMemory(MemoryFiles):
         return Expanded(**data) if data else None
 
     def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
-        return [Hit(**h) for h in self._call("related", source=chunk.source, heading=chunk.heading,
-                                              content=chunk.content, top_k=top_k)]
+        return [
+            Hit(**h)
+            for h in self._call(
+                "related", source=chunk.source, heading=chunk.heading, content=chunk.content, top_k=top_k
+            )
+        ]
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         return [Hit(**h) for h in self._call("headings", limit=limit)]
 
-    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,
-                 long_term: bool = False) -> Remembered:
-        data = self._call("remember", text=clean_note(text), heading=heading, now=(now or self.clock()).isoformat(),
-                          long_term=long_term)
+    def remember(
+        self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
+    ) -> Remembered:
+        data = self._call(
+            "remember",
+            text=clean_note(text),
+            heading=heading,
+            now=(now or self.clock()).isoformat(),
+            long_term=long_term,
+        )
         chunks = tuple(Chunk(**dict(c, heading_path=tuple(c["heading_path"]))) for c in data["chunks"])
         return Remembered(data["source"], chunks, IndexStats.from_dict(data["stats"]))
 
@@ -358,8 +394,9 @@ class RemoteMemory(MemoryFiles):
         return None
 
 
-def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None,
-                **settings: Any) -> MemoryApi:
+def open_memory(
+    workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None, **settings: Any
+) -> MemoryApi:
     """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
 
     A local open waits (up to `wait_s`) while another short-lived process holds the folder. `~` is

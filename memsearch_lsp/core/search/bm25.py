@@ -33,15 +33,95 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 # English function words dropped from queries (not from documents): in a question such as "What did
 # Nate say about his dog?" they match nearly every chunk of a conversation and drown the content words.
 # bench/README.md: recall@5 0.772 -> 0.805 for BM25 alone on conversational memory.
-STOP_WORDS = frozenset({
-    "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "to", "from",
-    "in", "on", "into", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "done",
-    "have", "has", "had", "having", "i", "me", "my", "you", "your", "he", "him", "his", "she", "her", "it",
-    "its", "we", "us", "our", "they", "them", "their", "what", "which", "who", "whom", "whose", "when",
-    "where", "why", "how", "this", "that", "these", "those", "am", "will", "would", "can", "could",
-    "should", "shall", "may", "might", "must", "not", "no", "so", "than", "too", "very", "just", "also",
-    "there", "here", "then",
-})
+STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "to",
+        "from",
+        "in",
+        "on",
+        "into",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "having",
+        "i",
+        "me",
+        "my",
+        "you",
+        "your",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "it",
+        "its",
+        "we",
+        "us",
+        "our",
+        "they",
+        "them",
+        "their",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "this",
+        "that",
+        "these",
+        "those",
+        "am",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "not",
+        "no",
+        "so",
+        "than",
+        "too",
+        "very",
+        "just",
+        "also",
+        "there",
+        "here",
+        "then",
+    }
+)
 
 
 @lru_cache(maxsize=1)
@@ -225,13 +305,24 @@ class DfTable:
             line = ""
             changes = {str(k): v for k, v in self._changes.items() if v}
             if self._generation is not None and (changes or self._changed_docs):
-                line = json.dumps({"journal": self._generation, "docs": self._changed_docs, "df": changes},
-                                  separators=(",", ":")) + "\n"
+                line = (
+                    json.dumps(
+                        {"journal": self._generation, "docs": self._changed_docs, "df": changes}, separators=(",", ":")
+                    )
+                    + "\n"
+                )
             whole = self._generation is None or self._journal_size + len(line) > max(self.JOURNAL_MIN, self._table_size)
             if whole:
                 generation = secrets.token_hex(8)
-                payload = json.dumps({"analyzer": ANALYZER, "docs": self.docs, "journal": generation,
-                                      "df": {str(k): v for k, v in self.df.items()}}, separators=(",", ":"))
+                payload = json.dumps(
+                    {
+                        "analyzer": ANALYZER,
+                        "docs": self.docs,
+                        "journal": generation,
+                        "df": {str(k): v for k, v in self.df.items()},
+                    },
+                    separators=(",", ":"),
+                )
                 self._generation, self._table_size, self._journal_size = generation, len(payload), 0
             else:
                 self._journal_size += len(line)

@@ -106,14 +106,23 @@ class SearchFilter:
         return {s for s in sources if self.allows(s)}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"since": self.since.isoformat() if self.since else None,
-                "until": self.until.isoformat() if self.until else None, "source": list(self.sources)}
+        return {
+            "since": self.since.isoformat() if self.since else None,
+            "until": self.until.isoformat() if self.until else None,
+            "source": list(self.sources),
+        }
 
 
-def make_filter(since: str | dt.date | None = None, until: str | dt.date | None = None,
-                source: str | Sequence[str] | None = None, *, today: dt.date) -> SearchFilter:
+def make_filter(
+    since: str | dt.date | None = None,
+    until: str | dt.date | None = None,
+    source: str | Sequence[str] | None = None,
+    *,
+    today: dt.date,
+) -> SearchFilter:
     """A SearchFilter from user input (`source`: one glob or several); FilterError for a bad date or an
     empty range."""
+
     def day(value: str | dt.date | None) -> dt.date | None:
         if value is None or value == "":
             return None

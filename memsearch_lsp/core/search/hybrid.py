@@ -83,10 +83,17 @@ class Hit:
     last_line: str | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> HitData:
-        return {"id": self.id, "source": self.source, "heading": self.heading,
-                "start_line": self.start_line, "end_line": self.end_line,
-                "score": round(self.score, 6), "snippet": self.snippet, "date": self.date or None,
-                "archived": self.archived}
+        return {
+            "id": self.id,
+            "source": self.source,
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 6),
+            "snippet": self.snippet,
+            "date": self.date or None,
+            "archived": self.archived,
+        }
 
 
 @dataclass(frozen=True)
@@ -104,10 +111,17 @@ class Expanded:
     archived: bool = False  # from a compacted log in the archive folder
 
     def to_dict(self) -> ChunkData:
-        return {"id": self.id, "source": self.source, "heading": self.heading,
-                "heading_path": self.heading_path, "start_line": self.start_line,
-                "end_line": self.end_line, "content": self.content, "date": self.date or None,
-                "archived": self.archived}
+        return {
+            "id": self.id,
+            "source": self.source,
+            "heading": self.heading,
+            "heading_path": self.heading_path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "content": self.content,
+            "date": self.date or None,
+            "archived": self.archived,
+        }
 
 
 def _body(content: str) -> str:
@@ -131,27 +145,52 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     if start:
         space = text.find(" ", start)
         start = space + 1 if 0 <= space < start + 20 else start
-    piece = text[start:start + width - (1 if start else 0) - 1].rstrip()
+    piece = text[start : start + width - (1 if start else 0) - 1].rstrip()
     return ("…" if start else "") + piece + "…"
 
 
 def to_hit(row: Row, query: str, width: int) -> Hit:
-    return Hit(id=row.id, source=row.source, heading=row.heading, start_line=row.start_line,
-               end_line=row.end_line, score=row.score, snippet=snippet(row.content, query, width),
-               date=row.date or None, heading_path=row.heading_path, last_line=row.content.rsplit("\n", 1)[-1])
+    return Hit(
+        id=row.id,
+        source=row.source,
+        heading=row.heading,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        score=row.score,
+        snippet=snippet(row.content, query, width),
+        date=row.date or None,
+        heading_path=row.heading_path,
+        last_line=row.content.rsplit("\n", 1)[-1],
+    )
 
 
 def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
     from memsearch_lsp.core.files import glob_match
 
-    return Expanded(id=row.id, source=row.source, heading=row.heading, heading_path=row.heading_path,
-                    start_line=row.start_line, end_line=row.end_line, content=row.content, date=row.date or None,
-                    archived=bool(archive_dir) and glob_match(archive_dir, row.source))
+    return Expanded(
+        id=row.id,
+        source=row.source,
+        heading=row.heading,
+        heading_path=row.heading_path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        content=row.content,
+        date=row.date or None,
+        archived=bool(archive_dir) and glob_match(archive_dir, row.source),
+    )
 
 
-def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: str, settings: SearchConfig,
-                  top_k: int, exclude_source: str = "", archive_dir: str = "",
-                  only: Collection[str] | None = None) -> list[Hit]:
+def hybrid_search(
+    store: MilvusStore,
+    embedder: Embedder,
+    df: DfTable,
+    query: str,
+    settings: SearchConfig,
+    top_k: int,
+    exclude_source: str = "",
+    archive_dir: str = "",
+    only: Collection[str] | None = None,
+) -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
     configured ranker (core/search/rank.py), best first, hits under `settings.min_score` (rank.relevance) left
     out; archived hits marked and demoted (demote_archived). When the query cannot be embedded (an
@@ -178,8 +217,14 @@ def hybrid_search(store: MilvusStore, embedder: Embedder, df: DfTable, query: st
     return demote_archived(hits, archive_dir)[:top_k]
 
 
-def _dense_leg(store: MilvusStore, embedder: Embedder, query: str, limit: int, exclude_source: str,
-               only: Collection[str] | None = None) -> dict[str, float]:
+def _dense_leg(
+    store: MilvusStore,
+    embedder: Embedder,
+    query: str,
+    limit: int,
+    exclude_source: str,
+    only: Collection[str] | None = None,
+) -> dict[str, float]:
     """The dense leg; {} when the query cannot be embedded (an endpoint busy, down or refusing): BM25
     then answers alone, and the log (the editor's output panel, the CLI's stderr) says so and why."""
     try:
@@ -200,6 +245,8 @@ def demote_archived(hits: list[Hit], archive_dir: str) -> list[Hit]:
         return hits
     from memsearch_lsp.core.files import glob_match
 
-    marked = [replace(h, archived=True, score=h.score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
-              for h in hits]
+    marked = [
+        replace(h, archived=True, score=h.score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
+        for h in hits
+    ]
     return sorted(marked, key=lambda h: -h.score)

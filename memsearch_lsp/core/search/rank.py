@@ -87,9 +87,14 @@ def ranks(scores: Scores) -> dict[str, int]:
     return {k: n for n, k in enumerate(order, 1)}
 
 
-def _weighted(dense: Scores, sparse: Scores, vector_weight: float, bm25_weight: float,
-              norm_dense: Callable[[float], float], norm_sparse: Callable[[float], float],
-              ) -> dict[str, float]:
+def _weighted(
+    dense: Scores,
+    sparse: Scores,
+    vector_weight: float,
+    bm25_weight: float,
+    norm_dense: Callable[[float], float],
+    norm_sparse: Callable[[float], float],
+) -> dict[str, float]:
     fused: dict[str, float] = {}
     for scores, weight, norm in ((dense, vector_weight, norm_dense), (sparse, bm25_weight, norm_sparse)):
         for key, value in scores.items():
@@ -97,15 +102,18 @@ def _weighted(dense: Scores, sparse: Scores, vector_weight: float, bm25_weight: 
     return fused
 
 
-def learned(dense: Scores, sparse: Scores, coverage: Scores,
-            weights: tuple[float, float, float, float] = LEARNED) -> dict[str, float]:
+def learned(
+    dense: Scores, sparse: Scores, coverage: Scores, weights: tuple[float, float, float, float] = LEARNED
+) -> dict[str, float]:
     """The `learned` fused score of every candidate of both legs (see the module docstring)."""
     t_dense, g_bm25, t_bm25, c_coverage = weights
     dense_weight = max(MIN_WEIGHT, confidence(dense) - t_dense)
     bm25_weight = max(MIN_WEIGHT, g_bm25 * (confidence(sparse) - t_bm25))
     d, s = minmax(dense), minmax(sparse)
-    return {key: dense_weight * d.get(key, 0.0) + (bm25_weight + c_coverage * coverage.get(key, 0.0)) * s.get(key, 0.0)
-            for key in {**d, **s}}
+    return {
+        key: dense_weight * d.get(key, 0.0) + (bm25_weight + c_coverage * coverage.get(key, 0.0)) * s.get(key, 0.0)
+        for key in {**d, **s}
+    }
 
 
 def relevance(dense: Scores, coverage: Scores) -> dict[str, float]:
@@ -119,8 +127,15 @@ def relevance(dense: Scores, coverage: Scores) -> dict[str, float]:
     return {key: (2.0 * dense.get(key, floor) + coverage.get(key, 0.0)) / 3.0 for key in {**dense, **coverage}}
 
 
-def fuse(dense: Scores, sparse: Scores, ranker: str = "learned", vector_weight: float = 0.5,
-         bm25_weight: float = 0.5, rrf_k: int = 60, coverage: Scores | None = None) -> list[tuple[str, float]]:
+def fuse(
+    dense: Scores,
+    sparse: Scores,
+    ranker: str = "learned",
+    vector_weight: float = 0.5,
+    bm25_weight: float = 0.5,
+    rrf_k: int = 60,
+    coverage: Scores | None = None,
+) -> list[tuple[str, float]]:
     """All candidates of both legs, best first, with their fused score (`coverage`: for `learned`)."""
     fused: dict[str, float]
     if ranker == "learned":
@@ -131,8 +146,9 @@ def fuse(dense: Scores, sparse: Scores, ranker: str = "learned", vector_weight: 
             for key, rank in ranks(leg).items():
                 fused[key] = fused.get(key, 0.0) + 1.0 / (rrf_k + rank)
     elif ranker == "weighted":
-        fused = _weighted(dense, sparse, vector_weight, bm25_weight,
-                          lambda c: (1.0 + c) * 0.5, lambda s: 0.5 + math.atan(s) / math.pi)
+        fused = _weighted(
+            dense, sparse, vector_weight, bm25_weight, lambda c: (1.0 + c) * 0.5, lambda s: 0.5 + math.atan(s) / math.pi
+        )
     elif ranker == "minmax":
         d, s = minmax(dense), minmax(sparse)
         dense_weight = vector_weight * (1.0 + DENSE_GAIN * confidence(dense))
@@ -144,12 +160,14 @@ def fuse(dense: Scores, sparse: Scores, ranker: str = "learned", vector_weight: 
     else:
         raise ValueError(f"unknown ranker {ranker!r}; expected one of {', '.join(RANKERS)}")
     # Best first; ties go to the chunk that is better in BM25, then dense, then by id (deterministic).
-    return sorted(fused.items(), key=lambda kv: (-kv[1], -sparse.get(kv[0], -math.inf),
-                                                  -dense.get(kv[0], -math.inf), kv[0]))
+    return sorted(
+        fused.items(), key=lambda kv: (-kv[1], -sparse.get(kv[0], -math.inf), -dense.get(kv[0], -math.inf), kv[0])
+    )
 
 
-def share_sections(ranked: Sequence[tuple[str, float]], section: Mapping[str, Hashable],
-                   share: float = SECTION_SHARE) -> list[tuple[str, float]]:
+def share_sections(
+    ranked: Sequence[tuple[str, float]], section: Mapping[str, Hashable], share: float = SECTION_SHARE
+) -> list[tuple[str, float]]:
     """Pieces of one section (`section`: candidate -> its source and heading path) also score `share` of
     the section's best piece: (score + share x best) / (1 + share), so a chunk that is its section's best
     (or a whole section) keeps its score and the order of whole sections is unchanged. Best first; ties
@@ -163,13 +181,19 @@ def share_sections(ranked: Sequence[tuple[str, float]], section: Mapping[str, Ha
     return sorted(shared, key=lambda kv: (-kv[1], order[kv[0]]))
 
 
-def rank(dense: Scores, sparse: Scores, coverage: Scores,
-         sections: Callable[[list[str]], Mapping[str, Hashable]], settings: SearchConfig) -> list[tuple[str, float]]:
+def rank(
+    dense: Scores,
+    sparse: Scores,
+    coverage: Scores,
+    sections: Callable[[list[str]], Mapping[str, Hashable]],
+    settings: SearchConfig,
+) -> list[tuple[str, float]]:
     """What a search ranks: both legs fused by `settings.ranker`, split sections sharing their best score
     (`learned`, `minmax`; `sections` looks up the candidates' section), hits under `settings.min_score`
     (`relevance`) left out. Best first."""
-    ranked = fuse(dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k,
-                  coverage)
+    ranked = fuse(
+        dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k, coverage
+    )
     if settings.ranker in ("learned", "minmax") and len(ranked) > 1:
         ranked = share_sections(ranked, sections([k for k, _ in ranked]))
     if settings.min_score > 0:

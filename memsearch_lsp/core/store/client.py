@@ -23,8 +23,9 @@ class _Schema:
         self.fields: list[Any] = []
         self.enable_dynamic_field = enable_dynamic_field
 
-    def add_field(self, name: str, dtype: Any, is_primary: bool = False, max_length: int | None = None,
-                  dim: int | None = None) -> None:
+    def add_field(
+        self, name: str, dtype: Any, is_primary: bool = False, max_length: int | None = None, dim: int | None = None
+    ) -> None:
         field = schema_types().FieldSchema
         self.fields.append(field(name=name, dtype=dtype, is_primary=is_primary, max_length=max_length, dim=dim))
 
@@ -38,10 +39,12 @@ class _Indexes:
     def __init__(self) -> None:
         self.specs: list[tuple[str, dict[str, Any]]] = []
 
-    def add_index(self, field_name: str, index_type: str, metric_type: str, params: dict[str, Any] | None = None
-                  ) -> None:
-        self.specs.append((field_name, {"index_type": index_type, "metric_type": metric_type,
-                                        "params": dict(params or {})}))
+    def add_index(
+        self, field_name: str, index_type: str, metric_type: str, params: dict[str, Any] | None = None
+    ) -> None:
+        self.specs.append(
+            (field_name, {"index_type": index_type, "metric_type": metric_type, "params": dict(params or {})})
+        )
 
 
 C = TypeVar("C", bound=type)
@@ -97,8 +100,11 @@ class LiteClient:
 
     def describe_collection(self, name: str) -> dict[str, Any]:
         schema = self.table(name).schema
-        return {"collection_name": name, "functions": list(schema.functions),
-                "fields": [{"name": f.name, "params": {"dim": f.dim} if f.dim else {}} for f in schema.fields]}
+        return {
+            "collection_name": name,
+            "functions": list(schema.functions),
+            "fields": [{"name": f.name, "params": {"dim": f.dim} if f.dim else {}} for f in schema.fields],
+        }
 
     def create_schema(self, auto_id: bool = False, enable_dynamic_field: bool = False) -> _Schema:
         return _Schema(enable_dynamic_field)
@@ -124,8 +130,7 @@ class LiteClient:
         spec = self.table(name).get_index_info(index_name)  # public since 3.0 (was `_index_specs` here)
         if spec is None:
             raise LookupError(f"no index on field {index_name!r} of collection {name!r}")
-        return {"field_name": spec["field_name"], "index_type": spec["index_type"],
-                "metric_type": spec["metric_type"]}
+        return {"field_name": spec["field_name"], "index_type": spec["index_type"], "metric_type": spec["metric_type"]}
 
     def drop_index(self, name: str, index_name: str) -> None:
         self.table(name).drop_index(index_name)
@@ -156,24 +161,40 @@ class LiteClient:
     def get(self, name: str, ids: Sequence[str], output_fields: Sequence[str] | None = None) -> list[dict[str, Any]]:
         return list(self.table(name).get(list(ids), output_fields=list(output_fields or []) or None))
 
-    def query(self, name: str, filter: str = "", output_fields: Sequence[str] | None = None,
-              limit: int | None = None) -> list[dict[str, Any]]:
+    def query(
+        self, name: str, filter: str = "", output_fields: Sequence[str] | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         col = self.table(name)
         fields = list(output_fields or [])
         if "count(*)" in fields:
             return [{"count(*)": len(col.query(filter)) if filter else int(col.num_entities)}]
         return list(col.query(filter or None, output_fields=fields or None, limit=limit))
 
-    def query_iterator(self, name: str, batch_size: int = 1000, filter: str = "",
-                       output_fields: Sequence[str] | None = None) -> _Pages:
+    def query_iterator(
+        self, name: str, batch_size: int = 1000, filter: str = "", output_fields: Sequence[str] | None = None
+    ) -> _Pages:
         return _Pages(self.table(name), batch_size, filter, list(output_fields or []))
 
-    def search(self, name: str, data: Sequence[Any], anns_field: str, limit: int, filter: str = "",
-               output_fields: Sequence[str] | None = None) -> list[list[dict[str, Any]]]:
+    def search(
+        self,
+        name: str,
+        data: Sequence[Any],
+        anns_field: str,
+        limit: int,
+        filter: str = "",
+        output_fields: Sequence[str] | None = None,
+    ) -> list[list[dict[str, Any]]]:
         col = self.table(name)
-        return list(col.search(query_vectors=list(data), top_k=limit, anns_field=anns_field,
-                               metric_type=col.resolve_search_metric(anns_field, None), expr=filter or None,
-                               output_fields=list(output_fields or [])))
+        return list(
+            col.search(
+                query_vectors=list(data),
+                top_k=limit,
+                anns_field=anns_field,
+                metric_type=col.resolve_search_metric(anns_field, None),
+                expr=filter or None,
+                output_fields=list(output_fields or []),
+            )
+        )
 
 
 @_engine_calls
@@ -194,8 +215,11 @@ class _Pages:
         parts = [f"({self.expr})"] if self.expr else []
         if self.last is not None:
             parts.append(f"{pk} > {quote(self.last)}")
-        page = list(self.col.query(" and ".join(parts) or None, output_fields=[*self.fields, pk],
-                                   limit=self.batch_size, order_by_pk=True))
+        page = list(
+            self.col.query(
+                " and ".join(parts) or None, output_fields=[*self.fields, pk], limit=self.batch_size, order_by_pk=True
+            )
+        )
         if len(page) < self.batch_size:
             self.done = True
         if page:

@@ -49,8 +49,10 @@ def claim(folder: Path) -> bool:
         raise StoreError(f"cannot open the index at {folder}: it is not a folder (left as it is)")
     fresh = not folder.exists() or all(f.name in ("LOCK", MARKER) for f in folder.iterdir())  # never written
     if not fresh and not (ours(folder) or (folder / "collections").is_dir()):
-        raise StoreError(f"cannot open the index at {folder}: the folder holds files that are not a memsearch-lsp "
-                         f"index (no {MARKER}), so it is left as it is: set milvus.uri to an empty or new folder")
+        raise StoreError(
+            f"cannot open the index at {folder}: the folder holds files that are not a memsearch-lsp "
+            f"index (no {MARKER}), so it is left as it is: set milvus.uri to an empty or new folder"
+        )
     folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         private_folder(folder)  # a real folder of this user, owner-only (never a link)
@@ -80,8 +82,13 @@ def ours(folder: Path) -> bool:
         return True
     try:
         parent = folder.parent.lstat()
-        return (folder.name == "milvus.db" and folder.parent.name == ".memsearch" and stat.S_ISDIR(parent.st_mode)
-                and parent.st_uid == os.geteuid() and not folder.is_symlink())
+        return (
+            folder.name == "milvus.db"
+            and folder.parent.name == ".memsearch"
+            and stat.S_ISDIR(parent.st_mode)
+            and parent.st_uid == os.geteuid()
+            and not folder.is_symlink()
+        )
     except OSError:
         return False
 
@@ -93,8 +100,10 @@ def remove_index(uri: str) -> None:
     if not os.path.lexists(folder):
         return
     if not signed(folder):
-        raise StoreError(f"reset: {folder} is not an index memsearch-lsp created (no {MARKER} in it, or a link), "
-                         "so it is left as it is: delete it yourself if it is")
+        raise StoreError(
+            f"reset: {folder} is not an index memsearch-lsp created (no {MARKER} in it, or a link), "
+            "so it is left as it is: delete it yourself if it is"
+        )
     release(uri)
     shutil.rmtree(folder)
 
@@ -111,11 +120,12 @@ def move_aside(folder: Path, why: str) -> None:
     """Keep a broken or incompatible local index (let go by its engine) beside it, for inspection; only
     a folder memsearch-lsp created is moved, any other is left as it is with a StoreError."""
     if folder.exists() and not ours(folder):
-        raise StoreError(f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
-                         f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
-                         "or set milvus.uri to another path")
+        raise StoreError(
+            f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
+            f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
+            "or set milvus.uri to another path"
+        )
     aside = folder.with_name(f"{folder.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
     if folder.exists():
         shutil.move(str(folder), str(aside))
-    log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown",
-                folder, aside.name, why)
+    log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown", folder, aside.name, why)

@@ -37,9 +37,14 @@ class KeptMirror:
 
     SAVE_AFTER = 1024  # rows written since the last save that make a flush save the mirror
 
-    def __init__(self, lock: threading.RLock, read: Callable[[Any, Callable[[], bool]], LegMirror],
-                 client_now: Callable[[], Any], saved: Saved | None = None,
-                 generation: Callable[[], list[int | None]] = lambda: [None]):
+    def __init__(
+        self,
+        lock: threading.RLock,
+        read: Callable[[Any, Callable[[], bool]], LegMirror],
+        client_now: Callable[[], Any],
+        saved: Saved | None = None,
+        generation: Callable[[], list[int | None]] = lambda: [None],
+    ):
         self._lock = lock  # the store's
         self._read = read  # (the client to read from, stale()) -> the mirror
         self._client_now = client_now  # the store's client now (None once closed)
@@ -164,8 +169,7 @@ class KeptMirror:
         """Save the mirror (under the store's lock) when it is loaded and rows changed since the last save
         (`force`: however few); True when it was saved."""
         mirror, saved = self.current, self.saved
-        if saved is None or mirror is None or not self.unsaved or (self.unsaved < self.SAVE_AFTER
-                                                                            and not force):
+        if saved is None or mirror is None or not self.unsaved or (self.unsaved < self.SAVE_AFTER and not force):
             return False
         try:
             snapshot.save(mirror, saved.index, saved.collections, self._store_generation())
@@ -205,9 +209,12 @@ class KeptMirror:
         rows), so the first searches go through Milvus' own search meanwhile instead of waiting for it."""
         with self._lock:
             if self.current is None and self.loading is None:
-                self.loading = threading.Thread(target=self.load_in_background,  # `client()` may open the store
-                                                args=(client(), self.generation), name="memsearch-mirror",
-                                                daemon=True)
+                self.loading = threading.Thread(
+                    target=self.load_in_background,  # `client()` may open the store
+                    args=(client(), self.generation),
+                    name="memsearch-mirror",
+                    daemon=True,
+                )
                 self.loading.start()
             return self.current
 

@@ -50,9 +50,11 @@ class EngineDrift(RuntimeError):
     def of(cls, exc: BaseException) -> EngineDrift:
         if isinstance(exc, EngineDrift):
             return exc
-        return cls(f"{PACKAGE} {engine_version()} is installed, but memsearch-lsp supports {PACKAGE}{SUPPORTED} "
-                   f"(the engine failed with {type(exc).__name__}: {exc}); the index is left as it is: install a "
-                   f"supported version with `pip install '{PACKAGE}{SUPPORTED}'`")
+        return cls(
+            f"{PACKAGE} {engine_version()} is installed, but memsearch-lsp supports {PACKAGE}{SUPPORTED} "
+            f"(the engine failed with {type(exc).__name__}: {exc}); the index is left as it is: install a "
+            f"supported version with `pip install '{PACKAGE}{SUPPORTED}'`"
+        )
 
 
 def engine_version() -> str:
@@ -80,8 +82,15 @@ def check_engine() -> None:
     a call that then fails on a moved internal raises EngineDrift)."""
     version = engine_version()
     if not supported(version):
-        log.warning("%s %s is installed; memsearch-lsp is tested with %s%s (pip install '%s%s')", PACKAGE,
-                    version, PACKAGE, SUPPORTED, PACKAGE, SUPPORTED)
+        log.warning(
+            "%s %s is installed; memsearch-lsp is tested with %s%s (pip install '%s%s')",
+            PACKAGE,
+            version,
+            PACKAGE,
+            SUPPORTED,
+            PACKAGE,
+            SUPPORTED,
+        )
 
 
 def drift(exc: BaseException) -> bool:
@@ -101,8 +110,14 @@ def corrupt(exc: BaseException) -> bool:
         from milvus_lite.exceptions import ManifestCorruptedError, SchemaValidationError, WALCorruptedError
     except ImportError:  # pragma: no cover - the engine's own errors moved: drift, reported elsewhere
         return False
-    kinds: tuple[type[BaseException], ...] = (ManifestCorruptedError, WALCorruptedError, SchemaValidationError,
-                                              json.JSONDecodeError, UnicodeDecodeError, EOFError)
+    kinds: tuple[type[BaseException], ...] = (
+        ManifestCorruptedError,
+        WALCorruptedError,
+        SchemaValidationError,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+        EOFError,
+    )
     if isinstance(exc, kinds + _arrow_errors()):
         return True
     return isinstance(exc, ValueError) and _raised_in(exc, "numpy")  # an index file np.load cannot read
@@ -189,8 +204,10 @@ def _engine_class() -> type:
     from milvus_lite.db import MilvusLite
 
     if not callable(getattr(MilvusLite, "_acquire_lock", None)):
-        raise EngineDrift(f"{PACKAGE} {engine_version()}: MilvusLite._acquire_lock is gone; memsearch-lsp supports "
-                          f"{PACKAGE}{SUPPORTED} (pip install '{PACKAGE}{SUPPORTED}')")
+        raise EngineDrift(
+            f"{PACKAGE} {engine_version()}: MilvusLite._acquire_lock is gone; memsearch-lsp supports "
+            f"{PACKAGE}{SUPPORTED} (pip install '{PACKAGE}{SUPPORTED}')"
+        )
 
     class HeldLite(MilvusLite):
         def _acquire_lock(self) -> None:
@@ -238,9 +255,16 @@ def _fallback_once(exc: BaseException) -> None:
     """Say once per process that the column-wise flush is off (the index still works, with a higher peak)."""
     _fallback_logged.append(f"{type(exc).__name__}: {exc}")
     if len(_fallback_logged) == 1:
-        log.warning("%s %s: the column-wise memtable flush is off (%s: %s); Milvus Lite's own builder is used, "
-                    "with a higher memory peak while indexing (supported: %s%s)", PACKAGE, engine_version(),
-                    type(exc).__name__, exc, PACKAGE, SUPPORTED)
+        log.warning(
+            "%s %s: the column-wise memtable flush is off (%s: %s); Milvus Lite's own builder is used, "
+            "with a higher memory peak while indexing (supported: %s%s)",
+            PACKAGE,
+            engine_version(),
+            type(exc).__name__,
+            exc,
+            PACKAGE,
+            SUPPORTED,
+        )
 
 
 _fallback_logged: list[str] = []

@@ -43,8 +43,7 @@ from memsearch_lsp.core.store.schema import (
 if TYPE_CHECKING:
     from memsearch_lsp.core.store.mirror import LegMirror
 
-__all__ = ["MARKER", "IndexBusy", "MilvusStore", "Row", "StoreError", "locked_by_other", "remove_index",
-           "sparse_dict"]
+__all__ = ["MARKER", "IndexBusy", "MilvusStore", "Row", "StoreError", "locked_by_other", "remove_index", "sparse_dict"]
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +129,10 @@ class MilvusStore:
                 if drift(exc):
                     raise EngineDrift.of(exc) from exc
                 if not corrupt(exc):  # neither recognisably corrupt data nor drift: a bug, not a rebuild
-                    raise StoreError(f"cannot open the index at {self.uri} ({type(exc).__name__}: {exc}); it is "
-                                     "left as it is: please report this with `memsearch-lsp doctor` output") from exc
+                    raise StoreError(
+                        f"cannot open the index at {self.uri} ({type(exc).__name__}: {exc}); it is "
+                        "left as it is: please report this with `memsearch-lsp doctor` output"
+                    ) from exc
                 self._move_aside(f"it cannot be opened ({type(exc).__name__}: {exc})")
                 try:
                     self._client = connect(self.uri, self.token)
@@ -190,8 +191,12 @@ class MilvusStore:
         if client.has_collection(self.collection):
             info = client.describe_collection(self.collection)
             names = {f.get("name") for f in info.get("fields", [])}
-            if (names == FIELDS and not info.get("functions") and dense_dim(info) == self.dim
-                    and client.has_collection(self.windows_collection)):
+            if (
+                names == FIELDS
+                and not info.get("functions")
+                and dense_dim(info) == self.dim
+                and client.has_collection(self.windows_collection)
+            ):
                 self._ensure_dense_metric()
                 client.load_collection(self.collection)
                 self._mark()  # recognisably ours: our collection with our schema
@@ -232,8 +237,14 @@ class MilvusStore:
             self.mirrors.empty()  # before the store changes: a saved copy is of the old collections
             self.epoch += 1  # readers of the old rows (the indexer's manifest) read again
         self._unwritten = False
-        create_collections(client, data_type, self.collection, self.windows_collection, self.dim,
-                           lambda: dense_index(client, self.is_local, self.dense_metric))
+        create_collections(
+            client,
+            data_type,
+            self.collection,
+            self.windows_collection,
+            self.dim,
+            lambda: dense_index(client, self.is_local, self.dense_metric),
+        )
         if self._fresh:
             self._mark()
 
@@ -257,15 +268,17 @@ class MilvusStore:
         """Chunk rows, then their extra window rows (`id` "<chunk id>:<n>", `chunk_id`, `source`,
         `embed_hash`, `model`, `dense`)."""
         for start in range(0, len(rows), _BATCH):
-            batch = [dict(r, content=clip(r["content"]), heading=r["heading"][:500],
-                          heading_path=r["heading_path"][:2000]) for r in rows[start:start + _BATCH]]
+            batch = [
+                dict(r, content=clip(r["content"]), heading=r["heading"][:500], heading_path=r["heading_path"][:2000])
+                for r in rows[start : start + _BATCH]
+            ]
             with self._lock, self.mirrors.writing(len(batch)) as mirror:
                 self.client.upsert(self.collection, batch)
                 if mirror is not None:
                     for r in batch:
                         mirror.put_chunk(r["id"], r["source"], r["dense"], sparse_arrays(r["sparse"]), r)
         for start in range(0, len(windows), _BATCH):
-            part = list(windows[start:start + _BATCH])
+            part = list(windows[start : start + _BATCH])
             with self._lock, self.mirrors.writing(len(part)) as mirror:
                 self.client.upsert(self.windows_collection, part)
                 if mirror is not None:
@@ -276,11 +289,10 @@ class MilvusStore:
         """Delete chunk rows and their window rows."""
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
-            part = ids[start:start + _BATCH]
+            part = ids[start : start + _BATCH]
             with self._lock, self.mirrors.writing(len(part)) as mirror:
                 self.client.delete(self.collection, ids=part)
-                self.client.delete(self.windows_collection,
-                                   filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
+                self.client.delete(self.windows_collection, filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
                 if mirror is not None:
                     mirror.delete_chunks(part)
 
@@ -322,8 +334,9 @@ class MilvusStore:
     # -- reads -----------------------------------------------------------------------------
     def iter_rows(self, fields: Sequence[str], expr: str = "", collection: str = "") -> Iterator[dict[str, Any]]:
         with self._lock:
-            iterator = self.client.query_iterator(collection or self.collection, batch_size=4096, filter=expr,
-                                                  output_fields=list(fields))
+            iterator = self.client.query_iterator(
+                collection or self.collection, batch_size=4096, filter=expr, output_fields=list(fields)
+            )
             try:
                 while True:
                     page = iterator.next()
@@ -352,8 +365,9 @@ class MilvusStore:
 
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[list[float]]]:
         """Stored window vectors (in order) by embed_hash, for the embedding cache; only complete sets."""
-        return lookups.vectors_for(self.client, self._lock, (self.collection, self.windows_collection), embed_hashes,
-                                   model)
+        return lookups.vectors_for(
+            self.client, self._lock, (self.collection, self.windows_collection), embed_hashes, model
+        )
 
     def sparse_of(self, ids: Sequence[str]) -> list[dict[int, float]]:
         """The stored BM25 weights of rows (to take them out of the document frequencies)."""
@@ -374,8 +388,9 @@ class MilvusStore:
             rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def dense_leg(self, vector: list[float], limit: int, exclude_source: str = "",
-                  only: Collection[str] | None = None) -> dict[str, float]:
+    def dense_leg(
+        self, vector: list[float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
         """The `limit` chunks closest to `vector`, each scored by its best window (cosine); with `only`,
         candidates from those sources alone (a search filter)."""
         if only is not None and not only:
@@ -384,8 +399,14 @@ class MilvusStore:
         if mirror is not None:
             first, tails = mirror.dense(vector, limit, 3 * limit, exclude_source, only)
         else:
-            first, tails = lookups.dense(self.client, self._lock, (self.collection, self.windows_collection), vector,
-                                         limit, where(exclude_source, only))
+            first, tails = lookups.dense(
+                self.client,
+                self._lock,
+                (self.collection, self.windows_collection),
+                vector,
+                limit,
+                where(exclude_source, only),
+            )
         scores = dict(first)
         for chunk, score in tails:
             if chunk and score > scores.get(chunk, -2.0):
@@ -393,8 +414,9 @@ class MilvusStore:
         best = sorted(scores, key=lambda k: -scores[k])[:limit]
         return {k: scores[k] for k in best}
 
-    def sparse_leg(self, terms: dict[int, float], limit: int, exclude_source: str = "",
-                   only: Collection[str] | None = None) -> dict[str, float]:
+    def sparse_leg(
+        self, terms: dict[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
         """The `limit` best chunks by BM25 (`terms`: IDF-weighted query terms; `only`: as in dense_leg)."""
         if not terms or (only is not None and not only):
             return {}
@@ -402,8 +424,14 @@ class MilvusStore:
         if mirror is not None:
             return dict(mirror.sparse(terms, limit, exclude_source, only))
         with self._lock:
-            hits = self.client.search(self.collection, [terms], anns_field="sparse", limit=limit,
-                                      filter=where(exclude_source, only), output_fields=[])
+            hits = self.client.search(
+                self.collection,
+                [terms],
+                anns_field="sparse",
+                limit=limit,
+                filter=where(exclude_source, only),
+                output_fields=[],
+            )
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
     def _get(self, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
@@ -422,8 +450,10 @@ class MilvusStore:
         if mirror is not None:
             with self._lock:
                 return mirror.sections(ids)
-        return {str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", "")))
-                for r in self._get(ids, ["source", "heading_path"])}
+        return {
+            str(r["id"]): (str(r.get("source", "")), str(r.get("heading_path", "")))
+            for r in self._get(ids, ["source", "heading_path"])
+        }
 
     def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
         """For each chunk in `ids`, the share of the query's term weight (`terms`: term id -> IDF) that

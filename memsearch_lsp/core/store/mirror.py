@@ -84,7 +84,7 @@ class _Vectors:
             valid = valid & np.isin(self.source[:n], allowed)
         sims = np.empty(n, dtype=np.float32)
         for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
-            end = min(n, start + BLOCK)    # busy machine, waits 10-60 ms for its second thread
+            end = min(n, start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
             np.matmul(self.vecs[start:end], query, out=sims[start:end])
         return _best(self.ids, sims, valid, limit)
 
@@ -161,8 +161,14 @@ class LegMirror:
         return code
 
     # -- writes (the store calls these after Milvus accepted the same rows) -------------------
-    def put_chunk(self, key: str, source: str, dense: Sequence[float], sparse: tuple[np.ndarray, np.ndarray],
-                  row: Mapping[str, Any] | None = None) -> None:
+    def put_chunk(
+        self,
+        key: str,
+        source: str,
+        dense: Sequence[float],
+        sparse: tuple[np.ndarray, np.ndarray],
+        row: Mapping[str, Any] | None = None,
+    ) -> None:
         """`sparse`: the BM25 weights as (term ids, float32 weights), see lite.sparse_arrays; `row`: the
         chunk's scalar fields as stored (`fields` of them are kept; the source is `source`)."""
         slot = self.chunks.put(key, dense, self._source(source))
@@ -203,11 +209,16 @@ class LegMirror:
         """Drop the slots of deleted rows (the order of the live ones is kept)."""
         fresh, names = LegMirror(self.chunks.dim, self.fields), self.names
         chunks, windows = self.chunks, self.windows
-        for slot in np.flatnonzero(chunks.live[:chunks.n]):
+        for slot in np.flatnonzero(chunks.live[: chunks.n]):
             key = chunks.ids[slot]
-            fresh.put_chunk(key, names[int(chunks.source[slot])], chunks.vecs[slot],
-                            (self.terms[slot], self.weights[slot]), self.row(key))
-        for slot in np.flatnonzero(windows.live[:windows.n]):
+            fresh.put_chunk(
+                key,
+                names[int(chunks.source[slot])],
+                chunks.vecs[slot],
+                (self.terms[slot], self.weights[slot]),
+                self.row(key),
+            )
+        for slot in np.flatnonzero(windows.live[: windows.n]):
             fresh.put_window(windows.ids[slot], self.owner[slot], names[int(windows.source[slot])], windows.vecs[slot])
         self.__dict__.update(fresh.__dict__)
 
@@ -217,20 +228,28 @@ class LegMirror:
         self.delta = None
 
     # -- the legs ------------------------------------------------------------------------
-    def dense(self, vector: Sequence[float], limit: int, window_limit: int, exclude_source: str = "",
-              only: Collection[str] | None = None) -> tuple[Scored, Scored]:
+    def dense(
+        self,
+        vector: Sequence[float],
+        limit: int,
+        window_limit: int,
+        exclude_source: str = "",
+        only: Collection[str] | None = None,
+    ) -> tuple[Scored, Scored]:
         """(best chunk rows, best window rows as (chunk id, score)), as two Milvus searches return them;
         with `only`, candidates come from those sources alone (a search filter, core/search/filters.py)."""
         query = np.asarray(vector, dtype=np.float32)
         exclude = self._excluded(exclude_source)
         allowed = self._codes(only)
         first = self.chunks.top(query, limit, exclude, allowed)
-        tails = [(self.owner[self.windows.slot[k]], s)
-                 for k, s in self.windows.top(query, window_limit, exclude, allowed)]
+        tails = [
+            (self.owner[self.windows.slot[k]], s) for k, s in self.windows.top(query, window_limit, exclude, allowed)
+        ]
         return first, tails
 
-    def sparse(self, terms: Mapping[int, float], limit: int, exclude_source: str = "",
-               only: Collection[str] | None = None) -> Scored:
+    def sparse(
+        self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> Scored:
         """The `limit` chunks with the largest BM25 inner product with `terms`, best first (`only`: from
         those sources alone)."""
         n = self.chunks.n
@@ -267,14 +286,17 @@ class LegMirror:
 
     def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
         """Every stored chunk as `row` gives it, with `fields` only (one pass, no dict per row built twice)."""
-        codes, slot, names = self.chunks.source[:self.chunks.n].tolist(), self.chunks.slot, self.names
+        codes, slot, names = self.chunks.source[: self.chunks.n].tolist(), self.chunks.slot, self.names
         at = {name: self.fields.index(name) for name in fields if name in self.fields}
         out = []
         for key, values in self.rows.items():
             row: dict[str, Any] = {"id": key}
             for name in fields:
-                row[name] = names[codes[slot[key]]] if name == "source" else (
-                    key if name == "id" else values[at[name]] if name in at else None)
+                row[name] = (
+                    names[codes[slot[key]]]
+                    if name == "source"
+                    else (key if name == "id" else values[at[name]] if name in at else None)
+                )
             out.append(row)
         return out
 
@@ -337,8 +359,11 @@ class LegMirror:
         self.delta = None
 
     def stats(self) -> dict[str, Any]:
-        return {"chunks": int(self.chunks.live[:self.chunks.n].sum()),
-                "windows": int(self.windows.live[:self.windows.n].sum()), "changed": len(self.changed)}
+        return {
+            "chunks": int(self.chunks.live[: self.chunks.n].sum()),
+            "windows": int(self.windows.live[: self.windows.n].sum()),
+            "changed": len(self.changed),
+        }
 
 
 SHARED = frozenset({"heading_path", "file_hash", "date", "model"})  # fields many chunks hold alike
@@ -352,8 +377,14 @@ class Stale(Exception):
     """The store was written or closed while its mirror loaded: the load is abandoned."""
 
 
-def load(tables: Callable[[str], Any], collection: str, windows_collection: str, dim: int,
-         stale: Callable[[], bool] = lambda: False, fields: Sequence[str] = ("heading_path",)) -> LegMirror:
+def load(
+    tables: Callable[[str], Any],
+    collection: str,
+    windows_collection: str,
+    dim: int,
+    stale: Callable[[], bool] = lambda: False,
+    fields: Sequence[str] = ("heading_path",),
+) -> LegMirror:
     """The mirror of a local index this process serves, read in process from its engine's collections
     (`tables`: the store's own client's, so a loader that outlives close() never reads a later opening),
     with the chunks' scalar `fields`. Never opens the store; raises Stale, between pages, once `stale()`
@@ -373,5 +404,5 @@ def _all_rows(table: Any, fields: list[str], stale: Callable[[], bool]) -> Itera
     for start in range(0, len(ids), PAGE):
         if stale():
             raise Stale("the store changed while its mirror loaded")
-        yield from table.get(ids[start:start + PAGE], output_fields=fields)
+        yield from table.get(ids[start : start + PAGE], output_fields=fields)
         release_unused_memory()

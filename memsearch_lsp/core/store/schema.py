@@ -7,8 +7,20 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_CONTENT_BYTES = 60000
-SCALARS = ("source", "heading", "heading_path", "level", "start_line", "end_line", "content_hash",
-           "embed_hash", "file_hash", "model", "date", "content")
+SCALARS = (
+    "source",
+    "heading",
+    "heading_path",
+    "level",
+    "start_line",
+    "end_line",
+    "content_hash",
+    "embed_hash",
+    "file_hash",
+    "model",
+    "date",
+    "content",
+)
 FIELDS = {"id", *SCALARS, "windows", "dense", "sparse"}
 # Window rows (a chunk's dense vectors after its first, which lives in the chunk's own row): one
 # collection beside the chunks, so BM25, counts and scans see chunks only.
@@ -79,8 +91,9 @@ def dense_index(client: Any, local: bool, metric: str) -> Any:
     return index
 
 
-def create_collections(client: Any, data_type: Any, collection: str, windows_collection: str, dim: int,
-                       make_index: Callable[[], Any]) -> None:
+def create_collections(
+    client: Any, data_type: Any, collection: str, windows_collection: str, dim: int, make_index: Callable[[], Any]
+) -> None:
     """The chunk collection (scalars, a dense and a BM25 sparse vector) and the window collection beside it,
     both loaded; `make_index()`: the dense field's index parameters (dense_index, the store's metric)."""
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -120,8 +133,10 @@ def sparse_arrays(value: Any) -> tuple[Any, Any]:
         pairs = np.frombuffer(value, dtype=np.dtype([("i", "<u4"), ("w", "<f4")]))
         return pairs["i"].astype(np.int64), pairs["w"].astype(np.float32)
     items = dict(value or {})
-    return (np.fromiter(items.keys(), dtype=np.int64, count=len(items)),
-            np.fromiter(items.values(), dtype=np.float32, count=len(items)))
+    return (
+        np.fromiter(items.keys(), dtype=np.int64, count=len(items)),
+        np.fromiter(items.values(), dtype=np.float32, count=len(items)),
+    )
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})

@@ -44,9 +44,25 @@ log = logging.getLogger(__name__)
 FOLDER = "search-cache"
 META = "meta.json"
 FORMAT = 1
-_ARRAYS = ("chunk_ids", "chunk_vecs", "chunk_live", "chunk_source", "window_ids", "window_vecs", "window_live",
-           "window_source", "window_owner", "terms", "weights", "term_ends", "post_slots", "post_weights",
-           "post_keys", "post_starts", "post_ends")
+_ARRAYS = (
+    "chunk_ids",
+    "chunk_vecs",
+    "chunk_live",
+    "chunk_source",
+    "window_ids",
+    "window_vecs",
+    "window_live",
+    "window_source",
+    "window_owner",
+    "terms",
+    "weights",
+    "term_ends",
+    "post_slots",
+    "post_weights",
+    "post_keys",
+    "post_starts",
+    "post_ends",
+)
 
 
 def folder_of(index: str | Path) -> Path:
@@ -121,8 +137,9 @@ def _meta(index: str | Path, dim: int, fields: Sequence[str], collections: Seque
         meta = json.loads((folder_of(index) / META).read_bytes())
     except (OSError, ValueError):
         return None
-    if not isinstance(meta, dict) or {k: meta.get(k) for k in ("format", "dim", "fields", "collections")} != \
-            _identity(dim, fields, collections):
+    if not isinstance(meta, dict) or {k: meta.get(k) for k in ("format", "dim", "fields", "collections")} != _identity(
+        dim, fields, collections
+    ):
         return None
     return meta
 
@@ -149,27 +166,49 @@ def save(mirror: LegMirror, index: str | Path, collections: Sequence[str], gener
     chunks, windows, n = mirror.chunks, mirror.windows, mirror.chunks.n
     lengths = np.fromiter((len(t) for t in mirror.terms[:n]), dtype=np.int64, count=n)
     arrays = {
-        "chunk_ids": np.asarray(chunks.ids, dtype=str), "chunk_vecs": chunks.vecs[:n],
-        "chunk_live": chunks.live[:n], "chunk_source": chunks.source[:n],
-        "window_ids": np.asarray(windows.ids, dtype=str), "window_vecs": windows.vecs[:windows.n],
-        "window_live": windows.live[:windows.n], "window_source": windows.source[:windows.n],
+        "chunk_ids": np.asarray(chunks.ids, dtype=str),
+        "chunk_vecs": chunks.vecs[:n],
+        "chunk_live": chunks.live[:n],
+        "chunk_source": chunks.source[:n],
+        "window_ids": np.asarray(windows.ids, dtype=str),
+        "window_vecs": windows.vecs[: windows.n],
+        "window_live": windows.live[: windows.n],
+        "window_source": windows.source[: windows.n],
         "window_owner": np.asarray(mirror.owner, dtype=str),
-        "terms": _concat(mirror.terms[:n], np.uint32), "weights": _concat(mirror.weights[:n], np.float32),
-        "term_ends": np.cumsum(lengths), "post_slots": mirror.main.slots, "post_weights": mirror.main.weights,
-        "post_keys": mirror.main.keys, "post_starts": mirror.main.starts, "post_ends": mirror.main.ends,
+        "terms": _concat(mirror.terms[:n], np.uint32),
+        "weights": _concat(mirror.weights[:n], np.float32),
+        "term_ends": np.cumsum(lengths),
+        "post_slots": mirror.main.slots,
+        "post_weights": mirror.main.weights,
+        "post_keys": mirror.main.keys,
+        "post_starts": mirror.main.starts,
+        "post_ends": mirror.main.ends,
     }
     for name, array in arrays.items():
         _replace(out / f"{name}.npy", lambda handle, a=array: np.save(handle, np.ascontiguousarray(a)))
     _replace(out / "rows.marshal", lambda handle: marshal.dump(mirror.rows, handle, 4))
     live = np.flatnonzero(chunks.live[:n])
     files = len(np.unique(chunks.source[live])) if len(live) else 0
-    meta = dict(_identity(mirror.chunks.dim, mirror.fields, collections), names=mirror.names, chunks=n,
-                windows=windows.n, generation=list(generation), counts=[files, len(live)], engine=fingerprint(index))
+    meta = dict(
+        _identity(mirror.chunks.dim, mirror.fields, collections),
+        names=mirror.names,
+        chunks=n,
+        windows=windows.n,
+        generation=list(generation),
+        counts=[files, len(live)],
+        engine=fingerprint(index),
+    )
     _replace(out / META, lambda handle: handle.write(json.dumps(meta).encode()))
 
 
-def load(index: str | Path, dim: int, fields: Sequence[str], collections: Sequence[str],
-         generation: Sequence[int | None] | None, rows: dict[str, tuple[Any, ...]] | None = None) -> LegMirror | None:
+def load(
+    index: str | Path,
+    dim: int,
+    fields: Sequence[str],
+    collections: Sequence[str],
+    generation: Sequence[int | None] | None,
+    rows: dict[str, tuple[Any, ...]] | None = None,
+) -> LegMirror | None:
     """The mirror saved beside `index`, or None when there is none, it is invalid, of another layout or of
     another `generation` of the store (written since by a process that did not invalidate it). With
     `generation` None (the engine is not open), of the index's files as they stand (`fingerprint`)."""
@@ -188,8 +227,9 @@ def load(index: str | Path, dim: int, fields: Sequence[str], collections: Sequen
             return None
         mirror = LegMirror(dim, fields)
         # Plain ndarray views of the maps (the same pages): slicing a np.memmap runs Python code per slice.
-        a = {name: np.load(where / f"{name}.npy", mmap_mode="c", allow_pickle=False).view(np.ndarray)
-             for name in _ARRAYS}
+        a = {
+            name: np.load(where / f"{name}.npy", mmap_mode="c", allow_pickle=False).view(np.ndarray) for name in _ARRAYS
+        }
         if rows is None:  # `rows`: the row cache already in memory, equal to the saved one
             rows = marshal.loads((where / "rows.marshal").read_bytes())
         _fill(mirror, meta, a, rows)
@@ -207,12 +247,26 @@ def _fill(mirror: LegMirror, meta: dict[str, Any], a: dict[str, np.ndarray], row
     from memsearch_lsp.core.store.mirror import _Postings
 
     n, nw, dim = int(meta["chunks"]), int(meta["windows"]), mirror.chunks.dim
-    shapes = {"chunk_ids": (n,), "chunk_vecs": (n, dim), "chunk_live": (n,), "chunk_source": (n,),
-              "window_ids": (nw,), "window_vecs": (nw, dim), "window_live": (nw,), "window_source": (nw,),
-              "window_owner": (nw,), "term_ends": (n,)}
+    shapes = {
+        "chunk_ids": (n,),
+        "chunk_vecs": (n, dim),
+        "chunk_live": (n,),
+        "chunk_source": (n,),
+        "window_ids": (nw,),
+        "window_vecs": (nw, dim),
+        "window_live": (nw,),
+        "window_source": (nw,),
+        "window_owner": (nw,),
+        "term_ends": (n,),
+    }
     terms = int(a["term_ends"][-1]) if n else 0
-    shapes.update(terms=(terms,), weights=(terms,), post_slots=(len(a["post_weights"]),),
-                  post_starts=(len(a["post_keys"]),), post_ends=(len(a["post_keys"]),))
+    shapes.update(
+        terms=(terms,),
+        weights=(terms,),
+        post_slots=(len(a["post_weights"]),),
+        post_starts=(len(a["post_keys"]),),
+        post_ends=(len(a["post_keys"]),),
+    )
     wrong = [name for name, shape in shapes.items() if a[name].shape != shape]
     if wrong:
         raise ValueError(f"{', '.join(wrong)} do not match meta.json")

@@ -101,11 +101,20 @@ def review_notes(plan: CompactionPlan) -> dict[str, types.ChangeAnnotation]:
     the review shows what will be kept, not only that a file is written.
     """
     share = f" ({plan.chars_after} characters in place of {plan.chars_before})" if plan.chars_before else ""
-    notes = {summary_note(s.path): types.ChangeAnnotation(
-        label=f"{'Append to' if s.action == 'append' else 'Write'} {s.path}{share if len(plan.summaries) == 1 else ''}",
-        needs_confirmation=True, description=preview_text(s.content)) for s in plan.summaries}
-    notes[ARCHIVE] = types.ChangeAnnotation(label="Archive compacted daily logs", needs_confirmation=True,
-                                            description=f"{len(plan.archive)} logs, still searchable there")
+    notes = {
+        summary_note(s.path): types.ChangeAnnotation(
+            label=f"{'Append to' if s.action == 'append' else 'Write'} {s.path}"
+            + (share if len(plan.summaries) == 1 else ""),
+            needs_confirmation=True,
+            description=preview_text(s.content),
+        )
+        for s in plan.summaries
+    }
+    notes[ARCHIVE] = types.ChangeAnnotation(
+        label="Archive compacted daily logs",
+        needs_confirmation=True,
+        description=f"{len(plan.archive)} logs, still searchable there",
+    )
     return notes
 
 
@@ -127,10 +136,17 @@ def _append(ls: MemsearchServer, root: Path, path: str, text: str, note: str | N
     document = ls.workspace.text_documents.get(uri)
     current = document.source if document else (root / path).read_text(encoding="utf-8")
     at = end_position(ls, current)
-    edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=text) if note is None else \
-        types.AnnotatedTextEdit(range=types.Range(start=at, end=at), new_text=text, annotation_id=note)
-    return types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(
-        uri=uri, version=document.version if document else None), edits=[edit])
+    edit = (
+        types.TextEdit(range=types.Range(start=at, end=at), new_text=text)
+        if note is None
+        else types.AnnotatedTextEdit(range=types.Range(start=at, end=at), new_text=text, annotation_id=note)
+    )
+    return types.TextDocumentEdit(
+        text_document=types.OptionalVersionedTextDocumentIdentifier(
+            uri=uri, version=document.version if document else None
+        ),
+        edits=[edit],
+    )
 
 
 def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.WorkspaceEdit:
@@ -146,13 +162,25 @@ def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.Wo
         summaries = summary_note(summary.path) if note else None
         uri = convert.uri_of(root, summary.path)
         if summary.action == "create":
-            changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(
-                overwrite=False, ignore_if_exists=False), annotation_id=summaries))
-            edit = types.TextEdit(range=types.Range(start=start, end=start), new_text=summary.content) \
-                if summaries is None else types.AnnotatedTextEdit(range=types.Range(start=start, end=start),
-                                                                  new_text=summary.content, annotation_id=summaries)
-            changes.append(types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit]))
+            changes.append(
+                types.CreateFile(
+                    uri=uri,
+                    options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False),
+                    annotation_id=summaries,
+                )
+            )
+            edit = (
+                types.TextEdit(range=types.Range(start=start, end=start), new_text=summary.content)
+                if summaries is None
+                else types.AnnotatedTextEdit(
+                    range=types.Range(start=start, end=start), new_text=summary.content, annotation_id=summaries
+                )
+            )
+            changes.append(
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit]
+                )
+            )
         else:
             changes.append(_append(ls, root, summary.path, summary.content, summaries))
     for move in plan.archive:
@@ -164,14 +192,25 @@ def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.Wo
             changes.append(_append(ls, root, move.dst, lead + text, archive))
             changes.append(types.DeleteFile(uri=src, annotation_id=archive))
         else:
-            changes.append(types.RenameFile(old_uri=src, new_uri=dst, options=types.RenameFileOptions(
-                overwrite=False, ignore_if_exists=False), annotation_id=archive))
+            changes.append(
+                types.RenameFile(
+                    old_uri=src,
+                    new_uri=dst,
+                    options=types.RenameFileOptions(overwrite=False, ignore_if_exists=False),
+                    annotation_id=archive,
+                )
+            )
     return types.WorkspaceEdit(document_changes=changes, change_annotations=review_notes(plan) if note else None)
 
 
 # -- planning with progress -------------------------------------------------------------------
-async def make_plan(ls: MemsearchServer, root: Root, older_than_days: int | None, files: list[str] | None,
-                    title: str = "Compacting memory") -> CompactionPlan:
+async def make_plan(
+    ls: MemsearchServer,
+    root: Root,
+    older_than_days: int | None,
+    files: list[str] | None,
+    title: str = "Compacting memory",
+) -> CompactionPlan:
     """Plan off the event loop (LLM calls are slow) with work-done progress.
 
     When the editor applies the edit, its open buffers are the truth; when the server applies the
@@ -191,11 +230,15 @@ async def make_plan(ls: MemsearchServer, root: Root, older_than_days: int | None
             loop.call_soon_threadsafe(ls.work_done_progress.report, token, value)
 
     try:
-        return await ls.read(lambda: plan_compaction(root.memory, older_than_days=older_than_days, files=files,
-                                                     texts=texts, progress=progress))
+        return await ls.read(
+            lambda: plan_compaction(
+                root.memory, older_than_days=older_than_days, files=files, texts=texts, progress=progress
+            )
+        )
     except Exception as exc:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
-                                                       message=f"memsearch: compaction failed: {exc}"))
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=f"memsearch: compaction failed: {exc}")
+        )
         raise
     finally:
         if token is not None:
@@ -218,8 +261,9 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
     def action(title: str, args: dict[str, Any]) -> types.CodeAction:
         if edits:  # the edit is computed in codeAction/resolve
             return types.CodeAction(title=title, kind=COMPACT_KIND, data={"root": str(root.path), **args})
-        return types.CodeAction(title=title, kind=COMPACT_KIND,
-                                command=types.Command(title=title, command=COMMAND, arguments=[args]))
+        return types.CodeAction(
+            title=title, kind=COMPACT_KIND, command=types.Command(title=title, command=COMMAND, arguments=[args])
+        )
 
     older = action(f"Compact logs older than {days} days ({count} logs)", {"olderThanDays": days})
     if count:
@@ -250,8 +294,9 @@ async def resolve(ls: MemsearchServer, action: types.CodeAction) -> types.CodeAc
     action.edit = plan_edit(ls, root.path, plan)
     action.command = types.Command(title="Index the compacted memory", command=REINDEX)  # runs after the edit
     if plan.empty:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info,
-                                                       message=f"memsearch: {plan.describe()}"))
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=f"memsearch: {plan.describe()}")
+        )
     return action
 
 
@@ -303,11 +348,13 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         remember(root, plan)
         return result
     if reviewed is not None and reviewed != plan.plan_id:
-        raise CompactCommandError("memsearch.compact: the memory changed since the plan was reviewed; "
-                                  "review the new plan")
+        raise CompactCommandError(
+            "memsearch.compact: the memory changed since the plan was reviewed; review the new plan"
+        )
     if by_edit(ls):
-        response = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
-            edit=plan_edit(ls, root.path, plan), label="Compact memory"))
+        response = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=plan_edit(ls, root.path, plan), label="Compact memory")
+        )
         if not response.applied:
             result["failureReason"] = response.failure_reason or "the editor did not apply the edit"
             return result
@@ -316,8 +363,15 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     applied = await apply_on_disk(ls, root, plan)
     archive = root.memory.config.compact.archive_dir
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
-    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
-        f"memsearch: {applied.headline(applied=not applied.empty)} on disk; the originals are in {archive}/{left}")))
+    ls.window_show_message(
+        types.ShowMessageParams(
+            type=types.MessageType.Info,
+            message=(
+                f"memsearch: {applied.headline(applied=not applied.empty)} on disk; "
+                f"the originals are in {archive}/{left}"
+            ),
+        )
+    )
     return dict(applied.to_dict(), applied=not applied.empty, appliedBy="server")
 
 
@@ -363,4 +417,3 @@ def register(server: MemsearchServer) -> None:
     @server.command(COMMAND)
     async def compact(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         return await compact_command(ls, args)
-

@@ -40,8 +40,10 @@ def register(server: MemsearchServer) -> None:
         data: dict[str, Any] = dict(chunk.to_dict())
         data["uri"] = convert.uri_of(root.path, chunk.source)
         rng = convert.expanded_range(ls.workspace.position_codec, chunk)
-        data["range"] = {"start": {"line": rng.start.line, "character": rng.start.character},
-                         "end": {"line": rng.end.line, "character": rng.end.character}}
+        data["range"] = {
+            "start": {"line": rng.start.line, "character": rng.start.character},
+            "end": {"line": rng.end.line, "character": rng.end.character},
+        }
         return data
 
     @server.command("memsearch.reindex")
@@ -50,8 +52,16 @@ def register(server: MemsearchServer) -> None:
         total = IndexStats()
         for root in list(ls.roots.values()):
             stats = await ls.reconcile(root, force=force, title="Re-indexing memory")
-            for name in ("files_added", "files_modified", "files_removed", "files_total", "chunks_total",
-                         "chunks_embedded", "chunks_reused", "seconds"):
+            for name in (
+                "files_added",
+                "files_modified",
+                "files_removed",
+                "files_total",
+                "chunks_total",
+                "chunks_embedded",
+                "chunks_reused",
+                "seconds",
+            ):
                 setattr(total, name, getattr(total, name) + getattr(stats, name))
             total.skipped += stats.skipped
         return total.to_dict()
@@ -69,8 +79,9 @@ def register(server: MemsearchServer) -> None:
         roots = []
         for root in list(ls.roots.values()):
             try:
-                data: dict[str, Any] = (await ls.read(root.memory.status) if root.ready.is_set()
-                                        else {"root": str(root.path)})
+                data: dict[str, Any] = (
+                    await ls.read(root.memory.status) if root.ready.is_set() else {"root": str(root.path)}
+                )
             except Exception:
                 if any(r is root for r in ls.roots.values()):
                     raise

@@ -29,7 +29,8 @@ async def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tup
     if position.line >= len(lines):
         return None
     where = ls.workspace.position_codec.position_from_client_units(
-        lines, types.Position(line=position.line, character=position.character))
+        lines, types.Position(line=position.line, character=position.character)
+    )
     return lines, where.character
 
 
@@ -43,8 +44,9 @@ async def find_chunk(ls: MemsearchServer, chunk_id: str) -> tuple[Root, Expanded
     return None
 
 
-async def chunk_under_cursor(ls: MemsearchServer, uri: str, position: types.Position,
-                             at: tuple[Sequence[str], int] | None) -> tuple[Root, Expanded] | None:
+async def chunk_under_cursor(
+    ls: MemsearchServer, uri: str, position: types.Position, at: tuple[Sequence[str], int] | None
+) -> tuple[Root, Expanded] | None:
     if at is None:
         return None
     lines, column = at
@@ -60,8 +62,11 @@ def register(server: MemsearchServer) -> None:
         found = await chunk_under_cursor(ls, uri, params.position, at)
         if found is not None:
             root, chunk = found
-            return types.Hover(contents=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=convert.chunk_markdown_hover(root.path, chunk)))
+            return types.Hover(
+                contents=types.MarkupContent(
+                    kind=types.MarkupKind.Markdown, value=convert.chunk_markdown_hover(root.path, chunk)
+                )
+            )
         located = ls.locate_memory(uri)
         if located is None or at is None:
             return None
@@ -74,10 +79,14 @@ def register(server: MemsearchServer) -> None:
             return None
         await root.ready.wait()
         related = await ls.read(root.memory.related, heading, 3)
-        return types.Hover(contents=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value=convert.heading_markdown_hover(root.path, heading, related)),
-            range=convert.chunk_range(ls.workspace.position_codec, line_no, line_no,
-                                      lines[params.position.line].rstrip("\r\n")))
+        return types.Hover(
+            contents=types.MarkupContent(
+                kind=types.MarkupKind.Markdown, value=convert.heading_markdown_hover(root.path, heading, related)
+            ),
+            range=convert.chunk_range(
+                ls.workspace.position_codec, line_no, line_no, lines[params.position.line].rstrip("\r\n")
+            ),
+        )
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: MemsearchServer, params: types.DefinitionParams) -> types.Location | None:
@@ -86,5 +95,7 @@ def register(server: MemsearchServer) -> None:
         if found is None:
             return None
         root, chunk = found
-        return types.Location(uri=convert.uri_of(root.path, chunk.source),
-                              range=convert.expanded_range(ls.workspace.position_codec, chunk))
+        return types.Location(
+            uri=convert.uri_of(root.path, chunk.source),
+            range=convert.expanded_range(ls.workspace.position_codec, chunk),
+        )

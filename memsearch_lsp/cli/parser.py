@@ -1,0 +1,259 @@
+"""The `memsearch-lsp` command line: its arguments (one parser, one sub-command each) and the user errors."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+from memsearch_lsp.version import __version__
+
+EXIT_OK, EXIT_USER = 0, 1
+
+
+class UserError(Exception):
+    """A mistake the user can fix; printed as one line (with --json: an error object on stdout), exit code 1."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint
+
+
+class UsageError(UserError):
+    """Arguments argparse could not read."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}", f"see `{self.prog} --help`")
+
+
+WORKSPACE_HELP = (
+    "the memory workspace (default: the current folder or the nearest parent folder that is one, "
+    "as git finds a repository, stopping at the home folder)"
+)
+
+
+def _command(
+    sub: Any, name: str, help: str, example: str, common: argparse.ArgumentParser | None = None, description: str = ""
+) -> _Parser:
+    parser: _Parser = sub.add_parser(
+        name,
+        parents=[common] if common is not None else [],
+        help=help,
+        description=(description or help[0].upper() + help[1:]) + ".",
+        epilog=f"example: {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(
+        prog="memsearch-lsp",
+        description="Markdown memory with hybrid search, over LSP and a CLI.",
+        epilog='example: memsearch-lsp search "which message broker did we pick" --since 30d',
+    )
+    parser.add_argument("--version", action="version", version=f"memsearch-lsp {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    # --workspace and --json work before or after the command; SUPPRESS keeps a later default from
+    # overwriting what was given earlier.
+    parser.add_argument("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
+    parser.add_argument(
+        "--json", action="store_true", help='print JSON on stdout (errors too: {"error": {"message", "hint"}}, exit 1)'
+    )
+    common = _Parser(add_help=False)
+    common.add_argument("--workspace", "-w", default=argparse.SUPPRESS, metavar="DIR", help=WORKSPACE_HELP)
+    common.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help='print JSON on stdout (errors too, as {"error": {"message", "hint"}})',
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    serve = _command(
+        sub, "serve", "run the language server (stdio by default)", "memsearch-lsp serve --tcp 127.0.0.1:2087"
+    )
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.add_argument("--stdio", action="store_true", help="use stdio (the default)")
+
+    index = _command(sub, "index", "bring the index up to date with the Markdown", "memsearch-lsp index --json", common)
+    index.add_argument("--force", action="store_true", help="re-index every file")
+
+    search = _command(
+        sub,
+        "search",
+        "hybrid search (reconciles first)",
+        "memsearch-lsp search \"what did we decide about retries\" --since 7d --source 'memory/**' -k 5",
+        common,
+        "Hybrid (semantic + keyword) search over the memory files, best hits first; the index "
+        "is brought up to date first. Filters restrict the candidates of both legs, not the "
+        "top k afterwards",
+    )
+    search.add_argument("query", metavar="QUERY", help="what to look for, in your own words or by keyword")
+    search.add_argument("-k", "--top-k", type=int, default=None, metavar="N", help="number of results (default 3)")
+    search.add_argument(
+        "--vector-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="the dense (semantic) leg's weight, 0 to 1; BM25 (keyword) gets 1 - W",
+    )
+    search.add_argument(
+        "--ranker",
+        choices=["learned", "minmax", "weighted", "rrf"],
+        default=None,
+        help="how the two legs' scores are fused: learned (default: each leg weighted by its own "
+        "confidence, BM25 also by term coverage), minmax (min-max normalised, weighted), "
+        "weighted (raw scores, weighted; the seed's 0.7/0.3) or rrf (reciprocal rank fusion)",
+    )
+    search.add_argument(
+        "--min-score",
+        type=float,
+        default=None,
+        metavar="S",
+        help="leave out hits less relevant than S (0..1; default search.min_score, 0 = off)",
+    )
+    search.add_argument(
+        "--since",
+        metavar="DATE",
+        default=None,
+        help="only chunks dated on or after DATE: YYYY-MM-DD, today, yesterday, or 7d / 2w / 3m / 1y "
+        "ago; a chunk's date is its daily log's day or its summary's period, other files are left "
+        "out",
+    )
+    search.add_argument(
+        "--until", metavar="DATE", default=None, help="only chunks dated on or before DATE (as --since)"
+    )
+    search.add_argument(
+        "--source",
+        metavar="GLOB",
+        action="append",
+        default=None,
+        help="only chunks from files matching GLOB (gitignore style, relative to the workspace: "
+        "'memory/2026-02-*', '**/MEMORY.md'); repeat for several",
+    )
+
+    expand = _command(sub, "expand", "print the full text of a chunk", "memsearch-lsp expand cee73279", common)
+    expand.add_argument(
+        "id", metavar="ID", help="a chunk id from search (16 hex characters) or a unique prefix of one (at least 4)"
+    )
+
+    compact = _command(
+        sub,
+        "compact",
+        "summarise old daily logs and archive them",
+        "memsearch-lsp compact --older-than 14 --dry-run",
+        common,
+    )
+    compact.add_argument(
+        "--older-than",
+        type=int,
+        default=None,
+        metavar="DAYS",
+        help="compact the daily logs older than DAYS days (default: compact.older_than_days, 7)",
+    )
+    compact.add_argument("--dry-run", action="store_true", help="print the plan without applying it")
+    compact.add_argument("files", nargs="*", metavar="FILE", help="compact these logs instead of the old ones")
+
+    _command(sub, "status", "what is indexed, where, with which model", "memsearch-lsp status --json", common)
+
+    reset = _command(sub, "reset", "delete the index (the Markdown stays)", "memsearch-lsp reset --yes", common)
+    reset.add_argument("--yes", action="store_true", help="confirm")
+
+    init = _command(
+        sub,
+        "init",
+        "start a memory here: memory/, .memsearch.toml, .gitignore",
+        "memsearch-lsp init ~/project",
+        common,
+        "Start a memory workspace: memory/MEMORY.md, today's log, a commented .memsearch.toml and "
+        ".memsearch/ in .gitignore; never overwrites a file, and refuses a folder inside another "
+        "workspace or its memory folder",
+    )
+    init.add_argument(
+        "dir", nargs="?", default=None, metavar="DIR", help="the folder (default: --workspace, else the current folder)"
+    )
+
+    _command(
+        sub,
+        "doctor",
+        "check the install, model, settings and index; say what to fix",
+        "memsearch-lsp doctor --json",
+        common,
+    )
+    remember = _command(
+        sub,
+        "remember",
+        "append a note to today's log and index it",
+        'memsearch-lsp remember "We chose Kafka for the event bus" --heading "Event bus"',
+        common,
+    )
+    remember.add_argument("text", nargs="*", metavar="TEXT", help="the note; - (or nothing) reads it from stdin")
+    remember.add_argument(
+        "--heading",
+        metavar="H",
+        default=None,
+        help="the note's ## heading (default: HH:MM); with --long-term, the MEMORY.md section",
+    )
+    remember.add_argument(
+        "--long-term",
+        action="store_true",
+        help="record a lasting fact or preference in MEMORY.md under --heading (default: Notes), "
+        "appended to that section; what is there stays as written",
+    )
+    remember.add_argument(
+        "--summarize",
+        action="store_true",
+        help="store the configured summariser endpoint's note for the text (compact.summarizer "
+        '= "openai" in your user settings), the text itself when none is set or it fails',
+    )
+
+    recent = _command(
+        sub,
+        "recent",
+        "the last days' notes from the daily logs (no index needed)",
+        "memsearch-lsp recent --days 2 --json",
+        common,
+        "Print the notes of the last days' daily logs, newest day first",
+    )
+    recent.add_argument("--days", type=int, default=3, metavar="N", help="today and the N-1 days before (default 3)")
+    recent.add_argument(
+        "--session",
+        action="store_true",
+        help="what a new session should know: MEMORY.md, the newest summary, then the notes",
+    )
+    recent.add_argument(
+        "--chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N characters of note text (whole notes; default: no limit)",
+    )
+
+    warm = _command(
+        sub,
+        "warm",
+        "keep the index open in the background for hooks and scripts",
+        "memsearch-lsp warm --detach --idle 900",
+        common,
+        "Own the workspace's index and serve it to later commands (hooks, scripts, the CLI) until no "
+        "call came for --idle seconds; exits at once when another process (an editor) owns it",
+    )
+    warm.add_argument(
+        "--idle",
+        type=float,
+        default=900,
+        metavar="SECONDS",
+        help="exit after this many seconds without a call (default 900)",
+    )
+    warm.add_argument("--detach", action="store_true", help="start it in the background and return at once")
+
+    _command(
+        sub,
+        "mcp",
+        "run the MCP server over stdio (for agents; needs memsearch-lsp[mcp])",
+        "claude mcp add memsearch -- memsearch-lsp mcp --workspace ~/project",
+        common,
+    )
+    return parser
