@@ -141,7 +141,7 @@ def evaluate(memory: Any, queries: list[dict[str, Any]], settings: dict[str, Any
 
 def check_labels(memory: Any, queries: list[dict[str, Any]], name: str) -> None:
     """Every label must name a chunk that exists (a typo would silently lower every score)."""
-    rows = list(memory.store.iter_rows(["source", "heading"]))
+    rows = list(memory.store.scan(["source", "heading"]))
     have = {(r["source"], r["heading"]) for r in rows} | {(r["source"], "*") for r in rows}
     missing = [(q["query"], a) for q in queries for a in q["answers"] if (a["source"], a["heading"]) not in have]
     if missing:

@@ -27,7 +27,7 @@ def open_memory(
     `memsearch-lsp warm`, the MCP server) owns its index, else a local `Memory` that owns it; either way a
     `MemoryApi`. `settings` as keywords (`top_k=3`, `vector_weight=0.5`, `milvus_uri=...`) override
     `.memsearch.toml`. A local open waits up to `wait_s` while a short-lived process holds the index."""
-    from memsearch_lsp.core.process.owner import open_memory as open_owned
+    from memsearch_lsp.core.process.door import open_memory as open_owned
 
     return open_owned(root, wait_s=wait_s, config=config, **settings)
 

@@ -285,8 +285,8 @@ def check_index(ctx: _Context) -> Check:
     if not ctx.memory_workspace or ctx.config is None:
         return Check("index", "skip", "no memory workspace")
     from memsearch_lsp.core.memory import INDEX_DIR, Memory
-    from memsearch_lsp.core.process.owner import OwnerGone, _call, pid_alive, read_record
-    from memsearch_lsp.core.store.milvus import locked_by_other
+    from memsearch_lsp.core.process.owner import OwnerGone, UntrustedOwner, call, pid_alive, read_record
+    from memsearch_lsp.core.store.folder import locked_by_other
 
     if ctx.config.milvus.uri:
         return Check(
@@ -301,12 +301,15 @@ def check_index(ctx: _Context) -> Check:
             "index", "ok", "no index yet: the editor or `memsearch-lsp index` builds it", data={"uri": str(db)}
         )
     data: dict[str, Any] = {"uri": str(db)}
-    record = read_record(ctx.root)
+    try:
+        record = read_record(ctx.root)
+    except UntrustedOwner as exc:
+        return Check("index", "fail", str(exc), f"remove {ctx.root / INDEX_DIR} (it is only a cache)", data)
     if record is not None:
         pid = int(record.get("pid", 0) or 0)
         data.update(owner_pid=pid, socket=str(record["socket"]))
         try:
-            status = _call(str(record["socket"]), "status", {}, timeout=10)
+            status = call(str(record["socket"]), "status", {}, timeout=10)
             data.update(files=status.get("files"), chunks=status.get("chunks"))
             return Check(
                 "index",
@@ -315,7 +318,7 @@ def check_index(ctx: _Context) -> Check:
                 data=data,
             )
         except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
-            if pid_alive(pid):
+            if isinstance(exc, UntrustedOwner) or pid_alive(pid):
                 return Check(
                     "index",
                     "fail",

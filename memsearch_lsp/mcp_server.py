@@ -1,13 +1,17 @@
 """`memsearch-lsp mcp`: the workspace's memory as MCP tools and resources over stdio (official `mcp` SDK).
 
-A thin adapter like `cli.py` and `lsp/`: every tool is one call into `core.Memory` through
-`SharedMemory`, which follows the index owner (an editor's language server) or owns the index itself.
+A thin adapter like `cli/` and `lsp/`: every tool is one call into `core.Memory` through the process model's
+door (`core.process.door.Door`), which follows the index owner (an editor's language server) or owns the index.
 Imported only by the `mcp` command, so the SDK stays an optional extra (`memsearch-lsp[mcp]`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import re
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
@@ -20,10 +24,11 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core.api import MemoryApi, RememberedData
-from memsearch_lsp.core.files import PathError, is_memory_source, read_text, relative_source
-from memsearch_lsp.core.process import bulk
-from memsearch_lsp.core.process.shared import SharedMemory
+from memsearch_lsp.core.chunks import valid_unicode
+from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
+from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import NoteData, recent_notes
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
@@ -54,12 +59,12 @@ class RecentResult(TypedDict):
 class MemoryMCPServer(MCPServer[Any]):
     """MCPServer whose resources are the memory files found on disk at each listing."""
 
-    def __init__(self, shared: SharedMemory):
+    def __init__(self, door: Door, config: Config):
         super().__init__("memsearch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-        self.shared = shared
+        self.door, self.config = door, config
 
     async def list_resources(self) -> list[mcp_types.Resource]:
-        files = await anyio.to_thread.run_sync(self.shared.files)
+        files = (await anyio.to_thread.run_sync(find_memory_files, self.door.root, self.config))[0]
         return [
             mcp_types.Resource(
                 uri=f.path.as_uri(), name=f.source, title=f.source, mime_type="text/markdown", description="memory file"
@@ -77,24 +82,26 @@ class MemoryMCPServer(MCPServer[Any]):
             raise ResourceNotFoundError(f"unknown resource {uri}: memory files have file:// URIs")
         path = Path(unquote(parsed.path))
         try:
-            source = relative_source(self.shared.root, path)
+            source = relative_source(self.door.root, path)
         except PathError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
-        if not is_memory_source(self.shared.config, source) or not path.is_file():
-            raise ResourceNotFoundError(f"{source} is not a memory file of {self.shared.root}")
+        if not is_memory_source(self.config, source) or not path.is_file():
+            raise ResourceNotFoundError(f"{source} is not a memory file of {self.door.root}")
         text, problem = read_text(path)
         if problem and not text:
             raise ResourceError(f"{source}: {problem}")
         return text
 
 
-def create_server(shared: SharedMemory) -> MemoryMCPServer:
+def create_server(door: Door, config: Config) -> MemoryMCPServer:
     """The MCP server with its five tools; every tool is one `Memory` call run off the event loop."""
-    server = MemoryMCPServer(shared)
+    server = MemoryMCPServer(door, config)
+    calls = anyio.Lock()  # one call at a time, like an editor's writer
 
     async def run(fn: Any) -> Any:
         try:
-            return await anyio.to_thread.run_sync(shared.call, fn)
+            async with calls:
+                return await anyio.to_thread.run_sync(door.call, fn)
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
             raise ToolError(str(exc)) from exc
 
@@ -127,7 +134,7 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
         }
 
         def search(memory: MemoryApi) -> list[HitData]:
-            bulk.index(memory)  # a large pass (a new workspace) in a child process: this server stays small
+            memory.index()  # reconciles first, like the CLI
             return [h.to_dict() for h in memory.search(query, top_k=top_k, **filters)]
 
         return {"hits": await run(search)}
@@ -148,7 +155,7 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
         """The notes of the last days' daily logs, newest day first (read from the files; no search)."""
 
         def recent() -> list[NoteData]:
-            return [n.to_dict() for n in recent_notes(MemoryFiles(shared.root, config=shared.config), days)]
+            return [n.to_dict() for n in recent_notes(MemoryFiles(door.root, config=config), days)]
 
         return {"notes": await anyio.to_thread.run_sync(recent)}
 
@@ -179,10 +186,54 @@ def create_server(shared: SharedMemory) -> MemoryMCPServer:
     return server
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def valid_message(line: bytes) -> bytes:
+    """One JSON-RPC message line with every lone surrogate in its strings ("\\ud800") replaced: the SDK's parser
+    rejects such a line without answering, so the client would wait forever."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line  # not JSON: the SDK answers with a parse error
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return valid_unicode(value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        return value
+
+    return json.dumps(clean(message)).encode() + b"\n"
+
+
+def filter_stdin() -> None:
+    """Put `valid_message` between the client and the SDK's reader: fd 0 becomes a pipe that a thread fills with the
+    client's lines, cleaned; the pipe ends when the client closes its end."""
+    client = os.dup(0)
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+    def pump() -> None:
+        with os.fdopen(client, "rb") as source, os.fdopen(write_end, "wb") as sink:
+            for line in source:
+                sink.write(valid_message(line))
+                sink.flush()
+
+    threading.Thread(target=pump, name="memsearch-mcp-stdin", daemon=True).start()
+
+
 def serve(workspace: Path) -> None:
     """Serve MCP over stdio until the client closes it."""
-    shared = SharedMemory(workspace)
+    filter_stdin()
+    config = load_config(workspace)
+    door = Door(workspace, config=config, process="memsearch-lsp mcp")
     try:
-        create_server(shared).run("stdio")
+        create_server(door, config).run("stdio")
     finally:
-        shared.close()
+        door.close()

@@ -465,20 +465,44 @@ def server_pid(session: Session) -> int:
 
 
 def through_the_engine(workspace: Path, results: Callable[[Memory], T]) -> T:
-    """`results(memory)` with the search mirror read from the store's engine itself (no saved copy: it is removed,
-    then saved again at close), for comparing what a saved copy answers against the store's own rows."""
+    """`results(memory)` with the read model rebuilt from the store's engine itself (its saved copy made invalid
+    first, then saved again at close), for comparing what a saved copy answers against the store's own rows."""
     from memsearch_lsp.core.memory import Memory
-    from memsearch_lsp.core.store import snapshot
+    from memsearch_lsp.core.store import saved
     from tests.fakes import FakeEmbedder
 
     memory = Memory(workspace, embedder=FakeEmbedder())
     try:
-        store = memory.store
-        store.close()
-        snapshot.invalidate(store.uri)
-        store.open()
-        assert store.engine_open and store.mirrors.current is None
-        store.mirror()
+        saved.invalidate(memory.uri)
         return results(memory)
     finally:
         memory.close()
+
+
+def engine_rows(memory: Memory, windows: bool = False) -> list[dict[str, Any]]:
+    """The rows Milvus Lite itself holds for `memory`'s local index (its writes drained first, the memory closed)."""
+    from memsearch_lsp.core.store.engine import Engine
+    from memsearch_lsp.core.store.schema import WINDOW_SUFFIX
+
+    uri, collection, dim = memory.uri, memory.collection, memory.embedder.dim
+    memory.close()
+    engine = Engine(uri, (collection, collection + WINDOW_SUFFIX), dim)
+    engine.open()
+    try:
+        return list(engine.rows(windows=windows))
+    finally:
+        engine.close()
+
+
+def query_idf(memory: Memory, query: str) -> dict[int, float]:
+    """The IDF weights of a query's terms in `memory`'s index (what the BM25 leg is asked with)."""
+    from memsearch_lsp.core.search.bm25 import query_ids
+
+    return memory.store.idf(query_ids(query))
+
+
+def document_frequencies(memory: Memory) -> tuple[int, dict[int, float]]:
+    """(chunks, the IDF of every term the index holds): equal for two indexes whose BM25 statistics are equal."""
+    model = memory.store.model  # type: ignore[attr-defined]  # a local store's read model
+    terms = {int(t) for slot in model.chunks.slot.values() for t in model.terms[slot]}
+    return model.docs, {t: round(v, 9) for t, v in memory.store.idf(terms).items()}

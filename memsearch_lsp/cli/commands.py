@@ -39,7 +39,7 @@ def _workspace(args: argparse.Namespace) -> Path:
 
 def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
     """The running server's index when one owns it, else this process opens it."""
-    from memsearch_lsp.core.process.owner import open_memory
+    from memsearch_lsp.core.process.door import open_memory
 
     return open_memory(_workspace(args), **settings)
 
@@ -189,32 +189,14 @@ def cmd_recent(args: argparse.Namespace) -> int:
 
 
 def cmd_warm(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.process.shared import serve_until_idle
+    from memsearch_lsp.core.process.door import serve_until_idle, spawn
 
     if args.idle <= 0:
         raise UserError("--idle must be more than 0 seconds")
     workspace = _workspace(args)
     if args.detach:
-        import subprocess
-
-        command = [
-            sys.executable,
-            "-m",
-            "memsearch_lsp",
-            "warm",
-            "--idle",
-            str(args.idle),
-            "--workspace",
-            str(workspace),
-        ]
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        _emit(args, {"pid": process.pid, "idle_s": args.idle}, f"warming the index in pid {process.pid}")
+        pid = spawn(["warm", "--idle", str(args.idle), "--workspace", str(workspace)])
+        _emit(args, {"pid": pid, "idle_s": args.idle}, f"warming the index in pid {pid}")
         return EXIT_OK
     served = serve_until_idle(workspace, args.idle)
     _emit(args, {"served": served}, "served until idle" if served else "another process owns the index")

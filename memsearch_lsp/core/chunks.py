@@ -22,6 +22,16 @@ CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
 ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: an ATX opening sequence
 
 
+def valid_unicode(text: str) -> str:
+    """`text` with every lone surrogate (JSON's "\\ud800", a file name's undecodable byte) replaced by "?": such a
+    string cannot be encoded, embedded, written or sent back."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -21,6 +21,8 @@ SUFFIXES = (".md", ".markdown")
 class MemoryFile:
     source: str  # POSIX path relative to the workspace root
     path: Path  # absolute
+    size: int = 0  # as the walk found it (0: unknown)
+    mtime_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,27 @@ def tighten(folder: Path) -> None:
             os.chmod(path, 0o700 if stat.S_ISDIR(info.st_mode) else stat.S_IMODE(info.st_mode) & 0o700 or 0o600)
 
 
+MAX_GLOB = 512  # characters of one pattern
+MAX_STARS = 2  # `*` in one part of a pattern: each more multiplies the worst-case matching time by a name's length
+
+
+def check_glob(glob: str) -> None:
+    """ValueError for a pattern whose matching could take unbounded time (its regular expression backtracks:
+    `*a*a*a*a*b` took seconds a file name), or that is too long."""
+    if len(glob) > MAX_GLOB:
+        raise ValueError(f"the pattern {glob[:40]!r}... is longer than {MAX_GLOB} characters")
+    for part in glob.split("/"):
+        stars = part.count("*") if part != "**" else 0
+        if stars > MAX_STARS:
+            raise ValueError(
+                f"the pattern {glob!r} has {stars} `*` in {part!r}: use at most {MAX_STARS} in each part (between "
+                "slashes), e.g. 'memory/2026-02-*' or '**/*decision*.md'"
+            )
+
+
 @lru_cache(maxsize=256)
 def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    check_glob(pattern)
     return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
@@ -194,7 +215,8 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
             if not (stat.S_ISREG(info.st_mode) if plain and info is not None else path.is_file()):
                 skipped.append(Skipped(source, "not a regular file (a broken or looping link?)"))
                 continue
-            found[source] = MemoryFile(source, path)
+            size, mtime = (info.st_size, info.st_mtime_ns) if plain and info is not None else (0, 0)
+            found[source] = MemoryFile(source, path, size, mtime)
     return [found[s] for s in sorted(found)], skipped
 
 

@@ -14,8 +14,8 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
 from memsearch_lsp.core.embedding.onnx import Embedder
 from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, read_text
-from memsearch_lsp.core.search.bm25 import DfTable, doc_vector
-from memsearch_lsp.core.store.milvus import MilvusStore, sparse_dict
+from memsearch_lsp.core.search.bm25 import doc_vector
+from memsearch_lsp.core.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -64,41 +64,33 @@ class IndexStats:
         return cls(**{**data, **notes})
 
 
-class HandOver(Exception):
-    """The pass would write at least the text it was asked to hand over at (`reconcile(hand_over=...)`); nothing
-    was written: the caller runs it elsewhere (core/process/bulk.py)."""
-
-    def __init__(self, chars: int, files: int):
-        super().__init__(f"{files} files, {chars} characters to index")
-        self.chars, self.files = chars, files
-
-
 @dataclass
 class _FileState:
-    file_hash: str  # "<sha256 of the text>:<number of chunks>"
-    ids: set[str] = field(default_factory=set)
-    consistent: bool = True  # every row carries the same file_hash and the current model
+    file_hash: str  # "<sha256 of the text>:<number of chunks>"; "" when its rows disagree or are of another model
+    chunks: int = 0
+    size: int = 0  # the file's size and mtime when its text was last read from disk (0: unknown)
+    mtime_ns: int = 0
 
     @property
     def complete(self) -> bool:
         expected = self.file_hash.rsplit(":", 1)[-1]
-        return self.consistent and expected.isdigit() and int(expected) == len(self.ids)
+        return expected.isdigit() and int(expected) == self.chunks
+
+    def unchanged(self, item: MemoryFile) -> bool:
+        """The file on disk has the size and mtime it had when its indexed text was read (so it need not be read)."""
+        return bool(self.mtime_ns) and self.complete and (item.size, item.mtime_ns) == (self.size, self.mtime_ns)
 
 
 class Indexer:
     """Owns the store's rows; one writer at a time (callers serialise through `lock`)."""
 
-    def __init__(self, root: Path, config: Config, store: MilvusStore, embedder: Embedder, df: DfTable):
-        self.root, self.config, self.store, self.embedder, self.df = root, config, store, embedder, df
+    def __init__(self, root: Path, config: Config, store: Store, embedder: Embedder):
+        self.root, self.config, self.store, self.embedder = root, config, store, embedder
         self.lock = threading.RLock()
         self.overlays: dict[str, str] = {}  # unsaved editor buffers: the truth for their files
         self._manifest: dict[str, _FileState] | None = None
         self._epoch = -1  # the store's epoch the manifest was read at
-        # hash() of every embed_hash stored under the current model: the embedding cache asks the store
-        # only for these, since a lookup Milvus Lite must also answer from its unflushed rows copies them
-        # all (vectors as Python floats), once per group: much of a full index's peak memory and about half its
-        # store time. A superset is harmless (a lookup that finds nothing), so deletes leave it alone.
-        self._stored: set[int] = set()
+        self._writes = -1  # the store's write count this indexer last saw (another writer makes it read again)
         self._files = self._chunks = 0  # the manifest's totals (files with rows, rows), kept as it changes
 
     @property
@@ -107,29 +99,20 @@ class Indexer:
 
     # -- state -----------------------------------------------------------------------------
     def manifest(self) -> dict[str, _FileState]:
-        if self._manifest is not None and self._epoch != self.store.epoch:  # the store was rebuilt since
-            self._manifest = None
+        """Each indexed file's state (read from the store once, then kept as this indexer writes)."""
+        if self._manifest is not None and (self._epoch, self._writes) != (self.store.epoch, self.store.writes):
+            self._manifest = None  # the store was rebuilt since, or written by another memory of this process
         if self._manifest is None:
-            manifest: dict[str, _FileState] = {}
-            self._stored = set()
-            for row in self.store.scan(["source", "file_hash", "model", "embed_hash"]):
-                if row["model"] == self.model:
-                    self._stored.add(hash(row["embed_hash"]))
-                state = manifest.get(row["source"])
-                if state is None:
-                    state = manifest[row["source"]] = _FileState(row["file_hash"])
-                state.ids.add(row["id"])
-                if row["file_hash"] != state.file_hash or row["model"] != self.model:
-                    state.consistent = False
-            self._manifest, self._epoch = manifest, self.store.epoch
-            self._files = sum(1 for s in manifest.values() if s.ids)
-            self._chunks = sum(len(s.ids) for s in manifest.values())
-            if not self.df.load(self._chunks):
-                self.df.reset()
-                if self._chunks:  # (an empty index has none to count: its engine need not open)
-                    self.df.add(sparse_dict(r["sparse"]) for r in self.store.iter_rows(["sparse"]))
-                self.df.save()
+            files = self.store.files(self.model)
+            self._manifest = {s: _FileState(r.file_hash, r.chunks, r.size, r.mtime_ns) for s, r in files.items()}
+            self._epoch, self._writes = self.store.epoch, self.store.writes
+            self._files = sum(1 for s in self._manifest.values() if s.chunks)
+            self._chunks = sum(s.chunks for s in self._manifest.values())
         return self._manifest
+
+    def ids(self, source: str) -> set[str]:
+        """The ids of the rows `source` has in the store."""
+        return self.store.ids_of(source) if source in self.manifest() else set()
 
     def forget(self) -> None:
         """Drop the cached manifest (after a reset or a store swap)."""
@@ -139,29 +122,27 @@ class Indexer:
         return chunk_markdown(text, source, model=self.model, max_chars=MAX_CHARS)
 
     # -- public operations -----------------------------------------------------------------
-    def reconcile(self, force: bool = False, progress: Progress | None = None, hand_over: int = 0) -> IndexStats:
-        """Bring the index in line with the memory files: read them, write what changed, drop what is gone.
-        `hand_over`: raise HandOver, writing nothing, when the changed files hold at least that many characters."""
+    def reconcile(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
+        """Bring the index in line with the memory files: read the changed ones (a file whose size and mtime are as
+        they were when it was indexed is not read again), write what changed, drop what is gone."""
         started = time.perf_counter()
         stats = IndexStats()
         with self.lock:
             files, stats.skipped = find_memory_files(self.root, self.config)
             manifest = self.manifest()
             epoch = self.store.epoch
-            texts = self._read_all(files, stats)
+            kept = set() if force else {f.source for f in files if self._kept(manifest.get(f.source), f)}
+            texts = self._read_all([f for f in files if f.source not in kept], stats)
             changed = {s: t for s, t in texts.items() if force or self._stale(manifest.get(s), t)}
-            if hand_over and (chars := sum(len(t) for t in changed.values())) >= hand_over:
-                raise HandOver(chars, len(changed))
             for source in changed:
                 if source in manifest:
                     stats.files_modified += 1
                 elif texts[source].strip():
                     stats.files_added += 1
             self._write(changed, stats, progress)
-            self._drop_gone(manifest, texts, {s.source for s in stats.skipped}, stats)
-            if stats.changed or force or self.df.dirty:
-                self.store.flush()
-                self.df.save()
+            self._note_read(files, texts, changed)
+            self._drop_gone(manifest, kept | set(texts), {s.source for s in stats.skipped}, stats)
+            self.store.flush()
             if self.store.epoch != epoch:  # rebuilt during this pass (its engine, opened to write, was unreadable)
                 return self.reconcile(force=force, progress=progress)
             self._totals(stats)
@@ -169,6 +150,22 @@ class Indexer:
         for note in [*stats.skipped, *stats.warnings]:
             log.warning("%s: %s", note.source, note.reason)
         return stats
+
+    def _kept(self, state: _FileState | None, item: MemoryFile) -> bool:
+        return state is not None and item.source not in self.overlays and state.unchanged(item)
+
+    def _note_read(self, files: list[MemoryFile], texts: dict[str, str], changed: dict[str, str]) -> None:
+        """Record the size and mtime of each file whose indexed text was just read from disk, unless it changed in the
+        last second (a second write within the same mtime tick must not go unseen)."""
+        recent = time.time_ns() - 1_000_000_000
+        manifest = self.manifest()
+        for item in files:
+            state = manifest.get(item.source)
+            if state is None or item.source not in texts or item.source in self.overlays or item.mtime_ns > recent:
+                continue
+            if (state.size, state.mtime_ns) != (item.size, item.mtime_ns) or item.source in changed:
+                state.size, state.mtime_ns = item.size, item.mtime_ns
+                self.store.note_file(item.source, item.size, item.mtime_ns)
 
     def _read_all(self, files: list[MemoryFile], stats: IndexStats) -> dict[str, str]:
         """Each file's text (an open buffer's overlay first); unreadable files go to `stats.skipped`, files
@@ -193,12 +190,11 @@ class Indexer:
             texts.setdefault(source, text)
         return texts
 
-    def _drop_gone(
-        self, manifest: dict[str, _FileState], texts: dict[str, str], unreadable: set[str], stats: IndexStats
-    ) -> None:
+    def _drop_gone(self, manifest: dict[str, _FileState], present: set[str], unreadable: set[str],
+                   stats: IndexStats) -> None:  # fmt: skip
         """Removals last, so a renamed file reuses the vectors of its old rows; files that became unreadable
         lose their rows too (the index mirrors what can be read)."""
-        removed = [s for s in manifest if s not in texts and s not in unreadable]
+        removed = [s for s in manifest if s not in present and s not in unreadable]
         for source in removed:
             self._remove(source)
         stats.files_removed = len(removed)
@@ -220,7 +216,6 @@ class Indexer:
                     stats.files_modified = 1
                 self._write({source: text}, stats, None)
                 self.store.flush()
-                self.df.save()
             self._rebuilt_since(epoch)
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
@@ -239,7 +234,6 @@ class Indexer:
                 epoch = self.store.epoch
                 self._remove(source)
                 self.store.flush()
-                self.df.save()
                 stats.files_removed = 1
                 self._rebuilt_since(epoch)
             self._totals(stats)
@@ -248,8 +242,7 @@ class Indexer:
 
     # -- internals -------------------------------------------------------------------------
     def _rebuilt_since(self, epoch: int) -> None:
-        """The store was rebuilt empty during a write (its engine, opened for it, found the index unreadable and
-        moved it aside): everything else is indexed again now, not at the next full pass."""
+        """The store was rebuilt empty during a write: everything else is indexed again now, not at the next pass."""
         if self.store.epoch != epoch:
             self.reconcile()
 
@@ -265,27 +258,21 @@ class Indexer:
         manifest = self.manifest()
         old = manifest.get(source)
         if old is not None:
-            self._files -= bool(old.ids)
-            self._chunks -= len(old.ids)
+            self._files -= bool(old.chunks)
+            self._chunks -= old.chunks
         if state is None:
             manifest.pop(source, None)
         else:
             manifest[source] = state
-            self._files += bool(state.ids)
-            self._chunks += len(state.ids)
+            self._files += bool(state.chunks)
+            self._chunks += state.chunks
 
     def _remove(self, source: str) -> None:
-        state = self.manifest().get(source)
-        if state is not None:
+        if source in self.manifest():
+            ids = self.ids(source)
             self._put(source, None)
-            self._delete(state.ids)
-
-    def _delete(self, ids: set[str]) -> None:
-        """Delete rows, taking their terms out of the document frequencies first."""
-        ordered = sorted(ids)
-        self.df.begin()
-        self.df.add(self.store.sparse_of(ordered), sign=-1)
-        self.store.delete(ordered)
+            self.store.delete(sorted(ids))
+            self._writes = self.store.writes
 
     def _write(self, texts: dict[str, str], stats: IndexStats, progress: Progress | None) -> None:
         """Chunk, embed what is new, upsert, then delete the rows the new chunks replace."""
@@ -308,8 +295,7 @@ class Indexer:
 
     def _write_group(self, group: Sequence[tuple[str, str, list[Chunk]]], stats: IndexStats) -> None:
         chunks = [c for _, _, cs in group for c in cs]
-        stored = [c.embed_hash for c in chunks if hash(c.embed_hash) in self._stored]
-        vectors = self.store.vectors_for(stored, self.model) if stored else {}
+        vectors = self.store.vectors_for([c.embed_hash for c in chunks], self.model) if chunks else {}
         missing: dict[str, list[str]] = {}
         for c in chunks:
             if c.embed_hash not in vectors:
@@ -321,41 +307,26 @@ class Indexer:
                 vectors[h] = [next(flat) for _ in ws]
         stats.chunks_embedded += len(missing)
         stats.chunks_reused += len(chunks) - sum(1 for c in chunks if c.embed_hash in missing)
-        manifest = self.manifest()
         rows: list[dict[str, Any]] = []
         windows: list[dict[str, Any]] = []
-        added: list[dict[int, float]] = []
-        for source, text, cs in group:
+        for _, text, cs in group:
             file_hash = f"{sha256(text)}:{len(cs)}"
-            known = manifest[source].ids if source in manifest else set()
             for c in cs:
                 first, *rest = vectors[c.embed_hash]
                 row = self._row(c, file_hash, first)
                 row["windows"] = 1 + len(rest)
                 rows.append(row)
-                windows += [
-                    {
-                        "id": f"{c.id}:{n}",
-                        "chunk_id": c.id,
-                        "source": c.source,
-                        "embed_hash": c.embed_hash,
-                        "model": self.model,
-                        "dense": v,
-                    }
-                    for n, v in enumerate(rest, 1)
-                ]
-                if c.id not in known:
-                    added.append(row["sparse"])
-        self.df.begin()  # the saved statistics may go stale from here until df.save()
+                windows += [{"id": f"{c.id}:{n}", "chunk_id": c.id, "source": c.source, "embed_hash": c.embed_hash,
+                             "model": self.model, "dense": v} for n, v in enumerate(rest, 1)]  # fmt: skip
+        old = {source: self.ids(source) for source, _, _ in group}
         self.store.upsert(rows, windows)
-        self._stored.update(hash(c.embed_hash) for c in chunks)
-        self.df.add(added)
+        self._writes = self.store.writes
         for source, text, cs in group:
-            new_ids = {c.id for c in cs}
-            old = manifest.get(source)
-            if old is not None and old.ids - new_ids:
-                self._delete(old.ids - new_ids)
-            self._put(source, _FileState(f"{sha256(text)}:{len(cs)}", new_ids))
+            gone = old[source] - {c.id for c in cs}
+            if gone:
+                self.store.delete(sorted(gone))
+                self._writes = self.store.writes
+            self._put(source, _FileState(f"{sha256(text)}:{len(cs)}", len(cs)))
 
     def _row(self, c: Chunk, file_hash: str, vector: list[float]) -> dict[str, Any]:
         return {

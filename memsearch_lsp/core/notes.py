@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline
+from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline, valid_unicode
 from memsearch_lsp.core.files import MAX_FILE_BYTES, read_text
 from memsearch_lsp.core.onboard import daily_log_text
 
@@ -49,7 +49,7 @@ class NoteError(ValueError):
 
 def clean_text(text: str) -> str:
     """`text` with newlines normalised and control characters other than tab and newline removed."""
-    return _CONTROL.sub("", normalize_newlines(text))
+    return _CONTROL.sub("", normalize_newlines(valid_unicode(text)))
 
 
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
@@ -261,6 +261,18 @@ def append_to_day(
         except _NextFile as why:
             log.info("%s: %s; the note goes to the day's next file", name, why)
     raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
+
+
+def add_long_term(folder: Path, body: str, title: str, source_of: Callable[[Path], str]) -> tuple[str, Addition]:
+    """Add a lasting fact to MEMORY.md in `folder`, at the end of the section `title`; NoteError (nothing written)
+    when the file cannot take it: it is not a regular file, cannot be read, or would grow too large."""
+    try:
+        path = folder / LONG_TERM
+        return write_note(
+            path, source_of, LONG_TERM_TEXT, lambda before, src: insert_in_section(before, body, title, src)
+        )
+    except _NextFile as why:
+        raise NoteError(f"{LONG_TERM} cannot take the note ({why}); nothing was written") from None
 
 
 def write_note(

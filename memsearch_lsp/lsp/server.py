@@ -24,10 +24,9 @@ from memsearch_lsp.config import Config, ConfigError, editor_key, load_config
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
-from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
-from memsearch_lsp.core.process import bulk
-from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.process.door import Door
+from memsearch_lsp.core.process.owner import OwnerGone
 from memsearch_lsp.core.workspace import index_settings_changed
 from memsearch_lsp.lsp.protocol import MemsearchProtocol
 from memsearch_lsp.version import __version__
@@ -40,15 +39,17 @@ INDEXED = "memsearch/indexed"
 
 @dataclass
 class Root:
-    """One workspace folder: its own memory, index and watcher."""
+    """One workspace folder: its own memory (through the process model's door), index and watcher."""
 
     path: Path
-    memory: MemoryApi  # a Memory (this process owns the index) or a RemoteMemory (another process does)
+    door: Door  # owns the index (and serves it to the CLI and other windows) or follows its owner
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     poller: asyncio.Task[None] | None = None
     registration: str = ""
-    owner: OwnerServer | None = None  # serves the CLI and other windows while this process owns the index
-    switching: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def memory(self) -> MemoryApi:
+        return self.door.memory
 
 
 class ClientLogHandler(logging.Handler):
@@ -161,7 +162,7 @@ class MemsearchServer(LanguageServer):
         try:
             stats: IndexStats = await loop.run_in_executor(self.writer, run)
         except OwnerGone:
-            await self.take_over(root)
+            await self.take_over(root, root.memory)
             stats = await loop.run_in_executor(self.writer, run)
         self.passes += 1
         self.protocol.notify(
@@ -183,29 +184,15 @@ class MemsearchServer(LanguageServer):
         try:
             return await asyncio.to_thread(fn, *args, **kwargs)
         except OwnerGone:
-            root = next((r for r in self.roots.values() if r.memory is getattr(fn, "__self__", None)), None)
+            root = next((r for r in self.roots.values() if r.door.current is getattr(fn, "__self__", None)), None)
             if root is None:
                 raise
-            await self.take_over(root)
+            await self.take_over(root, root.memory)
             return await asyncio.to_thread(getattr(root.memory, fn.__name__), *args, **kwargs)
 
-    async def take_over(self, root: Root) -> None:
+    async def take_over(self, root: Root, gone: MemoryApi) -> None:
         """The process that owned this index went away: own it now (or follow whoever did)."""
-        gone = root.memory
-        async with root.switching:
-            if root.memory is not gone:
-                return  # another request already switched
-            memory = await asyncio.to_thread(open_memory, root.path, config=gone.config)
-            if isinstance(memory, RemoteMemory) and isinstance(gone, RemoteMemory):
-                memory.search_overrides = dict(gone.search_overrides)  # this window's search settings
-            if isinstance(memory, Memory):
-                try:
-                    owner = OwnerServer(memory, self.process_name)
-                    owner.start()
-                    root.owner = owner
-                except OSError as exc:
-                    log.warning("cannot serve %s to other processes: %s", root.path.name, exc)
-            root.memory = memory
+        memory = await asyncio.to_thread(root.door.take_over, gone)
         log.info(
             "%s: the index owner went away; %s",
             root.path.name,
@@ -256,7 +243,7 @@ class MemsearchServer(LanguageServer):
     async def refuse_index_settings(self, root: Root, config: Config) -> None:
         """In a window that is the index owner's client, the settings that shape the index (what is
         indexed, how, where) cannot change: say so once, naming the owner; the rest still apply here."""
-        if not isinstance(root.memory, RemoteMemory):
+        if not root.memory.remote:
             return
         refused = index_settings_changed(root.memory.config, config)
         if refused:
@@ -285,7 +272,7 @@ class MemsearchServer(LanguageServer):
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
 
         try:
-            stats = await self.write(root, lambda memory: bulk.index(memory, force=force, progress=progress))
+            stats = await self.write(root, lambda memory: memory.index(force=force, progress=progress))
         finally:
             if token is not None:
                 self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
@@ -356,30 +343,19 @@ class MemsearchServer(LanguageServer):
                 if path in self.roots:
                     continue
                 config = self._settings_of(path)
-            memory: MemoryApi
+            root = Root(path, Door(path, config=config, process=self.process_name))
             try:
-                memory = await asyncio.to_thread(open_memory, path, config=config)
-            except Exception as exc:
+                memory = await asyncio.to_thread(getattr, root.door, "memory")
+                if memory.remote:
+                    log.info("%s: another memsearch-lsp owns this index; using it", path.name)
+            except Exception as exc:  # opened again at the next use
                 self.report(f"opening the index of {path.name}: {exc}", exc)
-                memory = Memory(path, config=config)
-            root = Root(path, memory)
-            if not isinstance(memory, Memory):
-                log.info("%s: another memsearch-lsp owns this index; using it", path.name)
-            else:
-                try:
-                    root.owner = OwnerServer(memory, self.process_name)
-                    root.owner.start()
-                except OSError as exc:
-                    log.warning("cannot serve %s to other processes: %s", path.name, exc)
-                    root.owner = None
             self.roots[path] = root
 
     def close_root(self, root: Root) -> None:
         if root.poller:
             root.poller.cancel()
-        if root.owner:
-            root.owner.close()
-        self.writer.submit(root.memory.close)
+        self.writer.submit(root.door.close)
 
     def shutdown_roots(self) -> None:
         for root in self.roots.values():

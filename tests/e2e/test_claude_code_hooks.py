@@ -243,6 +243,7 @@ def test_the_hook_names_the_owners_socket_as_the_core_does(tmp_path: Path) -> No
         assert module.owner_socket({"cwd": str(root)}) is None  # nothing there yet
         with contextlib.closing(socket.socket(socket.AF_UNIX)) as server:
             server.bind(str(expected))
+            expected.chmod(0o600)
             assert module.owner_socket({"cwd": str(root)}) == str(expected)
         expected.unlink()
 

@@ -18,7 +18,18 @@ from lsprotocol import types
 
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import EmbeddingServer
-from tests.helpers import FAST, Session, cli, make_workspace, send_raw, server_pid, start, stop, until
+from tests.helpers import (
+    FAST,
+    Session,
+    cli,
+    document_frequencies,
+    make_workspace,
+    send_raw,
+    server_pid,
+    start,
+    stop,
+    until,
+)
 
 pytestmark = pytest.mark.slow  # and all but the kill -9 runs use the real model (marker `model`)
 
@@ -160,9 +171,9 @@ def index_rows(ws: Path) -> set[tuple[Any, ...]]:
     with Memory(ws) as memory:
         stats = memory.index()
         assert stats.chunks_embedded == 0 or stats.changed, stats
-        rows = {(r["id"], r["source"], r["file_hash"]) for r in memory.store.iter_rows(["source", "file_hash"])}
-        df = memory.df
-        return rows | {("df", df.docs, len(df.df), sum(df.df.values()))}
+        rows = {(r["id"], r["source"], r["file_hash"]) for r in memory.store.scan(["source", "file_hash"])}
+        docs, idf = document_frequencies(memory)
+        return rows | {("df", docs, len(idf), round(sum(idf.values()), 6))}
 
 
 def endpoint_env(endpoint: EmbeddingServer) -> dict[str, str]:

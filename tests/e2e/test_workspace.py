@@ -197,7 +197,7 @@ def test_an_ambiguous_prefix_says_so(tmp_path: Path, make_memory: Callable[..., 
     (ws / "memory" / "many.md").write_text("".join(f"## Note {n}\n\nnote number {n}\n\n" for n in range(400)))
     memory = make_memory(ws)
     memory.index()
-    ids = sorted(i for s in memory.indexer.manifest().values() for i in s.ids)
+    ids = sorted(i for s in memory.indexer.manifest() for i in memory.indexer.ids(s))
     shared = next(a[:4] for a, b in itertools.pairwise(ids) if a[:4] == b[:4])  # 400 ids: some share 4 characters
     with pytest.raises(AmbiguousId, match=f"'{shared}' matches"):
         memory.expand(shared)

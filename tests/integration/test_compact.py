@@ -360,7 +360,7 @@ def test_full_disk_while_writing_the_second_summary_changes_nothing(
 ) -> None:
     memory = make_memory(workspace)
     memory.index()
-    manifest = {s: set(v.ids) for s, v in memory.indexer.manifest().items()}
+    manifest = {s: memory.indexer.ids(s) for s in memory.indexer.manifest()}
     before = snapshot(workspace)
     plan = plan_compaction(memory, today=FEB25)
     calls = _fail_on_call(2, compact_apply._write_temp, monkeypatch, compact_apply, "_write_temp")
@@ -369,7 +369,7 @@ def test_full_disk_while_writing_the_second_summary_changes_nothing(
     assert len(calls) == 2
     assert snapshot(workspace) == before  # no summary, no temporary file, no archive folder, nothing moved
     assert not (workspace / "memory/archive").exists()
-    assert {s: set(v.ids) for s, v in memory.indexer.manifest().items()} == manifest
+    assert {s: memory.indexer.ids(s) for s in memory.indexer.manifest()} == manifest
 
 
 def test_full_disk_while_installing_after_the_moves_rolls_everything_back(

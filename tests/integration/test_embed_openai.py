@@ -180,7 +180,7 @@ def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(server: Embe
         memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-c"}}))  # same dimension
         assert _index(memory) == (total, total)
         assert _index(memory) == (0, total)
-        assert {r["model"] for r in memory.store.iter_rows(["model"])} == {"openai:fake-c"}
+        assert {r["model"] for r in memory.store.scan(["model"])} == {"openai:fake-c"}
 
         a_texts = len(server.texts_for("fake-a"))
         memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-b"}}))
@@ -194,7 +194,7 @@ def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(server: Embe
 
         memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-a"}}))
         assert _index(memory) == (total, total)  # nothing stale is reused on the way back
-        rows = list(memory.store.iter_rows(["model"]))
+        rows = list(memory.store.scan(["model"]))
         assert {r["model"] for r in rows} == {"openai:fake-a"}
         assert len(server.texts_for("fake-a")) > a_texts + total - 1
 

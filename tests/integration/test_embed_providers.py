@@ -228,7 +228,7 @@ def test_switching_bundled_and_folder_re_embeds_once_each_way(workspace: Path) -
         assert memory.search("Redis cache config")[0].heading == "Redis Caching"
         memory.reconfigure(memory.config.merged({"embedding": {"provider": "bundled", "model": DEFAULT_MODEL}}))
         assert memory.index().chunks_embedded == total  # nothing stale reused
-        assert {r["model"] for r in memory.store.iter_rows(["model"])} == {DEFAULT_MODEL}
+        assert {r["model"] for r in memory.store.scan(["model"])} == {DEFAULT_MODEL}
 
 
 @pytest.mark.model

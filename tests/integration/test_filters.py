@@ -65,15 +65,10 @@ def _workspace(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.mark.parametrize("leg", ["mirror", "milvus"])
-def test_filters_restrict_both_legs_candidates(tmp_path: Path, make_memory: Callable[..., Memory], leg: str) -> None:
+def test_filters_restrict_both_legs_candidates(tmp_path: Path, make_memory: Callable[..., Memory]) -> None:
     memory = make_memory(_workspace(tmp_path), search={"candidates": 3})
     memory.clock = lambda: dt.datetime(2026, 3, 10, 12, 0)
     memory.index()
-    if leg == "milvus":
-        memory.store.in_process = False  # the legs go through Milvus' own search with a filter expression
-    else:
-        memory.store.mirror()  # loaded: the legs are answered in process
     everything = memory.search("kafka broker", top_k=3)
     assert {h.source for h in everything} <= {"memory/MEMORY.md", "memory/2026-03-09.md"}
 

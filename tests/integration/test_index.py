@@ -8,6 +8,7 @@ from pathlib import Path
 
 from memsearch_lsp.core.chunks import chunk_markdown
 from tests.fakes import FakeEmbedder
+from tests.helpers import document_frequencies
 
 
 def test_example_memory_search_ranks_the_right_chunks(workspace: Path, make_memory) -> None:
@@ -93,37 +94,6 @@ def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memor
     assert memory.status()["files"] == 12
 
 
-def test_the_embedding_cache_asks_the_store_only_for_text_it_holds(
-    workspace: Path, make_memory, embedder: FakeEmbedder, monkeypatch
-) -> None:
-    asked: list[str] = []
-    from memsearch_lsp.core.store.milvus import MilvusStore
-
-    lookup = MilvusStore.vectors_for
-
-    def spy(self: MilvusStore, hashes: list[str], model: str) -> dict[str, list[list[float]]]:
-        asked.extend(hashes)
-        return lookup(self, hashes, model)
-
-    monkeypatch.setattr(MilvusStore, "vectors_for", spy)
-    memory = make_memory(workspace)
-    memory.index()
-    assert asked == []  # a first index: nothing stored, so no lookup (each would copy the unflushed rows)
-    memory.close()
-    # written while no process was up: a copy of a stored file is found in the store by a new process
-    (workspace / "memory/copy.md").write_text((workspace / "memory/2026-02-05.md").read_text())
-    before = embedder.embedded
-    fresh = make_memory(workspace)
-    stats = fresh.index()
-    assert stats.files_added == 1
-    assert embedder.embedded == before and stats.chunks_embedded == 0 and stats.chunks_reused > 0
-    copied = {
-        c.embed_hash
-        for c in chunk_markdown((workspace / "memory/copy.md").read_text(), "memory/copy.md", model=embedder.model_name)
-    }
-    assert set(asked) == copied
-
-
 def test_model_change_reembeds_everything_without_reset(workspace: Path, make_memory) -> None:
     first = make_memory(workspace, FakeEmbedder(model_name="fake-a"))
     total = first.index().chunks_total
@@ -193,43 +163,30 @@ def test_exclude_globs_and_archive_are_not_indexed(workspace: Path, make_memory)
 
 
 # -- many small files (issue 31, part 4): no per-file work that grows with the index -----------------
-def test_indexing_one_file_appends_to_the_bm25_statistics(
-    workspace: Path, make_memory, tmp_path: Path, monkeypatch
+def test_indexing_one_file_at_a_time_keeps_the_bm25_statistics_of_a_clean_build(
+    workspace: Path, make_memory, tmp_path: Path
 ) -> None:
-    """Each index_file() saves the document frequencies as a journal line, not the whole table (which grows
-    with the vocabulary); a new process replays the journal and needs no recount from the store."""
-    from memsearch_lsp.core.search.bm25 import DfTable
-
+    """Each index_file() updates the document frequencies in place (no recount); a new process reads them with the
+    saved read model and embeds nothing."""
     memory = make_memory(workspace)
     memory.index()
-    table = next((workspace / ".memsearch").glob("bm25-*.json"))
-    saved = table.read_bytes()
     for n in range(5):
         note = workspace / "memory" / f"note-{n}.md"
         note.write_text(f"# Note {n}\n\nwombat number {n} lives in a burrow\n")
         memory.index_file(f"memory/{note.name}")
-    journal = table.with_suffix(".journal")
-    lines = journal.read_text().count("\n")
     (workspace / "memory/note-0.md").unlink()
     memory.index_file("memory/note-0.md")
     main = workspace / "memory/MEMORY.md"
     main.write_text(main.read_text() + "\n## Wombats\n\nsquare droppings\n")
     memory.index_file("memory/MEMORY.md")
-    assert table.read_bytes() == saved
-    assert journal.read_text().count("\n") == lines + 2
     memory.close()
-
-    recounts: list[int] = []
-    monkeypatch.setattr(DfTable, "reset", lambda self: recounts.append(1))
     again = make_memory(workspace)
     assert again.index().chunks_embedded == 0
-    assert recounts == []
-    monkeypatch.undo()
     clean_ws = tmp_path / "clean"
     shutil.copytree(workspace / "memory", clean_ws / "memory")
     clean = make_memory(clean_ws)
     clean.index()
-    assert (again.df.docs, dict(again.df.df)) == (clean.df.docs, dict(clean.df.df))
+    assert document_frequencies(again) == document_frequencies(clean)
 
 
 def test_index_totals_follow_every_write(workspace: Path, make_memory) -> None:
@@ -237,9 +194,9 @@ def test_index_totals_follow_every_write(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
 
     def check(stats) -> None:
-        manifest = memory.indexer.manifest()
-        assert stats.files_total == sum(1 for s in manifest.values() if s.ids)
-        assert stats.chunks_total == sum(len(s.ids) for s in manifest.values()) == memory.status()["chunks"]
+        ids = {source: memory.indexer.ids(source) for source in memory.indexer.manifest()}
+        assert stats.files_total == sum(1 for found in ids.values() if found)
+        assert stats.chunks_total == sum(len(found) for found in ids.values()) == memory.status()["chunks"]
 
     check(memory.index())
     log = workspace / "memory/2026-02-04.md"

@@ -12,7 +12,8 @@ from typing import Any
 from memsearch_lsp.config import load_config
 from memsearch_lsp.core.api import IndexApi, MemoryApi
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.process.door import open_memory
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory
 from memsearch_lsp.core.workspace import index_settings_changed
 from tests.fakes import FakeEmbedder
 
@@ -53,11 +54,14 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
         hit = owner.search("Redis cache config", top_k=1)[0]
         chunk = owner.expand(hit.id)
         assert chunk is not None
+        section = next(
+            c for c in owner.outline(chunk.source, owner.path_of(chunk.source).read_text()) if c.id == hit.id
+        )
         text = "# 2026-03-01\n\n## Quokka\n\nquokka rollout\n"
         calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
             "search": (("Redis cache config",), {"top_k": 5}),
             "expand": ((hit.id,), {}),
-            "related": ((chunk,), {"top_k": 2}),
+            "related": ((section,), {"top_k": 2}),
             "headings": ((), {"limit": 50}),
             "is_indexed": (("memory/MEMORY.md",), {}),
             "index_text": ((NOTE, text), {}),

@@ -10,7 +10,7 @@ import pytest
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
 from memsearch_lsp.core.embedding.base import query_vector
-from memsearch_lsp.core.search.bm25 import DfTable, query_terms, tokens
+from memsearch_lsp.core.search.bm25 import query_ids, query_terms, tokens
 from memsearch_lsp.core.search.rank import (
     BM25_GAIN,
     DENSE_GAIN,
@@ -26,9 +26,9 @@ from memsearch_lsp.core.search.rank import (
     relevance,
     share_sections,
 )
-from memsearch_lsp.core.store.milvus import sparse_dict
+from memsearch_lsp.core.store.schema import sparse_dict
 from tests.fakes import FakeEmbedder
-from tests.helpers import LONG, long_workspace
+from tests.helpers import LONG, engine_rows, long_workspace, query_idf
 
 
 def test_minmax_rescales_each_leg_over_its_candidates() -> None:
@@ -147,7 +147,7 @@ def test_search_shares_a_split_sections_best_score_with_its_pieces_only_with_min
     assert len(pieces) > 1
     assert set(store.sections(pieces).values()) == {("memory/2026-01-05.md", "2026-01-05 > Shed")}
     dense = store.dense_leg(query_vector(memory.embedder, query), 30)
-    plain = fuse(dense, store.sparse_leg(memory.df.query_vector(query), 30), "minmax", 0.3, 0.7)
+    plain = fuse(dense, store.sparse_leg(query_idf(memory, query), 30), "minmax", 0.3, 0.7)
     expected = share_sections(plain, store.sections([k for k, _ in plain]))
     hits = memory.search(query, top_k=10, ranker="minmax", vector_weight=0.3, bm25_weight=0.7)
     assert [(h.id, h.score) for h in hits] == [(k, pytest.approx(v, abs=1e-6)) for k, v in expected[: len(hits)]]
@@ -157,15 +157,14 @@ def test_search_shares_a_split_sections_best_score_with_its_pieces_only_with_min
     # The seed's weighted ranker is left exactly as Milvus' formula: no sharing.
     seed = memory.search(query, top_k=10, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
     assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
-    weighted = dict(fuse(dense, store.sparse_leg(memory.df.query_vector(query), 30), "weighted", 0.7, 0.3))
+    weighted = dict(fuse(dense, store.sparse_leg(query_idf(memory, query), 30), "weighted", 0.7, 0.3))
     assert all(h.score == pytest.approx(weighted[h.id], abs=1e-6) for h in seed)
 
 
 def test_query_stop_words_are_dropped_unless_nothing_else_is_left() -> None:
     assert query_terms("What did Nate say about his dog?") == tokens("Nate say dog")
     assert query_terms("who are you") == tokens("who are you")
-    table = DfTable(None)
-    assert len(table.query_vector("When did Caroline go to the LGBTQ support group?")) == 5
+    assert len(set(query_ids("When did Caroline go to the LGBTQ support group?"))) == 5
 
 
 def test_windows_cover_the_text_and_respect_the_size() -> None:
@@ -199,7 +198,7 @@ def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk
     assert (hit.source, hit.start_line, hit.end_line) == (chunk.source, chunk.start_line, chunk.end_line)
     # The seed setting stays selectable: Milvus' weighted formula over the same two legs.
     seed = memory.search(query, top_k=5, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
-    bm25 = memory.store.sparse_leg(memory.df.query_vector(query), 30)[chunk.id]
+    bm25 = memory.store.sparse_leg(query_idf(memory, query), 30)[chunk.id]
     expected = 0.7 * (1 + leg[chunk.id]) / 2 + 0.3 * (0.5 + math.atan(bm25) / math.pi)
     assert next(h.score for h in seed if h.id == chunk.id) == pytest.approx(expected, abs=1e-5)
     assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
@@ -215,7 +214,7 @@ def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(
     count = len(chunk_markdown(LONG, "x.md")[-1].windows) - 1
 
     def window_rows() -> int:
-        return len(store.client.query(store.windows_collection, filter="", output_fields=["chunk_id"], limit=100))
+        return len(store.model.windows.slot)
 
     assert window_rows() == count
     (ws / "memory" / "2026-01-05.md").rename(ws / "memory" / "2026-02-05.md")
@@ -226,6 +225,7 @@ def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(
     (ws / "memory" / "2026-02-05.md").unlink()
     memory.index()
     assert window_rows() == 0
+    assert engine_rows(memory, windows=True) == []  # and so did Milvus Lite's rows
     assert (
         memory.search("kangaroo paddock fence", top_k=3, vector_weight=1.0, bm25_weight=0.0)[0].source
         != "memory/2026-02-05.md"
@@ -303,13 +303,12 @@ def test_search_returns_nothing_for_a_query_that_matches_nothing(workspace: Path
 def test_coverage_is_the_share_of_the_query_idf_mass_a_chunk_holds(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
     memory.index()
-    store, terms = memory.store, memory.df.query_vector("Redis cache xyzzy")
+    store, terms = memory.store, query_idf(memory, "Redis cache xyzzy")
     ids = list(store.sparse_leg(terms, 30))
     assert ids
     got = store.coverage(ids, terms)
     total = sum(terms.values())
-    stored = {r["id"]: sparse_dict(r["sparse"]) for r in store._get(ids, ["sparse"])}
-    assert store.mirror() is not None  # the legs and coverage above came from the in-process mirror
+    stored = {r["id"]: sparse_dict(r["sparse"]) for r in engine_rows(memory) if r["id"] in ids}
     for key in ids:
         want = sum(w for t, w in terms.items() if t in stored[key]) / total
         assert got[key] == pytest.approx(want, abs=1e-9)

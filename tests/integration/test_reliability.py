@@ -14,7 +14,8 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.core.files import PathError
-from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, find_owner, open_memory, record_path
+from memsearch_lsp.core.process.door import open_memory
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, find_owner, record_path
 from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.lsp import convert
 from tests.fakes import FakeEmbedder
@@ -38,7 +39,7 @@ def test_a_second_process_uses_the_owner_socket(workspace: Path, make_memory) ->
         assert client.index_text("memory/MEMORY.md", "# Only\n\nzebra\n").files_modified == 1
         assert client.has_overlay("memory/MEMORY.md") and owner.has_overlay("memory/MEMORY.md")
         with pytest.raises(RuntimeError, match="unknown operation"):
-            client._call("rm_rf")
+            client.ask("rm_rf", {})
     finally:
         server.close()
     assert not record_path(workspace).exists()
@@ -46,11 +47,12 @@ def test_a_second_process_uses_the_owner_socket(workspace: Path, make_memory) ->
 
 def test_a_stale_record_and_socket_are_cleaned_up(workspace: Path, make_memory) -> None:
     folder = workspace / ".memsearch"
-    folder.mkdir()
+    folder.mkdir(mode=0o700)
     dead = folder / "server.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.bind(str(dead))  # a socket file nobody listens on, as a killed server leaves it
     record_path(workspace).write_text(json.dumps({"pid": 2**22 + 12345, "socket": str(dead)}))
+    record_path(workspace).chmod(0o600)
     assert find_owner(workspace) is None
     assert not dead.exists() and not record_path(workspace).exists()
     memory = open_memory(workspace, embedder=FakeEmbedder())

@@ -9,7 +9,8 @@ import pytest
 
 from memsearch_lsp.config import load_config
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, open_memory
+from memsearch_lsp.core.process.door import open_memory
+from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory
 from tests.fakes import FakeEmbedder
 from tests.helpers import owner_serving
 

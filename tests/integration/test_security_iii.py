@@ -20,8 +20,8 @@ from memsearch_lsp.core.files import PathError, UnsafeFolder, private_folder
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.core.process.owner import OwnerServer
-from memsearch_lsp.core.store import lite
-from memsearch_lsp.core.store.milvus import MARKER, StoreError
+from memsearch_lsp.core.store import engine as lite
+from memsearch_lsp.core.store.folder import MARKER, StoreError
 from tests.fakes import EmbeddingServer
 from tests.helpers import ROOT, cli, tree_digest
 
@@ -265,10 +265,14 @@ def test_a_renamed_engine_internal_stops_with_one_message_and_moves_nothing(
     db = workspace / ".memsearch" / "milvus.db"
     before = tree_digest(db / "collections")
     monkeypatch.delattr(MilvusLite, "get_collection")  # as a release that renamed it would
-    # A new note: the index must open the engine (an unchanged one is answered from its saved mirror alone).
+    # A new note: the index must open the engine (an unchanged one is answered from its saved read model alone).
     (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")
+    memory = make_memory(workspace)
+    memory.index()  # searchable at once; the engine's writer meets the drift
+    assert memory.search("a note written after the index", top_k=1)[0].source == "memory/new.md"
     with pytest.raises(lite.EngineDrift) as info:
-        make_memory(workspace).index()
+        memory.store.sync()
+    monkeypatch.undo()
     message = str(info.value)
     assert "milvus-lite" in message and lite.engine_version() in message and lite.SUPPORTED in message
     assert "AttributeError" in message and "\n" not in message
@@ -289,8 +293,12 @@ def test_drift_in_a_write_is_reported_as_drift(
 
     monkeypatch.setattr(Collection, "upsert", upsert)
     (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")
+    memory.index()
     with pytest.raises(lite.EngineDrift, match="TypeError"):
-        memory.index()
+        memory.store.sync()
+    with pytest.raises(lite.EngineDrift, match="TypeError"):  # and said again when the memory closes
+        memory.close()
+    monkeypatch.undo()
     assert _broken_aside(workspace) == []
 
 
@@ -308,32 +316,12 @@ def test_an_unexpected_engine_error_is_not_taken_for_corruption(
 
     monkeypatch.setattr(MilvusLite, "has_collection", has_collection)
     (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")  # opens the engine
-    with pytest.raises(StoreError, match="left as it is"):
-        make_memory(workspace).index()
-    assert _broken_aside(workspace) == []
-
-
-def test_the_columnar_flush_fallback_is_logged_once(
-    workspace: Path,
-    make_memory: Callable[..., Memory],
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    def moved(*args: Any) -> Any:
-        raise AttributeError("'MemTable' object has no attribute '_insert_batches'")
-
-    monkeypatch.setattr(lite, "columnar_table", moved)
-    monkeypatch.setattr(lite, "_fallback_logged", [])
     memory = make_memory(workspace)
-    with caplog.at_level(logging.WARNING, logger="memsearch_lsp"):
-        memory.index()
-        (workspace / "memory" / "more.md").write_text("# More\n\nAnother note.\n")
-        memory.index()
-        memory.store.flush()
-    said = [r.getMessage() for r in caplog.records if "column-wise memtable flush is off" in r.getMessage()]
-    assert len(said) == 1 and "milvus-lite" in said[0] and "_insert_batches" in said[0]
-    assert len(lite._fallback_logged) >= 2, "the fallback ran more than once"
-    assert memory.search("Another note", vector_weight=0.0)[0].source == "memory/more.md"
+    memory.index()
+    with pytest.raises(StoreError, match="left as it is"):
+        memory.store.sync()
+    monkeypatch.undo()
+    assert _broken_aside(workspace) == []
 
 
 def test_an_untested_milvus_lite_is_named_once(

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.store import lite
-from memsearch_lsp.core.store.client import LiteClient
+from memsearch_lsp.core.store.folder import locked_by_other
 from tests.helpers import ROOT, milvus_lite_server
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
@@ -65,11 +64,20 @@ def test_the_local_store_opens_no_socket(workspace: Path, make_memory: Callable[
     memory = make_memory(workspace)
     memory.index()
     assert memory.search("deploy"), "the store answers"
-    assert str(Path(memory.uri).resolve()) in lite.opened()
+    memory.store.sync()  # the engine opened and written (in this process)
     assert listening_tcp_ports() == before_tcp
     assert listening_unix_sockets() == before_unix, "the engine is called in process, not through a socket"
     memory.close()
-    assert str(Path(memory.uri).resolve()) not in lite.opened(), "closing lets the folder go"
+    probe = subprocess.run([sys.executable, "-c", _HELD, memory.uri], capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == "False", "closing lets the folder go"
+
+
+_HELD = """
+import sys
+from pathlib import Path
+from memsearch_lsp.core.store.folder import locked_by_other
+print(locked_by_other(Path(sys.argv[1])))
+"""
 
 
 _LOCAL_ONLY = """
@@ -85,39 +93,6 @@ print(" ".join(m for m in ("pymilvus", "grpc", "pandas") if m in sys.modules))
 import pyarrow
 assert pyarrow.table({"a": [1, 2]}).to_pandas()["a"].sum() == 3, "pandas stays usable when asked for"
 """
-
-
-def test_the_memtable_flush_builds_the_rows_column_wise_as_milvus_lite_would(
-    tmp_path: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from milvus_lite.storage.memtable import MemTable
-
-    (tmp_path / "memory").mkdir()
-    memory = make_memory(tmp_path)
-    store = memory.store
-    build = MemTable._build_data_table
-    assert getattr(build, "columnar", False), "opening a local store installs the column-wise builder"
-    long = " ".join(f"word{i} é {i}" for i in range(300))  # several embedding windows: the windows table too
-    text = f"# Log\n\n## Kept\n\n{long}\n\n## Edited\n\nfirst version\n\n## Empty\n"
-    monkeypatch.setattr(type(store), "flush", lambda self: None)  # keep every write in the memtable
-    memory.indexer.index_text("memory/a.md", text)
-    memory.indexer.index_text("memory/b.md", text.replace("Kept", "Other"))
-    # the same ids again (a shadowed row in an older batch) and a replaced chunk (a delete)
-    memory.indexer.index_text("memory/a.md", text.replace("first version", "second version"))
-    compared = 0
-    for name in (store.collection, store.windows_collection):
-        table = store._engine(name)._memtable
-        live = [(b, r) for b, r, _seq in table._pk_index.values()]
-        assert len(live) < sum(batch.num_rows for batch in table._insert_batches)  # shadowed rows exist
-        ours, theirs = build(table, live), build.original(table, live)
-        assert ours.schema.equals(theirs.schema, check_metadata=True)
-        assert ours.equals(theirs) and ours.num_rows == len(live)
-        compared += ours.num_rows
-    assert compared > 8
-    monkeypatch.undo()
-    store.flush()
-    assert memory.search("second version", top_k=2, vector_weight=0.0)[0].source == "memory/a.md"
-    assert memory.status()["chunks"] == len(memory.indexer.manifest()["memory/a.md"].ids) * 2
 
 
 def test_a_local_index_needs_neither_pymilvus_nor_grpc_nor_pandas(workspace: Path) -> None:
@@ -171,27 +146,27 @@ def test_another_user_cannot_read_the_index(workspace: Path, make_memory: Callab
     assert stat.S_IMODE(index.parent.lstat().st_mode) == 0o700
 
 
-def test_an_index_built_with_the_cosine_metric_is_reindexed_in_place(
+def test_an_index_of_an_earlier_version_is_read_without_embedding_anything(
     workspace: Path, make_memory: Callable[..., Memory]
 ) -> None:
+    """Earlier versions gave the collections search indexes (FLAT / IP, sparse inverted): the rows are read as they
+    are (the indexes dropped, every search being the read model's), nothing moved aside or embedded again."""
+    from milvus_lite import MilvusLite
+
     memory = make_memory(workspace)
     memory.index()
-    store = memory.store
-    client = store.client
-    client.release_collection(store.collection)
-    client.drop_index(store.collection, "dense")
-    old = client.prepare_index_params()
-    old.add_index(field_name="dense", index_type="FLAT", metric_type="COSINE")
-    client.create_index(store.collection, old)
-    rows = store.count()
+    rows, hits = memory.status()["chunks"], [h.id for h in memory.search("deploy")]
     memory.close()
+    shutil.rmtree(Path(memory.uri) / "read-model")
+    db = MilvusLite(memory.uri)
+    for name in (memory.collection, memory.collection + "_windows"):
+        db.get_collection(name).create_index("dense", {"index_type": "FLAT", "metric_type": "IP", "params": {}})
+    db.close()
 
     again = make_memory(workspace)
-    assert again.store.count() == rows, "nothing was moved aside or rebuilt"
-    assert isinstance(again.store.client, LiteClient)
-    assert again.store.client.describe_index(again.store.collection, "dense")["metric_type"] == "IP"
+    assert again.status()["chunks"] == rows and [h.id for h in again.search("deploy")] == hits
     assert again.index().chunks_embedded == 0
-    assert again.search("deploy")
+    assert not [p for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
 
 
 # -- the same code against a separate Milvus server reached by URI --------------------------------------
@@ -209,12 +184,13 @@ def test_index_and_search_against_a_separate_milvus_server(
     stats = memory.index()
     assert stats.chunks_total > 0 and stats.chunks_embedded == stats.chunks_total
     assert not (workspace / ".memsearch" / "milvus.db").exists(), "nothing stored locally"
-    assert str(workspace / ".memsearch" / "milvus.db") not in lite.opened()
+    assert not locked_by_other(workspace / ".memsearch" / "milvus.db")
     hits = memory.search("deploy")
     assert hits and hits[0].source.startswith("memory/")
-    assert not memory.store.in_process and memory.store.mirrors.current is None, "a server is searched through pymilvus"
+    assert not memory.store.is_local, "a server is searched through pymilvus"
     assert memory.expand(hits[0].id) is not None
-    assert memory.store.client.describe_index(memory.store.collection, "dense")["metric_type"] == "COSINE"
+    client = memory.store.client  # type: ignore[attr-defined]
+    assert client.describe_index(memory.store.collection, "dense")["metric_type"] == "COSINE"
     assert memory.index().chunks_embedded == 0, "the second pass reuses the server's rows"
     memory.close()
 

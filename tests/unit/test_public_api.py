@@ -56,4 +56,4 @@ def test_type_checkers_see_what_open_memory_returns(tmp_path: Path) -> None:
     assert 'Revealed type is "memsearch_lsp.core.api.MemoryApi"' in out, out
     assert 'Revealed type is "memsearch_lsp.core.api.Remembered"' in out, out
     assert '"MemoryApi" has no attribute "store"' in out, out
-    assert 'Revealed type is "memsearch_lsp.core.store.milvus.MilvusStore"' in out, out
+    assert 'Revealed type is "memsearch_lsp.core.store.Store"' in out, out

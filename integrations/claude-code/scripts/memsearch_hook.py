@@ -36,6 +36,7 @@ import re
 import shlex
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -173,20 +174,28 @@ def owner_socket(event: dict[str, Any]) -> str | None:
         info = path.lstat()
     except OSError:
         return None
-    return str(path) if stat.S_ISSOCK(info.st_mode) and info.st_uid == os.getuid() else None
+    private = stat.S_ISSOCK(info.st_mode) and info.st_uid == os.getuid() and not stat.S_IMODE(info.st_mode) & 0o077
+    return str(path) if private else None
 
 
-def owner_call(sock: str, op: str, **args: Any) -> Any:
-    """One request to the index owner (its JSON-lines protocol); OSError or ValueError when it fails."""
+def owner_call(sock: str, op: str, **params: Any) -> Any:
+    """One request to the index owner (JSON-RPC 2.0, one message a line: memsearch_lsp/core/process/protocol.py);
+    OSError or ValueError when it fails, or when the process answering is not of this user."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(setting("TIMEOUT", 50))
         conn.connect(sock)
-        conn.sendall(json.dumps({"op": op, "args": args}).encode() + b"\n")
+        if hasattr(socket, "SO_PEERCRED"):
+            peer = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            if struct.unpack("3i", peer)[1] != os.geteuid():
+                raise ValueError(f"{sock} is served by another user's process")
+        conn.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": op, "params": params}).encode() + b"\n")
         with conn.makefile("rb") as reader:
             reply = json.loads(reader.readline() or b"{}")
-    if not reply.get("ok"):
-        raise ValueError(reply.get("error") or "the index owner did not answer")
-    return reply.get("result")
+            while reply.get("method") == "$/progress":  # notifications before the reply
+                reply = json.loads(reader.readline() or b"{}")
+    if "result" not in reply:
+        raise ValueError((reply.get("error") or {}).get("message") or "the index owner did not answer")
+    return reply["result"]
 
 
 def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:

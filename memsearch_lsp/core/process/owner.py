@@ -1,10 +1,11 @@
-"""One owner per index: the owning process serves a local socket; other processes become its clients.
+"""One owner per index: the owning process serves it on a Unix socket; other processes are its clients.
 
-Milvus Lite lets one process open an index folder (an advisory flock). The language server owns
-the index while it runs and answers `OwnerServer` requests on a Unix socket (owner-only
-permissions) named in `.memsearch/server.json`; the CLI and a second editor window call it through
-`RemoteMemory`, the other implementation of `core.api.MemoryApi` (not a subclass of `Memory`). A
-socket or record left by a killed process is detected (nobody answers, the pid is gone) and removed.
+A local index folder is held by one process at a time (core/store/folder.py). That process answers the
+IndexApi operations (core/process/protocol.py) on a socket with owner-only permissions named in
+`.memsearch/server.json`; the CLI, hooks and other editor windows call it through `RemoteMemory`. A client trusts a
+record and a socket only when they, and the folder holding them, belong to its own user with private modes, and
+when the process answering is of its user (peer credentials); anything else is refused with one message naming the
+path. A record or socket left by a killed process is detected (nobody answers, the pid is gone) and removed.
 """
 
 from __future__ import annotations
@@ -21,19 +22,18 @@ import stat
 import tempfile
 import threading
 import time
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.api import MemoryApi, Remembered
-from memsearch_lsp.core.chunks import Chunk
-from memsearch_lsp.core.index import IndexStats, Progress
+from memsearch_lsp.core.api import IndexApi, MemoryApi, Remembered
+from memsearch_lsp.core.index import Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory
-from memsearch_lsp.core.notes import clean_note
-from memsearch_lsp.core.process import bulk
-from memsearch_lsp.core.search.hybrid import Expanded, Hit
-from memsearch_lsp.core.store.milvus import IndexBusy, locked_by_other
+from memsearch_lsp.core.process import protocol
+from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerGone, asked_of_owner
+from memsearch_lsp.core.search.hybrid import Hit
+from memsearch_lsp.core.store.folder import folder_fd, locked_by_other, read_file, remove_file, write_file
 from memsearch_lsp.core.workspace import MemoryFiles, with_index_settings
 from memsearch_lsp.version import __version__
 
@@ -42,14 +42,11 @@ log = logging.getLogger(__name__)
 RECORD = "server.json"
 MAX_SOCKET_PATH = 100
 CALL_TIMEOUT_S = 600.0
+PING_TIMEOUT_S = 2.0
 
 
-class OwnerGone(RuntimeError):
-    """The process that owns the index stopped answering."""
-
-
-class UnsafeSocketFolder(PermissionError):
-    """The private folder for owner sockets belongs to someone else or others may write to it."""
+class UntrustedOwner(PermissionError):
+    """An owner record, socket or folder that is not this user's own, private: never used."""
 
 
 def record_path(root: Path) -> Path:
@@ -64,27 +61,24 @@ def socket_path_for(root: Path) -> Path:
     folder = Path(tempfile.gettempdir()) / f"memsearch-{os.getuid()}"
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
-    info = folder.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
-        raise UnsafeSocketFolder(
-            f"refusing the socket folder {folder}: it must be a folder owned by uid "
-            f"{os.getuid()} with mode 0700 (found uid {info.st_uid}, mode "
-            f"{stat.S_IMODE(info.st_mode):o}); remove it and try again"
-        )
+    _private(folder, stat.S_ISDIR)
     return folder / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".sock")
 
 
-def _remove_stale_socket(root: Path) -> None:
-    """Remove this program's socket for `root` when it is a socket: never a path read from a file."""
-    try:
-        path = socket_path_for(root)
-        if stat.S_ISSOCK(path.lstat().st_mode):
-            path.unlink()
-    except OSError:
-        pass
+def _private(path: Path, kind: Any) -> None:
+    """`path` is of `kind` (stat.S_ISDIR, ...), no link, this user's, and no one else may read or write it."""
+    info = path.lstat()
+    if not kind(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o077:
+        what = {stat.S_ISDIR: "folder (mode 0700)", stat.S_ISSOCK: "socket (mode 0600)"}.get(kind, "file (mode 0600)")
+        raise UntrustedOwner(
+            f"refusing {path}: it must be a {what} of uid {os.geteuid()} that no one else may use (found uid "
+            f"{info.st_uid}, mode {stat.S_IMODE(info.st_mode):o}); remove it and try again"
+        )
 
 
 def pid_alive(pid: int) -> bool:
+    if pid <= 0:  # (0 and -1 name process groups, not a process)
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -95,28 +89,63 @@ def pid_alive(pid: int) -> bool:
 
 
 def read_record(root: Path) -> dict[str, Any] | None:
+    """The owner record of `root`, when there is one this user may trust (UntrustedOwner for one it may not)."""
+    path = record_path(root)
+    if not os.path.lexists(path):
+        return None
+    _private(path.parent, stat.S_ISDIR)
+    _private(path, stat.S_ISREG)
     try:
-        data = json.loads(record_path(root).read_text())
+        with folder_fd(path.parent) as fd:
+            data = json.loads(read_file(fd, RECORD, 1 << 16))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and "socket" in data else None
 
 
-def _call(sock_path: str, op: str, args: dict[str, Any], timeout: float = CALL_TIMEOUT_S) -> Any:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+def _remove_stale(root: Path) -> None:
+    """Remove this program's record and socket for `root` (the socket only when it is one)."""
+    with contextlib.suppress(OSError):
+        path = socket_path_for(root)
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()
+    with contextlib.suppress(OSError), folder_fd(root / INDEX_DIR) as fd:
+        remove_file(fd, RECORD)
+
+
+def connect(sock_path: str, timeout: float) -> socket.socket:
+    """A connection to the owner's socket, its peer checked to be this user (UntrustedOwner otherwise)."""
+    path = Path(sock_path)
+    _private(path, stat.S_ISSOCK)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
         conn.settimeout(timeout)
         conn.connect(sock_path)
-        conn.sendall(json.dumps({"op": op, "args": args}).encode() + b"\n")
-        with conn.makefile("rb") as reader:
-            line = reader.readline()
-    if not line:
-        raise OwnerGone("the index owner closed the connection")
-    reply = json.loads(line)
-    if not reply.get("ok"):
-        if reply.get("user_error"):
-            raise ValueError(reply.get("error", "bad input"))
-        raise RuntimeError(reply.get("error", "the index owner failed"))
-    return reply.get("result")
+        if not protocol.same_user(conn):
+            raise UntrustedOwner(f"refusing {sock_path}: the process answering there is not of uid {os.geteuid()}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def call(sock_path: str, op: str, params: dict[str, Any], progress: Progress | None = None,
+         timeout: float = CALL_TIMEOUT_S) -> Any:  # fmt: skip
+    """Ask the owner at `sock_path` to run `op`; its result (progress notifications go to `progress`)."""
+    with connect(sock_path, timeout) as conn, conn.makefile("rb") as reader:
+        protocol.send(conn, {"jsonrpc": "2.0", "id": 1, "method": op, "params": params})
+        while True:
+            message = protocol.receive(reader)
+            if message is None:
+                raise OwnerGone("the index owner closed the connection")
+            if message.get("method") == protocol.PROGRESS:
+                if progress is not None:
+                    p = message.get("params") or {}
+                    progress(int(p.get("done", 0)), int(p.get("total", 0)), str(p.get("message", "")))
+                continue
+            if "error" in message:
+                protocol.raise_error(message["error"])
+            return message.get("result")
 
 
 def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
@@ -129,11 +158,9 @@ def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
 
 
 def find_owner(root: Path) -> str | None:
-    """The socket of a live owner of `root`'s index; stale records and sockets are removed.
-
-    An owner that is alive but does not answer in time (busy, or its backlog full) keeps its
-    files: the caller waits for it instead of opening the index behind its back.
-    """
+    """The socket of a live owner of `root`'s index; stale records and sockets are removed. UntrustedOwner for a
+    record or socket that is not this user's; an owner alive but not answering raises OwnerGone (busy or stuck:
+    the caller does not wait for it longer than one ping)."""
     record = read_record(root)
     if record is None:
         return None
@@ -141,41 +168,47 @@ def find_owner(root: Path) -> str | None:
     if str(record["socket"]) != sock:  # only ever talk to (or remove) the socket this program names
         log.warning("ignoring %s: it names a socket other than %s", record_path(root), sock)
         return None
-    for attempt in range(3):
-        try:
-            _call(sock, "ping", {}, timeout=5)
-            return sock
-        except (OSError, OwnerGone, ValueError) as exc:
-            if _owner_alive(root, record):
-                time.sleep(0.1 * (attempt + 1))
-                continue
-            log.info("removing a stale index owner record (pid %s): %s", record.get("pid"), exc)
-            _remove_stale_socket(root)
-            with contextlib.suppress(OSError):
-                record_path(root).unlink()
-            return None
-    return None
+    try:
+        call(sock, "ping", {}, timeout=PING_TIMEOUT_S)
+        return sock
+    except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
+        if isinstance(exc, UntrustedOwner) and pid_alive(int(record.get("pid", 0) or 0)):
+            raise
+        if _owner_alive(root, record):
+            raise OwnerGone(f"the process that owns the index of {root} (pid {record.get('pid')}) does not answer "
+                            f"({exc})") from exc  # fmt: skip
+        log.info("removing a stale index owner record (pid %s): %s", record.get("pid"), exc)
+        _remove_stale(root)
+        return None
 
 
 # -- the owner side ----------------------------------------------------------------------------
-def _stats(stats: IndexStats) -> dict[str, Any]:
-    return asdict(stats)
-
-
 class _Handler(socketserver.StreamRequestHandler):
     server: _UnixServer
 
     def handle(self) -> None:
+        if not protocol.same_user(self.connection):
+            return  # another user's process: no answer at all
+        owner = self.server.owner
         try:
-            request = json.loads(self.rfile.readline() or b"{}")
-            result = self.server.owner.dispatch(str(request.get("op", "")), dict(request.get("args") or {}))
-            reply = {"ok": True, "result": result}
-        except ValueError as exc:  # bad input (a note, a path outside, a filter): the caller raises ValueError
-            reply = {"ok": False, "error": str(exc), "user_error": True}
+            message = protocol.receive(self.rfile)
+            if message is None:
+                return
+            op, params = str(message.get("method", "")), message.get("params") or {}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message.get("id"),
+                "result": owner.dispatch(op, dict(params), self.progress),
+            }
         except Exception as exc:  # every failure goes back to the caller, none kills the owner
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            reply = {"jsonrpc": "2.0", "id": None, "error": protocol.error(exc)}
         with contextlib.suppress(OSError):
-            self.wfile.write(json.dumps(reply).encode() + b"\n")
+            protocol.send(self.connection, reply)
+
+    def progress(self, done: int, total: int, message: str) -> None:
+        with contextlib.suppress(OSError):
+            protocol.send(self.connection, {"jsonrpc": "2.0", "method": protocol.PROGRESS,
+                                            "params": {"done": done, "total": total, "message": message}})  # fmt: skip
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -193,15 +226,11 @@ class OwnerServer:
         self.process = process
         self.socket = socket_path_for(memory.root)
         self._server: _UnixServer | None = None
-        self._thread: threading.Thread | None = None
         self.last_call = time.monotonic()  # when a client last asked something (an idle owner may leave)
 
     def start(self) -> None:
-        if self.socket.parent == self.memory.root / INDEX_DIR:
-            _ = self.memory.index_dir  # a real private folder of this user, never a link (files.UnsafeFolder)
-        else:
-            self.socket.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_socket(self.memory.root)
+        _ = self.memory.index_dir  # a real private folder of this user, never a link (files.UnsafeFolder)
+        _remove_stale(self.memory.root)
         old = os.umask(0o077)
         try:
             server = _UnixServer(str(self.socket), _Handler)
@@ -210,23 +239,11 @@ class OwnerServer:
         os.chmod(self.socket, 0o600)
         server.owner = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="memsearch-owner", daemon=True)
-        self._thread.start()
-        record = record_path(self.memory.root)
-        tmp = record.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "socket": str(self.socket),
-                    "version": __version__,
-                    "index": self.memory.uri,
-                    "process": self.process,
-                }
-            )
-        )
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, record)
+        threading.Thread(target=server.serve_forever, name="memsearch-owner", daemon=True).start()
+        record = {"pid": os.getpid(), "socket": str(self.socket), "version": __version__, "index": self.memory.uri,
+                  "process": self.process}  # fmt: skip
+        with folder_fd(self.memory.index_dir) as fd:
+            write_file(fd, RECORD, json.dumps(record).encode())
 
     def close(self) -> None:
         if self._server is None:
@@ -234,63 +251,37 @@ class OwnerServer:
         self._server.shutdown()
         self._server.server_close()
         self._server = None
-        record = read_record(self.memory.root)
-        if record and record.get("pid") == os.getpid():
-            with contextlib.suppress(OSError):
-                record_path(self.memory.root).unlink()
-        _remove_stale_socket(self.memory.root)
+        with contextlib.suppress(UntrustedOwner):
+            record = read_record(self.memory.root)
+            if record and record.get("pid") == os.getpid():
+                _remove_stale(self.memory.root)
 
-    def dispatch(self, op: str, args: dict[str, Any]) -> Any:
-        m = self.memory
+    def dispatch(self, op: str, params: dict[str, Any], progress: Progress) -> Any:
+        """Run one IndexApi operation of the memory (its arguments structured by their types, its result
+        unstructured); `ping` says who answers."""
         self.last_call = time.monotonic()
         if op == "ping":
             return {"pid": os.getpid(), "version": __version__, "process": self.process}
-        if op == "index":  # a large pass in a child process (bulk.py), as the owner's own
-            return _stats(bulk.index(m, force=bool(args.get("force"))))
-        if op in ("index_text", "index_file", "remove"):
-            return _stats(getattr(m, op)(**args))
-        if op == "search":
-            return [asdict(h) for h in m.search(args.pop("query"), args.pop("top_k", None), **args)]
-        if op == "expand":
-            chunk = m.expand(args["chunk_id"])
-            return asdict(chunk) if chunk else None
-        if op == "related":
-            like = Expanded(
-                id="",
-                source=args["source"],
-                heading=args["heading"],
-                heading_path="",
-                start_line=0,
-                end_line=0,
-                content=args["content"],
-            )
-            return [asdict(h) for h in m.related(like, int(args.get("top_k", 3)))]
-        if op == "headings":
-            return [asdict(h) for h in m.headings(**args)]
-        if op == "remember":  # the owner appends and indexes, at the caller's time
-            when = dt.datetime.fromisoformat(args["now"]) if args.get("now") else None
-            return asdict(
-                m.remember(args["text"], args.get("heading"), now=when, long_term=bool(args.get("long_term")))
-            )
-        if op in ("status", "reset", "has_overlay", "is_indexed", "drop_overlay"):
-            return getattr(m, op)(**args)
-        raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
+        if op not in OPERATIONS:
+            raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
+        result = getattr(self.memory, op)(**protocol.call_arguments(op, params, progress))
+        return protocol.CONVERTER.unstructure(result)
 
 
 # -- the client side ---------------------------------------------------------------------------
 class RemoteMemory(MemoryFiles):
-    """A memory whose index another process owns: every index operation (`IndexApi`) goes over the
-    owner's socket; files and settings are read locally (`MemoryFiles`)."""
+    """A memory whose index another process owns: every IndexApi operation is asked of the owner over its socket
+    (core/process/protocol.py); files and settings are read locally (`MemoryFiles`)."""
 
     def __init__(self, workspace: str | Path, socket_path: str, *, config: Config | None = None, **settings: Any):
         super().__init__(workspace, config=config, **settings)
         self.socket_path = socket_path
         self.search_overrides: dict[str, Any] = {}  # search settings changed here: sent with each search
 
-    def _call(self, op: str, **args: Any) -> Any:
+    def ask(self, op: str, params: dict[str, Any], progress: Progress | None = None) -> Any:
         for attempt in range(5):
             try:
-                return _call(self.socket_path, op, args)
+                return call(self.socket_path, op, params, progress)
             except (ConnectionRefusedError, BlockingIOError) as exc:  # a full backlog: try again
                 if attempt == 4:
                     raise OwnerGone(f"the process that owns the index of {self.root} does not answer ({exc})") from exc
@@ -304,10 +295,8 @@ class RemoteMemory(MemoryFiles):
         return True
 
     def reconfigure(self, config: Config) -> bool:
-        """Take this process's new settings without touching the owner's index: search settings travel
-        with each search (the owner applies them per request); watch, lsp and compaction planning apply
-        here; the index's own (core.memory.INDEX_SETTINGS, see `index_settings_changed`) stay as the
-        owner serves them. False: there is nothing to re-index here."""
+        """Take this process's new settings without touching the owner's index: search settings travel with each
+        search; watch, lsp and compaction settings apply here; the index's own stay as the owner serves them."""
         old = self.config.search
         self.search_overrides.update(
             {
@@ -319,111 +308,42 @@ class RemoteMemory(MemoryFiles):
         self.config = with_index_settings(config, self.config)
         return False
 
-    def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
-        return IndexStats.from_dict(self._call("index", force=force))
-
-    def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
-        return IndexStats.from_dict(self._call("index_text", source=source, text=text, overlay=overlay))
-
-    def index_file(self, source: str) -> IndexStats:
-        return IndexStats.from_dict(self._call("index_file", source=source))
-
-    def remove(self, source: str) -> IndexStats:
-        return IndexStats.from_dict(self._call("remove", source=source))
-
-    def reset(self) -> None:
-        self._call("reset")
+    index = asked_of_owner(IndexApi.index)
+    index_text = asked_of_owner(IndexApi.index_text)
+    index_file = asked_of_owner(IndexApi.index_file)
+    remove = asked_of_owner(IndexApi.remove)
+    reset = asked_of_owner(IndexApi.reset)
+    expand = asked_of_owner(IndexApi.expand)
+    related = asked_of_owner(IndexApi.related)
+    headings = asked_of_owner(IndexApi.headings)
+    has_overlay = asked_of_owner(IndexApi.has_overlay)
+    is_indexed = asked_of_owner(IndexApi.is_indexed)
+    drop_overlay = asked_of_owner(IndexApi.drop_overlay)
+    _search = asked_of_owner(IndexApi.search)
+    _remember = asked_of_owner(IndexApi.remember)
+    _status = asked_of_owner(IndexApi.status)
 
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        settings = {
-            **self.search_overrides,
-            **{k: v.isoformat() if isinstance(v, dt.date) else v for k, v in overrides.items()},
-        }
-        if top_k is not None:
-            settings["top_k"] = top_k
-        return [Hit(**h) for h in self._call("search", query=query, **settings)]
+        """(With the search settings changed in this process.)"""
+        settings = {**self.search_overrides, **overrides}
+        wanted = settings.pop("top_k", None)
+        return self._search(query, top_k if top_k is not None else wanted, **settings)
 
-    def expand(self, chunk_id: str) -> Expanded | None:
-        data = self._call("expand", chunk_id=chunk_id)
-        return Expanded(**data) if data else None
+    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,
+                 long_term: bool = False) -> Remembered:  # fmt: skip
+        """(At this process's time: its clock may be set.)"""
+        return self._remember(text, heading, now=now or self.clock(), long_term=long_term)
 
-    def related(self, chunk: Expanded | Chunk, top_k: int = 3) -> list[Hit]:
-        return [
-            Hit(**h)
-            for h in self._call(
-                "related", source=chunk.source, heading=chunk.heading, content=chunk.content, top_k=top_k
-            )
-        ]
-
-    def headings(self, limit: int = 5000) -> list[Hit]:
-        return [Hit(**h) for h in self._call("headings", limit=limit)]
-
-    def remember(
-        self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
-    ) -> Remembered:
-        data = self._call(
-            "remember",
-            text=clean_note(text),
-            heading=heading,
-            now=(now or self.clock()).isoformat(),
-            long_term=long_term,
-        )
-        chunks = tuple(Chunk(**dict(c, heading_path=tuple(c["heading_path"]))) for c in data["chunks"])
-        return Remembered(data["source"], chunks, IndexStats.from_dict(data["stats"]))
+    def status(self) -> dict[str, Any]:
+        return dict(self._status(), served_by_pid=self.ask("ping", {})["pid"])
 
     def owner_process(self) -> str:
         """What owns the index, for messages: e.g. "memsearch-lsp serve for Neovim (pid 4242)"."""
-        info = self._call("ping")
+        info = self.ask("ping", {})
         return f"{info.get('process') or 'another process'} (pid {info['pid']})"
-
-    def status(self) -> dict[str, Any]:
-        data: dict[str, Any] = self._call("status")
-        data["served_by_pid"] = self._call("ping")["pid"]
-        return data
-
-    def has_overlay(self, source: str) -> bool:
-        return bool(self._call("has_overlay", source=source))
-
-    def is_indexed(self, source: str) -> bool:
-        return bool(self._call("is_indexed", source=source))
-
-    def drop_overlay(self, source: str) -> None:
-        self._call("drop_overlay", source=source)
 
     def close(self) -> None:
         return None
-
-
-def open_memory(
-    workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None, **settings: Any
-) -> MemoryApi:
-    """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
-
-    A local open waits (up to `wait_s`) while another short-lived process holds the folder. `~` is
-    expanded; a folder that is no memory workspace raises the CLI's NoMemoryHere and nothing is created
-    there (`memsearch-lsp init` starts one).
-    """
-    from memsearch_lsp.core.onboard import require_memory_workspace
-
-    root = Path(workspace).expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(f"workspace {root} is not a folder")
-    root = root.resolve()
-    require_memory_workspace(root, config)
-    deadline = time.monotonic() + wait_s
-    while True:
-        sock = find_owner(root)
-        if sock is not None:
-            return RemoteMemory(root, sock, config=config, **settings)
-        memory = Memory(root, config=config, **settings)
-        try:
-            memory.claim()
-            return memory
-        except IndexBusy:
-            memory.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 # mypy proves both memories implement the interface (tests/integration/test_owner_api.py: the socket serves IndexApi).

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.files import check_glob
 
 _RELATIVE = re.compile(r"^(\d{1,5})\s*([dwmy])$")
 _UNIT_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 _SUMMARY = re.compile(r"^summary-(\d{4})-(?:W(\d{2})|(\d{2})(?:-(\d{2}))?)(?:\.\d{1,3})?\.md$")
+MAX_GLOBS = 64  # source patterns of one search
 FILTER_KEYS = ("since", "until", "source")  # search() keywords that filter rather than tune the ranking
 DATE_FORMS = "YYYY-MM-DD, today, yesterday, or N days/weeks/months/years ago as 7d, 2w, 3m, 1y"
 
@@ -37,7 +39,10 @@ def parse_date(text: str, today: dt.date) -> dt.date:
         return today - dt.timedelta(days=1)
     match = _RELATIVE.match(value)
     if match:
-        return today - dt.timedelta(days=int(match.group(1)) * _UNIT_DAYS[match.group(2)])
+        try:
+            return today - dt.timedelta(days=int(match.group(1)) * _UNIT_DAYS[match.group(2)])
+        except OverflowError:
+            raise FilterError(f"the date {text!r} would be before the year 1: give a shorter span") from None
     try:
         return dt.date.fromisoformat(value)
     except ValueError:
@@ -134,7 +139,14 @@ def make_filter(
     if first and last and first > last:
         raise FilterError(f"the range is empty: since {first.isoformat()} is after until {last.isoformat()}")
     globs = (source,) if isinstance(source, str) else tuple(source or ())
+    if len(globs) > MAX_GLOBS:
+        raise FilterError(f"at most {MAX_GLOBS} source patterns")
     cleaned = tuple(g.strip().removeprefix("./") for g in globs)
     if any(not g for g in cleaned):
         raise FilterError("a source pattern is empty: give a glob such as 'memory/2026-02-*' or '**/MEMORY.md'")
+    for glob in cleaned:
+        try:
+            check_glob(glob)
+        except ValueError as exc:
+            raise FilterError(str(exc)) from None
     return SearchFilter(first, last, cleaned)

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field, replace
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import SearchConfig
-from memsearch_lsp.core.chunks import ATX_OPENING
+from memsearch_lsp.core.chunks import ATX_OPENING, valid_unicode
 from memsearch_lsp.core.embedding.onnx import Embedder, EmbeddingError, query_vector
-from memsearch_lsp.core.search.bm25 import DfTable
+from memsearch_lsp.core.search.bm25 import query_ids
 from memsearch_lsp.core.search.rank import rank
-from memsearch_lsp.core.store.milvus import MilvusStore, Row
+from memsearch_lsp.core.store import Store
+from memsearch_lsp.core.store.schema import Row
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -181,9 +182,8 @@ def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
 
 
 def hybrid_search(
-    store: MilvusStore,
+    store: Store,
     embedder: Embedder,
-    df: DfTable,
     query: str,
     settings: SearchConfig,
     top_k: int,
@@ -196,13 +196,14 @@ def hybrid_search(
     out; archived hits marked and demoted (demote_archived). When the query cannot be embedded (an
     endpoint busy or down) the BM25 leg answers alone and the reason is logged.
     `only`: a search filter's sources (core/search/filters.py); both legs take their candidates from them alone."""
+    query = valid_unicode(query)
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"
     per_leg = max(settings.candidates, top_k)
     dense: dict[str, float] = {}
     sparse: dict[str, float] = {}
-    terms = df.query_vector(query)
+    terms = store.idf(query_ids(query))
     if settings.vector_weight > 0 or rrf:
         dense = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
     if settings.bm25_weight > 0 or rrf or not dense:
@@ -218,7 +219,7 @@ def hybrid_search(
 
 
 def _dense_leg(
-    store: MilvusStore,
+    store: Store,
     embedder: Embedder,
     query: str,
     limit: int,

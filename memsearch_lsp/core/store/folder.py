@@ -1,20 +1,25 @@
-"""The local index folder: signed as ours (MARKER), held by another process, moved aside, removed on reset."""
+"""The local index folder: held by one process (its lock), signed as ours, never followed through a link, moved
+aside when it cannot be used, removed on reset; and the safe file operations every private file goes through."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from memsearch_lsp.core.files import UnsafeFolder, private_folder
-from memsearch_lsp.core.store.lite import FolderHeld, check_engine, hold, release
 
 log = logging.getLogger(__name__)
 
 MARKER = ".memsearch-lsp-index"  # written into every local index folder this program creates
+LOCK = "memsearch.lock"  # held (flock) by the process that owns the index, engine open or not
+ENGINE_LOCK = "LOCK"  # Milvus Lite's own, held while its engine is open
+NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class StoreError(RuntimeError):
@@ -25,47 +30,131 @@ class IndexBusy(StoreError):
     """Another process holds the local index folder."""
 
 
-def locked_by_other(folder: Path) -> bool:
-    """True when another open file description holds Milvus Lite's advisory lock on `folder`."""
-    lock = folder / "LOCK"
-    if not lock.exists():
-        return False
+# -- files inside a private folder: never through a link, at any level ------------------------
+@contextlib.contextmanager
+def folder_fd(path: str | Path, create: bool = False) -> Iterator[int]:
+    """A descriptor of the folder `path` whose last part (and, with `create`, each part made) is no link: files are
+    then opened relative to it (`dir_fd`), so a link put in its place later is never followed."""
+    path = Path(path)
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
+    except OSError as exc:
+        raise UnsafeFolder(f"refusing {path}: it must be a real folder, not a link ({exc.strerror})") from exc
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_file(folder: int, name: str, limit: int = 1 << 34) -> bytes:
+    """The bytes of the regular file `name` in the folder `folder` (a descriptor), never through a link."""
+    fd = os.open(name, os.O_RDONLY | NO_FOLLOW, dir_fd=folder)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{name} is not a regular file")
+        return handle.read(limit)
+
+
+def write_file(folder: int, name: str, data: bytes | memoryview) -> None:
+    """Write `name` in `folder` (a descriptor) through a new temporary file (O_EXCL, never a link) renamed into
+    place: a reader sees the old file or the new one, and nothing outside the folder is ever written."""
+    temporary = f".{name}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary, dir_fd=folder)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o600, dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder)
+        raise
+
+
+def remove_file(folder: int, name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=folder)
+
+
+def links_in(folder: Path) -> list[str]:
+    """Links (or things owned by another user) anywhere under `folder`: a folder that holds one is not used."""
+    found = []
+    for parent, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            info = os.lstat(os.path.join(parent, name))
+            if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+                found.append(os.path.relpath(os.path.join(parent, name), folder))
+    return found
+
+
+# -- the folder's lock --------------------------------------------------------------------------
+def hold(folder: Path) -> int:
+    """Take the index folder's lock (created when missing): its descriptor, kept until `let_go`; IndexBusy when
+    another process holds it."""
     import fcntl
 
-    with lock.open("rb") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
+    with folder_fd(folder) as dir_fd:
+        fd = os.open(LOCK, os.O_CREAT | os.O_RDWR | NO_FOLLOW, 0o600, dir_fd=dir_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise IndexBusy(f"another process holds the index at {folder}") from exc
+    return fd
+
+
+def let_go(fd: int) -> None:
+    import fcntl
+
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def locked_by_other(folder: Path) -> bool:
+    """True when another process holds the lock of the index folder `folder`."""
+    import fcntl
+
+    try:
+        with folder_fd(folder) as dir_fd:
+            fd = os.open(LOCK, os.O_RDONLY | NO_FOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # (closing our description releases a lock it took)
     return False
 
 
-def claim(folder: Path) -> bool:
-    """Check the local index folder and take its lock (Milvus Lite's own, before its engine opens): StoreError
-    when it is no folder or holds files that are not an index, IndexBusy when another process holds it. True
-    when the folder was missing or empty (a new index, ours to sign)."""
-    if folder.exists() and not folder.is_dir():
+def claim(folder: Path) -> tuple[int, bool]:
+    """Check the local index folder and take its lock: (the lock's descriptor, True when the folder was missing or
+    empty: a new index, ours to sign). StoreError when it is no folder or holds files that are not an index,
+    IndexBusy when another process holds it."""
+    if os.path.lexists(folder) and not folder.is_dir():
         raise StoreError(f"cannot open the index at {folder}: it is not a folder (left as it is)")
-    fresh = not folder.exists() or all(f.name in ("LOCK", MARKER) for f in folder.iterdir())  # never written
+    fresh = not folder.exists() or all(f.name in (ENGINE_LOCK, LOCK, MARKER) for f in folder.iterdir())
     if not fresh and not (ours(folder) or (folder / "collections").is_dir()):
         raise StoreError(
             f"cannot open the index at {folder}: the folder holds files that are not a memsearch-lsp "
-            f"index (no {MARKER}), so it is left as it is: set milvus.uri to an empty or new folder"
+            f"index (no {MARKER} in it), so it is left as it is: set milvus.uri to an empty or new folder"
         )
     folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         private_folder(folder)  # a real folder of this user, owner-only (never a link)
     except UnsafeFolder as exc:
         raise StoreError(f"cannot open the index: {exc}") from exc
-    check_engine()
-    try:
-        hold(folder)
-    except FolderHeld as exc:
-        raise IndexBusy(str(exc)) from exc
-    return fresh
+    return hold(folder), fresh
 
 
+# -- signed, moved aside, removed ---------------------------------------------------------------
 def signed(folder: Path) -> bool:
     """`folder` is a real folder (not a link) holding this program's MARKER as a regular file."""
     try:
@@ -93,6 +182,13 @@ def ours(folder: Path) -> bool:
         return False
 
 
+def mark(folder: Path) -> None:
+    """Sign a local index folder as ours: only a signed folder is ever moved aside or deleted by reset."""
+    if not signed(folder):
+        with folder_fd(folder) as dir_fd:
+            write_file(dir_fd, MARKER, b"memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
+
+
 def remove_index(uri: str) -> None:
     """Delete the local index folder at `uri` (reset): only a real folder signed with MARKER; any other
     folder or file there is left as it is with a StoreError. Nothing there: nothing to do."""
@@ -104,28 +200,24 @@ def remove_index(uri: str) -> None:
             f"reset: {folder} is not an index memsearch-lsp created (no {MARKER} in it, or a link), "
             "so it is left as it is: delete it yourself if it is"
         )
-    release(uri)
-    shutil.rmtree(folder)
-
-
-def mark(folder: Path) -> None:
-    """Sign a local index folder as ours: only a signed folder is ever moved aside or deleted by reset."""
-    if not signed(folder):
-        fd = os.open(folder / MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write("memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
+    shutil.rmtree(folder)  # (never follows a link inside)
 
 
 def move_aside(folder: Path, why: str) -> None:
-    """Keep a broken or incompatible local index (let go by its engine) beside it, for inspection; only
-    a folder memsearch-lsp created is moved, any other is left as it is with a StoreError."""
+    """Keep a broken or incompatible local index beside it, for inspection; only a folder memsearch-lsp created
+    is moved, any other is left as it is with a StoreError."""
     if folder.exists() and not ours(folder):
         raise StoreError(
             f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
             f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
             "or set milvus.uri to another path"
         )
-    aside = folder.with_name(f"{folder.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = folder.with_name(f"{folder.name}.broken-{stamp}")
+    for n in range(2, 100):
+        if not os.path.lexists(aside):
+            break
+        aside = folder.with_name(f"{folder.name}.broken-{stamp}-{n}")
     if folder.exists():
-        shutil.move(str(folder), str(aside))
+        os.rename(folder, aside)  # a rename moves a link itself, never what it points to
     log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown", folder, aside.name, why)

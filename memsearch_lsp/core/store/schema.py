@@ -1,31 +1,29 @@
-"""What the store holds: the chunk and window collections' fields and schema, and a stored chunk's Row."""
+"""What the store holds: the chunk and window collections' fields, a stored chunk's Row, sparse vectors, filters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 MAX_CONTENT_BYTES = 60000
-SCALARS = (
-    "source",
-    "heading",
-    "heading_path",
-    "level",
-    "start_line",
-    "end_line",
-    "content_hash",
-    "embed_hash",
-    "file_hash",
-    "model",
-    "date",
-    "content",
-)
-FIELDS = {"id", *SCALARS, "windows", "dense", "sparse"}
-# Window rows (a chunk's dense vectors after its first, which lives in the chunk's own row): one
-# collection beside the chunks, so BM25, counts and scans see chunks only.
-WINDOW_FIELDS = {"id", "chunk_id", "source", "embed_hash", "model", "dense"}
+INTS = ("level", "start_line", "end_line", "windows")  # windows: dense vectors of the chunk (its own + extra)
+TEXTS = ("heading", "heading_path", "content_hash", "embed_hash", "file_hash", "model", "date", "content")
+SCALARS = ("source", *TEXTS, *INTS[:3])
 WINDOW_SUFFIX = "_windows"
+# (name, kind, max_length) of each collection's fields besides `id` (the primary key) and `dense`: one collection of
+# chunks, and one of their dense vectors after the first (windows), so BM25, counts and scans see chunks only.
+CHUNK_FIELDS = (
+    *((name, "VARCHAR", 2048) for name in ("source", "heading", "heading_path")),
+    *((name, "INT64", 0) for name in INTS),
+    *((name, "VARCHAR", 512) for name in ("content_hash", "embed_hash", "file_hash", "model", "date")),
+    ("content", "VARCHAR", 65535),
+    ("sparse", "SPARSE_FLOAT_VECTOR", 0),  # BM25 document weights (core/search/bm25.py)
+)
+WINDOW_FIELDS = (("chunk_id", "VARCHAR", 64), ("source", "VARCHAR", 2048), ("embed_hash", "VARCHAR", 512),
+                 ("model", "VARCHAR", 512))  # fmt: skip
+FIELDS = {"id", "dense", *(name for name, _, _ in CHUNK_FIELDS)}
 
 
 @dataclass(frozen=True)
@@ -50,9 +48,24 @@ class Row:
     @classmethod
     def from_entity(cls, pk: str, entity: dict[str, Any], score: float = 0.0) -> Row:
         values = {name: entity.get(name, "") for name in SCALARS}
-        for name in ("level", "start_line", "end_line"):
+        for name in INTS[:3]:
             values[name] = int(values[name] or 0)
         return cls(id=pk, score=score, **values)
+
+
+def build_schema(types: Any, schema: Any, fields: Any, dim: int, key_length: int) -> Any:
+    """Add `id`, `dense` (`dim`) and `fields` to `schema` (a pymilvus or Milvus Lite schema builder: `add_field`
+    with pymilvus' arguments; `types`: its DataType)."""
+    schema.add_field("id", types.VARCHAR, is_primary=True, max_length=key_length)
+    for name, kind, length in fields:
+        schema.add_field(name, getattr(types, kind), **({"max_length": length} if length else {}))
+    schema.add_field("dense", types.FLOAT_VECTOR, dim=dim)
+    return schema
+
+
+def idf(n_docs: int, df: int) -> float:
+    """BM25's inverse document frequency of a term found in `df` of `n_docs` chunks."""
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def clip(text: str) -> str:
@@ -60,6 +73,13 @@ def clip(text: str) -> str:
     if len(data) <= MAX_CONTENT_BYTES:
         return text
     return data[:MAX_CONTENT_BYTES].decode("utf-8", "ignore")
+
+
+def stored(row: dict[str, Any]) -> dict[str, Any]:
+    """A chunk row with its text fields cut to what the collection holds."""
+    return dict(
+        row, content=clip(row["content"]), heading=row["heading"][:500], heading_path=row["heading_path"][:2000]
+    )
 
 
 def sparse_dict(value: Any) -> dict[int, float]:
@@ -73,55 +93,6 @@ def sparse_dict(value: Any) -> dict[int, float]:
         return {int(k): float(v) for k, v in dict(value).items()}
     except (TypeError, ValueError):
         return {}
-
-
-def dense_dim(info: Mapping[str, Any]) -> int | None:
-    """The dense vector's dimension in a `describe_collection` answer; None without a dense field."""
-    for f in info.get("fields", []):
-        if f.get("name") == "dense":
-            return int(f.get("params", {}).get("dim", 0))
-    return None
-
-
-def dense_index(client: Any, local: bool, metric: str) -> Any:
-    """The dense field's index parameters: FLAT for a local store, AUTOINDEX on a server; `metric`: the
-    store's (MilvusStore.dense_metric)."""
-    index = client.prepare_index_params()
-    index.add_index(field_name="dense", index_type="FLAT" if local else "AUTOINDEX", metric_type=metric)
-    return index
-
-
-def create_collections(
-    client: Any, data_type: Any, collection: str, windows_collection: str, dim: int, make_index: Callable[[], Any]
-) -> None:
-    """The chunk collection (scalars, a dense and a BM25 sparse vector) and the window collection beside it,
-    both loaded; `make_index()`: the dense field's index parameters (dense_index, the store's metric)."""
-    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
-    schema.add_field("id", data_type.VARCHAR, is_primary=True, max_length=64)
-    for name in ("source", "heading", "heading_path"):
-        schema.add_field(name, data_type.VARCHAR, max_length=2048)
-    for name in ("level", "start_line", "end_line", "windows"):  # windows: dense vectors of the chunk
-        schema.add_field(name, data_type.INT64)
-    for name in ("content_hash", "embed_hash", "file_hash", "model", "date"):
-        schema.add_field(name, data_type.VARCHAR, max_length=512)
-    schema.add_field("content", data_type.VARCHAR, max_length=65535)
-    schema.add_field("dense", data_type.FLOAT_VECTOR, dim=dim)
-    schema.add_field("sparse", data_type.SPARSE_FLOAT_VECTOR)  # BM25 document weights (core/search/bm25.py)
-    index = make_index()
-    index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
-    client.create_collection(collection, schema=schema, index_params=index)
-    client.load_collection(collection)
-    if client.has_collection(windows_collection):
-        client.drop_collection(windows_collection)
-    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
-    schema.add_field("id", data_type.VARCHAR, is_primary=True, max_length=96)
-    schema.add_field("chunk_id", data_type.VARCHAR, max_length=64)
-    schema.add_field("source", data_type.VARCHAR, max_length=2048)
-    for name in ("embed_hash", "model"):
-        schema.add_field(name, data_type.VARCHAR, max_length=512)
-    schema.add_field("dense", data_type.FLOAT_VECTOR, dim=dim)
-    client.create_collection(windows_collection, schema=schema, index_params=make_index())
-    client.load_collection(windows_collection)
 
 
 def sparse_arrays(value: Any) -> tuple[Any, Any]:
@@ -143,7 +114,7 @@ _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\
 
 
 def quote(value: str) -> str:
-    """A Milvus filter string literal (Milvus Lite has no filter templates); any file name fits."""
+    """A Milvus filter string literal; any file name fits."""
     return '"' + value.translate(_ESCAPES) + '"'
 
 

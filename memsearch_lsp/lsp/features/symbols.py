@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from memsearch_lsp.core.files import read_text
 from memsearch_lsp.core.search.hybrid import Hit
-from memsearch_lsp.core.store.milvus import IndexBusy
+from memsearch_lsp.core.store import IndexBusy
 from memsearch_lsp.lsp import convert
 
 if TYPE_CHECKING:

@@ -1,0 +1,186 @@
+"""One door into the process model: own a workspace's index (and serve it to the others) or follow its owner.
+
+The language server, the MCP server, `memsearch-lsp warm` and the CLI all come in here: `open_memory` gives the
+owner's client (`RemoteMemory`) when another process owns the index, else a `Memory` that owns it; a `Door`, for a
+process that lives on, also serves the index it owns (`OwnerServer`, so editors and the CLI started later become
+its clients) and opens again when the owner it followed goes away (following the new owner, or owning it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memsearch_lsp.config import Config
+from memsearch_lsp.core.api import MemoryApi
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, UntrustedOwner, find_owner
+from memsearch_lsp.core.store import IndexBusy
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+WARM_PROCESS = "memsearch-lsp warm"
+
+
+def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None,
+                **settings: Any) -> MemoryApi:  # fmt: skip
+    """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
+
+    A local open waits (up to `wait_s`) while another short-lived process holds the folder; an owner that runs but
+    does not answer is not waited for (IndexBusy at once). A record or socket that is not this user's own is refused
+    with one warning naming it, and the memory is opened here. `~` is expanded; a folder that is no memory workspace
+    raises NoMemoryHere and nothing is created there (`memsearch-lsp init` starts one).
+    """
+    from memsearch_lsp.core.onboard import require_memory_workspace
+
+    root = Path(workspace).expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(f"workspace {root} is not a folder")
+    root = root.resolve()
+    require_memory_workspace(root, config)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            sock = find_owner(root)
+        except UntrustedOwner as exc:
+            log.warning("%s; opening the index here", exc)
+            sock = None
+        except OwnerGone as exc:
+            raise IndexBusy(str(exc)) from exc
+        if sock is not None:
+            return RemoteMemory(root, sock, config=config, **settings)
+        memory = Memory(root, config=config, **settings)
+        try:
+            memory.claim()
+            return memory
+        except IndexBusy:
+            memory.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+class Door:
+    """A long-lived process's memory of one workspace: `memory` (opened on first use), served to other processes
+    while this one owns it; `call(fn)` runs `fn(memory)` and, when the owner it followed went away, opens again
+    and runs it once more."""
+
+    def __init__(self, root: str | Path, *, config: Config | None = None, process: str = "memsearch-lsp",
+                 **settings: Any):  # fmt: skip
+        self.root = Path(root).expanduser().resolve()
+        self.config, self.process, self.settings = config, process, settings
+        self.owner: OwnerServer | None = None
+        self._memory: MemoryApi | None = None
+        self._lock = threading.RLock()
+
+    @property
+    def memory(self) -> MemoryApi:
+        with self._lock:
+            if self._memory is None:
+                self._memory = self._open()
+            return self._memory
+
+    @property
+    def current(self) -> MemoryApi | None:
+        """The memory when it is open (None before the first use or after close)."""
+        return self._memory
+
+    def _open(self, gone: MemoryApi | None = None) -> MemoryApi:
+        config = gone.config if gone is not None else self.config
+        memory = open_memory(self.root, config=config, **self.settings)
+        if isinstance(gone, RemoteMemory) and isinstance(memory, RemoteMemory):
+            memory.search_overrides = dict(gone.search_overrides)  # this process's search settings
+        if not memory.remote:
+            owner = OwnerServer(memory, self.process)  # type: ignore[arg-type]  # (a local Memory: remote is False)
+            try:
+                owner.start()
+                self.owner = owner
+            except OSError as exc:
+                log.warning("cannot serve %s to other processes: %s", self.root, exc)
+        log.info(
+            "%s: %s", self.root.name, "following the index owner" if memory.remote else "this process owns the index"
+        )
+        return memory
+
+    def take_over(self, gone: MemoryApi) -> MemoryApi:
+        """The owner that `gone` followed went away: open again (unless another call already did)."""
+        with self._lock:
+            if self._memory is gone or self._memory is None:
+                self._memory = self._open(gone)
+            return self._memory
+
+    def call(self, fn: Callable[[MemoryApi], T]) -> T:
+        memory = self.memory
+        try:
+            return fn(memory)
+        except OwnerGone:
+            log.info("%s: the index owner went away; opening it again", self.root)
+            return fn(self.take_over(memory))
+
+    @property
+    def last_call(self) -> float:
+        return self.owner.last_call if self.owner is not None else time.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.owner is not None:
+                self.owner.close()
+                self.owner = None
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
+
+
+def serve_until_idle(workspace: str | Path, idle_s: float, *, poll_s: float = 1.0) -> bool:
+    """Own the workspace's index and serve it to other processes (hooks, scripts, the CLI) until no call came for
+    `idle_s` seconds or SIGTERM; False at once when another process already owns it. The index is reconciled first,
+    so the first caller finds it warm; its record and socket are removed on the way out."""
+    door = Door(workspace, process=WARM_PROCESS)
+    stop = threading.Event()
+    previous = (
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
+    try:
+        if door.memory.remote:
+            return False
+        door.memory.index()
+        if door.owner is not None:
+            door.owner.last_call = time.monotonic()
+        while time.monotonic() - door.last_call < idle_s and not stop.wait(poll_s):
+            pass
+        log.info("%s: %s; closing the index", door.root, "stopped" if stop.is_set() else f"no call for {idle_s:.0f} s")
+        return True
+    finally:
+        door.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+#: What a process we start keeps of our environment: where the user's files and settings are, and ours.
+KEPT_ENVIRONMENT = ("HOME", "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "USER", "LOGNAME", "VIRTUAL_ENV")
+KEPT_PREFIXES = ("XDG_", "MEMSEARCH_")
+
+
+def child_environment() -> dict[str, str]:
+    """A minimal environment for a process we start: no PYTHONPATH, PYTHONSTARTUP or the like."""
+    return {k: v for k, v in os.environ.items() if k in KEPT_ENVIRONMENT or k.startswith(KEPT_PREFIXES)}
+
+
+def spawn(arguments: list[str]) -> int:
+    """Start `memsearch-lsp ARGUMENTS` in the background (its own session, no terminal): isolated from the workspace
+    (`python -I`: neither the working folder nor PYTHONPATH is on its import path; it runs from `/`) with a minimal
+    environment. Its pid."""
+    process = subprocess.Popen([sys.executable, "-I", "-m", "memsearch_lsp", *arguments], cwd="/",
+                               env=child_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    return process.pid

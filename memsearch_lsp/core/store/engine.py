@@ -1,0 +1,221 @@
+"""Milvus Lite, the local store's durable store of record, through its public Python API (`milvus_lite.MilvusLite`).
+
+Opened in this process (no socket, no gRPC, no pymilvus), under the folder's lock, only to write and to read every
+row when the read model must be rebuilt; closed again when idle, so its segments (~120 MB at 10k chunks) are not
+held by an idle process. Its collections carry no search index: every search is answered by the read model.
+A release of milvus-lite that moved what this module calls stops with EngineDrift (naming the package, its version
+and the supported range); an engine that raises on damaged files is told apart from a bug (`corrupt`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp.core.store.memory_use import arrow_system_pool, arrow_without_pandas, release_unused_memory
+from memsearch_lsp.core.store.schema import CHUNK_FIELDS, FIELDS, WINDOW_FIELDS, build_schema
+
+log = logging.getLogger(__name__)
+
+PACKAGE = "milvus-lite"
+SUPPORTED = ">=3.2,<3.3"  # the releases this module was tested with (pyproject pins the same range)
+_SUPPORTED_MINOR = (3, 2)
+PAGE = 1024  # rows per read when the read model is rebuilt from the engine
+
+
+class EngineDrift(RuntimeError):
+    """The installed Milvus Lite does not behave as this module expects: the index on disk is fine and is left as
+    it is; the fix is a supported milvus-lite."""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> EngineDrift:
+        if isinstance(exc, EngineDrift):
+            return exc
+        return cls(
+            f"{PACKAGE} {engine_version()} is installed, but memsearch-lsp supports {PACKAGE}{SUPPORTED} "
+            f"(the engine failed with {type(exc).__name__}: {exc}); the index is left as it is: install a "
+            f"supported version with `pip install '{PACKAGE}{SUPPORTED}'`"
+        )
+
+
+class Incompatible(RuntimeError):
+    """The folder holds collections of another schema or dimension (another version of memsearch-lsp)."""
+
+
+def engine_version() -> str:
+    """The installed milvus-lite distribution's version ("unknown" when its metadata is missing)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def supported(version: str) -> bool:
+    parts = version.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) == _SUPPORTED_MINOR
+    except (IndexError, ValueError):
+        return False
+
+
+@functools.cache
+def check_engine() -> None:
+    """Once per process: a warning when the installed Milvus Lite is outside SUPPORTED."""
+    version = engine_version()
+    if not supported(version):
+        log.warning("%s %s is installed; memsearch-lsp is tested with %s%s", PACKAGE, version, PACKAGE, SUPPORTED)
+
+
+def drift(exc: BaseException) -> bool:
+    """An error that says the engine's code changed (a renamed attribute, another signature, a moved module)."""
+    return isinstance(exc, EngineDrift | AttributeError | TypeError | ImportError | NameError)
+
+
+def corrupt(exc: BaseException) -> bool:
+    """An error that recognisably comes from damaged files: Milvus Lite's own corruption errors, a manifest or WAL
+    that is not JSON, Arrow or Parquet data that does not parse, truncated files."""
+    import json
+    import sys
+
+    if drift(exc):
+        return False
+    from milvus_lite import ManifestCorruptedError, SchemaValidationError, WALCorruptedError
+
+    kinds: tuple[type[BaseException], ...] = (ManifestCorruptedError, WALCorruptedError, SchemaValidationError,
+                                              json.JSONDecodeError, UnicodeDecodeError, EOFError)  # fmt: skip
+    arrow = sys.modules.get("pyarrow.lib")
+    return isinstance(exc, kinds + ((arrow.ArrowInvalid,) if arrow is not None else ()))
+
+
+class _Fields:
+    """A schema builder with pymilvus' `add_field`, producing Milvus Lite's own FieldSchema list."""
+
+    def __init__(self) -> None:
+        self.fields: list[Any] = []
+
+    def add_field(self, name: str, dtype: Any, is_primary: bool = False, **params: Any) -> None:
+        from milvus_lite import FieldSchema
+
+        self.fields.append(FieldSchema(name=name, dtype=dtype, is_primary=is_primary, **params))
+
+
+class Engine:
+    """The chunk and window collections of one local index folder, opened in this process."""
+
+    def __init__(self, folder: str | Path, collections: tuple[str, str], dim: int):
+        self.folder, self.collections, self.dim = str(folder), collections, dim
+        self._db: Any = None
+
+    @property
+    def opened(self) -> bool:
+        return self._db is not None
+
+    def open(self) -> bool:
+        """Open the folder's engine and its collections (created when missing: True). Incompatible when they are of
+        another schema or dimension; the engine's errors otherwise pass (see `corrupt`, `drift`)."""
+        if self._db is not None:
+            return False
+        check_engine()
+        arrow_system_pool()
+        arrow_without_pandas()
+        logging.getLogger("milvus_lite").setLevel(logging.CRITICAL)  # we report errors ourselves, once
+        try:
+            from milvus_lite import MilvusLite
+
+            self._db = MilvusLite(self.folder)
+            created = False
+            for name, fields in zip(self.collections, (CHUNK_FIELDS, WINDOW_FIELDS), strict=True):
+                created |= self._ensure(name, fields, 64 if name == self.collections[0] else 96)
+            return created
+        except BaseException as exc:
+            self.close()
+            if drift(exc):
+                raise EngineDrift.of(exc) from exc
+            raise
+
+    def _ensure(self, name: str, fields: Sequence[tuple[str, str, int]], key_length: int) -> bool:
+        from milvus_lite import CollectionSchema, DataType
+
+        db = self._db
+        if not db.has_collection(name):
+            built = build_schema(DataType, _Fields(), fields, self.dim, key_length)
+            db.create_collection(name, CollectionSchema(fields=built.fields))
+            return True
+        col = db.get_collection(name)
+        names = {f.name for f in col.schema.fields}
+        dense = next((f.dim for f in col.schema.fields if f.name == "dense"), None)
+        expected = FIELDS if name == self.collections[0] else {"id", "dense", *(f for f, _, _ in fields)}
+        if names != expected or dense != self.dim or col.schema.functions:
+            raise Incompatible("it was built by another version of memsearch-lsp or for another embedding dimension")
+        while col.has_index():  # search indexes of earlier versions: every search is the read model's now
+            col.release()
+            col.drop_index()
+        return False
+
+    def _table(self, name: str) -> Any:
+        return self._db.get_collection(name)
+
+    # -- writes --------------------------------------------------------------------------------
+    def write(self, upserts: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]], deletes: Sequence[str],
+              window_deletes: Sequence[str]) -> None:  # fmt: skip
+        """Upsert chunk and window rows, then delete rows by id (in that order), as the indexer wrote them."""
+        try:
+            chunks, extra = (self._table(n) for n in self.collections)
+            for table, rows in ((chunks, upserts), (extra, windows)):
+                for start in range(0, len(rows), 500):
+                    table.upsert([_plain(r) for r in rows[start : start + 500]])
+            for table, ids in ((chunks, deletes), (extra, window_deletes)):
+                if ids:
+                    table.delete(list(ids))
+        except BaseException as exc:
+            if drift(exc):
+                raise EngineDrift.of(exc) from exc
+            raise
+
+    def flush(self) -> None:
+        for name in self.collections:
+            self._table(name).flush()
+
+    def drop(self) -> None:
+        """Recreate both collections empty."""
+        for name in self.collections:
+            if self._db.has_collection(name):
+                self._db.drop_collection(name)
+        self._db.close()
+        self._db = None
+        self.open()
+
+    # -- reads (a rebuild of the read model) ---------------------------------------------------
+    def rows(self, windows: bool = False) -> Iterator[dict[str, Any]]:
+        """Every row of the chunk (or window) collection, a page at a time by primary key."""
+        table = self._table(self.collections[1 if windows else 0])
+        ids = [r["id"] for r in table.query(None, output_fields=["id"])]
+        for start in range(0, len(ids), PAGE):
+            yield from table.get(ids[start : start + PAGE])
+            release_unused_memory()
+
+    def count(self) -> int:
+        return int(self._table(self.collections[0]).num_entities)
+
+    def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
+            release_unused_memory()
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as Milvus Lite takes it (vectors as lists)."""
+    dense = row["dense"]
+    return dict(row, dense=dense.tolist()) if hasattr(dense, "tolist") else row
+
+
+def engine_files(folder: str | Path) -> bool:
+    """The folder holds an engine's collections (written at least once)."""
+    return os.path.isdir(os.path.join(str(folder), "collections"))

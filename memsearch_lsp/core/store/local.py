@@ -1,0 +1,421 @@
+"""LocalStore: a local index folder: Milvus Lite the durable store of record, the read model the one copy read.
+
+Every read (searches, rows, the indexer's lookups) is answered by the read model (core/store/readmodel.py), loaded
+at open from its saved copy (core/store/saved.py) or rebuilt from the engine. A write changes the read model at once
+(a note is searchable as soon as it is written) and is queued for the engine, which a writer thread opens, writes
+and flushes, then closes after `ENGINE_IDLE_S` without writes: an idle process holds the read model alone. The
+Markdown is the truth: a process killed before its queue reached the engine leaves an index that the next start
+finds out of date (no valid saved copy, file hashes that differ) and brings up to date. `close()` drains the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import threading
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp.core.store import saved
+from memsearch_lsp.core.store.engine import Engine, EngineDrift, Incompatible, corrupt, drift, engine_files
+from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, links_in, mark, move_aside
+from memsearch_lsp.core.store.memory_use import release_unused_memory
+from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
+from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, stored
+
+log = logging.getLogger(__name__)
+
+ENGINE_IDLE_S = 2.0  # the engine closes after this long without a write (reopening costs ~0.5 s per 10k chunks)
+SAVE_AFTER = 1024  # rows written since the last save that make the writer save the read model
+
+
+_shared: dict[str, tuple[LocalStore, int]] = {}  # folder -> its store in this process, and how many hold it
+_sharing = threading.Lock()
+
+
+def shared_store(uri: str, collection: str, dim: int) -> LocalStore:
+    """The one LocalStore of a folder in this process (two memories of one workspace share it), opened."""
+    key = str(Path(uri).absolute())
+    with _sharing:
+        store, users = _shared.get(key, (None, 0))
+        if store is None or (store.collection, store.dim) != (collection, dim):
+            if store is not None:
+                raise IndexBusy(f"the index at {uri} is open in this process with another model or collection")
+            store = LocalStore(uri, collection, dim)
+        store.open()
+        _shared[key] = (store, users + 1)
+        return store
+
+
+class LocalStore:
+    """One local index folder (`uri`): its two collections (chunks and their extra windows) and its read model."""
+
+    is_local = True
+
+    def __init__(self, uri: str, collection: str, dim: int):
+        self.uri, self.collection, self.dim = uri, collection, dim
+        self.folder = Path(uri)
+        self.engine = Engine(uri, (collection, collection + WINDOW_SUFFIX), dim)
+        self.epoch = 0  # counts the times the index was (re)created empty
+        self.writes = 0  # counts the writes, so each reader of the rows knows when another wrote
+        self._model: ReadModel | None = None
+        self._files: dict[str, FileRecord] | None = None  # as saved, until the first write
+        self._lock = threading.RLock()  # the read model and the queue
+        self._engine_lock = threading.Lock()  # one engine user at a time (the writer, close, drop)
+        self._queue: list[tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]] = []
+        self._wake = threading.Condition(self._lock)
+        self._writer: threading.Thread | None = None
+        self._unsaved = 0  # rows written since the read model was saved (or loaded)
+        self._valid_save = False  # the saved copy is the present state
+        self._held: int | None = None  # the folder lock's descriptor
+        self._closing = False
+        self.failure: BaseException | None = None  # the writer's last failure (its queue is kept and retried)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"dim": self.dim, "collections": list(self.engine.collections)}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def open(self) -> None:
+        """Take the folder (IndexBusy when another process holds it) and load the read model: from its saved copy
+        when that is valid, else from the engine (an index of another layout or that cannot be read is moved aside
+        and started afresh)."""
+        with self._lock:
+            if self._held is not None:
+                return
+            self._held, fresh = claim(self.folder)
+            try:
+                self._remove_old_copy()
+                if fresh or not engine_files(self.folder):
+                    self._start_empty(sign=fresh)  # (a folder holding something else is signed only once written)
+                    return
+                found = saved.load(self.folder, self.identity, self.dim)
+                if found is not None:
+                    self._model, self._files = found
+                    self._valid_save = True
+                    return
+                self._rebuild()
+            except BaseException:
+                self._release()
+                raise
+
+    def _start_empty(self, sign: bool = True) -> None:
+        if sign:
+            mark(self.folder)
+        self._model, self._files, self._unsaved, self._valid_save = ReadModel(self.dim), {}, 0, False
+        self.epoch += 1
+
+    def _remove_old_copy(self) -> None:
+        old = self.folder / saved.OLD_FOLDER
+        if old.is_symlink():
+            old.unlink()
+        elif old.is_dir():
+            shutil.rmtree(old)  # (the saved mirror of earlier versions; rmtree never follows a link)
+
+    def _rebuild(self) -> None:
+        """The read model from the engine (its collections created when missing), then saved."""
+        linked = links_in(self.folder)
+        if linked:
+            self._move_aside(f"it holds links or files of another user ({', '.join(linked[:3])})")
+            return
+        with self._engine_lock:
+            try:
+                self.engine.open()
+                model = ReadModel(self.dim)
+                for row in self.engine.rows():
+                    model.put_chunk(row)
+                for row in self.engine.rows(windows=True):
+                    model.put_window(row["id"], row["chunk_id"], row["source"], row["dense"])
+            except Incompatible as exc:
+                self.engine.close()
+                self._move_aside(str(exc))
+                return
+            except BaseException as exc:
+                self.engine.close()
+                if isinstance(exc, EngineDrift) or drift(exc):
+                    raise EngineDrift.of(exc) from exc
+                if not corrupt(exc):  # neither recognisably damaged data nor drift: a bug, not a rebuild
+                    raise StoreError(
+                        f"cannot open the index at {self.uri} ({type(exc).__name__}: {exc}); it is left as it is: "
+                        "please report this with `memsearch-lsp doctor` output"
+                    ) from exc
+                self._move_aside(f"it cannot be read ({type(exc).__name__}: {exc})")
+                return
+        mark(self.folder)
+        self._model, self._files, self._unsaved, self._valid_save = model, None, 0, False
+        self._save()
+        self._close_engine()
+
+    def _move_aside(self, why: str) -> None:
+        assert self._held is not None
+        let_go(self._held)
+        self._held = None
+        move_aside(self.folder, why)
+        self._held, _ = claim(self.folder)
+        self._start_empty()
+
+    def close(self) -> None:
+        """Write what is queued, save the read model when it changed, close the engine and let the folder go (once
+        the last memory of this process that holds it closes it)."""
+        key = str(self.folder.absolute())
+        with _sharing:
+            store, users = _shared.get(key, (None, 0))
+            if store is self and users > 1:
+                _shared[key] = (self, users - 1)
+                return
+            if store is self:
+                del _shared[key]
+        with self._lock:
+            if self._held is None:
+                return
+            self._closing = True
+            self._wake.notify_all()
+        writer = self._writer
+        if writer is not None:
+            writer.join()
+        try:
+            self._drain()
+            with self._lock:
+                if not self._valid_save and self.failure is None:
+                    self._save()
+            self._close_engine()
+        finally:
+            with self._lock:
+                self._release()
+        if self.failure is not None:  # the engine could not take the writes: said, and the saved copy not written
+            failure, self.failure = self.failure, None
+            raise failure
+
+    def _release(self) -> None:
+        self.engine.close()
+        if self._held is not None:
+            let_go(self._held)
+        self._held, self._model, self._writer, self._closing = None, None, None, False
+
+    @property
+    def model(self) -> ReadModel:
+        if self._model is None:
+            self.open()
+        assert self._model is not None
+        return self._model
+
+    # -- writes --------------------------------------------------------------------------------
+    def upsert(self, rows: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]] = ()) -> None:
+        """Chunk rows (`id`, `source`, the scalar fields, `dense`, `sparse`), then their extra window rows (`id`
+        "<chunk id>:<n>", `chunk_id`, `source`, `embed_hash`, `model`, `dense`): searchable at once, written to the
+        engine by the writer."""
+        clipped = [stored(r) for r in rows]
+        with self._lock:
+            model = self._writing(len(clipped) + len(windows))
+            for row in clipped:
+                model.put_chunk(row)
+            for w in windows:
+                model.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
+            self._queue.append((clipped, list(windows), [], []))
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Chunk rows and their window rows."""
+        ids = list(ids)
+        with self._lock:
+            model = self._writing(len(ids))
+            windows = [w for key in ids for w in model.windows_of.get(key, [])]
+            model.delete_chunks(ids)
+            self._queue.append(([], [], ids, windows))
+
+    def _writing(self, rows: int) -> ReadModel:
+        model = self.model
+        self.writes += 1
+        if self._valid_save:
+            saved.invalidate(self.folder)  # before the engine can hold anything the saved copy lacks
+            self._valid_save = False
+        self._files = None
+        self._unsaved += max(1, rows)
+        return model
+
+    def note_file(self, source: str, size: int, mtime_ns: int) -> None:
+        with self._lock:
+            self.model.note_file(source, size, mtime_ns)
+
+    def flush(self) -> None:
+        """Hand what is queued to the writer (it returns at once: searches already see it)."""
+        with self._lock:
+            if self._queue and self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="memsearch-engine", daemon=True)
+                self._writer.start()
+            self._wake.notify_all()
+
+    def sync(self) -> None:
+        """Wait until the engine holds every write made so far; the engine's failure if it could not take them."""
+        self._drain()
+        if self.failure is not None:
+            raise self.failure
+
+    def _explained(self, exc: Exception) -> Exception:
+        """A writer's failure as the user should read it: drift names the engine's version; damaged files and our
+        own errors pass; anything else is a bug to report, never taken for damage."""
+        if drift(exc):
+            return EngineDrift.of(exc)
+        if corrupt(exc) or isinstance(exc, StoreError):
+            return exc
+        return StoreError(f"writing the index at {self.uri} failed ({type(exc).__name__}: {exc}); it is left as it "
+                          "is: please report this with `memsearch-lsp doctor` output")  # fmt: skip
+
+    def _write_loop(self) -> None:
+        """The writer: drains the queue into the engine, saves the read model after large writes, and closes the
+        engine once no write came for ENGINE_IDLE_S."""
+        while True:
+            with self._lock:
+                if not self._queue and not self._closing:
+                    self._wake.wait(ENGINE_IDLE_S)
+                if self._closing:
+                    return
+                idle = not self._queue
+            if idle:
+                self._close_engine()
+                with self._lock:
+                    if not self._queue:
+                        self._writer = None
+                        return
+                continue
+            self._drain()
+            if self.failure is not None:  # tried again with the next write (flush) or at close, not in a loop
+                with self._lock:
+                    self._writer = None
+                return
+
+    def _drain(self) -> None:
+        with self._engine_lock:
+            with self._lock:
+                batch, self._queue = self._queue, []
+            if not batch:
+                return
+            try:
+                self.engine.open()
+                mark(self.folder)  # our collections are in it now
+                for upserts, windows, deletes, window_deletes in batch:
+                    self.engine.write(upserts, windows, deletes, window_deletes)
+                self.engine.flush()
+                self.failure = None
+            except Exception as exc:
+                with self._lock:
+                    self._queue[:0] = batch  # kept, and tried again with the next write or at close
+                failure = self._explained(exc)
+                if str(failure) != str(self.failure):  # said once, not at every try
+                    log.warning("%s; the write is tried again with the next one", failure)
+                self.failure = failure
+                self.engine.close()
+                return
+        with self._lock:
+            if self._unsaved >= SAVE_AFTER:
+                self._save()
+
+    def _save(self) -> None:
+        """Save the read model (under the lock), then read it back mapped from its files: the rows held as Python
+        strings and the vectors' spare room go."""
+        model = self.model
+        files = model.files(_model_of(model))
+        try:
+            saved.save(model, self.folder, self.identity, files)
+        except Exception as exc:  # a full disk or an odd value: the next opening reads the engine
+            log.warning("saving the read model of %s: %s", self.uri, exc)
+            return
+        found = saved.load(self.folder, self.identity, self.dim)
+        if found is not None:
+            self._model, self._files = found
+        self._valid_save, self._unsaved = True, 0
+
+    def _close_engine(self) -> None:
+        with self._engine_lock:
+            if not self.engine.opened:
+                return
+            self.engine.close()
+            with self._lock, contextlib.suppress(OSError, ValueError):
+                if self._valid_save:
+                    saved.stamp(self.folder)  # the next opening reads the saved copy without the engine
+        release_unused_memory()
+
+    def drop(self) -> None:
+        """Empty the index (reset with a server URI; the local reset removes the folder)."""
+        with self._engine_lock, self._lock:
+            self._queue = []
+            self.engine.open()
+            self.engine.drop()
+            saved.invalidate(self.folder)
+            self._start_empty()
+
+    # -- reads: the read model ---------------------------------------------------------------------
+    def dense_leg(self, vector: Sequence[float], limit: int, exclude_source: str = "",
+                  only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+        if only is not None and not only:
+            return {}
+        with self._lock:
+            return self.model.dense(vector, limit, exclude_source, only)
+
+    def sparse_leg(self, terms: Mapping[int, float], limit: int, exclude_source: str = "",
+                   only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+        if only is not None and not only:
+            return {}
+        with self._lock:
+            return self.model.sparse(terms, limit, exclude_source, only)
+
+    def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
+        with self._lock:
+            return self.model.idf(term_ids)
+
+    def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
+        with self._lock:
+            return self.model.coverage(ids, terms)
+
+    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        with self._lock:
+            return self.model.sections(ids)
+
+    def rows(self, ids: Sequence[str]) -> list[Row]:
+        """Rows by id, in the order of `ids` (ids that are gone are left out)."""
+        with self._lock:
+            found = [self.model.row(i) for i in ids]
+        return [Row.from_entity(r["id"], r) for r in found if r is not None]
+
+    def get(self, chunk_id: str) -> Row | None:
+        rows = self.rows([chunk_id])
+        return rows[0] if rows else None
+
+    def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
+        with self._lock:
+            return self.model.scan(fields)
+
+    def files(self, model: str) -> dict[str, FileRecord]:
+        with self._lock:
+            if self._files is not None and _model_of(self.model) in ("", model):
+                return dict(self._files)
+            return self.model.files(model)
+
+    def ids_of(self, source: str) -> set[str]:
+        with self._lock:
+            return self.model.ids_of(source)
+
+    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[Any]]:
+        with self._lock:
+            return self.model.vectors_for(embed_hashes, model)
+
+    def count(self) -> int:
+        with self._lock:
+            return self.model.docs
+
+    def counts(self) -> tuple[int, int]:
+        """(files, chunks) indexed."""
+        with self._lock:
+            files = self._files if self._files is not None else self.model.files("")
+            return sum(1 for r in files.values() if r.chunks), self.model.docs
+
+
+def _model_of(model: ReadModel) -> str:
+    """The embedding model of the stored rows ("" when none are)."""
+    for slot in model.chunks.slot.values():
+        return model.texts["model"][slot]
+    return ""
+
+
+__all__ = ["IndexBusy", "LocalStore", "StoreError"]

@@ -1,0 +1,450 @@
+"""ReadModel: the local store's one in-memory copy of its rows, which answers every read (searches and the indexer's).
+
+Milvus Lite 3 is pure Python: a search or point read walks each stored row in Python, and opening it loads every
+segment (~0.5 s and ~120 MB at 10k chunks). So the local store (core/store/local.py) writes to Milvus Lite, the
+durable store of record, and reads only from this model: the dense vectors of chunks and of their extra windows, the
+BM25 document weights (term-major postings, and the document frequencies that give the query its IDF), and each
+chunk's scalar fields in columns. It is saved beside the index as plain arrays (core/store/saved.py) and loaded
+memory-mapped, so a new process reads it in milliseconds. The legs compute what Milvus computes: float32 inner
+products, BM25 as a float64 sum of float32 weights, the best `limit` rows, ties to the earlier row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memsearch_lsp.core.store.schema import INTS, TEXTS, idf, sparse_arrays
+
+Scored = list[tuple[str, float]]
+BLOCK = 512  # rows per inner-product call (single-threaded in OpenBLAS; same float32 results)
+REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of the rows (and 256)
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What the index holds of one file: its text's hash (`<sha256>:<chunks>`, "" when its rows disagree or
+    were made by another model), its chunk count, and the size and mtime it had when it was read (0: unknown)."""
+
+    file_hash: str
+    chunks: int
+    size: int = 0
+    mtime_ns: int = 0
+
+
+class Texts:
+    """A column of strings by slot: those saved (one UTF-8 blob and its offsets, memory-mapped) and those set since."""
+
+    def __init__(self, blob: np.ndarray | None = None, offsets: np.ndarray | None = None) -> None:
+        self.blob = blob if blob is not None else np.zeros(0, dtype=np.uint8)
+        self.offsets = offsets if offsets is not None else np.zeros(1, dtype=np.int64)
+        self.since: dict[int, str] = {}
+
+    def __getitem__(self, slot: int) -> str:
+        value = self.since.get(slot)
+        if value is not None:
+            return value
+        if slot + 1 < len(self.offsets):
+            return self.blob[self.offsets[slot] : self.offsets[slot + 1]].tobytes().decode("utf-8", "replace")
+        return ""
+
+    def __setitem__(self, slot: int, value: str) -> None:
+        self.since[slot] = value
+
+    def packed(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(blob, offsets) of slots 0..n-1."""
+        if not self.since and len(self.offsets) == n + 1:
+            return self.blob, self.offsets
+        return pack([self[slot] for slot in range(n)])
+
+
+def pack(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 blob and the offsets of each (n + 1)."""
+    data = [value.encode("utf-8") for value in values]
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return np.frombuffer(b"".join(data), dtype=np.uint8), offsets
+
+
+class Vectors:
+    """Rows of one collection: id -> slot, float32 vectors, a live mask and a source code per slot."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.slot: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.vecs = np.zeros((0, dim), dtype=np.float32)
+        self.live = np.zeros(0, dtype=bool)
+        self.source = np.zeros(0, dtype=np.int32)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    def put(self, key: str, vector: Sequence[float] | np.ndarray, source: int) -> tuple[int, bool]:
+        """(its slot, True when the row is new)."""
+        slot = self.slot.get(key)
+        new = slot is None
+        if slot is None:
+            slot = self.n
+            if slot == len(self.live):  # grow by half (at least 64 rows)
+                cap = max(64, slot + slot // 2)
+                self.vecs = _grown(self.vecs, cap)
+                self.live = _grown(self.live, cap)
+                self.source = _grown(self.source, cap)
+            self.slot[key] = slot
+            self.ids.append(key)
+        self.vecs[slot] = vector
+        self.live[slot] = True
+        self.source[slot] = source
+        return slot, new
+
+    def remove(self, key: str) -> int | None:
+        slot = self.slot.pop(key, None)
+        if slot is not None:
+            self.live[slot] = False
+        return slot
+
+    def top(self, query: np.ndarray, limit: int, valid: np.ndarray) -> Scored:
+        """The `limit` valid rows with the largest inner product with `query`, best first."""
+        n = self.n
+        if not n or limit <= 0:
+            return []
+        sims = np.empty(n, dtype=np.float32)
+        for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
+            end = min(n, start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
+            np.matmul(self.vecs[start:end], query, out=sims[start:end])
+        return best(self.ids, sims, valid, limit)
+
+
+def _grown(array: np.ndarray, rows: int) -> np.ndarray:
+    out = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
+def best(ids: Sequence[str], scores: np.ndarray, valid: np.ndarray, limit: int) -> Scored:
+    """(id, score) of the `limit` valid slots with the highest score, ties to the lower slot."""
+    slots = np.flatnonzero(valid)
+    if not slots.size:
+        return []
+    values = scores[slots]
+    if slots.size > limit:
+        keep = np.argpartition(-values, limit - 1)[:limit]
+        cut = values[keep].min()  # every slot tied with the cut competes on its slot number
+        keep = np.flatnonzero(values >= cut)
+        slots, values = slots[keep], values[keep]
+    order = np.lexsort((slots, -values))[:limit]
+    return [(ids[int(slots[i])], float(values[i])) for i in order]
+
+
+class Postings:
+    """BM25 document weights of some slots, term-major: for a term, the slots holding it and their weights."""
+
+    def __init__(self, slots: Sequence[int], terms: Sequence[np.ndarray], weights: Sequence[np.ndarray]) -> None:
+        self.slots = np.zeros(0, dtype=np.int32)
+        self.weights = np.zeros(0, dtype=np.float32)
+        self.keys = np.zeros(0, dtype=np.uint32)
+        self.starts = self.ends = np.zeros(0, dtype=np.int64)
+        if slots:
+            term = np.concatenate(terms).astype(np.uint32)
+            order = np.argsort(term, kind="stable")
+            counts = [len(t) for t in terms]
+            self.slots = np.repeat(np.asarray(slots, dtype=np.int32), counts)[order]
+            self.weights = np.concatenate(weights).astype(np.float32)[order]
+            self.keys, starts = np.unique(term[order], return_index=True)
+            self.starts = starts.astype(np.int64)
+            self.ends = np.append(starts[1:], len(order)).astype(np.int64)
+
+    def find(self, term: int) -> slice | None:
+        i = int(np.searchsorted(self.keys, term))
+        return slice(int(self.starts[i]), int(self.ends[i])) if i < self.keys.size and self.keys[i] == term else None
+
+    def add_to(self, scores: np.ndarray, hit: np.ndarray, query: Sequence[tuple[int, float]]) -> None:
+        for term, weight in query:
+            part = self.find(term)
+            if part is not None:
+                scores[self.slots[part]] += weight * self.weights[part].astype(np.float64)
+                hit[self.slots[part]] = True
+
+
+class ReadModel:
+    """Every chunk row (vectors, BM25 weights, scalar fields) and window vector of one local index."""
+
+    def __init__(self, dim: int) -> None:
+        self.chunks = Vectors(dim)
+        self.windows = Vectors(dim)
+        self.owner: list[str] = []  # chunk id of each window slot
+        self.windows_of: dict[str, list[str]] = {}
+        self.sources: dict[str, int] = {}
+        self.names: list[str] = []  # source of each code
+        self.texts = {name: Texts() for name in TEXTS}
+        self.ints = np.zeros((0, len(INTS)), dtype=np.int64)
+        self.terms: list[np.ndarray] = []
+        self.weights: list[np.ndarray] = []
+        self.main = Postings([], [], [])
+        self.main_upto = 0  # slots below this are in `main` unless changed since
+        self.changed: set[int] = set()
+        self.delta: Postings | None = None
+        self.df_delta: dict[int, int] = {}  # document frequencies since `main` was built
+        self.stats: dict[str, tuple[int, int]] = {}  # source -> (size, mtime_ns) when its text was read from disk
+        self.saved_files: tuple[str, dict[str, FileRecord]] | None = None  # (model, files) as saved, until a write
+        self._by_embed: dict[tuple[str, str], str] | None = None
+        self._by_source: dict[int, set[str]] | None = None
+
+    @property
+    def docs(self) -> int:
+        return len(self.chunks.slot)
+
+    def code(self, name: str) -> int:
+        code = self.sources.get(name)
+        if code is None:
+            code = self.sources[name] = len(self.names)
+            self.names.append(name)
+        return code
+
+    # -- writes (the local store calls these with the rows it writes to Milvus Lite) ---------------
+    def put_chunk(self, row: Mapping[str, Any]) -> None:
+        """One chunk row as stored: `id`, `source`, `dense`, `sparse` and the scalar fields."""
+        key = str(row["id"])
+        old = self.chunks.slot.get(key)
+        if old is not None:
+            self._forget_terms(old)
+        if old is not None and self._by_source is not None:
+            self._by_source[int(self.chunks.source[old])].discard(key)
+        slot, _ = self.chunks.put(key, row["dense"], self.code(str(row["source"])))
+        if self._by_source is not None:
+            self._by_source.setdefault(int(self.chunks.source[slot]), set()).add(key)
+        if slot >= len(self.ints):
+            self.ints = _grown(self.ints, len(self.chunks.live))
+        self.ints[slot] = [int(row.get(name) or 0) for name in INTS]
+        for name in TEXTS:
+            self.texts[name][slot] = str(row.get(name) or "")
+        terms, weights = sparse_arrays(row["sparse"])
+        keep = weights != 0  # Milvus drops weights that are zero in float32
+        terms, weights = terms[keep].astype(np.uint32), weights[keep]
+        if slot == len(self.terms):
+            self.terms.append(terms)
+            self.weights.append(weights)
+        else:
+            self.terms[slot], self.weights[slot] = terms, weights
+        for term in terms.tolist():
+            self.df_delta[term] = self.df_delta.get(term, 0) + 1
+        self._changed(slot)
+        if self._by_embed is not None:
+            self._by_embed[(self.texts["model"][slot], self.texts["embed_hash"][slot])] = key
+
+    def put_window(self, key: str, chunk_id: str, source: str, dense: Sequence[float] | np.ndarray) -> None:
+        slot, new = self.windows.put(key, dense, self.code(source))
+        if slot == len(self.owner):
+            self.owner.append(chunk_id)
+        else:
+            self.owner[slot] = chunk_id
+        if new:
+            self.windows_of.setdefault(chunk_id, []).append(key)
+
+    def delete_chunks(self, ids: Iterable[str]) -> None:
+        """Chunk rows and their window rows."""
+        for key in ids:
+            slot = self.chunks.remove(key)
+            if slot is not None:
+                if self._by_source is not None:
+                    self._by_source[int(self.chunks.source[slot])].discard(key)
+                self._forget_terms(slot)
+                self.terms[slot] = self.terms[slot][:0]
+                self.weights[slot] = self.weights[slot][:0]
+                self._changed(slot)
+                if self._by_embed is not None:
+                    self._by_embed.pop((self.texts["model"][slot], self.texts["embed_hash"][slot]), None)
+            for window in self.windows_of.pop(key, []):
+                self.windows.remove(window)
+
+    def note_file(self, source: str, size: int, mtime_ns: int) -> None:
+        self.stats[source] = (size, mtime_ns)
+
+    def _forget_terms(self, slot: int) -> None:
+        for term in self.terms[slot].tolist():
+            self.df_delta[term] = self.df_delta.get(term, 0) - 1
+
+    def _changed(self, slot: int) -> None:
+        if slot < self.main_upto:
+            self.changed.add(slot)
+        self.delta = None
+        self.saved_files = None
+
+    # -- the legs ------------------------------------------------------------------------------
+    def valid(self, rows: Vectors, exclude_source: str = "", only: Collection[str] | None = None) -> np.ndarray:
+        """The live slots of `rows`, not from `exclude_source`, from `only` when given."""
+        n = rows.n
+        valid = rows.live[:n].copy()
+        if exclude_source and exclude_source in self.sources:
+            valid &= rows.source[:n] != self.sources[exclude_source]
+        if only is not None:
+            codes = [self.sources[s] for s in only if s in self.sources]
+            valid &= np.isin(rows.source[:n], np.asarray(codes, dtype=np.int32))
+        return valid
+
+    def dense(
+        self, vector: Sequence[float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
+        """The `limit` chunks closest to `vector`, each scored by its best window (the chunk's own vector is its
+        first window)."""
+        query = np.asarray(vector, dtype=np.float32)
+        scores = dict(self.chunks.top(query, limit, self.valid(self.chunks, exclude_source, only)))
+        window_valid = self.valid(self.windows, exclude_source, only)
+        for key, score in self.windows.top(query, 3 * limit, window_valid):
+            chunk = self.owner[self.windows.slot[key]]
+            if score > scores.get(chunk, -2.0):
+                scores[chunk] = score
+        ranked = sorted(scores, key=lambda k: -scores[k])[:limit]
+        return {k: scores[k] for k in ranked}
+
+    def sparse(
+        self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
+        """The `limit` chunks with the largest BM25 inner product with `terms`, best first."""
+        n = self.chunks.n
+        if not n or limit <= 0 or not terms:
+            return {}
+        self._refresh()
+        assert self.delta is not None
+        query = sorted((int(t), float(np.float32(w))) for t, w in terms.items() if np.float32(w) != 0)
+        scores = np.zeros(n, dtype=np.float64)
+        hit = np.zeros(n, dtype=bool)
+        self.main.add_to(scores, hit, query)
+        if self.changed:
+            stale = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
+            scores[stale], hit[stale] = 0.0, False
+        self.delta.add_to(scores, hit, query)
+        valid = hit & self.valid(self.chunks, exclude_source, only)
+        return dict(best(self.chunks.ids, scores.astype(np.float32), valid, limit))
+
+    def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
+        """BM25 IDF of each term over the stored chunks (log(1 + (N - df + 0.5) / (df + 0.5)))."""
+        n = max(self.docs, 1)
+        out = {}
+        for term in set(term_ids):
+            part = self.main.find(term)
+            df = (part.stop - part.start if part is not None else 0) + self.df_delta.get(term, 0)
+            out[term] = idf(n, df)
+        return out
+
+    def coverage(self, ids: Iterable[str], terms: Mapping[int, float]) -> dict[str, float]:
+        """Share of the query's IDF mass (`terms`: term id -> IDF) each chunk in `ids` contains (one pass over the
+        candidates' term arrays together: ~0.2 ms for 60 candidates)."""
+        keys = list(ids)
+        total = float(sum(terms.values()))
+        out = dict.fromkeys(keys, 0.0)
+        present = [(k, self.chunks.slot[k]) for k in keys if k in self.chunks.slot]
+        if not present or total <= 0:
+            return out
+        arrays = [self.terms[slot] for _, slot in present]
+        held = np.concatenate(arrays)
+        owner = np.repeat(np.arange(len(present)), [len(a) for a in arrays])
+        query = np.fromiter((int(t) for t in terms), dtype=np.uint32, count=len(terms))
+        idf = np.fromiter((float(w) for w in terms.values()), dtype=np.float64, count=len(terms))
+        order = np.argsort(query)
+        query, idf = query[order], idf[order]
+        where = np.minimum(np.searchsorted(query, held), len(query) - 1)
+        match = query[where] == held
+        sums = np.bincount(owner[match], weights=idf[where[match]], minlength=len(present))
+        for (key, _), value in zip(present, sums.tolist(), strict=True):
+            out[key] = value / total
+        return out
+
+    # -- rows ----------------------------------------------------------------------------------
+    def row(self, key: str) -> dict[str, Any] | None:
+        """The stored chunk `key` without its vectors (id, source and the scalar fields), or None."""
+        slot = self.chunks.slot.get(key)
+        if slot is None:
+            return None
+        row: dict[str, Any] = {"id": key, "source": self.names[int(self.chunks.source[slot])]}
+        row.update((name, self.texts[name][slot]) for name in TEXTS)
+        row.update(zip(INTS, self.ints[slot].tolist(), strict=True))
+        return row
+
+    def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
+        """Every stored chunk with `fields` (scalar fields only)."""
+        out = []
+        for key, slot in self.chunks.slot.items():
+            row: dict[str, Any] = {"id": key}
+            for name in fields:
+                if name == "source":
+                    row[name] = self.names[int(self.chunks.source[slot])]
+                elif name in self.texts:
+                    row[name] = self.texts[name][slot]
+                elif name in INTS:
+                    row[name] = int(self.ints[slot, INTS.index(name)])
+            out.append(row)
+        return out
+
+    def sections(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """The section (source, heading path) of each chunk in `ids` that is stored."""
+        slot, source, names, paths = self.chunks.slot, self.chunks.source, self.names, self.texts["heading_path"]
+        return {key: (names[int(source[slot[key]])], paths[slot[key]]) for key in ids if key in slot}
+
+    def ids_of(self, source: str) -> set[str]:
+        code = self.sources.get(source)
+        if code is None:
+            return set()
+        if self._by_source is None:
+            self._by_source = {}
+            for key, slot in self.chunks.slot.items():
+                self._by_source.setdefault(int(self.chunks.source[slot]), set()).add(key)
+        return set(self._by_source.get(code, ()))
+
+    def files(self, model: str) -> dict[str, FileRecord]:
+        """Each indexed file's record (its rows must agree on the file hash and be of `model`)."""
+        if self.saved_files is not None and self.saved_files[0] == model:
+            return self.saved_files[1]
+        found: dict[str, list[Any]] = {}
+        hashes, models = self.texts["file_hash"], self.texts["model"]
+        for slot in self.chunks.slot.values():
+            source = self.names[int(self.chunks.source[slot])]
+            file_hash = hashes[slot] if models[slot] == model else ""
+            entry = found.setdefault(source, [file_hash, 0])
+            if entry[0] != file_hash:
+                entry[0] = ""
+            entry[1] += 1
+        return {s: FileRecord(h, n, *self.stats.get(s, (0, 0))) for s, (h, n) in found.items()}
+
+    def vectors_for(self, embed_hashes: Iterable[str], model: str) -> dict[str, list[np.ndarray]]:
+        """Stored vectors (the chunk's, then its windows' in order) by embed_hash, for the embedding cache."""
+        if self._by_embed is None:
+            texts = self.texts
+            self._by_embed = {
+                (texts["model"][slot], texts["embed_hash"][slot]): key for key, slot in self.chunks.slot.items()
+            }
+        found = {}
+        for embed_hash in set(embed_hashes):
+            key = self._by_embed.get((model, embed_hash))
+            if key is None:
+                continue
+            slot = self.chunks.slot[key]
+            windows = sorted(self.windows_of.get(key, []), key=lambda w: int(w.rsplit(":", 1)[1]))
+            if len(windows) != int(self.ints[slot, INTS.index("windows")]) - 1:
+                continue  # incomplete: embed again
+            found[embed_hash] = [self.chunks.vecs[slot]] + [self.windows.vecs[self.windows.slot[w]] for w in windows]
+        return found
+
+    # -- postings --------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        """Postings of the rows changed since the last full build (rebuilt in full when they are many)."""
+        n = self.chunks.n
+        if self.delta is not None:
+            return
+        if len(self.changed) > max(256, n // REBUILD_SHARE) or (n - self.main_upto) > max(256, n // REBUILD_SHARE):
+            self.full_postings()
+        fresh = sorted(self.changed) + list(range(self.main_upto, n))
+        self.delta = Postings(fresh, [self.terms[s] for s in fresh], [self.weights[s] for s in fresh])
+
+    def full_postings(self) -> None:
+        """Build the BM25 postings of every row now (before a save: they load built)."""
+        n = self.chunks.n
+        if self.main_upto != n or self.changed:
+            self.main = Postings(range(n), self.terms, self.weights)
+            self.main_upto, self.changed, self.df_delta = n, set(), {}
+        self.delta = None

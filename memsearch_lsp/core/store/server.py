@@ -1,0 +1,256 @@
+"""ServerStore: a Milvus standalone / cluster or Zilliz Cloud collection by URI (plus token), through pymilvus'
+MilvusClient: the same Store contract as the local store, every read and both search legs asked of the server.
+
+The BM25 document frequencies (global statistics: core/search/bm25.py) are counted from the stored weights when the
+store opens and kept as rows are written and deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from memsearch_lsp.core.store.folder import StoreError
+from memsearch_lsp.core.store.readmodel import FileRecord
+from memsearch_lsp.core.store.schema import (
+    CHUNK_FIELDS,
+    FIELDS,
+    SCALARS,
+    WINDOW_FIELDS,
+    WINDOW_SUFFIX,
+    Row,
+    build_schema,
+    idf,
+    quote,
+    sparse_dict,
+    stored,
+    where,
+)
+
+log = logging.getLogger(__name__)
+
+_BATCH = 500
+
+
+def connect(uri: str, token: str) -> Any:
+    """A pymilvus MilvusClient to the server at `uri` (pymilvus' one import in the package)."""
+    # gRPC's C core logs INFO lines straight to stderr; the CLI promises one line per error.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    from pymilvus import MilvusClient
+
+    for name in ("pymilvus", "pymilvus.milvus_client"):  # configured when imported; we report errors ourselves
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return MilvusClient(uri=uri, token=token or "")
+
+
+class ServerStore:
+    """One collection (and its windows collection) on a Milvus server."""
+
+    is_local = False
+
+    def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
+        self.uri, self.collection, self.dim, self.token = uri, collection, dim, token
+        self.windows = collection + WINDOW_SUFFIX
+        self.epoch = 0
+        self.writes = 0
+        self._client: Any = None
+        self.df: Counter[int] = Counter()
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self.open()
+        return self._client
+
+    def open(self) -> None:
+        if self._client is not None:
+            return
+        try:
+            self._client = connect(self.uri, self.token)
+            self._ensure()
+        except StoreError:
+            raise
+        except Exception as exc:
+            self._client = None
+            raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+        self.df = Counter(t for r in self._all(["sparse"]) for t in sparse_dict(r["sparse"]))
+
+    def _ensure(self) -> None:
+        client = self._client
+        if client.has_collection(self.collection):
+            info = client.describe_collection(self.collection)
+            names = {f.get("name") for f in info.get("fields", [])}
+            dims = [int(f.get("params", {}).get("dim", 0)) for f in info.get("fields", []) if f.get("name") == "dense"]
+            if names == FIELDS and dims == [self.dim] and client.has_collection(self.windows):
+                client.load_collection(self.collection)
+                client.load_collection(self.windows)
+                return
+            log.warning("collection %s was built by another version or for another dimension: rebuilding it",
+                        self.collection)  # fmt: skip
+        self._create()
+
+    def _create(self) -> None:
+        from pymilvus import DataType
+
+        client = self._client
+        for name in (self.collection, self.windows):
+            if client.has_collection(name):
+                client.drop_collection(name)
+        for name, fields, key in ((self.collection, CHUNK_FIELDS, 64), (self.windows, WINDOW_FIELDS, 96)):
+            schema = build_schema(DataType, client.create_schema(auto_id=False), fields, self.dim, key)
+            index = client.prepare_index_params()
+            index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="COSINE")
+            if name == self.collection:
+                index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+            client.create_collection(name, schema=schema, index_params=index)
+            client.load_collection(name)
+        self.epoch += 1
+        self.df = Counter()
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def drop(self) -> None:
+        self._create()
+
+    # -- writes --------------------------------------------------------------------------------
+    def upsert(self, rows: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]] = ()) -> None:
+        self.writes += 1
+        for start in range(0, len(rows), _BATCH):
+            batch = [dict(stored(r), dense=_list(r["dense"])) for r in rows[start : start + _BATCH]]
+            self._count([r["sparse"] for r in self._get([r["id"] for r in batch], ["sparse"])], -1)
+            self.client.upsert(self.collection, batch)
+            self._count([r["sparse"] for r in batch], 1)
+        for start in range(0, len(windows), _BATCH):
+            self.client.upsert(
+                self.windows, [dict(w, dense=_list(w["dense"])) for w in windows[start : start + _BATCH]]
+            )
+
+    def delete(self, ids: Iterable[str]) -> None:
+        self.writes += 1
+        ids = list(ids)
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start : start + _BATCH]
+            self._count([r["sparse"] for r in self._get(part, ["sparse"])], -1)
+            self.client.delete(self.collection, ids=part)
+            self.client.delete(self.windows, filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
+
+    def _count(self, vectors: Iterable[Any], sign: int) -> None:
+        for vector in vectors:
+            for term in sparse_dict(vector):
+                self.df[term] += sign
+
+    def flush(self) -> None:
+        self.client.flush(self.collection)
+
+    def note_file(self, source: str, size: int, mtime_ns: int) -> None:
+        """(Files are read again at every pass: a server store keeps no record of their sizes and times.)"""
+
+    # -- reads ---------------------------------------------------------------------------------
+    def _get(self, ids: Sequence[str], fields: list[str], collection: str = "") -> list[dict[str, Any]]:
+        return list(self.client.get(collection or self.collection, ids=list(ids), output_fields=fields)) if ids else []
+
+    def _all(self, fields: Sequence[str], expr: str = "") -> Iterator[dict[str, Any]]:
+        iterator = self.client.query_iterator(self.collection, batch_size=4096, filter=expr, output_fields=list(fields))
+        try:
+            while page := iterator.next():
+                yield from page
+        finally:
+            iterator.close()
+
+    def dense_leg(self, vector: Sequence[float], limit: int, exclude_source: str = "",
+                  only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+        """The `limit` chunks closest to `vector`, each scored by its best window."""
+        if only is not None and not only:
+            return {}
+        expr = where(exclude_source, only)
+        vector = _list(vector)
+        found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit, filter=expr)
+        tails = self.client.search(self.windows, [vector], anns_field="dense", limit=3 * limit, filter=expr,
+                                   output_fields=["chunk_id"])  # fmt: skip
+        scores = {str(h["id"]): float(h["distance"]) for h in found[0]}
+        for hit in tails[0]:
+            chunk = str(hit.get("entity", {}).get("chunk_id", ""))
+            if chunk and float(hit["distance"]) > scores.get(chunk, -2.0):
+                scores[chunk] = float(hit["distance"])
+        return {k: scores[k] for k in sorted(scores, key=lambda k: -scores[k])[:limit]}
+
+    def sparse_leg(self, terms: Mapping[int, float], limit: int, exclude_source: str = "",
+                   only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+        if not terms or (only is not None and not only):
+            return {}
+        hits = self.client.search(self.collection, [dict(terms)], anns_field="sparse", limit=limit,
+                                  filter=where(exclude_source, only), output_fields=[])  # fmt: skip
+        return {str(h["id"]): float(h["distance"]) for h in hits[0]}
+
+    def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
+        n = max(self.count(), 1)
+        return {t: idf(n, self.df.get(t, 0)) for t in set(term_ids)}
+
+    def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
+        total = sum(terms.values())
+        if not ids or total <= 0:
+            return dict.fromkeys(ids, 0.0)
+        found = {str(r["id"]): sparse_dict(r.get("sparse")) for r in self._get(ids, ["sparse"])}
+        return {k: sum(w for t, w in terms.items() if t in found.get(k, {})) / total for k in ids}
+
+    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        return {
+            str(r["id"]): (str(r["source"]), str(r["heading_path"])) for r in self._get(ids, ["source", "heading_path"])
+        }
+
+    def rows(self, ids: Sequence[str]) -> list[Row]:
+        by_id = {r["id"]: r for r in self._get(ids, list(SCALARS))}
+        return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
+
+    def get(self, chunk_id: str) -> Row | None:
+        rows = self.rows([chunk_id])
+        return rows[0] if rows else None
+
+    def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
+        return list(self._all(fields))
+
+    def files(self, model: str) -> dict[str, FileRecord]:
+        found: dict[str, list[Any]] = {}
+        for row in self._all(["source", "file_hash", "model"]):
+            file_hash = row["file_hash"] if row["model"] == model else ""
+            entry = found.setdefault(row["source"], [file_hash, 0])
+            entry[0] = entry[0] if entry[0] == file_hash else ""
+            entry[1] += 1
+        return {s: FileRecord(h, n) for s, (h, n) in found.items()}
+
+    def ids_of(self, source: str) -> set[str]:
+        return {str(r["id"]) for r in self._all(["id"], f"source == {quote(source)}")}
+
+    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[Any]]:
+        """Stored vectors (the chunk's, then its windows' in order) by embed_hash; only complete sets."""
+        found: dict[str, list[Any]] = {}
+        unique = sorted(set(embed_hashes))
+        for start in range(0, len(unique), _BATCH):
+            part = ", ".join(quote(h) for h in unique[start : start + _BATCH])
+            rows = self.client.query(self.collection, filter=f"model == {quote(model)} and embed_hash in [{part}]",
+                                     output_fields=["embed_hash", "dense", "windows"], limit=16384)  # fmt: skip
+            for row in rows:
+                count = int(row["windows"] or 1)
+                tails = self._get([f"{row['id']}:{n}" for n in range(1, count)], ["dense"], self.windows)
+                if len(tails) == count - 1:
+                    order = sorted(tails, key=lambda w: int(str(w["id"]).rsplit(":", 1)[1]))
+                    found[row["embed_hash"]] = [list(row["dense"]), *(list(w["dense"]) for w in order)]
+        return found
+
+    def count(self) -> int:
+        rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def counts(self) -> tuple[int, int]:
+        files = self.files("")
+        return len(files), sum(r.chunks for r in files.values())
+
+
+def _list(vector: Any) -> list[float]:
+    return [float(x) for x in vector]
