@@ -38,10 +38,9 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
     import shutil
 
     from bench.labelled import load_truth
-    from bench.workspace import release
     from memsearch_lsp.core.embedding.onnx import query_vector
     from memsearch_lsp.core.memory import Memory
-    from memsearch_lsp.core.search.bm25 import query_terms, term_id
+    from memsearch_lsp.core.search.bm25 import query_ids, query_terms, term_id
 
     ws = tmp / src.name
     shutil.copytree(src / "memory", ws / "memory")
@@ -53,7 +52,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
         asked = [(q["q"], truth.label(q)) for q in truth.questions] + [(u, None) for u in unrelated()]
         for text, label in asked:
             vector = query_vector(memory.embedder, text)
-            terms = memory.df.query_vector(text)
+            terms = memory.store.idf(query_ids(text))
             dense = store.dense_leg(vector, per_leg)
             sparse = store.sparse_leg(terms, per_leg)
             ids = list(dict.fromkeys([*dense, *sparse]))
@@ -87,7 +86,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
         for rec in records:
             for c in rec["cands"].values():
                 c["chars"] = truth.chars((c["source"], c["start"], c["end"]))
-    release(memory.uri)
+    memory.close()
     return records
 
 

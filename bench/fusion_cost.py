@@ -28,7 +28,6 @@ def main(dest: Path, rounds: int = 3) -> None:
     times: dict[str, list[float]] = {name: [] for name in SETTINGS}
     with Memory(dest) as memory:
         memory.search("warm up the model and the mirror", top_k=3)
-        memory.store.mirror()  # loaded, as in a server that has answered once
         for _ in range(rounds):
             for query in queries():
                 for name, overrides in SETTINGS.items():

@@ -170,7 +170,6 @@ def run_workspace(
     src: Path, tmp: Path, embedder: Any, settings: dict[str, dict[str, Any]], lsp: bool
 ) -> tuple[dict[str, list[dict[str, float]]], dict[str, Any]]:
     """Index a private copy of `src`, ask every question under every setting (and over LSP)."""
-    from bench.workspace import release
     from memsearch_lsp.core.memory import Memory
 
     ws = tmp / src.name
@@ -202,7 +201,7 @@ def run_workspace(
                     default_spans.append(spans)
             results[name] = rows
             facts[f"p50_ms|{name}"] = 1000 * percentile(times, 50)
-    release(memory.uri)
+    memory.close()
     if lsp:
         spans_lsp, times = over_lsp(ws, truth.questions)
         results["default via workspace/symbol"] = [truth.score(q, s) for q, s in zip(truth.questions, spans_lsp)]

@@ -62,7 +62,6 @@ def open_index(root: Path, metric: str, scratch: Path, cached: Any) -> Any:
 def measure(root: Path, metrics: list[str], scratch: Path) -> list[dict[str, Any]]:
     from bench.search import queries
     from bench.vector_cache import CachedEmbedder
-    from bench.workspace import release
     from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder
 
     cached = CachedEmbedder(FastEmbedEmbedder(), work_dir() / "vectors.sqlite")
@@ -108,7 +107,7 @@ def measure(root: Path, metrics: list[str], scratch: Path) -> list[dict[str, Any
     finally:
         for memory in memories.values():
             memory.close()
-            release(memory.uri)
+            memory.close()
             shutil.rmtree(memory.root, ignore_errors=True)
         cached.close()
     return rows

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, emit, log, table
-from bench.workspace import release
 
 DEFAULT_SET = ROOT.parent / "shared" / "eval" / "til-dev"
 STEP = 50  # new files per growth measurement (per path)
@@ -104,7 +103,7 @@ def run_ours(memory: Path, embedder: Any, scratch: Path, n: int) -> dict[str, fl
         }
     finally:
         mem.close()
-        release(mem.uri)
+        mem.close()
         shutil.rmtree(ws, ignore_errors=True)
 
 
@@ -208,7 +207,7 @@ def growth_round(sources: list[Path], points: Sequence[int], scratch: Path) -> d
             }
     finally:
         mem.close()
-        release(mem.uri)
+        mem.close()
         shutil.rmtree(ws, ignore_errors=True)
     return out
 

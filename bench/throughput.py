@@ -25,7 +25,6 @@ from typing import Any
 
 from bench.common import emit, log, table
 from bench.corpus import ensure
-from bench.workspace import release
 
 SIZES_FULL = (1000,)  # --chunks 10000 adds the 10k figure: about 10 minutes a round on 2 cores
 
@@ -86,7 +85,7 @@ def run_ours(corpus: Path, embedder: Any, scratch: Path, n: int, group: int = 0)
     finally:
         index_mod.GROUP_CHUNKS = default
         memory.close()
-        release(memory.uri)
+        memory.close()
         shutil.rmtree(ws, ignore_errors=True)
 
 

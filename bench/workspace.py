@@ -35,13 +35,6 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def release(uri: str) -> None:
-    """Close the local folder `uri` (its LOCK is let go); Memory.close() does it too."""
-    from memsearch_lsp.core.store.lite import release as release_local
-
-    release_local(uri)
-
-
 def index_size_mib(root: Path) -> float:
     """The index on disk: `.memsearch/` without indexes moved aside as broken."""
     folder = root / ".memsearch"
@@ -78,7 +71,6 @@ def built(chunks: int, seed: int = 7, embedder: Any = None) -> tuple[Path, dict[
             cpu_s = time.process_time() - cpu
         finally:
             memory.close()
-            release(memory.uri)
             cached.close()
         for aside in (root / ".memsearch").glob("*.broken-*"):
             shutil.rmtree(aside, ignore_errors=True)

@@ -142,7 +142,7 @@ class Indexer:
             self._write(changed, stats, progress)
             self._note_read(files, texts, changed)
             self._drop_gone(manifest, kept | set(texts), {s.source for s in stats.skipped}, stats)
-            self.store.flush()
+            self.store.flush(wait=True)  # a whole pass ends durable (a single file's write does not wait)
             if self.store.epoch != epoch:  # rebuilt during this pass (its engine, opened to write, was unreadable)
                 return self.reconcile(force=force, progress=progress)
             self._totals(stats)
@@ -321,6 +321,7 @@ class Indexer:
         old = {source: self.ids(source) for source, _, _ in group}
         self.store.upsert(rows, windows)
         self._writes = self.store.writes
+        self.store.flush()  # the engine takes this group while the next one is embedded
         for source, text, cs in group:
             gone = old[source] - {c.id for c in cs}
             if gone:

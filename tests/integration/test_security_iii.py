@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -254,24 +255,29 @@ def _broken_aside(workspace: Path) -> list[str]:
     return [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
 
 
+def engine_changed(monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """The engine's process of this test runs `change` first (Python: a release that moved or broke something)."""
+    from memsearch_lsp.core.store import writer
+
+    script = f"{change}\nfrom memsearch_lsp.core.store.writer import main\nmain()\n"
+    monkeypatch.setattr(writer, "command", lambda: [sys.executable, "-c", script])
+
+
 def test_a_renamed_engine_internal_stops_with_one_message_and_moves_nothing(
     workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from milvus_lite.db import MilvusLite
-
     first = make_memory(workspace)
     first.index()
     first.close()
     db = workspace / ".memsearch" / "milvus.db"
     before = tree_digest(db / "collections")
-    monkeypatch.delattr(MilvusLite, "get_collection")  # as a release that renamed it would
+    engine_changed(monkeypatch, "from milvus_lite.db import MilvusLite\ndel MilvusLite.get_collection")
     # A new note: the index must open the engine (an unchanged one is answered from its saved read model alone).
     (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")
     memory = make_memory(workspace)
-    memory.index()  # searchable at once; the engine's writer meets the drift
-    assert memory.search("a note written after the index", top_k=1)[0].source == "memory/new.md"
     with pytest.raises(lite.EngineDrift) as info:
-        memory.store.sync()
+        memory.index()  # the pass ends when the engine has its writes: it meets the drift
+    assert memory.search("a note written after the index", top_k=1)[0].source == "memory/new.md"  # searchable
     monkeypatch.undo()
     message = str(info.value)
     assert "milvus-lite" in message and lite.engine_version() in message and lite.SUPPORTED in message
@@ -283,19 +289,19 @@ def test_a_renamed_engine_internal_stops_with_one_message_and_moves_nothing(
 def test_drift_in_a_write_is_reported_as_drift(
     workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from milvus_lite.engine.collection import Collection
-
     memory = make_memory(workspace)
     memory.index()
-
-    def upsert(self: Any, records: Any, partition_name: Any, new_argument: Any) -> None:
-        raise AssertionError("never called with the old arguments")
-
-    monkeypatch.setattr(Collection, "upsert", upsert)
+    memory.close()
+    memory = make_memory(workspace)
+    engine_changed(
+        monkeypatch,
+        "from milvus_lite.engine.collection import Collection\n"
+        "def upsert(self, records, partition_name, new_argument):\n    raise AssertionError('never called')\n"
+        "Collection.upsert = upsert",
+    )
     (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")
-    memory.index()
     with pytest.raises(lite.EngineDrift, match="TypeError"):
-        memory.store.sync()
+        memory.index()
     with pytest.raises(lite.EngineDrift, match="TypeError"):  # and said again when the memory closes
         memory.close()
     monkeypatch.undo()
@@ -305,21 +311,20 @@ def test_drift_in_a_write_is_reported_as_drift(
 def test_an_unexpected_engine_error_is_not_taken_for_corruption(
     workspace: Path, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from milvus_lite.db import MilvusLite
-
     first = make_memory(workspace)
     first.index()
     first.close()
-
-    def has_collection(self: Any, name: str, database_name: str = "default") -> bool:
-        raise RuntimeError("something new went wrong")
-
-    monkeypatch.setattr(MilvusLite, "has_collection", has_collection)
+    engine_changed(
+        monkeypatch,
+        "from milvus_lite.db import MilvusLite\n"
+        "def has_collection(self, name, database_name='default'):\n    raise RuntimeError('something new went wrong')\n"
+        "MilvusLite.has_collection = has_collection",
+    )
     (workspace / "memory" / "new.md").write_text("# New\n\nA note written after the index.\n")  # opens the engine
     memory = make_memory(workspace)
-    memory.index()
-    with pytest.raises(StoreError, match="left as it is"):
-        memory.store.sync()
+    with pytest.raises(StoreError, match="left as it is") as info:
+        memory.index()
+    assert "RuntimeError: something new went wrong" in str(info.value)
     monkeypatch.undo()
     assert _broken_aside(workspace) == []
 

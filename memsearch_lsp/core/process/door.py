@@ -9,10 +9,8 @@ its clients) and opens again when the owner it followed goes away (following the
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memsearch_lsp.config import Config
+from memsearch_lsp.core import launch
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, UntrustedOwner, find_owner
@@ -166,21 +165,10 @@ def serve_until_idle(workspace: str | Path, idle_s: float, *, poll_s: float = 1.
             signal.signal(signal.SIGTERM, previous)
 
 
-#: What a process we start keeps of our environment: where the user's files and settings are, and ours.
-KEPT_ENVIRONMENT = ("HOME", "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "USER", "LOGNAME", "VIRTUAL_ENV")
-KEPT_PREFIXES = ("XDG_", "MEMSEARCH_")
-
-
-def child_environment() -> dict[str, str]:
-    """A minimal environment for a process we start: no PYTHONPATH, PYTHONSTARTUP or the like."""
-    return {k: v for k, v in os.environ.items() if k in KEPT_ENVIRONMENT or k.startswith(KEPT_PREFIXES)}
-
-
 def spawn(arguments: list[str]) -> int:
-    """Start `memsearch-lsp ARGUMENTS` in the background (its own session, no terminal): isolated from the workspace
-    (`python -I`: neither the working folder nor PYTHONPATH is on its import path; it runs from `/`) with a minimal
-    environment. Its pid."""
-    process = subprocess.Popen([sys.executable, "-I", "-m", "memsearch_lsp", *arguments], cwd="/",
-                               env=child_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    """Start `memsearch-lsp ARGUMENTS` in the background (its own session, no terminal), isolated from the workspace
+    (core/launch.py: `python -I`, from `/`, a minimal environment). Its pid."""
+    process = subprocess.Popen(launch.python("memsearch_lsp", *arguments), cwd=launch.ROOT_FOLDER,
+                               env=launch.environment(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     return process.pid

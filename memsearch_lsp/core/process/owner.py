@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
+from memsearch_lsp.core import wire
 from memsearch_lsp.core.api import IndexApi, MemoryApi, Remembered
 from memsearch_lsp.core.index import Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory
@@ -121,7 +122,7 @@ def connect(sock_path: str, timeout: float) -> socket.socket:
     try:
         conn.settimeout(timeout)
         conn.connect(sock_path)
-        if not protocol.same_user(conn):
+        if not wire.same_user(conn):
             raise UntrustedOwner(f"refusing {sock_path}: the process answering there is not of uid {os.geteuid()}")
     except BaseException:
         conn.close()
@@ -133,9 +134,9 @@ def call(sock_path: str, op: str, params: dict[str, Any], progress: Progress | N
          timeout: float = CALL_TIMEOUT_S) -> Any:  # fmt: skip
     """Ask the owner at `sock_path` to run `op`; its result (progress notifications go to `progress`)."""
     with connect(sock_path, timeout) as conn, conn.makefile("rb") as reader:
-        protocol.send(conn, {"jsonrpc": "2.0", "id": 1, "method": op, "params": params})
+        wire.send(conn, {"jsonrpc": "2.0", "id": 1, "method": op, "params": params})
         while True:
-            message = protocol.receive(reader)
+            message = wire.receive(reader)
             if message is None:
                 raise OwnerGone("the index owner closed the connection")
             if message.get("method") == protocol.PROGRESS:
@@ -144,7 +145,7 @@ def call(sock_path: str, op: str, params: dict[str, Any], progress: Progress | N
                     progress(int(p.get("done", 0)), int(p.get("total", 0)), str(p.get("message", "")))
                 continue
             if "error" in message:
-                protocol.raise_error(message["error"])
+                wire.raise_error(message["error"])
             return message.get("result")
 
 
@@ -187,11 +188,11 @@ class _Handler(socketserver.StreamRequestHandler):
     server: _UnixServer
 
     def handle(self) -> None:
-        if not protocol.same_user(self.connection):
+        if not wire.same_user(self.connection):
             return  # another user's process: no answer at all
         owner = self.server.owner
         try:
-            message = protocol.receive(self.rfile)
+            message = wire.receive(self.rfile)
             if message is None:
                 return
             op, params = str(message.get("method", "")), message.get("params") or {}
@@ -201,13 +202,13 @@ class _Handler(socketserver.StreamRequestHandler):
                 "result": owner.dispatch(op, dict(params), self.progress),
             }
         except Exception as exc:  # every failure goes back to the caller, none kills the owner
-            reply = {"jsonrpc": "2.0", "id": None, "error": protocol.error(exc)}
+            reply = {"jsonrpc": "2.0", "id": None, "error": wire.error(exc)}
         with contextlib.suppress(OSError):
-            protocol.send(self.connection, reply)
+            wire.send(self.connection, reply)
 
     def progress(self, done: int, total: int, message: str) -> None:
         with contextlib.suppress(OSError):
-            protocol.send(self.connection, {"jsonrpc": "2.0", "method": protocol.PROGRESS,
+            wire.send(self.connection, {"jsonrpc": "2.0", "method": protocol.PROGRESS,
                                             "params": {"done": done, "total": total, "message": message}})  # fmt: skip
 
 

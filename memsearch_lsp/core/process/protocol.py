@@ -1,4 +1,4 @@
-"""The one protocol between our processes: JSON-RPC 2.0 messages, one per line, over a Unix socket.
+"""The owner's protocol: JSON-RPC 2.0 messages, one per line (core/wire.py), over a Unix socket.
 
 Each index operation is declared once, in `core.api.IndexApi`; this module derives its wire form from that
 declaration: a request's params are the operation's arguments by name, unstructured (and structured again on the
@@ -13,11 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import inspect
-import json
-import os
-import socket
-import struct
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, get_type_hints
 
@@ -29,8 +24,6 @@ from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
 F = TypeVar("F", bound=Callable[..., Any])
-MAX_MESSAGE = 64 * 1024 * 1024  # bytes of one message: a reply of 1000 hits with snippets is well below
-INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
 PROGRESS = "$/progress"
 
 CONVERTER = Converter()
@@ -117,50 +110,3 @@ def asked_of_owner(method: F) -> F:
 
     functools.update_wrapper(call, method)
     return call  # type: ignore[return-value]
-
-
-# -- the wire -----------------------------------------------------------------------------------
-def send(conn: socket.socket, message: dict[str, Any]) -> None:
-    conn.sendall(json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode() + b"\n")
-
-
-def receive(reader: Any) -> dict[str, Any] | None:
-    """The next message from a connection's reader (None when it closed); ValueError for one that is not."""
-    line = reader.readline(MAX_MESSAGE + 1)
-    if not line:
-        return None
-    if len(line) > MAX_MESSAGE or not line.endswith(b"\n"):
-        raise ValueError("a message too long or cut short")
-    message = json.loads(line)
-    if not isinstance(message, dict):
-        raise ValueError("a message that is not an object")
-    return message
-
-
-def error(exc: BaseException) -> dict[str, Any]:
-    """A JSON-RPC error object: bad input (ValueError) or a failure."""
-    code = INVALID_PARAMS if isinstance(exc, ValueError) else INTERNAL_ERROR
-    return {"code": code, "message": str(exc) if code == INVALID_PARAMS else f"{type(exc).__name__}: {exc}"}
-
-
-def raise_error(err: Any) -> None:
-    message = str(err.get("message", "the index owner failed")) if isinstance(err, dict) else str(err)
-    if isinstance(err, dict) and err.get("code") == INVALID_PARAMS:
-        raise ValueError(message)
-    raise RuntimeError(message)
-
-
-def peer_uid(conn: socket.socket) -> int | None:
-    """The user id of the process at the other end of a Unix socket (None where the platform cannot say)."""
-    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
-        data = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return int(struct.unpack("3i", data)[1])
-    if sys.platform == "darwin":  # LOCAL_PEERCRED: struct xucred {u_int version; uid_t uid; ...}
-        data = conn.getsockopt(0, 0x001, 76)
-        return int(struct.unpack_from("Ii", data)[1])
-    return None
-
-
-def same_user(conn: socket.socket) -> bool:
-    uid = peer_uid(conn)
-    return uid is None or uid == os.geteuid()

@@ -10,13 +10,20 @@ and the supported range); an engine that raises on damaged files is told apart f
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.core.store.memory_use import arrow_system_pool, arrow_without_pandas, release_unused_memory
+from memsearch_lsp.core.store.memory_use import (
+    arrow_system_pool,
+    arrow_without_pandas,
+    few_heap_arenas,
+    release_unused_memory,
+    steady_mmap_threshold,
+)
 from memsearch_lsp.core.store.schema import CHUNK_FIELDS, FIELDS, WINDOW_FIELDS, build_schema
 
 log = logging.getLogger(__name__)
@@ -124,6 +131,8 @@ class Engine:
         check_engine()
         arrow_system_pool()
         arrow_without_pandas()
+        few_heap_arenas()
+        steady_mmap_threshold()
         logging.getLogger("milvus_lite").setLevel(logging.CRITICAL)  # we report errors ourselves, once
         try:
             from milvus_lite import MilvusLite
@@ -204,9 +213,13 @@ class Engine:
         return int(self._table(self.collections[0]).num_entities)
 
     def close(self) -> None:
+        """Close the engine and hand its memory back: its objects refer to one another, so they are collected now,
+        and the C heap and Arrow's pool are trimmed (~120 MB at 10k chunks otherwise stays with the process)."""
         db, self._db = self._db, None
         if db is not None:
             db.close()
+            del db
+            gc.collect()
             release_unused_memory()
 
 

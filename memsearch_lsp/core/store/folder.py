@@ -80,10 +80,13 @@ def remove_file(folder: int, name: str) -> None:
         os.unlink(name, dir_fd=folder)
 
 
-def links_in(folder: Path) -> list[str]:
-    """Links (or things owned by another user) anywhere under `folder`: a folder that holds one is not used."""
+def links_in(folder: Path, skip: str = "") -> list[str]:
+    """Links (or things owned by another user) anywhere under `folder` but in its subfolder `skip`: a folder that holds
+    one is not used."""
     found = []
     for parent, dirs, names in os.walk(folder):
+        if parent == str(folder):
+            dirs[:] = [d for d in dirs if d != skip]
         for name in dirs + names:
             info = os.lstat(os.path.join(parent, name))
             if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():

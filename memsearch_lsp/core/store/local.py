@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.core.store import saved
-from memsearch_lsp.core.store.engine import Engine, EngineDrift, Incompatible, corrupt, drift, engine_files
+from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
 from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, links_in, mark, move_aside
 from memsearch_lsp.core.store.memory_use import release_unused_memory
 from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
 from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, stored
+from memsearch_lsp.core.store.writer import Damaged, EngineProcess
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class LocalStore:
     def __init__(self, uri: str, collection: str, dim: int):
         self.uri, self.collection, self.dim = uri, collection, dim
         self.folder = Path(uri)
-        self.engine = Engine(uri, (collection, collection + WINDOW_SUFFIX), dim)
+        self.engine = EngineProcess(uri, (collection, collection + WINDOW_SUFFIX), dim)
         self.epoch = 0  # counts the times the index was (re)created empty
         self.writes = 0  # counts the writes, so each reader of the rows knows when another wrote
         self._model: ReadModel | None = None
@@ -108,44 +109,38 @@ class LocalStore:
         self.epoch += 1
 
     def _remove_old_copy(self) -> None:
-        old = self.folder / saved.OLD_FOLDER
-        if old.is_symlink():
-            old.unlink()
-        elif old.is_dir():
-            shutil.rmtree(old)  # (the saved mirror of earlier versions; rmtree never follows a link)
+        """Remove the saved mirror of earlier versions, and a saved-copy folder that is a link or no folder (neither is
+        ever read or followed: rmtree and unlink never follow a link)."""
+        for name in (saved.OLD_FOLDER, saved.FOLDER):
+            path = self.folder / name
+            if path.is_symlink() or (path.exists() and not path.is_dir()):
+                path.unlink()
+            elif name == saved.OLD_FOLDER and path.is_dir():
+                shutil.rmtree(path)
 
     def _rebuild(self) -> None:
-        """The read model from the engine (its collections created when missing), then saved."""
-        linked = links_in(self.folder)
+        """The read model rebuilt from the engine's rows by the engine's process and saved, then loaded here."""
+        linked = links_in(self.folder, skip=saved.FOLDER)
         if linked:
             self._move_aside(f"it holds links or files of another user ({', '.join(linked[:3])})")
             return
         with self._engine_lock:
             try:
                 self.engine.open()
-                model = ReadModel(self.dim)
-                for row in self.engine.rows():
-                    model.put_chunk(row)
-                for row in self.engine.rows(windows=True):
-                    model.put_window(row["id"], row["chunk_id"], row["source"], row["dense"])
-            except Incompatible as exc:
+                self.engine.rebuild(self.identity)
+            except (Incompatible, Damaged) as exc:
                 self.engine.close()
-                self._move_aside(str(exc))
+                self._move_aside(str(exc) if isinstance(exc, Incompatible) else f"it cannot be read ({exc})")
                 return
             except BaseException as exc:
                 self.engine.close()
-                if isinstance(exc, EngineDrift) or drift(exc):
-                    raise EngineDrift.of(exc) from exc
-                if not corrupt(exc):  # neither recognisably damaged data nor drift: a bug, not a rebuild
-                    raise StoreError(
-                        f"cannot open the index at {self.uri} ({type(exc).__name__}: {exc}); it is left as it is: "
-                        "please report this with `memsearch-lsp doctor` output"
-                    ) from exc
-                self._move_aside(f"it cannot be read ({type(exc).__name__}: {exc})")
-                return
+                raise self._explained(exc) if isinstance(exc, Exception) else exc from exc
+        found = saved.load(self.folder, self.identity, self.dim)
+        if found is None:
+            raise StoreError(f"the read model rebuilt from {self.uri} cannot be read back (see the warning above)")
         mark(self.folder)
-        self._model, self._files, self._unsaved, self._valid_save = model, None, 0, False
-        self._save()
+        self._model, self._files = found
+        self._unsaved, self._valid_save = 0, True
         self._close_engine()
 
     def _move_aside(self, why: str) -> None:
@@ -238,8 +233,12 @@ class LocalStore:
         with self._lock:
             self.model.note_file(source, size, mtime_ns)
 
-    def flush(self) -> None:
-        """Hand what is queued to the writer (it returns at once: searches already see it)."""
+    def flush(self, wait: bool = False) -> None:
+        """Hand what is queued to the writer; it returns at once (searches already see it) unless `wait`: then once the
+        engine holds it (the engine's failure, if it could not take it)."""
+        if wait:
+            self.sync()
+            return
         with self._lock:
             if self._queue and self._writer is None:
                 self._writer = threading.Thread(target=self._write_loop, name="memsearch-engine", daemon=True)
@@ -257,9 +256,12 @@ class LocalStore:
         own errors pass; anything else is a bug to report, never taken for damage."""
         if drift(exc):
             return EngineDrift.of(exc)
-        if corrupt(exc) or isinstance(exc, StoreError):
+        if isinstance(exc, StoreError):
             return exc
-        return StoreError(f"writing the index at {self.uri} failed ({type(exc).__name__}: {exc}); it is left as it "
+        said = (
+            str(exc) if type(exc) is RuntimeError else f"{type(exc).__name__}: {exc}"
+        )  # (said by the engine's process)
+        return StoreError(f"writing the index at {self.uri} failed ({said}); it is left as it "
                           "is: please report this with `memsearch-lsp doctor` output")  # fmt: skip
 
     def _write_loop(self) -> None:

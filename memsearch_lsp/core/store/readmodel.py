@@ -70,13 +70,16 @@ def pack(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Vectors:
-    """Rows of one collection: id -> slot, float32 vectors, a live mask and a source code per slot."""
+    """Rows of one collection: id -> slot, float32 vectors, a live mask and a source code per slot. The vectors of
+    the slots loaded with the model stay where they were loaded (memory-mapped); later slots go to `tail`, so the
+    first write after opening copies nothing."""
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.slot: dict[str, int] = {}
         self.ids: list[str] = []
-        self.vecs = np.zeros((0, dim), dtype=np.float32)
+        self.vecs = np.zeros((0, dim), dtype=np.float32)  # the loaded slots' vectors
+        self.tail = np.zeros((0, dim), dtype=np.float32)  # the vectors of the slots from len(vecs) on
         self.live = np.zeros(0, dtype=bool)
         self.source = np.zeros(0, dtype=np.int32)
 
@@ -92,15 +95,27 @@ class Vectors:
             slot = self.n
             if slot == len(self.live):  # grow by half (at least 64 rows)
                 cap = max(64, slot + slot // 2)
-                self.vecs = _grown(self.vecs, cap)
                 self.live = _grown(self.live, cap)
                 self.source = _grown(self.source, cap)
+            if slot - len(self.vecs) == len(self.tail):
+                self.tail = _grown(self.tail, max(64, len(self.tail) + len(self.tail) // 2))
             self.slot[key] = slot
             self.ids.append(key)
-        self.vecs[slot] = vector
+        if slot < len(self.vecs):
+            self.vecs[slot] = vector
+        else:
+            self.tail[slot - len(self.vecs)] = vector
         self.live[slot] = True
         self.source[slot] = source
         return slot, new
+
+    def vector(self, slot: int) -> np.ndarray:
+        return self.vecs[slot] if slot < len(self.vecs) else self.tail[slot - len(self.vecs)]
+
+    def matrix(self) -> np.ndarray:
+        """Every slot's vector, in order."""
+        more = self.n - len(self.vecs)
+        return np.concatenate([self.vecs, self.tail[:more]]) if more > 0 else self.vecs[: self.n]
 
     def remove(self, key: str) -> int | None:
         slot = self.slot.pop(key, None)
@@ -114,9 +129,16 @@ class Vectors:
         if not n or limit <= 0:
             return []
         sims = np.empty(n, dtype=np.float32)
+        loaded = min(n, len(self.vecs))
         for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
             end = min(n, start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
-            np.matmul(self.vecs[start:end], query, out=sims[start:end])
+            if end <= loaded:
+                np.matmul(self.vecs[start:end], query, out=sims[start:end])
+            else:
+                for part, first, last in ((self.vecs, start, min(end, loaded)), (self.tail, max(start, loaded), end)):
+                    if first < last:
+                        offset = 0 if part is self.vecs else loaded
+                        np.matmul(part[first - offset : last - offset], query, out=sims[first:last])
         return best(self.ids, sims, valid, limit)
 
 
@@ -192,8 +214,7 @@ class ReadModel:
         self.df_delta: dict[int, int] = {}  # document frequencies since `main` was built
         self.stats: dict[str, tuple[int, int]] = {}  # source -> (size, mtime_ns) when its text was read from disk
         self.saved_files: tuple[str, dict[str, FileRecord]] | None = None  # (model, files) as saved, until a write
-        self._by_embed: dict[tuple[str, str], str] | None = None
-        self._by_source: dict[int, set[str]] | None = None
+        self._by_embed: dict[bytes, int] | None = None  # embed_hash -> the slot of a row that holds it
 
     @property
     def docs(self) -> int:
@@ -213,11 +234,7 @@ class ReadModel:
         old = self.chunks.slot.get(key)
         if old is not None:
             self._forget_terms(old)
-        if old is not None and self._by_source is not None:
-            self._by_source[int(self.chunks.source[old])].discard(key)
         slot, _ = self.chunks.put(key, row["dense"], self.code(str(row["source"])))
-        if self._by_source is not None:
-            self._by_source.setdefault(int(self.chunks.source[slot]), set()).add(key)
         if slot >= len(self.ints):
             self.ints = _grown(self.ints, len(self.chunks.live))
         self.ints[slot] = [int(row.get(name) or 0) for name in INTS]
@@ -235,7 +252,7 @@ class ReadModel:
             self.df_delta[term] = self.df_delta.get(term, 0) + 1
         self._changed(slot)
         if self._by_embed is not None:
-            self._by_embed[(self.texts["model"][slot], self.texts["embed_hash"][slot])] = key
+            self._by_embed[self.texts["embed_hash"][slot].encode()] = slot
 
     def put_window(self, key: str, chunk_id: str, source: str, dense: Sequence[float] | np.ndarray) -> None:
         slot, new = self.windows.put(key, dense, self.code(source))
@@ -251,14 +268,10 @@ class ReadModel:
         for key in ids:
             slot = self.chunks.remove(key)
             if slot is not None:
-                if self._by_source is not None:
-                    self._by_source[int(self.chunks.source[slot])].discard(key)
                 self._forget_terms(slot)
                 self.terms[slot] = self.terms[slot][:0]
                 self.weights[slot] = self.weights[slot][:0]
                 self._changed(slot)
-                if self._by_embed is not None:
-                    self._by_embed.pop((self.texts["model"][slot], self.texts["embed_hash"][slot]), None)
             for window in self.windows_of.pop(key, []):
                 self.windows.remove(window)
 
@@ -390,11 +403,9 @@ class ReadModel:
         code = self.sources.get(source)
         if code is None:
             return set()
-        if self._by_source is None:
-            self._by_source = {}
-            for key, slot in self.chunks.slot.items():
-                self._by_source.setdefault(int(self.chunks.source[slot]), set()).add(key)
-        return set(self._by_source.get(code, ()))
+        n = self.chunks.n
+        slots = np.flatnonzero(self.chunks.live[:n] & (self.chunks.source[:n] == code))
+        return {self.chunks.ids[s] for s in slots.tolist()}
 
     def files(self, model: str) -> dict[str, FileRecord]:
         """Each indexed file's record (its rows must agree on the file hash and be of `model`)."""
@@ -414,21 +425,35 @@ class ReadModel:
     def vectors_for(self, embed_hashes: Iterable[str], model: str) -> dict[str, list[np.ndarray]]:
         """Stored vectors (the chunk's, then its windows' in order) by embed_hash, for the embedding cache."""
         if self._by_embed is None:
-            texts = self.texts
-            self._by_embed = {
-                (texts["model"][slot], texts["embed_hash"][slot]): key for key, slot in self.chunks.slot.items()
-            }
+            self._by_embed = self._embed_index()
         found = {}
+        texts, ints = self.texts, self.ints
         for embed_hash in set(embed_hashes):
-            key = self._by_embed.get((model, embed_hash))
-            if key is None:
-                continue
-            slot = self.chunks.slot[key]
+            slot = self._by_embed.get(embed_hash.encode())
+            if slot is None or not self.chunks.live[slot] or texts["embed_hash"][slot] != embed_hash:
+                continue  # (a slot deleted or written over since the index was built)
+            key = self.chunks.ids[slot]
             windows = sorted(self.windows_of.get(key, []), key=lambda w: int(w.rsplit(":", 1)[1]))
-            if len(windows) != int(self.ints[slot, INTS.index("windows")]) - 1:
-                continue  # incomplete: embed again
-            found[embed_hash] = [self.chunks.vecs[slot]] + [self.windows.vecs[self.windows.slot[w]] for w in windows]
+            if texts["model"][slot] != model or len(windows) != int(ints[slot, INTS.index("windows")]) - 1:
+                continue  # another model's, or incomplete: embed again
+            found[embed_hash] = [self.chunks.vector(slot)] + [
+                self.windows.vector(self.windows.slot[w]) for w in windows
+            ]
         return found
+
+    def _embed_index(self) -> dict[bytes, int]:
+        """embed_hash -> slot of every live row: the loaded rows' read straight from their column (sha256 hex, one
+        width), without decoding each; the rows written since on top."""
+        column, loaded = self.texts["embed_hash"], len(self.texts["embed_hash"].offsets) - 1
+        offsets, index = column.offsets, {}
+        width = int(offsets[1] - offsets[0]) if loaded else 0
+        if loaded and width and int(offsets[-1]) == width * loaded:
+            keys = np.ascontiguousarray(column.blob[: width * loaded]).view(f"S{width}").tolist()
+            index = dict(zip(keys, range(loaded), strict=True))
+        else:
+            index = {column[s].encode(): s for s in range(loaded)}
+        index.update((value.encode(), slot) for slot, value in column.since.items())
+        return index
 
     # -- postings --------------------------------------------------------------------------
     def _refresh(self) -> None:

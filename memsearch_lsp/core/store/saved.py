@@ -64,10 +64,10 @@ def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
     model.full_postings()
     chunks, windows, n = model.chunks, model.windows, model.chunks.n
     out: dict[str, np.ndarray] = {
-        "chunk_vecs": chunks.vecs[:n],
+        "chunk_vecs": chunks.matrix(),
         "chunk_live": chunks.live[:n],
         "chunk_source": chunks.source[:n],
-        "window_vecs": windows.vecs[: windows.n],
+        "window_vecs": windows.matrix(),
         "window_live": windows.live[: windows.n],
         "window_source": windows.source[: windows.n],
         "ints": model.ints[:n],

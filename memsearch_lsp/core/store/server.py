@@ -145,7 +145,7 @@ class ServerStore:
             for term in sparse_dict(vector):
                 self.df[term] += sign
 
-    def flush(self) -> None:
+    def flush(self, wait: bool = False) -> None:
         self.client.flush(self.collection)
 
     def note_file(self, source: str, size: int, mtime_ns: int) -> None:

@@ -1,0 +1,203 @@
+"""The engine's own process: Milvus Lite opened, written and read in a child of the process that owns the index.
+
+Importing the engine costs a process ~100 MB that it never gives back (pyarrow, its pools, the engine's modules),
+and opening it loads every segment; a long-lived owner (the language server, the MCP server, `warm`) would carry
+that from its first write on. So the local store (core/store/local.py) asks this process instead, over the one wire
+of our processes (core/wire.py: JSON-RPC lines on its stdin and stdout; its own stdout goes to stderr). It runs
+isolated from the workspace (core/launch.py), holds Milvus Lite's own lock while the owner holds the folder's, and
+ends when asked, or when its owner goes (its stdin closes). `EngineProcess` is the owner's side, with the calls of
+core/store/engine.py's `Engine`; errors come back as what they are (drift, another layout, damaged files).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memsearch_lsp.core import launch, wire
+from memsearch_lsp.core.store.engine import Engine, EngineDrift, Incompatible, corrupt, drift
+from memsearch_lsp.core.store.folder import StoreError
+
+log = logging.getLogger(__name__)
+
+DRIFT, OTHER_LAYOUT, DAMAGED = -32001, -32002, -32003
+
+
+class Damaged(StoreError):
+    """The engine's files cannot be read (damaged or cut short): the index is moved aside and rebuilt."""
+
+
+KINDS: dict[int, type[Exception]] = {DRIFT: EngineDrift, OTHER_LAYOUT: Incompatible, DAMAGED: Damaged}
+
+
+class EngineGone(StoreError):
+    """The engine's process ended before it answered."""
+
+
+def _packed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for the wire: its dense vector as base64 float32, its sparse one with string keys."""
+    out = dict(row, dense=base64.b64encode(np.asarray(row["dense"], dtype="<f4").tobytes()).decode())
+    if "sparse" in row:
+        out["sparse"] = {str(k): float(v) for k, v in dict(row["sparse"]).items()}
+    return out
+
+
+def _unpacked(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row, dense=np.frombuffer(base64.b64decode(row["dense"]), dtype="<f4").tolist())
+    if "sparse" in row:
+        out["sparse"] = {int(k): float(v) for k, v in row["sparse"].items()}
+    return out
+
+
+def command() -> list[str]:
+    """How the engine's process is started (a test starts one whose engine it changed)."""
+    return launch.python(__name__)
+
+
+class EngineProcess:
+    """The owner's side: the calls of `Engine`, each answered by the engine's process (started on `open`)."""
+
+    def __init__(self, folder: str | Path, collections: tuple[str, str], dim: int):
+        self.folder, self.collections, self.dim = str(folder), collections, dim
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def opened(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _call(self, method: str, **params: Any) -> Any:
+        process = self._process
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        why: BaseException | None = None
+        try:
+            wire.send(process.stdin, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+            reply = wire.receive(process.stdout)
+        except (OSError, ValueError) as exc:
+            reply, why = None, exc
+        if reply is None:
+            self.close()
+            raise EngineGone(f"the index's engine process ended before it answered {method!r} ({why or 'no reply'})")
+        if "error" in reply:
+            wire.raise_error(reply["error"], KINDS)
+        return reply.get("result")
+
+    def open(self) -> bool:
+        """Start the engine's process and open the collections there (created when missing: True)."""
+        if self.opened:
+            return False
+        self._process = subprocess.Popen(command(), cwd=launch.ROOT_FOLDER, env=launch.environment(),
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        try:
+            return bool(self._call("open", folder=self.folder, collections=list(self.collections), dim=self.dim))
+        except BaseException:
+            self.close()
+            raise
+
+    def write(self, upserts: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]], deletes: Sequence[str],
+              window_deletes: Sequence[str]) -> None:  # fmt: skip
+        self._call("write", upserts=[_packed(r) for r in upserts], windows=[_packed(w) for w in windows],
+                   deletes=list(deletes), window_deletes=list(window_deletes))  # fmt: skip
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def drop(self) -> None:
+        self._call("drop")
+
+    def rebuild(self, identity: dict[str, Any]) -> None:
+        """Read every row of the engine into a read model and save it beside the index (core/store/saved.py)."""
+        self._call("rebuild", identity=identity)
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None and process.stdin is not None:
+            try:
+                wire.send(process.stdin, {"jsonrpc": "2.0", "id": 1, "method": "close", "params": {}})
+                process.stdin.close()
+                process.wait(60)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                process.kill()
+                process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+# -- the engine's process ------------------------------------------------------------------------
+def _rebuild(engine: Engine, identity: dict[str, Any]) -> None:
+    from memsearch_lsp.core.store import saved
+    from memsearch_lsp.core.store.readmodel import ReadModel
+
+    model = ReadModel(engine.dim)
+    for row in engine.rows():
+        model.put_chunk(row)
+    for row in engine.rows(windows=True):
+        model.put_window(row["id"], row["chunk_id"], row["source"], row["dense"])
+    stored = next((model.texts["model"][s] for s in model.chunks.slot.values()), "")
+    saved.save(model, engine.folder, identity, model.files(stored))
+
+
+def _handle(engine: Engine | None, method: str, params: dict[str, Any]) -> tuple[Engine | None, Any]:
+    if method == "open":
+        first, second = params["collections"]
+        engine = Engine(params["folder"], (first, second), int(params["dim"]))
+        return engine, engine.open()
+    if engine is None:
+        raise RuntimeError(f"{method} before open")
+    if method == "write":
+        engine.write([_unpacked(r) for r in params["upserts"]], [_unpacked(w) for w in params["windows"]],
+                     params["deletes"], params["window_deletes"])  # fmt: skip
+    elif method == "flush":
+        engine.flush()
+    elif method == "drop":
+        engine.drop()
+    elif method == "rebuild":
+        _rebuild(engine, params["identity"])
+    elif method != "close":
+        raise RuntimeError(f"unknown method {method!r}")
+    return engine, None
+
+
+def _code(exc: BaseException) -> int | None:
+    if isinstance(exc, Incompatible):
+        return OTHER_LAYOUT
+    if isinstance(exc, EngineDrift) or drift(exc):
+        return DRIFT
+    return DAMAGED if corrupt(exc) else wire.INTERNAL_ERROR
+
+
+def main() -> None:
+    """Answer the owner on stdin / stdout until it says close or goes away."""
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what the engine or a library prints goes to stderr, never into the replies
+    sys.stdout = sys.stderr
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="memsearch-lsp engine: %(message)s")
+    engine: Engine | None = None
+    try:
+        while (message := wire.receive(sys.stdin.buffer)) is not None:
+            method, params = str(message.get("method", "")), message.get("params") or {}
+            try:
+                engine, result = _handle(engine, method, params)
+                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+            except Exception as exc:
+                error = EngineDrift.of(exc) if _code(exc) == DRIFT else exc
+                reply = {"jsonrpc": "2.0", "id": message.get("id"), "error": wire.error(error, _code(exc))}
+            if method == "close":
+                break
+            wire.send(replies, reply)
+    finally:
+        if engine is not None:
+            engine.close()
+
+
+if __name__ == "__main__":
+    main()
