@@ -190,8 +190,9 @@ class Indexer:
             texts.setdefault(source, text)
         return texts
 
-    def _drop_gone(self, manifest: dict[str, _FileState], present: set[str], unreadable: set[str],
-                   stats: IndexStats) -> None:  # fmt: skip
+    def _drop_gone(
+        self, manifest: dict[str, _FileState], present: set[str], unreadable: set[str], stats: IndexStats
+    ) -> None:
         """Removals last, so a renamed file reuses the vectors of its old rows; files that became unreadable
         lose their rows too (the index mirrors what can be read)."""
         removed = [s for s in manifest if s not in present and s not in unreadable]
@@ -316,8 +317,17 @@ class Indexer:
                 row = self._row(c, file_hash, first)
                 row["windows"] = 1 + len(rest)
                 rows.append(row)
-                windows += [{"id": f"{c.id}:{n}", "chunk_id": c.id, "source": c.source, "embed_hash": c.embed_hash,
-                             "model": self.model, "dense": v} for n, v in enumerate(rest, 1)]  # fmt: skip
+                windows += [
+                    {
+                        "id": f"{c.id}:{n}",
+                        "chunk_id": c.id,
+                        "source": c.source,
+                        "embed_hash": c.embed_hash,
+                        "model": self.model,
+                        "dense": v,
+                    }
+                    for n, v in enumerate(rest, 1)
+                ]
         old = {source: self.ids(source) for source, _, _ in group}
         self.store.upsert(rows, windows)
         self._writes = self.store.writes

@@ -41,9 +41,13 @@ class Memory(MemoryFiles):
     """
 
     def __init__(
-        self, workspace: str | Path = ".", *, config: Config | None = None, embedder: Embedder | None = None,
+        self,
+        workspace: str | Path = ".",
+        *,
+        config: Config | None = None,
+        embedder: Embedder | None = None,
         **settings: Any,
-    ):  # fmt: skip
+    ):
         super().__init__(workspace, config=config, embedder=embedder, **settings)
         self._store: Store | None = None
         self._indexer: Indexer | None = None

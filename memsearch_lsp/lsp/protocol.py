@@ -17,6 +17,44 @@ from memsearch_lsp.lsp.convert import normalize_uri
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 300
+
+#: The pygls releases this module was written and tested against (pyproject pins the same range). It overrides private
+#: parts of pygls, each named here with what it is for (no public hook does it: pygls 2.1 has none for answering a
+#: request whose params do not parse, nor for the error a handler's ValueError becomes); a release that moved one
+#: stops the server at start with PyglsDrift, naming pygls, its version and this range
+#: (tests/unit/test_pygls_contract.py checks them against the installed pygls).
+PYGLS_SUPPORTED = ">=2.0,<2.2"
+PRIVATE = {
+    (LanguageServerProtocol, "_send_response"): ("msg_id", "result", "error"),  # every error message one line
+    (LanguageServerProtocol, "_send_handler_result"): ("future", "msg_id"),  # a handler's ValueError: InvalidParams
+    (Workspace, "_create_text_document"): ("doc_uri", "source", "version", "language_id"),  # LSP's line model
+}
+PRIVATE_STATE = (
+    "_request_futures",
+    "_workspace",
+)  # the protocol's, and the workspace's "_sync_kind", "_position_codec"
+
+
+class PyglsDrift(RuntimeError):
+    """The installed pygls moved a private part this module overrides."""
+
+
+def check_pygls() -> None:
+    """PyglsDrift, naming pygls, its version and the supported range, when a private part overridden here moved."""
+    import inspect
+    from importlib import metadata
+
+    for (cls, name), wanted in PRIVATE.items():
+        method = getattr(cls, name, None)
+        found = tuple(inspect.signature(method).parameters)[1:] if callable(method) else ()
+        if found != wanted:
+            raise PyglsDrift(
+                f"pygls {metadata.version('pygls')} is installed, but memsearch-lsp supports pygls{PYGLS_SUPPORTED}: "
+                f"{cls.__name__}.{name} is not as it was ({found or 'gone'}); install a supported version: "
+                f"pip install 'pygls{PYGLS_SUPPORTED}'"
+            )
+
+
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
@@ -64,7 +102,11 @@ class MemsearchProtocol(LanguageServerProtocol):
     """Answers malformed requests (-32602) and early ones (-32002); error messages are one line."""
 
     def __init__(self, *args: Any, **kwargs: Any):
+        check_pygls()
         super().__init__(*args, **kwargs)
+        missing = [name for name in PRIVATE_STATE[:1] if not hasattr(self, name)]
+        if missing:
+            raise PyglsDrift(f"pygls: {', '.join(missing)} is gone; memsearch-lsp supports pygls{PYGLS_SUPPORTED}")
         self.initialize_seen = False
 
     def structure_message(self, data: dict[str, Any]) -> Any:

@@ -29,8 +29,9 @@ T = TypeVar("T")
 WARM_PROCESS = "memsearch-lsp warm"
 
 
-def open_memory(workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None,
-                **settings: Any) -> MemoryApi:  # fmt: skip
+def open_memory(
+    workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None, **settings: Any
+) -> MemoryApi:
     """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
 
     A local open waits (up to `wait_s`) while another short-lived process holds the folder; an owner that runs but
@@ -72,8 +73,9 @@ class Door:
     while this one owns it; `call(fn)` runs `fn(memory)` and, when the owner it followed went away, opens again
     and runs it once more."""
 
-    def __init__(self, root: str | Path, *, config: Config | None = None, process: str = "memsearch-lsp",
-                 **settings: Any):  # fmt: skip
+    def __init__(
+        self, root: str | Path, *, config: Config | None = None, process: str = "memsearch-lsp", **settings: Any
+    ):
         self.root = Path(root).expanduser().resolve()
         self.config, self.process, self.settings = config, process, settings
         self.owner: OwnerServer | None = None
@@ -168,7 +170,13 @@ def serve_until_idle(workspace: str | Path, idle_s: float, *, poll_s: float = 1.
 def spawn(arguments: list[str]) -> int:
     """Start `memsearch-lsp ARGUMENTS` in the background (its own session, no terminal), isolated from the workspace
     (core/launch.py: `python -I`, from `/`, a minimal environment). Its pid."""
-    process = subprocess.Popen(launch.python("memsearch_lsp", *arguments), cwd=launch.ROOT_FOLDER,
-                               env=launch.environment(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        launch.python("memsearch_lsp", *arguments),
+        cwd=launch.ROOT_FOLDER,
+        env=launch.environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     return process.pid

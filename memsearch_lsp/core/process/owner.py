@@ -130,8 +130,9 @@ def connect(sock_path: str, timeout: float) -> socket.socket:
     return conn
 
 
-def call(sock_path: str, op: str, params: dict[str, Any], progress: Progress | None = None,
-         timeout: float = CALL_TIMEOUT_S) -> Any:  # fmt: skip
+def call(
+    sock_path: str, op: str, params: dict[str, Any], progress: Progress | None = None, timeout: float = CALL_TIMEOUT_S
+) -> Any:
     """Ask the owner at `sock_path` to run `op`; its result (progress notifications go to `progress`)."""
     with connect(sock_path, timeout) as conn, conn.makefile("rb") as reader:
         wire.send(conn, {"jsonrpc": "2.0", "id": 1, "method": op, "params": params})
@@ -176,8 +177,9 @@ def find_owner(root: Path) -> str | None:
         if isinstance(exc, UntrustedOwner) and pid_alive(int(record.get("pid", 0) or 0)):
             raise
         if _owner_alive(root, record):
-            raise OwnerGone(f"the process that owns the index of {root} (pid {record.get('pid')}) does not answer "
-                            f"({exc})") from exc  # fmt: skip
+            raise OwnerGone(
+                f"the process that owns the index of {root} (pid {record.get('pid')}) does not answer ({exc})"
+            ) from exc
         log.info("removing a stale index owner record (pid %s): %s", record.get("pid"), exc)
         _remove_stale(root)
         return None
@@ -208,8 +210,14 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def progress(self, done: int, total: int, message: str) -> None:
         with contextlib.suppress(OSError):
-            wire.send(self.connection, {"jsonrpc": "2.0", "method": protocol.PROGRESS,
-                                            "params": {"done": done, "total": total, "message": message}})  # fmt: skip
+            wire.send(
+                self.connection,
+                {
+                    "jsonrpc": "2.0",
+                    "method": protocol.PROGRESS,
+                    "params": {"done": done, "total": total, "message": message},
+                },
+            )
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -241,8 +249,13 @@ class OwnerServer:
         server.owner = self
         self._server = server
         threading.Thread(target=server.serve_forever, name="memsearch-owner", daemon=True).start()
-        record = {"pid": os.getpid(), "socket": str(self.socket), "version": __version__, "index": self.memory.uri,
-                  "process": self.process}  # fmt: skip
+        record = {
+            "pid": os.getpid(),
+            "socket": str(self.socket),
+            "version": __version__,
+            "index": self.memory.uri,
+            "process": self.process,
+        }
         with folder_fd(self.memory.index_dir) as fd:
             write_file(fd, RECORD, json.dumps(record).encode())
 
@@ -330,8 +343,9 @@ class RemoteMemory(MemoryFiles):
         wanted = settings.pop("top_k", None)
         return self._search(query, top_k if top_k is not None else wanted, **settings)
 
-    def remember(self, text: str, heading: str | None = None, *, now: dt.datetime | None = None,
-                 long_term: bool = False) -> Remembered:  # fmt: skip
+    def remember(
+        self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
+    ) -> Remembered:
         """(At this process's time: its clock may be set.)"""
         return self._remember(text, heading, now=now or self.clock(), long_term=long_term)
 

@@ -45,8 +45,14 @@ CONVERTER.register_structure_hook(
 
 #: The operations of IndexApi, by name; their type hints read once.
 OPERATIONS = tuple(name for name, value in vars(IndexApi).items() if inspect.isfunction(value) and name[0] != "_")
-_TYPES = {"Chunk": Chunk, "Expanded": Expanded, "Hit": Hit, "IndexStats": IndexStats, "Progress": Progress,
-          "Remembered": Remembered}  # fmt: skip
+_TYPES = {
+    "Chunk": Chunk,
+    "Expanded": Expanded,
+    "Hit": Hit,
+    "IndexStats": IndexStats,
+    "Progress": Progress,
+    "Remembered": Remembered,
+}
 
 
 class OwnerGone(RuntimeError):

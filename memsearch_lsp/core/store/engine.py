@@ -94,8 +94,14 @@ def corrupt(exc: BaseException) -> bool:
         return False
     from milvus_lite import ManifestCorruptedError, SchemaValidationError, WALCorruptedError
 
-    kinds: tuple[type[BaseException], ...] = (ManifestCorruptedError, WALCorruptedError, SchemaValidationError,
-                                              json.JSONDecodeError, UnicodeDecodeError, EOFError)  # fmt: skip
+    kinds: tuple[type[BaseException], ...] = (
+        ManifestCorruptedError,
+        WALCorruptedError,
+        SchemaValidationError,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+        EOFError,
+    )
     arrow = sys.modules.get("pyarrow.lib")
     return isinstance(exc, kinds + ((arrow.ArrowInvalid,) if arrow is not None else ()))
 
@@ -171,8 +177,13 @@ class Engine:
         return self._db.get_collection(name)
 
     # -- writes --------------------------------------------------------------------------------
-    def write(self, upserts: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]], deletes: Sequence[str],
-              window_deletes: Sequence[str]) -> None:  # fmt: skip
+    def write(
+        self,
+        upserts: Sequence[dict[str, Any]],
+        windows: Sequence[dict[str, Any]],
+        deletes: Sequence[str],
+        window_deletes: Sequence[str],
+    ) -> None:
         """Upsert chunk and window rows, then delete rows by id (in that order), as the indexer wrote them."""
         try:
             chunks, extra = (self._table(n) for n in self.collections)

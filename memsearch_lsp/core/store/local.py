@@ -261,8 +261,10 @@ class LocalStore:
         said = (
             str(exc) if type(exc) is RuntimeError else f"{type(exc).__name__}: {exc}"
         )  # (said by the engine's process)
-        return StoreError(f"writing the index at {self.uri} failed ({said}); it is left as it "
-                          "is: please report this with `memsearch-lsp doctor` output")  # fmt: skip
+        return StoreError(
+            f"writing the index at {self.uri} failed ({said}); it is left as it "
+            "is: please report this with `memsearch-lsp doctor` output"
+        )
 
     def _write_loop(self) -> None:
         """The writer: drains the queue into the engine, saves the read model after large writes, and closes the
@@ -348,15 +350,17 @@ class LocalStore:
             self._start_empty()
 
     # -- reads: the read model ---------------------------------------------------------------------
-    def dense_leg(self, vector: Sequence[float], limit: int, exclude_source: str = "",
-                  only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+    def dense_leg(
+        self, vector: Sequence[float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
         if only is not None and not only:
             return {}
         with self._lock:
             return self.model.dense(vector, limit, exclude_source, only)
 
-    def sparse_leg(self, terms: Mapping[int, float], limit: int, exclude_source: str = "",
-                   only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+    def sparse_leg(
+        self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
         if only is not None and not only:
             return {}
         with self._lock:

@@ -223,8 +223,10 @@ def _model(a: dict[str, np.ndarray], names: list[str], dim: int) -> ReadModel:
     main.starts, main.ends = a["post_starts"], a["post_ends"]
     _check(main.slots.shape == main.weights.shape and main.starts.shape == main.ends.shape == main.keys.shape, "post")
     _check(not main.slots.size or (int(main.slots.min()) >= 0 and int(main.slots.max()) < n), "posting slots")
-    _check(bool(np.all(main.starts <= main.ends)) and (not main.ends.size or int(main.ends.max()) <= len(main.slots)),
-           "posting ranges")  # fmt: skip
+    _check(
+        bool(np.all(main.starts <= main.ends)) and (not main.ends.size or int(main.ends.max()) <= len(main.slots)),
+        "posting ranges",
+    )
     _check(bool(np.all(np.diff(main.keys.astype(np.int64)) > 0)), "posting terms")
     model.main, model.main_upto = main, n
     return model

@@ -21,8 +21,12 @@ CHUNK_FIELDS = (
     ("content", "VARCHAR", 65535),
     ("sparse", "SPARSE_FLOAT_VECTOR", 0),  # BM25 document weights (core/search/bm25.py)
 )
-WINDOW_FIELDS = (("chunk_id", "VARCHAR", 64), ("source", "VARCHAR", 2048), ("embed_hash", "VARCHAR", 512),
-                 ("model", "VARCHAR", 512))  # fmt: skip
+WINDOW_FIELDS = (
+    ("chunk_id", "VARCHAR", 64),
+    ("source", "VARCHAR", 2048),
+    ("embed_hash", "VARCHAR", 512),
+    ("model", "VARCHAR", 512),
+)
 FIELDS = {"id", "dense", *(name for name, _, _ in CHUNK_FIELDS)}
 
 

@@ -88,8 +88,9 @@ class ServerStore:
                 client.load_collection(self.collection)
                 client.load_collection(self.windows)
                 return
-            log.warning("collection %s was built by another version or for another dimension: rebuilding it",
-                        self.collection)  # fmt: skip
+            log.warning(
+                "collection %s was built by another version or for another dimension: rebuilding it", self.collection
+            )
         self._create()
 
     def _create(self) -> None:
@@ -163,16 +164,18 @@ class ServerStore:
         finally:
             iterator.close()
 
-    def dense_leg(self, vector: Sequence[float], limit: int, exclude_source: str = "",
-                  only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+    def dense_leg(
+        self, vector: Sequence[float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
         """The `limit` chunks closest to `vector`, each scored by its best window."""
         if only is not None and not only:
             return {}
         expr = where(exclude_source, only)
         vector = _list(vector)
         found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit, filter=expr)
-        tails = self.client.search(self.windows, [vector], anns_field="dense", limit=3 * limit, filter=expr,
-                                   output_fields=["chunk_id"])  # fmt: skip
+        tails = self.client.search(
+            self.windows, [vector], anns_field="dense", limit=3 * limit, filter=expr, output_fields=["chunk_id"]
+        )
         scores = {str(h["id"]): float(h["distance"]) for h in found[0]}
         for hit in tails[0]:
             chunk = str(hit.get("entity", {}).get("chunk_id", ""))
@@ -180,12 +183,19 @@ class ServerStore:
                 scores[chunk] = float(hit["distance"])
         return {k: scores[k] for k in sorted(scores, key=lambda k: -scores[k])[:limit]}
 
-    def sparse_leg(self, terms: Mapping[int, float], limit: int, exclude_source: str = "",
-                   only: Collection[str] | None = None) -> dict[str, float]:  # fmt: skip
+    def sparse_leg(
+        self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
+    ) -> dict[str, float]:
         if not terms or (only is not None and not only):
             return {}
-        hits = self.client.search(self.collection, [dict(terms)], anns_field="sparse", limit=limit,
-                                  filter=where(exclude_source, only), output_fields=[])  # fmt: skip
+        hits = self.client.search(
+            self.collection,
+            [dict(terms)],
+            anns_field="sparse",
+            limit=limit,
+            filter=where(exclude_source, only),
+            output_fields=[],
+        )
         return {str(h["id"]): float(h["distance"]) for h in hits[0]}
 
     def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
@@ -233,8 +243,12 @@ class ServerStore:
         unique = sorted(set(embed_hashes))
         for start in range(0, len(unique), _BATCH):
             part = ", ".join(quote(h) for h in unique[start : start + _BATCH])
-            rows = self.client.query(self.collection, filter=f"model == {quote(model)} and embed_hash in [{part}]",
-                                     output_fields=["embed_hash", "dense", "windows"], limit=16384)  # fmt: skip
+            rows = self.client.query(
+                self.collection,
+                filter=f"model == {quote(model)} and embed_hash in [{part}]",
+                output_fields=["embed_hash", "dense", "windows"],
+                limit=16384,
+            )
             for row in rows:
                 count = int(row["windows"] or 1)
                 tails = self._get([f"{row['id']}:{n}" for n in range(1, count)], ["dense"], self.windows)

@@ -93,18 +93,29 @@ class EngineProcess:
         """Start the engine's process and open the collections there (created when missing: True)."""
         if self.opened:
             return False
-        self._process = subprocess.Popen(command(), cwd=launch.ROOT_FOLDER, env=launch.environment(),
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        self._process = subprocess.Popen(
+            command(), cwd=launch.ROOT_FOLDER, env=launch.environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
         try:
             return bool(self._call("open", folder=self.folder, collections=list(self.collections), dim=self.dim))
         except BaseException:
             self.close()
             raise
 
-    def write(self, upserts: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]], deletes: Sequence[str],
-              window_deletes: Sequence[str]) -> None:  # fmt: skip
-        self._call("write", upserts=[_packed(r) for r in upserts], windows=[_packed(w) for w in windows],
-                   deletes=list(deletes), window_deletes=list(window_deletes))  # fmt: skip
+    def write(
+        self,
+        upserts: Sequence[dict[str, Any]],
+        windows: Sequence[dict[str, Any]],
+        deletes: Sequence[str],
+        window_deletes: Sequence[str],
+    ) -> None:
+        self._call(
+            "write",
+            upserts=[_packed(r) for r in upserts],
+            windows=[_packed(w) for w in windows],
+            deletes=list(deletes),
+            window_deletes=list(window_deletes),
+        )
 
     def flush(self) -> None:
         self._call("flush")
@@ -154,8 +165,12 @@ def _handle(engine: Engine | None, method: str, params: dict[str, Any]) -> tuple
     if engine is None:
         raise RuntimeError(f"{method} before open")
     if method == "write":
-        engine.write([_unpacked(r) for r in params["upserts"]], [_unpacked(w) for w in params["windows"]],
-                     params["deletes"], params["window_deletes"])  # fmt: skip
+        engine.write(
+            [_unpacked(r) for r in params["upserts"]],
+            [_unpacked(w) for w in params["windows"]],
+            params["deletes"],
+            params["window_deletes"],
+        )
     elif method == "flush":
         engine.flush()
     elif method == "drop":

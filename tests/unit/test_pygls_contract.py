@@ -1,0 +1,31 @@
+"""The private parts of pygls that lsp/protocol.py overrides are as it was written for, and a release that moved one
+stops the server with one message naming pygls (never a half-working server)."""
+
+from __future__ import annotations
+
+import pytest
+from pygls.protocol import LanguageServerProtocol
+
+from memsearch_lsp.config import tomllib
+from memsearch_lsp.lsp import protocol
+from tests.helpers import ROOT
+
+
+def test_the_installed_pygls_has_every_private_part_overridden() -> None:
+    protocol.check_pygls()
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.startswith(f"pygls{protocol.PYGLS_SUPPORTED}") for d in deps), "pyproject pins the tested range"
+
+
+def test_a_moved_private_part_stops_with_one_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    def renamed(self: object, msg_id: object, result: object = None) -> None:  # a release that dropped `error`
+        return None
+
+    monkeypatch.setattr(LanguageServerProtocol, "_send_response", renamed)
+    with pytest.raises(protocol.PyglsDrift) as info:
+        protocol.check_pygls()
+    message = str(info.value)
+    assert "pygls" in message and metadata.version("pygls") in message and protocol.PYGLS_SUPPORTED in message
+    assert "_send_response" in message and "\n" not in message
