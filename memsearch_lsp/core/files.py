@@ -1,9 +1,12 @@
-"""Find memory files under a workspace, read them safely, and keep every path inside the root."""
+"""Find memory files under a workspace, read them safely, keep every path inside the root; private folders and
+the files in them, never reached through a link."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -241,3 +244,70 @@ def read_text(path: Path) -> tuple[str, str]:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
         return data.decode("utf-8", "replace"), f"invalid UTF-8 at byte {exc.start}, decoded with replacement"
+
+
+NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+# -- files inside a private folder: never through a link, at any level ------------------------
+@contextlib.contextmanager
+def folder_fd(path: str | Path, create: bool = False) -> Iterator[int]:
+    """A descriptor of the folder `path` whose last part (and, with `create`, each part made) is no link: files are
+    then opened relative to it (`dir_fd`), so a link put in its place later is never followed."""
+    path = Path(path)
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
+    except OSError as exc:
+        raise UnsafeFolder(f"refusing {path}: it must be a real folder, not a link ({exc.strerror})") from exc
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_file(folder: int, name: str, limit: int = 1 << 34) -> bytes:
+    """The bytes of the regular file `name` in the folder `folder` (a descriptor), never through a link."""
+    fd = os.open(name, os.O_RDONLY | NO_FOLLOW, dir_fd=folder)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{name} is not a regular file")
+        return handle.read(limit)
+
+
+def write_file(folder: int, name: str, data: bytes | memoryview) -> None:
+    """Write `name` in `folder` (a descriptor) through a new temporary file (O_EXCL, never a link) renamed into
+    place: a reader sees the old file or the new one, and nothing outside the folder is ever written."""
+    temporary = f".{name}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary, dir_fd=folder)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o600, dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder)
+        raise
+
+
+def remove_file(folder: int, name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=folder)
+
+
+def links_in(folder: Path, skip: str = "") -> list[str]:
+    """Links (or things owned by another user) anywhere under `folder` but in its subfolder `skip`: a folder that holds
+    one is not used."""
+    found = []
+    for parent, dirs, names in os.walk(folder):
+        if parent == str(folder):
+            dirs[:] = [d for d in dirs if d != skip]
+        for name in dirs + names:
+            info = os.lstat(os.path.join(parent, name))
+            if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+                found.append(os.path.relpath(os.path.join(parent, name), folder))
+    return found

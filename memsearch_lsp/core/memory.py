@@ -235,7 +235,8 @@ class Memory(MemoryFiles):
 
     def status(self) -> dict[str, Any]:
         indexer = self.indexer
-        counts = self.store.counts()
+        files = self.store.files(self.embedder.model_name).values()
+        counts = sum(1 for r in files if r.chunks), sum(r.chunks for r in files)
         return {
             "version": __version__,
             "root": str(self.root),

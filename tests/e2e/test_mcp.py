@@ -170,3 +170,38 @@ async def test_mcp_beside_a_running_language_server(tmp_path: Path) -> None:
     finally:
         if lsp.client._server and lsp.client._server.returncode is None:  # type: ignore[union-attr]
             await stop(lsp)
+
+
+def test_a_lone_surrogate_gets_an_answer(workspace: Path) -> None:
+    """A client may send "\\ud800" (JSON allows it); the SDK's parser rejects such a message without answering, so the
+    server cleans it first: every request gets a reply, and the server keeps serving."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memsearch_lsp", "mcp", "--workspace", str(workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def ask(raw: str) -> dict[str, Any]:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(raw.encode() + b"\n")
+        server.stdin.flush()
+        while True:
+            reply = json.loads(server.stdout.readline())
+            if "id" in reply:
+                return dict(reply)
+
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        assert "result" in ask(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":{%s}}}'
+        lone = ask(call % (2, "memory_search", '"query":"\\ud800 Redis"'))
+        assert lone["id"] == 2 and not lone["result"]["isError"], lone
+        assert ask(call % (3, "memory_expand", '"id":"\\udfff"'))["result"]["isError"]  # answered: no such chunk
+        ok = ask(call % (4, "memory_search", '"query":"Redis cache config"'))
+        assert ok["result"]["structuredContent"]["hits"][0]["heading"] == "Redis Caching"
+    finally:
+        server.kill()
+        server.wait()

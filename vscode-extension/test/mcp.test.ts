@@ -56,8 +56,8 @@ describe('MCP server for agent mode', () => {
     });
 
     it('runs the language server\'s Python with `-m memsearch_lsp mcp --workspace <folder>`', () => {
-        assert.deepEqual(mcpCommand(['/venv/bin/python'], '/ws'), { command: '/venv/bin/python', args: ['-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
-        assert.deepEqual(mcpCommand(['py', '-3'], '/ws'), { command: 'py', args: ['-3', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
+        assert.deepEqual(mcpCommand(['/venv/bin/python'], '/ws'), { command: '/venv/bin/python', args: ['-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
+        assert.deepEqual(mcpCommand(['py', '-3'], '/ws'), { command: 'py', args: ['-3', '-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
     });
 
     it('offers one stdio server per enabled folder, with the interpreter it is given', async () => {
@@ -84,7 +84,7 @@ describe('MCP server for agent mode', () => {
         assert.ok(server);
         assert.equal(server.label, 'Memsearch memory (a)');
         assert.equal(server.command, '/venv/bin/python');
-        assert.deepEqual(server.args, ['-m', 'memsearch_lsp', 'mcp', '--workspace', Uri.file('/work/a').fsPath]);
+        assert.deepEqual(server.args, ['-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', Uri.file('/work/a').fsPath]);
         assert.deepEqual([server.env, server.version, server.cwd?.fsPath], [{ PYTHONUTF8: '1' }, '0.1.0', Uri.file('/work/a').fsPath]);
         assert.deepEqual(asked, ['a']);
 

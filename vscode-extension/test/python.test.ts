@@ -82,8 +82,8 @@ describe('finding Python', () => {
 
 describe('starting the server', () => {
     it('runs <python> -m memsearch_lsp serve', () => {
-        assert.deepEqual(serverCommand(['/venv/bin/python']), { command: '/venv/bin/python', args: ['-m', 'memsearch_lsp', 'serve'] });
-        assert.deepEqual(serverCommand(['py', '-3']), { command: 'py', args: ['-3', '-m', 'memsearch_lsp', 'serve'] });
+        assert.deepEqual(serverCommand(['/venv/bin/python']), { command: '/venv/bin/python', args: ['-I', '-m', 'memsearch_lsp', 'serve'] });
+        assert.deepEqual(serverCommand(['py', '-3']), { command: 'py', args: ['-3', '-I', '-m', 'memsearch_lsp', 'serve'] });
     });
 
     it('checks that memsearch_lsp imports, and reads its version', async () => {

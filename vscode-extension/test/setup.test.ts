@@ -155,7 +155,7 @@ describe('first-run commands', () => {
         const text = await copyMcpConfig(host, async () => true);
         assert.equal(stub.clipboard, text);
         assert.deepEqual(JSON.parse(stub.clipboard), mcpServerConfig(['/private/venv/bin/python'], Uri.file(tmp).fsPath));
-        assert.deepEqual(mcpServerConfig(['py', '-3'], '/ws').mcpServers.memsearch, { command: 'py', args: ['-3', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
+        assert.deepEqual(mcpServerConfig(['py', '-3'], '/ws').mcpServers.memsearch, { command: 'py', args: ['-3', '-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
     });
 
     it('runs the CLI of a Python with -m memsearch_lsp', async () => {

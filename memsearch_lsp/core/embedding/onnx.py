@@ -195,7 +195,7 @@ class FastEmbedEmbedder:
 
     def _load_new(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
-        from memsearch_lsp.core.store.memory_use import few_heap_arenas, steady_mmap_threshold
+        from memsearch_lsp.core.memory_use import few_heap_arenas, steady_mmap_threshold
 
         steady_mmap_threshold()  # before the model's transient tensors: they are handed back, not kept
         few_heap_arenas()  # before ONNX Runtime's threads allocate

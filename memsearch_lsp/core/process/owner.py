@@ -29,12 +29,13 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core import wire
 from memsearch_lsp.core.api import IndexApi, MemoryApi, Remembered
+from memsearch_lsp.core.files import folder_fd, read_file, remove_file, write_file
 from memsearch_lsp.core.index import Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory
 from memsearch_lsp.core.process import protocol
 from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerGone, asked_of_owner
 from memsearch_lsp.core.search.hybrid import Hit
-from memsearch_lsp.core.store.folder import folder_fd, locked_by_other, read_file, remove_file, write_file
+from memsearch_lsp.core.store.folder import locked_by_other
 from memsearch_lsp.core.workspace import MemoryFiles, with_index_settings
 from memsearch_lsp.version import __version__
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.core.store.memory_use import (
+from memsearch_lsp.core.memory_use import (
     arrow_system_pool,
     arrow_without_pandas,
     few_heap_arenas,

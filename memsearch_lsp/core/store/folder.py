@@ -9,17 +9,15 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from memsearch_lsp.core.files import UnsafeFolder, private_folder
+from memsearch_lsp.core.files import NO_FOLLOW, UnsafeFolder, folder_fd, private_folder, write_file
 
 log = logging.getLogger(__name__)
 
 MARKER = ".memsearch-lsp-index"  # written into every local index folder this program creates
 LOCK = "memsearch.lock"  # held (flock) by the process that owns the index, engine open or not
 ENGINE_LOCK = "LOCK"  # Milvus Lite's own, held while its engine is open
-NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class StoreError(RuntimeError):
@@ -28,70 +26,6 @@ class StoreError(RuntimeError):
 
 class IndexBusy(StoreError):
     """Another process holds the local index folder."""
-
-
-# -- files inside a private folder: never through a link, at any level ------------------------
-@contextlib.contextmanager
-def folder_fd(path: str | Path, create: bool = False) -> Iterator[int]:
-    """A descriptor of the folder `path` whose last part (and, with `create`, each part made) is no link: files are
-    then opened relative to it (`dir_fd`), so a link put in its place later is never followed."""
-    path = Path(path)
-    if create:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
-    except OSError as exc:
-        raise UnsafeFolder(f"refusing {path}: it must be a real folder, not a link ({exc.strerror})") from exc
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def read_file(folder: int, name: str, limit: int = 1 << 34) -> bytes:
-    """The bytes of the regular file `name` in the folder `folder` (a descriptor), never through a link."""
-    fd = os.open(name, os.O_RDONLY | NO_FOLLOW, dir_fd=folder)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise OSError(f"{name} is not a regular file")
-        return handle.read(limit)
-
-
-def write_file(folder: int, name: str, data: bytes | memoryview) -> None:
-    """Write `name` in `folder` (a descriptor) through a new temporary file (O_EXCL, never a link) renamed into
-    place: a reader sees the old file or the new one, and nothing outside the folder is ever written."""
-    temporary = f".{name}.{os.getpid()}.tmp"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary, dir_fd=folder)
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o600, dir_fd=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=folder)
-        raise
-
-
-def remove_file(folder: int, name: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(name, dir_fd=folder)
-
-
-def links_in(folder: Path, skip: str = "") -> list[str]:
-    """Links (or things owned by another user) anywhere under `folder` but in its subfolder `skip`: a folder that holds
-    one is not used."""
-    found = []
-    for parent, dirs, names in os.walk(folder):
-        if parent == str(folder):
-            dirs[:] = [d for d in dirs if d != skip]
-        for name in dirs + names:
-            info = os.lstat(os.path.join(parent, name))
-            if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
-                found.append(os.path.relpath(os.path.join(parent, name), folder))
-    return found
 
 
 # -- the folder's lock --------------------------------------------------------------------------

@@ -1,11 +1,10 @@
 """LocalStore: a local index folder: Milvus Lite the durable store of record, the read model the one copy read.
 
-Every read (searches, rows, the indexer's lookups) is answered by the read model (core/store/readmodel.py), loaded
-at open from its saved copy (core/store/saved.py) or rebuilt from the engine. A write changes the read model at once
-(a note is searchable as soon as it is written) and is queued for the engine, which a writer thread opens, writes
-and flushes, then closes after `ENGINE_IDLE_S` without writes: an idle process holds the read model alone. The
-Markdown is the truth: a process killed before its queue reached the engine leaves an index that the next start
-finds out of date (no valid saved copy, file hashes that differ) and brings up to date. `close()` drains the queue.
+Every read is answered by the read model (core/store/readmodel.py), loaded at open from its saved copy (saved.py) or
+rebuilt from the engine. A write changes the read model at once and is queued for the engine, which a writer thread
+hands to the engine's process (writer.py), then closes after ENGINE_IDLE_S without writes. The Markdown is the truth:
+a process killed before its queue reached the engine leaves no valid saved copy, and the next start brings the index
+up to date. `close()` drains the queue.
 """
 
 from __future__ import annotations
@@ -18,10 +17,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memsearch_lsp.core.files import links_in
+from memsearch_lsp.core.memory_use import release_unused_memory
 from memsearch_lsp.core.store import saved
 from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
-from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, links_in, mark, move_aside
-from memsearch_lsp.core.store.memory_use import release_unused_memory
+from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, mark, move_aside
 from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
 from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, stored
 from memsearch_lsp.core.store.writer import Damaged, EngineProcess
@@ -62,7 +62,6 @@ class LocalStore:
         self.epoch = 0  # counts the times the index was (re)created empty
         self.writes = 0  # counts the writes, so each reader of the rows knows when another wrote
         self._model: ReadModel | None = None
-        self._files: dict[str, FileRecord] | None = None  # as saved, until the first write
         self._lock = threading.RLock()  # the read model and the queue
         self._engine_lock = threading.Lock()  # one engine user at a time (the writer, close, drop)
         self._queue: list[tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]] = []
@@ -92,12 +91,10 @@ class LocalStore:
                 if fresh or not engine_files(self.folder):
                     self._start_empty(sign=fresh)  # (a folder holding something else is signed only once written)
                     return
-                found = saved.load(self.folder, self.identity, self.dim)
-                if found is not None:
-                    self._model, self._files = found
-                    self._valid_save = True
-                    return
-                self._rebuild()
+                self._model = saved.load(self.folder, self.identity, self.dim)
+                self._valid_save = self._model is not None
+                if self._model is None:
+                    self._rebuild()
             except BaseException:
                 self._release()
                 raise
@@ -105,7 +102,7 @@ class LocalStore:
     def _start_empty(self, sign: bool = True) -> None:
         if sign:
             mark(self.folder)
-        self._model, self._files, self._unsaved, self._valid_save = ReadModel(self.dim), {}, 0, False
+        self._model, self._unsaved, self._valid_save = ReadModel(self.dim), 0, False
         self.epoch += 1
 
     def _remove_old_copy(self) -> None:
@@ -135,11 +132,10 @@ class LocalStore:
             except BaseException as exc:
                 self.engine.close()
                 raise self._explained(exc) if isinstance(exc, Exception) else exc from exc
-        found = saved.load(self.folder, self.identity, self.dim)
-        if found is None:
+        self._model = saved.load(self.folder, self.identity, self.dim)
+        if self._model is None:
             raise StoreError(f"the read model rebuilt from {self.uri} cannot be read back (see the warning above)")
         mark(self.folder)
-        self._model, self._files = found
         self._unsaved, self._valid_save = 0, True
         self._close_engine()
 
@@ -225,7 +221,6 @@ class LocalStore:
         if self._valid_save:
             saved.invalidate(self.folder)  # before the engine can hold anything the saved copy lacks
             self._valid_save = False
-        self._files = None
         self._unsaved += max(1, rows)
         return model
 
@@ -254,17 +249,10 @@ class LocalStore:
     def _explained(self, exc: Exception) -> Exception:
         """A writer's failure as the user should read it: drift names the engine's version; damaged files and our
         own errors pass; anything else is a bug to report, never taken for damage."""
-        if drift(exc):
-            return EngineDrift.of(exc)
-        if isinstance(exc, StoreError):
-            return exc
-        said = (
-            str(exc) if type(exc) is RuntimeError else f"{type(exc).__name__}: {exc}"
-        )  # (said by the engine's process)
-        return StoreError(
-            f"writing the index at {self.uri} failed ({said}); it is left as it "
-            "is: please report this with `memsearch-lsp doctor` output"
-        )
+        if drift(exc) or isinstance(exc, StoreError):
+            return EngineDrift.of(exc) if drift(exc) else exc
+        said = str(exc) if type(exc) is RuntimeError else f"{type(exc).__name__}: {exc}"  # (the engine's process said)
+        return StoreError(f"writing the index at {self.uri} failed ({said}); it is left as it is: please report this")
 
     def _write_loop(self) -> None:
         """The writer: drains the queue into the engine, saves the read model after large writes, and closes the
@@ -318,16 +306,12 @@ class LocalStore:
     def _save(self) -> None:
         """Save the read model (under the lock), then read it back mapped from its files: the rows held as Python
         strings and the vectors' spare room go."""
-        model = self.model
-        files = model.files(_model_of(model))
         try:
-            saved.save(model, self.folder, self.identity, files)
+            saved.save(self.model, self.folder, self.identity)
         except Exception as exc:  # a full disk or an odd value: the next opening reads the engine
             log.warning("saving the read model of %s: %s", self.uri, exc)
             return
-        found = saved.load(self.folder, self.identity, self.dim)
-        if found is not None:
-            self._model, self._files = found
+        self._model = saved.load(self.folder, self.identity, self.dim) or self._model
         self._valid_save, self._unsaved = True, 0
 
     def _close_engine(self) -> None:
@@ -394,8 +378,6 @@ class LocalStore:
 
     def files(self, model: str) -> dict[str, FileRecord]:
         with self._lock:
-            if self._files is not None and _model_of(self.model) in ("", model):
-                return dict(self._files)
             return self.model.files(model)
 
     def ids_of(self, source: str) -> set[str]:
@@ -409,19 +391,6 @@ class LocalStore:
     def count(self) -> int:
         with self._lock:
             return self.model.docs
-
-    def counts(self) -> tuple[int, int]:
-        """(files, chunks) indexed."""
-        with self._lock:
-            files = self._files if self._files is not None else self.model.files("")
-            return sum(1 for r in files.values() if r.chunks), self.model.docs
-
-
-def _model_of(model: ReadModel) -> str:
-    """The embedding model of the stored rows ("" when none are)."""
-    for slot in model.chunks.slot.values():
-        return model.texts["model"][slot]
-    return ""
 
 
 __all__ = ["IndexBusy", "LocalStore", "StoreError"]

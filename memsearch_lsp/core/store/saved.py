@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from memsearch_lsp.core.store.folder import LOCK, folder_fd, read_file, remove_file, write_file
-from memsearch_lsp.core.store.readmodel import FileRecord, Postings, ReadModel, Texts, Vectors, pack
+from memsearch_lsp.core.files import folder_fd, read_file, remove_file, write_file
+from memsearch_lsp.core.store.columns import Postings, Texts, Vectors, pack
+from memsearch_lsp.core.store.folder import LOCK
+from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
 from memsearch_lsp.core.store.schema import INTS, TEXTS
 
 log = logging.getLogger(__name__)
@@ -87,8 +89,11 @@ def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
     return out
 
 
-def save(model: ReadModel, index: str | Path, identity: dict[str, Any], files: dict[str, FileRecord]) -> None:
-    """Write `model` beside `index` (the caller holds the store's lock: no write runs meanwhile)."""
+def save(model: ReadModel, index: str | Path, identity: dict[str, Any]) -> None:
+    """Write `model` and its files' records beside `index` (the caller holds the store's lock: no write runs
+    meanwhile)."""
+    stored = model.stored_model
+    files = model.files(stored)
     with folder_fd(Path(index) / FOLDER, create=True) as fd:
         remove_file(fd, META)
         described = {}
@@ -101,7 +106,7 @@ def save(model: ReadModel, index: str | Path, identity: dict[str, Any], files: d
         write_file(fd, "files.json", listing)
         described["files.json"] = {"crc32": zlib.crc32(listing), "size": len(listing)}
         counted = [sum(1 for r in files.values() if r.chunks), model.docs]
-        meta = dict(identity, format=FORMAT, names=model.names, arrays=described, counts=counted)
+        meta = dict(identity, format=FORMAT, names=model.names, arrays=described, counts=counted, model=stored)
         meta["engine"] = fingerprint(index)
         write_file(fd, META, json.dumps(meta).encode())
 
@@ -115,20 +120,9 @@ def stamp(index: str | Path) -> None:
         write_file(fd, META, json.dumps(meta).encode())
 
 
-def counts(index: str | Path) -> tuple[int, int] | None:
-    """(files, chunks) of a saved read model, from its `meta.json` alone (None when there is none)."""
-    try:
-        with folder_fd(Path(index) / FOLDER) as fd:
-            value = json.loads(read_file(fd, META, 1 << 24)).get("counts")
-    except (OSError, ValueError, AttributeError):
-        return None
-    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
-    return (value[0], value[1]) if ok else None
-
-
-def load(index: str | Path, identity: dict[str, Any], dim: int) -> tuple[ReadModel, dict[str, FileRecord]] | None:
-    """The read model saved beside `index` and its files, or None when there is none valid for `identity` and the
-    engine's files as they stand (a damaged or forged copy is reported once, then left to be rebuilt)."""
+def load(index: str | Path, identity: dict[str, Any], dim: int) -> ReadModel | None:
+    """The read model saved beside `index` (with its files' records), or None when there is none valid for `identity`
+    and the engine's files as they stand (a damaged or forged copy is reported once, then left to be rebuilt)."""
     where = Path(index) / FOLDER
     if not where.is_dir():
         return None
@@ -149,12 +143,14 @@ def load(index: str | Path, identity: dict[str, Any], dim: int) -> tuple[ReadMod
             raise ValueError("files.json does not match its checksum")
         model = _model(arrays, [str(n) for n in meta["names"]], dim)
         files = {str(s): FileRecord(str(h), int(c), int(z), int(m)) for s, (h, c, z, m) in json.loads(listing).items()}
+        model.saved_files = (str(meta.get("model", "")), files)
+        model.stats = {source: (record.size, record.mtime_ns) for source, record in files.items() if record.mtime_ns}
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeDecodeError) as exc:
         log.warning("the saved read model in %s cannot be used (%s); rebuilding it from the index", where, exc)
         return None
-    return model, files
+    return model
 
 
 def _mapped(folder: int, name: str, spec: dict[str, Any]) -> np.ndarray:

@@ -261,10 +261,6 @@ class ServerStore:
         rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def counts(self) -> tuple[int, int]:
-        files = self.files("")
-        return len(files), sum(r.chunks for r in files.values())
-
 
 def _list(vector: Any) -> list[float]:
     return [float(x) for x in vector]

@@ -153,8 +153,7 @@ def _rebuild(engine: Engine, identity: dict[str, Any]) -> None:
         model.put_chunk(row)
     for row in engine.rows(windows=True):
         model.put_window(row["id"], row["chunk_id"], row["source"], row["dense"])
-    stored = next((model.texts["model"][s] for s in model.chunks.slot.values()), "")
-    saved.save(model, engine.folder, identity, model.files(stored))
+    saved.save(model, engine.folder, identity)
 
 
 def _handle(engine: Engine | None, method: str, params: dict[str, Any]) -> tuple[Engine | None, Any]:

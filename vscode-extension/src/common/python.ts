@@ -86,10 +86,16 @@ export async function findInterpreter(
     return { command: [defaultPython(platform)], source: 'path' };
 }
 
-/** `<python> -m memsearch_lsp <args>` as (command, args). */
+/**
+ * Isolated mode (`python -I`): neither the working folder (a workspace, whose `json.py` or `memsearch_lsp/` would
+ * otherwise shadow the real ones) nor PYTHONPATH nor the user's site folder is on the import path of a Python we start.
+ */
+export const ISOLATED = ['-I'] as const;
+
+/** `<python> -I -m memsearch_lsp <args>` as (command, args). */
 export function moduleCommand(interpreter: readonly string[], args: readonly string[]): { command: string; args: string[] } {
     const [command, ...rest] = interpreter;
-    return { command: command ?? defaultPython(), args: [...rest, '-m', SERVER_MODULE, ...args] };
+    return { command: command ?? defaultPython(), args: [...rest, ...ISOLATED, '-m', SERVER_MODULE, ...args] };
 }
 
 /** `<python> -m memsearch_lsp serve` as (command, args). */
@@ -125,7 +131,7 @@ export async function checkServerModule(interpreter: readonly string[], run: Run
     if (command === undefined) {
         return { ok: false, reason: 'python-not-found', detail: 'no Python command' };
     }
-    const result = await run(command, [...rest, '-c', CHECK_SCRIPT], cwd);
+    const result = await run(command, [...rest, ...ISOLATED, '-c', CHECK_SCRIPT], cwd);
     if (result.code === 0) {
         return { ok: true, version: result.stdout.trim() || 'unknown' };
     }

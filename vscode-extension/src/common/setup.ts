@@ -9,6 +9,7 @@ import { guard, reportFailure } from './commands';
 import { Commands, Contexts, SERVER_MODULE } from './constants';
 import { carriedWheel, findBasePython, hasModule, InstallError, installServer, pythonCandidates, runStreaming, type Installed, type ProcessResult, type ServerHome } from './install';
 import { showLog, traceError, traceInfo } from './log';
+import { ISOLATED } from './python';
 import { getMemoryPaths } from './settings';
 
 export const INSTALL_SERVER = 'Install the memsearch-lsp server';
@@ -128,7 +129,7 @@ export type Cli = (args: readonly string[], options?: { cwd?: string; input?: st
 export function cliOf(python: readonly string[]): Cli {
     const [command, ...rest] = python;
     return (args, options) =>
-        runStreaming(command ?? 'python3', [...rest, '-m', SERVER_MODULE, ...args], {
+        runStreaming(command ?? 'python3', [...rest, ...ISOLATED, '-m', SERVER_MODULE, ...args], {
             cwd: options?.cwd,
             input: options?.input,
             env: { ...process.env, PYTHONUTF8: '1' },
@@ -263,7 +264,7 @@ export async function rememberNote(host: SetupHost, cliFor: (python: readonly st
 /** The `mcpServers` entry that other agents (Claude Code `.mcp.json`, Cursor) use to reach this memory. */
 export function mcpServerConfig(python: readonly string[], folder: string): { mcpServers: Record<string, { command: string; args: string[] }> } {
     const [command, ...rest] = python;
-    return { mcpServers: { memsearch: { command: command ?? 'python3', args: [...rest, '-m', SERVER_MODULE, 'mcp', '--workspace', folder] } } };
+    return { mcpServers: { memsearch: { command: command ?? 'python3', args: [...rest, ...ISOLATED, '-m', SERVER_MODULE, 'mcp', '--workspace', folder] } } };
 }
 
 /** "Memsearch: Copy MCP server configuration": the JSON for another agent, on the clipboard. */

@@ -1,0 +1,169 @@
+"""The read model's columns: strings by slot (a saved UTF-8 blob and what was set since), vectors by slot (those
+loaded stay memory-mapped; later ones go to a tail), and BM25 postings (term-major), with the top-k they answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+Scored = list[tuple[str, float]]
+BLOCK = 512  # rows per inner-product call (single-threaded in OpenBLAS; same float32 results)
+
+
+class Texts:
+    """A column of strings by slot: those saved (one UTF-8 blob and its offsets, memory-mapped) and those set since."""
+
+    def __init__(self, blob: np.ndarray | None = None, offsets: np.ndarray | None = None) -> None:
+        self.blob = blob if blob is not None else np.zeros(0, dtype=np.uint8)
+        self.offsets = offsets if offsets is not None else np.zeros(1, dtype=np.int64)
+        self.since: dict[int, str] = {}
+
+    def __getitem__(self, slot: int) -> str:
+        value = self.since.get(slot)
+        if value is not None:
+            return value
+        if slot + 1 < len(self.offsets):
+            return self.blob[self.offsets[slot] : self.offsets[slot + 1]].tobytes().decode("utf-8", "replace")
+        return ""
+
+    def __setitem__(self, slot: int, value: str) -> None:
+        self.since[slot] = value
+
+    def packed(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(blob, offsets) of slots 0..n-1."""
+        if not self.since and len(self.offsets) == n + 1:
+            return self.blob, self.offsets
+        return pack([self[slot] for slot in range(n)])
+
+
+def pack(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 blob and the offsets of each (n + 1)."""
+    data = [value.encode("utf-8") for value in values]
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return np.frombuffer(b"".join(data), dtype=np.uint8), offsets
+
+
+class Vectors:
+    """Rows of one collection: id -> slot, float32 vectors, a live mask and a source code per slot. The vectors of
+    the slots loaded with the model stay where they were loaded (memory-mapped); later slots go to `tail`, so the
+    first write after opening copies nothing."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.slot: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.vecs = np.zeros((0, dim), dtype=np.float32)  # the loaded slots' vectors
+        self.tail = np.zeros((0, dim), dtype=np.float32)  # the vectors of the slots from len(vecs) on
+        self.live = np.zeros(0, dtype=bool)
+        self.source = np.zeros(0, dtype=np.int32)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    def put(self, key: str, vector: Sequence[float] | np.ndarray, source: int) -> tuple[int, bool]:
+        """(its slot, True when the row is new)."""
+        slot = self.slot.get(key)
+        new = slot is None
+        if slot is None:
+            slot = self.n
+            if slot == len(self.live):  # grow by half (at least 64 rows)
+                cap = max(64, slot + slot // 2)
+                self.live = grown(self.live, cap)
+                self.source = grown(self.source, cap)
+            if slot - len(self.vecs) == len(self.tail):
+                self.tail = grown(self.tail, max(64, len(self.tail) + len(self.tail) // 2))
+            self.slot[key] = slot
+            self.ids.append(key)
+        if slot < len(self.vecs):
+            self.vecs[slot] = vector
+        else:
+            self.tail[slot - len(self.vecs)] = vector
+        self.live[slot] = True
+        self.source[slot] = source
+        return slot, new
+
+    def vector(self, slot: int) -> np.ndarray:
+        return self.vecs[slot] if slot < len(self.vecs) else self.tail[slot - len(self.vecs)]
+
+    def matrix(self) -> np.ndarray:
+        """Every slot's vector, in order."""
+        more = self.n - len(self.vecs)
+        return np.concatenate([self.vecs, self.tail[:more]]) if more > 0 else self.vecs[: self.n]
+
+    def remove(self, key: str) -> int | None:
+        slot = self.slot.pop(key, None)
+        if slot is not None:
+            self.live[slot] = False
+        return slot
+
+    def top(self, query: np.ndarray, limit: int, valid: np.ndarray) -> Scored:
+        """The `limit` valid rows with the largest inner product with `query`, best first."""
+        n = self.n
+        if not n or limit <= 0:
+            return []
+        sims = np.empty(n, dtype=np.float32)
+        loaded = min(n, len(self.vecs))
+        for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
+            end = min(n, start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
+            if end <= loaded:
+                np.matmul(self.vecs[start:end], query, out=sims[start:end])
+            else:
+                for part, first, last in ((self.vecs, start, min(end, loaded)), (self.tail, max(start, loaded), end)):
+                    if first < last:
+                        offset = 0 if part is self.vecs else loaded
+                        np.matmul(part[first - offset : last - offset], query, out=sims[first:last])
+        return best(self.ids, sims, valid, limit)
+
+
+def grown(array: np.ndarray, rows: int) -> np.ndarray:
+    out = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
+def best(ids: Sequence[str], scores: np.ndarray, valid: np.ndarray, limit: int) -> Scored:
+    """(id, score) of the `limit` valid slots with the highest score, ties to the lower slot."""
+    slots = np.flatnonzero(valid)
+    if not slots.size:
+        return []
+    values = scores[slots]
+    if slots.size > limit:
+        keep = np.argpartition(-values, limit - 1)[:limit]
+        cut = values[keep].min()  # every slot tied with the cut competes on its slot number
+        keep = np.flatnonzero(values >= cut)
+        slots, values = slots[keep], values[keep]
+    order = np.lexsort((slots, -values))[:limit]
+    return [(ids[int(slots[i])], float(values[i])) for i in order]
+
+
+class Postings:
+    """BM25 document weights of some slots, term-major: for a term, the slots holding it and their weights."""
+
+    def __init__(self, slots: Sequence[int], terms: Sequence[np.ndarray], weights: Sequence[np.ndarray]) -> None:
+        self.slots = np.zeros(0, dtype=np.int32)
+        self.weights = np.zeros(0, dtype=np.float32)
+        self.keys = np.zeros(0, dtype=np.uint32)
+        self.starts = self.ends = np.zeros(0, dtype=np.int64)
+        if slots:
+            term = np.concatenate(terms).astype(np.uint32)
+            order = np.argsort(term, kind="stable")
+            counts = [len(t) for t in terms]
+            self.slots = np.repeat(np.asarray(slots, dtype=np.int32), counts)[order]
+            self.weights = np.concatenate(weights).astype(np.float32)[order]
+            self.keys, starts = np.unique(term[order], return_index=True)
+            self.starts = starts.astype(np.int64)
+            self.ends = np.append(starts[1:], len(order)).astype(np.int64)
+
+    def find(self, term: int) -> slice | None:
+        i = int(np.searchsorted(self.keys, term))
+        return slice(int(self.starts[i]), int(self.ends[i])) if i < self.keys.size and self.keys[i] == term else None
+
+    def add_to(self, scores: np.ndarray, hit: np.ndarray, query: Sequence[tuple[int, float]]) -> None:
+        for term, weight in query:
+            part = self.find(term)
+            if part is not None:
+                scores[self.slots[part]] += weight * self.weights[part].astype(np.float64)
+                hit[self.slots[part]] = True
