@@ -18,7 +18,7 @@ from typing import Any, TypeVar, get_type_hints
 
 from cattrs import Converter
 
-from memsearch_lsp.core.api import IndexApi, Remembered
+from memsearch_lsp.core.api import Forgotten, IndexApi, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
@@ -46,7 +46,7 @@ CONVERTER.register_structure_hook(
 #: The operations of IndexApi, by name; their type hints read once.
 OPERATIONS = tuple(name for name, value in vars(IndexApi).items() if inspect.isfunction(value) and name[0] != "_")
 _TYPES = {"Chunk": Chunk, "Expanded": Expanded, "Hit": Hit, "IndexStats": IndexStats, "Progress": Progress,
-          "Remembered": Remembered}  # fmt: skip
+          "Remembered": Remembered, "Forgotten": Forgotten}  # fmt: skip
 
 
 class OwnerGone(RuntimeError):
