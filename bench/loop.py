@@ -40,6 +40,7 @@ def environment(now: str, idle: int = 60) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE_"))}
     env.update(
         {
+            "XDG_DATA_HOME": str(Path(tempfile.gettempdir()) / "bench-loop-user-data"),  # not the user's memory
             "MEMSEARCH_HOOK_CLI": f"{sys.executable} -m memsearch_lsp",
             "MEMSEARCH_NOW": now,
             "MEMSEARCH_HOOK_WARM_IDLE": str(idle),
@@ -125,7 +126,7 @@ def replay(src: Path, tmp: Path, questions: int) -> dict[str, Any]:
     stops: list[float] = []
     first_now = sessions(src)[0][0]
     hook("session-start", {"cwd": str(ws), "hook_event_name": "SessionStart"}, environment(first_now))
-    for when, turns in sessions(src):
+    for session, (when, turns) in enumerate(sessions(src)):
         env = environment(when)
         for n in range(0, len(turns) - 1, 2):
             transcript = tmp / "transcript.jsonl"
@@ -144,6 +145,7 @@ def replay(src: Path, tmp: Path, questions: int) -> dict[str, Any]:
                     "transcript_path": str(transcript),
                     "hook_event_name": "Stop",
                     "stop_hook_active": False,
+                    "session_id": f"{src.name}-{session}",
                 },
                 env,
             )
@@ -221,6 +223,26 @@ def latency(chunks: int, prompts: int, tmp: Path) -> dict[str, Any]:
     }
 
 
+def redaction_false_positives(root: Path = DEFAULT_SET.parent) -> dict[str, Any]:
+    """What the redaction rules (core/redact.py) would take out of the development sets' text (memory files and
+    questions), where there is no secret to find: every one is a false positive."""
+    from memsearch_lsp.core.redact import find_secrets, without_private
+
+    files = found = chars = 0
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".md", ".json") and p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        files, chars = files + 1, chars + len(text)
+        found += len(find_secrets(text)) + (without_private(text) != text)
+        for secret in find_secrets(text):
+            log(f"redacted in {path.relative_to(root)}: {text[secret.start : secret.end][:60]!r} ({secret.kind})")
+    return {
+        "sets": ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir())),
+        "files": files,
+        "chars": chars,
+        "false_positives": found,
+    }
+
+
 def main(args: Any) -> None:
     sets = [Path(s) for s in (args.set or [str(DEFAULT_SET)])]
     folders = [
@@ -231,6 +253,8 @@ def main(args: Any) -> None:
     ]
     folders = folders[: args.conversations or (1 if args.quick else len(folders))]
     questions = 60 if args.quick else 0
+    fp = emit("loop-redaction", redaction_false_positives())
+    print(table([fp], list(fp), "redaction false positives on the development sets"))
     with tempfile.TemporaryDirectory(prefix="bench-loop-") as tmp:
         rows = []
         for folder in folders:

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from memsearch_lsp.config import Config
     from memsearch_lsp.core.api import MemoryApi, Remembered
     from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.search.hybrid import Hit
 
-__all__ = ["Memory", "MemoryApi", "Remembered", "__version__", "open_memory"]
+__all__ = ["Memory", "MemoryApi", "Remembered", "__version__", "open_memory", "open_user_memory", "search"]
 
 
 def open_memory(
@@ -30,6 +31,35 @@ def open_memory(
     from memsearch_lsp.core.process.door import open_memory as open_owned
 
     return open_owned(root, wait_s=wait_s, config=config, **settings)
+
+
+def open_user_memory(*, create: bool = False, **settings: Any) -> MemoryApi | None:
+    """The user's own memory (`$XDG_DATA_HOME/memsearch-lsp/memory`, private), which every workspace's searches
+    include; None when there is none yet and `create` is False (`remember` into it with `create=True`)."""
+    from memsearch_lsp.core.process.user import open_user_memory as open_user
+
+    return open_user(create=create, **settings)
+
+
+def search(
+    memory: MemoryApi | None, query: str, top_k: int | None = None, *, scope: str = "all", **filters: Any
+) -> list[Hit]:
+    """Hits for `query` from `memory` (a workspace's) and the user memory (`scope`: "workspace", "user" or
+    "all"), merged by relevance, each with its `scope`; `filters` as `MemoryApi.search` takes them."""
+    from memsearch_lsp.core.process.user import search_scopes
+
+    opened: list[MemoryApi] = []
+
+    def user() -> MemoryApi | None:
+        mine = open_user_memory()
+        opened.extend([mine] if mine is not None else [])
+        return mine
+
+    try:
+        return search_scopes(memory, user, query, top_k, scope, **filters)
+    finally:
+        for mine in opened:
+            mine.close()
 
 
 def __getattr__(name: str) -> Any:

@@ -12,8 +12,9 @@ import logging
 import os
 import re
 import threading
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -25,10 +26,11 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import Config, load_config
-from memsearch_lsp.core.api import MemoryApi, RememberedData
+from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData
 from memsearch_lsp.core.chunks import valid_unicode
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.process.door import Door
+from memsearch_lsp.core.process.user import make_user_root, search_scopes, user_config, user_memory_exists
 from memsearch_lsp.core.recall import NoteData, recent_notes
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
@@ -37,14 +39,20 @@ from memsearch_lsp.version import __version__
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """Long-term memory of this workspace: Markdown notes in memory/ (MEMORY.md and daily logs).
-Call memory_search before answering questions about past decisions, people, preferences or work;
-memory_expand(id) returns a hit's whole section; memory_recent(days) the last days' notes;
-memory_remember(text) appends a note to today's log, or with long_term=true a lasting fact or preference to a
-section of MEMORY.md."""
+Call memory_search before answering questions about past decisions, people, preferences or work (it also
+searches the user's own memory, shared by every project: each hit says its scope); memory_expand(id) returns a
+hit's whole section; memory_recent(days) the last days' notes; memory_remember(text) appends a note to today's
+log, or with long_term=true a lasting fact or preference to a section of MEMORY.md, or with scope="user" to the
+user's memory (a preference that holds in every project); memory_forget(id) removes a wrong or outdated note.
+Secrets and <private>...</private> text are never written."""
 READ_ONLY = mcp_types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDITIVE = mcp_types.ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
+DESTRUCTIVE = mcp_types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+Scope = Literal["workspace", "user", "all"]
 
 
 # The tools' output schemas are the result types' own wire shapes (core's TypedDicts), not copies.
@@ -62,6 +70,13 @@ class MemoryMCPServer(MCPServer[Any]):
     def __init__(self, door: Door, config: Config):
         super().__init__("memsearch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self.door, self.config = door, config
+        self.user: Door | None = None  # the user memory (core/process/user.py), opened on first need
+
+    def user_memory(self, create: bool = False) -> Door | None:
+        """The user memory's door; None when the user has none (and `create` is False)."""
+        if self.user is None and (create or user_memory_exists()):
+            self.user = Door(make_user_root(), config=user_config(), process="memsearch-lsp mcp")
+        return self.user
 
     async def list_resources(self) -> list[mcp_types.Resource]:
         files = (await anyio.to_thread.run_sync(find_memory_files, self.door.root, self.config))[0]
@@ -94,7 +109,7 @@ class MemoryMCPServer(MCPServer[Any]):
 
 
 def create_server(door: Door, config: Config) -> MemoryMCPServer:
-    """The MCP server with its five tools; every tool is one `Memory` call run off the event loop."""
+    """The MCP server with its six tools; every tool is one `Memory` call run off the event loop."""
     server = MemoryMCPServer(door, config)
     calls = anyio.Lock()  # one call at a time, like an editor's writer
 
@@ -103,6 +118,13 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
             async with calls:
                 return await anyio.to_thread.run_sync(door.call, fn)
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
+            raise ToolError(str(exc)) from exc
+
+    async def user_run(mine: Door, fn: Any) -> Any:
+        try:
+            async with calls:
+                return await anyio.to_thread.run_sync(mine.call, fn)
+        except ValueError as exc:
             raise ToolError(str(exc)) from exc
 
     @server.tool(title="Search memory", annotations=READ_ONLY)
@@ -126,23 +148,40 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
                 '["memory/2026-02-*", "**/MEMORY.md"]'
             ),
         ] = None,
+        scope: Annotated[
+            Scope,
+            Field(description="whose memory: this workspace's, the user's own (shared by every project) or all"),
+        ] = "all",
     ) -> SearchResult:
         """Hybrid (semantic + keyword) search over the memory files; best hits first. since / until / source
-        restrict the candidates (e.g. "what did we decide last week": since="7d")."""
+        restrict the candidates (e.g. "what did we decide last week": since="7d"); each hit's scope says whether
+        it is from this workspace's memory or the user's."""
         filters: dict[str, Any] = {
             k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
         }
 
-        def search(memory: MemoryApi) -> list[HitData]:
-            memory.index()  # reconciles first, like the CLI
-            return [h.to_dict() for h in memory.search(query, top_k=top_k, **filters)]
+        def search(memory: MemoryApi | None) -> list[HitData]:
+            if memory is not None:
+                memory.index()  # reconciles first, like the CLI
+            mine = server.user_memory()
+            user = (lambda: mine.memory) if mine is not None else (lambda: None)
+            return [h.to_dict() for h in search_scopes(memory, user, query, top_k, scope, **filters)]
 
+        if scope == "user":
+            try:
+                async with calls:
+                    return {"hits": await anyio.to_thread.run_sync(search, None)}
+            except ValueError as exc:
+                raise ToolError(str(exc)) from exc
         return {"hits": await run(search)}
 
     @server.tool(title="Expand a memory", annotations=READ_ONLY)
     async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkData:
         """The whole section (chunk) behind a search hit (its id, or a unique prefix of at least 4 characters)."""
         chunk = await run(lambda memory: memory.expand(id))
+        mine = server.user_memory() if chunk is None else None
+        if mine is not None:
+            chunk = await user_run(mine, lambda memory: memory.expand(id))
         if chunk is None:
             raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
         data: ChunkData = chunk.to_dict()
@@ -170,11 +209,41 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
             bool,
             Field(description="a lasting fact or preference: add it to MEMORY.md under heading instead of today's log"),
         ] = False,
+        scope: Annotated[
+            Literal["workspace", "user"],
+            Field(description="\"user\": the user's own memory, which every project's searches include"),
+        ] = "workspace",
     ) -> RememberedData:
         """Append a note to today's daily log (memory/YYYY-MM-DD.md), or a lasting fact to a section of
-        MEMORY.md (appended; what is there stays as written), and index it."""
-        note = await run(lambda memory: memory.remember(text, heading, long_term=long_term))
+        MEMORY.md (appended; what is there stays as written), and index it. Secrets in it are redacted and
+        <private>...</private> spans left out."""
+
+        def remember(memory: MemoryApi) -> Any:
+            return memory.remember(text, heading, long_term=long_term)
+
+        mine = server.user_memory(create=True) if scope == "user" else None
+        note = await (user_run(mine, remember) if mine is not None else run(remember))
         data: RememberedData = note.to_dict()
+        return data
+
+    @server.tool(title="Forget", annotations=DESTRUCTIVE)
+    async def memory_forget(
+        id: Annotated[str, Field(description="a chunk id from memory_search (or a unique prefix of 4+ characters)")],
+    ) -> ForgottenData:
+        """Remove the note (its ## section) holding this chunk from its Markdown file, and so from search: a
+        wrong or outdated memory. Text before a file's first heading and a file's # title are refused."""
+
+        def forget(memory: MemoryApi) -> Any:
+            return memory.expand(id) and memory.forget(id)
+
+        found = await run(forget)
+        mine = server.user_memory() if not found else None
+        if mine is not None:
+            found = await user_run(mine, forget)
+            found = replace(found, scope="user") if found else None
+        if not found:
+            raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
+        data: ForgottenData = found.to_dict()
         return data
 
     @server.tool(title="Memory status", annotations=READ_ONLY)
@@ -233,7 +302,10 @@ def serve(workspace: Path) -> None:
     filter_stdin()
     config = load_config(workspace)
     door = Door(workspace, config=config, process="memsearch-lsp mcp")
+    server = create_server(door, config)
     try:
-        create_server(door, config).run("stdio")
+        server.run("stdio")
     finally:
         door.close()
+        if server.user is not None:
+            server.user.close()

@@ -28,8 +28,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(autouse=True)
 def _user_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the real user's ~/.config/memsearch-lsp/config.toml (servers inherit this too)."""
+    """No test reads the real user's ~/.config/memsearch-lsp/config.toml, nor touches the user memory in
+    ~/.local/share/memsearch-lsp (servers and hooks inherit this too)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
 
 
 @pytest.fixture(autouse=True)

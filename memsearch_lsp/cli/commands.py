@@ -44,15 +44,23 @@ def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
     return open_memory(_workspace(args), **settings)
 
 
+def _user_memory(beside: MemoryApi | None = None, create: bool = False) -> MemoryApi | None:
+    """The user memory (None when there is none yet and `create` is False); it borrows the embedder of
+    `beside` (a local memory of the same model) instead of loading the model twice."""
+    from memsearch_lsp.core.process.user import open_user_memory, user_config
+
+    same = beside is not None and not beside.remote and beside.config.embedding == user_config().embedding
+    return open_user_memory(create=create, **({"embedder": beside.embedder} if same and beside else {}))
+
+
 def _format_hits(hits: Sequence[Any]) -> str:
     if not hits:
         return "no results"
     lines = []
     for n, hit in enumerate(hits, 1):
-        lines.append(
-            f"{n}. {hit.source}:{hit.start_line}-{hit.end_line}  {hit.heading or '(preamble)'}"
-            f"  score={hit.score:.3f}  id={hit.id}"
-        )
+        where = f"{'user:' if hit.scope == 'user' else ''}{hit.source}:{hit.start_line}-{hit.end_line}"
+        name = hit.title or hit.heading or "(preamble)"
+        lines.append(f"{n}. {where}  {name}  score={hit.score:.3f}  id={hit.id}")
         lines.append(f"   {hit.snippet}")
     return "\n".join(lines)
 
@@ -81,16 +89,61 @@ def cmd_search(args: argparse.Namespace) -> int:
     for name in ("since", "until", "source"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
-    with _memory(args) as memory:
-        memory.index()
-        hits = memory.search(args.query, top_k=args.top_k, **overrides)
+    from memsearch_lsp.core.process.user import search_scopes
+
+    opened: list[MemoryApi] = []
+
+    def user() -> MemoryApi | None:
+        mine = _user_memory(opened[0] if opened else None)
+        opened.extend([mine] if mine is not None else [])
+        return mine
+
+    try:
+        if args.scope != "user":
+            opened.append(_memory(args))
+            opened[0].index()
+        hits = search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **overrides)
+    finally:
+        for memory in opened:
+            memory.close()
     _emit(args, [h.to_dict() for h in hits], _format_hits(hits))
     return EXIT_OK
 
 
+def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]:
+    """`find(memory)` on the workspace's memory, else (when it finds nothing) on the user memory; (what it
+    found, the memory that found it, still open: the caller closes it) or (None, None)."""
+    from memsearch_lsp.core.onboard import NoMemoryHere
+
+    missing: NoMemoryHere | None = None
+    try:
+        memory: MemoryApi | None = _memory(args)
+    except NoMemoryHere as exc:
+        if args.workspace is not None:
+            raise
+        memory, missing = None, exc
+    for opened in (memory, "user"):
+        mine = _user_memory(memory) if opened == "user" else memory
+        if mine is None:
+            continue
+        found = find(mine)
+        if found is not None:
+            if mine is not memory and memory is not None:
+                memory.close()
+            return found, mine
+        if mine is not memory:
+            mine.close()
+    if memory is not None:
+        memory.close()
+    if missing is not None:  # no workspace here, and the user memory has no such id either
+        raise missing
+    return None, None
+
+
 def cmd_expand(args: argparse.Namespace) -> int:
-    with _memory(args) as memory:
-        chunk = memory.expand(args.id)
+    chunk, memory = _either(args, lambda m: m.expand(args.id))
+    if memory is not None:
+        memory.close()
     if chunk is None:
         raise UserError(
             f"no chunk with id {args.id!r}",
@@ -165,11 +218,39 @@ def cmd_remember(args: argparse.Namespace) -> int:
         body = clean_note(text)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    with _memory(args) as memory:
+    with _user_memory(create=True) if args.user else _memory(args) as memory:  # type: ignore[union-attr]
         if args.summarize:
             body = clean_note(summarized(memory.config, memory.root, body))
         note = memory.remember(body, args.heading, long_term=args.long_term)
     _emit(args, note.to_dict(), str(note))
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from memsearch_lsp.core.process.user import user_root
+
+    preview, memory = _either(args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True))
+    if memory is None:
+        raise UserError(
+            f"no chunk with id {args.id!r}",
+            "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed",
+        )
+    with memory:
+        scope = "user" if memory.root == user_root() else "workspace"
+        shown = f"{'user:' if scope == 'user' else ''}{preview.source}:{preview.start_line}-{preview.end_line}"
+        if not args.yes:
+            if sys.stdin is None or not sys.stdin.isatty():
+                raise UserError(
+                    f"forget would remove {shown} ({preview.heading}); nothing was removed: add --yes to remove it",
+                    f"run `memsearch-lsp forget {args.id} --yes` to remove it without being asked",
+                )
+            sys.stderr.write(f"{shown}\n\n{preview.content}\n\nForget this note? [y/N] ")
+            sys.stderr.flush()
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                _emit(args, dict(preview.to_dict(), scope=scope), "kept: nothing was removed")
+                return EXIT_OK
+        gone = memory.forget(preview.id)
+    _emit(args, dict(gone.to_dict(), scope=scope), f"forgot {shown}  {gone.heading}")
     return EXIT_OK
 
 
@@ -229,6 +310,7 @@ COMMANDS = {
     "index": cmd_index,
     "search": cmd_search,
     "expand": cmd_expand,
+    "forget": cmd_forget,
     "compact": cmd_compact,
     "status": cmd_status,
     "reset": cmd_reset,

@@ -133,11 +133,32 @@ def build_parser() -> _Parser:
         help="only chunks from files matching GLOB (gitignore style, relative to the workspace: "
         "'memory/2026-02-*', '**/MEMORY.md'); repeat for several",
     )
+    search.add_argument(
+        "--scope",
+        choices=["workspace", "user", "all"],
+        default="all",
+        help="whose memory: this workspace's, your user memory (remember --user) or both (default: all)",
+    )
 
     expand = _command(sub, "expand", "print the full text of a chunk", "memsearch-lsp expand cee73279", common)
     expand.add_argument(
         "id", metavar="ID", help="a chunk id from search (16 hex characters) or a unique prefix of one (at least 4)"
     )
+
+    forget = _command(
+        sub,
+        "forget",
+        "remove a note from its Markdown file (and so from search)",
+        "memsearch-lsp forget cee73279 --yes",
+        common,
+        "Remove the note (the ## section) that holds a chunk from its Markdown file, then re-index the "
+        "file. Shows what it will remove and asks first (--yes does not ask); text before a file's first "
+        "heading and a file's # title are refused, with the reason",
+    )
+    forget.add_argument(
+        "id", metavar="ID", help="a chunk id from search or expand, or a unique prefix of one (at least 4 characters)"
+    )
+    forget.add_argument("--yes", action="store_true", help="remove it without asking")
 
     compact = _command(
         sub,
@@ -201,6 +222,12 @@ def build_parser() -> _Parser:
         action="store_true",
         help="record a lasting fact or preference in MEMORY.md under --heading (default: Notes), "
         "appended to that section; what is there stays as written",
+    )
+    remember.add_argument(
+        "--user",
+        action="store_true",
+        help="write it to your user memory ($XDG_DATA_HOME/memsearch-lsp/memory, private), which every "
+        "workspace's searches include, instead of this workspace's",
     )
     remember.add_argument(
         "--summarize",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from typing_extensions import TypedDict
 
@@ -74,6 +74,51 @@ class Remembered:
         return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
 
 
+class ForgottenData(TypedDict):
+    """What `forget` removes (CLI `--json`, MCP `memory_forget`)."""
+
+    id: str
+    """the chunk id asked for"""
+    source: str
+    heading: str
+    start_line: int
+    """1-based, inclusive: the lines taken out of the file"""
+    end_line: int
+    content: str
+    """the text taken out"""
+    ids: list[str]
+    """every chunk id those lines held"""
+    removed: bool
+    """false for a preview (nothing written yet)"""
+    scope: str
+    """workspace or user: whose memory held it"""
+
+
+ForgottenData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """A note `forget()` took (or, `removed` False, would take) out of its file: its lines and text."""
+
+    id: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    content: str
+    ids: tuple[str, ...]
+    removed: bool
+    scope: str = "workspace"
+
+    def to_dict(self) -> ForgottenData:
+        return cast(ForgottenData, dict(asdict(self), ids=list(self.ids)))
+
+    def __str__(self) -> str:
+        verb = "forgot" if self.removed else "would forget"
+        return f"{verb} {self.source}:{self.start_line}-{self.end_line}  {self.heading}"
+
+
 class IndexApi(Protocol):
     """The index owner's operations, each declared once: `core.process.owner.OwnerServer.dispatch` answers exactly
     these over the owner's socket, their arguments and results carried by their types (core/process/protocol.py)."""
@@ -90,6 +135,7 @@ class IndexApi(Protocol):
     def remember(
         self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
     ) -> Remembered: ...
+    def forget(self, chunk_id: str, dry_run: bool = False) -> Forgotten: ...
     def status(self) -> dict[str, Any]: ...
     def has_overlay(self, source: str) -> bool: ...
     def is_indexed(self, source: str) -> bool: ...

@@ -12,14 +12,35 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.api import Remembered
+from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.embedding.onnx import Embedder, reads
 from memsearch_lsp.core.files import Skipped, glob_match, private_folder, read_text
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
-from memsearch_lsp.core.notes import add_long_term, append_to_day, clean_heading, clean_note
+from memsearch_lsp.core.notes import (
+    LONG_TERM,
+    MAX_DAY_FILES,
+    NoteError,
+    add_long_term,
+    append_to_day,
+    clean_heading,
+    clean_note,
+    read_note_file,
+    rewrite_note_file,
+    same_note,
+    section_of,
+    without_section,
+)
 from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
-from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
+from memsearch_lsp.core.search.hybrid import (
+    TIME_HEADING,
+    AmbiguousId,
+    Expanded,
+    Hit,
+    display_heading,
+    hybrid_search,
+    to_expanded,
+)
 from memsearch_lsp.core.store import Store, is_local_uri, open_store
 from memsearch_lsp.core.store.folder import remove_index
 from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed
@@ -171,7 +192,10 @@ class Memory(MemoryFiles):
         where = make_filter(**wanted, today=self.clock().date()) if wanted else None
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
         settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
-        only = where.allowed(self.indexer.manifest()) if where else None
+        manifest = self.indexer.manifest()
+        only = where.allowed(manifest) if where else None
+        if only is not None and where and where.narrowed(sum(manifest[s].chunks for s in only)):
+            settings = replace(settings, min_score=0.0)  # the filter narrowed it: the floor would only empty it
         return hybrid_search(
             self.store,
             self.embedder,
@@ -231,7 +255,11 @@ class Memory(MemoryFiles):
             for r in rows
         ]
         hits.sort(key=lambda h: (h.source, h.start_line))
-        return hits[:limit]
+        timed = {r.id: r for r in self.store.rows([h.id for h in hits[:limit] if TIME_HEADING.match(h.heading)])}
+        return [
+            replace(h, title=display_heading(h.heading, timed[h.id].content)) if h.id in timed else h
+            for h in hits[:limit]
+        ]
 
     def status(self) -> dict[str, Any]:
         indexer = self.indexer
@@ -268,21 +296,68 @@ class Memory(MemoryFiles):
         when = now or self.clock()
         title = clean_heading(heading) or ("Notes" if long_term else when.strftime("%H:%M"))
         with self._appending:
-            if long_term:
-                source, addition = add_long_term(self.memory_folder(), body, title, self.source_of)
+            found = self._already(body, when.date(), long_term)
+            if found is not None:  # the same note again: the one there is the answer
+                source, first, last = found
+                after = read_text(self.path_of(source))[0]
             else:
-                source, addition = append_to_day(self.memory_folder(), when.date(), body, title, self.source_of)
+                if long_term:
+                    source, addition = add_long_term(self.memory_folder(), body, title, self.source_of)
+                else:
+                    source, addition = append_to_day(self.memory_folder(), when.date(), body, title, self.source_of)
+                after, first, last = addition.text, addition.first, addition.last
             try:
                 stats = self.index_file(source)
             except Exception as exc:  # written: the file is the truth, and the next pass indexes the note
                 log.warning("%s: the note is written but not indexed yet (%s: %s)", source, type(exc).__name__, exc)
                 stats = IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
-        chunks = [
-            c
-            for c in self.outline(source, addition.text)
-            if c.end_line >= addition.first and c.start_line <= addition.last
-        ]
+        chunks = [c for c in self.outline(source, after) if c.end_line >= first and c.start_line <= last]
         return Remembered(source, tuple(chunks), stats)
+
+    def _already(self, body: str, day: dt.date, long_term: bool) -> tuple[str, int, int] | None:
+        """(source, first line, last line) of a note of the day's logs (or of MEMORY.md) that says `body`."""
+        folder = self.memory_folder()
+        names = [LONG_TERM] if long_term else [f"{day}.md", *(f"{day}.{n}.md" for n in range(2, MAX_DAY_FILES + 1))]
+        for name in names:
+            try:
+                found = read_note_file(folder / name, name)
+            except NoteError:
+                continue
+            if found is None:
+                break
+            lines = same_note(found[0], body, long_term)
+            if lines is not None:
+                return self.source_of(folder / name), *lines
+        return None
+
+    def forget(self, chunk_id: str, dry_run: bool = False) -> Forgotten:
+        """Take the note (the `##` section) holding the chunk `chunk_id` (an id or a prefix of >= 4 characters) out of
+        its Markdown file and re-index that file; `dry_run`: only say what would go. NoteError with the reason for
+        a chunk that is no note (text before a file's first heading, a file's `#` title), an id nobody has, a file
+        an editor holds unsaved, or one that changed since it was indexed."""
+        chunk = self.expand(chunk_id)
+        if chunk is None:
+            raise NoteError(f"no chunk with id {chunk_id!r}: ids (or a prefix of 4+ characters) come from search")
+        source, path = chunk.source, self.path_of(chunk.source)
+        if self.has_overlay(source):
+            raise NoteError(f"{source} has unsaved changes in an editor: save or close it first")
+        with self._appending:
+            found = read_note_file(path, source)
+            text = found[0] if found else ""
+            lines = text.split("\n")
+            if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.content:
+                raise NoteError(f"{source} changed since it was indexed: run `memsearch-lsp index` and search again")
+            first, last = section_of(text, chunk.start_line)
+            while last > first and not lines[last - 1].strip():
+                last -= 1
+            ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
+            heading = lines[first - 1].lstrip("#").strip()
+            content = "\n".join(lines[first - 1 : last])
+            gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
+            if not dry_run:
+                rewrite_note_file(path, source, text, without_section(text, first, last))
+                self.index_file(source)
+        return gone
 
     def close(self) -> None:
         if self._store is not None:

@@ -23,6 +23,7 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline, valid_unicode
 from memsearch_lsp.core.files import MAX_FILE_BYTES, read_text
 from memsearch_lsp.core.onboard import daily_log_text
+from memsearch_lsp.core.redact import safe_text
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +54,11 @@ def clean_text(text: str) -> str:
 
 
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
-    """The note to append: cleaned, stripped, its own open code fence closed; NoteError when empty or too long."""
-    body = clean_text(text).strip()
+    """The note to append: cleaned, its `<private>` spans removed and its secrets redacted (core/redact.py),
+    stripped, its own open code fence closed; NoteError when empty or too long."""
+    body = safe_text(clean_text(text)).strip()
     if not body:
-        raise NoteError("nothing to remember: the text is empty")
+        raise NoteError("nothing to remember: the text is empty (or all of it private)")
     size = len(body.encode("utf-8"))
     if size > max_bytes:
         raise NoteError(
@@ -84,7 +86,7 @@ def summarized(config: Config, root: Path, text: str) -> str:
 def clean_heading(heading: str | None) -> str:
     """A heading on one line: control characters and runs of white space collapsed, `#` runs at the ends
     dropped, at most MAX_HEADING_CHARS characters."""
-    text = " ".join(clean_text(heading or "").split()).strip("# ").strip()
+    text = " ".join(safe_text(clean_text(heading or "")).split()).strip("# ").strip()
     return text[:MAX_HEADING_CHARS].rstrip()
 
 
@@ -295,3 +297,68 @@ def write_note(
         raise _NextFile(f"it would grow past {MAX_FILE_BYTES // (1024 * 1024)} MiB")
     write_note_file(path, None if found is None else before, addition)
     return source, addition
+
+
+# -- a note already there, a note taken out ----------------------------------------------------------
+def _sections(lines: list[str]) -> list[tuple[int, int, int, int]]:
+    """(heading row, its last row, section stop row (exclusive), level) of each heading in `lines`: a section
+    runs to the next heading of its level or above."""
+    headings = outline(lines)[0] if lines else []
+    out = []
+    for n, h in enumerate(headings):
+        stop = next((o.row for o in headings[n + 1 :] if o.level <= h.level), len(lines))
+        out.append((h.row, h.end_row, stop, h.level))
+    return out
+
+
+def same_note(text: str, body: str, long_term: bool = False) -> tuple[int, int] | None:
+    """The lines (1-based, inclusive) of a note of `text` that already says `body`: a `##` note whose whole
+    body it is, or (`long_term`) a line of a section that reads `body` or `- body`; None when there is none."""
+    lines = normalize_newlines(text).split("\n")
+    wanted = body.strip()
+    for row, end_row, stop, level in _sections(lines):
+        section = lines[end_row + 1 : stop]
+        if level >= 2 and "\n".join(section).strip() == wanted:
+            return row + 1, row + len("\n".join(lines[row:stop]).rstrip().split("\n"))
+        if long_term and "\n" not in wanted:
+            for n, line in enumerate(section):
+                if line.strip() in (wanted, f"- {wanted}", f"* {wanted}"):
+                    return end_row + 2 + n, end_row + 2 + n
+    return None
+
+
+def section_of(text: str, line: int) -> tuple[int, int]:
+    """The 1-based lines of the section (heading to the line before the next heading of its level or above,
+    blank lines after it included) that holds `line`; NoteError with the reason when that is no note: text
+    before the first heading, or a file's `#` title."""
+    lines = normalize_newlines(text).split("\n")
+    found = [s for s in _sections(lines) if s[0] <= line - 1 < s[2]]
+    if not found:
+        raise NoteError("it is the text before the file's first heading, not a note: edit the file to change it")
+    row, _, stop, level = max(found, key=lambda s: s[0])
+    if level < 2:
+        raise NoteError(
+            f"it is the file's title ({lines[row].strip()!r}), not a note: forget its notes one by one, "
+            "or delete the file"
+        )
+    return row + 1, stop
+
+
+def without_section(text: str, first: int, last: int) -> str:
+    """`text` without lines `first`..`last` (1-based, inclusive), ending with one newline."""
+    lines = normalize_newlines(text).split("\n")
+    kept = lines[: first - 1] + lines[last:]
+    while 0 < first - 1 < len(kept) and not kept[first - 2].strip() and not kept[first - 1].strip():
+        del kept[first - 1]  # one blank line where the note was, not two
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept) + "\n" if kept else ""
+
+
+def rewrite_note_file(path: Path, name: str, before: str, after: str) -> None:
+    """Replace the note file at `path` by `after` when it still holds `before` (a regular file, never a link);
+    NoteError when it changed meanwhile."""
+    found = read_note_file(path, name)
+    if found is None or found[0] != before:
+        raise NoteError(f"{name} changed meanwhile; nothing was removed: try again")
+    _replace(path, after)

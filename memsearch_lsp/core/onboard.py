@@ -16,24 +16,15 @@ INDEX_GITIGNORE = ".memsearch/"
 INIT_HINT = "run `memsearch-lsp init`"
 NO_MEMORY = f"no memory here: {INIT_HINT}"
 
+# The sections `remember --long-term` fills; no placeholder text (it would answer searches: issue 38).
 MEMORY_TEMPLATE = """\
 # Memory
 
-Long-term facts, decisions and preferences worth keeping. People and agents both edit this file;
-daily notes go to `YYYY-MM-DD.md` beside it. `memsearch-lsp search "..."` finds any section by
-meaning or by keyword.
-
 ## About this project
-
-- What it is, who works on it, where things live.
 
 ## Decisions
 
-- YYYY-MM-DD: what was decided, and why.
-
 ## Preferences
-
-- How things should be done here.
 """
 
 _SECTION_NOTES = {

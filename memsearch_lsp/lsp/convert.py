@@ -13,7 +13,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk
-from memsearch_lsp.core.search.hybrid import Expanded, Hit
+from memsearch_lsp.core.search.hybrid import Expanded, Hit, display_heading
 
 
 def normalize_uri(uri: str) -> str:
@@ -82,7 +82,7 @@ def symbol_name(heading: str, snippet: str) -> str:
 def hit_symbol(root: Path, hit: Hit, rng: types.Range) -> types.WorkspaceSymbol:
     container = hit.source + (f" · {hit.date}" if hit.date else "") + (" · archived" if hit.archived else "")
     return types.WorkspaceSymbol(
-        name=symbol_name(hit.heading, hit.snippet),
+        name=symbol_name(hit.title or hit.heading, hit.snippet),
         kind=types.SymbolKind.String,
         location=types.Location(uri=uri_of(root, hit.source), range=rng),
         container_name=container,
@@ -114,7 +114,7 @@ def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[type
             stack.pop()
         heading_line = chunk.content.split("\n", 1)[0]
         symbol = types.DocumentSymbol(
-            name=chunk.heading or "(untitled)",
+            name=display_heading(chunk.heading, chunk.content) or "(untitled)",
             kind=types.SymbolKind.Namespace if chunk.level == 1 else types.SymbolKind.String,
             range=rng,
             selection_range=types.Range(

@@ -98,6 +98,7 @@ class MemsearchServer(LanguageServer):
         self.client_name = ""  # initialize's clientInfo.name, to name this process to other windows
         self.shut_down = False
         self.folders_changing = asyncio.Lock()  # roots open and close one change at a time (sync.start_roots)
+        self.user: Any = None  # the user memory (core/process/user.py) as features/symbols.py opens it
 
     # -- roots and paths -------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[Root, str] | None:
@@ -364,6 +365,8 @@ class MemsearchServer(LanguageServer):
     def close_all(self) -> None:
         """Release every index and wait for the writer (the end of the process)."""
         self.shutdown_roots()
+        if self.user is not None:
+            self.writer.submit(self.user.close)
         self.writer.shutdown(wait=True)
 
 

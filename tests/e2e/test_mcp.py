@@ -20,7 +20,7 @@ from tests.helpers import make_workspace, server_pid, start, stop
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 NOW = "2026-12-03T09:41"
-TOOLS = {"memory_search", "memory_expand", "memory_recent", "memory_remember", "memory_status"}
+TOOLS = {"memory_search", "memory_expand", "memory_recent", "memory_remember", "memory_forget", "memory_status"}
 
 
 @asynccontextmanager
@@ -62,7 +62,10 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
 
     hits = (await call(session, "memory_search", query="Redis cache config"))["hits"]
     assert len(hits) == 3
-    assert set(hits[0]) == {"id", "source", "heading", "start_line", "end_line", "score", "snippet", "date", "archived"}
+    assert set(hits[0]) == {
+        *("id", "source", "heading", "start_line", "end_line", "score", "snippet", "date", "archived", "scope")
+    }
+    assert {h["scope"] for h in hits} == {"workspace"}
     assert hits[0]["date"] is None and hits[0]["archived"] is False  # the CLI's fields, null when undated
     assert (hits[0]["source"], hits[0]["heading"]) == ("memory/MEMORY.md", "Redis Caching")
 
@@ -96,6 +99,15 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     )
     assert fact["source"] == "memory/MEMORY.md"
     assert "## Release rules\n\nOkapi releases need two approvals\n" in (ws / "memory" / "MEMORY.md").read_text()
+    forget = tools["memory_forget"].annotations
+    assert forget is not None and (forget.read_only_hint, forget.destructive_hint) == (False, True)
+    extra = await call(session, "memory_remember", text="Wombat tokens expire after 9 minutes.", heading="Wombat")
+    gone = await call(session, "memory_forget", id=extra["id"])
+    assert gone["removed"] and gone["scope"] == "workspace" and "Wombat" not in (ws / extra["source"]).read_text()
+    mine = await call(session, "memory_remember", text="I prefer tabs over spaces.", scope="user")
+    assert not (ws / mine["source"]).is_file() or "tabs over spaces" not in (ws / mine["source"]).read_text()
+    found = (await call(session, "memory_search", query="tabs over spaces preference", scope="user"))["hits"]
+    assert found and found[0]["scope"] == "user" and found[0]["id"] == mine["id"]
 
     resources = {r.name: str(r.uri) for r in (await session.list_resources()).resources}
     assert {"memory/MEMORY.md", "memory/2026-12-03.md"} <= set(resources)

@@ -71,6 +71,7 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
             "remove": ((NOTE,), {}),
             "index": ((), {"force": False}),
             "remember": (("Kiwi quota is 9", "Kiwi"), {"now": dt.datetime(2026, 3, 2, 9, 0)}),
+            "forget": ((hit.id,), {"dry_run": True}),
             "status": ((), {}),
             "reset": ((), {}),
         }
@@ -82,6 +83,7 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
         assert served["index_text"].files_added == 1  # a buffer only: index_file then finds no file and drops it
         assert served["index_file"].files_removed == 1 and served["remove"].files_removed == 0
         assert served["remember"].chunks[0].heading == "Kiwi"
+        assert served["forget"].source == hit.source and served["forget"].removed is False
         assert served["status"]["served_by_pid"] == os.getpid() and "chunks" in served["status"]
         assert owner.status()["chunks"] == 0  # reset went to the owner
         assert client.owner_process() == f"memsearch-lsp serve for a test (pid {os.getpid()})"

@@ -12,8 +12,11 @@ Each reads the hook's JSON on stdin and prints what Claude Code expects on stdou
 - stop: returns at once; a detached process records the turn (`memsearch-lsp remember - --summarize`) under a
   heading that says what it was about, trimmed at paragraph or sentence ends outside code fences. Turns with
   nothing to remember (an acknowledgement, an empty answer) are skipped.
-A hook never blocks the agent: on any failure it prints nothing, notes why on stderr and exits 0. Standard
-library only, so any `python3` runs it; the CLI does all memory work (and its confinement rules).
+A hook never blocks the agent: on any failure it prints nothing, notes why on stderr and exits 0, and its calls
+to the CLI and the index owner end within MEMSEARCH_HOOK_TIMEOUT seconds in all (a stuck owner is skipped, and
+the agent told so once). In a folder without memory, SessionStart tells the agent once that
+`memsearch-lsp init` would start one. Standard library only, Python 3.8 or later, so any `python3` runs it; the
+CLI does all memory work (and its confinement rules, redaction of secrets and `<private>` spans included).
 
 Settings (environment):
   MEMSEARCH_HOOK_CLI            the command to run (default: memsearch-lsp)
@@ -22,8 +25,10 @@ Settings (environment):
   MEMSEARCH_HOOK_TOP_K          hits per prompt (default 3)
   MEMSEARCH_HOOK_DAYS           days of notes at session start (default 3)
   MEMSEARCH_HOOK_TURN_CHARS     at most this many characters of prompt and of answer kept per turn (default 1500)
-  MEMSEARCH_HOOK_TIMEOUT        seconds the CLI may take (default 50)
+  MEMSEARCH_HOOK_TIMEOUT        seconds a hook's CLI and index owner calls may take in all (default 10; a
+                                detached capture gets 12 times as long)
   MEMSEARCH_HOOK_WARM_IDLE      seconds the warm index owner waits for a call before it exits (default 1800)
+  MEMSEARCH_HOOK_CAPTURE        0 (or off, false, no) turns capture off: Stop records nothing
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,10 +88,30 @@ ACKNOWLEDGEMENTS = {
 CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
+PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+TIME_HEADING = re.compile(r"^\d{1,2}:\d{2}(?:\s+\(\d+\))?$")
+TURNS_KEPT_S = 3 * 86400  # how long the record of a captured turn is kept (one note per turn)
+DEADLINE = [0.0]  # when this hook's calls must have ended (time.monotonic); set by main
 
 
 class HookError(Exception):
     """A reason to skip this hook (noted on stderr; the agent goes on)."""
+
+
+class NoMemory(HookError):
+    """The project has no memory (`memsearch-lsp init` starts one)."""
+
+
+class Stuck(HookError):
+    """The index owner or the CLI did not answer within the hook's time."""
+
+
+def left() -> float:
+    """Seconds this hook's calls may still take; Stuck when none are left."""
+    remaining = DEADLINE[0] - time.monotonic()
+    if remaining <= 0.05:
+        raise Stuck(f"memory calls took more than {setting('TIMEOUT', 10)} s")
+    return remaining
 
 
 def setting(name: str, default: int) -> int:
@@ -100,12 +126,12 @@ def project(event: dict[str, Any]) -> Path:
     return Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd") or os.getcwd())
 
 
-def command(event: dict[str, Any], subcommand: str, *args: str) -> list[str]:
+def command(event: dict[str, Any], subcommand: str, *args: str, where: Path | None = None) -> list[str]:
     return [
         *shlex.split(os.environ.get("MEMSEARCH_HOOK_CLI", "memsearch-lsp")),
         subcommand,
         "--workspace",
-        str(project(event)),
+        str(where or project(event)),
         *args,
     ]
 
@@ -113,17 +139,18 @@ def command(event: dict[str, Any], subcommand: str, *args: str) -> list[str]:
 def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = None) -> str:
     argv = command(event, subcommand, *args)
     try:
-        done = subprocess.run(
-            argv, input=stdin, capture_output=True, text=True, timeout=setting("TIMEOUT", 50), check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=left(), check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise Stuck(f"`{argv[0]} {subcommand}` did not answer within {setting('TIMEOUT', 10)} s") from exc
+    except OSError as exc:
         raise HookError(f"{argv[0]} failed: {exc}") from exc
     if done.returncode != 0:  # with --json the CLI's error is {"error": {"message", "hint"}} on stdout
         try:
             error = json.loads(done.stdout)["error"]["message"]
         except (ValueError, KeyError, TypeError):
             error = ""
-        raise HookError(done.stderr.strip() or error or f"{argv[0]} exited with {done.returncode}")
+        message = done.stderr.strip() or error or f"{argv[0]} exited with {done.returncode}"
+        raise (NoMemory if "no memory here" in message else HookError)(message)
     return done.stdout
 
 
@@ -144,10 +171,19 @@ def detach(argv: list[str], stdin: str = "") -> None:
             process.stdin.close()
 
 
-def owner_running(event: dict[str, Any]) -> bool:
-    """True when a process (an editor's server, a warm owner) serves this project's index."""
+def user_root() -> Path | None:
+    """The user memory's folder (`$XDG_DATA_HOME/memsearch-lsp`, as `memsearch_lsp.core.process.user.user_root`
+    names it) when the user has one."""
+    base = os.environ.get("XDG_DATA_HOME", "").strip()
+    data = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "share"
+    root = data / "memsearch-lsp"
+    return root if (root / "memory").is_dir() else None
+
+
+def owner_running(event: dict[str, Any], root: Path | None = None) -> bool:
+    """True when a process (an editor's server, a warm owner) serves this project's index (or `root`'s)."""
     try:
-        record = json.loads((project(event) / ".memsearch" / "server.json").read_text())
+        record = json.loads(((root or project(event)) / ".memsearch" / "server.json").read_text())
         os.kill(int(record["pid"]), 0)
         return True
     except PermissionError:
@@ -156,10 +192,10 @@ def owner_running(event: dict[str, Any]) -> bool:
         return False
 
 
-def owner_socket(event: dict[str, Any]) -> str | None:
-    """The socket of the process serving this project's index, when it is a socket of this user: the path
-    `memsearch_lsp.core.process.owner.socket_path_for` names (never one read from a file)."""
-    root = project(event).resolve()
+def owner_socket(event: dict[str, Any], where: Path | None = None) -> str | None:
+    """The socket of the process serving this project's index (or `where`'s), when it is a socket of this user:
+    the path `memsearch_lsp.core.process.owner.socket_path_for` names (never one read from a file)."""
+    root = (where or project(event)).resolve()
     path = root / ".memsearch" / "server.sock"
     if len(str(path)) > 100:
         folder = Path(tempfile.gettempdir()) / f"memsearch-{os.getuid()}"
@@ -182,17 +218,20 @@ def owner_call(sock: str, op: str, **params: Any) -> Any:
     """One request to the index owner (JSON-RPC 2.0, one message a line: memsearch_lsp/core/process/protocol.py);
     OSError or ValueError when it fails, or when the process answering is not of this user."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(setting("TIMEOUT", 50))
-        conn.connect(sock)
-        if hasattr(socket, "SO_PEERCRED"):
-            peer = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            if struct.unpack("3i", peer)[1] != os.geteuid():
-                raise ValueError(f"{sock} is served by another user's process")
-        conn.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": op, "params": params}).encode() + b"\n")
-        with conn.makefile("rb") as reader:
-            reply = json.loads(reader.readline() or b"{}")
-            while reply.get("method") == "$/progress":  # notifications before the reply
+        conn.settimeout(left())
+        try:
+            conn.connect(sock)
+            if hasattr(socket, "SO_PEERCRED"):
+                peer = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+                if struct.unpack("3i", peer)[1] != os.geteuid():
+                    raise ValueError(f"{sock} is served by another user's process")
+            conn.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": op, "params": params}).encode() + b"\n")
+            with conn.makefile("rb") as reader:
                 reply = json.loads(reader.readline() or b"{}")
+                while reply.get("method") == "$/progress":  # notifications before the reply
+                    reply = json.loads(reader.readline() or b"{}")
+        except socket.timeout as exc:  # noqa: UP041 (TimeoutError only from Python 3.10; this runs on 3.8)
+            raise Stuck(f"the index owner did not answer `{op}` within {setting('TIMEOUT', 10)} s") from exc
     if "result" not in reply:
         raise ValueError((reply.get("error") or {}).get("message") or "the index owner did not answer")
     return reply["result"]
@@ -206,7 +245,9 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
         try:
             owner_call(sock, "index")
             hits: list[dict[str, Any]] = owner_call(sock, "search", query=query, top_k=top_k)
-            return hits
+            return merge(hits, user_hits(event, query, top_k), top_k)
+        except Stuck:
+            raise  # the CLI would wait for the same owner: skip this prompt
         except (OSError, ValueError) as exc:
             sys.stderr.write(f"memsearch hook: the index owner did not answer ({exc}); using the CLI\n")
     warm(event)
@@ -214,13 +255,42 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
     return found
 
 
+def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:
+    """Hits of the user memory from its running owner (the warm one SessionStart starts); none without one."""
+    root = user_root()
+    sock = owner_socket(event, root) if root is not None else None
+    if sock is None:
+        return []
+    try:
+        owner_call(sock, "index")
+        return [dict(h, scope="user") for h in owner_call(sock, "search", query=query, top_k=top_k)]
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"memsearch hook: the user memory's owner did not answer ({exc})\n")
+        return []
+
+
+def merge(first: list[dict[str, Any]], second: list[dict[str, Any]], top_k: int) -> list[dict[str, Any]]:
+    """Two searches' hits by relevance (comparable across indexes), each list in its own order."""
+    out: list[dict[str, Any]] = []
+    a, b = list(first), list(second)
+    while (a or b) and len(out) < top_k:
+        take_a = bool(a) and (not b or float(a[0].get("relevance", 0)) >= float(b[0].get("relevance", 0)))
+        out.append((a if take_a else b).pop(0))
+    return out
+
+
 def warm(event: dict[str, Any]) -> None:
-    """Keep an index owner for the session, so each prompt's search skips opening the index."""
-    if not owner_running(event):
-        try:
-            detach(command(event, "warm", "--idle", str(setting("WARM_IDLE", 1800))))
-        except OSError as exc:
-            sys.stderr.write(f"memsearch hook: no warm index owner: {exc}\n")
+    """Keep an index owner for the session (and one for the user memory), so each prompt's search skips
+    opening an index."""
+    idle = ["--idle", str(setting("WARM_IDLE", 1800))]
+    mine = user_root()
+    try:
+        if not owner_running(event):
+            detach(command(event, "warm", *idle))
+        if mine is not None and not owner_running(event, mine):
+            detach(command(event, "warm", *idle, where=mine))
+    except OSError as exc:
+        sys.stderr.write(f"memsearch hook: no warm index owner: {exc}\n")
 
 
 def bounded(text: str, limit: int) -> str:
@@ -231,12 +301,74 @@ def context(event_name: str, text: str, limit: int) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": bounded(text, limit)}}
 
 
+def state(name: str) -> Path | None:
+    """A file in this user's private folder for the hooks' records (`<tmp>/memsearch-<uid>/hooks`); None when
+    that folder is not private to this user."""
+    folder = Path(tempfile.gettempdir()) / f"memsearch-{os.getuid()}"
+    try:
+        for path in (folder, folder / "hooks"):
+            try:
+                path.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+            info = path.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+                return None
+    except OSError:
+        return None
+    return folder / "hooks" / name
+
+
+def first_time(name: str) -> bool:
+    """True the first time `name` is asked for (its record is created then); False after, or when no record
+    can be kept."""
+    path = state(name)
+    if path is None:
+        return False
+    try:
+        os.close(os.open(str(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except OSError:
+        return False
+
+
+def forget_time(name: str) -> None:
+    path = state(name)
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def stuck_once(event: dict[str, Any], event_name: str, why: Exception) -> dict[str, Any] | None:
+    """Say once (until the owner answers again) that memory was skipped because it did not answer in time."""
+    if not first_time(f"stuck-{key(str(project(event).resolve()))}"):
+        return None
+    return context(event_name, f"memsearch: memory recall skipped for now: {why}.", 400)
+
+
 def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
-    warm(event)
     budget = setting("SESSION_CHARS", 4000)
-    notes = json.loads(
-        cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", str(budget), "--json")
-    )
+    try:
+        notes = json.loads(
+            cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", str(budget), "--json")
+        )
+    except NoMemory:
+        if not first_time(f"init-{key(str(project(event).resolve()))}"):
+            return None  # said once for this folder
+        return context(
+            "SessionStart",
+            f"This project ({project(event)}) has no memsearch memory yet: running `memsearch-lsp init` in it would "
+            "start one (memory/ with MEMORY.md and daily logs; past decisions recalled before each prompt, each "
+            "turn recorded). Mention it to the user if long-term memory would help; this is said once.",
+            600,
+        )
+    warm(event)
     if not notes:
         return None
     parts = [f"<!-- {n['source']}:{n['start_line']}-{n['end_line']} id={n['id']} -->\n{n['content']}" for n in notes]
@@ -282,25 +414,47 @@ def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
     if len(prompt) < 3 or prompt.startswith("/"):
         return None
     top_k = setting("TOP_K", 3)
-    hits = choose(search(event, bounded(prompt, 1000), 2 * top_k + 2), top_k)
+    try:
+        hits = choose(search(event, bounded(prompt, 1000), 2 * top_k + 2), top_k)
+        texts = bodies(event, hits)
+    except Stuck as exc:
+        sys.stderr.write(f"memsearch hook: skipped: {exc}\n")
+        return stuck_once(event, "UserPromptSubmit", exc)
+    forget_time(f"stuck-{key(str(project(event).resolve()))}")  # it answers again: say so again next time
     if not hits:
         return None
     budget = setting("CONTEXT_CHARS", 2000)
     lines = ["Possibly relevant memories (memsearch; `memsearch-lsp expand ID` shows a whole section):"]
     share = max(160, (budget - len(lines[0])) // len(hits) - 100)
-    for hit, body in zip(hits, bodies(event, hits), strict=True):
+    for hit, body in zip(hits, texts):
         text = trim(body, share).replace("\n", "\n  ")
-        where = f"{hit['source']}:{hit['start_line']}-{hit['end_line']}"
-        lines.append(f"- {where} {hit['heading']} (id {hit['id']}):\n  {text}")
+        where = (
+            "user:" if hit.get("scope") == "user" else ""
+        ) + f"{hit['source']}:{hit['start_line']}-{hit['end_line']}"
+        lines.append(f"- {where} {shown_heading(str(hit['heading']), body)} (id {hit['id']}):\n  {text}")
     return context("UserPromptSubmit", "\n".join(lines), budget)
+
+
+def shown_heading(heading: str, body: str) -> str:
+    """A bare `HH:MM` heading named by the note's first line with the time beside it (as the CLI shows it)."""
+    if not TIME_HEADING.match(heading.strip()):
+        return heading
+    first = next((line for line in body.split("\n") if line.strip()), "")
+    topic = " ".join(re.sub(r"^\s*(?:[-*+>]|\d+[.)])\s+|\*\*|__|`+", "", first).split())
+    if len(topic) > 60:
+        topic = topic[:60].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
+    return f"{topic} ({heading.strip()})" if topic else heading
 
 
 def bodies(event: dict[str, Any], hits: list[dict[str, Any]]) -> list[str]:
     """Each hit's section without its heading line, from a running index owner; its snippet otherwise."""
-    sock = owner_socket(event)
+    socks = {"workspace": owner_socket(event)}
+    mine = user_root()
+    socks["user"] = owner_socket(event, mine) if mine is not None else None
     out = []
     for hit in hits:
         body = str(hit.get("snippet") or "")
+        sock = socks.get(str(hit.get("scope") or "workspace"))
         if sock is not None:
             try:
                 chunk = owner_call(sock, "expand", chunk_id=hit["id"])
@@ -308,6 +462,8 @@ def bodies(event: dict[str, Any], hits: list[dict[str, Any]]) -> list[str]:
                 if lines and lines[0].lstrip().startswith("#"):
                     lines = lines[1:]
                 body = "\n".join(lines).strip() or body
+            except Stuck:
+                raise
             except (OSError, ValueError, KeyError, TypeError):
                 pass
         out.append(body)
@@ -422,14 +578,37 @@ def now() -> dt.datetime:
     return dt.datetime.fromisoformat(value) if value else dt.datetime.now()
 
 
+def capture_off() -> bool:
+    return os.environ.get("MEMSEARCH_HOOK_CAPTURE", "").strip().lower() in ("0", "off", "false", "no")
+
+
+def new_turn(event: dict[str, Any], prompt: str) -> bool:
+    """True the first time this turn (this project, session and prompt) is seen: the same turn captured again
+    (a Stop hook that fires twice, a continued turn) is not recorded again. Records older than TURNS_KEPT_S go."""
+    session = str(event.get("session_id") or event.get("transcript_path") or "")
+    if not session:
+        return True
+    path = state("")
+    if path is not None:
+        now_s = time.time()
+        for old in path.glob("turn-*"):
+            try:
+                if now_s - old.stat().st_mtime > TURNS_KEPT_S:
+                    old.unlink()
+            except OSError:
+                pass
+    return first_time(f"turn-{key(str(project(event).resolve()), session, prompt)}") or path is None
+
+
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
-    """Record the turn (run detached by `stop`)."""
+    """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
     prompt, answer = "", str(event.get("last_assistant_message") or "")
     transcript = Path(str(event.get("transcript_path") or ""))
     if event.get("transcript_path") and transcript.is_file():
         prompt, recorded = last_turn(transcript)
         answer = answer or recorded
-    if nothing_to_remember(prompt, answer):
+    prompt, answer = PRIVATE.sub("", prompt).strip(), PRIVATE.sub("", answer).strip()
+    if nothing_to_remember(prompt, answer) or not new_turn(event, prompt):
         return None
     limit = setting("TURN_CHARS", 1500)
     note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {trim(answer, limit)}"
@@ -439,7 +618,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def stop(event: dict[str, Any]) -> dict[str, Any] | None:
-    if event.get("stop_hook_active"):
+    if event.get("stop_hook_active") or capture_off():
         return None  # a continuation forced by another Stop hook: the turn is recorded once
     detach([sys.executable, os.path.abspath(__file__), "capture"], json.dumps(event))
     return None
@@ -455,6 +634,7 @@ def main(argv: list[str]) -> int:
         event = json.loads(sys.stdin.read() or "{}")
         if not isinstance(event, dict):
             raise HookError("the hook input is not a JSON object")
+        DEADLINE[0] = time.monotonic() + setting("TIMEOUT", 10) * (12 if argv[0] == "capture" else 1)
         output = HOOKS[argv[0]](event)
         if output:
             sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")

@@ -28,6 +28,7 @@ from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, Summar
 from memsearch_lsp.core.embedding.onnx import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
+from memsearch_lsp.core.redact import redact
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
@@ -185,7 +186,7 @@ def plan_compaction(
             progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
         allowed += target  # what an earlier summary left unused goes to the next
         budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET * len(logs))
-        body = summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget)
+        body = redact(summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget))
         summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
         chars_before += size
         chars_after += len(summaries[-1].content)

@@ -334,6 +334,7 @@ class RemoteMemory(MemoryFiles):
     has_overlay = asked_of_owner(IndexApi.has_overlay)
     is_indexed = asked_of_owner(IndexApi.is_indexed)
     drop_overlay = asked_of_owner(IndexApi.drop_overlay)
+    forget = asked_of_owner(IndexApi.forget)  # issue 38: the owner takes the note out of its file
     _search = asked_of_owner(IndexApi.search)
     _remember = asked_of_owner(IndexApi.remember)
     _status = asked_of_owner(IndexApi.status)

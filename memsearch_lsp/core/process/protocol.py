@@ -18,7 +18,7 @@ from typing import Any, TypeVar, get_type_hints
 
 from cattrs import Converter
 
-from memsearch_lsp.core.api import IndexApi, Remembered
+from memsearch_lsp.core.api import Forgotten, IndexApi, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
@@ -48,6 +48,7 @@ OPERATIONS = tuple(name for name, value in vars(IndexApi).items() if inspect.isf
 _TYPES = {
     "Chunk": Chunk,
     "Expanded": Expanded,
+    "Forgotten": Forgotten,
     "Hit": Hit,
     "IndexStats": IndexStats,
     "Progress": Progress,

@@ -23,6 +23,10 @@ _UNIT_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 _SUMMARY = re.compile(r"^summary-(\d{4})-(?:W(\d{2})|(\d{2})(?:-(\d{2}))?)(?:\.\d{1,3})?\.md$")
 MAX_GLOBS = 64  # source patterns of one search
 FILTER_KEYS = ("since", "until", "source")  # search() keywords that filter rather than tune the ranking
+# A filter that leaves at most this many chunks has narrowed the answer already: the relevance floor
+# (search.min_score) does not apply, so a broad question ("what did we decide last week", since 7d) gets the
+# notes in range that match best instead of nothing.
+FEW_CHUNKS = 50
 DATE_FORMS = "YYYY-MM-DD, today, yesterday, or N days/weeks/months/years ago as 7d, 2w, 3m, 1y"
 
 
@@ -109,6 +113,11 @@ class SearchFilter:
     def allowed(self, sources: Iterable[str]) -> set[str]:
         """The sources among `sources` whose chunks may be returned."""
         return {s for s in sources if self.allows(s)}
+
+    @staticmethod
+    def narrowed(chunks: int) -> bool:
+        """True when the filter left so few chunks (FEW_CHUNKS) that the relevance floor would only empty the answer."""
+        return chunks <= FEW_CHUNKS
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -13,7 +13,7 @@ from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import ATX_OPENING, valid_unicode
 from memsearch_lsp.core.embedding.onnx import Embedder, EmbeddingError, query_vector
 from memsearch_lsp.core.search.bm25 import query_ids
-from memsearch_lsp.core.search.rank import rank
+from memsearch_lsp.core.search.rank import rank, relevance
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row
 
@@ -39,6 +39,8 @@ class HitData(TypedDict):
     """YYYY-MM-DD for daily logs, null for other files"""
     archived: bool
     """from a compacted log in the archive folder"""
+    scope: str
+    """workspace or user: whose memory it is from"""
 
 
 class ChunkData(TypedDict):
@@ -82,6 +84,10 @@ class Hit:
     archived: bool = False  # from a compacted log in the archive folder
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
     last_line: str | None = field(default=None, compare=False, repr=False)
+    scope: str = "workspace"  # whose memory: "workspace" or "user" (core/process/user.py)
+    # rank.relevance: comparable across searches and indexes (the score is relative to one search)
+    relevance: float = field(default=0.0, compare=False, repr=False)
+    title: str = field(default="", compare=False, repr=False)  # the heading as shown (display_heading)
 
     def to_dict(self) -> HitData:
         return {
@@ -94,6 +100,7 @@ class Hit:
             "snippet": self.snippet,
             "date": self.date or None,
             "archived": self.archived,
+            "scope": self.scope,
         }
 
 
@@ -134,6 +141,12 @@ def _body(content: str) -> str:
     return " ".join(" ".join(lines).split())
 
 
+def empty_section(content: str) -> bool:
+    """A chunk that is a heading alone (a daily log's `# 2026-12-05` title, a template's empty section): it says
+    nothing, so search never returns it (workspace symbols and outlines still list it)."""
+    return not _body(content) and bool(content.strip())
+
+
 def snippet(content: str, query: str, width: int = 200) -> str:
     """`width` characters of the body around the first query word it contains."""
     text = _body(content) or " ".join(content.split())
@@ -150,6 +163,28 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     return ("…" if start else "") + piece + "…"
 
 
+TIME_HEADING = re.compile(r"^(\d{1,2}:\d{2})(?:\s+\((\d+)\))?$")
+_MARKUP = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+|\*\*|__|`+")
+TITLE_CHARS = 60
+
+
+def display_heading(heading: str, content: str) -> str:
+    """How a heading is shown (search results, symbols, outlines, the hooks' context): a note under a bare
+    `## HH:MM` heading (what `remember` writes without --heading) is named by its first line, the time
+    beside it: "Chose Kafka for the event bus (10:40)"; every other heading as it is."""
+    timed = TIME_HEADING.match(heading.strip())
+    if not timed:
+        return heading
+    body = _body(content)
+    first = next((line for line in content.split("\n")[1:] if line.strip()), "") if body else ""
+    topic = " ".join(_MARKUP.sub("", first).split())
+    if not topic:
+        return heading
+    if len(topic) > TITLE_CHARS:
+        topic = topic[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
+    return f"{topic} ({heading.strip()})"
+
+
 def to_hit(row: Row, query: str, width: int) -> Hit:
     return Hit(
         id=row.id,
@@ -162,6 +197,7 @@ def to_hit(row: Row, query: str, width: int) -> Hit:
         date=row.date or None,
         heading_path=row.heading_path,
         last_line=row.content.rsplit("\n", 1)[-1],
+        title=display_heading(row.heading, row.content),
     )
 
 
@@ -209,12 +245,15 @@ def hybrid_search(
     if settings.bm25_weight > 0 or rrf or not dense:
         sparse = store.sparse_leg(terms, per_leg, exclude_source, only)
     ids = list(dict.fromkeys([*dense, *sparse]))
-    coverage = store.coverage(ids, terms) if ids and (settings.ranker == "learned" or settings.min_score > 0) else {}
+    coverage = store.coverage(ids, terms) if ids else {}
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
-    ranked = rank(dense, sparse, coverage, store.sections, settings)[:limit]
-    score = dict(ranked)
-    rows = store.rows([k for k, _ in ranked])
-    hits = [to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars) for r in rows]
+    ranked = rank(dense, sparse, coverage, store.sections, settings)
+    score, relevant = dict(ranked), relevance(dense, coverage)  # relevance: comparable across indexes
+    rows = [r for r in store.rows([k for k, _ in ranked]) if not empty_section(r.content)][:limit]
+    hits = [
+        replace(to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars), relevance=relevant.get(r.id, 0.0))
+        for r in rows
+    ]
     return demote_archived(hits, archive_dir)[:top_k]
 
 

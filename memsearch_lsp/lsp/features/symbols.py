@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import heapq
 import logging
 import os
 import re
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ def query_text(value: Any) -> str:
     return _SURROGATES.sub("\ufffd", str(value))
 
 
-def lines_of(ls: MemsearchServer, root: Root, source: str, disk: bool = True) -> Sequence[str] | None:
+def lines_of(ls: MemsearchServer, root: Root | UserRoot, source: str, disk: bool = True) -> Sequence[str] | None:
     """The current lines of a memory file: the open buffer, else (with `disk`) the disk, read again only
     when the file's size, time or inode changed."""
     text = ls.open_text(convert.uri_of(root.path, source))
@@ -101,13 +101,54 @@ def search_filters(params: Any) -> dict[str, Any]:
     return found
 
 
-async def search_all(ls: MemsearchServer, query: str, limit: int, **filters: Any) -> list[tuple[Root, Hit]]:
-    """Hybrid search in every root, merged best first (`filters`: see search_filters)."""
+@dataclass
+class UserRoot:
+    """The user memory beside the workspace folders (core/process/user.py), as `located` reads a root."""
+
+    path: Path
+    door: Any  # core.process.door.Door
+
+    def close(self) -> None:
+        self.door.close()
+
+
+def user_root(ls: MemsearchServer) -> UserRoot | None:
+    """The user memory, opened on first need (its owner's client, or owned and served here); None when the user
+    has none."""
+    from memsearch_lsp.core.process.door import Door
+    from memsearch_lsp.core.process.user import user_config, user_memory_exists
+
+    if ls.user is None and user_memory_exists():
+        from memsearch_lsp.core.process.user import user_root as root_of_user
+
+        ls.user = UserRoot(root_of_user(), Door(root_of_user(), config=user_config(), process="memsearch-lsp serve"))
+    return ls.user
+
+
+def _user_search(user: UserRoot, query: str, limit: int, filters: dict[str, Any]) -> list[Hit]:
+    from memsearch_lsp.core.process.user import scoped
+
+    return scoped(user.door.call(lambda m: (m.index(), m.search(query, limit, **filters))[1]), "user")
+
+
+async def search_all(
+    ls: MemsearchServer, query: str, limit: int, scope: str = "all", **filters: Any
+) -> list[tuple[Root | UserRoot, Hit]]:
+    """Hybrid search in every root (and, `scope` "all" or "user", the user memory), merged best first by
+    relevance, which compares across indexes (`filters`: see search_filters)."""
+    from memsearch_lsp.core.process.user import check_scope, merge
+
     query = query_text(query)
-    roots = await ready_roots(ls)
+    roots = await ready_roots(ls) if check_scope(scope) != "user" else []
     results = await asyncio.gather(*(while_indexed(ls.read(r.memory.search, query, limit, **filters)) for r in roots))
-    merged = [(root, hit) for root, hits in zip(roots, results) for hit in hits]
-    return heapq.nlargest(limit, merged, key=lambda pair: pair[1].score)
+    lists: list[list[tuple[Root | UserRoot, Hit]]] = [[(root, h) for h in hits] for root, hits in zip(roots, results)]
+    user = user_root(ls) if scope != "workspace" else None
+    if user is not None:
+        try:
+            lists.append([(user, h) for h in await asyncio.to_thread(_user_search, user, query, limit, filters)])
+        except (OSError, IndexBusy) as exc:
+            log.warning("the user memory did not answer: %s", exc)
+    return merge(lists, limit, lambda pair: pair[1].relevance)
 
 
 async def while_indexed(reading: Awaitable[list[Hit]]) -> list[Hit]:
@@ -119,7 +160,9 @@ async def while_indexed(reading: Awaitable[list[Hit]]) -> list[Hit]:
         return []
 
 
-def located(ls: MemsearchServer, pairs: Sequence[tuple[Root, Hit]]) -> list[tuple[Root, Hit, types.Range]]:
+def located(
+    ls: MemsearchServer, pairs: Sequence[tuple[Root | UserRoot, Hit]]
+) -> list[tuple[Root | UserRoot, Hit, types.Range]]:
     """Each hit with its range: from the editor's buffer when the file is open (it may differ from the
     index), else from the chunk's last line as indexed (the index follows the disk), else from the disk."""
     codec = ls.workspace.position_codec
@@ -137,6 +180,7 @@ def register(server: MemsearchServer) -> None:
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(ls: MemsearchServer, params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
         query = query_text(params.query).strip()
+        pairs: list[tuple[Root | UserRoot, Hit]]
         if not query:
             roots = await ready_roots(ls)
             pairs = [(r, h) for r in roots for h in await while_indexed(ls.read(r.memory.headings))]
@@ -162,5 +206,6 @@ def register(server: MemsearchServer) -> None:
             raise ValueError("topK must be a positive integer")
         limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
         filters = search_filters(params)
-        pairs = await search_all(ls, query, limit, **filters) if query.strip() else []
+        scope = param(params, "scope", default="all")
+        pairs = await search_all(ls, query, limit, str(scope), **filters) if query.strip() else []
         return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]

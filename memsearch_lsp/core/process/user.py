@@ -1,0 +1,114 @@
+"""The user's own memory beside every workspace's: a memory workspace in the user's data folder
+(`$XDG_DATA_HOME/memsearch-lsp`, its notes in `memory/`), private to the user, opened like any other (one
+owner, `open_memory`); searches merge its hits with the workspace's by a score both indexes share.
+
+Fused scores rank the hits of one search and mean nothing across two (each is rescaled over its own
+candidates), so the two lists are merged by `Hit.relevance` (core/search/rank.py `relevance`: the dense
+cosine and the query's term coverage, both absolute), each list keeping its own order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memsearch_lsp.config import Config, load_config
+from memsearch_lsp.core.api import MemoryApi
+from memsearch_lsp.core.files import private_folder
+from memsearch_lsp.core.search.hybrid import Hit
+
+SCOPES = ("workspace", "user", "all")
+APP = "memsearch-lsp"
+FOLDER = "memory"
+T = TypeVar("T")
+
+
+class ScopeError(ValueError):
+    """A scope that is none of SCOPES."""
+
+
+def check_scope(scope: str) -> str:
+    if scope not in SCOPES:
+        raise ScopeError(f"unknown scope {scope!r}: expected one of {', '.join(SCOPES)}")
+    return scope
+
+
+def user_root() -> Path:
+    """`$XDG_DATA_HOME/memsearch-lsp` (default `~/.local/share/memsearch-lsp`): the user memory's workspace."""
+    base = os.environ.get("XDG_DATA_HOME", "").strip()
+    data = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return data / APP
+
+
+def user_memory_exists() -> bool:
+    return (user_root() / FOLDER).is_dir()
+
+
+def make_user_root() -> Path:
+    """The user memory's folders, created private (0700) when missing; files.UnsafeFolder for a link or a
+    folder of another user."""
+    root = user_root()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(root)
+    private_folder(root / FOLDER)
+    return root
+
+
+def user_config(base: Config | None = None) -> Config:
+    """The user memory's settings: the user's own (no workspace file), its notes in `memory/`."""
+    config = base or load_config(user_root())
+    return config.merged({"memory": {"paths": [FOLDER], "exclude": []}})
+
+
+def open_user_memory(*, create: bool = False, **settings: Any) -> MemoryApi | None:
+    """The user memory (its owner's client, or owned here); None when it does not exist and `create` is False."""
+    from memsearch_lsp.core.process.door import open_memory
+
+    if not create and not user_memory_exists():
+        return None
+    root = make_user_root()
+    return open_memory(root, config=user_config(), **settings)
+
+
+def scoped(hits: Sequence[Hit], scope: str) -> list[Hit]:
+    return [replace(h, scope=scope) for h in hits]
+
+
+def merge(lists: Sequence[Sequence[T]], top_k: int, relevance: Callable[[T], float] | None = None) -> list[T]:
+    """The best `top_k` of several searches' hits, each list in its own order: the most relevant of the lists'
+    heads next (`relevance(hit)`, default `Hit.relevance`)."""
+    key = relevance or (lambda hit: hit.relevance)  # type: ignore[attr-defined]
+    heads = [list(hits) for hits in lists if hits]
+    out: list[T] = []
+    while heads and len(out) < top_k:
+        best = max(range(len(heads)), key=lambda n: (key(heads[n][0]), -n))
+        out.append(heads[best].pop(0))
+        heads = [h for h in heads if h]
+    return out
+
+
+def search_scopes(
+    workspace: MemoryApi | None,
+    user: Callable[[], MemoryApi | None],
+    query: str,
+    top_k: int | None,
+    scope: str = "all",
+    **overrides: Any,
+) -> list[Hit]:
+    """Hits for `query` from the workspace's memory, the user's (`user()` opens it when wanted; None when there
+    is none) or both, each tagged with its scope; `top_k` of both merged (`merge`)."""
+    check_scope(scope)
+    lists = []
+    if workspace is not None and scope in ("workspace", "all"):
+        lists.append(scoped(workspace.search(query, top_k, **overrides), "workspace"))
+    mine = user() if scope in ("user", "all") else None
+    if mine is not None:
+        mine.index()
+        lists.append(scoped(mine.search(query, top_k, **overrides), "user"))
+    if len(lists) == 1:
+        return lists[0]
+    limit = top_k if top_k is not None else (workspace.config.search.top_k if workspace else 3)
+    return merge(lists, limit)

@@ -1,0 +1,246 @@
+"""Memory the user can trust, as a user meets it (issue 38): the real CLI and the Claude Code hook script in
+subprocesses, the real model. Secrets and `<private>` text never reach `memory/`; a turn is captured once;
+`forget` removes a note from its file and from search; a user memory found from another workspace; broad
+dated questions answered; no template text; the hook's recall under Python 3.9, its word in a folder
+without memory, and a stuck owner that never holds it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, cli
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+SCRIPT = ROOT / "integrations" / "claude-code" / "scripts" / "memsearch_hook.py"
+NOW = "2026-12-05T09:41"
+OPENAI = "sk-proj-Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7hJ2kL9zX"
+AWS = "AKIAQ3K9ZPL2MX7VN4BR"
+AWS_SECRET = "Q3k9ZpL2mX7vN4bR8tY1/wE6uI0oA5sD3fG7hJ2k"
+GITHUB = "ghp_Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7h"
+PEM_LINE = "MIIEpAIBAAKCAQEAq3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7hJ2kL9zX"
+PEM = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_LINE}\n-----END OPENSSH PRIVATE KEY-----"
+URL_PASSWORD = "Hunter2Pass9"
+SECRETS = (OPENAI, AWS, AWS_SECRET, GITHUB, PEM_LINE, URL_PASSWORD)
+NOTE = (
+    f"Deploy notes: OPENAI_API_KEY={OPENAI}, AWS key {AWS} with secret {AWS_SECRET}, token {GITHUB}.\n"
+    f"{PEM}\nThe database is postgres://deploy:{URL_PASSWORD}@db.internal:5432/orders and the "
+    "orders service retries five times. <private>My home address is 12 Elm Street.</private>"
+)
+
+
+def env(**more: str) -> dict[str, str]:
+    return {"MEMSEARCH_NOW": NOW, **more, "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"]}
+
+
+def init(folder: Path) -> Path:
+    cli(folder, "init", check=True, env=env())
+    return folder
+
+
+def hook(name: str, event: dict[str, object], python: str = sys.executable, **more: str) -> tuple[float, str, str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE_"))}
+    environ.update(
+        {"MEMSEARCH_HOOK_CLI": f"{sys.executable} -m memsearch_lsp", "MEMSEARCH_HOOK_WARM_IDLE": "3", **env(**more)}
+    )
+    start = time.monotonic()
+    done = subprocess.run(
+        [python, str(SCRIPT), name], input=json.dumps(event), capture_output=True, text=True, timeout=120, env=environ
+    )
+    assert done.returncode == 0
+    return time.monotonic() - start, done.stdout, done.stderr
+
+
+def memory_text(ws: Path) -> str:
+    return "\n".join(p.read_text() for p in sorted((ws / "memory").rglob("*.md")))
+
+
+def test_secrets_and_private_text_never_reach_memory_and_a_turn_is_captured_once(tmp_path: Path) -> None:
+    ws = init(tmp_path / "ws")
+    note = json.loads(cli(ws, "remember", NOTE, "--json", check=True, env=env()).stdout)
+    transcript = tmp_path / "t.jsonl"
+    answer = f"Set OPENAI_API_KEY={OPENAI} and retry; the orders consumer now backs off exponentially."
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"content": f"Why does the orders consumer fail? {PEM}"}})
+        + "\n"
+        + json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": answer}]}})
+        + "\n"
+    )
+    event = {"cwd": str(ws), "session_id": "s-1", "transcript_path": str(transcript)}
+    hook("capture", event)
+    hook("capture", event, MEMSEARCH_NOW="2026-12-05T09:44")  # the same turn, Stop fired again
+    text = memory_text(ws)
+    for secret in SECRETS:
+        assert secret not in text
+    assert "Elm Street" not in text and "<private>" not in text
+    assert "[redacted: openai-key]" in text and "[redacted: aws-key]" in text and "[redacted: github-token]" in text
+    assert "[redacted: private-key]" in text and "deploy:[redacted: url-password]@db.internal" in text
+    assert "orders service retries five times" in text and "backs off exponentially" in text  # the rest is kept
+    assert text.count("backs off exponentially") == 1  # one note per turn
+    again = json.loads(cli(ws, "remember", NOTE, "--json", check=True, env=env()).stdout)
+    assert again["id"] == note["id"] and memory_text(ws).count("retries five times") == 1
+    hook("capture", dict(event, session_id="s-2"), MEMSEARCH_HOOK_CAPTURE="0")  # capture off: nothing
+    assert memory_text(ws).count("backs off exponentially") == 1
+
+
+def test_forget_removes_a_note_from_its_file_and_from_search(tmp_path: Path) -> None:
+    ws = init(tmp_path / "ws")
+    note = json.loads(cli(ws, "remember", "The wombat cache TTL is 45 seconds.", "--json", env=env()).stdout)
+    hits = json.loads(cli(ws, "search", "wombat cache TTL", "--json", env=env()).stdout)
+    assert hits[0]["id"] == note["id"]
+    asked = cli(ws, "forget", note["id"][:8], env=env())  # no terminal, no --yes: nothing removed
+    assert asked.returncode == 1 and "--yes" in asked.stderr and "wombat" in memory_text(ws)
+    gone = json.loads(cli(ws, "forget", note["id"][:8], "--yes", "--json", env=env()).stdout)
+    assert gone["removed"] and gone["source"] == note["source"] and "wombat" in gone["content"]
+    assert "wombat" not in memory_text(ws)
+    assert note["id"] not in {h["id"] for h in json.loads(cli(ws, "search", "wombat cache", "--json").stdout)}
+    missing = cli(ws, "forget", note["id"], "--yes", env=env())
+    assert missing.returncode == 1 and "no chunk" in missing.stderr
+
+
+def test_a_user_memory_is_found_from_another_workspace_and_never_written_into_one(tmp_path: Path) -> None:
+    a, b = init(tmp_path / "a"), init(tmp_path / "b")
+    mine = json.loads(cli(a, "remember", "--user", "Commit messages in the imperative mood.", "--json").stdout)
+    assert "imperative" not in memory_text(a)
+    data = Path(os.environ["XDG_DATA_HOME"]) / "memsearch-lsp"
+    assert "imperative" in (data / "memory" / Path(mine["source"]).name).read_text()
+    assert oct((data / "memory").stat().st_mode & 0o777) == "0o700"
+    hits = json.loads(cli(b, "search", "how should commit messages be written", "--json", env=env()).stdout)
+    assert hits[0]["id"] == mine["id"] and hits[0]["scope"] == "user"
+    assert json.loads(cli(b, "search", "commit messages imperative", "--scope", "workspace", "--json").stdout) == []
+    only = json.loads(cli(b, "search", "commit messages imperative", "--scope", "user", "--json").stdout)
+    assert [h["scope"] for h in only] == ["user"]
+
+
+def test_a_broad_dated_question_finds_the_weeks_decisions_and_a_fresh_workspace_no_template(tmp_path: Path) -> None:
+    ws = init(tmp_path / "ws")
+    for when, text in (
+        ("2026-11-10T10:00", "Decision: Postgres instead of MySQL for the billing service."),
+        ("2026-11-30T10:00", "Decision: we chose Kafka over RabbitMQ for the event bus, for replay."),
+        ("2026-12-01T11:00", "Lunch was good; the coffee machine is broken again."),
+        ("2026-12-02T15:00", "We decided to drop Python 3.8 support in the next release."),
+    ):
+        cli(ws, "remember", text, check=True, env=env(MEMSEARCH_NOW=when))
+    assert json.loads(cli(ws, "search", "decisions", "--json", env=env()).stdout)[0]["source"] != "memory/MEMORY.md"
+    hits = json.loads(cli(ws, "search", "what did we decide last week", "--since", "7d", "--json", env=env()).stdout)
+    sources = [h["source"] for h in hits]
+    assert {"memory/2026-11-30.md", "memory/2026-12-02.md"} <= set(sources)
+    assert sources[0] in ("memory/2026-11-30.md", "memory/2026-12-02.md")  # a decision first
+    assert "memory/2026-11-10.md" not in sources and all(h["heading"] != h["date"] for h in hits)
+    fresh = init(tmp_path / "fresh")
+    found = cli(fresh, "search", "decisions", "--json", env=env())
+    assert json.loads(found.stdout) == [] and "YYYY" not in (fresh / "memory" / "MEMORY.md").read_text()
+
+
+def _python39() -> str | None:
+    """A Python 3.9 that runs (macOS's stock python3 is 3.9): pyenv's, else python3.9 on the PATH."""
+    found = [str(p) for p in sorted((Path.home() / ".pyenv" / "versions").glob("3.9.*/bin/python"))]
+    for candidate in [*found, shutil.which("python3.9"), "/usr/bin/python3.9"]:
+        check = [candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 9)"] if candidate else []
+        if check and subprocess.run(check, capture_output=True, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+def test_the_prompt_hook_gives_recall_under_python_3_9(tmp_path: Path) -> None:
+    python = _python39()
+    if python is None:
+        pytest.skip("no Python 3.9 here (pyenv or python3.9 on PATH)")
+    ws = init(tmp_path / "ws")
+    cli(ws, "remember", "The orders consumer retries five times with exponential backoff.", check=True, env=env())
+    _, out, err = hook(
+        "user-prompt-submit", {"cwd": str(ws), "prompt": "how often does the orders consumer retry?"}, python
+    )
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "retries five times" in context and "(09:41)" in context, err  # named by its first line and time
+    _, out, _ = hook("session-start", {"cwd": str(ws)}, python)
+    assert "retries five times" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_folder_without_memory_is_told_once_how_to_start_one(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    _, out, _ = hook("session-start", {"cwd": str(folder)})
+    assert "memsearch-lsp init" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert hook("session-start", {"cwd": str(folder)})[1] == ""  # once
+    assert hook("user-prompt-submit", {"cwd": str(folder), "prompt": "what did we decide?"})[1] == ""
+
+
+def test_a_stuck_owner_never_holds_the_prompt_hook(tmp_path: Path) -> None:
+    ws = init(tmp_path / "ws")
+    (ws / ".memsearch").mkdir(mode=0o700, exist_ok=True)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # accepts connections, never answers
+    stuck.bind(str(ws / ".memsearch" / "server.sock"))
+    stuck.listen(8)
+    (ws / ".memsearch" / "server.json").write_text(json.dumps({"pid": os.getpid(), "socket": "x"}))
+    try:
+        event = {"cwd": str(ws), "prompt": "what did we decide about retries?"}
+        seconds, out, err = hook("user-prompt-submit", event, MEMSEARCH_HOOK_TIMEOUT="2")
+        assert seconds < 8 and "did not answer" in err
+        assert "skipped" in json.loads(out)["hookSpecificOutput"]["additionalContext"]  # said once
+        seconds, out, _ = hook("user-prompt-submit", event, MEMSEARCH_HOOK_TIMEOUT="2")
+        assert seconds < 8 and out == ""
+    finally:
+        stuck.close()
+
+
+async def test_the_language_server_searches_the_user_memory_too_and_names_timed_notes(tmp_path: Path) -> None:
+    from lsprotocol import types
+
+    from tests.helpers import start, stop
+
+    ws = init(tmp_path / "ws")
+    cli(ws, "remember", "--user", "Commit messages in the imperative mood.", check=True, env=env())
+    cli(ws, "remember", "Kafka is our event bus, chosen for replay.", check=True, env=env())
+    session = await start(ws, now=NOW)
+    try:
+        await session.wait_indexed()
+        search = session.client.protocol.send_request_async
+        found = await search("memsearch/search", {"query": "how to write commit messages", "topK": 2})
+        user = [h for h in found if h["scope"] == "user"]
+        assert user and user[0]["uri"].startswith(Path(os.environ["XDG_DATA_HOME"]).as_uri())
+        narrowed = await search("memsearch/search", {"query": "how to write commit messages", "scope": "workspace"})
+        assert {h["scope"] for h in narrowed} <= {"workspace"}
+        names = [s.name for s in await session.symbols("commit messages imperative")]
+        assert "Commit messages in the imperative mood. (09:41)" in names
+        log = ws / "memory" / "2026-12-05.md"
+        outline = await session.client.text_document_document_symbol_async(
+            types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=log.as_uri()))
+        )
+        children = [c.name for s in outline or [] for c in getattr(s, "children", None) or []]
+        assert children == ["Kafka is our event bus, chosen for replay. (09:41)"]
+    finally:
+        await stop(session)
+
+
+def test_prompt_recall_through_the_warm_owners_includes_the_user_memory(tmp_path: Path) -> None:
+    import signal
+
+    from tests.helpers import wait_until
+
+    ws = init(tmp_path / "ws")
+    cli(ws, "remember", "--user", "Commit messages in the imperative mood, at most 50 characters.", env=env())
+    cli(ws, "remember", "Kafka is our event bus, chosen for replay.", check=True, env=env())
+    mine = Path(os.environ["XDG_DATA_HOME"]) / "memsearch-lsp"
+    records = [ws / ".memsearch" / "server.json", mine / ".memsearch" / "server.json"]
+    try:
+        hook("session-start", {"cwd": str(ws)}, MEMSEARCH_HOOK_WARM_IDLE="60")
+        wait_until(lambda: all(r.exists() for r in records), "both warm owners", timeout=60)
+        event = {"cwd": str(ws), "prompt": "how should I write the commit message?"}
+        _, out, err = hook("user-prompt-submit", event, MEMSEARCH_HOOK_WARM_IDLE="60")
+        context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+        assert "user:memory/2026-12-05.md" in context and "imperative mood" in context, err
+    finally:
+        for record in records:
+            try:
+                os.kill(int(json.loads(record.read_text())["pid"]), signal.SIGTERM)
+            except (OSError, ValueError, KeyError):
+                pass

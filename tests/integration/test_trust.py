@@ -1,0 +1,131 @@
+"""Memory the user can trust (issue 38), on a real Milvus Lite with the fake embedder: one note per text and
+day, forget (file first, index after), date-filtered questions that the relevance floor does not empty, no
+template text or empty title chunks in answers, and a user memory merged into every workspace's searches."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.core.notes import NoteError
+from memsearch_lsp.core.onboard import init_workspace
+from memsearch_lsp.core.process.user import (
+    ScopeError,
+    make_user_root,
+    merge,
+    open_user_memory,
+    search_scopes,
+    user_root,
+)
+from memsearch_lsp.core.search.hybrid import Hit
+
+NOW = dt.datetime(2026, 12, 5, 9, 41)
+
+
+def test_remembering_the_same_text_the_same_day_returns_the_note_already_there(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    first = memory.remember("The okapi deploy window is Thursday.", now=NOW)
+    again = memory.remember("The okapi deploy window is Thursday.\n", now=NOW + dt.timedelta(minutes=3))
+    log = (workspace / first.source).read_text()
+    assert again.to_dict()["id"] == first.to_dict()["id"] and log.count("okapi deploy window") == 1
+    other_day = memory.remember("The okapi deploy window is Thursday.", now=NOW + dt.timedelta(days=1))
+    assert other_day.source != first.source  # another day's log is another note
+    fact = memory.remember("Commits in the imperative", "Preferences", long_term=True)
+    same = memory.remember("Commits in the imperative", "Preferences", long_term=True)
+    text = (workspace / "memory" / "MEMORY.md").read_text()
+    assert same.to_dict()["id"] == fact.to_dict()["id"] and text.count("Commits in the imperative") == 1
+
+
+def test_forget_takes_the_note_out_of_its_file_and_out_of_search(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.index()
+    keep = memory.remember("Quokka cache size is 512 MB.", now=NOW)
+    gone = memory.remember("Wombat queue retries five times.", "Wombat", now=NOW + dt.timedelta(minutes=1))
+    path = workspace / gone.source
+    before = path.read_text()
+    preview = memory.forget(gone.to_dict()["id"][:6], dry_run=True)
+    assert path.read_text() == before and preview.removed is False and "Wombat queue" in preview.content
+    done = memory.forget(gone.to_dict()["id"])
+    assert done.removed and (done.heading, done.start_line) == ("Wombat", gone.to_dict()["start_line"])
+    after = path.read_text()
+    assert "Wombat" not in after and "Quokka cache size is 512 MB." in after and not after.endswith("\n\n")
+    assert all(h.id not in done.ids for h in memory.search("wombat queue retries", top_k=10))
+    assert keep.to_dict()["id"] in {h.id for h in memory.search("quokka cache size", top_k=3)}
+    with pytest.raises(NoteError, match="no chunk"):
+        memory.forget(gone.to_dict()["id"])
+
+
+def test_forget_refuses_a_title_or_text_before_the_first_heading_with_the_reason(workspace: Path, make_memory) -> None:
+    (workspace / "memory" / "2026-12-04.md").write_text("# 2026-12-04\n\n## Note\n\nbody\n")
+    (workspace / "memory" / "loose.md").write_text("loose words about capybaras\n\n## Later\n\ntext\n")
+    memory = make_memory(workspace)
+    memory.index()
+    chunks = memory.indexer.chunk("memory/2026-12-04.md", (workspace / "memory" / "2026-12-04.md").read_text())
+    with pytest.raises(NoteError, match="title"):
+        memory.forget(chunks[0].id)
+    loose = memory.indexer.chunk("memory/loose.md", (workspace / "memory" / "loose.md").read_text())
+    with pytest.raises(NoteError, match="before the file's first heading"):
+        memory.forget(loose[0].id)
+    assert (workspace / "memory" / "loose.md").read_text().startswith("loose words")
+
+
+def test_a_date_filter_that_leaves_a_few_notes_is_never_emptied_by_the_floor(tmp_path: Path, make_memory) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    memory = make_memory(ws, min_score=0.99)  # a floor nothing passes
+    memory.clock = lambda: NOW
+    memory.remember("Decision: Postgres for billing.", now=NOW - dt.timedelta(days=30))
+    memory.remember("Decision: Kafka for the event bus.", now=NOW - dt.timedelta(days=3))
+    memory.remember("We decided to drop Python 3.8.", now=NOW - dt.timedelta(days=2))
+    assert memory.search("what did we decide last week") == []
+    hits = memory.search("what did we decide last week", since="7d", top_k=5)
+    assert {h.source for h in hits} == {"memory/2026-12-02.md", "memory/2026-12-03.md"}
+    assert all(h.heading != h.date for h in hits)  # never the empty `# 2026-12-03` title chunks
+
+
+def test_a_fresh_workspace_answers_no_template_text(tmp_path: Path, make_memory) -> None:
+    init_workspace(tmp_path / "fresh", today=NOW.date())
+    memory = make_memory(tmp_path / "fresh")
+    memory.index()
+    assert memory.search("decisions", top_k=5, min_score=0) == []  # only empty sections: nothing to say
+    assert {h.heading for h in memory.headings()} >= {"Decisions", "Preferences"}  # the outline keeps them
+
+
+def test_the_user_memory_lives_in_the_data_folder_private_and_is_merged_by_relevance(
+    tmp_path: Path, make_memory, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert user_root() == tmp_path / "data" / "memsearch-lsp" and open_user_memory() is None  # none yet
+    root = make_user_root()
+    assert stat.S_IMODE(os.stat(root).st_mode) == 0o700 and stat.S_IMODE(os.stat(root / "memory").st_mode) == 0o700
+    user = open_user_memory(embedder=embedder)
+    assert user is not None
+    try:
+        (tmp_path / "ws" / "memory").mkdir(parents=True)
+        ws = make_memory(tmp_path / "ws")
+        ws.remember("Kafka is the event bus.", now=NOW)
+        note = user.remember("Commit messages in the imperative mood.", now=NOW)
+        assert (root / note.source).is_file() and "imperative" not in (tmp_path / "ws" / note.source).read_text()
+        both = search_scopes(ws, lambda: user, "commit messages imperative mood", 2)
+        assert both[0].scope == "user" and {h.scope for h in both} == {"user", "workspace"}
+        assert [h.scope for h in search_scopes(ws, lambda: user, "commit messages", 3, "workspace")] == ["workspace"]
+        assert {h.scope for h in search_scopes(None, lambda: user, "commit messages", 3, "user")} == {"user"}
+        with pytest.raises(ScopeError):
+            search_scopes(ws, lambda: user, "x", 3, "everything")
+    finally:
+        user.close()
+
+
+def _hit(n: int, relevance: float, scope: str) -> Hit:
+    return Hit(f"{scope}{n}", "m.md", "h", 1, 1, 9 - n, "", scope=scope, relevance=relevance)
+
+
+def test_merge_keeps_each_lists_order_and_takes_the_more_relevant_head() -> None:
+    workspace = [_hit(0, 0.5, "workspace"), _hit(1, 0.6, "workspace"), _hit(2, 0.2, "workspace")]
+    user = [_hit(0, 0.55, "user"), _hit(1, 0.1, "user")]
+    assert [h.id for h in merge([workspace, user], 4)] == ["user0", "workspace0", "workspace1", "workspace2"]
+    assert [h.id for h in merge([workspace], 2)] == ["workspace0", "workspace1"]  # one list keeps its order

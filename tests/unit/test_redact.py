@@ -1,0 +1,118 @@
+"""Redaction (core/redact.py) and what `remember` makes of a note: secrets out, `<private>` spans out, the rest
+kept; placeholders, variables and ordinary text left alone; notes found again, sections taken out."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsearch_lsp.core.notes import NoteError, clean_heading, clean_note, same_note, section_of, without_section
+from memsearch_lsp.core.redact import find_secrets, redact, safe_text, without_private
+from memsearch_lsp.core.search.hybrid import display_heading, empty_section
+
+# Made-up keys in each provider's format (none of them is real).
+SECRETS = {
+    "openai-key": "sk-proj-Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7hJ2kL9zX",
+    "anthropic-key": "sk-ant-api03-Zx8Kq2Lm9Np4Rs7Tv1Wy3Ab5Cd6Ef8Gh0Ij2Kl4Mn",
+    "aws-key": "AKIAQ3K9ZPL2MX7VN4BR",
+    "github-token": "ghp_Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7h",
+    "gitlab-token": "glpat-Q3k9ZpL2mX7vN4bR8tY1",
+    "slack-token": "xoxb-2048-4096-Q3k9ZpL2mX7vN4bR8tY1wE6u",
+    "stripe-key": "sk_live_Q3k9ZpL2mX7vN4bR8tY1wE6u",
+    "google-key": "AIzaSyQ3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3f",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+}
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAq3k9ZpL2mX7vN4bR8tY1\nwE6uI0oA5sD3fG7hJ2kL9zX==\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+AWS_SECRET = "Q3k9ZpL2mX7vN4bR8tY1/wE6uI0oA5sD3fG7hJ2k"
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_each_providers_key_is_replaced_by_a_marker_naming_its_kind(kind: str) -> None:
+    text = f"we used {SECRETS[kind]} for the deploy, then rotated it."
+    assert redact(text) == f"we used [redacted: {kind}] for the deploy, then rotated it."
+
+
+def test_private_keys_aws_secrets_url_passwords_and_secret_settings() -> None:
+    note = (
+        f"Key for the box:\n{PEM}\nthen ssh in.\n"
+        f"aws_secret_access_key = {AWS_SECRET}\n"
+        "DB is postgres://admin:hunter2pass@db.example.com:5432/app (primary)\n"
+        "export GITHUB_TOKEN='q9Zr7Lm2Xv'\nDB_PASSWORD=correct-horse-battery\nOPENAI_API_KEY=" + SECRETS["openai-key"]
+    )
+    out = redact(note)
+    for secret in (PEM.split("\n")[1], AWS_SECRET, "hunter2pass", "q9Zr7Lm2Xv", "correct-horse", SECRETS["openai-key"]):
+        assert secret not in out
+    assert "Key for the box:\n[redacted: private-key]\nthen ssh in." in out
+    assert "aws_secret_access_key = [redacted: aws-secret]" in out
+    assert "postgres://admin:[redacted: url-password]@db.example.com:5432/app (primary)" in out
+    assert "export GITHUB_TOKEN='[redacted: secret]'" in out and "DB_PASSWORD=[redacted: secret]" in out
+    assert "OPENAI_API_KEY=[redacted: openai-key]" in out  # the most specific kind wins
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "psql postgres://username:password@host.com/dbname?sslmode=require",
+        'DATABASE_URL="postgresql://postgres:postgres@localhost:5432/postgres"',
+        "POSTGRES_PASSWORD=postgres and RAILS_MASTER_KEY=abc123",
+        "const MUX_ACCESS_TOKEN = process.env.MUX_ACCESS_TOKEN as string",
+        "new_user.password = params[:password]",
+        "max_tokens=2048 tokenizer=bert-base-uncased author=Josh TOKEN_LIMIT=4000",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+        "PASSWORD=$DB_PASSWORD and API_KEY=<your key> and SECRET=${SECRET}",
+        "Stripe's documented test key sk_test_BQokikJOvBiI2HlWgH4olfQ2 is public",
+        "the task-management-dashboard-component-v2 slug",
+        "Caroline went to the LGBTQ support group on 7 May 2023 and felt accepted.",
+    ],
+)
+def test_placeholders_variables_and_ordinary_text_are_left_alone(text: str) -> None:
+    assert find_secrets(text) == [] and redact(text) == text
+
+
+def test_private_spans_are_removed_whole_and_an_open_one_runs_to_the_end() -> None:
+    assert without_private("a <private>my salary is 100k</private> b") == "a  b"
+    assert without_private("a <PRIVATE>x\ny</Private> b <private>z") == "a  b "
+    assert safe_text(f"<private>{SECRETS['aws-key']}</private>keep {SECRETS['aws-key']}") == "keep [redacted: aws-key]"
+
+
+def test_remember_cleans_the_note_and_its_heading_and_refuses_an_all_private_note() -> None:
+    body = clean_note(f"deploy with {SECRETS['github-token']} <private>home address</private>done")
+    assert body == "deploy with [redacted: github-token] done"
+    assert (
+        clean_heading(f"09:41 OPENAI_API_KEY={SECRETS['openai-key']}") == "09:41 OPENAI_API_KEY=[redacted: openai-key]"
+    )
+    with pytest.raises(NoteError, match="private"):
+        clean_note("<private>all of it</private>")
+
+
+LOG = "# 2026-12-05\n\n## 09:41\n\nWe chose Kafka.\n\n## 10:02 Retries\n\nFive retries.\nWith backoff.\n"
+
+
+def test_a_note_already_in_the_log_is_found_by_its_whole_body() -> None:
+    assert same_note(LOG, "We chose Kafka.") == (3, 5)
+    assert same_note(LOG, "Five retries.\nWith backoff.") == (7, 10)
+    assert same_note(LOG, "Five retries.") is None  # part of a note is another note
+    memory = "# Memory\n\n## Preferences\n\n- tabs over spaces\n- short commits\n"
+    assert same_note(memory, "short commits", long_term=True) == (6, 6)
+
+
+def test_a_section_is_taken_out_and_a_title_or_preamble_is_refused_with_the_reason() -> None:
+    assert section_of(LOG, 5) == (3, 6)
+    assert without_section(LOG, 3, 5) == "# 2026-12-05\n\n## 10:02 Retries\n\nFive retries.\nWith backoff.\n"
+    assert without_section(LOG, 7, 10) == "# 2026-12-05\n\n## 09:41\n\nWe chose Kafka.\n"
+    with pytest.raises(NoteError, match="title"):
+        section_of(LOG, 1)
+    with pytest.raises(NoteError, match="before the file's first heading"):
+        section_of("loose text\n\n## A\n\nb\n", 1)
+
+
+def test_a_bare_time_heading_is_shown_by_its_first_line_with_the_time_beside_it() -> None:
+    assert display_heading("09:41", "## 09:41\n\n- We chose **Kafka** for the event bus\n") == (
+        "We chose Kafka for the event bus (09:41)"
+    )
+    assert display_heading("09:41 (2)", "## 09:41 (2)\n\nlonger " + "word " * 30).endswith("… (09:41 (2))")
+    assert display_heading("Decisions", "## Decisions\n\n- x") == "Decisions"
+    assert display_heading("09:41", "## 09:41\n") == "09:41"
+    assert empty_section("# 2026-12-05\n") and empty_section("## Decisions") and not empty_section("## A\n\nb")
