@@ -36,7 +36,7 @@ def open_memory(
 def open_user_memory(*, create: bool = False, **settings: Any) -> MemoryApi | None:
     """The user's own memory (`$XDG_DATA_HOME/memsearch-lsp/memory`, private), which every workspace's searches
     include; None when there is none yet and `create` is False (`remember` into it with `create=True`)."""
-    from memsearch_lsp.core.process.user import open_user_memory as open_user
+    from memsearch_lsp.core.scopes import open_user_memory as open_user
 
     return open_user(create=create, **settings)
 
@@ -46,7 +46,7 @@ def search(
 ) -> list[Hit]:
     """Hits for `query` from `memory` (a workspace's) and the user memory (`scope`: "workspace", "user" or
     "all"), merged by relevance, each with its `scope`; `filters` as `MemoryApi.search` takes them."""
-    from memsearch_lsp.core.process.user import search_scopes
+    from memsearch_lsp.core.scopes import search_scopes
 
     opened: list[MemoryApi] = []
 

@@ -30,8 +30,8 @@ from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData
 from memsearch_lsp.core.chunks import valid_unicode
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.process.door import Door
-from memsearch_lsp.core.process.user import make_user_root, search_scopes, user_config, user_memory_exists
 from memsearch_lsp.core.recall import NoteData, recent_notes
+from memsearch_lsp.core.scopes import make_user_root, search_scopes, user_config, user_memory_exists
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.version import __version__
@@ -70,7 +70,7 @@ class MemoryMCPServer(MCPServer[Any]):
     def __init__(self, door: Door, config: Config):
         super().__init__("memsearch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self.door, self.config = door, config
-        self.user: Door | None = None  # the user memory (core/process/user.py), opened on first need
+        self.user: Door | None = None  # the user memory (core/scopes.py), opened on first need
 
     def user_memory(self, create: bool = False) -> Door | None:
         """The user memory's door; None when the user has none (and `create` is False)."""

@@ -47,7 +47,7 @@ def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
 def _user_memory(beside: MemoryApi | None = None, create: bool = False) -> MemoryApi | None:
     """The user memory (None when there is none yet and `create` is False); it borrows the embedder of
     `beside` (a local memory of the same model) instead of loading the model twice."""
-    from memsearch_lsp.core.process.user import open_user_memory, user_config
+    from memsearch_lsp.core.scopes import open_user_memory, user_config
 
     same = beside is not None and not beside.remote and beside.config.embedding == user_config().embedding
     return open_user_memory(create=create, **({"embedder": beside.embedder} if same and beside else {}))
@@ -89,7 +89,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     for name in ("since", "until", "source"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
-    from memsearch_lsp.core.process.user import search_scopes
+    from memsearch_lsp.core.scopes import search_scopes
 
     opened: list[MemoryApi] = []
 
@@ -227,7 +227,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.process.user import user_root
+    from memsearch_lsp.core.scopes import user_root
 
     preview, memory = _either(args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True))
     if memory is None:

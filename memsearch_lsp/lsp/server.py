@@ -98,7 +98,7 @@ class MemsearchServer(LanguageServer):
         self.client_name = ""  # initialize's clientInfo.name, to name this process to other windows
         self.shut_down = False
         self.folders_changing = asyncio.Lock()  # roots open and close one change at a time (sync.start_roots)
-        self.user: Any = None  # the user memory (core/process/user.py) as features/symbols.py opens it
+        self.user: Any = None  # the user memory (core/scopes.py) as features/symbols.py opens it
 
     # -- roots and paths -------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[Root, str] | None:

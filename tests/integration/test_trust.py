@@ -13,7 +13,7 @@ import pytest
 
 from memsearch_lsp.core.notes import NoteError
 from memsearch_lsp.core.onboard import init_workspace
-from memsearch_lsp.core.process.user import (
+from memsearch_lsp.core.scopes import (
     ScopeError,
     make_user_root,
     merge,

@@ -84,7 +84,7 @@ class Hit:
     archived: bool = False  # from a compacted log in the archive folder
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
     last_line: str | None = field(default=None, compare=False, repr=False)
-    scope: str = "workspace"  # whose memory: "workspace" or "user" (core/process/user.py)
+    scope: str = "workspace"  # whose memory: "workspace" or "user" (core/scopes.py)
     # rank.relevance: comparable across searches and indexes (the score is relative to one search)
     relevance: float = field(default=0.0, compare=False, repr=False)
     title: str = field(default="", compare=False, repr=False)  # the heading as shown (display_heading)

@@ -13,6 +13,7 @@ import functools
 import gc
 import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,21 @@ class _Fields:
         self.fields.append(FieldSchema(name=name, dtype=dtype, is_primary=is_primary, **params))
 
 
+def _locked(folder: str, wait_s: float = 15.0) -> Any:
+    """MilvusLite(folder); while its own lock is still held by the engine's process of the folder's previous owner
+    (which leaves as soon as that owner has gone: the folder's lock is ours now), it waits."""
+    from milvus_lite import DataDirLockedError, MilvusLite
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return MilvusLite(folder)
+        except DataDirLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 class Engine:
     """The chunk and window collections of one local index folder, opened in this process."""
 
@@ -141,9 +157,7 @@ class Engine:
         steady_mmap_threshold()
         logging.getLogger("milvus_lite").setLevel(logging.CRITICAL)  # we report errors ourselves, once
         try:
-            from milvus_lite import MilvusLite
-
-            self._db = MilvusLite(self.folder)
+            self._db = _locked(self.folder)
             created = False
             for name, fields in zip(self.collections, (CHUNK_FIELDS, WINDOW_FIELDS), strict=True):
                 created |= self._ensure(name, fields, 64 if name == self.collections[0] else 96)

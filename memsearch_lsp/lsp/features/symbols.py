@@ -103,7 +103,7 @@ def search_filters(params: Any) -> dict[str, Any]:
 
 @dataclass
 class UserRoot:
-    """The user memory beside the workspace folders (core/process/user.py), as `located` reads a root."""
+    """The user memory beside the workspace folders (core/scopes.py), as `located` reads a root."""
 
     path: Path
     door: Any  # core.process.door.Door
@@ -116,17 +116,17 @@ def user_root(ls: MemsearchServer) -> UserRoot | None:
     """The user memory, opened on first need (its owner's client, or owned and served here); None when the user
     has none."""
     from memsearch_lsp.core.process.door import Door
-    from memsearch_lsp.core.process.user import user_config, user_memory_exists
+    from memsearch_lsp.core.scopes import user_config, user_memory_exists
 
     if ls.user is None and user_memory_exists():
-        from memsearch_lsp.core.process.user import user_root as root_of_user
+        from memsearch_lsp.core.scopes import user_root as root_of_user
 
         ls.user = UserRoot(root_of_user(), Door(root_of_user(), config=user_config(), process="memsearch-lsp serve"))
     return ls.user
 
 
 def _user_search(user: UserRoot, query: str, limit: int, filters: dict[str, Any]) -> list[Hit]:
-    from memsearch_lsp.core.process.user import scoped
+    from memsearch_lsp.core.scopes import scoped
 
     return scoped(user.door.call(lambda m: (m.index(), m.search(query, limit, **filters))[1]), "user")
 
@@ -136,7 +136,7 @@ async def search_all(
 ) -> list[tuple[Root | UserRoot, Hit]]:
     """Hybrid search in every root (and, `scope` "all" or "user", the user memory), merged best first by
     relevance, which compares across indexes (`filters`: see search_filters)."""
-    from memsearch_lsp.core.process.user import check_scope, merge
+    from memsearch_lsp.core.scopes import check_scope, merge
 
     query = query_text(query)
     roots = await ready_roots(ls) if check_scope(scope) != "user" else []
