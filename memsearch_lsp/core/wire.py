@@ -8,15 +8,20 @@ import os
 import socket
 import struct
 import sys
+from collections.abc import Callable
 from typing import Any
 
 MAX_MESSAGE = 256 * 1024 * 1024  # bytes of one message (a group of rows with their vectors is well below)
 INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
 
 
-def send(out: Any, message: dict[str, Any]) -> None:
-    """Write one message to a socket (`sendall`) or a binary file (`write`, then flushed)."""
-    data = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+class Gone(ConnectionError):
+    """The other process closed the line before it answered."""
+
+
+def send(out: Any, **fields: Any) -> None:
+    """Write one message (`id`, `method`, `params`, `result` or `error`) to a socket or a binary file."""
+    data = json.dumps({"jsonrpc": "2.0", **fields}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
     if isinstance(out, socket.socket):
         out.sendall(data)
     else:
@@ -35,6 +40,43 @@ def receive(reader: Any) -> dict[str, Any] | None:
     if not isinstance(message, dict):
         raise ValueError("a message that is not an object")
     return message
+
+
+def call(
+    out: Any,
+    reader: Any,
+    method: str,
+    params: dict[str, Any],
+    notified: Callable[[Any], None] | None = None,
+    kinds: dict[int, type[Exception]] | None = None,
+) -> Any:
+    """Send a request and return its result (the exception an error names, `raise_error`); the notifications sent
+    before it go to `notified` (their params). Gone when the line closes first."""
+    send(out, id=1, method=method, params=params)
+    while (message := receive(reader)) is not None:
+        if "id" not in message:
+            if notified is not None:
+                notified(message.get("params") or {})
+            continue
+        if "error" in message:
+            raise_error(message["error"], kinds)
+        return message.get("result")
+    raise Gone(f"the other process closed the line before it answered {method!r}")
+
+
+def answer(
+    out: Any,
+    message: dict[str, Any],
+    handle: Callable[[str, dict[str, Any]], Any],
+    code: Callable[[Exception], int | None] = lambda exc: None,
+) -> None:
+    """Reply to one request with what `handle(method, params)` returns, or the error it raised (`code`: its code)."""
+    try:
+        result = handle(str(message.get("method", "")), dict(message.get("params") or {}))
+    except Exception as exc:  # every failure goes back to the caller, none ends the one who answers
+        send(out, id=message.get("id"), error=error(exc, code(exc)))
+        return
+    send(out, id=message.get("id"), result=result)
 
 
 def error(exc: BaseException, code: int | None = None) -> dict[str, Any]:

@@ -135,20 +135,16 @@ def call(
     sock_path: str, op: str, params: dict[str, Any], progress: Progress | None = None, timeout: float = CALL_TIMEOUT_S
 ) -> Any:
     """Ask the owner at `sock_path` to run `op`; its result (progress notifications go to `progress`)."""
+
+    def notified(p: Any) -> None:
+        if progress is not None:
+            progress(int(p.get("done", 0)), int(p.get("total", 0)), str(p.get("message", "")))
+
     with connect(sock_path, timeout) as conn, conn.makefile("rb") as reader:
-        wire.send(conn, {"jsonrpc": "2.0", "id": 1, "method": op, "params": params})
-        while True:
-            message = wire.receive(reader)
-            if message is None:
-                raise OwnerGone("the index owner closed the connection")
-            if message.get("method") == protocol.PROGRESS:
-                if progress is not None:
-                    p = message.get("params") or {}
-                    progress(int(p.get("done", 0)), int(p.get("total", 0)), str(p.get("message", "")))
-                continue
-            if "error" in message:
-                wire.raise_error(message["error"])
-            return message.get("result")
+        try:
+            return wire.call(conn, reader, op, params, notified)
+        except wire.Gone as exc:
+            raise OwnerGone(f"the index owner closed the connection ({exc})") from exc
 
 
 def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
@@ -193,31 +189,17 @@ class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         if not wire.same_user(self.connection):
             return  # another user's process: no answer at all
-        owner = self.server.owner
-        try:
+        with contextlib.suppress(OSError, ValueError):
             message = wire.receive(self.rfile)
-            if message is None:
-                return
-            op, params = str(message.get("method", "")), message.get("params") or {}
-            reply = {
-                "jsonrpc": "2.0",
-                "id": message.get("id"),
-                "result": owner.dispatch(op, dict(params), self.progress),
-            }
-        except Exception as exc:  # every failure goes back to the caller, none kills the owner
-            reply = {"jsonrpc": "2.0", "id": None, "error": wire.error(exc)}
-        with contextlib.suppress(OSError):
-            wire.send(self.connection, reply)
+            if message is not None:
+                wire.answer(
+                    self.connection, message, lambda op, params: self.server.owner.dispatch(op, params, self.progress)
+                )
 
     def progress(self, done: int, total: int, message: str) -> None:
         with contextlib.suppress(OSError):
             wire.send(
-                self.connection,
-                {
-                    "jsonrpc": "2.0",
-                    "method": protocol.PROGRESS,
-                    "params": {"done": done, "total": total, "message": message},
-                },
+                self.connection, method=protocol.PROGRESS, params={"done": done, "total": total, "message": message}
             )
 
 

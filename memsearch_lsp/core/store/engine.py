@@ -1,11 +1,8 @@
-"""Milvus Lite, the local store's durable store of record, through its public Python API (`milvus_lite.MilvusLite`).
-
-Opened in this process (no socket, no gRPC, no pymilvus), under the folder's lock, only to write and to read every
-row when the read model must be rebuilt; closed again when idle, so its segments (~120 MB at 10k chunks) are not
-held by an idle process. Its collections carry no search index: every search is answered by the read model.
-A release of milvus-lite that moved what this module calls stops with EngineDrift (naming the package, its version
-and the supported range); an engine that raises on damaged files is told apart from a bug (`corrupt`).
-"""
+"""Milvus Lite, the local store's durable store of record, through its public Python API (`milvus_lite.MilvusLite`),
+in the engine's own process (core/store/writer.py): opened to write, and to read every row when the read model must
+be rebuilt. Its collections carry no search index: every search is the read model's. A release of milvus-lite that
+moved what this module calls stops with EngineDrift (naming the package, its version and the supported range); an
+engine that raises on damaged files is told apart from a bug (`corrupt`)."""
 
 from __future__ import annotations
 
@@ -25,13 +22,12 @@ from memsearch_lsp.core.memory_use import (
     release_unused_memory,
     steady_mmap_threshold,
 )
-from memsearch_lsp.core.store.schema import CHUNK_FIELDS, FIELDS, WINDOW_FIELDS, build_schema
+from memsearch_lsp.core.store.schema import CHUNK_FIELDS, FIELDS, WINDOW_FIELDS
 
 log = logging.getLogger(__name__)
 
 PACKAGE = "milvus-lite"
 SUPPORTED = ">=3.2,<3.3"  # the releases this module was tested with (pyproject pins the same range)
-_SUPPORTED_MINOR = (3, 2)
 PAGE = 1024  # rows per read when the read model is rebuilt from the engine
 
 
@@ -65,11 +61,7 @@ def engine_version() -> str:
 
 
 def supported(version: str) -> bool:
-    parts = version.split(".")
-    try:
-        return (int(parts[0]), int(parts[1])) == _SUPPORTED_MINOR
-    except (IndexError, ValueError):
-        return False
+    return version.split(".")[:2] == ["3", "2"]  # SUPPORTED
 
 
 @functools.cache
@@ -91,32 +83,11 @@ def corrupt(exc: BaseException) -> bool:
     import json
     import sys
 
-    if drift(exc):
-        return False
-    from milvus_lite import ManifestCorruptedError, SchemaValidationError, WALCorruptedError
+    import milvus_lite as ml
 
-    kinds: tuple[type[BaseException], ...] = (
-        ManifestCorruptedError,
-        WALCorruptedError,
-        SchemaValidationError,
-        json.JSONDecodeError,
-        UnicodeDecodeError,
-        EOFError,
-    )
     arrow = sys.modules.get("pyarrow.lib")
-    return isinstance(exc, kinds + ((arrow.ArrowInvalid,) if arrow is not None else ()))
-
-
-class _Fields:
-    """A schema builder with pymilvus' `add_field`, producing Milvus Lite's own FieldSchema list."""
-
-    def __init__(self) -> None:
-        self.fields: list[Any] = []
-
-    def add_field(self, name: str, dtype: Any, is_primary: bool = False, **params: Any) -> None:
-        from milvus_lite import FieldSchema
-
-        self.fields.append(FieldSchema(name=name, dtype=dtype, is_primary=is_primary, **params))
+    kinds = (ml.ManifestCorruptedError, ml.WALCorruptedError, ml.SchemaValidationError, json.JSONDecodeError, EOFError)
+    return not drift(exc) and isinstance(exc, (*kinds, UnicodeDecodeError, *([arrow.ArrowInvalid] if arrow else [])))
 
 
 def _locked(folder: str, wait_s: float = 15.0) -> Any:
@@ -169,12 +140,15 @@ class Engine:
             raise
 
     def _ensure(self, name: str, fields: Sequence[tuple[str, str, int]], key_length: int) -> bool:
-        from milvus_lite import CollectionSchema, DataType
+        from milvus_lite import CollectionSchema, DataType, FieldSchema
 
         db = self._db
         if not db.has_collection(name):
-            built = build_schema(DataType, _Fields(), fields, self.dim, key_length)
-            db.create_collection(name, CollectionSchema(fields=built.fields))
+            columns = [("id", "VARCHAR", key_length), *fields]
+            built = [FieldSchema(n, DataType[k], max_length=length or None) for n, k, length in columns]
+            built[0].is_primary = True
+            built.append(FieldSchema("dense", DataType.FLOAT_VECTOR, dim=self.dim))
+            db.create_collection(name, CollectionSchema(fields=built))
             return True
         col = db.get_collection(name)
         names = {f.name for f in col.schema.fields}
@@ -233,9 +207,6 @@ class Engine:
         for start in range(0, len(ids), PAGE):
             yield from table.get(ids[start : start + PAGE])
             release_unused_memory()
-
-    def count(self) -> int:
-        return int(self._table(self.collections[0]).num_entities)
 
     def close(self) -> None:
         """Close the engine and hand its memory back: its objects refer to one another, so they are collected now,

@@ -75,19 +75,12 @@ class EngineProcess:
 
     def _call(self, method: str, **params: Any) -> Any:
         process = self._process
-        assert process is not None and process.stdin is not None and process.stdout is not None
-        why: BaseException | None = None
+        assert process is not None
         try:
-            wire.send(process.stdin, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-            reply = wire.receive(process.stdout)
-        except (OSError, ValueError) as exc:
-            reply, why = None, exc
-        if reply is None:
+            return wire.call(process.stdin, process.stdout, method, params, kinds=KINDS)
+        except (OSError, ValueError) as exc:  # (Gone is an OSError)
             self.close()
-            raise EngineGone(f"the index's engine process ended before it answered {method!r} ({why or 'no reply'})")
-        if "error" in reply:
-            wire.raise_error(reply["error"], KINDS)
-        return reply.get("result")
+            raise EngineGone(f"the index's engine process ended before it answered {method!r} ({exc})") from exc
 
     def open(self) -> bool:
         """Start the engine's process and open the collections there (created when missing: True)."""
@@ -133,7 +126,7 @@ class EngineProcess:
             return
         if process.poll() is None and process.stdin is not None:
             try:
-                wire.send(process.stdin, {"jsonrpc": "2.0", "id": 1, "method": "close", "params": {}})
+                wire.send(process.stdin, id=1, method="close", params={})
                 process.stdin.close()
                 process.wait(60)
             except (OSError, ValueError, subprocess.TimeoutExpired):
@@ -156,13 +149,28 @@ def _rebuild(engine: Engine, identity: dict[str, Any]) -> None:
     saved.save(model, engine.folder, identity)
 
 
-def _handle(engine: Engine | None, method: str, params: dict[str, Any]) -> tuple[Engine | None, Any]:
-    if method == "open":
-        first, second = params["collections"]
-        engine = Engine(params["folder"], (first, second), int(params["dim"]))
-        return engine, engine.open()
-    if engine is None:
-        raise RuntimeError(f"{method} before open")
+class _Child:
+    """The engine's process: its engine, and what each method does with it."""
+
+    def __init__(self) -> None:
+        self.engine: Engine | None = None
+
+    def handle(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            if method == "open":
+                first, second = params["collections"]
+                self.engine = Engine(params["folder"], (first, second), int(params["dim"]))
+                return self.engine.open()
+            if self.engine is None:
+                raise RuntimeError(f"{method} before open")
+            return _handle(self.engine, method, params)
+        except Exception as exc:
+            if drift(exc):  # said as drift, naming the engine's version
+                raise EngineDrift.of(exc) from exc
+            raise
+
+
+def _handle(engine: Engine, method: str, params: dict[str, Any]) -> Any:
     if method == "write":
         engine.write(
             [_unpacked(r) for r in params["upserts"]],
@@ -178,13 +186,13 @@ def _handle(engine: Engine | None, method: str, params: dict[str, Any]) -> tuple
         _rebuild(engine, params["identity"])
     elif method != "close":
         raise RuntimeError(f"unknown method {method!r}")
-    return engine, None
+    return None
 
 
-def _code(exc: BaseException) -> int | None:
+def _code(exc: Exception) -> int | None:
     if isinstance(exc, Incompatible):
         return OTHER_LAYOUT
-    if isinstance(exc, EngineDrift) or drift(exc):
+    if drift(exc):
         return DRIFT
     return DAMAGED if corrupt(exc) else wire.INTERNAL_ERROR
 
@@ -195,22 +203,13 @@ def main() -> None:
     os.dup2(2, 1)  # what the engine or a library prints goes to stderr, never into the replies
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="memsearch-lsp engine: %(message)s")
-    engine: Engine | None = None
+    child = _Child()
     try:
-        while (message := wire.receive(sys.stdin.buffer)) is not None:
-            method, params = str(message.get("method", "")), message.get("params") or {}
-            try:
-                engine, result = _handle(engine, method, params)
-                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
-            except Exception as exc:
-                error = EngineDrift.of(exc) if _code(exc) == DRIFT else exc
-                reply = {"jsonrpc": "2.0", "id": message.get("id"), "error": wire.error(error, _code(exc))}
-            if method == "close":
-                break
-            wire.send(replies, reply)
+        while (message := wire.receive(sys.stdin.buffer)) is not None and message.get("method") != "close":
+            wire.answer(replies, message, child.handle, _code)
     finally:
-        if engine is not None:
-            engine.close()
+        if child.engine is not None:
+            child.engine.close()
 
 
 if __name__ == "__main__":
