@@ -126,12 +126,21 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
                 '["memory/2026-02-*", "**/MEMORY.md"]'
             ),
         ] = None,
+        archived: Annotated[
+            bool,
+            Field(
+                description="also return archived originals whose summary holds the same match (after the "
+                "summary); by default the summary stands for them"
+            ),
+        ] = False,
     ) -> SearchResult:
         """Hybrid (semantic + keyword) search over the memory files; best hits first. since / until / source
         restrict the candidates (e.g. "what did we decide last week": since="7d")."""
         filters: dict[str, Any] = {
             k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
         }
+        if archived:
+            filters["archived"] = True
 
         def search(memory: MemoryApi) -> list[HitData]:
             memory.index()  # reconciles first, like the CLI

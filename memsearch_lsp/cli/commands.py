@@ -81,6 +81,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     for name in ("since", "until", "source"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
+    if args.archived:
+        overrides["archived"] = True
     with _memory(args) as memory:
         memory.index()
         hits = memory.search(args.query, top_k=args.top_k, **overrides)

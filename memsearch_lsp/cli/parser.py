@@ -133,6 +133,12 @@ def build_parser() -> _Parser:
         help="only chunks from files matching GLOB (gitignore style, relative to the workspace: "
         "'memory/2026-02-*', '**/MEMORY.md'); repeat for several",
     )
+    search.add_argument(
+        "--archived",
+        action="store_true",
+        help="also return archived originals whose summary holds the same match (after the summary); by default "
+        "the summary stands for them",
+    )
 
     expand = _command(sub, "expand", "print the full text of a chunk", "memsearch-lsp expand cee73279", common)
     expand.add_argument(

@@ -145,8 +145,8 @@ def test_titled_time_stamped_notes_share_the_days_link() -> None:
 """,
     )
     text = choose(parse_log(log), budget=400)
-    assert text.startswith("## Notes\n")
-    assert text.count("From [2026-08-05]") == 1
+    assert text.startswith("## [2026-08-05](archive/2026-08-05.md)\n")  # the day's one provenance link
+    assert text.count("2026-08-05") == 2 and "(L" not in text and "###" not in text
     assert "expire after 15 minutes" in text and "moved from MinIO to S3" in text
 
 
