@@ -158,9 +158,9 @@ def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
             _move(memory, m, undo, made_dirs, cleanup)
         installs = [(s.path, s.action == "append") for s in plan.summaries]  # 3. the summaries in place
         installs += [(edit.path, edit.action == "insert")] if edit is not None else []  # 4. MEMORY.md, with the rest
-        for path, replaces in installs:
-            _put(memory, path, temps[path], replaces, undo, cleanup)
-            del temps[path]
+        for name, replaces in installs:
+            _put(memory, name, temps[name], replaces, undo, cleanup)
+            del temps[name]
     except BaseException as exc:
         problems = _rollback(undo, list(temps.values()), made_dirs)
         for path in (p for p in cleanup if p.name.endswith(".bak")):  # backups not restored

@@ -111,6 +111,11 @@ _WEIGHTS = {
 }
 
 
+def rules_for(text: str) -> list[str]:
+    """The names of the rules (core/compact/rules.py) that find a fact in `text`: why a sentence was kept."""
+    return [rule.name for rule in RULES if rule.pattern.search(text)]
+
+
 def classify(text: str, first: bool = True) -> Facts:
     """Fact classes by content: numbers with units or settings, versions, dates, names, decisions and
     their reasons, causes and fixes, preferences, open items; noise: narration, status, dead ends, chatter."""

@@ -56,7 +56,8 @@ _REVERSAL = re.compile(
 _TASK = re.compile(r"^(?:[A-Z][\w'’-]+|I|We) (?:to|will|should|needs? to|plans? to|is going to) [a-z]+\b")
 _PRONOUN = re.compile(r"^(?:She|He)\b(?= (?:also |really |still )?\w+)")
 _PERSON = re.compile(
-    r"^([A-Z][a-z]+)(?: \([^)]{1,30}\))? (?:also |really |still )?(?:wants|prefers|likes|hates|insists|asked|said|"
+    r"^(?!(?:She|He|They|It|We|This|That)\b)([A-Z][a-z]+)(?: \([^)]{1,30}\))? (?:also |really |still )?"
+    r"(?:wants|prefers|likes|hates|insists|asked|said|"
     r"told|reminded|would|'d|thinks|owns|leads)\b"
 )
 _DECISION_LABEL = re.compile(r"\b(?:decisions?|decided|agreed|agreement|outcome)\b", re.I)
@@ -78,7 +79,7 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
                 continue
             label = split_label(item)[0]
             for start, text in sentences_of(item):
-                sentences.append(text)
+                sentences.append(f"{label}: {text}" if label and start == 0 else text)
                 named = _PERSON.match(text)
                 person = named.group(1) if named else label if re.fullmatch(r"[A-Z][a-z]+", label) else person
                 kind = _kind(label if start == 0 else "", text, item.topic, item.lead)
@@ -88,9 +89,19 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
                     text = _PRONOUN.sub(person, text)
                 elif label and start == 0 and not label_kept(label):
                     text = f"{label}: {text}"  # "Ines: please ..." keeps who said it
-                found.append((len(sentences), (kind, text, log, item.line)))
+                found.append((len(sentences), (kind, text, log, _line_of(log, item.line, text))))
     kept = [f for n, f in found if f[0] != "decision" or not _undone(f[1], sentences[n:])]
     return kept[:MAX_PROMOTED]
+
+
+def _line_of(log: LogText, first: int, sentence: str) -> int:
+    """The line of the log where `sentence` starts (a paragraph's later line), from its item's first line."""
+    lines = log.text.split("\n")
+    start = EMPHASIS.sub(r"\2", sentence)[:24]
+    for n in range(first - 1, min(first + 40, len(lines))):
+        if start in EMPHASIS.sub(r"\2", lines[n]):
+            return n + 1
+    return first
 
 
 def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
@@ -98,8 +109,10 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
     facts = classify(text)
     if len(text) > MAX_CHARS or text.endswith("?") or _TIME_BOUND.search(text) or not facts.factual:
         return None
-    if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"} or text[:1].islower():
+    if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"}:
         return None
+    if text[:1].islower() and not label:
+        return None  # a fragment: what it speaks of was said before it
     if _TASK.match(text):
         return None  # "Dana to write the naming convention": a task, done once
     said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"

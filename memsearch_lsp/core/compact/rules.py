@@ -79,7 +79,7 @@ _ROLE_NOUN = (
 )
 NAME_ROLE = re.compile(
     r"\b[A-Z][\w'’.-]+(?: [A-Z][\w'’-]+)? \((?:[a-z][\w&/ -]{1,30}|[A-Z]{2,5})\)|"  # Carol (product)
-    r"\b(?:is|=|as|was|becomes?|became|are)\s(?:the |our |their |a |an |his |her |its )?(?:[\w-]+ ){0,2}"
+    r"(?:\b(?:is|as|was|becomes?|became|are)|=)\s(?:the |our |their |a |an |his |her |its )?(?:[\w-]+ ){0,2}"
     + _ROLE_NOUN
     + r"\b|\b"  # Dmitri is the engineering manager, Marta = tech lead
     + _ROLE_NOUN
@@ -130,7 +130,7 @@ CAUSE = re.compile(
     r"(?:was|were|is|are)(?:n't|’t| not) (?:idempotent|thread-safe|atomic|closed|released|set)|"
     r"breaks|broke|the (?:real |actual |underlying )?(?:reason|problem|issue|bug) (?:is|was)|"
     r"explains? (?:the|why)|assumed|expected .{1,40} but|found the (?:reason|cause|bug|problem)|"
-    r"(?:the )?bottleneck (?:is|was|were)|"
+    r"(?:the )?bottleneck (?:is|was|were)|, so (?!that\b|far\b|I\b|let\b)(?=\w+ \w+)|"
     r"happens? because|(?:still )?points? (?:at|to))\b",
     re.I,
 )
