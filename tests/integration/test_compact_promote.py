@@ -18,22 +18,9 @@ from memsearch_lsp.core.compact import apply as compact_apply
 from memsearch_lsp.core.compact.plan import CompactError, apply_plan, plan_compaction
 from tests.fakes import FakeEmbedder
 from tests.helpers import BM25, snapshot
+from tests.integration.test_compact_facts import NOISE
 
 MAR1 = dt.date(2026, 11, 2)
-NOISE = """
-## 17:00
-
-Ran the whole suite again before leaving; it takes a while on this machine, so I read the open issues meanwhile.
-
-```
-$ uv run pytest -q
-........................................................................ [ 50%]
-........................................................................ [100%]
-144 passed in 31.20s
-```
-
-All green. Nothing else to report today; the dashboards look the same as this morning. See you tomorrow.
-"""
 LOGS = {
     "2026-10-12": """# 2026-10-12
 

@@ -64,6 +64,11 @@ def test_prose_facts_are_found_by_content(sentence: str, kind: str) -> None:
         "Let me try the other branch first.",
         "Read `src/app.ts` and `src/router.ts`.",
         "then 5 min.",
+        # issue 39: an intention naming a person's wish, effort spent, a pull request's progress
+        "Let me first re-read what Carol asked for.",
+        "I spent an hour trying to make the CSV writer handle locales.",
+        "Opened PR #212 (180 lines).",
+        "PR #219 approved and merged.",
     ],
 )
 def test_narration_and_fragments_stay_noise(noise: str) -> None:

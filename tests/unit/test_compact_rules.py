@@ -92,21 +92,6 @@ def test_a_rule_finds_each_kind_of_fact(sentence: str, rule: str) -> None:
     assert classify(sentence).factual
 
 
-@pytest.mark.parametrize(
-    "noise",
-    [
-        "Let me first re-read what Carol asked for.",
-        "I spent an hour trying to make the CSV writer handle locales.",
-        "Opened PR #212 (180 lines).",
-        "PR #219 approved and merged.",
-        "Took most of the afternoon.",
-    ],
-)
-def test_narration_and_the_workflow_s_status_are_not_facts(noise: str) -> None:
-    facts = classify(noise)
-    assert facts.noise or not facts.factual, (noise, facts)
-
-
 def test_a_person_with_a_role_and_a_deadline_is_kept_with_both() -> None:
     """The issue's report: the summary dropped this line though the README says people with roles and
     deadlines are kept."""
