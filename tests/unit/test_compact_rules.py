@@ -114,3 +114,16 @@ Nothing else today. Tests pass, see you tomorrow.
     text = choose(parse_log(log), budget=160)
     assert "- Carol (product) wants the export feature by 2027-01-15.\n" in text, text
     assert "CI dashboard" not in text and "Lunch" not in text
+
+
+def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
+    log = _log(
+        "2027-03-02",
+        "# 2027-03-02\n\n## Crash\n\n"
+        "- The Stripe SDK throws on Android 12 only (newer versions queue the call).\n"
+        "- Loading the whole catalogue (about 12 MB of JSON) takes most of the cold start.\n"
+        "- Carol (product) wants the export by 2027-01-15.\n",
+    )
+    text = choose(parse_log(log), budget=None)
+    assert "- The Stripe SDK throws on Android 12 only.\n" in text  # the aside says nothing to keep
+    assert "(about 12 MB of JSON)" in text and "Carol (product) wants" in text

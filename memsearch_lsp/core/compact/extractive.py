@@ -92,7 +92,7 @@ def units_of(item: Item) -> list[_Unit]:
     head: _Unit | None = None
     for start, end, kind in _pieces(body):
         text = body[start:end]
-        unit = _Unit(item, start + len(text) - len(text.lstrip()), end, text.strip())
+        unit = _Unit(item, start + len(text) - len(text.lstrip()), end, _without_asides(text.strip()))
         if kind == "," and head is not None:
             unit.lean = head
         elif kind == ";" and out and unit.text[:1].islower():
@@ -100,6 +100,23 @@ def units_of(item: Item) -> list[_Unit]:
         head = head if kind == "," and head is not None else unit
         out.append(unit)
     return out
+
+
+_ASIDE = re.compile(r"\s\(([^()]{3,80})\)(?=[\s.,;:!?]|$)")
+
+
+def _without_asides(text: str) -> str:
+    """`text` without its asides in parentheses that carry no fact ("(not important)", "(newer versions queue
+    the call)"); one that names a number, code, a name or a role stays ("(about 12 MB)", "Carol (product)")."""
+
+    def keep(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        before = text[: match.start()].split()
+        named = bool(before) and before[-1][:1].isupper()  # "Carol (product)": a person and a role
+        said = named or re.search(r"[\d`A-Z/_=]", inner) or classify(inner, first=False).factual
+        return match.group(0) if said else ""
+
+    return _ASIDE.sub(keep, text)
 
 
 def sentences_of(item: Item) -> list[tuple[int, str]]:
