@@ -154,7 +154,11 @@ end
 local function step4_file_on_disk()
   local path = ws .. '/memory/2026-01-01.md'
   local f = assert(io.open(path, 'w'))
-  f:write('# 2026-01-01\n\n## Zorblat migration\n\nMoved the zorblatizer cron to the new worker pool.\n')
+  -- a log with an agent's noise around its fact: compacting it gains (a bare line alone would stay as it is)
+  f:write('# 2026-01-01\n\n## Zorblat migration\n\nMoved the zorblatizer cron to the new worker pool.\n\n## 16:00\n\n'
+    .. 'Ran the whole suite again before leaving; it takes a while on this machine, so I read the open issues '
+    .. 'meanwhile. All green. Nothing else to report today; the dashboards look the same as this morning.\n\n'
+    .. '```\n$ uv run pytest -q\n' .. string.rep('.', 72) .. ' [100%]\n144 passed in 31.20s\n```\n')
   f:close()
   find_symbol('zorblatizer', function(s)
     return ends_with(sym_uri(s), '/memory/2026-01-01.md')

@@ -19,7 +19,7 @@ from memsearch_lsp.core.compact.plan import body_budgets, group_floor, plan_comp
 from memsearch_lsp.core.compact.summarize import LOG_FLOOR, MIN_BUDGET, TARGET_RATIO, LogText
 from memsearch_lsp.core.compact.types import plural
 from tests.fakes import FakeEmbedder
-from tests.helpers import snapshot
+from tests.helpers import NOISE, snapshot
 
 DEC4 = dt.date(2026, 12, 4)
 
@@ -71,22 +71,6 @@ Watching the dashboards. Looks fine so far.
 Status: all green.
 """
 }
-
-
-NOISE = """
-## 17:00
-
-Ran the whole suite again before leaving, it takes a while on this machine.
-
-```
-$ uv run pytest -q
-........................................................................ [ 50%]
-........................................................................ [100%]
-144 passed in 31.20s
-```
-
-All green. Nothing else to report today; the dashboards look the same as this morning. See you tomorrow.
-"""  # what an agent writes around its facts: compaction has something to gain
 
 
 def write_logs(ws: Path, logs: dict[str, str]) -> None:

@@ -17,8 +17,7 @@ from memsearch_lsp import cli
 from memsearch_lsp.core.compact import apply as compact_apply
 from memsearch_lsp.core.compact.plan import CompactError, apply_plan, plan_compaction
 from tests.fakes import FakeEmbedder
-from tests.helpers import BM25, snapshot
-from tests.integration.test_compact_facts import NOISE
+from tests.helpers import BM25, NOISE, snapshot
 
 MAR1 = dt.date(2026, 11, 2)
 LOGS = {

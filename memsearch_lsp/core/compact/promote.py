@@ -90,8 +90,7 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
                 elif label and start == 0 and not label_kept(label):
                     text = f"{label}: {text}"  # "Ines: please ..." keeps who said it
                 found.append((len(sentences), (kind, text, log, _line_of(log, item.line, text))))
-    kept = [f for n, f in found if f[0] != "decision" or not _undone(f[1], sentences[n:])]
-    return kept[:MAX_PROMOTED]
+    return [f for n, f in found if f[0] != "decision" or not _undone(f[1], sentences[n:])]
 
 
 def _line_of(log: LogText, first: int, sentence: str) -> int:
@@ -155,7 +154,7 @@ def promote(memory: MemoryApi, logs: Sequence[LogText], texts: Mapping[str, str]
     seen: set[str] = set()
     for kind, text, log, line in durable_facts(logs):
         key = _key(text)
-        if key in have or key in seen:
+        if key in have or key in seen or len(seen) >= MAX_PROMOTED:
             continue
         seen.add(key)
         link = quote(posixpath.relpath(log.archived, folder or "."), safe="/")
