@@ -152,6 +152,13 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
             Scope,
             Field(description="whose memory: this workspace's, the user's own (shared by every project) or all"),
         ] = "all",
+        archived: Annotated[
+            bool,
+            Field(
+                description="also return archived originals whose summary holds the same match (after the "
+                "summary); by default the summary stands for them"
+            ),
+        ] = False,
     ) -> SearchResult:
         """Hybrid (semantic + keyword) search over the memory files; best hits first. since / until / source
         restrict the candidates (e.g. "what did we decide last week": since="7d"); each hit's scope says whether
@@ -159,6 +166,8 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         filters: dict[str, Any] = {
             k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
         }
+        if archived:
+            filters["archived"] = True
 
         def search(memory: MemoryApi | None) -> list[HitData]:
             if memory is not None:

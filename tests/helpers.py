@@ -36,6 +36,21 @@ EXAMPLES = ROOT / "examples" / "memory"
 FEB18 = dt.date(2026, 2, 18)  # the example logs run from 2026-02-02 to 2026-02-17
 BM25 = {"vector_weight": 0.0, "bm25_weight": 1.0}  # the fake dense vectors are noise
 
+NOISE = """
+## 17:00
+
+Ran the whole suite again before leaving, it takes a while on this machine.
+
+```
+$ uv run pytest -q
+........................................................................ [ 50%]
+........................................................................ [100%]
+144 passed in 31.20s
+```
+
+All green. Nothing else to report today; the dashboards look the same as this morning. See you tomorrow.
+"""  # what an agent writes around its facts: compaction has something to gain
+
 
 # -- workspaces ----------------------------------------------------------------------------------
 def make_workspace(base: Path, examples: bool = True) -> Path:

@@ -89,6 +89,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     for name in ("since", "until", "source"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
+    if args.archived:
+        overrides["archived"] = True
     from memsearch_lsp.core.scopes import search_scopes
 
     opened: list[MemoryApi] = []

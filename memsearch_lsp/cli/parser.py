@@ -139,6 +139,12 @@ def build_parser() -> _Parser:
         default="all",
         help="whose memory: this workspace's, your user memory (remember --user) or both (default: all)",
     )
+    search.add_argument(
+        "--archived",
+        action="store_true",
+        help="also return archived originals whose summary holds the same match (after the summary); by default "
+        "the summary stands for them",
+    )
 
     expand = _command(sub, "expand", "print the full text of a chunk", "memsearch-lsp expand cee73279", common)
     expand.add_argument(

@@ -104,6 +104,7 @@ class CompactConfig:
     max_retries: int = ranged(2)
     max_input_tokens: int = ranged(6000)
     similarity_threshold: float = ranged(0.92)
+    promote: bool = True
 
 
 @dataclass(frozen=True)

@@ -186,8 +186,10 @@ class Memory(MemoryFiles):
         Filters (core/search/filters.py): `since` / `until` (a date, 'YYYY-MM-DD', or relative as '7d', '2w'
         before today; inclusive) and `source` (one glob or a list of them). Both legs take their candidates
         from the chunks that pass, so a filter never empties the top k; with a date filter, chunks outside
-        daily logs and summaries (undated) are left out.
+        daily logs and summaries (undated) are left out. An archived original whose summary holds the same
+        match is left out (the summary comes first); `archived=True` keeps it, below its summary.
         """
+        archived = bool(overrides.pop("archived", False))  # archived originals beside their summaries too
         wanted = {k: overrides.pop(k) for k in FILTER_KEYS if k in overrides}
         where = make_filter(**wanted, today=self.clock().date()) if wanted else None
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
@@ -204,6 +206,7 @@ class Memory(MemoryFiles):
             min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
             archive_dir=self.archive_dir,
             only=only,
+            archived=archived,
         )
 
     def expand(self, chunk_id: str) -> Expanded | None:

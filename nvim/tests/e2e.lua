@@ -154,7 +154,11 @@ end
 local function step4_file_on_disk()
   local path = ws .. '/memory/2026-01-01.md'
   local f = assert(io.open(path, 'w'))
-  f:write('# 2026-01-01\n\n## Zorblat migration\n\nMoved the zorblatizer cron to the new worker pool.\n')
+  -- a log with an agent's noise around its fact: compacting it gains (a bare line alone would stay as it is)
+  f:write('# 2026-01-01\n\n## Zorblat migration\n\nMoved the zorblatizer cron to the new worker pool.\n\n## 16:00\n\n'
+    .. 'Ran the whole suite again before leaving; it takes a while on this machine, so I read the open issues '
+    .. 'meanwhile. All green. Nothing else to report today; the dashboards look the same as this morning.\n\n'
+    .. '```\n$ uv run pytest -q\n' .. string.rep('.', 72) .. ' [100%]\n144 passed in 31.20s\n```\n')
   f:close()
   find_symbol('zorblatizer', function(s)
     return ends_with(sym_uri(s), '/memory/2026-01-01.md')
@@ -267,6 +271,10 @@ local function step7_compact_reviewed_and_applied_on_disk()
     'the plan does not say what it does: %s', asked.prompt)
   check(asked.prompt:find('\n  %- ') ~= nil, 'the review does not show the summary text: %s', asked.prompt)
   check(vim.uv.fs_stat(log_path) ~= nil and vim.uv.fs_stat(ws .. '/memory/archive') == nil, 'cancel changed files')
+  local shown = ms.last_compact -- the plan under review: its MEMORY.md additions are in the question too
+  for _, p in ipairs(type(shown) == 'table' and type(shown.promoted) == 'table' and shown.promoted or {}) do
+    check(asked.prompt:find(p.text, 1, true) ~= nil, 'the review does not show the MEMORY.md addition %q', p.text)
+  end
 
   asked = nil
   vim.ui.select = function(items, opts, on_choice)
@@ -290,6 +298,9 @@ local function step7_compact_reviewed_and_applied_on_disk()
   check(vim.uv.fs_stat(ws .. '/memory/archive/2026-02-05.md') ~= nil and vim.uv.fs_stat(log_path) == nil,
     'the log was not moved on disk')
   check(#done.summaries > 0, 'no summary')
+  for _, p in ipairs(type(done.promoted) == 'table' and done.promoted or {}) do -- applied with the rest
+    check((read_file(ws .. '/' .. p.path) or ''):find(p.text, 1, true) ~= nil, '%s lacks %q', p.path, p.text)
+  end
   for _, s in ipairs(done.summaries) do
     local on_disk = read_file(ws .. '/' .. s.path)
     check(on_disk ~= nil and #on_disk > 0 and on_disk == s.content, '%s is not written on disk', s.path)

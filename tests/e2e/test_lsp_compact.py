@@ -230,7 +230,7 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
         resolved = await session.client.code_action_resolve_async(actions[0])
         assert resolved.edit is not None and resolved.edit.document_changes
         kinds = [type(c).__name__ for c in resolved.edit.document_changes]
-        assert kinds == ["CreateFile", "TextDocumentEdit"] * 3 + ["RenameFile"] * 12
+        assert kinds == ["CreateFile", "TextDocumentEdit"] * 3 + ["TextDocumentEdit"] + ["RenameFile"] * 12
         assert annotated(resolved.edit)  # needsConfirmation: VS Code opens the refactor preview
         written = {
             c.text_document.uri: c.edits[0].new_text
@@ -239,7 +239,7 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
         }
         notes = resolved.edit.change_annotations or {}
         for change in resolved.edit.document_changes:  # the preview shows each summary's own text
-            if isinstance(change, types.TextDocumentEdit):
+            if isinstance(change, types.TextDocumentEdit) and not change.text_document.uri.endswith("MEMORY.md"):
                 edit = change.edits[0]
                 assert isinstance(edit, types.AnnotatedTextEdit)
                 note = notes[edit.annotation_id]
@@ -278,6 +278,16 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
     )
     assert {h["archived"] for h in hits} == {True, False}  # archived originals are found, and say so
     assert all(h["archived"] == ("/archive/" in h["source"]) for h in hits)
+    kept = "Kafka runs on Amazon MSK with 3 brokers"  # in a summary: it stands for its archived original
+    hits = await session.client.protocol.send_request_async("memsearch/search", {"query": kept, "topK": 10})
+    both = await session.client.protocol.send_request_async(
+        "memsearch/search", {"query": kept, "topK": 10, "archived": True}
+    )
+    assert hits[0]["source"].startswith("memory/summary-") and both[0]["source"] == hits[0]["source"]
+    assert "memory/archive/2026-02-05.md" not in [h["source"] for h in hits]
+    assert "memory/archive/2026-02-05.md" in [h["source"] for h in both]  # asked for: after its summary
+    with pytest.raises(Exception, match="archived must be true or false"):
+        await session.client.protocol.send_request_async("memsearch/search", {"query": kept, "archived": "yes"})
     symbols = await session.symbols("PostgreSQL 15 legacy reporting replica")
     assert any((s.container_name or "").endswith(" · archived") for s in symbols)
     status: Any = await session.client.workspace_execute_command_async(
@@ -293,11 +303,16 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
     if vscode(session):
         (this,) = [a for a in await code_actions(session, memory / "2026-02-16.md") if a.title == "Compact this log"]
         resolved = await session.client.code_action_resolve_async(this)
+        assert resolved.edit is not None and not resolved.edit.document_changes  # 337 characters: nothing to gain
+        assert any("nothing to gain" in m.message for m in session.client.messages)
+        (both,) = [a for a in await code_actions(session, memory / "2026-02-09.md") if a.title == "Compact this log"]
+        both.data = dict(both.data or {}, files=["memory/2026-02-16.md", "memory/2026-02-17.md"])
+        resolved = await session.client.code_action_resolve_async(both)
         assert resolved.edit is not None and resolved.edit.document_changes is not None
         renames = [c for c in resolved.edit.document_changes if isinstance(c, types.RenameFile)]
         assert [
             (Path(to_fs_path(r.old_uri) or "").name, Path(to_fs_path(r.new_uri) or "").parent.name) for r in renames
-        ] == [("2026-02-16.md", "archive")]
+        ] == [("2026-02-16.md", "archive"), ("2026-02-17.md", "archive")]
 
     dry: Any = await command(session, olderThanDays=7, dryRun=True)
     assert dry["applied"] is False and len(dry["archive"]) == 12 and not editor.calls
@@ -334,6 +349,73 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
         await command(session, olderThanDays=-1)
     with pytest.raises(Exception, match="not a daily log"):
         await command(session, files=["memory/MEMORY.md"])
+
+
+def undoable(edit: types.WorkspaceEdit, encoding: str) -> list[Any]:
+    """Apply the edit as an editor does and return what undoes it, as an editor's undo of one WorkspaceEdit:
+    each file's text before it, each rename backwards, each created file removed (to run in reverse order)."""
+    undo: list[Any] = []
+    for change in edit.document_changes or []:
+        if isinstance(change, types.CreateFile):
+            undo.append(("remove", Path(to_fs_path(change.uri) or "")))
+        elif isinstance(change, types.RenameFile):
+            undo.append(("rename", Path(to_fs_path(change.new_uri) or ""), Path(to_fs_path(change.old_uri) or "")))
+        elif isinstance(change, types.TextDocumentEdit):
+            path = Path(to_fs_path(change.text_document.uri) or "")
+            undo.append(("text", path, path.read_bytes()))
+        apply_edit(types.WorkspaceEdit(document_changes=[change]), encoding)
+    return undo
+
+
+def undo_all(undo: list[Any]) -> None:
+    for step in reversed(undo):
+        if step[0] == "remove":
+            step[1].unlink()
+        elif step[0] == "rename":
+            step[1].rename(step[2])
+        else:
+            step[1].write_bytes(step[2])
+    for folder in [p for p in {s[1].parent for s in undo} if p.is_dir() and not any(p.iterdir())]:
+        folder.rmdir()  # the archive folder the edit made
+
+
+async def test_the_preview_holds_the_memory_md_additions_and_one_undo_takes_all_back(vscode_session: Session) -> None:
+    """Issue 39: the lasting facts of the compacted logs are MEMORY.md edits of the same reviewed edit, each
+    with its section and its source; undoing the edit undoes them with the summaries and the moves."""
+    session = vscode_session
+    memory = session.workspace / "memory"
+    dry: Any = await command(session, olderThanDays=7, dryRun=True)
+    promoted = dry["promoted"]
+    assert promoted and all(p["path"] == "memory/MEMORY.md" for p in promoted)
+    assert {p["section"] for p in promoted} <= {"Preferences", "Conventions", "Decisions"}
+    for p in promoted:  # each with its source: the archived log, at its line
+        day = Path(p["source"]).stem
+        assert p["text"].endswith(f"([{day}](archive/{day}.md#L{p['line']}))"), p
+    (action, *_) = await code_actions(session, memory / "2026-02-09.md", only=["source.compact"])
+    resolved = await session.client.code_action_resolve_async(action)
+    assert resolved.edit is not None and annotated(resolved.edit)
+    (change,) = [
+        c
+        for c in resolved.edit.document_changes or []
+        if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("/memory/MEMORY.md")
+    ]
+    notes = resolved.edit.change_annotations or {}
+    note = notes[change.edits[0].annotation_id]  # type: ignore[union-attr]
+    assert note.needs_confirmation and note.label == f"Add {len(promoted)} lasting facts to memory/MEMORY.md"
+    assert all(f"## {p['section']}: {p['text']}" in (note.description or "") for p in promoted)
+    inserted = "".join(e.new_text for e in change.edits)
+    assert all(p["text"] in inserted for p in promoted)
+    before = without_index(snapshot(session.workspace))
+    undo = undoable(resolved.edit, session.encoding)  # the user applies the reviewed edit
+    text = (memory / "MEMORY.md").read_text()
+    for p in promoted:  # under its section, every line that was there kept
+        section = text.index(f"## {p['section']}")
+        assert text.index(f"- {p['text']}") > section, (p, text)
+    lines = iter(text.splitlines())
+    assert all(old in lines for old in before["memory/MEMORY.md"].decode().splitlines())  # every line kept, in order
+    assert (memory / "archive/2026-02-09.md").is_file() and (memory / "summary-2026-W07.md").is_file()
+    undo_all(undo)  # one undo: MEMORY.md, the summaries and the archive back as they were
+    assert without_index(snapshot(session.workspace)) == before
 
 
 async def test_a_refused_edit_changes_nothing(vscode_session: Session) -> None:

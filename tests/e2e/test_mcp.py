@@ -84,7 +84,9 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     found = (await call(session, "memory_search", query="okapi deploy window", top_k=1))["hits"]
     assert found[0]["id"] == note["id"] and found[0]["date"] == "2026-12-03"
     schema = tools["memory_search"].input_schema["properties"]
-    assert {"since", "until", "source"} <= set(schema)
+    assert {"since", "until", "source", "archived"} <= set(schema) and schema["archived"]["default"] is False
+    archived = (await call(session, "memory_search", query="Redis cache config", archived=True))["hits"]
+    assert archived and all(set(h) == set(found[0]) for h in archived)  # the option the CLI's --archived is
     dated = (await call(session, "memory_search", query="Redis cache config", since="1d", source=["memory/*"]))["hits"]
     assert dated and {h["source"] for h in dated} == {"memory/2026-12-03.md"}  # MEMORY.md is undated: left out
     assert (await call(session, "memory_search", query="Redis cache config", until="2026-02-01"))["hits"] == []

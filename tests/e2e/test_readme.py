@@ -73,6 +73,7 @@ def test_the_json_answers_table_matches_every_command(
     seen["recent[]"] = run(capsys, "recent", *w)
     seen["forget"] = run(capsys, "forget", seen["remember"]["id"], "--yes", *w)
     seen["compact"] = run(capsys, "compact", "--dry-run", "--older-than", "3", *w)
+    small = run(capsys, "compact", "--dry-run", "memory/2026-02-16.md", *w)  # one small log: nothing to gain
     seen["reset"] = run(capsys, "reset", "--yes", *w)
     seen["init"] = run(capsys, "init", str(tmp_path / "other"))
     seen["doctor"] = run(capsys, "doctor", "--workspace", str(tmp_path / "other"))
@@ -97,6 +98,7 @@ def test_the_json_answers_table_matches_every_command(
     for name, value in seen.items():
         check(name, value)
         checked.add(name)
+    check("compact", small)
     doctor_problem = run(capsys, "doctor", "--workspace", str(tmp_path), code=1)["problem"]  # no memory
     check("doctor.problem", doctor_problem)
     checked.add("doctor.problem")

@@ -98,26 +98,29 @@ def test_group_by_month_and_day(workspace: Path, make_memory) -> None:
     month = plan_compaction(make_memory(workspace, compact={"group_by": "month"}), today=FEB25)
     assert [s.path for s in month.summaries] == ["memory/summary-2026-02.md"]
     day = plan_compaction(make_memory(workspace, compact={"group_by": "day"}), older_than_days=20, today=FEB25)
-    assert [s.path for s in day.summaries] == [
-        "memory/summary-2026-02-02.md",
-        "memory/summary-2026-02-03.md",
-        "memory/summary-2026-02-04.md",
+    # one day of these logs (350-480 characters): its summary may be most of it, and then it stays as it is
+    periods = [s.path.removeprefix("memory/summary-") for s in day.summaries] + [
+        f"{u.period}.md" for u in day.unchanged
     ]
+    assert sorted(periods) == ["2026-02-02.md", "2026-02-03.md", "2026-02-04.md"] and day.unchanged
+    assert all(u.chars_after >= 0.70 * u.chars_before for u in day.unchanged)
+    assert "nothing to gain (a summary would be" in day.describe()
     assert period_key(dt.date(2027, 1, 1), "week") == "2026-W53"  # ISO weeks cross the new year
 
 
-KEPT_LINE = re.compile(r"^- (.*) \(L(\d+)\)$")
+LOG_HEADING = re.compile(r"^## \[[\d-]+\]\(([^)#]+)(?:#L(\d+))?\)$")
 
 
 def provenance(content: str) -> list[tuple[str, int, str]]:
-    """(archived link, line, text) of every kept line of a summary: the run's day link plus (L<n>)."""
-    out, link = [], ""
+    """(archived link, first line, text) of every kept line of a summary: the one link of its log's section
+    (to where the log's text starts in the archived copy)."""
+    out, link, first = [], "", 1
     for line in content.splitlines():
-        run = re.match(r"^From \[[\d-]+\]\(([^)#]+)#L\d+\):$", line)
-        link = run.group(1) if run else link
-        kept = KEPT_LINE.match(line)
-        if kept:
-            out.append((link, int(kept.group(2)), kept.group(1)))
+        heading = LOG_HEADING.match(line)
+        if heading:
+            link, first = heading.group(1), int(heading.group(2) or 1)
+        elif line.startswith("- ") and link:
+            out.append((link, first, line[2:]))
     return out
 
 
@@ -129,13 +132,9 @@ def test_extractive_summary_is_a_third_of_the_logs_keeps_facts_verbatim_with_pro
     assert len(plan.archive) == 12 and "memory/MEMORY.md" not in {m.src for m in plan.archive}
     logs = sum(len((workspace / m.src).read_text()) for m in plan.archive)
     assert plan.chars_before == logs and plan.chars_after == sum(len(s.content) for s in plan.summaries)
-    # links and intros included; logs this small (350-480 characters) get a minimum per log, not the 40 % ratio
-    # (the ratio is held on larger logs: tests/integration/test_compact_facts.py, bench/compaction.py)
-    assert (
-        0
-        < plan.chars_after
-        <= sum(max(0.40 * len((workspace / m.src).read_text()), MIN_BUDGET) + 90 for m in plan.archive)
-    )
+    # links and intros included: 40 % of the logs, and a small group gets a minimum (W08: two logs)
+    assert 0 < plan.chars_after <= 0.40 * plan.chars_before + MIN_BUDGET
+    assert all(len(s.content) < 0.70 * sum(len((workspace / x).read_text()) for x in s.sources) for s in plan.summaries)
     data = plan.to_dict()
     assert (data["chars_before"], data["chars_after"]) == (plan.chars_before, plan.chars_after)
     assert f"{plan.chars_before} -> {plan.chars_after} characters" in plan.describe()
@@ -149,14 +148,15 @@ def test_extractive_summary_is_a_third_of_the_logs_keeps_facts_verbatim_with_pro
         assert fact in summaries, fact
     w06 = plan.summaries[0].content
     assert w06.startswith("# Summary 2026-W06\n")
-    assert "## Decision: Kafka over RabbitMQ for the event bus" in w06  # headings become topics
+    assert "### Incident: checkout 502s" in w06  # a section's heading, above the lines kept from it
     assert "# 2026-02-05" not in w06  # the date titles of the logs are not topics
-    assert "From [2026-02-05](archive/2026-02-05.md#L3):" in w06  # a dated link to the archived section
+    assert "## [2026-02-05](archive/2026-02-05.md)\n" in w06  # one link per log, to its archived original
+    assert not re.search(r"\(L\d+\)|#L\d+", w06)  # no link per line: the budget goes to facts
     kept = provenance(summaries)
     assert len(kept) >= 8
-    for link, line, text in kept:  # extractive: every kept line is (part of) the line it cites
-        original = (workspace / "memory" / Path(link).name).read_text().splitlines()[line - 1]  # not moved yet
-        assert all(piece in original for piece in text.split(" … ")), (link, line, text)
+    for link, _, text in kept:  # extractive: every kept line is (part of) a line of the log it links to
+        original = " ".join((workspace / "memory" / Path(link).name).read_text().split())  # not moved yet
+        assert all(piece.split(": ", 1)[-1] in original for piece in text.split(" … ")), (link, text)
 
 
 def test_facts_are_kept_over_chatter(tmp_path: Path, make_memory) -> None:
@@ -217,9 +217,11 @@ def test_apply_archives_originals_byte_for_byte_and_index_matches(workspace: Pat
         hits = memory.search(query, top_k=3, **BM25)  # every fact is still found: in a summary or the archive
         assert any(query.split()[0] in h.snippet for h in hits), (query, hits)
         assert all(h.archived == h.source.startswith("memory/archive/") for h in hits)
-    for link, _, text in provenance(plan.summaries[0].content):  # a kept line: found in its summary and its original
+    for link, _, text in provenance(plan.summaries[0].content):  # a kept line: its summary stands for its original
         found = [h.source for h in memory.search(text, top_k=20, **BM25)]
-        assert {"memory/summary-2026-W06.md", f"memory/{link}"} <= set(found), (text, found)
+        assert "memory/summary-2026-W06.md" in found and f"memory/{link}" not in found, (text, found)
+        both = [h.source for h in memory.search(text, top_k=20, archived=True, **BM25)]  # asked for: both, in order
+        assert both.index("memory/summary-2026-W06.md") < both.index(f"memory/{link}"), (text, both)
 
 
 def test_archived_hits_rank_below_live_memory_at_equal_relevance(tmp_path: Path, make_memory) -> None:
@@ -256,7 +258,7 @@ def test_compacting_the_rest_of_a_week_appends_to_its_summary(workspace: Path, m
     text = w07.read_text()
     assert text.startswith(first) and text.count("# Summary 2026-W07") == 1
     assert text[len(first) :].startswith("\n---\n\nSummary of 2026-02-11 to 2026-02-13")
-    assert "From [2026-02-12](archive/2026-02-12.md#L9):" in text
+    assert "## [2026-02-12](archive/2026-02-12.md)\n" in text
     assert len(list((workspace / "memory/archive").iterdir())) == 12
 
 
@@ -278,9 +280,8 @@ def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatc
     assert [m.src for m in plan.archive] == ["memory/2026-02-16.md", "memory/2026-02-17.md"]
     assert [s.path for s in plan.summaries] == ["memory/summary-2026-W08.md"]
     monkeypatch.chdir(workspace / "memory")  # a name relative to the current folder works too
-    assert [m.src for m in plan_compaction(memory, files=["2026-02-09.md"], today=FEB18).archive] == [
-        "memory/2026-02-09.md"
-    ]
+    alone = plan_compaction(memory, files=["2026-02-09.md"], today=FEB18)  # 368 characters: nothing to gain
+    assert alone.empty and [u.logs for u in alone.unchanged] == [("memory/2026-02-09.md",)]
     outside = tmp_path / "elsewhere" / "2026-01-01.md"
     outside.parent.mkdir()
     outside.write_text("# 2026-01-01\n")
@@ -292,7 +293,7 @@ def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatc
     ]:
         with pytest.raises(CompactError, match=message):
             plan_compaction(memory, files=[name], today=FEB18)
-    apply_plan(memory, plan_compaction(memory, files=["memory/2026-02-05.md"], today=FEB18))
+    apply_plan(memory, plan_compaction(memory, files=["memory/2026-02-05.md", "memory/2026-02-06.md"], today=FEB18))
     with pytest.raises(CompactError, match="already archived"):
         plan_compaction(memory, files=["memory/archive/2026-02-05.md"], today=FEB18)
     assert issubclass(CompactError, ValueError)
@@ -326,9 +327,10 @@ def test_a_log_recreated_at_an_archived_date_is_merged_on_the_next_run(workspace
     summary = (workspace / "memory/summary-2026-W06.md").read_text()
     merged = archived.read_text().splitlines()
     late = [(link, n, text) for link, n, text in provenance(summary) if n > old.count(b"\n")]
-    assert late, summary  # the new lines are cited at their place in the merged archive
+    assert late, summary  # the new lines are cited where they start in the merged archive
     for link, n, text in late:
-        assert link == "archive/2026-02-05.md" and text.split(": ", 1)[-1] in merged[n - 1]
+        assert link == "archive/2026-02-05.md" and n == old.count(b"\n") + 1
+        assert text.split(": ", 1)[-1] in " ".join(merged[n - 1 :])
     assert any(h.source == "memory/archive/2026-02-05.md" for h in memory.search("consumer lag alert 5000", top_k=3))
 
 
@@ -425,11 +427,11 @@ def test_near_duplicates_are_dropped_but_never_lose_a_number_or_name() -> None:
     content = ExtractiveSummarizer(Synonyms, 0.92).summarize("2026-W10", logs)  # no budget: keep what is left
     assert content.count("deploy the API on Tuesdays") == 1  # exact duplicate (case, punctuation)
     assert "as usual" not in content  # near duplicate by embedding
-    assert "- We deploy the API on Tuesdays. (L5)" in content
+    assert "- We deploy the API on Tuesdays.\n" in content
     assert "280 ms" in content and "250 ms" in content  # similar, but a different number: both kept
     assert "said Ana" in content  # a new name: kept
     assert content.count("make deploy") == 1
-    assert content.count("## Deploys") == 1 and "From [2026-03-03](archive/2026-03-03.md#L3):" in content
+    assert content.count("### Deploys") == 2 and "## [2026-03-03](archive/2026-03-03.md)\n" in content
     assert "as usual" in ExtractiveSummarizer(Synonyms, 1.5).summarize("2026-W10", logs)  # above 1: off
 
 
@@ -486,7 +488,8 @@ def test_cli_applies_the_plan(workspace: Path, fake_model, capsys) -> None:
     assert (workspace / "memory/archive/2026-02-05.md").read_bytes() == (EXAMPLES / "2026-02-05.md").read_bytes()
     assert "Mitigation: raised the pool timeout to 2 s" in (workspace / "memory/summary-2026-W06.md").read_text()
     code, out, _ = run_cli(
-        ["search", "-w", str(workspace), "--json", "-k", "10", "--vector-weight", "0", "Kafka over RabbitMQ"], capsys
+        ["search", "-w", str(workspace), "--json", "-k", "10", "--vector-weight", "0", "RabbitMQ replay plugins"],
+        capsys,
     )
     hits = json.loads(out)  # a fact the summary left out is found in the archive, marked so
     assert {"source": "memory/archive/2026-02-05.md", "archived": True} in [

@@ -48,15 +48,17 @@ class Model(JsonEndpoint):
 
 def numbers_only(user: str) -> str:
     """A model that keeps the log lines with a number and no label, each with its provenance link."""
-    out, day, link = ["## Notes", ""], "", ""
+    out, day, link, fenced = ["## Notes", ""], "", "", False
     for line in user.splitlines():
         header = _HEADER.match(line)
         if header:
             day, link = header.groups()
             continue
         numbered = _NUMBERED.match(line)
+        fenced = fenced != bool(numbered and numbered.group(2).startswith("```"))  # command output: not a fact
         if (
             numbered
+            and not fenced
             and re.search(r"\d", numbered.group(2))
             and not re.match(r"^\**[\w ]+\**:", numbered.group(2))
             and not numbered.group(2).startswith(("```", "|", "$", "#"))
@@ -106,7 +108,10 @@ def test_a_dropped_labelled_line_is_appended_word_for_word(tmp_path: Path, make_
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory/2026-11-17.md").write_text(
         "# 2026-11-17\n\n## Consumer\n\n- **Decision**: the orders consumer retries 5 times because of 429s.\n"
-        "- Root cause: the payment API rate-limits bursts.\n- p99 went from 900 ms to 210 ms.\n",
+        "- Root cause: the payment API rate-limits bursts.\n- p99 went from 900 ms to 210 ms.\n\n## 16:00\n\n"
+        "Ran the suite again before leaving; it takes a while here. All green, nothing else to report today, the\n"
+        "dashboards look the same as this morning and nobody asked for anything new. See you tomorrow.\n\n"
+        "```\n$ uv run pytest -q\n" + "." * 72 + " [ 50%]\n" + "." * 72 + " [100%]\n144 passed in 31.20s\n```\n",
         encoding="utf-8",
     )
     plan = plan_compaction(make_memory(tmp_path, compact=openai(model)), files=["memory/2026-11-17.md"])
@@ -114,10 +119,10 @@ def test_a_dropped_labelled_line_is_appended_word_for_word(tmp_path: Path, make_
     assert len(model.requests) == 1 and model.requests[0]["messages"][0]["content"] == DEFAULT_PROMPT.read_text()
     assert "- p99 went from 900 ms to 210 ms. ([2026-11-17#L7](archive/2026-11-17.md#L7))" in content  # the model's
     assert (
-        "## Kept word for word\n\nFrom [2026-11-17](archive/2026-11-17.md#L3):\n"
-        "- Decision: the orders consumer retries 5 times because of 429s. (L5)\n"
-        "- Root cause: the payment API rate-limits bursts. (L6)\n" in content
-    )  # put back, in the summary's shape
+        "## Kept word for word\n\n### [2026-11-17](archive/2026-11-17.md)\n\n"
+        "- Decision: the orders consumer retries 5 times because of 429s.\n"
+        "- Root cause: the payment API rate-limits bursts.\n" in content
+    )  # put back, in the summary's shape: one link for the log
 
 
 def test_openai_summariser_on_the_benchmark_set(model: Model) -> None:

@@ -64,6 +64,11 @@ def test_prose_facts_are_found_by_content(sentence: str, kind: str) -> None:
         "Let me try the other branch first.",
         "Read `src/app.ts` and `src/router.ts`.",
         "then 5 min.",
+        # issue 39: an intention naming a person's wish, effort spent, a pull request's progress
+        "Let me first re-read what Carol asked for.",
+        "I spent an hour trying to make the CSV writer handle locales.",
+        "Opened PR #212 (180 lines).",
+        "PR #219 approved and merged.",
     ],
 )
 def test_narration_and_fragments_stay_noise(noise: str) -> None:
@@ -145,8 +150,8 @@ def test_titled_time_stamped_notes_share_the_days_link() -> None:
 """,
     )
     text = choose(parse_log(log), budget=400)
-    assert text.startswith("## Notes\n")
-    assert text.count("From [2026-08-05]") == 1
+    assert text.startswith("## [2026-08-05](archive/2026-08-05.md)\n")  # the day's one provenance link
+    assert text.count("2026-08-05") == 2 and "(L" not in text and "###" not in text
     assert "expire after 15 minutes" in text and "moved from MinIO to S3" in text
 
 

@@ -75,6 +75,13 @@ def _check(memory: MemoryApi, plan: CompactionPlan) -> dict[str, bytes]:
             current[s.path] = target.read_bytes()
             if s.base_sha256 and sha256(current[s.path]) != s.base_sha256:
                 raise CompactError(f"{s.path} changed since the plan was made; plan again")
+    edit = plan.memory_edit
+    if edit is not None:
+        target = memory.path_of(edit.path)
+        if edit.action == "create" and target.exists():
+            raise CompactError(f"{edit.path} appeared since the plan was made; plan again")
+        if edit.action == "insert" and (not target.is_file() or sha256(target.read_bytes()) != edit.base_sha256):
+            raise CompactError(f"{edit.path} changed since the plan was made; plan again")
     for m in plan.archive:
         if not memory.path_of(m.src).is_file():
             raise CompactError(f"{m.src} disappeared since the plan was made; plan again")
@@ -124,7 +131,8 @@ def _move(memory: MemoryApi, m: ArchiveMove, undo: list[Undo], made_dirs: list[P
 
 
 def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
-    """Write the summaries and move the originals, all or nothing: on any failure, undo and raise.
+    """Write the summaries, move the originals and add the promoted facts to MEMORY.md, all or nothing: on any
+    failure, undo and raise.
 
     Each log is checked right before and right after it moves: one that no longer holds the text
     its summary was made from raises LogChanged, with everything rolled back.
@@ -140,21 +148,19 @@ def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
             if not target.parent.is_dir():
                 made_dirs.extend(_mkdirs(target.parent))
             temps[s.path] = _write_temp(target, current.get(s.path, b"") + s.content.encode("utf-8"))
+        edit = plan.memory_edit
+        if edit is not None:  # the promoted facts: MEMORY.md as it will be
+            target = memory.path_of(edit.path)
+            if not target.parent.is_dir():
+                made_dirs.extend(_mkdirs(target.parent))
+            temps[edit.path] = _write_temp(target, edit.content.encode("utf-8"))
         for m in plan.archive:  # 2. the originals into the archive
             _move(memory, m, undo, made_dirs, cleanup)
-        for s in plan.summaries:  # 3. the summaries in place (an appended one keeps a backup link)
-            target = memory.path_of(s.path)
-            if s.action == "append":
-                backup = _backup(target)
-                cleanup.append(backup)
-                _install(temps[s.path], target)
-                undo.append(lambda b=backup, t=target: _install(b, t))  # type: ignore[misc]
-            elif target.exists():
-                raise OSError(errno.EEXIST, f"{s.path} already exists")
-            else:
-                _install(temps[s.path], target)
-                undo.append(lambda t=target: t.unlink())  # type: ignore[misc]
-            del temps[s.path]
+        installs = [(s.path, s.action == "append") for s in plan.summaries]  # 3. the summaries in place
+        installs += [(edit.path, edit.action == "insert")] if edit is not None else []  # 4. MEMORY.md, with the rest
+        for name, replaces in installs:
+            _put(memory, name, temps[name], replaces, undo, cleanup)
+            del temps[name]
     except BaseException as exc:
         problems = _rollback(undo, list(temps.values()), made_dirs)
         for path in (p for p in cleanup if p.name.endswith(".bak")):  # backups not restored
@@ -170,6 +176,22 @@ def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
         raise
     for path in cleanup:
         path.unlink(missing_ok=True)
+
+
+def _put(memory: MemoryApi, path: str, temp: Path, replaces: bool, undo: list[Undo], cleanup: list[Path]) -> None:
+    """Install a written temporary file at `path`: in place of the file there (`replaces`: its backup restores
+    it on undo), or as a new file (removed on undo)."""
+    target = memory.path_of(path)
+    if replaces:
+        backup = _backup(target)
+        cleanup.append(backup)
+        _install(temp, target)
+        undo.append(lambda: _install(backup, target))
+        return
+    if target.exists():
+        raise OSError(errno.EEXIST, f"{path} already exists")
+    _install(temp, target)
+    undo.append(target.unlink)
 
 
 def _mkdirs(folder: Path) -> list[Path]:

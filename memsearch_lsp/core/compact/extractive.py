@@ -6,126 +6,16 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
-from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, block_gist, block_score, classify
+from memsearch_lsp.core.compact.blocks import block_gist, block_score
+from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify
+from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
 from memsearch_lsp.core.embedding.onnx import Embedder
 
-_BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$")
-_RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
-_TABLE = re.compile(r"^\s*\|")
-_KEY = re.compile(r"`[^`]+`|[^\s]*\d[^\s]*|\b[A-Z][\w.+-]*")
-_NORM = re.compile(r"[\W_]+", re.UNICODE)
-
-
-@dataclass
-class _Item:
-    topic: str
-    kind: str  # bullet | para | block
-    text: str
-    depth: int
-    line: int
-    log: LogText
-    anchor: int  # the line of its section's heading (or its own line, before any heading)
-    order: int = 0  # its place among the items summarised together
-    first: str = ""  # its first line (a labelled line is kept whole; the lines joined to it are not)
-
-    @property
-    def key(self) -> str:
-        return " ".join(_NORM.sub(" ", self.text.lower()).split()) if self.kind != "block" else self.text
-
-    @property
-    def names(self) -> set[str]:
-        """Numbers, versions, names and code: what a near-duplicate may never lose."""
-        return {_NORM.sub("", t.lower()) for t in _KEY.findall(self.text)} - {""}
-
-
-_STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
-
-
-def _topic(path: list[tuple[int, str]], date: str) -> str:
-    """The section's headings without the log's date title or a time-stamped note's heading: a note under
-    `## HH:MM` or `## HH:MM — deploy` (`remember`'s notes) goes to "Notes", so a day's notes share one
-    link in the summary instead of a section each (the title mostly repeats the note's first words)."""
-    titles = [t.strip() for lvl, t in path if not (lvl == 1 and date and date in t) and not _STAMP.match(t)]
-    return " / ".join(t for t in titles if t) or "Notes"
-
-
-def parse_log(log_text: LogText) -> list[_Item]:
-    """Headings become topics; bullets, paragraphs, code blocks and tables become items."""
-    lines = normalize_newlines(log_text.text).split("\n")
-    headings, fences, body_start = outline(lines)  # the chunker's model: same headings, fences, front matter
-    heading_at = {h.row: h for h in headings}
-    fence_end = dict(fences)
-    items: list[_Item] = []
-    path: list[tuple[int, str]] = []
-    anchor = 0
-    current: _Item | None = None
-    i = body_start
-
-    def add(kind: str, text: str, depth: int, line: int) -> _Item:
-        item = _Item(_topic(path, log_text.date), kind, text, depth, line, log_text, anchor or line, first=text)
-        items.append(item)
-        return item
-
-    bare: tuple[Heading, list[tuple[int, str]], int] | None = None  # the last heading, its parents, items before it
-
-    def said_by_its_title(level: int) -> None:
-        """A heading with nothing under it ("## Switched the queue to SQS") says its fact in its title."""
-        nonlocal path
-        if bare is None or len(items) > bare[2] or bare[0].level < level:
-            return
-        heading, parents, _ = bare
-        title = _STAMP.sub("", heading.title).strip()
-        if title and not (heading.level == 1 and log_text.date and log_text.date in title):
-            path, kept = parents, path
-            add("para", title, 0, heading.row + 1)
-            path = kept
-
-    while i < len(lines):
-        line, stripped = lines[i], lines[i].strip()
-        if i in fence_end:
-            end = fence_end[i]
-            add("block", "\n".join(lines[i : end + 1]), 0, i + 1)
-            current, i = None, end + 1
-            continue
-        heading = heading_at.get(i)
-        if heading is not None:
-            said_by_its_title(heading.level)
-            bare = (heading, [(lvl, t) for lvl, t in path if lvl < heading.level], len(items))
-            path = [(lvl, t) for lvl, t in path if lvl < heading.level] + [(heading.level, heading.title)]
-            anchor = i + 1 if _topic(path, log_text.date) != "Notes" else 0
-            current, i = None, heading.end_row + 1
-            continue
-        i += 1
-        if not stripped or _RULE.match(line) or _COMMENT.match(line):
-            current = None
-            continue
-        if _TABLE.match(line):
-            end = i
-            while end < len(lines) and _TABLE.match(lines[end]):
-                end += 1
-            add("block", "\n".join(lines[i - 1 : end]), 0, i)
-            current, i = None, end
-            continue
-        bullet = _BULLET.match(line)
-        if bullet:
-            depth = min(len(bullet.group(1).expandtabs(4)) // 2, 3)
-            current = add("bullet", bullet.group(2).strip(), depth, i)
-        elif current is not None and not _labelled(stripped):
-            current.text += " " + stripped  # a continuation line of the bullet or paragraph
-        else:
-            current = add("para", stripped, 0, i)
-    said_by_its_title(0)
-    return items
-
-
-# -- choosing what to keep ------------------------------------------------------------------------
-_LABEL = re.compile(r"^((?:\S+ ){0,3}\S+?):\s+(?=\S)")  # "Dana: ...", "Decision: ..." (after emphasis is gone)
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 # sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
-_SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+(?=(?:so|but|which|then)\s)")
+_SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+")
+_CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
+_SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
 _STOP = frozenset(
     re.findall(
@@ -138,65 +28,113 @@ _STOP = frozenset(
     both each few other like well still even ever""",
     )
 )
-UNIT_OVERHEAD = 12  # "- ", " (L123)", a newline: what each kept line costs besides its words
-SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
+UNIT_OVERHEAD = 3  # "- " and a newline: what each kept line costs besides its words
 MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
 COST_POWER = 0.75  # what a sentence carries over its length to this power: long sentences of facts not starved
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
 MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
+MIN_CLAUSE = 30  # a clause after a comma shorter than this is part of the one before it (a list, an aside)
 
 
 @dataclass
 class _Unit:
     """A sentence or clause of an item (or a whole block, or a block's gist): what the summary keeps or drops."""
 
-    item: _Item
+    item: Item
     start: int  # span in the item's cleaned text
     end: int
     text: str
     score: float = 0.0
     weak: bool = False  # a question, small talk, narration or a fragment: never worth a line of the summary
     must: bool = False  # a labelled line (Decision:, Root cause:, TODO ...): always kept
+    lean: _Unit | None = None  # the clause it needs beside it (its sentence's first clause)
 
     @property
     def density(self) -> float:
         return self.score / (max(len(self.text), MIN_COST) + UNIT_OVERHEAD) ** COST_POWER
 
 
-def _clean(item: _Item) -> tuple[str, str]:
+def _clean(item: Item) -> tuple[str, str]:
     """(label, body): emphasis markers dropped, a leading 'Name:' label set apart; a long block's gist."""
     if item.kind == "block":
         return "", item.text if len(item.text) <= SHORT_BLOCK else block_gist(item.text)
-    text = _EMPHASIS.sub(r"\2", item.text)
-    label = _LABEL.match(text)
-    return (label.group(1), text[label.end() :]) if label else ("", text)
+    return split_label(item)
 
 
-def units_of(item: _Item) -> list[_Unit]:
-    body = _clean(item)[1]
-    if item.kind == "block" and (len(item.text) <= SHORT_BLOCK or not _TABLE.match(item.text)):
-        return [_Unit(item, 0, len(body), body)]  # a short block, or a long code block's gist: one unit
-    out, start = [], 0
-    for match in _SPLIT.finditer(body):
-        if body[start : match.start()].strip():
-            out.append(_Unit(item, start, match.start(), body[start : match.start()].strip()))
-        start = match.end()
-    if body[start:].strip():
-        out.append(_Unit(item, start, len(body), body[start:].strip()))
+def _pieces(body: str) -> list[tuple[int, int, str]]:
+    """(start, end, what comes before it) of each sentence and clause of `body`: "." opens a sentence, ";" a clause
+    after `;` or `, so`, "," one after a comma. Never split inside `code` or (a parenthesis); a comma piece
+    shorter than MIN_CLAUSE (a list's item: "cart, pricing and payment") stays with the piece before it."""
+    shielded = [m.span() for m in _SHIELD.finditer(body)]
+    out: list[tuple[int, int, str]] = []
+    start, kind = 0, "."
+    for match in [*_SPLIT.finditer(body), None]:
+        if match is not None and any(a < match.start() < b for a, b in shielded):
+            continue
+        end = match.start() if match else len(body)
+        if body[start:end].strip():
+            short = kind == "," and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
+            out.append((out.pop()[0], end, out[-1][2] if out else ".") if short else (start, end, kind))
+        if match is None:
+            break
+        sep = match.group().strip()[:1] or "."
+        start, kind = match.end(), ";" if sep == "," and _CLAUSE.match(body, match.end()) else sep
     return out
 
 
-def _labelled(line: str) -> bool:
-    """A line that opens with a label kept always ('Decision: ...', 'TODO ...'): its own item, never a continuation."""
-    text = _EMPHASIS.sub(r"\2", line)
-    label = _LABEL.match(text)
-    return always_kept(label.group(1) if label else "", text)
+def units_of(item: Item) -> list[_Unit]:
+    """The item's sentences and clauses; a clause after a comma leans on its sentence's first clause, one after
+    `;` or `, so` does when it opens in lower case (`lean`: what it is taken with)."""
+    body = _clean(item)[1]
+    if item.whole_block:
+        return [_Unit(item, 0, len(body), body)]  # a short block, or a long code block's gist: one unit
+    out: list[_Unit] = []
+    head: _Unit | None = None
+    for start, end, kind in _pieces(body):
+        text = body[start:end]
+        unit = _Unit(item, start + len(text) - len(text.lstrip()), end, _without_asides(text.strip()))
+        if kind == "," and head is not None:
+            unit.lean = head
+        elif kind == ";" and out and unit.text[:1].islower():
+            unit.lean = head or out[-1]
+        head = head if kind == "," and head is not None else unit
+        out.append(unit)
+    return out
 
 
-def _first_line_end(item: _Item) -> int:
+_ASIDE = re.compile(r"\s\(([^()]{3,80})\)(?=[\s.,;:!?]|$)")
+
+
+def _without_asides(text: str) -> str:
+    """`text` without its asides in parentheses that carry no fact ("(not important)", "(newer versions queue
+    the call)"); one that names a number, code, a name or a role stays ("(about 12 MB)", "Carol (product)")."""
+
+    def keep(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        before = text[: match.start()].split()
+        named = bool(before) and before[-1][:1].isupper()  # "Carol (product)": a person and a role
+        said = named or re.search(r"[\d`A-Z/_=]", inner) or classify(inner, first=False).factual
+        return match.group(0) if said else ""
+
+    return _ASIDE.sub(keep, text)
+
+
+def sentences_of(item: Item) -> list[tuple[int, str]]:
+    """(start, text) of each whole sentence of a bullet or paragraph."""
+    body = _clean(item)[1]
+    out: list[tuple[int, str]] = []
+    for start, end, kind in _pieces(body):
+        if kind == "." or not out:
+            out.append((start, body[start:end].strip()))
+        else:
+            out[-1] = (out[-1][0], body[out[-1][0] : end].strip())
+    return out
+
+
+def _first_line_end(item: Item) -> int:
     """Where the item's first line ends in its cleaned text."""
     label = _clean(item)[0]
-    first = _EMPHASIS.sub(r"\2", item.first)
+    first = EMPHASIS.sub(r"\2", item.first)
     return max(len(first) - (len(label) + 2 if label else 0), 1)
 
 
@@ -239,51 +177,82 @@ def _score(units: Sequence[_Unit]) -> None:
     for unit, bag in zip(units, words):
         label = _clean(unit.item)[0]
         info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
-        if unit.item.kind == "block" and (len(unit.item.text) <= SHORT_BLOCK or not _TABLE.match(unit.item.text)):
+        if unit.item.whole_block:
             score, factual = block_score(unit.item.text)
             unit.score = score + info
             unit.weak = not factual or unit.score < MIN_SCORE
             continue
         facts = classify(unit.text, first=unit.start == 0)
-        context = classify(f"{label} {unit.item.topic}", first=False)  # "Decision: ...", "## Rollback plan"
+        # what the line is said to be: "Decision: ...", "## Rollback plan", a "Follow-ups:" line before it
+        context = classify(f"{label} {unit.item.lead} {unit.item.topic}", first=False)
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
-        unit.score -= 6.0 * (id(unit) in dead_ends and "dead_end" not in facts.noise)
+        dead = id(unit) in dead_ends  # a dead end's numbers are no facts of what is in place
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         unit.must = always_kept(label, unit.item.text) and unit.start < _first_line_end(unit.item)
-        unit.weak = not unit.must and (not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12)
+        unit.must = unit.must or (unit.start > 0 and labelled(unit.text))  # "... is not atomic. Fix: a lock."
+        unit.weak = not unit.must and (not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12 or dead)
+
+
+# -- the summary's shape ----------------------------------------------------------------------------
+def log_heading(log: LogText, level: int = 2) -> str:
+    """A log's section in the summary: its date, linked to the archived original (its one provenance link)."""
+    return f"{'#' * level} {log.ref_log()}\n\n"
+
+
+def topic_heading(topic: str, level: int = 3) -> str:
+    return f"{'#' * level} {topic}\n\n"
+
+
+def titled(topic: str, kept: int, first: str = "") -> bool:
+    """A named section of a log gets a heading in the summary when its title says a fact ("Release v2.3.0")
+    or it groups several kept lines; else its line joins the log's section (a heading costs what a fact does).
+    Never when its first kept line (`first`) says the title again ("Decision: Kafka over RabbitMQ ...")."""
+    if topic == NOTES or set(_key(topic).split()) <= set(_key(first).split()):
+        return False
+    facts = classify(topic, first=False)
+    return kept > 1 or (facts.factual and facts.score >= FACT_SCORE)
+
+
+def _key(text: str) -> str:
+    return " ".join(NORM.sub(" ", text.lower()).split())
 
 
 @dataclass
 class _Choice:
     units: list[_Unit] = field(default_factory=list)
 
-    def render(self) -> str:
-        """`## topic` sections; each day's run opens with a link to the archived log, lines end with (L<n>)."""
+    def render(self, level: int = 2) -> str:
+        """One section per log, its heading the date linked to the archived original (the only provenance
+        link: the budget goes to facts); under it the lines of untitled sections, then the titled ones."""
         chosen = sorted(self.units, key=lambda u: (u.item.order, u.start))
         items: dict[int, list[_Unit]] = {}
         for unit in chosen:
             items.setdefault(id(unit.item), []).append(unit)
-        topics: dict[str, list[_Item]] = {}
+        logs: dict[str, dict[str, list[Item]]] = {}
         for parts in items.values():
-            topics.setdefault(parts[0].item.topic, []).append(parts[0].item)
+            item = parts[0].item
+            logs.setdefault(item.log.source, {}).setdefault(item.topic, []).append(item)
         out: list[str] = []
-        for topic, members in topics.items():
-            out.append(f"## {topic}\n")
-            previous: LogText | None = None
-            for item in members:
-                if item.log is not previous:
-                    out.append(f"\nFrom {item.log.ref_day(item.anchor)}:\n")
-                    previous = item.log
-                out.append(_line(item, items[id(item)]))
-            out.append("\n")
+        for topics in logs.values():
+            first = next(iter(topics.values()))[0]
+            out.append(log_heading(first.log, level))
+            lines = {id(i): _line(i, items[id(i)]) for members in topics.values() for i in members}
+            heads = {t: titled(t, len(members), lines[id(members[0])]) for t, members in topics.items()}
+            plain = [i for t, members in topics.items() if not heads[t] for i in members]
+            out.extend(lines[id(item)] for item in plain)
+            out.append("\n" if plain else "")
+            for topic, members in topics.items():
+                if heads[topic]:
+                    out.append(topic_heading(topic, level + 1))
+                    out.extend(lines[id(item)] for item in members)
+                    out.append("\n")
         return "".join(out).strip() + "\n" if out else ""
 
 
-def _line(item: _Item, parts: Sequence[_Unit]) -> str:
+def _line(item: Item, parts: Sequence[_Unit]) -> str:
     label, body = _clean(item)
-    where = f"(L{item.log.line(item.line)})"
     if item.kind == "block" and len(item.text) <= SHORT_BLOCK:
-        return f"\n{body}\n{where}\n\n"
+        return f"\n{body}\n\n"
     text, end = "", None
     for unit in parts:
         if end is None:
@@ -293,13 +262,13 @@ def _line(item: _Item, parts: Sequence[_Unit]) -> str:
             text += (gap if not gap.strip() or gap.strip() in {";", ","} else " … ") + unit.text
             text = text.replace("  ", " ")
         end = unit.end
-    return f"- {label + ': ' if label else ''}{text} {where}\n"
+    return f"- {label + ': ' if label else ''}{text}\n"
 
 
 def _drop_repeats(units: Sequence[_Unit]) -> None:
     """A sentence said again, whole, inside a longer one ("Error rate 0.2%." and later "Error rate 0.2%, p99
     205 ms.") is weak: the longer one carries it. Sentences only, not lines: `dedupe` compares whole lines."""
-    keys = [f" {' '.join(_NORM.sub(' ', u.text.lower()).split())} " for u in units]
+    keys = [f" {' '.join(NORM.sub(' ', u.text.lower()).split())} " for u in units]
     for n, unit in enumerate(units):
         if unit.weak or unit.must or len(keys[n]) < 10:
             continue
@@ -309,11 +278,42 @@ def _drop_repeats(units: Sequence[_Unit]) -> None:
         )
 
 
-def choose(items: Sequence[_Item], budget: int | None) -> str:
+@dataclass
+class _Spend:
+    """What the chosen units cost so far in the rendered summary (estimated: render() is the truth)."""
+
+    used: int = 0
+    items: dict[int, int] = field(default_factory=dict)  # lines kept per item
+    logs: set[str] = field(default_factory=set)
+    topics: dict[tuple[str, str], int] = field(default_factory=dict)  # items kept per section
+
+    def cost(self, unit: _Unit) -> int:
+        item = unit.item
+        cost = len(unit.text) + (3 if id(item) in self.items else UNIT_OVERHEAD + len(_clean(item)[0]) + 2)
+        cost += 0 if item.log.source in self.logs else len(log_heading(item.log)) + 1
+        kept = self.topics.get((item.log.source, item.topic), 0) + (id(item) not in self.items)
+        if titled(item.topic, kept) and not titled(item.topic, kept - 1):
+            cost += len(topic_heading(item.topic)) + 1
+        return cost
+
+    def copy(self) -> _Spend:
+        return _Spend(self.used, dict(self.items), set(self.logs), dict(self.topics))
+
+    def take(self, unit: _Unit, cost: int) -> None:
+        item = unit.item
+        self.used += cost
+        key = (item.log.source, item.topic)
+        self.topics[key] = self.topics.get(key, 0) + (id(item) not in self.items)
+        self.items[id(item)] = self.items.get(id(item), 0) + 1
+        self.logs.add(item.log.source)
+
+
+def choose(items: Sequence[Item], budget: int | None) -> str:
     """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None).
 
     Labelled lines come first and always stay; then each log's best sentence, so no day goes missing;
-    then the rest by what they carry per character. Never empty while the items hold text.
+    then the rest by what they carry per character. A clause that leans on the one before it (it opens in
+    lower case: "...; on for internal tenants only") is taken with it. Never empty while the items hold text.
     """
     for order, item in enumerate(items):
         item.order = order
@@ -333,23 +333,21 @@ def choose(items: Sequence[_Item], budget: int | None) -> str:
         + [u for u in rest if u.score >= STRONG_SCORE]
         + [u for u in rest if u.score < STRONG_SCORE]
     )
-    choice = _Choice()
-    used = 0
-    seen_items: set[int] = set()
-    seen_runs: set[tuple[str, str]] = set()
-    seen_topics: set[str] = set()
+    choice, spend, chosen = _Choice(), _Spend(), set[int]()
     for unit in queue:
-        item = unit.item
-        cost = len(unit.text) + (3 if id(item) in seen_items else UNIT_OVERHEAD + len(_clean(item)[0]) + 2)
-        cost += 0 if (item.topic, item.log.source) in seen_runs else len(item.log.ref_day(item.anchor)) + 8
-        cost += 0 if item.topic in seen_topics else len(item.topic) + 5
-        if used + cost > budget and not unit.must:
+        if id(unit) in chosen:
             continue
-        used += cost
-        choice.units.append(unit)
-        seen_items.add(id(item))
-        seen_runs.add((item.topic, item.log.source))
-        seen_topics.add(item.topic)
+        group = [unit]
+        while group[0].lean is not None and id(group[0].lean) not in chosen:
+            group.insert(0, group[0].lean)
+        trial = spend.copy()
+        for part in group:
+            trial.take(part, trial.cost(part))
+        if trial.used > budget and not unit.must:
+            continue
+        spend = trial
+        choice.units.extend(group)
+        chosen.update(id(part) for part in group)
     if not choice.units and units:  # never empty: the best of what there is
         choice.units.append(max(units, key=lambda u: (not u.weak, u.score, -u.item.order)))
     text = choice.render()
@@ -370,23 +368,24 @@ def restore_labelled(summary: str, logs: Sequence[LogText]) -> str:
 
     A labelled line (`Decision:`, `Root cause:`, `TODO` ...) is lacking when its text, compared without
     case, emphasis, punctuation or spacing, is nowhere in the summary. The lines appended take the
-    extractive summary's shape: a `## Kept word for word` section, a dated link per log, `(L<n>)` per line.
+    extractive summary's shape under a `## Kept word for word` section: one linked date per log.
     """
-    have = " ".join(_NORM.sub(" ", _EMPHASIS.sub(r"\2", summary).lower()).split())
+    have = " ".join(NORM.sub(" ", EMPHASIS.sub(r"\2", summary).lower()).split())
     lacking = []
     for log_text in logs:
         for item in parse_log(log_text):
             label, body = _clean(item)
             if item.kind == "block" or not always_kept(label, item.text):
                 continue
-            if " ".join(_NORM.sub(" ", body.lower()).split()) not in have:
-                item.topic = VERBATIM_TOPIC
+            if " ".join(NORM.sub(" ", body.lower()).split()) not in have:
+                item.topic = NOTES
                 lacking.append(item)
     if not lacking:
         return summary
     for order, item in enumerate(lacking):
         item.order = order
-    kept = _Choice([_Unit(i, 0, len(_clean(i)[1]), _clean(i)[1]) for i in lacking]).render()
+    kept = _Choice([_Unit(i, 0, len(_clean(i)[1]), _clean(i)[1]) for i in lacking]).render(level=3)
+    kept = f"## {VERBATIM_TOPIC}\n\n{kept}"
     return f"{summary.rstrip()}\n\n{kept}" if summary.strip() else kept
 
 
@@ -409,8 +408,8 @@ class ExtractiveSummarizer:
         items = [item for log_text in logs for item in parse_log(log_text)]
         return choose(self.dedupe(items), budget)
 
-    def dedupe(self, items: list[_Item]) -> list[_Item]:
-        kept: list[_Item] = []
+    def dedupe(self, items: list[Item]) -> list[Item]:
+        kept: list[Item] = []
         keys: set[str] = set()
         for item in items:
             if item.key and item.key in keys:

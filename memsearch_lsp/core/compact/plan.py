@@ -15,7 +15,10 @@ from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.compact.apply import LogChanged, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
+from memsearch_lsp.core.compact.promote import promote
 from memsearch_lsp.core.compact.summarize import (
+    KEEP_SHARE,
+    LOG_FLOOR,
     MIN_BUDGET,
     TARGET_RATIO,
     CompactError,
@@ -24,7 +27,7 @@ from memsearch_lsp.core.compact.summarize import (
     Summarizer,
     SummarizerError,
 )
-from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile
+from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile, Unchanged, plural
 from memsearch_lsp.core.embedding.onnx import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
@@ -167,37 +170,60 @@ def plan_compaction(
     moves = _archive_targets(memory, sources)
     groups = _by_period(sources, config.group_by)
     summarizer = create_summarizer(config, memory.root, lambda: memory.embedder)
-    archive: list[ArchiveMove] = []
-    planned: list[tuple[str, str, list[LogText]]] = []  # (period, summary path, logs)
+    planned: list[tuple[str, str, list[LogText], list[ArchiveMove]]] = []  # (period, summary path, logs, moves)
     for key, members in groups.items():
         folder = posixpath.dirname(members[0])
-        logs = _group_logs(memory, members, moves, folder, texts, archive)
-        planned.append((key, posixpath.join(folder, f"summary-{key}.md"), logs))
-    sizes = [sum(len(x.text) for x in logs) for _, _, logs in planned]
+        moved: list[ArchiveMove] = []
+        logs = _group_logs(memory, members, moves, folder, texts, moved)
+        planned.append((key, posixpath.join(folder, f"summary-{key}.md"), logs, moved))
+    sizes = [sum(len(x.text) for x in logs) for _, _, logs, _ in planned]
     frames = [
         len(_summary_file(memory, path, key, logs, "", summarizer.name, today).content) + 1
-        for key, path, logs in planned
+        for key, path, logs, _ in planned
     ]  # the body follows the intro after a blank line
     summaries: list[SummaryFile] = []
-    chars_before = chars_after = allowed = 0
-    targets = body_budgets(sizes, frames, [len(logs) for _, _, logs in planned])
-    for done, ((key, path, logs), size, target) in enumerate(zip(planned, sizes, targets)):
+    archive: list[ArchiveMove] = []
+    unchanged: list[Unchanged] = []
+    chars_before = chars_after = allowed = spent = 0
+    targets = body_budgets(sizes, frames, [len(logs) for _, _, logs, _ in planned])
+    for done, ((key, path, logs, moved), size, frame, target) in enumerate(zip(planned, sizes, frames, targets)):
         if progress:
             progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
         allowed += target  # what an earlier summary left unused goes to the next
-        budget = max(allowed - (chars_after - sum(frames[:done])), MIN_BUDGET * len(logs))
+        budget = max(allowed - spent, group_floor(len(logs)))
         body = redact(summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget))
-        summaries.append(_summary_file(memory, path, key, logs, body, summarizer.name, today))
+        summary = _summary_file(memory, path, key, logs, body, summarizer.name, today)
+        if len(summary.content) >= KEEP_SHARE * size:  # never bigger, and never for little gain
+            allowed -= target
+            unchanged.append(Unchanged(key, tuple(x.source for x in logs), size, len(summary.content)))
+            continue
+        summaries.append(summary)
+        archive.extend(moved)
+        spent += len(summary.content) - frame
         chars_before += size
-        chars_after += len(summaries[-1].content)
+        chars_after += len(summary.content)
     if progress:
         progress(len(groups), len(groups), f"{len(groups)} summaries planned")
+    kept = {m.src for m in archive}
+    logs_kept = [x for _, _, logs, _ in planned for x in logs if x.source in kept]
     return CompactionPlan(
         tuple(summaries),
         tuple(archive),
         summarizer.name,
+        note=_nothing_to_gain(unchanged) if unchanged and not summaries else "",
         today=today.isoformat(),
-        stats={"logs": len(sources), "chars_before": chars_before, "chars_after": chars_after},
+        stats={"logs": len(kept), "chars_before": chars_before, "chars_after": chars_after},
+        unchanged=tuple(unchanged),
+        memory_edit=promote(memory, logs_kept, texts) if config.promote and logs_kept else None,
+    )
+
+
+def _nothing_to_gain(unchanged: Sequence[Unchanged]) -> str:
+    logs = sum(len(u.logs) for u in unchanged)
+    before, after = sum(u.chars_before for u in unchanged), sum(u.chars_after for u in unchanged)
+    return (
+        f"nothing to gain: a summary of {plural(logs, 'daily log')} would be {100 * after / max(before, 1):.0f}% "
+        f"of {'its' if logs == 1 else 'their'} {before} characters; left as {'it is' if logs == 1 else 'they are'}"
     )
 
 
@@ -254,10 +280,16 @@ def _group_logs(
 
 def body_budgets(sizes: Sequence[int], frames: Sequence[int], logs: Sequence[int]) -> list[int]:
     """Characters of summary body per group: TARGET_RATIO of the logs less the frames, shared in proportion
-    to the logs' sizes; but small logs get a minimum, not a ratio: MIN_BUDGET per log of the group."""
+    to the logs' sizes; but a small group gets a minimum, not a ratio (`group_floor`)."""
     total = max(int(TARGET_RATIO * sum(sizes)) - sum(frames), 0)
     weight = sum(sizes) or 1
-    return [max(total * size // weight, MIN_BUDGET * n) for size, n in zip(sizes, logs)]
+    return [max(total * size // weight, group_floor(n)) for size, n in zip(sizes, logs)]
+
+
+def group_floor(logs: int) -> int:
+    """The least summary body a group gets: MIN_BUDGET, and a section heading and a line more for each further log.
+    A small group's summary may then be most of its logs: it is left as it is (KEEP_SHARE)."""
+    return MIN_BUDGET + LOG_FLOOR * max(logs - 1, 0)
 
 
 def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:

@@ -21,7 +21,9 @@ MESSAGE_OVERHEAD = 200  # characters of instructions around the logs in each req
 MIN_PIECE_CHARS = 200
 MAX_REDUCE_ROUNDS = 8
 TARGET_RATIO = 0.40  # a summary is at most this share of the characters of the logs it replaces
-MIN_BUDGET = 250  # characters of summary body per log any group gets, whatever the ratio: small logs keep their facts
+MIN_BUDGET = 250  # characters of summary body any group gets, whatever the ratio: a small log keeps its facts
+LOG_FLOOR = 120  # and this many more for each further log of the group (its section's heading and a line)
+KEEP_SHARE = 0.70  # a summary this share of its logs or more gains nothing: the logs are left as they are
 
 Note = Callable[[str], None]
 Restore = Callable[[str, Sequence["LogText"]], str]  # (a model's summary, its logs) -> the summary made whole
@@ -50,13 +52,10 @@ class LogText:
         """Line `n` of the text as a line of the archived copy."""
         return n + self.offset
 
-    def ref(self, n: int) -> str:
-        """A Markdown provenance link to line `n` of the text in the archived original."""
-        return f"[{self.date}#L{self.line(n)}]({self.link}#L{self.line(n)})"
-
-    def ref_day(self, n: int) -> str:
-        """A link to the archived original, at line `n` of the text, named by the date."""
-        return f"[{self.date}]({self.link}#L{self.line(n)})"
+    def ref_log(self) -> str:
+        """A link to the archived original (where its text starts, when merged into an earlier copy), named by
+        the date: the one provenance link of the log's section in a summary."""
+        return f"[{self.date}]({self.link}{f'#L{self.line(1)}' if self.offset else ''})"
 
 
 class Summarizer(Protocol):

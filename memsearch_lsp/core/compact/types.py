@@ -49,6 +49,67 @@ class ArchiveMove:
 
 
 @dataclass(frozen=True)
+class Unchanged:
+    """Logs left as they are: their summary would be KEEP_SHARE of them or more ("nothing to gain")."""
+
+    period: str
+    logs: tuple[str, ...]
+    chars_before: int
+    chars_after: int  # what their summary would have been
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "period": self.period,
+            "logs": list(self.logs),
+            "chars_before": self.chars_before,
+            "chars_after": self.chars_after,
+        }
+
+    def describe(self) -> str:
+        names = ", ".join(self.logs)
+        share = 100 * self.chars_after / self.chars_before if self.chars_before else 100
+        return (
+            f"  keep    {names}: nothing to gain (a summary would be {share:.0f}% of "
+            f"{'its' if len(self.logs) == 1 else 'their'} {self.chars_before} characters)"
+        )
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """A lasting fact of a compacted log (a preference, a convention, a decision still in force) proposed for a
+    section of MEMORY.md, with its source."""
+
+    section: str
+    text: str  # the bullet as added to MEMORY.md, its source link at the end
+    source: str  # the log it comes from, as planned (before archiving)
+    line: int  # its line in that log
+    kind: str  # preference | decision
+
+    def to_dict(self, path: str) -> dict[str, Any]:
+        return {
+            "path": path,
+            "section": self.section,
+            "text": self.text,
+            "source": self.source,
+            "line": self.line,
+            "kind": self.kind,
+        }
+
+
+@dataclass(frozen=True)
+class MemoryEdit:
+    """The promoted facts as an edit of MEMORY.md: `inserts` (0-based line of the file as planned, text to
+    put before it; the line count = the end) make `content`; "create" when the file does not exist."""
+
+    path: str
+    action: Literal["create", "insert"]
+    content: str  # the whole file once edited
+    inserts: tuple[tuple[int, str], ...]
+    promotions: tuple[Promotion, ...]
+    base_sha256: str = ""  # for "insert": the file's sha256 when planned
+
+
+@dataclass(frozen=True)
 class CompactionPlan:
     """What compaction would do: summaries to write and originals to move into the archive."""
 
@@ -59,6 +120,12 @@ class CompactionPlan:
     stats: Mapping[str, int] = field(default_factory=dict)
     left: tuple[str, ...] = ()  # logs left in place because they changed while being compacted
     today: str = ""  # the day the plan was made for (its summaries say so)
+    unchanged: tuple[Unchanged, ...] = ()  # logs left as they are: nothing to gain
+    memory_edit: MemoryEdit | None = None  # lasting facts promoted to MEMORY.md, applied with the rest
+
+    @property
+    def promotions(self) -> tuple[Promotion, ...]:
+        return self.memory_edit.promotions if self.memory_edit else ()
 
     @property
     def chars_before(self) -> int:
@@ -81,6 +148,8 @@ class CompactionPlan:
             "chars_after": self.chars_after,
             "plan_id": self.plan_id,
         }
+        data["promoted"] = [p.to_dict(self.memory_edit.path) for p in self.promotions] if self.memory_edit else []
+        data["nothing_to_gain"] = [u.to_dict() for u in self.unchanged]
         if self.left:
             data["left"] = list(self.left)
         if self.note:
@@ -97,6 +166,9 @@ class CompactionPlan:
             digest.update(f"{s.path}\0{s.action}\0{s.base_sha256}\0{s.content}\0".encode())
         for m in self.archive:
             digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
+        if self.memory_edit:
+            e = self.memory_edit
+            digest.update(f"{e.path}\0{e.action}\0{e.base_sha256}\0{e.content}\0".encode())
         return digest.hexdigest()[:16] if not self.empty else ""
 
     def headline(self, applied: bool | None = None) -> str:
@@ -122,6 +194,9 @@ class CompactionPlan:
             lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
         for m in self.archive:
             lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
+        for p in self.promotions:
+            lines.append(f"  promote {self.memory_edit.path if self.memory_edit else ''} ## {p.section}: {p.text}")
+        lines.extend(u.describe() for u in self.unchanged)
         return "\n".join(lines) + left
 
 

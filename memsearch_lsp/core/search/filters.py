@@ -80,6 +80,11 @@ def source_period(source: str) -> tuple[dt.date, dt.date] | None:
         return None
 
 
+def is_summary(source: str) -> bool:
+    """A summary compaction writes: `summary-2026-W06.md`, `summary-2026-02.md`, `summary-2026-02-09.md`."""
+    return bool(_SUMMARY.match(posixpath.basename(source)))
+
+
 @dataclass(frozen=True)
 class SearchFilter:
     """Which chunks a search may return: dated within [since, until] (inclusive; either open) and, when

@@ -226,12 +226,15 @@ def hybrid_search(
     exclude_source: str = "",
     archive_dir: str = "",
     only: Collection[str] | None = None,
+    archived: bool = False,
 ) -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
     configured ranker (core/search/rank.py), best first, hits under `settings.min_score` (rank.relevance) left
     out; archived hits marked and demoted (demote_archived). When the query cannot be embedded (an
     endpoint busy or down) the BM25 leg answers alone and the reason is logged.
-    `only`: a search filter's sources (core/search/filters.py); both legs take their candidates from them alone."""
+    `only`: a search filter's sources (core/search/filters.py); both legs take their candidates from them alone.
+    An archived original whose summary holds the same match gives way to it (core/search/archive.py): the
+    summary comes first, and the original is left out unless `archived`."""
     query = valid_unicode(query)
     if not query.strip() or top_k <= 0:
         return []
@@ -247,9 +250,15 @@ def hybrid_search(
     ids = list(dict.fromkeys([*dense, *sparse]))
     coverage = store.coverage(ids, terms) if ids else {}
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
-    ranked = rank(dense, sparse, coverage, store.sections, settings)
-    score, relevant = dict(ranked), relevance(dense, coverage)  # relevance: comparable across indexes
-    rows = [r for r in store.rows([k for k, _ in ranked]) if not empty_section(r.content)][:limit]
+    every = rank(dense, sparse, coverage, store.sections, settings)
+    score, relevant = dict(every), relevance(dense, coverage)  # relevance: comparable across indexes
+    rows = [r for r in store.rows([k for k, _ in every]) if not empty_section(r.content)][:limit]
+    if archive_dir:
+        from memsearch_lsp.core.files import glob_match
+        from memsearch_lsp.core.search.archive import summaries_first
+
+        moved = [glob_match(archive_dir, r.source) for r in rows]
+        rows, score = summaries_first(store, rows, score, every, terms, moved, archived)
     hits = [
         replace(to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars), relevance=relevant.get(r.id, 0.0))
         for r in rows

@@ -13,9 +13,10 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
+from memsearch_lsp.core.compact.promote import MEMORY_FILE
 from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.index import IndexStats
-from memsearch_lsp.lsp import convert
+from memsearch_lsp.lsp.features.edits import plan_edit, previews
 from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,6 @@ def can_edit_files(ls: MemsearchServer) -> bool:
         return False
     kinds = {str(getattr(k, "value", k)) for k in edit.resource_operations or ()}
     return {"create", "rename"} <= kinds
-
-
-def previews(ls: MemsearchServer) -> bool:
-    """True when the client honours change annotations, so a `needsConfirmation` edit opens its preview."""
-    workspace = ls.client_capabilities.workspace
-    edit = workspace.workspace_edit if workspace else None
-    return bool(edit and edit.change_annotation_support is not None)
 
 
 def by_edit(ls: MemsearchServer) -> bool:
@@ -76,133 +70,6 @@ def wanted(only: Sequence[str] | None) -> bool:
     return any(k == COMPACT_KIND or COMPACT_KIND.startswith(f"{k}.") for k in kinds)
 
 
-# -- the WorkspaceEdit ------------------------------------------------------------------------
-def end_position(ls: MemsearchServer, text: str) -> types.Position:
-    lines = text.split("\n")
-    last = lines[-1].rstrip("\r")
-    return types.Position(line=len(lines) - 1, character=ls.workspace.position_codec.client_num_units(last))
-
-
-SUMMARIES, ARCHIVE = "memsearch.summaries", "memsearch.archive"
-Change = types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile
-
-
-def summary_note(path: str) -> str:
-    return f"{SUMMARIES}:{path}"
-
-
-PREVIEW_CHARS = 2000  # of a summary's text in its change annotation
-
-
-def review_notes(plan: CompactionPlan) -> dict[str, types.ChangeAnnotation]:
-    """Every change needs confirmation: the client shows the edit for review before applying it.
-
-    Each summary has its own note whose description is the summary's text (its facts, one per line), so
-    the review shows what will be kept, not only that a file is written.
-    """
-    share = f" ({plan.chars_after} characters in place of {plan.chars_before})" if plan.chars_before else ""
-    notes = {
-        summary_note(s.path): types.ChangeAnnotation(
-            label=f"{'Append to' if s.action == 'append' else 'Write'} {s.path}"
-            + (share if len(plan.summaries) == 1 else ""),
-            needs_confirmation=True,
-            description=preview_text(s.content),
-        )
-        for s in plan.summaries
-    }
-    notes[ARCHIVE] = types.ChangeAnnotation(
-        label="Archive compacted daily logs",
-        needs_confirmation=True,
-        description=f"{len(plan.archive)} logs, still searchable there",
-    )
-    return notes
-
-
-def preview_text(content: str, limit: int = PREVIEW_CHARS) -> str:
-    """A summary's text without its title and blank lines, cut at a line end near `limit` characters."""
-    lines = [line for line in content.split("\n") if line.strip() and not line.startswith("# ")]
-    out: list[str] = []
-    for line in lines:
-        if out and sum(len(x) + 1 for x in out) + len(line) > limit:
-            out.append(f"… ({len(lines) - len(out)} more lines)")
-            break
-        out.append(line)
-    return "\n".join(out)
-
-
-def _append(ls: MemsearchServer, root: Path, path: str, text: str, note: str | None) -> types.TextDocumentEdit:
-    """Insert `text` at the end of a file (its open buffer, else the disk)."""
-    uri = convert.uri_of(root, path)
-    document = ls.workspace.text_documents.get(uri)
-    current = document.source if document else (root / path).read_text(encoding="utf-8")
-    at = end_position(ls, current)
-    edit = (
-        types.TextEdit(range=types.Range(start=at, end=at), new_text=text)
-        if note is None
-        else types.AnnotatedTextEdit(range=types.Range(start=at, end=at), new_text=text, annotation_id=note)
-    )
-    return types.TextDocumentEdit(
-        text_document=types.OptionalVersionedTextDocumentIdentifier(
-            uri=uri, version=document.version if document else None
-        ),
-        edits=[edit],
-    )
-
-
-def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.WorkspaceEdit:
-    """Create (or append to) each summary, then rename each original into the archive (or merge it there).
-
-    With a client that supports change annotations, every change needs confirmation (a preview).
-    """
-    note = previews(ls)
-    archive = ARCHIVE if note else None
-    changes: list[Change] = []
-    start = types.Position(line=0, character=0)
-    for summary in plan.summaries:
-        summaries = summary_note(summary.path) if note else None
-        uri = convert.uri_of(root, summary.path)
-        if summary.action == "create":
-            changes.append(
-                types.CreateFile(
-                    uri=uri,
-                    options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False),
-                    annotation_id=summaries,
-                )
-            )
-            edit = (
-                types.TextEdit(range=types.Range(start=start, end=start), new_text=summary.content)
-                if summaries is None
-                else types.AnnotatedTextEdit(
-                    range=types.Range(start=start, end=start), new_text=summary.content, annotation_id=summaries
-                )
-            )
-            changes.append(
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit]
-                )
-            )
-        else:
-            changes.append(_append(ls, root, summary.path, summary.content, summaries))
-    for move in plan.archive:
-        src, dst = convert.uri_of(root, move.src), convert.uri_of(root, move.dst)
-        if move.action == "merge":  # a log recreated at an archived date: appended to its archived copy
-            text = (root / move.src).read_text(encoding="utf-8")
-            existing = (root / move.dst).read_text(encoding="utf-8")
-            lead = "\n" if existing and not existing.endswith("\n") else ""
-            changes.append(_append(ls, root, move.dst, lead + text, archive))
-            changes.append(types.DeleteFile(uri=src, annotation_id=archive))
-        else:
-            changes.append(
-                types.RenameFile(
-                    old_uri=src,
-                    new_uri=dst,
-                    options=types.RenameFileOptions(overwrite=False, ignore_if_exists=False),
-                    annotation_id=archive,
-                )
-            )
-    return types.WorkspaceEdit(document_changes=changes, change_annotations=review_notes(plan) if note else None)
-
-
 # -- planning with progress -------------------------------------------------------------------
 async def make_plan(
     ls: MemsearchServer,
@@ -219,8 +86,8 @@ async def make_plan(
     texts = {}
     for uri, document in list(ls.workspace.text_documents.items()) if by_edit(ls) else []:
         found = ls.locate(uri)
-        if found and found[0] is root and compactable(root.memory, found[1]):
-            texts[found[1]] = document.source
+        if found and found[0] is root and (compactable(root.memory, found[1]) or found[1] == memory_file(root)):
+            texts[found[1]] = document.source  # MEMORY.md too: the promoted facts are inserted into its buffer
     token = await ls.progress_begin(title)
     loop = asyncio.get_running_loop()
 
@@ -275,6 +142,11 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
     if compactable(root.memory, source):
         actions.append(action("Compact this log", {"files": [source]}))
     return actions
+
+
+def memory_file(root: Root) -> str:
+    """MEMORY.md's source in `root` (where compaction proposes its lasting facts)."""
+    return root.memory.source_of(root.memory.memory_folder() / MEMORY_FILE)
 
 
 def _root_named(ls: MemsearchServer, name: Any) -> Root:

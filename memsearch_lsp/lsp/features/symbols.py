@@ -83,8 +83,8 @@ async def ready_roots(ls: MemsearchServer) -> list[Root]:
 
 
 def search_filters(params: Any) -> dict[str, Any]:
-    """The filters of a search request (`since`, `until`, `source`: a glob or a list), as Memory.search takes
-    them; a wrong type is a ValueError (returned to the client as a JSON-RPC error)."""
+    """The filters of a search request (`since`, `until`, `source`: a glob or a list; `archived`: archived originals
+    beside their summaries too), as Memory.search takes them; a wrong type is a ValueError (a JSON-RPC error)."""
     found: dict[str, Any] = {}
     for name in ("since", "until"):
         value = param(params, name)
@@ -98,6 +98,11 @@ def search_filters(params: Any) -> dict[str, Any]:
         if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
             raise ValueError("source must be a glob or a list of globs")
         found["source"] = globs
+    archived = param(params, "archived")
+    if archived is not None:
+        if not isinstance(archived, bool):
+            raise ValueError("archived must be true or false")
+        found["archived"] = archived
     return found
 
 

@@ -11,7 +11,8 @@ end
 --- A readable compaction result: "compacted 13 daily logs into 4 summaries (extractive; 9000 -> 3100
 --- characters): applied" once applied, "would compact ...: nothing changed (dry run)" for a plan only
 --- shown, "compact ..." for a plan under review (`review`: each summary's text follows, so the user sees
---- what will be kept); one line per summary created and per log archived; falls back to listing the plan's fields.
+--- what will be kept); one line per summary created, per log archived, per lasting fact added to MEMORY.md
+--- (its section and source) and per group left as it is (nothing to gain); falls back to listing the plan's fields.
 function M.format_compact(plan, review)
   if type(plan) ~= 'table' then
     return 'compact: ' .. str(plan)
@@ -21,9 +22,16 @@ function M.format_compact(plan, review)
     local left = type(plan.left) == 'table' and #plan.left > 0
         and ('\n  left (changed while compacting): ' .. table.concat(plan.left, ', '))
       or ''
+    local keep = {} -- logs left as they are: a summary would gain nothing
+    for _, u in ipairs(type(plan.nothing_to_gain) == 'table' and plan.nothing_to_gain or {}) do
+      local logs = type(u.logs) == 'table' and u.logs or {}
+      keep[#keep + 1] = ('  keep %s: nothing to gain (%s of %s characters)'):format(
+        table.concat(logs, ', '), str(u.chars_after), str(u.chars_before))
+    end
+    local kept = #keep > 0 and ('\n' .. table.concat(keep, '\n')) or ''
     if #plan.summaries == 0 and #plan.archive == 0 then
       local note = str(plan.note) ~= '' and str(plan.note) or 'nothing to compact'
-      return note .. ': nothing changed' .. left
+      return note .. ': nothing changed' .. kept .. left
     end
     local stats = type(plan.stats) == 'table' and plan.stats or {}
     local before = plan.chars_before ~= nil and plan.chars_before or stats.chars_in
@@ -45,6 +53,11 @@ function M.format_compact(plan, review)
     for _, m in ipairs(plan.archive) do
       lines[#lines + 1] = ('  %s %s -> %s'):format(m.merge == true and 'merge' or 'move', str(m.from), str(m.to))
     end
+    local promoted = type(plan.promoted) == 'table' and plan.promoted or {}
+    for _, p in ipairs(promoted) do -- lasting facts added to MEMORY.md, each with its section and source
+      lines[#lines + 1] = ('  promote %s ## %s: %s'):format(str(p.path), str(p.section), str(p.text))
+    end
+    vim.list_extend(lines, keep)
     if review then
       for _, s in ipairs(plan.summaries) do
         lines[#lines + 1] = ('\n%s:'):format(str(s.path))
@@ -79,6 +92,9 @@ function M._after_compact(root, result)
   end
   for _, s in ipairs(type(result.summaries) == 'table' and result.summaries or {}) do
     util.reload_clean(vim.fs.joinpath(root, str(s.path)))
+  end
+  for _, p in ipairs(type(result.promoted) == 'table' and result.promoted or {}) do
+    util.reload_clean(vim.fs.joinpath(root, str(p.path))) -- MEMORY.md, with the promoted facts
   end
 end
 
@@ -131,8 +147,10 @@ function M.compact(opts)
     if opts.confirm == false then
       return apply()
     end
+    local adds = type(plan.promoted) == 'table' and #plan.promoted or 0
     vim.ui.select({ 'Apply', 'Cancel' }, {
-      prompt = text .. '\nApply this compaction? ',
+      prompt = text .. (adds > 0 and ('\nApply this compaction and the %d MEMORY.md additions? '):format(adds)
+        or '\nApply this compaction? '),
       kind = 'memsearch.compact',
     }, function(choice)
       if choice == 'Apply' then

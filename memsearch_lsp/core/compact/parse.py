@@ -1,0 +1,153 @@
+"""A daily log read as the summarisers see it: items (bullets, paragraphs, code blocks, tables) under topics."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
+from memsearch_lsp.core.compact.facts import always_kept
+from memsearch_lsp.core.compact.summarize import LogText
+
+_BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$")
+_RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
+TABLE = re.compile(r"^\s*\|")
+_KEY = re.compile(r"`[^`]+`|[^\s]*\d[^\s]*|\b[A-Z][\w.+-]*")
+NORM = re.compile(r"[\W_]+", re.UNICODE)
+# "Dana: ...", "Decision: ..." (after emphasis is gone); never across a sentence's end ("is not atomic. Fix: ...")
+_LABEL = re.compile(r"^((?:\S+(?<![.!?]) ){0,3}[^\s.!?]+?):\s+(?=\S)")
+EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
+_LEAD = re.compile(r"^(?:\*\*|__)?([^*_:]{2,40}?)(?::(?:\*\*|__)?|(?:\*\*|__):?)$")  # a short line ending ":" or bold
+NOTES = "Notes"  # the topic of text under no heading but the log's date title or a time stamp
+SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
+
+
+@dataclass
+class Item:
+    """A bullet, a paragraph or a block of a log, with the topic (headings) it sits under."""
+
+    topic: str
+    kind: str  # bullet | para | block
+    text: str
+    depth: int
+    line: int
+    log: LogText
+    anchor: int  # the line of its section's heading (or its own line, before any heading)
+    order: int = 0  # its place among the items summarised together
+    first: str = ""  # its first line (a labelled line is kept whole; the lines joined to it are not)
+    lead: str = ""  # the lead-in it follows ("Decisions:", "**Follow-ups**"): what it is, like a heading
+
+    @property
+    def key(self) -> str:
+        return " ".join(NORM.sub(" ", self.text.lower()).split()) if self.kind != "block" else self.text
+
+    @property
+    def names(self) -> set[str]:
+        """Numbers, versions, names and code: what a near-duplicate may never lose."""
+        return {NORM.sub("", t.lower()) for t in _KEY.findall(self.text)} - {""}
+
+    @property
+    def whole_block(self) -> bool:
+        """A block kept as it is (a short one), or said by one gist line (a long code block): one unit."""
+        return self.kind == "block" and (len(self.text) <= SHORT_BLOCK or not TABLE.match(self.text))
+
+
+def split_label(item: Item) -> tuple[str, str]:
+    """(label, body) of a bullet or paragraph: emphasis markers dropped, a leading 'Name:' label set apart."""
+    text = EMPHASIS.sub(r"\2", item.text)
+    label = _LABEL.match(text)
+    return (label.group(1), text[label.end() :]) if label else ("", text)
+
+
+def labelled(line: str) -> bool:
+    """A line that opens with a label kept always ('Decision: ...', 'TODO ...'): its own item, never a continuation."""
+    text = EMPHASIS.sub(r"\2", line)
+    label = _LABEL.match(text)
+    return always_kept(label.group(1) if label else "", text)
+
+
+def _topic(path: list[tuple[int, str]], date: str) -> str:
+    """The section's headings without the log's date title or a time-stamped note's heading: a note under
+    `## HH:MM` or `## HH:MM — deploy` (`remember`'s notes) goes to "Notes", so a day's notes share one
+    section in the summary instead of a section each (the title mostly repeats the note's first words)."""
+    titles = [t.strip() for lvl, t in path if not (lvl == 1 and date and date in t) and not _STAMP.match(t)]
+    return " / ".join(t for t in titles if t) or NOTES
+
+
+def parse_log(log_text: LogText) -> list[Item]:
+    """Headings become topics; bullets, paragraphs, code blocks and tables become items."""
+    lines = normalize_newlines(log_text.text).split("\n")
+    headings, fences, body_start = outline(lines)  # the chunker's model: same headings, fences, front matter
+    heading_at = {h.row: h for h in headings}
+    fence_end = dict(fences)
+    items: list[Item] = []
+    path: list[tuple[int, str]] = []
+    anchor = 0
+    current: Item | None = None
+    i = body_start
+
+    lead = ""
+
+    def add(kind: str, text: str, depth: int, line: int) -> Item:
+        topic = _topic(path, log_text.date)
+        item = Item(topic, kind, text, depth, line, log_text, anchor or line, first=text, lead=lead)
+        items.append(item)
+        return item
+
+    bare: tuple[Heading, list[tuple[int, str]], int] | None = None  # the last heading, its parents, items before it
+
+    def said_by_its_title(level: int) -> None:
+        """A heading with nothing under it ("## Switched the queue to SQS") says its fact in its title."""
+        nonlocal path
+        if bare is None or len(items) > bare[2] or bare[0].level < level:
+            return
+        heading, parents, _ = bare
+        title = _STAMP.sub("", heading.title).strip()
+        if title and not (heading.level == 1 and log_text.date and log_text.date in title):
+            path, kept = parents, path
+            add("para", title, 0, heading.row + 1)
+            path = kept
+
+    while i < len(lines):
+        line, stripped = lines[i], lines[i].strip()
+        if i in fence_end:
+            end = fence_end[i]
+            add("block", "\n".join(lines[i : end + 1]), 0, i + 1)
+            current, i = None, end + 1
+            continue
+        heading = heading_at.get(i)
+        if heading is not None:
+            lead = ""
+            said_by_its_title(heading.level)
+            bare = (heading, [(lvl, t) for lvl, t in path if lvl < heading.level], len(items))
+            path = [(lvl, t) for lvl, t in path if lvl < heading.level] + [(heading.level, heading.title)]
+            anchor = i + 1 if _topic(path, log_text.date) != NOTES else 0
+            current, i = None, heading.end_row + 1
+            continue
+        i += 1
+        if not stripped or _RULE.match(line) or _COMMENT.match(line):
+            current = None
+            continue
+        if TABLE.match(line):
+            end = i
+            while end < len(lines) and TABLE.match(lines[end]):
+                end += 1
+            add("block", "\n".join(lines[i - 1 : end]), 0, i)
+            current, i = None, end
+            continue
+        bullet = _BULLET.match(line)
+        opens = _LEAD.match(stripped)
+        if opens and not bullet and current is None:  # "Decisions:", "**Timeline**": a heading in all but name
+            lead, current = opens.group(1).strip(), None
+            continue
+        if bullet:
+            depth = min(len(bullet.group(1).expandtabs(4)) // 2, 3)
+            current = add("bullet", bullet.group(2).strip(), depth, i)
+        elif current is not None and not labelled(stripped):
+            current.text += " " + stripped  # a continuation line of the bullet or paragraph
+        else:
+            current = add("para", stripped, 0, i)
+    said_by_its_title(0)
+    return items

@@ -1,0 +1,215 @@
+"""Lasting facts of the logs being compacted (preferences, conventions, decisions still in force), proposed as
+additions to MEMORY.md under its sections, each with its source: one more edit of the same reviewed plan."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from memsearch_lsp.core.chunks import outline
+from memsearch_lsp.core.compact.apply import sha256
+from memsearch_lsp.core.compact.extractive import sentences_of
+from memsearch_lsp.core.compact.facts import classify, label_kept
+from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, parse_log, split_label
+from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH
+from memsearch_lsp.core.compact.summarize import LogText
+from memsearch_lsp.core.compact.types import MemoryEdit, Promotion
+from memsearch_lsp.core.files import read_text
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.api import MemoryApi
+
+MEMORY_FILE = "MEMORY.md"
+NEW_FILE = "# Long-term memory\n\n"
+MAX_PROMOTED = 10  # per plan: a proposal to review, not a copy of the week
+MAX_CHARS = 240  # a longer sentence is a story, not a lasting fact
+SECTIONS = {"preference": ("Preferences", "Conventions", "Rules"), "decision": ("Decisions",)}
+
+# what a person wants kept, said as such (a wish with a deadline is a task: _TIME_BOUND)
+_LASTING_WISH = re.compile(
+    r"\b(?:prefers?|preferred|would rather|(?:'d|’d) rather|would prefer|(?:'d|’d) prefer|wants?|likes?|hates?|"
+    r"insists?|convention|please|don't want|doesn't want|asked (?:me|us|everyone|the team) to|told (?:me|us) to|"
+    r"reminded (?:me|us))\b",
+    re.I,
+)
+# a standing rule, said as one ("only" alone is too weak: "start only the core services")
+_STANDING = re.compile(
+    r"\b(?:always|never|must(?:n't| not)?|no (?:\w+ ){1,3}without|without asking|from now on|going forward|"
+    r"(?:make|made) (?:that|it|this) a rule|as a rule|lessons?:|convention|not allowed|mandatory)\b",
+    re.I,
+)
+_TIME_BOUND = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|this (?:week|morning|afternoon|evening|sprint)|for now|"
+    r"for (?:another|one more|the next) \w+|until|till|by (?:\w+day|tomorrow|EOD|EOW|the end|end of|next)|"
+    r"next (?:week|sprint|month|release)|deadline|due|\d{4}-\d{2}-\d{2})\b",
+    re.I,
+)
+# a later sentence that undoes an earlier decision: "reverted", "switched back", "no longer", "replaced by"
+_REVERSAL = re.compile(
+    r"\b(?:revert\w*|rolled back|roll back|switched back|went back|no longer|undid|undo\w*|reversed|overturned|"
+    r"changed (?:our|my|the) mind|replaced|dropped|instead)\b",
+    re.I,
+)
+_TASK = re.compile(r"^(?:[A-Z][\w'’-]+|I|We) (?:to|will|should|needs? to|plans? to|is going to) [a-z]+\b")
+_PRONOUN = re.compile(r"^(?:She|He)\b(?= (?:also |really |still )?\w+)")
+_PERSON = re.compile(
+    r"^(?!(?:She|He|They|It|We|This|That)\b)([A-Z][a-z]+)(?: \([^)]{1,30}\))? (?:also |really |still )?"
+    r"(?:wants|prefers|likes|hates|insists|asked|said|"
+    r"told|reminded|would|'d|thinks|owns|leads)\b"
+)
+_DECISION_LABEL = re.compile(r"\b(?:decisions?|decided|agreed|agreement|outcome)\b", re.I)
+_WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
+
+
+_Found = tuple[str, str, LogText, int]  # (kind, text, log, line)
+
+
+def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
+    """The lasting facts of `logs`, in order: a person's wish or a standing rule with no deadline; a decision
+    (labelled, or told as one) with no deadline that no later sentence of the logs undoes."""
+    found: list[tuple[int, _Found]] = []
+    sentences: list[str] = []  # every sentence of the logs, in order: what may undo a decision comes later
+    for log in logs:
+        person = ""  # who "She" and "He" are: the last person named with a wish or a saying
+        for item in parse_log(log):
+            if item.kind == "block":
+                continue
+            label = split_label(item)[0]
+            for start, text in sentences_of(item):
+                sentences.append(f"{label}: {text}" if label and start == 0 else text)
+                named = _PERSON.match(text)
+                person = named.group(1) if named else label if re.fullmatch(r"[A-Z][a-z]+", label) else person
+                kind = _kind(label if start == 0 else "", text, item.topic, item.lead)
+                if kind is None:
+                    continue
+                if person and _PRONOUN.match(text):
+                    text = _PRONOUN.sub(person, text)
+                elif label and start == 0 and not label_kept(label):
+                    text = f"{label}: {text}"  # "Ines: please ..." keeps who said it
+                found.append((len(sentences), (kind, text, log, _line_of(log, item.line, text))))
+    return [f for n, f in found if f[0] != "decision" or not _undone(f[1], sentences[n:])]
+
+
+def _line_of(log: LogText, first: int, sentence: str) -> int:
+    """The line of the log where `sentence` starts (a paragraph's later line), from its item's first line."""
+    lines = log.text.split("\n")
+    start = EMPHASIS.sub(r"\2", sentence)[:24]
+    for n in range(first - 1, min(first + 40, len(lines))):
+        if start in EMPHASIS.sub(r"\2", lines[n]):
+            return n + 1
+    return first
+
+
+def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
+    """'preference', 'decision' or None for a sentence of a log (`label`: its item's label, when it opens it)."""
+    facts = classify(text)
+    if len(text) > MAX_CHARS or text.endswith("?") or _TIME_BOUND.search(text) or not facts.factual:
+        return None
+    if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"}:
+        return None
+    if text[:1].islower() and not label:
+        return None  # a fragment: what it speaks of was said before it
+    if _TASK.match(text):
+        return None  # "Dana to write the naming convention": a task, done once
+    said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
+    if _DECISION_LABEL.search(said) or DECISION_TOLD.search(text) or _DECISION_LABEL.fullmatch(topic):
+        return "decision"
+    if re.search(r"\b(?:preferences?|rules?|conventions?|lessons?)\b", said, re.I):
+        return "preference"
+    if (WISH.search(text) and _LASTING_WISH.search(text)) or _STANDING.search(text):
+        return "preference"
+    return None
+
+
+def _undone(text: str, later: Sequence[str]) -> bool:
+    """A later sentence names two of the decision's words and undoes something ("reverted", "switched back")."""
+    words = {w.lower() for w in _WORD.findall(text)}
+    return any(_REVERSAL.search(t) and len(words & {w.lower() for w in _WORD.findall(t)}) >= 2 for t in later)
+
+
+def _key(text: str) -> str:
+    return " ".join(NORM.sub(" ", EMPHASIS.sub(r"\2", text).lower()).split())
+
+
+def promote(memory: MemoryApi, logs: Sequence[LogText], texts: Mapping[str, str] | None = None) -> MemoryEdit | None:
+    """The durable facts of `logs` as an edit of MEMORY.md (an open buffer's text first); None when there are
+    none, or when MEMORY.md holds them all already."""
+    path = memory.memory_folder() / MEMORY_FILE
+    source = memory.source_of(path)
+    current = texts.get(source) if texts else None
+    exists = current is not None or path.is_file()
+    if current is None and exists:
+        current, problem = read_text(path)
+        if problem or path.read_bytes() != current.encode("utf-8"):
+            return None  # not plain UTF-8 text (a BOM, bad bytes): left for a person to edit
+    before = current or ""
+    if "\r" in before:
+        return None  # CRLF line ends: the edit's offsets would not be the editor's
+    have = _key(before)
+    folder = posixpath.dirname(source)
+    additions: dict[str, list[Promotion]] = {}
+    seen: set[str] = set()
+    for kind, text, log, line in durable_facts(logs):
+        key = _key(text)
+        if key in have or key in seen or len(seen) >= MAX_PROMOTED:
+            continue
+        seen.add(key)
+        link = quote(posixpath.relpath(log.archived, folder or "."), safe="/")
+        words = EMPHASIS.sub(r"\2", text).rstrip()
+        bullet = f"{words} ([{log.date}]({link}#L{log.line(line)}))"
+        section = _section(before, kind)
+        additions.setdefault(section, []).append(Promotion(section, bullet, log.source, line, kind))
+    if not additions:
+        return None
+    inserts = insertions(before if exists else NEW_FILE, {s: [p.text for p in ps] for s, ps in additions.items()})
+    base = before if exists else NEW_FILE
+    content = base
+    for offset, text in sorted(inserts, reverse=True):
+        content = content[:offset] + text + content[offset:]
+    if not exists:
+        inserts = [(0, content)]
+    promotions = tuple(p for ps in additions.values() for p in ps)
+    if exists:
+        return MemoryEdit(source, "insert", content, tuple(inserts), promotions, sha256(before.encode("utf-8")))
+    return MemoryEdit(source, "create", content, tuple(inserts), promotions)
+
+
+def _section(text: str, kind: str) -> str:
+    """The section of MEMORY.md a fact of `kind` goes under: the first of its names the file has, else the first."""
+    titles = {h.title.strip().casefold() for h in outline(text.split("\n"))[0]} if text else set()
+    return next((name for name in SECTIONS[kind] if name.casefold() in titles), SECTIONS[kind][0])
+
+
+def insertions(text: str, sections: Mapping[str, Sequence[str]]) -> list[tuple[int, str]]:
+    """(offset in `text`, text to insert) that add `sections`' bullets at the end of the first section of each
+    name (any level, case ignored), or under a new `## name` at the end; every character of `text` stays."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    headings = outline(lines)[0]
+    out: list[tuple[int, str]] = []
+    tail: list[str] = []
+    for name, bullets in sections.items():
+        body = "".join(f"- {b}\n" for b in bullets)
+        found = next((h for h in headings if h.title.strip().casefold() == name.casefold()), None)
+        if found is None:
+            tail.append(f"## {name}\n\n{body}")
+            continue
+        stop = next((h.row for h in headings if h.row > found.row and h.level <= found.level), len(lines))
+        end = stop
+        while end > found.end_row + 1 and not lines[end - 1].strip():
+            end -= 1
+        listed = end > found.end_row + 1 and re.match(r"^\s{0,3}[-*+]\s", lines[end - 1])
+        if end >= len(lines):  # the section ends the file (no newline after its last line)
+            lead = "\n" if text and not text.endswith("\n") else ""
+            out.append((len(text), lead + ("" if listed else "\n") + body))
+        else:
+            out.append((starts[end], ("" if listed else "\n") + body + ("\n" if end == stop else "")))
+    if tail:
+        lead = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+        out.append((len(text), lead + "\n".join(tail)))
+    return out

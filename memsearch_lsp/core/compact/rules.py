@@ -1,0 +1,255 @@
+"""The rules that find a fact by what a sentence says, each stated in one line (RULES): numbers with their unit,
+names with their role, dates and deadlines, causes and fixes, preferences, decisions and what they replaced."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_STOPWORD = (
+    r"(?:of|and|or|to|in|on|at|by|for|the|a|an|is|are|was|were|with|from|than|per|vs|am|pm|if|as|into|so|but|then|"
+    r"that|this|it|more|less|out|up|down|off|over|under|after|before|until|since|through|again|also|too|more|most)"
+)
+_SPELLED = (
+    r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    r"hundred|thousand|a dozen|a couple of|a few)"
+)
+_NUM = r"(?<![\w.#/:-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+UNIT = re.compile(
+    r"(?:" + _NUM + r"|\b" + _SPELLED + r"(?:[- ](?:hundred|thousand))?)\s?"
+    r"(?:%|ms\b|s\b|sec\w*|min\w*|h\b|hours?|days?|weeks?|months?|years?|[kKMGT]i?B\b|[kmgt]b\b|[KMGT]i\b|"
+    r"msg/s|r(?:eq)?/s|rps|qps|ops\b|requests?|connections?|times|retries|partitions|replicas|workers|"
+    r"threads|rows|lines|nodes|brokers|items|operations|messages|users|vCPUs?|cores|EUR|USD|GBP|€|\$|x\b|"
+    r"[kKM]\b|million\b|billion\b|thousand\b)",
+    re.I,
+)
+# what a number counts, in the words after it: "1,300 orders", "30 tickets a week", "three alternatives"
+COUNTED = re.compile(
+    r"(?:" + _NUM + r"|\b" + _SPELLED + r")\s(?!" + _STOPWORD + r"\b)[a-z][a-z-]{2,}\b(?![(.:]\w)", re.I
+)
+ARROW = re.compile(r"\d\S*\s*(?:->|→|=>)\s*\d|\bfrom \S*\d\S* to \S*\d", re.I)
+# a setting or a measure named and valued: "batch 16", "lr 1e-5", "p99 205 ms", "WER 23.4%", "workers = 8"
+METRIC = re.compile(
+    r"\b(?!" + _STOPWORD + r"\b)(?:[a-z][\w-]{1,30}|[A-Z]{2,6}\w*)\s?(?:=|:)?\s(?:\d[\d,.]*(?:e-?\d+)?)(?![\w:-])"
+)
+LIMIT = re.compile(
+    r"\b(?:exceeds?|above|below|over|under|at least|at most|more than|less than|up to|threshold|"
+    r"limit\w*|max(?:imum)?|min(?:imum)?|cap(?:ped|s)?|allows?|no more than|not more than|"
+    r"no fewer than|fewer than|not exceed|never more than|within|quota|budget|ceiling|valid|"
+    r"per (?:second|minute|hour|day|week|month|account|user|seat|item|tenant|query))\b|[<>≤≥]=?\s?\d",
+    re.I,
+)
+NUMBER = re.compile(r"\d")
+SPELLED_NUMBER = re.compile(r"\b" + _SPELLED + r"\b", re.I)
+IDENT = re.compile(
+    r"`[^`]+`|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|"
+    r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b|"
+    r"(?:^|\s)[\w.-]*/[\w./{}-]+|\b[\w.-]+\s?=\s?\S+"
+)
+VERSION = re.compile(
+    r"\bv\d+(?:\.\d+)*\b|\b[A-Za-z][\w.+-]* v?\d+(?:\.\d+)+\b|\b(?:version|release) \S*\d|\b\d+\.\d+\.\d+\b|"
+    # a major version: "iOS 16", "Android 10", "Python 3", "expo-sqlite 14"
+    r"\b(?:[A-Z][A-Za-z]*[a-z][A-Za-z]*|i[A-Z]\w*|[a-z]+(?:-[a-z]+)+) \d{1,3}\b(?![:.,]?\d|\s?%)"
+    r"(?!\s?(?:ms|s|sec\w*|min\w*|h|hours?|days?|weeks?|"
+    r"[kKMGT]i?B|x|times|rows|lines|users|requests|msg)\b)"
+)
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+DATE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}\b|\b" + _MONTH + r" \d{1,2}\b|\b\d{1,2} " + _MONTH + r"(?!\w)|"
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\bweek \d{1,2}\b|\bQ[1-4]\b|"
+    r"(?<![\d:])\d{1,2}:\d{2}(?!:?\d)(?:\s?(?:UTC|CET|CEST|GMT|[AP]M|[A-Z]{2,4}T))?|"
+    r"\b(?:deadline|due|until|before|by end of)\b|"
+    # dates and deadlines in words: "October 9th", "next sprint", "end of the month", "tomorrow"
+    r"\b(?:january|february|march|april|june|july|august|september|october|november|december)\b|"
+    r"\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:next|this|coming|following) (?:week|sprint|month|quarter|release|year|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|\bend of (?:the )?(?:day|week|month|quarter|sprint|year)\b|"
+    r"\b(?:tomorrow|tmrw|tonight|EOD|EOW|EOM)\b|\b(?:first|second|third|last) (?:working |business )?day\b|"
+    r"(?-i:\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\b)",
+    re.I,
+)
+_DAYISH = (
+    r"(?:\d{4}-\d{2}-\d{2}|(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight|EOD|EOW|next \w+|"
+    r"the end of|end of|" + _MONTH + r" \d{1,2}|\d{1,2} " + _MONTH + r"|Q[1-4])"
+)
+DEADLINE = re.compile(r"\b(?:by|before|until|due(?: on| by)?|no later than|in place by|ready by)\s" + _DAYISH, re.I)
+_ROLE_NOUN = (
+    r"(?:lead|leader|manager|owner|admin(?:istrator)?|contact|maintainer|reviewers?|supervisor|designer|PM|"
+    r"engineer|architect|director|head of \w+|CTO|CEO|VP|intern|QA|SRE|on-call|sponsor|stakeholder|approver|"
+    r"advisor|mentor|consultant|author|champion|coordinator|analyst|scientist|developer|dev|product)"
+)
+NAME_ROLE = re.compile(
+    r"\b[A-Z][\w'’.-]+(?: [A-Z][\w'’-]+)? \((?:[a-z][\w&/ -]{1,30}|[A-Z]{2,5})\)|"  # Carol (product)
+    r"(?:\b(?:is|as|was|becomes?|became|are)|=)\s(?:the |our |their |a |an |his |her |its )?(?:[\w-]+ ){0,2}"
+    + _ROLE_NOUN
+    + r"\b|\b"  # Dmitri is the engineering manager, Marta = tech lead
+    + _ROLE_NOUN
+    + r"[:,]? (?-i:[A-Z][a-z]+)|"  # contact Yusuf, reviewer: Jukka
+    r"\b(?!(?:the|a|an|our|their|my|your|his|her|whole|same) )[\w-]+ team\b"  # the platform team
+)
+ROLE = re.compile(
+    r"\b(?:owns?|owner|on[- ]call|responsible for|maintains?|maintainer|reviewers?|assigned to|"
+    r"in charge of|on leave|parental leave|out of office|OOO|joins?|joined|left the team|leaves the team|"
+    r"from the \w+ team|leads?|handles|covers|takes over|took over|belongs to|handed (?:it )?over|hands over|"
+    r"signs? off|approved by|works on)\b",
+    re.I,
+)
+DECISION = re.compile(
+    r"\b(?:decid\w*|decision|chose|choos\w*|chosen|opted|settled on|went with|go(?:ing)? with|"
+    r"(?:switch|mov)(?:e?d|ing|es)?(?: [\w.-]+){0,3}? (?:from|to|back)|migrat\w*|adopt\w*|agreed|"
+    r"we (?:keep|stay|use|will)|keep (?:using|it|the)|stay(?:s)? on|instead of|rather than|"
+    r"(?:not|never) going to|won't|will not|do not|don't|no longer|pinned|pin to|ruled out|rejected|"
+    r"replac\w*|deprecat\w*|drop(?:ped)? (?:support|the)|default(?:s)? to|"
+    # commitments and switches in prose: "we'll keep", "let's go with", "from now on", "swapped X over to Y"
+    r"we(?:'ll|’ll| shall|'re going to|’re going to| are going to| settled| picked| kept| stick)|"
+    r"let(?:'s|’s| us) (?!see|look|check|try|run|start|get|think|figure|find)\w+|from now on|going forward|"
+    r"for now|for the time being|stick(?:s|ing)? with|(?:stays?|remains?) (?:on|with|at|as|in|the|under)|"
+    r"(?:swapp?|chang|port|convert|flipp?|turn)(?:e?d|ing|s)?(?: [\w.#/-]+){0,4}? (?:from|over to|to)|"
+    r"in favou?r of|(?:pushed|postponed|deferred|slips?|slipped|moved) (?:back |out )?to|"
+    r"\w+ it is\b)\b",
+    re.I,
+)
+# a decision told as one: "we went with X", "settled on", "let's go with", "from now on", "X it is"
+DECISION_TOLD = re.compile(
+    r"\b(?:went with|go(?:ing)? with|settled on|chose|opted for|decided|agreed|from now on|going forward|"
+    r"we(?:'ll|’ll| will| are going to|'re going to|’re going to) (?:keep|use|stay|go|switch|move|stick|reprocess|"
+    r"store|run|ship|drop|pin|only)|\w+ it is\b)",
+    re.I,
+)
+# what a decision replaced or ruled out: "was replaced by", "X was considered but", "goes from weekly to ..."
+REPLACED = re.compile(
+    r"\b(?:replaced (?:by|with)|was replaced|in place of|considered\b.{0,40}\bbut|looked at\b.{0,60}\bbut|"
+    r"so no\b|we drop|(?:goes|go|moves?|moved|went) from \S+(?: \S+){0,3} to|approved|"
+    r"(?:won't|will not|do not|don't) (?:use|add|need|support|ship)|dropped)\b",
+    re.I,
+)
+REASON = re.compile(r"\b(?:because|since|so that|due to|in order to|as the|the reason|which is why|otherwise)\b", re.I)
+CAUSE = re.compile(
+    r"\b(?:root cause|caused by|the cause|real cause|because of|culprit|the problem was|"
+    r"the issue was|turned out|regression|leak\w*|exhaust\w*|race condition|deadlock|due to|"
+    r"caus(?:es|ed|ing)|led to|leads to|triggered by|stems? from|comes? from|came from|"
+    r"(?:was|were|is|are)(?:n't|’t| not) (?:idempotent|thread-safe|atomic|closed|released|set)|"
+    r"breaks|broke|the (?:real |actual |underlying )?(?:reason|problem|issue|bug) (?:is|was)|"
+    r"explains? (?:the|why)|assumed|expected .{1,40} but|found the (?:reason|cause|bug|problem)|"
+    r"(?:the )?bottleneck (?:is|was|were)|, so (?!that\b|far\b|I\b|let\b)(?=\w+ \w+)|"
+    r"happens? because|(?:still )?points? (?:at|to))\b",
+    re.I,
+)
+# a failure and its cause in one sentence: "the crash happens because ...", "the export hung since ..."
+FAILURE_BECAUSE = re.compile(
+    r"\b(?:crash\w*|errors?|fail\w*|hang|hung|hangs|stuck|time[ds]? ?out|timeouts?|OOM\w*|spike\w*|slow\w*|"
+    r"duplicat\w*|outage|incident|bug|broken|wrong|missing|lost|died|dies)\b.{0,80}"
+    r"\b(?:because|when|since|whenever|as soon as|if)\b",
+    re.I,
+)
+FIX = re.compile(
+    r"\b(?:fix(?:ed|es)?|resolved|workaround|mitigat\w*|rolled back|roll back|rollback|"
+    r"patch(?:ed)?|hotfix|now uses|by (?:creating|adding|setting|using|moving|wrapping))\b",
+    re.I,
+)
+# a fix told as one: "fixed by ...", "the fix was ...", "sorted it out by ...", "works again"
+FIX_TOLD = re.compile(
+    r"\b(?:(?:fix|resolv|solv|sort|address|mitigat|handl|cur)\w*(?: it| this| that| the \w+)?(?: out)? (?:by|with)|"
+    r"worked around|work around|the (?:fix|solution|remedy|workaround) (?:is|was)|to fix (?:it|this|that)|"
+    r"(?:works?|match(?:es)?|pass(?:es)?|finish(?:es)?|runs?) again|no longer (?:fails|happens|crashes|breaks)|"
+    r"no \w+ since|(?:pods?|it|service|job|system)s? (?:is |are )?stable)\b",
+    re.I,
+)
+# a change made to set something right: "raised the limit from 256Mi to 512Mi", "bumped X to 1.9.2"
+REMEDY = re.compile(
+    r"\b(?:raised|lowered|increased|decreased|reduced|bumped|upgraded|downgraded|pinned|switched|disabled|"
+    r"enabled|filter(?:ed)? out|cached|restarted|renumbered|rolled back|reverted|locked|capped|limited|"
+    r"moved)\b(?: \S+){0,6}? (?:to|from|with|until|by|behind)\b",
+    re.I,
+)
+PREFERENCE = re.compile(
+    r"\b(?:prefers?|preferred|preference|would rather|'d rather|wants?|wanted|likes|liked|"
+    r"(?:I|we|they|he|she) like|dislikes?|hates?|"
+    r"please|always|never|for the record|don't want|doesn't want|insists?|convention|style|"
+    r"would like|(?:'d|’d) like|would prefer|(?:'d|’d) prefer|asked (?:that|for)|"
+    r"asked (?:us|me|everyone|the team) to (?:always|never|not|keep|use|stop|avoid)|"
+    r"can we|could we|let(?:'s|’s) not|make sure|not allowed|(?:is|are) against|no \w+ without)\b",
+    re.I,
+)
+# a named person and their wish: "Dana wants ...", "Carol (product) wants", "Omar would like ...", "Lee asked that"
+WISH = re.compile(
+    r"\b(?:[A-Z][a-z]+|I|we|We|[Tt]he user|[Uu]ser)(?:'s)?(?: \([^)]{1,30}\))? (?:(?:also|really|still) )?"
+    r"(?:wants?(?! to (?:look|see|check|know|talk|discuss|review|think|hear|understand|try|go|wait))|"
+    r"would (?:like|prefer|rather)|"
+    r"(?:'d|’d) (?:like|prefer|rather)|asked (?:that|for|me to|us to)|prefers|insists|suggested|proposed|"
+    r"requested|expects|likes|hates|reminded (?:me|us)|told (?:me|us) (?:to|that|not))\b"
+)
+# a standing rule: "always ...", "never ...", "no new gems without asking", "only through the pipeline"
+RULE = re.compile(
+    r"\b(?:always|never|must(?:n't| not)?|should (?:always|never|not)|no (?:\w+ ){1,3}without|without asking|"
+    r"from now on|going forward|(?:make|made) (?:that|it|this) a rule|as a rule|lessons?|"
+    r"only\b(?! (?:had|have|took|got|found|saw|a few|one|two))|is (?:not )?allowed|mandatory|required)\b",
+    re.I,
+)
+TODO_TEXT = re.compile(
+    r"\b(?:[A-Z][\w'’-]+ (?:to|will|should|must|plans to) [a-z]+|need(?:s)? to|must|remember to|"
+    r"todo|follow[- ]?up|blocked|is due|due (?:on|by)|deadline|(?:has|have) to be|"
+    r"(?:it's|it is|is) due|due (?:\w+day|tomorrow|next|this|end|before)|"
+    r"(?:by|before|until) (?:\w+day|tomorrow|tonight|EOD|EOW|next \w+|the end of|end of)|"
+    r"in place by|ready by|done by|live by|(?:I'm|I am|we're|we are) (?:writing|doing|taking)|plans? to)\b"
+)
+PLACE = re.compile(
+    r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\bhttps?://\S+|`[^`]*[./:][^`]*`|\b(?:is at|lives? in|lives? at|"
+    r"runs on|hosted on|located|goes to|sent to|stored in|kept in|points? at)\b",
+    re.I,
+)
+# what a thing is: "Stripe is the payment provider", "Kafka is our event bus", "PostgreSQL 16 is the primary"
+DEFINITION = re.compile(
+    r"(?<![\w.])(?!(?:It|This|That|There|Here|What|Which|Who|He|She|They|We|I)\b)[A-Z][\w.+-]*(?: [\w.+-]+)?"
+    r" (?:is|are|was|were|remains?|stays?|becomes?) (?:the|our|their|its|now the) "
+)
+# how a thing is set up, told in the passive: "webhooks are verified with ...", "carts are deleted after 30 days"
+SETUP = re.compile(
+    r"\b(?:is|are) (?:\w+ly )?(?:[a-z]+ed|built|kept|run|sent|set|made|written|held|driven|done|shown|hidden)"
+    r" (?:with|by|from|in|on|via|through|as|at|after|every|per|to|for|behind|under|before)\b"
+)
+NAME = re.compile(
+    r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’.+-]*[\w]|\b[a-z0-9]+(?:-[a-z0-9]+)+\b|\b[A-Z][a-z]+[A-Z]\w*\b|"
+    r"\b[a-z]+(?:\.[a-z]+)+\b"
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule that finds one kind of fact; `each` counts every match (else the rule counts once)."""
+
+    name: str
+    kind: str
+    pattern: re.Pattern[str]
+    says: str
+    each: bool = False
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("quantity", "number", UNIT, "a number with its unit: 3.8 s, 12 MB, 240Mi, 50k, 20 %, 29 EUR", True),
+    Rule("count", "number", COUNTED, "a number with what it counts: 1,300 orders, 30 tickets, three alternatives"),
+    Rule("change", "number", ARROW, "a value changed: 100 -> 300, from 840 ms to 210 ms", True),
+    Rule("measure", "setting", METRIC, "a setting or measure named with its value: batch 16, p99 205, workers = 8"),
+    Rule("bound", "limit", LIMIT, "a bound with a number: under 2 s, at most 3, max 3 per item, valid 24 h"),
+    Rule("identifier", "setting", IDENT, "code, snake_case or CONSTANT names, host:port, a path, JUN-882", True),
+    Rule("version", "version", VERSION, "a name and its version: Go 1.23, react-navigation 7.0.14, v2.3.0", True),
+    Rule("date", "date", DATE, "a date or time: 2027-01-15, Fri, next sprint, 09:30 UTC, Q2, week 47", True),
+    Rule("deadline", "todo", DEADLINE, "a deadline: by, before, until or due with a day: by Friday, due 2027-02-01"),
+    Rule("name-role", "role", NAME_ROLE, "a person and their role: Carol (product), Marta = tech lead, contact Yusuf"),
+    Rule("responsibility", "role", ROLE, "who does what: owns, leads, handles, covers, on call, on leave, signs off"),
+    Rule("definition", "definition", DEFINITION, "what a thing is: Stripe is the payment provider"),
+    Rule("setup", "setting", SETUP, "how a thing is set up, in the passive: webhooks are verified with ..."),
+    Rule("decision", "decision", DECISION, "a decision or a switch: decided, we keep, switched X to Y, instead of"),
+    Rule("decision-told", "decision", DECISION_TOLD, "a decision told as one: went with, settled on, agreed, X it is"),
+    Rule("replaced", "decision", REPLACED, "what a decision replaced or ruled out: replaced by, considered but, so no"),
+    Rule("reason", "reason", REASON, "a reason: because, since, so that, due to"),
+    Rule("cause", "cause", CAUSE, "a cause: root cause, caused by, turned out, is not atomic, found the reason"),
+    Rule("failure-because", "cause", FAILURE_BECAUSE, "a failure with its cause: the crash happens because ..."),
+    Rule("fix", "fix", FIX, "a fix: fixed, resolved, workaround, rolled back, now uses, by adding"),
+    Rule("fix-told", "fix", FIX_TOLD, "a fix told as one: fixed it by, the fix was, works again, no timeouts since"),
+    Rule("remedy", "fix", REMEDY, "a change made to set it right: raised X from A to B, bumped, pinned, switched"),
+    Rule("preference", "preference", PREFERENCE, "a wish or taste: prefers, wants, would rather, please, don't want"),
+    Rule("wish", "preference", WISH, "a named person's (or the user's) wish: Carol wants, the user told me to"),
+    Rule("rule", "preference", RULE, "a standing rule: always, never, must, only, no X without asking, lesson"),
+    Rule("todo", "todo", TODO_TEXT, "an open item: X to do Y, need to, follow-up, blocked, plans to, due"),
+    Rule("place", "place", PLACE, "where a thing is: host:port, URL, a path, runs on, stored in, points at"),
+)

@@ -1,0 +1,65 @@
+"""A summary outranks its archive: an archived original whose summary holds the same match gives way to it."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from urllib.parse import quote
+
+from memsearch_lsp.core.search.filters import is_summary
+from memsearch_lsp.core.store import Store
+from memsearch_lsp.core.store.schema import Row
+
+SAME_MATCH = 0.999  # the summary covers at least this share of what the archived chunk covers of the query
+
+
+def links_to(row: Row, archived: str) -> bool:
+    """`row` (a summary's section) links to the archived file `archived` (its provenance link, in its text or in
+    the heading above it)."""
+    target = quote(posixpath.relpath(archived, posixpath.dirname(row.source) or "."), safe="/")
+    return any(f"]({target}" in text for text in (row.content, row.heading_path))
+
+
+def summaries_first(
+    store: Store,
+    rows: Sequence[Row],
+    scores: Mapping[str, float],
+    ranked: Sequence[tuple[str, float]],
+    terms: Mapping[int, float],
+    is_archived: Sequence[bool],
+    keep_archived: bool,
+) -> tuple[list[Row], dict[str, float]]:
+    """`rows` (the best candidates, with `scores`) where each archived row whose summary holds the same match
+    (a live chunk of the candidates that links to it and covers as much of the query) gives its score to
+    that summary, so the summary comes first, and leaves the hits unless `keep_archived`.
+
+    `ranked` is every candidate of the search, best first (a summary may rank below the cut); `terms` the
+    query's terms (for coverage); `is_archived[i]` says whether rows[i] is in the archive folder.
+    """
+    archived = [r for r, a in zip(rows, is_archived) if a]
+    if not archived:
+        return list(rows), dict(scores)
+    shown = {r.id for r in rows}
+    others = [k for k, _ in ranked if k not in shown]
+    sections = store.sections(others) if others else {}
+    wanted = [k for k in others if is_summary(sections.get(k, ("", ""))[0])]
+    live = [r for r, a in zip(rows, is_archived) if not a and is_summary(r.source)] + store.rows(wanted)
+    if not live:
+        return list(rows), dict(scores)
+    score = dict(scores) | {k: s for k, s in ranked if k in set(wanted)}
+    coverage = store.coverage([r.id for r in [*archived, *live]], terms) if terms else {}
+    out = [r for r in rows]
+    for original in archived:
+        summaries = [r for r in live if links_to(r, original.source)]
+        theirs = coverage.get(original.id, 0.0)
+        same = [r for r in summaries if theirs > 0 and coverage.get(r.id, 0.0) >= SAME_MATCH * theirs]
+        if not same:
+            continue  # the summary dropped what matched here: the archived hit stays (demoted by its weight)
+        best = max(same, key=lambda r: score.get(r.id, 0.0))
+        score[best.id] = max(score.get(best.id, 0.0), score[original.id])
+        if best.id not in {r.id for r in out}:
+            out.append(best)
+        if not keep_archived:
+            out.remove(original)
+    out.sort(key=lambda r: -score[r.id])
+    return out, score

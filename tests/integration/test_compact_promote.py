@@ -1,0 +1,194 @@
+"""Issue 39: compaction proposes the lasting facts of the logs it compacts as MEMORY.md additions, each under
+its section with its source; they are in the plan (text, JSON), applied only with the rest of it and rolled
+back with it; and after applying, a summary outranks its archived original in search."""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp import cli
+from memsearch_lsp.core.compact import apply as compact_apply
+from memsearch_lsp.core.compact.plan import CompactError, apply_plan, plan_compaction
+from tests.fakes import FakeEmbedder
+from tests.helpers import BM25, NOISE, snapshot
+
+MAR1 = dt.date(2026, 11, 2)
+LOGS = {
+    "2026-10-12": """# 2026-10-12
+
+## 09:30
+
+Morning. Let me read the handover first.
+Ines prefers small PRs, under 400 lines of diff, one concern per PR.
+The Redis cache uses maxmemory-policy allkeys-lru with a 2gb limit.
+""",
+    "2026-10-13": """# 2026-10-13
+
+## Database
+
+Decision: we keep PostgreSQL and do not move to DynamoDB, because reporting needs joins.
+Carol (product) wants the export feature by 2027-03-15.
+""",
+    "2026-10-14": """# 2026-10-14
+
+## Tests
+
+The user told me to always run the migrations through the deploy pipeline, never from a laptop.
+Kafka topic `parcel.events` has 12 partitions and a retention of 3 days.
+""",
+}
+MEMORY = "# Memory\n\n## Decisions\n\n- 2027-01-04: chose Kafka.\n\n## Preferences\n\n- Dates as YYYY-MM-DD.\n"
+
+
+def write(ws: Path, memory_md: str | None = MEMORY) -> None:
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    for day, text in LOGS.items():
+        (ws / "memory" / f"{day}.md").write_text(text + NOISE, encoding="utf-8")
+    if memory_md is not None:
+        (ws / "memory/MEMORY.md").write_text(memory_md, encoding="utf-8")
+
+
+def test_lasting_facts_are_proposed_under_their_sections_with_their_sources(tmp_path: Path, make_memory) -> None:
+    write(tmp_path)
+    memory = make_memory(tmp_path)
+    plan = plan_compaction(memory, today=MAR1)
+    edit = plan.memory_edit
+    assert edit is not None and edit.path == "memory/MEMORY.md" and edit.action == "insert"
+    got = [(p.section, p.kind, p.source) for p in plan.promotions]  # by section, then in the logs' order
+    assert got == [
+        ("Preferences", "preference", "memory/2026-10-12.md"),
+        ("Preferences", "preference", "memory/2026-10-14.md"),
+        ("Decisions", "decision", "memory/2026-10-13.md"),
+    ]  # Carol's wish has a deadline: a task, not a lasting fact; a setting is no preference
+    data = plan.to_dict()
+    assert [set(p) for p in data["promoted"]] == [{"path", "section", "text", "source", "line", "kind"}] * 3
+    for p in data["promoted"]:  # each with its source: the archived log, at its line
+        day = Path(p["source"]).stem
+        assert p["text"].endswith(f" ([{day}](archive/{day}.md#L{p['line']}))"), p
+        line = (tmp_path / p["source"]).read_text().splitlines()[p["line"] - 1]
+        assert p["text"].split(" ([", 1)[0].split(": ", 1)[-1] in line, (p, line)
+        assert f"  promote memory/MEMORY.md ## {p['section']}: {p['text']}" in plan.describe()
+    before = snapshot(tmp_path)
+    apply_plan(memory, plan)
+    text = (tmp_path / "memory/MEMORY.md").read_text()
+    assert text.startswith("# Memory\n\n## Decisions\n\n- 2027-01-04: chose Kafka.\n- we keep PostgreSQL")
+    preferences = text.split("## Preferences", 1)[1]
+    assert preferences.startswith("\n\n- Dates as YYYY-MM-DD.\n- Ines prefers small PRs")
+    assert "The user told me to always run the migrations" in preferences
+    assert "Carol" not in text and "maxmemory" not in text
+    assert before["memory/MEMORY.md"] != text.encode() and text == edit.content
+    for p in data["promoted"]:  # the source link works once the log is archived
+        assert (tmp_path / "memory/archive" / Path(p["source"]).name).is_file()
+
+
+def test_facts_already_in_memory_md_are_not_proposed_again_and_promote_can_be_off(tmp_path: Path, make_memory) -> None:
+    write(tmp_path)
+    memory = make_memory(tmp_path)
+    apply_plan(memory, plan_compaction(memory, today=MAR1))
+    (tmp_path / "memory/2026-10-19.md").write_text(
+        "# 2026-10-19\n\n## Review\n\nIness prefers small PRs, under 400 lines of diff, one concern per PR.\n"
+        "Ines prefers small PRs, under 400 lines of diff, one concern per PR.\n" + NOISE
+    )
+    again = plan_compaction(memory, today=dt.date(2026, 11, 9))
+    assert [p.text.split(" ([")[0] for p in again.promotions] == [
+        "Iness prefers small PRs, under 400 lines of diff, one concern per PR."
+    ]  # the one said the same way is there already
+    off = plan_compaction(make_memory(tmp_path, compact={"promote": False}), today=dt.date(2026, 11, 9))
+    assert off.memory_edit is None and off.to_dict()["promoted"] == [] and off.summaries
+
+
+def test_memory_md_is_created_when_missing_and_a_changed_one_refuses_the_plan(tmp_path: Path, make_memory) -> None:
+    write(tmp_path, memory_md=None)
+    memory = make_memory(tmp_path)
+    plan = plan_compaction(memory, today=MAR1)
+    assert plan.memory_edit is not None and plan.memory_edit.action == "create"
+    (tmp_path / "memory/MEMORY.md").write_text("# Mine\n")  # written meanwhile
+    before = snapshot(tmp_path)
+    with pytest.raises(CompactError, match=r"MEMORY\.md appeared since the plan was made"):
+        apply_plan(memory, plan)
+    assert snapshot(tmp_path) == before
+    plan = plan_compaction(memory, today=MAR1)
+    assert plan.memory_edit is not None and plan.memory_edit.action == "insert"
+    (tmp_path / "memory/MEMORY.md").write_text("# Mine\n\n- edited again\n")
+    with pytest.raises(CompactError, match=r"MEMORY\.md changed since the plan was made"):
+        apply_plan(memory, plan)
+
+
+def test_a_failure_at_the_last_step_rolls_memory_md_back_with_the_rest(
+    tmp_path: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path)
+    memory = make_memory(tmp_path)
+    plan = plan_compaction(memory, today=MAR1)
+    assert plan.memory_edit is not None
+    before = snapshot(tmp_path)
+    real, calls = compact_apply._install, []
+
+    def install(source: Path, target: Path) -> None:
+        calls.append(target.name)
+        if target.name == "MEMORY.md" and calls.count("MEMORY.md") == 1:  # the last install of the plan
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(source, target)
+
+    monkeypatch.setattr(compact_apply, "_install", install)
+    with pytest.raises(CompactError, match="rolled back, memory unchanged"):
+        apply_plan(memory, plan)
+    assert snapshot(tmp_path) == before  # the summary removed, the logs back, MEMORY.md as it was
+
+
+@pytest.fixture
+def fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memsearch_lsp.core.workspace.create_embedder", lambda *a, **k: FakeEmbedder())
+
+
+def test_the_cli_shows_the_promotions_in_the_dry_run(tmp_path: Path, fake_model, capsys, monkeypatch) -> None:
+    write(tmp_path)
+    assert cli.main(["compact", "-w", str(tmp_path), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"^  promote memory/MEMORY.md ## Preferences: Ines prefers small PRs.*#L\d+\)\)$", text, re.M)
+    assert cli.main(["compact", "-w", str(tmp_path), "--dry-run", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["applied"] is False and len(data["promoted"]) == 3 and data["nothing_to_gain"] == []
+    assert (tmp_path / "memory/MEMORY.md").read_text() == MEMORY  # a dry run writes nothing
+
+
+# -- the summary outranks its archive ------------------------------------------------------------
+def test_a_fact_in_both_the_summary_and_its_archive_is_found_once_in_the_summary(tmp_path: Path, make_memory) -> None:
+    """The issue's report: after applying, `search redis` ranked the archived original (0.864) above its own
+    summary (0.684), so one fact filled two hits."""
+    write(tmp_path)
+    memory = make_memory(tmp_path)
+    apply_plan(memory, plan_compaction(memory, today=MAR1))
+    summary = (tmp_path / "memory/summary-2026-W42.md").read_text()
+    assert "Kafka topic `parcel.events` has 12 partitions" in summary
+    for query in ["Kafka topic partitions retention", "parcel.events partitions"]:
+        for settings in ({}, BM25):
+            hits = memory.search(query, top_k=5, **settings)
+            assert hits[0].source == "memory/summary-2026-W42.md", (query, hits)
+            assert not [h for h in hits if h.archived and "parcel.events" in h.snippet], (query, hits)  # no 2nd hit
+            both = memory.search(query, top_k=5, archived=True, **settings)  # asked for: after its summary
+            sources = [h.source for h in both]
+            assert sources.index("memory/summary-2026-W42.md") < sources.index("memory/archive/2026-10-14.md")
+            assert [h for h in both if h.archived and "parcel.events" in h.snippet]
+    dropped = memory.search("whole suite open issues machine", top_k=3, **BM25)  # what the summary left out
+    assert dropped and all(h.archived for h in dropped)  # is still found in the archive
+
+
+def test_the_cli_searches_the_archive_with_archived(tmp_path: Path, fake_model, capsys, monkeypatch) -> None:
+    write(tmp_path)
+    assert cli.main(["compact", "-w", str(tmp_path)]) == 0
+    capsys.readouterr()
+    args = ["search", "-w", str(tmp_path), "--json", "-k", "5", "--vector-weight", "0", "parcel.events partitions"]
+    assert cli.main(args) == 0
+    plain = [h["source"] for h in json.loads(capsys.readouterr().out)]
+    assert cli.main([*args, "--archived"]) == 0
+    both = [(h["source"], h["archived"]) for h in json.loads(capsys.readouterr().out)]
+    assert plain[0] == "memory/summary-2026-W42.md" and "memory/archive/2026-10-14.md" not in plain
+    assert both[0] == ("memory/summary-2026-W42.md", False) and ("memory/archive/2026-10-14.md", True) in both

@@ -1,0 +1,63 @@
+"""Issue 39: which facts of a compacted log are lasting (promote.py), and how they are added to MEMORY.md
+(every line already there kept, under the right section, or under a new one at the end)."""
+
+from __future__ import annotations
+
+from memsearch_lsp.core.compact.promote import durable_facts, insertions
+from memsearch_lsp.core.compact.summarize import LogText
+
+
+def _log(day: str, text: str) -> LogText:
+    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
+
+
+def _apply(text: str, inserts: list[tuple[int, str]]) -> str:
+    for offset, added in sorted(inserts, reverse=True):
+        text = text[:offset] + added + text[offset:]
+    return text
+
+
+def test_preferences_and_decisions_in_force_are_lasting_tasks_and_deadlines_are_not() -> None:
+    log = _log(
+        "2027-02-01",
+        """# 2027-02-01
+
+## Review
+
+Ines prefers small PRs, under 400 lines of diff.
+She also wants commit messages in the imperative mood.
+Carol (product) wants the export feature by 2027-03-15.
+Dana to write the topic naming convention.
+Never run migrations from a laptop; they go through the pipeline only.
+Decision: we keep PostgreSQL and do not move to DynamoDB, because reporting needs joins.
+We went with Caddy for the reverse proxy.
+Let me look at the dashboards again.
+Is the cache warm?
+""",
+    )
+    later = _log("2027-02-03", "# 2027-02-03\n\n## Proxy\n\nCaddy reverted: back to nginx for the reverse proxy.\n")
+    found = [(kind, text) for kind, text, _, _ in durable_facts([log, later])]
+    assert found == [
+        ("preference", "Ines prefers small PRs, under 400 lines of diff."),
+        ("preference", "Ines also wants commit messages in the imperative mood."),  # who "She" is
+        ("preference", "Never run migrations from a laptop; they go through the pipeline only."),
+        ("decision", "we keep PostgreSQL and do not move to DynamoDB, because reporting needs joins."),
+    ]  # Carol's wish has a deadline (a task); Dana's is a task; Caddy was reverted two days later
+
+
+def test_additions_go_under_their_sections_and_every_line_stays() -> None:
+    memory = (
+        "# Memory\n\nIntro line.\n\n## Decisions\n\n- 2026-01-02: chose Kafka.\n\n## Preferences\n\n"
+        "We like tests.\n\n## Team\n\n- Dana leads.\n"
+    )
+    inserts = insertions(memory, {"Decisions": ["keep PostgreSQL"], "Preferences": ["small PRs"], "Rules": ["r1"]})
+    text = _apply(memory, inserts)
+    assert text == (
+        "# Memory\n\nIntro line.\n\n## Decisions\n\n- 2026-01-02: chose Kafka.\n- keep PostgreSQL\n\n"
+        "## Preferences\n\nWe like tests.\n\n- small PRs\n\n## Team\n\n- Dana leads.\n\n## Rules\n\n- r1\n"
+    )
+    assert insertions("", {"Decisions": ["a"]}) == [(0, "## Decisions\n\n- a\n")]
+    no_newline = "# M\n\n## Decisions\n\n- old"
+    assert _apply(no_newline, insertions(no_newline, {"Decisions": ["new"]})) == "# M\n\n## Decisions\n\n- old\n- new\n"
+    fenced = "# M\n\n```\n## Decisions\n```\n"  # a heading in a code block is no section
+    assert _apply(fenced, insertions(fenced, {"Decisions": ["x"]})) == fenced + "\n## Decisions\n\n- x\n"
