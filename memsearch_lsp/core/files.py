@@ -137,7 +137,7 @@ def relative_source(root: Path, path: Path) -> str:
     return source
 
 
-def _lexical_source(root: Path, candidate: Path, named: Path) -> str:
+def _lexical_source(root: Path, candidate: Path | str, named: Path | str) -> str:
     """The source of `candidate` (absolute; `root` resolved) by its name alone, links not followed."""
     path, top = os.path.normpath(candidate), str(root)
     prefix = top if top.endswith(os.sep) else top + os.sep
@@ -194,22 +194,23 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
     bases, skipped = memory_folders(root, config)
     for base in bases:
         if base.is_file():
-            candidates = [(base, False)]
+            candidates = [(str(base), False)]
         elif base.is_dir():
             candidates = []
             for folder, _, names in os.walk(base):
                 here = inside(root, Path(folder))
-                candidates += [(Path(folder) / name, here) for name in names]
+                candidates += [(os.path.join(folder, name), here) for name in names if name.endswith(SUFFIXES)]
         else:
             continue
-        for path, folder_inside in candidates:
+        for name, folder_inside in candidates:  # (paths as strings: a Path per file costs more than its lstat)
             try:
-                info: os.stat_result | None = os.lstat(path)
+                info: os.stat_result | None = os.lstat(name)
             except OSError:
                 info = None
             plain = info is not None and not stat.S_ISLNK(info.st_mode)
+            path = Path(name)
             try:
-                source = _lexical_source(root, path, path) if plain and folder_inside else relative_source(root, path)
+                source = _lexical_source(root, name, name) if plain and folder_inside else relative_source(root, path)
             except PathError as exc:
                 skipped.append(Skipped(printable(path.name), str(exc)))
                 continue

@@ -3,6 +3,7 @@ loaded stay memory-mapped; later ones go to a tail), and BM25 postings (term-maj
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,6 +30,13 @@ class Texts:
 
     def __setitem__(self, slot: int, value: str) -> None:
         self.since[slot] = value
+
+    def values(self, n: int) -> list[str]:
+        """The strings of slots 0..n-1 (those saved decoded in one pass)."""
+        if self.since or len(self.offsets) != n + 1:
+            return [self[slot] for slot in range(n)]
+        data, offsets = self.blob.tobytes(), self.offsets.tolist()
+        return [data[a:b].decode("utf-8", "replace") for a, b in itertools.pairwise(offsets)]
 
     def packed(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(blob, offsets) of slots 0..n-1."""

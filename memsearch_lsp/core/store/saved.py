@@ -197,10 +197,10 @@ def _model(a: dict[str, np.ndarray], names: list[str], dim: int) -> ReadModel:
         _check(vecs.shape == (count, dim) and source.shape == (count,), f"{prefix} vectors")
         _check(not count or (int(source.min()) >= 0 and int(source.max()) < len(names)), f"{prefix} sources")
         ids = _column(a, f"{prefix}_ids", count)
-        _vectors(rows, [ids[s] for s in range(count)], vecs, live.astype(bool, copy=False), source.astype(np.int32))
+        _vectors(rows, ids.values(count), vecs, live.astype(bool, copy=False), source.astype(np.int32))
     model.names, model.sources = names, {name: code for code, name in enumerate(names)}
     owners = _column(a, "window_owner", nw)
-    model.owner = [owners[s] for s in range(nw)]
+    model.owner = owners.values(nw)
     for slot, key in enumerate(model.windows.ids):
         if model.windows.live[slot]:
             _check(model.owner[slot] in model.chunks.slot, "window owners")
