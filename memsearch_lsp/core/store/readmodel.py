@@ -54,6 +54,7 @@ class ReadModel:
         self.changed: set[int] = set()
         self.delta: Postings | None = None
         self.df_delta: dict[int, int] = {}  # document frequencies since `main` was built
+        self._df_moves: list[tuple[np.ndarray, int]] = []  # terms of rows added (+1) or taken out (-1), not counted yet
         self.stats: dict[str, tuple[int, int]] = {}  # source -> (size, mtime_ns) when its text was read from disk
         self.saved_files: tuple[str, dict[str, FileRecord]] | None = None  # (model, files) as saved, until a write
         self._by_embed: dict[bytes, int] | None = None  # embed_hash -> the slot of a row that holds it
@@ -90,8 +91,7 @@ class ReadModel:
             self.weights.append(weights)
         else:
             self.terms[slot], self.weights[slot] = terms, weights
-        for term in terms.tolist():
-            self.df_delta[term] = self.df_delta.get(term, 0) + 1
+        self._df_moves.append((terms, 1))
         self._changed(slot)
         if self._by_embed is not None:
             self._by_embed[self.texts["embed_hash"][slot].encode()] = slot
@@ -121,8 +121,17 @@ class ReadModel:
         self.stats[source] = (size, mtime_ns)
 
     def _forget_terms(self, slot: int) -> None:
-        for term in self.terms[slot].tolist():
-            self.df_delta[term] = self.df_delta.get(term, 0) - 1
+        self._df_moves.append((self.terms[slot], -1))
+
+    def _count_moves(self) -> None:
+        """Fold the terms of the rows written since into `df_delta` (counted in numpy, once per search)."""
+        for sign in (1, -1):
+            moved = [terms for terms, s in self._df_moves if s == sign and len(terms)]
+            if moved:
+                keys, counts = np.unique(np.concatenate(moved), return_counts=True)
+                for term, count in zip(keys.tolist(), counts.tolist(), strict=True):
+                    self.df_delta[term] = self.df_delta.get(term, 0) + sign * count
+        self._df_moves = []
 
     def _changed(self, slot: int) -> None:
         if slot < self.main_upto:
@@ -179,6 +188,7 @@ class ReadModel:
 
     def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
         """BM25 IDF of each term over the stored chunks (log(1 + (N - df + 0.5) / (df + 0.5)))."""
+        self._count_moves()
         n = max(self.docs, 1)
         out = {}
         for term in set(term_ids):
@@ -321,5 +331,5 @@ class ReadModel:
         n = self.chunks.n
         if self.main_upto != n or self.changed:
             self.main = Postings(range(n), self.terms, self.weights)
-            self.main_upto, self.changed, self.df_delta = n, set(), {}
+            self.main_upto, self.changed, self.df_delta, self._df_moves = n, set(), {}, []
         self.delta = None
