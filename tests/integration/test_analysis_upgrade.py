@@ -38,15 +38,6 @@ def notes(tmp_path: Path) -> Path:
     return ws
 
 
-def weights(memory) -> dict[str, dict[int, float]]:
-    """Each row's BM25 weights as the store ranks them: its sparse leg for each row's own terms, rounded."""
-    out = {}
-    for row in memory.store.scan(["heading_path", "content"]):
-        text = f"{row['heading_path']}\n{row['content']}" if row["heading_path"] else row["content"]
-        out[row["id"]] = text
-    return out
-
-
 def search_bm25(memory, query: str) -> list[str]:
     return [h.source for h in memory.search(query, vector_weight=0.0, min_score=0.0, top_k=3)]
 
