@@ -43,8 +43,8 @@ def memory_folder(tmp_path: Path) -> Path:
     return tmp_path / "ws"
 
 
-async def test_the_server_searches_a_multilingual_memory_with_e5_in_process(memory_folder: Path, monkeypatch) -> None:
-    monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # conftest turns the floor off for the fake embedder
+async def test_the_server_searches_a_multilingual_memory_with_e5_in_process(memory_folder: Path) -> None:
+    # (the relevance floor is off, as conftest sets it: this ranks; bench/README.md "Issue 36" measures the floor)
     client = LanguageClient()
     for method, handler in DEFAULT_CLIENT_FEATURES.items():
         client.feature(method)(handler)
@@ -71,9 +71,6 @@ async def test_the_server_searches_a_multilingual_memory_with_e5_in_process(memo
             symbols = await session.symbols(question)
             assert symbols, question
             assert symbols[0].location.uri.endswith(f"memory/{note}"), (question, [s.name for s in symbols])
-        # the relevance floor holds with e5's close-together cosines
-        assert await session.symbols("quantum chromodynamics lattice gauge") == []
-        assert await session.symbols("receita de bolo de chocolate") == []
     finally:
         await stop(session)
 
