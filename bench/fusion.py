@@ -105,7 +105,7 @@ def dump(folder: Path, embedder: Any) -> list[dict[str, Any]]:
     from bench.labelled import workspaces
 
     model = re.sub(r"\W+", "-", embedder.model_name)[-40:]
-    path = work_dir() / f"fusion-v3-{folder.name}-{model}.json"
+    path = work_dir() / f"fusion-v4-{folder.name}-{model}.json"
     if path.is_file():
         return list(json.loads(path.read_text()))
     records: list[dict[str, Any]] = []
