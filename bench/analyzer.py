@@ -82,7 +82,8 @@ def workspace_chunks(src: Path) -> list[Any]:
 def replay(src: Path, analyzer: Any) -> list[dict[str, Any]]:
     """Per question: its scores under BM25 alone with `analyzer` (top 10 chunks)."""
     from bench.labelled import load_truth
-    from memsearch_lsp.core.search.bm25 import doc_vector, idf, term_id
+    from memsearch_lsp.core.search.bm25 import doc_vector, term_id
+    from memsearch_lsp.core.store.schema import idf
 
     chunks = workspace_chunks(src)
     vectors = [doc_vector(c.embed_text, analyzer) for c in chunks]
