@@ -1,7 +1,8 @@
 """`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, compaction, all;
 experiments: metric (dense COSINE vs IP), knobs (embedding settings alone), fusion (learned fusion: replay,
-fit, cross-validation on labelled sets); loop (the agent loop through the Claude Code hooks, bench/loop.py);
-smallfiles (a memory folder of many small notes indexed vs raw onnxruntime, per-file cost as it grows)."""
+fit, cross-validation on labelled sets); analyzer (BM25 analysis replay per language); loop (the agent loop
+through the Claude Code hooks, bench/loop.py); smallfiles (a memory folder of many small notes indexed vs raw
+onnxruntime, per-file cost as it grows)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ import time
 from pathlib import Path
 
 NAMES = ["corpus", "coldstart", "throughput", "incremental", "search", "quality", "compaction"]
-EXTRA = ["metric", "knobs", "fusion", "loop", "smallfiles"]  # experiments and long replays, not part of `all`
+EXTRA = [
+    "metric",
+    "knobs",
+    "fusion",
+    "analyzer",
+    "loop",
+    "smallfiles",
+]  # experiments and long replays, not part of `all`
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,6 +53,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="fusion: fit the learned fusion on the --set sets and write its weights to core/search/rank.py",
     )
     parser.add_argument("--cv", action="store_true", help="fusion: cross-validate the fit (leave one group out)")
+    parser.add_argument(
+        "--with-model",
+        action="append",
+        metavar="MODEL",
+        help="fusion: also dump the sets with this embedding.model (e.g. multilingual-e5-small); repeatable",
+    )
+    parser.add_argument(
+        "--calibrate", action="store_true", help="fusion: print each model's cosines on the calibration probe"
+    )
     parser.add_argument(
         "--setting",
         action="append",

@@ -182,7 +182,7 @@ def embedding_settings(args: Any) -> Any:
 
 def bench_embedder(args: Any) -> Any:
     """The embedder to measure: the configured provider (the bundled model by default)."""
-    from memsearch_lsp.core.embedding.onnx import create_embedder
+    from memsearch_lsp.core.embedding import create_embedder
 
     embedder = create_embedder(embedding_settings(args), root=ROOT)
     log(f"embedding: {getattr(embedder, 'provider', '?')} {embedder.model_name}")

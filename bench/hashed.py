@@ -24,8 +24,21 @@ class HashEmbedder:
         real = FastEmbedEmbedder()
         self.model_name, self.dim = real.model_name, real.dim
 
+    provider, max_tokens, languages = "hashed", 0, ()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return hashed_vectors(texts, self.dim)
+
+    def embed_query(self, query: str) -> list[float]:
+        return hashed_vectors([query], self.dim)[0]
+
+    def warm(self) -> None:
+        pass
+
+    def calibration(self) -> Any:
+        from memsearch_lsp.core.embedding import REFERENCE
+
+        return REFERENCE
 
 
 def patch_embedder() -> None:

@@ -80,8 +80,11 @@ class MemoEmbedder:
     def dim(self) -> int:  # an endpoint's is known after its first answer
         return int(self.inner.dim)
 
+    def __getattr__(self, name: str) -> Any:  # the rest of the Embedder protocol: the inner embedder's
+        return getattr(self.inner, name)
+
     def embed_query(self, query: str) -> list[float]:
-        from memsearch_lsp.core.embedding.onnx import query_vector
+        from memsearch_lsp.core.embedding import query_vector
 
         if query not in self.queries:
             self.queries[query] = query_vector(self.inner, query)

@@ -23,6 +23,7 @@ from typing import Any
 from memsearch_lsp.config import (
     CONFIG_FILE,
     DEFAULT_MODEL,
+    E5_MODEL,
     ENV_PREFIX,
     Config,
     ConfigError,
@@ -258,7 +259,7 @@ def check_model(ctx: _Context) -> Check:
             data["folder"] = str(bundled_model_dir())  # checks the pinned sha256
             data["sha256"] = ONNX_SHA256
         if ctx.embedder is None:
-            from memsearch_lsp.core.embedding.onnx import create_embedder
+            from memsearch_lsp.core.embedding import create_embedder
 
             ctx.embedder = create_embedder(
                 name, batch_size=config.embedding.batch_size, threads=config.embedding.threads
@@ -376,6 +377,21 @@ def check_mcp(ctx: _Context) -> Check:
     )
 
 
+def check_language(ctx: _Context) -> Check:
+    """A memory mostly not in English, embedded by the English model: say how to switch (not a failure)."""
+    if not ctx.memory_workspace or ctx.config is None:
+        return Check("language", "skip", "no memory workspace")
+    from memsearch_lsp.core.search.language import advice, memory_shares
+
+    shares, words = memory_shares(ctx.root, ctx.config)
+    data = {"shares": {lang: round(share, 3) for lang, share in shares.items()}, "words": words}
+    note = advice(ctx.root, ctx.config)
+    if note:
+        return Check("language", "ok", note, f'set embedding.model = "{E5_MODEL}"', data)
+    top = ", ".join(f"{lang} {share:.0%}" for lang, share in list(shares.items())[:3]) or "no text yet"
+    return Check("language", "ok", f"written in {top}", data=data)
+
+
 CHECKS: list[Callable[[_Context], Check]] = [
     check_platform,
     check_python,
@@ -384,6 +400,7 @@ CHECKS: list[Callable[[_Context], Check]] = [
     check_config,
     check_workspace,
     check_model,
+    check_language,
     check_index,
 ]
 

@@ -22,9 +22,11 @@ USER_ONLY_KEYS = frozenset(
         "embedding.api_key_env",
     }
 )
-#: Values a workspace file may not choose: sending the memory to an endpoint (to embed it or to summarise it)
-#: is the user's call.
-USER_ONLY_VALUES = frozenset({("embedding.provider", "openai"), ("compact.summarizer", "openai")})
+#: Values a workspace file may not choose: sending the memory to an endpoint (to embed it or to summarise it), or
+#: downloading a model (fastembed's catalog), is the user's call.
+USER_ONLY_VALUES = frozenset(
+    {("embedding.provider", "openai"), ("embedding.provider", "fastembed"), ("compact.summarizer", "openai")}
+)
 #: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
 WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
 

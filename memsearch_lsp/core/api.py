@@ -20,7 +20,7 @@ from memsearch_lsp.config import Config
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.chunks import Chunk
-    from memsearch_lsp.core.embedding.base import Embedder
+    from memsearch_lsp.core.embedding import Embedder
     from memsearch_lsp.core.index import IndexStats, Progress
     from memsearch_lsp.core.search.hybrid import Expanded, Hit
 

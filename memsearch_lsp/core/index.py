@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -12,8 +13,9 @@ from typing import Any
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
-from memsearch_lsp.core.embedding.onnx import Embedder
+from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, read_text
+from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import doc_vector
 from memsearch_lsp.core.store import Store
 
@@ -84,8 +86,11 @@ class _FileState:
 class Indexer:
     """Owns the store's rows; one writer at a time (callers serialise through `lock`)."""
 
-    def __init__(self, root: Path, config: Config, store: Store, embedder: Embedder):
+    def __init__(self, root: Path, config: Config, store: Store, embedder: Embedder, analysis: Path | None = None):
         self.root, self.config, self.store, self.embedder = root, config, store, embedder
+        # Names the BM25 analysis the stored rows' weights were made with (written after a whole pass with it): a
+        # pass that finds another name there, or none beside rows, rewrites every row (nothing embedded).
+        self.analysis = analysis
         self.lock = threading.RLock()
         self.overlays: dict[str, str] = {}  # unsaved editor buffers: the truth for their files
         self._manifest: dict[str, _FileState] | None = None
@@ -96,6 +101,34 @@ class Indexer:
     @property
     def model(self) -> str:
         return self.embedder.model_name
+
+    @property
+    def analyzer(self) -> Analyzer:
+        """The BM25 analysis of this index's settings (`search.language`)."""
+        return Analyzer(self.config.search.language)
+
+    def analysis_stale(self) -> bool:
+        """The stored rows' BM25 weights were made by another analysis (an older version, another
+        search.language): the next pass rewrites every row from its text, the vectors reused."""
+        if self.analysis is None or not self.manifest():
+            return False
+        try:
+            return self.analysis.read_text(encoding="utf-8").strip() != self.analyzer.name
+        except OSError:
+            return True  # rows, and no record of their analysis: an index written before there was one
+
+    def _analysis_done(self) -> None:
+        """Record that every stored row's weights are this analysis's (after a whole pass)."""
+        if self.analysis is None:
+            return
+        try:
+            if not self.analysis.is_file() or self.analysis.read_text(encoding="utf-8").strip() != self.analyzer.name:
+                self.analysis.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.analysis.with_suffix(".tmp")
+                tmp.write_text(self.analyzer.name + "\n", encoding="utf-8")
+                os.replace(tmp, self.analysis)
+        except OSError as exc:  # a read-only folder: the next pass rewrites the weights again, nothing lost
+            log.warning("cannot record the BM25 analysis in %s: %s", self.analysis, exc)
 
     # -- state -----------------------------------------------------------------------------
     def manifest(self) -> dict[str, _FileState]:
@@ -131,6 +164,9 @@ class Indexer:
             files, stats.skipped = find_memory_files(self.root, self.config)
             manifest = self.manifest()
             epoch = self.store.epoch
+            if not force and self.analysis_stale():
+                log.info("the BM25 analysis changed (%s): rewriting every row's term weights", self.analyzer.name)
+                force = True
             kept = set() if force else {f.source for f in files if self._kept(manifest.get(f.source), f)}
             texts = self._read_all([f for f in files if f.source not in kept], stats)
             changed = {s: t for s, t in texts.items() if force or self._stale(manifest.get(s), t)}
@@ -145,6 +181,7 @@ class Indexer:
             self.store.flush(wait=True)  # a whole pass ends durable (a single file's write does not wait)
             if self.store.epoch != epoch:  # rebuilt during this pass (its engine, opened to write, was unreadable)
                 return self.reconcile(force=force, progress=progress)
+            self._analysis_done()
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
         for note in [*stats.skipped, *stats.warnings]:
@@ -355,5 +392,5 @@ class Indexer:
             "date": c.date,
             "content": c.content,
             "dense": vector,
-            "sparse": doc_vector(c.embed_text),
+            "sparse": doc_vector(c.embed_text, self.analyzer),
         }

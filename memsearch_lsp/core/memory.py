@@ -14,7 +14,7 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
-from memsearch_lsp.core.embedding.onnx import Embedder, reads
+from memsearch_lsp.core.embedding import Embedder, reads_what
 from memsearch_lsp.core.files import Skipped, glob_match, private_folder, read_text
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
@@ -108,7 +108,8 @@ class Memory(MemoryFiles):
     def indexer(self) -> Indexer:
         with self._lock:
             if self._indexer is None:
-                self._indexer = Indexer(self.root, self.config, self.store, self.embedder)
+                analysis = self.index_dir / f"analysis-{self.collection}.txt"  # the BM25 analysis of the rows
+                self._indexer = Indexer(self.root, self.config, self.store, self.embedder, analysis)
             return self._indexer
 
     def reconfigure(self, config: Config) -> bool:
@@ -275,9 +276,9 @@ class Memory(MemoryFiles):
             "collection": self.collection,
             "model": self.embedder.model_name,
             "dim": self.embedder.dim,
-            "provider": getattr(self.embedder, "provider", "custom"),
-            "max_tokens": getattr(self.embedder, "max_tokens", 0),
-            "reads": reads(self.embedder),
+            "provider": self.embedder.provider,
+            "max_tokens": self.embedder.max_tokens,
+            "reads": reads_what(self.embedder),
             "files": counts[0],
             "chunks": counts[1],
             "pending_buffers": sorted(indexer.overlays),

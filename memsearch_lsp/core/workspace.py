@@ -14,7 +14,7 @@ from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_c
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import Remembered
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
-from memsearch_lsp.core.embedding.onnx import Embedder, create_embedder
+from memsearch_lsp.core.embedding import Embedder, create_embedder
 from memsearch_lsp.core.files import is_memory_source, relative_source
 from memsearch_lsp.core.onboard import daily_log_text
 
@@ -35,7 +35,7 @@ async def _to_thread(fn: Callable[..., T], *args: Any) -> T:
 
 #: The settings that shape the index (what is indexed, how and where): changing one re-indexes, and only
 #: the process that owns the index can (see RemoteMemory.reconfigure).
-INDEX_SETTINGS = ("memory", "embedding", "milvus", "compact.index_archive", "compact.archive_dir")
+INDEX_SETTINGS = ("memory", "embedding", "milvus", "search.language", "compact.index_archive", "compact.archive_dir")
 
 
 def index_settings_changed(old: Config, new: Config) -> list[str]:

@@ -143,7 +143,17 @@ def test_doctor_on_a_fresh_memory_is_ok_and_says_there_is_no_index(tmp_path: Pat
     report = run_doctor(tmp_path, embedder=FakeEmbedder())
     checks = {c.name: c for c in report.checks}
     assert report.ok, report.describe()
-    assert list(checks) == ["platform", "python", "packages", "mcp", "config", "workspace", "model", "index"]
+    assert list(checks) == [
+        "platform",
+        "python",
+        "packages",
+        "mcp",
+        "config",
+        "workspace",
+        "model",
+        "language",
+        "index",
+    ]
     assert checks["mcp"].status == "ok" and checks["mcp"].data["installed"] is True  # the dev install has the extra
     assert checks["packages"].data["versions"]["memsearch-lsp"]
     assert "pygls" in checks["packages"].data["versions"]

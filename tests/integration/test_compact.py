@@ -507,7 +507,7 @@ def test_cli_rejects_a_file_that_is_not_a_daily_log(workspace: Path, fake_model,
 @pytest.mark.model
 def test_near_duplicates_with_the_real_model() -> None:
     from memsearch_lsp.config import DEFAULT_MODEL
-    from memsearch_lsp.core.embedding.onnx import create_embedder
+    from memsearch_lsp.core.embedding import create_embedder
 
     logs = _logs(
         (

@@ -14,15 +14,9 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig, load_config
+from memsearch_lsp.core.embedding import EmbeddingError, create_embedder, query_vector
 from memsearch_lsp.core.embedding.model_folder import read_model_folder
-from memsearch_lsp.core.embedding.onnx import (
-    BUNDLED_DIR,
-    EmbeddingError,
-    FastEmbedEmbedder,
-    bundled_model_dir,
-    create_embedder,
-    query_vector,
-)
+from memsearch_lsp.core.embedding.onnx import BUNDLED_DIR, FastEmbedEmbedder, bundled_model_dir
 from memsearch_lsp.core.memory import Memory
 
 LONG = ("Redis holds the session cache with a five minute TTL and Postgres keeps the orders; " * 12).strip()
@@ -126,7 +120,9 @@ def test_registry_and_unknown_model_names() -> None:
     )
     with pytest.raises(ConfigError, match="provider 'bundled' runs only") as info:
         create_embedder(EmbeddingConfig(model="BAAI/bge-small-en-v1.5"))
-    assert "embedding.provider = 'onnx'" in str(info.value) and "\n" not in str(info.value)
+    message = str(info.value)
+    assert "embedding.provider = 'fastembed'" in message and "'onnx'" in message and "\n" not in message
+    assert "pip install 'memsearch-lsp[multilingual]'" in message
     with pytest.raises(ConfigError, match=r"embedding\.provider"):
         load_config(Path("/nonexistent"), env={"MEMSEARCH_EMBEDDING_PROVIDER": "cohere"})
 
@@ -148,7 +144,7 @@ def test_unknown_model_is_one_clear_line_without_third_party_noise(workspace: Pa
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "BAAI/bge-small-en-v1.5" in lines[0] and "provider = 'onnx'" in lines[0] and "ERROR" not in lines[0]
+    assert "BAAI/bge-small-en-v1.5" in lines[0] and "'onnx'" in lines[0] and "ERROR" not in lines[0]
 
 
 # -- trust: a workspace file cannot point embeddings elsewhere ---------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
-from memsearch_lsp.core.embedding.base import query_vector
+from memsearch_lsp.core.embedding import REFERENCE, Calibration, query_vector
 from memsearch_lsp.core.search.bm25 import query_ids, query_terms, tokens
 from memsearch_lsp.core.search.hybrid import empty_section
 from memsearch_lsp.core.search.rank import (
@@ -18,6 +18,7 @@ from memsearch_lsp.core.search.rank import (
     LEARNED,
     MIN_WEIGHT,
     SECTION_SHARE,
+    calibrated,
     confidence,
     fuse,
     learned,
@@ -249,14 +250,35 @@ def test_learned_fusion_is_the_default_and_trusts_the_leg_that_is_sure() -> None
     # A flat dense leg (every chunk of a chat looks alike) leaves the order to BM25.
     assert [k for k, _ in fuse(FLAT, SPARSE, "learned")][:2] == ["a", "b"]
     # The formula of the docstring, with the shipped weights.
-    t_dense, g_bm25, t_bm25, c_cov = LEARNED
+    t_dense, g_bm25, t_bm25, c_cov, k_cover = LEARNED
     cover = {"a": 0.5, "b": 1.0}
     got = learned(PARAPHRASE, SPARSE, cover)
     wd = max(MIN_WEIGHT, confidence(PARAPHRASE) - t_dense)
-    wb = max(MIN_WEIGHT, g_bm25 * (confidence(SPARSE) - t_bm25))
+    # BM25's weight shrinks when its best candidate ("a") holds little of the query: 0.5 of k_cover here
+    wb = max(MIN_WEIGHT, g_bm25 * (confidence(SPARSE) - t_bm25)) * min(1.0, 0.5 / k_cover)
     d, s = minmax(PARAPHRASE), minmax(SPARSE)
     for key in "abcdef":
         assert got[key] == pytest.approx(wd * d[key] + (wb + c_cov * cover.get(key, 0.0)) * s[key])
+
+
+def test_a_model_that_cannot_read_the_query_leaves_the_order_to_bm25() -> None:
+    sure = {"b": 0.9, "a": 0.3, "c": 0.2, "d": 0.1, "e": 0.05, "f": 0.0}  # a dense leg that would win
+    assert next(k for k, _ in fuse(sure, SPARSE, "learned")) == "b"
+    assert [k for k, _ in fuse(sure, SPARSE, "learned", dense_reads=False)][: len(SPARSE)] == list(SPARSE)
+
+
+def test_a_models_cosines_are_read_on_the_bundled_models_scale() -> None:
+    """e5 puts unrelated text near 0.75 and related text near 0.87; calibrated, its leg weighs and floors as the
+    bundled model's would for the same ranking."""
+    e5 = Calibration(unrelated=0.749, related=0.8738)
+    assert e5(0.749) == pytest.approx(REFERENCE.unrelated) and e5(0.8738) == pytest.approx(REFERENCE.related)
+    assert REFERENCE(0.42) == pytest.approx(0.42)  # the bundled model's own scale
+    raw = {"a": 0.88, "b": 0.84, "c": 0.83, "d": 0.82, "e": 0.81, "f": 0.80}  # e5: close together
+    scaled = calibrated(raw, e5)
+    assert confidence(scaled) > 3 * confidence(raw)  # no longer "flat" because every cosine is high
+    assert relevance(raw, {}, e5) == pytest.approx({k: 2 * v / 3 for k, v in scaled.items()})
+    unrelated = {"a": 0.79, "b": 0.78}  # an unrelated query's best chunks under e5
+    assert max(relevance(unrelated, {}, e5).values()) < SearchConfig().min_score < max(relevance(raw, {}, e5).values())
 
 
 def test_learned_fusion_lifts_a_bm25_candidate_that_covers_more_of_the_query() -> None:

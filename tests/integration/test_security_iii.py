@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import load_config, tomllib, user_config_path
-from memsearch_lsp.core.embedding.onnx import EmbeddingError
+from memsearch_lsp.core.embedding import EmbeddingError
 from memsearch_lsp.core.embedding.openai import max_response_bytes
 from memsearch_lsp.core.files import PathError, UnsafeFolder, private_folder
 from memsearch_lsp.core.memory import Memory

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memsearch_lsp.core.embedding.base import query_vector
+from memsearch_lsp.core.embedding import query_vector
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import local, saved
 from memsearch_lsp.core.store.schema import sparse_dict

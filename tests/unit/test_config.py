@@ -149,7 +149,10 @@ def test_the_rules_sit_on_their_fields() -> None:
     from memsearch_lsp.config import SearchConfig, choices
 
     assert choices("search", "ranker") == ("learned", "minmax", "weighted", "rrf")
-    assert choices("embedding", "provider") == ("bundled", "onnx", "openai") and choices("search", "top_k") is None
+    assert (
+        choices("embedding", "provider") == ("bundled", "onnx", "openai", "fastembed")
+        and choices("search", "top_k") is None
+    )
     ranges = {f.name: f.metadata.get("range") for f in dataclasses.fields(SearchConfig)}
     assert ranges["top_k"] == (1, None) and ranges["vector_weight"] == (0, 1) and ranges["min_score"] == (0, 1)
     with pytest.raises(ConfigError, match=r"search\.minScore: must be between 0 and 1, got 1\.5"):

@@ -95,8 +95,9 @@ describe('starting the server', () => {
         assert.deepEqual(await checkServerModule(['py', '-3'], runner({ code: 0, stdout: '0.1.0', stderr: '' })), { ok: true, version: '0.1.0' });
         assert.equal(calls[0]?.command, 'py');
         assert.equal(calls[0]?.args[0], '-3');
-        assert.equal(calls[0]?.args[1], '-c');
-        assert.match(calls[0]?.args[2] ?? '', /import memsearch_lsp/);
+        assert.equal(calls[0]?.args[1], '-I'); // isolated: a workspace's modules never shadow the server's
+        assert.equal(calls[0]?.args[2], '-c');
+        assert.match(calls[0]?.args[3] ?? '', /import memsearch_lsp/);
 
         const missing = await checkServerModule(
             ['python3'],

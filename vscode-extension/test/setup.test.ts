@@ -160,6 +160,6 @@ describe('first-run commands', () => {
 
     it('runs the CLI of a Python with -m memsearch_lsp', async () => {
         const result = await cliOf([process.execPath, '-e', 'process.stdout.write(process.argv.slice(1).join(" "))', '--'])(['init', '/x']);
-        assert.deepEqual([result.code, result.stdout], [0, '-m memsearch_lsp init /x']);
+        assert.deepEqual([result.code, result.stdout], [0, '-I -m memsearch_lsp init /x']);
     });
 });

@@ -10,7 +10,7 @@ from memsearch_lsp.core.compact.blocks import block_gist, block_score
 from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
-from memsearch_lsp.core.embedding.onnx import Embedder
+from memsearch_lsp.core.embedding import Embedder
 
 # sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
 _SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+")

@@ -28,7 +28,7 @@ from memsearch_lsp.core.compact.summarize import (
     SummarizerError,
 )
 from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile, Unchanged, plural
-from memsearch_lsp.core.embedding.onnx import Embedder
+from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.redact import redact

@@ -1,10 +1,10 @@
-"""What every embedder shares (the bundled, an ONNX folder, an endpoint): the protocol, errors, the query form."""
+"""What every embedder shares (the bundled, e5, an ONNX folder, fastembed's catalog, an endpoint): errors, the
+score calibration, the stored name's variant."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
 
 from memsearch_lsp.config import EmbeddingConfig
 
@@ -15,21 +15,31 @@ class EmbeddingError(RuntimeError):
     """The embedding model cannot be loaded or run; the message says what to do."""
 
 
-@runtime_checkable
-class Embedder(Protocol):
-    """Anything that turns texts into L2-normalised vectors of a fixed dimension."""
+@dataclass(frozen=True)
+class Calibration:
+    """Where a model's cosines lie between a query and a passage: `unrelated` (the mean over pairs about different
+    things) and `related` (the mean over a question and the passage that answers it), measured on the same probe
+    (core/embedding/calibration.py). Models differ widely: all-MiniLM-L6-v2 puts unrelated text near 0.03, e5
+    near 0.7, with every cosine between 0.7 and 0.9. `__call__` maps a cosine onto the bundled model's scale
+    (REFERENCE: the identity for it), so the fusion's confidence and the relevance floor (core/search/rank.py),
+    fitted there, hold for any model."""
 
-    model_name: str
-    dim: int
+    unrelated: float
+    related: float
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def __call__(self, cosine: float) -> float:
+        scale = (REFERENCE.related - REFERENCE.unrelated) / (self.related - self.unrelated)
+        return REFERENCE.unrelated + (cosine - self.unrelated) * scale
+
+    @property
+    def usable(self) -> bool:
+        """A probe that separated related from unrelated text clearly (else the identity is used)."""
+        return self.related - self.unrelated >= 0.05
 
 
-def query_vector(embedder: Embedder, query: str) -> list[float]:
-    """A search query's vector: the embedder's query form (`embed_query`: a prefix, a query model) when
-    it has one, else the plain embedding."""
-    embed_query = getattr(embedder, "embed_query", None)
-    return list(embed_query(query)) if embed_query is not None else embedder.embed([query])[0]
+# all-MiniLM-L6-v2 (the bundled model) on the probe: `python -m bench fusion --calibrate` prints it, and
+# tests/integration/test_model.py checks the bundled model still measures this
+REFERENCE = Calibration(unrelated=0.1065, related=0.6121)
 
 
 def variant(settings: EmbeddingConfig) -> str:

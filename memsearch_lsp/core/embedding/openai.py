@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memsearch_lsp.config import EmbeddingConfig
-from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, EmbeddingError, variant
+from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, Calibration, EmbeddingError, variant
+from memsearch_lsp.core.embedding.calibration import measure
 from memsearch_lsp.core.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class OpenAIEmbedder:
     connections with exponential backoff (honouring Retry-After) up to `max_retries` times."""
 
     provider = "openai"
+    languages: tuple[str, ...] = ()  # not known: every language is read
 
     def __init__(self, settings: EmbeddingConfig):
         from memsearch_lsp.config import DEFAULT_MODEL
@@ -64,6 +66,13 @@ class OpenAIEmbedder:
 
     def client(self) -> Any:
         return self.api.client()
+
+    def warm(self) -> None:
+        """Nothing to load here (the endpoint holds the model)."""
+
+    def calibration(self) -> Calibration:
+        """Probed once per model name (32 texts; kept in the user's cache)."""
+        return measure(self.model_name, self.embed, self.embed_query)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         prefix = self.settings.document_prefix

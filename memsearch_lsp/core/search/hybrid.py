@@ -11,7 +11,8 @@ from typing_extensions import TypedDict
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import ATX_OPENING, valid_unicode
-from memsearch_lsp.core.embedding.onnx import Embedder, EmbeddingError, query_vector
+from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector, reads
+from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import query_ids
 from memsearch_lsp.core.search.rank import rank, relevance
 from memsearch_lsp.core.store import Store
@@ -242,7 +243,8 @@ def hybrid_search(
     per_leg = max(settings.candidates, top_k)
     dense: dict[str, float] = {}
     sparse: dict[str, float] = {}
-    terms = store.idf(query_ids(query))
+    analyzer = Analyzer(settings.language)
+    terms = store.idf(query_ids(query, analyzer))
     if settings.vector_weight > 0 or rrf:
         dense = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
     if settings.bm25_weight > 0 or rrf or not dense:
@@ -250,8 +252,11 @@ def hybrid_search(
     ids = list(dict.fromkeys([*dense, *sparse]))
     coverage = store.coverage(ids, terms) if ids else {}
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
-    every = rank(dense, sparse, coverage, store.sections, settings)
-    score, relevant = dict(every), relevance(dense, coverage)  # relevance: comparable across indexes
+    calibration = calibration_of(embedder) if dense else REFERENCE
+    dense_reads = reads(embedder, analyzer.language_of(analyzer.words(query), query))
+    every = rank(dense, sparse, coverage, store.sections, settings, calibration, dense_reads)
+    # relevance: comparable across indexes and models (the dense cosines read through the model's calibration)
+    score, relevant = dict(every), relevance(dense, coverage, calibration)
     rows = [r for r in store.rows([k for k, _ in every]) if not empty_section(r.content)][:limit]
     if archive_dir:
         from memsearch_lsp.core.files import glob_match
@@ -264,6 +269,16 @@ def hybrid_search(
         for r in rows
     ]
     return demote_archived(hits, archive_dir)[:top_k]
+
+
+def calibration_of(embedder: Embedder) -> Calibration:
+    """The embedder's calibration (measured once per model); the reference scale when it cannot be measured now
+    (an endpoint busy: the next search tries again)."""
+    try:
+        return embedder.calibration()
+    except EmbeddingError as exc:
+        log.warning("cannot calibrate %s now (%s); reading its cosines as they are", embedder.model_name, exc)
+        return REFERENCE
 
 
 def _dense_leg(

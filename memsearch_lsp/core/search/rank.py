@@ -9,21 +9,26 @@ query terms it contains, weighted by IDF: 1.0 = every term). Rankers (`search.ra
   chunk clearly and BM25 is flat; a question about a conversation ("What did Nate say about his
   dog?") names its terms and BM25 is sure. So each leg's weight is how far that leg's own confidence
   (the relative gap between its best score and the one five places below, `confidence`) rises above a
-  threshold, and BM25's weight also grows with how much of the query the candidate covers:
+  threshold; BM25's weight shrinks when its best candidate holds little of the query (`top_coverage`: a
+  question in other words than the note's, or in another language, matches a few common words at best)
+  and grows per candidate with how much of the query that candidate covers:
 
-      score = max(m, conf_dense - T_DENSE) x dense' + (max(m, G_BM25 x (conf_bm25 - T_BM25)) + C x coverage) x bm25'
+      score = max(m, conf_dense - T_DENSE) x dense'
+              + (max(m, G_BM25 x (conf_bm25 - T_BM25)) x min(1, top_coverage / K) + C x coverage) x bm25'
 
   where dense' and bm25' are each leg's scores rescaled to 0..1 over its candidates (0 where a
-  candidate is missing from a leg) and m = MIN_WEIGHT keeps a weak leg as a tie-breaker. The four
-  numbers in `LEARNED` (T_DENSE, G_BM25, T_BM25, C) were fitted on two labelled development sets of
-  opposite styles (conversations, where BM25 alone beats dense alone, and notes asked about in a
-  user's words, where dense alone wins by far) by `python -m bench fusion --fit`: a grid search that
-  maximises the worse of the two sets' margins over that set's best baseline (either leg alone, the
-  previous default), checked by leaving one conversation (and one fifth of the notes' questions) out;
-  bench/README.md has the figures. On both sets it scores above the better single leg (0.910 vs 0.905
-  dense on the notes, 0.829 vs 0.808 BM25 on the conversations; held out, 0.905 and 0.824). Four numbers,
-  every one with a meaning, so the fit cannot learn either set's layout: the features are the legs'
-  scores, their confidence and term coverage only.
+  candidate is missing from a leg) and m = MIN_WEIGHT keeps a weak leg as a tie-breaker. The dense leg's
+  cosines are first read on the bundled model's scale (`calibrated`, the embedder's Calibration), so its
+  confidence means the same for every model; a model that cannot read the query's language (the English
+  bundled model asked in Portuguese: `dense_reads`) gets no say, and BM25 ranks alone. The five numbers in
+  `LEARNED` (T_DENSE, G_BM25, T_BM25, C, K) were fitted by `python -m bench fusion --fit` on three labelled
+  development sets of different styles (conversations, where BM25 alone beats dense alone; notes asked about
+  in a user's words, where dense alone wins; a memory in Portuguese, Spanish, German and Chinese asked in
+  those languages) with the bundled model, and the multilingual set with multilingual-e5-small too: a grid
+  search that charges every point a set falls under its best baseline (either leg alone, the previous
+  defaults) ten times what a point gained earns, checked by leaving each set out of the fit in turn;
+  bench/README.md ("Issue 36") has the figures. Five numbers, every one with a meaning, so the fit cannot
+  learn a set's layout: the features are the legs' scores, their confidence and term coverage only.
   `search.vector_weight` / `search.bm25_weight` only switch a leg on (> 0) or off here.
 - `minmax` (the default before): each leg rescaled to 0..1 over its candidates, then weighted, each
   weight grown by its leg's confidence (x (1 + gain x confidence), `DENSE_GAIN`, `BM25_GAIN`).
@@ -36,10 +41,11 @@ meaning, so each piece also gets a share of its section's best score (`share_sec
 of a section whose best piece matched is not left behind.
 
 The fused scores order the hits of one search and say nothing about relevance across queries (the best
-hit of an unrelated query can score as high as any). What does is `relevance`: (2 x the candidate's
-dense cosine + its term coverage) / 3, both absolute; `search.min_score` (0.25) drops hits below it, so
-a query that matches nothing in the memory returns nothing (bench/README.md: on bench/queries/unrelated.json
-119 of 126 searches over three memories find nothing, and no labelled answer of the dev sets is lost).
+hit of an unrelated query can score as high as any). What does is `relevance`, 0..1: (2 x the candidate's
+dense cosine on the bundled model's scale + its term coverage) / 3, both absolute, a function of the
+candidates and the embedder's calibration only; `search.min_score` (0.25) drops hits below it, so a query
+that matches nothing in the memory returns nothing with any model (bench/README.md, "Issue 36": the
+unrelated queries of bench/queries/unrelated.json over each development set, with either model).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from memsearch_lsp.core.embedding.base import REFERENCE, Calibration
 
 if TYPE_CHECKING:
     from memsearch_lsp.config import SearchConfig
@@ -57,8 +65,8 @@ DENSE_GAIN = 3.0  # minmax: a leg's weight x (1 + gain x its confidence); see be
 BM25_GAIN = 1.0
 CONFIDENCE_RANK = 5  # the gap is measured from the best score to the one this many places below
 SECTION_SHARE = 0.3  # a piece of a split section also gets this share of the section's best score
-# learned: (T_DENSE, G_BM25, T_BM25, C), written by `python -m bench fusion --fit` (bench/README.md)
-LEARNED = (0.05, 0.5, 0.25, 0.16)
+# learned: (T_DENSE, G_BM25, T_BM25, C, K), written by `python -m bench fusion --fit` (bench/README.md)
+LEARNED = (0.04, 0.5, 0.25, 0.2, 0.9)
 MIN_WEIGHT = 0.02  # learned: the least weight a leg keeps (a tie-breaker when the other leg is sure)
 
 
@@ -103,12 +111,21 @@ def _weighted(
 
 
 def learned(
-    dense: Scores, sparse: Scores, coverage: Scores, weights: tuple[float, float, float, float] = LEARNED
+    dense: Scores,
+    sparse: Scores,
+    coverage: Scores,
+    weights: tuple[float, float, float, float, float] = LEARNED,
+    dense_reads: bool = True,
 ) -> dict[str, float]:
-    """The `learned` fused score of every candidate of both legs (see the module docstring)."""
-    t_dense, g_bm25, t_bm25, c_coverage = weights
+    """The `learned` fused score of every candidate of both legs (see the module docstring); `dense_reads`: False
+    when the model cannot read the query's language (an English model asked in Portuguese): BM25 alone ranks
+    (the dense leg only breaks its ties)."""
+    if not dense_reads:
+        return {**dict.fromkeys(dense, 0.0), **minmax(sparse)}
+    t_dense, g_bm25, t_bm25, c_coverage, k_cover = weights
     dense_weight = max(MIN_WEIGHT, confidence(dense) - t_dense)
-    bm25_weight = max(MIN_WEIGHT, g_bm25 * (confidence(sparse) - t_bm25))
+    covered = min(1.0, top_coverage(sparse, coverage) / k_cover) if coverage else 1.0  # (not given: no say)
+    bm25_weight = max(MIN_WEIGHT, g_bm25 * (confidence(sparse) - t_bm25)) * covered
     d, s = minmax(dense), minmax(sparse)
     return {
         key: dense_weight * d.get(key, 0.0) + (bm25_weight + c_coverage * coverage.get(key, 0.0)) * s.get(key, 0.0)
@@ -116,15 +133,33 @@ def learned(
     }
 
 
-def relevance(dense: Scores, coverage: Scores) -> dict[str, float]:
-    """An absolute relevance of each candidate, (2 x its dense cosine + its term coverage) / 3: 0.05-0.25
-    for the best chunk of an unrelated query with the bundled model, 0.3-0.8 for what answers a question.
-    A candidate the dense leg did not return gets that leg's lowest cosine (its own is no higher); with no
-    dense leg (switched off, or the query could not be embedded) the coverage alone decides."""
+def top_coverage(sparse: Scores, coverage: Scores) -> float:
+    """The share of the query's IDF mass that BM25's best candidate contains (0 without one)."""
+    return coverage.get(max(sparse, key=lambda k: sparse[k]), 0.0) if sparse else 0.0
+
+
+def calibrated(dense: Scores, calibration: Calibration = REFERENCE) -> dict[str, float]:
+    """The dense leg's cosines read on the bundled model's scale (core/embedding/base.py Calibration), so the
+    confidences and the relevance below mean the same for every model."""
+    if calibration == REFERENCE:
+        return dict(dense)
+    return {key: calibration(value) for key, value in dense.items()}
+
+
+def relevance(dense: Scores, coverage: Scores, calibration: Calibration = REFERENCE) -> dict[str, float]:
+    """An absolute relevance of each candidate, 0..1: (2 x its dense cosine on the bundled model's scale + its
+    term coverage) / 3: 0.05-0.25 for the best chunk of an unrelated query, 0.3-0.8 for what answers a question.
+    `dense`: the leg's raw cosines, read through the embedder's `calibration`. A candidate the dense leg did not
+    return gets that leg's lowest cosine (its own is no higher); with no dense leg (switched off, or the query
+    could not be embedded) the coverage alone decides."""
     if not dense:
-        return {key: value for key, value in coverage.items()}
-    floor = min(dense.values())
-    return {key: (2.0 * dense.get(key, floor) + coverage.get(key, 0.0)) / 3.0 for key in {**dense, **coverage}}
+        return {key: min(1.0, max(0.0, value)) for key, value in coverage.items()}
+    scaled = calibrated(dense, calibration)
+    floor = min(scaled.values())
+    return {
+        key: min(1.0, max(0.0, (2.0 * scaled.get(key, floor) + coverage.get(key, 0.0)) / 3.0))
+        for key in {**scaled, **coverage}
+    }
 
 
 def fuse(
@@ -135,11 +170,12 @@ def fuse(
     bm25_weight: float = 0.5,
     rrf_k: int = 60,
     coverage: Scores | None = None,
+    dense_reads: bool = True,
 ) -> list[tuple[str, float]]:
-    """All candidates of both legs, best first, with their fused score (`coverage`: for `learned`)."""
+    """All candidates of both legs, best first, with their fused score (`coverage`, `dense_reads`: for `learned`)."""
     fused: dict[str, float]
     if ranker == "learned":
-        fused = learned(dense, sparse, coverage or {})
+        fused = learned(dense, sparse, coverage or {}, dense_reads=dense_reads)
     elif ranker == "rrf":
         fused = {}
         for leg in (dense, sparse):
@@ -187,16 +223,27 @@ def rank(
     coverage: Scores,
     sections: Callable[[list[str]], Mapping[str, Hashable]],
     settings: SearchConfig,
+    calibration: Calibration = REFERENCE,
+    dense_reads: bool = True,
 ) -> list[tuple[str, float]]:
-    """What a search ranks: both legs fused by `settings.ranker`, split sections sharing their best score
-    (`learned`, `minmax`; `sections` looks up the candidates' section), hits under `settings.min_score`
-    (`relevance`) left out. Best first."""
+    """What a search ranks: both legs fused by `settings.ranker` (the dense leg's cosines read through the
+    embedder's `calibration`), split sections sharing their best score (`learned`, `minmax`; `sections` looks up
+    the candidates' section), hits under `settings.min_score` (`relevance`) left out. Best first. `dense_reads`:
+    whether the model reads the query's language (`learned`)."""
+    raw, dense = dense, calibrated(dense, calibration)
     ranked = fuse(
-        dense, sparse, settings.ranker, settings.vector_weight, settings.bm25_weight, settings.rrf_k, coverage
+        dense,
+        sparse,
+        settings.ranker,
+        settings.vector_weight,
+        settings.bm25_weight,
+        settings.rrf_k,
+        coverage,
+        dense_reads,
     )
     if settings.ranker in ("learned", "minmax") and len(ranked) > 1:
         ranked = share_sections(ranked, sections([k for k, _ in ranked]))
     if settings.min_score > 0:
-        relevant = relevance(dense, coverage)
+        relevant = relevance(raw, coverage, calibration)
         ranked = [(k, v) for k, v in ranked if relevant.get(k, 0.0) >= settings.min_score]
     return ranked

@@ -1,0 +1,231 @@
+"""The BM25 analysis of a text in its own language: words, accent folding, stemming, CJK characters, detection.
+
+A chunk and a query go through the same steps (`Analyzer.tokens`, `Analyzer.query_terms`):
+
+1. Words are runs of letters and digits; Chinese, Japanese and Korean text (no spaces between words) becomes
+   its characters plus each pair of neighbouring characters ("预约系统" -> 预 约 系 统 预约 约系 系统), so a
+   question meets a note that shares a word with it without a dictionary.
+2. The language of the text is detected (`detect`: function words and letters of each language, English when
+   nothing else stands out) or fixed by `search.language`. Latin-script words are stemmed in that language;
+   in a text that is not English each word also keeps its English stem, so the English technical words of a
+   Portuguese note ("deploy", "caching") still meet an English or Portuguese question that names them (the
+   replay in bench/README.md: stemming as Portuguese alone cost them). Cyrillic, Greek, Arabic and Tamil
+   words are stemmed in their script's language whatever the text's.
+3. Accents are folded after stemming (clínica, clinica -> clinic), Latin, Greek and Cyrillic letters only.
+
+Stop words are not removed per language (the replay: a minority language's function words filter usefully);
+a query drops the English ones (`STOP_WORDS`), as it always did. An English text is analysed as before plus
+folding and CJK characters, so English rankings are unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from functools import cache, lru_cache
+from typing import Any
+
+from memsearch_lsp.config import SEARCH_LANGUAGES
+
+VERSION = "v2"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
+# search.language: a code, or "auto" (detect each text's). The stemmer each code uses (py_rust_stemmers).
+STEMMERS = {
+    "en": "english",
+    "pt": "portuguese",
+    "es": "spanish",
+    "de": "german",
+    "fr": "french",
+    "it": "italian",
+    "nl": "dutch",
+    "sv": "swedish",
+    "no": "norwegian",
+    "da": "danish",
+    "fi": "finnish",
+    "hu": "hungarian",
+    "ro": "romanian",
+    "tr": "turkish",
+    "ru": "russian",
+    "el": "greek",
+    "ar": "arabic",
+    "ta": "tamil",
+}
+NO_STEMMER = ("zh", "ja", "ko")  # CJK: characters and their pairs, no stemming
+LANGUAGES = SEARCH_LANGUAGES  # "auto", then every code of STEMMERS and NO_STEMMER
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(f"[{_CJK}]+|[^\\W{_CJK}]+", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)  # the same where a text has no CJK letter (most), and faster
+_HAS_CJK = re.compile(f"[{_CJK}]")
+_KANA = re.compile("[\u3040-\u30ff]")
+_HANGUL = re.compile("[\uac00-\ud7af]")
+# Words of another script are stemmed in that script's language (first letter decides).
+_SCRIPTS = ((0x0370, 0x0400, "el"), (0x0400, 0x0530, "ru"), (0x0600, 0x0700, "ar"), (0x0B80, 0x0C00, "ta"))
+_FOLD_BELOW = 0x2E80  # letters from here on (CJK, kana, Hangul) are never decomposed
+
+# English function words dropped from queries (not from documents): in a question such as "What did Nate
+# say about his dog?" they match nearly every chunk of a conversation and drown the content words.
+# bench/README.md: recall@5 0.772 -> 0.805 for BM25 alone on conversational memory.
+_STOP = (
+    "a an the and or but if of at by for with about to from in on into is are was were be been being do does "
+    "did done have has had having i me my you your he him his she her it its we us our they them their what "
+    "which who whom whose when where why how this that these those am will would can could should shall may "
+    "might must not no so than too very just also there here then"
+)
+STOP_WORDS = frozenset(_STOP.split())
+
+# Detection only (never removed): each language's most frequent function words, and letters it alone uses.
+_FUNCTION_WORDS = {
+    "en": "the and of to is in that it for was on are with as be this have from at by not but what which you "
+    "they we there been would will can could should about how when who did does",
+    "pt": "de que não uma um para com os as do da dos das em no na nos nas ao pelo pela foi são está estão mas "
+    "como mais também porque quando ele ela isso esse essa este esta já só sem sobre pra é às então ainda o a e "
+    "qual quais quem onde quanto quantos ficou vai tem",
+    "es": "de el la los las del y en es un una por con para que se no lo al pero como más está están fue son este "
+    "esta ese esa muy también porque cuando hay ya sin sobre le les su sus qué cuál cuáles quién dónde cuántos",
+    "de": "der die das und ist nicht ein eine einen dem den des zu mit auf für von im sich auch es wir ich sie er "
+    "aber oder wenn wie noch nach bei aus dass nur um werden wird sind hat haben kein was wer wo warum welche",
+    "fr": "le la les et est un une des du de en que qui pour pas dans sur avec ce cette il elle nous vous ils "
+    "sont au aux par plus mais ou ne se quel quelle où",
+    "it": "il lo la gli le di del della che è e un una per non con sono nel nella alla al ma come anche più "
+    "questo questa perché chi dove quale",
+    "nl": "de het een en van ik je dat die niet is op te met voor zijn maar ook als bij wat er nog naar hebben "
+    "heeft wie waar",
+    "sv": "och att det som en ett är på för med inte av till den har jag de om var men från vad vem",
+}
+_WORDS: dict[str, tuple[str, ...]] = {}  # a function word -> the languages it belongs to
+for _lang, _list in _FUNCTION_WORDS.items():
+    for _word in _list.split():
+        _WORDS[_word] = (*_WORDS.get(_word, ()), _lang)
+_LETTERS = {"pt": "ãõ", "es": "ñ¿¡", "de": "ßäöü", "fr": "èëœ", "it": "ìò", "sv": "å"}
+_OWN_LETTER = {letter: lang for lang, letters in _LETTERS.items() for letter in letters}
+_SPECIAL = re.compile(f"[{''.join(_OWN_LETTER)}]")
+DETECT_WORDS = 400  # a text's language is told from its first words (a chunk is about 250)
+_LETTER_WEIGHT = 2  # a language's own letter counts as two of its function words
+
+
+def fold(word: str) -> str:
+    """The word without accents (é -> e, ç -> c, ß -> ss), for Latin, Greek and Cyrillic letters only."""
+    if word.isascii():
+        return word
+    out = []
+    for char in word:
+        if ord(char) >= _FOLD_BELOW:
+            out.append(char)
+            continue
+        decomposed = unicodedata.normalize("NFKD", char)
+        out.append("".join(c for c in decomposed if not unicodedata.combining(c)))
+    return "".join(out).replace("ß", "ss")
+
+
+def detect(words: list[str], text: str = "", cjk: bool = True) -> str:
+    """The language of a text from its lower-cased words (and `text`, for its letters): CJK when a fifth of
+    the words are CJK runs, else the Latin-script language whose function words and letters score highest
+    when it beats English by a clear margin, else English."""
+    if not words:
+        return "en"
+    runs = [w for w in words if _is_cjk(w)] if cjk else []  # (cjk=False: the caller knows there is none)
+    if runs and len(runs) * 5 >= len(words):
+        joined = "".join(runs)
+        return "ja" if _KANA.search(joined) else "ko" if _HANGUL.search(joined) else "zh"
+    scores: Counter[str] = Counter()
+    for word, count in Counter(words[:DETECT_WORDS]).items():
+        for lang in _WORDS.get(word, ()):
+            scores[lang] += count
+    for letter in _SPECIAL.findall(text[: DETECT_WORDS * 8]):
+        scores[_OWN_LETTER[letter]] += _LETTER_WEIGHT
+    best, score = max(scores.items(), key=lambda kv: (kv[1], kv[0] == "en"), default=("en", 0))
+    return best if best != "en" and score >= max(2, scores["en"] + 1) else "en"
+
+
+def _is_cjk(word: str) -> bool:
+    return "\u3040" <= word[0] <= "\ud7af" or "\uf900" <= word[0] <= "\ufaff"
+
+
+@cache
+def _stemmer(name: str) -> Any:
+    try:
+        from py_rust_stemmers import SnowballStemmer  # ships with fastembed
+
+        return SnowballStemmer(name)
+    except ImportError:  # pragma: no cover - fastembed always brings it
+        return None
+
+
+@lru_cache(maxsize=131072)
+def stem(word: str, lang: str) -> str:
+    """`word` stemmed in `lang` (or in its script's language) and folded; numbers and mixed words as they are."""
+    if not word.isalpha():
+        return fold(word)
+    code = ord(word[0])
+    lang = next((script for low, high, script in _SCRIPTS if low <= code < high), lang)
+    stemmer = _stemmer(STEMMERS[lang]) if lang in STEMMERS else None
+    return fold(str(stemmer.stem_word(word)) if stemmer is not None else word)
+
+
+@lru_cache(maxsize=131072)
+def _english(word: str) -> str:
+    return stem(word, "en")
+
+
+def _terms(words: list[str], lang: str, cjk: bool = True) -> list[str]:
+    english = lang == "en" or lang in NO_STEMMER
+    if english and not cjk:  # most text: one cached lookup a word
+        return [_english(w) for w in words]
+    out: list[str] = []
+    for word in words:
+        if _is_cjk(word):
+            out += word if len(word) == 1 else [*word, *(word[i : i + 2] for i in range(len(word) - 1))]
+            continue
+        own = stem(word, "en" if english else lang)
+        out.append(own)
+        if not english and (other := stem(word, "en")) != own:
+            out.append(other)
+    return out
+
+
+class Analyzer:
+    """The analysis of every text of one index (`language`: a code of LANGUAGES, "auto" to detect)."""
+
+    def __init__(self, language: str = "auto"):
+        if language not in LANGUAGES:
+            raise ValueError(f"search.language: expected one of {', '.join(LANGUAGES)}, got {language!r}")
+        self.language = language
+        # Stored with the BM25 statistics: a different name means the index's weights are rewritten.
+        self.name = f"words-fold-cjk-stem-{VERSION}:{language}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Analyzer) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"Analyzer({self.language!r})"
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        """Lower-cased words and CJK runs (longer than 63 characters: left out)."""
+        return _words(text.lower(), bool(_HAS_CJK.search(text)))
+
+    def language_of(self, words: list[str], text: str = "") -> str:
+        return detect(words, text.lower()) if self.language == "auto" else self.language
+
+    def tokens(self, text: str) -> list[str]:
+        """A document's terms, in order (a word may give two: its own stem and its English one)."""
+        lowered, cjk = text.lower(), bool(_HAS_CJK.search(text))
+        words = _words(lowered, cjk)
+        lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
+        return _terms(words, lang, cjk)
+
+    def query_terms(self, text: str) -> list[str]:
+        """The query's terms without English stop words; all of them when nothing else is left."""
+        lowered, cjk = text.lower(), bool(_HAS_CJK.search(text))
+        words = _words(lowered, cjk)
+        kept = [w for w in words if w not in STOP_WORDS] or words
+        lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
+        return _terms(kept, lang, cjk)
+
+
+def _words(lowered: str, cjk: bool) -> list[str]:
+    return [w for w in (_TOKEN if cjk else _WORD).findall(lowered) if len(w) < 64]

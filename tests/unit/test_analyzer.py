@@ -1,0 +1,116 @@
+"""The BM25 analysis per language: accent folding, stemming in the text's language, CJK characters, detection."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memsearch_lsp.config import SEARCH_LANGUAGES
+from memsearch_lsp.core.search.analyzer import NO_STEMMER, STEMMERS, Analyzer, detect, fold, stem
+from memsearch_lsp.core.search.bm25 import doc_vector, query_ids, term_id
+
+AUTO = Analyzer()
+
+
+def old_english(text: str) -> list[str]:
+    """The analysis before: lower-cased words, English stems."""
+    return [stem(w, "en") for w in re.findall(r"\w+", text.lower()) if len(w) < 64]
+
+
+def test_accents_fold_for_latin_greek_and_cyrillic_but_never_for_cjk() -> None:
+    assert fold("clínica") == fold("clinica") == "clinica"
+    assert fold("ação") == "acao" and fold("straße") == "strasse" and fold("français") == "francais"
+    assert fold("ελληνικά") == "ελληνικα" and fold("йод") == "иод"
+    assert fold("が") == "が" and fold("한국") == "한국"  # kana and Hangul stay whole
+
+
+def test_a_question_without_accents_meets_a_note_with_them() -> None:
+    note = set(AUTO.tokens("As clínicas de Lisboa já recebem lembretes por WhatsApp."))
+    assert set(AUTO.query_terms("Quais clinicas recebem os lembretes?")) & note >= {stem("clinicas", "pt")}
+    assert set(AUTO.query_terms("clinicas lembretes")) & note  # too short to tell: the English stems meet
+    assert stem("clínicas", "pt") == stem("clinicas", "pt") == "clinic"
+
+
+@pytest.mark.parametrize(
+    ("lang", "forms"),
+    [
+        ("pt", ["agendamentos", "agendamento"]),
+        ("es", ["pagos", "pago"]),
+        ("de", ["Zahlungen", "Zahlung"]),
+        ("fr", ["rendez-vous", "rendez-vous"]),
+        ("it", ["prenotazioni", "prenotazione"]),
+    ],
+)
+def test_each_language_stems_its_own_inflections_together(lang: str, forms: list[str]) -> None:
+    stems = {stem(w.lower(), lang) for f in forms for w in re.findall(r"\w+", f)}
+    assert len(stems) <= len(re.findall(r"\w+", forms[0]))
+    assert {stem(w.lower(), lang) for w in re.findall(r"\w+", forms[0])} == {
+        stem(w.lower(), lang) for w in re.findall(r"\w+", forms[1])
+    }
+
+
+def test_a_text_is_stemmed_in_its_detected_language_and_keeps_english_stems_beside() -> None:
+    text = "Os agendamentos das clínicas ficaram lentos depois do deploy; o caching do Redis resolveu."
+    assert detect(AUTO.words(text), text.lower()) == "pt"
+    terms = AUTO.tokens(text)
+    assert stem("agendamentos", "pt") in terms and stem("agendamentos", "pt") == stem("agendamento", "pt")
+    # the English technical words keep their English stem: an English question about caching finds the note
+    assert {"cach", "deploy"} <= set(terms) and "cach" in AUTO.query_terms("Redis caching")
+
+
+def test_english_text_is_analysed_as_before() -> None:
+    text = "What did Nate say about his dog? Caching the 42 results made the search_index faster."
+    assert AUTO.tokens(text) == old_english(text)
+    assert Analyzer("en").tokens(text) == old_english(text)
+    assert "what" not in AUTO.query_terms(text) and "nate" in AUTO.query_terms(text)
+
+
+def test_chinese_becomes_characters_and_their_pairs() -> None:
+    assert AUTO.tokens("预约系统") == ["预", "约", "系", "统", "预约", "约系", "系统"]
+    # a question shares the note's words without any dictionary, and Latin words inside it stay words
+    note = set(AUTO.tokens("我们把预约系统的短信提醒换成了WhatsApp。"))
+    question = AUTO.query_terms("预约提醒用什么渠道发送?")
+    assert {"预约", "提醒"} <= note & set(question)
+    assert "whatsapp" in note
+    assert detect(AUTO.words("我们把预约系统的短信提醒换成了WhatsApp"), "") == "zh"
+    assert detect(AUTO.words("予約システムのリマインダー"), "") == "ja"
+
+
+def test_other_scripts_are_stemmed_in_their_language_whatever_the_text() -> None:
+    assert stem("платежи", "en") == stem("платежи", "ru") != "платежи"
+    assert stem("πληρωμές", "pt") == stem("πληρωμές", "el")
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("Qual é a meta de tempo de resposta para a rota que lista as vagas da agenda?", "pt"),
+        ("¿Cuántos escenarios vamos a revisar antes de salir al mercado europeo?", "es"),
+        ("Wie sollen Kennwörter künftig gespeichert werden, mit welchen Parametern?", "de"),
+        ("Quelle est la politique de sauvegarde pour les bases de données?", "fr"),
+        ("Which legacy endpoint kept creating cache keys that never expired?", "en"),
+        ("redis timeout", "en"),  # nothing stands out: English
+        ("", "en"),
+    ],
+)
+def test_detection(text: str, lang: str) -> None:
+    assert detect(AUTO.words(text), text.lower()) == lang
+
+
+def test_a_fixed_language_analyses_every_text_in_it() -> None:
+    english_looking = "Deploy dos agendamentos"
+    assert stem("agendamentos", "pt") in Analyzer("pt").tokens(english_looking)
+    assert Analyzer("pt").name != AUTO.name  # a change of setting rewrites the stored weights
+    with pytest.raises(ValueError, match=r"search\.language"):
+        Analyzer("klingon")
+
+
+def test_every_setting_has_an_analysis() -> None:
+    assert set(SEARCH_LANGUAGES) == {"auto", *STEMMERS, *NO_STEMMER}
+
+
+def test_the_weights_follow_the_analyzer() -> None:
+    assert term_id(stem("clinica", "pt")) in doc_vector("clínicas de Lisboa", Analyzer("pt"))
+    assert doc_vector("Redis caching", Analyzer("en")) == doc_vector("Redis caching")  # English: one analysis
+    assert query_ids("预约", AUTO) == [term_id(t) for t in ("预", "约", "预约")]
