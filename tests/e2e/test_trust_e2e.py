@@ -180,7 +180,10 @@ def test_a_stuck_owner_never_holds_the_prompt_hook(tmp_path: Path) -> None:
     stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # accepts connections, never answers
     stuck.bind(str(ws / ".memsearch" / "server.sock"))
     stuck.listen(8)
-    (ws / ".memsearch" / "server.json").write_text(json.dumps({"pid": os.getpid(), "socket": "x"}))
+    os.chmod(ws / ".memsearch" / "server.sock", 0o600)  # private, as an owner's socket is (else never trusted)
+    record = ws / ".memsearch" / "server.json"
+    record.write_text(json.dumps({"pid": os.getpid(), "socket": str(ws / ".memsearch" / "server.sock")}))
+    record.chmod(0o600)
     try:
         event = {"cwd": str(ws), "prompt": "what did we decide about retries?"}
         seconds, out, err = hook("user-prompt-submit", event, MEMSEARCH_HOOK_TIMEOUT="2")
