@@ -26,6 +26,15 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _user_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test reads or writes the real user's ~/.cache/memsearch-lsp (the bundled model's folder, fastembed's
+    cache): one cache per test process (a pytest-xdist worker), inherited by the servers and CLIs it starts."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _user_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the real user's ~/.config/memsearch-lsp/config.toml, nor touches the user memory in

@@ -18,7 +18,8 @@ from typing import Any
 from memsearch_lsp.config import ConfigError, EmbeddingConfig
 from memsearch_lsp.core.embedding.base import Calibration, EmbeddingError, variant
 from memsearch_lsp.core.embedding.calibration import measure
-from memsearch_lsp.core.embedding.onnx import MAX_BATCH, FastEmbedEmbedder, _cache_root, _quiet_fastembed, _truncate
+from memsearch_lsp.core.embedding.model_folder import cache_root
+from memsearch_lsp.core.embedding.onnx import MAX_BATCH, FastEmbedEmbedder, _quiet_fastembed, _truncate
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class CatalogEmbedder(FastEmbedEmbedder):
 
     @property
     def cache(self) -> str:
-        return str(_cache_root() / "fastembed")
+        return str(cache_root() / "fastembed")
 
     def _source(self) -> str:
         return f"fastembed:{self.name}"
