@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,7 +89,9 @@ def test_expand_status_and_text_output(ws: Path) -> None:
     assert "we chose Kafka over RabbitMQ" in cli(ws, "expand", hit["id"]).stdout
     status = as_json(cli(ws, "status", "--json"))
     assert status["chunks"] >= 40 and status["model"] == "sentence-transformers/all-MiniLM-L6-v2"
-    assert "Redis Caching" in cli(ws, "search", "Redis cache config").stdout
+    text = cli(ws, "search", "Redis cache config").stdout
+    assert "Redis Caching" in text
+    assert all(0 <= float(score) <= 1 for score in re.findall(r"score=(\d+\.\d+)", text))  # the relevance
 
 
 @pytest.mark.parametrize(
@@ -202,12 +205,10 @@ def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: py
     # Related questions keep their answers, in the user's words too.
     hits = as_json(cli(ws, "search", "how long are cached values kept before they expire", "--json"))["hits"]
     assert hits and hits[0]["heading"] == "Redis Caching"
+    assert all(h["score"] >= 0.25 for h in hits)  # a hit's score is the relevance the floor (0.25) compares
     hits = as_json(cli(ws, "search", "decision made on 2026-02-05", "--json"))["hits"]
     assert hits and hits[0]["source"] == "memory/2026-02-05.md"
     # The floor is a setting: off, the unrelated query returns its best (irrelevant) candidates.
     assert as_json(cli(ws, "search", "xyzzy plugh", "--json", "--min-score", "0"))["hits"]
-    # A hit's score is the relevance --min-score compares (the ranking score is rank_score).
-    kept = as_json(cli(ws, "search", "cache expiry", "--json", "-k", "10", "--min-score", "0.3"))["hits"]
-    assert kept and all(h["score"] >= 0.3 for h in kept)
-    assert f"score={kept[0]['score']:.3f}" in cli(ws, "search", "cache expiry", "-k", "1", "--min-score", "0.3").stdout
+
     assert "--min-score must be between 0 and 1" in cli(ws, "search", "x", "--min-score", "2", check=False).stderr

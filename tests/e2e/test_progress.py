@@ -19,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.model
 
 NOTES = 300
-QUIET = 100  # notes for the quiet runs: a bar would show (after 0.5 s) were they not quiet
+QUIET = 60  # notes for the quiet runs: a bar would show (after 0.5 s: the model loads first) were they not quiet
 BAR = re.compile(r"indexing:\s+\d+%\|.*?\|\s*(\d+)/(\d+) \[[^\]]*chunk/s")
 
 

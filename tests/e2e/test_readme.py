@@ -75,10 +75,10 @@ def test_the_json_answers_table_matches_every_command(
     seen["forget"] = run(capsys, "forget", seen["remember"]["id"], "--yes", *w)
     seen["compact"] = run(capsys, "compact", "--dry-run", "--older-than", "3", *w)
     small = run(capsys, "compact", "--dry-run", "memory/2026-02-16.md", *w)  # one small log: nothing to gain
+    seen["warm"] = run(capsys, "warm", "--idle", "0.2", *w)  # (before reset: nothing to embed again)
     seen["reset"] = run(capsys, "reset", "--yes", *w)
     seen["init"] = run(capsys, "init", str(tmp_path / "other"))
     seen["doctor"] = run(capsys, "doctor", "--workspace", str(tmp_path / "other"))
-    seen["warm"] = run(capsys, "warm", "--idle", "0.2", *w)
     seen["error"] = run(capsys, "expand", "nope", *w, code=1)
 
     def check(name: str, value: Any) -> None:

@@ -143,7 +143,7 @@ async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refus
         assert len(warnings) == 1
 
 
-BIG_FILES = 240  # more than one embed+write group (index.GROUP_CHUNKS chunks)
+BIG_FILES = 212  # more than one embed+write group (index.GROUP_CHUNKS chunks): 1,060 chunks and the examples
 
 
 def big_memory(ws: Path, files: int = BIG_FILES) -> None:
