@@ -35,6 +35,7 @@ async def test_every_tool_has_a_plain_description_and_an_output_schema(server: M
         "memory_expand",
         "memory_recent",
         "memory_remember",
+        "memory_forget",
         "memory_status",
     }
     for tool in tools:
