@@ -47,7 +47,7 @@ def bar(args: argparse.Namespace, what: str, unit: str = "chunk") -> Iterator[Pr
             from tqdm import tqdm  # only when a bar is drawn: --help and quiet runs never import it
 
             shown.append(
-                tqdm(total=total, desc=what, unit=unit, file=sys.stderr, leave=False, delay=0.5, **_fixed_size())
+                tqdm(total=total, desc=what, unit=unit, file=sys.stderr, leave=False, delay=0.2, **_fixed_size())
             )
         progress = shown[0]
         if total != progress.total:

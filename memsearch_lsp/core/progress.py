@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 Progress = Callable[[int, int, str], None]  # (done, total, a message): chunks for an index pass
-REPORT_S = 0.5  # progress reports come at most this often (and at the end)
+REPORT_S = 0.2  # progress reports come at most this often (and after each group written, and at the end)
 
 
 class ChunkProgress:

@@ -19,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.model
 
 NOTES = 300
-QUIET = 60  # notes for the quiet runs: a bar would show (after 0.5 s: the model loads first) were they not quiet
+QUIET = 60  # notes for the quiet runs: a bar would show (after 0.2 s: the model loads first) were they not quiet
 BAR = re.compile(r"indexing:\s+\d+%\|.*?\|\s*(\d+)/(\d+) \[[^\]]*chunk/s")
 
 
@@ -30,7 +30,8 @@ def notes(base: Path, count: int = NOTES) -> Path:
     topics = ["kafka retention", "redis ttl", "postgres replicas", "deploy windows", "on-call rota", "api limits"]
     for n in range(count):
         topic = topics[n % len(topics)]
-        (memory / f"note-{n:03d}.md").write_text(f"## Note {n}\n\nWe discussed {topic} (item {n}), step {n % 7}.\n")
+        body = " ".join(f"We discussed {topic} (item {n}, part {k}), agreed on step {(n + k) % 7}." for k in range(8))
+        (memory / f"note-{n:03d}.md").write_text(f"## Note {n}\n\n{body}\n")  # ~130 tokens, as notes go
     return base
 
 
