@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memsearch_lsp.config import ConfigError, EmbeddingConfig
@@ -113,10 +113,10 @@ class CatalogEmbedder(FastEmbedEmbedder):
                 "is downloaded once, then read offline), or choose another embedding.provider"
             ) from exc
 
-    def _run(self, texts: Sequence[str]) -> list[list[float]]:
+    def _run(self, texts: Sequence[str], done: Callable[[int], None] | None = None) -> list[list[float]]:
         """fastembed's vectors, L2-normalised (some catalog models, e.g. paraphrase-multilingual, are not)."""
         out = []
-        for vector in super()._run(texts):
+        for vector in super()._run(texts, done):
             norm = math.hypot(*vector) or 1.0
             out.append([x / norm for x in vector])
         return out
