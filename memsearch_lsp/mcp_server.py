@@ -7,14 +7,16 @@ Imported only by the `mcp` command, so the SDK stays an optional extra (`memsear
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, cast
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -22,11 +24,11 @@ import mcp_types
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import Config, load_config
-from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData
+from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData, StatusData
 from memsearch_lsp.core.chunks import valid_unicode
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.process.door import Door
@@ -37,6 +39,7 @@ from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = """Long-term memory of this workspace: Markdown notes in memory/ (MEMORY.md and daily logs).
 Call memory_search before answering questions about past decisions, people, preferences or work (it also
@@ -65,7 +68,8 @@ class RecentResult(TypedDict):
 
 
 class MemoryMCPServer(MCPServer[Any]):
-    """MCPServer whose resources are the memory files found on disk at each listing."""
+    """MCPServer whose resources are the memory files found on disk at each listing, whose tools are described
+    by their docstrings as written (dedented), and whose argument errors are one sentence with a hint."""
 
     def __init__(self, door: Door, config: Config):
         super().__init__("memsearch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
@@ -77,6 +81,24 @@ class MemoryMCPServer(MCPServer[Any]):
         if self.user is None and (create or user_memory_exists()):
             self.user = Door(make_user_root(), config=user_config(), process="memsearch-lsp mcp")
         return self.user
+
+    def memory_tool(self, title: str, annotations: mcp_types.ToolAnnotations) -> Callable[[F], F]:
+        """`tool()` with the function's docstring as its description, dedented and unwrapped."""
+
+        def register(fn: F) -> F:
+            return self.tool(title=title, description=described(fn), annotations=annotations)(fn)
+
+        return register
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            tool = self._tool_manager.get_tool(name)
+            schema = tool.parameters if tool is not None else {}
+            raise ToolError(argument_error(name, exc.__cause__, schema)) from exc.__cause__
 
     async def list_resources(self) -> list[mcp_types.Resource]:
         files = (await anyio.to_thread.run_sync(find_memory_files, self.door.root, self.config))[0]
@@ -108,6 +130,50 @@ class MemoryMCPServer(MCPServer[Any]):
         return text
 
 
+def described(fn: Callable[..., Any]) -> str:
+    """A docstring as a description: dedented, each paragraph on one line."""
+    return re.sub(r"(?<!\n)\n(?!\n)", " ", inspect.cleandoc(fn.__doc__ or ""))
+
+
+_PROBLEMS = {
+    "missing": lambda e: "is required",
+    "greater_than_equal": lambda e: f"must be at least {e['ctx']['ge']} (got {e['input']!r})",
+    "less_than_equal": lambda e: f"must be at most {e['ctx']['le']} (got {e['input']!r})",
+    "string_too_short": lambda e: "must not be empty",
+    "string_too_long": lambda e: f"must be at most {e['ctx']['max_length']} characters",
+    "int_parsing": lambda e: f"must be a whole number (got {e['input']!r})",
+    "int_from_float": lambda e: f"must be a whole number (got {e['input']!r})",
+    "int_type": lambda e: f"must be a whole number (got {e['input']!r})",
+    "bool_parsing": lambda e: f"must be true or false (got {e['input']!r})",
+    "bool_type": lambda e: f"must be true or false (got {e['input']!r})",
+    "string_type": lambda e: f"must be text (got {e['input']!r})",
+    "literal_error": lambda e: f"must be one of {e['ctx']['expected']} (got {e['input']!r})",
+}
+
+
+def argument_error(tool: str, error: ValidationError, schema: dict[str, Any]) -> str:
+    """pydantic's validation error as one sentence naming each argument and what it must be, plus a hint with
+    the tool's arguments (no pydantic type names, no links)."""
+    said: dict[str, str] = {}
+    for item in error.errors():
+        name = str(item["loc"][0]) if item["loc"] else "the arguments"
+        explain = _PROBLEMS.get(item["type"])
+        problem = explain(item) if explain else str(item["msg"]).lower().replace("input should", "should")
+        said.setdefault(name, f"{name} {problem}")  # a union's several complaints: the first one
+    required = set(schema.get("required", []))
+    arguments = [
+        name if name in required else f"{name}={json_default(spec)}"
+        for name, spec in schema.get("properties", {}).items()
+    ]
+    sentence = "; ".join(said.values())
+    return f"{tool}: {sentence}. Hint: call {tool}({', '.join(arguments)}); the tool's input schema says more."
+
+
+def json_default(spec: dict[str, Any]) -> str:
+    default = spec.get("default")
+    return "null" if default is None else repr(default) if isinstance(default, str) else str(default).lower()
+
+
 def create_server(door: Door, config: Config) -> MemoryMCPServer:
     """The MCP server with its six tools; every tool is one `Memory` call run off the event loop."""
     server = MemoryMCPServer(door, config)
@@ -127,7 +193,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         except ValueError as exc:
             raise ToolError(str(exc)) from exc
 
-    @server.tool(title="Search memory", annotations=READ_ONLY)
+    @server.memory_tool(title="Search memory", annotations=READ_ONLY)
     async def memory_search(
         query: Annotated[str, Field(description="what to look for", min_length=1)],
         top_k: Annotated[int, Field(ge=1, le=100, description="number of hits")] = 3,
@@ -184,7 +250,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
                 raise ToolError(str(exc)) from exc
         return {"hits": await run(search)}
 
-    @server.tool(title="Expand a memory", annotations=READ_ONLY)
+    @server.memory_tool(title="Expand a memory", annotations=READ_ONLY)
     async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkData:
         """The whole section (chunk) behind a search hit (its id, or a unique prefix of at least 4 characters)."""
         chunk = await run(lambda memory: memory.expand(id))
@@ -196,7 +262,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         data: ChunkData = chunk.to_dict()
         return data
 
-    @server.tool(title="Recent notes", annotations=READ_ONLY)
+    @server.memory_tool(title="Recent notes", annotations=READ_ONLY)
     async def memory_recent(
         days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
     ) -> RecentResult:
@@ -207,7 +273,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
 
         return {"notes": await anyio.to_thread.run_sync(recent)}
 
-    @server.tool(title="Remember", annotations=ADDITIVE)
+    @server.memory_tool(title="Remember", annotations=ADDITIVE)
     async def memory_remember(
         text: Annotated[str, Field(description="the note (Markdown, at most 64 KiB)")],
         heading: Annotated[
@@ -235,7 +301,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         data: RememberedData = note.to_dict()
         return data
 
-    @server.tool(title="Forget", annotations=DESTRUCTIVE)
+    @server.memory_tool(title="Forget", annotations=DESTRUCTIVE)
     async def memory_forget(
         id: Annotated[str, Field(description="a chunk id from memory_search (or a unique prefix of 4+ characters)")],
     ) -> ForgottenData:
@@ -255,11 +321,10 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         data: ForgottenData = found.to_dict()
         return data
 
-    @server.tool(title="Memory status", annotations=READ_ONLY)
-    async def memory_status() -> dict[str, Any]:
+    @server.memory_tool(title="Memory status", annotations=READ_ONLY)
+    async def memory_status() -> StatusData:
         """What is indexed, where, and with which model."""
-        data: dict[str, Any] = await run(lambda memory: memory.status())
-        return data
+        return cast(StatusData, await run(lambda memory: memory.status()))
 
     return server
 

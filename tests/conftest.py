@@ -26,6 +26,15 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _user_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test reads or writes the real user's ~/.cache/memsearch-lsp (the bundled model's folder, fastembed's
+    cache): one cache per test process (a pytest-xdist worker), inherited by the servers and CLIs it starts."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _user_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the real user's ~/.config/memsearch-lsp/config.toml, nor touches the user memory in
@@ -114,6 +123,18 @@ HEAVY_FIRST = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: n for n, name in enumerate(HEAVY_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(HEAVY_FIRST)))  # stable: each file keeps its order
+    # `@pytest.mark.clients(PROFILE)`: a test whose behaviour no client capability changes runs with that client
+    # profile only (a server and an indexed folder less); the items of the other profile are deselected here,
+    # before any fixture of theirs is set up.
+    kept, dropped = [], []
+    for item in items:
+        marker = item.get_closest_marker("clients")
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        profile = next((params[name] for name in ("lsp", "shared_lsp", "own_lsp") if name in params), None)
+        (dropped if marker and profile is not None and profile not in marker.args else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -41,6 +41,8 @@ def _fail(as_json: bool, exc: BaseException, message: str, command: str = "") ->
     if as_json:
         error = {"message": message, "hint": _hint(exc, command)}
         sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False) + "\n")
+    elif isinstance(exc, UsageError):  # as argparse says it, once: the (sub-)command, the message, where to look
+        sys.stderr.write(f"{exc.prog}: error: {message} ({exc.hint})\n")
     else:
         sys.stderr.write(f"memsearch-lsp: error: {message}\n")
     return EXIT_USER
@@ -58,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return _fail(as_json, exc, str(exc))
     as_json = bool(getattr(args, "json", False))
+    if as_json and args.command in ("serve", "mcp"):
+        prog = f"memsearch-lsp {args.command}"
+        refused = UsageError(f"--json has no meaning here: {args.command} speaks JSON-RPC on stdout", "", prog)
+        return _fail(as_json, refused, str(refused), args.command)
     if args.command != "serve":  # configure logging once: the server sets up its own
         logging.basicConfig(
             stream=sys.stderr,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch_lsp.cli import progress
 from memsearch_lsp.cli.parser import EXIT_OK, EXIT_USER, UserError
 
 if TYPE_CHECKING:
@@ -60,14 +61,14 @@ def _format_hits(hits: Sequence[Any]) -> str:
     for n, hit in enumerate(hits, 1):
         where = f"{'user:' if hit.scope == 'user' else ''}{hit.source}:{hit.start_line}-{hit.end_line}"
         name = hit.title or hit.heading or "(preamble)"
-        lines.append(f"{n}. {where}  {name}  score={hit.score:.3f}  id={hit.id}")
+        lines.append(f"{n}. {where}  {name}  score={hit.relevance:.3f}  id={hit.id}")
         lines.append(f"   {hit.snippet}")
     return "\n".join(lines)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    with _memory(args) as memory:
-        stats = memory.index(force=args.force)
+    with _memory(args) as memory, progress.bar(args, "indexing") as report:
+        stats = memory.index(force=args.force, progress=report)
     _emit(args, stats.to_dict(), str(stats))
     return EXIT_OK
 
@@ -103,12 +104,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         if args.scope != "user":
             opened.append(_memory(args))
-            opened[0].index()
+            with progress.bar(args, "indexing") as report:
+                opened[0].index(progress=report)
         hits = search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **overrides)
     finally:
         for memory in opened:
             memory.close()
-    _emit(args, [h.to_dict() for h in hits], _format_hits(hits))
+    _emit(args, {"hits": [h.to_dict() for h in hits]}, _format_hits(hits))
     return EXIT_OK
 
 
@@ -143,14 +145,15 @@ def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
-    chunk, memory = _either(args, lambda m: m.expand(args.id))
+    hint = "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed"
+    try:
+        chunk, memory = _either(args, lambda m: m.expand(args.id))
+    except ValueError as exc:  # a prefix too short, or one that several ids start with
+        raise UserError(str(exc), hint) from exc
     if memory is not None:
         memory.close()
     if chunk is None:
-        raise UserError(
-            f"no chunk with id {args.id!r}",
-            "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed",
-        )
+        raise UserError(f"no chunk with id {args.id!r}", hint)
     _emit(args, chunk.to_dict(), f"{chunk.source}:{chunk.start_line}-{chunk.end_line}\n\n{chunk.content}")
     return EXIT_OK
 
@@ -175,10 +178,12 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.compact.plan import apply_checked, plan_compaction
 
     with _memory(args) as memory:
-        plan = plan_compaction(memory, older_than_days=args.older_than, files=args.files or None)
+        with progress.bar(args, "summarising", unit="group") as report:
+            plan = plan_compaction(memory, older_than_days=args.older_than, files=args.files or None, progress=report)
         if not args.dry_run and not plan.empty:
             plan = apply_checked(memory, plan)  # a log changed meanwhile is left in place (plan.left)
-            memory.index()
+            with progress.bar(args, "indexing") as report:
+                memory.index(progress=report)
     applied = not args.dry_run and not plan.empty
     said = None if plan.empty and not args.dry_run else applied  # "nothing to compact" needs no "applied"
     _emit(args, dict(plan.to_dict(), applied=applied), plan.describe(applied=said))
@@ -273,21 +278,25 @@ def cmd_recent(args: argparse.Namespace) -> int:
     if args.chars is not None:
         notes = within(notes, args.chars)
     text = "\n\n".join(f"<!-- {n.source}:{n.start_line}-{n.end_line} id={n.id} -->\n{n.content}" for n in notes)
-    _emit(args, [n.to_dict() for n in notes], text or "no notes")
+    _emit(args, {"notes": [n.to_dict() for n in notes]}, text or "no notes")
     return EXIT_OK
 
 
 def cmd_warm(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.process.door import serve_until_idle, spawn
 
-    if args.idle <= 0:
+    if args.idle is not None and args.idle <= 0:
         raise UserError("--idle must be more than 0 seconds")
     workspace = _workspace(args)
     if args.detach:
-        pid = spawn(["warm", "--idle", str(args.idle), "--workspace", str(workspace)])
-        _emit(args, {"pid": pid, "idle_s": args.idle}, f"warming the index in pid {pid}")
+        from memsearch_lsp.config import load_config
+
+        idle = args.idle if args.idle is not None else load_config(workspace).warm.idle_s
+        pid = spawn(["warm", "--idle", str(idle), "--workspace", str(workspace)])
+        _emit(args, {"pid": pid, "idle_s": idle}, f"warming the index in pid {pid}")
         return EXIT_OK
-    served = serve_until_idle(workspace, args.idle)
+    with progress.bar(args, "indexing") as report:
+        served = serve_until_idle(workspace, args.idle, progress=report)
     _emit(args, {"served": served}, "served until idle" if served else "another process owns the index")
     return EXIT_OK
 

@@ -19,14 +19,19 @@ class UserError(Exception):
 
 
 class UsageError(UserError):
-    """Arguments argparse could not read."""
+    """Arguments argparse could not read; `prog` is the (sub-)command that could not (`memsearch-lsp search`)."""
+
+    def __init__(self, message: str, hint: str = "", prog: str = "memsearch-lsp"):
+        super().__init__(message, hint)
+        self.prog = prog
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}", f"see `{self.prog} --help`")
+        raise UsageError(message, f"see `{self.prog} --help`", self.prog)
 
 
+VERBOSE_HELP = "log what happens (and a failure's details) to stderr"
 WORKSPACE_HELP = (
     "the memory workspace (default: the current folder or the nearest parent folder that is one, "
     "as git finds a repository, stopping at the home folder)"
@@ -54,15 +59,18 @@ def build_parser() -> _Parser:
         epilog='example: memsearch-lsp search "which message broker did we pick" --since 30d',
     )
     parser.add_argument("--version", action="version", version=f"memsearch-lsp {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    # --workspace and --json work before or after the command; SUPPRESS keeps a later default from
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    # -v, --workspace and --json work before or after the command; SUPPRESS keeps a later default from
     # overwriting what was given earlier.
     parser.add_argument("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
     parser.add_argument(
         "--json", action="store_true", help='print JSON on stdout (errors too: {"error": {"message", "hint"}}, exit 1)'
     )
-    common = _Parser(add_help=False)
-    common.add_argument("--workspace", "-w", default=argparse.SUPPRESS, metavar="DIR", help=WORKSPACE_HELP)
+    verbose = _Parser(add_help=False)  # for every command
+    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+    located = _Parser(add_help=False, parents=[verbose])  # for every command run in a workspace
+    located.add_argument("--workspace", "-w", default=argparse.SUPPRESS, metavar="DIR", help=WORKSPACE_HELP)
+    common = _Parser(add_help=False, parents=[located])  # ... that answers on stdout
     common.add_argument(
         "--json",
         action="store_true",
@@ -72,7 +80,11 @@ def build_parser() -> _Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     serve = _command(
-        sub, "serve", "run the language server (stdio by default)", "memsearch-lsp serve --tcp 127.0.0.1:2087"
+        sub,
+        "serve",
+        "run the language server (stdio by default)",
+        "memsearch-lsp serve --tcp 127.0.0.1:2087",
+        verbose,
     )
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--stdio", action="store_true", help="use stdio (the default)")
@@ -276,9 +288,9 @@ def build_parser() -> _Parser:
     warm.add_argument(
         "--idle",
         type=float,
-        default=900,
+        default=None,
         metavar="SECONDS",
-        help="exit after this many seconds without a call (default 900)",
+        help="exit after this many seconds without a call (default: the warm.idle_s setting, 600)",
     )
     warm.add_argument("--detach", action="store_true", help="start it in the background and return at once")
 
@@ -287,6 +299,6 @@ def build_parser() -> _Parser:
         "mcp",
         "run the MCP server over stdio (for agents; needs memsearch-lsp[mcp])",
         "claude mcp add memsearch -- memsearch-lsp mcp --workspace ~/project",
-        common,
+        located,  # it speaks JSON-RPC on stdout: no --json
     )
     return parser

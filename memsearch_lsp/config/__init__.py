@@ -34,6 +34,7 @@ from memsearch_lsp.config.sections import (
     MemoryConfig,
     MilvusConfig,
     SearchConfig,
+    WarmConfig,
     WatchConfig,
     tomllib,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "MemoryConfig",
     "MilvusConfig",
     "SearchConfig",
+    "WarmConfig",
     "WatchConfig",
     "choices",
     "kwargs_to_settings",
@@ -79,6 +81,7 @@ class Config:
     watch: WatchConfig = field(default_factory=WatchConfig)
     compact: CompactConfig = field(default_factory=CompactConfig)
     lsp: LspConfig = field(default_factory=LspConfig)
+    warm: WarmConfig = field(default_factory=WarmConfig)
 
     def merged(self, overrides: Mapping[str, Any], origin: str = "settings") -> Config:
         """A copy with `overrides` applied: nested {section: {key: v}} or dotted 'section.key', keys in

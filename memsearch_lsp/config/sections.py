@@ -120,3 +120,9 @@ class CompactConfig:
 @dataclass(frozen=True)
 class LspConfig:
     show_notifications: bool = True
+
+
+@dataclass(frozen=True)
+class WarmConfig:
+    # `memsearch-lsp warm` (the Claude Code hooks start one per session): exit after this long without a call
+    idle_s: float = ranged(600.0, 1)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from memsearch_lsp.config import Config
 
@@ -45,6 +45,34 @@ class RememberedData(TypedDict):
 
 
 RememberedData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
+
+
+class StatusData(TypedDict):
+    """What `status` reports (CLI `--json`, MCP `memory_status`): `Memory.status()`'s keys."""
+
+    version: str
+    root: str
+    """the workspace"""
+    uri: str
+    """where the index is: a Milvus Lite folder or a server's URI"""
+    collection: str
+    model: str
+    """the embedding model's name as stored with every vector"""
+    dim: int
+    provider: str
+    """bundled, onnx or openai"""
+    max_tokens: int
+    reads: str
+    """what the embedder reads of each chunk"""
+    files: int
+    chunks: int
+    pending_buffers: list[str]
+    """unsaved editor buffers indexed in place of their files"""
+    served_by_pid: NotRequired[int]
+    """the process that owns the index, when it is another one"""
+
+
+StatusData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,15 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
 from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, read_text
+from memsearch_lsp.core.progress import ChunkProgress, Progress
 from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import doc_vector
 from memsearch_lsp.core.store import Store
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int, str], None]
 GROUP_CHUNKS = 1024  # embed+write unit: bench/throughput showed 256 cost ~9% of throughput
+EMBED_SLICE = 64  # texts per embed() call while reporting, for an embedder that cannot report its own batches
 
 
 @dataclass
@@ -313,34 +314,38 @@ class Indexer:
             self._writes = self.store.writes
 
     def _write(self, texts: dict[str, str], stats: IndexStats, progress: Progress | None) -> None:
-        """Chunk, embed what is new, upsert, then delete the rows the new chunks replace."""
+        """Chunk, embed what is new, upsert, then delete the rows the new chunks replace; `progress` hears how many
+        of the chunks are done about every REPORT_S seconds while the embedder works, and once at the end."""
+        chunked = [(source, text, self.chunk(source, text)) for source, text in texts.items()]
+        report = ChunkProgress(progress, sum(len(cs) for _, _, cs in chunked))
+        report.start()
         pending: list[tuple[str, str, list[Chunk]]] = []
-        total = len(texts)
-        done = grouped = 0
-        for source, text in texts.items():
-            pending.append((source, text, self.chunk(source, text)))
-            grouped += len(pending[-1][2])
+        grouped = 0
+        for item in chunked:
+            pending.append(item)
+            grouped += len(item[2])
             if grouped >= GROUP_CHUNKS:
-                self._write_group(pending, stats)
-                done += len(pending)
+                self._write_group(pending, stats, report)
+                report.written()
                 pending, grouped = [], 0
-                if progress:
-                    progress(done, total, f"{done}/{total} files")
         if pending:
-            self._write_group(pending, stats)
-            if progress:
-                progress(total, total, f"{total}/{total} files")
+            self._write_group(pending, stats, report)
+        report.finish()
 
-    def _write_group(self, group: Sequence[tuple[str, str, list[Chunk]]], stats: IndexStats) -> None:
+    def _write_group(
+        self, group: Sequence[tuple[str, str, list[Chunk]]], stats: IndexStats, report: ChunkProgress | None = None
+    ) -> None:
         chunks = [c for _, _, cs in group for c in cs]
         vectors = self.store.vectors_for([c.embed_hash for c in chunks], self.model) if chunks else {}
         missing: dict[str, list[str]] = {}
         for c in chunks:
             if c.embed_hash not in vectors:
                 missing.setdefault(c.embed_hash, c.windows)
+        if report:
+            report.add(len(chunks) - len(missing))  # found in the store: done
         if missing:
             texts = [w for ws in missing.values() for w in ws]
-            flat = iter(self.embedder.embed(texts))
+            flat = iter(self._embed(texts, report.texts(len(missing), len(texts)) if report else None))
             for h, ws in missing.items():
                 vectors[h] = [next(flat) for _ in ws]
         stats.chunks_embedded += len(missing)
@@ -375,6 +380,21 @@ class Indexer:
                 self.store.delete(sorted(gone))
                 self._writes = self.store.writes
             self._put(source, _FileState(f"{sha256(text)}:{len(cs)}", len(cs)))
+
+    def _embed(self, texts: list[str], done: Callable[[int], None] | None) -> list[list[float]]:
+        """The embedder's vectors for `texts`; `done(n)` after each batch when the embedder reports its batches
+        (`embed_reporting`), else after each slice of EMBED_SLICE texts."""
+        if done is None:
+            return self.embedder.embed(texts)
+        reporting = getattr(self.embedder, "embed_reporting", None)
+        if reporting is not None:
+            vectors: list[list[float]] = reporting(texts, done)
+            return vectors
+        vectors = []
+        for start in range(0, len(texts), EMBED_SLICE):
+            vectors.extend(self.embedder.embed(texts[start : start + EMBED_SLICE]))
+            done(len(vectors))
+        return vectors
 
     def _row(self, c: Chunk, file_hash: str, vector: list[float]) -> dict[str, Any]:
         return {

@@ -211,8 +211,14 @@ class Memory(MemoryFiles):
         )
 
     def expand(self, chunk_id: str) -> Expanded | None:
-        """The chunk with this id or the one id it starts (>= 4 hex characters); None, or AmbiguousId for several."""
+        """The chunk with this id or the one id it starts (>= 4 hex characters); None, or AmbiguousId for several;
+        ValueError for a prefix too short."""
         key = chunk_id.strip().lower()
+        if len(key) < MIN_ID_PREFIX:
+            raise ValueError(
+                f"a prefix needs {MIN_ID_PREFIX} characters: {chunk_id.strip()!r} has {len(key)} (ids are 16 hex "
+                "characters, from search)"
+            )
         row = self.store.get(key) if len(key) == 16 else None
         if row is None and MIN_ID_PREFIX <= len(key) < 16 and all(c in "0123456789abcdef" for c in key):
             found = sorted(i for r in self.store.scan([]) if (i := r["id"]).startswith(key))

@@ -35,6 +35,7 @@ _SECTION_NOTES = {
     "watch": "how soon edits are re-indexed (milliseconds)",
     "compact": "compaction of old daily logs into summaries",
     "lsp": "editor behaviour",
+    "warm": "`memsearch-lsp warm` (the Claude Code hooks keep the index open between prompts): seconds idle",
 }
 
 

@@ -13,6 +13,7 @@ from typing_extensions import TypedDict
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
 from memsearch_lsp.core.notes import LONG_TERM, open_fence
+from memsearch_lsp.core.search.filters import source_date
 from memsearch_lsp.core.workspace import MemoryFiles
 
 
@@ -26,6 +27,7 @@ class NoteData(TypedDict):
     start_line: int
     end_line: int
     date: str | None
+    """YYYY-MM-DD for daily logs, the period's first day for summaries, null for other files"""
     kind: str
     """daily, long-term or summary"""
     content: str
@@ -67,7 +69,7 @@ def _notes(memory: MemoryFiles, item: MemoryFile, kind: str) -> list[Note]:
     if problem and not text:
         return []
     return [
-        Note(c.id, c.source, c.heading, c.start_line, c.end_line, c.date or None, kind, c.content)
+        Note(c.id, c.source, c.heading, c.start_line, c.end_line, c.date or source_date(c.source), kind, c.content)
         for c in memory.outline(item.source, text)
         if c.content.strip() != f"# {c.heading}".strip()
     ]

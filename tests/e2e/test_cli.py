@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,10 +53,13 @@ def test_index_json_fields_and_idempotence(tmp_path: Path) -> None:
 
 
 def test_search_json_ranks_redis_first(ws: Path) -> None:
-    hits = as_json(cli(ws, "search", "Redis cache config", "--json"))
+    hits = as_json(cli(ws, "search", "Redis cache config", "--json"))["hits"]
     assert len(hits) == 3
     top = hits[0]
-    assert set(top) >= {"id", "source", "heading", "start_line", "end_line", "score", "snippet"}
+    assert set(top) >= {"id", "source", "heading", "start_line", "end_line", "score", "rank_score", "snippet"}
+    assert all(0 <= h["score"] <= 1 for h in hits) and [h["rank_score"] for h in hits] == sorted(
+        (h["rank_score"] for h in hits), reverse=True
+    )
     assert (top["heading"], top["source"]) == ("Redis Caching", "memory/MEMORY.md")
     lines = (ws / "memory/MEMORY.md").read_text().split("\n")
     assert lines[top["start_line"] - 1] == "## Redis Caching" and "5min TTL" in lines[top["start_line"] + 1]
@@ -63,7 +67,7 @@ def test_search_json_ranks_redis_first(ws: Path) -> None:
 
 
 def test_postgres_16_ranks_above_15(ws: Path) -> None:
-    hits = as_json(cli(ws, "search", "PostgreSQL 16", "-k", "10", "--json"))
+    hits = as_json(cli(ws, "search", "PostgreSQL 16", "-k", "10", "--json"))["hits"]
     order = [h["source"] for h in hits]
     assert order.index("memory/MEMORY.md") < order.index("memory/2026-02-04.md")
 
@@ -72,20 +76,22 @@ def test_search_is_fresh_and_weights_apply(ws: Path) -> None:
     note = ws / "memory/2026-03-04.md"
     note.write_text("# 2026-03-04\n\n## Capybara\n\nCapybara cluster ready.\n")
     try:
-        hits = as_json(cli(ws, "search", "capybara cluster", "--json", "-k", "1", "--vector-weight", "0.2"))
+        hits = as_json(cli(ws, "search", "capybara cluster", "--json", "-k", "1", "--vector-weight", "0.2"))["hits"]
         assert hits[0]["source"] == "memory/2026-03-04.md"
     finally:
         note.unlink()
 
 
 def test_expand_status_and_text_output(ws: Path) -> None:
-    hit = as_json(cli(ws, "search", "Kafka over RabbitMQ", "--json", "-k", "1"))[0]
+    hit = as_json(cli(ws, "search", "Kafka over RabbitMQ", "--json", "-k", "1"))["hits"][0]
     chunk = as_json(cli(ws, "expand", hit["id"], "--json"))
     assert chunk["content"].startswith("## Decision: Kafka over RabbitMQ")
     assert "we chose Kafka over RabbitMQ" in cli(ws, "expand", hit["id"]).stdout
     status = as_json(cli(ws, "status", "--json"))
     assert status["chunks"] >= 40 and status["model"] == "sentence-transformers/all-MiniLM-L6-v2"
-    assert "Redis Caching" in cli(ws, "search", "Redis cache config").stdout
+    text = cli(ws, "search", "Redis cache config").stdout
+    assert "Redis Caching" in text
+    assert all(0 <= float(score) <= 1 for score in re.findall(r"score=(\d+\.\d+)", text))  # the relevance
 
 
 @pytest.mark.parametrize(
@@ -111,10 +117,10 @@ def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
 
 
 def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
-    before = as_json(cli(ws, "search", "rate limit per API key", "--json"))
+    before = as_json(cli(ws, "search", "rate limit per API key", "--json"))["hits"]
     cli(ws, "reset", "--yes")
     assert not (ws / ".memsearch/milvus.db").exists() and (ws / "memory/MEMORY.md").exists()
-    after = as_json(cli(ws, "search", "rate limit per API key", "--json"))
+    after = as_json(cli(ws, "search", "rate limit per API key", "--json"))["hits"]
     assert [h["id"] for h in after] == [h["id"] for h in before]
 
 
@@ -186,7 +192,7 @@ def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
         "end_line": 9,
     }
     assert (ws / "memory/2026-12-03.md").read_text().startswith("# 2026-12-03\n\n## 18:07\n\nThe narwhal queue")
-    assert as_json(cli(ws, "search", "pangolin alerts", "--json", "-k", "1"))[0]["id"] == note["id"]
+    assert as_json(cli(ws, "search", "pangolin alerts", "--json", "-k", "1"))["hits"][0]["id"] == note["id"]
     empty = subprocess.run([*run, "-"], input=" \n", capture_output=True, text=True, timeout=300, env=env)
     assert empty.returncode == 1 and "nothing to remember" in empty.stderr
     (ws / "memory/2026-12-03.md").unlink()
@@ -195,12 +201,14 @@ def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
 def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # the shipped floor (conftest turns it off for the fake)
     for query in ("xyzzy plugh", "recipe for lemon drizzle cake", "how many moons does neptune have"):
-        assert as_json(cli(ws, "search", query, "--json", "-k", "5")) == []
+        assert as_json(cli(ws, "search", query, "--json", "-k", "5"))["hits"] == []
     # Related questions keep their answers, in the user's words too.
-    hits = as_json(cli(ws, "search", "how long are cached values kept before they expire", "--json"))
+    hits = as_json(cli(ws, "search", "how long are cached values kept before they expire", "--json"))["hits"]
     assert hits and hits[0]["heading"] == "Redis Caching"
-    hits = as_json(cli(ws, "search", "decision made on 2026-02-05", "--json"))
+    assert all(h["score"] >= 0.25 for h in hits)  # a hit's score is the relevance the floor (0.25) compares
+    hits = as_json(cli(ws, "search", "decision made on 2026-02-05", "--json"))["hits"]
     assert hits and hits[0]["source"] == "memory/2026-02-05.md"
     # The floor is a setting: off, the unrelated query returns its best (irrelevant) candidates.
-    assert as_json(cli(ws, "search", "xyzzy plugh", "--json", "--min-score", "0"))
+    assert as_json(cli(ws, "search", "xyzzy plugh", "--json", "--min-score", "0"))["hits"]
+
     assert "--min-score must be between 0 and 1" in cli(ws, "search", "x", "--min-score", "2", check=False).stderr

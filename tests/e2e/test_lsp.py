@@ -101,6 +101,7 @@ async def polling(own_lsp: LanguageClient, tmp_path: Path) -> Session:
     return await open_session(own_lsp, make_workspace(tmp_path), SETTINGS, caps)
 
 
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
 async def test_polling_finds_new_files_within_two_intervals(polling: Session) -> None:
     assert not polling.registrations  # the poller took its first scan before the first index pass ended
     n = len(polling.indexed)
@@ -111,6 +112,7 @@ async def test_polling_finds_new_files_within_two_intervals(polling: Session) ->
     await polling.until_symbol("Narwhal rollout", "Narwhal rollout", timeout=5)
 
 
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
 async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Session) -> None:
     client = session.client
     send_raw(client, {"jsonrpc": "2.0", "id": 90001, "method": "textDocument/hover", "params": {"textDocument": 3}})
@@ -147,6 +149,7 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
     assert (await session.symbols("Redis cache config"))[0].name == "Redis Caching"
 
 
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
 async def test_a_burst_of_edits_causes_one_or_two_passes(session: Session) -> None:
     path = session.workspace / "memory/2026-02-13.md"
     doc = session.open(path)
@@ -184,6 +187,7 @@ async def test_a_burst_of_edits_causes_one_or_two_passes(session: Session) -> No
     assert 1 <= len(session.indexed) - before - 2 <= 2  # less the re-read's pass and the reindex's
 
 
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
 async def test_commands_and_custom_search(session: Session) -> None:
     client = session.client
     status: Any = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.status"))
@@ -202,6 +206,7 @@ async def test_commands_and_custom_search(session: Session) -> None:
     assert (stats["files_added"], stats["chunks_embedded"]) == (1, 1)  # only today's new log
 
 
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
 async def test_a_folder_removed_and_another_added_at_once_are_each_handled_once(
     server: Session, session: Session, tmp_path: Path
 ) -> None:

@@ -428,6 +428,7 @@ async def test_a_refused_edit_changes_nothing(vscode_session: Session) -> None:
     assert without_index(snapshot(session.workspace)) == without_index(before)
 
 
+@pytest.mark.clients("visual_studio_code")  # applied on disk by the server: no client capability is involved
 async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(
     limited: Session, cli_compacted: dict[str, bytes]
 ) -> None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -28,6 +29,7 @@ async def two_roots(lsp: LanguageClient, tmp_path: Path):
     return await open_session(lsp, first, FAST, wait=2, folders=[first, second]), second
 
 
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
 async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tuple[Session, Path]) -> None:
     session, second = two_roots
     roots = {n["root"]: n for n in session.indexed}
@@ -135,6 +137,7 @@ async def test_workspace_symbol_finds_nothing_for_a_query_unrelated_to_the_memor
         await stop(session)
 
 
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
 async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: LanguageClient, tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     inner = ws / "src" / "pkg"

@@ -95,8 +95,8 @@ def test_neovim_plugin_end_to_end(workspace: Path, tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert found.returncode == 0, found.stderr
-    sources = [h["source"] for h in json.loads(found.stdout)]
+    assert found.returncode == 0, found.stdout + found.stderr
+    sources = [h["source"] for h in json.loads(found.stdout)["hits"]]
     assert "memory/archive/2026-01-01.md" in sources, sources
     assert (workspace / "memory/archive/2026-02-05.md").is_file() and not (workspace / "memory/2026-02-05.md").exists()
 

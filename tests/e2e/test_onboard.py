@@ -149,11 +149,13 @@ def test_doctor_on_a_fresh_memory_is_ok_and_says_there_is_no_index(tmp_path: Pat
         "packages",
         "mcp",
         "config",
+        "endpoints",
         "workspace",
         "model",
         "language",
         "index",
     ]
+    assert checks["endpoints"].status == "skip"  # none configured
     assert checks["mcp"].status == "ok" and checks["mcp"].data["installed"] is True  # the dev install has the extra
     assert checks["packages"].data["versions"]["memsearch-lsp"]
     assert "pygls" in checks["packages"].data["versions"]
@@ -169,8 +171,9 @@ def test_doctor_outside_memory_fails_with_init_as_the_fix(tmp_path: Path) -> Non
     report = run_doctor(tmp_path, embedder=FakeEmbedder())
     assert not report.ok and report.problem is not None
     assert report.problem.name == "workspace" and report.problem.fix.startswith("memsearch-lsp init")
-    data = report.to_dict()
-    assert data["problem"]["check"] == "workspace" and "no memory here" in data["problem"]["detail"]
+    data = report.to_dict()  # the one error shape of every command, beside the checks
+    assert data["error"]["message"].startswith("workspace: no memory here")
+    assert data["error"]["hint"].startswith("memsearch-lsp init") and data["checks"] and not data["ok"]
     assert report.describe().splitlines()[-1].startswith("fix: memsearch-lsp init")
     assert list(tmp_path.iterdir()) == []
 

@@ -66,18 +66,19 @@ def test_the_json_answers_table_matches_every_command(
     monkeypatch.setenv("MEMSEARCH_NOW", "2026-02-20T10:00")
     w = ["--workspace", str(ws)]
     seen["index"] = run(capsys, "index", *w)
-    seen["search[]"] = run(capsys, "search", "message broker", *w)
-    seen["expand"] = run(capsys, "expand", seen["search[]"][0]["id"][:6], *w)
+    sample_search_answers_as_the_readme_shows(ws, capsys)
+    seen["search"] = run(capsys, "search", "message broker", *w)
+    seen["expand"] = run(capsys, "expand", seen["search"]["hits"][0]["id"][:6], *w)
     seen["status"] = run(capsys, "status", *w)
     seen["remember"] = run(capsys, "remember", "Okapi deploys on Thursdays", *w)
-    seen["recent[]"] = run(capsys, "recent", *w)
+    seen["recent"] = run(capsys, "recent", *w)
     seen["forget"] = run(capsys, "forget", seen["remember"]["id"], "--yes", *w)
     seen["compact"] = run(capsys, "compact", "--dry-run", "--older-than", "3", *w)
     small = run(capsys, "compact", "--dry-run", "memory/2026-02-16.md", *w)  # one small log: nothing to gain
+    seen["warm"] = run(capsys, "warm", "--idle", "0.2", *w)  # (before reset: nothing to embed again)
     seen["reset"] = run(capsys, "reset", "--yes", *w)
     seen["init"] = run(capsys, "init", str(tmp_path / "other"))
     seen["doctor"] = run(capsys, "doctor", "--workspace", str(tmp_path / "other"))
-    seen["warm"] = run(capsys, "warm", "--idle", "0.2", *w)
     seen["error"] = run(capsys, "expand", "nope", *w, code=1)
 
     def check(name: str, value: Any) -> None:
@@ -99,7 +100,22 @@ def test_the_json_answers_table_matches_every_command(
         check(name, value)
         checked.add(name)
     check("compact", small)
-    doctor_problem = run(capsys, "doctor", "--workspace", str(tmp_path), code=1)["problem"]  # no memory
-    check("doctor.problem", doctor_problem)
-    checked.add("doctor.problem")
+    doctor = run(capsys, "doctor", "--workspace", str(tmp_path), code=1)  # no memory here: a problem
+    check("doctor", doctor)
+    check("doctor.error", doctor["error"])
+    checked.add("doctor.error")
     assert checked == set(table), sorted(set(table) - checked)
+
+
+def sample_search_answers_as_the_readme_shows(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's sample `search` (text output) on a copy of the example memory: the same lines, the score to
+    within 0.02."""
+    block = README.split("```sh\n$ memsearch-lsp search ", 1)[1].split("```", 1)[0]
+    command, *shown = block.rstrip("\n").split("\n")
+    args = [a.strip('"') for a in re.findall(r'"[^"]*"|\S+', command)]
+    assert args[-2:] == ["--workspace", "examples"]
+    assert cli.main(["search", *args[:-2], "--workspace", str(ws)]) == 0
+    printed = capsys.readouterr().out.rstrip("\n").split("\n")
+    score = re.compile(r"score=(\d\.\d+)")
+    assert [score.sub("score=", line) for line in printed] == [score.sub("score=", line) for line in shown]
+    assert abs(float(score.findall(printed[0])[0]) - float(score.findall(shown[0])[0])) <= 0.02

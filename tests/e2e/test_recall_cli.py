@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ def cli(ws: Path, *args: str, now: str = "2026-02-17T18:00") -> subprocess.Compl
 def test_recent_gives_the_last_days_notes_newest_first(workspace: Path) -> None:
     done = cli(workspace, "recent", "--days", "2", "--json")
     assert done.returncode == 0, done.stderr
-    notes = json.loads(done.stdout)
+    notes = json.loads(done.stdout)["notes"]
     assert {n["source"] for n in notes} == {"memory/2026-02-17.md", "memory/2026-02-16.md"}
     assert notes[0]["source"] == "memory/2026-02-17.md" and notes[-1]["source"] == "memory/2026-02-16.md"
     assert set(notes[0]) == {"id", "source", "heading", "start_line", "end_line", "date", "kind", "content"}
@@ -42,13 +43,14 @@ def test_recent_gives_the_last_days_notes_newest_first(workspace: Path) -> None:
 def test_recent_for_a_session_puts_memory_md_and_the_newest_summary_first(workspace: Path) -> None:
     (workspace / "memory" / "summary-2026-W05.md").write_text("# Summary 2026-W05\n\n- old\n")
     (workspace / "memory" / "summary-2026-W06.md").write_text("# Summary 2026-W06\n\n- Decision: newest\n")
-    notes = json.loads(cli(workspace, "recent", "--session", "--json").stdout)
+    notes = json.loads(cli(workspace, "recent", "--session", "--json").stdout)["notes"]
     kinds = [n["kind"] for n in notes]
     assert kinds == sorted(kinds, key=["long-term", "summary", "daily"].index)
     summaries = [n["content"] for n in notes if n["kind"] == "summary"]
     assert summaries == ["# Summary 2026-W06\n\n- Decision: newest"]
+    assert [n["date"] for n in notes if n["kind"] == "summary"] == ["2026-02-02"]  # its period's first day
     assert notes[0]["source"] == "memory/MEMORY.md" and notes[0]["date"] is None
-    small = json.loads(cli(workspace, "recent", "--session", "--chars", "400", "--json").stdout)
+    small = json.loads(cli(workspace, "recent", "--session", "--chars", "400", "--json").stdout)["notes"]
     assert sum(len(n["content"]) for n in small) <= 400 and small[0]["source"] == "memory/MEMORY.md"
     bad = cli(workspace, "recent", "--days", "0")
     assert bad.returncode == 1 and "at least 1" in bad.stderr
@@ -72,3 +74,25 @@ def test_warm_serves_later_commands_then_leaves_when_idle(workspace: Path) -> No
         assert time.monotonic() < deadline, "the warm owner did not leave when idle"
         time.sleep(0.2)
     assert read_record(workspace.resolve()) is None
+
+
+@pytest.mark.model
+def test_a_warm_owner_sent_sigterm_cleans_up_and_its_idle_time_is_a_setting(workspace: Path) -> None:
+    (workspace / ".memsearch.toml").write_text("[warm]\nidle_s = 900\n")
+    started = cli(workspace, "warm", "--detach", "--json")  # no --idle: the setting's
+    assert started.returncode == 0, started.stderr
+    answer = json.loads(started.stdout)
+    pid = answer["pid"]
+    assert answer["idle_s"] == 900
+    record, sock = workspace / ".memsearch" / "server.json", workspace / ".memsearch" / "server.sock"
+    deadline = time.monotonic() + 120
+    while (read_record(workspace.resolve()) or {}).get("pid") != pid:
+        assert time.monotonic() < deadline and pid_alive(pid), "the warm owner never served"
+        time.sleep(0.1)
+    assert record.exists() and sock.exists()
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while pid_alive(pid):
+        assert time.monotonic() < deadline, "the warm owner did not leave on SIGTERM"
+        time.sleep(0.1)
+    assert not record.exists() and not sock.exists()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from memsearch_lsp.core.index import GROUP_CHUNKS
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import EmbeddingServer
 from tests.helpers import (
@@ -44,8 +45,10 @@ async def test_cli_beside_a_running_server_gets_the_servers_hits(tmp_path: Path)
             served = await session.client.protocol.send_request_async("memsearch/search", {"query": query, "topK": 5})
             result = cli(ws, "search", query, "-k", "5", "--json")
             assert result.returncode == 0, result.stderr
-            hits = json.loads(result.stdout)
-            assert [(h["id"], round(h["score"], 4)) for h in hits] == [(h["id"], round(h["score"], 4)) for h in served]
+            hits = json.loads(result.stdout)["hits"]
+            assert [(h["id"], h["score"], h["rank_score"]) for h in hits] == [
+                (h["id"], h["score"], h["rank_score"]) for h in served
+            ]
         status = json.loads(cli(ws, "status", "--json").stdout)
         assert status["served_by_pid"] == server_pid(session)
     finally:
@@ -140,7 +143,7 @@ async def test_a_client_windows_settings_change_reaches_its_searches_or_is_refus
         assert len(warnings) == 1
 
 
-BIG_FILES = 240  # more than one embed+write group (index.GROUP_CHUNKS chunks)
+BIG_FILES = 212  # more than one embed+write group (index.GROUP_CHUNKS chunks): 1,060 chunks and the examples
 
 
 def big_memory(ws: Path, files: int = BIG_FILES) -> None:
@@ -174,6 +177,12 @@ def index_rows(ws: Path) -> set[tuple[Any, ...]]:
         rows = {(r["id"], r["source"], r["file_hash"]) for r in memory.store.scan(["source", "file_hash"])}
         docs, idf = document_frequencies(memory)
         return rows | {("df", docs, len(idf), round(sum(idf.values()), 6))}
+
+
+def _chunks_done(reports: dict[Any, list[Any]]) -> int:
+    """The most chunks a `$/progress` report of the index pass said were done ("N/M chunks")."""
+    said = [getattr(v, "message", None) or "" for vs in reports.values() for v in vs]
+    return max((int(m.split("/")[0]) for m in said if m.endswith(" chunks") and m.split("/")[0].isdigit()), default=0)
 
 
 def endpoint_env(endpoint: EmbeddingServer) -> dict[str, str]:
@@ -213,8 +222,8 @@ async def test_kill_9_during_a_full_index_then_restart(
     for name, value in endpoint_env(endpoint).items():
         monkeypatch.setenv(name, value)  # the servers started below inherit it
     try:
-        # 1: while the first group's embeddings are in flight (nothing written yet); 2: on the progress
-        # report that the first group is written; 3: while the last group's embeddings are in flight
+        # 1: while the first group's embeddings are in flight (nothing written yet); 2: on a progress report
+        # past the first group (it is written); 3: while the last group's embeddings are in flight
         marker = {1: "marker0x", 3: f"marker{BIG_FILES - 1}x"}.get(attempt)  # in the first / the last file
         if marker:
             endpoint.hold = lambda texts: any(marker in t for t in texts)
@@ -222,8 +231,8 @@ async def test_kill_9_during_a_full_index_then_restart(
         reports = session.client.progress_reports
         if attempt != 2:
             await until(endpoint.held.is_set, "an embedding request to hold", timeout=120)
-        if attempt != 1:  # the server reports each group written before it embeds the next
-            await until(lambda: sum(len(v) for v in reports.values()) >= 2, "the first group's report", 120)
+        if attempt != 1:  # the server reports the chunks done ("N/M chunks") as it goes: the first group written
+            await until(lambda: _chunks_done(reports) > GROUP_CHUNKS, "a report past the first group", 120)
         os.kill(server_pid(session), signal.SIGKILL)
         await session.client.stop()
         endpoint.release()

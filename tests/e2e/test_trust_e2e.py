@@ -94,14 +94,14 @@ def test_secrets_and_private_text_never_reach_memory_and_a_turn_is_captured_once
 def test_forget_removes_a_note_from_its_file_and_from_search(tmp_path: Path) -> None:
     ws = init(tmp_path / "ws")
     note = json.loads(cli(ws, "remember", "The wombat cache TTL is 45 seconds.", "--json", env=env()).stdout)
-    hits = json.loads(cli(ws, "search", "wombat cache TTL", "--json", env=env()).stdout)
+    hits = json.loads(cli(ws, "search", "wombat cache TTL", "--json", env=env()).stdout)["hits"]
     assert hits[0]["id"] == note["id"]
     asked = cli(ws, "forget", note["id"][:8], env=env())  # no terminal, no --yes: nothing removed
     assert asked.returncode == 1 and "--yes" in asked.stderr and "wombat" in memory_text(ws)
     gone = json.loads(cli(ws, "forget", note["id"][:8], "--yes", "--json", env=env()).stdout)
     assert gone["removed"] and gone["source"] == note["source"] and "wombat" in gone["content"]
     assert "wombat" not in memory_text(ws)
-    assert note["id"] not in {h["id"] for h in json.loads(cli(ws, "search", "wombat cache", "--json").stdout)}
+    assert note["id"] not in {h["id"] for h in json.loads(cli(ws, "search", "wombat cache", "--json").stdout)["hits"]}
     missing = cli(ws, "forget", note["id"], "--yes", env=env())
     assert missing.returncode == 1 and "no chunk" in missing.stderr
 
@@ -113,10 +113,13 @@ def test_a_user_memory_is_found_from_another_workspace_and_never_written_into_on
     data = Path(os.environ["XDG_DATA_HOME"]) / "memsearch-lsp"
     assert "imperative" in (data / "memory" / Path(mine["source"]).name).read_text()
     assert oct((data / "memory").stat().st_mode & 0o777) == "0o700"
-    hits = json.loads(cli(b, "search", "how should commit messages be written", "--json", env=env()).stdout)
+    hits = json.loads(cli(b, "search", "how should commit messages be written", "--json", env=env()).stdout)["hits"]
     assert hits[0]["id"] == mine["id"] and hits[0]["scope"] == "user"
-    assert json.loads(cli(b, "search", "commit messages imperative", "--scope", "workspace", "--json").stdout) == []
-    only = json.loads(cli(b, "search", "commit messages imperative", "--scope", "user", "--json").stdout)
+    assert (
+        json.loads(cli(b, "search", "commit messages imperative", "--scope", "workspace", "--json").stdout)["hits"]
+        == []
+    )
+    only = json.loads(cli(b, "search", "commit messages imperative", "--scope", "user", "--json").stdout)["hits"]
     assert [h["scope"] for h in only] == ["user"]
 
 
@@ -129,15 +132,20 @@ def test_a_broad_dated_question_finds_the_weeks_decisions_and_a_fresh_workspace_
         ("2026-12-02T15:00", "We decided to drop Python 3.8 support in the next release."),
     ):
         cli(ws, "remember", text, check=True, env=env(MEMSEARCH_NOW=when))
-    assert json.loads(cli(ws, "search", "decisions", "--json", env=env()).stdout)[0]["source"] != "memory/MEMORY.md"
-    hits = json.loads(cli(ws, "search", "what did we decide last week", "--since", "7d", "--json", env=env()).stdout)
+    assert (
+        json.loads(cli(ws, "search", "decisions", "--json", env=env()).stdout)["hits"][0]["source"]
+        != "memory/MEMORY.md"
+    )
+    hits = json.loads(cli(ws, "search", "what did we decide last week", "--since", "7d", "--json", env=env()).stdout)[
+        "hits"
+    ]
     sources = [h["source"] for h in hits]
     assert {"memory/2026-11-30.md", "memory/2026-12-02.md"} <= set(sources)
     assert sources[0] in ("memory/2026-11-30.md", "memory/2026-12-02.md")  # a decision first
     assert "memory/2026-11-10.md" not in sources and all(h["heading"] != h["date"] for h in hits)
     fresh = init(tmp_path / "fresh")
     found = cli(fresh, "search", "decisions", "--json", env=env())
-    assert json.loads(found.stdout) == [] and "YYYY" not in (fresh / "memory" / "MEMORY.md").read_text()
+    assert json.loads(found.stdout)["hits"] == [] and "YYYY" not in (fresh / "memory" / "MEMORY.md").read_text()
 
 
 def _python39() -> str | None:

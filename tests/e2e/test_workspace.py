@@ -62,7 +62,7 @@ def test_commands_in_a_subfolder_use_the_workspace(tmp_path: Path) -> None:
     inner.mkdir(parents=True)
     recent = run_cli("recent", "--days", "400", "--json", cwd=inner)
     assert recent.returncode == 0, recent.stderr
-    assert isinstance(json.loads(recent.stdout), list)
+    assert isinstance(json.loads(recent.stdout)["notes"], list)
     doctor = run_cli("doctor", "--json", cwd=inner)
     assert json.loads(doctor.stdout)["root"] == str(project.resolve())
     assert tree(inner) == []  # nothing is written where the command ran
@@ -184,7 +184,8 @@ def test_expand_takes_a_unique_prefix_and_hits_have_one_shape(
     assert hit.source == "memory/MEMORY.md" and hit.date is None and hit.to_dict()["date"] is None
     assert memory.expand(hit.id[:6]) == memory.expand(hit.id)
     assert memory.expand(hit.id[:6].upper()) is not None
-    assert memory.expand(hit.id[:3]) is None  # too short to be an id prefix
+    with pytest.raises(ValueError, match="a prefix needs 4 characters"):  # too short to be an id prefix
+        memory.expand(hit.id[:3])
     chunk = memory.expand(hit.id)
     assert chunk is not None and chunk.archived is False and chunk.date is None
     dated = memory.search("Kafka RabbitMQ event bus", top_k=1)[0]

@@ -178,7 +178,7 @@ def test_server_idle_embeds_by_sha256_in_the_server_and_its_children(
         check=True,
     ).stdout
     assert out.strip() == "patch_embedder.<locals>.embed"
-    generate(tmp_path, 300, seed=3)
+    generate(tmp_path, 100, seed=3)
     monkeypatch.setattr(server_idle, "IDLE_S", 0.2)
     figures = server_idle.one(tmp_path)
     assert set(figures) == {"ready_s", "idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib"}

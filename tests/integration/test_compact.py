@@ -491,7 +491,7 @@ def test_cli_applies_the_plan(workspace: Path, fake_model, capsys) -> None:
         ["search", "-w", str(workspace), "--json", "-k", "10", "--vector-weight", "0", "RabbitMQ replay plugins"],
         capsys,
     )
-    hits = json.loads(out)  # a fact the summary left out is found in the archive, marked so
+    hits = json.loads(out)["hits"]  # a fact the summary left out is found in the archive, marked so
     assert {"source": "memory/archive/2026-02-05.md", "archived": True} in [
         {"source": h["source"], "archived": h["archived"]} for h in hits
     ]

@@ -187,8 +187,8 @@ def test_the_cli_searches_the_archive_with_archived(tmp_path: Path, fake_model, 
     capsys.readouterr()
     args = ["search", "-w", str(tmp_path), "--json", "-k", "5", "--vector-weight", "0", "parcel.events partitions"]
     assert cli.main(args) == 0
-    plain = [h["source"] for h in json.loads(capsys.readouterr().out)]
+    plain = [h["source"] for h in json.loads(capsys.readouterr().out)["hits"]]
     assert cli.main([*args, "--archived"]) == 0
-    both = [(h["source"], h["archived"]) for h in json.loads(capsys.readouterr().out)]
+    both = [(h["source"], h["archived"]) for h in json.loads(capsys.readouterr().out)["hits"]]
     assert plain[0] == "memory/summary-2026-W42.md" and "memory/archive/2026-10-14.md" not in plain
     assert both[0] == ("memory/summary-2026-W42.md", False) and ("memory/archive/2026-10-14.md", True) in both

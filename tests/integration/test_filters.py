@@ -74,7 +74,11 @@ def test_filters_restrict_both_legs_candidates(tmp_path: Path, make_memory: Call
 
     february = memory.search("kafka broker", top_k=3, since="2026-02-15", until="2026-02-28")
     assert {h.source for h in february} == {"memory/2026-02-20.md", "memory/summary-2026-W08.md"}
-    assert all(h.date in ("2026-02-20", None) for h in february)
+    # a summary carries its period's first day, as the filter dates it (2026-W08: 16 to 22 February)
+    assert {h.source: h.date for h in february} == {
+        "memory/2026-02-20.md": "2026-02-20",
+        "memory/summary-2026-W08.md": "2026-02-16",
+    }
 
     relative = memory.search("kafka broker", top_k=5, until="14d")  # on or before 2026-02-24
     assert {h.source for h in relative} == {

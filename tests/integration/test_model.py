@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core.embedding import onnx as embed
 from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder, by_length
 from tests.helpers import make_workspace
 
@@ -39,10 +38,10 @@ import sys
 import numpy as np
 from memsearch_lsp.core.embedding.onnx import FastEmbedEmbedder, bundled_model_dir, _truncate
 texts = ["redis ttl", "We chose Kafka [SEP] for the [PAD] event bus", "x " * 400, "", "Ünïcödé 日本語 🎉",
-         "short", "a much longer text about replicas " * 30] * 6  # 42 texts: batched by length, padded
+         "short", "a much longer text about replicas " * 30] * 2  # 14 texts: batched by length, padded
 ours = {}
 for limit in (256, 64):
-    embedder = FastEmbedEmbedder(max_tokens=limit, batch_size=8)
+    embedder = FastEmbedEmbedder(max_tokens=limit, batch_size=4)
     ours[limit] = np.array(embedder.embed(texts) + [embedder.embed_query("redis ttl")])
 assert "fastembed" not in sys.modules, "the bundled model loads without fastembed"
 from fastembed import TextEmbedding
@@ -50,8 +49,8 @@ for limit, vectors in ours.items():
     reference = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(bundled_model_dir()),
                               local_files_only=True)
     _truncate(reference, limit)
-    expected = np.array(list(reference.embed(texts + ["redis ttl"], batch_size=5)))
-    assert vectors.shape == expected.shape == (43, 384)
+    expected = np.array(list(reference.embed(texts + ["redis ttl"], batch_size=3)))
+    assert vectors.shape == expected.shape == (15, 384)
     assert np.abs(vectors - expected).max() < 1e-5, (limit, np.abs(vectors - expected).max())
 print("same")
 """
@@ -132,30 +131,6 @@ def test_nothing_is_fetched_from_any_host(tmp_path: Path) -> None:
     assert (tmp_path / "cache" / "memsearch-lsp" / "models").is_dir()
 
 
-def test_processes_starting_at_once_each_get_a_complete_model_folder(tmp_path: Path) -> None:
-    """An editor and the CLI starting together with an empty cache: neither sees a half-built folder."""
-    script = (
-        "from memsearch_lsp.core.embedding.onnx import bundled_model_dir\n"
-        "d = bundled_model_dir()\n"
-        "names = {'tokenizer.json', 'config.json', 'model.onnx', '.verified'}\n"
-        "assert names <= {p.name for p in d.iterdir()}, sorted(p.name for p in d.iterdir())\n"
-        "assert (d / 'tokenizer.json').stat().st_size > 100000\n"
-        "print(d)\n"
-    )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        for _ in range(4)
-    ]
-    results = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 for p in procs), results
-    assert len({out.strip() for out, _ in results}) == 1
-    leftovers = [p.name for p in (tmp_path / "cache" / "memsearch-lsp" / "models").iterdir() if p.name.startswith(".")]
-    assert leftovers == []
-
-
 def _rss_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -176,24 +151,3 @@ def test_large_batches_do_not_keep_their_memory_after_embedding() -> None:
     assert _rss_mib() - loaded < 140  # the arena alone kept ~150 MB; allocator noise on a busy box is ~100
     # and the model still answers the same after the release
     assert embedder.embed(["load the model"])[0] == pytest.approx(embedder.embed(["load the model"])[0])
-
-
-def test_a_process_that_finds_the_folder_built_while_it_waited_uses_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The race CI once lost: a process saw no folder, another put a complete one in place, and the first
-    then replaced it (under a third that was loading it) or failed and fell back to the temp folder."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    built = embed.bundled_model_dir()
-    inode = built.stat().st_ino
-    complete = embed._complete
-    checks: list[Path] = []
-
-    def not_yet_at_first(target: Path, mark: str) -> bool:  # the first look came before the winner finished
-        checks.append(target)
-        return len(checks) > 1 and complete(target, mark)
-
-    monkeypatch.setattr(embed, "_complete", not_yet_at_first)
-    assert embed.bundled_model_dir() == built
-    assert len(checks) == 2 and built.stat().st_ino == inode  # looked again under the lock; kept the winner's
-    assert [p.name for p in built.parent.iterdir()] == [built.name]  # no staging or old folder left

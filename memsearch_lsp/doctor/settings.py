@@ -1,0 +1,206 @@
+"""The doctor's settings checks: every place settings come from (the user file, the workspace file, MEMSEARCH_*
+variables, the editor settings it can read), each with its path and keys, and the endpoints they configure
+(the summariser's, the embeddings'), asked once with a short timeout. To report another source, add it to
+`config_sources`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memsearch_lsp.config import (
+    CONFIG_FILE,
+    ENV_PREFIX,
+    ConfigError,
+    ignored_workspace_keys,
+    load_config,
+    tomllib,
+    user_config_path,
+)
+from memsearch_lsp.doctor.report import Check, Context
+
+ENDPOINT_TIMEOUT_S = 3.0  # how long doctor waits for a configured endpoint
+EDITOR_PREFIX = "memsearch."
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """One place settings come from, in order of precedence (later wins)."""
+
+    origin: str  # "user file", "workspace file", "environment", "VS Code workspace settings", ...
+    path: str  # a file, or "" for the environment
+    keys: tuple[str, ...]
+    ignored: tuple[str, ...] = ()  # keys present but not applied (e.g. untrusted in a workspace file)
+    note: str = ""  # where it applies, when not everywhere
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "path": self.path,
+            "keys": list(self.keys),
+            "ignored": list(self.ignored),
+            "note": self.note,
+        }
+
+    def describe(self) -> str:
+        keys = ", ".join(k for k in self.keys if k not in self.ignored) or "no settings"
+        where = f"{self.origin} {self.path}" if self.path else self.origin
+        return f"{where}{f' ({self.note})' if self.note else ''}: {keys}"
+
+
+def config_sources(root: Path, env: dict[str, str] | None = None) -> list[ConfigSource]:
+    """Where settings come from for `root`, lowest precedence first (defaults are not listed): the files and
+    variables the CLI reads, then the editor settings found on disk (they apply in that editor's server)."""
+    sources = []
+    user = user_config_path()
+    if user.is_file():
+        sources.append(ConfigSource("user file", str(user), _toml_keys(user)))
+    path = root / CONFIG_FILE
+    if path.is_file():
+        try:
+            ignored = ignored_workspace_keys(path)
+        except ConfigError:  # reported by check_config when the settings load
+            ignored = ()
+        sources.append(ConfigSource("workspace file", str(path), _toml_keys(path), ignored))
+    environ = os.environ if env is None else env
+    names = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX)))
+    if names:
+        sources.append(ConfigSource("environment", "", names))
+    for origin, settings in _vscode_settings(root):
+        keys = _editor_keys(settings)
+        if keys:
+            sources.append(ConfigSource(origin, str(settings), keys, note="VS Code's server only, not the CLI"))
+    return sources
+
+
+def _toml_keys(path: Path) -> tuple[str, ...]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    keys: list[str] = []
+    for key, value in data.items():
+        keys.extend(f"{key}.{k}" for k in value) if isinstance(value, dict) else keys.append(key)
+    return tuple(keys)
+
+
+def _vscode_settings(root: Path) -> list[tuple[str, Path]]:
+    """VS Code's user settings file (Code, VSCodium) and the workspace's `.vscode/settings.json`, those that exist."""
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    found = [("VS Code user settings", base / app / "User" / "settings.json") for app in ("Code", "VSCodium")]
+    found.append(("VS Code workspace settings", root / ".vscode" / "settings.json"))
+    return [(origin, path) for origin, path in found if path.is_file()]
+
+
+_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)  # strings kept, comments dropped
+_TRAILING = re.compile(r'"(?:\\.|[^"\\])*"|,(?=\s*[}\]])')  # strings kept, a comma before } or ] dropped
+
+
+def _jsonc(text: str) -> Any:
+    def keep_strings(match: re.Match[str]) -> str:
+        return match.group(0) if match.group(0).startswith('"') else ""
+
+    return json.loads(_TRAILING.sub(keep_strings, _COMMENT.sub(keep_strings, text)))
+
+
+def _editor_keys(path: Path) -> tuple[str, ...]:
+    """The `memsearch.*` keys of a VS Code settings file (JSON with comments and trailing commas)."""
+    try:
+        data = _jsonc(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    if not isinstance(data, dict):
+        return ()
+    keys: list[str] = []
+    for key, value in data.items():
+        if key == "memsearch" and isinstance(value, dict):
+            keys.extend(f"{EDITOR_PREFIX}{k}" for k in value)
+        elif key.startswith(EDITOR_PREFIX):
+            keys.append(key)
+    return tuple(sorted(keys))
+
+
+def check_config(ctx: Context) -> Check:
+    sources = config_sources(ctx.root)
+    data: dict[str, Any] = {"sources": [s.to_dict() for s in sources], "user_file": str(user_config_path())}
+    try:
+        ctx.config = load_config(ctx.root)
+    except ConfigError as exc:
+        return Check("config", "fail", str(exc), "correct or remove that setting", data)
+    parts = [s.describe() for s in sources]
+    ignored = [f"{k} ({s.path or s.origin})" for s in sources for k in s.ignored]
+    if ignored:
+        parts.append(
+            "ignored (a workspace file may not set where data, secrets or files go; set them in the user "
+            "config file, MEMSEARCH_* variables or editor settings): " + ", ".join(ignored)
+        )
+    data["ignored"] = [k for s in sources for k in s.ignored]
+    default = f"defaults (no user file at {user_config_path()}, no {CONFIG_FILE}, no MEMSEARCH_* variables)"
+    return Check("config", "ok", "; ".join(parts) or default, data=data)
+
+
+def check_endpoints(ctx: Context) -> Check:
+    """The OpenAI-compatible endpoints the settings use (embeddings, summariser): each asked for its model list."""
+    config = ctx.config
+    if config is None:
+        return Check("endpoints", "skip", "settings do not load")
+    wanted = []
+    if config.embedding.provider == "openai":
+        wanted.append(("embedding", "embeddings", config.embedding.base_url, config.embedding.api_key_env))
+    if config.compact.summarizer == "openai":
+        wanted.append(("compact", "summariser", config.compact.base_url, config.compact.api_key_env))
+    if not wanted:
+        return Check(
+            "endpoints", "skip", "none configured (embedding.provider is not 'openai', compact.summarizer not 'openai')"
+        )
+    lines, data, problems = [], {}, []
+    for section, role, base_url, key_env in wanted:
+        status, detail = probe(base_url, os.environ.get(key_env, "") if key_env else "")
+        data[role] = {"base_url": base_url, "status": status, "detail": detail, "api_key_env": key_env}
+        lines.append(f"{role} {base_url}: {detail}")
+        if status != "ok":
+            ctx.unreachable.add(section)
+            problems.append(_endpoint_fix(section, role, status, key_env))
+    if problems:
+        return Check("endpoints", "fail", "; ".join(lines), "; ".join(problems), data)
+    return Check("endpoints", "ok", "; ".join(lines), data=data)
+
+
+def probe(base_url: str, key: str, timeout: float = ENDPOINT_TIMEOUT_S) -> tuple[str, str]:
+    """("ok" | "refused" | "unreachable", what happened) for GET {base_url}/models: any answer but 401 / 403 means
+    the endpoint is there."""
+    request = urllib.request.Request(base_url.rstrip("/") + "/models", method="GET")
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return "ok", f"answers (HTTP {response.status})"
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            return "refused", f"refuses the request (HTTP {exc.code}{'' if key else ', no API key set'})"
+        return "ok", f"answers (HTTP {exc.code} for /models)"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return "unreachable", f"cannot reach it within {timeout:g} s ({reason})"
+
+
+def _endpoint_fix(section: str, role: str, status: str, key_env: str) -> str:
+    if status == "refused":
+        return f"put the {role} endpoint's API key in the environment variable {key_env} ({section}.api_key_env)"
+    switch = (
+        "compact.summarizer = 'extractive' (no endpoint)"
+        if section == "compact"
+        else "embedding.provider = 'bundled' (the offline model; re-embeds)"
+    )
+    return f"start the {role} endpoint or correct {section}.base_url in your user settings, or set {switch}"

@@ -1,0 +1,149 @@
+"""`doctor` sees every settings source (user file, workspace file, environment, VS Code settings), asks the endpoints
+they configure, gives advice that fits the provider in use, and fails in the one JSON error shape."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.config import user_config_path
+from memsearch_lsp.core.onboard import init_workspace
+from memsearch_lsp.doctor import run_doctor
+from tests.fakes import FakeEmbedder
+from tests.helpers import free_port
+
+
+def user_file(text: str) -> Path:
+    path = user_config_path()  # under the test's own XDG_CONFIG_HOME (conftest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def endpoint(status: int) -> Iterator[str]:
+    """An HTTP server answering every GET with `status`; yields its /v1 base URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b'{"data": []}'
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def checks(root: Path) -> dict[str, object]:
+    return {c.name: c for c in run_doctor(root, embedder=FakeEmbedder()).checks}
+
+
+def test_doctor_names_the_user_file_and_its_keys_and_an_unreachable_summariser(tmp_path: Path) -> None:
+    init_workspace(tmp_path)
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    path = user_file(f'[compact]\nsummarizer = "openai"\nbase_url = "{closed}"\n\n[search]\ntop_k = 5\n')
+    report = run_doctor(tmp_path, embedder=FakeEmbedder())
+    config = next(c for c in report.checks if c.name == "config")
+    source = config.data["sources"][0]
+    assert (source["origin"], source["path"]) == ("user file", str(path))
+    assert source["keys"] == ["compact.summarizer", "compact.base_url", "search.top_k"]
+    assert str(path) in config.detail and "compact.base_url" in config.detail
+    assert report.problem is not None and report.problem.name == "endpoints"
+    assert closed in report.problem.detail and "cannot reach" in report.problem.detail
+    assert "compact.summarizer = 'extractive'" in report.problem.fix and "reset" not in report.problem.fix
+    data = report.to_dict()
+    assert data["error"]["message"].startswith("endpoints: summariser") and data["error"]["hint"]
+    assert [c["name"] for c in data["checks"]][:5] == ["platform", "python", "packages", "mcp", "config"]
+
+
+def test_an_endpoint_that_answers_is_ok_and_one_that_refuses_the_key_is_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    init_workspace(tmp_path)
+    with endpoint(200) as up, endpoint(401) as refusing:
+        user_file(
+            f'[compact]\nsummarizer = "openai"\nbase_url = "{up}"\n'
+            f'[embedding]\nprovider = "openai"\nbase_url = "{refusing}"\napi_key_env = "DOCTOR_TEST_KEY"\n'
+        )
+        monkeypatch.setenv("DOCTOR_TEST_KEY", "sk-test")
+        found = checks(tmp_path)["endpoints"]
+    assert found.status == "fail"  # type: ignore[attr-defined]
+    assert found.data["summariser"]["status"] == "ok" and found.data["embeddings"]["status"] == "refused"  # type: ignore[attr-defined]
+    assert "DOCTOR_TEST_KEY" in found.fix and "summariser" not in found.fix  # type: ignore[attr-defined]
+
+
+def test_every_source_is_listed_with_its_path_in_precedence_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    init_workspace(tmp_path)
+    user_file("[search]\ntop_k = 4\n")
+    (tmp_path / ".memsearch.toml").write_text("[watch]\ndebounce_ms = 500\n")
+    monkeypatch.setenv("MEMSEARCH_SEARCH_RANKER", "rrf")
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "settings.json").write_text(
+        '{\n  // the editor\'s own comment\n  "memsearch.search.topK": 7,\n  "memsearch": {"watch": {"debounceMs": 9}},'
+        '\n  "editor.fontSize": 12, /* more */\n}\n'
+    )
+    sources = checks(tmp_path)["config"].data["sources"]  # type: ignore[attr-defined]
+    assert [s["origin"] for s in sources] == [
+        "user file",
+        "workspace file",
+        "environment",
+        "VS Code workspace settings",
+    ]
+    assert sources[1] == {
+        "origin": "workspace file",
+        "path": str(tmp_path / ".memsearch.toml"),
+        "keys": ["watch.debounce_ms"],
+        "ignored": [],
+        "note": "",
+    }
+    assert "MEMSEARCH_SEARCH_RANKER" in sources[2]["keys"]
+    assert sources[3]["keys"] == ["memsearch.search.topK", "memsearch.watch"] and "not the CLI" in sources[3]["note"]
+
+
+def test_a_broken_onnx_model_folder_gets_onnx_advice_not_a_reset(tmp_path: Path) -> None:
+    """The README's `onnx` example with the folder not fetched yet."""
+    init_workspace(tmp_path)
+    (tmp_path / ".memsearch.toml").write_text('[embedding]\nprovider = "onnx"\nmodel = "models/multilingual-minilm"\n')
+    report = run_doctor(tmp_path)
+    assert report.problem is not None and report.problem.name == "model"
+    assert "onnx" in report.problem.detail and "not a folder" in report.problem.detail
+    assert "model.onnx" in report.problem.fix and "reset" not in report.problem.fix
+    assert "runs only" not in report.problem.detail  # not the bundled provider's message
+    index = next(c for c in report.checks if c.name == "index")
+    assert index.status == "skip" and "reset" not in index.fix
+
+
+def test_doctor_json_failure_is_the_error_shape_with_its_checks(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "doctor", "--json", "--workspace", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert result.returncode == 1 and result.stderr == ""
+    data = json.loads(result.stdout)
+    assert set(data["error"]) == {"message", "hint"} and "no memory here" in data["error"]["message"]
+    assert {c["name"] for c in data["checks"]} >= {"config", "workspace", "model"} and data["ok"] is False

@@ -1,0 +1,81 @@
+"""The MCP server's tools as a client sees them, without starting a process: descriptions as written, an output
+schema for each, argument errors in one sentence with a hint, and the docs that list the tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from memsearch_lsp.config import load_config
+from memsearch_lsp.core.api import StatusData
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.onboard import init_workspace
+from memsearch_lsp.core.process.door import Door
+from memsearch_lsp.mcp_server import MemoryMCPServer, create_server
+from tests.fakes import FakeEmbedder
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    init_workspace(tmp_path)
+    config = load_config(tmp_path)
+    door = Door(tmp_path, config=config, process="memsearch-lsp mcp")
+    yield create_server(door, config)
+    door.close()
+
+
+async def test_every_tool_has_a_plain_description_and_an_output_schema(server: MemoryMCPServer) -> None:
+    tools = await server.list_tools()
+    assert {t.name for t in tools} == {
+        "memory_search",
+        "memory_expand",
+        "memory_recent",
+        "memory_remember",
+        "memory_forget",
+        "memory_status",
+    }
+    for tool in tools:
+        description = tool.description or ""
+        assert description and "\n" not in description and "  " not in description, (tool.name, description)
+        schema = tool.output_schema or {}
+        assert schema.get("properties"), f"{tool.name} has no output schema"
+    status = next(t for t in tools if t.name == "memory_status").output_schema or {}
+    assert set(status["properties"]) == set(StatusData.__annotations__)
+    assert status["required"] == [k for k in StatusData.__annotations__ if k != "served_by_pid"]
+
+
+def test_the_status_schema_names_what_status_reports(tmp_path: Path) -> None:
+    init_workspace(tmp_path)
+    with Memory(tmp_path, embedder=FakeEmbedder()) as memory:
+        assert set(memory.status()) == set(StatusData.__annotations__) - {"served_by_pid"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        ("memory_search", {"query": "redis", "top_k": 0}, "top_k must be at least 1 (got 0)"),
+        ("memory_search", {"query": ""}, "query must not be empty"),
+        ("memory_search", {"top_k": "many"}, "query is required; top_k must be a whole number (got 'many')"),
+        ("memory_recent", {"days": 400}, "days must be at most 366 (got 400)"),
+        ("memory_remember", {"text": "x", "long_term": "perhaps"}, "long_term must be true or false"),
+    ],
+)
+async def test_a_bad_argument_is_one_sentence_with_a_hint(
+    server: MemoryMCPServer, tool: str, arguments: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ToolError) as caught:
+        await server.call_tool(tool, arguments)
+    message = str(caught.value)
+    assert message.startswith(f"{tool}: {says}") and f"Hint: call {tool}(" in message
+    assert "pydantic" not in message and "http" not in message and "\n" not in message
+
+
+async def test_every_tool_is_listed_wherever_the_tools_are_listed(server: MemoryMCPServer) -> None:
+    names = {t.name for t in await server.list_tools()}
+    for doc in ("README.md", "vscode-extension/README.md", "vscode-extension/walkthrough/mcp.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        assert all(f"`{name}" in text for name in names), (doc, sorted(n for n in names if f"`{n}" not in text))
