@@ -161,7 +161,11 @@ describe('server commands', () => {
         const server = new FakeServer();
         stub.set('memsearch.search.symbolLimit', 15);
         const done = searchMemory(server, 'redis');
-        await new Promise((resolve) => setTimeout(resolve, 260)); // past the 200 ms debounce
+        assert.deepEqual(server.requests, []); // debounced: nothing asked yet
+        // past the 200 ms debounce: polled, not slept, so a loaded machine only makes it slower
+        for (const deadline = Date.now() + 10_000; server.requests.length === 0 && Date.now() < deadline; ) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+        }
         const picker = stub.quickPicks[0];
         assert.ok(picker);
         assert.deepEqual(server.requests, [{ method: 'memsearch/search', params: { query: 'redis', topK: 15 } }]);
