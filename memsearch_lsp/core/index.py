@@ -247,7 +247,7 @@ class Indexer:
         with self.lock:
             if overlay:
                 self.overlays[source] = text
-            state, epoch = self.manifest().get(source), self.store.epoch
+            empty, state, epoch = not self.manifest(), self.manifest().get(source), self.store.epoch
             if self._stale(state, text):
                 if state is None:
                     stats.files_added = 1
@@ -255,6 +255,8 @@ class Indexer:
                     stats.files_modified = 1
                 self._write({source: text}, stats, None)
                 self.store.flush()
+                if empty:  # the first rows of an index are this analysis's (no pass needs to rewrite them)
+                    self._analysis_done()
             self._rebuilt_since(epoch)
             self._totals(stats)
         stats.seconds = time.perf_counter() - started

@@ -117,3 +117,13 @@ def test_changing_search_language_rewrites_the_weights(notes: Path, make_memory,
     assert doc_vector(text, pt) != doc_vector(text)  # the setting changes these weights
     assert search_bm25(portuguese, "caching")[0] == "memory/MEMORY.md"
     assert (next((notes / ".memsearch").glob("analysis-*.txt"))).read_text().strip() == pt.name
+
+
+def test_an_index_begun_by_one_note_records_its_analysis(tmp_path: Path, make_memory) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    memory = make_memory(ws)
+    memory.remember("We chose Postgres 16 for the billing service.")  # the index's first rows: no pass ran
+    assert not memory.indexer.analysis_stale()
+    assert next((ws / ".memsearch").glob("analysis-*.txt")).read_text().strip() == analysis.Analyzer().name
+    assert memory.index().files_modified == 0  # so the next pass rewrites nothing
