@@ -34,7 +34,9 @@ from typing import Any
 from bench.common import BENCH, ROOT, emit, table
 
 DEV = [BENCH / "compaction_set" / name for name in ("dev", "dev2")]  # tuned on
-HELD_OUT = [BENCH / "compaction_set" / name for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")]  # never
+HELD_OUT = [
+    BENCH / "compaction_set" / name for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+]  # never
 SETS = DEV + HELD_OUT
 COLUMNS = (
     "set",

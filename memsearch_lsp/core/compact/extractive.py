@@ -10,12 +10,14 @@ from memsearch_lsp.core.compact.blocks import block_gist, block_score
 from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
-from memsearch_lsp.core.compact.trim import trim
+from memsearch_lsp.core.compact.trim import trim, without_asides
 from memsearch_lsp.core.embedding import Embedder
 
 # sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
 # never after a title or an abbreviation ("Prof. Lindqvist", "e.g. Kafka")
-_ABBREV = "".join(f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf"))
+_ABBREV = "".join(
+    f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf")
+)
 _SPLIT = re.compile(_ABBREV + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+")
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
@@ -96,7 +98,7 @@ def units_of(item: Item) -> list[_Unit]:
     head: _Unit | None = None
     for start, end, kind in _pieces(body):
         text = body[start:end]
-        said = _without_asides(text.strip())
+        said = without_asides(text.strip())
         unit = _Unit(item, start + len(text) - len(text.lstrip()), end, said if item.kind == "block" else trim(said))
         if kind == "," and head is not None:
             unit.lean = head
@@ -105,23 +107,6 @@ def units_of(item: Item) -> list[_Unit]:
         head = head if kind == "," and head is not None else unit
         out.append(unit)
     return out
-
-
-_ASIDE = re.compile(r"\s\(([^()]{3,80})\)(?=[\s.,;:!?]|$)")
-
-
-def _without_asides(text: str) -> str:
-    """`text` without its asides in parentheses that carry no fact ("(not important)", "(newer versions queue
-    the call)"); one that names a number, code, a name or a role stays ("(about 12 MB)", "Carol (product)")."""
-
-    def keep(match: re.Match[str]) -> str:
-        inner = match.group(1)
-        before = text[: match.start()].split()
-        named = bool(before) and before[-1][:1].isupper()  # "Carol (product)": a person and a role
-        said = named or re.search(r"[\d`A-Z/_=]", inner) or classify(inner, first=False).factual
-        return match.group(0) if said else ""
-
-    return _ASIDE.sub(keep, text)
 
 
 def sentences_of(item: Item) -> list[tuple[int, str]]:

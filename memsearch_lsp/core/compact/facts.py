@@ -68,6 +68,7 @@ _INTENT = re.compile(
     r"^(?:let me|let's (?:see|look|check|try)|i'll|i will|i'm going to|going to|time to|next,? i)\b", re.I
 )
 
+
 @dataclass(frozen=True)
 class Facts:
     """The fact classes a sentence carries and what it has of noise; `score` weighs them."""
@@ -80,18 +81,20 @@ class Facts:
     def factual(self) -> bool:
         return bool(self.kinds)
 
+
 def label_kept(label: str) -> bool:
     """A label that marks a line every summary keeps ('Decision', 'Root cause', 'TODO', 'Rollback plan')."""
     return bool(label) and len(label) <= 40 and bool(_KEEP_LABEL.search(label))
 
+
 def always_kept(label: str, text: str) -> bool:
     return label_kept(label) or bool(_TODO.match(text))
+
 
 _WEIGHTS = {
     "place": 3.0,
     "limit": 2.0,
     "role": 3.0,
-
     "definition": 3.0,
     "decision": 4.0,
     "reason": 2.0,
@@ -106,9 +109,11 @@ _WEIGHTS = {
     "name": 1.0,
 }
 
+
 def rules_for(text: str) -> list[str]:
     """The names of the rules (core/compact/rules.py) that find a fact in `text`: why a sentence was kept."""
     return [rule.name for rule in RULES if rule.pattern.search(text)]
+
 
 def classify(text: str, first: bool = True) -> Facts:
     """Fact classes by content: numbers with units or settings, versions, dates, names, decisions and
@@ -156,5 +161,6 @@ def classify(text: str, first: bool = True) -> Facts:
     strong = {k for k in kinds if k not in {"name", "reason", "date"}}
     facts = frozenset(kinds) if (strong or len(kinds) >= 2) and not told else frozenset()
     return Facts(facts, score, frozenset(noise))
+
 
 FACT_SCORE = 2.5  # a sentence (or a line of a block) scoring less carries no fact

@@ -119,7 +119,8 @@ DECISION_TOLD = re.compile(
 REPLACED = re.compile(
     r"\b(?:replaced (?:by|with)|was replaced|in place of|considered\b.{0,40}\bbut|looked at\b.{0,60}\bbut|"
     r"so no\b|we drop|instead|(?:goes|go|moves?|moved|went) from \S+(?: \S+){0,3} to|approved|"
-    r"(?:won't|will not|do not|don't) (?:use|add|need|support|ship)|dropped)\b|\((?:was|previously|formerly) [^)]{1,30}\)",
+    r"(?:won't|will not|do not|don't) (?:use|add|need|support|ship)|dropped)\b|"
+    r"\((?:was|previously|formerly) [^)]{1,30}\)",
     re.I,
 )
 REASON = re.compile(r"\b(?:because|since|so that|due to|in order to|as the|the reason|which is why|otherwise)\b", re.I)

@@ -1,4 +1,4 @@
-"""The trims that shorten a kept sentence without touching its facts (TRIMS), each stated in one line."""
+"""The trims that shorten a kept sentence without touching its facts (TRIMS, each stated in one line; asides)."""
 
 from __future__ import annotations
 
@@ -87,4 +87,21 @@ def trim(text: str) -> str:
     """`text` with every trim of TRIMS applied (never inside code, a parenthesis or a quotation)."""
     for rule in TRIMS:
         text = rule.apply(text)
-    return " ".join(text.split(" ")).replace("  ", " ").strip()
+    return re.sub(r" {2,}", " ", text).strip()
+
+
+_ASIDE = re.compile(r"\s\(([^()]{3,80})\)(?=[\s.,;:!?]|$)")
+
+
+def without_asides(text: str) -> str:
+    """`text` without its asides in parentheses that carry no fact ("(not important)", "(newer versions queue
+    the call)"); one that names a number, code, a name or a role stays ("(about 12 MB)", "Carol (product)")."""
+
+    def keep(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        before = text[: match.start()].split()
+        named = bool(before) and before[-1][:1].isupper()  # "Carol (product)": a person and a role
+        said = named or re.search(r"[\d`A-Z/_=]", inner) or classify(inner, first=False).factual
+        return match.group(0) if said else ""
+
+    return _ASIDE.sub(keep, text)
