@@ -73,18 +73,19 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
     shorter than MIN_CLAUSE (a list's item: "cart, pricing and payment") stays with the piece before it."""
     shielded = [m.span() for m in _SHIELD.finditer(body)]
     out: list[tuple[int, int, str]] = []
-    start, kind = 0, "."
+    start, kind, comma = 0, ".", False
     for match in [*_SPLIT.finditer(body), None]:
         if match is not None and any(a < match.start() < b for a, b in shielded):
             continue
         end = match.start() if match else len(body)
         if body[start:end].strip():
-            short = kind == "," and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
+            short = comma and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
             out.append((out.pop()[0], end, out[-1][2] if out else ".") if short else (start, end, kind))
         if match is None:
             break
         sep = match.group().strip()[:1] or "."
         start, kind = match.end(), ";" if sep == "," and _CLAUSE.match(body, match.end()) else sep
+        comma = sep == ","  # ", then Glacier" is as short after "then" as after any comma
     return out
 
 

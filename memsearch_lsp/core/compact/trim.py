@@ -11,8 +11,8 @@ from memsearch_lsp.core.compact.facts import classify
 # code, a parenthesis and a quotation are never trimmed inside
 _SHIELD = re.compile(r"`[^`]*`|\([^()]*\)|\"[^\"]*\"|“[^”]*”")
 _FILLER = re.compile(
-    r"(?<![\w'’-])(?:really|just|actually|basically|simply|quite|very|currently|obviously|of course|anyway|"
-    r"at the moment|as usual)(?:,)? (?=\S)",
+    # never "just" ("not just the email") or "currently" ("currently 5"): they can carry the fact
+    r"(?<![\w'’-])(?:really|actually|basically|simply|quite|very|obviously|of course|anyway|as usual),? (?=\S)",
     re.I,
 )
 _OPENER = re.compile(
@@ -78,7 +78,7 @@ def _wordy(text: str) -> str:
 TRIMS: tuple[Trim, ...] = (
     Trim("lead", _lead, "a lead-in without a fact before a colon: 'Found it: the cache ...' -> 'The cache ...'"),
     Trim("opener", _opener, "a connective that opens a sentence: so, also, then, in the end, anyway"),
-    Trim("filler", _outside(_FILLER, ""), "a word that adds nothing: really, just, actually, basically, very"),
+    Trim("filler", _outside(_FILLER, ""), "a word that adds nothing: really, actually, basically, simply, very"),
     Trim("wordy", _wordy, "a long phrase for a short one: in order to -> to, as well as -> and"),
 )
 
