@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from memsearch_lsp.core.compact.extractive import choose, parse_log, sentences_of
 from memsearch_lsp.core.compact.rules import LIMIT, NAME_ROLE, REPLACED
+from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.trim import TRIMS, trim
-from tests.unit.test_compact_rules import _log
+
+
+def _day(text: str) -> LogText:
+    """A daily log dated by its title ("# 2027-02-01")."""
+    day = text.split("\n", 1)[0].lstrip("# ").strip()
+    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
 
 
 def test_each_trim_is_named_and_stated_in_one_line() -> None:
@@ -42,8 +48,7 @@ def test_trims_never_touch_code_a_parenthesis_or_a_quotation() -> None:
 
 
 def test_a_kept_sentence_is_trimmed_in_the_summary_but_a_table_is_not() -> None:
-    log = _log(
-        "2027-02-01",
+    log = _day(
         "# 2027-02-01\n\nSo the export job really runs with concurrency 4 in order to spare MySQL.\n\n"
         "| service | p99 |\n|---|---|\n| api | 120 ms |\n",
     )
@@ -53,9 +58,7 @@ def test_a_kept_sentence_is_trimmed_in_the_summary_but_a_table_is_not() -> None:
 
 
 def test_no_sentence_ends_after_a_title_or_an_abbreviation() -> None:
-    item = parse_log(
-        _log("2027-05-11", "# 2027-05-11\n\nMet with Prof. Lindqvist (supervisor) at 14:00. Use e.g. CER.\n")
-    )[0]
+    item = parse_log(_day("# 2027-05-11\n\nMet with Prof. Lindqvist (supervisor) at 14:00. Use e.g. CER.\n"))[0]
     assert [s for _, s in sentences_of(item)] == ["Met with Prof. Lindqvist (supervisor) at 14:00.", "Use e.g. CER."]
 
 
@@ -78,8 +81,7 @@ def test_a_role_told_before_its_person_is_found() -> None:
 
 
 def test_a_long_dead_end_sinks_only_itself_not_the_cause_before_it() -> None:
-    log = _log(
-        "2027-03-02",
+    log = _day(
         "# 2027-03-02\n\nThe crash happens because the second tap calls `confirmPayment` while the first is pending. "
         "I wasted an hour thinking it was the Hermes upgrade, it wasn't.\n\n"
         "Tried a bigger pool. No effect.\n\nThe pool has 20 connections, Dana (DBA) owns it.\n",
