@@ -10,10 +10,15 @@ from memsearch_lsp.core.compact.blocks import block_gist, block_score
 from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
+from memsearch_lsp.core.compact.trim import trim, without_asides
 from memsearch_lsp.core.embedding import Embedder
 
 # sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
-_SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+")
+# never after a title or an abbreviation ("Prof. Lindqvist", "e.g. Kafka")
+_ABBREV = "".join(
+    f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf")
+)
+_SPLIT = re.compile(_ABBREV + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+")
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
@@ -30,9 +35,10 @@ _STOP = frozenset(
 )
 UNIT_OVERHEAD = 3  # "- " and a newline: what each kept line costs besides its words
 MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
-COST_POWER = 0.75  # what a sentence carries over its length to this power: long sentences of facts not starved
+COST_POWER = 1.0  # what a sentence carries per character: the budget buys facts, not sentences
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
 MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
+VERDICT = 40  # a dead end this short ("No effect.") is a verdict on the sentence before it
 MIN_CLAUSE = 30  # a clause after a comma shorter than this is part of the one before it (a list, an aside)
 
 
@@ -67,18 +73,19 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
     shorter than MIN_CLAUSE (a list's item: "cart, pricing and payment") stays with the piece before it."""
     shielded = [m.span() for m in _SHIELD.finditer(body)]
     out: list[tuple[int, int, str]] = []
-    start, kind = 0, "."
+    start, kind, comma = 0, ".", False
     for match in [*_SPLIT.finditer(body), None]:
         if match is not None and any(a < match.start() < b for a, b in shielded):
             continue
         end = match.start() if match else len(body)
         if body[start:end].strip():
-            short = kind == "," and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
+            short = comma and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
             out.append((out.pop()[0], end, out[-1][2] if out else ".") if short else (start, end, kind))
         if match is None:
             break
         sep = match.group().strip()[:1] or "."
         start, kind = match.end(), ";" if sep == "," and _CLAUSE.match(body, match.end()) else sep
+        comma = sep == ","  # ", then Glacier" is as short after "then" as after any comma
     return out
 
 
@@ -92,7 +99,8 @@ def units_of(item: Item) -> list[_Unit]:
     head: _Unit | None = None
     for start, end, kind in _pieces(body):
         text = body[start:end]
-        unit = _Unit(item, start + len(text) - len(text.lstrip()), end, _without_asides(text.strip()))
+        said = without_asides(text.strip())
+        unit = _Unit(item, start + len(text) - len(text.lstrip()), end, said if item.kind == "block" else trim(said))
         if kind == "," and head is not None:
             unit.lean = head
         elif kind == ";" and out and unit.text[:1].islower():
@@ -100,23 +108,6 @@ def units_of(item: Item) -> list[_Unit]:
         head = head if kind == "," and head is not None else unit
         out.append(unit)
     return out
-
-
-_ASIDE = re.compile(r"\s\(([^()]{3,80})\)(?=[\s.,;:!?]|$)")
-
-
-def _without_asides(text: str) -> str:
-    """`text` without its asides in parentheses that carry no fact ("(not important)", "(newer versions queue
-    the call)"); one that names a number, code, a name or a role stays ("(about 12 MB)", "Carol (product)")."""
-
-    def keep(match: re.Match[str]) -> str:
-        inner = match.group(1)
-        before = text[: match.start()].split()
-        named = bool(before) and before[-1][:1].isupper()  # "Carol (product)": a person and a role
-        said = named or re.search(r"[\d`A-Z/_=]", inner) or classify(inner, first=False).factual
-        return match.group(0) if said else ""
-
-    return _ASIDE.sub(keep, text)
 
 
 def sentences_of(item: Item) -> list[tuple[int, str]]:
@@ -156,7 +147,8 @@ def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
     for n, sentence in enumerate(sentences):
         if any("dead_end" in classify(u.text).noise for u in sentence):
             out.update(id(u) for u in sentence)
-            opens = "dead_end" in classify(sentence[0].text).noise
+            # a verdict ("No effect.", "Reverted.") speaks of the sentence before it; a longer one of itself
+            opens = "dead_end" in classify(sentence[0].text).noise and len(sentence[0].text) <= VERDICT
             if opens and n and sentences[n - 1][0].item is sentence[0].item:
                 out.update(id(u) for u in sentences[n - 1])
     return out

@@ -63,7 +63,6 @@ _CHATTER = frozenset(
     )
 )
 
-
 # the agent's intention, never a fact by itself: "Let me look at ...", "I'll check ...", "Going to try ..."
 _INTENT = re.compile(
     r"^(?:let me|let's (?:see|look|check|try)|i'll|i will|i'm going to|going to|time to|next,? i)\b", re.I

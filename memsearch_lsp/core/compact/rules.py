@@ -34,7 +34,7 @@ METRIC = re.compile(
 )
 LIMIT = re.compile(
     r"\b(?:exceeds?|above|below|over|under|at least|at most|more than|less than|up to|threshold|"
-    r"limit\w*|max(?:imum)?|min(?:imum)?|cap(?:ped|s)?|allows?|no more than|not more than|"
+    r"limit\w*|maximum|minimum|(?:max|min)(?=\s?[=:]?\s?\d)|cap(?:ped|s)?|allows?|no more than|not more than|"
     r"no fewer than|fewer than|not exceed|never more than|within|quota|budget|ceiling|valid|"
     r"per (?:second|minute|hour|day|week|month|account|user|seat|item|tenant|query))\b|[<>≤≥]=?\s?\d",
     re.I,
@@ -83,7 +83,7 @@ NAME_ROLE = re.compile(
     + _ROLE_NOUN
     + r"\b|\b"  # Dmitri is the engineering manager, Marta = tech lead
     + _ROLE_NOUN
-    + r"[:,]? (?-i:[A-Z][a-z]+)|"  # contact Yusuf, reviewer: Jukka
+    + r"(?:[:,]?| (?:is|was|will be|becomes)) (?-i:[A-Z][a-z]+)|"  # contact Yusuf, reviewer: Jukka, author will be Aino
     r"\b(?!(?:the|a|an|our|their|my|your|his|her|whole|same) )[\w-]+ team\b"  # the platform team
 )
 ROLE = re.compile(
@@ -118,8 +118,9 @@ DECISION_TOLD = re.compile(
 # what a decision replaced or ruled out: "was replaced by", "X was considered but", "goes from weekly to ..."
 REPLACED = re.compile(
     r"\b(?:replaced (?:by|with)|was replaced|in place of|considered\b.{0,40}\bbut|looked at\b.{0,60}\bbut|"
-    r"so no\b|we drop|(?:goes|go|moves?|moved|went) from \S+(?: \S+){0,3} to|approved|"
-    r"(?:won't|will not|do not|don't) (?:use|add|need|support|ship)|dropped)\b",
+    r"so no\b|we drop|instead|(?:goes|go|moves?|moved|went) from \S+(?: \S+){0,3} to|approved|"
+    r"(?:won't|will not|do not|don't) (?:use|add|need|support|ship)|dropped)\b|"
+    r"\((?:was|previously|formerly) [^)]{1,30}\)",
     re.I,
 )
 REASON = re.compile(r"\b(?:because|since|so that|due to|in order to|as the|the reason|which is why|otherwise)\b", re.I)
