@@ -42,7 +42,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
     from memsearch_lsp.core.memory import Memory
     from memsearch_lsp.core.search.analyzer import Analyzer
     from memsearch_lsp.core.search.bm25 import query_ids, query_terms, term_id
-    from memsearch_lsp.core.search.language import candidate_languages
+    from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 
     ws = tmp / src.name
     shutil.copytree(src / "memory", ws / "memory")
@@ -89,6 +89,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
                     "calibration": [calibration.unrelated, calibration.related],
                     "reads": reads(memory.embedder, analyzer.language_of(Analyzer.words(text), text)),
                     "lang": analyzer.language_of(Analyzer.words(text), text),
+                    "lang_sure": sure_language(text, QUERY_SURE) == analyzer.language_of(Analyzer.words(text), text),
                     "languages": list(memory.embedder.languages),
                 }
             )
@@ -185,7 +186,7 @@ def languages_of(rec: dict[str, Any]) -> Any:
     model = tuple(rec.get("languages", ()))
     if "lang" not in rec:  # a dump before the languages were kept: the query's readability only
         return Languages(query="" if rec.get("reads", True) else "?", model=model or ("",))
-    return Languages(rec["lang"], {k: c["lang"] for k, c in rec["cands"].items()}, model)
+    return Languages(rec["lang"], {k: c["lang"] for k, c in rec["cands"].items()}, model, rec.get("lang_sure", True))
 
 
 def calibration_of(rec: dict[str, Any]) -> Any:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.search.analyzer import Analyzer, detect
-from memsearch_lsp.core.search.language import candidate_languages, sure_language
+from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from tests.fakes import FakeEmbedder
 
 PORTUGUESE = """# 2026-01-05
@@ -54,6 +54,10 @@ def test_a_chunk_has_a_language_only_when_the_detection_is_sure() -> None:
     assert detect(Analyzer.words(TABLE), TABLE.lower()) == "pt" and sure_language(TABLE) == ""
     assert sure_language(PORTUGUESE) == "pt" and sure_language(ENGLISH) == "en"
     assert sure_language("断网的情况下，手机端能显示几天内的看诊安排") == "zh"
+    # A question holds two function words of its language or more; a few keywords say nothing of theirs.
+    assert sure_language("Which legacy endpoint kept creating cache keys that never expired?", QUERY_SURE) == "en"
+    assert sure_language("¿Qué porcentaje de mensajes falló?", QUERY_SURE) == "es"
+    assert sure_language("deploy staging cache", QUERY_SURE) == ""
 
 
 def test_each_candidate_is_detected_in_its_own_language(tmp_path: Path, make_memory) -> None:

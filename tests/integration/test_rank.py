@@ -305,8 +305,10 @@ def test_the_dense_leg_decides_when_its_best_note_is_in_another_language() -> No
     assert same[0][0] == "es1"  # all in Spanish: BM25's sure first match leads the fusion, as before
     across = fuse(dense, sparse, "learned", coverage=coverage, languages=Languages("es", of))
     assert [k for k, _ in across] == list(dense)
-    # Not known (search.language set, or nothing detected): no rule applies.
+    # Not known (search.language set, or nothing detected), or a few keywords that say nothing of their
+    # language ("sure" False): no rule applies.
     assert fuse(dense, sparse, "learned", coverage=coverage)[0][0] == "es1"
+    assert fuse(dense, sparse, "learned", coverage=coverage, languages=Languages("es", of, sure=False))[0][0] == "es1"
 
 
 def test_a_models_cosines_are_read_on_the_bundled_models_scale() -> None:

@@ -15,7 +15,7 @@ from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, Embed
 from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import query_ids
 from memsearch_lsp.core.search.filters import source_date
-from memsearch_lsp.core.search.language import candidate_languages
+from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from memsearch_lsp.core.search.rank import Languages, rank, relevance
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row
@@ -293,7 +293,8 @@ def _languages(
         needed = list(rows.values())
     else:
         needed = [rows[best]] if dense and (best := max(dense, key=lambda k: dense[k])) in rows else []
-    return Languages(spoken, candidate_languages(analyzer, needed), tuple(embedder.languages))
+    sure = analyzer.language != "auto" or sure_language(query, QUERY_SURE) == spoken
+    return Languages(spoken, candidate_languages(analyzer, needed), tuple(embedder.languages), sure)
 
 
 def calibration_of(embedder: Embedder) -> Calibration:

@@ -23,6 +23,7 @@ SAMPLE_CHARS = 2_000_000  # read at most this much text
 KEPT = 65_536  # chunks whose language a process remembers (a chunk id changes with its content)
 SURE_CHARS = 1_500  # what sure_language reads of a text
 SURE = 3  # a chunk is said to be in a Latin-script language when it holds this many of its function words
+QUERY_SURE = 2  # and a query (a question holds two or more; a few keywords none)
 _LOCK = threading.Lock()
 _OF: dict[str, str] = {}
 
@@ -65,13 +66,13 @@ def language_shares(texts: Iterable[str]) -> tuple[dict[str, float], int]:
     return ({lang: n / total for lang, n in words.most_common()} if total else {}), total
 
 
-def sure_language(text: str) -> str:
+def sure_language(text: str, enough: int = SURE) -> str:
     """The detected language of `text` (its first SURE_CHARS characters) when the detection is sure (see
-    candidate_languages), else ""."""
+    candidate_languages; a query, shorter, needs QUERY_SURE of its function words), else ""."""
     text = text[:SURE_CHARS]
     words = Analyzer.words(text)
     lang = detect(words, text.lower())
-    return lang if lang in NO_STEMMER or evidence(words, lang) >= SURE else ""
+    return lang if lang in NO_STEMMER or evidence(words, lang) >= enough else ""
 
 
 def memory_shares(root: Path, config: Config) -> tuple[dict[str, float], int]:

@@ -89,6 +89,7 @@ class Languages:
     query: str = ""
     of: Mapping[str, str] = field(default_factory=dict)
     model: tuple[str, ...] = ()
+    sure: bool = True  # the query's language is sure (a question, not a few keywords that say nothing of it)
 
     def reads(self, language: str) -> bool:
         """Whether the model reads text in `language` ("": not known, read)."""
@@ -102,7 +103,7 @@ class Languages:
     def elsewhere(self, key: str) -> bool:
         """Whether candidate `key` is written in another language than the query (BM25 cannot match it)."""
         found = self.of.get(key, "")
-        return bool(self.query and found and found != self.query)
+        return bool(self.sure and self.query and found and found != self.query)
 
 
 NOWHERE = Languages()
