@@ -42,6 +42,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
     from memsearch_lsp.core.memory import Memory
     from memsearch_lsp.core.search.analyzer import Analyzer
     from memsearch_lsp.core.search.bm25 import query_ids, query_terms, term_id
+    from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 
     ws = tmp / src.name
     shutil.copytree(src / "memory", ws / "memory")
@@ -61,6 +62,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
             ids = list(dict.fromkeys([*dense, *sparse]))
             coverage = store.coverage(ids, terms)
             rows = {r.id: r for r in store.rows(ids)}
+            langs = candidate_languages(analyzer, rows.values())
             sections = store.sections(ids)
             cands = {}
             for key in ids:
@@ -71,6 +73,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
                     "end": row.end_line,
                     "section": list(sections.get(key, (row.source, ""))),
                     "cov": coverage.get(key, 0.0),
+                    "lang": langs.get(key, ""),
                 }
             n_terms = len({term_id(t) for t in query_terms(text)})
             records.append(
@@ -85,6 +88,9 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
                     "truth": label,
                     "calibration": [calibration.unrelated, calibration.related],
                     "reads": reads(memory.embedder, analyzer.language_of(Analyzer.words(text), text)),
+                    "lang": analyzer.language_of(Analyzer.words(text), text),
+                    "lang_sure": sure_language(text, QUERY_SURE) == analyzer.language_of(Analyzer.words(text), text),
+                    "languages": list(memory.embedder.languages),
                 }
             )
         # chars of each candidate span, read once per source
@@ -105,7 +111,7 @@ def dump(folder: Path, embedder: Any) -> list[dict[str, Any]]:
     from bench.labelled import workspaces
 
     model = re.sub(r"\W+", "-", embedder.model_name)[-40:]
-    path = work_dir() / f"fusion-v4-{folder.name}-{model}.json"
+    path = work_dir() / f"fusion-v6-{folder.name}-{model}.json"
     if path.is_file():
         return list(json.loads(path.read_text()))
     records: list[dict[str, Any]] = []
@@ -155,9 +161,7 @@ def product_ranker(**overrides: Any) -> Ranker:
         ids = list(dict.fromkeys([*dense, *sparse]))
         coverage = {k: cands[k]["cov"] for k in ids}
         sections = {k: tuple(cands[k]["section"]) for k in ids}
-        ranked = rank(
-            dense, sparse, coverage, lambda keys: sections, settings, calibration_of(rec), rec.get("reads", True)
-        )
+        ranked = rank(dense, sparse, coverage, lambda keys: sections, settings, calibration_of(rec), languages_of(rec))
         return [k for k, _ in ranked]
 
     return ranker
@@ -173,6 +177,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "weighted 0.7/0.3 (seed)": {"ranker": "weighted", "vector_weight": 0.7, "bm25_weight": 0.3, "min_score": 0.0},
     "rrf k=60": {"ranker": "rrf", "min_score": 0.0},
 }
+
+
+def languages_of(rec: dict[str, Any]) -> Any:
+    """The languages of a record's query and candidates, and its model's (rank.Languages)."""
+    from memsearch_lsp.core.search.rank import Languages
+
+    model = tuple(rec.get("languages", ()))
+    if "lang" not in rec:  # a dump before the languages were kept: the query's readability only
+        return Languages(query="" if rec.get("reads", True) else "?", model=model or ("",))
+    return Languages(rec["lang"], {k: c["lang"] for k, c in rec["cands"].items()}, model, rec.get("lang_sure", True))
 
 
 def calibration_of(rec: dict[str, Any]) -> Any:
@@ -202,15 +216,23 @@ class Compiled:
 
         dense, sparse, cands = calibrated(rec["dense"], calibration_of(rec)), rec["sparse"], rec["cands"]
         self.ids = ids = list(dict.fromkeys([*dense, *sparse]))
-        d, s = minmax(dense), minmax(sparse)
+        languages = languages_of(rec)
+        readable = languages.readable(dense)
+        # the language rules of rank.learned: BM25 alone (the model cannot read), the dense leg alone (its best is
+        # in another language than the question), or the formula
+        self.mode = (
+            "bm25"
+            if dense and (not readable or not languages.reads(languages.query))
+            else "dense"
+            if readable and languages.elsewhere(max(readable, key=lambda k: readable[k]))
+            else "fused"
+        )
+        d, s = minmax(readable), minmax(sparse)
         self.dn = np.array([d.get(k, 0.0) for k in ids])
         self.bn = np.array([s.get(k, 0.0) for k in ids])
         self.cov = np.array([cands[k]["cov"] for k in ids])
-        self.conf = (confidence(dense), confidence(sparse))
-        self.reads = rec.get("reads", True)
-        self.top_cov = top_coverage(
-            sparse, {k: cands[k]["cov"] for k in ids}
-        )  # the model reads the question's language (else: dense at its least)
+        self.conf = (confidence(readable), confidence(sparse))
+        self.top_cov = top_coverage(sparse, {k: cands[k]["cov"] for k in ids})
         sections: dict[Any, int] = {}
         self.section = np.array([sections.setdefault(tuple(cands[k]["section"]), len(sections)) for k in ids])
         self.n_sections = len(sections)
@@ -244,9 +266,11 @@ class Compiled:
         from memsearch_lsp.core.search.rank import MIN_WEIGHT, SECTION_SHARE
 
         t_dense, g_bm25, t_bm25, c_cov, k_cover = weights
-        wd = max(MIN_WEIGHT, self.conf[0] - t_dense) if self.reads else 0.0
-        wb = max(MIN_WEIGHT, g_bm25 * (self.conf[1] - t_bm25)) * min(1.0, self.top_cov / k_cover) if self.reads else 1.0
-        c_cov = c_cov if self.reads else 0.0
+        if self.mode == "fused":
+            wd = max(MIN_WEIGHT, self.conf[0] - t_dense)
+            wb = max(MIN_WEIGHT, g_bm25 * (self.conf[1] - t_bm25)) * min(1.0, self.top_cov / k_cover)
+        else:
+            wd, wb, c_cov = float(self.mode == "dense"), float(self.mode == "bm25"), 0.0
         fused = (wd * self.dn + (wb + c_cov * self.cov) * self.bn)[self.tie]
         best = np.full(self.n_sections, -np.inf)
         np.maximum.at(best, self.section[self.tie], fused)

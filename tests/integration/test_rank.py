@@ -18,6 +18,8 @@ from memsearch_lsp.core.search.rank import (
     LEARNED,
     MIN_WEIGHT,
     SECTION_SHARE,
+    UNKNOWN,
+    Languages,
     calibrated,
     confidence,
     fuse,
@@ -264,7 +266,49 @@ def test_learned_fusion_is_the_default_and_trusts_the_leg_that_is_sure() -> None
 def test_a_model_that_cannot_read_the_query_leaves_the_order_to_bm25() -> None:
     sure = {"b": 0.9, "a": 0.3, "c": 0.2, "d": 0.1, "e": 0.05, "f": 0.0}  # a dense leg that would win
     assert next(k for k, _ in fuse(sure, SPARSE, "learned")) == "b"
-    assert [k for k, _ in fuse(sure, SPARSE, "learned", dense_reads=False)][: len(SPARSE)] == list(SPARSE)
+    portuguese = Languages("pt", model=("en",))
+    assert [k for k, _ in fuse(sure, SPARSE, "learned", languages=portuguese)][: len(SPARSE)] == list(SPARSE)
+
+
+def test_a_model_that_cannot_read_a_candidate_gives_it_no_cosine() -> None:
+    """An English model asked in English about a memory in Portuguese: its cosines with the Portuguese notes are
+    noise, so those notes rank by BM25 alone; an English note keeps its cosine."""
+    dense = {"pt1": 0.9, "en1": 0.5, "pt2": 0.45, "en2": 0.2, "pt3": 0.1, "en3": 0.05}
+    sparse = {"pt2": 9.0, "pt1": 1.0, "en1": 0.5}
+    of = {"pt1": "pt", "pt2": "pt", "pt3": "pt", "en1": "en", "en2": "en", "en3": "en"}
+    blind = [k for k, _ in fuse(dense, sparse, "learned", coverage={}, languages=Languages("en", of, ("en",)))]
+    assert fuse(dense, sparse, "learned", coverage={})[0][0] == "pt1"  # its noise cosine would lead
+    assert blind.index("pt2") < blind.index("pt1") and blind.index("en1") < blind.index("pt1")
+    scores = learned(dense, sparse, {}, languages=Languages("en", of, ("en",)))
+    assert scores["pt3"] == 0.0 and scores["en3"] == 0.0  # no cosine left, no BM25; "en3": its leg's lowest
+    # A model that reads Portuguese keeps them all: its sure best note is first.
+    assert fuse(dense, sparse, "learned", coverage={}, languages=Languages("en", of, ("en", "pt")))[0][0] == "pt1"
+    # Nothing readable at all: BM25's order, the dense leg's other candidates after it.
+    only_pt = {"pt1": 0.9, "pt3": 0.1}
+    assert [k for k, _ in fuse(only_pt, sparse, "learned", languages=Languages("en", of, ("en",)))] == [
+        "pt2",
+        "pt1",
+        "en1",
+        "pt3",
+    ]
+
+
+def test_the_dense_leg_decides_when_its_best_note_is_in_another_language() -> None:
+    """A question in Spanish about a note written in Portuguese: BM25 matches words, so it can only find the
+    Spanish notes that share some; when a multilingual model's best note is in another language than the
+    question, the dense order stands."""
+    dense = {"pt": 0.62, "es1": 0.58, "es2": 0.50, "es3": 0.45, "pt2": 0.40, "es4": 0.30}
+    sparse = {"es1": 8.0, "es2": 2.0, "es3": 1.0}
+    coverage = {"es1": 0.5, "es2": 0.2, "es3": 0.1}
+    of = {"pt": "pt", "pt2": "pt", "es1": "es", "es2": "es", "es3": "es", "es4": "es"}
+    same = fuse(dense, sparse, "learned", coverage=coverage, languages=Languages("es", {**of, "pt": "es"}))
+    assert same[0][0] == "es1"  # all in Spanish: BM25's sure first match leads the fusion, as before
+    across = fuse(dense, sparse, "learned", coverage=coverage, languages=Languages("es", of))
+    assert [k for k, _ in across] == list(dense)
+    # Not known (search.language set, or nothing detected), or a few keywords that say nothing of their
+    # language ("sure" False): no rule applies.
+    assert fuse(dense, sparse, "learned", coverage=coverage)[0][0] == "es1"
+    assert fuse(dense, sparse, "learned", coverage=coverage, languages=Languages("es", of, sure=False))[0][0] == "es1"
 
 
 def test_a_models_cosines_are_read_on_the_bundled_models_scale() -> None:
@@ -311,6 +355,26 @@ def test_relevance_is_absolute_and_the_floor_drops_what_matches_nothing() -> Non
     assert rank(unrelated, {}, {"a": 0.0, "b": 0.0, "c": 0.0}, sections, settings) == []
     off = rank(unrelated, {}, {"a": 0.0, "b": 0.0, "c": 0.0}, sections, SearchConfig(min_score=0.0))
     assert [k for k, _ in off] == ["a", "b", "c"]
+
+
+def test_relevance_of_a_text_the_model_cannot_read_rests_on_its_terms() -> None:
+    """The bundled English model's cosine of an English question with a Portuguese note is noise (0.05 here): it
+    counts as UNKNOWN, between the unrelated and related levels, so a note that shares terms with the question
+    is not dropped by the floor for the model's blindness, and one sharing none still is."""
+    dense = {"pt": 0.05, "en": 0.05}
+    coverage = {"pt": 0.2, "en": 0.2}
+    of = {"pt": "pt", "en": "en"}
+    english = Languages("en", of, ("en",))
+    got = relevance(dense, coverage, REFERENCE, english)
+    assert got["pt"] == pytest.approx((2 * UNKNOWN + 0.2) / 3) and got["en"] == pytest.approx((0.1 + 0.2) / 3)
+    assert REFERENCE.unrelated < UNKNOWN < REFERENCE.related
+    sections = lambda keys: {}  # noqa: E731
+    kept = rank(dense, {"pt": 2.0, "en": 2.0}, coverage, sections, SearchConfig(), REFERENCE, english)
+    assert [k for k, _ in kept] == ["pt"]  # the English note is read, and unrelated
+    # A question the model cannot read at all: every candidate rests on its terms.
+    german = relevance(dense, {"pt": 0.0, "en": 0.2}, REFERENCE, Languages("de", of, ("en",)))
+    assert german == pytest.approx({"pt": 2 * UNKNOWN / 3, "en": (2 * UNKNOWN + 0.2) / 3})
+    assert german["pt"] < SearchConfig().min_score < german["en"]
 
 
 def test_search_returns_nothing_for_a_query_that_matches_nothing(workspace: Path, make_memory) -> None:

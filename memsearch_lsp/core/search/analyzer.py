@@ -138,6 +138,13 @@ def detect(words: list[str], text: str = "", cjk: bool = True) -> str:
     return best if best != "en" and score >= max(2, scores["en"] + 1) else "en"
 
 
+def evidence(words: list[str], lang: str) -> int:
+    """How many different function words of `lang` (detection's lists) are among the first words of a text: a
+    paragraph in that language holds many; a table or a code block that `detect` calls Portuguese for its "no"
+    and "a" holds one or two."""
+    return sum(1 for word in set(words[:DETECT_WORDS]) if lang in _WORDS.get(word, ()))
+
+
 def _is_cjk(word: str) -> bool:
     return "\u3040" <= word[0] <= "\ud7af" or "\uf900" <= word[0] <= "\ufaff"
 

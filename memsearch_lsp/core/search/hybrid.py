@@ -11,11 +11,12 @@ from typing_extensions import TypedDict
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import ATX_OPENING, valid_unicode
-from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector, reads
+from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
 from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import query_ids
 from memsearch_lsp.core.search.filters import source_date
-from memsearch_lsp.core.search.rank import rank, relevance
+from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
+from memsearch_lsp.core.search.rank import Languages, rank, relevance
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row
 
@@ -259,11 +260,12 @@ def hybrid_search(
     coverage = store.coverage(ids, terms) if ids else {}
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
     calibration = calibration_of(embedder) if dense else REFERENCE
-    dense_reads = reads(embedder, analyzer.language_of(analyzer.words(query), query))
-    every = rank(dense, sparse, coverage, store.sections, settings, calibration, dense_reads)
+    found = {r.id: r for r in store.rows(ids)} if ids else {}
+    languages = _languages(analyzer, query, embedder, dense, found)
+    every = rank(dense, sparse, coverage, store.sections, settings, calibration, languages)
     # relevance: comparable across indexes and models (the dense cosines read through the model's calibration)
-    score, relevant = dict(every), relevance(dense, coverage, calibration)
-    rows = [r for r in store.rows([k for k, _ in every]) if not empty_section(r.content)][:limit]
+    score, relevant = dict(every), relevance(dense, coverage, calibration, languages)
+    rows = [r for r in (found[k] for k, _ in every if k in found) if not empty_section(r.content)][:limit]
     if archive_dir:
         from memsearch_lsp.core.files import glob_match
         from memsearch_lsp.core.search.archive import summaries_first
@@ -278,6 +280,21 @@ def hybrid_search(
         for r in rows
     ]
     return demote_archived(hits, archive_dir)[:top_k]
+
+
+def _languages(
+    analyzer: Analyzer, query: str, embedder: Embedder, dense: dict[str, float], rows: dict[str, Row]
+) -> Languages:
+    """The query's language, the candidates', and the model's, for the fusion's language rules (rank.Languages).
+    A model that reads every language needs only its best candidate's (does the dense leg decide?); one that
+    reads some needs every candidate's (whose cosines are noise)."""
+    spoken = analyzer.language_of(analyzer.words(query), query)
+    if embedder.languages:
+        needed = list(rows.values())
+    else:
+        needed = [rows[best]] if dense and (best := max(dense, key=lambda k: dense[k])) in rows else []
+    sure = analyzer.language != "auto" or sure_language(query, QUERY_SURE) == spoken
+    return Languages(spoken, candidate_languages(analyzer, needed), tuple(embedder.languages), sure)
 
 
 def calibration_of(embedder: Embedder) -> Calibration:

@@ -1,19 +1,56 @@
-"""Which languages a memory is written in (the analyzer's detection over its files), and the advice `init` and
-`doctor` give when most of it is not English while the embedding model reads English only."""
+"""Which languages a memory is written in (the analyzer's detection over its files and over a search's candidates),
+and the advice `init` and `doctor` give when most of it is not English while the embedding model reads English
+only."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, Config
 from memsearch_lsp.core.files import find_memory_files, read_text
-from memsearch_lsp.core.search.analyzer import Analyzer, detect
+from memsearch_lsp.core.search.analyzer import NO_STEMMER, Analyzer, detect, evidence
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.store.schema import Row
 
 MOSTLY = 0.5  # a memory is "mostly" a language when that share of its words is written in it
 MIN_WORDS = 200  # too little text to say (a fresh memory holds its templates only)
 SAMPLE_CHARS = 2_000_000  # read at most this much text
+KEPT = 65_536  # chunks whose language a process remembers (a chunk id changes with its content)
+SURE_CHARS = 1_500  # what sure_language reads of a text
+SURE = 3  # a chunk is said to be in a Latin-script language when it holds this many of its function words
+QUERY_SURE = 2  # and a query (a question holds two or more; a few keywords none)
+_LOCK = threading.Lock()
+_OF: dict[str, str] = {}
+
+
+def candidate_languages(analyzer: Analyzer, rows: Iterable[Row]) -> dict[str, str]:
+    """The language of each candidate chunk the fusion can be sure of (core/search/rank.py Languages): Chinese,
+    Japanese or Korean text, or a Latin-script one holding SURE of its language's function words; "" when not
+    sure (a table, a code block, a line or two). {} when search.language is set (every text is then read in that
+    language). Each chunk is detected once per process (a chunk's id changes with its text)."""
+    if analyzer.language != "auto":
+        return {}
+    found: dict[str, str] = {}
+    fresh: dict[str, str] = {}
+    with _LOCK:
+        for row in rows:
+            if row.id in _OF:
+                found[row.id] = _OF[row.id]
+            else:
+                fresh[row.id] = row.content
+    if fresh:
+        detected = {key: sure_language(content) for key, content in fresh.items()}
+        with _LOCK:
+            if len(_OF) + len(detected) > KEPT:
+                _OF.clear()
+            _OF.update(detected)
+        found.update(detected)
+    return found
 
 
 def language_shares(texts: Iterable[str]) -> tuple[dict[str, float], int]:
@@ -27,6 +64,15 @@ def language_shares(texts: Iterable[str]) -> tuple[dict[str, float], int]:
                 words[detect(found, paragraph.lower())] += len(found)
     total = sum(words.values())
     return ({lang: n / total for lang, n in words.most_common()} if total else {}), total
+
+
+def sure_language(text: str, enough: int = SURE) -> str:
+    """The detected language of `text` (its first SURE_CHARS characters) when the detection is sure (see
+    candidate_languages; a query, shorter, needs QUERY_SURE of its function words), else ""."""
+    text = text[:SURE_CHARS]
+    words = Analyzer.words(text)
+    lang = detect(words, text.lower())
+    return lang if lang in NO_STEMMER or evidence(words, lang) >= enough else ""
 
 
 def memory_shares(root: Path, config: Config) -> tuple[dict[str, float], int]:

@@ -19,8 +19,14 @@ query terms it contains, weighted by IDF: 1.0 = every term). Rankers (`search.ra
   where dense' and bm25' are each leg's scores rescaled to 0..1 over its candidates (0 where a
   candidate is missing from a leg) and m = MIN_WEIGHT keeps a weak leg as a tie-breaker. The dense leg's
   cosines are first read on the bundled model's scale (`calibrated`, the embedder's Calibration), so its
-  confidence means the same for every model; a model that cannot read the query's language (the English
-  bundled model asked in Portuguese: `dense_reads`) gets no say, and BM25 ranks alone. The five numbers in
+  confidence means the same for every model. Three rules on languages (`Languages`: the query's and each
+  candidate's, as core/search/analyzer.py detects them, and the ones the model reads) come first:
+  a model that cannot read the query's language (the English bundled model asked in Portuguese) gets no say,
+  and BM25 ranks alone; nor has it a say on a candidate written in a language it cannot read (its cosine
+  with a Portuguese note is noise); and when a model's best candidate is written in another language than the
+  query, the dense leg ranks alone, since BM25 matches words and cannot see a note in another language (a
+  question in Spanish about a Portuguese note finds only the Spanish notes that share some of its words). The
+  five numbers in
   `LEARNED` (T_DENSE, G_BM25, T_BM25, C, K) were fitted by `python -m bench fusion --fit` on three labelled
   development sets of different styles (conversations, where BM25 alone beats dense alone; notes asked about
   in a user's words, where dense alone wins; a memory in Portuguese, Spanish, German and Chinese asked in
@@ -43,8 +49,9 @@ of a section whose best piece matched is not left behind.
 The fused scores order the hits of one search and say nothing about relevance across queries (the best
 hit of an unrelated query can score as high as any). What does is `relevance`, 0..1: (2 x the candidate's
 dense cosine on the bundled model's scale + its term coverage) / 3, both absolute, a function of the
-candidates and the embedder's calibration only; `search.min_score` (0.25) drops hits below it, so a query
-that matches nothing in the memory returns nothing with any model (bench/README.md, "Issue 36": the
+candidates and the embedder's calibration only (a cosine the model cannot read counts as UNKNOWN, halfway
+between its unrelated and related levels: the terms decide); `search.min_score` (0.25) drops hits below it,
+so a query that matches nothing in the memory returns nothing with any model (bench/README.md, "Issue 36": the
 unrelated queries of bench/queries/unrelated.json over each development set, with either model).
 """
 
@@ -52,6 +59,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memsearch_lsp.core.embedding.base import REFERENCE, Calibration
@@ -68,6 +76,37 @@ SECTION_SHARE = 0.3  # a piece of a split section also gets this share of the se
 # learned: (T_DENSE, G_BM25, T_BM25, C, K), written by `python -m bench fusion --fit` (bench/README.md)
 LEARNED = (0.04, 0.5, 0.25, 0.2, 0.9)
 MIN_WEIGHT = 0.02  # learned: the least weight a leg keeps (a tie-breaker when the other leg is sure)
+# relevance: the cosine of a text the model cannot read, on the bundled model's scale: neither level
+UNKNOWN = (REFERENCE.unrelated + REFERENCE.related) / 2
+
+
+@dataclass(frozen=True)
+class Languages:
+    """What the fusion knows of languages (core/search/analyzer.py detects them): the query's, each candidate's
+    (`of`), and the ones the embedding model reads (`model`; () = every language). The default knows nothing and
+    changes nothing."""
+
+    query: str = ""
+    of: Mapping[str, str] = field(default_factory=dict)
+    model: tuple[str, ...] = ()
+    sure: bool = True  # the query's language is sure (a question, not a few keywords that say nothing of it)
+
+    def reads(self, language: str) -> bool:
+        """Whether the model reads text in `language` ("": not known, read)."""
+        return not self.model or not language or language in self.model
+
+    def readable(self, dense: Scores) -> dict[str, float]:
+        """The dense leg without the candidates written in a language the model cannot read (their cosines are
+        noise: an English model's with a Portuguese note)."""
+        return {k: v for k, v in dense.items() if self.reads(self.of.get(k, ""))}
+
+    def elsewhere(self, key: str) -> bool:
+        """Whether candidate `key` is written in another language than the query (BM25 cannot match it)."""
+        found = self.of.get(key, "")
+        return bool(self.sure and self.query and found and found != self.query)
+
+
+NOWHERE = Languages()
 
 
 def minmax(scores: Scores) -> dict[str, float]:
@@ -115,21 +154,26 @@ def learned(
     sparse: Scores,
     coverage: Scores,
     weights: tuple[float, float, float, float, float] = LEARNED,
-    dense_reads: bool = True,
+    languages: Languages = NOWHERE,
 ) -> dict[str, float]:
-    """The `learned` fused score of every candidate of both legs (see the module docstring); `dense_reads`: False
-    when the model cannot read the query's language (an English model asked in Portuguese): BM25 alone ranks
-    (the dense leg only breaks its ties)."""
-    if not dense_reads:
+    """The `learned` fused score of every candidate of both legs (see the module docstring). `languages`: a model
+    that cannot read the query's language (an English model asked in Portuguese) leaves the order to BM25 (the
+    dense leg only breaks its ties); nor a candidate's (`Languages.readable`); when the dense leg's best candidate
+    is written in another language than the query, BM25 (which matches words) cannot see it and keeps its least
+    weight: the dense leg decides."""
+    readable = languages.readable(dense)
+    if dense and (not readable or not languages.reads(languages.query)):
         return {**dict.fromkeys(dense, 0.0), **minmax(sparse)}
+    if readable and languages.elsewhere(max(readable, key=lambda k: readable[k])):
+        return {**dict.fromkeys(sparse, 0.0), **dict.fromkeys(dense, 0.0), **minmax(readable)}
     t_dense, g_bm25, t_bm25, c_coverage, k_cover = weights
-    dense_weight = max(MIN_WEIGHT, confidence(dense) - t_dense)
+    dense_weight = max(MIN_WEIGHT, confidence(readable) - t_dense)
     covered = min(1.0, top_coverage(sparse, coverage) / k_cover) if coverage else 1.0  # (not given: no say)
     bm25_weight = max(MIN_WEIGHT, g_bm25 * (confidence(sparse) - t_bm25)) * covered
-    d, s = minmax(dense), minmax(sparse)
+    d, s = minmax(readable), minmax(sparse)
     return {
         key: dense_weight * d.get(key, 0.0) + (bm25_weight + c_coverage * coverage.get(key, 0.0)) * s.get(key, 0.0)
-        for key in {**d, **s}
+        for key in {**dense, **s}
     }
 
 
@@ -146,19 +190,27 @@ def calibrated(dense: Scores, calibration: Calibration = REFERENCE) -> dict[str,
     return {key: calibration(value) for key, value in dense.items()}
 
 
-def relevance(dense: Scores, coverage: Scores, calibration: Calibration = REFERENCE) -> dict[str, float]:
+def relevance(
+    dense: Scores, coverage: Scores, calibration: Calibration = REFERENCE, languages: Languages = NOWHERE
+) -> dict[str, float]:
     """An absolute relevance of each candidate, 0..1: (2 x its dense cosine on the bundled model's scale + its
     term coverage) / 3: 0.05-0.25 for the best chunk of an unrelated query, 0.3-0.8 for what answers a question.
     `dense`: the leg's raw cosines, read through the embedder's `calibration`. A candidate the dense leg did not
     return gets that leg's lowest cosine (its own is no higher); with no dense leg (switched off, or the query
-    could not be embedded) the coverage alone decides."""
+    could not be embedded) the coverage alone decides. Where the model cannot read the query or the candidate
+    (`languages`), its cosine says nothing either way: it counts as UNKNOWN, halfway between the calibration's
+    unrelated and related levels, and the terms the candidate shares with the query decide."""
     if not dense:
         return {key: min(1.0, max(0.0, value)) for key, value in coverage.items()}
     scaled = calibrated(dense, calibration)
     floor = min(scaled.values())
+    blind = not languages.reads(languages.query)
+
+    def cosine(key: str) -> float:
+        return UNKNOWN if blind or not languages.reads(languages.of.get(key, "")) else scaled.get(key, floor)
+
     return {
-        key: min(1.0, max(0.0, (2.0 * scaled.get(key, floor) + coverage.get(key, 0.0)) / 3.0))
-        for key in {**scaled, **coverage}
+        key: min(1.0, max(0.0, (2.0 * cosine(key) + coverage.get(key, 0.0)) / 3.0)) for key in {**scaled, **coverage}
     }
 
 
@@ -170,12 +222,12 @@ def fuse(
     bm25_weight: float = 0.5,
     rrf_k: int = 60,
     coverage: Scores | None = None,
-    dense_reads: bool = True,
+    languages: Languages = NOWHERE,
 ) -> list[tuple[str, float]]:
-    """All candidates of both legs, best first, with their fused score (`coverage`, `dense_reads`: for `learned`)."""
+    """All candidates of both legs, best first, with their fused score (`coverage`, `languages`: for `learned`)."""
     fused: dict[str, float]
     if ranker == "learned":
-        fused = learned(dense, sparse, coverage or {}, dense_reads=dense_reads)
+        fused = learned(dense, sparse, coverage or {}, languages=languages)
     elif ranker == "rrf":
         fused = {}
         for leg in (dense, sparse):
@@ -224,12 +276,12 @@ def rank(
     sections: Callable[[list[str]], Mapping[str, Hashable]],
     settings: SearchConfig,
     calibration: Calibration = REFERENCE,
-    dense_reads: bool = True,
+    languages: Languages = NOWHERE,
 ) -> list[tuple[str, float]]:
     """What a search ranks: both legs fused by `settings.ranker` (the dense leg's cosines read through the
     embedder's `calibration`), split sections sharing their best score (`learned`, `minmax`; `sections` looks up
-    the candidates' section), hits under `settings.min_score` (`relevance`) left out. Best first. `dense_reads`:
-    whether the model reads the query's language (`learned`)."""
+    the candidates' section), hits under `settings.min_score` (`relevance`) left out. Best first. `languages`:
+    the query's and the candidates' languages, and the model's (`learned`)."""
     raw, dense = dense, calibrated(dense, calibration)
     ranked = fuse(
         dense,
@@ -239,11 +291,11 @@ def rank(
         settings.bm25_weight,
         settings.rrf_k,
         coverage,
-        dense_reads,
+        languages,
     )
     if settings.ranker in ("learned", "minmax") and len(ranked) > 1:
         ranked = share_sections(ranked, sections([k for k, _ in ranked]))
     if settings.min_score > 0:
-        relevant = relevance(raw, coverage, calibration)
+        relevant = relevance(raw, coverage, calibration, languages)
         ranked = [(k, v) for k, v in ranked if relevant.get(k, 0.0) >= settings.min_score]
     return ranked

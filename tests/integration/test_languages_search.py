@@ -1,0 +1,80 @@
+"""Search across languages through a real index: each candidate's detected language and what the fusion and the
+relevance floor do with it (core/search/language.py candidate_languages, core/search/rank.py Languages)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memsearch_lsp.config import SearchConfig
+from memsearch_lsp.core.search.analyzer import Analyzer, detect
+from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
+from tests.fakes import FakeEmbedder
+
+PORTUGUESE = """# 2026-01-05
+
+## Cache da API
+
+O endpoint antigo de agenda criava chaves no cache sem prazo de validade, e a memória do servidor encheu
+durante a madrugada. Trocamos a política de remoção para que as chaves mais antigas saiam primeiro e
+colocamos um prazo de uma hora em todas as chaves novas. O time de plantão conferiu os gráficos depois.
+"""
+
+ENGLISH = """# 2026-01-06
+
+## Release notes
+
+We shipped the new onboarding screens to every clinic today and wrote the changelog for the mobile app.
+"""
+
+
+class EnglishEmbedder(FakeEmbedder):
+    """The fake embedder declared as the bundled model is: reading English only."""
+
+    languages = ("en",)
+
+
+def _workspace(root: Path) -> Path:
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "2026-01-05.md").write_text(PORTUGUESE, encoding="utf-8")
+    (root / "memory" / "2026-01-06.md").write_text(ENGLISH, encoding="utf-8")
+    return root
+
+
+TABLE = """| Field | Type | Null | Key |
+|---|---|---|---|
+| id | mediumint(8) | NO | PRI |
+| email | varchar(80) | NO | UNI |
+| name | varchar(80) | NO | |
+"""
+
+
+def test_a_chunk_has_a_language_only_when_the_detection_is_sure() -> None:
+    """A table of an English note: `detect` calls it Portuguese for its "no" (BM25 stems it so, harmlessly); the
+    fusion, which would take away its cosine or hand a question to the other leg, does not count on it."""
+    assert detect(Analyzer.words(TABLE), TABLE.lower()) == "pt" and sure_language(TABLE) == ""
+    assert sure_language(PORTUGUESE) == "pt" and sure_language(ENGLISH) == "en"
+    assert sure_language("断网的情况下，手机端能显示几天内的看诊安排") == "zh"
+    # A question holds two function words of its language or more; a few keywords say nothing of theirs.
+    assert sure_language("Which legacy endpoint kept creating cache keys that never expired?", QUERY_SURE) == "en"
+    assert sure_language("¿Qué porcentaje de mensajes falló?", QUERY_SURE) == "es"
+    assert sure_language("deploy staging cache", QUERY_SURE) == ""
+
+
+def test_each_candidate_is_detected_in_its_own_language(tmp_path: Path, make_memory) -> None:
+    memory = make_memory(_workspace(tmp_path / "ws"))
+    memory.index()
+    rows = [r for r in memory.store.rows([r["id"] for r in memory.store.scan(["id"])]) if "##" in r.content]
+    found = candidate_languages(Analyzer("auto"), rows)
+    assert {r.source: found[r.id] for r in rows} == {"memory/2026-01-05.md": "pt", "memory/2026-01-06.md": "en"}
+    assert candidate_languages(Analyzer("auto"), rows) == found  # again: from the process's memory
+    assert candidate_languages(Analyzer("pt"), rows) == {}  # a set language: every text is read so
+
+
+def test_an_english_question_finds_a_portuguese_note_it_shares_terms_with(tmp_path: Path, make_memory) -> None:
+    """The English model's cosine with the Portuguese note is noise (low here): the floor judges the note by the
+    terms it shares with the question instead, so it is found; a question sharing nothing still finds nothing."""
+    memory = make_memory(_workspace(tmp_path / "ws"), EnglishEmbedder(), search={"min_score": SearchConfig().min_score})
+    memory.index()
+    hits = memory.search("Which legacy endpoint kept creating cache keys that never expired?", top_k=3)
+    assert hits and hits[0].source == "memory/2026-01-05.md"
+    assert memory.search("flibber wonk grizzle snorp", top_k=3) == []
