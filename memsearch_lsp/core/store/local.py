@@ -17,19 +17,21 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memsearch_lsp.core.files import links_in
 from memsearch_lsp.core.memory_use import release_unused_memory
 from memsearch_lsp.core.store import saved
 from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
 from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, mark, move_aside
 from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
-from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, stored
+from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, sparse_arrays, stored
 from memsearch_lsp.core.store.writer import Damaged, EngineProcess
 
 log = logging.getLogger(__name__)
 
 ENGINE_IDLE_S = 2.0  # the engine closes after this long without a write (reopening costs ~0.5 s per 10k chunks)
-SAVE_AFTER = 1024  # rows written since the last save that make the writer save the read model
+SAVE_AFTER = 1024  # rows written since the last save that make the writer save the read model when it goes idle
 
 
 _shared: dict[str, tuple[LocalStore, int]] = {}  # folder -> its store in this process, and how many hold it
@@ -197,14 +199,14 @@ class LocalStore:
         """Chunk rows (`id`, `source`, the scalar fields, `dense`, `sparse`), then their extra window rows (`id`
         "<chunk id>:<n>", `chunk_id`, `source`, `embed_hash`, `model`, `dense`): searchable at once, written to the
         engine by the writer."""
-        clipped = [stored(r) for r in rows]
+        clipped, windows = _arrays([stored(r) for r in rows], self.dim), _arrays(list(windows), self.dim)
         with self._lock:
             model = self._writing(len(clipped) + len(windows))
             for row in clipped:
                 model.put_chunk(row)
             for w in windows:
                 model.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
-            self._queue.append((clipped, list(windows), [], []))
+            self._queue.append((clipped, windows, [], []))
 
     def delete(self, ids: Iterable[str]) -> None:
         """Chunk rows and their window rows."""
@@ -222,7 +224,13 @@ class LocalStore:
             saved.invalidate(self.folder)  # before the engine can hold anything the saved copy lacks
             self._valid_save = False
         self._unsaved += max(1, rows)
+        self._start_writer()  # it opens the engine while the caller goes on
         return model
+
+    def _start_writer(self) -> None:
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_loop, name="memsearch-engine", daemon=True)
+            self._writer.start()
 
     def note_file(self, source: str, size: int, mtime_ns: int) -> None:
         with self._lock:
@@ -235,9 +243,8 @@ class LocalStore:
             self.sync()
             return
         with self._lock:
-            if self._queue and self._writer is None:
-                self._writer = threading.Thread(target=self._write_loop, name="memsearch-engine", daemon=True)
-                self._writer.start()
+            if self._queue:
+                self._start_writer()
             self._wake.notify_all()
 
     def sync(self) -> None:
@@ -255,8 +262,10 @@ class LocalStore:
         return StoreError(f"writing the index at {self.uri} failed ({said}); it is left as it is: please report this")
 
     def _write_loop(self) -> None:
-        """The writer: drains the queue into the engine, saves the read model after large writes, and closes the
-        engine once no write came for ENGINE_IDLE_S."""
+        """The writer: drains the queue into the engine and, once no write came for ENGINE_IDLE_S, saves the read model
+        (after large writes) and closes the engine."""
+        with self._engine_lock, contextlib.suppress(Exception):  # (a failure to open is said by the drain)
+            self.engine.open()
         while True:
             with self._lock:
                 if not self._queue and not self._closing:
@@ -265,6 +274,9 @@ class LocalStore:
                     return
                 idle = not self._queue
             if idle:
+                with self._lock:
+                    if self._unsaved >= SAVE_AFTER:
+                        self._save()
                 self._close_engine()
                 with self._lock:
                     if not self._queue:
@@ -298,10 +310,6 @@ class LocalStore:
                     log.warning("%s; the write is tried again with the next one", failure)
                 self.failure = failure
                 self.engine.close()
-                return
-        with self._lock:
-            if self._unsaved >= SAVE_AFTER:
-                self._save()
 
     def _save(self) -> None:
         """Save the read model (under the lock), then read it back mapped from its files: the rows held as Python
@@ -391,6 +399,17 @@ class LocalStore:
     def count(self) -> int:
         with self._lock:
             return self.model.docs
+
+
+def _arrays(rows: list[dict[str, Any]], dim: int) -> list[dict[str, Any]]:
+    """Rows with their vectors converted once, for the read model and the wire alike: `dense` a float32 row of one
+    matrix, `sparse` (when given) its (terms, weights) arrays."""
+    dense = np.asarray([r["dense"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
+    for row, vector in zip(rows, dense, strict=True):
+        row["dense"] = vector
+        if "sparse" in row:
+            row["sparse"] = sparse_arrays(row["sparse"])
+    return rows
 
 
 __all__ = ["IndexBusy", "LocalStore", "StoreError"]

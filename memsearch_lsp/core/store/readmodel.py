@@ -84,8 +84,6 @@ class ReadModel:
         for name in TEXTS:
             self.texts[name][slot] = str(row.get(name) or "")
         terms, weights = sparse_arrays(row["sparse"])
-        keep = weights != 0  # Milvus drops weights that are zero in float32
-        terms, weights = terms[keep].astype(np.uint32), weights[keep]
         if slot == len(self.terms):
             self.terms.append(terms)
             self.weights.append(weights)

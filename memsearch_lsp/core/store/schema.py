@@ -100,18 +100,22 @@ def sparse_dict(value: Any) -> dict[int, float]:
 
 
 def sparse_arrays(value: Any) -> tuple[Any, Any]:
-    """A sparse vector as Milvus Lite stores it (packed little-endian uint32 index, float32 weight pairs)
-    or as a dict, as (indices int64, weights float32) arrays."""
+    """A sparse vector (Milvus Lite's packed little-endian uint32 index, float32 weight pairs; a dict; or (terms,
+    weights) arrays already) as (terms uint32, weights float32) arrays, less the weights that are zero in float32
+    (Milvus drops them)."""
     import numpy as np
 
+    if isinstance(value, tuple):
+        return value
     if isinstance(value, bytes | bytearray | memoryview):
         pairs = np.frombuffer(value, dtype=np.dtype([("i", "<u4"), ("w", "<f4")]))
-        return pairs["i"].astype(np.int64), pairs["w"].astype(np.float32)
-    items = dict(value or {})
-    return (
-        np.fromiter(items.keys(), dtype=np.int64, count=len(items)),
-        np.fromiter(items.values(), dtype=np.float32, count=len(items)),
-    )
+        terms, weights = pairs["i"], pairs["w"]
+    else:
+        items = dict(value or {})
+        terms = np.fromiter(items.keys(), dtype=np.int64, count=len(items))
+        weights = np.fromiter(items.values(), dtype=np.float32, count=len(items))
+    keep = weights != 0
+    return terms[keep].astype(np.uint32), weights[keep].astype(np.float32)
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})

@@ -42,19 +42,40 @@ class EngineGone(StoreError):
     """The engine's process ended before it answered."""
 
 
-def _packed(row: dict[str, Any]) -> dict[str, Any]:
-    """A row for the wire: its dense vector as base64 float32, its sparse one with string keys."""
-    out = dict(row, dense=base64.b64encode(np.asarray(row["dense"], dtype="<f4").tobytes()).decode())
-    if "sparse" in row:
-        out["sparse"] = {str(k): float(v) for k, v in dict(row["sparse"]).items()}
+def _packed(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rows for the wire: their scalar fields, their dense vectors as one base64 float32 block, and their sparse ones
+    (when they have them: (terms, weights) arrays) as blocks of terms and weights with each row's count."""
+    out: dict[str, Any] = {"rows": [{k: v for k, v in r.items() if k not in ("dense", "sparse")} for r in rows]}
+    out["dense"] = _b64(np.asarray([r["dense"] for r in rows], dtype="<f4"))
+    if rows and "sparse" in rows[0]:
+        terms, weights = zip(*(r["sparse"] for r in rows), strict=True)
+        out.update(counts=[len(t) for t in terms], terms=_b64(np.concatenate(terms).astype("<u4")))
+        out["weights"] = _b64(np.concatenate(weights).astype("<f4"))
     return out
 
 
-def _unpacked(row: dict[str, Any]) -> dict[str, Any]:
-    out = dict(row, dense=np.frombuffer(base64.b64decode(row["dense"]), dtype="<f4").tolist())
-    if "sparse" in row:
-        out["sparse"] = {int(k): float(v) for k, v in row["sparse"].items()}
-    return out
+def _b64(array: np.ndarray) -> str:
+    return base64.b64encode(array.tobytes()).decode()
+
+
+def _unpacked(packed: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows `_packed` sent, with their vectors as lists and their sparse ones as {term: weight}."""
+    rows: list[dict[str, Any]] = packed["rows"]
+    if not rows:
+        return rows
+
+    def block(name: str, dtype: str) -> list[Any]:
+        values: list[Any] = np.frombuffer(base64.b64decode(packed[name]), dtype=dtype).tolist()
+        return values
+
+    dense = np.frombuffer(base64.b64decode(packed["dense"]), dtype="<f4").reshape(len(rows), -1).tolist()
+    for row, vector in zip(rows, dense, strict=True):
+        row["dense"] = vector
+    if "counts" in packed:
+        terms, weights, at = block("terms", "<u4"), block("weights", "<f4"), 0
+        for row, n in zip(rows, packed["counts"], strict=True):
+            row["sparse"], at = dict(zip(terms[at : at + n], weights[at : at + n], strict=True)), at + n
+    return rows
 
 
 def command() -> list[str]:
@@ -104,8 +125,8 @@ class EngineProcess:
     ) -> None:
         self._call(
             "write",
-            upserts=[_packed(r) for r in upserts],
-            windows=[_packed(w) for w in windows],
+            upserts=_packed(upserts),
+            windows=_packed(windows),
             deletes=list(deletes),
             window_deletes=list(window_deletes),
         )
@@ -173,8 +194,8 @@ class _Child:
 def _handle(engine: Engine, method: str, params: dict[str, Any]) -> Any:
     if method == "write":
         engine.write(
-            [_unpacked(r) for r in params["upserts"]],
-            [_unpacked(w) for w in params["windows"]],
+            _unpacked(params["upserts"]),
+            _unpacked(params["windows"]),
             params["deletes"],
             params["window_deletes"],
         )
