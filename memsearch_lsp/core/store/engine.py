@@ -186,10 +186,6 @@ class Engine:
                 raise EngineDrift.of(exc) from exc
             raise
 
-    def flush(self) -> None:
-        for name in self.collections:
-            self._table(name).flush()
-
     def drop(self) -> None:
         """Recreate both collections empty."""
         for name in self.collections:

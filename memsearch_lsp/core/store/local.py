@@ -2,7 +2,8 @@
 
 Every read is answered by the read model (core/store/readmodel.py), loaded at open from its saved copy (saved.py) or
 rebuilt from the engine. A write changes the read model at once and is queued for the engine, which a writer thread
-hands to the engine's process (writer.py), then closes after ENGINE_IDLE_S without writes. The Markdown is the truth:
+hands to the engine's process (writer.py): a write the engine took is in its write-ahead log, and the engine folds its
+log into segments when it closes, after ENGINE_IDLE_S without writes. The Markdown is the truth:
 a process killed before its queue reached the engine leaves no valid saved copy, and the next start brings the index
 up to date. `close()` drains the queue.
 """
@@ -300,7 +301,6 @@ class LocalStore:
                 mark(self.folder)  # our collections are in it now
                 for upserts, windows, deletes, window_deletes in batch:
                     self.engine.write(upserts, windows, deletes, window_deletes)
-                self.engine.flush()
                 self.failure = None
             except Exception as exc:
                 with self._lock:

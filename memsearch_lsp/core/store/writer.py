@@ -131,9 +131,6 @@ class EngineProcess:
             window_deletes=list(window_deletes),
         )
 
-    def flush(self) -> None:
-        self._call("flush")
-
     def drop(self) -> None:
         self._call("drop")
 
@@ -199,8 +196,6 @@ def _handle(engine: Engine, method: str, params: dict[str, Any]) -> Any:
             params["deletes"],
             params["window_deletes"],
         )
-    elif method == "flush":
-        engine.flush()
     elif method == "drop":
         engine.drop()
     elif method == "rebuild":
