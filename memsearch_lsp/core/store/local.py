@@ -171,10 +171,7 @@ class LocalStore:
             writer.join()
         try:
             self._drain()
-            with self._lock:
-                if not self._valid_save and self.failure is None:
-                    self._save()
-            self._close_engine()
+            self._close_engine(save_after=0)
         finally:
             with self._lock:
                 self._release()
@@ -275,10 +272,7 @@ class LocalStore:
                     return
                 idle = not self._queue
             if idle:
-                with self._lock:
-                    if self._unsaved >= SAVE_AFTER:
-                        self._save()
-                self._close_engine()
+                self._close_engine(save_after=SAVE_AFTER)
                 with self._lock:
                     if not self._queue:
                         self._writer = None
@@ -311,25 +305,31 @@ class LocalStore:
                 self.failure = failure
                 self.engine.close()
 
-    def _save(self) -> None:
-        """Save the read model (under the lock), then read it back mapped from its files: the rows held as Python
-        strings and the vectors' spare room go."""
+    def _save(self, reload: bool = True) -> None:
+        """Save the read model (under the lock), then (`reload`) read it back mapped from its files: the rows held as
+        Python strings and the vectors' spare room go."""
         try:
             saved.save(self.model, self.folder, self.identity)
         except Exception as exc:  # a full disk or an odd value: the next opening reads the engine
             log.warning("saving the read model of %s: %s", self.uri, exc)
             return
-        self._model = saved.load(self.folder, self.identity, self.dim) or self._model
+        if reload:
+            self._model = saved.load(self.folder, self.identity, self.dim) or self._model
         self._valid_save, self._unsaved = True, 0
 
-    def _close_engine(self) -> None:
+    def _close_engine(self, save_after: int | None = None) -> None:
+        """Close the engine, and meanwhile (while it folds its log into segments) save the read model when `save_after`
+        rows or more were written since it was saved; then name the engine's files in the saved copy, which is now
+        the present state (the next opening reads it without the engine)."""
         with self._engine_lock:
-            if not self.engine.opened:
-                return
+            self.engine.close(wait=False)
+            with self._lock:
+                if save_after is not None and not (self.failure or self._valid_save) and self._unsaved >= save_after:
+                    self._save(reload=save_after > 0)
             self.engine.close()
             with self._lock, contextlib.suppress(OSError, ValueError):
                 if self._valid_save:
-                    saved.stamp(self.folder)  # the next opening reads the saved copy without the engine
+                    saved.stamp(self.folder)
         release_unused_memory()
 
     def drop(self) -> None:

@@ -12,6 +12,7 @@ core/store/engine.py's `Engine`; errors come back as what they are (drift, anoth
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import os
 import subprocess
@@ -138,18 +139,23 @@ class EngineProcess:
         """Read every row of the engine into a read model and save it beside the index (core/store/saved.py)."""
         self._call("rebuild", identity=identity)
 
-    def close(self) -> None:
-        process, self._process = self._process, None
+    def close(self, wait: bool = True) -> None:
+        """Ask the engine's process to close (it folds its log into segments first); with `wait`, wait until it has."""
+        process = self._process
         if process is None:
             return
-        if process.poll() is None and process.stdin is not None:
-            try:
+        if process.stdin is not None and not process.stdin.closed:
+            with contextlib.suppress(OSError, ValueError):  # (it also ends when its stdin closes)
                 wire.send(process.stdin, id=1, method="close", params={})
                 process.stdin.close()
-                process.wait(60)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                process.kill()
-                process.wait()
+        if not wait:
+            return
+        self._process = None
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
         if process.stdout is not None:
             process.stdout.close()
 
