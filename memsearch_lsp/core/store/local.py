@@ -14,22 +14,24 @@ import contextlib
 import logging
 import shutil
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
 from memsearch_lsp.core.files import links_in
 from memsearch_lsp.core.memory_use import release_unused_memory
-from memsearch_lsp.core.store import saved
+from memsearch_lsp.core.store import Store, saved
 from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
 from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, mark, move_aside
-from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
+from memsearch_lsp.core.store.readmodel import ReadModel
 from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, sparse_arrays, stored
 from memsearch_lsp.core.store.writer import Damaged, EngineProcess
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 ENGINE_IDLE_S = 2.0  # the engine closes after this long without a write (reopening costs ~0.5 s per 10k chunks)
 SAVE_AFTER = 1024  # rows written since the last save that make the writer save the read model when it goes idle
@@ -53,7 +55,17 @@ def shared_store(uri: str, collection: str, dim: int) -> LocalStore:
         return store
 
 
-class LocalStore:
+def _read(method: Callable[Concatenate[ReadModel, P], R]) -> Callable[Concatenate[LocalStore, P], R]:
+    """A read of the read model, under the store's lock."""
+
+    def read(self: LocalStore, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self.model, *args, **kwargs)
+
+    return read
+
+
+class LocalStore(Store):
     """One local index folder (`uri`): its two collections (chunks and their extra windows) and its read model."""
 
     is_local = True
@@ -342,59 +354,21 @@ class LocalStore:
             self._start_empty()
 
     # -- reads: the read model ---------------------------------------------------------------------
-    def dense_leg(
-        self, vector: Sequence[float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
-    ) -> dict[str, float]:
-        if only is not None and not only:
-            return {}
-        with self._lock:
-            return self.model.dense(vector, limit, exclude_source, only)
-
-    def sparse_leg(
-        self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
-    ) -> dict[str, float]:
-        if only is not None and not only:
-            return {}
-        with self._lock:
-            return self.model.sparse(terms, limit, exclude_source, only)
-
-    def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
-        with self._lock:
-            return self.model.idf(term_ids)
-
-    def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
-        with self._lock:
-            return self.model.coverage(ids, terms)
-
-    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        with self._lock:
-            return self.model.sections(ids)
+    dense_leg = _read(ReadModel.dense)
+    sparse_leg = _read(ReadModel.sparse)
+    idf = _read(ReadModel.idf)
+    coverage = _read(ReadModel.coverage)
+    sections = _read(ReadModel.sections)
+    scan = _read(ReadModel.scan)
+    files = _read(ReadModel.files)
+    ids_of = _read(ReadModel.ids_of)
+    vectors_for = _read(ReadModel.vectors_for)
 
     def rows(self, ids: Sequence[str]) -> list[Row]:
         """Rows by id, in the order of `ids` (ids that are gone are left out)."""
         with self._lock:
             found = [self.model.row(i) for i in ids]
         return [Row.from_entity(r["id"], r) for r in found if r is not None]
-
-    def get(self, chunk_id: str) -> Row | None:
-        rows = self.rows([chunk_id])
-        return rows[0] if rows else None
-
-    def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
-        with self._lock:
-            return self.model.scan(fields)
-
-    def files(self, model: str) -> dict[str, FileRecord]:
-        with self._lock:
-            return self.model.files(model)
-
-    def ids_of(self, source: str) -> set[str]:
-        with self._lock:
-            return self.model.ids_of(source)
-
-    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[Any]]:
-        with self._lock:
-            return self.model.vectors_for(embed_hashes, model)
 
     def count(self) -> int:
         with self._lock:

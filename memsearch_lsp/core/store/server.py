@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.folder import StoreError
 from memsearch_lsp.core.store.readmodel import FileRecord
 from memsearch_lsp.core.store.schema import (
@@ -46,7 +47,7 @@ def connect(uri: str, token: str) -> Any:
     return MilvusClient(uri=uri, token=token or "")
 
 
-class ServerStore:
+class ServerStore(Store):
     """One collection (and its windows collection) on a Milvus server."""
 
     is_local = False
@@ -217,10 +218,6 @@ class ServerStore:
     def rows(self, ids: Sequence[str]) -> list[Row]:
         by_id = {r["id"]: r for r in self._get(ids, list(SCALARS))}
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
-
-    def get(self, chunk_id: str) -> Row | None:
-        rows = self.rows([chunk_id])
-        return rows[0] if rows else None
 
     def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
         return list(self._all(fields))
