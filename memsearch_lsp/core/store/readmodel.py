@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from memsearch_lsp.core.store.columns import Postings, Texts, Vectors, best, grown
-from memsearch_lsp.core.store.schema import INTS, TEXTS, idf, sparse_arrays
+from memsearch_lsp.core.store.schema import INTS, TEXTS, best_windows, idf, sparse_arrays
 
 Scored = list[tuple[str, float]]
 REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of the rows (and 256)
@@ -33,6 +33,18 @@ class FileRecord:
     chunks: int
     size: int = 0
     mtime_ns: int = 0
+
+
+def file_records(
+    rows: Iterable[tuple[str, str, str]], model: str, stats: Mapping[str, tuple[int, int]] | None = None
+) -> dict[str, FileRecord]:
+    """Each file's record from its rows' (source, file_hash, model): the hash when they agree and are of `model`."""
+    found: dict[str, list[Any]] = {}
+    for source, file_hash, made_by in rows:
+        agreed = file_hash if made_by == model else ""
+        entry = found.setdefault(source, [agreed, 0])
+        entry[0], entry[1] = entry[0] if entry[0] == agreed else "", entry[1] + 1
+    return {s: FileRecord(h, n, *(stats or {}).get(s, (0, 0))) for s, (h, n) in found.items()}
 
 
 class ReadModel:
@@ -155,14 +167,9 @@ class ReadModel:
         """The `limit` chunks closest to `vector`, each scored by its best window (the chunk's own vector is its
         first window)."""
         query = np.asarray(vector, dtype=np.float32)
-        scores = dict(self.chunks.top(query, limit, self.valid(self.chunks, exclude_source, only)))
-        window_valid = self.valid(self.windows, exclude_source, only)
-        for key, score in self.windows.top(query, 3 * limit, window_valid):
-            chunk = self.owner[self.windows.slot[key]]
-            if score > scores.get(chunk, -2.0):
-                scores[chunk] = score
-        ranked = sorted(scores, key=lambda k: -scores[k])[:limit]
-        return {k: scores[k] for k in ranked}
+        chunks = self.chunks.top(query, limit, self.valid(self.chunks, exclude_source, only))
+        windows = self.windows.top(query, 3 * limit, self.valid(self.windows, exclude_source, only))
+        return best_windows(chunks, ((self.owner[self.windows.slot[k]], score) for k, score in windows), limit)
 
     def sparse(
         self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
@@ -269,16 +276,9 @@ class ReadModel:
         return next((self.texts["model"][slot] for slot in self.chunks.slot.values()), "")
 
     def _files(self, model: str) -> dict[str, FileRecord]:
-        found: dict[str, list[Any]] = {}
-        hashes, models = self.texts["file_hash"], self.texts["model"]
-        for slot in self.chunks.slot.values():
-            source = self.names[int(self.chunks.source[slot])]
-            file_hash = hashes[slot] if models[slot] == model else ""
-            entry = found.setdefault(source, [file_hash, 0])
-            if entry[0] != file_hash:
-                entry[0] = ""
-            entry[1] += 1
-        return {s: FileRecord(h, n, *self.stats.get(s, (0, 0))) for s, (h, n) in found.items()}
+        hashes, models, source = self.texts["file_hash"], self.texts["model"], self.chunks.source
+        rows = ((self.names[int(source[s])], hashes[s], models[s]) for s in self.chunks.slot.values())
+        return file_records(rows, model, self.stats)
 
     def vectors_for(self, embed_hashes: Iterable[str], model: str) -> dict[str, list[np.ndarray]]:
         """Stored vectors (the chunk's, then its windows' in order) by embed_hash, for the embedding cache."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,18 @@ def build_schema(types: Any, schema: Any, fields: Any, dim: int, key_length: int
         schema.add_field(name, getattr(types, kind), **({"max_length": length} if length else {}))
     schema.add_field("dense", types.FLOAT_VECTOR, dim=dim)
     return schema
+
+
+def best_windows(
+    chunks: Iterable[tuple[str, float]], windows: Iterable[tuple[str, float]], limit: int
+) -> dict[str, float]:
+    """The `limit` best chunks of a dense search, each scored by its best window (the chunk's own vector is its
+    first): the chunks' hits, and the windows' by the chunk they belong to."""
+    scores = dict(chunks)
+    for chunk, score in windows:
+        if score > scores.get(chunk, -2.0):
+            scores[chunk] = score
+    return dict(sorted(scores.items(), key=lambda kv: -kv[1])[:limit])
 
 
 def idf(n_docs: int, df: int) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.folder import StoreError
-from memsearch_lsp.core.store.readmodel import FileRecord
+from memsearch_lsp.core.store.readmodel import FileRecord, file_records
 from memsearch_lsp.core.store.schema import (
     CHUNK_FIELDS,
     FIELDS,
@@ -23,6 +23,7 @@ from memsearch_lsp.core.store.schema import (
     WINDOW_FIELDS,
     WINDOW_SUFFIX,
     Row,
+    best_windows,
     build_schema,
     idf,
     quote,
@@ -177,12 +178,8 @@ class ServerStore(Store):
         tails = self.client.search(
             self.windows, [vector], anns_field="dense", limit=3 * limit, filter=expr, output_fields=["chunk_id"]
         )
-        scores = {str(h["id"]): float(h["distance"]) for h in found[0]}
-        for hit in tails[0]:
-            chunk = str(hit.get("entity", {}).get("chunk_id", ""))
-            if chunk and float(hit["distance"]) > scores.get(chunk, -2.0):
-                scores[chunk] = float(hit["distance"])
-        return {k: scores[k] for k in sorted(scores, key=lambda k: -scores[k])[:limit]}
+        windows = ((str(h["entity"]["chunk_id"]), float(h["distance"])) for h in tails[0] if h.get("entity"))
+        return best_windows(((str(h["id"]), float(h["distance"])) for h in found[0]), windows, limit)
 
     def sparse_leg(
         self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
@@ -223,13 +220,8 @@ class ServerStore(Store):
         return list(self._all(fields))
 
     def files(self, model: str) -> dict[str, FileRecord]:
-        found: dict[str, list[Any]] = {}
-        for row in self._all(["source", "file_hash", "model"]):
-            file_hash = row["file_hash"] if row["model"] == model else ""
-            entry = found.setdefault(row["source"], [file_hash, 0])
-            entry[0] = entry[0] if entry[0] == file_hash else ""
-            entry[1] += 1
-        return {s: FileRecord(h, n) for s, (h, n) in found.items()}
+        rows = self._all(["source", "file_hash", "model"])
+        return file_records(((r["source"], r["file_hash"], r["model"]) for r in rows), model)
 
     def ids_of(self, source: str) -> set[str]:
         return {str(r["id"]) for r in self._all(["id"], f"source == {quote(source)}")}
