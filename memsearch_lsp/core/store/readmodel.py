@@ -65,8 +65,7 @@ class ReadModel:
         self.main_upto = 0  # slots below this are in `main` unless changed since
         self.changed: set[int] = set()
         self.delta: Postings | None = None
-        self.df_delta: dict[int, int] = {}  # document frequencies since `main` was built
-        self._df_moves: list[tuple[np.ndarray, int]] = []  # terms of rows added (+1) or taken out (-1), not counted yet
+        self.stale = np.zeros(0, dtype=np.int64)  # the changed slots, as an array (with `delta`)
         self.stats: dict[str, tuple[int, int]] = {}  # source -> (size, mtime_ns) when its text was read from disk
         self.saved_files: tuple[str, dict[str, FileRecord]] | None = None  # (model, files) as saved, until a write
         self._by_embed: dict[bytes, int] | None = None  # embed_hash -> the slot of a row that holds it
@@ -85,11 +84,7 @@ class ReadModel:
     # -- writes (the local store calls these with the rows it writes to Milvus Lite) ---------------
     def put_chunk(self, row: Mapping[str, Any]) -> None:
         """One chunk row as stored: `id`, `source`, `dense`, `sparse` and the scalar fields."""
-        key = str(row["id"])
-        old = self.chunks.slot.get(key)
-        if old is not None:
-            self._forget_terms(old)
-        slot, _ = self.chunks.put(key, row["dense"], self.code(str(row["source"])))
+        slot, _ = self.chunks.put(str(row["id"]), row["dense"], self.code(str(row["source"])))
         if slot >= len(self.ints):
             self.ints = grown(self.ints, len(self.chunks.live))
         self.ints[slot] = [int(row.get(name) or 0) for name in INTS]
@@ -101,7 +96,6 @@ class ReadModel:
             self.weights.append(weights)
         else:
             self.terms[slot], self.weights[slot] = terms, weights
-        self._df_moves.append((terms, 1))
         self._changed(slot)
         if self._by_embed is not None:
             self._by_embed[self.texts["embed_hash"][slot].encode()] = slot
@@ -120,7 +114,6 @@ class ReadModel:
         for key in ids:
             slot = self.chunks.remove(key)
             if slot is not None:
-                self._forget_terms(slot)
                 self.terms[slot] = self.terms[slot][:0]
                 self.weights[slot] = self.weights[slot][:0]
                 self._changed(slot)
@@ -129,19 +122,6 @@ class ReadModel:
 
     def note_file(self, source: str, size: int, mtime_ns: int) -> None:
         self.stats[source] = (size, mtime_ns)
-
-    def _forget_terms(self, slot: int) -> None:
-        self._df_moves.append((self.terms[slot], -1))
-
-    def _count_moves(self) -> None:
-        """Fold the terms of the rows written since into `df_delta` (counted in numpy, once per search)."""
-        for sign in (1, -1):
-            moved = [terms for terms, s in self._df_moves if s == sign and len(terms)]
-            if moved:
-                keys, counts = np.unique(np.concatenate(moved), return_counts=True)
-                for term, count in zip(keys.tolist(), counts.tolist(), strict=True):
-                    self.df_delta[term] = self.df_delta.get(term, 0) + sign * count
-        self._df_moves = []
 
     def _changed(self, slot: int) -> None:
         if slot < self.main_upto:
@@ -178,27 +158,25 @@ class ReadModel:
         n = self.chunks.n
         if not n or limit <= 0 or not terms:
             return {}
-        self._refresh()
-        assert self.delta is not None
+        delta = self._refresh()
         query = sorted((int(t), float(np.float32(w))) for t, w in terms.items() if np.float32(w) != 0)
         scores = np.zeros(n, dtype=np.float64)
         hit = np.zeros(n, dtype=bool)
         self.main.add_to(scores, hit, query)
-        if self.changed:
-            stale = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
-            scores[stale], hit[stale] = 0.0, False
-        self.delta.add_to(scores, hit, query)
+        scores[self.stale], hit[self.stale] = 0.0, False
+        delta.add_to(scores, hit, query)
         valid = hit & self.valid(self.chunks, exclude_source, only)
         return dict(best(self.chunks.ids, scores.astype(np.float32), valid, limit))
 
     def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
-        """BM25 IDF of each term over the stored chunks (log(1 + (N - df + 0.5) / (df + 0.5)))."""
-        self._count_moves()
-        n = max(self.docs, 1)
-        out = {}
+        """BM25 IDF of each term over the stored chunks (log(1 + (N - df + 0.5) / (df + 0.5))): df counts its rows in
+        `main` that did not change since, and those in `delta`."""
+        delta, n, out = self._refresh(), max(self.docs, 1), {}
         for term in set(term_ids):
-            part = self.main.find(term)
-            df = (part.stop - part.start if part is not None else 0) + self.df_delta.get(term, 0)
+            old, new = self.main.find(term), delta.find(term)
+            df = new.stop - new.start if new is not None else 0
+            if old is not None:
+                df += old.stop - old.start - int(np.isin(self.main.slots[old], self.stale).sum())
             out[term] = idf(n, df)
         return out
 
@@ -314,20 +292,22 @@ class ReadModel:
         return index
 
     # -- postings --------------------------------------------------------------------------
-    def _refresh(self) -> None:
-        """Postings of the rows changed since the last full build (rebuilt in full when they are many)."""
-        n = self.chunks.n
-        if self.delta is not None:
-            return
-        if len(self.changed) > max(256, n // REBUILD_SHARE) or (n - self.main_upto) > max(256, n // REBUILD_SHARE):
-            self.full_postings()
-        fresh = sorted(self.changed) + list(range(self.main_upto, n))
-        self.delta = Postings(fresh, [self.terms[s] for s in fresh], [self.weights[s] for s in fresh])
+    def _refresh(self) -> Postings:
+        """The postings of the rows written since the last full build (`stale`: those of them that `main` holds as
+        they were); rebuilt in full when they are many."""
+        if self.delta is None:
+            n, many = self.chunks.n, max(256, self.chunks.n // REBUILD_SHARE)
+            if len(self.changed) > many or n - self.main_upto > many:
+                self.full_postings()
+            self.stale = np.asarray(sorted(self.changed), dtype=np.int64)
+            fresh = [*self.stale.tolist(), *range(self.main_upto, n)]
+            self.delta = Postings(fresh, [self.terms[s] for s in fresh], [self.weights[s] for s in fresh])
+        return self.delta
 
     def full_postings(self) -> None:
         """Build the BM25 postings of every row now (before a save: they load built)."""
         n = self.chunks.n
         if self.main_upto != n or self.changed:
             self.main = Postings(range(n), self.terms, self.weights)
-            self.main_upto, self.changed, self.df_delta, self._df_moves = n, set(), {}, []
+            self.main_upto, self.changed = n, set()
         self.delta = None

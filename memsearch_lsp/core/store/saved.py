@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 FOLDER = "read-model"
 OLD_FOLDER = "search-cache"  # the saved mirror of earlier versions (marshal rows): never read, removed
 META = "meta.json"
-FORMAT = 2
+FORMAT = 3
 
 
 def fingerprint(index: str | Path) -> list[list[Any]]:
@@ -79,8 +79,7 @@ def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
         "post_slots": model.main.slots,
         "post_weights": model.main.weights,
         "post_keys": model.main.keys,
-        "post_starts": model.main.starts,
-        "post_ends": model.main.ends,
+        "post_bounds": model.main.bounds,
     }
     packed = {"chunk_ids": pack(chunks.ids), "window_ids": pack(windows.ids), "window_owner": pack(model.owner)}
     packed.update({name: model.texts[name].packed(n) for name in TEXTS})
@@ -216,13 +215,10 @@ def _model(a: dict[str, np.ndarray], names: list[str], dim: int) -> ReadModel:
     model.weights = [weights[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
     main = Postings([], [], [])
     main.slots, main.weights, main.keys = a["post_slots"], a["post_weights"], a["post_keys"]
-    main.starts, main.ends = a["post_starts"], a["post_ends"]
-    _check(main.slots.shape == main.weights.shape and main.starts.shape == main.ends.shape == main.keys.shape, "post")
+    main.bounds = bounds = a["post_bounds"]
+    _check(main.slots.shape == main.weights.shape and bounds.shape == (main.keys.size + 1,), "postings")
     _check(not main.slots.size or (int(main.slots.min()) >= 0 and int(main.slots.max()) < n), "posting slots")
-    _check(
-        bool(np.all(main.starts <= main.ends)) and (not main.ends.size or int(main.ends.max()) <= len(main.slots)),
-        "posting ranges",
-    )
+    _check(bounds[0] == 0 and bounds[-1] == len(main.slots) and bool(np.all(np.diff(bounds) >= 0)), "posting ranges")
     _check(bool(np.all(np.diff(main.keys.astype(np.int64)) > 0)), "posting terms")
     model.main, model.main_upto = main, n
     return model
