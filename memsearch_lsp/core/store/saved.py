@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from memsearch_lsp.core.files import folder_fd, read_file, remove_file, write_file
-from memsearch_lsp.core.store.columns import Postings, Texts, Vectors, pack
+from memsearch_lsp.core.store.columns import Postings, Texts, pack
 from memsearch_lsp.core.store.folder import LOCK
 from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
 from memsearch_lsp.core.store.schema import INTS, TEXTS
@@ -195,8 +195,10 @@ def _model(a: dict[str, np.ndarray], names: list[str], dim: int) -> ReadModel:
         vecs, live, source = a[f"{prefix}_vecs"], a[f"{prefix}_live"], a[f"{prefix}_source"]
         _check(vecs.shape == (count, dim) and source.shape == (count,), f"{prefix} vectors")
         _check(not count or (int(source.min()) >= 0 and int(source.max()) < len(names)), f"{prefix} sources")
-        ids = _column(a, f"{prefix}_ids", count)
-        _vectors(rows, ids.values(count), vecs, live.astype(bool, copy=False), source.astype(np.int32))
+        rows.ids, rows.vecs = _column(a, f"{prefix}_ids", count).values(count), vecs
+        rows.live, rows.source = live.astype(bool, copy=False), source.astype(np.int32)
+        rows.slot = {rows.ids[s]: s for s in np.flatnonzero(rows.live).tolist()}
+        _check(len(rows.slot) == int(rows.live.sum()), "ids (repeated)")
     model.names, model.sources = names, {name: code for code, name in enumerate(names)}
     owners = _column(a, "window_owner", nw)
     model.owner = owners.values(nw)
@@ -222,9 +224,3 @@ def _model(a: dict[str, np.ndarray], names: list[str], dim: int) -> ReadModel:
     _check(bool(np.all(np.diff(main.keys.astype(np.int64)) > 0)), "posting terms")
     model.main, model.main_upto = main, n
     return model
-
-
-def _vectors(into: Vectors, ids: list[str], vecs: np.ndarray, live: np.ndarray, source: np.ndarray) -> None:
-    into.ids, into.vecs, into.live, into.source = ids, vecs, live, source
-    into.slot = {ids[s]: s for s in np.flatnonzero(live).tolist()}
-    _check(len(into.slot) == int(live.sum()), "ids (repeated)")

@@ -57,16 +57,6 @@ class Row:
         return cls(id=pk, score=score, **values)
 
 
-def build_schema(types: Any, schema: Any, fields: Any, dim: int, key_length: int) -> Any:
-    """Add `id`, `dense` (`dim`) and `fields` to `schema` (a pymilvus or Milvus Lite schema builder: `add_field`
-    with pymilvus' arguments; `types`: its DataType)."""
-    schema.add_field("id", types.VARCHAR, is_primary=True, max_length=key_length)
-    for name, kind, length in fields:
-        schema.add_field(name, getattr(types, kind), **({"max_length": length} if length else {}))
-    schema.add_field("dense", types.FLOAT_VECTOR, dim=dim)
-    return schema
-
-
 def best_windows(
     chunks: Iterable[tuple[str, float]], windows: Iterable[tuple[str, float]], limit: int
 ) -> dict[str, float]:
@@ -99,16 +89,9 @@ def stored(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def sparse_dict(value: Any) -> dict[int, float]:
-    """A stored sparse vector as {term: weight}: a dict (pymilvus) or Milvus Lite's packed bytes."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        terms, weights = sparse_arrays(value)
-        return dict(zip(terms.tolist(), weights.tolist(), strict=True))
-    if isinstance(value, dict):
-        return {int(k): float(v) for k, v in value.items()}
-    try:  # scipy-like or pymilvus row objects
-        return {int(k): float(v) for k, v in dict(value).items()}
-    except (TypeError, ValueError):
-        return {}
+    """A stored sparse vector (see `sparse_arrays`) as {term: weight}."""
+    terms, weights = sparse_arrays(value)
+    return dict(zip(terms.tolist(), weights.tolist(), strict=True))
 
 
 def sparse_arrays(value: Any) -> tuple[Any, Any]:

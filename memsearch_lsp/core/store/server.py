@@ -24,7 +24,6 @@ from memsearch_lsp.core.store.schema import (
     WINDOW_SUFFIX,
     Row,
     best_windows,
-    build_schema,
     idf,
     quote,
     sparse_dict,
@@ -35,17 +34,6 @@ from memsearch_lsp.core.store.schema import (
 log = logging.getLogger(__name__)
 
 _BATCH = 500
-
-
-def connect(uri: str, token: str) -> Any:
-    """A pymilvus MilvusClient to the server at `uri` (pymilvus' one import in the package)."""
-    # gRPC's C core logs INFO lines straight to stderr; the CLI promises one line per error.
-    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    from pymilvus import MilvusClient
-
-    for name in ("pymilvus", "pymilvus.milvus_client"):  # configured when imported; we report errors ourselves
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    return MilvusClient(uri=uri, token=token or "")
 
 
 class ServerStore(Store):
@@ -71,7 +59,12 @@ class ServerStore(Store):
         if self._client is not None:
             return
         try:
-            self._client = connect(self.uri, self.token)
+            os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core logs INFO lines straight to stderr
+            from pymilvus import MilvusClient  # (pymilvus' one import in the package)
+
+            for name in ("pymilvus", "pymilvus.milvus_client"):  # configured when imported; we report errors ourselves
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            self._client = MilvusClient(uri=self.uri, token=self.token or "")
             self._ensure()
         except StoreError:
             raise
@@ -103,7 +96,11 @@ class ServerStore(Store):
             if client.has_collection(name):
                 client.drop_collection(name)
         for name, fields, key in ((self.collection, CHUNK_FIELDS, 64), (self.windows, WINDOW_FIELDS, 96)):
-            schema = build_schema(DataType, client.create_schema(auto_id=False), fields, self.dim, key)
+            schema = client.create_schema(auto_id=False)
+            schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=key)
+            for field, kind, length in fields:
+                schema.add_field(field, getattr(DataType, kind), **({"max_length": length} if length else {}))
+            schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
             index = client.prepare_index_params()
             index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="COSINE")
             if name == self.collection:
