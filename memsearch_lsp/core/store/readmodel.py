@@ -176,7 +176,9 @@ class ReadModel:
             old, new = self.main.find(term), delta.find(term)
             df = new.stop - new.start if new is not None else 0
             if old is not None:
-                df += old.stop - old.start - int(np.isin(self.main.slots[old], self.stale).sum())
+                df += old.stop - old.start
+            if old is not None and self.stale.size:
+                df -= int(np.isin(self.main.slots[old], self.stale).sum())
             out[term] = idf(n, df)
         return out
 
