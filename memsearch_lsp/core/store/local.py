@@ -2,10 +2,9 @@
 
 Every read is answered by the read model (core/store/readmodel.py), loaded at open from its saved copy (saved.py) or
 rebuilt from the engine. A write changes the read model at once and is queued for the engine, which a writer thread
-hands to the engine's process (writer.py): a write the engine took is in its write-ahead log, and the engine folds its
-log into segments when it closes, after ENGINE_IDLE_S without writes. The Markdown is the truth:
-a process killed before its queue reached the engine leaves no valid saved copy, and the next start brings the index
-up to date. `close()` drains the queue.
+hands to the engine's process (writer.py): what the engine took is in its write-ahead log, folded into segments when
+the engine closes after ENGINE_IDLE_S without writes. The Markdown is the truth: a process killed before its queue
+reached the engine leaves no valid saved copy, and the next start brings the index up to date. `close()` drains it.
 """
 
 from __future__ import annotations
