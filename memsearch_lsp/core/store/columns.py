@@ -32,9 +32,8 @@ class Texts:
         self.since[slot] = value
 
     def values(self, n: int) -> list[str]:
-        """The strings of slots 0..n-1 (those saved decoded in one pass)."""
-        if self.since or len(self.offsets) != n + 1:
-            return [self[slot] for slot in range(n)]
+        """The strings of slots 0..n-1, as saved (decoded in one pass)."""
+        assert not self.since and len(self.offsets) == n + 1
         data, offsets = self.blob.tobytes(), self.offsets.tolist()
         return [data[a:b].decode("utf-8", "replace") for a, b in itertools.pairwise(offsets)]
 

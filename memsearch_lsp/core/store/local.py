@@ -54,14 +54,14 @@ def shared_store(uri: str, collection: str, dim: int) -> LocalStore:
         return store
 
 
-def _read(method: Callable[Concatenate[ReadModel, P], R]) -> Callable[Concatenate[LocalStore, P], R]:
-    """A read of the read model, under the store's lock."""
+def _locked(method: Callable[Concatenate[ReadModel, P], R]) -> Callable[Concatenate[LocalStore, P], R]:
+    """A call of the read model, under the store's lock."""
 
-    def read(self: LocalStore, *args: P.args, **kwargs: P.kwargs) -> R:
+    def call(self: LocalStore, *args: P.args, **kwargs: P.kwargs) -> R:
         with self._lock:
             return method(self.model, *args, **kwargs)
 
-    return read
+    return call
 
 
 class LocalStore(Store):
@@ -241,10 +241,6 @@ class LocalStore(Store):
             self._writer = threading.Thread(target=self._write_loop, name="memsearch-engine", daemon=True)
             self._writer.start()
 
-    def note_file(self, source: str, size: int, mtime_ns: int) -> None:
-        with self._lock:
-            self.model.note_file(source, size, mtime_ns)
-
     def flush(self, wait: bool = False) -> None:
         """Hand what is queued to the writer; it returns at once (searches already see it) unless `wait`: then once the
         engine holds it (the engine's failure, if it could not take it)."""
@@ -353,15 +349,16 @@ class LocalStore(Store):
             self._start_empty()
 
     # -- reads: the read model ---------------------------------------------------------------------
-    dense_leg = _read(ReadModel.dense)
-    sparse_leg = _read(ReadModel.sparse)
-    idf = _read(ReadModel.idf)
-    coverage = _read(ReadModel.coverage)
-    sections = _read(ReadModel.sections)
-    scan = _read(ReadModel.scan)
-    files = _read(ReadModel.files)
-    ids_of = _read(ReadModel.ids_of)
-    vectors_for = _read(ReadModel.vectors_for)
+    note_file = _locked(ReadModel.note_file)
+    dense_leg = _locked(ReadModel.dense)
+    sparse_leg = _locked(ReadModel.sparse)
+    idf = _locked(ReadModel.idf)
+    coverage = _locked(ReadModel.coverage)
+    sections = _locked(ReadModel.sections)
+    scan = _locked(ReadModel.scan)
+    files = _locked(ReadModel.files)
+    ids_of = _locked(ReadModel.ids_of)
+    vectors_for = _locked(ReadModel.vectors_for)
 
     def rows(self, ids: Sequence[str]) -> list[Row]:
         """Rows by id, in the order of `ids` (ids that are gone are left out)."""

@@ -248,14 +248,6 @@ class ReadModel:
         """Each indexed file's record (its rows must agree on the file hash and be of `model`)."""
         if self.saved_files is not None and self.saved_files[0] == model:
             return self.saved_files[1]
-        return self._files(model)
-
-    @property
-    def stored_model(self) -> str:
-        """The embedding model of the stored rows ("" when there are none)."""
-        return next((self.texts["model"][slot] for slot in self.chunks.slot.values()), "")
-
-    def _files(self, model: str) -> dict[str, FileRecord]:
         hashes, models, source = self.texts["file_hash"], self.texts["model"], self.chunks.source
         rows = ((self.names[int(source[s])], hashes[s], models[s]) for s in self.chunks.slot.values())
         return file_records(rows, model, self.stats)

@@ -91,7 +91,7 @@ def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
 def save(model: ReadModel, index: str | Path, identity: dict[str, Any]) -> None:
     """Write `model` and its files' records beside `index` (the caller holds the store's lock: no write runs
     meanwhile)."""
-    stored = model.stored_model
+    stored = next((model.texts["model"][slot] for slot in model.chunks.slot.values()), "")  # the rows' model
     files = model.files(stored)
     with folder_fd(Path(index) / FOLDER, create=True) as fd:
         remove_file(fd, META)
