@@ -159,7 +159,7 @@ def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
 def find_owner(root: Path) -> str | None:
     """The socket of a live owner of `root`'s index; stale records and sockets are removed. UntrustedOwner for a
     record or socket that is not this user's; an owner alive but not answering raises OwnerGone (busy or stuck:
-    the caller does not wait for it longer than one ping)."""
+    the caller does not wait for it longer than one ping), one that refuses or drops the call is closing: None."""
     record = read_record(root)
     if record is None:
         return None
@@ -174,6 +174,8 @@ def find_owner(root: Path) -> str | None:
         if isinstance(exc, UntrustedOwner) and pid_alive(int(record.get("pid", 0) or 0)):
             raise
         if _owner_alive(root, record):
+            if isinstance(exc, ConnectionError):  # refused or reset: it is closing (the caller waits for its lock)
+                return None
             raise OwnerGone(
                 f"the process that owns the index of {root} (pid {record.get('pid')}) does not answer ({exc})"
             ) from exc
