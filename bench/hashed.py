@@ -10,7 +10,7 @@ import hashlib
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,13 @@ def patch_embedder() -> None:
             self.bench_loaded = True
         return hashed_vectors(texts, self.dim)
 
+    def embed_reporting(self: Any, texts: Sequence[str], done: Callable[[int], None]) -> list[list[float]]:
+        vectors = embed(self, texts)  # (the indexer's path when it reports progress: the server's, the CLI's)
+        done(len(vectors))
+        return vectors
+
     onnx.FastEmbedEmbedder.embed = embed  # type: ignore[method-assign]
+    onnx.FastEmbedEmbedder.embed_reporting = embed_reporting  # type: ignore[method-assign]
 
 
 def hashed_vectors(texts: Sequence[str], dim: int) -> list[list[float]]:

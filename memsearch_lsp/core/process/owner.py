@@ -159,7 +159,7 @@ def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
 def find_owner(root: Path) -> str | None:
     """The socket of a live owner of `root`'s index; stale records and sockets are removed. UntrustedOwner for a
     record or socket that is not this user's; an owner alive but not answering raises OwnerGone (busy or stuck:
-    the caller does not wait for it longer than one ping)."""
+    the caller does not wait for it longer than one ping), one that refuses or drops the call is closing: None."""
     record = read_record(root)
     if record is None:
         return None
@@ -174,6 +174,8 @@ def find_owner(root: Path) -> str | None:
         if isinstance(exc, UntrustedOwner) and pid_alive(int(record.get("pid", 0) or 0)):
             raise
         if _owner_alive(root, record):
+            if isinstance(exc, ConnectionError):  # refused or reset: it is closing (the caller waits for its lock)
+                return None
             raise OwnerGone(
                 f"the process that owns the index of {root} (pid {record.get('pid')}) does not answer ({exc})"
             ) from exc
@@ -198,9 +200,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def progress(self, done: int, total: int, message: str) -> None:
         with contextlib.suppress(OSError):
-            wire.send(
-                self.connection, method=protocol.PROGRESS, params={"done": done, "total": total, "message": message}
-            )
+            wire.send(self.connection, method=protocol.PROGRESS, params=dict(done=done, total=total, message=message))
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -214,9 +214,7 @@ class OwnerServer:
     (e.g. "memsearch-lsp serve for Neovim"), for messages in its clients."""
 
     def __init__(self, memory: Memory, process: str = ""):
-        self.memory = memory
-        self.process = process
-        self.socket = socket_path_for(memory.root)
+        self.memory, self.process, self.socket = memory, process, socket_path_for(memory.root)
         self._server: _UnixServer | None = None
         self.last_call = time.monotonic()  # when a client last asked something (an idle owner may leave)
 
@@ -232,13 +230,7 @@ class OwnerServer:
         server.owner = self
         self._server = server
         threading.Thread(target=server.serve_forever, name="memsearch-owner", daemon=True).start()
-        record = {
-            "pid": os.getpid(),
-            "socket": str(self.socket),
-            "version": __version__,
-            "index": self.memory.uri,
-            "process": self.process,
-        }
+        record = dict(self.dispatch("ping", {}, lambda *_: None), socket=str(self.socket), index=self.memory.uri)
         with folder_fd(self.memory.index_dir) as fd:
             write_file(fd, RECORD, json.dumps(record).encode())
 
@@ -294,14 +286,9 @@ class RemoteMemory(MemoryFiles):
     def reconfigure(self, config: Config) -> bool:
         """Take this process's new settings without touching the owner's index: search settings travel with each
         search; watch, lsp and compaction settings apply here; the index's own stay as the owner serves them."""
-        old = self.config.search
-        self.search_overrides.update(
-            {
-                f.name: getattr(config.search, f.name)
-                for f in fields(old)
-                if getattr(config.search, f.name) != getattr(old, f.name)
-            }
-        )
+        new, old = config.search, self.config.search
+        changed = {f.name: getattr(new, f.name) for f in fields(old) if getattr(new, f.name) != getattr(old, f.name)}
+        self.search_overrides.update(changed)
         self.config = with_index_settings(config, self.config)
         return False
 

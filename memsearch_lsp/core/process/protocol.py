@@ -61,18 +61,15 @@ class OwnerGone(RuntimeError):
 
 
 @functools.cache
-def hints(op: str) -> dict[str, Any]:
-    return get_type_hints(getattr(IndexApi, op), localns=_TYPES)
-
-
-@functools.cache
-def signature(op: str) -> inspect.Signature:
-    return inspect.signature(getattr(IndexApi, op))
+def declared(op: str) -> tuple[inspect.Signature, dict[str, Any]]:
+    """The signature and type hints of the IndexApi operation `op` (read once)."""
+    method = getattr(IndexApi, op)
+    return inspect.signature(method), get_type_hints(method, localns=_TYPES)
 
 
 def request(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], Progress | None]:
     """(the params of a call of `op` with these arguments, its progress callback if it has one)."""
-    bound = signature(op).bind(None, *args, **kwargs).arguments
+    bound = declared(op)[0].bind(None, *args, **kwargs).arguments
     bound.pop("self", None)
     progress = bound.pop("progress", None)
     params = {name: CONVERTER.unstructure(value) for name, value in bound.items() if name != "overrides"}
@@ -84,7 +81,8 @@ def request(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dic
 
 def call_arguments(op: str, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """The keyword arguments of `op` from its params (ValueError for a name or value it does not take)."""
-    known, types = signature(op).parameters, hints(op)
+    signature, types = declared(op)
+    known = signature.parameters
     arguments: dict[str, Any] = {}
     for name, value in params.items():
         if name == "progress":
@@ -101,11 +99,6 @@ def call_arguments(op: str, params: dict[str, Any], progress: Progress) -> dict[
     return arguments
 
 
-def result_of(op: str, value: Any) -> Any:
-    kind = hints(op)["return"]
-    return None if kind is type(None) else CONVERTER.structure(value, kind)
-
-
 def asked_of_owner(method: F) -> F:
     """A client's version of the IndexApi operation `method`: the same signature, asked of the owner
     (`self.ask(op, params, progress)`)."""
@@ -113,7 +106,8 @@ def asked_of_owner(method: F) -> F:
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         params, progress = request(op, args, kwargs)
-        return result_of(op, self.ask(op, params, progress))
+        result, kind = self.ask(op, params, progress), declared(op)[1]["return"]
+        return None if kind is type(None) else CONVERTER.structure(result, kind)
 
     functools.update_wrapper(call, method)
     return call  # type: ignore[return-value]

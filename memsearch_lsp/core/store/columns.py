@@ -32,9 +32,8 @@ class Texts:
         self.since[slot] = value
 
     def values(self, n: int) -> list[str]:
-        """The strings of slots 0..n-1 (those saved decoded in one pass)."""
-        if self.since or len(self.offsets) != n + 1:
-            return [self[slot] for slot in range(n)]
+        """The strings of slots 0..n-1, as saved (decoded in one pass)."""
+        assert not self.since and len(self.offsets) == n + 1
         data, offsets = self.blob.tobytes(), self.offsets.tolist()
         return [data[a:b].decode("utf-8", "replace") for a, b in itertools.pairwise(offsets)]
 
@@ -113,16 +112,10 @@ class Vectors:
         if not n or limit <= 0:
             return []
         sims = np.empty(n, dtype=np.float32)
-        loaded = min(n, len(self.vecs))
-        for start in range(0, n, BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
-            end = min(n, start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
-            if end <= loaded:
-                np.matmul(self.vecs[start:end], query, out=sims[start:end])
-            else:
-                for part, first, last in ((self.vecs, start, min(end, loaded)), (self.tail, max(start, loaded), end)):
-                    if first < last:
-                        offset = 0 if part is self.vecs else loaded
-                        np.matmul(part[first - offset : last - offset], query, out=sims[first:last])
+        for first, part in ((0, self.vecs), (len(self.vecs), self.tail[: n - len(self.vecs)])):
+            for start in range(0, len(part), BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
+                end = min(len(part), start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
+                np.matmul(part[start:end], query, out=sims[first + start : first + end])
         return best(self.ids, sims, valid, limit)
 
 
@@ -154,7 +147,7 @@ class Postings:
         self.slots = np.zeros(0, dtype=np.int32)
         self.weights = np.zeros(0, dtype=np.float32)
         self.keys = np.zeros(0, dtype=np.uint32)
-        self.starts = self.ends = np.zeros(0, dtype=np.int64)
+        self.bounds = np.zeros(1, dtype=np.int64)  # the postings of keys[i] are bounds[i]:bounds[i + 1]
         if slots:
             term = np.concatenate(terms).astype(np.uint32)
             order = np.argsort(term, kind="stable")
@@ -162,12 +155,11 @@ class Postings:
             self.slots = np.repeat(np.asarray(slots, dtype=np.int32), counts)[order]
             self.weights = np.concatenate(weights).astype(np.float32)[order]
             self.keys, starts = np.unique(term[order], return_index=True)
-            self.starts = starts.astype(np.int64)
-            self.ends = np.append(starts[1:], len(order)).astype(np.int64)
+            self.bounds = np.append(starts, len(order)).astype(np.int64)
 
     def find(self, term: int) -> slice | None:
         i = int(np.searchsorted(self.keys, term))
-        return slice(int(self.starts[i]), int(self.ends[i])) if i < self.keys.size and self.keys[i] == term else None
+        return slice(*self.bounds[i : i + 2].tolist()) if i < self.keys.size and self.keys[i] == term else None
 
     def add_to(self, scores: np.ndarray, hit: np.ndarray, query: Sequence[tuple[int, float]]) -> None:
         for term, weight in query:

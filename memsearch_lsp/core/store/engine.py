@@ -133,10 +133,8 @@ class Engine:
             for name, fields in zip(self.collections, (CHUNK_FIELDS, WINDOW_FIELDS), strict=True):
                 created |= self._ensure(name, fields, 64 if name == self.collections[0] else 96)
             return created
-        except BaseException as exc:
+        except BaseException:
             self.close()
-            if drift(exc):
-                raise EngineDrift.of(exc) from exc
             raise
 
     def _ensure(self, name: str, fields: Sequence[tuple[str, str, int]], key_length: int) -> bool:
@@ -172,23 +170,15 @@ class Engine:
         deletes: Sequence[str],
         window_deletes: Sequence[str],
     ) -> None:
-        """Upsert chunk and window rows, then delete rows by id (in that order), as the indexer wrote them."""
-        try:
-            chunks, extra = (self._table(n) for n in self.collections)
-            for table, rows in ((chunks, upserts), (extra, windows)):
-                for start in range(0, len(rows), 500):
-                    table.upsert([_plain(r) for r in rows[start : start + 500]])
-            for table, ids in ((chunks, deletes), (extra, window_deletes)):
-                if ids:
-                    table.delete(list(ids))
-        except BaseException as exc:
-            if drift(exc):
-                raise EngineDrift.of(exc) from exc
-            raise
-
-    def flush(self) -> None:
-        for name in self.collections:
-            self._table(name).flush()
+        """Upsert chunk and window rows (vectors as lists), then delete rows by id (in that order), as the indexer
+        wrote them."""
+        chunks, extra = (self._table(n) for n in self.collections)
+        for table, rows in ((chunks, upserts), (extra, windows)):
+            for start in range(0, len(rows), 500):
+                table.upsert(list(rows[start : start + 500]))
+        for table, ids in ((chunks, deletes), (extra, window_deletes)):
+            if ids:
+                table.delete(list(ids))
 
     def drop(self) -> None:
         """Recreate both collections empty."""
@@ -208,6 +198,18 @@ class Engine:
             yield from table.get(ids[start : start + PAGE])
             release_unused_memory()
 
+    def rebuild(self, identity: dict[str, Any]) -> None:
+        """Read every row into a read model and save it beside the index (core/store/saved.py)."""
+        from memsearch_lsp.core.store import saved
+        from memsearch_lsp.core.store.readmodel import ReadModel
+
+        model = ReadModel(self.dim)
+        for row in self.rows():
+            model.put_chunk(row)
+        for row in self.rows(windows=True):
+            model.put_window(row["id"], row["chunk_id"], row["source"], row["dense"])
+        saved.save(model, self.folder, identity)
+
     def close(self) -> None:
         """Close the engine and hand its memory back: its objects refer to one another, so they are collected now,
         and the C heap and Arrow's pool are trimmed (~120 MB at 10k chunks otherwise stays with the process)."""
@@ -217,12 +219,6 @@ class Engine:
             del db
             gc.collect()
             release_unused_memory()
-
-
-def _plain(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as Milvus Lite takes it (vectors as lists)."""
-    dense = row["dense"]
-    return dict(row, dense=dense.tolist()) if hasattr(dense, "tolist") else row
 
 
 def engine_files(folder: str | Path) -> bool:

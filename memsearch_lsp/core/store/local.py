@@ -2,9 +2,9 @@
 
 Every read is answered by the read model (core/store/readmodel.py), loaded at open from its saved copy (saved.py) or
 rebuilt from the engine. A write changes the read model at once and is queued for the engine, which a writer thread
-hands to the engine's process (writer.py), then closes after ENGINE_IDLE_S without writes. The Markdown is the truth:
-a process killed before its queue reached the engine leaves no valid saved copy, and the next start brings the index
-up to date. `close()` drains the queue.
+hands to the engine's process (writer.py): what the engine took is in its write-ahead log, folded into segments when
+the engine closes after ENGINE_IDLE_S without writes. The Markdown is the truth: a process killed before its queue
+reached the engine leaves no valid saved copy, and the next start brings the index up to date. `close()` drains it.
 """
 
 from __future__ import annotations
@@ -13,23 +13,27 @@ import contextlib
 import logging
 import shutil
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import numpy as np
 
 from memsearch_lsp.core.files import links_in
 from memsearch_lsp.core.memory_use import release_unused_memory
-from memsearch_lsp.core.store import saved
+from memsearch_lsp.core.store import Store, saved
 from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
 from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, mark, move_aside
-from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
-from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, stored
+from memsearch_lsp.core.store.readmodel import ReadModel
+from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, sparse_arrays, stored
 from memsearch_lsp.core.store.writer import Damaged, EngineProcess
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 ENGINE_IDLE_S = 2.0  # the engine closes after this long without a write (reopening costs ~0.5 s per 10k chunks)
-SAVE_AFTER = 1024  # rows written since the last save that make the writer save the read model
+SAVE_AFTER = 1024  # rows written since the last save that make the writer save the read model when it goes idle
 
 
 _shared: dict[str, tuple[LocalStore, int]] = {}  # folder -> its store in this process, and how many hold it
@@ -50,7 +54,17 @@ def shared_store(uri: str, collection: str, dim: int) -> LocalStore:
         return store
 
 
-class LocalStore:
+def _locked(method: Callable[Concatenate[ReadModel, P], R]) -> Callable[Concatenate[LocalStore, P], R]:
+    """A call of the read model, under the store's lock."""
+
+    def call(self: LocalStore, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self.model, *args, **kwargs)
+
+    return call
+
+
+class LocalStore(Store):
     """One local index folder (`uri`): its two collections (chunks and their extra windows) and its read model."""
 
     is_local = True
@@ -168,10 +182,7 @@ class LocalStore:
             writer.join()
         try:
             self._drain()
-            with self._lock:
-                if not self._valid_save and self.failure is None:
-                    self._save()
-            self._close_engine()
+            self._close_engine(save_after=0)
         finally:
             with self._lock:
                 self._release()
@@ -197,14 +208,14 @@ class LocalStore:
         """Chunk rows (`id`, `source`, the scalar fields, `dense`, `sparse`), then their extra window rows (`id`
         "<chunk id>:<n>", `chunk_id`, `source`, `embed_hash`, `model`, `dense`): searchable at once, written to the
         engine by the writer."""
-        clipped = [stored(r) for r in rows]
+        clipped, windows = _arrays([stored(r) for r in rows], self.dim), _arrays(list(windows), self.dim)
         with self._lock:
             model = self._writing(len(clipped) + len(windows))
             for row in clipped:
                 model.put_chunk(row)
             for w in windows:
                 model.put_window(w["id"], w["chunk_id"], w["source"], w["dense"])
-            self._queue.append((clipped, list(windows), [], []))
+            self._queue.append((clipped, windows, [], []))
 
     def delete(self, ids: Iterable[str]) -> None:
         """Chunk rows and their window rows."""
@@ -222,11 +233,13 @@ class LocalStore:
             saved.invalidate(self.folder)  # before the engine can hold anything the saved copy lacks
             self._valid_save = False
         self._unsaved += max(1, rows)
+        self._start_writer()  # it opens the engine while the caller goes on
         return model
 
-    def note_file(self, source: str, size: int, mtime_ns: int) -> None:
-        with self._lock:
-            self.model.note_file(source, size, mtime_ns)
+    def _start_writer(self) -> None:
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_loop, name="memsearch-engine", daemon=True)
+            self._writer.start()
 
     def flush(self, wait: bool = False) -> None:
         """Hand what is queued to the writer; it returns at once (searches already see it) unless `wait`: then once the
@@ -235,9 +248,8 @@ class LocalStore:
             self.sync()
             return
         with self._lock:
-            if self._queue and self._writer is None:
-                self._writer = threading.Thread(target=self._write_loop, name="memsearch-engine", daemon=True)
-                self._writer.start()
+            if self._queue:
+                self._start_writer()
             self._wake.notify_all()
 
     def sync(self) -> None:
@@ -255,8 +267,10 @@ class LocalStore:
         return StoreError(f"writing the index at {self.uri} failed ({said}); it is left as it is: please report this")
 
     def _write_loop(self) -> None:
-        """The writer: drains the queue into the engine, saves the read model after large writes, and closes the
-        engine once no write came for ENGINE_IDLE_S."""
+        """The writer: drains the queue into the engine and, once no write came for ENGINE_IDLE_S, saves the read model
+        (after large writes) and closes the engine."""
+        with self._engine_lock, contextlib.suppress(Exception):  # (a failure to open is said by the drain)
+            self.engine.open()
         while True:
             with self._lock:
                 if not self._queue and not self._closing:
@@ -265,7 +279,7 @@ class LocalStore:
                     return
                 idle = not self._queue
             if idle:
-                self._close_engine()
+                self._close_engine(save_after=SAVE_AFTER)
                 with self._lock:
                     if not self._queue:
                         self._writer = None
@@ -288,7 +302,6 @@ class LocalStore:
                 mark(self.folder)  # our collections are in it now
                 for upserts, windows, deletes, window_deletes in batch:
                     self.engine.write(upserts, windows, deletes, window_deletes)
-                self.engine.flush()
                 self.failure = None
             except Exception as exc:
                 with self._lock:
@@ -298,30 +311,32 @@ class LocalStore:
                     log.warning("%s; the write is tried again with the next one", failure)
                 self.failure = failure
                 self.engine.close()
-                return
-        with self._lock:
-            if self._unsaved >= SAVE_AFTER:
-                self._save()
 
-    def _save(self) -> None:
-        """Save the read model (under the lock), then read it back mapped from its files: the rows held as Python
-        strings and the vectors' spare room go."""
+    def _save(self, reload: bool = True) -> None:
+        """Save the read model (under the lock), then (`reload`) read it back mapped from its files: the rows held as
+        Python strings and the vectors' spare room go."""
         try:
             saved.save(self.model, self.folder, self.identity)
         except Exception as exc:  # a full disk or an odd value: the next opening reads the engine
             log.warning("saving the read model of %s: %s", self.uri, exc)
             return
-        self._model = saved.load(self.folder, self.identity, self.dim) or self._model
+        if reload:
+            self._model = saved.load(self.folder, self.identity, self.dim) or self._model
         self._valid_save, self._unsaved = True, 0
 
-    def _close_engine(self) -> None:
+    def _close_engine(self, save_after: int | None = None) -> None:
+        """Close the engine, and meanwhile (while it folds its log into segments) save the read model when `save_after`
+        rows or more were written since it was saved; then name the engine's files in the saved copy, which is now
+        the present state (the next opening reads it without the engine)."""
         with self._engine_lock:
-            if not self.engine.opened:
-                return
+            self.engine.close(wait=False)
+            with self._lock:
+                if save_after is not None and not (self.failure or self._valid_save) and self._unsaved >= save_after:
+                    self._save(reload=save_after > 0)
             self.engine.close()
             with self._lock, contextlib.suppress(OSError, ValueError):
                 if self._valid_save:
-                    saved.stamp(self.folder)  # the next opening reads the saved copy without the engine
+                    saved.stamp(self.folder)
         release_unused_memory()
 
     def drop(self) -> None:
@@ -334,33 +349,16 @@ class LocalStore:
             self._start_empty()
 
     # -- reads: the read model ---------------------------------------------------------------------
-    def dense_leg(
-        self, vector: Sequence[float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
-    ) -> dict[str, float]:
-        if only is not None and not only:
-            return {}
-        with self._lock:
-            return self.model.dense(vector, limit, exclude_source, only)
-
-    def sparse_leg(
-        self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
-    ) -> dict[str, float]:
-        if only is not None and not only:
-            return {}
-        with self._lock:
-            return self.model.sparse(terms, limit, exclude_source, only)
-
-    def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
-        with self._lock:
-            return self.model.idf(term_ids)
-
-    def coverage(self, ids: Sequence[str], terms: Mapping[int, float]) -> dict[str, float]:
-        with self._lock:
-            return self.model.coverage(ids, terms)
-
-    def sections(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        with self._lock:
-            return self.model.sections(ids)
+    note_file = _locked(ReadModel.note_file)
+    dense_leg = _locked(ReadModel.dense)
+    sparse_leg = _locked(ReadModel.sparse)
+    idf = _locked(ReadModel.idf)
+    coverage = _locked(ReadModel.coverage)
+    sections = _locked(ReadModel.sections)
+    scan = _locked(ReadModel.scan)
+    files = _locked(ReadModel.files)
+    ids_of = _locked(ReadModel.ids_of)
+    vectors_for = _locked(ReadModel.vectors_for)
 
     def rows(self, ids: Sequence[str]) -> list[Row]:
         """Rows by id, in the order of `ids` (ids that are gone are left out)."""
@@ -368,29 +366,20 @@ class LocalStore:
             found = [self.model.row(i) for i in ids]
         return [Row.from_entity(r["id"], r) for r in found if r is not None]
 
-    def get(self, chunk_id: str) -> Row | None:
-        rows = self.rows([chunk_id])
-        return rows[0] if rows else None
-
-    def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
-        with self._lock:
-            return self.model.scan(fields)
-
-    def files(self, model: str) -> dict[str, FileRecord]:
-        with self._lock:
-            return self.model.files(model)
-
-    def ids_of(self, source: str) -> set[str]:
-        with self._lock:
-            return self.model.ids_of(source)
-
-    def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[Any]]:
-        with self._lock:
-            return self.model.vectors_for(embed_hashes, model)
-
     def count(self) -> int:
         with self._lock:
             return self.model.docs
+
+
+def _arrays(rows: list[dict[str, Any]], dim: int) -> list[dict[str, Any]]:
+    """Rows with their vectors converted once, for the read model and the wire alike: `dense` a float32 row of one
+    matrix, `sparse` (when given) its (terms, weights) arrays."""
+    dense = np.asarray([r["dense"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
+    for row, vector in zip(rows, dense, strict=True):
+        row["dense"] = vector
+        if "sparse" in row:
+            row["sparse"] = sparse_arrays(row["sparse"])
+    return rows
 
 
 __all__ = ["IndexBusy", "LocalStore", "StoreError"]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from memsearch_lsp.core.store.columns import Postings, Texts, Vectors, best, grown
-from memsearch_lsp.core.store.schema import INTS, TEXTS, idf, sparse_arrays
+from memsearch_lsp.core.store.schema import INTS, TEXTS, best_windows, idf, sparse_arrays
 
 Scored = list[tuple[str, float]]
 REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of the rows (and 256)
@@ -33,6 +33,18 @@ class FileRecord:
     chunks: int
     size: int = 0
     mtime_ns: int = 0
+
+
+def file_records(
+    rows: Iterable[tuple[str, str, str]], model: str, stats: Mapping[str, tuple[int, int]] | None = None
+) -> dict[str, FileRecord]:
+    """Each file's record from its rows' (source, file_hash, model): the hash when they agree and are of `model`."""
+    found: dict[str, list[Any]] = {}
+    for source, file_hash, made_by in rows:
+        agreed = file_hash if made_by == model else ""
+        entry = found.setdefault(source, [agreed, 0])
+        entry[0], entry[1] = entry[0] if entry[0] == agreed else "", entry[1] + 1
+    return {s: FileRecord(h, n, *(stats or {}).get(s, (0, 0))) for s, (h, n) in found.items()}
 
 
 class ReadModel:
@@ -53,8 +65,7 @@ class ReadModel:
         self.main_upto = 0  # slots below this are in `main` unless changed since
         self.changed: set[int] = set()
         self.delta: Postings | None = None
-        self.df_delta: dict[int, int] = {}  # document frequencies since `main` was built
-        self._df_moves: list[tuple[np.ndarray, int]] = []  # terms of rows added (+1) or taken out (-1), not counted yet
+        self.stale = np.zeros(0, dtype=np.int64)  # the changed slots, as an array (with `delta`)
         self.stats: dict[str, tuple[int, int]] = {}  # source -> (size, mtime_ns) when its text was read from disk
         self.saved_files: tuple[str, dict[str, FileRecord]] | None = None  # (model, files) as saved, until a write
         self._by_embed: dict[bytes, int] | None = None  # embed_hash -> the slot of a row that holds it
@@ -73,25 +84,18 @@ class ReadModel:
     # -- writes (the local store calls these with the rows it writes to Milvus Lite) ---------------
     def put_chunk(self, row: Mapping[str, Any]) -> None:
         """One chunk row as stored: `id`, `source`, `dense`, `sparse` and the scalar fields."""
-        key = str(row["id"])
-        old = self.chunks.slot.get(key)
-        if old is not None:
-            self._forget_terms(old)
-        slot, _ = self.chunks.put(key, row["dense"], self.code(str(row["source"])))
+        slot, _ = self.chunks.put(str(row["id"]), row["dense"], self.code(str(row["source"])))
         if slot >= len(self.ints):
             self.ints = grown(self.ints, len(self.chunks.live))
         self.ints[slot] = [int(row.get(name) or 0) for name in INTS]
         for name in TEXTS:
             self.texts[name][slot] = str(row.get(name) or "")
         terms, weights = sparse_arrays(row["sparse"])
-        keep = weights != 0  # Milvus drops weights that are zero in float32
-        terms, weights = terms[keep].astype(np.uint32), weights[keep]
         if slot == len(self.terms):
             self.terms.append(terms)
             self.weights.append(weights)
         else:
             self.terms[slot], self.weights[slot] = terms, weights
-        self._df_moves.append((terms, 1))
         self._changed(slot)
         if self._by_embed is not None:
             self._by_embed[self.texts["embed_hash"][slot].encode()] = slot
@@ -110,7 +114,6 @@ class ReadModel:
         for key in ids:
             slot = self.chunks.remove(key)
             if slot is not None:
-                self._forget_terms(slot)
                 self.terms[slot] = self.terms[slot][:0]
                 self.weights[slot] = self.weights[slot][:0]
                 self._changed(slot)
@@ -119,19 +122,6 @@ class ReadModel:
 
     def note_file(self, source: str, size: int, mtime_ns: int) -> None:
         self.stats[source] = (size, mtime_ns)
-
-    def _forget_terms(self, slot: int) -> None:
-        self._df_moves.append((self.terms[slot], -1))
-
-    def _count_moves(self) -> None:
-        """Fold the terms of the rows written since into `df_delta` (counted in numpy, once per search)."""
-        for sign in (1, -1):
-            moved = [terms for terms, s in self._df_moves if s == sign and len(terms)]
-            if moved:
-                keys, counts = np.unique(np.concatenate(moved), return_counts=True)
-                for term, count in zip(keys.tolist(), counts.tolist(), strict=True):
-                    self.df_delta[term] = self.df_delta.get(term, 0) + sign * count
-        self._df_moves = []
 
     def _changed(self, slot: int) -> None:
         if slot < self.main_upto:
@@ -157,14 +147,9 @@ class ReadModel:
         """The `limit` chunks closest to `vector`, each scored by its best window (the chunk's own vector is its
         first window)."""
         query = np.asarray(vector, dtype=np.float32)
-        scores = dict(self.chunks.top(query, limit, self.valid(self.chunks, exclude_source, only)))
-        window_valid = self.valid(self.windows, exclude_source, only)
-        for key, score in self.windows.top(query, 3 * limit, window_valid):
-            chunk = self.owner[self.windows.slot[key]]
-            if score > scores.get(chunk, -2.0):
-                scores[chunk] = score
-        ranked = sorted(scores, key=lambda k: -scores[k])[:limit]
-        return {k: scores[k] for k in ranked}
+        chunks = self.chunks.top(query, limit, self.valid(self.chunks, exclude_source, only))
+        windows = self.windows.top(query, 3 * limit, self.valid(self.windows, exclude_source, only))
+        return best_windows(chunks, ((self.owner[self.windows.slot[k]], score) for k, score in windows), limit)
 
     def sparse(
         self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
@@ -173,27 +158,27 @@ class ReadModel:
         n = self.chunks.n
         if not n or limit <= 0 or not terms:
             return {}
-        self._refresh()
-        assert self.delta is not None
+        delta = self._refresh()
         query = sorted((int(t), float(np.float32(w))) for t, w in terms.items() if np.float32(w) != 0)
         scores = np.zeros(n, dtype=np.float64)
         hit = np.zeros(n, dtype=bool)
         self.main.add_to(scores, hit, query)
-        if self.changed:
-            stale = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
-            scores[stale], hit[stale] = 0.0, False
-        self.delta.add_to(scores, hit, query)
+        scores[self.stale], hit[self.stale] = 0.0, False
+        delta.add_to(scores, hit, query)
         valid = hit & self.valid(self.chunks, exclude_source, only)
         return dict(best(self.chunks.ids, scores.astype(np.float32), valid, limit))
 
     def idf(self, term_ids: Iterable[int]) -> dict[int, float]:
-        """BM25 IDF of each term over the stored chunks (log(1 + (N - df + 0.5) / (df + 0.5)))."""
-        self._count_moves()
-        n = max(self.docs, 1)
-        out = {}
+        """BM25 IDF of each term over the stored chunks (log(1 + (N - df + 0.5) / (df + 0.5))): df counts its rows in
+        `main` that did not change since, and those in `delta`."""
+        delta, n, out = self._refresh(), max(self.docs, 1), {}
         for term in set(term_ids):
-            part = self.main.find(term)
-            df = (part.stop - part.start if part is not None else 0) + self.df_delta.get(term, 0)
+            old, new = self.main.find(term), delta.find(term)
+            df = new.stop - new.start if new is not None else 0
+            if old is not None:
+                df += old.stop - old.start
+            if old is not None and self.stale.size:
+                df -= int(np.isin(self.main.slots[old], self.stale).sum())
             out[term] = idf(n, df)
         return out
 
@@ -263,24 +248,9 @@ class ReadModel:
         """Each indexed file's record (its rows must agree on the file hash and be of `model`)."""
         if self.saved_files is not None and self.saved_files[0] == model:
             return self.saved_files[1]
-        return self._files(model)
-
-    @property
-    def stored_model(self) -> str:
-        """The embedding model of the stored rows ("" when there are none)."""
-        return next((self.texts["model"][slot] for slot in self.chunks.slot.values()), "")
-
-    def _files(self, model: str) -> dict[str, FileRecord]:
-        found: dict[str, list[Any]] = {}
-        hashes, models = self.texts["file_hash"], self.texts["model"]
-        for slot in self.chunks.slot.values():
-            source = self.names[int(self.chunks.source[slot])]
-            file_hash = hashes[slot] if models[slot] == model else ""
-            entry = found.setdefault(source, [file_hash, 0])
-            if entry[0] != file_hash:
-                entry[0] = ""
-            entry[1] += 1
-        return {s: FileRecord(h, n, *self.stats.get(s, (0, 0))) for s, (h, n) in found.items()}
+        hashes, models, source = self.texts["file_hash"], self.texts["model"], self.chunks.source
+        rows = ((self.names[int(source[s])], hashes[s], models[s]) for s in self.chunks.slot.values())
+        return file_records(rows, model, self.stats)
 
     def vectors_for(self, embed_hashes: Iterable[str], model: str) -> dict[str, list[np.ndarray]]:
         """Stored vectors (the chunk's, then its windows' in order) by embed_hash, for the embedding cache."""
@@ -316,20 +286,22 @@ class ReadModel:
         return index
 
     # -- postings --------------------------------------------------------------------------
-    def _refresh(self) -> None:
-        """Postings of the rows changed since the last full build (rebuilt in full when they are many)."""
-        n = self.chunks.n
-        if self.delta is not None:
-            return
-        if len(self.changed) > max(256, n // REBUILD_SHARE) or (n - self.main_upto) > max(256, n // REBUILD_SHARE):
-            self.full_postings()
-        fresh = sorted(self.changed) + list(range(self.main_upto, n))
-        self.delta = Postings(fresh, [self.terms[s] for s in fresh], [self.weights[s] for s in fresh])
+    def _refresh(self) -> Postings:
+        """The postings of the rows written since the last full build (`stale`: those of them that `main` holds as
+        they were); rebuilt in full when they are many."""
+        if self.delta is None:
+            n, many = self.chunks.n, max(256, self.chunks.n // REBUILD_SHARE)
+            if len(self.changed) > many or n - self.main_upto > many:
+                self.full_postings()
+            self.stale = np.asarray(sorted(self.changed), dtype=np.int64)
+            fresh = [*self.stale.tolist(), *range(self.main_upto, n)]
+            self.delta = Postings(fresh, [self.terms[s] for s in fresh], [self.weights[s] for s in fresh])
+        return self.delta
 
     def full_postings(self) -> None:
         """Build the BM25 postings of every row now (before a save: they load built)."""
         n = self.chunks.n
         if self.main_upto != n or self.changed:
             self.main = Postings(range(n), self.terms, self.weights)
-            self.main_upto, self.changed, self.df_delta, self._df_moves = n, set(), {}, []
+            self.main_upto, self.changed = n, set()
         self.delta = None

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from memsearch_lsp.core.files import folder_fd, read_file, remove_file, write_file
-from memsearch_lsp.core.store.columns import Postings, Texts, Vectors, pack
+from memsearch_lsp.core.store.columns import Postings, Texts, pack
 from memsearch_lsp.core.store.folder import LOCK
 from memsearch_lsp.core.store.readmodel import FileRecord, ReadModel
 from memsearch_lsp.core.store.schema import INTS, TEXTS
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 FOLDER = "read-model"
 OLD_FOLDER = "search-cache"  # the saved mirror of earlier versions (marshal rows): never read, removed
 META = "meta.json"
-FORMAT = 2
+FORMAT = 3
 
 
 def fingerprint(index: str | Path) -> list[list[Any]]:
@@ -79,8 +79,7 @@ def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
         "post_slots": model.main.slots,
         "post_weights": model.main.weights,
         "post_keys": model.main.keys,
-        "post_starts": model.main.starts,
-        "post_ends": model.main.ends,
+        "post_bounds": model.main.bounds,
     }
     packed = {"chunk_ids": pack(chunks.ids), "window_ids": pack(windows.ids), "window_owner": pack(model.owner)}
     packed.update({name: model.texts[name].packed(n) for name in TEXTS})
@@ -92,7 +91,7 @@ def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
 def save(model: ReadModel, index: str | Path, identity: dict[str, Any]) -> None:
     """Write `model` and its files' records beside `index` (the caller holds the store's lock: no write runs
     meanwhile)."""
-    stored = model.stored_model
+    stored = next((model.texts["model"][slot] for slot in model.chunks.slot.values()), "")  # the rows' model
     files = model.files(stored)
     with folder_fd(Path(index) / FOLDER, create=True) as fd:
         remove_file(fd, META)
@@ -196,8 +195,10 @@ def _model(a: dict[str, np.ndarray], names: list[str], dim: int) -> ReadModel:
         vecs, live, source = a[f"{prefix}_vecs"], a[f"{prefix}_live"], a[f"{prefix}_source"]
         _check(vecs.shape == (count, dim) and source.shape == (count,), f"{prefix} vectors")
         _check(not count or (int(source.min()) >= 0 and int(source.max()) < len(names)), f"{prefix} sources")
-        ids = _column(a, f"{prefix}_ids", count)
-        _vectors(rows, ids.values(count), vecs, live.astype(bool, copy=False), source.astype(np.int32))
+        rows.ids, rows.vecs = _column(a, f"{prefix}_ids", count).values(count), vecs
+        rows.live, rows.source = live.astype(bool, copy=False), source.astype(np.int32)
+        rows.slot = {rows.ids[s]: s for s in np.flatnonzero(rows.live).tolist()}
+        _check(len(rows.slot) == int(rows.live.sum()), "ids (repeated)")
     model.names, model.sources = names, {name: code for code, name in enumerate(names)}
     owners = _column(a, "window_owner", nw)
     model.owner = owners.values(nw)
@@ -216,19 +217,10 @@ def _model(a: dict[str, np.ndarray], names: list[str], dim: int) -> ReadModel:
     model.weights = [weights[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
     main = Postings([], [], [])
     main.slots, main.weights, main.keys = a["post_slots"], a["post_weights"], a["post_keys"]
-    main.starts, main.ends = a["post_starts"], a["post_ends"]
-    _check(main.slots.shape == main.weights.shape and main.starts.shape == main.ends.shape == main.keys.shape, "post")
+    main.bounds = bounds = a["post_bounds"]
+    _check(main.slots.shape == main.weights.shape and bounds.shape == (main.keys.size + 1,), "postings")
     _check(not main.slots.size or (int(main.slots.min()) >= 0 and int(main.slots.max()) < n), "posting slots")
-    _check(
-        bool(np.all(main.starts <= main.ends)) and (not main.ends.size or int(main.ends.max()) <= len(main.slots)),
-        "posting ranges",
-    )
+    _check(bounds[0] == 0 and bounds[-1] == len(main.slots) and bool(np.all(np.diff(bounds) >= 0)), "posting ranges")
     _check(bool(np.all(np.diff(main.keys.astype(np.int64)) > 0)), "posting terms")
     model.main, model.main_upto = main, n
     return model
-
-
-def _vectors(into: Vectors, ids: list[str], vecs: np.ndarray, live: np.ndarray, source: np.ndarray) -> None:
-    into.ids, into.vecs, into.live, into.source = ids, vecs, live, source
-    into.slot = {ids[s]: s for s in np.flatnonzero(live).tolist()}
-    _check(len(into.slot) == int(live.sum()), "ids (repeated)")

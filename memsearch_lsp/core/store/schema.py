@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,14 +57,16 @@ class Row:
         return cls(id=pk, score=score, **values)
 
 
-def build_schema(types: Any, schema: Any, fields: Any, dim: int, key_length: int) -> Any:
-    """Add `id`, `dense` (`dim`) and `fields` to `schema` (a pymilvus or Milvus Lite schema builder: `add_field`
-    with pymilvus' arguments; `types`: its DataType)."""
-    schema.add_field("id", types.VARCHAR, is_primary=True, max_length=key_length)
-    for name, kind, length in fields:
-        schema.add_field(name, getattr(types, kind), **({"max_length": length} if length else {}))
-    schema.add_field("dense", types.FLOAT_VECTOR, dim=dim)
-    return schema
+def best_windows(
+    chunks: Iterable[tuple[str, float]], windows: Iterable[tuple[str, float]], limit: int
+) -> dict[str, float]:
+    """The `limit` best chunks of a dense search, each scored by its best window (the chunk's own vector is its
+    first): the chunks' hits, and the windows' by the chunk they belong to."""
+    scores = dict(chunks)
+    for chunk, score in windows:
+        if score > scores.get(chunk, -2.0):
+            scores[chunk] = score
+    return dict(sorted(scores.items(), key=lambda kv: -kv[1])[:limit])
 
 
 def idf(n_docs: int, df: int) -> float:
@@ -87,31 +89,28 @@ def stored(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def sparse_dict(value: Any) -> dict[int, float]:
-    """A stored sparse vector as {term: weight}: a dict (pymilvus) or Milvus Lite's packed bytes."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        terms, weights = sparse_arrays(value)
-        return dict(zip(terms.tolist(), weights.tolist(), strict=True))
-    if isinstance(value, dict):
-        return {int(k): float(v) for k, v in value.items()}
-    try:  # scipy-like or pymilvus row objects
-        return {int(k): float(v) for k, v in dict(value).items()}
-    except (TypeError, ValueError):
-        return {}
+    """A stored sparse vector (see `sparse_arrays`) as {term: weight}."""
+    terms, weights = sparse_arrays(value)
+    return dict(zip(terms.tolist(), weights.tolist(), strict=True))
 
 
 def sparse_arrays(value: Any) -> tuple[Any, Any]:
-    """A sparse vector as Milvus Lite stores it (packed little-endian uint32 index, float32 weight pairs)
-    or as a dict, as (indices int64, weights float32) arrays."""
+    """A sparse vector (Milvus Lite's packed little-endian uint32 index, float32 weight pairs; a dict; or (terms,
+    weights) arrays already) as (terms uint32, weights float32) arrays, less the weights that are zero in float32
+    (Milvus drops them)."""
     import numpy as np
 
+    if isinstance(value, tuple):
+        return value
     if isinstance(value, bytes | bytearray | memoryview):
         pairs = np.frombuffer(value, dtype=np.dtype([("i", "<u4"), ("w", "<f4")]))
-        return pairs["i"].astype(np.int64), pairs["w"].astype(np.float32)
-    items = dict(value or {})
-    return (
-        np.fromiter(items.keys(), dtype=np.int64, count=len(items)),
-        np.fromiter(items.values(), dtype=np.float32, count=len(items)),
-    )
+        terms, weights = pairs["i"], pairs["w"]
+    else:
+        items = dict(value or {})
+        terms = np.fromiter(items.keys(), dtype=np.int64, count=len(items))
+        weights = np.fromiter(items.values(), dtype=np.float32, count=len(items))
+    keep = weights != 0
+    return terms[keep].astype(np.uint32), weights[keep].astype(np.float32)
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})

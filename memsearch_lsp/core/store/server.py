@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.folder import StoreError
-from memsearch_lsp.core.store.readmodel import FileRecord
+from memsearch_lsp.core.store.readmodel import FileRecord, file_records
 from memsearch_lsp.core.store.schema import (
     CHUNK_FIELDS,
     FIELDS,
@@ -22,7 +23,7 @@ from memsearch_lsp.core.store.schema import (
     WINDOW_FIELDS,
     WINDOW_SUFFIX,
     Row,
-    build_schema,
+    best_windows,
     idf,
     quote,
     sparse_dict,
@@ -35,18 +36,7 @@ log = logging.getLogger(__name__)
 _BATCH = 500
 
 
-def connect(uri: str, token: str) -> Any:
-    """A pymilvus MilvusClient to the server at `uri` (pymilvus' one import in the package)."""
-    # gRPC's C core logs INFO lines straight to stderr; the CLI promises one line per error.
-    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    from pymilvus import MilvusClient
-
-    for name in ("pymilvus", "pymilvus.milvus_client"):  # configured when imported; we report errors ourselves
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    return MilvusClient(uri=uri, token=token or "")
-
-
-class ServerStore:
+class ServerStore(Store):
     """One collection (and its windows collection) on a Milvus server."""
 
     is_local = False
@@ -69,7 +59,12 @@ class ServerStore:
         if self._client is not None:
             return
         try:
-            self._client = connect(self.uri, self.token)
+            os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core logs INFO lines straight to stderr
+            from pymilvus import MilvusClient  # (pymilvus' one import in the package)
+
+            for name in ("pymilvus", "pymilvus.milvus_client"):  # configured when imported; we report errors ourselves
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            self._client = MilvusClient(uri=self.uri, token=self.token or "")
             self._ensure()
         except StoreError:
             raise
@@ -101,7 +96,11 @@ class ServerStore:
             if client.has_collection(name):
                 client.drop_collection(name)
         for name, fields, key in ((self.collection, CHUNK_FIELDS, 64), (self.windows, WINDOW_FIELDS, 96)):
-            schema = build_schema(DataType, client.create_schema(auto_id=False), fields, self.dim, key)
+            schema = client.create_schema(auto_id=False)
+            schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=key)
+            for field, kind, length in fields:
+                schema.add_field(field, getattr(DataType, kind), **({"max_length": length} if length else {}))
+            schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
             index = client.prepare_index_params()
             index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="COSINE")
             if name == self.collection:
@@ -176,12 +175,8 @@ class ServerStore:
         tails = self.client.search(
             self.windows, [vector], anns_field="dense", limit=3 * limit, filter=expr, output_fields=["chunk_id"]
         )
-        scores = {str(h["id"]): float(h["distance"]) for h in found[0]}
-        for hit in tails[0]:
-            chunk = str(hit.get("entity", {}).get("chunk_id", ""))
-            if chunk and float(hit["distance"]) > scores.get(chunk, -2.0):
-                scores[chunk] = float(hit["distance"])
-        return {k: scores[k] for k in sorted(scores, key=lambda k: -scores[k])[:limit]}
+        windows = ((str(h["entity"]["chunk_id"]), float(h["distance"])) for h in tails[0] if h.get("entity"))
+        return best_windows(((str(h["id"]), float(h["distance"])) for h in found[0]), windows, limit)
 
     def sparse_leg(
         self, terms: Mapping[int, float], limit: int, exclude_source: str = "", only: Collection[str] | None = None
@@ -218,21 +213,12 @@ class ServerStore:
         by_id = {r["id"]: r for r in self._get(ids, list(SCALARS))}
         return [Row.from_entity(i, by_id[i]) for i in ids if i in by_id]
 
-    def get(self, chunk_id: str) -> Row | None:
-        rows = self.rows([chunk_id])
-        return rows[0] if rows else None
-
     def scan(self, fields: Sequence[str]) -> list[dict[str, Any]]:
         return list(self._all(fields))
 
     def files(self, model: str) -> dict[str, FileRecord]:
-        found: dict[str, list[Any]] = {}
-        for row in self._all(["source", "file_hash", "model"]):
-            file_hash = row["file_hash"] if row["model"] == model else ""
-            entry = found.setdefault(row["source"], [file_hash, 0])
-            entry[0] = entry[0] if entry[0] == file_hash else ""
-            entry[1] += 1
-        return {s: FileRecord(h, n) for s, (h, n) in found.items()}
+        rows = self._all(["source", "file_hash", "model"])
+        return file_records(((r["source"], r["file_hash"], r["model"]) for r in rows), model)
 
     def ids_of(self, source: str) -> set[str]:
         return {str(r["id"]) for r in self._all(["id"], f"source == {quote(source)}")}

@@ -12,13 +12,15 @@ core/store/engine.py's `Engine`; errors come back as what they are (drift, anoth
 from __future__ import annotations
 
 import base64
+import contextlib
+import inspect
 import logging
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -26,40 +28,72 @@ from memsearch_lsp.core import launch, wire
 from memsearch_lsp.core.store.engine import Engine, EngineDrift, Incompatible, corrupt, drift
 from memsearch_lsp.core.store.folder import StoreError
 
-log = logging.getLogger(__name__)
-
-DRIFT, OTHER_LAYOUT, DAMAGED = -32001, -32002, -32003
+P = ParamSpec("P")
+R = TypeVar("R")
+ROWS = ("upserts", "windows")  # the arguments that carry rows (packed for the wire)
 
 
 class Damaged(StoreError):
     """The engine's files cannot be read (damaged or cut short): the index is moved aside and rebuilt."""
 
 
-KINDS: dict[int, type[Exception]] = {DRIFT: EngineDrift, OTHER_LAYOUT: Incompatible, DAMAGED: Damaged}
-
-
 class EngineGone(StoreError):
     """The engine's process ended before it answered."""
 
 
-def _packed(row: dict[str, Any]) -> dict[str, Any]:
-    """A row for the wire: its dense vector as base64 float32, its sparse one with string keys."""
-    out = dict(row, dense=base64.b64encode(np.asarray(row["dense"], dtype="<f4").tobytes()).decode())
-    if "sparse" in row:
-        out["sparse"] = {str(k): float(v) for k, v in dict(row["sparse"]).items()}
+KINDS: dict[int, type[Exception]] = {-32001: EngineDrift, -32002: Incompatible, -32003: Damaged}
+
+
+def _packed(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rows for the wire: their scalar fields, their dense vectors as one base64 float32 block, and their sparse ones
+    (when they have them: (terms, weights) arrays) as blocks of terms and weights with each row's count."""
+    out: dict[str, Any] = {"rows": [{k: v for k, v in r.items() if k not in ("dense", "sparse")} for r in rows]}
+    out["dense"] = _b64(np.asarray([r["dense"] for r in rows], dtype="<f4"))
+    if rows and "sparse" in rows[0]:
+        terms, weights = zip(*(r["sparse"] for r in rows), strict=True)
+        out.update(counts=[len(t) for t in terms], terms=_b64(np.concatenate(terms).astype("<u4")))
+        out["weights"] = _b64(np.concatenate(weights).astype("<f4"))
     return out
 
 
-def _unpacked(row: dict[str, Any]) -> dict[str, Any]:
-    out = dict(row, dense=np.frombuffer(base64.b64decode(row["dense"]), dtype="<f4").tolist())
-    if "sparse" in row:
-        out["sparse"] = {int(k): float(v) for k, v in row["sparse"].items()}
-    return out
+def _b64(array: np.ndarray) -> str:
+    return base64.b64encode(array.tobytes()).decode()
+
+
+def _unpacked(packed: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows `_packed` sent, with their vectors as lists and their sparse ones as {term: weight}."""
+    rows: list[dict[str, Any]] = packed["rows"]
+
+    def block(name: str, dtype: str) -> list[Any]:
+        values: list[Any] = np.frombuffer(base64.b64decode(packed[name]), dtype=dtype).tolist()
+        return values
+
+    dense: Any = np.frombuffer(base64.b64decode(packed["dense"]), dtype="<f4").reshape(len(rows), -1) if rows else []
+    for row, vector in zip(rows, dense, strict=True):
+        row["dense"] = vector.tolist()
+    if "counts" in packed:
+        terms, weights, at = block("terms", "<u4"), block("weights", "<f4"), 0
+        for row, n in zip(rows, packed["counts"], strict=True):
+            row["sparse"], at = dict(zip(terms[at : at + n], weights[at : at + n], strict=True)), at + n
+    return rows
 
 
 def command() -> list[str]:
     """How the engine's process is started (a test starts one whose engine it changed)."""
     return launch.python(__name__)
+
+
+def _asked(method: Callable[Concatenate[Engine, P], R]) -> Callable[Concatenate[EngineProcess, P], R]:
+    """The `Engine` method `method` as the owner calls it: asked of the engine's process by name, with its arguments
+    by name (rows packed)."""
+    names = list(inspect.signature(method).parameters)[1:]
+
+    def call(self: EngineProcess, *args: P.args, **kwargs: P.kwargs) -> R:
+        params: dict[str, Any] = {**dict(zip(names, args, strict=False)), **kwargs}
+        result: R = self.call(method.__name__, **{k: _packed(v) if k in ROWS else v for k, v in params.items()})
+        return result
+
+    return call
 
 
 class EngineProcess:
@@ -73,7 +107,7 @@ class EngineProcess:
     def opened(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def _call(self, method: str, **params: Any) -> Any:
+    def call(self, method: str, **params: Any) -> Any:
         process = self._process
         assert process is not None
         try:
@@ -90,126 +124,69 @@ class EngineProcess:
             command(), cwd=launch.ROOT_FOLDER, env=launch.environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         try:
-            return bool(self._call("open", folder=self.folder, collections=list(self.collections), dim=self.dim))
+            return bool(self.call("open", folder=self.folder, collections=list(self.collections), dim=self.dim))
         except BaseException:
             self.close()
             raise
 
-    def write(
-        self,
-        upserts: Sequence[dict[str, Any]],
-        windows: Sequence[dict[str, Any]],
-        deletes: Sequence[str],
-        window_deletes: Sequence[str],
-    ) -> None:
-        self._call(
-            "write",
-            upserts=[_packed(r) for r in upserts],
-            windows=[_packed(w) for w in windows],
-            deletes=list(deletes),
-            window_deletes=list(window_deletes),
-        )
+    write = _asked(Engine.write)
+    drop = _asked(Engine.drop)
+    rebuild = _asked(Engine.rebuild)
 
-    def flush(self) -> None:
-        self._call("flush")
-
-    def drop(self) -> None:
-        self._call("drop")
-
-    def rebuild(self, identity: dict[str, Any]) -> None:
-        """Read every row of the engine into a read model and save it beside the index (core/store/saved.py)."""
-        self._call("rebuild", identity=identity)
-
-    def close(self) -> None:
-        process, self._process = self._process, None
+    def close(self, wait: bool = True) -> None:
+        """Ask the engine's process to close (it folds its log into segments first); with `wait`, wait until it has."""
+        process = self._process
         if process is None:
             return
-        if process.poll() is None and process.stdin is not None:
-            try:
+        if process.stdin is not None and not process.stdin.closed:
+            with contextlib.suppress(OSError, ValueError):  # (it also ends when its stdin closes)
                 wire.send(process.stdin, id=1, method="close", params={})
                 process.stdin.close()
-                process.wait(60)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                process.kill()
-                process.wait()
+        if not wait:
+            return
+        self._process = None
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
         if process.stdout is not None:
             process.stdout.close()
 
 
 # -- the engine's process ------------------------------------------------------------------------
-def _rebuild(engine: Engine, identity: dict[str, Any]) -> None:
-    from memsearch_lsp.core.store import saved
-    from memsearch_lsp.core.store.readmodel import ReadModel
-
-    model = ReadModel(engine.dim)
-    for row in engine.rows():
-        model.put_chunk(row)
-    for row in engine.rows(windows=True):
-        model.put_window(row["id"], row["chunk_id"], row["source"], row["dense"])
-    saved.save(model, engine.folder, identity)
-
-
-class _Child:
-    """The engine's process: its engine, and what each method does with it."""
-
-    def __init__(self) -> None:
-        self.engine: Engine | None = None
-
-    def handle(self, method: str, params: dict[str, Any]) -> Any:
-        try:
-            if method == "open":
-                first, second = params["collections"]
-                self.engine = Engine(params["folder"], (first, second), int(params["dim"]))
-                return self.engine.open()
-            if self.engine is None:
-                raise RuntimeError(f"{method} before open")
-            return _handle(self.engine, method, params)
-        except Exception as exc:
-            if drift(exc):  # said as drift, naming the engine's version
-                raise EngineDrift.of(exc) from exc
-            raise
-
-
-def _handle(engine: Engine, method: str, params: dict[str, Any]) -> Any:
-    if method == "write":
-        engine.write(
-            [_unpacked(r) for r in params["upserts"]],
-            [_unpacked(w) for w in params["windows"]],
-            params["deletes"],
-            params["window_deletes"],
-        )
-    elif method == "flush":
-        engine.flush()
-    elif method == "drop":
-        engine.drop()
-    elif method == "rebuild":
-        _rebuild(engine, params["identity"])
-    elif method != "close":
-        raise RuntimeError(f"unknown method {method!r}")
-    return None
-
-
-def _code(exc: Exception) -> int | None:
-    if isinstance(exc, Incompatible):
-        return OTHER_LAYOUT
-    if drift(exc):
-        return DRIFT
-    return DAMAGED if corrupt(exc) else wire.INTERNAL_ERROR
-
-
 def main() -> None:
     """Answer the owner on stdin / stdout until it says close or goes away."""
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # what the engine or a library prints goes to stderr, never into the replies
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="memsearch-lsp engine: %(message)s")
-    child = _Child()
+    engines: list[Engine] = []
+
+    def handle(method: str, params: dict[str, Any]) -> Any:
+        try:
+            if method == "open":
+                first, second = params["collections"]
+                engines[:] = [Engine(params["folder"], (first, second), int(params["dim"]))]
+                return engines[0].open()
+            if not engines or method not in ("write", "drop", "rebuild"):
+                raise RuntimeError(f"{method!r} is no call of an opened engine")
+            return getattr(engines[0], method)(**{k: _unpacked(v) if k in ROWS else v for k, v in params.items()})
+        except Exception as exc:
+            if drift(exc):  # said as drift, naming the engine's version
+                raise EngineDrift.of(exc) from exc
+            raise
+
+    def code(exc: Exception) -> int:
+        kind = Damaged if corrupt(exc) else type(exc)
+        return next((c for c, k in KINDS.items() if issubclass(kind, k)), wire.INTERNAL_ERROR)
+
     try:
         while (message := wire.receive(sys.stdin.buffer)) is not None and message.get("method") != "close":
-            wire.answer(replies, message, child.handle, _code)
+            wire.answer(replies, message, handle, code)
     finally:
-        if child.engine is not None:
-            child.engine.close()
+        for engine in engines:
+            engine.close()
 
 
 if __name__ == "__main__":
