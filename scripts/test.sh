@@ -69,14 +69,15 @@ background mypy .venv/bin/mypy --cache-dir "$mypy_cache"
 echo "== ruff"; time { .venv/bin/ruff check . && .venv/bin/ruff format --check .; }
 # Property tests run derandomized (tests/conftest.py, profile "ci"); HYPOTHESIS_PROFILE=explore hunts.
 # pytest-xdist: one worker more than the CPUs (many tests wait on a process, a timer or a socket: on 2 cores, 3
-# workers took 226-257 s where 2 took 284-300, runs interleaved), each test file on one worker
-# (PYTEST_WORKERS=N chooses; 0 runs in-process).
+# workers took 226-257 s where 2 took 284-300, runs interleaved); tests handed out one by one, an idle worker
+# taking the queued ones of a busy one (worksteal: 247 s where one worker per test file took 285-293 s, the long
+# e2e files ending last on one worker) (PYTEST_WORKERS=N chooses; 0 runs in-process).
 echo "== pytest"
 tests=0
 # (in a subshell, so that its time leaves out the background steps that end meanwhile)
 ( time HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci} .venv/bin/python -m pytest -q -p no:cacheprovider \
   -n "${PYTEST_WORKERS:-$(( $(.venv/bin/python -c 'import os; print(os.cpu_count() or 1)') + 1 ))}" \
-  --dist loadfile --durations=20 "$@" ) || tests=$?
+  --dist worksteal --durations=20 "$@" ) || tests=$?
 others=0
 finish || others=1
 [ "$tests" -eq 0 ] && [ "$others" -eq 0 ] || { echo "== FAILED"; exit 1; }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -302,14 +303,16 @@ async def test_workspace_symbol_during_a_slow_first_index_answers_instead_of_fai
     server.script = [1.0] * 400  # every request answers after a second: the first index takes ~25 s
     session = await start(ws)
     try:
+        while len(server.requests) < 2:  # the first pass is under way (a second a request)
+            await asyncio.sleep(0.05)
         begin = time.monotonic()
         result = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Redis cache TTL"))
         # Answered (from the part indexed so far) after waiting READY_WAIT_S for the first pass, not an error
         # and not after the whole first pass.
         assert isinstance(result, list)
         assert time.monotonic() - begin < READY_WAIT_S + 5 and not session.indexed
+        server.script = []  # the rest of the pass at full speed
         await session.wait_indexed(1, timeout=120)
-        server.script = []
         after = await session.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Redis cache TTL"))
         assert after and after[0].name.startswith("Redis Caching")
     finally:
