@@ -90,7 +90,7 @@ CLI_CASES = {"--help": ["--help"], "status": ["status"], "search": ["search", QU
 # The floor a cold search is measured against (issue 37): a bare process that loads the same model and embeds the query.
 FLOOR = (
     "from memsearch_lsp.config import Config\n"
-    "from memsearch_lsp.core.embedding.onnx import create_embedder\n"
+    "from memsearch_lsp.core.embedding import create_embedder\n"
     f"create_embedder(Config().embedding).embed([{QUERY!r}])\n"
 )
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -183,3 +185,11 @@ def test_server_idle_embeds_by_sha256_in_the_server_and_its_children(
     figures = server_idle.one(tmp_path)
     assert set(figures) == {"ready_s", "idle_rss_mib", "searched_rss_mib", "edited_rss_mib", "peak_rss_mib"}
     assert 0 < figures["idle_rss_mib"] <= figures["peak_rss_mib"] and figures["ready_s"] > 0
+
+
+@pytest.mark.model
+def test_the_cold_start_floor_runs_as_the_benchmark_runs_it() -> None:
+    from bench.coldstart import FLOOR
+
+    done = subprocess.run([sys.executable, "-c", FLOOR], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr  # what a cold search is measured against must still run
