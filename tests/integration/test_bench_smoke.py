@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.common import percentile
+from bench.compaction import SETS, holds, load_facts, paragraphs
 from bench.corpus import count_chunks, generate, load_needles
 from bench.labelled import Truth, summary, workspaces
 from bench.quality import QUERIES, answered, score
@@ -193,3 +194,14 @@ def test_the_cold_start_floor_runs_as_the_benchmark_runs_it() -> None:
 
     done = subprocess.run([sys.executable, "-c", FLOOR], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr  # what a cold search is measured against must still run
+
+
+@pytest.mark.parametrize("folder", SETS, ids=lambda p: p.name)
+def test_every_labelled_compaction_fact_is_on_one_line_of_its_log(folder: Path) -> None:
+    """A fact no summary could keep (its tokens in no one paragraph or item of its log) would lower every
+    summariser's figure."""
+    facts = load_facts(folder)
+    assert facts and len({f.id for f in facts}) == len(facts)
+    for fact in facts:
+        log = folder / "memory" / f"{fact.log}.md"
+        assert holds(paragraphs(log.read_text(encoding="utf-8")), fact), (folder.name, fact.id)
