@@ -1,8 +1,8 @@
 """`python -m bench <name> [--quick]`: corpus, coldstart, throughput, incremental, search, quality, compaction, all;
 experiments: metric (dense COSINE vs IP), knobs (embedding settings alone), fusion (learned fusion: replay,
-fit, cross-validation on labelled sets); analyzer (BM25 analysis replay per language); loop (the agent loop
-through the Claude Code hooks, bench/loop.py); smallfiles (a memory folder of many small notes indexed vs raw
-onnxruntime, per-file cost as it grows)."""
+fit, cross-validation on labelled sets); analyzer (BM25 analysis replay per language); short_queries (the
+labelled questions asked as keywords); loop (the agent loop through the Claude Code hooks, bench/loop.py);
+smallfiles (a memory folder of many small notes indexed vs raw onnxruntime, per-file cost as it grows)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ EXTRA = [
     "knobs",
     "fusion",
     "analyzer",
+    "short_queries",
     "loop",
     "smallfiles",
 ]  # experiments and long replays, not part of `all`
@@ -35,7 +36,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--set",
         action="append",
         metavar="DIR",
-        help="quality: a folder of labelled workspaces (memory/ + truth.json); "
+        help="quality, analyzer, short_queries: a folder of labelled workspaces (memory/ + truth.json); "
         "compaction: a folder of logs (memory/ + facts.json); smallfiles: a workspace or memory "
         "folder (default ../shared/eval/til-dev); repeatable",
     )

@@ -41,7 +41,8 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
     from memsearch_lsp.core.embedding import query_vector, reads
     from memsearch_lsp.core.memory import Memory
     from memsearch_lsp.core.search.analyzer import Analyzer
-    from memsearch_lsp.core.search.bm25 import query_ids, query_terms, term_id
+    from memsearch_lsp.core.search.bm25 import query_terms, term_id
+    from memsearch_lsp.core.search.hybrid import query_weights
     from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 
     ws = tmp / src.name
@@ -56,7 +57,7 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
         for text, label in asked:
             vector = query_vector(memory.embedder, text)
             analyzer = Analyzer(memory.config.search.language)
-            terms = memory.store.idf(query_ids(text, analyzer))
+            terms = query_weights(store, text, analyzer)
             dense = store.dense_leg(vector, per_leg)
             sparse = store.sparse_leg(terms, per_leg)
             ids = list(dict.fromkeys([*dense, *sparse]))

@@ -15,6 +15,7 @@ from bench.compaction import SETS, holds, load_facts, paragraphs
 from bench.corpus import count_chunks, generate, load_needles
 from bench.labelled import Truth, summary, workspaces
 from bench.quality import QUERIES, answered, score
+from bench.short_queries import keywords
 
 
 def test_corpus_is_deterministic_and_exact(tmp_path: Path) -> None:
@@ -205,3 +206,9 @@ def test_every_labelled_compaction_fact_is_on_one_line_of_its_log(folder: Path) 
     for fact in facts:
         log = folder / "memory" / f"{fact.log}.md"
         assert holds(paragraphs(log.read_text(encoding="utf-8")), fact), (folder.name, fact.id)
+
+
+def test_a_short_query_is_its_longest_content_words() -> None:
+    assert keywords("Por que o ambiente de desenvolvimento não rodava no notebook?", 2) == "desenvolvimento ambiente"
+    assert keywords("What did we decide about the cache?", 1) == "decide"
+    assert keywords("断网的情况下能显示几天", 1) == "断网的情况下能显示几天"  # CJK: asked whole

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.search.analyzer import Analyzer, detect
+from memsearch_lsp.core.search.bm25 import query_ids
+from memsearch_lsp.core.search.hybrid import query_weights
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from tests.fakes import FakeEmbedder
 
@@ -78,3 +80,29 @@ def test_an_english_question_finds_a_portuguese_note_it_shares_terms_with(tmp_pa
     hits = memory.search("Which legacy endpoint kept creating cache keys that never expired?", top_k=3)
     assert hits and hits[0].source == "memory/2026-01-05.md"
     assert memory.search("flibber wonk grizzle snorp", top_k=3) == []
+
+
+FRENCH = """# 2026-01-07
+
+## Déploiements
+
+Les déploiements se font le mardi après-midi, jamais le vendredi. Élodie (SRE) valide chaque mise en production.
+"""
+
+
+def test_a_short_query_meets_a_note_in_another_form_of_its_word(tmp_path: Path, make_memory) -> None:
+    """ "quand déployer" is too short to be told French, so it is read as English: its terms ("deployer") are in no
+    chunk; its words' forms in the other languages are, and stand in for them ("deploi", the French stem of both
+    "déployer" and "déploiements"). A query whose words the index holds is weighed as before."""
+    root = _workspace(tmp_path / "ws")
+    (root / "memory" / "2026-01-07.md").write_text(FRENCH, encoding="utf-8")
+    memory = make_memory(root, EnglishEmbedder(), search={"min_score": SearchConfig().min_score})
+    memory.index()
+    own = memory.store.idf(query_ids("quand déployer"))
+    assert not memory.store.sparse_leg({t: w for t, w in own.items()}, 5)  # its own terms meet nothing
+    hits = memory.search("quand déployer", top_k=3)
+    assert hits and hits[0].source == "memory/2026-01-07.md"
+    analyzer = Analyzer("auto")
+    held = "Which legacy endpoint kept creating cache keys that never expired?"
+    assert query_weights(memory.store, held, analyzer) == memory.store.idf(query_ids(held, analyzer))
+    assert memory.search("flibber wonk grizzle snorp plugh", top_k=3) == []  # short stems ("plug") are not tried

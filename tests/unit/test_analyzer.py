@@ -7,7 +7,16 @@ import re
 import pytest
 
 from memsearch_lsp.config import SEARCH_LANGUAGES
-from memsearch_lsp.core.search.analyzer import NO_STEMMER, STEMMERS, Analyzer, detect, fold, stem
+from memsearch_lsp.core.search.analyzer import (
+    MIN_FORM,
+    NO_STEMMER,
+    STEMMERS,
+    Analyzer,
+    detect,
+    fold,
+    other_forms,
+    stem,
+)
 from memsearch_lsp.core.search.bm25 import doc_vector, query_ids, term_id
 
 AUTO = Analyzer()
@@ -114,3 +123,11 @@ def test_the_weights_follow_the_analyzer() -> None:
     assert term_id(stem("clinica", "pt")) in doc_vector("clínicas de Lisboa", Analyzer("pt"))
     assert doc_vector("Redis caching", Analyzer("en")) == doc_vector("Redis caching")  # English: one analysis
     assert query_ids("预约", AUTO) == [term_id(t) for t in ("预", "约", "预约")]
+
+
+def test_a_word_has_its_forms_in_every_language_but_never_a_short_one() -> None:
+    forms = other_forms("déployer")
+    assert stem("déploiements", "fr") in forms and stem("déployer", "en") in forms
+    assert all(len(f) >= MIN_FORM for f in forms)
+    assert other_forms("plugh") == ["plugh"]  # not "plug": a short stem meets unrelated words
+    assert other_forms("1966") == [] and other_forms("预约") == []

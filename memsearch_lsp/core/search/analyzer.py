@@ -12,6 +12,9 @@ A chunk and a query go through the same steps (`Analyzer.tokens`, `Analyzer.quer
    replay in bench/README.md: stemming as Portuguese alone cost them). Cyrillic, Greek, Arabic and Tamil
    words are stemmed in their script's language whatever the text's.
 3. Accents are folded after stemming (clínica, clinica -> clinic), Latin, Greek and Cyrillic letters only.
+4. A query word that the index holds in none of its own forms is looked for in its forms of every language
+   (`other_forms`; core/search/hybrid.py query_weights): a query too short to tell its language from is read as
+   English, and "quand déployer" would otherwise never meet "Les déploiements".
 
 Stop words are not removed per language (the replay: a minority language's function words filter usefully);
 a query drops the English ones (`STOP_WORDS`), as it always did. An English text is analysed as before plus
@@ -100,6 +103,8 @@ for _lang, _list in _FUNCTION_WORDS.items():
 _LETTERS = {"pt": "ãõ", "es": "ñ¿¡", "de": "ßäöü", "fr": "èëœ", "it": "ìò", "sv": "å"}
 _OWN_LETTER = {letter: lang for lang, letters in _LETTERS.items() for letter in letters}
 _SPECIAL = re.compile(f"[{''.join(_OWN_LETTER)}]")
+# a shorter stem of another language meets unrelated words: "plug" of "plugh", "wo" of "wonk", "lem" of "lemon"
+MIN_FORM = 5
 DETECT_WORDS = 400  # a text's language is told from its first words (a chunk is about 250)
 _LETTER_WEIGHT = 2  # a language's own letter counts as two of its function words
 
@@ -227,11 +232,25 @@ class Analyzer:
 
     def query_terms(self, text: str) -> list[str]:
         """The query's terms without English stop words; all of them when nothing else is left."""
+        return [term for _, terms in self.query_words(text) for term in terms]
+
+    def query_words(self, text: str) -> list[tuple[str, list[str]]]:
+        """Each word of the query (English stop words left out, unless nothing else is left) with its terms."""
         lowered, cjk = text.lower(), bool(_HAS_CJK.search(text))
         words = _words(lowered, cjk)
         kept = [w for w in words if w not in STOP_WORDS] or words
         lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
-        return _terms(kept, lang, cjk)
+        return [(word, _terms([word], lang, cjk)) for word in kept]
+
+
+def other_forms(word: str) -> list[str]:
+    """`word` stemmed in every language of STEMMERS, each form once: where a query word that the index holds in
+    none of its own forms may be found (a one-word French query "déployer" meets "déploiements" by its French stem,
+    though the query alone is read as English). Forms shorter than MIN_FORM are left out; none for a CJK run or a
+    number."""
+    if not word.isalpha() or _is_cjk(word):
+        return []
+    return [form for form in dict.fromkeys(stem(word, lang) for lang in STEMMERS) if len(form) >= MIN_FORM]
 
 
 def _words(lowered: str, cjk: bool) -> list[str]:

@@ -12,13 +12,13 @@ from typing_extensions import TypedDict
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import ATX_OPENING, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
-from memsearch_lsp.core.search.analyzer import Analyzer
-from memsearch_lsp.core.search.bm25 import query_ids
+from memsearch_lsp.core.search.analyzer import Analyzer, other_forms
+from memsearch_lsp.core.search.bm25 import term_id
 from memsearch_lsp.core.search.filters import source_date
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from memsearch_lsp.core.search.rank import Languages, rank, relevance
 from memsearch_lsp.core.store import Store
-from memsearch_lsp.core.store.schema import Row
+from memsearch_lsp.core.store.schema import Row, idf
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -251,7 +251,7 @@ def hybrid_search(
     dense: dict[str, float] = {}
     sparse: dict[str, float] = {}
     analyzer = Analyzer(settings.language)
-    terms = store.idf(query_ids(query, analyzer))
+    terms = query_weights(store, query, analyzer)
     if settings.vector_weight > 0 or rrf:
         dense = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
     if settings.bm25_weight > 0 or rrf or not dense:
@@ -280,6 +280,26 @@ def hybrid_search(
         for r in rows
     ]
     return demote_archived(hits, archive_dir)[:top_k]
+
+
+def query_weights(store: Store, query: str, analyzer: Analyzer) -> dict[int, float]:
+    """The query's BM25 terms (term id -> IDF). A word the index holds in none of its own forms is looked up in its
+    forms in every language instead (core/search/analyzer.py other_forms), and those the index holds stand in for it:
+    a short query whose language cannot be told from it ("quand déployer") still meets "Les déploiements". A word
+    found in none of them keeps its own terms, as before."""
+    words = [(word, [term_id(t) for t in terms]) for word, terms in analyzer.query_words(query)]
+    weights = store.idf(t for _, ids in words for t in ids)
+    unseen = idf(max(store.count(), 1), 0)  # what a term no chunk holds weighs
+    lost = {word: ids for word, ids in words if ids and all(weights[t] >= unseen for t in ids)}
+    others = {word: [term_id(f) for f in other_forms(word)] for word in lost}
+    found = store.idf(t for ids in others.values() for t in ids) if any(others.values()) else {}
+    for word, ids in lost.items():
+        held = {t: found[t] for t in others[word] if found[t] < unseen}
+        if held:
+            for t in ids:
+                weights.pop(t, None)
+            weights.update(held)
+    return weights
 
 
 def _languages(
