@@ -1,5 +1,5 @@
 """Progress on long work as a person at a terminal sees it (a pseudo-terminal), and nothing of it for scripts:
-`memsearch-lsp index` of a few hundred notes with the real model draws a bar that moves (chunks done / total, rate,
+`memsearch-lsp index` of 150 notes with the real model draws a bar that moves (chunks done / total, rate,
 time left); with --json, or with its output piped, it prints the result alone."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 pytestmark = pytest.mark.model
 
-NOTES = 300
+NOTES = 150
 QUIET = 60  # notes for the quiet runs: a bar would show (after 0.2 s: the model loads first) were they not quiet
 BAR = re.compile(r"indexing:\s+\d+%\|.*?\|\s*(\d+)/(\d+) \[[^\]]*chunk/s")
 
