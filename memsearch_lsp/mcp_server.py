@@ -298,7 +298,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
 
         mine = server.user_memory(create=True) if scope == "user" else None
         note = await (user_run(mine, remember) if mine is not None else run(remember))
-        data: RememberedData = note.to_dict()
+        data: RememberedData = replace(note, scope="user").to_dict() if mine is not None else note.to_dict()
         return data
 
     @server.memory_tool(title="Forget", annotations=DESTRUCTIVE)

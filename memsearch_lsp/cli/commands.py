@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,6 +236,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
         if args.summarize:
             body = clean_note(summarized(memory.config, memory.root, body))
         note = memory.remember(body, args.heading, long_term=args.long_term)
+    note = replace(note, scope="user") if args.user else note
     _emit(args, note.to_dict(), str(note))
     return EXIT_OK
 

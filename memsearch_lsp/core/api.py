@@ -42,6 +42,8 @@ class RememberedData(TypedDict):
     start_line: int
     end_line: int
     chunks: list[NoteChunkData]
+    scope: str
+    """workspace or user: whose memory holds it"""
 
 
 RememberedData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
@@ -82,6 +84,7 @@ class Remembered:
     source: str
     chunks: tuple[Chunk, ...]
     stats: IndexStats
+    scope: str = "workspace"  # "user": the user memory's (core/scopes.py), set by the caller that chose it
 
     def to_dict(self) -> RememberedData:
         first, last = self.chunks[0], self.chunks[-1]
@@ -95,11 +98,13 @@ class Remembered:
                 {"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
                 for c in self.chunks
             ],
+            "scope": self.scope,
         }
 
     def __str__(self) -> str:
         data = self.to_dict()
-        return f"remembered {self.source}:{data['start_line']}-{data['end_line']}  {data['heading']}  id={data['id']}"
+        where = f"{'user:' if self.scope == 'user' else ''}{self.source}:{data['start_line']}-{data['end_line']}"
+        return f"remembered {where}  {data['heading']}  id={data['id']}"
 
 
 class ForgottenData(TypedDict):

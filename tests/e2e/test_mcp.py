@@ -102,9 +102,11 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     forget = tools["memory_forget"].annotations
     assert forget is not None and (forget.read_only_hint, forget.destructive_hint) == (False, True)
     extra = await call(session, "memory_remember", text="Wombat tokens expire after 9 minutes.", heading="Wombat")
+    assert extra["scope"] == "workspace"
     gone = await call(session, "memory_forget", id=extra["id"])
     assert gone["removed"] and gone["scope"] == "workspace" and "Wombat" not in (ws / extra["source"]).read_text()
     mine = await call(session, "memory_remember", text="I prefer tabs over spaces.", scope="user")
+    assert mine["scope"] == "user"
     assert not (ws / mine["source"]).is_file() or "tabs over spaces" not in (ws / mine["source"]).read_text()
     found = (await call(session, "memory_search", query="tabs over spaces preference", scope="user"))["hits"]
     assert found and found[0]["scope"] == "user" and found[0]["id"] == mine["id"]

@@ -109,7 +109,7 @@ def test_forget_removes_a_note_from_its_file_and_from_search(tmp_path: Path) -> 
 def test_a_user_memory_is_found_from_another_workspace_and_never_written_into_one(tmp_path: Path) -> None:
     a, b = init(tmp_path / "a"), init(tmp_path / "b")
     mine = json.loads(cli(a, "remember", "--user", "Commit messages in the imperative mood.", "--json").stdout)
-    assert "imperative" not in memory_text(a)
+    assert mine["scope"] == "user" and "imperative" not in memory_text(a)
     data = Path(os.environ["XDG_DATA_HOME"]) / "memsearch-lsp"
     assert "imperative" in (data / "memory" / Path(mine["source"]).name).read_text()
     assert oct((data / "memory").stat().st_mode & 0o777) == "0o700"
