@@ -38,12 +38,13 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
     import shutil
 
     from bench.labelled import load_truth
-    from memsearch_lsp.core.embedding import query_vector, reads
+    from memsearch_lsp.core.embedding import query_vector
     from memsearch_lsp.core.memory import Memory
     from memsearch_lsp.core.search.analyzer import Analyzer
     from memsearch_lsp.core.search.bm25 import query_terms, term_id
     from memsearch_lsp.core.search.hybrid import query_weights
     from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
+    from memsearch_lsp.core.search.rank import Languages
 
     ws = tmp / src.name
     shutil.copytree(src / "memory", ws / "memory")
@@ -88,7 +89,9 @@ def dump_workspace(src: Path, tmp: Path, embedder: Any, per_leg: int = PER_LEG) 
                     "n_terms": n_terms,
                     "truth": label,
                     "calibration": [calibration.unrelated, calibration.related],
-                    "reads": reads(memory.embedder, analyzer.language_of(Analyzer.words(text), text)),
+                    "reads": Languages(model=tuple(memory.embedder.languages)).reads(
+                        analyzer.language_of(Analyzer.words(text), text)
+                    ),
                     "lang": analyzer.language_of(Analyzer.words(text), text),
                     "lang_sure": sure_language(text, QUERY_SURE) == analyzer.language_of(Analyzer.words(text), text),
                     "languages": list(memory.embedder.languages),

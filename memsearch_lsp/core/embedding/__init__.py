@@ -1,5 +1,5 @@
 """The provider registry: the Embedder protocol every provider implements, `create_embedder` (the configured
-provider, its module imported only then), the query form and what an embedder reads.
+provider, its module imported only then), the query form and what an embedder reads of a chunk.
 
 Providers (`embedding.provider`, `embedding.model`):
 
@@ -27,7 +27,6 @@ __all__ = [
     "EmbeddingError",
     "create_embedder",
     "query_vector",
-    "reads",
     "reads_what",
     "variant",
 ]
@@ -55,12 +54,6 @@ class Embedder(Protocol):
     def warm(self) -> None: ...
 
     def calibration(self) -> Calibration: ...
-
-
-def reads(embedder: Embedder, language: str) -> bool:
-    """Whether the model reads text in `language` (a code of search.language): a query it cannot read gets no say
-    in the fusion (core/search/rank.py)."""
-    return not embedder.languages or language in embedder.languages
 
 
 def query_vector(embedder: Embedder, query: str) -> list[float]:
