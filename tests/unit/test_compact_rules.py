@@ -10,7 +10,7 @@ import pytest
 
 from bench.compaction import DEV, load_facts
 from memsearch_lsp.core.compact.extractive import choose, parse_log, sentences_of
-from memsearch_lsp.core.compact.facts import classify, label_kept, rules_for
+from memsearch_lsp.core.compact.facts import classify, label_kept, people, rules_for
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import RULES
 from memsearch_lsp.core.compact.summarize import LogText
@@ -127,3 +127,52 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
     text = choose(parse_log(log), budget=None)
     assert "- The Stripe SDK throws on Android 12 only.\n" in text  # the aside says nothing to keep
     assert "(about 12 MB of JSON)" in text and "Carol (product) wants" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Noor (engineering manager) gave me the tour.", {"Noor": "engineering manager"}),
+        ("Oskar (SRE, on call this week) bumped the memory.", {"Oskar": "SRE"}),
+        ("Dr. Okafor (clinical safety officer) opened the meeting.", {"Dr. Okafor": "clinical safety officer"}),
+        ("Dmitri is the engineering manager and signs off.", {"Dmitri": "engineering manager"}),
+        ("Marta = tech lead, reviews all backend PRs.", {"Marta": "tech lead"}),
+        ("Filed MOB-2231 (owner: Felipe, iOS lead).", {"Felipe": "iOS lead"}),
+        ("It belongs to the platform team, contact Yusuf.", {"Yusuf": "contact"}),
+        ("Ruth (FinOps) joined.", {"Ruth": "FinOps"}),
+        # no person: a thing in parentheses, a pronoun, a list with a team's word after a comma
+        ("Redis (cache) and Postgres (primary) run on one host.", {}),
+        ("This is the owner of the queue. They are the product people.", {}),
+        ("We use Kafka, product analytics read from it.", {}),
+    ],
+)
+def test_people_are_found_with_their_role(text: str, expected: dict[str, str]) -> None:
+    assert people([text]) == expected
+
+
+def test_the_summary_says_who_is_who_in_one_line_and_spends_the_rest_on_other_facts() -> None:
+    """The People line keeps each person named with a role, even one whose sentence is narration, for a few
+    characters each; a sentence kept for another fact keeps its words."""
+    log = _log(
+        "2027-08-02",
+        """# 2027-08-02
+
+Noor (engineering manager) gave me the tour: patients pick a clinic and a slot, pay a deposit with Stripe.
+Mateus (DevOps) booked the external pen test.
+Jonas (DBA) wants CONN_MAX_AGE = 60 instead of 0.
+Then I read the README again and tidied up my notes. Lunch.
+The slots endpoint p95 is 1.8 s in Sentry; the cause is an N+1 on practitioner lookups.
+""",
+    )
+    text = choose(parse_log(log), budget=500)
+    first, _, rest = text.partition("\n\n")
+    assert first == "People: Noor (engineering manager), Mateus (DevOps), Jonas (DBA)."
+    assert "- Jonas (DBA) wants CONN_MAX_AGE = 60 instead of 0." in rest, text
+    assert "1.8 s" in rest and "gave me the tour" not in rest and "Lunch" not in rest
+    assert len(text) <= 500
+    # the line takes at most PEOPLE_SHARE of the budget: the first people named that fit
+    assert choose(parse_log(log), budget=350).startswith("People: Noor (engineering manager).\n\n")
+    # no People line when no one is named with a role
+    assert not choose(
+        parse_log(_log("2027-08-03", "# 2027-08-03\n\nRaised the pool to 40 (was 20).\n")), 200
+    ).startswith("People")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from memsearch_lsp.core.compact.blocks import block_gist, block_score
-from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify
+from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, people, without_roles
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
 from memsearch_lsp.core.compact.trim import trim, without_asides
@@ -39,6 +39,7 @@ COST_POWER = 1.0  # what a sentence carries per character: the budget buys facts
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
 MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
 VERDICT = 40  # a dead end this short ("No effect.") is a verdict on the sentence before it
+PEOPLE_SHARE = 0.15  # the People line takes at most this share of the budget (the first people named)
 MIN_CLAUSE = 30  # a clause after a comma shorter than this is part of the one before it (a list, an aside)
 
 
@@ -154,7 +155,7 @@ def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
     return out
 
 
-def _score(units: Sequence[_Unit]) -> None:
+def _score(units: Sequence[_Unit], named: bool = False) -> None:
     """Facts over noise: the fact classes a sentence carries (compact_facts), a little for rare words;
     labelled lines are always kept, narration, status, dead ends and small talk are weak."""
     import math
@@ -174,7 +175,7 @@ def _score(units: Sequence[_Unit]) -> None:
             unit.score = score + info
             unit.weak = not factual or unit.score < MIN_SCORE
             continue
-        facts = classify(unit.text, first=unit.start == 0)
+        facts = classify(without_roles(unit.text) if named else unit.text, first=unit.start == 0)
         # what the line is said to be: "Decision: ...", "## Rollback plan", a "Follow-ups:" line before it
         context = classify(f"{label} {unit.item.lead} {unit.item.topic}", first=False)
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
@@ -312,7 +313,9 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
     units = [u for item in items for u in units_of(item)]
     if budget is None:
         return _Choice(units).render()
-    _score(units)
+    crew = people_line((item.text for item in items), int(budget * PEOPLE_SHARE))
+    budget -= len(crew)
+    _score(units, named=bool(crew))  # (the People line says who is who)
     _drop_repeats(units)
     ranked = sorted((u for u in units if not u.weak and not u.must), key=lambda u: (-u.density, u.item.order, u.start))
     firsts: dict[str, _Unit] = {}
@@ -349,7 +352,16 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
             break
         choice.units.pop(optional[-1])
         text = choice.render()
-    return text
+    return crew + text
+
+
+def people_line(texts: Iterable[str], room: int) -> str:
+    """The summary's first line: the people the logs name with their role ("People: Carol (product), Jonas
+    (DBA)."), a teammate's first question, for a few characters each: as many as `room` holds, in order."""
+    named = [f"{name} ({role})" for name, role in people(texts).items()]
+    while named and len(line := f"People: {', '.join(named)}.\n\n") > room:
+        named.pop()
+    return line if named else ""
 
 
 VERBATIM_TOPIC = "Kept word for word"  # where restore_labelled puts the labelled lines a model dropped

@@ -4,9 +4,10 @@ agent narrating, status, dead ends, small talk) and the labels whose lines a sum
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memsearch_lsp.core.compact.rules import NAME, NUMBER, RULES, SPELLED_NUMBER
+from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLED_NUMBER
 
 # Labels whose lines a summary always keeps ("Decision: ...", "Root cause: ...", "TODO: ..."): a label is
 # the text before the first colon of a line; it counts when one of its words is one of these.
@@ -161,6 +162,25 @@ def classify(text: str, first: bool = True) -> Facts:
     strong = {k for k in kinds if k not in {"name", "reason", "date"}}
     facts = frozenset(kinds) if (strong or len(kinds) >= 2) and not told else frozenset()
     return Facts(facts, score, frozenset(noise))
+
+
+def people(texts: Iterable[str]) -> dict[str, str]:
+    """The people the texts name with a role, {name: role} (the first role said of each): "Carol (product)",
+    "Dmitri is the engineering manager", "Marta = tech lead"."""
+    found: dict[str, str] = {}
+    for text in texts:
+        for pattern in PEOPLE:
+            for match in pattern.finditer(text):
+                found.setdefault(match["name"], match["role"])
+    return found
+
+
+def without_roles(text: str) -> str:
+    """`text` with each person's role taken out ("Carol (product) wants ..." -> "Carol wants ..."): what it says
+    besides who is who."""
+    for pattern in PEOPLE:
+        text = pattern.sub(lambda m: m["name"] if m.start("name") < m.start("role") else m.group(), text)
+    return text
 
 
 FACT_SCORE = 2.5  # a sentence (or a line of a block) scoring less carries no fact

@@ -86,6 +86,23 @@ NAME_ROLE = re.compile(
     + r"(?:[:,]?| (?:is|was|will be|becomes)) (?-i:[A-Z][a-z]+)|"  # contact Yusuf, reviewer: Jukka, author will be Aino
     r"\b(?!(?:the|a|an|our|their|my|your|his|her|whole|same) )[\w-]+ team\b"  # the platform team
 )
+# a person's role as a summary's People line keeps it: a role noun, a team's function, or an acronym (DBA, SRE)
+_PERSON_ROLE = (
+    r"(?:(?:[\w-]+ ){0,3}(?:" + _ROLE_NOUN[3:-1] + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
+    r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops)|"
+    r"DBA|UX|PO|[A-Z][a-z]*Ops|iOS (?:lead|dev))"
+)
+_NOT_NAMES = (
+    r"(?!(?:This|That|These|Those|It|He|She|They|We|You|There|Here|Which|What|Who|The|One|Our|My|Your|Their)\b)"
+)
+_PERSON = r"(?P<name>(?:(?:Dr|Prof|Mr|Mrs|Ms)\. )?" + _NOT_NAMES + r"(?-i:[A-Z][a-z][\w'’-]*(?: [A-Z][a-z][\w'’-]*)?))"
+_ROLE_OF = r"(?P<role>" + _PERSON_ROLE + r")"
+PEOPLE = (  # a person and their role, as the groups `name` and `role`
+    re.compile(r"\b" + _PERSON + r" \(" + _ROLE_OF + r"(?:[,;] [^()]{1,40})?\)"),  # Oskar (SRE, on call this week)
+    re.compile(r"\b" + _PERSON + r"(?: is| was| =) (?:the |our |their )?" + _ROLE_OF + r"\b(?! \w+ing\b)"),
+    re.compile(r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;])"),  # (owner: Felipe, iOS lead)
+    re.compile(r"\b(?P<role>contact|reviewer|owner|maintainer|supervisor)(?::| is)? " + _PERSON + r"\b"),
+)
 ROLE = re.compile(
     r"\b(?:owns?|owner|on[- ]call|responsible for|maintains?|maintainer|reviewers?|assigned to|"
     r"in charge of|on leave|parental leave|out of office|OOO|joins?|joined|left the team|leaves the team|"
