@@ -45,6 +45,22 @@ Is the cache warm?
     ]  # Carol's wish has a deadline (a task); Dana's is a task; Caddy was reverted two days later
 
 
+def test_a_reply_a_decision_not_taken_and_a_rule_pointing_back_are_not_lasting() -> None:
+    """A captured turn's "Assistant: Agreed." leans on the user's line before it: it is not promoted alone."""
+    log = _log(
+        "2027-08-05",
+        "# 2027-08-05\n\nUser: I want invariants like this enforced by a database constraint.\n\nAssistant: Agreed.\n\n"
+        "Decision: we use Kafka.\n\nSome talk about the offsite, nothing decided.\n\n"
+        "Always estimate state size from the key's cardinality. Noting that as a rule.\n",
+    )
+    found = [(kind, text) for kind, text, _, _ in durable_facts([log])]
+    assert found == [
+        ("preference", "User: I want invariants like this enforced by a database constraint."),
+        ("decision", "we use Kafka."),
+        ("preference", "Always estimate state size from the key's cardinality."),
+    ]  # a decision not taken is none; "Noting that as a rule." points at the sentence before it
+
+
 def test_additions_go_under_their_sections_and_every_line_stays() -> None:
     memory = (
         "# Memory\n\nIntro line.\n\n## Decisions\n\n- 2026-01-02: chose Kafka.\n\n## Preferences\n\n"

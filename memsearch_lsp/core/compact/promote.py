@@ -26,6 +26,7 @@ MEMORY_FILE = "MEMORY.md"
 NEW_FILE = "# Long-term memory\n\n"
 MAX_PROMOTED = 10  # per plan: a proposal to review, not a copy of the week
 MAX_CHARS = 240  # a longer sentence is a story, not a lasting fact
+MIN_WORDS = 3  # a shorter one says nothing on its own
 SECTIONS = {"preference": ("Preferences", "Conventions", "Rules"), "decision": ("Decisions",)}
 
 # what a person wants kept, said as such (a wish with a deadline is a task: _TIME_BOUND)
@@ -59,6 +60,11 @@ _PERSON = re.compile(
     r"^(?!(?:She|He|They|It|We|This|That)\b)([A-Z][a-z]+)(?: \([^)]{1,30}\))? (?:also |really |still )?"
     r"(?:wants|prefers|likes|hates|insists|asked|said|"
     r"told|reminded|would|'d|thinks|owns|leads)\b"
+)
+# no fact of its own: a decision not taken ("nothing decided"), a rule that points at the sentence before it ("Noting
+# that as a rule.", "make that a rule": that sentence is the fact)
+_NOT_LASTING = re.compile(
+    r"\b(?:nothing|not|not yet|never|un)\s?decided\b|\bno decision\b|\b(?:that|this|it) (?:as |into )?a rule\b", re.I
 )
 _DECISION_LABEL = re.compile(r"\b(?:decisions?|decided|agreed|agreement|outcome)\b", re.I)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
@@ -110,6 +116,10 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
         return None
     if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"}:
         return None
+    if _NOT_LASTING.search(text):
+        return None
+    if len(re.findall(r"\w+", text)) < MIN_WORDS and not label_kept(label):
+        return None  # "Agreed.", "Sounds right.": a reply that leans on what was said before it (not "Decision: X")
     if text[:1].islower() and not label:
         return None  # a fragment: what it speaks of was said before it
     if _TASK.match(text):
