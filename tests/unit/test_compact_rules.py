@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.compaction import DEV, load_facts
-from memsearch_lsp.core.compact.extractive import choose, parse_log, sentences_of
+from memsearch_lsp.core.compact.extractive import choose, parse_log, sentences_of, units_of
 from memsearch_lsp.core.compact.facts import classify, label_kept, people, rules_for
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import RULES
@@ -176,3 +176,26 @@ The slots endpoint p95 is 1.8 s in Sentry; the cause is an N+1 on practitioner l
     assert not choose(
         parse_log(_log("2027-08-03", "# 2027-08-03\n\nRaised the pool to 40 (was 20).\n")), 200
     ).startswith("People")
+
+
+def test_a_clause_after_a_semicolon_is_kept_with_the_one_it_leans_on_even_with_a_short_tail() -> None:
+    """ "...; the report is due by 2027-08-27, before the pilot.": the short tail after the comma joins the clause
+    before it, which still opens in lower case after a semicolon, so it is never kept without what it speaks of."""
+    log = _log(
+        "2027-08-10",
+        "# 2027-08-10\n\nMateus booked the external pen test; the report is due by 2027-08-27, before the pilot.\n\n"
+        "Lunch, then the long walk back from the office through the park and the market.\n",
+    )
+    (item,) = [i for i in parse_log(log) if "pen test" in i.text]
+    head, tail = units_of(item)
+    assert tail.text == "the report is due by 2027-08-27, before the pilot." and tail.lean is head
+    text = choose(parse_log(log), budget=150)
+    assert "- Mateus booked the external pen test; the report is due by 2027-08-27, before the pilot.\n" in text
+
+
+@pytest.mark.parametrize("sentence", ["Nothing decided there.", "Some talk about the offsite, nothing decided."])
+def test_a_decision_not_taken_is_status_not_a_fact(sentence: str) -> None:
+    assert "status" in classify(sentence).noise
+    log = _log("2027-08-04", f"# 2027-08-04\n\n- Raised the pool to 40 connections (was 20).\n- {sentence}\n")
+    text = choose(parse_log(log), budget=400)
+    assert "pool to 40" in text and "decided" not in text, text

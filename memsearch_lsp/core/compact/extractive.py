@@ -81,7 +81,11 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
         end = match.start() if match else len(body)
         if body[start:end].strip():
             short = comma and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
-            out.append((out.pop()[0], end, out[-1][2] if out else ".") if short else (start, end, kind))
+            if short:  # (the piece before keeps its start and its kind)
+                first, _, was = out.pop()
+                out.append((first, end, was))
+            else:
+                out.append((start, end, kind))
         if match is None:
             break
         sep = match.group().strip()[:1] or "."

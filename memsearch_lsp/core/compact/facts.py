@@ -41,6 +41,7 @@ _STATUS = re.compile(
     r"yesterday|looks? (?:fine|good|the same))\b",
     re.I,
 )
+_UNDECIDED = re.compile(r"\b(?:nothing (?:was )?decided|not (?:yet )?decided|no decision(?: yet)?)\b", re.I)
 _DEAD_END = re.compile(
     r"\b(?:no (?:real |visible )?(?:effect|gain|change|luck|difference)|didn't help|did not help|"
     r"(?:spent|wasted|lost) (?:an hour|a while|half an hour|the (?:morning|afternoon|day)|\w+ hours?) (?:trying|on|"
@@ -127,6 +128,8 @@ def classify(text: str, first: bool = True) -> Facts:
         n = len(rule.pattern.findall(text)) if rule.each else bool(rule.pattern.search(text))
         if n:
             kinds[rule.kind] = kinds.get(rule.kind, 0) + n
+    if _UNDECIDED.search(text):  # "Some talk about the offsite, nothing decided.": the workflow's status
+        kinds.pop("decision", None)
     names = {n for n in NAME.findall(text) if not n.isupper() or len(n) > 1}
     if names:
         kinds["name"] = len(names)
@@ -138,7 +141,7 @@ def classify(text: str, first: bool = True) -> Facts:
     words = re.findall(r"[a-z']+", stripped.lower())
     if first and _NARRATION.match(stripped):
         noise.add("narration")
-    if _STATUS.search(stripped):
+    if _STATUS.search(stripped) or _UNDECIDED.search(stripped):
         noise.add("status")
     if first and _HEDGE.match(stripped):
         noise.add("hedge")
