@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memsearch_lsp.core.compact.blocks import block_gist, block_score
-from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, people, without_roles
+from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, people_line, without_roles
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
 from memsearch_lsp.core.compact.trim import trim, without_asides
@@ -357,15 +357,6 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
         choice.units.pop(optional[-1])
         text = choice.render()
     return crew + text
-
-
-def people_line(texts: Iterable[str], room: int) -> str:
-    """The summary's first line: the people the logs name with their role ("People: Carol (product), Jonas
-    (DBA)."), a teammate's first question, for a few characters each: as many as `room` holds, in order."""
-    named = [f"{name} ({role})" for name, role in people(texts).items()]
-    while named and len(line := f"People: {', '.join(named)}.\n\n") > room:
-        named.pop()
-    return line if named else ""
 
 
 VERBATIM_TOPIC = "Kept word for word"  # where restore_labelled puts the labelled lines a model dropped

@@ -178,6 +178,15 @@ def people(texts: Iterable[str]) -> dict[str, str]:
     return found
 
 
+def people_line(texts: Iterable[str], room: int) -> str:
+    """The summary's first line: the people the logs name with their role ("People: Carol (product), Jonas
+    (DBA)."), a teammate's first question, for a few characters each: as many as `room` holds, in order."""
+    named = [f"{name} ({role})" for name, role in people(texts).items()]
+    while named and len(line := f"People: {', '.join(named)}.\n\n") > room:
+        named.pop()
+    return line if named else ""
+
+
 def without_roles(text: str) -> str:
     """`text` with each person's role taken out ("Carol (product) wants ..." -> "Carol wants ..."): what it says
     besides who is who."""
