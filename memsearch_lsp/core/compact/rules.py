@@ -88,7 +88,7 @@ NAME_ROLE = re.compile(
 )
 # a person's role as a summary's People line keeps it: a role noun, a team's function, or an acronym (DBA, SRE)
 _PERSON_ROLE = (
-    r"(?:(?:[\w-]+ ){0,3}(?:" + _ROLE_NOUN[3:-1] + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
+    r"(?:(?:[\w-]+ ){0,3}(?:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
     r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops)|"
     r"DBA|UX|PO|[A-Z][a-z]*Ops|iOS (?:lead|dev))"
 )
