@@ -192,3 +192,21 @@ def test_the_cli_searches_the_archive_with_archived(tmp_path: Path, fake_model, 
     both = [(h["source"], h["archived"]) for h in json.loads(capsys.readouterr().out)["hits"]]
     assert plain[0] == "memory/summary-2026-W42.md" and "memory/archive/2026-10-14.md" not in plain
     assert both[0] == ("memory/summary-2026-W42.md", False) and ("memory/archive/2026-10-14.md", True) in both
+
+
+def test_a_person_in_the_summary_s_people_line_is_found_once_in_the_summary(tmp_path: Path, make_memory) -> None:
+    """The People line sits in the summary's head (its title and intro), which links to no log: it speaks for the
+    logs the summary links to, so the archived original naming the same person gives way to it."""
+    write(tmp_path)
+    tour = "# 2026-10-15\n\n## 10:00\n\nNoor (engineering manager) gave me the tour of the office and the kitchen.\n"
+    (tmp_path / "memory/2026-10-15.md").write_text(tour + NOISE, encoding="utf-8")
+    memory = make_memory(tmp_path)
+    apply_plan(memory, plan_compaction(memory, today=MAR1))
+    summary = (tmp_path / "memory/summary-2026-W42.md").read_text()
+    assert "Noor (engineering manager)" in summary.split("\n## ")[0] and "the tour" not in summary  # People line only
+    for settings in ({}, BM25):
+        hits = memory.search("Noor engineering manager", top_k=5, **settings)
+        assert hits[0].source == "memory/summary-2026-W42.md" and "Noor (engineering manager)" in hits[0].snippet, hits
+        assert not [h for h in hits if h.archived and "Noor" in h.snippet], hits
+        both = memory.search("Noor engineering manager", top_k=5, archived=True, **settings)
+        assert [h for h in both if h.archived and "Noor" in h.snippet], both

@@ -319,7 +319,7 @@ def _summary_file(
 ) -> SummaryFile:
     first, last = logs[0].date, logs[-1].date
     span = first if first == last else f"{first} to {last}"
-    intro = f"Summary of {span} ({how}, {today.isoformat()}).\n"
+    intro = f"Summary of {span} ({how}, {today.isoformat()}).\n"  # (its span: core/search/archive.py reads it)
     section = f"{intro}\n{body.strip()}\n" if body.strip() else intro
     target = memory.path_of(path)
     if target.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
@@ -10,6 +11,8 @@ from memsearch_lsp.core.search.filters import is_summary
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row
 
+# the intro of the summary's head (core/compact/plan.py): the days of the logs it replaced
+_SPAN = re.compile(r"\bSummary of (\d{4}-\d{2}-\d{2})(?: to (\d{4}-\d{2}-\d{2}))? \(")
 SAME_MATCH = 0.999  # the summary covers at least this share of what the archived chunk covers of the query
 
 
@@ -18,6 +21,16 @@ def links_to(row: Row, archived: str) -> bool:
     the heading above it)."""
     target = quote(posixpath.relpath(archived, posixpath.dirname(row.source) or "."), safe="/")
     return any(f"]({target}" in text for text in (row.content, row.heading_path))
+
+
+def speaks_for(row: Row, archived: Row) -> bool:
+    """`row`, a summary's chunk, stands for the archived chunk: its section links to the archived log, or it is the
+    summary's head (its title, the intro `Summary of <first> to <last>` and the People line), which stands for
+    every log of its span."""
+    if links_to(row, archived.source):
+        return True
+    span = _SPAN.search(row.content) if row.level <= 1 else None
+    return span is not None and bool(archived.date) and span[1] <= archived.date <= (span[2] or span[1])
 
 
 def summaries_first(
@@ -50,7 +63,7 @@ def summaries_first(
     coverage = store.coverage([r.id for r in [*archived, *live]], terms) if terms else {}
     out = [r for r in rows]
     for original in archived:
-        summaries = [r for r in live if links_to(r, original.source)]
+        summaries = [r for r in live if speaks_for(r, original)]
         theirs = coverage.get(original.id, 0.0)
         same = [r for r in summaries if theirs > 0 and coverage.get(r.id, 0.0) >= SAME_MATCH * theirs]
         if not same:
