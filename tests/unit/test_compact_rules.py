@@ -140,6 +140,12 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("Filed MOB-2231 (owner: Felipe, iOS lead).", {"Felipe": "iOS lead"}),
         ("It belongs to the platform team, contact Yusuf.", {"Yusuf": "contact"}),
         ("Ruth (FinOps) joined.", {"Ruth": "FinOps"}),
+        # in the languages a team's memory is written in
+        ("Ana (gerente de produto) pediu o relatório.", {"Ana": "gerente de produto"}),
+        ("Paulo é o engenheiro de dados.", {"Paulo": "engenheiro de dados"}),
+        ("Lucía (jefa de producto) quiere el informe.", {"Lucía": "jefa de producto"}),
+        ("Klaus (Teamleiter) hat es freigegeben.", {"Klaus": "Teamleiter"}),
+        ("Marie (ingénieure QA) a corrigé le test.", {"Marie": "ingénieure QA"}),
         # no person: a thing in parentheses, a pronoun, a list with a team's word after a comma
         ("Redis (cache) and Postgres (primary) run on one host.", {}),
         ("This is the owner of the queue. They are the product people.", {}),

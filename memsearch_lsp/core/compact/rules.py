@@ -89,7 +89,12 @@ NAME_ROLE = re.compile(
 # a person's role as a summary's People line keeps it: a role noun, a team's function, or an acronym (DBA, SRE)
 _PERSON_ROLE = (
     r"(?:(?:[\w-]+ ){0,3}(?:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
-    r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops)|"
+    r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops|"
+    # the same in the languages the memory may be written in: Portuguese, Spanish, French, German, Italian
+    r"gerente|l[ií]der|engenheir[oa]|ingenier[oa]|ing[ée]nieure?|ingegnere|diret(?:or|ora)|director[a]?|"
+    r"coordenador[a]?|coordinador[a]?|responsável|responsable|desenvolvedor[a]?|desarrollador[a]?|"
+    r"d[ée]veloppeu(?:r|se)|sviluppatore|jefe|jefa|chefe|chef|(?i:\w*(?:leiter|entwickler|ingenieur)(?:in)?))"
+    r"(?: (?:de|da|do|del|des|du|di|of|for) [\w-]+)?|"
     r"DBA|UX|PO|[A-Z][a-z]*Ops|iOS (?:lead|dev))"
 )
 _NOT_NAMES = (
@@ -99,7 +104,13 @@ _PERSON = r"(?P<name>(?:(?:Dr|Prof|Mr|Mrs|Ms)\. )?" + _NOT_NAMES + r"(?-i:[A-Z][
 _ROLE_OF = r"(?P<role>" + _PERSON_ROLE + r")"
 PEOPLE = (  # a person and their role, as the groups `name` and `role`
     re.compile(r"\b" + _PERSON + r" \(" + _ROLE_OF + r"(?:[,;] [^()]{1,40})?\)"),  # Oskar (SRE, on call this week)
-    re.compile(r"\b" + _PERSON + r"(?: is| was| =) (?:the |our |their )?" + _ROLE_OF + r"\b(?! \w+ing\b)"),
+    re.compile(
+        r"\b"
+        + _PERSON
+        + r"(?: is| was| =| é| es| est| ist) (?:the |our |their |o |a |el |la |le |der |die |l')?"
+        + _ROLE_OF
+        + r"\b(?! \w+ing\b)"
+    ),
     re.compile(r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;])"),  # (owner: Felipe, iOS lead)
     re.compile(r"\b(?P<role>contact|reviewer|owner|maintainer|supervisor)(?::| is)? " + _PERSON + r"\b"),
 )
