@@ -61,11 +61,9 @@ _PERSON = re.compile(
     r"(?:wants|prefers|likes|hates|insists|asked|said|"
     r"told|reminded|would|'d|thinks|owns|leads)\b"
 )
-# no fact of its own: a decision not taken ("nothing decided"), a rule that points at the sentence before it ("Noting
-# that as a rule.", "make that a rule": that sentence is the fact)
-_NOT_LASTING = re.compile(
-    r"\b(?:nothing|not|not yet|never|un)\s?decided\b|\bno decision\b|\b(?:that|this|it) (?:as |into )?a rule\b", re.I
-)
+# a rule that points at the sentence before it ("Noting that as a rule.", "make that a rule"): that sentence is the
+# fact (a decision not taken, "nothing decided", is status: facts.classify)
+_POINTS_BACK = re.compile(r"\b(?:that|this|it) (?:as |into )?a rule\b", re.I)
 _DECISION_LABEL = re.compile(r"\b(?:decisions?|decided|agreed|agreement|outcome)\b", re.I)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
 
@@ -116,7 +114,7 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
         return None
     if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"}:
         return None
-    if _NOT_LASTING.search(text):
+    if _POINTS_BACK.search(text):
         return None
     if len(re.findall(r"\w+", text)) < MIN_WORDS and not label_kept(label):
         return None  # "Agreed.", "Sounds right.": a reply that leans on what was said before it (not "Decision: X")
