@@ -172,3 +172,24 @@ def test_a_sentence_said_again_inside_a_longer_one_is_kept_once() -> None:
     text = choose(parse_log(log), budget=2000)  # room for both: the repeat still goes
     assert "410 ms at peak" in text
     assert text.lower().count("the search page p95 is 340 ms") == 1
+
+
+def test_each_speakers_turn_keeps_its_own_label_inside_one_paragraph() -> None:
+    log = _log(
+        "2026-08-07",
+        """# 2026-08-07
+
+**User:** Support says some bookings overlap. How many?
+**Assistant:** Grouping bookings by slot_id since July: 23 double bookings at 4 clinics.
+User: Please enforce it with a database constraint.
+Assistant: Added a UniqueConstraint on slot_id.
+Our deploy runs at 09:00 and the
+Notes: field stays as it is.
+""",
+    )
+    items = parse_log(log)
+    assert [item.text.split(":")[0] for item in items] == ["**User", "**Assistant", "User", "Assistant"]
+    assert items[-1].text.endswith("Our deploy runs at 09:00 and the Notes: field stays as it is.")  # mid-sentence
+    text = choose(items, budget=None)
+    assert "- Assistant: Grouping bookings by slot_id since July: 23 double bookings" in text
+    assert "User: Grouping" not in text and "User: Added" not in text

@@ -19,6 +19,8 @@ NORM = re.compile(r"[\W_]+", re.UNICODE)
 _LABEL = re.compile(r"^((?:\S+(?<![.!?]) ){0,3}[^\s.!?]+?):\s+(?=\S)")
 EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
+# a line that opens someone's turn: "**Assistant:** ...", "__Dana__: ...", or "Dana: ..." after a sentence's end
+_TURN = re.compile(r"^(?:(?:\*\*|__)[^\s*_:][^*_:]{0,30}?(?::(?:\*\*|__)|(?:\*\*|__):)|[A-Z][\w'’-]{1,30}:)\s")
 _LEAD = re.compile(r"^(?:\*\*|__)?([^*_:]{2,40}?)(?::(?:\*\*|__)?|(?:\*\*|__):?)$")  # a short line ending ":" or bold
 NOTES = "Notes"  # the topic of text under no heading but the log's date title or a time stamp
 SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
@@ -59,6 +61,13 @@ def split_label(item: Item) -> tuple[str, str]:
     text = EMPHASIS.sub(r"\2", item.text)
     label = _LABEL.match(text)
     return (label.group(1), text[label.end() :]) if label else ("", text)
+
+
+def opens_turn(line: str, before: str) -> bool:
+    """`line` opens another speaker's turn (its own item, never a continuation of the line `before` it): an emphasised
+    label, or a one-word label after a sentence's end."""
+    match = _TURN.match(line)
+    return match is not None and (match.group()[0] in "*_" or before.rstrip().endswith((".", "!", "?", ")", '"')))
 
 
 def labelled(line: str) -> bool:
@@ -145,7 +154,7 @@ def parse_log(log_text: LogText) -> list[Item]:
         if bullet:
             depth = min(len(bullet.group(1).expandtabs(4)) // 2, 3)
             current = add("bullet", bullet.group(2).strip(), depth, i)
-        elif current is not None and not labelled(stripped):
+        elif current is not None and not labelled(stripped) and not opens_turn(stripped, lines[i - 2]):
             current.text += " " + stripped  # a continuation line of the bullet or paragraph
         else:
             current = add("para", stripped, 0, i)
