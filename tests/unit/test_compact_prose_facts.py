@@ -193,3 +193,22 @@ Notes: field stays as it is.
     text = choose(items, budget=None)
     assert "- Assistant: Grouping bookings by slot_id since July: 23 double bookings" in text
     assert "User: Grouping" not in text and "User: Added" not in text
+
+
+def test_a_line_that_announces_what_follows_is_not_kept_without_it() -> None:
+    log = _log(
+        "2026-08-08",
+        """# 2026-08-08
+
+The limits are in `prj.conf` / `bms_limits.h`:
+
+```
+#define CELL_OV_MV 4200
+```
+
+The overvoltage cutoff is 4.20 V per cell, undervoltage 2.80 V.
+""",
+    )
+    text = choose(parse_log(log), budget=400)
+    assert "overvoltage cutoff is 4.20 V" in text
+    assert "bms_limits.h`:" not in text

@@ -81,6 +81,8 @@ def test_every_labelled_fact_of_the_development_sets_is_found_by_a_rule(folder) 
         ("The release train moves from weekly to every two weeks.", "replaced"),
         ("The user told me to always write the timeline in UTC.", "wish"),
         ("No new gems without asking first.", "rule"),
+        ("Lena's rule for this codebase: no heap allocation after boot.", "rule"),
+        ("Team policy: every migration ships behind a flag.", "rule"),
         ("Stripe is the payment provider.", "definition"),
         ("Webhooks are verified with the signing secret from Vault.", "setup"),
         ("Cluster maintenance Thu 06:00-12:00.", "date"),

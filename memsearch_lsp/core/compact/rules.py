@@ -211,6 +211,7 @@ WISH = re.compile(
 RULE = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|should (?:always|never|not)|no (?:\w+ ){1,3}without|without asking|"
     r"from now on|going forward|(?:make|made) (?:that|it|this) a rule|as a rule|lessons?|"
+    r"(?:'s|’s|house|team|our|the|ground) (?:rule|policy|guideline)s?(?: for [\w ]{1,30})?(?=:)|rule of thumb|"
     r"only\b(?! (?:had|have|took|got|found|saw|a few|one|two))|is (?:not )?allowed|mandatory|required)\b",
     re.I,
 )
