@@ -212,3 +212,16 @@ The overvoltage cutoff is 4.20 V per cell, undervoltage 2.80 V.
     text = choose(parse_log(log), budget=400)
     assert "overvoltage cutoff is 4.20 V" in text
     assert "bms_limits.h`:" not in text
+
+
+def test_a_line_ending_in_a_colon_that_names_a_value_can_still_be_kept() -> None:
+    log = _log(
+        "2026-08-09",
+        """# 2026-08-09
+
+Ran Locust against staging with 200 concurrent users:
+
+Wrapping up for today.
+""",
+    )
+    assert "200 concurrent users" in choose(parse_log(log), budget=200)

@@ -187,7 +187,8 @@ def _score(units: Sequence[_Unit], named: bool = False) -> None:
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         unit.must = always_kept(label, unit.item.text) and unit.start < _first_line_end(unit.item)
         unit.must = unit.must or (unit.start > 0 and labelled(unit.text))  # "... is not atomic. Fix: a lock."
-        announces = unit.text.rstrip().endswith(":")  # "In `prj.conf` / `bms_limits.h`:": it says what comes next
+        # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
+        announces = unit.text.rstrip().endswith(":") and not any(c.isdigit() for c in unit.text)
         unit.weak = not unit.must and (
             not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12 or dead or announces
         )
