@@ -17,7 +17,10 @@ four styles, 47 facts) and `heldout4` (a lab's week, 21 facts) were written befo
 them (seen since); `heldout5` (a data platform team's week, 35 facts) was written before issue 39's second
 round; `heldout6` (a hospital booking app's week, 36 facts) and `heldout7` (a battery firmware team's week, 34
 facts) were written for issue 39's third round by someone who had not read the summariser. The fourth round's
-People line was chosen after reading what the summariser lost on heldout5-7: they are seen now. Logs a summary
+People line was chosen after reading what the summariser lost on heldout5-7: they are seen now. `heldout8` (an
+observatory's telescope scheduler, 36 facts) was written blind in the fifth round by a helper that had not read the
+summariser, and measured before any change was made for it (17/36); the rules that round took from it (a person who
+"owns the weather feed", "liaison", a guess as a hedge) make it seen too. Logs a summary
 would not shrink enough are left as they are (`nothing_to_gain`): their facts count as kept and their characters
 count on both sides of the ratio.
 """
@@ -40,7 +43,7 @@ from bench.common import BENCH, ROOT, emit, table
 DEV = [BENCH / "compaction_set" / name for name in ("dev", "dev2")]  # tuned on
 HELD_OUT = [
     BENCH / "compaction_set" / name
-    for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
+    for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
 ]  # written before the round that measured them (seen since)
 SETS = DEV + HELD_OUT
 COLUMNS = (

@@ -226,3 +226,11 @@ The staging database is Postgres 15 on a db.r6g.large with 2 replicas.
     )
     text = choose(parse_log(log), budget=400)
     assert "200 concurrent users" in text and "Postgres 15" in text
+
+
+@pytest.mark.parametrize(
+    "guess",
+    ["First guess was the humidity sensor.", "Suspicion was two celery beat processes.", "We suspected the cache."],
+)
+def test_a_guess_is_a_hedge_not_a_fact(guess: str) -> None:
+    assert "hedge" in classify(guess).noise

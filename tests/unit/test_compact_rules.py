@@ -142,6 +142,20 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("Filed MOB-2231 (owner: Felipe, iOS lead).", {"Felipe": "iOS lead"}),
         ("It belongs to the platform team, contact Yusuf.", {"Yusuf": "contact"}),
         ("Ruth (FinOps) joined.", {"Ruth": "FinOps"}),
+        (
+            "Tomasz Berg owns the weather feed, and Ruth Alvarez is our night-operations liaison.",
+            {
+                "Tomasz Berg": "weather feed",
+                "Ruth Alvarez": "night-operations liaison",
+            },
+        ),
+        (
+            "Kenji owns the notifier service; Priya leads the platform team.",
+            {
+                "Kenji": "notifier service",
+                "Priya": "platform team",
+            },
+        ),
         # in the languages a team's memory is written in
         ("Ana (gerente de produto) pediu o relatório.", {"Ana": "gerente de produto"}),
         ("Paulo é o engenheiro de dados.", {"Paulo": "engenheiro de dados"}),
@@ -152,6 +166,7 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("Redis (cache) and Postgres (primary) run on one host.", {}),
         ("This is the owner of the queue. They are the product people.", {}),
         ("We use Kafka, product analytics read from it.", {}),
+        ("Nobody owns the flaky test suite yet. The Scheduler owns the queue.", {}),
     ],
 )
 def test_people_are_found_with_their_role(text: str, expected: dict[str, str]) -> None:

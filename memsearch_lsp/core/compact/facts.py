@@ -52,7 +52,8 @@ _DEAD_END = re.compile(
 )
 _HEDGE = re.compile(
     r"^(?:looks like|it looks|seems|it seems|maybe|perhaps|probably|i think|i guess|i wonder|"
-    r"i wondered|not sure|might be)\b",
+    r"i wondered|not sure|might be|(?:(?:first|my|our|initial) )?(?:guess|suspicion|hunch|theory) (?:was|is)|"
+    r"(?:i|we) suspect(?:ed)?|suspected)\b",
     re.I,
 )
 _ANAPHOR = re.compile(r"^(?:it|this|that|these|those|they|above that|below that|then|also|but|and|which)\b", re.I)

@@ -89,7 +89,7 @@ NAME_ROLE = re.compile(
 # a person's role as a summary's People line keeps it: a role noun, a team's function, or an acronym (DBA, SRE)
 _PERSON_ROLE = (
     r"(?:(?:[\w-]+ ){0,3}(?:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
-    r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops|"
+    r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops|liaison|"
     # the same in the languages the memory may be written in: Portuguese, Spanish, French, German, Italian
     r"gerente|l[ií]der|engenheir[oa]|ingenier[oa]|ing[ée]nieure?|ingegnere|diret(?:or|ora)|director[a]?|"
     r"coordenador[a]?|coordinador[a]?|responsável|responsable|desenvolvedor[a]?|desarrollador[a]?|"
@@ -113,6 +113,12 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     ),
     re.compile(r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;])"),  # (owner: Felipe, iOS lead)
     re.compile(r"\b(?P<role>contact|reviewer|owner|maintainer|supervisor)(?::| is)? " + _PERSON + r"\b"),
+    # what a person owns or leads: "Tomasz Berg owns the weather feed" -> Tomasz Berg (weather feed)
+    re.compile(
+        r"(?<![Tt]he )(?<![Oo]ur )\b"
+        + _PERSON
+        + r" (?:owns|leads|maintains) (?:the |our )?(?P<role>[a-z][\w-]*(?: [a-z][\w-]*){0,2})(?=[,.;)]| and )"
+    ),
 )
 ROLE = re.compile(
     r"\b(?:owns?|owner|on[- ]call|responsible for|maintains?|maintainer|reviewers?|assigned to|"
