@@ -155,7 +155,7 @@ OK, that's it for today. Tests pass, nothing else.
     log = _log("2026-11-20", (tmp_path / "memory/2026-11-20.md").read_text())
     content = choose(parse_log(log), budget=MIN_BUDGET)  # what it would have been: never empty
     assert "- Decision: no GraphQL; the portal uses the REST API with its OpenAPI schema." in content
-    assert "Lena owns the contract" in content
+    assert "Lena (owns the contract)" in content  # on the People line
 
 
 def test_three_tiny_logs_are_left_as_they_are(tmp_path: Path, make_memory) -> None:

@@ -113,11 +113,11 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     ),
     re.compile(r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;])"),  # (owner: Felipe, iOS lead)
     re.compile(r"\b(?P<role>contact|reviewer|owner|maintainer|supervisor)(?::| is)? " + _PERSON + r"\b"),
-    # what a person owns or leads: "Tomasz Berg owns the weather feed" -> Tomasz Berg (weather feed)
+    # what a person owns or leads: "Tomasz Berg owns the weather feed" -> Tomasz Berg (owns the weather feed)
     re.compile(
         r"(?<![Tt]he )(?<![Oo]ur )\b"
         + _PERSON
-        + r" (?:owns|leads|maintains) (?:the |our )?(?P<role>[a-z][\w-]*(?: [a-z][\w-]*){0,2})(?=[,.;)]| and )"
+        + r" (?P<role>(?:owns|leads|maintains) (?:the |our )?[a-z][\w-]*(?: [a-z][\w-]*){0,2})(?=[,.;)]| and )"
     ),
 )
 ROLE = re.compile(
