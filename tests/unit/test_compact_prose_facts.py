@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from memsearch_lsp.core.compact.extractive import choose, parse_log
+from memsearch_lsp.core.compact.extractive import choose, parse_log, units_of
 from memsearch_lsp.core.compact.facts import classify
+from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.summarize import LogText
 
 
@@ -234,3 +235,26 @@ The staging database is Postgres 15 on a db.r6g.large with 2 replicas.
 )
 def test_a_guess_is_a_hedge_not_a_fact(guess: str) -> None:
     assert "hedge" in classify(guess).noise
+
+
+def test_chinese_sentences_clauses_labels_and_turns_are_read_like_english_ones() -> None:
+    log = _log(
+        "2027-03-01",
+        """# 2027-03-01
+
+今天开始接手支付服务。服务用的是 Go 1.22 和 PostgreSQL 15。午饭后继续看代码。
+根本原因：缺少 merchant_id 上的索引；加了索引以后 p95 降到 280 ms。
+**用户：**退款接口的幂等键放在哪里？
+**助手：**放在请求头 Idempotency-Key 里，服务端保存 24 小时。
+""",
+    )
+    items = parse_log(log)
+    assert [split_label(item)[0] for item in items] == ["", "根本原因", "用户", "助手"]
+    assert [u.text for u in units_of(items[0])] == [
+        "今天开始接手支付服务。",
+        "服务用的是 Go 1.22 和 PostgreSQL 15。",
+        "午饭后继续看代码。",
+    ]
+    assert [u.text for u in units_of(items[1])] == ["缺少 merchant_id 上的索引", "加了索引以后 p95 降到 280 ms。"]
+    text = choose(items, budget=None)
+    assert "- 助手: 放在请求头 Idempotency-Key 里，服务端保存 24 小时。" in text

@@ -18,7 +18,8 @@ from memsearch_lsp.core.embedding import Embedder
 _ABBREV = "".join(
     f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf")
 )
-_SPLIT = re.compile(_ABBREV + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+|,\s+")
+# (Chinese and Japanese end a sentence with 。！？ and a clause with ；, with no space after them)
+_SPLIT = re.compile(_ABBREV + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+")
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
@@ -88,7 +89,7 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
                 out.append((start, end, kind))
         if match is None:
             break
-        sep = match.group().strip()[:1] or "."
+        sep = match.group().strip().replace("；", ";")[:1] or "."
         start, kind = match.end(), ";" if sep == "," and _CLAUSE.match(body, match.end()) else sep
         comma = sep == ","  # ", then Glacier" is as short after "then" as after any comma
     return out
@@ -144,7 +145,7 @@ def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
         if (
             previous is None
             or previous.item is not unit.item
-            or previous.text.rstrip(" \"')]").endswith((".", "!", "?", "…"))
+            or previous.text.rstrip(" \"')]").endswith((".", "!", "?", "…", "。", "！", "？"))
         ):
             sentences.append([])
         sentences[-1].append(unit)

@@ -16,11 +16,14 @@ TABLE = re.compile(r"^\s*\|")
 _KEY = re.compile(r"`[^`]+`|[^\s]*\d[^\s]*|\b[A-Z][\w.+-]*")
 NORM = re.compile(r"[\W_]+", re.UNICODE)
 # "Dana: ...", "Decision: ..." (after emphasis is gone); never across a sentence's end ("is not atomic. Fix: ...")
-_LABEL = re.compile(r"^((?:\S+(?<![.!?]) ){0,3}[^\s.!?]+?):\s+(?=\S)")
+# (or a short one before a full-width colon, with or without a space: "根本原因：", "用户：")
+_LABEL = re.compile(r"^((?:\S+(?<![.!?]) ){0,3}[^\s.!?]+?):\s+(?=\S)|^([^\s.!?。！？：:]{1,12})：\s*(?=\S)")
 EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
 # a line that opens someone's turn: "**Assistant:** ...", "__Dana__: ...", or "Dana: ..." after a sentence's end
-_TURN = re.compile(r"^(?:(?:\*\*|__)[^\s*_:][^*_:]{0,30}?(?::(?:\*\*|__)|(?:\*\*|__):)|[A-Z][\w'’-]{1,30}:)\s")
+_TURN = re.compile(
+    r"^(?:(?:\*\*|__)[^\s*_:：][^*_:：]{0,30}?(?:[:：](?:\*\*|__)|(?:\*\*|__)[:：])\s?|[A-Z][\w'’-]{1,30}:\s|[^\W\d_]{1,6}：)"
+)
 _LEAD = re.compile(r"^(?:\*\*|__)?([^*_:]{2,40}?)(?::(?:\*\*|__)?|(?:\*\*|__):?)$")  # a short line ending ":" or bold
 NOTES = "Notes"  # the topic of text under no heading but the log's date title or a time stamp
 SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
@@ -60,21 +63,22 @@ def split_label(item: Item) -> tuple[str, str]:
     """(label, body) of a bullet or paragraph: emphasis markers dropped, a leading 'Name:' label set apart."""
     text = EMPHASIS.sub(r"\2", item.text)
     label = _LABEL.match(text)
-    return (label.group(1), text[label.end() :]) if label else ("", text)
+    return (label.group(1) or label.group(2), text[label.end() :]) if label else ("", text)
 
 
 def opens_turn(line: str, before: str) -> bool:
     """`line` opens another speaker's turn (its own item, never a continuation of the line `before` it): an emphasised
     label, or a one-word label after a sentence's end."""
     match = _TURN.match(line)
-    return match is not None and (match.group()[0] in "*_" or before.rstrip().endswith((".", "!", "?", ")", '"')))
+    ended = before.rstrip().endswith((".", "!", "?", ")", '"', "。", "！", "？", "）"))
+    return match is not None and (match.group()[0] in "*_" or ended)
 
 
 def labelled(line: str) -> bool:
     """A line that opens with a label kept always ('Decision: ...', 'TODO ...'): its own item, never a continuation."""
     text = EMPHASIS.sub(r"\2", line)
     label = _LABEL.match(text)
-    return always_kept(label.group(1) if label else "", text)
+    return always_kept((label.group(1) or label.group(2)) if label else "", text)
 
 
 def _topic(path: list[tuple[int, str]], date: str) -> str:
