@@ -20,7 +20,10 @@ facts) were written for issue 39's third round by someone who had not read the s
 People line was chosen after reading what the summariser lost on heldout5-7: they are seen now. `heldout8` (an
 observatory's telescope scheduler, 36 facts) was written blind in the fifth round by a helper that had not read the
 summariser, and measured before any change was made for it (17/36); the rules that round took from it (a person who
-"owns the weather feed", "liaison", a guess as a hedge) make it seen too. Logs a summary
+"owns the weather feed", "liaison", a guess as a hedge) make it seen too. `ml-dev` (an online chess platform's
+matchmaking team) and `ml-heldout` (a container terminal's yard planning team), 8 logs each in Portuguese, Spanish,
+German and Chinese (36 facts each), were written blind the same round: the rules for those languages were tuned on
+`ml-dev`; of `ml-heldout` only its score was read, never its text. Logs a summary
 would not shrink enough are left as they are (`nothing_to_gain`): their facts count as kept and their characters
 count on both sides of the ratio.
 """
@@ -40,10 +43,20 @@ from typing import Any
 
 from bench.common import BENCH, ROOT, emit, table
 
-DEV = [BENCH / "compaction_set" / name for name in ("dev", "dev2")]  # tuned on
+DEV = [BENCH / "compaction_set" / name for name in ("dev", "dev2", "ml-dev")]  # tuned on
 HELD_OUT = [
     BENCH / "compaction_set" / name
-    for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+    for name in (
+        "heldout",
+        "heldout2",
+        "heldout3",
+        "heldout4",
+        "heldout5",
+        "heldout6",
+        "heldout7",
+        "heldout8",
+        "ml-heldout",
+    )
 ]  # written before the round that measured them (seen since)
 SETS = DEV + HELD_OUT
 COLUMNS = (

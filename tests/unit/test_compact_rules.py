@@ -87,6 +87,9 @@ def test_every_labelled_fact_of_the_development_sets_is_found_by_a_rule(folder) 
         ("Webhooks are verified with the signing secret from Vault.", "setup"),
         ("Cluster maintenance Thu 06:00-12:00.", "date"),
         ("The flaky test is tracked as JUN-882.", "identifier"),
+        ("Raised max.poll.interval.ms for the pairing consumers.", "identifier"),
+        ("把max.poll.interval.ms改成120000。", "identifier"),
+        ("- update the broker runbook for the new cluster (Dana)", "todo"),
     ],
 )
 def test_a_rule_finds_each_kind_of_fact(sentence: str, rule: str) -> None:

@@ -8,18 +8,21 @@ from dataclasses import dataclass, field
 
 from memsearch_lsp.core.compact.blocks import block_gist, block_score
 from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, people_line, without_roles
+from memsearch_lsp.core.compact.languages import words as word_count
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
 from memsearch_lsp.core.compact.trim import trim, without_asides
 from memsearch_lsp.core.embedding import Embedder
 
-# sentences, and clauses at "; " and before ", so" / ", but" / ", which": the summary may keep one and not the other
-# never after a title or an abbreviation ("Prof. Lindqvist", "e.g. Kafka")
+# sentences, and clauses at "; " and before ", so" / ", but" / ", which" (never after a title or an abbreviation: "Prof.
+# Lindqvist", "e.g. Kafka"); Chinese ends a sentence at 。！？ and a clause at ；, with no space after them
 _ABBREV = "".join(
     f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf")
 )
-# (Chinese and Japanese end a sentence with 。！？ and a clause with ；, with no space after them)
-_SPLIT = re.compile(_ABBREV + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+")
+_SPLIT = re.compile(
+    _ABBREV
+    + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZÀ-ÖØ-Þ0-9\u3400-\u9fff])|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+"
+)
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
@@ -36,11 +39,11 @@ _STOP = frozenset(
 )
 UNIT_OVERHEAD = 3  # "- " and a newline: what each kept line costs besides its words
 MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
-COST_POWER = 1.0  # what a sentence carries per character: the budget buys facts, not sentences
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
 MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
 VERDICT = 40  # a dead end this short ("No effect.") is a verdict on the sentence before it
 PEOPLE_SHARE = 0.15  # the People line takes at most this share of the budget (the first people named)
+MIN_WORDS = 2  # a shorter unit ("No.", "Done", "好的。") says nothing on its own
 MIN_CLAUSE = 30  # a clause after a comma shorter than this is part of the one before it (a list, an aside)
 
 
@@ -59,7 +62,7 @@ class _Unit:
 
     @property
     def density(self) -> float:
-        return self.score / (max(len(self.text), MIN_COST) + UNIT_OVERHEAD) ** COST_POWER
+        return self.score / (max(len(self.text), MIN_COST) + UNIT_OVERHEAD)  # per character: the budget buys facts
 
 
 def _clean(item: Item) -> tuple[str, str]:
@@ -191,7 +194,7 @@ def _score(units: Sequence[_Unit], named: bool = False) -> None:
         # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
         announces = unit.text.rstrip().endswith(":") and not any(c.isdigit() for c in unit.text)
         unit.weak = not unit.must and (
-            not facts.factual or unit.score < MIN_SCORE or len(unit.text) < 12 or dead or announces
+            not facts.factual or unit.score < MIN_SCORE or word_count(unit.text) < MIN_WORDS or dead or announces
         )
 
 

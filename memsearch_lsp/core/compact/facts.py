@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memsearch_lsp.core.compact.languages import NOISE
 from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLED_NUMBER
 
 # Labels whose lines a summary always keeps ("Decision: ...", "Root cause: ...", "TODO: ..."): a label is
@@ -15,7 +16,12 @@ _KEEP_LABEL = re.compile(
     r"\b(?:decisions?|decided|root[- ]causes?|causes?|fix(?:es|ed)?|resolution|workaround|mitigation|todos?|"
     r"fixme|action(?: items?)?|follow[- ]?ups?|next steps?|deadlines?|due|preferences?|prefers|rules?|"
     r"blockers?|blocked|risks?|rollback|lessons?(?: learned)?|learned|outcome|agreed|agreement|requirements?|"
-    r"constraints?|important|warning|caveat|gotcha)\b",
+    r"constraints?|important|warning|caveat|gotcha|"
+    # ... and in the other languages of core/compact/languages.py
+    r"decisão|decisión|entscheidung|décision|causa(?: raiz| raíz)?|ursache|correção|corrección|solução|solución|"
+    r"lösung|correctif|pendentes?|pendientes?|offen|regras?|reglas?|regeln?|règles?|prazo|plazo|frist|"
+    r"combinado|acordado|vereinbart|convenu)\b|"
+    r"决定|结论|原因|根因|修复|解决|待办|规则|约定|截止",
     re.I,
 )
 _TODO = re.compile(r"^(?:\[ \]\s*)?(?:TODO|FIXME|XXX)\b|^\[ \]\s")  # unlabelled open items
@@ -150,7 +156,10 @@ def classify(text: str, first: bool = True) -> Facts:
         noise.add("anaphor")
     if _DEAD_END.search(stripped):
         noise.add("dead_end")
-    if stripped.rstrip(" \"')").endswith("?"):
+    for name, said in NOISE.items():  # the same in the other languages
+        if said.search(stripped) and (first or name != "narration") and len(stripped) < 200:
+            noise.add(name)
+    if stripped.rstrip(" \"')").endswith(("?", "？")):
         noise.add("question")
     if words and words[0] in _CHATTER and len(stripped) < 80:
         noise.add("chatter")

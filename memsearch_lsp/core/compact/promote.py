@@ -13,6 +13,7 @@ from memsearch_lsp.core.chunks import outline
 from memsearch_lsp.core.compact.apply import sha256
 from memsearch_lsp.core.compact.extractive import sentences_of
 from memsearch_lsp.core.compact.facts import classify, label_kept
+from memsearch_lsp.core.compact.languages import cues, words
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, parse_log, split_label
 from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH
 from memsearch_lsp.core.compact.summarize import LogText
@@ -39,13 +40,13 @@ _LASTING_WISH = re.compile(
 # a standing rule, said as one ("only" alone is too weak: "start only the core services")
 _STANDING = re.compile(
     r"\b(?:always|never|must(?:n't| not)?|no (?:\w+ ){1,3}without|without asking|from now on|going forward|"
-    r"(?:make|made) (?:that|it|this) a rule|as a rule|lessons?:|convention|not allowed|mandatory)\b",
+    r"(?:make|made) (?:that|it|this) a rule|as a rule|lessons?:|convention|not allowed|mandatory)\b|" + cues("rule"),
     re.I,
 )
 _TIME_BOUND = re.compile(
     r"\b(?:today|tonight|tomorrow|yesterday|this (?:week|morning|afternoon|evening|sprint)|for now|"
     r"for (?:another|one more|the next) \w+|until|till|by (?:\w+day|tomorrow|EOD|EOW|the end|end of|next)|"
-    r"next (?:week|sprint|month|release)|deadline|due|\d{4}-\d{2}-\d{2})\b",
+    r"next (?:week|sprint|month|release)|deadline|due|\d{4}-\d{2}-\d{2})\b|" + cues("time-bound"),
     re.I,
 )
 # a later sentence that undoes an earlier decision: "reverted", "switched back", "no longer", "replaced by"
@@ -64,7 +65,11 @@ _PERSON = re.compile(
 # a rule that points at the sentence before it ("Noting that as a rule.", "make that a rule"): that sentence is the
 # fact (a decision not taken, "nothing decided", is status: facts.classify)
 _POINTS_BACK = re.compile(r"\b(?:that|this|it) (?:as |into )?a rule\b", re.I)
-_DECISION_LABEL = re.compile(r"\b(?:decisions?|decided|agreed|agreement|outcome)\b", re.I)
+_DECISION_LABEL = re.compile(
+    r"\b(?:decisions?|decided|agreed|agreement|outcome|decisão|decisión|entscheidung|décision|combinado|acordado|"
+    r"vereinbart|convenu)\b|决定|结论",
+    re.I,
+)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
 
 
@@ -116,7 +121,7 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
         return None
     if _POINTS_BACK.search(text):
         return None
-    if len(re.findall(r"\w+", text)) < MIN_WORDS and not label_kept(label):
+    if words(text) < MIN_WORDS and not label_kept(label):
         return None  # "Agreed.", "Sounds right.": a reply that leans on what was said before it (not "Decision: X")
     if text[:1].islower() and not label:
         return None  # a fragment: what it speaks of was said before it
@@ -125,7 +130,9 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
     said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
     if _DECISION_LABEL.search(said) or DECISION_TOLD.search(text) or _DECISION_LABEL.fullmatch(topic):
         return "decision"
-    if re.search(r"\b(?:preferences?|rules?|conventions?|lessons?)\b", said, re.I):
+    if re.search(
+        r"\b(?:preferences?|rules?|conventions?|lessons?|regras?|reglas?|regeln?|règles?)\b|规则|约定", said, re.I
+    ):
         return "preference"
     if (WISH.search(text) and _LASTING_WISH.search(text)) or _STANDING.search(text):
         return "preference"

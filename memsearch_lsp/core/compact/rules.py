@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memsearch_lsp.core.compact.languages import ZH_NAME, ZH_ROLE, cues
+
 _STOPWORD = (
     r"(?:of|and|or|to|in|on|at|by|for|the|a|an|is|are|was|were|with|from|than|per|vs|am|pm|if|as|into|so|but|then|"
     r"that|this|it|more|less|out|up|down|off|over|under|after|before|until|since|through|again|also|too|more|most)"
@@ -14,13 +16,13 @@ _SPELLED = (
     r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
     r"hundred|thousand|a dozen|a couple of|a few)"
 )
-_NUM = r"(?<![\w.#/:-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+_NUM = r"(?<![A-Za-z0-9_.#/:-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 UNIT = re.compile(
     r"(?:" + _NUM + r"|\b" + _SPELLED + r"(?:[- ](?:hundred|thousand))?)\s?"
     r"(?:%|ms\b|s\b|sec\w*|min\w*|h\b|hours?|days?|weeks?|months?|years?|[kKMGT]i?B\b|[kmgt]b\b|[KMGT]i\b|"
     r"msg/s|r(?:eq)?/s|rps|qps|ops\b|requests?|connections?|times|retries|partitions|replicas|workers|"
     r"threads|rows|lines|nodes|brokers|items|operations|messages|users|vCPUs?|cores|EUR|USD|GBP|€|\$|x\b|"
-    r"[kKM]\b|million\b|billion\b|thousand\b)",
+    r"[kKM]\b|million\b|billion\b|thousand\b|秒|分钟|小时|天|周|个月|年|万|亿|次|个|笔|条|台|人|倍)",
     re.I,
 )
 # what a number counts, in the words after it: "1,300 orders", "30 tickets a week", "three alternatives"
@@ -41,8 +43,21 @@ LIMIT = re.compile(
 )
 NUMBER = re.compile(r"\d")
 SPELLED_NUMBER = re.compile(r"\b" + _SPELLED + r"\b", re.I)
+_B, _E = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"  # \b, but beside Chinese too ("把max.poll.interval.ms改成")
 IDENT = re.compile(
-    r"`[^`]+`|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|"
+    r"`[^`]+`|"
+    + _B
+    + r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
+    + _E
+    + "|"
+    + _B
+    + r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+    + _E
+    + "|"
+    + _B
+    + r"[a-z][a-z0-9]*(?:\.[a-z0-9]+){2,}"
+    + _E
+    + "|"  # a dotted key: max.poll.interval.ms, spring.jpa.show-sql
     r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b|"
     r"(?:^|\s)[\w.-]*/[\w./{}-]+|\b[\w.-]+\s?=\s?\S+"
 )
@@ -64,7 +79,7 @@ DATE = re.compile(
     r"\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:next|this|coming|following) (?:week|sprint|month|quarter|release|year|"
     r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|\bend of (?:the )?(?:day|week|month|quarter|sprint|year)\b|"
     r"\b(?:tomorrow|tmrw|tonight|EOD|EOW|EOM)\b|\b(?:first|second|third|last) (?:working |business )?day\b|"
-    r"(?-i:\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\b)",
+    r"(?-i:\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\b)" + "|" + cues("date"),
     re.I,
 )
 _DAYISH = (
@@ -84,14 +99,16 @@ NAME_ROLE = re.compile(
     + r"\b|\b"  # Dmitri is the engineering manager, Marta = tech lead
     + _ROLE_NOUN
     + r"(?:[:,]?| (?:is|was|will be|becomes)) (?-i:[A-Z][a-z]+)|"  # contact Yusuf, reviewer: Jukka, author will be Aino
-    r"\b(?!(?:the|a|an|our|their|my|your|his|her|whole|same) )[\w-]+ team\b"  # the platform team
+    r"\b(?!(?:the|a|an|our|their|my|your|his|her|whole|same) )[\w-]+ team\b|"  # the platform team
+     + re.sub(r"\(\?P<\w+>", "(?:", ZH_NAME + r"[（(]" + ZH_ROLE + r"[）)]|[（(]" + ZH_NAME + r"[，,]\s?" + ZH_ROLE)
 )
 # a person's role as a summary's People line keeps it: a role noun, a team's function, or an acronym (DBA, SRE)
 _PERSON_ROLE = (
-    r"(?:(?:[\w-]+ ){0,3}(?:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
+    r"(?:(?:[\w-]+ ){0,3}(?i:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
     r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops|liaison|"
     # the same in the languages the memory may be written in: Portuguese, Spanish, French, German, Italian
-    r"gerente|l[ií]der|engenheir[oa]|ingenier[oa]|ing[ée]nieure?|ingegnere|diret(?:or|ora)|director[a]?|"
+    r"gerente|l[ií]der|engenheir[oa]|cient[ií]fic[oa]|cientista|wissenschaftler(?:in)?|scientifique|analista|"
+    r"arquitet[oa]|arquitect[oa]|architekt(?:in)?|architecte|diseñador[a]?|designer(?:in)?|gestor[a]?|ingenier[oa]|ing[ée]nieure?|ingegnere|diret(?:or|ora)|director[a]?|"
     r"coordenador[a]?|coordinador[a]?|responsável|responsable|desenvolvedor[a]?|desarrollador[a]?|"
     r"d[ée]veloppeu(?:r|se)|sviluppatore|jefe|jefa|chefe|chef|(?i:\w*(?:leiter|entwickler|ingenieur)(?:in)?))"
     r"(?: (?:de|da|do|del|des|du|di|of|for) [\w-]+)?|"
@@ -113,6 +130,8 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     ),
     re.compile(r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;])"),  # (owner: Felipe, iOS lead)
     re.compile(r"\b(?P<role>contact|reviewer|owner|maintainer|supervisor)(?::| is)? " + _PERSON + r"\b"),
+    re.compile(ZH_NAME + r"[（(]" + ZH_ROLE + r"[）)]"),
+    re.compile(r"[（(]" + ZH_NAME + r"[，,]\s?" + ZH_ROLE + r"[）)]"),
     # what a person owns or leads: "Tomasz Berg owns the weather feed" -> Tomasz Berg (owns the weather feed)
     re.compile(
         r"(?<![Tt]he )(?<![Oo]ur )\b"
@@ -139,14 +158,14 @@ DECISION = re.compile(
     r"for now|for the time being|stick(?:s|ing)? with|(?:stays?|remains?) (?:on|with|at|as|in|the|under)|"
     r"(?:swapp?|chang|port|convert|flipp?|turn)(?:e?d|ing|s)?(?: [\w.#/-]+){0,4}? (?:from|over to|to)|"
     r"in favou?r of|(?:pushed|postponed|deferred|slips?|slipped|moved) (?:back |out )?to|"
-    r"\w+ it is\b)\b",
+    r"\w+ it is\b)\b" + "|" + cues("decision"),
     re.I,
 )
 # a decision told as one: "we went with X", "settled on", "let's go with", "from now on", "X it is"
 DECISION_TOLD = re.compile(
     r"\b(?:went with|go(?:ing)? with|settled on|chose|opted for|decided|agreed|from now on|going forward|"
     r"we(?:'ll|’ll| will| are going to|'re going to|’re going to) (?:keep|use|stay|go|switch|move|stick|reprocess|"
-    r"store|run|ship|drop|pin|only)|\w+ it is\b)",
+    r"store|run|ship|drop|pin|only)|\w+ it is\b)|" + cues("decision-told"),
     re.I,
 )
 # what a decision replaced or ruled out: "was replaced by", "X was considered but", "goes from weekly to ..."
@@ -166,7 +185,7 @@ CAUSE = re.compile(
     r"breaks|broke|the (?:real |actual |underlying )?(?:reason|problem|issue|bug) (?:is|was)|"
     r"explains? (?:the|why)|assumed|expected .{1,40} but|found the (?:reason|cause|bug|problem)|"
     r"(?:the )?bottleneck (?:is|was|were)|, so (?!that\b|far\b|I\b|let\b)(?=\w+ \w+)|"
-    r"happens? because|(?:still )?points? (?:at|to))\b",
+    r"happens? because|(?:still )?points? (?:at|to))\b" + "|" + cues("cause"),
     re.I,
 )
 # a failure and its cause in one sentence: "the crash happens because ...", "the export hung since ..."
@@ -178,7 +197,7 @@ FAILURE_BECAUSE = re.compile(
 )
 FIX = re.compile(
     r"\b(?:fix(?:ed|es)?|resolved|workaround|mitigat\w*|rolled back|roll back|rollback|"
-    r"patch(?:ed)?|hotfix|now uses|by (?:creating|adding|setting|using|moving|wrapping))\b",
+    r"patch(?:ed)?|hotfix|now uses|by (?:creating|adding|setting|using|moving|wrapping))\b" + "|" + cues("fix"),
     re.I,
 )
 # a fix told as one: "fixed by ...", "the fix was ...", "sorted it out by ...", "works again"
@@ -202,7 +221,11 @@ PREFERENCE = re.compile(
     r"please|always|never|for the record|don't want|doesn't want|insists?|convention|style|"
     r"would like|(?:'d|’d) like|would prefer|(?:'d|’d) prefer|asked (?:that|for)|"
     r"asked (?:us|me|everyone|the team) to (?:always|never|not|keep|use|stop|avoid)|"
-    r"can we|could we|let(?:'s|’s) not|make sure|not allowed|(?:is|are) against|no \w+ without)\b",
+    r"can we|could we|let(?:'s|’s) not|make sure|not allowed|(?:is|are) against|no \w+ without)\b"
+    + "|"
+    + cues("preference")
+    + "|"
+    + cues("rule"),
     re.I,
 )
 # a named person and their wish: "Dana wants ...", "Carol (product) wants", "Omar would like ...", "Lee asked that"
@@ -227,6 +250,10 @@ TODO_TEXT = re.compile(
     r"(?:it's|it is|is) due|due (?:\w+day|tomorrow|next|this|end|before)|"
     r"(?:by|before|until) (?:\w+day|tomorrow|tonight|EOD|EOW|next \w+|the end of|end of)|"
     r"in place by|ready by|done by|live by|(?:I'm|I am|we're|we are) (?:writing|doing|taking)|plans? to)\b"
+    + "|"
+    + cues("todo")
+    # who does it, said last in parentheses: "update the runbook (Dana)", "更新 runbook（王磊）"
+    + r"|[a-z].{10,}[(（](?:[A-Z][a-z]+|[\u4e00-\u9fff]{2,3})[)）][.。]?$"
 )
 PLACE = re.compile(
     r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\bhttps?://\S+|`[^`]*[./:][^`]*`|\b(?:is at|lives? in|lives? at|"

@@ -1,0 +1,124 @@
+"""Compaction reads a team's memory in its own language: the fact rules, the people, the noise and the promoted
+facts of Portuguese, Spanish, German, French and Chinese logs (core/compact/languages.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsearch_lsp.core.compact.extractive import choose, parse_log
+from memsearch_lsp.core.compact.facts import classify, people, rules_for
+from memsearch_lsp.core.compact.promote import durable_facts
+from memsearch_lsp.core.compact.summarize import LogText
+
+
+def _log(day: str, text: str) -> LogText:
+    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("Decidimos usar o RabbitMQ em vez do SQS para as filas internas.", "decision"),
+        ("Nos quedamos con Postgres en lugar de MongoDB.", "decision"),
+        ("Wir haben entschieden: Keycloak ersetzt das alte LDAP-Login.", "decision"),
+        ("On garde Vue au lieu de passer à React.", "decision"),
+        ("最后决定改用 gRPC，而不是继续用 REST。", "decision"),
+        ("A causa raiz era um índice faltando na tabela orders.", "cause"),
+        ("El problema era un timeout de 5 s en el balanceador.", "cause"),
+        ("Die Ursache war ein falsch gesetztes Limit im Ingress.", "cause"),
+        ("根本原因是连接池只有 50 个连接。", "cause"),
+        ("Corrigimos o erro aumentando o pool para 200.", "fix"),
+        ("Lo arreglamos con un índice nuevo en customer_id.", "fix"),
+        ("Der Fehler ist behoben, seit das Limit bei 512 MB liegt.", "fix"),
+        ("修复：把超时改成 120 秒。", "fix"),
+        ("A Júlia prefere revisões pequenas, sempre com testes.", "preference"),
+        ("Regla del equipo: nunca desplegar los viernes.", "preference"),
+        ("Kein Merge ohne zweites Review.", "preference"),
+        ("On ne déploie jamais le vendredi.", "preference"),
+        ("所有金额一律用分存储，不要用浮点数。", "preference"),
+        ("O relatório precisa estar pronto até sexta-feira.", "todo"),
+        ("Tenemos que migrar los logs antes del 15 de marzo.", "todo"),
+        ("Der Bericht muss bis Mittwoch fertig sein.", "todo"),
+        ("待办：更新 runbook。", "todo"),
+        ("Das Release ist für den 15.04.2027 geplant.", "date"),
+        ("新版本 4月15日 上线。", "date"),
+        ("每个分区的 lag 都在 6.3万左右，等待时间 41秒。", "number"),
+    ],
+)
+def test_a_rule_finds_each_kind_of_fact_in_the_team_s_language(sentence: str, kind: str) -> None:
+    facts = classify(sentence, first=False)
+    if kind == "date":  # a date alone is no fact, in any language: the rule finds it all the same
+        assert "date" in rules_for(sentence), (sentence, rules_for(sentence))
+    else:
+        assert kind in facts.kinds and facts.factual, (sentence, facts, rules_for(sentence))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("今天我（王磊，后端工程师）值班。", {"王磊": "后端工程师"}),
+        ("陈静（反作弊负责人）提醒我们补跑。", {"陈静": "反作弊负责人"}),
+        ("周会上张伟（产品经理）说要先上线。", {"张伟": "产品经理"}),  # "周会上" is no name
+        ("Jonas Weber (Tech Lead) leitet das Meeting.", {"Jonas Weber": "Tech Lead"}),
+        ("Café con Diego (científico de datos).", {"Diego": "científico de datos"}),
+        ("Redis（缓存）和 Kafka（消息队列）都在一台机器上。", {}),  # a thing and what it is: no person
+    ],
+)
+def test_people_are_found_with_their_role_in_other_languages(text: str, expected: dict[str, str]) -> None:
+    assert people([text]) == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "noise"),
+    [
+        ("Vou olhar o código do scheduler antes de mexer.", "narration"),
+        ("Voy a revisar los logs del balanceador.", "narration"),
+        ("Ich schaue mir die Metriken an.", "narration"),
+        ("我先看一下 Redis 的内存。", "narration"),
+        ("PR #88 aberto, ainda esperando review da Ana.", "status"),
+        ("还在等 Jonas review 这个 PR。", "status"),
+        ("Reiniciamos el pod 3 veces, no ayudó.", "dead_end"),
+        ("Neustart des Pods hat nicht geholfen.", "dead_end"),
+        ("重启了 redis-queue-1，但是没有用。", "dead_end"),
+        ("Almoço no restaurante da esquina.", "chatter"),
+        ("中午和同事去吃了拉面。", "chatter"),
+    ],
+)
+def test_noise_is_noise_in_other_languages(sentence: str, noise: str) -> None:
+    assert noise in classify(sentence).noise
+
+
+def test_a_summary_of_a_german_and_a_chinese_day_keeps_the_facts_not_the_narration() -> None:
+    logs = [
+        _log(
+            "2027-04-07",
+            "# 2027-04-07\n\nIch schaue mir zuerst die Dashboards an.\n"
+            "Die Ursache war ein Limit von 100 Verbindungen im PgBouncer; behoben mit 400 Verbindungen.\n"
+            "Mittagessen beim Italiener, sehr lecker.\n",
+        ),
+        _log(
+            "2027-04-08",
+            "# 2027-04-08\n\n我先看一下告警。重启了网关，但是没有用。原因是 Redis 连接池被耗尽了。"
+            "修复：把连接池调到 200。中午和同事去吃了拉面。\n",
+        ),
+    ]
+    text = choose([item for log in logs for item in parse_log(log)], budget=330)
+    assert "Die Ursache war ein Limit von 100 Verbindungen" in text and "原因是 Redis 连接池被耗尽了。" in text
+    assert "Ich schaue" not in text and "Mittagessen" not in text and "拉面" not in text and "重启" not in text
+
+
+def test_lasting_facts_are_proposed_for_memory_in_the_team_s_language() -> None:
+    log = _log(
+        "2027-04-05",
+        "# 2027-04-05\n\n"
+        "Combinado no time: toda migração de banco vai num PR separado.\n"
+        "Decidimos manter o Redis 7 como fila de jobs.\n"
+        "A Ana quer o relatório de custos até sexta-feira.\n"
+        "所有金额一律用分存储，不要用浮点数。\n"
+        "周四先把开关开到50%。\n",
+    )
+    proposed = {text: kind for kind, text, _, _ in durable_facts([log])}
+    assert proposed.get("toda migração de banco vai num PR separado.") == "decision"  # what was agreed
+    assert proposed.get("Decidimos manter o Redis 7 como fila de jobs.") == "decision"
+    assert proposed.get("所有金额一律用分存储，不要用浮点数。") == "preference"
+    assert not any("relatório" in t or "周四" in t for t in proposed)  # a wish with a deadline, a plan for Thursday
