@@ -258,3 +258,27 @@ def test_chinese_sentences_clauses_labels_and_turns_are_read_like_english_ones()
     assert [u.text for u in units_of(items[1])] == ["缺少 merchant_id 上的索引", "加了索引以后 p95 降到 280 ms。"]
     text = choose(items, budget=None)
     assert "- 助手: 放在请求头 Idempotency-Key 里，服务端保存 24 小时。" in text
+
+
+def test_a_table_names_its_columns_once_and_a_later_row_is_kept_with_the_first() -> None:
+    rows = "\n".join(
+        f"| /api/{name}/ | {p95} ms | {errors} |"
+        for name, p95, errors in (
+            ("slots", 310, "0"),
+            ("bookings", 540, "0.2%"),
+            ("payments/intent", 880, "0"),
+            ("search", 120, "0"),
+            ("clinics", 95, "0"),
+            ("practitioners", 130, "0"),
+            ("reminders", 60, "0"),
+        )
+    )
+    log = _log("2026-08-10", f"# 2026-08-10\n\n| endpoint | p95 | errors |\n|---|---|---|\n{rows}\n")
+    text = choose(parse_log(log), budget=None)
+    assert (
+        "- endpoint: /api/slots/, p95: 310 ms, errors: 0; /api/bookings/, 540 ms, 0.2%; "
+        "/api/payments/intent/, 880 ms, 0;" in text
+    )
+    assert text.count("p95") == 1  # the header is said once, not on every row
+    units = units_of(parse_log(log)[0])
+    assert units[0].text.startswith("endpoint: /api/slots/") and all(u.lean is units[0] for u in units[1:])

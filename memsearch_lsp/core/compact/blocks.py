@@ -17,19 +17,21 @@ _RULER = re.compile(r":?-{2,}:?")
 
 
 def table_rows(block: str) -> list[str]:
-    """A table's rows as clauses named by the header ("service: orders, p99: 120 ms"), one per row."""
+    """A table's rows as clauses, one per row: the first named by the header ("service: orders, p99: 120 ms"), the
+    others by their values alone, in the same order ("payments, 880 ms")."""
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.split("\n")]
     rows = [r for r in rows if not all(_RULER.fullmatch(c) or not c for c in r)]
     head, body = (rows[0], rows[1:]) if len(rows) > 1 else ([], rows)
-    return [", ".join(f"{h}: {c}" if h else c for h, c in zip([*head, *[""] * len(r)], r) if c) for r in body]
+    named = [", ".join(f"{h}: {c}" if h else c for h, c in zip([*head, *[""] * len(r)], r) if c) for r in body[:1]]
+    return named + [", ".join(c for c in r if c) for r in body[1:]]
 
 
 def block_gist(block: str) -> str:
     """What a long code block or table says, in one line: never a block cut in the middle.
 
-    A table: its rows as clauses named by the header ("service: orders, p99: 120 ms; service: ..."), each
-    one the summary may keep or drop. Code: its kind and size and the lines that carry most (settings,
-    errors, names, numbers), quoted whole; never a prompt, a log line or a stack frame.
+    A table: its rows as clauses, the first named by the header ("service: orders, p99: 120 ms; payments, 880
+    ms"), each one the summary may keep (with the first) or drop. Code: its kind and size and the lines that
+    carry most (settings, errors, names, numbers), quoted whole; never a prompt, a log line or a stack frame.
     """
     lines = block.split("\n")
     if lines and lines[0].lstrip().startswith("|"):

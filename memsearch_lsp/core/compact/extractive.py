@@ -110,11 +110,11 @@ def units_of(item: Item) -> list[_Unit]:
         text = body[start:end]
         said = without_asides(text.strip())
         unit = _Unit(item, start + len(text) - len(text.lstrip()), end, said if item.kind == "block" else trim(said))
-        if kind == "," and head is not None:
-            unit.lean = head
+        if (kind == "," or item.kind == "block") and head is not None:
+            unit.lean = head  # (a table's row leans on the first, which names the columns)
         elif kind == ";" and out and unit.text[:1].islower():
             unit.lean = head or out[-1]
-        head = head if kind == "," and head is not None else unit
+        head = head if (kind == "," or item.kind == "block") and head is not None else unit
         out.append(unit)
     return out
 
