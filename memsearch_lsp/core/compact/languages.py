@@ -72,7 +72,7 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"janeiro|fevereiro|março|abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro|"
         r"enero|febrero|marzo|mayo|junio|julio|septiembre|octubre|noviembre|diciembre|"
         r"Januar|Februar|März|Juni|Juli|Oktober|Dezember|janvier|février|avril|juin|juillet|août|"
-        r"\d{1,2}\.\d{1,2}\.(?:\d{2,4})?|(?:até|hasta|bis|avant)(?: (?:o|a|el|la|le|zum|zur))? \d",
+        r"\d{1,2}\.\d{1,2}\.\d{4}|(?:até|hasta|bis|avant)(?: (?:o|a|el|la|le|zum|zur))? \d",
         r"\d{1,2} ?月 ?\d{1,2} ?[日号]|[周星期][一二三四五六日天]|下周|本周|月底|年底",
     ),
 }
@@ -117,12 +117,12 @@ NOISE: dict[str, re.Pattern[str]] = {
     ),
     "dead_end": re.compile(
         r"não (?:ajudou|resolveu|adiantou)|sem efeito|no (?:ayudó|sirvió|funcionó)|sin efecto|"
-        r"(?:hat|half) nicht(?: geholfen)?|brachte nichts|keine Wirkung|n'a pas aidé|sans effet|"
+        r"hat nicht (?:geholfen|funktioniert)|half nicht|brachte nichts|keine Wirkung|n'a pas aidé|sans effet|"
         r"没有用|没用|没有效果|无效|不管用|白白浪费",
         re.I,
     ),
     "chatter": re.compile(
-        r"^(?:almoço|almuerzo|mittag(?:essen)?|déjeuner|café|kaffee|pause|中午|午饭|午餐|下午茶|"
+        r"^(?:almoço|almuerzo|mittag(?:essen)?|déjeuner|café|kaffee|中午|午饭|午餐|下午茶|"
         + _HAN
         + r"{0,6}(?:吃|聊))",
         re.I,
