@@ -257,7 +257,7 @@ def test_chinese_sentences_clauses_labels_and_turns_are_read_like_english_ones()
     ]
     assert [u.text for u in units_of(items[1])] == ["缺少 merchant_id 上的索引", "加了索引以后 p95 降到 280 ms。"]
     text = choose(items, budget=None)
-    assert "- 助手: 放在请求头 Idempotency-Key 里，服务端保存 24 小时。" in text
+    assert "- 助手：放在请求头 Idempotency-Key 里，服务端保存 24 小时。" in text
 
 
 def test_a_table_names_its_columns_once_and_a_later_row_is_kept_with_the_first() -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from memsearch_lsp.core.compact.blocks import block_gist, block_score
 from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, people_line, without_roles
+from memsearch_lsp.core.compact.languages import STOPWORDS, with_colon
 from memsearch_lsp.core.compact.languages import words as word_count
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.summarize import LogText, Note
@@ -26,17 +27,6 @@ _SPLIT = re.compile(
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
-_STOP = frozenset(
-    re.findall(
-        r"\S+",
-        """
-    a an the and or but if so of to in on at by for with from as is are was were be been being am it its this that
-    these those there here i me my we our you your he she his her they them their what which who whom when where why
-    how do does did done have has had not no yes just really very too also much many more most some any all can could
-    would should will shall may might must get got about into over than then out up down off again only own same such
-    both each few other like well still even ever""",
-    )
-)
 UNIT_OVERHEAD = 3  # "- " and a newline: what each kept line costs besides its words
 MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
@@ -168,7 +158,7 @@ def _score(units: Sequence[_Unit], named: bool = False) -> None:
     labelled lines are always kept, narration, status, dead ends and small talk are weak."""
     import math
 
-    words = [{w.lower() for w in _TOKEN.findall(u.text) if w.lower() not in _STOP and len(w) > 2} for u in units]
+    words = [{w.lower() for w in _TOKEN.findall(u.text) if w.lower() not in STOPWORDS and len(w) > 2} for u in units]
     df: dict[str, int] = {}
     for bag in words:
         for w in bag:
@@ -267,7 +257,7 @@ def _line(item: Item, parts: Sequence[_Unit]) -> str:
             text += (gap if not gap.strip() or gap.strip() in {";", ","} else " … ") + unit.text
             text = text.replace("  ", " ")
         end = unit.end
-    return f"- {label + ': ' if label else ''}{text}\n"
+    return f"- {with_colon(label)}{text}\n"
 
 
 def _drop_repeats(units: Sequence[_Unit]) -> None:

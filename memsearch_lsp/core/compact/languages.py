@@ -1,5 +1,7 @@
-"""The words that tell a fact's kind in the other languages a team's memory is written in: Portuguese, Spanish,
-German, French and Chinese (`CUES`, one line of each language per kind), and the noise said in them (`NOISE`).
+"""The words of the languages a team's memory is written in, as compaction reads them: the words that tell a fact's
+kind in Portuguese, Spanish, German, French and Chinese (`cues(kind)`: per kind, one line of each Latin-script
+language and one of Chinese), the noise said in them (`NOISE`), English stop words, and how Chinese counts its
+words and prints a label (`words`, `with_colon`).
 
 core/compact/rules.py and facts.py add each kind's cues to its English rule, so "Decidimos usar Redis", "Die
 Ursache war ..." and "修复：把超时改成 120 秒" are found like "We decided", "The cause was" and "Fix: ...". Words of a
@@ -11,6 +13,19 @@ from __future__ import annotations
 import re
 
 _HAN = "[\u3400-\u9fff]"
+
+# English words that say little on their own: a rare word of a sentence weighs more (core/compact/extractive.py)
+STOPWORDS = frozenset(
+    re.findall(
+        r"\S+",
+        """
+    a an the and or but if so of to in on at by for with from as is are was were be been being am it its this that
+    these those there here i me my we our you your he she his her they them their what which who whom when where why
+    how do does did done have has had not no yes just really very too also much many more most some any all can could
+    would should will shall may might must get got about into over than then out up down off again only own same such
+    both each few other like well still even ever""",
+    )
+)
 
 # kind -> (the Latin-script words, pt / es / de / fr in turn; the Chinese ones)
 _WORDS: dict[str, tuple[str, str]] = {
@@ -97,6 +112,11 @@ def words(text: str) -> int:
     return len(re.findall(r"[^\W\u3400-\u9fff]+", text)) + len(re.findall(_HAN, text)) // 2
 
 
+def with_colon(label: str) -> str:
+    """A line's label as the summary prints it: "Decision: ", and a Chinese one with its own colon ("根本原因：")."""
+    return "" if not label else label + ("：" if re.match(_HAN, label[-1]) else ": ")
+
+
 def cues(kind: str) -> str:
     """The regex alternatives (no flags of their own) that find a fact of `kind` in the other languages."""
     latin, han = _WORDS[kind]
@@ -122,9 +142,7 @@ NOISE: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     "chatter": re.compile(
-        r"^(?:almoço|almuerzo|mittag(?:essen)?|déjeuner|café|kaffee|中午|午饭|午餐|下午茶|"
-        + _HAN
-        + r"{0,6}(?:吃|聊))",
+        r"^(?:almoço|almuerzo|mittag(?:essen)?|déjeuner|café|kaffee|中午|午饭|午餐|下午茶|" + _HAN + r"{0,6}(?:吃|聊))",
         re.I,
     ),
 }
