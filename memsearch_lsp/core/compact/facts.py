@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memsearch_lsp.core.compact.languages import NOISE
-from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLED_NUMBER
+from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLED_NUMBER, short_runs
 
 # Labels whose lines a summary always keeps ("Decision: ...", "Root cause: ...", "TODO: ..."): a label is
 # the text before the first colon of a line; it counts when one of its words is one of these.
@@ -121,12 +121,14 @@ _WEIGHTS = {
 
 def rules_for(text: str) -> list[str]:
     """The names of the rules (core/compact/rules.py) that find a fact in `text`: why a sentence was kept."""
+    text = short_runs(text)
     return [rule.name for rule in RULES if rule.pattern.search(text)]
 
 
 def classify(text: str, first: bool = True) -> Facts:
     """Fact classes by content: numbers with units or settings, versions, dates, names, decisions and
     their reasons, causes and fixes, preferences, open items; noise: narration, status, dead ends, chatter."""
+    text = short_runs(text)
     kinds: dict[str, int] = {}
     numeric = bool(NUMBER.search(text) or SPELLED_NUMBER.search(text))
     for rule in RULES:

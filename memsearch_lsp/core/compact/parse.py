@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
 from memsearch_lsp.core.compact.facts import always_kept
+from memsearch_lsp.core.compact.rules import short_runs
 from memsearch_lsp.core.compact.summarize import LogText
 
 _BULLET = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$")
@@ -51,7 +52,7 @@ class Item:
     @property
     def names(self) -> set[str]:
         """Numbers, versions, names and code: what a near-duplicate may never lose."""
-        return {NORM.sub("", t.lower()) for t in _KEY.findall(self.text)} - {""}
+        return {NORM.sub("", t.lower()) for t in _KEY.findall(short_runs(self.text))} - {""}
 
     @property
     def whole_block(self) -> bool:

@@ -15,7 +15,7 @@ from memsearch_lsp.core.compact.extractive import sentences_of
 from memsearch_lsp.core.compact.facts import classify, label_kept
 from memsearch_lsp.core.compact.languages import cues, words
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, parse_log, split_label
-from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH
+from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH, short_runs
 from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.types import MemoryEdit, Promotion
 from memsearch_lsp.core.files import read_text
@@ -141,8 +141,10 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
 
 def _undone(text: str, later: Sequence[str]) -> bool:
     """A later sentence names two of the decision's words and undoes something ("reverted", "switched back")."""
-    words = {w.lower() for w in _WORD.findall(text)}
-    return any(_REVERSAL.search(t) and len(words & {w.lower() for w in _WORD.findall(t)}) >= 2 for t in later)
+    words = {w.lower() for w in _WORD.findall(short_runs(text))}
+    return any(
+        _REVERSAL.search(t) and len(words & {w.lower() for w in _WORD.findall(short_runs(t))}) >= 2 for t in later
+    )
 
 
 def _key(text: str) -> str:
