@@ -143,7 +143,8 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("Dmitri is the engineering manager and signs off.", {"Dmitri": "engineering manager"}),
         ("Marta = tech lead, reviews all backend PRs.", {"Marta": "tech lead"}),
         ("Filed MOB-2231 (owner: Felipe, iOS lead).", {"Felipe": "iOS lead"}),
-        ("It belongs to the platform team, contact Yusuf.", {"Yusuf": "contact"}),
+        ("It belongs to the platform team, contact Yusuf.", {"Yusuf": "platform team, contact"}),
+        ("Questions go to our contact Yusuf.", {"Yusuf": "contact"}),
         ("Ruth (FinOps) joined.", {"Ruth": "FinOps"}),
         (
             "Tomasz Berg owns the weather feed, and Ruth Alvarez is our night-operations liaison.",

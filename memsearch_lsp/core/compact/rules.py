@@ -129,7 +129,10 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
         + r"\b(?! \w+ing\b)"
     ),
     re.compile(r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;])"),  # (owner: Felipe, iOS lead)
-    re.compile(r"\b(?P<role>contact|reviewer|owner|maintainer|supervisor)(?::| is)? " + _PERSON + r"\b"),
+    # "contact Yusuf", and whose contact: "the platform team, contact Yusuf" -> Yusuf (platform team, contact)
+    re.compile(
+        r"\b(?P<role>(?:[\w-]+ team,? )?(?:contact|reviewer|owner|maintainer|supervisor))(?::| is)? " + _PERSON + r"\b"
+    ),
     re.compile(ZH_NAME + r"[（(]" + ZH_ROLE + r"[）)]"),
     re.compile(r"[（(]" + ZH_NAME + r"[，,]\s?" + ZH_ROLE + r"[）)]"),
     # what a person owns or leads: "Tomasz Berg owns the weather feed" -> Tomasz Berg (owns the weather feed)
