@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memsearch_lsp.core.compact.extractive import choose, parse_log
-from memsearch_lsp.core.compact.facts import classify, people, rules_for
+from memsearch_lsp.core.compact.facts import classify, people, people_line, rules_for
 from memsearch_lsp.core.compact.promote import durable_facts
 from memsearch_lsp.core.compact.summarize import LogText
 
@@ -105,6 +105,11 @@ def test_a_summary_of_a_german_and_a_chinese_day_keeps_the_facts_not_the_narrati
     text = choose([item for log in logs for item in parse_log(log)], budget=330)
     assert "Die Ursache war ein Limit von 100 Verbindungen" in text and "原因是 Redis 连接池被耗尽了。" in text
     assert "Ich schaue" not in text and "Mittagessen" not in text and "拉面" not in text and "重启" not in text
+
+
+def test_the_people_line_writes_a_chinese_name_as_its_writer_does() -> None:
+    line = people_line(["今天我（王磊，后端工程师）值班。", "Ana (gerente de produto) abriu a sprint."], 200)
+    assert line == "People: 王磊（后端工程师）, Ana (gerente de produto).\n\n"
 
 
 def test_lasting_facts_are_proposed_for_memory_in_the_team_s_language() -> None:

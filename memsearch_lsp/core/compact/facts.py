@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memsearch_lsp.core.compact.languages import NOISE
+from memsearch_lsp.core.compact.languages import HAN, NOISE
 from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLED_NUMBER, short_runs
 
 # Labels whose lines a summary always keeps ("Decision: ...", "Root cause: ...", "TODO: ..."): a label is
@@ -193,7 +193,7 @@ def people(texts: Iterable[str]) -> dict[str, str]:
 def people_line(texts: Iterable[str], room: int) -> str:
     """The summary's first line: the people the logs name with their role ("People: Carol (product), Jonas
     (DBA)."), a teammate's first question, for a few characters each: as many as `room` holds, in order."""
-    named = [f"{name} ({role})" for name, role in people(texts).items()]
+    named = [f"{name}（{role}）" if HAN.match(name) else f"{name} ({role})" for name, role in people(texts).items()]
     while named and len(line := f"People: {', '.join(named)}.\n\n") > room:
         named.pop()
     return line if named else ""

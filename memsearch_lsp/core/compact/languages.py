@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 _HAN = "[\u3400-\u9fff]"
+HAN = re.compile(_HAN)  # a Chinese character
 
 # English words that say little on their own: a rare word of a sentence weighs more (core/compact/extractive.py)
 STOPWORDS = frozenset(
@@ -114,7 +115,7 @@ def words(text: str) -> int:
 
 def with_colon(label: str) -> str:
     """A line's label as the summary prints it: "Decision: ", and a Chinese one with its own colon ("根本原因：")."""
-    return "" if not label else label + ("：" if re.match(_HAN, label[-1]) else ": ")
+    return "" if not label else label + ("：" if HAN.match(label[-1]) else ": ")
 
 
 def cues(kind: str) -> str:
