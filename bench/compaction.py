@@ -23,7 +23,9 @@ summariser, and measured before any change was made for it (17/36); the rules th
 "owns the weather feed", "liaison", a guess as a hedge) make it seen too. `ml-dev` (an online chess platform's
 matchmaking team) and `ml-heldout` (a container terminal's yard planning team), 8 logs each in Portuguese, Spanish,
 German and Chinese (36 facts each), were written blind the same round: the rules for those languages were tuned on
-`ml-dev`; of `ml-heldout` only its score was read, never its text. Logs a summary
+`ml-dev`; of `ml-heldout` only its score was read, never its text. `heldout9` (a public library's e-book lending
+service, 35 facts) was written blind at the end of that round and measured once: unseen (its text and what it
+loses have not been read). Logs a summary
 would not shrink enough are left as they are (`nothing_to_gain`): their facts count as kept and their characters
 count on both sides of the ratio.
 """
@@ -55,6 +57,7 @@ HELD_OUT = [
         "heldout6",
         "heldout7",
         "heldout8",
+        "heldout9",
         "ml-heldout",
     )
 ]  # written before the round that measured them (seen since)
