@@ -127,3 +127,17 @@ def test_lasting_facts_are_proposed_for_memory_in_the_team_s_language() -> None:
     assert proposed.get("Decidimos manter o Redis 7 como fila de jobs.") == "decision"
     assert proposed.get("所有金额一律用分存储，不要用浮点数。") == "preference"
     assert not any("relatório" in t or "周四" in t for t in proposed)  # a wish with a deadline, a plan for Thursday
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("It will resolve to null if the value is missing.", "fix"),  # "resolv..." is Portuguese only as resolvido
+        ("Open System Preferences to change the shortcut.", "preference"),  # "prefere" is Portuguese, not this
+        ("Use a command substitution to tie it together.", "decision"),  # "substituímos", not "substitution"
+        ("Tagged v0.1.0 and wrote the release notes.", "setting"),  # a version, not a dotted key
+        ("See the docs at https://docs.github.com/en/actions for more.", "setting"),  # a web address's host
+    ],
+)
+def test_english_is_not_read_as_another_language(sentence: str, kind: str) -> None:
+    assert kind not in classify(sentence, first=False).kinds, (sentence, rules_for(sentence))

@@ -35,7 +35,7 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"decisión|elegimos|vamos a (?:usar|mantener|quedarnos|cambiar|migrar)|nos quedamos con|en (?:lugar|vez) de|"
         r"entschieden|entscheid\w*|beschlossen|bleibt (?:bei|für|auf)|(?:an)?statt|stattdessen|umgestellt|vereinbart|"
         r"décid\w+|on garde|on passe à|au lieu de|plutôt que|"
-        r"substitu\w+|reemplaz\w+|ersetz\w+|remplac\w+|migr\w+|acordamos|acordado|combinado",
+        r"substitu(?:ir|iu|ímos|í|ído|ída)|sustitu\w+|reemplaz\w+|ersetz\w+|remplac\w+|migr\w+|acordamos|acordado|combinado",
         r"决定|决策|结论|定了|选用|改用|换成|替换|取代|保留|继续使用|而不是|不再|迁移到|那就",
     ),
     # a decision told as one, which compaction may propose for MEMORY.md (core/compact/promote.py)
@@ -58,14 +58,15 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"原因|根因|导致|由于|因为|造成|问题出在",
     ),
     "fix": (
-        r"corrigi\w*|correção|resolv\w+|solução|consert\w+|"
+        r"corrigi\w*|correção|resolv(?:ido|ida|emos|eu)|solução|consert\w+|"
         r"correg\w+|corrección|arregl\w+|solucion\w+|solución|resuelt\w+|parche|"
         r"behoben|beheb\w+|gefixt|fixt|Lösung|gelöst|repariert|"
         r"corrigé|correctif|résolu|contournement",
         r"修复|修好|修正|解决|临时方案|回滚|改成|调到|调成",
     ),
     "preference": (
-        r"prefer[ei]\w*|gostaria|prefier\w+|le gustaría|bevorzug\w+|lieber|möchte|préf[éè]r\w+|voudrait",
+        r"prefer(?:e|em|imos|iu|ência|encia)|gostaria|prefier\w+|le gustaría|bevorzug\w+|lieber|möchte|"
+        r"préf[éè]r\w+|voudrait",
         r"希望|喜欢|偏好|倾向",
     ),
     # a standing rule (also a preference): "sempre", "por defecto", "kein Deploy am Freitag", "一律"

@@ -54,10 +54,8 @@ IDENT = re.compile(
     + r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
     + _E
     + "|"
-    + _B
-    + r"[a-z][a-z0-9]*(?:\.[a-z0-9]+){2,}"
-    + _E
-    + "|"  # a dotted key: max.poll.interval.ms, spring.jpa.show-sql
+    # a dotted key (max.poll.interval.ms), not a web address's host (docs.github.com/...)
+    + r"(?<![A-Za-z0-9_./@-])[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_-]*){2,}(?![A-Za-z0-9_/@-])|"
     r"\b[\w-]+(?:\.[\w-]+)+:\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b|"
     r"(?:^|\s)[\w.-]*/[\w./{}-]+|\b[\w.-]+\s?=\s?\S+"
 )
