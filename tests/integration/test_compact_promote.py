@@ -210,3 +210,19 @@ def test_a_person_in_the_summary_s_people_line_is_found_once_in_the_summary(tmp_
         assert not [h for h in hits if h.archived and "Noor" in h.snippet], hits
         both = memory.search("Noor engineering manager", top_k=5, archived=True, **settings)
         assert [h for h in both if h.archived and "Noor" in h.snippet], both
+
+
+def test_a_memory_md_in_another_language_gets_the_facts_under_its_own_sections(tmp_path: Path, make_memory) -> None:
+    (tmp_path / "memory").mkdir(parents=True)
+    (tmp_path / "memory/2026-10-12.md").write_text(
+        "# 2026-10-12\n\n## 09:30\n\nDecidimos manter o PostgreSQL e não migrar para o DynamoDB.\n"
+        "Regra do time: nunca rodar migrações a partir de um laptop.\n" + NOISE,
+        encoding="utf-8",
+    )
+    (tmp_path / "memory/MEMORY.md").write_text("# Memória\n\n## Decisões\n\n- Kafka.\n\n## Regras\n\n- UTC.\n")
+    plan = plan_compaction(make_memory(tmp_path), today=MAR1)
+    assert [(p.section, p.kind) for p in plan.promotions] == [("Decisões", "decision"), ("Regras", "preference")]
+    apply_plan(make_memory(tmp_path), plan)
+    text = (tmp_path / "memory/MEMORY.md").read_text()
+    assert "## Decisions" not in text and "## Preferences" not in text
+    assert text.split("## Regras", 1)[1].startswith("\n\n- UTC.\n- nunca rodar migrações a partir de um laptop.")

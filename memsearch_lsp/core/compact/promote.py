@@ -28,7 +28,15 @@ NEW_FILE = "# Long-term memory\n\n"
 MAX_PROMOTED = 10  # per plan: a proposal to review, not a copy of the week
 MAX_CHARS = 240  # a longer sentence is a story, not a lasting fact
 MIN_WORDS = 3  # a shorter one says nothing on its own
-SECTIONS = {"preference": ("Preferences", "Conventions", "Rules"), "decision": ("Decisions",)}
+# the sections a promoted fact goes under, the first one MEMORY.md has (in its language), else a new `## <first>`
+SECTIONS = {
+    "preference": (
+        *("Preferences", "Conventions", "Rules", "Preferências", "Convenções", "Regras", "Preferencias"),
+        *("Convenciones", "Reglas", "Präferenzen", "Konventionen", "Regeln", "Préférences", "Règles"),
+        *("偏好", "约定", "规则"),
+    ),
+    "decision": ("Decisions", "Decisões", "Decisiones", "Entscheidungen", "Décisions", "决定", "决策"),
+}
 
 # what a person wants kept, said as such (a wish with a deadline is a task: _TIME_BOUND)
 _LASTING_WISH = re.compile(
