@@ -294,3 +294,20 @@ def test_a_pasted_line_without_spaces_is_read_by_its_start() -> None:
     text = choose(parse_log(log), budget=400)
     assert "Decided to keep Postgres 16 because of JSONB." in text and blob not in text
     assert "version" in classify(f"We run Postgres 16 as the primary database: {blob}").kinds
+
+
+def test_a_day_whose_best_sentence_does_not_fit_still_gets_one_that_does() -> None:
+    """Each log gets a line when one of its sentences fits, before the other days' rest: no day goes missing."""
+    first = _log(
+        "2026-08-11",
+        "# 2026-08-11\n\nSet slew_weight = 0.35 and max_slew = 40 in scheduler.toml (was 0.6 and 25); plan time 14"
+        " minutes, 3 retries, 8 workers.\nThe nightly build uses 2 cores.\n",
+    )
+    second = _log(
+        "2026-08-12",
+        "# 2026-08-12\n\nRedis 7.2: maxmemory 2gb, 3 replicas.\nKafka 3.7: 12 partitions, 3 days.\n"
+        "Postgres 16: 200 connections, 4 GB.\nNginx 1.25: 8 workers, 30 s timeout.\nGo 1.22: 16 threads, 2 GB heap.\n",
+    )
+    text = choose([item for log in (first, second) for item in parse_log(log)], budget=200)
+    assert "## [2026-08-11](archive/2026-08-11.md)\n\n- The nightly build uses 2 cores.\n" in text
+    assert "## [2026-08-12](archive/2026-08-12.md)" in text

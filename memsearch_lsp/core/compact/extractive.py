@@ -320,20 +320,15 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
     _score(units, named=bool(crew))  # (the People line says who is who)
     _drop_repeats(units)
     ranked = sorted((u for u in units if not u.weak and not u.must), key=lambda u: (-u.density, u.item.order, u.start))
-    firsts: dict[str, _Unit] = {}
+    by_log: dict[str, list[_Unit]] = {}  # each log's units, best first; the logs in the order of their best
     for unit in ranked:
-        firsts.setdefault(unit.item.log.source, unit)
-    rest = [u for u in ranked if firsts.get(u.item.log.source) is not u]
-    queue = (
-        [u for u in units if u.must]
-        + list(firsts.values())
-        + [u for u in rest if u.score >= STRONG_SCORE]
-        + [u for u in rest if u.score < STRONG_SCORE]
-    )
+        by_log.setdefault(unit.item.log.source, []).append(unit)
     choice, spend, chosen = _Choice(), _Spend(), set[int]()
-    for unit in queue:
+
+    def take(unit: _Unit) -> bool:
+        nonlocal spend
         if id(unit) in chosen:
-            continue
+            return False
         group = [unit]
         while group[0].lean is not None and id(group[0].lean) not in chosen:
             group.insert(0, group[0].lean)
@@ -341,10 +336,19 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
         for part in group:
             trial.take(part, trial.cost(part))
         if trial.used > budget and not unit.must:
-            continue
+            return False
         spend = trial
         choice.units.extend(group)
         chosen.update(id(part) for part in group)
+        return True
+
+    for unit in (u for u in units if u.must):
+        take(unit)
+    for source, candidates in by_log.items():  # a day with no line yet: its best sentence that still fits
+        if source not in spend.logs:
+            any(take(u) for u in candidates)
+    for unit in [u for u in ranked if u.score >= STRONG_SCORE] + [u for u in ranked if u.score < STRONG_SCORE]:
+        take(unit)
     if not choice.units and units:  # never empty: the best of what there is
         choice.units.append(max(units, key=lambda u: (not u.weak, u.score, -u.item.order)))
     text = choice.render()
