@@ -61,6 +61,9 @@ def test_a_rule_finds_each_kind_of_fact_in_the_team_s_language(sentence: str, ki
         ("周会上张伟（产品经理）说要先上线。", {"张伟": "产品经理"}),  # "周会上" is no name
         ("Jonas Weber (Tech Lead) leitet das Meeting.", {"Jonas Weber": "Tech Lead"}),
         ("Café con Diego (científico de datos).", {"Diego": "científico de datos"}),
+        ("Klaus ist unser Teamleiter.", {"Klaus": "Teamleiter"}),
+        ("Marta é nossa gerente de produto.", {"Marta": "gerente de produto"}),
+        ("Lucía es nuestra diseñadora.", {"Lucía": "diseñadora"}),
         ("Redis（缓存）和 Kafka（消息队列）都在一台机器上。", {}),  # a thing and what it is: no person
     ],
 )

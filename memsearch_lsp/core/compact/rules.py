@@ -122,7 +122,8 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     re.compile(
         r"\b"
         + _PERSON
-        + r"(?: is| was| =| é| es| est| ist) (?:the |our |their |o |a |el |la |le |der |die |l')?"
+        + r"(?: is| was| =| é| es| est| ist) (?:the |our |their |o |a |el |la |le |der |die |l'|"
+        + r"(?:nosso|nossa|nuestr[oa]|notre|unser|unsere) )?"
         + _ROLE_OF
         + r"\b(?! \w+ing\b)"
     ),
