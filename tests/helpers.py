@@ -26,6 +26,8 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 
+from memsearch_lsp.core.compact.summarize import LogText
+
 if TYPE_CHECKING:
     from memsearch_lsp.core.memory import Memory
 
@@ -521,3 +523,8 @@ def document_frequencies(memory: Memory) -> tuple[int, dict[int, float]]:
     model = memory.store.model  # type: ignore[attr-defined]  # a local store's read model
     terms = {int(t) for slot in model.chunks.slot.values() for t in model.terms[slot]}
     return model.docs, {t: round(v, 9) for t, v in memory.store.idf(terms).items()}
+
+
+def log_text(day: str, text: str) -> LogText:
+    """A daily log `memory/<day>.md` as compaction reads it, archived to `memory/archive/<day>.md`."""
+    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)

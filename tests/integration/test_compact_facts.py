@@ -16,10 +16,10 @@ from memsearch_lsp import cli
 from memsearch_lsp.core.compact.extractive import choose, parse_log, restore_labelled
 from memsearch_lsp.core.compact.facts import always_kept, classify
 from memsearch_lsp.core.compact.plan import body_budgets, group_floor, plan_compaction
-from memsearch_lsp.core.compact.summarize import LOG_FLOOR, MIN_BUDGET, TARGET_RATIO, LogText
+from memsearch_lsp.core.compact.summarize import LOG_FLOOR, MIN_BUDGET, TARGET_RATIO
 from memsearch_lsp.core.compact.types import plural
 from tests.fakes import FakeEmbedder
-from tests.helpers import NOISE, snapshot
+from tests.helpers import NOISE, log_text, snapshot
 
 DEC4 = dt.date(2026, 12, 4)
 
@@ -129,7 +129,7 @@ def test_the_logs_of_the_report_keep_their_facts(tmp_path: Path, make_memory) ->
 
 
 def parse_log_all(logs: dict[str, str]) -> list:
-    return [item for day, text in logs.items() for item in parse_log(_log(day, text))]
+    return [item for day, text in logs.items() for item in parse_log(log_text(day, text))]
 
 
 def test_one_small_log_is_never_an_empty_summary_nor_a_bigger_one(tmp_path: Path, make_memory) -> None:
@@ -152,7 +152,7 @@ OK, that's it for today. Tests pass, nothing else.
     plan = plan_compaction(make_memory(tmp_path), files=["memory/2026-11-20.md"], today=DEC4)
     assert plan.empty and not plan.archive and plan.unchanged[0].chars_after >= 0.70 * plan.unchanged[0].chars_before
     assert plan.note.startswith("nothing to gain: a summary of 1 daily log would be") and "left as it is" in plan.note
-    log = _log("2026-11-20", (tmp_path / "memory/2026-11-20.md").read_text())
+    log = log_text("2026-11-20", (tmp_path / "memory/2026-11-20.md").read_text())
     content = choose(parse_log(log), budget=MIN_BUDGET)  # what it would have been: never empty
     assert "- Decision: no GraphQL; the portal uses the REST API with its OpenAPI schema." in content
     assert "Lena (owns the contract)" in content  # on the People line
@@ -174,9 +174,9 @@ def test_three_tiny_logs_are_left_as_they_are(tmp_path: Path, make_memory) -> No
 
 
 def test_a_log_of_bare_headings_or_small_talk_still_gets_a_line() -> None:
-    headings = _log("2026-11-12", "# 2026-11-12\n\n## Queue\n\n### Switched the jobs queue to SQS\n\n## 14:00\n")
+    headings = log_text("2026-11-12", "# 2026-11-12\n\n## Queue\n\n### Switched the jobs queue to SQS\n\n## 14:00\n")
     assert "- Switched the jobs queue to SQS\n" in choose(parse_log(headings), budget=300)  # its title says it
-    talk = _log("2026-11-13", "# 2026-11-13\n\n## 09:00\n\nHi! Thanks a lot, see you tomorrow.\n")
+    talk = log_text("2026-11-13", "# 2026-11-13\n\n## 09:00\n\nHi! Thanks a lot, see you tomorrow.\n")
     assert "see you tomorrow" in choose(parse_log(talk), budget=300)  # nothing better: still not empty
 
 
@@ -188,12 +188,8 @@ def test_budgets_share_the_ratio_and_give_small_logs_a_minimum() -> None:
     assert budgets[0] + budgets[1] <= TARGET_RATIO * sum(sizes) - sum(frames)
 
 
-def _log(day: str, text: str) -> LogText:
-    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
-
-
 def test_labelled_lines_are_kept_even_over_the_budget() -> None:
-    log = _log(
+    log = log_text(
         "2026-11-10",
         "# 2026-11-10\n\n## Notes\n\n- Decision: we ship on Thursdays only.\n"
         "- Root cause: the cron ran twice because of DST.\n- TODO: rotate the S3 keys.\n"
@@ -221,7 +217,7 @@ def test_blocks_are_kept_whole_or_by_their_gist_never_cut() -> None:
         + "psycopg.OperationalError: connection refused on port 6432\n```\n"
     )
     short = "```ini\nworkers = 8\ntimeout = 30\n```\n"
-    log = _log("2026-11-11", f"# 2026-11-11\n\n## Latency\n\n{table}\n## Crash\n\n{trace}\n## Config\n\n{short}")
+    log = log_text("2026-11-11", f"# 2026-11-11\n\n## Latency\n\n{table}\n## Crash\n\n{trace}\n## Config\n\n{short}")
     text = choose(parse_log(log), budget=2000)
     assert text.count("```") % 2 == 0  # every fence is closed
     assert short.strip() in text  # a short block: whole
@@ -250,7 +246,7 @@ def test_fact_classes_are_found_by_content() -> None:
 
 
 def test_a_model_summary_gets_back_the_labelled_lines_it_dropped() -> None:
-    log = _log(
+    log = log_text(
         "2026-11-17",
         "# 2026-11-17\n\n## Consumer\n\n- **Decision**: retries 5 times with backoff.\n"
         "- Root cause: the API rate-limits bursts.\n- Some chatter.\n",

@@ -8,11 +8,7 @@ import pytest
 from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.facts import classify, people, people_line, rules_for
 from memsearch_lsp.core.compact.promote import durable_facts
-from memsearch_lsp.core.compact.summarize import LogText
-
-
-def _log(day: str, text: str) -> LogText:
-    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
+from tests.helpers import log_text
 
 
 @pytest.mark.parametrize(
@@ -93,13 +89,13 @@ def test_noise_is_noise_in_other_languages(sentence: str, noise: str) -> None:
 
 def test_a_summary_of_a_german_and_a_chinese_day_keeps_the_facts_not_the_narration() -> None:
     logs = [
-        _log(
+        log_text(
             "2027-04-07",
             "# 2027-04-07\n\nIch schaue mir zuerst die Dashboards an.\n"
             "Die Ursache war ein Limit von 100 Verbindungen im PgBouncer; behoben mit 400 Verbindungen.\n"
             "Mittagessen beim Italiener, sehr lecker.\n",
         ),
-        _log(
+        log_text(
             "2027-04-08",
             "# 2027-04-08\n\n我先看一下告警。重启了网关，但是没有用。原因是 Redis 连接池被耗尽了。"
             "修复：把连接池调到 200。中午和同事去吃了拉面。\n",
@@ -116,7 +112,7 @@ def test_the_people_line_writes_a_chinese_name_as_its_writer_does() -> None:
 
 
 def test_lasting_facts_are_proposed_for_memory_in_the_team_s_language() -> None:
-    log = _log(
+    log = log_text(
         "2027-04-05",
         "# 2027-04-05\n\n"
         "Combinado no time: toda migração de banco vai num PR separado.\n"

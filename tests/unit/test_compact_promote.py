@@ -4,11 +4,7 @@
 from __future__ import annotations
 
 from memsearch_lsp.core.compact.promote import durable_facts, insertions
-from memsearch_lsp.core.compact.summarize import LogText
-
-
-def _log(day: str, text: str) -> LogText:
-    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
+from tests.helpers import log_text
 
 
 def _apply(text: str, inserts: list[tuple[int, str]]) -> str:
@@ -18,7 +14,7 @@ def _apply(text: str, inserts: list[tuple[int, str]]) -> str:
 
 
 def test_preferences_and_decisions_in_force_are_lasting_tasks_and_deadlines_are_not() -> None:
-    log = _log(
+    log = log_text(
         "2027-02-01",
         """# 2027-02-01
 
@@ -35,7 +31,7 @@ Let me look at the dashboards again.
 Is the cache warm?
 """,
     )
-    later = _log("2027-02-03", "# 2027-02-03\n\n## Proxy\n\nCaddy reverted: back to nginx for the reverse proxy.\n")
+    later = log_text("2027-02-03", "# 2027-02-03\n\n## Proxy\n\nCaddy reverted: back to nginx for the reverse proxy.\n")
     found = [(kind, text) for kind, text, _, _ in durable_facts([log, later])]
     assert found == [
         ("preference", "Ines prefers small PRs, under 400 lines of diff."),
@@ -47,7 +43,7 @@ Is the cache warm?
 
 def test_a_reply_a_decision_not_taken_and_a_rule_pointing_back_are_not_lasting() -> None:
     """A captured turn's "Assistant: Agreed." leans on the user's line before it: it is not promoted alone."""
-    log = _log(
+    log = log_text(
         "2027-08-05",
         "# 2027-08-05\n\nUser: I want invariants like this enforced by a database constraint.\n\nAssistant: Agreed.\n\n"
         "Decision: we use Kafka.\n\nSome talk about the offsite, nothing decided.\n\n"

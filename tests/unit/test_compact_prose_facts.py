@@ -10,11 +10,7 @@ from memsearch_lsp.core.compact.extractive import choose, parse_log, units_of
 from memsearch_lsp.core.compact.facts import classify
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import short_runs
-from memsearch_lsp.core.compact.summarize import LogText
-
-
-def _log(day: str, text: str) -> LogText:
-    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
+from tests.helpers import log_text
 
 
 @pytest.mark.parametrize(
@@ -91,7 +87,7 @@ def test_a_named_wish_weighs_more_than_the_same_words_without_a_person() -> None
 
 
 def test_prose_decisions_and_wishes_beat_narration_under_a_tight_budget() -> None:
-    log = _log(
+    log = log_text(
         "2026-08-03",
         """# 2026-08-03
 
@@ -120,7 +116,7 @@ Wrapping up, see you tomorrow.
 
 
 def test_a_dead_end_sinks_its_own_sentence_not_the_rest_of_the_paragraph() -> None:
-    log = _log(
+    log = log_text(
         "2026-08-04",
         """# 2026-08-04
 
@@ -138,7 +134,7 @@ I also tried sharding by region for a while, but it didn't help at all.
 
 
 def test_titled_time_stamped_notes_share_the_days_link() -> None:
-    log = _log(
+    log = log_text(
         "2026-08-05",
         """# 2026-08-05
 
@@ -158,7 +154,7 @@ def test_titled_time_stamped_notes_share_the_days_link() -> None:
 
 
 def test_a_sentence_said_again_inside_a_longer_one_is_kept_once() -> None:
-    log = _log(
+    log = log_text(
         "2026-08-06",
         """# 2026-08-06
 
@@ -177,7 +173,7 @@ def test_a_sentence_said_again_inside_a_longer_one_is_kept_once() -> None:
 
 
 def test_each_speakers_turn_keeps_its_own_label_inside_one_paragraph() -> None:
-    log = _log(
+    log = log_text(
         "2026-08-07",
         """# 2026-08-07
 
@@ -198,7 +194,7 @@ Notes: field stays as it is.
 
 
 def test_a_line_that_announces_what_follows_is_not_kept_without_it() -> None:
-    log = _log(
+    log = log_text(
         "2026-08-08",
         """# 2026-08-08
 
@@ -217,7 +213,7 @@ The overvoltage cutoff is 4.20 V per cell, undervoltage 2.80 V.
 
 
 def test_a_line_ending_in_a_colon_that_names_a_value_can_still_be_kept() -> None:
-    log = _log(
+    log = log_text(
         "2026-08-09",
         """# 2026-08-09
 
@@ -239,7 +235,7 @@ def test_a_guess_is_a_hedge_not_a_fact(guess: str) -> None:
 
 
 def test_chinese_sentences_clauses_labels_and_turns_are_read_like_english_ones() -> None:
-    log = _log(
+    log = log_text(
         "2027-03-01",
         """# 2027-03-01
 
@@ -274,7 +270,7 @@ def test_a_table_names_its_columns_once_and_a_later_row_is_kept_with_the_first()
             ("reminders", 60, "0"),
         )
     )
-    log = _log("2026-08-10", f"# 2026-08-10\n\n| endpoint | p95 | errors |\n|---|---|---|\n{rows}\n")
+    log = log_text("2026-08-10", f"# 2026-08-10\n\n| endpoint | p95 | errors |\n|---|---|---|\n{rows}\n")
     text = choose(parse_log(log), budget=None)
     assert (
         "- endpoint: /api/slots/, p95: 310 ms, errors: 0; /api/bookings/, 540 ms, 0.2%; "
@@ -290,7 +286,7 @@ def test_a_pasted_line_without_spaces_is_read_by_its_start() -> None:
     time grew with the square of the run); they read its first 100 characters, and the facts around it stay."""
     assert short_runs("key: " + "a-" * 100 + " ok") == "key: " + ("a-" * 50) + " ok"
     blob = "1," * 50_000
-    log = _log("2027-01-04", f"# 2027-01-04\n\nDecided to keep Postgres 16 because of JSONB.\n\nPasted: {blob}\n")
+    log = log_text("2027-01-04", f"# 2027-01-04\n\nDecided to keep Postgres 16 because of JSONB.\n\nPasted: {blob}\n")
     text = choose(parse_log(log), budget=400)
     assert "Decided to keep Postgres 16 because of JSONB." in text and blob not in text
     assert "version" in classify(f"We run Postgres 16 as the primary database: {blob}").kinds
@@ -298,12 +294,12 @@ def test_a_pasted_line_without_spaces_is_read_by_its_start() -> None:
 
 def test_a_day_whose_best_sentence_does_not_fit_still_gets_one_that_does() -> None:
     """Each log gets a line when one of its sentences fits, before the other days' rest: no day goes missing."""
-    first = _log(
+    first = log_text(
         "2026-08-11",
         "# 2026-08-11\n\nSet slew_weight = 0.35 and max_slew = 40 in scheduler.toml (was 0.6 and 25); plan time 14"
         " minutes, 3 retries, 8 workers.\nThe nightly build uses 2 cores.\n",
     )
-    second = _log(
+    second = log_text(
         "2026-08-12",
         "# 2026-08-12\n\nRedis 7.2: maxmemory 2gb, 3 replicas.\nKafka 3.7: 12 partitions, 3 days.\n"
         "Postgres 16: 200 connections, 4 GB.\nNginx 1.25: 8 workers, 30 s timeout.\nGo 1.22: 16 threads, 2 GB heap.\n",

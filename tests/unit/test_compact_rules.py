@@ -13,13 +13,9 @@ from memsearch_lsp.core.compact.extractive import choose, parse_log, sentences_o
 from memsearch_lsp.core.compact.facts import classify, label_kept, people, rules_for
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import RULES
-from memsearch_lsp.core.compact.summarize import LogText
+from tests.helpers import log_text
 
 WEAK = {"name"}  # a capitalised word alone is no fact
-
-
-def _log(day: str, text: str) -> LogText:
-    return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
 
 
 def test_each_rule_is_named_and_stated_in_one_line() -> None:
@@ -32,7 +28,7 @@ def test_each_rule_is_named_and_stated_in_one_line() -> None:
 def _sentence(folder: Path, day: str, tokens: tuple[str, ...]) -> tuple[str, str]:
     """(label, text): the shortest run of sentences of the log (as the summary sees them) that holds every
     token, and the label of its line ("Root cause", "Decision"), if any."""
-    for item in parse_log(_log(day, (folder / "memory" / f"{day}.md").read_text(encoding="utf-8"))):
+    for item in parse_log(log_text(day, (folder / "memory" / f"{day}.md").read_text(encoding="utf-8"))):
         parts = [text for _, text in sentences_of(item)] if item.kind != "block" else [item.text]
         label = split_label(item)[0] if item.kind != "block" else ""
         for width in range(1, len(parts) + 1):
@@ -100,7 +96,7 @@ def test_a_rule_finds_each_kind_of_fact(sentence: str, rule: str) -> None:
 def test_a_person_with_a_role_and_a_deadline_is_kept_with_both() -> None:
     """The issue's report: the summary dropped this line though the README says people with roles and
     deadlines are kept."""
-    log = _log(
+    log = log_text(
         "2027-01-04",
         """# 2027-01-04
 
@@ -122,7 +118,7 @@ Nothing else today. Tests pass, see you tomorrow.
 
 
 def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
-    log = _log(
+    log = log_text(
         "2027-03-02",
         "# 2027-03-02\n\n## Crash\n\n"
         "- The Stripe SDK throws on Android 12 only (newer versions queue the call).\n"
@@ -180,7 +176,7 @@ def test_people_are_found_with_their_role(text: str, expected: dict[str, str]) -
 def test_the_summary_says_who_is_who_in_one_line_and_spends_the_rest_on_other_facts() -> None:
     """The People line keeps each person named with a role, even one whose sentence is narration, for a few
     characters each; a sentence kept for another fact keeps its words."""
-    log = _log(
+    log = log_text(
         "2027-08-02",
         """# 2027-08-02
 
@@ -201,14 +197,14 @@ The slots endpoint p95 is 1.8 s in Sentry; the cause is an N+1 on practitioner l
     assert choose(parse_log(log), budget=350).startswith("People: Noor (engineering manager).\n\n")
     # no People line when no one is named with a role
     assert not choose(
-        parse_log(_log("2027-08-03", "# 2027-08-03\n\nRaised the pool to 40 (was 20).\n")), 200
+        parse_log(log_text("2027-08-03", "# 2027-08-03\n\nRaised the pool to 40 (was 20).\n")), 200
     ).startswith("People")
 
 
 def test_a_clause_after_a_semicolon_is_kept_with_the_one_it_leans_on_even_with_a_short_tail() -> None:
     """ "...; the report is due by 2027-08-27, before the pilot.": the short tail after the comma joins the clause
     before it, which still opens in lower case after a semicolon, so it is never kept without what it speaks of."""
-    log = _log(
+    log = log_text(
         "2027-08-10",
         "# 2027-08-10\n\nMateus booked the external pen test; the report is due by 2027-08-27, before the pilot.\n\n"
         "Lunch, then the long walk back from the office through the park and the market.\n",
@@ -223,6 +219,6 @@ def test_a_clause_after_a_semicolon_is_kept_with_the_one_it_leans_on_even_with_a
 @pytest.mark.parametrize("sentence", ["Nothing decided there.", "Some talk about the offsite, nothing decided."])
 def test_a_decision_not_taken_is_status_not_a_fact(sentence: str) -> None:
     assert "status" in classify(sentence).noise
-    log = _log("2027-08-04", f"# 2027-08-04\n\n- Raised the pool to 40 connections (was 20).\n- {sentence}\n")
+    log = log_text("2027-08-04", f"# 2027-08-04\n\n- Raised the pool to 40 connections (was 20).\n- {sentence}\n")
     text = choose(parse_log(log), budget=400)
     assert "pool to 40" in text and "decided" not in text, text
