@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memsearch_lsp.core.compact.languages import HAN, NOISE
+from memsearch_lsp.core.compact.languages import HAN, NOISE, cues
 from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLED_NUMBER, short_runs
 
 # Labels whose lines a summary always keeps ("Decision: ...", "Root cause: ...", "TODO: ..."): a label is
@@ -16,12 +16,8 @@ _KEEP_LABEL = re.compile(
     r"\b(?:decisions?|decided|root[- ]causes?|causes?|fix(?:es|ed)?|resolution|workaround|mitigation|todos?|"
     r"fixme|action(?: items?)?|follow[- ]?ups?|next steps?|deadlines?|due|preferences?|prefers|rules?|"
     r"blockers?|blocked|risks?|rollback|lessons?(?: learned)?|learned|outcome|agreed|agreement|requirements?|"
-    r"constraints?|important|warning|caveat|gotcha|"
-    # ... and in the other languages of core/compact/languages.py
-    r"decisão|decisión|entscheidung|décision|causa(?: raiz| raíz)?|ursache|correção|corrección|solução|solución|"
-    r"lösung|correctif|pendentes?|pendientes?|offen|regras?|reglas?|regeln?|règles?|prazo|plazo|frist|"
-    r"combinado|acordado|vereinbart|convenu)\b|"
-    r"决定|结论|原因|根因|修复|解决|待办|规则|约定|截止",
+    r"constraints?|important|warning|caveat|gotcha)\b|"
+    + "|".join(cues(kind) for kind in ("decision-label", "rule-label", "label")),  # ... and in other languages
     re.I,
 )
 _TODO = re.compile(r"^(?:\[ \]\s*)?(?:TODO|FIXME|XXX)\b|^\[ \]\s")  # unlabelled open items

@@ -38,6 +38,14 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"substitu(?:ir|iu|ímos|í|ído|ída)|sustitu\w+|reemplaz\w+|ersetz\w+|remplac\w+|migr\w+|acordamos|acordado|combinado",
         r"决定|决策|结论|定了|选用|改用|换成|替换|取代|保留|继续使用|而不是|不再|迁移到|那就",
     ),
+    # labels whose lines a summary always keeps ("Decisão:", "Regel:", "待办："), and the sections they name
+    "decision-label": (r"decisão|decisión|entscheidung|décision|combinado|acordado|vereinbart|convenu", r"决定|结论"),
+    "rule-label": (r"regras?|reglas?|regeln?|règles?", r"规则|约定"),
+    "label": (
+        r"causa(?: raiz| raíz)?|ursache|correção|corrección|solução|solución|lösung|correctif|pendentes?|"
+        r"pendientes?|offen|prazo|plazo|frist",
+        r"原因|根因|修复|解决|待办|截止",
+    ),
     # a decision told as one, which compaction may propose for MEMORY.md (core/compact/promote.py)
     "decision-told": (
         r"decidimos|decidido|optamos|escolhemos|ficamos com|elegimos|nos quedamos con|entschieden|beschlossen|"

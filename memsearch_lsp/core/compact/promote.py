@@ -73,11 +73,8 @@ _PERSON = re.compile(
 # a rule that points at the sentence before it ("Noting that as a rule.", "make that a rule"): that sentence is the
 # fact (a decision not taken, "nothing decided", is status: facts.classify)
 _POINTS_BACK = re.compile(r"\b(?:that|this|it) (?:as |into )?a rule\b", re.I)
-_DECISION_LABEL = re.compile(
-    r"\b(?:decisions?|decided|agreed|agreement|outcome|decisão|decisión|entscheidung|décision|combinado|acordado|"
-    r"vereinbart|convenu)\b|决定|结论",
-    re.I,
-)
+_DECISION_LABEL = re.compile(r"\b(?:decisions?|decided|agreed|agreement|outcome)\b|" + cues("decision-label"), re.I)
+_RULE_LABEL = re.compile(r"\b(?:preferences?|rules?|conventions?|lessons?)\b|" + cues("rule-label"), re.I)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
 
 
@@ -138,9 +135,7 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
     said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
     if _DECISION_LABEL.search(said) or DECISION_TOLD.search(text) or _DECISION_LABEL.fullmatch(topic):
         return "decision"
-    if re.search(
-        r"\b(?:preferences?|rules?|conventions?|lessons?|regras?|reglas?|regeln?|règles?)\b|规则|约定", said, re.I
-    ):
+    if _RULE_LABEL.search(said):
         return "preference"
     if (WISH.search(text) and _LASTING_WISH.search(text)) or _STANDING.search(text):
         return "preference"
@@ -149,9 +144,9 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
 
 def _undone(text: str, later: Sequence[str]) -> bool:
     """A later sentence names two of the decision's words and undoes something ("reverted", "switched back")."""
-    words = {w.lower() for w in _WORD.findall(short_runs(text))}
+    named = {w.lower() for w in _WORD.findall(short_runs(text))}
     return any(
-        _REVERSAL.search(t) and len(words & {w.lower() for w in _WORD.findall(short_runs(t))}) >= 2 for t in later
+        _REVERSAL.search(t) and len(named & {w.lower() for w in _WORD.findall(short_runs(t))}) >= 2 for t in later
     )
 
 
