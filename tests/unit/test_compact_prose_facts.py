@@ -307,3 +307,19 @@ def test_a_day_whose_best_sentence_does_not_fit_still_gets_one_that_does() -> No
     text = choose([item for log in (first, second) for item in parse_log(log)], budget=200)
     assert "## [2026-08-11](archive/2026-08-11.md)\n\n- The nightly build uses 2 cores.\n" in text
     assert "## [2026-08-12](archive/2026-08-12.md)" in text
+
+
+def test_a_clause_is_ranked_with_the_long_sentence_it_leans_on() -> None:
+    """A clause opening in lower case after ";" comes with its sentence's first clause, so it is priced with it:
+    a short rich clause behind a long narration does not outbid a whole sentence that carries as much."""
+    log = log_text(
+        "2026-08-13",
+        "# 2026-08-13\n\n"
+        "Spent the whole morning going through the long list of pages in the old wiki with the support people; "
+        "the cache TTL is 600 s since v2.3.0.\n"
+        "Nadia prefers squash merges, and the release branch is cut every Tuesday at 10:00.\n",
+    )
+    units = units_of(parse_log(log)[0])
+    assert units[1].text.startswith("the cache TTL") and units[1].lean is units[0]
+    text = choose(parse_log(log), budget=200)
+    assert "Nadia prefers squash merges" in text and "Spent the whole morning" not in text

@@ -52,7 +52,12 @@ class _Unit:
 
     @property
     def density(self) -> float:
-        return self.score / (max(len(self.text), MIN_COST) + UNIT_OVERHEAD)  # per character: the budget buys facts
+        """What it carries per character (the budget buys facts), taken with the clauses it leans on: they come
+        with it, so "the SDK throws on Android 12 only" costs its long first clause too."""
+        group = [self]
+        while group[-1].lean is not None:
+            group.append(group[-1].lean)
+        return sum(max(u.score, 0) for u in group) / sum(max(len(u.text), MIN_COST) + UNIT_OVERHEAD for u in group)
 
 
 def _clean(item: Item) -> tuple[str, str]:
