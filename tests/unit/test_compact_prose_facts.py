@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memsearch_lsp.core.compact.extractive import choose, parse_log, units_of
-from memsearch_lsp.core.compact.facts import classify
+from memsearch_lsp.core.compact.facts import classify, people
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import short_runs
 from tests.helpers import log_text
@@ -281,15 +281,17 @@ def test_a_table_names_its_columns_once_and_a_later_row_is_kept_with_the_first()
     assert units[0].text.startswith("endpoint: /api/slots/") and all(u.lean is units[0] for u in units[1:])
 
 
-def test_a_pasted_line_without_spaces_is_read_by_its_start() -> None:
+@pytest.mark.timeout(60)  # (a hang guard: each blob took the rules or the People line a minute or more)
+@pytest.mark.parametrize("blob", ["1," * 50_000, "a-" * 50_000])
+def test_a_pasted_line_without_spaces_is_read_by_its_start(blob: str) -> None:
     """A pasted key or minified bundle (here 100,000 characters without a space) once took the rules minutes (their
     time grew with the square of the run); they read its first 100 characters, and the facts around it stay."""
     assert short_runs("key: " + "a-" * 100 + " ok") == "key: " + ("a-" * 50) + " ok"
-    blob = "1," * 50_000
     log = log_text("2027-01-04", f"# 2027-01-04\n\nDecided to keep Postgres 16 because of JSONB.\n\nPasted: {blob}\n")
     text = choose(parse_log(log), budget=400)
     assert "Decided to keep Postgres 16 because of JSONB." in text and blob not in text
     assert "version" in classify(f"We run Postgres 16 as the primary database: {blob}").kinds
+    assert people([f"Carol (product) pasted it: {blob}"]) == {"Carol": "product"}
 
 
 def test_a_day_whose_best_sentence_does_not_fit_still_gets_one_that_does() -> None:

@@ -179,7 +179,7 @@ def people(texts: Iterable[str]) -> dict[str, str]:
     """The people the texts name with a role, {name: role} (the first role said of each): "Carol (product)",
     "Dmitri is the engineering manager", "Marta = tech lead"."""
     found: dict[str, str] = {}
-    for text in texts:
+    for text in map(short_runs, texts):  # (a pasted run without spaces is read by its start: no name is longer)
         for pattern in PEOPLE:
             for match in pattern.finditer(text):
                 found.setdefault(match["name"], match["role"])
@@ -198,6 +198,7 @@ def people_line(texts: Iterable[str], room: int) -> str:
 def without_roles(text: str) -> str:
     """`text` with each person's role taken out ("Carol (product) wants ..." -> "Carol wants ..."): what it says
     besides who is who."""
+    text = short_runs(text)
     for pattern in PEOPLE:
         text = pattern.sub(lambda m: m["name"] if m.start("name") < m.start("role") else m.group(), text)
     return text
