@@ -67,6 +67,10 @@ def test_every_labelled_fact_of_the_development_sets_is_found_by_a_rule(folder) 
         ("The big tenant has 380k invoices.", "quantity"),
         ("Raised the memory limit from 256Mi to 512Mi.", "remedy"),
         ("The pods use 240Mi now.", "quantity"),
+        ("The pack is 13 cells in series, 48 V nominal.", "quantity"),
+        ("Sleep current is 38 uA, sampled at 10 Hz.", "quantity"),
+        ("Cloud spend this month: we're at $27,600.", "quantity"),
+        ("The deposit is £10 for physiotherapy.", "quantity"),
         ("Config: lr 1e-5, batch 16, 8 epochs.", "measure"),
         ("The crash happens because the second tap calls confirmPayment.", "failure-because"),
         ("Found the reason the export hung: the client still points at MinIO.", "cause"),
@@ -222,3 +226,11 @@ def test_a_decision_not_taken_is_status_not_a_fact(sentence: str) -> None:
     log = log_text("2027-08-04", f"# 2027-08-04\n\n- Raised the pool to 40 connections (was 20).\n- {sentence}\n")
     text = choose(parse_log(log), budget=400)
     assert "pool to 40" in text and "decided" not in text, text
+
+
+def test_a_decimal_with_an_si_unit_is_a_quantity_not_a_version() -> None:
+    """ "cutoff is 4.20 V" is a measure; "Go 1.23" stays a version; `$1` in code is no money."""
+    assert "version" not in classify("The overvoltage cutoff is 4.20 V per cell.").kinds
+    assert "quantity" in rules_for("The overvoltage cutoff is 4.20 V per cell.")
+    assert "version" in classify("The backend runs Go 1.23.").kinds
+    assert "quantity" not in rules_for("Postgres cannot type the first parameter (`$1`).")

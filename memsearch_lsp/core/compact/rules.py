@@ -17,12 +17,19 @@ _SPELLED = (
     r"hundred|thousand|a dozen|a couple of|a few)"
 )
 _NUM = r"(?<![A-Za-z0-9_.#/:-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+# the SI and electrical units, case-sensitive: 4.20 V, 38 uA, 30 A, 10 Hz, 2.4 GHz, 5 kWh, 3000 mAh, 20 dBm, 40 °C
+_SI = (
+    r"(?-i:(?:[mkMµu]?[VAW]|[mkM]?Wh|m?Ah|[kMG]?Hz|dBm?|[mµun]s|[kcmµn]m|[mk]?g|[kMG]bps|[KMG]B/s|fps|rpm|ppm)\b"
+    r"|°[CF]?)"
+)
 UNIT = re.compile(
     r"(?:" + _NUM + r"|\b" + _SPELLED + r"(?:[- ](?:hundred|thousand))?)\s?"
     r"(?:%|ms\b|s\b|sec\w*|min\w*|h\b|hours?|days?|weeks?|months?|years?|[kKMGT]i?B\b|[kmgt]b\b|[KMGT]i\b|"
     r"msg/s|r(?:eq)?/s|rps|qps|ops\b|requests?|connections?|times|retries|partitions|replicas|workers|"
     r"threads|rows|lines|nodes|brokers|items|operations|messages|users|vCPUs?|cores|EUR|USD|GBP|€|\$|x\b|"
-    r"[kKM]\b|million\b|billion\b|thousand\b|秒|分钟|小时|天|周|个月|年|万|亿|次|个|笔|条|台|人|倍)",
+    r"[kKM]\b|million\b|billion\b|thousand\b|秒|分钟|小时|天|周|个月|年|万|亿|次|个|笔|条|台|人|倍|" + _SI + ")"
+    # money written before its amount: $27,600, £10, €1.2M, R$ 300
+    r"|(?<![\w$`'])(?:US|R|A|C)?[$€£¥]\s?\d[\d,.]*(?:[kKMB]|bn)?(?!\w)",
     re.I,
 )
 # what a number counts, in the words after it: "1,300 orders", "30 tickets a week", "three alternatives"
@@ -60,7 +67,9 @@ IDENT = re.compile(
     r"(?:^|\s)[\w.-]*/[\w./{}-]+|\b[\w.-]+\s?=\s?\S+"
 )
 VERSION = re.compile(
-    r"\bv\d+(?:\.\d+)*\b|\b[A-Za-z][\w.+-]* v?\d+(?:\.\d+)+\b|\b(?:version|release) \S*\d|\b\d+\.\d+\.\d+\b|"
+    r"\bv\d+(?:\.\d+)*\b|\b[A-Za-z][\w.+-]* v?\d+(?:\.\d+)+\b(?!\s?"
+    + _SI
+    + r")|\b(?:version|release) \S*\d|\b\d+\.\d+\.\d+\b|"
     # a major version: "iOS 16", "Android 10", "Python 3", "expo-sqlite 14"
     r"\b(?:[A-Z][A-Za-z]*[a-z][A-Za-z]*|i[A-Z]\w*|[a-z]+(?:-[a-z]+)+) \d{1,3}\b(?![:.,]?\d|\s?%)"
     r"(?!\s?(?:ms|s|sec\w*|min\w*|h|hours?|days?|weeks?|"
@@ -302,7 +311,7 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("quantity", "number", UNIT, "a number with its unit: 3.8 s, 12 MB, 240Mi, 50k, 20 %, 29 EUR", True),
+    Rule("quantity", "number", UNIT, "a number with its unit: 3.8 s, 12 MB, 240Mi, 50k, 4.20 V, 20 %, $29", True),
     Rule("count", "number", COUNTED, "a number with what it counts: 1,300 orders, 30 tickets, three alternatives"),
     Rule("change", "number", ARROW, "a value changed: 100 -> 300, from 840 ms to 210 ms", True),
     Rule("measure", "setting", METRIC, "a setting or measure named with its value: batch 16, p99 205, workers = 8"),
