@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memsearch_lsp.config import Config
@@ -23,8 +23,11 @@ from memsearch_lsp.core.notes import (
     NoteError,
     add_long_term,
     append_to_day,
+    as_indexed,
     clean_heading,
     clean_note,
+    notes_in,
+    read_exact,
     read_note_file,
     rewrite_note_file,
     same_note,
@@ -299,8 +302,8 @@ class Memory(MemoryFiles):
         The 'remember' step of an agent loop; `now` (default: the clock) picks the log and the time. The note
         is cleaned first (core.notes: control characters removed, fences closed, at most 64 KiB: NoteError
         otherwise); a heading already in the log gets a number; a log the note cannot join cleanly (full,
-        unreadable, or left in a state where the note would not start a chunk) continues in the day's next
-        file (YYYY-MM-DD.2.md, ...). Nothing is written unless the whole note can be.
+        unreadable, held unsaved by an editor, or left in a state where the note would not start a chunk) continues
+        in the day's next file (YYYY-MM-DD.2.md, ...). Nothing is written unless the whole note can be.
         """
         body = clean_note(text)
         when = now or self.clock()
@@ -312,9 +315,13 @@ class Memory(MemoryFiles):
                 after = read_text(self.path_of(source))[0]
             else:
                 if long_term:
-                    source, addition = add_long_term(self.memory_folder(), body, title, self.source_of)
+                    source, addition = add_long_term(
+                        self.memory_folder(), body, title, self.source_of, self.has_overlay
+                    )
                 else:
-                    source, addition = append_to_day(self.memory_folder(), when.date(), body, title, self.source_of)
+                    source, addition = append_to_day(
+                        self.memory_folder(), when.date(), body, title, self.source_of, self.has_overlay
+                    )
                 after, first, last = addition.text, addition.first, addition.last
             try:
                 stats = self.index_file(source)
@@ -352,20 +359,26 @@ class Memory(MemoryFiles):
         if self.has_overlay(source):
             raise NoteError(f"{source} has unsaved changes in an editor: save or close it first")
         with self._appending:
-            found = read_note_file(path, source)
-            text = found[0] if found else ""
+            exact = read_exact(path, source)  # (written back byte for byte but for the note's lines)
+            text = as_indexed(exact)
             lines = text.split("\n")
             if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.content:
                 raise NoteError(f"{source} changed since it was indexed: run `memsearch-lsp index` and search again")
             first, last = section_of(text, chunk.start_line)
             while last > first and not lines[last - 1].strip():
                 last -= 1
+            held = notes_in(lines[first:last]) if PurePosixPath(source).name == LONG_TERM else 1
+            if held > 1:  # (long-term facts share a section: taking it out would take all of them)
+                raise NoteError(
+                    f"the section {lines[first - 1].strip()!r} of {source} holds {held} notes; forget takes out one"
+                    " note, never a curated section of several: edit the file to remove the one you mean"
+                )
             ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
             heading = lines[first - 1].lstrip("#").strip()
             content = "\n".join(lines[first - 1 : last])
             gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
             if not dry_run:
-                rewrite_note_file(path, source, text, without_section(text, first, last))
+                rewrite_note_file(path, source, exact, without_section(exact, first, last))
                 self.index_file(source)
         return gone
 

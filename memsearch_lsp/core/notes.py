@@ -66,7 +66,18 @@ def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
             "(put long material in a file of its own and remember a pointer to it)"
         )
     fence = open_fence(body)
-    return f"{body}\n{fence}" if fence else body
+    return nested(f"{body}\n{fence}" if fence else body)
+
+
+def nested(body: str, level: int = 2) -> str:
+    """`body` with each of its headings of `level` or above (ATX or setext) one level below it, so the note stays
+    one section: a `## Credentials` line in a note under `## 10:40` would otherwise start a note of its own, which
+    `forget` of the note's id would leave behind."""
+    lines = body.split("\n")
+    for head in reversed(outline(lines)[0]):
+        if head.level <= level:
+            lines[head.row : head.end_row + 1] = [f"{'#' * (level + 1)} {head.title}".rstrip()]
+    return "\n".join(lines)
 
 
 def summarized(config: Config, root: Path, text: str) -> str:
@@ -226,11 +237,12 @@ def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
 
 
 def _replace(path: Path, text: str) -> None:
+    """`path` replaced atomically by `text` (lone surrogates written back as the bytes read_exact read), same mode."""
     mode = stat.S_IMODE(path.lstat().st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8", "surrogateescape"))
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -248,41 +260,60 @@ class _NextFile(Exception):
     """This log cannot take the note cleanly; the day's next file can."""
 
 
+def _free(source: str) -> bool:
+    return False
+
+
 def append_to_day(
-    folder: Path, day: dt.date, body: str, title: str, source_of: Callable[[Path], str]
+    folder: Path,
+    day: dt.date,
+    body: str,
+    title: str,
+    source_of: Callable[[Path], str],
+    busy: Callable[[str], bool] = _free,
 ) -> tuple[str, Addition]:
     """Append the note to the day's log in `folder` (under `title`), or to the day's next file when a log cannot
-    take it cleanly; its source and where it went."""
+    take it cleanly or is `busy` (an editor holds unsaved changes to it); its source and where it went."""
     for n in range(1, MAX_DAY_FILES + 1):
         name = f"{day.isoformat()}.md" if n == 1 else f"{day.isoformat()}.{n}.md"
         header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
         try:
             return write_note(
-                folder / name, source_of, header, lambda before, src: append_note(before, body, title, src)
+                folder / name, source_of, header, lambda before, src: append_note(before, body, title, src), busy
             )
         except _NextFile as why:
             log.info("%s: %s; the note goes to the day's next file", name, why)
     raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
 
 
-def add_long_term(folder: Path, body: str, title: str, source_of: Callable[[Path], str]) -> tuple[str, Addition]:
+def add_long_term(
+    folder: Path, body: str, title: str, source_of: Callable[[Path], str], busy: Callable[[str], bool] = _free
+) -> tuple[str, Addition]:
     """Add a lasting fact to MEMORY.md in `folder`, at the end of the section `title`; NoteError (nothing written)
-    when the file cannot take it: it is not a regular file, cannot be read, or would grow too large."""
+    when the file cannot take it: it is not a regular file, cannot be read, is `busy` or would grow too large."""
     try:
         path = folder / LONG_TERM
         return write_note(
-            path, source_of, LONG_TERM_TEXT, lambda before, src: insert_in_section(before, body, title, src)
+            path, source_of, LONG_TERM_TEXT, lambda before, src: insert_in_section(before, body, title, src), busy
         )
     except _NextFile as why:
         raise NoteError(f"{LONG_TERM} cannot take the note ({why}); nothing was written") from None
 
 
 def write_note(
-    path: Path, source_of: Callable[[Path], str], header: str, add: Callable[[str, str], Addition | None]
+    path: Path,
+    source_of: Callable[[Path], str],
+    header: str,
+    add: Callable[[str, str], Addition | None],
+    busy: Callable[[str], bool] = _free,
 ) -> tuple[str, Addition]:
     """Add to the note file at `path` (`header` starts a new one) what `add(text before, source)` makes; _NextFile
-    when it cannot take it cleanly. `source_of` raises PathError for a path outside the workspace."""
+    when it cannot take it cleanly: an editor holds unsaved changes to it (`busy`: its save would drop the note),
+    it cannot be read, or it has bytes that are not UTF-8 and the note goes inside it (only an append keeps them).
+    `source_of` raises PathError for a path outside the workspace."""
     source = source_of(path)  # PathError before anything is written outside the workspace
+    if busy(source):
+        raise _NextFile("an editor holds unsaved changes to it")
     found = read_note_file(path, source)
     before = header if found is None else found[0]
     if found is not None and found[1] and not found[0]:
@@ -290,6 +321,8 @@ def write_note(
     addition = add(before, source)
     if addition is None:
         raise _NextFile("the note would not start a section of its own there")
+    if found is not None and found[1] and addition.appended is None:
+        raise _NextFile(found[1])
     if found is None:
         path.parent.mkdir(parents=True, exist_ok=True)
         source_of(path)  # the folder may be a link to outside
@@ -327,6 +360,42 @@ def same_note(text: str, body: str, long_term: bool = False) -> tuple[int, int] 
     return None
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line with its own ending, as normalize_newlines counts
+
+
+def read_exact(path: Path, name: str) -> str:
+    """The note file's text with every byte kept (invalid UTF-8 as lone surrogates, CR and CRLF as they are), for a
+    rewrite that changes only the lines it removes; '' when it is gone. NoteError when it is no regular file."""
+    if read_note_file(path, name) is None:
+        return ""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", "surrogateescape")
+
+
+def as_indexed(exact: str) -> str:
+    """`exact` (read_exact) as the index reads it: invalid UTF-8 replaced, no byte order mark, newlines plain LF."""
+    text = exact.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return normalize_newlines(text.removeprefix("\ufeff"))
+
+
+def notes_in(lines: list[str]) -> int:
+    """How many notes a section's body holds: its paragraphs, top-level list items and headings (a fenced block
+    belongs to the paragraph it follows)."""
+    headings, fences, _ = outline(lines)
+    heads = {row for h in headings for row in range(h.row, h.end_row + 1)}
+    fenced = {row for start, end in fences for row in range(start, end + 1)}
+    count, inside = 0, False
+    for row, line in enumerate(lines):
+        if row in heads or (row not in fenced and _BULLET.match(line)):
+            count, inside = count + 1, row not in heads
+        elif row in fenced or line.strip():
+            count, inside = count + (not inside), True
+        else:
+            inside = False
+    return count
+
+
 def section_of(text: str, line: int) -> tuple[int, int]:
     """The 1-based lines of the section (heading to the line before the next heading of its level or above,
     blank lines after it included) that holds `line`; NoteError with the reason when that is no note: text
@@ -344,21 +413,23 @@ def section_of(text: str, line: int) -> tuple[int, int]:
     return row + 1, stop
 
 
-def without_section(text: str, first: int, last: int) -> str:
-    """`text` without lines `first`..`last` (1-based, inclusive), ending with one newline."""
-    lines = normalize_newlines(text).split("\n")
+def without_section(exact: str, first: int, last: int) -> str:
+    """`exact` (read_exact) without lines `first`..`last` (1-based, inclusive), ending with a line end; every other
+    line keeps its bytes and its own line ending."""
+    lines = _LINE.findall(exact)
     kept = lines[: first - 1] + lines[last:]
     while 0 < first - 1 < len(kept) and not kept[first - 2].strip() and not kept[first - 1].strip():
         del kept[first - 1]  # one blank line where the note was, not two
     while kept and not kept[-1].strip():
         kept.pop()
-    return "\n".join(kept) + "\n" if kept else ""
+    if kept and not kept[-1].endswith(("\n", "\r")):
+        kept[-1] += next((line[len(line.rstrip("\r\n")) :] for line in lines if line.endswith(("\n", "\r"))), "\n")
+    return "".join(kept)
 
 
 def rewrite_note_file(path: Path, name: str, before: str, after: str) -> None:
-    """Replace the note file at `path` by `after` when it still holds `before` (a regular file, never a link);
-    NoteError when it changed meanwhile."""
-    found = read_note_file(path, name)
-    if found is None or found[0] != before:
+    """Replace the note file at `path` by `after` when it still holds `before` (both read_exact text: every byte
+    written back as it was read; a regular file, never a link); NoteError when it changed meanwhile."""
+    if read_exact(path, name) != before or not before:
         raise NoteError(f"{name} changed meanwhile; nothing was removed: try again")
     _replace(path, after)

@@ -73,6 +73,71 @@ def test_forget_refuses_a_title_or_text_before_the_first_heading_with_the_reason
     assert (workspace / "memory" / "loose.md").read_text().startswith("loose words")
 
 
+def test_forget_writes_every_other_byte_back_as_it_was(workspace: Path, make_memory) -> None:
+    """Line endings (CRLF, CR) and bytes that are no UTF-8 stay as they were outside the note taken out."""
+    crlf = workspace / "memory" / "2026-11-21.md"
+    crlf.write_bytes(b"# 2026-11-21\r\n\r\n## 10:00\r\nCRLF note about the dugong deploy\r\n\r\n## 11:00\r\nkept\r\n")
+    latin = workspace / "memory" / "2026-11-18.md"
+    latin.write_bytes(b"# 2026-11-18\n\n## 10:00\nforget me: zebra plan\n\n## 11:00\nlatin1 caf\xe9 kept\n")
+    memory = make_memory(workspace)
+    memory.index()
+    for path, words in ((crlf, "dugong deploy"), (latin, "zebra plan")):
+        source = f"memory/{path.name}"
+        chunk = next(
+            c for c in memory.indexer.chunk(source, path.read_bytes().decode("utf-8", "replace")) if words in c.content
+        )
+        assert memory.forget(chunk.id).removed
+    assert crlf.read_bytes() == b"# 2026-11-21\r\n\r\n## 11:00\r\nkept\r\n"
+    assert latin.read_bytes() == b"# 2026-11-18\n\n## 11:00\nlatin1 caf\xe9 kept\n"
+    long_term = workspace / "memory" / "MEMORY.md"
+    long_term.write_bytes(b"# Long-term memory\n\n## Notes\n\nlatin1 caf\xe9\n\n## Later\n\nx\n")
+    with pytest.raises(NoteError, match="invalid UTF-8"):  # inside the file: only an append keeps such bytes
+        memory.remember("Deploys on Tuesdays", long_term=True)
+    assert long_term.read_bytes() == b"# Long-term memory\n\n## Notes\n\nlatin1 caf\xe9\n\n## Later\n\nx\n"
+
+
+def test_forget_never_takes_out_a_long_term_section_of_several_notes(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    memory.remember("Alice prefers tabs in Go code", long_term=True)
+    memory.remember("The staging DB password rotates monthly", long_term=True)
+    wrong = memory.remember("wrong fact: bananas are blue", long_term=True)
+    path = workspace / "memory" / "MEMORY.md"
+    before = path.read_bytes()
+    with pytest.raises(NoteError, match="holds 3 notes"):
+        memory.forget(wrong.to_dict()["id"])
+    assert path.read_bytes() == before
+    lone = memory.remember("Deploys go out on Tuesdays", "Release", long_term=True)
+    assert memory.forget(lone.to_dict()["id"]).removed
+    text = path.read_text()
+    assert "Tuesdays" not in text and "## Release" not in text and "Alice prefers tabs" in text
+
+
+def test_a_heading_inside_a_note_is_nested_so_forget_takes_the_whole_note(workspace: Path, make_memory) -> None:
+    memory = make_memory(workspace)
+    note = memory.remember("Deploy notes\n## Credentials\nthe staging db password is tr0ub4dor\n\nSetext\n===", now=NOW)
+    log = (workspace / note.source).read_text()
+    assert "\n### Credentials\n" in log and "\n### Setext\n" in log and "\n## Credentials" not in log
+    memory.forget(note.to_dict()["id"])
+    assert "tr0ub4dor" not in (workspace / note.source).read_text()
+
+
+def test_remember_never_writes_under_an_editors_unsaved_buffer(workspace: Path, make_memory) -> None:
+    """An editor holding today's log unsaved would drop a note written under it on its next save, and its
+    buffer hides the note from search meanwhile: the note goes to the day's next file, both found."""
+    memory = make_memory(workspace)
+    today = "memory/2026-12-05.md"
+    (workspace / today).write_text("# 2026-12-05\n")
+    memory.index_text(today, "# 2026-12-05\n\n## 09:30\n\nUNSAVED walrus migration plan\n")
+    note = memory.remember("The narwhal cluster moves to eu-west-3.", now=NOW)
+    assert note.source == "memory/2026-12-05.2.md"
+    assert (workspace / today).read_text() == "# 2026-12-05\n"
+    assert note.to_dict()["id"] in {h.id for h in memory.search("narwhal cluster eu-west-3", top_k=3)}
+    assert any("walrus" in h.snippet for h in memory.search("walrus migration plan", top_k=3))
+    memory.index_text("memory/MEMORY.md", "# Long-term memory\n\nunsaved\n")
+    with pytest.raises(NoteError, match="unsaved changes"):
+        memory.remember("Deploys on Tuesdays", long_term=True)
+
+
 def test_a_date_filter_that_leaves_a_few_notes_is_never_emptied_by_the_floor(tmp_path: Path, make_memory) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
