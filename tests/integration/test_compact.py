@@ -94,6 +94,20 @@ def test_plan_chooses_logs_older_than_n_days_grouped_by_iso_week(workspace: Path
     assert nothing.to_dict()["summaries"] == [] and nothing.to_dict()["archive"] == []
 
 
+def test_an_old_log_that_cannot_be_read_is_left_in_place_and_the_others_compacted(workspace: Path, make_memory) -> None:
+    (workspace / "memory" / "2026-02-08.md").write_bytes(b"# 2026-02-08\n\n## a\nx\x00y\n")  # binary: NUL bytes
+    memory = make_memory(workspace)
+    plan = plan_compaction(memory, today=FEB18)
+    assert plan.skipped == (("memory/2026-02-08.md", "binary file (contains NUL bytes)"),)
+    assert "memory/2026-02-08.md" not in {m.src for m in plan.archive} and len(plan.archive) == 7
+    assert plan.to_dict()["skipped"] == [
+        {"source": "memory/2026-02-08.md", "reason": "binary file (contains NUL bytes)"}
+    ]
+    assert "skipped memory/2026-02-08.md: binary file" in plan.describe()
+    with pytest.raises(CompactError, match="binary file"):  # a log named on purpose is not passed over
+        plan_compaction(memory, files=["memory/2026-02-08.md"], today=FEB18)
+
+
 def test_group_by_month_and_day(workspace: Path, make_memory) -> None:
     month = plan_compaction(make_memory(workspace, compact={"group_by": "month"}), today=FEB25)
     assert [s.path for s in month.summaries] == ["memory/summary-2026-02.md"]
@@ -257,7 +271,7 @@ def test_compacting_the_rest_of_a_week_appends_to_its_summary(workspace: Path, m
     apply_plan(memory, plan)
     text = w07.read_text()
     assert text.startswith(first) and text.count("# Summary 2026-W07") == 1
-    assert text[len(first) :].startswith("\n---\n\nSummary of 2026-02-11 to 2026-02-13")
+    assert text[len(first) :].startswith("\n---\n\nSummary of 2026-02-08 to 2026-02-13")
     assert "## [2026-02-12](archive/2026-02-12.md)\n" in text
     assert len(list((workspace / "memory/archive").iterdir())) == 12
 

@@ -159,13 +159,17 @@ def plan_compaction(
     days = config.older_than_days if older_than_days is None else older_than_days
     cutoff = cutoff_date(memory, days, today)
     sources = _explicit(memory, files) if files is not None else _old_logs(memory, cutoff)
+    skipped: list[tuple[str, str]] = []
+    if files is None:  # an old log that cannot be read stays where it is, said; the others are compacted
+        sources, skipped = _readable(memory, sources, texts)
     if not sources:
         note = (
             "nothing to compact: no daily logs given"
             if files is not None
-            else f"nothing to compact: no daily logs older than {days} days (before {cutoff.isoformat()})"
+            else f"nothing to compact: no {'readable ' if skipped else ''}daily logs older than {days} days (before "
+            f"{cutoff.isoformat()})"
         )
-        return CompactionPlan(summarizer=config.summarizer, note=note)
+        return CompactionPlan(summarizer=config.summarizer, note=note, skipped=tuple(skipped))
 
     moves = _archive_targets(memory, sources)
     groups = _by_period(sources, config.group_by)
@@ -215,7 +219,26 @@ def plan_compaction(
         stats={"logs": len(kept), "chars_before": chars_before, "chars_after": chars_after},
         unchanged=tuple(unchanged),
         memory_edit=promote(memory, logs_kept, texts) if config.promote and logs_kept else None,
+        skipped=tuple(skipped),
     )
+
+
+def _readable(
+    memory: MemoryApi, sources: Sequence[str], texts: Mapping[str, str] | None
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """(the logs that can be read, (source, why) of those that cannot: binary, too large, no regular file)."""
+    readable, skipped = [], []
+    for source in sources:
+        try:
+            text, problem = ("", "") if texts and source in texts else read_text(memory.path_of(source))
+        except OSError as exc:
+            text, problem = "", exc.strerror or str(exc)
+        if problem and not text:
+            log.warning("%s: %s; left in place, not compacted", source, problem)
+            skipped.append((source, problem))
+        else:
+            readable.append(source)
+    return readable, skipped
 
 
 def _nothing_to_gain(unchanged: Sequence[Unchanged]) -> str:

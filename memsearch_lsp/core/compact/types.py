@@ -122,6 +122,7 @@ class CompactionPlan:
     today: str = ""  # the day the plan was made for (its summaries say so)
     unchanged: tuple[Unchanged, ...] = ()  # logs left as they are: nothing to gain
     memory_edit: MemoryEdit | None = None  # lasting facts promoted to MEMORY.md, applied with the rest
+    skipped: tuple[tuple[str, str], ...] = ()  # (source, why): old logs that cannot be read, left in place
 
     @property
     def promotions(self) -> tuple[Promotion, ...]:
@@ -152,6 +153,8 @@ class CompactionPlan:
         data["nothing_to_gain"] = [u.to_dict() for u in self.unchanged]
         if self.left:
             data["left"] = list(self.left)
+        if self.skipped:
+            data["skipped"] = [{"source": source, "reason": why} for source, why in self.skipped]
         if self.note:
             data["note"] = self.note
         if self.stats:
@@ -197,6 +200,7 @@ class CompactionPlan:
         for p in self.promotions:
             lines.append(f"  promote {self.memory_edit.path if self.memory_edit else ''} ## {p.section}: {p.text}")
         lines.extend(u.describe() for u in self.unchanged)
+        lines.extend(f"  skipped {source}: {why}; left in place" for source, why in self.skipped)
         return "\n".join(lines) + left
 
 
