@@ -180,13 +180,17 @@ def check_index(ctx: Context) -> Check:
     from memsearch_lsp.core.store.folder import locked_by_other
 
     if ctx.config.milvus.uri:
-        return Check(
-            "index",
-            "ok",
-            f"remote Milvus at {ctx.config.milvus.uri} (not contacted)",
-            data={"uri": ctx.config.milvus.uri},
-        )
+        return _remote_index(ctx)
     db = ctx.root / INDEX_DIR / "milvus.db"
+    for path in (ctx.root / INDEX_DIR, db):  # what every command refuses to open, said here too
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            return Check(
+                "index",
+                "fail",
+                f"{path} is not a folder (a file or a link): no command can open the index",
+                f"remove {path} (the index is only a cache; the Markdown stays), then memsearch-lsp index",
+                data={"uri": str(db)},
+            )
     if not db.is_dir():
         return Check(
             "index", "ok", "no index yet: the editor or `memsearch-lsp index` builds it", data={"uri": str(db)}
@@ -242,6 +246,29 @@ def check_index(ctx: Context) -> Check:
     data.update(files=status["files"], chunks=status["chunks"])
     stale = " (a stale owner record will be cleaned up)" if data.get("stale_record") else ""
     return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files, not in use{stale}", data=data)
+
+
+def _remote_index(ctx: Context) -> Check:
+    """The index on a Milvus server (milvus.uri): contacted as every command would, and what it holds."""
+    from memsearch_lsp.core.memory import Memory
+
+    assert ctx.config is not None
+    uri = ctx.config.milvus.uri
+    try:
+        with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
+            status = memory.status()
+    except Exception as exc:
+        return Check(
+            "index",
+            "fail",
+            f"cannot reach the index on remote Milvus at {uri}: {exc}",
+            "check milvus.uri and milvus.token in your user settings, and that the server is up",
+            data={"uri": uri},
+        )
+    data = {"uri": uri, "files": status["files"], "chunks": status["chunks"]}
+    return Check(
+        "index", "ok", f"{status['chunks']} chunks in {status['files']} files on remote Milvus at {uri}", data=data
+    )
 
 
 def check_mcp(ctx: Context) -> Check:

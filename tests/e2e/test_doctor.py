@@ -147,3 +147,22 @@ def test_doctor_json_failure_is_the_error_shape_with_its_checks(tmp_path: Path) 
     data = json.loads(result.stdout)
     assert set(data["error"]) == {"message", "hint"} and "no memory here" in data["error"]["message"]
     assert {c["name"] for c in data["checks"]} >= {"config", "workspace", "model"} and data["ok"] is False
+
+
+@pytest.mark.parametrize("broken", [".memsearch", ".memsearch/milvus.db"])
+def test_an_index_folder_that_is_a_file_is_a_problem_not_no_index_yet(tmp_path: Path, broken: str) -> None:
+    """Every command refuses such an index; doctor says so, with the fix, instead of "no index yet"."""
+    init_workspace(tmp_path)
+    (tmp_path / broken).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / broken).write_text("x")
+    index = checks(tmp_path)["index"]
+    assert index.status == "fail" and "not a folder" in index.detail and f"remove {tmp_path / broken}" in index.fix
+
+
+def test_a_remote_index_that_does_not_answer_is_a_problem(tmp_path: Path) -> None:
+    """milvus.uri (a user setting) is contacted as every command would, not reported as fine unseen."""
+    init_workspace(tmp_path)
+    user_file(f'[milvus]\nuri = "http://127.0.0.1:{free_port()}"\n')
+    index = checks(tmp_path)["index"]
+    assert index.status == "fail" and "cannot reach the index on remote Milvus" in index.detail
+    assert "milvus.uri" in index.fix
