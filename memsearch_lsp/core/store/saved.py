@@ -49,7 +49,10 @@ def fingerprint(index: str | Path) -> list[list[Any]]:
         for name in sorted(files):
             if rel == "." and name in ("LOCK", LOCK):
                 continue
-            st = os.lstat(os.path.join(folder, name))
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except FileNotFoundError:  # a temporary file of the engine closing meanwhile (save's copy is stamped after)
+                continue
             found.append([os.path.normpath(os.path.join(rel, name)), st.st_size, st.st_mtime_ns, st.st_ino])
     return found
 
