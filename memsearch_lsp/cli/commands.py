@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,9 +18,17 @@ if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=None) + "\n")
+        text = json.dumps(data, ensure_ascii=False, indent=None)
+        if not text.isascii() and _SURROGATE.search(
+            text
+        ):  # a path of bytes that are not UTF-8: escaped, stdout stays UTF-8
+            text = json.dumps(data, ensure_ascii=True, indent=None)
+        sys.stdout.write(text + "\n")
     else:
         sys.stdout.write(text.rstrip("\n") + "\n")
 

@@ -233,3 +233,14 @@ def test_install_instructions_work_today(name: str) -> None:
     text = "\n".join(lines)
     if "install" in text and name != "docs/protocol.md":
         assert re.search(r"(pipx|pip) install (\.|<checkout|/path/to/memsearch-lsp|dist/)|installCommand", text), name
+
+
+def test_json_output_stays_utf_8_for_a_path_of_bytes_that_are_not(tmp_path: Path) -> None:
+    """A folder named with bytes that are not UTF-8: `--json` escapes them, so strict parsers read the output."""
+    folder = os.fsencode(tmp_path) + b"/notes-\xff\xfe"
+    result = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "--json", "init", folder], capture_output=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout.decode("utf-8"))  # strict: no stray bytes on stdout
+    assert os.fsencode(data["root"]) == folder and os.path.isdir(folder + b"/memory")
