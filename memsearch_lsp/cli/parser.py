@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import math
+import os
+import re
+import stat
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from memsearch_lsp.version import __version__
@@ -29,6 +36,83 @@ class UsageError(UserError):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, f"see `{self.prog} --help`", self.prog)
+
+
+MAX_DAYS = 365_000  # 1000 years: a count of days further back would leave the calendar (before the year 1)
+
+
+def _shown(text: str) -> str:
+    """A value as a message quotes it: a very long one cut short."""
+    return repr(text) if len(text) <= 80 else repr(text[:60]) + f"... ({len(text)} characters)"
+
+
+def whole(low: int, high: int, unit: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number (ASCII digits) from `low` to `high`; `unit` names what it counts."""
+    what = f"a whole number{f' of {unit}' if unit else ''}, at least {low} and at most {high}"
+
+    def number(text: str) -> int:
+        digits = text.strip()
+        value = int(digits) if re.fullmatch(r"[+-]?[0-9]{1,18}", digits) else None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {what}; got {_shown(text)}")
+        return value
+
+    return number
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, more than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds more than 0; got {_shown(text)}")
+    return value
+
+
+def folder(text: str) -> str:
+    """An argparse type: a path that is a folder or not there yet (init makes it), kept as given; a file, a
+    name too long or a path that cannot be looked at is refused."""
+    try:
+        if not stat.S_ISDIR(os.stat(Path(text).expanduser()).st_mode):
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not a folder")
+    except FileNotFoundError:
+        return text
+    except (OSError, RuntimeError) as exc:  # RuntimeError: `~name` of no known user
+        known = {errno.ENAMETOOLONG: "the name is too long", errno.ENOTDIR: "not a folder (a part of it is a file)"}
+        why = known.get(getattr(exc, "errno", None) or 0) or getattr(exc, "strerror", None) or str(exc)
+        raise argparse.ArgumentTypeError(f"{_shown(text)}: {why}") from None
+    return text
+
+
+def date_filter(text: str) -> str:
+    """An argparse type for --since / --until: not empty (the date itself is read by the search's filter)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a date or a relative age like 7d (YYYY-MM-DD, today, yesterday, 2w)")
+    return text
+
+
+def source_glob(text: str) -> str:
+    """An argparse type for --source: a glob the search can use (core/search/filters.py says why not)."""
+    from memsearch_lsp.core.search.filters import FilterError, check_source
+
+    try:
+        check_source(text)
+    except FilterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def tcp_address(text: str) -> str:
+    """An argparse type for serve --tcp: HOST:PORT with a port from 1 to 65535 (lsp/setup.py reads it)."""
+    from memsearch_lsp.lsp.setup import listen_address
+
+    try:
+        listen_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 VERBOSE_HELP = "log what happens (and a failure's details) to stderr"
@@ -62,14 +146,16 @@ def build_parser() -> _Parser:
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     # -v, --workspace and --json work before or after the command; SUPPRESS keeps a later default from
     # overwriting what was given earlier.
-    parser.add_argument("--workspace", "-w", default=None, metavar="DIR", help=WORKSPACE_HELP)
+    parser.add_argument("--workspace", "-w", default=None, type=folder, metavar="DIR", help=WORKSPACE_HELP)
     parser.add_argument(
         "--json", action="store_true", help='print JSON on stdout (errors too: {"error": {"message", "hint"}}, exit 1)'
     )
     verbose = _Parser(add_help=False)  # for every command
     verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     located = _Parser(add_help=False, parents=[verbose])  # for every command run in a workspace
-    located.add_argument("--workspace", "-w", default=argparse.SUPPRESS, metavar="DIR", help=WORKSPACE_HELP)
+    located.add_argument(
+        "--workspace", "-w", default=argparse.SUPPRESS, type=folder, metavar="DIR", help=WORKSPACE_HELP
+    )
     common = _Parser(add_help=False, parents=[located])  # ... that answers on stdout
     common.add_argument(
         "--json",
@@ -86,7 +172,7 @@ def build_parser() -> _Parser:
         "memsearch-lsp serve --tcp 127.0.0.1:2087",
         verbose,
     )
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.add_argument("--tcp", type=tcp_address, metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--stdio", action="store_true", help="use stdio (the default)")
 
     index = _command(sub, "index", "bring the index up to date with the Markdown", "memsearch-lsp index --json", common)
@@ -130,18 +216,24 @@ def build_parser() -> _Parser:
         "--since",
         metavar="DATE",
         default=None,
+        type=date_filter,
         help="only chunks dated on or after DATE: YYYY-MM-DD, today, yesterday, or 7d / 2w / 3m / 1y "
         "ago; a chunk's date is its daily log's day or its summary's period, other files are left "
         "out",
     )
     search.add_argument(
-        "--until", metavar="DATE", default=None, help="only chunks dated on or before DATE (as --since)"
+        "--until",
+        metavar="DATE",
+        default=None,
+        type=date_filter,
+        help="only chunks dated on or before DATE (as --since)",
     )
     search.add_argument(
         "--source",
         metavar="GLOB",
         action="append",
         default=None,
+        type=source_glob,
         help="only chunks from files matching GLOB (gitignore style, relative to the workspace: "
         "'memory/2026-02-*', '**/MEMORY.md'); repeat for several",
     )
@@ -171,10 +263,18 @@ def build_parser() -> _Parser:
         common,
         "Remove the note (the ## section) that holds a chunk from its Markdown file, then re-index the "
         "file. Shows what it will remove and asks first (--yes does not ask); text before a file's first "
-        "heading and a file's # title are refused, with the reason",
+        "heading, a file's # title and a MEMORY.md section of several notes (without --line) are refused, "
+        "with the reason",
     )
     forget.add_argument(
         "id", metavar="ID", help="a chunk id from search or expand, or a unique prefix of one (at least 4 characters)"
+    )
+    forget.add_argument(
+        "--line",
+        type=whole(1, 10**9, "lines"),
+        default=None,
+        metavar="N",
+        help="only the paragraph or list item of that section at line N (remember reports a note's start_line)",
     )
     forget.add_argument("--yes", action="store_true", help="remove it without asking")
 
@@ -187,7 +287,7 @@ def build_parser() -> _Parser:
     )
     compact.add_argument(
         "--older-than",
-        type=int,
+        type=whole(0, MAX_DAYS, "days"),
         default=None,
         metavar="DAYS",
         help="compact the daily logs older than DAYS days (default: compact.older_than_days, 7)",
@@ -211,7 +311,12 @@ def build_parser() -> _Parser:
         "workspace or its memory folder",
     )
     init.add_argument(
-        "dir", nargs="?", default=None, metavar="DIR", help="the folder (default: --workspace, else the current folder)"
+        "dir",
+        nargs="?",
+        default=None,
+        type=folder,
+        metavar="DIR",
+        help="the folder (default: --workspace, else the current folder)",
     )
 
     _command(
@@ -262,7 +367,13 @@ def build_parser() -> _Parser:
         common,
         "Print the notes of the last days' daily logs, newest day first",
     )
-    recent.add_argument("--days", type=int, default=3, metavar="N", help="today and the N-1 days before (default 3)")
+    recent.add_argument(
+        "--days",
+        type=whole(1, MAX_DAYS, "days"),
+        default=3,
+        metavar="N",
+        help="today and the N-1 days before (default 3)",
+    )
     recent.add_argument(
         "--session",
         action="store_true",
@@ -270,7 +381,7 @@ def build_parser() -> _Parser:
     )
     recent.add_argument(
         "--chars",
-        type=int,
+        type=whole(1, 1_000_000_000),
         default=None,
         metavar="N",
         help="at most N characters of note text (whole notes; default: no limit)",
@@ -287,7 +398,7 @@ def build_parser() -> _Parser:
     )
     warm.add_argument(
         "--idle",
-        type=float,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="exit after this many seconds without a call (default: the warm.idle_s setting, 600)",

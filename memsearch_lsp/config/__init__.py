@@ -221,8 +221,19 @@ def _to_choice(value: Any, typ: Any) -> str:
     raise ValueError(f"expected one of {sorted(get_args(typ))}, got {value!r}")
 
 
+# Milvus: letters, digits and underscores, not starting with a digit, at most 255 characters; the index adds
+# "_windows" (core/store/schema.py WINDOW_SUFFIX) for its second collection, so a name keeps 8 for that.
+_COLLECTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,246}")
+
+
 def _check(section: str, name: str, value: Any) -> None:
-    """The range on the field (`ranged`; every number is at least 0), run on each value after it is structured."""
+    """The range on the field (`ranged`; every number is at least 0), run on each value after it is structured;
+    the Milvus collection's name as Milvus takes it."""
+    if (section, name) == ("milvus", "collection") and not _COLLECTION.fullmatch(value):
+        raise ValueError(
+            "must be 1 to 247 letters, digits or underscores, not starting with a digit "
+            f"(a Milvus collection name), got {value!r}"
+        )
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         low, high = _RANGES.get((section, name), (0, None))
         if high is not None and not low <= value <= high:

@@ -101,7 +101,7 @@ class WatchConfig:
 
 @dataclass(frozen=True)
 class CompactConfig:
-    older_than_days: int = ranged(7)
+    older_than_days: int = ranged(7, 0, 365_000)  # (1000 years: further back leaves the calendar)
     archive_dir: str = "memory/archive"
     index_archive: bool = True
     group_by: Literal["week", "month", "day"] = "week"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 
 from lsprotocol import types
@@ -77,18 +78,41 @@ def configure_logging(verbose: bool = False) -> None:
     logging.getLogger("pygls").setLevel(logging.WARNING)
 
 
+def listen_address(text: str) -> tuple[str, int]:
+    """`--tcp HOST:PORT` as (host, port): no host is 127.0.0.1, an IPv6 host may be bracketed (`[::1]:2087`);
+    ValueError says what is wrong with it."""
+    host, colon, port = text.strip().rpartition(":")
+    if not colon:
+        raise ValueError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:2087)")
+    if not re.fullmatch(r"[0-9]{1,5}", port) or not 1 <= int(port) <= 65535:
+        raise ValueError(f"the port of {text!r} must be a number from 1 to 65535")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "127.0.0.1", int(port)
+
+
 def run(tcp: str | None = None, verbose: bool = False) -> None:
+    """Serve over stdio, or on TCP `tcp` (HOST:PORT: ValueError before anything starts when it is not one);
+    the process ends here: exit 1 when the port cannot be listened on or the server failed, else 0."""
+    address = listen_address(tcp) if tcp else None
     configure_logging(verbose)
     server = create_server()
     handler = ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logging.getLogger("memsearch_lsp").addHandler(handler)
     lifeline.watch_parent(lambda: server.client_pid, server.close_all)
+    code = 0
     try:
-        if tcp:
-            host, _, port = tcp.rpartition(":")
-            server.start_tcp(host or "127.0.0.1", int(port))
-        else:
+        if address is None:
             server.start_io()  # returns when stdin closes: the editor is gone
+        else:
+            try:
+                server.start_tcp(*address)
+            except OSError as exc:  # the port is taken, the host is not this machine's, ...
+                sys.stderr.write(f"memsearch-lsp serve: error: cannot listen on {tcp}: {exc.strerror or exc}\n")
+                code = 1
+    except Exception:
+        logging.getLogger(__name__).exception("the server stopped on an error")
+        code = 1
     finally:
-        lifeline.finish(server.close_all, 0)
+        lifeline.finish(server.close_all, code)

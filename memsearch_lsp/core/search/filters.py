@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memsearch_lsp.core.chunks import log_date
-from memsearch_lsp.core.files import check_glob
+from memsearch_lsp.core.files import check_glob, glob_match
 
-_RELATIVE = re.compile(r"^(\d{1,5})\s*([dwmy])$")
+_RELATIVE = re.compile(r"([0-9]+) *([dwmy])")  # ASCII digits only: "٣d" is no date
 _UNIT_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 _SUMMARY = re.compile(r"^summary-(\d{4})-(?:W(\d{2})|(\d{2})(?:-(\d{2}))?)(?:\.\d{1,3})?\.md$")
 MAX_GLOBS = 64  # source patterns of one search
@@ -41,12 +41,17 @@ def parse_date(text: str, today: dt.date) -> dt.date:
         return today
     if value == "yesterday":
         return today - dt.timedelta(days=1)
-    match = _RELATIVE.match(value)
+    match = _RELATIVE.fullmatch(value)
     if match:
+        count, unit = match.groups()
         try:
-            return today - dt.timedelta(days=int(match.group(1)) * _UNIT_DAYS[match.group(2)])
+            if len(count) > 9:  # more days than a timedelta holds (and than int() reads quickly)
+                raise OverflowError(count)
+            return today - dt.timedelta(days=int(count) * _UNIT_DAYS[unit])
         except OverflowError:
-            raise FilterError(f"the date {text!r} would be before the year 1: give a shorter span") from None
+            raise FilterError(
+                f"the date {text!r} is out of range: it would be before the year 1; give a shorter span"
+            ) from None
     try:
         return dt.date.fromisoformat(value)
     except ValueError:
@@ -109,11 +114,8 @@ class SearchFilter:
         return self.since is not None or self.until is not None
 
     def allows(self, source: str) -> bool:
-        if self.sources:
-            from memsearch_lsp.core.files import glob_match
-
-            if not any(glob_match(pattern, source) for pattern in self.sources):
-                return False
+        if self.sources and not any(glob_match(pattern, source) for pattern in self.sources):
+            return False
         if not self.dated:
             return True
         period = source_period(source)
@@ -162,12 +164,24 @@ def make_filter(
     globs = (source,) if isinstance(source, str) else tuple(source or ())
     if len(globs) > MAX_GLOBS:
         raise FilterError(f"at most {MAX_GLOBS} source patterns")
-    cleaned = tuple(g.strip().removeprefix("./") for g in globs)
-    if any(not g for g in cleaned):
+    return SearchFilter(first, last, tuple(check_source(g) for g in globs))
+
+
+def check_source(glob: str) -> str:
+    """A source glob as a filter uses it (stripped, without a leading `./`); FilterError names a pattern that
+    is empty, could take unbounded time to match, or is no gitignore-style pattern at all (`a\\`, `!`)."""
+    cleaned = glob.strip().removeprefix("./")
+    if not cleaned:
         raise FilterError("a source pattern is empty: give a glob such as 'memory/2026-02-*' or '**/MEMORY.md'")
-    for glob in cleaned:
-        try:
-            check_glob(glob)
-        except ValueError as exc:
-            raise FilterError(str(exc)) from None
-    return SearchFilter(first, last, cleaned)
+    try:
+        check_glob(cleaned)
+    except ValueError as exc:
+        raise FilterError(str(exc)) from None
+    try:
+        glob_match(cleaned, "")  # reads (and caches) the pattern as the search will
+    except ValueError:
+        raise FilterError(
+            f"the source pattern {glob!r} is not a valid gitignore-style glob: a `\\` must escape a character "
+            "(write `\\\\` for a backslash) and a `!` needs a pattern after it"
+        ) from None
+    return cleaned

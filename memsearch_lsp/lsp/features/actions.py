@@ -24,10 +24,21 @@ log = logging.getLogger(__name__)
 COMPACT_KIND = "source.compact"  # a custom kind: lsprotocol's CodeActionKind enum cannot hold it
 COMMAND = "memsearch.compact"
 REINDEX = "memsearch.reindex"
+MAX_DAYS = 365_000  # as the CLI's --older-than: further back would leave the calendar (before the year 1)
 
 
 class CompactCommandError(ValueError):
     """Bad memsearch.compact arguments or a failed compaction; returned as a JSON-RPC error."""
+
+
+def older_than_days(value: Any) -> int | None:
+    """`olderThanDays` as a client sent it (None: the setting); CompactCommandError (invalid params) unless it
+    is a whole number of days from 0 to MAX_DAYS."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_DAYS):
+        raise CompactCommandError(
+            f"memsearch.compact: olderThanDays must be a whole number of days from 0 to {MAX_DAYS}, got {value!r}"
+        )
+    return value
 
 
 # -- client capabilities ------------------------------------------------------------------------
@@ -162,7 +173,7 @@ async def resolve(ls: MemsearchServer, action: types.CodeAction) -> types.CodeAc
         return action
     root = _root_named(ls, data.get("root"))
     files = data.get("files") or None
-    plan = await make_plan(ls, root, data.get("olderThanDays") if files is None else None, files)
+    plan = await make_plan(ls, root, older_than_days(data.get("olderThanDays")) if files is None else None, files)
     action.edit = plan_edit(ls, root.path, plan)
     action.command = types.Command(title="Index the compacted memory", command=REINDEX)  # runs after the edit
     if plan.empty:
@@ -199,9 +210,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     `planId` (from a dry run the user reviewed) makes the server refuse a plan that is no longer the same.
     """
     options = args[0] if args and isinstance(args[0], dict) else {}
-    days = options.get("olderThanDays")
-    if days is not None and (not isinstance(days, int) or isinstance(days, bool) or days < 0):
-        raise CompactCommandError("memsearch.compact: olderThanDays must be a whole number of days, 0 or more")
+    days = older_than_days(options.get("olderThanDays"))
     root, files = _files(ls, options.get("files"))
     if options.get("root"):
         root = _root_named(ls, options["root"])

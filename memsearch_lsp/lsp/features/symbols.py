@@ -205,7 +205,10 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(SEARCH)
     async def memsearch_search(ls: MemsearchServer, params: Any) -> list[dict[str, Any]]:
-        query = query_text(param(params, "query", default="") or "")
+        query = param(params, "query", default="")
+        if not isinstance(query, str):
+            raise ValueError("query must be a string")  # invalid params, as every ValueError of a handler
+        query = query_text(query)
         top_k = param(params, "topK", "top_k", "limit")
         if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
             raise ValueError("topK must be a positive integer")

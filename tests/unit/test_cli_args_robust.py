@@ -1,0 +1,172 @@
+"""Bad arguments get a clear one-line answer where they are read: the CLI's parser, the date and source filters,
+the settings, the compaction command's days; with -v an unexpected error's details go to stderr."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsearch_lsp.cli.parser import UsageError, build_parser
+from memsearch_lsp.config import ConfigError, load_config
+from memsearch_lsp.core.search.filters import FilterError, make_filter, parse_date
+from memsearch_lsp.lsp.features.actions import CompactCommandError, older_than_days
+from memsearch_lsp.lsp.setup import listen_address
+
+TODAY = dt.date(2026, 3, 15)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["serve", "--tcp", "abc"], "'abc' is not HOST:PORT"),
+        (["serve", "--tcp", "127.0.0.1:99999"], "from 1 to 65535"),
+        (["serve", "--tcp", "127.0.0.1:"], "from 1 to 65535"),
+        (["serve", "--tcp", "[::1]:abc"], "from 1 to 65535"),
+        (["serve", "--tcp", "127.0.0.1:0"], "from 1 to 65535"),
+        (["compact", "--older-than", "100000000"], "at most 365000"),
+        (["compact", "--older-than", "99999999999999999999"], "at most 365000"),
+        (["compact", "--older-than", "-1"], "at least 0"),
+        (["recent", "--days", "100000000"], "at most 365000"),
+        (["recent", "--days", "0"], "at least 1"),
+        (["recent", "--days", "\u0663"], "whole number of days"),  # an Arabic-Indic 3: ASCII digits only
+        (["recent", "--chars", "99999999999999999999"], "at most 1000000000"),
+        (["warm", "--idle", "nan"], "more than 0"),
+        (["warm", "--idle", "inf"], "more than 0"),
+        (["warm", "--idle", "-5"], "more than 0"),
+        (["warm", "--idle", "0"], "more than 0"),
+        (["search", "x", "--since", ""], "needs a date or a relative age like 7d"),
+        (["search", "x", "--until", "  "], "needs a date or a relative age like 7d"),
+        (["search", "x", "--source", "a\\"], "the source pattern 'a\\\\' is not a valid gitignore-style glob"),
+        (["search", "x", "--source", "!"], "the source pattern '!' is not a valid gitignore-style glob"),
+        (["search", "x", "--source", "*a*a*a*b"], "at most 2"),
+    ],
+)
+def test_bad_arguments_are_usage_errors_naming_the_argument(argv: list[str], needle: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        build_parser().parse_args(argv)
+    message = str(caught.value)
+    assert needle in message and message.startswith(f"argument {argv[2] if argv[0] == 'search' else argv[1]}")
+    assert caught.value.prog == f"memsearch-lsp {argv[0]}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "attribute", "value"),
+    [
+        (["serve", "--tcp", "127.0.0.1:2087"], "tcp", "127.0.0.1:2087"),
+        (["compact", "--older-than", "0"], "older_than", 0),
+        (["compact", "--older-than", "100000"], "older_than", 100000),
+        (["recent", "--days", "400"], "days", 400),
+        (["warm", "--idle", "0.2"], "idle", 0.2),
+        (["search", "x", "--since", "7d"], "since", "7d"),
+        (["search", "x", "--source", "memory/2026-02-*"], "source", ["memory/2026-02-*"]),
+    ],
+)
+def test_good_arguments_read_as_before(argv: list[str], attribute: str, value: Any) -> None:
+    assert getattr(build_parser().parse_args(argv), attribute) == value
+
+
+def test_listen_address_reads_host_and_port() -> None:
+    assert listen_address("127.0.0.1:2087") == ("127.0.0.1", 2087)
+    assert listen_address(":2087") == ("127.0.0.1", 2087)
+    assert listen_address("[::1]:2087") == ("::1", 2087)
+    assert listen_address("::1:2087") == ("::1", 2087)
+    with pytest.raises(ValueError, match="from 1 to 65535"):
+        listen_address("localhost:65536")
+
+
+def test_a_workspace_that_is_a_file_or_too_long_a_name_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / "notes.txt"
+    file.write_text("x")
+    for argv in (["--workspace", str(file), "init"], ["init", str(file)], ["status", "-w", str(file)]):
+        with pytest.raises(UsageError, match="is not a folder"):
+            build_parser().parse_args(argv)
+    with pytest.raises(UsageError, match=r": not a folder \(a part of it is a file\)"):
+        build_parser().parse_args(["init", str(file / "sub")])
+    long = str(tmp_path / ("a" * 5000))
+    with pytest.raises(UsageError, match=r"\(5\d\d\d characters\): the name is too long") as caught:
+        build_parser().parse_args(["--workspace", long, "status"])
+    assert len(str(caught.value)) < 200  # the name is cut short in the message
+    new = str(tmp_path / "new")  # not there yet: init makes it, the other commands say so themselves
+    assert build_parser().parse_args(["init", new]).dir == new
+
+
+@pytest.mark.parametrize("text", ["740000d", "5000y", "999999999d", "1000000000d", "9" * 30 + "d", "9" * 5000 + "w"])
+def test_a_relative_date_too_far_back_is_out_of_range(text: str) -> None:
+    with pytest.raises(FilterError, match=r"is out of range: it would be before the year 1"):
+        parse_date(text, TODAY)
+
+
+def test_relative_dates_take_ascii_digits_of_any_length_within_the_calendar() -> None:
+    assert parse_date("739000d", TODAY) == TODAY - dt.timedelta(days=739000)  # 5 digits were the old limit
+    assert parse_date("7 d", TODAY) == dt.date(2026, 3, 8)
+    for text in ("\u0663d", "\uff13d", "3\u00a0d"):  # Arabic-Indic and full-width digits, a no-break space
+        with pytest.raises(FilterError, match="cannot read the date"):
+            parse_date(text, TODAY)
+
+
+def test_an_invalid_source_pattern_is_a_filter_error_naming_it() -> None:
+    with pytest.raises(FilterError, match=r"the source pattern 'a\\\\' is not a valid gitignore-style glob"):
+        make_filter(source=["memory/*", "a\\"], today=TODAY)
+    assert make_filter(source=" ./memory/* ", today=TODAY).sources == ("memory/*",)
+
+
+@pytest.mark.parametrize("name", ["", "9lives", "my-memory", "mémoire", "a b", "x" * 248])
+def test_a_bad_collection_name_is_a_config_error_naming_the_key(tmp_path: Path, name: str) -> None:
+    (tmp_path / ".memsearch.toml").write_text(f"[milvus]\ncollection = {json.dumps(name)}\n")
+    with pytest.raises(ConfigError, match=r"\.memsearch\.toml: milvus\.collection: must be 1 to 247 letters"):
+        load_config(tmp_path, env={})
+    with pytest.raises(ConfigError, match=r"environment: milvus\.collection: must be 1 to 247"):
+        load_config(tmp_path.parent, env={"MEMSEARCH_MILVUS_COLLECTION": name})
+
+
+@pytest.mark.parametrize("name", ["memsearch", "_private", "Team_2026", "x" * 247])
+def test_a_good_collection_name_is_taken(tmp_path: Path, name: str) -> None:
+    (tmp_path / ".memsearch.toml").write_text(f'[milvus]\ncollection = "{name}"\n')
+    assert load_config(tmp_path, env={}).milvus.collection == name
+
+
+@pytest.mark.parametrize("days", [-1, 365_001, 1_000_000_000, 2.5, "7", True])
+def test_compaction_days_out_of_range_are_invalid_params(days: Any) -> None:
+    with pytest.raises(CompactCommandError, match="olderThanDays must be a whole number of days from 0 to 365000"):
+        older_than_days(days)
+    assert issubclass(CompactCommandError, ValueError)  # the protocol answers a handler's ValueError with -32602
+
+
+def test_compaction_days_in_range_are_taken() -> None:
+    assert [older_than_days(d) for d in (None, 0, 7, 365_000)] == [None, 0, 7, 365_000]
+
+
+BROKEN = """
+import sys
+from memsearch_lsp.cli import COMMANDS, main
+
+def broken(args):
+    raise OverflowError("date value out of range")
+
+COMMANDS["status"] = broken
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_verbose_shows_an_unexpected_errors_details_on_stderr(tmp_path: Path, json_output: bool) -> None:
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        options = ["--json"] if json_output else []
+        argv = (*argv, *options, "-w", str(tmp_path))
+        return subprocess.run([sys.executable, "-c", BROKEN, *argv], capture_output=True, text=True, timeout=60)
+
+    quiet, verbose = run("status"), run("-v", "status")
+    assert quiet.returncode == verbose.returncode == 1
+    assert "Traceback" not in quiet.stderr and "Traceback" not in verbose.stdout
+    assert "Traceback (most recent call last)" in verbose.stderr and "in broken" in verbose.stderr
+    if json_output:
+        assert json.loads(verbose.stdout)["error"]["message"] == "OverflowError: date value out of range"
+    else:
+        assert quiet.stderr == "memsearch-lsp: error: OverflowError: date value out of range\n"
+        assert verbose.stderr.endswith(quiet.stderr) and verbose.stdout == ""
