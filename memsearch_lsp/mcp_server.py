@@ -304,12 +304,21 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
     @server.memory_tool(title="Forget", annotations=DESTRUCTIVE)
     async def memory_forget(
         id: Annotated[str, Field(description="a chunk id from memory_search (or a unique prefix of 4+ characters)")],
+        line: Annotated[
+            int | None,
+            Field(
+                description="only the paragraph or list item at this line (a long-term fact: memory_remember's "
+                "start_line); needed for a MEMORY.md section that holds several notes",
+                ge=1,
+            ),
+        ] = None,
     ) -> ForgottenData:
-        """Remove the note (its ## section) holding this chunk from its Markdown file, and so from search: a
-        wrong or outdated memory. Text before a file's first heading and a file's # title are refused."""
+        """Remove the note (its ## section, or with `line` one paragraph or list item of it) holding this chunk from
+        its Markdown file, and so from search: a wrong or outdated memory. Text before a file's first heading, a
+        file's # title and a MEMORY.md section of several notes without `line` are refused."""
 
         def forget(memory: MemoryApi) -> Any:
-            return memory.expand(id) and memory.forget(id)
+            return memory.expand(id) and memory.forget(id, line=line)
 
         found = await run(forget)
         mine = server.user_memory() if not found else None

@@ -3,12 +3,11 @@ remember | recent | warm | mcp (arguments in cli/parser.py, the commands in cli/
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Sequence
 
-from memsearch_lsp.cli.commands import COMMANDS
+from memsearch_lsp.cli.commands import COMMANDS, json_line
 from memsearch_lsp.cli.parser import EXIT_USER, UsageError, UserError, build_parser
 
 __all__ = ["COMMANDS", "UsageError", "UserError", "main"]
@@ -18,11 +17,14 @@ def _hint(exc: BaseException, command: str = "") -> str:
     """What to do about an error, for the `hint` of a JSON error (and nothing else)."""
     from memsearch_lsp.config import ConfigError
     from memsearch_lsp.core.embedding import EmbeddingError
+    from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere
     from memsearch_lsp.core.search.filters import DATE_FORMS, FilterError
 
     if isinstance(exc, UserError):
         return exc.hint or f"see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
+    if isinstance(exc, NoteError):  # (the message says why)
+        return f"nothing was written or removed; see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
     if isinstance(exc, NoMemoryHere):
         return f"{INIT_HINT} in the project folder, or pass --workspace DIR"
     if isinstance(exc, NestedWorkspace):
@@ -40,7 +42,7 @@ def _fail(as_json: bool, exc: BaseException, message: str, command: str = "") ->
     """Report an error: one line on stderr, or with --json `{"error": {"message", "hint"}}` on stdout; exit 1."""
     if as_json:
         error = {"message": message, "hint": _hint(exc, command)}
-        sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_line({"error": error}) + "\n")
     elif isinstance(exc, UsageError):  # as argparse says it, once: the (sub-)command, the message, where to look
         sys.stderr.write(f"{exc.prog}: error: {message} ({exc.hint})\n")
     else:
@@ -75,9 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
+        if args.verbose and not isinstance(exc, UserError):  # -v: the details (a traceback, on stderr) first
+            logging.getLogger(__name__).error("the details of the error below:", exc_info=True)
         if isinstance(exc, _user_errors()):
             return _fail(as_json, exc, str(exc), args.command)
-        logging.getLogger(__name__).debug("failed", exc_info=True)  # never a traceback for the user; -v shows it
         return _fail(as_json, exc, f"{type(exc).__name__}: {exc}")
 
 

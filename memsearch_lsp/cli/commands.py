@@ -21,14 +21,15 @@ if TYPE_CHECKING:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def json_line(data: Any) -> str:
+    """`data` as one line of JSON in UTF-8; a path's bytes that are not UTF-8 (lone surrogates) escaped."""
+    text = json.dumps(data, ensure_ascii=False, indent=None)
+    return json.dumps(data, ensure_ascii=True, indent=None) if _SURROGATE.search(text) else text
+
+
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):
-        text = json.dumps(data, ensure_ascii=False, indent=None)
-        if not text.isascii() and _SURROGATE.search(
-            text
-        ):  # a path of bytes that are not UTF-8: escaped, stdout stays UTF-8
-            text = json.dumps(data, ensure_ascii=True, indent=None)
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(json_line(data) + "\n")
     else:
         sys.stdout.write(text.rstrip("\n") + "\n")
 
@@ -253,7 +254,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.scopes import user_root
 
-    preview, memory = _either(args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True))
+    line = args.line
+    preview, memory = _either(args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True, line=line))
     if memory is None:
         raise UserError(
             f"no chunk with id {args.id!r}",
@@ -266,14 +268,15 @@ def cmd_forget(args: argparse.Namespace) -> int:
             if sys.stdin is None or not sys.stdin.isatty():
                 raise UserError(
                     f"forget would remove {shown} ({preview.heading}); nothing was removed: add --yes to remove it",
-                    f"run `memsearch-lsp forget {args.id} --yes` to remove it without being asked",
+                    f"run `memsearch-lsp forget {args.id}{f' --line {line}' if line else ''} --yes` to remove it "
+                    "without being asked",
                 )
             sys.stderr.write(f"{shown}\n\n{preview.content}\n\nForget this note? [y/N] ")
             sys.stderr.flush()
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 _emit(args, dict(preview.to_dict(), scope=scope), "kept: nothing was removed")
                 return EXIT_OK
-        gone = memory.forget(preview.id)
+        gone = memory.forget(preview.id, line=line)
     _emit(args, dict(gone.to_dict(), scope=scope), f"forgot {shown}  {gone.heading}")
     return EXIT_OK
 

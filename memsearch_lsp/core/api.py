@@ -85,15 +85,17 @@ class Remembered:
     chunks: tuple[Chunk, ...]
     stats: IndexStats
     scope: str = "workspace"  # "user": the user memory's (core/scopes.py), set by the caller that chose it
+    lines: tuple[int, int] | None = None  # a long-term note's own lines inside its section (what forget's line takes)
 
     def to_dict(self) -> RememberedData:
         first, last = self.chunks[0], self.chunks[-1]
+        start, end = self.lines or (first.start_line, last.end_line)
         return {
             "id": first.id,
             "source": self.source,
             "heading": first.heading,
-            "start_line": first.start_line,
-            "end_line": last.end_line,
+            "start_line": start,
+            "end_line": end,
             "chunks": [
                 {"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
                 for c in self.chunks
@@ -168,7 +170,7 @@ class IndexApi(Protocol):
     def remember(
         self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
     ) -> Remembered: ...
-    def forget(self, chunk_id: str, dry_run: bool = False) -> Forgotten: ...
+    def forget(self, chunk_id: str, dry_run: bool = False, line: int | None = None) -> Forgotten: ...
     def status(self) -> dict[str, Any]: ...
     def has_overlay(self, source: str) -> bool: ...
     def is_indexed(self, source: str) -> bool: ...

@@ -13,9 +13,10 @@ from typing import Any
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Forgotten, Remembered
-from memsearch_lsp.core.chunks import Chunk
+from memsearch_lsp.core.chunks import Chunk, normalize_newlines
 from memsearch_lsp.core.embedding import Embedder, reads_what
 from memsearch_lsp.core.files import Skipped, glob_match, private_folder, read_text
+from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
     LONG_TERM,
@@ -23,16 +24,10 @@ from memsearch_lsp.core.notes import (
     NoteError,
     add_long_term,
     append_to_day,
-    as_indexed,
     clean_heading,
     clean_note,
-    notes_in,
-    read_exact,
     read_note_file,
-    rewrite_note_file,
     same_note,
-    section_of,
-    without_section,
 )
 from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
 from memsearch_lsp.core.search.hybrid import (
@@ -167,6 +162,16 @@ class Memory(MemoryFiles):
     def has_overlay(self, source: str) -> bool:
         """True while an unsaved editor buffer is the truth for `source`."""
         return source in self.indexer.overlays
+
+    def _unsaved(self, source: str) -> bool:
+        """True when an editor holds `source` with changes not on disk (its next save would undo a write there); a
+        buffer only open, or just saved, is the file's own text."""
+        buffer = self.indexer.overlays.get(source)
+        if buffer is None:
+            return False
+        path = self.path_of(source)
+        disk = read_text(path)[0] if path.is_file() else None
+        return disk is None or normalize_newlines(buffer) != normalize_newlines(disk)
 
     def is_indexed(self, source: str) -> bool:
         return source in self.indexer.manifest()
@@ -315,12 +320,10 @@ class Memory(MemoryFiles):
                 after = read_text(self.path_of(source))[0]
             else:
                 if long_term:
-                    source, addition = add_long_term(
-                        self.memory_folder(), body, title, self.source_of, self.has_overlay
-                    )
+                    source, addition = add_long_term(self.memory_folder(), body, title, self.source_of, self._unsaved)
                 else:
                     source, addition = append_to_day(
-                        self.memory_folder(), when.date(), body, title, self.source_of, self.has_overlay
+                        self.memory_folder(), when.date(), body, title, self.source_of, self._unsaved
                     )
                 after, first, last = addition.text, addition.first, addition.last
             try:
@@ -329,7 +332,7 @@ class Memory(MemoryFiles):
                 log.warning("%s: the note is written but not indexed yet (%s: %s)", source, type(exc).__name__, exc)
                 stats = IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
         chunks = [c for c in self.outline(source, after) if c.end_line >= first and c.start_line <= last]
-        return Remembered(source, tuple(chunks), stats)
+        return Remembered(source, tuple(chunks), stats, lines=(first, last) if long_term else None)
 
     def _already(self, body: str, day: dt.date, long_term: bool) -> tuple[str, int, int] | None:
         """(source, first line, last line) of a note of the day's logs (or of MEMORY.md) that says `body`."""
@@ -347,16 +350,17 @@ class Memory(MemoryFiles):
                 return self.source_of(folder / name), *lines
         return None
 
-    def forget(self, chunk_id: str, dry_run: bool = False) -> Forgotten:
+    def forget(self, chunk_id: str, dry_run: bool = False, line: int | None = None) -> Forgotten:
         """Take the note (the `##` section) holding the chunk `chunk_id` (an id or a prefix of >= 4 characters) out of
-        its Markdown file and re-index that file; `dry_run`: only say what would go. NoteError with the reason for
-        a chunk that is no note (text before a file's first heading, a file's `#` title), an id nobody has, a file
-        an editor holds unsaved, or one that changed since it was indexed."""
+        its Markdown file and re-index that file; with `line`, only the paragraph or list item of that section at
+        that line; `dry_run`: only say what would go. NoteError with the reason for a chunk that is no note (text
+        before a file's first heading, a file's `#` title), a section of MEMORY.md that holds several notes (without
+        `line`), an id nobody has, a file an editor holds unsaved, or one that changed since it was indexed."""
         chunk = self.expand(chunk_id)
         if chunk is None:
             raise NoteError(f"no chunk with id {chunk_id!r}: ids (or a prefix of 4+ characters) come from search")
         source, path = chunk.source, self.path_of(chunk.source)
-        if self.has_overlay(source):
+        if self._unsaved(source):
             raise NoteError(f"{source} has unsaved changes in an editor: save or close it first")
         with self._appending:
             exact = read_exact(path, source)  # (written back byte for byte but for the note's lines)
@@ -367,14 +371,9 @@ class Memory(MemoryFiles):
             first, last = section_of(text, chunk.start_line)
             while last > first and not lines[last - 1].strip():
                 last -= 1
-            held = notes_in(lines[first:last]) if PurePosixPath(source).name == LONG_TERM else 1
-            if held > 1:  # (long-term facts share a section: taking it out would take all of them)
-                raise NoteError(
-                    f"the section {lines[first - 1].strip()!r} of {source} holds {held} notes; forget takes out one"
-                    " note, never a curated section of several: edit the file to remove the one you mean"
-                )
-            ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
             heading = lines[first - 1].lstrip("#").strip()
+            ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
+            first, last = note_at(lines, first, last, line, PurePosixPath(source).name == LONG_TERM, source)
             content = "\n".join(lines[first - 1 : last])
             gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
             if not dry_run:

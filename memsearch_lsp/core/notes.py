@@ -33,7 +33,7 @@ MAX_HEADING_CHARS = 200
 # (a NUL makes the whole log read as binary).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_BULLET = re.compile(r"^\s{0,3}[-*+]\s")
+BULLET = re.compile(r"^\s{0,3}[-*+]\s")
 
 
 TURN_PROMPT = (
@@ -182,7 +182,7 @@ def insert_in_section(before: str, body: str, section: str, source: str) -> Addi
     while end > head.end_row + 1 and not lines[end - 1].strip():
         end -= 1
     closing = _fence_close(lines[head.row : end])
-    bullet = "\n" not in body and not closing and end > head.end_row + 1 and _BULLET.match(lines[end - 1])
+    bullet = "\n" not in body and not closing and end > head.end_row + 1 and BULLET.match(lines[end - 1])
     note = (body if body.lstrip().startswith(("-", "*", "+")) else f"- {body}") if bullet else body
     new = [*closing, *([] if bullet else [""]), *note.split("\n")]
     if stop < len(lines) and end == stop:  # no blank line before the next heading: keep one
@@ -228,7 +228,7 @@ def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
         fd = os.open(path, flags | os.O_APPEND)
         data = addition.appended
     else:
-        _replace(path, addition.text)
+        replace_file(path, addition.text)
         return
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -236,7 +236,7 @@ def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
         handle.write(data)
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str) -> None:
     """`path` replaced atomically by `text` (lone surrogates written back as the bytes read_exact read), same mode."""
     mode = stat.S_IMODE(path.lstat().st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -333,7 +333,7 @@ def write_note(
 
 
 # -- a note already there, a note taken out ----------------------------------------------------------
-def _sections(lines: list[str]) -> list[tuple[int, int, int, int]]:
+def sections(lines: list[str]) -> list[tuple[int, int, int, int]]:
     """(heading row, its last row, section stop row (exclusive), level) of each heading in `lines`: a section
     runs to the next heading of its level or above."""
     headings = outline(lines)[0] if lines else []
@@ -349,7 +349,7 @@ def same_note(text: str, body: str, long_term: bool = False) -> tuple[int, int] 
     body it is, or (`long_term`) a line of a section that reads `body` or `- body`; None when there is none."""
     lines = normalize_newlines(text).split("\n")
     wanted = body.strip()
-    for row, end_row, stop, level in _sections(lines):
+    for row, end_row, stop, level in sections(lines):
         section = lines[end_row + 1 : stop]
         if level >= 2 and "\n".join(section).strip() == wanted:
             return row + 1, row + len("\n".join(lines[row:stop]).rstrip().split("\n"))
@@ -358,78 +358,3 @@ def same_note(text: str, body: str, long_term: bool = False) -> tuple[int, int] 
                 if line.strip() in (wanted, f"- {wanted}", f"* {wanted}"):
                     return end_row + 2 + n, end_row + 2 + n
     return None
-
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line with its own ending, as normalize_newlines counts
-
-
-def read_exact(path: Path, name: str) -> str:
-    """The note file's text with every byte kept (invalid UTF-8 as lone surrogates, CR and CRLF as they are), for a
-    rewrite that changes only the lines it removes; '' when it is gone. NoteError when it is no regular file."""
-    if read_note_file(path, name) is None:
-        return ""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", "surrogateescape")
-
-
-def as_indexed(exact: str) -> str:
-    """`exact` (read_exact) as the index reads it: invalid UTF-8 replaced, no byte order mark, newlines plain LF."""
-    text = exact.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return normalize_newlines(text.removeprefix("\ufeff"))
-
-
-def notes_in(lines: list[str]) -> int:
-    """How many notes a section's body holds: its paragraphs, top-level list items and headings (a fenced block
-    belongs to the paragraph it follows)."""
-    headings, fences, _ = outline(lines)
-    heads = {row for h in headings for row in range(h.row, h.end_row + 1)}
-    fenced = {row for start, end in fences for row in range(start, end + 1)}
-    count, inside = 0, False
-    for row, line in enumerate(lines):
-        if row in heads or (row not in fenced and _BULLET.match(line)):
-            count, inside = count + 1, row not in heads
-        elif row in fenced or line.strip():
-            count, inside = count + (not inside), True
-        else:
-            inside = False
-    return count
-
-
-def section_of(text: str, line: int) -> tuple[int, int]:
-    """The 1-based lines of the section (heading to the line before the next heading of its level or above,
-    blank lines after it included) that holds `line`; NoteError with the reason when that is no note: text
-    before the first heading, or a file's `#` title."""
-    lines = normalize_newlines(text).split("\n")
-    found = [s for s in _sections(lines) if s[0] <= line - 1 < s[2]]
-    if not found:
-        raise NoteError("it is the text before the file's first heading, not a note: edit the file to change it")
-    row, _, stop, level = max(found, key=lambda s: s[0])
-    if level < 2:
-        raise NoteError(
-            f"it is the file's title ({lines[row].strip()!r}), not a note: forget its notes one by one, "
-            "or delete the file"
-        )
-    return row + 1, stop
-
-
-def without_section(exact: str, first: int, last: int) -> str:
-    """`exact` (read_exact) without lines `first`..`last` (1-based, inclusive), ending with a line end; every other
-    line keeps its bytes and its own line ending."""
-    lines = _LINE.findall(exact)
-    kept = lines[: first - 1] + lines[last:]
-    while 0 < first - 1 < len(kept) and not kept[first - 2].strip() and not kept[first - 1].strip():
-        del kept[first - 1]  # one blank line where the note was, not two
-    while kept and not kept[-1].strip():
-        kept.pop()
-    if kept and not kept[-1].endswith(("\n", "\r")):
-        kept[-1] += next((line[len(line.rstrip("\r\n")) :] for line in lines if line.endswith(("\n", "\r"))), "\n")
-    return "".join(kept)
-
-
-def rewrite_note_file(path: Path, name: str, before: str, after: str) -> None:
-    """Replace the note file at `path` by `after` when it still holds `before` (both read_exact text: every byte
-    written back as it was read; a regular file, never a link); NoteError when it changed meanwhile."""
-    if read_exact(path, name) != before or not before:
-        raise NoteError(f"{name} changed meanwhile; nothing was removed: try again")
-    _replace(path, after)

@@ -106,6 +106,18 @@ def test_forget_removes_a_note_from_its_file_and_from_search(tmp_path: Path) -> 
     assert missing.returncode == 1 and "no chunk" in missing.stderr
 
 
+def test_forget_line_takes_one_long_term_fact_out_and_never_the_whole_section(tmp_path: Path) -> None:
+    ws = init(tmp_path / "ws")
+    cli(ws, "remember", "--long-term", "Alice prefers tabs in Go code", env=env(), check=True)
+    wrong = json.loads(cli(ws, "remember", "--long-term", "bananas are blue", "--json", env=env(), check=True).stdout)
+    refused = json.loads(cli(ws, "forget", wrong["id"], "--yes", "--json", env=env()).stdout)
+    assert "holds 2 notes" in refused["error"]["message"] and "nothing was" in refused["error"]["hint"]
+    gone = cli(ws, "forget", wrong["id"], "--line", str(wrong["start_line"]), "--yes", "--json", env=env())
+    assert json.loads(gone.stdout)["content"] == "bananas are blue"
+    text = (ws / "memory" / "MEMORY.md").read_text()
+    assert "bananas" not in text and "Alice prefers tabs in Go code" in text
+
+
 def test_a_user_memory_is_found_from_another_workspace_and_never_written_into_one(tmp_path: Path) -> None:
     a, b = init(tmp_path / "a"), init(tmp_path / "b")
     mine = json.loads(cli(a, "remember", "--user", "Commit messages in the imperative mood.", "--json").stdout)

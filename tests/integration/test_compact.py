@@ -271,7 +271,7 @@ def test_compacting_the_rest_of_a_week_appends_to_its_summary(workspace: Path, m
     apply_plan(memory, plan)
     text = w07.read_text()
     assert text.startswith(first) and text.count("# Summary 2026-W07") == 1
-    assert text[len(first) :].startswith("\n---\n\nSummary of 2026-02-08 to 2026-02-13")
+    assert text[len(first) :].startswith("\n---\n\nSummary of 2026-02-11 to 2026-02-13")
     assert "## [2026-02-12](archive/2026-02-12.md)\n" in text
     assert len(list((workspace / "memory/archive").iterdir())) == 12
 

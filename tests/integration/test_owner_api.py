@@ -70,7 +70,7 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
             "index_file": ((NOTE,), {}),
             "remove": ((NOTE,), {}),
             "index": ((), {"force": False}),
-            "remember": (("Kiwi quota is 9", "Kiwi"), {"now": dt.datetime(2026, 3, 2, 9, 0)}),
+            "remember": (("Kiwi quota is 9", "Kiwi"), {"now": dt.datetime(2026, 3, 2, 9, 0), "long_term": True}),
             "forget": ((hit.id,), {"dry_run": True}),
             "status": ((), {}),
             "reset": ((), {}),
@@ -82,7 +82,10 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
         assert served["is_indexed"] is True and served["has_overlay"] is True
         assert served["index_text"].files_added == 1  # a buffer only: index_file then finds no file and drops it
         assert served["index_file"].files_removed == 1 and served["remove"].files_removed == 0
-        assert served["remember"].chunks[0].heading == "Kiwi"
+        assert served["remember"].chunks[0].heading == "Kiwi" and served["remember"].lines is not None
+        long_term = (workspace / "memory" / "MEMORY.md").read_text().split("\n")
+        start, end = served["remember"].lines  # the note's own lines (a new section: its heading too), sent back
+        assert long_term[start - 1 : end] == ["## Kiwi", "", "Kiwi quota is 9"]
         assert served["forget"].source == hit.source and served["forget"].removed is False
         assert served["status"]["served_by_pid"] == os.getpid() and "chunks" in served["status"]
         assert owner.status()["chunks"] == 0  # reset went to the owner

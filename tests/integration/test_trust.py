@@ -103,9 +103,17 @@ def test_forget_never_takes_out_a_long_term_section_of_several_notes(workspace: 
     wrong = memory.remember("wrong fact: bananas are blue", long_term=True)
     path = workspace / "memory" / "MEMORY.md"
     before = path.read_bytes()
+    assert path.read_text().split("\n")[wrong.to_dict()["start_line"] - 1] == "wrong fact: bananas are blue"
     with pytest.raises(NoteError, match="holds 3 notes"):
         memory.forget(wrong.to_dict()["id"])
+    with pytest.raises(NoteError, match="in none of the notes"):  # the heading: no one note
+        memory.forget(wrong.to_dict()["id"], line=path.read_text().split("\n").index("## Notes") + 1)
     assert path.read_bytes() == before
+    gone = memory.forget(wrong.to_dict()["id"], line=wrong.to_dict()["start_line"])
+    assert gone.content == "wrong fact: bananas are blue" and gone.heading == "Notes"
+    text = path.read_text()
+    assert "bananas" not in text and "Alice prefers tabs" in text and "rotates monthly" in text
+    assert "\n\n\n" not in text and text.endswith("monthly\n")
     lone = memory.remember("Deploys go out on Tuesdays", "Release", long_term=True)
     assert memory.forget(lone.to_dict()["id"]).removed
     text = path.read_text()
@@ -136,6 +144,13 @@ def test_remember_never_writes_under_an_editors_unsaved_buffer(workspace: Path, 
     memory.index_text("memory/MEMORY.md", "# Long-term memory\n\nunsaved\n")
     with pytest.raises(NoteError, match="unsaved changes"):
         memory.remember("Deploys on Tuesdays", long_term=True)
+    # a buffer only open (or just saved) is the file's own text: the note goes where it belongs, and can be forgotten
+    memory.index_text(today, (workspace / today).read_text().replace("\n", "\r\n"))  # (as an editor on Windows)
+    clean = memory.remember("The dugong report is due Friday.", now=NOW + dt.timedelta(minutes=5))
+    assert clean.source == today and "dugong report" in (workspace / today).read_text()
+    assert clean.to_dict()["id"] in {h.id for h in memory.search("dugong report due", top_k=3)}
+    memory.index_text(today, (workspace / today).read_text())
+    assert memory.forget(clean.to_dict()["id"]).removed and "dugong" not in (workspace / today).read_text()
 
 
 def test_a_date_filter_that_leaves_a_few_notes_is_never_emptied_by_the_floor(tmp_path: Path, make_memory) -> None:

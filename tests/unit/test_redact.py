@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memsearch_lsp.core.notes import NoteError, clean_heading, clean_note, same_note, section_of, without_section
+from memsearch_lsp.core.forget import section_of, without_section
+from memsearch_lsp.core.notes import NoteError, clean_heading, clean_note, same_note
 from memsearch_lsp.core.redact import find_secrets, redact, safe_text, without_private
 from memsearch_lsp.core.search.hybrid import display_heading, empty_section
 

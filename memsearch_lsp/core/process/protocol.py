@@ -34,12 +34,20 @@ CONVERTER.register_unstructure_hook(dt.date, dt.date.isoformat)
 # Remembered's fields are typed with names its module imports for the type checker only.
 CONVERTER.register_unstructure_hook(
     Remembered,
-    lambda r: {"source": r.source, "chunks": CONVERTER.unstructure(r.chunks), "stats": CONVERTER.unstructure(r.stats)},
+    lambda r: {
+        "source": r.source,
+        "chunks": CONVERTER.unstructure(r.chunks),
+        "stats": CONVERTER.unstructure(r.stats),
+        "lines": list(r.lines) if r.lines else None,
+    },
 )
 CONVERTER.register_structure_hook(
     Remembered,
     lambda d, _: Remembered(
-        d["source"], CONVERTER.structure(d["chunks"], tuple[Chunk, ...]), CONVERTER.structure(d["stats"], IndexStats)
+        d["source"],
+        CONVERTER.structure(d["chunks"], tuple[Chunk, ...]),
+        CONVERTER.structure(d["stats"], IndexStats),
+        lines=tuple(d["lines"]) if d.get("lines") else None,
     ),
 )
 

@@ -1,0 +1,115 @@
+"""Taking a note out of its file (`forget`): which lines are the note, and the file written back byte for byte but
+for them (invalid UTF-8, CR and CRLF line ends as they were)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from memsearch_lsp.core.chunks import normalize_newlines, outline
+from memsearch_lsp.core.files import MAX_FILE_BYTES
+from memsearch_lsp.core.notes import BULLET, NoteError, read_note_file, replace_file, sections
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line with its own ending, as normalize_newlines counts
+
+
+def read_exact(path: Path, name: str) -> str:
+    """The note file's text with every byte kept (invalid UTF-8 as lone surrogates, CR and CRLF as they are), for a
+    rewrite that changes only the lines it removes; '' when it is gone. NoteError when it is no regular file."""
+    if read_note_file(path, name) is None:
+        return ""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", "surrogateescape")
+
+
+def as_indexed(exact: str) -> str:
+    """`exact` (read_exact) as the index reads it: invalid UTF-8 replaced, no byte order mark, newlines plain LF."""
+    text = exact.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return normalize_newlines(text.removeprefix("\ufeff"))
+
+
+def notes_of(lines: list[str]) -> list[tuple[int, int]]:
+    """The notes a section's body holds, as (first, last) rows of `lines` (0-based, inclusive): its paragraphs,
+    top-level list items (with their indented lines) and headings; a fenced block belongs to the note it follows."""
+    headings, fences, _ = outline(lines)
+    heads = {row: h.row for h in headings for row in range(h.row, h.end_row + 1)}  # row -> its heading's first
+    fenced = {row for start, end in fences for row in range(start, end + 1)}
+    out: list[list[int]] = []
+    inside = item = False  # the last note goes on with the next line / is a list item (an indented line goes on)
+    for row, line in enumerate(lines):
+        goes_on = bool(out) and (
+            (row in fenced and row - 1 in fenced)
+            or (row in heads and heads[row] != row)
+            or (row not in heads and (inside or (item and line[:1].isspace())))
+        )
+        if not line.strip() and row not in fenced:
+            inside = False
+        elif goes_on and not (row not in fenced and row not in heads and BULLET.match(line)):
+            out[-1][1] = row
+            inside = row not in heads
+        else:
+            out.append([row, row])
+            inside, item = row not in heads, row not in fenced and row not in heads and bool(BULLET.match(line))
+    return [(first, last) for first, last in out]
+
+
+def note_at(lines: list[str], first: int, last: int, line: int | None, curated: bool, where: str) -> tuple[int, int]:
+    """The lines (1-based, inclusive) `forget` takes out of the section at `first`..`last` of `lines`: the note at
+    `line` (a paragraph or list item: the whole section when it is its only one), else the whole section; NoteError
+    when `line` is in no note of it, or when the section is `curated` (MEMORY.md) and holds several notes."""
+    notes = [(first + a, first + b) for a, b in notes_of(lines[first - 1 : last])[1:]]  # (the heading comes first)
+    title = lines[first - 1].strip()
+    if line is not None:
+        picked = [note for note in notes if note[0] <= line <= note[1]]
+        if not first <= line <= last or (not picked and len(notes) > 1):
+            raise NoteError(
+                f"line {line} is in none of the notes of the section {title!r} of {where} (lines {first}-{last})"
+            )
+        return picked[0] if len(notes) > 1 else (first, last)
+    if curated and len(notes) > 1:  # (long-term facts share a section: taking it out would take all of them)
+        raise NoteError(
+            f"the section {title!r} of {where} holds {len(notes)} notes (lines {first}-{last}); forget takes out one: "
+            "give the line of the one you mean (--line N; `remember` says where it put a note)"
+        )
+    return first, last
+
+
+def section_of(text: str, line: int) -> tuple[int, int]:
+    """The 1-based lines of the section (heading to the line before the next heading of its level or above,
+    blank lines after it included) that holds `line`; NoteError with the reason when that is no note: text
+    before the first heading, or a file's `#` title."""
+    lines = normalize_newlines(text).split("\n")
+    found = [s for s in sections(lines) if s[0] <= line - 1 < s[2]]
+    if not found:
+        raise NoteError("it is the text before the file's first heading, not a note: edit the file to change it")
+    row, _, stop, level = max(found, key=lambda s: s[0])
+    if level < 2:
+        raise NoteError(
+            f"it is the file's title ({lines[row].strip()!r}), not a note: forget its notes one by one, "
+            "or delete the file"
+        )
+    return row + 1, stop
+
+
+def without_section(exact: str, first: int, last: int) -> str:
+    """`exact` (read_exact) without lines `first`..`last` (1-based, inclusive), ending with a line end; every other
+    line keeps its bytes and its own line ending."""
+    lines = _LINE.findall(exact)
+    kept = lines[: first - 1] + lines[last:]
+    while 0 < first - 1 < len(kept) and not kept[first - 2].strip() and not kept[first - 1].strip():
+        del kept[first - 1]  # one blank line where the note was, not two
+    while kept and not kept[-1].strip():
+        kept.pop()
+    if kept and not kept[-1].endswith(("\n", "\r")):
+        kept[-1] += next((line[len(line.rstrip("\r\n")) :] for line in lines if line.endswith(("\n", "\r"))), "\n")
+    return "".join(kept)
+
+
+def rewrite_note_file(path: Path, name: str, before: str, after: str) -> None:
+    """Replace the note file at `path` by `after` when it still holds `before` (both read_exact text: every byte
+    written back as it was read; a regular file, never a link); NoteError when it changed meanwhile."""
+    if read_exact(path, name) != before or not before:
+        raise NoteError(f"{name} changed meanwhile; nothing was removed: try again")
+    replace_file(path, after)
