@@ -71,6 +71,7 @@ class Memory(MemoryFiles):
         self._store: Store | None = None
         self._indexer: Indexer | None = None
         self._appending = threading.Lock()  # one remember() at a time appends to a log
+        self._emptied = False  # reset() deleted the index: the next read rebuilds it from the Markdown
 
     # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
@@ -136,7 +137,14 @@ class Memory(MemoryFiles):
 
     # -- indexing --------------------------------------------------------------------------
     def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
+        self._emptied = False
         return self.indexer.reconcile(force=force, progress=progress)
+
+    def _refilled(self) -> None:
+        """After reset(), the first read (search, expand, symbols) rebuilds the index first, as reset says: an
+        editor's server that owns the index answers a CLI's reset with nothing otherwise, until a file changes."""
+        if self._emptied:
+            self.index()
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
         return self.indexer.index_text(source, text, overlay=overlay)
@@ -186,7 +194,7 @@ class Memory(MemoryFiles):
             remove_index(self.uri)  # only a real folder carrying this program's marker
         if self._indexer is not None:
             self._indexer.forget()
-        self._indexer = None
+        self._indexer, self._emptied = None, True
 
     # -- reading ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
@@ -198,6 +206,7 @@ class Memory(MemoryFiles):
         daily logs and summaries (undated) are left out. An archived original whose summary holds the same
         match is left out (the summary comes first); `archived=True` keeps it, below its summary.
         """
+        self._refilled()
         archived = bool(overrides.pop("archived", False))  # archived originals beside their summaries too
         wanted = {k: overrides.pop(k) for k in FILTER_KEYS if k in overrides}
         where = make_filter(**wanted, today=self.clock().date()) if wanted else None
@@ -221,6 +230,7 @@ class Memory(MemoryFiles):
     def expand(self, chunk_id: str) -> Expanded | None:
         """The chunk with this id or the one id it starts (>= 4 hex characters); None, or AmbiguousId for several;
         ValueError for a prefix too short."""
+        self._refilled()
         key = chunk_id.strip().lower()
         if len(key) < MIN_ID_PREFIX:
             raise ValueError(
@@ -252,6 +262,7 @@ class Memory(MemoryFiles):
 
     def headings(self, limit: int = 5000) -> list[Hit]:
         """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""
+        self._refilled()
         rows = [
             r
             for r in self.store.scan(["source", "heading", "start_line", "end_line", "level", "date"])

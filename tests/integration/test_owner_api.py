@@ -117,3 +117,15 @@ def test_a_client_sends_its_changed_search_settings_and_keeps_the_owners_index_s
         assert after == [(h.id, h.score) for h in wanted] and after != before[:4]
         assert owner.config == load_config(workspace)  # the owner's settings did not change
         assert [h.id for h in client.search(query, top_k=2)] == [h.id for h in wanted[:2]]  # an argument still wins
+
+
+def test_a_reset_asked_of_the_owner_is_rebuilt_by_its_next_read(workspace: Path, make_memory) -> None:
+    """`reset` says the next search rebuilds the index: an editor's server that owns it answered nothing instead."""
+    owner = make_memory(workspace)
+    owner.index()
+    before = [h.id for h in owner.search("Redis cache config", top_k=3)]
+    with owner_and_client(workspace, owner) as client:
+        client.reset()
+        assert owner.status()["chunks"] == 0
+        assert [h.id for h in owner.search("Redis cache config", top_k=3)] == before
+        assert owner.status()["chunks"] > 0 and owner.headings()
