@@ -262,8 +262,28 @@ CLIENTS = ["neovim@v0.11.0", "visual_studio_code"]
 TODAY = "2026-03-15"
 
 
+class LiveEnviron(Mapping[str, str]):
+    """The environment as it is when a server starts, plus `extra`: each test's own XDG folders (conftest.py), not
+    those of the moment `config()` ran (at import, before any test: the real user's memory and settings)."""
+
+    def __init__(self, **extra: str):
+        self.extra = extra
+
+    def _now(self) -> dict[str, str]:
+        return {**os.environ, **self.extra}
+
+    def __getitem__(self, key: str) -> str:
+        return self._now()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+
 def config() -> ClientServerConfig:
-    return ClientServerConfig(server_command=SERVER, server_env={**os.environ, "MEMSEARCH_NOW": f"{TODAY}T10:00"})
+    return ClientServerConfig(server_command=SERVER, server_env=LiveEnviron(MEMSEARCH_NOW=f"{TODAY}T10:00"))  # type: ignore[arg-type]
 
 
 def uri(path: Path) -> str:

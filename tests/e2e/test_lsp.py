@@ -7,6 +7,7 @@ files or index."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tests.helpers import (
     Session,
     added_folder,
     capabilities,
+    cli,
     hover_text,
     make_workspace,
     open_session,
@@ -237,3 +239,32 @@ async def test_a_folder_added_while_initialized_runs_is_indexed_once(own_lsp: La
         )  # the writer's passes run in order
         assert stats["chunks_embedded"] == 0
         assert len(session.indexed) == 2 and len(session.registrations) == 1  # the first pass and this one
+
+
+@pytest.mark.parametrize("own_lsp", ["visual_studio_code"], indirect=True)
+async def test_a_user_memory_hit_expands_on_hover_definition_and_command(
+    own_lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Search shows the user memory's hits beside the workspace's: their ids resolve like any other."""
+    ws = make_workspace(tmp_path / "ws")
+    note = json.loads(cli(ws, "remember", "--user", "Okapi deploys always go out on Tuesdays.", "--json").stdout)
+    session = await open_session(own_lsp, ws, SETTINGS)
+    found = await session.client.protocol.send_request_async(
+        "memsearch/search", {"query": "okapi deploys Tuesdays", "topK": 10}
+    )
+    hits = [h for h in found if h["id"] == note["id"]]
+    assert hits and hits[0]["scope"] == "user"
+    data: Any = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.expand", arguments=[note["id"]])
+    )
+    assert "Okapi deploys always go out on Tuesdays." in data["content"] and data["uri"] == hits[0]["uri"]
+    notes = ws / "notes.md"
+    notes.write_text(f"# Notes\n\nsee {note['id']}\n")
+    doc = session.open(notes)
+    assert "Okapi deploys" in await hover_text(session, doc, 2, 6)
+    place = await session.client.text_document_definition_async(
+        types.DefinitionParams(
+            text_document=types.TextDocumentIdentifier(uri=doc), position=types.Position(line=2, character=6)
+        )
+    )
+    assert isinstance(place, types.Location) and place.uri == hits[0]["uri"]

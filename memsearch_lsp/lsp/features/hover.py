@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from memsearch_lsp.core.search.hybrid import Expanded
+from memsearch_lsp.core.store import IndexBusy
 from memsearch_lsp.lsp import convert
-from memsearch_lsp.lsp.features.symbols import ready_roots
+from memsearch_lsp.lsp.features.symbols import UserRoot, ready_roots, user_root
 from memsearch_lsp.lsp.protocol import lsp_lines
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
+
+log = logging.getLogger(__name__)
 
 
 async def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tuple[Sequence[str], int] | None:
@@ -34,19 +38,28 @@ async def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tup
     return lines, where.character
 
 
-async def find_chunk(ls: MemsearchServer, chunk_id: str) -> tuple[Root, Expanded] | None:
-    """Look a chunk id up in every root (ids are unique across roots in practice)."""
+async def find_chunk(ls: MemsearchServer, chunk_id: str) -> tuple[Root | UserRoot, Expanded] | None:
+    """Look a chunk id up in every root, then in the user memory, whose hits search shows beside them (ids are
+    unique across roots in practice)."""
     roots = await ready_roots(ls)
     found = await asyncio.gather(*(ls.read(r.memory.expand, chunk_id) for r in roots))
     for root, chunk in zip(roots, found):
         if chunk is not None:
             return root, chunk
-    return None
+    user = user_root(ls)
+    if user is None:
+        return None
+    try:
+        mine = await asyncio.to_thread(user.door.call, lambda m: m.expand(chunk_id))
+    except (OSError, IndexBusy) as exc:
+        log.warning("the user memory did not answer: %s", exc)
+        return None
+    return (user, mine) if mine is not None else None
 
 
 async def chunk_under_cursor(
     ls: MemsearchServer, uri: str, position: types.Position, at: tuple[Sequence[str], int] | None
-) -> tuple[Root, Expanded] | None:
+) -> tuple[Root | UserRoot, Expanded] | None:
     if at is None:
         return None
     lines, column = at
