@@ -41,25 +41,27 @@ def summaries_first(
     terms: Mapping[int, float],
     is_archived: Sequence[bool],
     keep_archived: bool,
-) -> tuple[list[Row], dict[str, float]]:
-    """`rows` (the best candidates, with `scores`) where each archived row whose summary holds the same match
-    (a live chunk of the candidates that links to it and covers as much of the query) gives its score to
-    that summary, so the summary comes first, and leaves the hits unless `keep_archived`.
+    relevant: Mapping[str, float],
+) -> tuple[list[Row], dict[str, float], dict[str, float]]:
+    """`rows` (the best candidates, with `scores` and their `relevant`: rank.relevance) where each archived row whose
+    summary holds the same match (a live chunk of the candidates that links to it and covers as much of the query)
+    gives its score and its relevance to that summary, so the summary comes first with the better of the two, and
+    leaves the hits unless `keep_archived`.
 
     `ranked` is every candidate of the search, best first (a summary may rank below the cut); `terms` the
     query's terms (for coverage); `is_archived[i]` says whether rows[i] is in the archive folder.
     """
     archived = [r for r, a in zip(rows, is_archived) if a]
     if not archived:
-        return list(rows), dict(scores)
+        return list(rows), dict(scores), dict(relevant)
     shown = {r.id for r in rows}
     others = [k for k, _ in ranked if k not in shown]
     sections = store.sections(others) if others else {}
     wanted = [k for k in others if is_summary(sections.get(k, ("", ""))[0])]
     live = [r for r, a in zip(rows, is_archived) if not a and is_summary(r.source)] + store.rows(wanted)
     if not live:
-        return list(rows), dict(scores)
-    score = dict(scores) | {k: s for k, s in ranked if k in set(wanted)}
+        return list(rows), dict(scores), dict(relevant)
+    score, relevance = dict(scores) | {k: s for k, s in ranked if k in set(wanted)}, dict(relevant)
     coverage = store.coverage([r.id for r in [*archived, *live]], terms) if terms else {}
     out = [r for r in rows]
     for original in archived:
@@ -70,9 +72,10 @@ def summaries_first(
             continue  # the summary dropped what matched here: the archived hit stays (demoted by its weight)
         best = max(same, key=lambda r: score.get(r.id, 0.0))
         score[best.id] = max(score.get(best.id, 0.0), score[original.id])
+        relevance[best.id] = max(relevance.get(best.id, 0.0), relevance.get(original.id, 0.0))
         if best.id not in {r.id for r in out}:
             out.append(best)
         if not keep_archived:
             out.remove(original)
     out.sort(key=lambda r: -score[r.id])
-    return out, score
+    return out, score, relevance

@@ -271,7 +271,7 @@ def hybrid_search(
         from memsearch_lsp.core.search.archive import summaries_first
 
         moved = [glob_match(archive_dir, r.source) for r in rows]
-        rows, score = summaries_first(store, rows, score, every, terms, moved, archived)
+        rows, score, relevant = summaries_first(store, rows, score, every, terms, moved, archived, relevant)
     hits = [
         replace(
             to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars),
