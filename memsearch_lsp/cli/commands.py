@@ -86,18 +86,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
-    if args.vector_weight is not None:
-        if not 0 <= args.vector_weight <= 1:
-            raise UserError("--vector-weight must be between 0 and 1")
+    if args.vector_weight is not None:  # (0 to 1, and -k at least 1: parser.py says so)
         overrides = {"vector_weight": args.vector_weight, "bm25_weight": round(1 - args.vector_weight, 6)}
     if args.ranker:
         overrides["ranker"] = args.ranker
     if args.min_score is not None:
-        if not 0 <= args.min_score <= 1:
-            raise UserError("--min-score must be between 0 and 1")
         overrides["min_score"] = args.min_score
-    if args.top_k is not None and args.top_k < 1:
-        raise UserError("-k must be at least 1")
     for name in ("since", "until", "source"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)

@@ -71,6 +71,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """An argparse type: a number from 0 to 1 (a weight, a relevance)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:  # (nan too)
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1; got {_shown(text)}")
+    return value
+
+
 def folder(text: str) -> str:
     """An argparse type: a path that is a folder or not there yet (init makes it), kept as given; a file, a
     name too long or a path that cannot be looked at is refused."""
@@ -189,10 +200,17 @@ def build_parser() -> _Parser:
         "top k afterwards",
     )
     search.add_argument("query", metavar="QUERY", help="what to look for, in your own words or by keyword")
-    search.add_argument("-k", "--top-k", type=int, default=None, metavar="N", help="number of results (default 3)")
+    search.add_argument(
+        "-k",
+        "--top-k",
+        type=whole(1, 10**9, "results"),
+        default=None,
+        metavar="N",
+        help="number of results (default 3; at most 1000 are returned)",
+    )
     search.add_argument(
         "--vector-weight",
-        type=float,
+        type=share,
         default=None,
         metavar="W",
         help="the dense (semantic) leg's weight, 0 to 1; BM25 (keyword) gets 1 - W",
@@ -207,7 +225,7 @@ def build_parser() -> _Parser:
     )
     search.add_argument(
         "--min-score",
-        type=float,
+        type=share,
         default=None,
         metavar="S",
         help="leave out hits less relevant than S (0..1; default search.min_score, 0 = off)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -100,7 +101,9 @@ def check_glob(glob: str) -> None:
 @lru_cache(maxsize=256)
 def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
     check_glob(pattern)
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
+    with warnings.catch_warnings():  # "[[:alpha:]]": re's FutureWarning on a nested set is no news for the user
+        warnings.simplefilter("ignore", FutureWarning)
+        return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 def glob_match(pattern: str, source: str) -> bool:

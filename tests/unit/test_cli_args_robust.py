@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ TODAY = dt.date(2026, 3, 15)
         (["compact", "--older-than", "-1"], "at least 0"),
         (["recent", "--days", "100000000"], "at most 365000"),
         (["recent", "--days", "0"], "at least 1"),
+        (["search", "x", "-k", "0"], "at least 1"),
+        (["search", "x", "--min-score", "2"], "from 0 to 1"),
+        (["search", "x", "--vector-weight", "nan"], "from 0 to 1"),
         (["recent", "--days", "\u0663"], "whole number of days"),  # an Arabic-Indic 3: ASCII digits only
         (["recent", "--chars", "99999999999999999999"], "at most 1000000000"),
         (["warm", "--idle", "nan"], "more than 0"),
@@ -170,3 +174,12 @@ def test_verbose_shows_an_unexpected_errors_details_on_stderr(tmp_path: Path, js
     else:
         assert quiet.stderr == "memsearch-lsp: error: OverflowError: date value out of range\n"
         assert verbose.stderr.endswith(quiet.stderr) and verbose.stdout == ""
+
+
+def test_a_posix_class_in_a_source_glob_warns_nobody() -> None:
+    """`[[:alpha:]]` made Python's re print a FutureWarning (a nested set) on the user's terminal."""
+    from memsearch_lsp.core.files import glob_match
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        glob_match("memory/[[:alpha:]]*", "memory/MEMORY.md")
