@@ -98,9 +98,18 @@ def folder(text: str) -> str:
 
 
 def date_filter(text: str) -> str:
-    """An argparse type for --since / --until: not empty (the date itself is read by the search's filter)."""
+    """An argparse type for --since / --until: a date the search's filter reads (core/search/filters.py), said here
+    before anything opens (a process that owns the index would answer it without the hint)."""
+    import datetime as dt
+
+    from memsearch_lsp.core.search.filters import FilterError, parse_date
+
     if not text.strip():
         raise argparse.ArgumentTypeError("needs a date or a relative age like 7d (YYYY-MM-DD, today, yesterday, 2w)")
+    try:
+        parse_date(text, dt.date.today())
+    except FilterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 

@@ -36,6 +36,8 @@ TODAY = dt.date(2026, 3, 15)
         (["recent", "--days", "100000000"], "at most 365000"),
         (["recent", "--days", "0"], "at least 1"),
         (["search", "x", "-k", "0"], "at least 1"),
+        (["search", "x", "--since", "2026-13-45"], "cannot read the date"),  # before an owner answers it, hintless
+        (["search", "x", "--until", "5000y"], "out of range"),
         (["search", "x", "--min-score", "2"], "from 0 to 1"),
         (["search", "x", "--vector-weight", "nan"], "from 0 to 1"),
         (["recent", "--days", "\u0663"], "whole number of days"),  # an Arabic-Indic 3: ASCII digits only
