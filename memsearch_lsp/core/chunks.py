@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 MAX_CHARS = 1500
+CHUNKING = "2"  # bump when the chunks of a text change: an index of another chunking is rewritten (core/index.py)
 # The dense leg embeds a chunk in windows of about this many characters and scores the chunk by its
 # best window: the model reads 256 tokens (~1000 characters), and a shorter window keeps one topic of a
 # long chunk from being averaged away by the rest (bench/README.md: dense recall@5 0.53 -> 0.62).
@@ -256,7 +257,13 @@ def chunk_markdown(text: str, source: str, model: str = "", max_chars: int = MAX
         if trimmed is None:
             continue
         titles = tuple(t for _, t in path)
-        for piece in _split(trimmed, lines, fences, max_chars):
+        pieces = _split(trimmed, lines, fences, max_chars)
+        alone = _trim(pieces[0], lines) if heading is not None and len(pieces) > 1 else None
+        if heading is not None and alone is not None and alone.stop <= heading.end_row + 1:
+            # the heading alone (its body one block over the limit): it goes with that block, never a chunk of its
+            # own that search drops as empty, and that takes a candidate's place until none is left
+            pieces = [range(pieces[0].start, pieces[1].stop), *pieces[2:]]
+        for piece in pieces:
             piece_rows = _trim(piece, lines)
             if piece_rows is None:
                 continue

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.chunks import MAX_CHARS, Chunk, chunk_markdown, sha256
+from memsearch_lsp.core.chunks import CHUNKING, MAX_CHARS, Chunk, chunk_markdown, sha256
 from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, read_text
 from memsearch_lsp.core.progress import ChunkProgress, Progress
@@ -108,13 +108,18 @@ class Indexer:
         """The BM25 analysis of this index's settings (`search.language`)."""
         return Analyzer(self.config.search.language)
 
+    @property
+    def written_by(self) -> str:
+        """What the stored rows were made with besides the model: the BM25 analysis and the chunking's version."""
+        return f"{self.analyzer.name} chunks-{CHUNKING}"
+
     def analysis_stale(self) -> bool:
-        """The stored rows' BM25 weights were made by another analysis (an older version, another
-        search.language): the next pass rewrites every row from its text, the vectors reused."""
+        """The stored rows' BM25 weights or chunks were made by another analysis or chunking (an older version,
+        another search.language): the next pass rewrites every row from its text, the vectors reused."""
         if self.analysis is None or not self.manifest():
             return False
         try:
-            return self.analysis.read_text(encoding="utf-8").strip() != self.analyzer.name
+            return self.analysis.read_text(encoding="utf-8").strip() != self.written_by
         except OSError:
             return True  # rows, and no record of their analysis: an index written before there was one
 
@@ -123,10 +128,10 @@ class Indexer:
         if self.analysis is None:
             return
         try:
-            if not self.analysis.is_file() or self.analysis.read_text(encoding="utf-8").strip() != self.analyzer.name:
+            if not self.analysis.is_file() or self.analysis.read_text(encoding="utf-8").strip() != self.written_by:
                 self.analysis.parent.mkdir(parents=True, exist_ok=True)
                 tmp = self.analysis.with_suffix(".tmp")
-                tmp.write_text(self.analyzer.name + "\n", encoding="utf-8")
+                tmp.write_text(self.written_by + "\n", encoding="utf-8")
                 os.replace(tmp, self.analysis)
         except OSError as exc:  # a read-only folder: the next pass rewrites the weights again, nothing lost
             log.warning("cannot record the BM25 analysis in %s: %s", self.analysis, exc)

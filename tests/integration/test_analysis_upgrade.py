@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memsearch_lsp.core.chunks import CHUNKING
 from memsearch_lsp.core.search import analyzer as analysis
 from memsearch_lsp.core.search.bm25 import doc_vector, query_ids
 from tests.fakes import FakeEmbedder
@@ -65,7 +66,7 @@ def test_an_index_of_the_old_analysis_is_upgraded_by_the_next_pass_without_embed
     assert search_bm25(memory, "提醒")[0] == "memory/2026-03-03.md"
     assert search_bm25(memory, "clinicas lembretes")[0] == "memory/2026-03-02.md"
     record = next((notes / ".memsearch").glob("analysis-*.txt"))
-    assert record.read_text().strip() == analysis.Analyzer().name
+    assert record.read_text().strip() == f"{analysis.Analyzer().name} chunks-{CHUNKING}" == memory.indexer.written_by
     # the store ranks as a clean build of the same notes does (same weights, same statistics)
     clean_ws = tmp_path / "clean"
     shutil.copytree(notes / "memory", clean_ws / "memory")
@@ -116,7 +117,7 @@ def test_changing_search_language_rewrites_the_weights(notes: Path, make_memory,
     text = NOTES["memory/MEMORY.md"].split("\n\n", 1)[1]  # "## Redis\n\nCaching ..." as Portuguese
     assert doc_vector(text, pt) != doc_vector(text)  # the setting changes these weights
     assert search_bm25(portuguese, "caching")[0] == "memory/MEMORY.md"
-    assert (next((notes / ".memsearch").glob("analysis-*.txt"))).read_text().strip() == pt.name
+    assert (next((notes / ".memsearch").glob("analysis-*.txt"))).read_text().strip() == f"{pt.name} chunks-{CHUNKING}"
 
 
 def test_an_index_begun_by_one_note_records_its_analysis(tmp_path: Path, make_memory) -> None:
@@ -125,5 +126,21 @@ def test_an_index_begun_by_one_note_records_its_analysis(tmp_path: Path, make_me
     memory = make_memory(ws)
     memory.remember("We chose Postgres 16 for the billing service.")  # the index's first rows: no pass ran
     assert not memory.indexer.analysis_stale()
-    assert next((ws / ".memsearch").glob("analysis-*.txt")).read_text().strip() == analysis.Analyzer().name
+    assert next((ws / ".memsearch").glob("analysis-*.txt")).read_text().strip() == memory.indexer.written_by
     assert memory.index().files_modified == 0  # so the next pass rewrites nothing
+
+
+def test_an_index_of_an_older_chunking_is_rewritten_once(tmp_path: Path, make_memory) -> None:
+    """The record names the chunking too: rows chunked another way (a heading once alone in its chunk) are
+    rewritten by the next pass, their vectors reused where the text is the same."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Note\n\nPostgres 16 for billing.\n")
+    memory = make_memory(ws)
+    memory.index()
+    record = next((ws / ".memsearch").glob("analysis-*.txt"))
+    record.write_text(analysis.Analyzer().name + "\n")  # as written before the chunking had a version
+    assert memory.indexer.analysis_stale()
+    stats = memory.index()
+    assert stats.files_modified == 1 and stats.chunks_embedded == 0
+    assert record.read_text().strip() == memory.indexer.written_by and not memory.indexer.analysis_stale()

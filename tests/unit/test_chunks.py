@@ -166,3 +166,16 @@ def test_setext_heading_starts_a_chunk() -> None:
 def test_random_text_never_raises(text: str) -> None:
     for c in chunk_markdown(text, "r.md"):
         assert c.start_line <= c.end_line
+
+
+def test_a_heading_whose_body_is_one_block_over_the_limit_goes_with_it() -> None:
+    """Never a chunk of the heading alone: search drops such a chunk as empty, and forty of them took every
+    candidate's place (a one-word query found nothing at -k 3, 20 hits at -k 50)."""
+    body = "We chose Redis for the cache. " + "Detail about eviction policy and memory limits. " * 60
+    chunks = chunk_markdown(f"# 2026-12-06\n\n## Cache decision\n\n{body}\n\n## Short\n\nok\n", "m.md")
+    assert [(c.heading, c.start_line, c.end_line) for c in chunks] == [
+        ("2026-12-06", 1, 1),
+        ("Cache decision", 3, 5),
+        ("Short", 7, 9),
+    ]
+    assert chunks[1].content.startswith("## Cache decision\n\nWe chose Redis")
