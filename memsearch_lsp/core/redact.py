@@ -13,35 +13,75 @@ Like detect-secrets, Stripe's test-mode keys (`sk_test_`, published in Stripe's 
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 MARKER = "[redacted: {kind}]"
-PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 _MARKED = re.compile(r"\[redacted: [a-z0-9-]+\]")
 _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 # Values that stand for a secret rather than being one: a variable, a template, a placeholder word.
 _PLACEHOLDER = re.compile(
-    r"""^(?:[$%{<(\[].*|\*+|x+|\.+|…|
+    r"""^(?:\$\{?[A-Za-z_]\w*\}?|%\(?\w+\)?s?%?|[{<\[].*|\*+|x+|\.+|…|
     password|passwd|pass|pwd|secret|token|changeme|change-me|example|redacted|none|null|empty|
-    your[-_]?\w*|my[-_]?\w*|dummy|test|foo|bar)$""",
+    (?:your|my)[-_]?(?:own[-_]?)?(?:api[-_]?)?(?:password|passwd|pass|secret|token|key|pat)\w*|dummy|test|foo|bar|
+    disabled|enabled|required|optional|unset|expired|prompt|ask|interactive|default|auto|env|development|
+    production|staging|local|none|inherit|hidden|masked|rotated|revoked)$""",
     re.IGNORECASE | re.VERBOSE,
 )
-_REFERENCE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")  # process.env.TOKEN, settings.SECRET_KEY
+_REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$")  # process.env.TOKEN (no digits: a key)
+_CALL = re.compile(r"^[\w.:]+(?:\(.*\)|\[.*\])$")  # os.getenv("TOKEN"), get_secret('db'), params[:password]
 _RUNS = ("0123456789" * 4, "abcdefghijklmnopqrstuvwxyz")
-_SECRET_WORDS = {"secret", "token", "password", "passwd", "passphrase", "pwd", "credential", "credentials"}
-_KEY_OWNERS = {"api", "secret", "access", "private", "auth", "signing", "encryption", "master", "client"}
+_SECRET_WORDS = {
+    "secret", "token", "password", "passwd", "passphrase", "pwd", "credential", "credentials", "pass", "pat", "sig",
+}  # fmt: skip
+_KEY_OWNERS = {"api", "secret", "access", "private", "auth", "signing", "encryption", "master", "client", "account"}
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A kind of secret: `pattern`'s group `group` is replaced; `keep(match)` True leaves a match alone."""
+    """A kind of secret: `pattern`'s group `group` (or the first of several named groups that matched) is replaced;
+    `keep(match)` True leaves a match alone."""
 
     kind: str
     pattern: re.Pattern[str]
-    group: int = 0
+    group: int | tuple[str, ...] = 0
     keep: Callable[[re.Match[str]], bool] | None = None
+    nested: tuple[str, ...] = ()  # groups that may hold settings of their own when the match is left alone
+
+    def span(self, match: re.Match[str]) -> tuple[int, int]:
+        if isinstance(self.group, int):
+            return match.span(self.group)
+        return match.span(next((g for g in self.group if match[g] is not None), self.group[-1]))
+
+
+_VALUE = ("dq", "sq", "value")  # a setting's value: "double-quoted", 'single-quoted' (spaces and all), or bare
+
+
+def _named(match: re.Match[str]) -> str:
+    return match["name"]
+
+
+def _valued(match: re.Match[str]) -> str:
+    return match["dq"] or match["sq"] or match["value"] or ""
+
+
+def _basic_stands_in(header: str, value: str) -> bool:
+    """`Basic <base64>` of a placeholder pair (`username:password`, as documentation shows one)."""
+    if not header.lower().startswith("basic"):
+        return False
+    try:
+        user, _, password = base64.b64decode(value + "=" * (-len(value) % 4)).decode().strip().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return bool(password) and _stands_in(password, user)
+
+
+def _code(match: re.Match[str]) -> bool:
+    """An unquoted value that is code, not a secret: `JWT.encode(payload,`, `ENV["API_SECRET"]`."""
+    return match["value"] is not None and any(c in match["value"] for c in "([")
 
 
 def _words(name: str) -> list[str]:
@@ -58,9 +98,11 @@ def _stands_in(value: str, *names: str) -> bool:
         or (value.isdigit() and len(value) < 8)
         or low in ("true", "false", "yes", "no", "on", "off")
         or bool(_PLACEHOLDER.match(value) or _MARKED.fullmatch(value) or _REFERENCE.match(value))
-        or any(c in value for c in "([")
-        or all(any(part in run for run in _RUNS) for part in re.findall(r"[a-z]+|[0-9]+", low) or [low])
-        or any(low == n.lower() or low in _words(n) or n.lower() in low for n in names if n)
+        or bool(_CALL.match(value))
+        or all(
+            len(part) > 2 and any(part in run for run in _RUNS) for part in re.findall(r"[a-z]+|[0-9]+", low) or [low]
+        )
+        or any(low == n.lower() or low in _words(n) or (n.lower() in low and not _mixed(value)) for n in names if n)
     )
 
 
@@ -70,7 +112,9 @@ def _secret_name(name: str) -> bool:
     words = _words(name)
     if not words:
         return False
-    if words[-1] in _SECRET_WORDS or words[-1] in ("apikey", "secretkey", "accesskey"):
+    if words[-1] in _SECRET_WORDS or words[-1] in ("apikey", "secretkey", "accesskey", "accountkey"):
+        return True
+    if words[-1].endswith(("password", "passwd", "secret", "token")):  # PGPASSWORD, DBSECRET
         return True
     return words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_OWNERS | _SECRET_WORDS
 
@@ -88,11 +132,13 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
         re.compile(
-            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-            r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?=\n[ \t]*\n)|\Z)",
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"  # to its END line (past blank lines: PGP armour,
+            r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*?(?=\n[ \t]*\n)|.*\Z)",  # encrypted PEM)
             re.DOTALL,
         ),
     ),
+    Rule("private-key", re.compile(r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/=]{40,}")),  # base64 of a PEM
+    Rule("private-key", re.compile(r"Private-Lines: *\d+\n(?:[A-Za-z0-9+/=]+\n?)+")),  # PuTTY .ppk
     Rule("anthropic-key", _token("sk-ant-", r"[A-Za-z0-9_-]", 20)),
     Rule("openai-key", _token(r"sk-(?:proj-|svcacct-|admin-)?", r"[A-Za-z0-9_-]", 20), keep=lambda m: not _mixed(m[0])),
     Rule(
@@ -101,9 +147,15 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(  # 40 characters of base64 a little after "aws" or "secret", in mixed case with digits (a git sha is hex)
         "aws-secret",
-        re.compile(rf"(?i:aws|secret)[^\n]{{0,40}}?({_B64_40})"),
+        re.compile(rf"(?i:\baws|secret)[\s\S]{{0,80}}?({_B64_40})"),
         group=1,
         keep=lambda m: not (_mixed(m[1]) and m[1] != m[1].lower() and m[1] != m[1].upper()),
+    ),
+    Rule(  # the secret beside its access key id: "the key pair is AKIA... / <40 characters>"
+        "aws-secret",
+        re.compile(rf"(?<![A-Z0-9])A[KS]IA[A-Z0-9]{{16}}[^\n]{{0,40}}?({_B64_40})"),
+        group=1,
+        keep=lambda m: not _mixed(m[1]),
     ),
     Rule(
         "github-token",
@@ -117,18 +169,71 @@ RULES: tuple[Rule, ...] = (
     Rule("google-key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])")),
     Rule("google-key", _token(r"GOCSPX-", r"[A-Za-z0-9_-]", 20)),
     Rule("google-key", _token(r"ya29\.", r"[A-Za-z0-9_-]", 20)),
+    Rule("slack-token", _token(r"xapp-", r"[A-Za-z0-9-]", 10)),
+    Rule("npm-token", _token(r"npm_", r"[A-Za-z0-9]", 36)),
+    Rule("pypi-token", _token(r"pypi-AgE", r"[A-Za-z0-9_-]", 40)),
+    Rule("huggingface-token", _token(r"hf_", r"[A-Za-z0-9]", 30)),
+    Rule("sendgrid-key", re.compile(r"(?<![A-Za-z0-9_-])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}")),
+    Rule("vault-token", _token(r"hvs\.", r"[A-Za-z0-9_-]", 24)),
+    Rule("digitalocean-token", _token(r"do[opr]_v1_", r"[a-f0-9]", 64)),
+    Rule("shopify-token", _token(r"shp(?:at|ss|ca|pa)_", r"[a-fA-F0-9]", 32)),
+    Rule("databricks-token", _token(r"dapi", r"[a-f0-9]", 32)),
+    Rule("age-key", _token(r"AGE-SECRET-KEY-1", r"[0-9A-Z]", 50)),
+    Rule("mailgun-key", _token(r"key-", r"[0-9a-f]", 32)),
+    Rule("telegram-token", re.compile(r"(?<![\w:])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])")),
+    Rule(  # an HTTP header's credentials: Authorization: Bearer <token>, Basic <base64>
+        "auth-header",
+        re.compile(r"(?i:\b(?:bearer|basic|token))[ \t]+([A-Za-z0-9._~+/=-]{16,})"),
+        group=1,
+        keep=lambda m: not _mixed(m[1]) or _stands_in(m[1]) or _basic_stands_in(m[0], m[1]),
+    ),
+    Rule(  # a password on a command line: curl -u user:pass, mysql -pPASS, sshpass -p PASS, docker login -p PASS
+        "cli-password",
+        re.compile(
+            r"(?:\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[ \t]+[^\s:]{1,100}:|\bmysql\w*\b[^\n]{0,200}?\s-p|"
+            r"\b(?:sshpass|docker login|podman login)\b[^\n]{0,200}?\s(?:-p|--password)[ \t=]+)"
+            r"(?P<q>['\"]?)(?P<value>[^\s'\"]+)(?P=q)"
+        ),
+        group=2,
+        keep=lambda m: _stands_in(m["value"]),
+    ),
+    Rule(  # a password said in words: "the admin password is hunter2Qx9", "passphrase: ..."
+        "secret",
+        re.compile(r"(?i:\b(?:password|passphrase|passcode|passwd))[ \t]+(?:is|was|=|:)[ \t]+['\"]?([^\s'\"]+)"),
+        group=1,
+        keep=lambda m: not _mixed(m[1].rstrip(".,;:!?)")) or _stands_in(m[1].rstrip(".,;:!?)")),
+    ),
     Rule("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
     Rule(
         "url-password",
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]+):(?P<password>[^\s@/\"'<>]+)@"),
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):(?P<password>[^\s/\"'<>]+)@"),
         group=2,
         keep=lambda m: _stands_in(m["password"], m["user"]),
     ),
     Rule(
         "secret",
-        re.compile(r"(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*)[ \t]*=[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"'`]+)(?P=q)"),
-        group=3,
-        keep=lambda m: not _secret_name(m["name"]) or _stands_in(m["value"], m["name"]),
+        re.compile(
+            r"(?<![\w.-])(?:--?)?(?P<name>[A-Za-z_][\w.-]*)(?:\[?[\"'][A-Za-z_]\w*[\"']\])?[ \t]*=[ \t]*"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s\"'`;&]+))"
+        ),
+        group=_VALUE,
+        keep=lambda m: not _secret_name(_named(m)) or _code(m) or _stands_in(_valued(m), _named(m)),
+        nested=("dq", "sq"),
+    ),
+    Rule(  # name: value (YAML, JSON, a JavaScript object): only a value that looks like a key, not a word
+        "secret",
+        re.compile(
+            r"(?<![\w.-])[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s\"'`,;&]+))"
+        ),
+        group=_VALUE,
+        keep=lambda m: (
+            not _secret_name(_named(m))
+            or _code(m)
+            or _stands_in(_valued(m), _named(m))
+            or (" " in _valued(m) and not m["dq"] and not m["sq"])
+            or not (_mixed(_valued(m)) or len(_valued(m)) >= 12)
+        ),
     ),
 )
 
@@ -146,12 +251,17 @@ def find_secrets(text: str) -> list[Redaction]:
     """The secrets in `text`, in order, none overlapping (the first rule that claims a span wins)."""
     found: list[Redaction] = []
     for rule in RULES:
-        for match in rule.pattern.finditer(text):
+        at = 0
+        while (match := rule.pattern.search(text, at)) is not None:
+            start, end = rule.span(match)
             if rule.keep is not None and rule.keep(match):
+                # a quoted value left alone may hold settings of its own (a connection string's AccountKey=...)
+                inner = next((match.start(g) for g in rule.nested if match[g] is not None), -1)
+                at = inner if inner > match.start() else max(match.end(), match.start() + 1)
                 continue
-            start, end = match.span(rule.group)
             if start < end and not any(r.start < end and start < r.end for r in found):
                 found.append(Redaction(rule.kind, start, end))
+            at = max(match.end(), match.start() + 1)
     return sorted(found, key=lambda r: r.start)
 
 
@@ -165,8 +275,20 @@ def redact(text: str) -> str:
 
 
 def without_private(text: str) -> str:
-    """`text` without its `<private>...</private>` spans (one left open runs to the end)."""
-    return PRIVATE.sub("", text) if "<" in text else text
+    """`text` without its `<private>...</private>` spans: a nested one goes with the span around it, one left open
+    runs to the end, `<private/>` hides nothing and a stray `</private>` stays."""
+    if "<" not in text:
+        return text
+    out, depth, at = [], 0, 0
+    for tag in PRIVATE_TAG.finditer(text):
+        if tag.group(0)[:-1].rstrip().endswith("/"):
+            continue
+        if not depth and not tag.group(1):
+            out.append(text[at : tag.start()])
+        if depth or not tag.group(1):
+            depth += -1 if tag.group(1) else 1
+            at = tag.end()
+    return "".join(out) + ("" if depth else text[at:])
 
 
 def safe_text(text: str) -> str:

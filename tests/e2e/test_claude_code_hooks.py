@@ -170,6 +170,41 @@ def test_capture_skips_acknowledgements_and_trims_outside_code_fences(workspace:
     assert text.count("```") == 0 and "## 09:41 How did the cache migration go\n" in text
 
 
+def test_capture_keeps_a_secret_out_of_the_heading_and_private_text_out_of_the_answer(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The heading is made from the prompt's first line: its Markdown marks went first, so `DB_PASSWORD=...` lost
+    its underscore and the CLI's redaction no longer knew it; and a private value the answer repeated was kept."""
+    prompt = "DB_PASSWORD=Kq9zz81LmWx fails with psql, why? <private>SSN 078-05-1120</private>"
+    answer = "The password Kq9zz81LmWx has a quote in it; escape it. I will not repeat SSN 078-05-1120 anywhere."
+    done = capture(workspace, tmp_path, prompt, answer)
+    assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "Kq9zz81LmWx" not in text.split("\n## 09:41", 1)[1].split("\n", 1)[0]  # the heading
+    assert "DB_PASSWORD=[redacted: secret]" in text and "078-05-1120" not in text
+
+
+def test_capture_reads_past_odd_entries_and_never_records_a_subagents_turn(workspace: Path, tmp_path: Path) -> None:
+    """A text block of null stopped every later capture of the session; a subagent's turn (isSidechain) was
+    recorded as the user's."""
+    transcript = tmp_path / "transcript.jsonl"
+    entries = [
+        {"type": "user", "message": {"content": "How did the okapi rollout go?"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": None}]}},
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "text", "text": "The okapi rollout reached 100% at 14:00."}]},
+        },
+        {"type": "user", "isSidechain": True, "message": {"content": "Subagent: list the files"}},
+        {"type": "assistant", "isSidechain": True, "message": {"content": [{"type": "text", "text": "a.py b.py"}]}},
+    ]
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "okapi rollout reached 100%" in text and "Subagent" not in text and "a.py" not in text
+
+
 def test_capture_is_summarised_by_a_configured_endpoint(workspace: Path, tmp_path: Path) -> None:
     from tests.fakes import ChatServer
 

@@ -21,6 +21,11 @@ SECRETS = {
     "stripe-key": "sk_live_Q3k9ZpL2mX7vN4bR8tY1wE6u",
     "google-key": "AIzaSyQ3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3f",
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "npm-token": "npm_Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7h",
+    "pypi-token": "pypi-AgEIcHlwaS5vcmcCJGQ3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7hJ2kL9zX",
+    "huggingface-token": "hf_Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3f",
+    "sendgrid-key": "SG.Q3k9ZpL2mX7vN4bR8tY1wE.6uI0oA5sD3fG7hJ2kL9zXQ3k9ZpL2mX7vN4bR8tY1wE6",
+    "vault-token": "hvs.CAESIQ3k9ZpL2mX7vN4bR8tY1wE6uI0oA5",
 }
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAq3k9ZpL2mX7vN4bR8tY1\nwE6uI0oA5sD3fG7hJ2kL9zX==\n"
@@ -72,9 +77,58 @@ def test_placeholders_variables_and_ordinary_text_are_left_alone(text: str) -> N
     assert find_secrets(text) == [] and redact(text) == text
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # layouts a developer pastes (a sweep found each one written to memory as it was)
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGQ3k9ZpL2mX7vN4\nbR8tY1wE6uI0\n"
+            "-----END PGP PRIVATE KEY BLOCK-----",
+            "lQOYBGQ3k9ZpL2mX7vN4",
+        ),
+        ("client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVB", "LS0tLS1CRUdJTi"),
+        ("REDIS_URL=redis://:hunter2Qx9vLm@cache.internal:6379/0", "hunter2Qx9vLm"),
+        ("Server=db1;Database=app;User Id=sa;Password=Hunter2Qx9;", "Hunter2Qx9"),
+        ("PGPASSWORD=S3cretPw9 psql -h db", "S3cretPw9"),
+        ("DB_PASS=S3cretPw9 and GH_PAT=Q3k9ZpL2mX7vN4bR8", "S3cretPw9"),
+        ("./deploy --password=S3cretPw9 --region eu", "S3cretPw9"),
+        ('DB_PASSWORD="correct horse battery staple"', "correct horse"),
+        ("SECRET_KEY = 'x9$k(2m!v@q3z#w7'", "x9$k(2m"),
+        ("DB_PASSWORD=mySup3rS3cretPw", "mySup3rS3cretPw"),
+        ("VAULT_TOKEN=Correct.Horse.Battery9", "Correct.Horse"),
+        ("postgres:\n  password: hunter2Qx9vLm", "hunter2Qx9vLm"),
+        ('{"password": "hunter2Qx9vLm", "api_token": "Q3k9ZpL2mX7vN4bR"}', "hunter2Qx9vLm"),
+        ("AZURE=DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Fd0Nhcy/1kGD2VD/eR1UYzaLiA==;", "Fd0Nhcy"),
+        (f"the key pair is {SECRETS['aws-key']} / {AWS_SECRET} for staging, as agreed", AWS_SECRET),
+        ("curl -u admin:S3cretPw9 https://api.example.com", "S3cretPw9"),
+        ("mysql -uroot -pS3cretPw9 app", "S3cretPw9"),
+        ("The admin password is hunter2Qx9vLm for now", "hunter2Qx9vLm"),
+    ],
+)
+def test_secrets_in_the_layouts_people_paste_are_redacted(text: str, secret: str) -> None:
+    assert secret not in safe_text(text) and "[redacted: " in safe_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # a setting's ordinary value, code that names a secret, prose: kept as written
+        "AUTH_TOKEN=disabled GITHUB_TOKEN=required DB_PASSWORD=unset token=expired password=prompt",
+        "token = JWT.encode(payload, secret, 'HS256')",
+        'API_SECRET = ENV["KIT_API_SECRET"]',
+        "password: Yup.string().required('Password is required'),",
+        "Password: the reset flow sends a link; the password is stored hashed.",
+        "the laws and draws of the game",
+    ],
+)
+def test_settings_code_and_prose_that_only_name_a_secret_are_kept(text: str) -> None:
+    assert safe_text(text) == text
+
+
 def test_private_spans_are_removed_whole_and_an_open_one_runs_to_the_end() -> None:
     assert without_private("a <private>my salary is 100k</private> b") == "a  b"
     assert without_private("a <PRIVATE>x\ny</Private> b <private>z") == "a  b "
+    assert without_private("a <private>outer <private>inner</private> STILL</private> b") == "a  b"  # nested
+    assert without_private("a <private class=x>x</private > b < private >y</private>") == "a  b "
+    assert without_private("a <private/> b </private> c") == "a <private/> b </private> c"  # hides nothing
     assert safe_text(f"<private>{SECRETS['aws-key']}</private>keep {SECRETS['aws-key']}") == "keep [redacted: aws-key]"
 
 

@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+COMMAND_ECHO = ("<local-command-stdout>", "<local-command-stderr>", "<command-name>", "<command-message>")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 ACKNOWLEDGEMENTS = {
@@ -89,7 +90,24 @@ ACKNOWLEDGEMENTS = {
 CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
-PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
+
+
+def without_private(text: str) -> str:
+    """`text` without its `<private>` spans, nested ones whole, one left open to the end (as the CLI reads them,
+    core/redact.py): what a private span says never leaves this process."""
+    out, depth, at = [], 0, 0
+    for tag in PRIVATE_TAG.finditer(text):
+        if tag.group(0)[:-1].rstrip().endswith("/"):
+            continue  # <private/> hides nothing
+        if not depth and not tag.group(1):
+            out.append(text[at : tag.start()])
+        if depth or not tag.group(1):
+            depth += -1 if tag.group(1) else 1
+            at = tag.end()
+    return "".join(out) + ("" if depth else text[at:])
+
+
 TIME_HEADING = re.compile(r"^\d{1,2}:\d{2}(?:\s+\(\d+\))?$")
 TURNS_KEPT_S = 3 * 86400  # how long the record of a captured turn is kept (one note per turn)
 DEADLINE = [0.0]  # when this hook's calls must have ended (time.monotonic); set by main
@@ -484,7 +502,11 @@ def text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "\n".join(
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
     return ""
 
 
@@ -496,9 +518,16 @@ def last_turn(transcript: Path) -> tuple[str, str]:
             entry = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(entry, dict) or entry.get("isMeta"):
-            continue
+        if (
+            not isinstance(entry, dict)
+            or entry.get("isMeta")
+            or entry.get("isSidechain")
+            or entry.get("isCompactSummary")
+        ):
+            continue  # the agent's notes to itself, a subagent's turns, a compacted session's summary
         text = text_of(entry.get("message") or {}).strip()
+        if entry.get("type") == "user" and text.startswith(COMMAND_ECHO):
+            continue  # a slash command's echo ("<local-command-stdout>..."): no prompt the user typed
         if entry.get("type") == "user" and text:
             prompt, answer = text, ""
         elif entry.get("type") == "assistant" and text:
@@ -573,9 +602,12 @@ def nothing_to_remember(prompt: str, answer: str) -> bool:
 
 
 def topic(prompt: str, limit: int = 72) -> str:
-    """A heading that says what the turn was about: the prompt's first sentence, cut at a word."""
+    """A heading that says what the turn was about: the prompt's first sentence, cut at a word. Only Markdown's
+    marks go (`code`, *emphasis*, _emphasis_, # and > at the start, [links]): a name such as DB_PASSWORD=...
+    stays whole, so the CLI's redaction still knows it."""
     first = next((line for line in prompt.split("\n") if line.strip() and not FENCE.match(line)), "")
-    first = " ".join(re.sub(r"[`*_#>\[\]]", "", first).split())
+    first = re.sub(r"^\s*(?:[#>]+\s*)+", "", first)
+    first = " ".join(re.sub(r"[`*\[\]]|(?<!\w)_+|_+(?!\w)", "", first).split())
     first = SENTENCE_END.split(first, 1)[0].rstrip(".!?:;, ")
     return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0].rstrip(".,;:") + "…"
 
@@ -614,7 +646,10 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     if event.get("transcript_path") and transcript.is_file():
         prompt, recorded = last_turn(transcript)
         answer = answer or recorded
-    prompt, answer = PRIVATE.sub("", prompt).strip(), PRIVATE.sub("", answer).strip()
+    hidden = [h.strip() for h in re.findall(r"<private\b[^<>]*>(.*?)</private\s*>", prompt, re.I | re.S)]
+    prompt, answer = without_private(prompt).strip(), without_private(answer).strip()
+    for said in (h for h in hidden if len(h) >= 4):  # what the user kept private, repeated in the answer
+        answer = answer.replace(said, "[private]")
     if nothing_to_remember(prompt, answer) or not new_turn(event, prompt):
         return None
     limit = setting("TURN_CHARS", 1500)
