@@ -182,6 +182,10 @@ def test_capture_keeps_a_secret_out_of_the_heading_and_private_text_out_of_the_a
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "Kq9zz81LmWx" not in text.split("\n## 09:41", 1)[1].split("\n", 1)[0]  # the heading
     assert "DB_PASSWORD=[redacted: secret]" in text and "078-05-1120" not in text
+    # an answer cut to its budget is cut at a word: a key cut short ("sk-ant-ap") is too short to be known
+    long = "word " * 290 + "sk-ant-api03-" + "Q" * 60 + " and more"
+    done = capture(workspace, tmp_path, "Which key does the staging job use?", long, MEMSEARCH_HOOK_TURN_CHARS="1460")
+    assert done.returncode == 0 and "sk-ant" not in (workspace / "memory" / "2026-12-03.md").read_text()
 
 
 def test_capture_reads_past_odd_entries_and_never_records_a_subagents_turn(workspace: Path, tmp_path: Path) -> None:

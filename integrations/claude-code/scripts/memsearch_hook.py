@@ -591,7 +591,16 @@ def trim(text: str, limit: int) -> str:
             break
         if used >= limit:
             break
-    return "\n\n".join(kept).strip() or bounded(text.split("\n", 1)[0], limit)
+    return "\n\n".join(kept).strip() or at_a_word(text.split("\n", 1)[0], limit)
+
+
+def at_a_word(text: str, limit: int) -> str:
+    """`text` cut at a space within `limit` characters: never inside a word, where a key cut short would be
+    too short for the CLI's redaction to know it (a word longer than the limit goes whole)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - 1)]
+    return cut[: max(cut.rfind(" "), 0)].rstrip() + "…"
 
 
 def nothing_to_remember(prompt: str, answer: str) -> bool:
