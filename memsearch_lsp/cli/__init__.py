@@ -18,7 +18,7 @@ def _hint(exc: BaseException, command: str = "") -> str:
     from memsearch_lsp.config import ConfigError
     from memsearch_lsp.core.embedding import EmbeddingError
     from memsearch_lsp.core.notes import NoteError
-    from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere
+    from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere, NotAProject
     from memsearch_lsp.core.search.filters import DATE_FORMS, FilterError
 
     if isinstance(exc, UserError):
@@ -27,6 +27,8 @@ def _hint(exc: BaseException, command: str = "") -> str:
         return f"nothing was written or removed; see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
     if isinstance(exc, NoMemoryHere):
         return f"{INIT_HINT} in the project folder, or pass --workspace DIR"
+    if isinstance(exc, NotAProject):
+        return "run `memsearch-lsp init` in your project's folder (or pass it: memsearch-lsp init DIR)"
     if isinstance(exc, NestedWorkspace):
         return "run commands anywhere inside the enclosing workspace: they find it as git finds a repository"
     if isinstance(exc, FilterError):

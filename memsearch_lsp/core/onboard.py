@@ -121,6 +121,10 @@ def workspace_for(start: Path) -> Path:
     return found
 
 
+class NotAProject(ValueError):
+    """`init` was asked for the file system's root: every folder below would take it for its memory."""
+
+
 class NestedWorkspace(Exception):
     """`init` was asked for a folder inside another memory workspace (or inside its memory folder)."""
 
@@ -201,6 +205,8 @@ def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
     """Create a memory in `root`: MEMORY.md, today's log, a commented `.memsearch.toml`, `.memsearch/`
     in `.gitignore`. Idempotent; never overwrites a file."""
     root = root.expanduser().resolve()
+    if root == Path(root.anchor):  # "/" (or a drive): every project below would take it for theirs
+        raise NotAProject(f"{root} is the file system's root, not a project folder")
     outer = enclosing_workspace(root)
     if outer is not None and not is_memory_workspace(root):
         folders = [(outer / p).resolve() for p in load_config(outer).memory.paths]

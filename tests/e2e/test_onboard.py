@@ -244,3 +244,12 @@ def test_json_output_stays_utf_8_for_a_path_of_bytes_that_are_not(tmp_path: Path
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout.decode("utf-8"))  # strict: no stray bytes on stdout
     assert os.fsencode(data["root"]) == folder and os.path.isdir(folder + b"/memory")
+
+
+def test_init_refuses_the_file_systems_root() -> None:
+    """Run as root, `init --workspace /` made `/` a memory that every folder below took for its own."""
+    from memsearch_lsp.core.onboard import NotAProject
+
+    with pytest.raises(NotAProject, match="root"):
+        init_workspace(Path("/"))
+    assert not Path("/.memsearch.toml").exists()
