@@ -281,3 +281,19 @@ def chunk_markdown(text: str, source: str, model: str = "", max_chars: int = MAX
                 )
             )
     return chunks
+
+
+def body_of(content: str) -> str:
+    """A chunk's text without its heading line(s), on one line."""
+    lines = content.split("\n")
+    if lines and ATX_OPENING.match(lines[0]):
+        lines = lines[1:]
+    elif len(lines) > 1 and re.match(r"^\s{0,3}(=+|-+)\s*$", lines[1]):
+        lines = lines[2:]
+    return " ".join(" ".join(lines).split())
+
+
+def empty_section(content: str) -> bool:
+    """A chunk that is a heading alone (a daily log's `# 2026-12-05` title, a template's empty section): it says
+    nothing, so search never returns it (workspace symbols and outlines still list it)."""
+    return not body_of(content) and bool(content.strip())

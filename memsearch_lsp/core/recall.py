@@ -10,7 +10,7 @@ from typing import cast
 
 from typing_extensions import TypedDict
 
-from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.chunks import empty_section, log_date
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
 from memsearch_lsp.core.notes import LONG_TERM, open_fence
 from memsearch_lsp.core.search.filters import source_date
@@ -71,7 +71,7 @@ def _notes(memory: MemoryFiles, item: MemoryFile, kind: str) -> list[Note]:
     return [
         Note(c.id, c.source, c.heading, c.start_line, c.end_line, c.date or source_date(c.source), kind, c.content)
         for c in memory.outline(item.source, text)
-        if c.content.strip() != f"# {c.heading}".strip()
+        if not empty_section(c.content)  # a heading alone (a log's title, an empty section) says nothing, as in search
     ]
 
 

@@ -54,6 +54,11 @@ def test_recent_for_a_session_puts_memory_md_and_the_newest_summary_first(worksp
     assert sum(len(n["content"]) for n in small) <= 400 and small[0]["source"] == "memory/MEMORY.md"
     bad = cli(workspace, "recent", "--days", "0")
     assert bad.returncode == 1 and "at least 1" in bad.stderr
+    # a heading alone (an empty section) says nothing: never a note, however small the budget
+    with (workspace / "memory" / "2026-02-17.md").open("a") as log:
+        log.write("\n## Later\n")
+    every = json.loads(cli(workspace, "recent", "--session", "--json").stdout)["notes"]
+    assert not [n for n in every if n["content"].strip() == "## Later"]
 
 
 @pytest.mark.model

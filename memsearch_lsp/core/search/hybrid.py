@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import SearchConfig
-from memsearch_lsp.core.chunks import ATX_OPENING, valid_unicode
+from memsearch_lsp.core.chunks import body_of, empty_section, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
 from memsearch_lsp.core.search.analyzer import Analyzer, other_forms
 from memsearch_lsp.core.search.bm25 import term_id
@@ -140,24 +140,9 @@ class Expanded:
         }
 
 
-def _body(content: str) -> str:
-    lines = content.split("\n")
-    if lines and ATX_OPENING.match(lines[0]):
-        lines = lines[1:]
-    elif len(lines) > 1 and re.match(r"^\s{0,3}(=+|-+)\s*$", lines[1]):
-        lines = lines[2:]
-    return " ".join(" ".join(lines).split())
-
-
-def empty_section(content: str) -> bool:
-    """A chunk that is a heading alone (a daily log's `# 2026-12-05` title, a template's empty section): it says
-    nothing, so search never returns it (workspace symbols and outlines still list it)."""
-    return not _body(content) and bool(content.strip())
-
-
 def snippet(content: str, query: str, width: int = 200) -> str:
     """`width` characters of the body around the first query word it contains."""
-    text = _body(content) or " ".join(content.split())
+    text = body_of(content) or " ".join(content.split())
     if len(text) <= width:
         return text
     lowered = text.lower()
@@ -183,7 +168,7 @@ def display_heading(heading: str, content: str) -> str:
     timed = TIME_HEADING.match(heading.strip())
     if not timed:
         return heading
-    body = _body(content)
+    body = body_of(content)
     first = next((line for line in content.split("\n")[1:] if line.strip()), "") if body else ""
     topic = " ".join(_MARKUP.sub("", first).split())
     if not topic:
