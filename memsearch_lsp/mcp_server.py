@@ -307,10 +307,13 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         line: Annotated[
             int | None,
             Field(
-                description="only the paragraph or list item at this line (a long-term fact: memory_remember's "
+                description="only the paragraphs or list items from this line (a long-term fact: memory_remember's "
                 "start_line); needed for a MEMORY.md section that holds several notes",
                 ge=1,
             ),
+        ] = None,
+        end_line: Annotated[
+            int | None, Field(description="to this line (memory_remember's end_line); default: `line`", ge=1)
         ] = None,
     ) -> ForgottenData:
         """Remove the note (its ## section, or with `line` one paragraph or list item of it) holding this chunk from
@@ -318,7 +321,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         file's # title and a MEMORY.md section of several notes without `line` are refused."""
 
         def forget(memory: MemoryApi) -> Any:
-            return memory.expand(id) and memory.forget(id, line=line)
+            return memory.expand(id) and memory.forget(id, line=line, end_line=end_line)
 
         found = await run(forget)
         mine = server.user_memory() if not found else None

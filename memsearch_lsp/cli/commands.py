@@ -248,8 +248,10 @@ def cmd_remember(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.scopes import user_root
 
-    line = args.line
-    preview, memory = _either(args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True, line=line))
+    line, end = args.line or (None, None)
+    preview, memory = _either(
+        args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True, line=line, end_line=end)
+    )
     if memory is None:
         raise UserError(
             f"no chunk with id {args.id!r}",
@@ -262,7 +264,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             if sys.stdin is None or not sys.stdin.isatty():
                 raise UserError(
                     f"forget would remove {shown} ({preview.heading}); nothing was removed: add --yes to remove it",
-                    f"run `memsearch-lsp forget {args.id}{f' --line {line}' if line else ''} --yes` to remove it "
+                    f"run `memsearch-lsp forget {args.id}{f' --line {line}-{end}' if line else ''} --yes` to remove it "
                     "without being asked",
                 )
             sys.stderr.write(f"{shown}\n\n{preview.content}\n\nForget this note? [y/N] ")
@@ -270,7 +272,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 _emit(args, dict(preview.to_dict(), scope=scope), "kept: nothing was removed")
                 return EXIT_OK
-        gone = memory.forget(preview.id, line=line)
+        gone = memory.forget(preview.id, line=line, end_line=end)
     _emit(args, dict(gone.to_dict(), scope=scope), f"forgot {shown}  {gone.heading}")
     return EXIT_OK
 

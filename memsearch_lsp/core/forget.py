@@ -37,41 +37,49 @@ def notes_of(lines: list[str]) -> list[tuple[int, int]]:
     heads = {row: h.row for h in headings for row in range(h.row, h.end_row + 1)}  # row -> its heading's first
     fenced = {row for start, end in fences for row in range(start, end + 1)}
     out: list[list[int]] = []
-    inside = item = False  # the last note goes on with the next line / is a list item (an indented line goes on)
+    inside = False  # the last note goes on with the next line
+    item = -1  # the indentation of the last note's bullet (-1: no list item): a line indented more goes on
     for row, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        bullet = row not in fenced and row not in heads and bool(BULLET.match(line))
         goes_on = bool(out) and (
             (row in fenced and row - 1 in fenced)
             or (row in heads and heads[row] != row)
-            or (row not in heads and (inside or (item and line[:1].isspace())))
+            or (row not in heads and not (bullet and indent <= item) and (inside or (item >= 0 and indent > item)))
         )
         if not line.strip() and row not in fenced:
             inside = False
-        elif goes_on and not (row not in fenced and row not in heads and BULLET.match(line)):
-            out[-1][1] = row
+        elif goes_on and not (bullet and (item < 0 or indent <= item)):
+            out[-1][1] = row  # (a nested item, an indented line: part of the item above)
             inside = row not in heads
         else:
             out.append([row, row])
-            inside, item = row not in heads, row not in fenced and row not in heads and bool(BULLET.match(line))
+            inside, item = row not in heads, indent if bullet else -1
     return [(first, last) for first, last in out]
 
 
-def note_at(lines: list[str], first: int, last: int, line: int | None, curated: bool, where: str) -> tuple[int, int]:
-    """The lines (1-based, inclusive) `forget` takes out of the section at `first`..`last` of `lines`: the note at
-    `line` (a paragraph or list item: the whole section when it is its only one), else the whole section; NoteError
-    when `line` is in no note of it, or when the section is `curated` (MEMORY.md) and holds several notes."""
+def note_at(
+    lines: list[str], first: int, last: int, wanted: tuple[int, int] | None, curated: bool, where: str
+) -> tuple[int, int]:
+    """The lines (1-based, inclusive) `forget` takes out of the section at `first`..`last` of `lines`: the notes
+    (paragraphs, list items) at the lines `wanted` (a line, or `remember`'s start and end lines: the whole section
+    when they are all of its notes), else the whole section; NoteError when `wanted` is in no note of it, or when
+    the section is `curated` (MEMORY.md) and holds several notes."""
     notes = [(first + a, first + b) for a, b in notes_of(lines[first - 1 : last])[1:]]  # (the heading comes first)
     title = lines[first - 1].strip()
-    if line is not None:
-        picked = [note for note in notes if note[0] <= line <= note[1]]
-        if not first <= line <= last or (not picked and len(notes) > 1):
+    if wanted is not None:
+        start, end = wanted
+        picked = [note for note in notes if note[0] <= end and start <= note[1]]
+        if not first <= start <= end <= last or not picked:
+            shown = start if start == end else f"{start}-{end}"
             raise NoteError(
-                f"line {line} is in none of the notes of the section {title!r} of {where} (lines {first}-{last})"
+                f"line {shown} is in none of the notes of the section {title!r} of {where} (lines {first}-{last})"
             )
-        return picked[0] if len(notes) > 1 else (first, last)
+        return (first, last) if len(picked) == len(notes) else (picked[0][0], picked[-1][1])
     if curated and len(notes) > 1:  # (long-term facts share a section: taking it out would take all of them)
         raise NoteError(
             f"the section {title!r} of {where} holds {len(notes)} notes (lines {first}-{last}); forget takes out one: "
-            "give the line of the one you mean (--line N; `remember` says where it put a note)"
+            "give its lines (--line START-END, as `remember` reported them)"
         )
     return first, last
 

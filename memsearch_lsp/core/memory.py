@@ -343,7 +343,8 @@ class Memory(MemoryFiles):
                 log.warning("%s: the note is written but not indexed yet (%s: %s)", source, type(exc).__name__, exc)
                 stats = IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
         chunks = [c for c in self.outline(source, after) if c.end_line >= first and c.start_line <= last]
-        return Remembered(source, tuple(chunks), stats, lines=(first, last) if long_term else None)
+        own = (max(first, last - body.count("\n")), last)  # the note's own lines (not the heading it created)
+        return Remembered(source, tuple(chunks), stats, lines=own if long_term else None)
 
     def _already(self, body: str, day: dt.date, long_term: bool) -> tuple[str, int, int] | None:
         """(source, first line, last line) of a note of the day's logs (or of MEMORY.md) that says `body`."""
@@ -361,12 +362,15 @@ class Memory(MemoryFiles):
                 return self.source_of(folder / name), *lines
         return None
 
-    def forget(self, chunk_id: str, dry_run: bool = False, line: int | None = None) -> Forgotten:
+    def forget(
+        self, chunk_id: str, dry_run: bool = False, line: int | None = None, end_line: int | None = None
+    ) -> Forgotten:
         """Take the note (the `##` section) holding the chunk `chunk_id` (an id or a prefix of >= 4 characters) out of
-        its Markdown file and re-index that file; with `line`, only the paragraph or list item of that section at
-        that line; `dry_run`: only say what would go. NoteError with the reason for a chunk that is no note (text
-        before a file's first heading, a file's `#` title), a section of MEMORY.md that holds several notes (without
-        `line`), an id nobody has, a file an editor holds unsaved, or one that changed since it was indexed."""
+        its Markdown file and re-index that file; with `line` (to `end_line`), only the paragraphs or list items of
+        that section at those lines; `dry_run`: only say what would go. NoteError with the reason for a chunk that
+        is no note (text before a file's first heading, a file's `#` title), a section of MEMORY.md that holds
+        several notes (without `line`), an id nobody has, a file an editor holds unsaved, or one that changed since
+        it was indexed."""
         chunk = self.expand(chunk_id)
         if chunk is None:
             raise NoteError(f"no chunk with id {chunk_id!r}: ids (or a prefix of 4+ characters) come from search")
@@ -384,7 +388,8 @@ class Memory(MemoryFiles):
                 last -= 1
             heading = lines[first - 1].lstrip("#").strip()
             ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
-            first, last = note_at(lines, first, last, line, PurePosixPath(source).name == LONG_TERM, source)
+            wanted = (line, end_line or line) if line is not None else None
+            first, last = note_at(lines, first, last, wanted, PurePosixPath(source).name == LONG_TERM, source)
             content = "\n".join(lines[first - 1 : last])
             gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
             if not dry_run:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 MARKER = "[redacted: {kind}]"
 PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
+_FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _MARKED = re.compile(r"\[redacted: [a-z0-9-]+\]")
 _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 # Values that stand for a secret rather than being one: a variable, a template, a placeholder word.
@@ -36,6 +37,7 @@ _CALL = re.compile(r"^[\w.:]+(?:\(.*\)|\[.*\])$")  # os.getenv("TOKEN"), get_sec
 _RUNS = ("0123456789" * 4, "abcdefghijklmnopqrstuvwxyz")
 _SECRET_WORDS = {
     "secret", "token", "password", "passwd", "passphrase", "pwd", "credential", "credentials", "pass", "pat", "sig",
+    "passwort", "kennwort", "senha", "contraseña", "contrasena", "motdepasse", "密码",
 }  # fmt: skip
 _KEY_OWNERS = {"api", "secret", "access", "private", "auth", "signing", "encryption", "master", "client", "account"}
 
@@ -79,6 +81,25 @@ def _basic_stands_in(header: str, value: str) -> bool:
     return bool(password) and _stands_in(password, user)
 
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_DESCRIBED = re.compile(r"^\w+-(?:[a-z]+ed|based|free|only|safe)[.,;:!?)]*$")  # argon2id-hashed, 2FA-protected
+
+
+def _said(value: str) -> bool:
+    """A value that describes how a secret is kept, not one: "argon2id-hashed", "v2-encoded"."""
+    return bool(_DESCRIBED.match(value))
+
+
+def _random(value: str) -> bool:
+    """A value that looks made to be secret rather than named: mixed case, or letters and digits beyond a slug
+    (`k8s-prod-db`, `gpt-4o-mini`, `kid-2024-03` name things) or a short word (`sha256`), or other marks."""
+    if re.fullmatch(r"[a-z0-9]+(?:[-_.][a-z0-9]+)+", value) or (value.islower() and len(value) < 8):
+        return False
+    if re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)+", value):  # apiKey, authToken: a variable
+        return False
+    return (value != value.lower() and value != value.upper()) or _mixed(value) or bool(re.search(r"[^\w.-]", value))
+
+
 def _code(match: re.Match[str]) -> bool:
     """An unquoted value that is code, not a secret: `JWT.encode(payload,`, `ENV["API_SECRET"]`."""
     return match["value"] is not None and any(c in match["value"] for c in "([")
@@ -117,6 +138,13 @@ def _secret_name(name: str) -> bool:
     if words[-1].endswith(("password", "passwd", "secret", "token")):  # PGPASSWORD, DBSECRET
         return True
     return words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_OWNERS | _SECRET_WORDS
+
+
+def _password_name(name: str) -> bool:
+    """A setting for a password (its values are passwords whatever they look like), not a key's or a token's name
+    (whose values may be the names of keys: `signing_key: kid-2024-03`)."""
+    words = _words(name)
+    return bool(words) and words[-1] in {"password", "passwd", "passwort", "kennwort", "senha", "pass", "pwd", "密码"}
 
 
 def _mixed(value: str) -> bool:
@@ -185,23 +213,36 @@ RULES: tuple[Rule, ...] = (
         "auth-header",
         re.compile(r"(?i:\b(?:bearer|basic|token))[ \t]+([A-Za-z0-9._~+/=-]{16,})"),
         group=1,
-        keep=lambda m: not _mixed(m[1]) or _stands_in(m[1]) or _basic_stands_in(m[0], m[1]),
+        keep=lambda m: (
+            not _mixed(m[1])
+            or not _random(m[1])  # a name: "token gh-actions-release-2024"
+            or bool(_UUID.fullmatch(m[1]))  # an id: "the invalid token 550e8400-e29b-..."
+            or _stands_in(m[1])
+            or _basic_stands_in(m[0], m[1])
+        ),
     ),
     Rule(  # a password on a command line: curl -u user:pass, mysql -pPASS, sshpass -p PASS, docker login -p PASS
         "cli-password",
         re.compile(
-            r"(?:\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[ \t]+[^\s:]{1,100}:|\bmysql\w*\b[^\n]{0,200}?\s-p|"
+            r"(?:\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[ \t]+(?P<user>[^\s:]{1,100}):|"
+            r"\bmysql\w*(?:[ \t]+-{1,2}[A-Za-z][\w-]*(?:[= ][^\s-]\S*)?){0,8}?[ \t]+-p|"  # (its own options only)
             r"\b(?:sshpass|docker login|podman login)\b[^\n]{0,200}?\s(?:-p|--password)[ \t=]+)"
-            r"(?P<q>['\"]?)(?P<value>[^\s'\"]+)(?P=q)"
+            r"(?P<q>['\"]?)(?P<value>[^\s'\"`)\]]+)(?P=q)"
         ),
-        group=2,
-        keep=lambda m: _stands_in(m["value"]),
+        group=("value",),
+        keep=lambda m: _stands_in(m["value"], m["user"] or ""),
     ),
     Rule(  # a password said in words: "the admin password is hunter2Qx9", "passphrase: ..."
         "secret",
-        re.compile(r"(?i:\b(?:password|passphrase|passcode|passwd))[ \t]+(?:is|was|=|:)[ \t]+['\"]?([^\s'\"]+)"),
+        re.compile(
+            r"(?i:\b(?:password|passphrase|passcode|passwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe|"
+            r"api[ _-]?(?:key|token)|access[ _-]?token|secret[ _-]?key)|密码|口令)[ \t]*"
+            r"(?:(?i:is|was|ist|war|é|es|est|era)[ \t]+|是|[=:：][ \t]*(?=[^\s'\"]+['\"]?[ \t]*(?:[,.;)\]]|$)))"
+            r"['\"]?([^\s'\"]+)",
+            re.MULTILINE,
+        ),
         group=1,
-        keep=lambda m: not _mixed(m[1].rstrip(".,;:!?)")) or _stands_in(m[1].rstrip(".,;:!?)")),
+        keep=lambda m: not _mixed(m[1].rstrip(".,;:!?)")) or _stands_in(m[1].rstrip(".,;:!?)")) or _said(m[1]),
     ),
     Rule("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
     Rule(
@@ -213,8 +254,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "secret",
         re.compile(
-            r"(?<![\w.-])(?:--?)?(?P<name>[A-Za-z_][\w.-]*)(?:\[?[\"'][A-Za-z_]\w*[\"']\])?[ \t]*=[ \t]*"
-            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s\"'`;&]+))"
+            r"(?<![\w.-])(?:--?)?(?P<name>[A-Za-z_][\w.-]*)(?:\[?[\"'][A-Za-z_]\w*[\"']\])?[ \t]*:?=[ \t]*"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>(?:[^\s\"'`;&]|&(?![\w.-]+=))+))"
         ),
         group=_VALUE,
         keep=lambda m: not _secret_name(_named(m)) or _code(m) or _stands_in(_valued(m), _named(m)),
@@ -224,15 +265,15 @@ RULES: tuple[Rule, ...] = (
         "secret",
         re.compile(
             r"(?<![\w.-])[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*"
-            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s\"'`,;&]+))"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s\"'`,;&]+)(?=[ \t]*(?:[,}\]#\n]|$)))",
+            re.MULTILINE,
         ),
         group=_VALUE,
         keep=lambda m: (
             not _secret_name(_named(m))
             or _code(m)
             or _stands_in(_valued(m), _named(m))
-            or (" " in _valued(m) and not m["dq"] and not m["sq"])
-            or not (_mixed(_valued(m)) or len(_valued(m)) >= 12)
+            or not (_random(_valued(m)) or " " in _valued(m) or _password_name(_named(m)))
         ),
     ),
 )
@@ -288,7 +329,9 @@ def without_private(text: str) -> str:
         if depth or not tag.group(1):
             depth += -1 if tag.group(1) else 1
             at = tag.end()
-    return "".join(out) + ("" if depth else text[at:])
+    if depth:  # unbalanced ("<private> tags" said in prose): each span to its first close, the last one to the end
+        return _FIRST_CLOSE.sub("", text)
+    return "".join(out) + text[at:]
 
 
 def safe_text(text: str) -> str:

@@ -112,7 +112,8 @@ def test_forget_line_takes_one_long_term_fact_out_and_never_the_whole_section(tm
     wrong = json.loads(cli(ws, "remember", "--long-term", "bananas are blue", "--json", env=env(), check=True).stdout)
     refused = json.loads(cli(ws, "forget", wrong["id"], "--yes", "--json", env=env()).stdout)
     assert "holds 2 notes" in refused["error"]["message"] and "nothing was" in refused["error"]["hint"]
-    gone = cli(ws, "forget", wrong["id"], "--line", str(wrong["start_line"]), "--yes", "--json", env=env())
+    span = f"{wrong['start_line']}-{wrong['end_line']}"
+    gone = cli(ws, "forget", wrong["id"], "--line", span, "--yes", "--json", env=env())
     assert json.loads(gone.stdout)["content"] == "bananas are blue"
     text = (ws / "memory" / "MEMORY.md").read_text()
     assert "bananas" not in text and "Alice prefers tabs in Go code" in text

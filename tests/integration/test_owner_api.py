@@ -84,8 +84,8 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
         assert served["index_file"].files_removed == 1 and served["remove"].files_removed == 0
         assert served["remember"].chunks[0].heading == "Kiwi" and served["remember"].lines is not None
         long_term = (workspace / "memory" / "MEMORY.md").read_text().split("\n")
-        start, end = served["remember"].lines  # the note's own lines (a new section: its heading too), sent back
-        assert long_term[start - 1 : end] == ["## Kiwi", "", "Kiwi quota is 9"]
+        start, end = served["remember"].lines  # the note's own lines (not the heading it created), sent back
+        assert long_term[start - 1 : end] == ["Kiwi quota is 9"]
         assert served["forget"].source == hit.source and served["forget"].removed is False
         assert served["status"]["served_by_pid"] == os.getpid() and "chunks" in served["status"]
         assert owner.status()["chunks"] == 0  # reset went to the owner

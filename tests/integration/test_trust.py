@@ -115,9 +115,24 @@ def test_forget_never_takes_out_a_long_term_section_of_several_notes(workspace: 
     assert "bananas" not in text and "Alice prefers tabs" in text and "rotates monthly" in text
     assert "\n\n\n" not in text and text.endswith("monthly\n")
     lone = memory.remember("Deploys go out on Tuesdays", "Release", long_term=True)
+    assert lone.to_dict()["start_line"] == lone.to_dict()["end_line"]  # the fact's line, not the heading it made
     assert memory.forget(lone.to_dict()["id"]).removed
     text = path.read_text()
     assert "Tuesdays" not in text and "## Release" not in text and "Alice prefers tabs" in text
+    # a fact of two paragraphs, and a list item with its nested items: forget takes out what remember wrote
+    memory.remember(
+        "- Use uv for Python envs\n  - pinned in uv.lock\n  - CI uses uv sync --frozen", "Tools", long_term=True
+    )
+    two = memory.remember("Kafka over RabbitMQ for the bus.\n\nReason: replay for 7 days.", "Tools", long_term=True)
+    data = two.to_dict()
+    assert memory.forget(data["id"], line=data["start_line"], end_line=data["end_line"]).removed
+    text = path.read_text()
+    assert "Kafka over RabbitMQ" not in text and "Reason: replay" not in text and "CI uses uv sync" in text
+    tools = memory.expand(memory.search("uv for Python envs", top_k=1)[0].id)
+    assert tools is not None
+    line = text.split("\n").index("- Use uv for Python envs") + 1
+    assert memory.forget(tools.id, line=line).removed
+    assert "uv.lock" not in path.read_text() and "Use uv for" not in path.read_text()  # the item, its nested items
 
 
 def test_a_heading_inside_a_note_is_nested_so_forget_takes_the_whole_note(workspace: Path, make_memory) -> None:

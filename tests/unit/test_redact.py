@@ -102,6 +102,13 @@ def test_placeholders_variables_and_ordinary_text_are_left_alone(text: str) -> N
         ("curl -u admin:S3cretPw9 https://api.example.com", "S3cretPw9"),
         ("mysql -uroot -pS3cretPw9 app", "S3cretPw9"),
         ("The admin password is hunter2Qx9vLm for now", "hunter2Qx9vLm"),
+        ("Passwort: Geheim2024!", "Geheim2024"),
+        ("A senha é Qw7Er9Ty2Ui4", "Qw7Er9Ty2Ui4"),
+        ("密码: Mima2024abc", "Mima2024abc"),
+        ("the API token is Qw7Er9Ty2Ui4xZ8cVb3n", "Qw7Er9Ty2Ui4xZ8cVb3n"),
+        ('token := "Xq8Wm3Rt7Yp2Lk9Vn4Bz"', "Xq8Wm3Rt7Yp2Lk9Vn4Bz"),
+        ("SECRET_KEY=django-insecure-8x#k2@q!v9m$w3z&r7t", "r7t"),
+        ("Twilio auth token e0ad84173581569969e58b081006f7e3", "e0ad84173581569969e58b081006f7e3"),
     ],
 )
 def test_secrets_in_the_layouts_people_paste_are_redacted(text: str, secret: str) -> None:
@@ -117,6 +124,14 @@ def test_secrets_in_the_layouts_people_paste_are_redacted(text: str, secret: str
         "password: Yup.string().required('Password is required'),",
         "Password: the reset flow sends a link; the password is stored hashed.",
         "the laws and draws of the game",
+        # a second sweep: commands, hashing words, ids and names under secret-sounding keys
+        "CI logs in with `docker login -u ci -p $CI_TOKEN` and `mysql -u root -p$MYSQL_ROOT_PASSWORD`",
+        "`sshpass -p prompt` and curl -u admin:admin http://localhost",
+        "For mysql tests use pytest -pno:randomly; docker run -p 5432:5432 postgres; ssh -p 2222 host",
+        "The password is argon2id-hashed and 2FA-protected. Password: min12chars rule",
+        "The invalid token 550e8400-e29b-41d4-a716-446655440000 was rejected; github token gh-actions-release-2024",
+        "signing_key: kid-2024-03\ntoken: gpt-4o-mini\nsecret: sha256\nhmac_secret: k8s-prod-db",
+        "      'X-Kit-Api-Key': apiKey,",
     ],
 )
 def test_settings_code_and_prose_that_only_name_a_secret_are_kept(text: str) -> None:
@@ -129,6 +144,10 @@ def test_private_spans_are_removed_whole_and_an_open_one_runs_to_the_end() -> No
     assert without_private("a <private>outer <private>inner</private> STILL</private> b") == "a  b"  # nested
     assert without_private("a <private class=x>x</private > b < private >y</private>") == "a  b "
     assert without_private("a <private/> b </private> c") == "a <private/> b </private> c"  # hides nothing
+    # unbalanced (the tag named in prose): each span to its first close, as before nesting was read
+    assert without_private("Discussed <private> tags: inside <private>this</private> is dropped.") == (
+        "Discussed  is dropped."
+    )
     assert safe_text(f"<private>{SECRETS['aws-key']}</private>keep {SECRETS['aws-key']}") == "keep [redacted: aws-key]"
 
 

@@ -91,6 +91,7 @@ CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
 PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
+PRIVATE_FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 
 
 def without_private(text: str) -> str:
@@ -105,7 +106,9 @@ def without_private(text: str) -> str:
         if depth or not tag.group(1):
             depth += -1 if tag.group(1) else 1
             at = tag.end()
-    return "".join(out) + ("" if depth else text[at:])
+    if depth:  # unbalanced ("<private> tags" said in prose): each span to its first close, the last to the end
+        return PRIVATE_FIRST_CLOSE.sub("", text)
+    return "".join(out) + text[at:]
 
 
 TIME_HEADING = re.compile(r"^\d{1,2}:\d{2}(?:\s+\(\d+\))?$")
