@@ -81,39 +81,36 @@ def folder(text: str) -> str:
     return text
 
 
+def _read_by(text: str, read: Callable[[str], object]) -> str:
+    """`text` when `read` takes it; its ValueError (FilterError is one) as argparse's error."""
+    try:
+        read(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def date_filter(text: str) -> str:
     """An argparse type for --since / --until: a date the search's filter reads (core/search/filters.py), said here
     before anything opens (a process that owns the index would answer it without the hint)."""
     import datetime as dt
 
-    from memsearch_lsp.core.search.filters import FilterError, parse_date
+    from memsearch_lsp.core.search.filters import parse_date
 
     if not text.strip():
         raise argparse.ArgumentTypeError("needs a date or a relative age like 7d (YYYY-MM-DD, today, yesterday, 2w)")
-    try:
-        parse_date(text, dt.date.today())
-    except FilterError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return _read_by(text, lambda value: parse_date(value, dt.date.today()))
 
 
 def source_glob(text: str) -> str:
     """An argparse type for --source: a glob the search can use (core/search/filters.py says why not)."""
-    from memsearch_lsp.core.search.filters import FilterError, check_source
+    from memsearch_lsp.core.search.filters import check_source
 
-    try:
-        check_source(text)
-    except FilterError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return _read_by(text, check_source)
 
 
 def tcp_address(text: str) -> str:
     """An argparse type for serve --tcp: HOST:PORT with a port from 1 to 65535 (lsp/setup.py reads it)."""
     from memsearch_lsp.lsp.setup import listen_address
 
-    try:
-        listen_address(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return _read_by(text, listen_address)
