@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import CONFIG_FILE, SECTIONS, USER_ONLY_KEYS, Config, load_config
+from memsearch_lsp.core import clock
 from memsearch_lsp.core.files import PathError, inside
 
 INDEX_GITIGNORE = ".memsearch/"
@@ -227,7 +228,7 @@ def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
     existing: list[str] = []
     config = load_config(root)  # the workspace file's settings when it exists, else the defaults it would hold
     folder = (config.memory.paths or ("memory",))[0].strip("/")
-    day = (today or dt.date.today()).isoformat()
+    day = (today or clock.now().date()).isoformat()  # (MEMSEARCH_NOW, as remember reads it)
     targets = [CONFIG_FILE, f"{folder}/MEMORY.md", f"{folder}/{day}.md", ".gitignore"]
     for rel in targets:  # every path's real place is inside the workspace, checked before anything is created
         if not inside(root, root / rel):

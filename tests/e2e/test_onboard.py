@@ -253,3 +253,12 @@ def test_init_refuses_the_file_systems_root() -> None:
     with pytest.raises(NotAProject, match="root"):
         init_workspace(Path("/"))
     assert not Path("/.memsearch.toml").exists()
+
+
+def test_init_names_todays_log_by_the_clock_the_other_commands_read(tmp_path: Path) -> None:
+    """MEMSEARCH_NOW (tests, replays) named `remember`'s log but not `init`'s."""
+    env = {**os.environ, "MEMSEARCH_NOW": "2031-07-09T10:00"}
+    done = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "init", str(tmp_path / "ws")], capture_output=True, env=env, timeout=120
+    )
+    assert done.returncode == 0 and (tmp_path / "ws" / "memory" / "2031-07-09.md").is_file()
