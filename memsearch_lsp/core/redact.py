@@ -1,6 +1,8 @@
 """What never reaches a memory file: secrets (API keys and tokens of the common providers, private key blocks,
-JWTs, passwords in URLs, `NAME=value` lines whose name says secret, token or password), each replaced by a
-marker naming its kind (`[redacted: aws-key]`), and `<private>...</private>` spans, removed whole.
+JWTs, passwords in URLs, authorization headers and command lines, settings whose name says secret, token or
+password: `NAME=value`, `--name=value`, `name: value` in YAML and JSON, "the password is ..." in five
+languages), each replaced by a marker naming its kind (`[redacted: aws-key]`), and `<private>...</private>`
+spans, removed whole.
 
 A rule table, not a detector library: `detect-secrets` 1.5 (the best kept one on PyPI) was measured for this
 (bench/README.md): it brings `requests` and `pyyaml`, scans a line at a time (a PEM block is one line to it),
