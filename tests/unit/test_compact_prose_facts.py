@@ -325,3 +325,33 @@ def test_a_clause_is_ranked_with_the_long_sentence_it_leans_on() -> None:
     assert units[1].text.startswith("the cache TTL") and units[1].lean is units[0]
     text = choose(parse_log(log), budget=200)
     assert "Nadia prefers squash merges" in text and "Spent the whole morning" not in text
+
+
+def test_a_lead_in_that_says_nothing_is_not_shown_before_a_later_sentence() -> None:
+    log = log_text(
+        "2026-08-10",
+        """# 2026-08-10
+
+Hit a weird bug: the export page kept spinning for ages. Bumped `@acme/shared` to 1.9.2 and prices match.
+
+Found it: the nightly job kept old rows around for ages. Fix: drop rows older than 30 days.
+""",
+    )
+    text = choose(parse_log(log), budget=170)
+    assert "- Bumped `@acme/shared` to 1.9.2" in text  # the sentence kept, without "Hit a weird bug:" before it
+    assert "Hit a weird bug" not in text
+    assert "- Fix: drop rows older than 30 days." in text and "Found it" not in text
+    full = choose(parse_log(log), budget=None)
+    assert "- Hit a weird bug: the export page" in full  # before the sentence it opens, the lead-in stays
+
+
+def test_a_line_opened_by_a_lead_in_that_names_a_rule_is_kept_like_a_labelled_one() -> None:
+    lines = [f"- Service {n} pinned to Redis 7.{n}, p95 {n * 40} ms, timeout {n * 3} s." for n in range(2, 9)]
+    log = log_text(
+        "2026-08-11",
+        "# 2026-08-11\n\n"
+        + "\n".join(lines)
+        + "\n\nRule from the user after this: no Celery task with an ETA longer than one hour.\n",
+    )
+    text = choose(parse_log(log), budget=120)
+    assert "no Celery task with an ETA longer than one hour" in text.replace("No Celery", "no Celery")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memsearch_lsp.core.compact.blocks import block_gist, block_score
-from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, people_line, without_roles
+from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, label_kept, people_line, without_roles
 from memsearch_lsp.core.compact.languages import STOPWORDS, with_colon
 from memsearch_lsp.core.compact.languages import words as word_count
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
@@ -184,8 +184,9 @@ def _score(units: Sequence[_Unit], named: bool = False) -> None:
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
         dead = id(unit) in dead_ends  # a dead end's numbers are no facts of what is in place
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
-        unit.must = always_kept(label, unit.item.text) and unit.start < _first_line_end(unit.item)
-        unit.must = unit.must or (unit.start > 0 and labelled(unit.text))  # "... is not atomic. Fix: a lock."
+        said = _clean(unit.item)[1][unit.start : unit.end]  # (before the trims took a lead-in away)
+        unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < _first_line_end(unit.item)
+        unit.must = unit.must or (unit.start > 0 and labelled(said))  # "... is not atomic. Fix: a lock."
         # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
         announces = unit.text.rstrip().endswith(":") and not any(c.isdigit() for c in unit.text)
         unit.weak = not unit.must and (
@@ -249,8 +250,17 @@ class _Choice:
         return "".join(out).strip() + "\n" if out else ""
 
 
+def _shown(label: str, first: _Unit) -> str:
+    """The label a kept line shows before its `first` kept unit: a speaker's or a one-word one ("Assistant:",
+    "Config:"), one kept always ("Decision:"), one that says a fact ("Noor's convention:"), or any before the
+    sentence it opens; never a lead-in that says nothing ("Hit a weird bug:") before a later sentence."""
+    said = first.start == 0 or len(label.split()) <= 1 or label_kept(label) or classify(label, first=False).factual
+    return label if said else ""
+
+
 def _line(item: Item, parts: Sequence[_Unit]) -> str:
     label, body = _clean(item)
+    label = _shown(label, parts[0])
     if item.kind == "block" and len(item.text) <= SHORT_BLOCK:
         return f"\n{body}\n\n"
     text, end = "", None
@@ -289,7 +299,9 @@ class _Spend:
 
     def cost(self, unit: _Unit) -> int:
         item = unit.item
-        cost = len(unit.text) + (3 if id(item) in self.items else UNIT_OVERHEAD + len(_clean(item)[0]) + 2)
+        cost = len(unit.text) + (
+            3 if id(item) in self.items else UNIT_OVERHEAD + len(_shown(_clean(item)[0], unit)) + 2
+        )
         cost += 0 if item.log.source in self.logs else len(log_heading(item.log)) + 1
         kept = self.topics.get((item.log.source, item.topic), 0) + (id(item) not in self.items)
         if titled(item.topic, kept) and not titled(item.topic, kept - 1):

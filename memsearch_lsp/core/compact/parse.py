@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
-from memsearch_lsp.core.compact.facts import always_kept
+from memsearch_lsp.core.compact.facts import always_kept, label_kept
 from memsearch_lsp.core.compact.rules import short_runs
 from memsearch_lsp.core.compact.summarize import LogText
 
@@ -19,6 +19,7 @@ NORM = re.compile(r"[\W_]+", re.UNICODE)
 # "Dana: ...", "Decision: ..." (after emphasis is gone); never across a sentence's end ("is not atomic. Fix: ...")
 # (or a short one before a full-width colon, with or without a space: "根本原因：", "用户：")
 _LABEL = re.compile(r"^((?:\S+(?<![.!?]) ){0,3}[^\s.!?]+?):\s+(?=\S)|^([^\s.!?。！？：:]{1,12})：\s*(?=\S)")
+_LEAD_IN = re.compile(r"^([^:`()\n]{3,60}):\s+(?=\S)")  # "Rule from the user after this: ..."
 EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
 # a line that opens someone's turn: "**Assistant:** ...", "__Dana__: ...", or "Dana: ..." after a sentence's end
@@ -76,10 +77,14 @@ def opens_turn(line: str, before: str) -> bool:
 
 
 def labelled(line: str) -> bool:
-    """A line that opens with a label kept always ('Decision: ...', 'TODO ...'): its own item, never a continuation."""
+    """A line that opens with a label kept always ('Decision: ...', 'TODO ...'), or with a lead-in whose first word
+    is one ('Rule from the user after this: ...'): its own item, never a continuation."""
     text = EMPHASIS.sub(r"\2", line)
     label = _LABEL.match(text)
-    return always_kept((label.group(1) or label.group(2)) if label else "", text)
+    if always_kept((label.group(1) or label.group(2)) if label else "", text):
+        return True
+    lead = _LEAD_IN.match(text)
+    return lead is not None and label_kept(lead.group(1).split()[0])
 
 
 def _topic(path: list[tuple[int, str]], date: str) -> str:
