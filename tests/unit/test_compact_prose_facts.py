@@ -355,3 +355,20 @@ def test_a_line_opened_by_a_lead_in_that_names_a_rule_is_kept_like_a_labelled_on
     )
     text = choose(parse_log(log), budget=120)
     assert "no Celery task with an ETA longer than one hour" in text.replace("No Celery", "no Celery")
+
+
+def test_a_wrapped_line_that_starts_with_a_label_mid_sentence_continues_the_paragraph() -> None:
+    log = log_text(
+        "2026-08-12",
+        """# 2026-08-12
+
+Ruth raised that the operators hate surprise swaps, so the standing
+rule is now: never swap out the target on sky. Someone asked about Postgres 16; we stay on Postgres 14.
+
+Tried it twice.
+Fix: clamp the horizon end to morning twilight.
+""",
+    )
+    items = parse_log(log)
+    assert [i.text[:12] for i in items] == ["Ruth raised ", "Tried it twi", "Fix: clamp t"]
+    assert "- rule is now" not in choose(items, budget=None)

@@ -72,8 +72,12 @@ def opens_turn(line: str, before: str) -> bool:
     """`line` opens another speaker's turn (its own item, never a continuation of the line `before` it): an emphasised
     label, or a one-word label after a sentence's end."""
     match = _TURN.match(line)
-    ended = before.rstrip().endswith((".", "!", "?", ")", '"', "。", "！", "？", "）"))
-    return match is not None and (match.group()[0] in "*_" or ended)
+    return match is not None and (match.group()[0] in "*_" or _ended(before))
+
+
+def _ended(line: str) -> bool:
+    """`line` ends a sentence: what follows it may open an item of its own."""
+    return line.rstrip().endswith((".", "!", "?", ")", '"', "。", "！", "？", "）"))
 
 
 def labelled(line: str) -> bool:
@@ -164,8 +168,12 @@ def parse_log(log_text: LogText) -> list[Item]:
         if bullet:
             depth = min(len(bullet.group(1).expandtabs(4)) // 2, 3)
             current = add("bullet", bullet.group(2).strip(), depth, i)
-        elif current is not None and not labelled(stripped) and not opens_turn(stripped, lines[i - 2]):
-            current.text += " " + stripped  # a continuation line of the bullet or paragraph
+        elif (
+            current is not None
+            and not (labelled(stripped) and _ended(lines[i - 2]))
+            and not opens_turn(stripped, lines[i - 2])
+        ):  # a continuation line of the bullet or paragraph ("... so the standing\nrule is now: never ...")
+            current.text += " " + stripped
         else:
             current = add("para", stripped, 0, i)
     said_by_its_title(0)
