@@ -372,3 +372,12 @@ Fix: clamp the horizon end to morning twilight.
     items = parse_log(log)
     assert [i.text[:12] for i in items] == ["Ruth raised ", "Tried it twi", "Fix: clamp t"]
     assert "- rule is now" not in choose(items, budget=None)
+
+
+@pytest.mark.parametrize(
+    "ruled_out", ["No 503 SlowDown errors, so not that.", "Same driver (535.104), not that either."]
+)
+def test_a_suspicion_ruled_out_is_a_dead_end(ruled_out: str) -> None:
+    assert "dead_end" in classify(ruled_out).noise
+    log = log_text("2026-08-13", f"# 2026-08-13\n\n{ruled_out}\n\nThe checkpoint timeout is now 20 minutes.\n")
+    assert ruled_out not in choose(parse_log(log), budget=400)

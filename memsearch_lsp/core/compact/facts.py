@@ -48,7 +48,7 @@ _DEAD_END = re.compile(
     r"\b(?:no (?:real |visible )?(?:effect|gain|change|luck|difference)|didn't help|did not help|"
     r"(?:spent|wasted|lost) (?:an hour|a while|half an hour|the (?:morning|afternoon|day)|\w+ hours?) (?:trying|on|"
     r"looking|thinking)|"
-    r"dead end|false alarm|never mind|not a problem after all|was wrong|wasn't it|"
+    r"dead end|false alarm|never mind|not a problem after all|was wrong|wasn't it|so not that|not that either|"
     r"far too much|dropped the idea|reverted)\b",
     re.I,
 )
