@@ -106,3 +106,46 @@ def test_a_short_query_meets_a_note_in_another_form_of_its_word(tmp_path: Path, 
     held = "Which legacy endpoint kept creating cache keys that never expired?"
     assert query_weights(memory.store, held, analyzer) == memory.store.idf(query_ids(held, analyzer))
     assert memory.search("flibber wonk grizzle snorp plugh", top_k=3) == []  # short stems ("plug") are not tried
+
+
+SPANISH = """# 2026-01-08
+
+## Despliegue del servicio de pagos
+
+El despliegue del servicio de pagos se hará con Kubernetes en el clúster de producción, con dos réplicas por zona.
+"""
+
+
+def test_function_words_of_the_query_language_make_no_note_relevant(tmp_path: Path, make_memory) -> None:
+    """An unrelated question in Spanish or German shares only "de", "für", "der" with the notes: nothing passes the
+    floor, as for the same question in English. A question that shares its content words still finds its note,
+    and the function words still rank (the floor alone leaves them out)."""
+    root = _workspace(tmp_path / "ws")
+    (root / "memory" / "2026-01-08.md").write_text(SPANISH, encoding="utf-8")
+    memory = make_memory(root, EnglishEmbedder(), search={"min_score": SearchConfig().min_score})
+    memory.index()
+    for unrelated in ("recipe for lemon drizzle cake", "receta de pastel de limón", "receita de bolo de cenoura"):
+        assert memory.search(unrelated, top_k=3) == [], unrelated
+    hits = memory.search("¿Cómo se hará el despliegue del servicio de pagos?", top_k=3)
+    assert hits and hits[0].source == "memory/2026-01-08.md"
+    assert Analyzer("auto").function_terms("receta de pastel de limón") == {"de"}
+    assert Analyzer("auto").function_terms("recipe for lemon cake") == set()  # English ones are never asked
+
+
+def test_a_portuguese_plural_in_oes_meets_its_singular_in_ao(tmp_path: Path, make_memory) -> None:
+    from memsearch_lsp.core.search.analyzer import stem
+
+    forms = {stem(word, "pt") for word in ("migração", "migrações", "migracoes", "migracao")}
+    assert len(forms) == 1
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "2026-01-09.md").write_text(
+        "# 2026-01-09\n\n## Decisões\n\nA migração do banco de dados para o PostgreSQL fica para o próximo "
+        "trimestre, e as conexões passam pelo pgbouncer.\n",
+        encoding="utf-8",
+    )
+    memory = make_memory(root, EnglishEmbedder(), search={"min_score": SearchConfig().min_score})
+    memory.index()
+    for query in ("migrações", "migracoes", "conexão", "decisão"):
+        hits = memory.search(query, top_k=3)
+        assert hits and hits[0].source == "memory/2026-01-09.md", query

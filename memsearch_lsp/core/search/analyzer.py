@@ -11,13 +11,15 @@ A chunk and a query go through the same steps (`Analyzer.tokens`, `Analyzer.quer
    Portuguese note ("deploy", "caching") still meet an English or Portuguese question that names them (the
    replay in bench/README.md: stemming as Portuguese alone cost them). Cyrillic, Greek, Arabic and Tamil
    words are stemmed in their script's language whatever the text's.
-3. Accents are folded after stemming (clínica, clinica -> clinic), Latin, Greek and Cyrillic letters only.
+3. Accents are folded after stemming (clínica, clinica -> clinic), Latin, Greek and Cyrillic letters only; a
+   Portuguese plural in -ões (or -oes) is read as its singular in -ão first, which Snowball keeps apart.
 4. A query word that the index holds in none of its own forms is looked for in its forms of every language
    (`other_forms`; core/search/hybrid.py query_weights): a query too short to tell its language from is read as
    English, and "quand déployer" would otherwise never meet "Les déploiements".
 
 Stop words are not removed per language (the replay: a minority language's function words filter usefully);
-a query drops the English ones (`STOP_WORDS`), as it always did. An English text is analysed as before plus
+a query drops the English ones (`STOP_WORDS`), as it always did, and its relevance (the floor) does not count
+the others (`Analyzer.function_terms`). An English text is analysed as before plus
 folding and CJK characters, so English rankings are unchanged.
 """
 
@@ -31,7 +33,7 @@ from typing import Any
 
 from memsearch_lsp.config import SEARCH_LANGUAGES
 
-VERSION = "v2"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
+VERSION = "v3"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
 # search.language: a code, or "auto" (detect each text's). The stemmer each code uses (py_rust_stemmers).
 STEMMERS = {
     "en": "english",
@@ -164,6 +166,9 @@ def _stemmer(name: str) -> Any:
         return None
 
 
+_PT_PLURAL = re.compile(r"(?:ões|oes)$")  # a Portuguese plural of -ão, accents or none (migrações, migracoes)
+
+
 @lru_cache(maxsize=131072)
 def stem(word: str, lang: str) -> str:
     """`word` stemmed in `lang` (or in its script's language) and folded; numbers and mixed words as they are."""
@@ -171,6 +176,8 @@ def stem(word: str, lang: str) -> str:
         return fold(word)
     code = ord(word[0])
     lang = next((script for low, high, script in _SCRIPTS if low <= code < high), lang)
+    if lang == "pt":  # Snowball keeps "migraçõ" of migrações apart from "migraçã" of migração: one stem for both
+        word = _PT_PLURAL.sub(lambda m: "ão" if m.group()[0] == "õ" else "ao", word)
     stemmer = _stemmer(STEMMERS[lang]) if lang in STEMMERS else None
     return fold(str(stemmer.stem_word(word)) if stemmer is not None else word)
 
@@ -233,6 +240,17 @@ class Analyzer:
     def query_terms(self, text: str) -> list[str]:
         """The query's terms without English stop words; all of them when nothing else is left."""
         return [term for _, terms in self.query_words(text) for term in terms]
+
+    def function_terms(self, text: str) -> set[str]:
+        """The terms of the query's function words in a language other than English ("de", "für", "der": the
+        detection lists), whose English ones the query drops: they meet nearly every note of that language, so a
+        search's relevance does not count them (core/search/hybrid.py); its ranking still does."""
+        lowered = text.lower()
+        words = _words(lowered, bool(_HAS_CJK.search(text)))
+        lang = self.language_of(words, lowered)
+        if lang == "en":
+            return set()
+        return {term for word, terms in self.query_words(text) if lang in _WORDS.get(word, ()) for term in terms}
 
     def query_words(self, text: str) -> list[tuple[str, list[str]]]:
         """Each word of the query (English stop words left out, unless nothing else is left) with its terms."""

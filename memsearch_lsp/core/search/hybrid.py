@@ -243,13 +243,17 @@ def hybrid_search(
         sparse = store.sparse_leg(terms, per_leg, exclude_source, only)
     ids = list(dict.fromkeys([*dense, *sparse]))
     coverage = store.coverage(ids, terms) if ids else {}
+    # relevance: the query's words that say something ("receta de pastel" is not relevant to a note by its "de")
+    function = {term_id(t) for t in analyzer.function_terms(query)}
+    content = {t: w for t, w in terms.items() if t not in function} if function else terms
+    said = coverage if len(content) in (0, len(terms)) or not ids else store.coverage(ids, content)
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
     calibration = calibration_of(embedder) if dense else REFERENCE
     found = {r.id: r for r in store.rows(ids)} if ids else {}
     languages = _languages(analyzer, query, embedder, dense, found)
-    every = rank(dense, sparse, coverage, store.sections, settings, calibration, languages)
+    every = rank(dense, sparse, coverage, store.sections, settings, calibration, languages, said)
     # relevance: comparable across indexes and models (the dense cosines read through the model's calibration)
-    score, relevant = dict(every), relevance(dense, coverage, calibration, languages)
+    score, relevant = dict(every), relevance(dense, said, calibration, languages)
     rows = [r for r in (found[k] for k, _ in every if k in found) if not empty_section(r.content)][:limit]
     if archive_dir:
         from memsearch_lsp.core.files import glob_match

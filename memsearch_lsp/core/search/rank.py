@@ -277,11 +277,13 @@ def rank(
     settings: SearchConfig,
     calibration: Calibration = REFERENCE,
     languages: Languages = NOWHERE,
+    said: Scores | None = None,
 ) -> list[tuple[str, float]]:
     """What a search ranks: both legs fused by `settings.ranker` (the dense leg's cosines read through the
     embedder's `calibration`), split sections sharing their best score (`learned`, `minmax`; `sections` looks up
-    the candidates' section), hits under `settings.min_score` (`relevance`) left out. Best first. `languages`:
-    the query's and the candidates' languages, and the model's (`learned`)."""
+    the candidates' section), hits under `settings.min_score` (`relevance` of the coverage `said`, `coverage` when
+    None) left out. Best first. `languages`: the query's and the candidates' languages, and the model's
+    (`learned`)."""
     raw, dense = dense, calibrated(dense, calibration)
     ranked = fuse(
         dense,
@@ -296,6 +298,6 @@ def rank(
     if settings.ranker in ("learned", "minmax") and len(ranked) > 1:
         ranked = share_sections(ranked, sections([k for k, _ in ranked]))
     if settings.min_score > 0:
-        relevant = relevance(raw, coverage, calibration, languages)
+        relevant = relevance(raw, coverage if said is None else said, calibration, languages)
         ranked = [(k, v) for k, v in ranked if relevant.get(k, 0.0) >= settings.min_score]
     return ranked
