@@ -4,6 +4,8 @@ remember | recent | warm | mcp (arguments in cli/parser.py, the commands in cli/
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -78,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to tell it, nor a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (Python flushes stdout at exit)
+        return 128 + signal.SIGPIPE
     except Exception as exc:
         if args.verbose and not isinstance(exc, UserError):  # -v: the details (a traceback, on stderr) first
             logging.getLogger(__name__).error("the details of the error below:", exc_info=True)

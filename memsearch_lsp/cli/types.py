@@ -93,13 +93,12 @@ def _read_by(text: str, read: Callable[[str], object]) -> str:
 def date_filter(text: str) -> str:
     """An argparse type for --since / --until: a date the search's filter reads (core/search/filters.py), said here
     before anything opens (a process that owns the index would answer it without the hint)."""
-    import datetime as dt
-
+    from memsearch_lsp.core import clock
     from memsearch_lsp.core.search.filters import parse_date
 
     if not text.strip():
         raise argparse.ArgumentTypeError("needs a date or a relative age like 7d (YYYY-MM-DD, today, yesterday, 2w)")
-    return _read_by(text, lambda value: parse_date(value, dt.date.today()))
+    return _read_by(text, lambda value: parse_date(value, clock.now().date()))
 
 
 def source_glob(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -213,3 +214,17 @@ def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: py
 
     refused = cli(ws, "search", "x", "--min-score", "2", check=False).stderr  # as argparse says it, before any index
     assert refused.startswith("memsearch-lsp search: error: argument --min-score: must be a number from 0 to 1")
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []])
+def test_a_reader_that_closes_the_pipe_gets_no_traceback(ws: Path, json_flag: list[str]) -> None:
+    """`memsearch-lsp search ... | head -0`: the reader is gone before the answer; the command stops quietly with
+    the status of a process killed by SIGPIPE, as `grep` or `cat` would, and says nothing on stderr."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        argv = [sys.executable, "-m", "memsearch_lsp", "search", "redis", *json_flag, "--workspace", str(ws)]
+        result = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert result.returncode == 141 and result.stderr == "", result.stderr

@@ -94,6 +94,15 @@ def test_plan_chooses_logs_older_than_n_days_grouped_by_iso_week(workspace: Path
     assert nothing.to_dict()["summaries"] == [] and nothing.to_dict()["archive"] == []
 
 
+def test_today_is_the_clock_remember_reads(workspace: Path, make_memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMSEARCH_NOW is "today" for compaction as for `remember` and `recent`: logs within the last 7 days of it
+    stay, and the summary is stamped with it."""
+    monkeypatch.setenv("MEMSEARCH_NOW", f"{FEB18.isoformat()}T10:00")
+    plan = plan_compaction(make_memory(workspace))
+    assert [m.src for m in plan.archive] == [f"memory/2026-02-{d:02d}.md" for d in (2, 3, 4, 5, 6, 9, 10)]
+    assert f"(extractive, {FEB18.isoformat()})" in plan.summaries[0].content
+
+
 def test_an_old_log_that_cannot_be_read_is_left_in_place_and_the_others_compacted(workspace: Path, make_memory) -> None:
     (workspace / "memory" / "2026-02-08.md").write_bytes(b"# 2026-02-08\n\n## a\nx\x00y\n")  # binary: NUL bytes
     memory = make_memory(workspace)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from memsearch_lsp.config import CompactConfig, ConfigError
+from memsearch_lsp.core import clock
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.compact.apply import LogChanged, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
@@ -117,7 +118,7 @@ def cutoff_date(memory: MemoryApi, older_than_days: int | None = None, today: dt
     days = memory.config.compact.older_than_days if older_than_days is None else older_than_days
     if days < 0:
         raise CompactError(f"--older-than must not be negative, got {days}")
-    return (today or dt.date.today()) - dt.timedelta(days=days)
+    return (today or clock.now().date()) - dt.timedelta(days=days)
 
 
 def old_logs(memory: MemoryApi, older_than_days: int | None = None, today: dt.date | None = None) -> list[str]:
@@ -155,7 +156,7 @@ def plan_compaction(
     buffers); `progress(done, total, message)` reports each summarised group.
     """
     config = memory.config.compact
-    today = today or dt.date.today()
+    today = today or clock.now().date()  # (MEMSEARCH_NOW, as remember and recent read it)
     days = config.older_than_days if older_than_days is None else older_than_days
     cutoff = cutoff_date(memory, days, today)
     sources = _explicit(memory, files) if files is not None else _old_logs(memory, cutoff)
