@@ -6,6 +6,7 @@ It imports no feature: `lsp/setup.py` wires features and lifecycle handlers to i
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -33,6 +34,9 @@ from memsearch_lsp.version import __version__
 
 log = logging.getLogger("memsearch_lsp")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+SETTLE_S = 15.0  # a request waits this long for `initialized` to open the folders (settings: 5 s at most)
+_LIFECYCLE = frozenset({types.INITIALIZE, types.INITIALIZED, types.SHUTDOWN, types.EXIT})
 
 INDEXED = "memsearch/indexed"
 
@@ -98,7 +102,39 @@ class MemsearchServer(LanguageServer):
         self.client_name = ""  # initialize's clientInfo.name, to name this process to other windows
         self.shut_down = False
         self.folders_changing = asyncio.Lock()  # roots open and close one change at a time (sync.start_roots)
+        self.started = asyncio.Event()  # `initialized` has opened the workspace folders (or given up)
         self.user: Any = None  # the user memory (core/scopes.py) as features/symbols.py opens it
+
+    # -- requests before the folders are open ---------------------------------------------------
+    def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
+        """pygls' decorator; a handler of anything but the lifecycle first waits for the folders (`settled`)."""
+        register = super().feature(feature_name, options)
+        return register if feature_name in _LIFECYCLE else lambda handler: register(self._settled_first(handler))
+
+    def command(self, command_name: str) -> Callable[[F], F]:
+        register = super().command(command_name)
+        return lambda handler: register(self._settled_first(handler))
+
+    def _settled_first(self, handler: F) -> F:
+        if not asyncio.iscoroutinefunction(handler):
+            raise TypeError(f"{handler.__name__}: a feature handler must be async (it waits for the folders)")
+
+        @functools.wraps(handler)
+        async def settled_first(ls: MemsearchServer, *args: Any, **kwargs: Any) -> Any:
+            await ls.settled()
+            return await handler(ls, *args, **kwargs)
+
+        return settled_first  # type: ignore[return-value]
+
+    async def settled(self) -> None:
+        """Wait (at most SETTLE_S) until `initialized` has opened the workspace folders: a request or an edit sent
+        right after it is answered from their indexes, not from none ("no memories match", "no workspace")."""
+        if self.started.is_set():
+            return
+        try:
+            await asyncio.wait_for(self.started.wait(), SETTLE_S)
+        except TimeoutError:
+            log.warning("the workspace folders are not open after %gs; answering without them", SETTLE_S)
 
     # -- roots and paths -------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[Root, str] | None:

@@ -34,8 +34,11 @@ def create_server() -> MemsearchServer:
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
         ls.initialized = True
-        await ls.load_settings()
-        await sync.start_roots(ls)
+        try:
+            await ls.load_settings()
+            await sync.start_roots(ls)
+        finally:
+            ls.started.set()  # the requests that came meanwhile go on (MemsearchServer.settled)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:

@@ -241,6 +241,25 @@ async def test_a_folder_added_while_initialized_runs_is_indexed_once(own_lsp: La
         assert len(session.indexed) == 2 and len(session.registrations) == 1  # the first pass and this one
 
 
+@pytest.mark.parametrize("own_lsp", ["visual_studio_code", "neovim@v0.11.0"], indirect=True)
+async def test_requests_sent_right_after_initialized_wait_for_the_folders(
+    own_lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """An editor's first search goes out the moment `initialized` is sent, while the server still asks for the
+    settings and opens the folder's index: it is answered from that index, not with nothing."""
+    ws = make_workspace(tmp_path)
+    cli(ws, "index", check=True)
+    session = Session(own_lsp, ws, own_lsp.profile)  # type: ignore[attr-defined]
+    await session.start(capabilities(session.profile), SETTINGS)  # no wait for the first pass
+    symbols, hits, today = await asyncio.gather(
+        own_lsp.workspace_symbol_async(types.WorkspaceSymbolParams(query="Redis cache config")),
+        own_lsp.protocol.send_request_async("memsearch/search", {"query": "Redis cache config"}),
+        own_lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.today")),
+    )
+    assert symbols and "redis" in json.dumps(hits).lower()
+    assert today["path"].startswith(str(ws))
+
+
 @pytest.mark.parametrize("own_lsp", ["visual_studio_code"], indirect=True)
 async def test_a_user_memory_hit_expands_on_hover_definition_and_command(
     own_lsp: LanguageClient, tmp_path: Path

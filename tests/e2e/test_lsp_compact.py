@@ -6,6 +6,7 @@ memory, added as a workspace folder and removed after."""
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -19,7 +20,17 @@ from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
-from tests.helpers import Session, added_folder, capabilities, make_workspace, open_session, snapshot, start_shared, uri
+from tests.helpers import (
+    TODAY,
+    Session,
+    added_folder,
+    capabilities,
+    make_workspace,
+    open_session,
+    snapshot,
+    start_shared,
+    uri,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -78,9 +89,9 @@ def cli_compacted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """The files after the same compaction by the CLI (logs older than 7 days), on another copy of the
     example memory: made once, compared with the result of each LSP route."""
     ws = make_workspace(tmp_path_factory.mktemp("cli"))
-    subprocess.run(
-        [sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws)], check=True, capture_output=True, timeout=300
-    )
+    now = {**os.environ, "MEMSEARCH_NOW": f"{TODAY}T10:00"}  # the servers' clock (tests/helpers.py)
+    argv = [sys.executable, "-m", "memsearch_lsp", "compact", "-w", str(ws)]
+    subprocess.run(argv, check=True, capture_output=True, timeout=300, env=now)
     return without_index(snapshot(ws))
 
 

@@ -288,7 +288,7 @@ def register(server: MemsearchServer) -> None:
     options = types.CodeActionOptions(code_action_kinds=[COMPACT_KIND], resolve_provider=True)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, options)
-    def code_action(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    async def code_action(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         return offers(ls, params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
