@@ -15,6 +15,7 @@ from pathlib import Path
 import pathspec
 
 from memsearch_lsp.config import Config
+from memsearch_lsp.core.chunks import normalize_newlines
 
 MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
 MAX_SOURCE_BYTES = 2048  # the store keeps a source path in a VARCHAR of this many bytes
@@ -225,6 +226,13 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
             size, mtime = (info.st_size, info.st_mtime_ns) if plain and info is not None else (0, 0)
             found[source] = MemoryFile(source, path, size, mtime)
     return [found[s] for s in sorted(found)], skipped
+
+
+def unsaved(path: Path, buffer: str) -> bool:
+    """An editor's `buffer` of `path` holds changes that are not on disk (its next save would undo a write made
+    there); a buffer only open, or just saved, is the file's own text."""
+    disk = read_text(path)[0] if path.is_file() else None
+    return disk is None or normalize_newlines(buffer) != normalize_newlines(disk)
 
 
 def read_text(path: Path) -> tuple[str, str]:

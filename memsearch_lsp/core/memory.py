@@ -13,9 +13,9 @@ from typing import Any
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Forgotten, Remembered
-from memsearch_lsp.core.chunks import Chunk, normalize_newlines
+from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.embedding import Embedder, reads_what
-from memsearch_lsp.core.files import Skipped, glob_match, private_folder, read_text
+from memsearch_lsp.core.files import Skipped, glob_match, private_folder, read_text, unsaved
 from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
@@ -175,11 +175,7 @@ class Memory(MemoryFiles):
         """True when an editor holds `source` with changes not on disk (its next save would undo a write there); a
         buffer only open, or just saved, is the file's own text."""
         buffer = self.indexer.overlays.get(source)
-        if buffer is None:
-            return False
-        path = self.path_of(source)
-        disk = read_text(path)[0] if path.is_file() else None
-        return disk is None or normalize_newlines(buffer) != normalize_newlines(disk)
+        return buffer is not None and unsaved(self.path_of(source), buffer)
 
     def is_indexed(self, source: str) -> bool:
         return source in self.indexer.manifest()

@@ -456,3 +456,30 @@ async def test_a_client_that_cannot_rename_files_gets_the_plan_applied_on_disk(
         types.ExecuteCommandParams(command="memsearch.status")
     )
     assert status["roots"][0]["files"] == 4 + 12
+
+
+async def test_the_server_does_not_write_a_file_an_editor_holds_unsaved(limited: Session) -> None:
+    """Applied on disk, the plan would add its lasting facts to MEMORY.md under the editor's unsaved buffer, whose
+    next save drops them while their logs are archived: refused, naming the file, until it is saved."""
+    session = limited
+    memory_md = session.workspace / "memory/MEMORY.md"
+    doc = types.TextDocumentItem(uri=uri(memory_md), language_id="markdown", version=1, text=memory_md.read_text())
+    session.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=doc))
+    before = without_index(snapshot(session.workspace))
+    session.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc.uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=doc.text + "\n- Typed, not saved.\n")],
+        )
+    )
+    with pytest.raises(Exception, match="save memory/MEMORY.md first"):
+        await command(session, olderThanDays=7)
+    assert without_index(snapshot(session.workspace)) == before  # nothing written, nothing moved
+    session.client.text_document_did_change(  # the user undoes the typing: the buffer is the file again
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc.uri, version=3),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=doc.text)],
+        )
+    )
+    done: Any = await command(session, olderThanDays=7)
+    assert done["applied"] is True and done["appliedBy"] == "server"

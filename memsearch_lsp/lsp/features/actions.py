@@ -14,7 +14,7 @@ from pygls.uris import from_fs_path
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.compact.promote import MEMORY_FILE
-from memsearch_lsp.core.files import PathError
+from memsearch_lsp.core.files import PathError, unsaved
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.lsp.features.edits import plan_edit, previews
 from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
@@ -241,6 +241,8 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
             return result
         await ls.reconcile(root, title="Indexing the compacted memory")
         return dict(result, applied=True, appliedBy="editor")
+    if held := unsaved_in(ls, root, plan):  # the server writes the disk: the buffers' next save would undo it
+        raise CompactCommandError(f"memsearch.compact: save {', '.join(held)} first (changes not on disk)")
     applied = await apply_on_disk(ls, root, plan)
     archive = root.memory.config.compact.archive_dir
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
@@ -254,6 +256,23 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         )
     )
     return dict(applied.to_dict(), applied=not applied.empty, appliedBy="server")
+
+
+def unsaved_in(ls: MemsearchServer, root: Root, plan: CompactionPlan) -> list[str]:
+    """The files `plan` writes (logs, summaries, MEMORY.md) that an editor holds with changes not on disk."""
+    written = {*(m.src for m in plan.archive), *(s.path for s in plan.summaries)}
+    written |= {plan.memory_edit.path} if plan.memory_edit is not None else set()
+    held = []
+    for uri, document in list(ls.workspace.text_documents.items()):
+        found = ls.locate(uri)
+        if (
+            found
+            and found[0] is root
+            and found[1] in written
+            and unsaved(root.memory.path_of(found[1]), document.source)
+        ):
+            held.append(found[1])
+    return sorted(held)
 
 
 REVIEWED: dict[tuple[Path, str], CompactionPlan] = {}  # dry-run plans by (root, plan_id), until applied
