@@ -472,7 +472,7 @@ async def test_the_server_does_not_write_a_file_an_editor_holds_unsaved(limited:
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=doc.text + "\n- Typed, not saved.\n")],
         )
     )
-    with pytest.raises(Exception, match="save memory/MEMORY.md first"):
+    with pytest.raises(Exception, match=r"save memory/MEMORY\.md first"):
         await command(session, olderThanDays=7)
     assert without_index(snapshot(session.workspace)) == before  # nothing written, nothing moved
     session.client.text_document_did_change(  # the user undoes the typing: the buffer is the file again
