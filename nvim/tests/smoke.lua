@@ -87,7 +87,29 @@ local ok, err = xpcall(function()
   local today = vim.fs.normalize(vim.uv.fs_realpath(dir)) .. '/memory/' .. os.date('%Y-%m-%d') .. '.md'
   check(vim.fs.normalize(vim.api.nvim_buf_get_name(0)) == today, 'today opened %s', vim.api.nvim_buf_get_name(0))
   check(vim.fn.readfile(today)[1] == '# ' .. os.date('%Y-%m-%d'), 'today file content')
+  -- ... but never makes a memory of a folder that has none (`:Memsearch init` does that)
+  local plain = vim.fn.tempname()
+  vim.fn.mkdir(plain, 'p')
+  vim.cmd.cd(vim.fn.fnameescape(plain))
+  vim.cmd.enew() -- (the buffer open now decides the workspace: the log above would)
+  local said = {}
+  local real_notify = vim.notify
+  vim.notify = function(msg, level) table.insert(said, { msg = msg, level = level }) end
+  vim.cmd('Memsearch today')
+  vim.notify = real_notify
+  check(vim.fn.isdirectory(plain .. '/memory') == 0, ':Memsearch today made %s/memory', plain)
+  check(#said == 1 and said[1].msg:find('no memory here') and said[1].level == vim.log.levels.ERROR,
+    'today outside a memory said %s', vim.inspect(said))
   ms.request = real_request
+
+  -- :Memsearch reindex! (the subcommand's bang, as documented) and :Memsearch reindex force re-index all
+  local real_reindex, forced = ms.reindex, {}
+  ms.reindex = function(force) table.insert(forced, force) end
+  vim.cmd('Memsearch reindex!')
+  vim.cmd('Memsearch reindex force')
+  vim.cmd('Memsearch reindex')
+  ms.reindex = real_reindex
+  check(vim.deep_equal(forced, { true, true, false }), 'reindex force %s', vim.inspect(forced))
 
   -- the indexed notification is kept and fires User MemsearchIndexed
   local fired

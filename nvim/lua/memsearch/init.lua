@@ -23,20 +23,25 @@ require('memsearch.status')
 ---------------------------------------------------------------------------------------------------
 -- commands: today, reindex, remember, init and the :Memsearch dispatcher
 
+--- Today's log in the memory folder of an existing memory workspace (nil when there is none: a folder that is
+--- not a memory is never made one here; `:Memsearch init` does that).
 local function today_local(client)
   local root = client and client.root_dir or M.find_root() or vim.fn.getcwd()
   local paths = vim.tbl_get(M.options, 'settings', 'memory', 'paths')
   local dir = vim.fs.joinpath(root, type(paths) == 'table' and paths[1] or 'memory')
+  if vim.fn.isdirectory(dir) == 0 then
+    return nil
+  end
   local date = os.date('%Y-%m-%d') --[[@as string]]
   local path = vim.fs.joinpath(dir, date .. '.md')
   if not vim.uv.fs_stat(path) then
-    vim.fn.mkdir(dir, 'p')
     vim.fn.writefile({ '# ' .. date, '' }, path)
   end
   return path
 end
 
---- Opens today's daily log (memsearch.today); creates memory/YYYY-MM-DD.md locally if the server fails.
+--- Opens today's daily log (memsearch.today); creates memory/YYYY-MM-DD.md locally if the server fails and the
+--- memory folder exists.
 function M.today()
   M.exec('memsearch.today', {}, function(err, result, client)
     local path
@@ -44,6 +49,10 @@ function M.today()
       path = str(result.uri) ~= '' and vim.uri_to_fname(result.uri) or result.path
     else
       path = today_local(client)
+      if not path then
+        notify(('no memory here (%s): run :Memsearch init'):format(err_text(err)), vim.log.levels.ERROR)
+        return
+      end
       notify(('server could not open today (%s); using %s'):format(err_text(err), path), vim.log.levels.WARN)
     end
     vim.cmd.edit(vim.fn.fnameescape(path))
@@ -134,12 +143,16 @@ end
 --- :Memsearch {search|remember|today|reindex|compact|status|init} [args]
 function M.command(args)
   local sub, rest = (args.args or ''):match('^%s*(%S*)%s*(.-)%s*$')
+  local bang = args.bang
+  if sub:sub(-1) == '!' then -- `:Memsearch reindex!`: the bang of the subcommand, as documented
+    sub, bang = sub:sub(1, -2), true
+  end
   if sub == '' or sub == 'search' then
     return M.search(rest)
   elseif sub == 'today' then
     return M.today()
   elseif sub == 'reindex' then
-    return M.reindex(args.bang or rest == 'force')
+    return M.reindex(bang or rest == 'force')
   elseif sub == 'compact' then
     local days = tonumber(rest:match('(%d+)'))
     return M.compact({ dry_run = rest:find('dry') ~= nil, older_than_days = days })
