@@ -149,6 +149,16 @@ class MemsearchServer(LanguageServer):
                 continue
         return None
 
+    def root_holding(self, where: str) -> Root | None:
+        """The root a folder or file belongs to (`where`: a path or a file: URI, the root's own or one inside it),
+        the innermost; None when it is in none."""
+        path = to_fs_path(where) if where.startswith("file:") else where
+        if not path:
+            return None
+        place = Path(path).resolve()
+        held = [r for r in self.roots.values() if place == r.path or r.path in place.parents]
+        return max(held, key=lambda r: len(r.path.parts), default=None)
+
     def open_text(self, uri: str) -> str | None:
         """The text of an open buffer (what the client sent); None when `uri` is not open."""
         document = self.workspace.text_documents.get(unquote(uri))

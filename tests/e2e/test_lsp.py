@@ -230,6 +230,32 @@ async def test_a_folder_removed_and_another_added_at_once_are_each_handled_once(
     assert [m.message for m in session.client.messages[messages:] if m.type <= types.MessageType.Warning] == []
 
 
+async def test_today_and_compact_act_on_the_folder_they_are_given(
+    server: Session, session: Session, tmp_path: Path
+) -> None:
+    """Two memory folders in one window: `memsearch.today` and `memsearch.compact` take `{"root": ...}` (a path or
+    a URI, the folder's own or one inside it: an editor's folder of `src/`) and act on that folder's memory."""
+    other = make_workspace(tmp_path / "other")
+    (other / "memory/2025-01-06.md").write_text("# 2025-01-06\n\n- Decision: only the other folder has it.\n")
+    async with added_folder(server, other) as added:
+
+        async def run(command: str, **args: Any) -> Any:
+            params = types.ExecuteCommandParams(command=command, arguments=[args])
+            return await added.client.workspace_execute_command_async(params)
+
+        for where in (str(other), uri(other), str(other / "memory")):
+            found = await run("memsearch.today", root=where)
+            assert found["path"].startswith(str(other / "memory")), (where, found)
+        first = await run("memsearch.today", root=uri(session.workspace))
+        assert found["path"] != first["path"] and first["path"].startswith(str(session.workspace / "memory"))
+        with pytest.raises(JsonRpcException, match="no memory"):
+            await run("memsearch.today", root=str(tmp_path / "elsewhere"))
+        dry = await run("memsearch.compact", root=uri(other), dryRun=True, olderThanDays=7)
+        seen = [m["from"] for m in dry["archive"]] + [x for g in dry["nothing_to_gain"] for x in g["logs"]]
+        assert "memory/2025-01-06.md" in seen  # (a log too short to gain from: left, and said so)
+        assert not (other / "memory/archive").exists() and not (session.workspace / "memory/archive").exists()
+
+
 @pytest.mark.parametrize("own_lsp", ["visual_studio_code"], indirect=True)
 async def test_a_folder_added_while_initialized_runs_is_indexed_once(own_lsp: LanguageClient, tmp_path: Path) -> None:
     server = await start_shared(own_lsp, SETTINGS)  # `initialized` asks for the settings: the folder comes meanwhile

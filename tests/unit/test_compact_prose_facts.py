@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memsearch_lsp.core.compact.extractive import choose, parse_log, units_of
+from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.facts import classify, people
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import short_runs
+from memsearch_lsp.core.compact.units import units_of
 from tests.helpers import log_text
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from bench.compaction import DEV, load_facts
-from memsearch_lsp.core.compact.extractive import choose, parse_log, sentences_of, units_of
+from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.facts import classify, label_kept, people, rules_for
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import RULES
+from memsearch_lsp.core.compact.units import sentences_of, units_of
 from tests.helpers import log_text
 
 WEAK = {"name"}  # a capitalised word alone is no fact

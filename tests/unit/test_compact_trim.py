@@ -4,10 +4,11 @@ replaced ("instead", "(was ...)"), a role told before its person, a dead end tha
 
 from __future__ import annotations
 
-from memsearch_lsp.core.compact.extractive import choose, parse_log, sentences_of
+from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.rules import LIMIT, NAME_ROLE, REPLACED
 from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.trim import TRIMS, trim
+from memsearch_lsp.core.compact.units import sentences_of
 
 
 def _day(text: str) -> LogText:

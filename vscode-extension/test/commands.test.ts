@@ -29,6 +29,7 @@ class FakeServer implements ServerControl {
     restarts = 0;
     readonly requests: { method: string; params: unknown }[] = [];
     readonly commands: { command: string; args: readonly unknown[] }[] = [];
+    /** A command's answer; an array answers its calls in turn (a dry run, then the apply). */
     constructor(private readonly results: Record<string, unknown> = {}) {}
     async request(method: string, params: unknown): Promise<unknown> {
         this.requests.push({ method, params });
@@ -36,7 +37,8 @@ class FakeServer implements ServerControl {
     }
     async executeCommand(command: string, args: readonly unknown[]): Promise<unknown> {
         this.commands.push({ command, args });
-        return this.results[command];
+        const result = this.results[command];
+        return Array.isArray(result) ? result.shift() : result;
     }
     async restart(): Promise<void> {
         this.restarts += 1;
@@ -98,6 +100,31 @@ describe("today's log", () => {
         assert.equal(await openTodayLog(), undefined);
         assert.equal(stub.messages[0]?.level, 'warning');
     });
+
+    it("opens the log the server names for the folder (its .memsearch.toml's memory.paths), creating nothing", async () => {
+        const folder = Uri.file(dir);
+        stub.workspaceFolders = [{ uri: folder, name: 'ws', index: 0 }];
+        const file = path.join(dir, 'notes', '2026-12-02.md');
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        await fs.writeFile(file, '# 2026-12-02\n\n');
+        const server = new FakeServer({ [ServerCommands.today]: { uri: Uri.file(file).toString(), path: file } });
+        const uri = await openTodayLog(new Date(2026, 11, 2, 10, 0), server);
+        assert.deepEqual(server.commands, [{ command: 'memsearch.today', args: [{ root: folder.toString() }] }]);
+        assert.equal(uri?.fsPath, file);
+        assert.equal(stub.shown[0]?.uri.fsPath, file);
+        await assert.rejects(fs.stat(path.join(dir, 'memory')), 'no memory/ of its own');
+    });
+
+    it("says why when the server has no memory there, and creates nothing", async () => {
+        stub.workspaceFolders = [{ uri: Uri.file(dir), name: 'ws', index: 0 }];
+        const server = new FakeServer();
+        server.executeCommand = async () => {
+            throw new Error('no memory here: run memsearch-lsp init');
+        };
+        assert.equal(await openTodayLog(new Date(2026, 11, 2), server), undefined);
+        assert.match(stub.messages[0]?.message ?? '', /no memory here/);
+        await assert.rejects(fs.stat(path.join(dir, 'memory')));
+    });
 });
 
 describe('server commands', () => {
@@ -113,15 +140,35 @@ describe('server commands', () => {
         assert.match(formatReindex(undefined), /0 chunks/);
     });
 
-    it('compact asks first and runs memsearch.compact only when confirmed', async () => {
-        const server = new FakeServer({ [ServerCommands.compact]: { groups: [] } });
+    it("compact shows the server's plan for the folder and applies that very plan only when confirmed", async () => {
+        const folder = Uri.file('/ws');
+        stub.workspaceFolders = [{ uri: folder, name: 'ws', index: 0 }];
+        const plan = { archive: [{ from: 'memory/2026-02-02.md' }, { from: 'memory/2026-02-03.md' }], summaries: [{}], chars_before: 900, chars_after: 300, plan_id: 'p1', applied: false };
+        const server = new FakeServer({ [ServerCommands.compact]: [plan, plan] });
         stub.answers = [undefined];
         await compact(server);
-        assert.equal(server.commands.length, 0, 'cancelled');
-        assert.match(stub.messages[0]?.message ?? '', /older than 7 days/);
+        const root = folder.toString();
+        assert.deepEqual(server.commands, [{ command: 'memsearch.compact', args: [{ root, dryRun: true }] }], 'cancelled: planned only');
+        assert.match(stub.messages[0]?.message ?? '', /Compact 2 daily logs of ws into 1 summaries/);
+        stub.reset();
+        stub.workspaceFolders = [{ uri: folder, name: 'ws', index: 0 }];
         stub.answers = [COMPACT_CONFIRM];
-        await compact(server);
-        assert.deepEqual(server.commands, [{ command: 'memsearch.compact', args: [] }]);
+        const done = new FakeServer({ [ServerCommands.compact]: [plan, { ...plan, applied: true }] });
+        await compact(done);
+        assert.deepEqual(done.commands[1], { command: 'memsearch.compact', args: [{ root, planId: 'p1' }] });
+        assert.match(stub.messages[1]?.message ?? '', /compacted 2 logs into 1 summaries/);
+    });
+
+    it('compact says when nothing was compacted, and why', async () => {
+        stub.workspaceFolders = [{ uri: Uri.file('/ws'), name: 'ws', index: 0 }];
+        await compact(new FakeServer({ [ServerCommands.compact]: [{ archive: [], summaries: [], note: 'nothing to compact: no daily logs older than 7 days' }] }));
+        assert.equal(stub.messages[0]?.message, 'Memsearch: nothing to compact: no daily logs older than 7 days.');
+        stub.reset();
+        stub.workspaceFolders = [{ uri: Uri.file('/ws'), name: 'ws', index: 0 }];
+        stub.answers = [COMPACT_CONFIRM];
+        const plan = { archive: [{ from: 'memory/2026-02-02.md' }], summaries: [{}], plan_id: 'p2' };
+        await compact(new FakeServer({ [ServerCommands.compact]: [plan, { ...plan, applied: false, failureReason: 'the user said no' }] }));
+        assert.equal(stub.messages[1]?.message, 'Memsearch: nothing was compacted: the user said no.');
     });
 
     it('status runs memsearch.status and sums the roots', async () => {

@@ -6,138 +6,28 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memsearch_lsp.core.compact.blocks import block_gist, block_score
+from memsearch_lsp.core.compact.blocks import block_score
 from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, label_kept, people_line, without_roles
 from memsearch_lsp.core.compact.languages import STOPWORDS, with_colon
 from memsearch_lsp.core.compact.languages import words as word_count
-from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log, split_label
+from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log
 from memsearch_lsp.core.compact.summarize import LogText, Note
-from memsearch_lsp.core.compact.trim import trim, without_asides
+from memsearch_lsp.core.compact.units import UNIT_OVERHEAD, Unit, clean, first_line_end, units_of
 from memsearch_lsp.core.embedding import Embedder
 
-# sentences, and clauses at "; " and before ", so" / ", but" / ", which" (never after a title or an abbreviation: "Prof.
-# Lindqvist", "e.g. Kafka"); Chinese ends a sentence at 。！？ and a clause at ；, with no space after them
-_ABBREV = "".join(
-    f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf")
-)
-_SPLIT = re.compile(
-    _ABBREV
-    + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZÀ-ÖØ-Þ0-9\u3400-\u9fff])|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+"
-)
-_CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
-_SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
-UNIT_OVERHEAD = 3  # "- " and a newline: what each kept line costs besides its words
 MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
-MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
 VERDICT = 40  # a dead end this short ("No effect.") is a verdict on the sentence before it
 PEOPLE_SHARE = 0.15  # the People line takes at most this share of the budget (the first people named)
 MIN_WORDS = 2  # a shorter unit ("No.", "Done", "好的。") says nothing on its own
-MIN_CLAUSE = 30  # a clause after a comma shorter than this is part of the one before it (a list, an aside)
 
 
-@dataclass
-class _Unit:
-    """A sentence or clause of an item (or a whole block, or a block's gist): what the summary keeps or drops."""
-
-    item: Item
-    start: int  # span in the item's cleaned text
-    end: int
-    text: str
-    score: float = 0.0
-    weak: bool = False  # a question, small talk, narration or a fragment: never worth a line of the summary
-    must: bool = False  # a labelled line (Decision:, Root cause:, TODO ...): always kept
-    lean: _Unit | None = None  # the clause it needs beside it (its sentence's first clause)
-
-    @property
-    def density(self) -> float:
-        """What it carries per character (the budget buys facts), taken with the clauses it leans on: they come
-        with it, so "the SDK throws on Android 12 only" costs its long first clause too."""
-        group = [self]
-        while group[-1].lean is not None:
-            group.append(group[-1].lean)
-        return sum(max(u.score, 0) for u in group) / sum(max(len(u.text), MIN_COST) + UNIT_OVERHEAD for u in group)
-
-
-def _clean(item: Item) -> tuple[str, str]:
-    """(label, body): emphasis markers dropped, a leading 'Name:' label set apart; a long block's gist."""
-    if item.kind == "block":
-        return "", item.text if len(item.text) <= SHORT_BLOCK else block_gist(item.text)
-    return split_label(item)
-
-
-def _pieces(body: str) -> list[tuple[int, int, str]]:
-    """(start, end, what comes before it) of each sentence and clause of `body`: "." opens a sentence, ";" a clause
-    after `;` or `, so`, "," one after a comma. Never split inside `code` or (a parenthesis); a comma piece
-    shorter than MIN_CLAUSE (a list's item: "cart, pricing and payment") stays with the piece before it."""
-    shielded = [m.span() for m in _SHIELD.finditer(body)]
-    out: list[tuple[int, int, str]] = []
-    start, kind, comma = 0, ".", False
-    for match in [*_SPLIT.finditer(body), None]:
-        if match is not None and any(a < match.start() < b for a, b in shielded):
-            continue
-        end = match.start() if match else len(body)
-        if body[start:end].strip():
-            short = comma and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
-            if short:  # (the piece before keeps its start and its kind)
-                first, _, was = out.pop()
-                out.append((first, end, was))
-            else:
-                out.append((start, end, kind))
-        if match is None:
-            break
-        sep = match.group().strip().replace("；", ";")[:1] or "."
-        start, kind = match.end(), ";" if sep == "," and _CLAUSE.match(body, match.end()) else sep
-        comma = sep == ","  # ", then Glacier" is as short after "then" as after any comma
-    return out
-
-
-def units_of(item: Item) -> list[_Unit]:
-    """The item's sentences and clauses; a clause after a comma leans on its sentence's first clause, one after
-    `;` or `, so` does when it opens in lower case (`lean`: what it is taken with)."""
-    body = _clean(item)[1]
-    if item.whole_block:
-        return [_Unit(item, 0, len(body), body)]  # a short block, or a long code block's gist: one unit
-    out: list[_Unit] = []
-    head: _Unit | None = None
-    for start, end, kind in _pieces(body):
-        text = body[start:end]
-        said = without_asides(text.strip())
-        unit = _Unit(item, start + len(text) - len(text.lstrip()), end, said if item.kind == "block" else trim(said))
-        if (kind == "," or item.kind == "block") and head is not None:
-            unit.lean = head  # (a table's row leans on the first, which names the columns)
-        elif kind == ";" and out and unit.text[:1].islower():
-            unit.lean = head or out[-1]
-        head = head if (kind == "," or item.kind == "block") and head is not None else unit
-        out.append(unit)
-    return out
-
-
-def sentences_of(item: Item) -> list[tuple[int, str]]:
-    """(start, text) of each whole sentence of a bullet or paragraph."""
-    body = _clean(item)[1]
-    out: list[tuple[int, str]] = []
-    for start, end, kind in _pieces(body):
-        if kind == "." or not out:
-            out.append((start, body[start:end].strip()))
-        else:
-            out[-1] = (out[-1][0], body[out[-1][0] : end].strip())
-    return out
-
-
-def _first_line_end(item: Item) -> int:
-    """Where the item's first line ends in its cleaned text."""
-    label = _clean(item)[0]
-    first = EMPHASIS.sub(r"\2", item.first)
-    return max(len(first) - (len(label) + 2 if label else 0), 1)
-
-
-def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
+def _dead_end_sentences(units: Sequence[Unit]) -> set[int]:
     """The units (by id) that a dead end ("no effect", "didn't help") speaks of: its own sentence, and the
     sentence before it when the dead end opens a sentence ("Tried a bigger pool. No effect."); never the
     rest of a paragraph, whose other lines may carry facts."""
-    sentences: list[list[_Unit]] = []
+    sentences: list[list[Unit]] = []
     for n, unit in enumerate(units):
         previous = units[n - 1] if n else None
         if (
@@ -158,7 +48,7 @@ def _dead_end_sentences(units: Sequence[_Unit]) -> set[int]:
     return out
 
 
-def _score(units: Sequence[_Unit], named: bool = False) -> None:
+def _score(units: Sequence[Unit], named: bool = False) -> None:
     """Facts over noise: the fact classes a sentence carries (compact_facts), a little for rare words;
     labelled lines are always kept, narration, status, dead ends and small talk are weak."""
     import math
@@ -171,7 +61,7 @@ def _score(units: Sequence[_Unit], named: bool = False) -> None:
     n = len(units)
     dead_ends = _dead_end_sentences(units)
     for unit, bag in zip(units, words):
-        label = _clean(unit.item)[0]
+        label = clean(unit.item)[0]
         info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
         if unit.item.whole_block:
             score, factual = block_score(unit.item.text)
@@ -184,8 +74,8 @@ def _score(units: Sequence[_Unit], named: bool = False) -> None:
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
         dead = id(unit) in dead_ends  # a dead end's numbers are no facts of what is in place
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
-        said = _clean(unit.item)[1][unit.start : unit.end]  # (before the trims took a lead-in away)
-        unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < _first_line_end(unit.item)
+        said = clean(unit.item)[1][unit.start : unit.end]  # (before the trims took a lead-in away)
+        unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < first_line_end(unit.item)
         unit.must = unit.must or (unit.start > 0 and labelled(said))  # "... is not atomic. Fix: a lock."
         # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
         announces = unit.text.rstrip().endswith(":") and not any(c.isdigit() for c in unit.text)
@@ -220,13 +110,13 @@ def _key(text: str) -> str:
 
 @dataclass
 class _Choice:
-    units: list[_Unit] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
 
     def render(self, level: int = 2) -> str:
         """One section per log, its heading the date linked to the archived original (the only provenance
         link: the budget goes to facts); under it the lines of untitled sections, then the titled ones."""
         chosen = sorted(self.units, key=lambda u: (u.item.order, u.start))
-        items: dict[int, list[_Unit]] = {}
+        items: dict[int, list[Unit]] = {}
         for unit in chosen:
             items.setdefault(id(unit.item), []).append(unit)
         logs: dict[str, dict[str, list[Item]]] = {}
@@ -250,7 +140,7 @@ class _Choice:
         return "".join(out).strip() + "\n" if out else ""
 
 
-def _shown(label: str, first: _Unit) -> str:
+def _shown(label: str, first: Unit) -> str:
     """The label a kept line shows before its `first` kept unit: a speaker's or a one-word one ("Assistant:",
     "Config:"), one kept always ("Decision:"), one that says a fact ("Noor's convention:"), or any before the
     sentence it opens; never a lead-in that says nothing ("Hit a weird bug:") before a later sentence."""
@@ -258,8 +148,8 @@ def _shown(label: str, first: _Unit) -> str:
     return label if said else ""
 
 
-def _line(item: Item, parts: Sequence[_Unit]) -> str:
-    label, body = _clean(item)
+def _line(item: Item, parts: Sequence[Unit]) -> str:
+    label, body = clean(item)
     label = _shown(label, parts[0])
     if item.kind == "block" and len(item.text) <= SHORT_BLOCK:
         return f"\n{body}\n\n"
@@ -275,7 +165,7 @@ def _line(item: Item, parts: Sequence[_Unit]) -> str:
     return f"- {with_colon(label)}{text}\n"
 
 
-def _drop_repeats(units: Sequence[_Unit]) -> None:
+def _drop_repeats(units: Sequence[Unit]) -> None:
     """A sentence said again, whole, inside a longer one ("Error rate 0.2%." and later "Error rate 0.2%, p99
     205 ms.") is weak: the longer one carries it. Sentences only, not lines: `dedupe` compares whole lines."""
     keys = [f" {' '.join(NORM.sub(' ', u.text.lower()).split())} " for u in units]
@@ -297,11 +187,9 @@ class _Spend:
     logs: set[str] = field(default_factory=set)
     topics: dict[tuple[str, str], int] = field(default_factory=dict)  # items kept per section
 
-    def cost(self, unit: _Unit) -> int:
+    def cost(self, unit: Unit) -> int:
         item = unit.item
-        cost = len(unit.text) + (
-            3 if id(item) in self.items else UNIT_OVERHEAD + len(_shown(_clean(item)[0], unit)) + 2
-        )
+        cost = len(unit.text) + (3 if id(item) in self.items else UNIT_OVERHEAD + len(_shown(clean(item)[0], unit)) + 2)
         cost += 0 if item.log.source in self.logs else len(log_heading(item.log)) + 1
         kept = self.topics.get((item.log.source, item.topic), 0) + (id(item) not in self.items)
         if titled(item.topic, kept) and not titled(item.topic, kept - 1):
@@ -311,7 +199,7 @@ class _Spend:
     def copy(self) -> _Spend:
         return _Spend(self.used, dict(self.items), set(self.logs), dict(self.topics))
 
-    def take(self, unit: _Unit, cost: int) -> None:
+    def take(self, unit: Unit, cost: int) -> None:
         item = unit.item
         self.used += cost
         key = (item.log.source, item.topic)
@@ -337,12 +225,12 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
     _score(units, named=bool(crew))  # (the People line says who is who)
     _drop_repeats(units)
     ranked = sorted((u for u in units if not u.weak and not u.must), key=lambda u: (-u.density, u.item.order, u.start))
-    by_log: dict[str, list[_Unit]] = {}  # each log's units, best first; the logs in the order of their best
+    by_log: dict[str, list[Unit]] = {}  # each log's units, best first; the logs in the order of their best
     for unit in ranked:
         by_log.setdefault(unit.item.log.source, []).append(unit)
     choice, spend, chosen = _Choice(), _Spend(), set[int]()
 
-    def take(unit: _Unit) -> bool:
+    def take(unit: Unit) -> bool:
         nonlocal spend
         if id(unit) in chosen:
             return False
@@ -392,7 +280,7 @@ def restore_labelled(summary: str, logs: Sequence[LogText]) -> str:
     lacking = []
     for log_text in logs:
         for item in parse_log(log_text):
-            label, body = _clean(item)
+            label, body = clean(item)
             if item.kind == "block" or not always_kept(label, item.text):
                 continue
             if " ".join(NORM.sub(" ", body.lower()).split()) not in have:
@@ -402,7 +290,7 @@ def restore_labelled(summary: str, logs: Sequence[LogText]) -> str:
         return summary
     for order, item in enumerate(lacking):
         item.order = order
-    kept = _Choice([_Unit(i, 0, len(_clean(i)[1]), _clean(i)[1]) for i in lacking]).render(level=3)
+    kept = _Choice([Unit(i, 0, len(clean(i)[1]), clean(i)[1]) for i in lacking]).render(level=3)
     kept = f"## {VERBATIM_TOPIC}\n\n{kept}"
     return f"{summary.rstrip()}\n\n{kept}" if summary.strip() else kept
 

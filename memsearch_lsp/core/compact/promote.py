@@ -11,13 +11,13 @@ from urllib.parse import quote
 
 from memsearch_lsp.core.chunks import outline
 from memsearch_lsp.core.compact.apply import sha256
-from memsearch_lsp.core.compact.extractive import sentences_of
 from memsearch_lsp.core.compact.facts import classify, label_kept
 from memsearch_lsp.core.compact.languages import cues, words
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, parse_log, split_label
 from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH, short_runs
 from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.types import MemoryEdit, Promotion
+from memsearch_lsp.core.compact.units import sentences_of
 from memsearch_lsp.core.files import read_text
 
 if TYPE_CHECKING:

@@ -161,7 +161,7 @@ def memory_file(root: Root) -> str:
 
 
 def _root_named(ls: MemsearchServer, name: Any) -> Root:
-    root = ls.roots.get(Path(str(name))) if name else None
+    root = ls.root_holding(name) if isinstance(name, str) and name else None
     if root is None:
         raise CompactCommandError(f"no workspace folder {name!r} is open")
     return root

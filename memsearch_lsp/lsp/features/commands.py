@@ -68,9 +68,13 @@ def register(server: MemsearchServer) -> None:
 
     @server.command("memsearch.today")
     async def today(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
-        if not ls.roots:
-            raise CommandError(f"{NO_MEMORY} in a workspace folder")
-        root = next(iter(ls.roots.values()))
+        """Today's log of the first root, or of the one holding `{"root": path or URI}` (the editor's folder)."""
+        where = param(args[0], "root", default="") if args and isinstance(args[0], dict) else ""
+        if not isinstance(where, str):
+            raise ValueError("root must be a path or a file: URI")
+        root = ls.root_holding(where) if where else next(iter(ls.roots.values()), None)
+        if root is None:
+            raise CommandError(f"{NO_MEMORY} in {where or 'a workspace folder'}")
         path = await ls.read(root.memory.today)
         return {"uri": convert.uri_of(root.path, root.memory.source_of(path)), "path": str(path)}
 

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { Commands, SEARCH_REQUEST, ServerCommands } from './constants';
 import { showLog, traceError, traceInfo, traceLines } from './log';
 import { openHit, pickSearchHit } from './search';
-import { getMemoryPaths, getNumberSetting, getStringSetting, workspaceFolderFor } from './settings';
+import { chooseFolder, getMemoryPaths, getNumberSetting, workspaceFolderFor } from './settings';
 import type { IndexStatus } from './status';
 
 /** What the commands need from the running server (server.ts; tests pass a fake). */
@@ -111,17 +111,33 @@ export async function ensureDailyLog(uri: vscode.Uri, date: string, fs: DailyLog
     return true;
 }
 
-/** Open `memory/YYYY-MM-DD.md` of the current workspace folder, creating it if missing. */
-export async function openTodayLog(now: Date = new Date()): Promise<vscode.Uri | undefined> {
+/** Where the server keeps today's log for `folder` (it reads `.memsearch.toml` too); undefined: not running. */
+async function serverTodayLog(server: ServerControl | undefined, folder: vscode.WorkspaceFolder): Promise<vscode.Uri | undefined> {
+    if (server === undefined || !server.isRunning) {
+        return undefined;
+    }
+    const result = await server.executeCommand(ServerCommands.today, [{ root: folder.uri.toString() }]);
+    const uri = field(result, 'uri');
+    const fsPath = field(result, 'path');
+    if (typeof uri === 'string' && uri !== '') {
+        return vscode.Uri.parse(uri);
+    }
+    return typeof fsPath === 'string' && fsPath !== '' ? vscode.Uri.file(fsPath) : undefined;
+}
+
+/** Open today's daily log of the current workspace folder: where the server says (its settings and
+ * `.memsearch.toml`), or, with no server running, `memory/YYYY-MM-DD.md` of the first `memory.paths`. */
+export async function openTodayLog(now: Date = new Date(), server?: ServerControl): Promise<vscode.Uri | undefined> {
     const folder = workspaceFolderFor(vscode.window.activeTextEditor?.document.uri);
     if (folder === undefined) {
         void vscode.window.showWarningMessage("Memsearch: open a folder first; today's log lives in its memory folder.");
         return undefined;
     }
     const date = localDate(now);
-    const uri = dailyLogUri(folder.uri, getMemoryPaths(folder.uri)[0] ?? 'memory', date);
     try {
-        if (await ensureDailyLog(uri, date)) {
+        const served = await serverTodayLog(server, folder);
+        const uri = served ?? dailyLogUri(folder.uri, getMemoryPaths(folder.uri)[0] ?? 'memory', date);
+        if (served === undefined && (await ensureDailyLog(uri, date))) {
             traceInfo(`Created ${uri.fsPath}`);
         }
         const document = await vscode.workspace.openTextDocument(uri);
@@ -129,11 +145,11 @@ export async function openTodayLog(now: Date = new Date()): Promise<vscode.Uri |
         const end = document.lineAt(document.lineCount - 1).range.end;
         editor.selection = new vscode.Selection(end, end);
         editor.revealRange(new vscode.Range(end, end));
+        return uri;
     } catch (error) {
         await reportFailure("opening today's log", error);
         return undefined;
     }
-    return uri;
 }
 
 // --- Reindex, compact, status --------------------------------------------------------------
@@ -175,31 +191,52 @@ export async function reindex(server: ServerControl): Promise<void> {
 
 export const COMPACT_CONFIRM = 'Compact';
 
+/** "Compact old logs": the server plans for the chosen folder (its settings and `.memsearch.toml`), the plan is
+ * confirmed here, then applied as one edit VS Code previews (the very plan shown: its `planId`). */
 export async function compact(server: ServerControl): Promise<void> {
     if (!(await requireServer(server))) {
         return;
     }
-    const days = getNumberSetting('compact.olderThanDays', 7);
-    const archive = getStringSetting('compact.archiveDir', 'memory/archive');
-    const choice = await vscode.window.showWarningMessage(
-        `Compact daily logs older than ${days} days into summaries?`,
-        {
-            modal: true,
-            detail: `The server writes the summaries and moves the original logs to ${archive}, as one edit that you can review and undo.`,
-        },
-        COMPACT_CONFIRM,
-    );
-    if (choice !== COMPACT_CONFIRM) {
+    const folder = await chooseFolder('compaction acts on its memory.');
+    if (folder === undefined) {
         return;
     }
+    const root = folder.uri.toString();
     try {
         const plan = await vscode.window.withProgress(
-            { location: vscode.ProgressLocation.Notification, title: 'Memsearch: compacting old logs' },
-            () => server.executeCommand(ServerCommands.compact, []),
+            { location: vscode.ProgressLocation.Notification, title: 'Memsearch: planning the compaction' },
+            () => server.executeCommand(ServerCommands.compact, [{ root, dryRun: true }]),
         );
         traceInfo('Compaction plan:', plan);
-        const choice = await vscode.window.showInformationMessage('Memsearch: compaction finished; the plan is in the output.', SHOW_OUTPUT);
-        if (choice === SHOW_OUTPUT) {
+        const logs = Array.isArray(field(plan, 'archive')) ? (field(plan, 'archive') as unknown[]).length : 0;
+        const summaries = Array.isArray(field(plan, 'summaries')) ? (field(plan, 'summaries') as unknown[]).length : 0;
+        if (logs === 0) {
+            const note = field(plan, 'note');
+            void vscode.window.showInformationMessage(`Memsearch: ${typeof note === 'string' && note !== '' ? note : 'nothing to compact'}.`);
+            return;
+        }
+        const choice = await vscode.window.showWarningMessage(
+            `Compact ${logs} daily logs of ${folder.name} into ${summaries} summaries?`,
+            {
+                modal: true,
+                detail:
+                    `${count(plan, 'chars_before')} characters become ${count(plan, 'chars_after')}; the logs move to the archive. ` +
+                    'You review the edit before it is applied, and can undo it.',
+            },
+            COMPACT_CONFIRM,
+        );
+        if (choice !== COMPACT_CONFIRM) {
+            return;
+        }
+        const result = await server.executeCommand(ServerCommands.compact, [{ root, planId: field(plan, 'plan_id') }]);
+        traceInfo('Compaction:', result);
+        if (field(result, 'applied') !== true) {
+            const why = field(result, 'failureReason') ?? field(result, 'note');
+            void vscode.window.showWarningMessage(`Memsearch: nothing was compacted${typeof why === 'string' && why !== '' ? `: ${why}` : ''}.`);
+            return;
+        }
+        const done = await vscode.window.showInformationMessage(`Memsearch: compacted ${logs} logs into ${summaries} summaries.`, SHOW_OUTPUT);
+        if (done === SHOW_OUTPUT) {
             showLog();
         }
     } catch (error) {
@@ -265,7 +302,7 @@ export const guard =
 export function registerCommands(server: ServerControl, status: IndexStatus): vscode.Disposable[] {
     return [
         vscode.commands.registerCommand(Commands.search, guard('search', () => searchMemory(server))),
-        vscode.commands.registerCommand(Commands.openToday, guard("today's log", () => openTodayLog())),
+        vscode.commands.registerCommand(Commands.openToday, guard("today's log", () => openTodayLog(new Date(), server))),
         vscode.commands.registerCommand(Commands.reindex, guard('reindex', () => reindex(server))),
         vscode.commands.registerCommand(Commands.compact, guard('compaction', () => compact(server))),
         vscode.commands.registerCommand(Commands.status, guard('status', () => showStatus(server))),

@@ -177,6 +177,25 @@ export function interpreterFromSetting(value: unknown, vars: VariableValues): st
     return resolveVariables(strings, vars);
 }
 
+/** The folder a command acts on: the active file's, the only one, or the one picked; none open: say so. */
+export async function chooseFolder(what: string): Promise<vscode.WorkspaceFolder | undefined> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    if (folders.length === 0) {
+        const open = 'Open Folder...';
+        const choice = await vscode.window.showWarningMessage(`Memsearch: open a folder first; ${what}`, open);
+        if (choice === open) {
+            await vscode.commands.executeCommand('workbench.action.files.openFolder');
+        }
+        return undefined;
+    }
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const byEditor = active === undefined ? undefined : vscode.workspace.getWorkspaceFolder(active);
+    if (byEditor !== undefined || folders.length === 1) {
+        return byEditor ?? folders[0];
+    }
+    return vscode.window.showWorkspaceFolderPick({ placeHolder: `The folder: ${what}` });
+}
+
 export function workspaceFolderFor(resource?: vscode.Uri): vscode.WorkspaceFolder | undefined {
     const byResource = resource === undefined ? undefined : vscode.workspace.getWorkspaceFolder(resource);
     return byResource ?? vscode.workspace.workspaceFolders?.[0];

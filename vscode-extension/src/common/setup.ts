@@ -10,7 +10,7 @@ import { Commands, Contexts, SERVER_MODULE } from './constants';
 import { carriedWheel, findBasePython, hasModule, InstallError, installServer, pythonCandidates, runStreaming, type Installed, type ProcessResult, type ServerHome } from './install';
 import { showLog, traceError, traceInfo } from './log';
 import { ISOLATED } from './python';
-import { getMemoryPaths } from './settings';
+import { chooseFolder, getMemoryPaths } from './settings';
 
 export const INSTALL_SERVER = 'Install the memsearch-lsp server';
 const SHOW_OUTPUT = 'Show output';
@@ -149,25 +149,6 @@ export async function ensureServerPython(host: SetupHost, why: string): Promise<
     }
     await host.install();
     return host.serverPython();
-}
-
-/** The folder a command acts on: the active file's, the only one, or the one picked; none open: say so. */
-async function chooseFolder(what: string): Promise<vscode.WorkspaceFolder | undefined> {
-    const folders = vscode.workspace.workspaceFolders ?? [];
-    if (folders.length === 0) {
-        const open = 'Open Folder...';
-        const choice = await vscode.window.showWarningMessage(`Memsearch: open a folder first; ${what}`, open);
-        if (choice === open) {
-            await vscode.commands.executeCommand('workbench.action.files.openFolder');
-        }
-        return undefined;
-    }
-    const active = vscode.window.activeTextEditor?.document.uri;
-    const byEditor = active === undefined ? undefined : vscode.workspace.getWorkspaceFolder(active);
-    if (byEditor !== undefined || folders.length === 1) {
-        return byEditor ?? folders[0];
-    }
-    return vscode.window.showWorkspaceFolderPick({ placeHolder: `The folder: ${what}` });
 }
 
 function lastLine(result: ProcessResult): string {
