@@ -43,6 +43,14 @@ def user_root() -> Path:
     return data / APP
 
 
+def is_user_root(folder: Path) -> bool:
+    """`folder` is the user memory's own workspace (a search there must not count its notes twice)."""
+    try:
+        return folder.resolve() == user_root().resolve()
+    except OSError:
+        return False
+
+
 def user_memory_exists() -> bool:
     return (user_root() / FOLDER).is_dir()
 
@@ -101,6 +109,8 @@ def search_scopes(
     """Hits for `query` from the workspace's memory, the user's (`user()` opens it when wanted; None when there
     is none) or both, each tagged with its scope; `top_k` of both merged (`merge`)."""
     check_scope(scope)
+    if workspace is not None and is_user_root(workspace.root):  # the user memory itself: its notes once
+        return scoped(workspace.search(query, top_k, **overrides), "user")
     lists = []
     if workspace is not None and scope in ("workspace", "all"):
         lists.append(scoped(workspace.search(query, top_k, **overrides), "workspace"))

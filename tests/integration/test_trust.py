@@ -211,6 +211,9 @@ def test_the_user_memory_lives_in_the_data_folder_private_and_is_merged_by_relev
         assert {h.scope for h in search_scopes(None, lambda: user, "commit messages", 3, "user")} == {"user"}
         with pytest.raises(ScopeError):
             search_scopes(ws, lambda: user, "x", 3, "everything")
+        # a search in the user memory's own folder (an editor opened there): each of its notes once
+        own = search_scopes(user, lambda: user, "commit messages imperative mood", 5)
+        assert [h.id for h in own].count(note.chunks[0].id) == 1 and {h.scope for h in own} == {"user"}
     finally:
         user.close()
 

@@ -141,13 +141,13 @@ async def search_all(
 ) -> list[tuple[Root | UserRoot, Hit]]:
     """Hybrid search in every root (and, `scope` "all" or "user", the user memory), merged best first by
     relevance, which compares across indexes (`filters`: see search_filters)."""
-    from memsearch_lsp.core.scopes import check_scope, merge
+    from memsearch_lsp.core.scopes import check_scope, is_user_root, merge
 
     query = query_text(query)
     roots = await ready_roots(ls) if check_scope(scope) != "user" else []
     results = await asyncio.gather(*(while_indexed(ls.read(r.memory.search, query, limit, **filters)) for r in roots))
     lists: list[list[tuple[Root | UserRoot, Hit]]] = [[(root, h) for h in hits] for root, hits in zip(roots, results)]
-    user = user_root(ls) if scope != "workspace" else None
+    user = user_root(ls) if scope != "workspace" and not any(is_user_root(r.path) for r in roots) else None
     if user is not None:
         try:
             lists.append([(user, h) for h in await asyncio.to_thread(_user_search, user, query, limit, filters)])
