@@ -497,6 +497,22 @@ async def lsp_session(workspace: Path, profile: str = "visual_studio_code") -> A
         await stop(session)
 
 
+@contextlib.asynccontextmanager
+async def two_windows(ws: Path) -> AsyncIterator[tuple[Session, Session]]:
+    """Window 1 (VS Code) owns the index; window 2 (Neovim) opens after it has indexed: its client."""
+    first = await start(ws)
+    second = None
+    try:
+        await first.wait_indexed()
+        second = await start(ws, "neovim@v0.11.0")
+        await second.wait_indexed()
+        yield first, second
+    finally:
+        for window in (second, first):  # each unless the test stopped or killed it
+            if window is not None and window.client._server and window.client._server.returncode is None:
+                await stop(window)
+
+
 def server_pid(session: Session) -> int:
     return session.client._server.pid  # type: ignore[union-attr]
 

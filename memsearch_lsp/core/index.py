@@ -259,6 +259,8 @@ class Indexer:
                 else:
                     stats.files_modified = 1
                 self._write({source: text}, stats, None)
+                if overlay:  # rows of a buffer, not of the file: the next pass without the buffer reads the disk
+                    self.store.note_file(source, 0, 0)
                 self.store.flush()
                 if empty:  # the first rows of an index are this analysis's (no pass needs to rewrite them)
                     self._analysis_done()

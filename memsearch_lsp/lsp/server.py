@@ -245,6 +245,15 @@ class MemsearchServer(LanguageServer):
             root.path.name,
             "following the new owner" if memory.remote else "this window owns the index now",
         )
+        if memory.remote:
+            return
+        # the unsaved buffers of the owner that went away went with it: this window's own are the truth for their
+        # files, the disk for the rest (a pass re-reads each file whose indexed text was a buffer's)
+        for uri, document in list(self.workspace.text_documents.items()):
+            found = self.locate_memory(uri)
+            if found and found[0] is root:
+                await self.in_writer(memory.index_text, found[1], document.source)
+        self.background(self.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
 
     async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.writer, lambda: fn(*args))
@@ -405,6 +414,11 @@ class MemsearchServer(LanguageServer):
         self.writer.submit(root.door.close)
 
     def shutdown_roots(self) -> None:
+        """Close every root; an editor that quits closes its buffers first (no didClose comes): the files they
+        held are read from disk again, so no unsaved text stays in an index another window owns."""
+        for uri in list(self.workspace.text_documents):
+            if found := self.locate_memory(uri):
+                self.writer.submit(_closing, *found)
         for root in self.roots.values():
             self.close_root(root)
 
@@ -414,6 +428,17 @@ class MemsearchServer(LanguageServer):
         if self.user is not None:
             self.writer.submit(self.user.close)
         self.writer.shutdown(wait=True)
+
+
+def _closing(root: Root, source: str) -> None:
+    """`source`'s buffer is gone with the editor: its file is the truth again (nothing to do when the owner is gone
+    too: its unsaved buffers went with it)."""
+    if root.door.current is None:  # closed already (`exit` after `shutdown`)
+        return
+    try:
+        root.memory.index_file(source)
+    except Exception as exc:  # quitting: said, never raised
+        log.debug("%s: not read again from disk while quitting: %s", source, exc)
 
 
 def options_from(params: Any) -> dict[str, Any]:

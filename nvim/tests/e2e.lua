@@ -281,6 +281,25 @@ local function step7_compact_reviewed_and_applied_on_disk()
     asked = { items = items, prompt = opts.prompt }
     on_choice('Apply')
   end
+  -- MEMORY.md still holds step 3's unsaved edit: the server would write the plan's lasting facts under it
+  check(vim.bo[memory_buf].modified, 'MEMORY.md should still be unsaved here')
+  local before = #notes
+  ms.compact()
+  wait_for(STEP_MS, function()
+    for i = before + 1, #notes do
+      if notes[i].msg:find('save memory/MEMORY.md first', 1, true) then
+        return true
+      end
+    end
+    return false
+  end, 'the compaction to be refused while MEMORY.md is unsaved')
+  check(vim.uv.fs_stat(log_path) ~= nil and vim.uv.fs_stat(ws .. '/memory/archive') == nil, 'a refusal moved files')
+  vim.v.errmsg = ''
+  vim.api.nvim_buf_call(memory_buf, function()
+    vim.cmd('silent write')
+  end)
+  check(vim.v.errmsg == '', 'saving MEMORY.md set v:errmsg: %s', vim.v.errmsg)
+  asked = nil
   ms.last_compact = nil
   ms.compact()
   wait_for(FIRST_INDEX_MS, function()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import random
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from tests.helpers import (
     server_pid,
     start,
     stop,
+    two_windows,
     until,
 )
 
@@ -54,23 +54,6 @@ async def test_cli_beside_a_running_server_gets_the_servers_hits(tmp_path: Path)
     finally:
         await stop(session)
     assert not (ws / ".memsearch" / "server.json").exists()  # a clean exit leaves no record
-
-
-@contextlib.asynccontextmanager
-async def two_windows(ws: Path) -> AsyncIterator[tuple[Session, Session]]:
-    """Window 1 (VS Code) owns the index; window 2 (Neovim) opens after it has indexed: its client."""
-    first = await start(ws)
-    second = None
-    try:
-        await first.wait_indexed()
-        second = await start(ws, "neovim@v0.11.0")
-        await second.wait_indexed()
-        yield first, second
-    finally:
-        if second is not None:
-            await stop(second)
-        if first.client._server and first.client._server.returncode is None:
-            await stop(first)
 
 
 @pytest.mark.model

@@ -104,6 +104,9 @@ def register(server: MemsearchServer) -> None:
             if found is None:
                 continue
             root, source = found
+            if change.type == types.FileChangeType.Deleted and not root.memory.is_memory(source):
+                touched.setdefault(root.path, []).append(FOLDER_GONE)  # watchers say only that the folder went
+                continue
             if change.type != types.FileChangeType.Deleted and await ls.read(root.memory.has_overlay, source):
                 continue  # an open buffer is the truth for its file
             touched.setdefault(root.path, []).append(source)
@@ -141,9 +144,12 @@ async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFold
                 ls.background(ls.reconcile(root), f"indexing {root.path.name}")
 
 
+FOLDER_GONE = ""  # a deleted folder (or other non-memory path): a pass drops the files it held
+
+
 async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
     await root.ready.wait()
-    if len(sources) > 20:
+    if len(sources) > 20 or FOLDER_GONE in sources:
         await ls.reconcile(root, title="Indexing changed files")
         return
     for source in dict.fromkeys(sources):

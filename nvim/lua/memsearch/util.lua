@@ -40,9 +40,11 @@ end
 function U.reload_clean(path)
   local buf = U.loaded_buf(path)
   if buf and not vim.bo[buf].modified then
+    local errmsg = vim.v.errmsg
     vim.api.nvim_buf_call(buf, function()
       vim.cmd('silent! edit!')
     end)
+    vim.v.errmsg = errmsg -- (markdown's ftplugin undo runs `silent! unmap` on a reload: no error of the user's)
   end
 end
 

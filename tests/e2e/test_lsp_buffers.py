@@ -1,0 +1,111 @@
+"""Unsaved editor buffers never outlive their editor in the index: the Markdown on disk is the truth once the window
+that held them quits (without didClose), is killed, or was another window's; a folder deleted outside the editor
+takes its notes out of search."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from tests.helpers import Session, cli, make_workspace, server_pid, start, stop, two_windows, until, uri
+
+pytestmark = pytest.mark.slow
+
+LOG = "memory/2026-02-06.md"
+UNSAVED = "\n## Bonobo\n\nbonobo migration window is Thursday night\n"
+
+
+def type_unsaved(session: Session, path: Path, added: str = UNSAVED) -> str:
+    """Open the file and type `added` at its end, never saved."""
+    doc = session.open(path)
+    session.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=path.read_text() + added)],
+        )
+    )
+    return doc
+
+
+async def found(session: Session) -> bool:
+    return any(s.name == "Bonobo" for s in await session.symbols("bonobo migration window"))
+
+
+async def not_found(session: Session) -> bool:
+    return not await found(session)
+
+
+def found_by_cli(ws: Path) -> bool:
+    hits = json.loads(cli(ws, "search", "bonobo migration window", "--json").stdout)["hits"]
+    return any(h["heading"] == "Bonobo" for h in hits)
+
+
+async def test_an_editor_that_quits_without_closing_its_buffer_leaves_the_file_indexed(tmp_path: Path) -> None:
+    """shutdown + exit (a window closed) sends no didClose: the next reader of the index sees the file, not the
+    buffer, even a plain `index` (the rows record that they were a buffer's)."""
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        type_unsaved(session, ws / LOG)
+        await until(lambda: found(session), "the unsaved section to be searchable")
+    finally:
+        await stop(session)
+    assert "Bonobo" not in (ws / LOG).read_text()
+    assert not found_by_cli(ws)
+
+
+async def test_a_second_windows_unsaved_text_leaves_the_owners_index_when_it_quits(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    async with two_windows(ws) as (first, second):
+        type_unsaved(second, ws / LOG)
+        await until(lambda: found(first), "window 2's unsaved section in window 1's searches")
+        await stop(second)
+        await until(lambda: not_found(first), "the unsaved section to leave window 1's index")
+        status = await first.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status")
+        )
+        assert status["roots"][0].get("pending_buffers", []) == []  # type: ignore[index]
+
+
+async def test_a_window_that_takes_the_index_over_drops_the_dead_owners_unsaved_text(tmp_path: Path) -> None:
+    """The owner is killed with an unsaved section in its buffer: the window that takes the index over searches the
+    file as it is on disk, and keeps its own unsaved buffers."""
+    ws = make_workspace(tmp_path)
+    async with two_windows(ws) as (first, second):
+        type_unsaved(second, ws / "memory/2026-02-09.md", "\n## Kestrel\n\nkestrel\n")
+        type_unsaved(first, ws / LOG)
+        await until(lambda: found(second), "window 1's unsaved section in window 2's searches")
+        os.kill(server_pid(first), signal.SIGKILL)
+        await until(lambda: not_found(second), "the dead owner's unsaved section to leave the index", timeout=60)
+        assert [s.name for s in await second.symbols("kestrel")][:1] == ["Kestrel"]  # window 2's own buffer stays
+
+
+async def test_a_folder_deleted_outside_the_editor_leaves_search(tmp_path: Path) -> None:
+    """Watchers report a removed folder, not each file in it: its notes leave the index all the same."""
+    ws = make_workspace(tmp_path)
+    (ws / "memory/projects").mkdir()
+    (ws / "memory/projects/ocelot.md").write_text("# Ocelot\n\n## Ocelot transport\n\nocelot transport layer\n")
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        await session.until_symbol("ocelot transport layer", "Ocelot transport")
+        shutil.rmtree(ws / "memory/projects")
+        session.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=uri(ws / "memory/projects"), type=types.FileChangeType.Deleted)]
+            )
+        )
+
+        async def gone() -> bool:
+            return "Ocelot transport" not in [s.name for s in await session.symbols("ocelot transport layer")]
+
+        await until(gone, "the deleted folder's notes to leave search")
+    finally:
+        await stop(session)
