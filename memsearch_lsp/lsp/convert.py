@@ -20,6 +20,8 @@ def normalize_uri(uri: str) -> str:
     """One spelling per file (`%25`, `%2F`, `..` and case of escapes decoded once, then re-encoded)."""
     if not uri.startswith("file:"):
         return uri
+    if uri[:17].lower() == "file://localhost/":  # RFC 8089: the local host named (pygls reads a UNC path)
+        uri = "file:///" + uri[17:]
     path = to_fs_path(uri)
     return (from_fs_path(os.path.normpath(path)) or uri) if path else uri
 

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerNotInitialized
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcServerNotInitialized
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
@@ -98,8 +98,36 @@ class _Malformed:
         self.id, self.method, self.reason = msg_id, method, reason
 
 
+def _uris(params: Any) -> list[Any]:
+    """The objects of `params` holding a file URI that locates something: a text document, a workspace folder (the
+    root's too), a watched file's event; each is normalised once (`file://localhost/`, `%2F`, `..`)."""
+    places = [getattr(params, "text_document", None), *(getattr(params, "workspace_folders", None) or [])]
+    places += getattr(params, "changes", None) or []  # didChangeWatchedFiles
+    event = getattr(params, "event", None)  # didChangeWorkspaceFolders
+    places += [*(getattr(event, "added", None) or []), *(getattr(event, "removed", None) or [])]
+    if isinstance(getattr(params, "root_uri", None), str):
+        places.append(_RootUri(params))
+    return [p for p in places if isinstance(getattr(p, "uri", None), str)]
+
+
+class _RootUri:
+    """initialize's rootUri as a place with a `uri`."""
+
+    def __init__(self, params: Any):
+        self.params = params
+
+    @property
+    def uri(self) -> str:
+        return str(self.params.root_uri)
+
+    @uri.setter
+    def uri(self, value: str) -> None:
+        self.params.root_uri = value
+
+
 class MemsearchProtocol(LanguageServerProtocol):
-    """Answers malformed requests (-32602) and early ones (-32002); error messages are one line."""
+    """Answers malformed requests (-32602), early ones (-32002), late ones and those of another JSON-RPC (-32600);
+    error messages are one line."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         check_pygls()
@@ -108,6 +136,7 @@ class MemsearchProtocol(LanguageServerProtocol):
         if missing:
             raise PyglsDrift(f"pygls: {', '.join(missing)} is gone; memsearch-lsp supports pygls{PYGLS_SUPPORTED}")
         self.initialize_seen = False
+        self.shut_down = False  # after `shutdown`, a request gets InvalidRequest (LSP), not silence
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
@@ -140,9 +169,13 @@ class MemsearchProtocol(LanguageServerProtocol):
             return
         elif method is not None and not self.initialize_seen and method != types.EXIT:
             return  # notifications before initialize are dropped (LSP)
-        document: Any = getattr(getattr(message, "params", None), "text_document", None)
-        if isinstance(getattr(document, "uri", None), str):
-            document.uri = normalize_uri(document.uri)
+        if is_request and (self.shut_down or getattr(message, "jsonrpc", "2.0") != "2.0") and method != types.EXIT:
+            why = "the server is shut down" if self.shut_down else "only JSON-RPC 2.0 is spoken"
+            self._send_response(message.id, error=JsonRpcInvalidRequest(f"{method}: {why}").to_response_error())
+            return
+        self.shut_down = self.shut_down or method == types.SHUTDOWN
+        for place in _uris(getattr(message, "params", None)):
+            place.uri = normalize_uri(place.uri)
         super().handle_message(message)
         if method == types.INITIALIZE and self._workspace is not None:
             ws = self._workspace

@@ -28,6 +28,7 @@ from tests.helpers import (
     make_workspace,
     open_session,
     send_raw,
+    snapshot,
     start_shared,
     until,
     uri,
@@ -123,6 +124,17 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
         await client.protocol.send_request_async("memsearch/search", {"query": "redis", "topK": "many"})
     with pytest.raises(JsonRpcException):
         await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.nope"))
+    before = snapshot(session.workspace / "memory")
+    for wrong, command, pattern in [  # never read as "no options": "apply with the defaults" moves files
+        (["dryRun"], "memsearch.compact", "one object of options"),
+        ([None], "memsearch.compact", "one object of options"),
+        ([True], "memsearch.compact", "one object of options"),
+        (["redis", "2"], "memsearch.search", "topK must be a positive integer"),
+        (["redis", 0], "memsearch.search", "topK must be a positive integer"),
+    ]:
+        with pytest.raises(JsonRpcException, match=pattern):
+            await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=wrong))
+    assert snapshot(session.workspace / "memory") == before
     outside = await client.text_document_hover_async(
         types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri="file:///etc/passwd"),

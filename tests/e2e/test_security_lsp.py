@@ -197,6 +197,57 @@ async def test_requests_before_initialize_get_server_not_initialized(tmp_path: P
         await server.stop()
 
 
+async def test_requests_after_shutdown_and_of_another_jsonrpc_get_invalid_request(tmp_path: Path) -> None:
+    """LSP: after `shutdown` every request but `exit` is answered InvalidRequest, not left unanswered; so is a
+    request that is not JSON-RPC 2.0. `exit` still ends the process (code 0 after shutdown)."""
+    ws = make_workspace(tmp_path)
+    server = await Raw.start(ws)
+    try:
+        await server.initialize(ws)
+        await server.indexed()
+        body = json.dumps({"jsonrpc": "1.0", "id": 7, "method": "workspace/symbol", "params": {"query": "x"}}).encode()
+        assert server.proc.stdin is not None
+        server.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        assert_error(await server.reply(7), 7, -32600)
+        assert (await server.request("shutdown", None))["result"] is None
+        for method, params in [
+            ("workspace/symbol", {"query": "Redis"}),
+            ("textDocument/hover", hover("file:///x.md", 0, 0)),
+            ("shutdown", None),
+            ("no/such", {}),
+        ]:
+            server.send({"id": 8, "method": method, "params": params})
+            assert_error(await server.reply(8), 8, -32600)
+        server.send({"method": "exit"})
+        assert await asyncio.wait_for(server.proc.wait(), timeout=20) == 0
+    finally:
+        await server.stop()
+
+
+async def test_a_file_uri_naming_localhost_is_the_same_folder(tmp_path: Path) -> None:
+    """RFC 8089: `file://localhost/abs/path` is `file:///abs/path` (pygls reads it as a UNC path: nothing served)."""
+    ws = make_workspace(tmp_path)
+    server = await Raw.start(ws)
+    try:
+        local = "file://localhost" + str(from_fs_path(str(ws)))[len("file://") :]
+        result = await server.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": local,
+                "capabilities": {},
+                "workspaceFolders": [{"uri": local, "name": "w"}],
+            },
+        )
+        assert "result" in result, result
+        server.send({"method": "initialized", "params": {}})
+        await server.indexed(ws)
+        ok = await server.request("workspace/symbol", {"query": "Redis cache config"})
+        assert ok["result"][0]["name"] == "Redis Caching"
+    finally:
+        await server.stop()
+
+
 async def test_malformed_requests_get_invalid_params_with_their_ids(shared: Raw, tmp_path: Path) -> None:
     async with started(shared, tmp_path) as (server, ws):
         uri = from_fs_path(str(ws / "memory" / "MEMORY.md"))

@@ -209,7 +209,9 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
 
     `planId` (from a dry run the user reviewed) makes the server refuse a plan that is no longer the same.
     """
-    options = args[0] if args and isinstance(args[0], dict) else {}
+    if args and not isinstance(args[0], dict):  # ("dryRun", null, true: never taken for "apply with the defaults")
+        raise CompactCommandError('memsearch.compact takes no argument or one object of options, e.g. {"dryRun": true}')
+    options = args[0] if args else {}
     days = older_than_days(options.get("olderThanDays"))
     root, files = _files(ls, options.get("files"))
     if options.get("root"):

@@ -8,7 +8,7 @@ from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.hover import find_chunk
-from memsearch_lsp.lsp.features.symbols import located, param, search_all, search_filters
+from memsearch_lsp.lsp.features.symbols import located, param, search_all, search_filters, top_k_of
 from memsearch_lsp.lsp.server import MemsearchServer  # pygls reads command handlers' type hints
 from memsearch_lsp.version import __version__
 
@@ -22,7 +22,7 @@ def register(server: MemsearchServer) -> None:
     async def search(ls: MemsearchServer, *args: Any) -> list[dict[str, Any]]:
         if not args or not isinstance(args[0], str):
             raise CommandError("memsearch.search needs a query string")
-        top_k = args[1] if len(args) > 1 and isinstance(args[1], int) and args[1] > 0 else None
+        top_k = top_k_of(args[1]) if len(args) > 1 else None
         limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
         # a third argument: {"since": ..., "until": ..., "source": [...]} (as memsearch/search takes them)
         filters = search_filters(args[2]) if len(args) > 2 and isinstance(args[2], dict) else {}

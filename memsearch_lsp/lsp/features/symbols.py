@@ -39,6 +39,13 @@ def param(params: Any, *names: str, default: Any = None) -> Any:
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
+def top_k_of(value: Any) -> int | None:
+    """A request's topK: None when not given; ValueError (invalid params) unless a positive integer."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError("topK must be a positive integer")
+    return value
+
+
 def query_text(value: Any) -> str:
     """A query as text the tokenizer accepts: JSON may carry a lone surrogate (`"\\ud800"`), which becomes
     U+FFFD (a pair was already joined into one character by the JSON decoder)."""
@@ -209,9 +216,7 @@ def register(server: MemsearchServer) -> None:
         if not isinstance(query, str):
             raise ValueError("query must be a string")  # invalid params, as every ValueError of a handler
         query = query_text(query)
-        top_k = param(params, "topK", "top_k", "limit")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-            raise ValueError("topK must be a positive integer")
+        top_k = top_k_of(param(params, "topK", "top_k", "limit"))
         limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
         filters = search_filters(params)
         scope = param(params, "scope", default="all")
