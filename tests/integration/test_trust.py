@@ -119,6 +119,11 @@ def test_forget_never_takes_out_a_long_term_section_of_several_notes(workspace: 
     assert memory.forget(lone.to_dict()["id"]).removed
     text = path.read_text()
     assert "Tuesdays" not in text and "## Release" not in text and "Alice prefers tabs" in text
+    path.write_text(text + "\n## Reviews\n")  # a heading `init` (or the user) wrote, no note under it yet
+    pref = memory.remember("Ines prefers small PRs", "Reviews", long_term=True).to_dict()
+    assert memory.forget(pref["id"], line=pref["start_line"], end_line=pref["end_line"]).removed
+    text = path.read_text()
+    assert "small PRs" not in text and text.endswith("## Reviews\n")  # --line: the fact, never that heading
     # a fact of two paragraphs, and a list item with its nested items: forget takes out what remember wrote
     memory.remember(
         "- Use uv for Python envs\n  - pinned in uv.lock\n  - CI uses uv sync --frozen", "Tools", long_term=True
