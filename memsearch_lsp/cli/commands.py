@@ -302,6 +302,9 @@ def cmd_warm(args: argparse.Namespace) -> int:
         from memsearch_lsp.config import load_config
 
         idle = args.idle if args.idle is not None else load_config(workspace).warm.idle_s
+        if (owner := _serving(workspace)) is not None:  # a warm one would exit at once: say who serves it
+            _emit(args, {"pid": owner, "idle_s": idle, "running": True}, f"the index is already served by pid {owner}")
+            return EXIT_OK
         pid = spawn(["warm", "--idle", str(idle), "--workspace", str(workspace)])
         _emit(args, {"pid": pid, "idle_s": idle}, f"warming the index in pid {pid}")
         return EXIT_OK
@@ -309,6 +312,17 @@ def cmd_warm(args: argparse.Namespace) -> int:
         served = serve_until_idle(workspace, args.idle, progress=report)
     _emit(args, {"served": served}, "served until idle" if served else "another process owns the index")
     return EXIT_OK
+
+
+def _serving(workspace: Path) -> int | None:
+    """The pid of the live process that owns `workspace`'s index (one that answers), else None."""
+    from memsearch_lsp.core.process.owner import find_owner, read_record
+
+    try:
+        record = read_record(workspace) if find_owner(workspace) is not None else None
+    except (OSError, ValueError, RuntimeError):  # not answering, or not this user's: a warm one finds out
+        return None
+    return int(record.get("pid", 0) or 0) or None if record else None
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -74,6 +74,8 @@ def test_warm_serves_later_commands_then_leaves_when_idle(workspace: Path) -> No
     assert json.loads(status.stdout)["served_by_pid"] == pid
     again = cli(workspace, "warm", "--idle", "4", "--json")  # an owner runs: a second one leaves at once
     assert json.loads(again.stdout) == {"served": False}
+    detached = cli(workspace, "warm", "--detach", "--idle", "4", "--json")  # ... and none is started: says who serves
+    assert json.loads(detached.stdout) == {"pid": pid, "idle_s": 4.0, "running": True}
     deadline = time.monotonic() + 60
     while pid_alive(pid):
         assert time.monotonic() < deadline, "the warm owner did not leave when idle"
