@@ -297,7 +297,7 @@ class Memory(MemoryFiles):
             "collection": self.collection,
             "model": self.embedder.model_name,
             "dim": self.embedder.dim,
-            "provider": self.embedder.provider,
+            "provider": self.config.embedding.provider,  # as set (doctor's word): "bundled" for the extra's e5 too
             "max_tokens": self.embedder.max_tokens,
             "reads": reads_what(self.embedder),
             "files": counts[0],

@@ -92,6 +92,7 @@ def test_rename_moves_chunks_and_delete_removes_them(workspace: Path, make_memor
     after = memory.search("Kafka over RabbitMQ", top_k=10)
     assert after and all("kafka" not in h.source for h in after)  # other notes still answer
     assert memory.status()["files"] == 12
+    assert memory.status()["provider"] == "bundled"  # the provider as set (doctor's word), not the embedder's class
 
 
 def test_model_change_reembeds_everything_without_reset(workspace: Path, make_memory) -> None:

