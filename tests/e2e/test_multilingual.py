@@ -58,7 +58,7 @@ async def test_the_server_searches_a_multilingual_memory_with_e5_in_process(memo
             types.ExecuteCommandParams(command="memsearch.status")
         )
         root = status["roots"][0]
-        assert root["model"].startswith("multilingual-e5-small") and root["provider"] == "e5"
+        assert root["model"].startswith("multilingual-e5-small") and root["provider"] == "bundled"  # as set
 
         asked = {
             "How did no-shows change after the reminders moved to WhatsApp?": "2026-03-02.md",  # en -> pt

@@ -10,7 +10,9 @@ from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.facts import classify, people
 from memsearch_lsp.core.compact.parse import split_label
 from memsearch_lsp.core.compact.rules import short_runs
-from memsearch_lsp.core.compact.units import units_of
+from memsearch_lsp.core.compact.summarize import LogText
+from memsearch_lsp.core.compact.trim import without_asides
+from memsearch_lsp.core.compact.units import sentences_of, units_of
 from tests.helpers import log_text
 
 
@@ -346,14 +348,16 @@ Found it: the nightly job kept old rows around for ages. Fix: drop rows older th
     assert "- Hit a weird bug: the export page" in full  # before the sentence it opens, the lead-in stays
 
 
+def crowded(day: str, tail: str, services: int = 7) -> LogText:
+    """A log of `services` dense one-line facts that compete for the budget, then `tail`."""
+    lines = [
+        f"- Service {n} pinned to Redis 7.{n}, p95 {n * 40} ms, timeout {n * 3} s." for n in range(2, 2 + services)
+    ]
+    return log_text(day, f"# {day}\n\n" + "\n".join(lines) + "\n\n" + tail)
+
+
 def test_a_line_opened_by_a_lead_in_that_names_a_rule_is_kept_like_a_labelled_one() -> None:
-    lines = [f"- Service {n} pinned to Redis 7.{n}, p95 {n * 40} ms, timeout {n * 3} s." for n in range(2, 9)]
-    log = log_text(
-        "2026-08-11",
-        "# 2026-08-11\n\n"
-        + "\n".join(lines)
-        + "\n\nRule from the user after this: no Celery task with an ETA longer than one hour.\n",
-    )
+    log = crowded("2026-08-11", "Rule from the user after this: no Celery task with an ETA longer than one hour.\n")
     text = choose(parse_log(log), budget=120)
     assert "no Celery task with an ETA longer than one hour" in text.replace("No Celery", "no Celery")
 
@@ -382,3 +386,40 @@ def test_a_suspicion_ruled_out_is_a_dead_end(ruled_out: str) -> None:
     assert "dead_end" in classify(ruled_out).noise
     log = log_text("2026-08-13", f"# 2026-08-13\n\n{ruled_out}\n\nThe checkpoint timeout is now 20 minutes.\n")
     assert ruled_out not in choose(parse_log(log), budget=400)
+
+
+def test_a_german_ordinal_is_no_sentence_end() -> None:
+    log = log_text("2026-08-14", "# 2026-08-14\n\n- Der Launch ist am 30. Juni, die Freigabe erteilt Thomas.\n")
+    (item,) = parse_log(log)
+    assert [s for _, s in sentences_of(item)] == ["Der Launch ist am 30. Juni, die Freigabe erteilt Thomas."]
+    english = log_text("2026-08-15", "# 2026-08-15\n\nThe count was 12. Then we left for the day.\n")
+    assert len(sentences_of(parse_log(english)[0])) == 2
+
+
+def test_a_sentence_with_a_label_of_its_own_keeps_it_and_takes_no_other() -> None:
+    """ "Problem: ... . Cause: ..." keeping only the cause: "- Cause: ...", never "- Problem: Cause: ..." nor
+    "- Problem: DHL retries ..." (the cause shown as the problem)."""
+    tail = "Problem: duplicate DHL events, about 3 % of them. Cause: DHL retries after a 5 s timeout.\n"
+    log = crowded("2026-08-16", tail, services=5)
+    text = choose(parse_log(log), budget=130)
+    assert "- Cause: DHL retries after a 5 s timeout." in text
+    assert "Problem: Cause" not in text and "Problem: DHL" not in text
+
+
+def test_an_aside_that_negates_is_kept_and_parking_an_idea_is_a_dead_end() -> None:
+    assert without_asides("Mia said to keep it disabled (not deleted) for one month.") == (
+        "Mia said to keep it disabled (not deleted) for one month."
+    )
+    assert without_asides("The cache (a long story) holds sessions.") == "The cache holds sessions."
+    for parked in ("Parking this for now.", "We shelved the transformer idea.", "Gave up on the GPU run."):
+        assert "dead_end" in classify(parked).noise, parked
+
+
+def test_a_labelled_line_wrapped_mid_sentence_is_kept_to_its_sentences_end() -> None:
+    tail = (
+        "Decision: the weekly call list is the top 1,500 by calibrated score,\n"
+        "replacing the 21-day-no-login rule. Marek will look at it again in May.\n"
+    )
+    log = crowded("2026-08-17", tail)
+    text = choose(parse_log(log), budget=200)
+    assert "by calibrated score, replacing the 21-day-no-login rule." in text

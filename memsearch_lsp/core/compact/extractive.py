@@ -144,6 +144,8 @@ def _shown(label: str, first: Unit) -> str:
     """The label a kept line shows before its `first` kept unit: a speaker's or a one-word one ("Assistant:",
     "Config:"), one kept always ("Decision:"), one that says a fact ("Noor's convention:"), or any before the
     sentence it opens; never a lead-in that says nothing ("Hit a weird bug:") before a later sentence."""
+    if first.start > 0 and labelled(first.text):  # "Problem: Cause: ...": the sentence says what it is itself
+        return ""
     said = first.start == 0 or len(label.split()) <= 1 or label_kept(label) or classify(label, first=False).factual
     return label if said else ""
 

@@ -49,7 +49,7 @@ _DEAD_END = re.compile(
     r"(?:spent|wasted|lost) (?:an hour|a while|half an hour|the (?:morning|afternoon|day)|\w+ hours?) (?:trying|on|"
     r"looking|thinking)|"
     r"dead end|false alarm|never mind|not a problem after all|was wrong|wasn't it|so not that|not that either|"
-    r"far too much|dropped the idea|reverted)\b",
+    r"far too much|dropped the idea|reverted|park(?:ed|ing) (?:this|it|that|the idea)|shelved|gave up on)\b",
     re.I,
 )
 _HEDGE = re.compile(

@@ -181,7 +181,8 @@ DECISION_TOLD = re.compile(
 )
 # what a decision replaced or ruled out: "was replaced by", "X was considered but", "goes from weekly to ..."
 REPLACED = re.compile(
-    r"\b(?:replaced (?:by|with)|was replaced|in place of|considered\b.{0,40}\bbut|looked at\b.{0,60}\bbut|"
+    r"\b(?:replaced (?:by|with)|was replaced|replacing|replaces|in place of|"
+    r"considered\b.{0,40}\bbut|looked at\b.{0,60}\bbut|"
     r"so no\b|we drop|instead|(?:goes|go|moves?|moved|went) from \S+(?: \S+){0,3} to|approved|"
     r"(?:won't|will not|do not|don't) (?:use|add|need|support|ship)|dropped)\b|"
     r"\((?:was|previously|formerly) [^)]{1,30}\)",

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memsearch_lsp.core.compact.facts import classify
+from memsearch_lsp.core.compact.facts import classify, label_kept
 
 # code, a parenthesis and a quotation are never trimmed inside
 _SHIELD = re.compile(r"`[^`]*`|\([^()]*\)|\"[^\"]*\"|“[^”]*”")
@@ -61,8 +61,8 @@ def _opener(text: str) -> str:
 
 def _lead(text: str) -> str:
     match = _LEAD.match(text)
-    if match is None or classify(match.group(1), first=False).factual:
-        return text
+    if match is None or label_kept(match.group(1)) or classify(match.group(1), first=False).factual:
+        return text  # ("Cause: ...", "Fix: ..." say what the sentence is)
     rest = text[match.end() :]
     if not classify(rest, first=False).factual:
         return text
@@ -76,7 +76,11 @@ def _wordy(text: str) -> str:
 
 
 TRIMS: tuple[Trim, ...] = (
-    Trim("lead", _lead, "a lead-in without a fact before a colon: 'Found it: the cache ...' -> 'The cache ...'"),
+    Trim(
+        "lead",
+        _lead,
+        "a lead-in before a colon that says no fact and is no label: 'Found it: the cache' -> 'The cache'",
+    ),
     Trim("opener", _opener, "a connective that opens a sentence: so, also, then, in the end, anyway"),
     Trim("filler", _outside(_FILLER, ""), "a word that adds nothing: really, actually, basically, simply, very"),
     Trim("wordy", _wordy, "a long phrase for a short one: in order to -> to, as well as -> and"),
@@ -90,6 +94,7 @@ def trim(text: str) -> str:
     return re.sub(r" {2,}", " ", text).strip()
 
 
+_NEGATION = re.compile(r"\b(?:not|no|never|nicht|kein\w*|nie|nunca|jamais|pas|sem|sin|ohne)\b", re.I)
 _ASIDE = re.compile(r"\s\(([^()]{3,80})\)(?=[\s.,;:!?]|$)")
 
 
@@ -102,6 +107,7 @@ def without_asides(text: str) -> str:
         before = text[: match.start()].split()
         named = bool(before) and before[-1][:1].isupper()  # "Carol (product)": a person and a role
         said = named or re.search(r"[\d`A-Z/_=]", inner) or classify(inner, first=False).factual
+        said = said or bool(_NEGATION.search(inner))  # "keep it disabled (not deleted)": the point itself
         return match.group(0) if said else ""
 
     return _ASIDE.sub(keep, text)

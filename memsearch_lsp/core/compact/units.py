@@ -23,6 +23,13 @@ _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
 UNIT_OVERHEAD = 3  # "- " and a newline: what each kept line costs besides its words
 MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
+# a German ordinal is a number with a dot ("am 30. Juni", "im 2. Stock", "das 3. Quartal"): no sentence ends there
+_ORDINAL_BEFORE = re.compile(r"(?:^|\s)\d{1,2}\.$")
+_ORDINAL_AFTER = re.compile(
+    r"(?:Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember|Jan|Feb|Mär|Apr|"
+    r"Jun|Jul|Aug|Sep|Sept|Okt|Nov|Dez|Quartal|Stock|Stockwerk|Etage|Obergeschoss|OG|Platz|Woche|Tag|Mal|Sprint|"
+    r"Runde|Version|Lauf|Versuch)\b"
+)
 MIN_CLAUSE = 30  # a clause after a comma shorter than this is part of the one before it (a list, an aside)
 
 
@@ -64,7 +71,7 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
     start, kind, comma = 0, ".", False
     for match in [*_SPLIT.finditer(body), None]:
-        if match is not None and any(a < match.start() < b for a, b in shielded):
+        if match is not None and (any(a < match.start() < b for a, b in shielded) or _ordinal(body, match)):
             continue
         end = match.start() if match else len(body)
         if body[start:end].strip():
@@ -80,6 +87,11 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
         start, kind = match.end(), ";" if sep == "," and _CLAUSE.match(body, match.end()) else sep
         comma = sep == ","  # ", then Glacier" is as short after "then" as after any comma
     return out
+
+
+def _ordinal(body: str, match: re.Match[str]) -> bool:
+    """The split `match` follows a German ordinal ("30." before "Juni"), not a sentence's end."""
+    return bool(_ORDINAL_BEFORE.search(body, 0, match.start())) and bool(_ORDINAL_AFTER.match(body, match.end()))
 
 
 def units_of(item: Item) -> list[Unit]:
@@ -116,7 +128,14 @@ def sentences_of(item: Item) -> list[tuple[int, str]]:
 
 
 def first_line_end(item: Item) -> int:
-    """Where the item's first line ends in its cleaned text."""
+    """Where the item's first line ends in its cleaned text, or its first sentence when that goes on (a labelled
+    line wrapped mid-sentence is kept to its sentence's end: ", replacing the 21-day rule" is the decision's)."""
+    sentences = sentences_of(item)
+    sentence = sentences[0][0] + len(sentences[0][1]) if sentences else 0
+    return max(_line_end(item), sentence)
+
+
+def _line_end(item: Item) -> int:
     label = clean(item)[0]
     first = EMPHASIS.sub(r"\2", item.first)
     return max(len(first) - (len(label) + 2 if label else 0), 1)
