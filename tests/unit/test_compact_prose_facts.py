@@ -423,3 +423,14 @@ def test_a_labelled_line_wrapped_mid_sentence_is_kept_to_its_sentences_end() -> 
     log = crowded("2026-08-17", tail)
     text = choose(parse_log(log), budget=200)
     assert "by calibrated score, replacing the 21-day-no-login rule." in text
+
+
+def test_german_roles_and_names_with_accents_are_read() -> None:
+    said = "Teilnehmer: Sabine (Produktmanagerin), Jörg (Teamleiter Backend), Elif (UX-Designerin), Karim (QA)."
+    assert people([said]) == {
+        "Sabine": "Produktmanagerin",
+        "Jörg": "Teamleiter Backend",
+        "Elif": "UX-Designerin",
+        "Karim": "QA",
+    }
+    assert people(["Élodie (SRE) valide chaque mise en production."]) == {"Élodie": "SRE"}

@@ -117,14 +117,20 @@ _PERSON_ROLE = (
     r"gerente|l[ií]der|engenheir[oa]|cient[ií]fic[oa]|cientista|wissenschaftler(?:in)?|scientifique|analista|"
     r"arquitet[oa]|arquitect[oa]|architekt(?:in)?|architecte|diseñador[a]?|designer(?:in)?|gestor[a]?|ingenier[oa]|ing[ée]nieure?|ingegnere|diret(?:or|ora)|director[a]?|"
     r"coordenador[a]?|coordinador[a]?|responsável|responsable|desenvolvedor[a]?|desarrollador[a]?|"
-    r"d[ée]veloppeu(?:r|se)|sviluppatore|jefe|jefa|chefe|chef|(?i:\w*(?:leiter|entwickler|ingenieur)(?:in)?))"
+    r"d[ée]veloppeu(?:r|se)|sviluppatore|jefe|jefa|chefe|chef|"
+    # German compounds, feminine too: Teamleiter Backend, Produktmanagerin, UX-Designerin
+    r"(?i:[\w-]*(?:leiter|entwickler|ingenieur|manager|designer|berater|analyst|architekt)(?:in)?)(?: [A-Z][\w-]+)?)"
     r"(?: (?:de|da|do|del|des|du|di|of|for) [\w-]+)?|"
     r"DBA|UX|PO|[A-Z][a-z]*Ops|iOS (?:lead|dev))"
 )
 _NOT_NAMES = (
     r"(?!(?:This|That|These|Those|It|He|She|They|We|You|There|Here|Which|What|Who|The|One|Our|My|Your|Their)\b)"
 )
-_PERSON = r"(?P<name>(?:(?:Dr|Prof|Mr|Mrs|Ms)\. )?" + _NOT_NAMES + r"(?-i:[A-Z][a-z][\w'’-]*(?: [A-Z][a-z][\w'’-]*)?))"
+_PERSON = (
+    r"(?P<name>(?:(?:Dr|Prof|Mr|Mrs|Ms)\. )?"
+    + _NOT_NAMES
+    + r"(?-i:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*)?))"
+)
 _ROLE_OF = r"(?P<role>" + _PERSON_ROLE + r")"
 PEOPLE = (  # a person and their role, as the groups `name` and `role`
     re.compile(r"\b" + _PERSON + r" \(" + _ROLE_OF + r"(?:[,;] [^()]{1,40})?\)"),  # Oskar (SRE, on call this week)
