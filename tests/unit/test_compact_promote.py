@@ -24,6 +24,9 @@ Ines prefers small PRs, under 400 lines of diff.
 She also wants commit messages in the imperative mood.
 Carol (product) wants the export feature by 2027-03-15.
 Dana to write the topic naming convention.
+The user asked me to look into why test_export_invoices_csv fails on CI.
+The user wants to upgrade Django 4.2 to 5.1.
+Mia asked us to always add a comment that explains the cause of a flaky test.
 Never run migrations from a laptop; they go through the pipeline only.
 Decision: we keep PostgreSQL and do not move to DynamoDB, because reporting needs joins.
 We went with Caddy for the reverse proxy.
@@ -36,9 +39,10 @@ Is the cache warm?
     assert found == [
         ("preference", "Ines prefers small PRs, under 400 lines of diff."),
         ("preference", "Ines also wants commit messages in the imperative mood."),  # who "She" is
+        ("preference", "Mia asked us to always add a comment that explains the cause of a flaky test."),
         ("preference", "Never run migrations from a laptop; they go through the pipeline only."),
         ("decision", "we keep PostgreSQL and do not move to DynamoDB, because reporting needs joins."),
-    ]  # Carol's wish has a deadline (a task); Dana's is a task; Caddy was reverted two days later
+    ]  # Carol's wish has a deadline (a task); Dana's and the user's two asks are tasks; Caddy was reverted
 
 
 def test_a_reply_a_decision_not_taken_and_a_rule_pointing_back_are_not_lasting() -> None:

@@ -64,6 +64,12 @@ _REVERSAL = re.compile(
     re.I,
 )
 _TASK = re.compile(r"^(?:[A-Z][\w'’-]+|I|We) (?:to|will|should|needs? to|plans? to|is going to) [a-z]+\b")
+# a wish for one thing to be done ("asked me to look into why ...", "wants to upgrade Django next"), not a way of working
+_ONE_OFF = re.compile(
+    r"\b(?:wants?|wanted|would like|asked (?:me|us|everyone|the team)) to "
+    r"(?!(?:always|never|not|keep|stop|avoid|use|follow|make sure|be|have)\b)[a-z]+\b",
+    re.I,
+)
 _PRONOUN = re.compile(r"^(?:She|He)\b(?= (?:also |really |still )?\w+)")
 _PERSON = re.compile(
     r"^(?!(?:She|He|They|It|We|This|That)\b)([A-Z][a-z]+)(?: \([^)]{1,30}\))? (?:also |really |still )?"
@@ -130,8 +136,8 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
         return None  # "Agreed.", "Sounds right.": a reply that leans on what was said before it (not "Decision: X")
     if text[:1].islower() and not label:
         return None  # a fragment: what it speaks of was said before it
-    if _TASK.match(text):
-        return None  # "Dana to write the naming convention": a task, done once
+    if _TASK.match(text) or (_ONE_OFF.search(text) and not _STANDING.search(text)):
+        return None  # "Dana to write the naming convention", "asked me to look into ...": a task, done once
     said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
     if _DECISION_LABEL.search(said) or DECISION_TOLD.search(text) or _DECISION_LABEL.fullmatch(topic):
         return "decision"
