@@ -64,7 +64,7 @@ _REVERSAL = re.compile(
     re.I,
 )
 _TASK = re.compile(r"^(?:[A-Z][\w'’-]+|I|We) (?:to|will|should|needs? to|plans? to|is going to) [a-z]+\b")
-# a wish for one thing to be done ("asked me to look into why ...", "wants to upgrade Django next"), not a way of working
+# a wish for one thing to be done ("asked me to look into ...", "wants to upgrade Django"), not a way of working
 _ONE_OFF = re.compile(
     r"\b(?:wants?|wanted|would like|asked (?:me|us|everyone|the team)) to "
     r"(?!(?:always|never|not|keep|stop|avoid|use|follow|make sure|be|have)\b)[a-z]+\b",
