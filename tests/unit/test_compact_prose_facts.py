@@ -434,3 +434,13 @@ def test_german_roles_and_names_with_accents_are_read() -> None:
         "Karim": "QA",
     }
     assert people(["Élodie (SRE) valide chaque mise en production."]) == {"Élodie": "SRE"}
+
+
+def test_an_intention_inside_a_paragraph_is_narration_as_at_its_start() -> None:
+    log = crowded(
+        "2026-08-18",
+        "Let me start by adding the queue. Then I'll create `billing/jobs.py`. Job timeout is 600 s.\n",
+        services=2,
+    )
+    text = choose(parse_log(log), budget=400)
+    assert "Job timeout is 600 s." in text and "billing/jobs.py" not in text

@@ -91,3 +91,8 @@ def test_a_long_dead_end_sinks_only_itself_not_the_cause_before_it() -> None:
     assert "The crash happens because the second tap calls `confirmPayment`" in text
     assert "Hermes" not in text and "bigger pool" not in text  # a verdict still sinks the sentence it judges
     assert "Dana (DBA)" in text
+
+
+def test_each_connective_that_opens_a_sentence_goes() -> None:
+    assert trim("Okay, so it is reproducible locally.") == "It is reproducible locally."
+    assert trim("So we keep Redis.") == "We keep Redis."

@@ -68,7 +68,7 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
             unit.score = score + info
             unit.weak = not factual or unit.score < MIN_SCORE
             continue
-        facts = classify(without_roles(unit.text) if named else unit.text, first=unit.start == 0)
+        facts = classify(without_roles(unit.text) if named else unit.text, first=unit.lean is None)
         # what the line is said to be: "Decision: ...", "## Rollback plan", a "Follow-ups:" line before it
         context = classify(f"{label} {unit.item.lead} {unit.item.topic}", first=False)
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)

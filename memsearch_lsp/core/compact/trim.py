@@ -55,7 +55,12 @@ def _outside(pattern: re.Pattern[str], repl: str) -> Callable[[str], str]:
 
 
 def _opener(text: str) -> str:
-    rest = _OPENER.sub("", text, count=1)
+    rest = text
+    for _ in range(3):  # "Okay, so it is ...": each connective in turn
+        shorter = _OPENER.sub("", rest, count=1)
+        if shorter == rest:
+            break
+        rest = shorter
     return rest[:1].upper() + rest[1:] if rest != text and text[:1].isupper() else rest
 
 
