@@ -177,7 +177,8 @@ def test_a_log_of_bare_headings_or_small_talk_still_gets_a_line() -> None:
     headings = log_text("2026-11-12", "# 2026-11-12\n\n## Queue\n\n### Switched the jobs queue to SQS\n\n## 14:00\n")
     assert "- Switched the jobs queue to SQS\n" in choose(parse_log(headings), budget=300)  # its title says it
     talk = log_text("2026-11-13", "# 2026-11-13\n\n## 09:00\n\nHi! Thanks a lot, see you tomorrow.\n")
-    assert "see you tomorrow" in choose(parse_log(talk), budget=300)  # nothing better: still not empty
+    kept = choose(parse_log(talk), budget=300).split("\n\n", 1)[1]  # nothing better: still not empty
+    assert kept.startswith("- ") and kept[2:].strip() in "Hi! Thanks a lot, see you tomorrow."
 
 
 def test_budgets_share_the_ratio_and_give_small_logs_a_minimum() -> None:
