@@ -18,7 +18,23 @@ if TYPE_CHECKING:
     from memsearch_lsp.core.memory import Memory
     from memsearch_lsp.core.search.hybrid import Hit
 
-__all__ = ["Memory", "MemoryApi", "Remembered", "__version__", "open_memory", "open_user_memory", "search"]
+__all__ = [
+    "IndexBusy",
+    "Memory",
+    "MemoryApi",
+    "NoMemoryHere",
+    "NoteError",
+    "Remembered",
+    "__version__",
+    "open_memory",
+    "open_user_memory",
+    "search",
+]
+_ERRORS = {  # what the API raises, by the module that defines it (imported on first use)
+    "NoMemoryHere": "memsearch_lsp.core.onboard",
+    "NoteError": "memsearch_lsp.core.notes",
+    "IndexBusy": "memsearch_lsp.core.store.folder",
+}
 
 
 def open_memory(
@@ -72,4 +88,8 @@ def __getattr__(name: str) -> Any:
         from memsearch_lsp.core import api
 
         return getattr(api, name)
+    if name in _ERRORS:
+        import importlib
+
+        return getattr(importlib.import_module(_ERRORS[name]), name)
     raise AttributeError(name)

@@ -331,9 +331,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:  # the optional extra is missing
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic", "anyio"):
             raise
+        from memsearch_lsp.doctor import mcp_install
+
         raise UserError(
-            f"the MCP server needs the mcp package ({exc}); install it with: pip install 'memsearch-lsp[mcp]'",
-            "pip install 'memsearch-lsp[mcp]'",
+            f"the MCP server needs the mcp package ({exc}); install it: {mcp_install()}", mcp_install()
         ) from exc
     serve(_workspace(args))
     return EXIT_OK

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import datetime as dt
 import hashlib
 import logging
 import os
 import threading
+import weakref
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -70,6 +73,7 @@ class Memory(MemoryFiles):
         super().__init__(workspace, config=config, embedder=embedder, **settings)
         self._store: Store | None = None
         self._indexer: Indexer | None = None
+        _OPEN.add(self)  # closed when the process ends, if its user did not (`_close_open`)
         self._appending = threading.Lock()  # one remember() at a time appends to a log
         self._emptied = False  # reset() deleted the index: the next read rebuilds it from the Markdown
 
@@ -397,3 +401,15 @@ class Memory(MemoryFiles):
         if self._store is not None:
             self._store.close()
         self._store, self._indexer = None, None
+
+
+_OPEN: weakref.WeakSet[Memory] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open() -> None:
+    """A memory still open when the process ends is closed: what it wrote is made durable (the engine's process
+    takes its last writes) and that process ends quietly, as after `close()` (a script that never closes)."""
+    for memory in list(_OPEN):
+        with contextlib.suppress(Exception):
+            memory.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata as metadata
 import importlib.util
+import os
 import platform
 import re
 import shutil
@@ -271,6 +272,17 @@ def _remote_index(ctx: Context) -> Check:
     )
 
 
+MCP_REQUIREMENT = "mcp>=2.3,<3"  # the `mcp` extra of pyproject.toml
+
+
+def mcp_install() -> str:
+    """How to add the MCP extra to the environment this program runs in: pipx's (`pipx install .` from the checkout,
+    the recommended install), else this Python's; the package is not on PyPI yet, so `memsearch-lsp[mcp]` is not."""
+    if f"{os.sep}pipx{os.sep}venvs{os.sep}" in sys.prefix:
+        return f"pipx inject memsearch-lsp '{MCP_REQUIREMENT}'"
+    return f"{sys.executable} -m pip install '{MCP_REQUIREMENT}'"
+
+
 def check_mcp(ctx: Context) -> Check:
     """The optional `mcp` extra (the MCP server for agents): reported, never a failure when absent."""
     try:
@@ -279,8 +291,8 @@ def check_mcp(ctx: Context) -> Check:
         return Check(
             "mcp",
             "skip",
-            "the optional mcp extra is not installed: `memsearch-lsp mcp` needs it (pip install 'memsearch-lsp[mcp]')",
-            "pip install 'memsearch-lsp[mcp]'",
+            f"the optional mcp extra is not installed: `memsearch-lsp mcp` needs it ({mcp_install()})",
+            mcp_install(),
             {"installed": False},
         )
     if importlib.util.find_spec("mcp") is None:

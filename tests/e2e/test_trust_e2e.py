@@ -165,7 +165,8 @@ def _python39() -> str | None:
     """A Python 3.9 that runs (macOS's stock python3 is 3.9): pyenv's, else python3.9 on the PATH."""
     found = [str(p) for p in sorted((Path.home() / ".pyenv" / "versions").glob("3.9.*/bin/python"))]
     for candidate in [*found, shutil.which("python3.9"), "/usr/bin/python3.9"]:
-        check = [candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 9)"] if candidate else []
+        usable = candidate and os.access(candidate, os.X_OK)  # (a missing /usr/bin/python3.9 is no error)
+        check = [candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 9)"] if usable else []
         if check and subprocess.run(check, capture_output=True, check=False).returncode == 0:
             return candidate
     return None

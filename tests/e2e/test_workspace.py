@@ -170,6 +170,11 @@ def test_public_memory_expands_home_and_refuses_a_non_memory_folder(
     with pytest.raises(NoMemoryHere, match="no memory here"):
         open_memory("~/plain")
     assert tree(plain) == []  # no .memsearch/ created
+    import memsearch_lsp
+
+    with pytest.raises(memsearch_lsp.NoMemoryHere, match="run `memsearch-lsp init`"):  # not there yet: the same
+        open_memory("~/my-agent")
+    assert memsearch_lsp.NoteError.__name__ == "NoteError" and issubclass(memsearch_lsp.IndexBusy, Exception)
     init_workspace(tmp_path / "my-agent")
     with open_memory("~/my-agent", embedder=FakeEmbedder()) as memory:
         assert memory.root == (tmp_path / "my-agent").resolve()

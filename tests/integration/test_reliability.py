@@ -206,3 +206,36 @@ def test_symbol_ranges_from_the_index_equal_ranges_from_the_disk(workspace: Path
             assert got == convert.hit_range(codec, hit, disk), (hit.source, hit.start_line, hit.end_line)
             seen += 1
     assert seen > 20
+
+
+def test_a_script_that_never_closes_its_memory_leaves_what_it_wrote_found(workspace: Path) -> None:
+    """The README's agent loop never calls close(): the note it remembered is searchable by the next process (its
+    last writes reached the index when the process ended), and the process ends without a traceback."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    opened = (
+        "from tests.fakes import FakeEmbedder\nfrom memsearch_lsp import Memory\n"
+        f"m = Memory({str(workspace)!r}, embedder=FakeEmbedder())\n"
+    )
+    wrote = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            opened + "m.search('warm up')\nm.remember('The flux capacitor needs 1.21 gigawatts.')\n",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert wrote.returncode == 0 and "Traceback" not in wrote.stderr, wrote.stderr
+    found = subprocess.run(
+        [sys.executable, "-c", opened + "print(len(m.search('flux capacitor gigawatts')))\nm.close()\n"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert found.stdout.strip() == "1", found.stderr

@@ -79,7 +79,7 @@ def test_the_mcp_command_without_the_extra_says_how_to_get_it(tmp_path: Path) ->
     )
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and result.stdout == ""
-    assert "pip install 'memsearch-lsp[mcp]'" in result.stderr
+    assert f"{sys.executable} -m pip install 'mcp>=2.3,<3'" in result.stderr  # into the Python that runs it
 
 
 def test_layers_as_import_linter_contracts() -> None:
@@ -140,3 +140,12 @@ def imports_of(path: Path) -> set[str]:
             names.add(node.module)
             names.update(f"{node.module}.{a.name}" for a in node.names)
     return names
+
+
+def test_the_mcp_install_hint_names_the_extras_requirement() -> None:
+    import tomllib
+
+    from memsearch_lsp.doctor import MCP_REQUIREMENT
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["mcp"] == [MCP_REQUIREMENT]

@@ -40,11 +40,11 @@ def open_memory(
     with one warning naming it, and the memory is opened here. `~` is expanded; a folder that is no memory workspace
     raises NoMemoryHere and nothing is created there (`memsearch-lsp init` starts one).
     """
-    from memsearch_lsp.core.onboard import require_memory_workspace
+    from memsearch_lsp.core.onboard import NoMemoryHere, require_memory_workspace
 
     root = Path(workspace).expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(f"workspace {root} is not a folder")
+    if not root.is_dir():  # (not there yet, as "~/my-agent" before `memsearch-lsp init`)
+        raise NoMemoryHere(root)
     root = root.resolve()
     require_memory_workspace(root, config)
     deadline = time.monotonic() + wait_s
