@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from memsearch_lsp.cli.commands import COMMANDS, json_line
 from memsearch_lsp.cli.parser import EXIT_USER, UsageError, UserError, build_parser
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             format="memsearch-lsp: %(levelname)s: %(message)s",
         )
     try:
-        return COMMANDS[args.command](args)
+        return _run(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to tell it, nor a traceback
@@ -89,6 +90,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, _user_errors()):
             return _fail(as_json, exc, str(exc), args.command)
         return _fail(as_json, exc, f"{type(exc).__name__}: {exc}")
+
+
+READS = frozenset({"search", "expand", "recent", "status"})  # commands that change nothing: safe to ask again
+
+
+def _run(args: Any) -> int:
+    """The command; one that only reads is asked again, once, when the process that owned the index went away while
+    it answered (an editor closing just then): the second time there is no owner, and this process opens the index."""
+    try:
+        return COMMANDS[args.command](args)
+    except Exception as exc:
+        from memsearch_lsp.core.process.protocol import OwnerGone
+
+        if not isinstance(exc, OwnerGone) or args.command not in READS:
+            raise
+        logging.getLogger(__name__).info("%s; asking again", exc)
+        return COMMANDS[args.command](args)
 
 
 def _user_errors() -> tuple[type[Exception], ...]:

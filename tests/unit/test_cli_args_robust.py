@@ -185,3 +185,27 @@ def test_a_posix_class_in_a_source_glob_warns_nobody() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         glob_match("memory/[[:alpha:]]*", "memory/MEMORY.md")
+
+
+def test_a_read_is_asked_again_once_when_the_owner_went_away_while_it_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor closing as `search` asks it: the second time there is no owner (this process opens the index); a
+    command that writes is never run twice."""
+    from memsearch_lsp import cli
+    from memsearch_lsp.core.process.protocol import OwnerGone
+
+    calls: list[str] = []
+
+    def gone_once(args: object) -> int:
+        calls.append(getattr(args, "command", ""))
+        if len(calls) == 1:
+            raise OwnerGone("the process that owns the index is gone (reset)")
+        return 0
+
+    (tmp_path / "memory").mkdir()
+    monkeypatch.setitem(cli.COMMANDS, "search", gone_once)
+    monkeypatch.setitem(cli.COMMANDS, "remember", gone_once)
+    assert cli.main(["search", "redis", "--workspace", str(tmp_path)]) == 0 and calls == ["search", "search"]
+    calls.clear()
+    assert cli.main(["remember", "a note", "--workspace", str(tmp_path)]) == 1 and calls == ["remember"]
