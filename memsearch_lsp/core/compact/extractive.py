@@ -60,8 +60,12 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
             df[w] = df.get(w, 0) + 1
     n = len(units)
     dead_ends = _dead_end_sentences(units)
+    # each item's label and body, and where its labelled first line or sentence ends: once an item, not once a unit
+    items = {id(u.item): u.item for u in units}
+    cleaned = {key: clean(item) for key, item in items.items()}
+    line_ends = {key: first_line_end(item) for key, item in items.items()}
     for unit, bag in zip(units, words):
-        label = clean(unit.item)[0]
+        label = cleaned[id(unit.item)][0]
         info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
         if unit.item.whole_block:
             score, factual = block_score(unit.item.text)
@@ -74,8 +78,8 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
         dead = id(unit) in dead_ends  # a dead end's numbers are no facts of what is in place
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
-        said = clean(unit.item)[1][unit.start : unit.end]  # (before the trims took a lead-in away)
-        unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < first_line_end(unit.item)
+        said = cleaned[id(unit.item)][1][unit.start : unit.end]  # (before the trims took a lead-in away)
+        unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < line_ends[id(unit.item)]
         unit.must = unit.must or (unit.start > 0 and labelled(said))  # "... is not atomic. Fix: a lock."
         # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
         announces = unit.text.rstrip().endswith(":") and not any(c.isdigit() for c in unit.text)
