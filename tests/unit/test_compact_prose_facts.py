@@ -444,3 +444,16 @@ def test_an_intention_inside_a_paragraph_is_narration_as_at_its_start() -> None:
     )
     text = choose(parse_log(log), budget=400)
     assert "Job timeout is 600 s." in text and "billing/jobs.py" not in text
+
+
+def test_an_items_labelled_line_end_is_found_once_not_once_a_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long labelled paragraph has thousands of units: splitting its sentences again for each made 16,000
+    characters take 39 s (quadratic); it is split once an item."""
+    from memsearch_lsp.core.compact import extractive
+
+    calls: list[int] = []
+    real = extractive.first_line_end
+    monkeypatch.setattr(extractive, "first_line_end", lambda item: calls.append(1) or real(item))
+    para = " ".join(f"Service {i} uses port {8000 + i} from now on." for i in range(50))
+    choose(parse_log(log_text("2026-08-19", f"# 2026-08-19\n\nDecision: {para}\n")), budget=400)
+    assert len(calls) == 1
