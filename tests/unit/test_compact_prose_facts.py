@@ -396,6 +396,18 @@ def test_a_german_ordinal_is_no_sentence_end() -> None:
     assert len(sentences_of(parse_log(english)[0])) == 2
 
 
+def test_a_sentence_may_open_with_a_lower_case_name() -> None:
+    log = log_text("2026-08-16", "# 2026-08-16\n\nChecked prod first. holds-service is on v2.7.0. `pool_size` is 5.\n")
+    (item,) = parse_log(log)
+    assert [s for _, s in sentences_of(item)] == [
+        "Checked prod first.",
+        "holds-service is on v2.7.0.",
+        "`pool_size` is 5.",
+    ]
+    abbreviated = log_text("2026-08-17", "# 2026-08-17\n\nUse a queue, e.g. rabbit-mq or kafka.\n")
+    assert len(sentences_of(parse_log(abbreviated)[0])) == 1
+
+
 def test_a_sentence_with_a_label_of_its_own_keeps_it_and_takes_no_other() -> None:
     """ "Problem: ... . Cause: ..." keeping only the cause: "- Cause: ...", never "- Problem: Cause: ..." nor
     "- Problem: DHL retries ..." (the cause shown as the problem)."""

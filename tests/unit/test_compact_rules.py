@@ -76,6 +76,9 @@ def test_every_labelled_fact_of_the_development_sets_is_found_by_a_rule(folder) 
         ("The crash happens because the second tap calls confirmPayment.", "failure-because"),
         ("Found the reason the export hung: the client still points at MinIO.", "cause"),
         ("The bottleneck was JSON serialisation.", "cause"),
+        ("Most of the wait is in the licence fetch, not in our database.", "cause"),
+        ("Made the handler idempotent.", "fix"),
+        ("The importer now skips rows it has seen.", "fix"),
         ("Bumped the shared package to 1.9.2 and the prices match again.", "fix-told"),
         ("The nightly digest was replaced by in-app notifications.", "replaced"),
         ("Maestro was considered but it cannot mock the payment sheet.", "replaced"),
@@ -147,6 +150,12 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("It belongs to the platform team, contact Yusuf.", {"Yusuf": "platform team, contact"}),
         ("Questions go to our contact Yusuf.", {"Yusuf": "contact"}),
         ("Ruth (FinOps) joined.", {"Ruth": "FinOps"}),
+        ("Lucia (product owner from the library side) agreed.", {"Lucia": "product owner"}),
+        ("Dev Ramsay is on call this week.", {"Dev Ramsay": "on call"}),
+        (
+            "Keiko Ando owns the PageVault licensing integration.",
+            {"Keiko Ando": "owns the PageVault licensing integration"},
+        ),
         (
             "Tomasz Berg owns the weather feed, and Ruth Alvarez is our night-operations liaison.",
             {

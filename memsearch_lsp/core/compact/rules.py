@@ -124,7 +124,8 @@ _PERSON_ROLE = (
     r"DBA|UX|PO|[A-Z][a-z]*Ops|iOS (?:lead|dev))"
 )
 _NOT_NAMES = (
-    r"(?!(?:This|That|These|Those|It|He|She|They|We|You|There|Here|Which|What|Who|The|One|Our|My|Your|Their)\b)"
+    r"(?!(?:This|That|These|Those|It|He|She|They|We|You|There|Here|Which|What|Who|The|One|Our|My|Your|Their|Nobody|"
+    r"Somebody|Someone|Everybody|Everyone|Anyone)\b)"
 )
 _PERSON = (
     r"(?P<name>(?:(?:Dr|Prof|Mr|Mrs|Ms)\. )?"
@@ -133,7 +134,8 @@ _PERSON = (
 )
 _ROLE_OF = r"(?P<role>" + _PERSON_ROLE + r")"
 PEOPLE = (  # a person and their role, as the groups `name` and `role`
-    re.compile(r"\b" + _PERSON + r" \(" + _ROLE_OF + r"(?:[,;] [^()]{1,40})?\)"),  # Oskar (SRE, on call this week)
+    # Oskar (SRE, on call this week), Lucia (product owner from the library side)
+    re.compile(r"\b" + _PERSON + r" \(" + _ROLE_OF + r"(?:[,;]? [^()]{1,40})?\)"),
     re.compile(
         r"\b"
         + _PERSON
@@ -149,11 +151,13 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     ),
     re.compile(ZH_NAME + r"[（(]" + ZH_ROLE + r"[）)]"),
     re.compile(r"[（(]" + ZH_NAME + r"[，,]\s?" + ZH_ROLE + r"[）)]"),
-    # what a person owns or leads: "Tomasz Berg owns the weather feed" -> Tomasz Berg (owns the weather feed)
+    # what a person owns or leads: "Tomasz Berg owns the weather feed" -> Tomasz Berg (owns the weather feed); who is
+    # on call
     re.compile(
         r"(?<![Tt]he )(?<![Oo]ur )\b"
         + _PERSON
-        + r" (?P<role>(?:owns|leads|maintains) (?:the |our )?[a-z][\w-]*(?: [a-z][\w-]*){0,2})(?=[,.;)]| and )"
+        + r" (?:is )?(?P<role>(?:owns|leads|maintains|manages) (?:the |our )?[\w-]+(?: [\w-]+){0,3}|on[- ]call)"
+        + r"(?=[,.;)]| and | this )"
     ),
 )
 ROLE = re.compile(
@@ -203,7 +207,10 @@ CAUSE = re.compile(
     r"breaks|broke|the (?:real |actual |underlying )?(?:reason|problem|issue|bug) (?:is|was)|"
     r"explains? (?:the|why)|assumed|expected .{1,40} but|found the (?:reason|cause|bug|problem)|"
     r"(?:the )?bottleneck (?:is|was|were)|, so (?!that\b|far\b|I\b|let\b)(?=\w+ \w+)|"
-    r"happens? because|(?:still )?points? (?:at|to))\b" + "|" + cues("cause"),
+    r"happens? because|(?:still )?points? (?:at|to)|"
+    r"most of the (?:time|wait|latency|delay|cost|load|memory|CPU) (?:is|was|goes|went|is spent|was spent) (?:in|on))\b"
+    + "|"
+    + cues("cause"),
     re.I,
 )
 # a failure and its cause in one sentence: "the crash happens because ...", "the export hung since ..."
@@ -215,7 +222,10 @@ FAILURE_BECAUSE = re.compile(
 )
 FIX = re.compile(
     r"\b(?:fix(?:ed|es)?|resolved|workaround|mitigat\w*|rolled back|roll back|rollback|"
-    r"patch(?:ed)?|hotfix|now uses|by (?:creating|adding|setting|using|moving|wrapping))\b" + "|" + cues("fix"),
+    r"patch(?:ed)?|hotfix|now (?!that\b|is\b|has\b|was\b|does\b|this\b)[a-z]+s|by (?:creating|adding|setting|using|"
+    r"moving|wrapping)|made (?:it|them|the [\w-]+(?: [\w-]+)?) (?:idempotent|atomic|thread-safe|retry-safe))\b"
+    + "|"
+    + cues("fix"),
     re.I,
 )
 # a fix told as one: "fixed by ...", "the fix was ...", "sorted it out by ...", "works again"
@@ -335,9 +345,9 @@ RULES: tuple[Rule, ...] = (
     Rule("decision-told", "decision", DECISION_TOLD, "a decision told as one: went with, settled on, agreed, X it is"),
     Rule("replaced", "decision", REPLACED, "what a decision replaced or ruled out: replaced by, considered but, so no"),
     Rule("reason", "reason", REASON, "a reason: because, since, so that, due to"),
-    Rule("cause", "cause", CAUSE, "a cause: root cause, caused by, turned out, is not atomic, found the reason"),
+    Rule("cause", "cause", CAUSE, "a cause: root cause, caused by, turned out, not atomic, most of the time is in"),
     Rule("failure-because", "cause", FAILURE_BECAUSE, "a failure with its cause: the crash happens because ..."),
-    Rule("fix", "fix", FIX, "a fix: fixed, resolved, workaround, rolled back, now uses, by adding"),
+    Rule("fix", "fix", FIX, "a fix: fixed, resolved, workaround, rolled back, now uses, by adding, made X idempotent"),
     Rule("fix-told", "fix", FIX_TOLD, "a fix told as one: fixed it by, the fix was, works again, no timeouts since"),
     Rule("remedy", "fix", REMEDY, "a change made to set it right: raised X from A to B, bumped, pinned, switched"),
     Rule("preference", "preference", PREFERENCE, "a wish or taste: prefers, wants, would rather, please, don't want"),

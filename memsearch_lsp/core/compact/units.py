@@ -10,14 +10,16 @@ from memsearch_lsp.core.compact.blocks import block_gist
 from memsearch_lsp.core.compact.parse import EMPHASIS, SHORT_BLOCK, Item, split_label
 from memsearch_lsp.core.compact.trim import trim, without_asides
 
-# sentences, and clauses at "; " and before ", so" / ", but" / ", which" (never after a title or an abbreviation: "Prof.
-# Lindqvist", "e.g. Kafka"); Chinese ends a sentence at 。！？ and a clause at ；, with no space after them
+# sentences (one may open with `code` or a lower-case name such as holds-service or pool_size), and clauses at "; "
+# and before ", so" / ", but" / ", which" (never after a title or an abbreviation: "Prof. Lindqvist", "e.g. Kafka");
+# Chinese ends a sentence at 。！？ and a clause at ；, with no space after them
 _ABBREV = "".join(
     f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf")
 )
 _SPLIT = re.compile(
     _ABBREV
-    + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZÀ-ÖØ-Þ0-9\u3400-\u9fff])|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+"
+    + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZÀ-ÖØ-Þ0-9\u3400-\u9fff`]|[a-z]\w*[-_][a-z0-9])"
+    + r"|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+"
 )
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
