@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -14,7 +13,7 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import CHUNKING, MAX_CHARS, Chunk, chunk_markdown, sha256
 from memsearch_lsp.core.embedding import Embedder
-from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, read_text
+from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, folder_fd, read_file, read_text, write_file
 from memsearch_lsp.core.progress import ChunkProgress, Progress
 from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import doc_vector
@@ -118,21 +117,24 @@ class Indexer:
         another search.language): the next pass rewrites every row from its text, the vectors reused."""
         if self.analysis is None or not self.manifest():
             return False
+        return self._recorded_analysis() != self.written_by  # (none: an index written before there was a record)
+
+    def _recorded_analysis(self) -> str:
+        """The analysis the record names ("" when there is none, or it is damaged: then the rows are rewritten)."""
+        assert self.analysis is not None
         try:
-            return self.analysis.read_text(encoding="utf-8").strip() != self.written_by
-        except OSError:
-            return True  # rows, and no record of their analysis: an index written before there was one
+            with folder_fd(self.analysis.parent) as fd:
+                return read_file(fd, self.analysis.name, 4096).decode("utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def _analysis_done(self) -> None:
         """Record that every stored row's weights are this analysis's (after a whole pass)."""
-        if self.analysis is None:
+        if self.analysis is None or self._recorded_analysis() == self.written_by:
             return
         try:
-            if not self.analysis.is_file() or self.analysis.read_text(encoding="utf-8").strip() != self.written_by:
-                self.analysis.parent.mkdir(parents=True, exist_ok=True)
-                tmp = self.analysis.with_suffix(".tmp")
-                tmp.write_text(self.written_by + "\n", encoding="utf-8")
-                os.replace(tmp, self.analysis)
+            with folder_fd(self.analysis.parent, create=True) as fd:
+                write_file(fd, self.analysis.name, (self.written_by + "\n").encode())
         except OSError as exc:  # a read-only folder: the next pass rewrites the weights again, nothing lost
             log.warning("cannot record the BM25 analysis in %s: %s", self.analysis, exc)
 

@@ -144,3 +144,27 @@ def test_an_index_of_an_older_chunking_is_rewritten_once(tmp_path: Path, make_me
     stats = memory.index()
     assert stats.files_modified == 1 and stats.chunks_embedded == 0
     assert record.read_text().strip() == memory.indexer.written_by and not memory.indexer.analysis_stale()
+
+
+@pytest.mark.parametrize("damage", [b"\xff\xfe garbage", b"", "link"])
+def test_a_damaged_analysis_record_is_rewritten_never_an_error(tmp_path: Path, make_memory, damage) -> None:
+    """The record is a cache too: bytes that are no text, an empty file or a link (never followed) mean "unknown",
+    so the next pass rewrites the weights (nothing embedded) and records the analysis again; search never fails."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Broker\n\nWe chose Kafka over RabbitMQ.\n")
+    memory = make_memory(ws)
+    memory.index()
+    record = next((ws / ".memsearch").glob("analysis-*.txt"))
+    record.unlink()
+    outside = tmp_path / "outside.txt"
+    outside.write_text(memory.indexer.written_by + "\n")
+    if damage == "link":
+        record.symlink_to(outside)
+    else:
+        record.write_bytes(damage)
+    assert memory.indexer.analysis_stale()
+    assert [h.source for h in memory.search("Kafka", min_score=0.0)] == ["memory/2026-03-01.md"]
+    assert memory.index().chunks_embedded == 0
+    assert not record.is_symlink() and record.read_text().strip() == memory.indexer.written_by
+    assert outside.read_text().strip() == memory.indexer.written_by  # (untouched)
