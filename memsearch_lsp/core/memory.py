@@ -42,7 +42,7 @@ from memsearch_lsp.core.search.hybrid import (
     hybrid_search,
     to_expanded,
 )
-from memsearch_lsp.core.store import Store, is_local_uri, open_store
+from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri, open_store
 from memsearch_lsp.core.store.folder import remove_index
 from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed
 from memsearch_lsp.version import __version__
@@ -189,7 +189,12 @@ class Memory(MemoryFiles):
         if not is_local_uri(self.uri):
             self.store.drop()
         else:  # the folder may also hold the owner's socket: delete only the index itself
-            self.claim()  # checks `.memsearch/` and signs an index built before the marker existed
+            try:
+                self.claim()  # checks `.memsearch/` and signs an index built before the marker existed
+            except IndexBusy:
+                raise
+            except StoreError as exc:  # an index that cannot be opened is what reset is for
+                log.warning("the index at %s cannot be opened (%s); deleting it", self.uri, exc)
             self.close()
             remove_index(self.uri)  # only a real folder carrying this program's marker
         if self._indexer is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.process.door import open_memory
 from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, find_owner, record_path
 from memsearch_lsp.core.search.hybrid import Hit
+from memsearch_lsp.core.store import StoreError
+from memsearch_lsp.core.store.local import LocalStore
 from memsearch_lsp.lsp import convert
 from tests.fakes import FakeEmbedder
 from tests.helpers import tree_digest
@@ -79,6 +82,35 @@ def test_a_broken_index_is_moved_aside_and_rebuilt(workspace: Path, make_memory,
     assert [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
     assert sum("moved to" in r.getMessage() for r in caplog.records) == 1
     assert tree_digest(workspace / "memory") == before  # indexing never touches memory/
+
+
+def test_an_engine_file_gone_is_damage_moved_aside_and_reset_deletes_an_index_that_cannot_open(
+    workspace: Path, make_memory, monkeypatch
+) -> None:
+    """A collection's folder without its schema (a file deleted by hand) made every read fail with "please report
+    this", and so did `reset`, the fix doctor names: it is damage, moved aside and rebuilt; and reset deletes an
+    index that cannot be opened for any reason but another process holding it."""
+    memory = make_memory(workspace)
+    memory.index()
+    memory.close()
+    db = workspace / ".memsearch/milvus.db"
+    next(db.glob("collections/*/schema.json")).unlink()
+    shutil.rmtree(db / "read-model")
+    again = make_memory(workspace)
+    assert again.index().chunks_total > 30
+    assert again.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
+    assert [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+    again.close()
+
+    def cannot_open(self) -> None:
+        raise StoreError("writing the index failed (an engine error); please report this")
+
+    monkeypatch.setattr(LocalStore, "open", cannot_open)
+    third = make_memory(workspace)
+    third.reset()
+    assert not db.exists()
+    monkeypatch.undo()
+    assert third.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
 
 
 def test_another_embedding_dimension_is_moved_aside(workspace: Path, make_memory) -> None:

@@ -79,7 +79,8 @@ def drift(exc: BaseException) -> bool:
 
 def corrupt(exc: BaseException) -> bool:
     """An error that recognisably comes from damaged files: Milvus Lite's own corruption errors, a manifest or WAL
-    that is not JSON, Arrow or Parquet data that does not parse, truncated files."""
+    that is not JSON, Arrow or Parquet data that does not parse, truncated files, a file of its folder missing or
+    in the way (a collection's folder without its schema)."""
     import json
     import sys
 
@@ -87,7 +88,10 @@ def corrupt(exc: BaseException) -> bool:
 
     arrow = sys.modules.get("pyarrow.lib")
     kinds = (ml.ManifestCorruptedError, ml.WALCorruptedError, ml.SchemaValidationError, json.JSONDecodeError, EOFError)
-    return not drift(exc) and isinstance(exc, (*kinds, UnicodeDecodeError, *([arrow.ArrowInvalid] if arrow else [])))
+    missing = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError)
+    return not drift(exc) and isinstance(
+        exc, (*kinds, *missing, UnicodeDecodeError, *([arrow.ArrowInvalid] if arrow else []))
+    )
 
 
 def _locked(folder: str, wait_s: float = 15.0) -> Any:
