@@ -6,6 +6,7 @@ import logging
 import re
 from concurrent.futures import Future
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcServerNotInitialized
@@ -78,6 +79,19 @@ class LspTextDocument(TextDocument):
 
 
 class LspWorkspace(Workspace):
+    def update_text_document(
+        self, text_doc: types.VersionedTextDocumentIdentifier, change: types.TextDocumentContentChangeEvent
+    ) -> None:
+        """A change to a document never opened (the server restarted under the editor, a didOpen lost) raised
+        KeyError, shown at every keystroke: a whole-text change opens it with that text; a ranged one cannot be
+        applied and is left out (the file on disk stays the truth until the editor opens or saves it)."""
+        if unquote(text_doc.uri) in self.text_documents:
+            super().update_text_document(text_doc, change)
+        elif isinstance(change, types.TextDocumentContentChangeWholeDocument):
+            self.put_text_document(types.TextDocumentItem(text_doc.uri, "markdown", text_doc.version, change.text))
+        else:
+            log.info("left out an edit of %s: the client never opened it here", text_doc.uri)
+
     def _create_text_document(
         self, doc_uri: str, source: str | None = None, version: int | None = None, language_id: str | None = None
     ) -> TextDocument:

@@ -109,3 +109,32 @@ async def test_a_folder_deleted_outside_the_editor_leaves_search(tmp_path: Path)
         await until(gone, "the deleted folder's notes to leave search")
     finally:
         await stop(session)
+
+
+async def test_an_edit_of_a_document_never_opened_is_taken_without_an_error_per_keystroke(tmp_path: Path) -> None:
+    """The server restarted under a running editor (or a didOpen was lost): each didChange raised KeyError, shown
+    as "Error in server" at every keystroke. A whole-text change now opens the buffer with its text; a ranged one
+    is left out quietly, and the server keeps serving."""
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        doc = uri(ws / LOG)
+        for version, change in enumerate(
+            [
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(0, 0), types.Position(0, 0)), text="x"
+                ),
+                types.TextDocumentContentChangeWholeDocument(text=(ws / LOG).read_text() + UNSAVED),
+            ]
+        ):
+            session.client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=doc, version=version + 5),
+                    content_changes=[change],
+                )
+            )
+        await until(lambda: found(session), "the unopened buffer's text to be searchable")
+        assert [m.message for m in session.client.messages if "Error" in m.message] == []
+    finally:
+        await stop(session)
