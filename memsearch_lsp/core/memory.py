@@ -76,6 +76,7 @@ class Memory(MemoryFiles):
         _OPEN.add(self)  # closed when the process ends, if its user did not (`_close_open`)
         self._appending = threading.Lock()  # one remember() at a time appends to a log
         self._emptied = False  # reset() deleted the index: the next read rebuilds it from the Markdown
+        self._epoch = 0  # the store's epoch (bumped when it is started afresh) as the last pass left it
 
     # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
@@ -100,6 +101,7 @@ class Memory(MemoryFiles):
             if self._store is None:
                 _ = self.index_dir
                 self._store = open_store(self.uri, self.collection, self._dim(), token=self.config.milvus.token)
+                self._epoch = self._store.epoch
             return self._store
 
     def _dim(self) -> int:
@@ -142,12 +144,15 @@ class Memory(MemoryFiles):
     # -- indexing --------------------------------------------------------------------------
     def index(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
         self._emptied = False
-        return self.indexer.reconcile(force=force, progress=progress)
+        stats = self.indexer.reconcile(force=force, progress=progress)
+        self._epoch = self.store.epoch
+        return stats
 
     def _refilled(self) -> None:
         """After reset(), the first read (search, expand, symbols) rebuilds the index first, as reset says: an
-        editor's server that owns the index answers a CLI's reset with nothing otherwise, until a file changes."""
-        if self._emptied:
+        editor's server that owns the index answers a CLI's reset with nothing otherwise, until a file changes. So
+        after the store started afresh under this process (its files damaged or deleted while in use)."""
+        if self._emptied or (self._store is not None and self._store.epoch != self._epoch):
             self.index()
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:

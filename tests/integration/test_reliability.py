@@ -113,6 +113,24 @@ def test_an_engine_file_gone_is_damage_moved_aside_and_reset_deletes_an_index_th
     assert third.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
 
 
+def test_an_index_deleted_while_in_use_is_started_afresh_and_filled_again(workspace: Path, make_memory) -> None:
+    """`rm -rf .memsearch` under a running server ("delete it and it is rebuilt"): its next writes failed with
+    "please report this" at every try, and every process after it too. The store starts afresh at the failed
+    write, and the next read fills it again from the Markdown."""
+    memory = make_memory(workspace)
+    memory.index()
+    memory.store.flush(wait=True)
+    shutil.rmtree(workspace / ".memsearch")
+    (workspace / "memory" / "2026-10-11.md").write_text("# 2026-10-11\n\n## Cache\n\nRedis TTL is 300 seconds.\n")
+    memory.index_file("memory/2026-10-11.md")
+    memory.store.flush(wait=True)
+    assert memory.search("Redis TTL 300 seconds", vector_weight=0.0)[0].source == "memory/2026-10-11.md"
+    assert memory.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
+    memory.close()
+    again = make_memory(workspace)
+    assert again.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
+
+
 def test_another_embedding_dimension_is_moved_aside(workspace: Path, make_memory) -> None:
     first = make_memory(workspace, FakeEmbedder(dim=64))
     first.index()

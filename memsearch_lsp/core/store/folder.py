@@ -155,6 +155,8 @@ def move_aside(folder: Path, why: str) -> None:
         if not os.path.lexists(aside):
             break
         aside = folder.with_name(f"{folder.name}.broken-{stamp}-{n}")
-    if folder.exists():
-        os.rename(folder, aside)  # a rename moves a link itself, never what it points to
+    if not os.path.lexists(folder):
+        log.warning("the index at %s is gone because %s; rebuilding it from the Markdown", folder, why)
+        return
+    os.rename(folder, aside)  # a rename moves a link itself, never what it points to
     log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown", folder, aside.name, why)

@@ -298,11 +298,18 @@ class LocalStore(Store):
             if not batch:
                 return
             try:
+                if not self.folder.is_dir():
+                    raise Damaged("its folder is gone")
                 self.engine.open()
                 mark(self.folder)  # our collections are in it now
                 for upserts, windows, deletes, window_deletes in batch:
                     self.engine.write(upserts, windows, deletes, window_deletes)
                 self.failure = None
+            except Damaged as exc:  # its files were damaged or deleted while in use: started afresh, as at open
+                self.engine.close()
+                with self._lock:
+                    self._queue, self.failure = [], None
+                    self._move_aside(f"it was damaged or deleted while in use ({exc})")
             except Exception as exc:
                 with self._lock:
                     self._queue[:0] = batch  # kept, and tried again with the next write or at close
