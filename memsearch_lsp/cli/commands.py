@@ -35,9 +35,10 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def _workspace(args: argparse.Namespace) -> Path:
-    """--workspace as given, else the workspace found from the current folder upwards; NoMemoryHere when
-    it is no memory workspace (nothing is written)."""
-    from memsearch_lsp.core.onboard import require_memory_workspace, workspace_for
+    """The workspace found from --workspace (else the current folder) upwards, as git -C finds a repository: a
+    subfolder of a workspace (an agent started in `src/pkg`) is that workspace; NoMemoryHere when there is none
+    (nothing is written)."""
+    from memsearch_lsp.core.onboard import NoMemoryHere, enclosing_workspace, require_memory_workspace, workspace_for
 
     if args.workspace is None:
         return workspace_for(Path.cwd())
@@ -45,7 +46,13 @@ def _workspace(args: argparse.Namespace) -> Path:
     if not workspace.is_dir():
         raise UserError(f"workspace {workspace} is not a folder", "give --workspace an existing folder")
     workspace = workspace.resolve()
-    require_memory_workspace(workspace)
+    try:
+        require_memory_workspace(workspace)
+    except NoMemoryHere:
+        found = enclosing_workspace(workspace)
+        if found is None:
+            raise
+        return found
     return workspace
 
 

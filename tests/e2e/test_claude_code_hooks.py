@@ -170,6 +170,45 @@ def test_capture_skips_acknowledgements_and_trims_outside_code_fences(workspace:
     assert text.count("```") == 0 and "## 09:41 How did the cache migration go\n" in text
 
 
+def test_capture_keeps_the_work_a_go_ahead_led_to(workspace: Path, tmp_path: Path) -> None:
+    """ "ok" -> "Done: merged PR 482 and deployed v2.3.1" was dropped as an acknowledgement: a go-ahead is skipped
+    only when its answer is courtesy (short, no number, path or name), and the heading says what was done."""
+    log = workspace / "memory" / "2026-12-03.md"
+    done = "Done: I merged PR 482 and deployed v2.3.1 to production; the migration added the orders.region column."
+    assert capture(workspace, tmp_path, "ok", done).returncode == 0
+    assert (
+        capture(workspace, tmp_path, "thanks", "You're welcome! Let me know if you need anything else.").returncode == 0
+    )
+    text = log.read_text()
+    assert "**Outcome:** Done: I merged PR 482 and deployed v2.3.1" in text and "welcome" not in text
+    assert "## 09:41 Done: I merged PR 482 and deployed v2.3.1" in text
+
+
+def test_the_hooks_serve_the_workspace_above_a_subfolder_claude_code_started_in(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Claude Code started in `src/pkg` of a workspace: recall and capture used that folder and found no memory
+    (SessionStart even advised an `init` that refuses there); the CLI and the MCP server given it as --workspace
+    refused it too. They all find the workspace above it, as the CLI does from the current folder."""
+    sub = workspace / "src" / "pkg"
+    sub.mkdir(parents=True)
+    transcript = write_transcript(tmp_path, "Which retry policy for payments?", "Exponential backoff, 5 retries.")
+    event = recorded("stop.json", sub, transcript_path=str(transcript))
+    assert hook("capture", event, CLAUDE_PROJECT_DIR=str(sub)).returncode == 0
+    assert "Exponential backoff, 5 retries." in (workspace / "memory" / "2026-12-03.md").read_text()
+    recall = hook("user-prompt-submit", recorded("user-prompt-submit.json", sub, prompt="retry policy for payments"))
+    assert "Exponential backoff" in recall.stdout, recall
+    found = subprocess.run(
+        [*CLI.split(), "search", "retry policy for payments", "--workspace", str(sub), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert json.loads(found.stdout)["hits"][0]["source"] == "memory/2026-12-03.md"
+    assert not (sub / "memory").exists() and not (sub / ".memsearch").exists()
+
+
 def test_capture_keeps_a_secret_out_of_the_heading_and_private_text_out_of_the_answer(
     workspace: Path, tmp_path: Path
 ) -> None:

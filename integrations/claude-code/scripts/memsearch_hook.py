@@ -53,6 +53,7 @@ from typing import Any
 COMMAND_ECHO = ("<local-command-stdout>", "<local-command-stderr>", "<command-name>", "<command-message>")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+SHORT_ANSWER = 160  # a go-ahead answered in fewer characters, with no number, path or name, is courtesy, not work
 ACKNOWLEDGEMENTS = {
     "ok",
     "okay",
@@ -145,7 +146,16 @@ def setting(name: str, default: int) -> int:
 
 
 def project(event: dict[str, Any]) -> Path:
-    return Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd") or os.getcwd())
+    """The project's folder, or the memory workspace above it (Claude Code started in `src/pkg`): the nearest
+    folder with a memory folder, a `.memsearch.toml` or an index, as the CLI finds it (below home and `/`)."""
+    start = Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd") or os.getcwd())
+    stops = {Path.home(), Path(start.anchor or "/")}
+    for folder in [start, *start.parents]:
+        if folder in stops:
+            break
+        if any((folder / marker).exists() for marker in ("memory", ".memsearch.toml", ".memsearch")):
+            return folder
+    return start
 
 
 def command(event: dict[str, Any], subcommand: str, *args: str, where: Path | None = None) -> list[str]:
@@ -606,11 +616,18 @@ def at_a_word(text: str, limit: int) -> str:
     return cut[: max(cut.rfind(" "), 0)].rstrip() + "…"
 
 
-def nothing_to_remember(prompt: str, answer: str) -> bool:
+def go_ahead(prompt: str) -> bool:
+    """The prompt only acknowledges or lets the agent go on ("ok", "thanks", "continue"): it says no topic."""
     said = " ".join(re.sub(r"[^\w\s']", " ", prompt.lower()).split())
-    if not answer.strip():
-        return True
-    return said in ACKNOWLEDGEMENTS or (len(prompt.strip()) < 12 and len(answer.strip()) < 40)
+    return said in ACKNOWLEDGEMENTS or len(prompt.strip()) < 12
+
+
+def nothing_to_remember(prompt: str, answer: str) -> bool:
+    """A turn with no answer, or a go-ahead answered with courtesy ("thanks" -> "You're welcome."); a go-ahead whose
+    answer reports work ("ok" -> "Done: merged PR 482 and deployed v2.3.1 ...") is kept."""
+    said = answer.strip()
+    courtesy = len(said) < SHORT_ANSWER and not re.search(r"\d|\w[/_.]\w|`", said)  # no number, path or name
+    return not said or (go_ahead(prompt) and courtesy)
 
 
 def topic(prompt: str, limit: int = 72) -> str:
@@ -666,7 +683,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
         return None
     limit = setting("TURN_CHARS", 1500)
     note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {trim(answer, limit)}"
-    heading = f"{now():%H:%M} {topic(prompt) or 'Turn'}"
+    heading = f"{now():%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
     cli(event, "remember", "-", "--summarize", "--heading", heading, stdin=note)
     return None
 
