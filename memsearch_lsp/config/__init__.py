@@ -380,6 +380,23 @@ def ignored_workspace_keys(path: Path) -> tuple[str, ...]:
     return () if data is None else _ignored(_nest(data, str(path)), path.parent)
 
 
+def _within(path: Path, workspace: Path) -> bool:
+    """The workspace file is the workspace's own: a link to a file outside it (a cloned repository's link to
+    `~/.aws/...` or another project's settings) is never read; said once."""
+    try:
+        path.resolve().relative_to(workspace.resolve())
+        return True
+    except ValueError:
+        if (str(path), ("link",)) not in _warned:
+            _warned.add((str(path), ("link",)))
+            logging.getLogger("memsearch_lsp").warning(
+                "%s: ignored: it is a link to %s, outside the workspace", path, path.resolve()
+            )
+        return False
+    except (OSError, RuntimeError):  # a looping link: nothing to read
+        return False
+
+
 def _workspace_settings(data: Mapping[str, Any], path: Path) -> dict[str, dict[str, Any]]:
     """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
     nested = _nest(data, str(path))
@@ -407,7 +424,7 @@ def load_config(
     if data is not None:
         config = config.merged(data, origin=str(user))
     path = Path(workspace) / CONFIG_FILE
-    data = _read_toml(path)
+    data = _read_toml(path) if _within(path, Path(workspace)) else None
     if data is not None:
         config = config.merged(_workspace_settings(data, path), origin=str(path))
     config = config.merged(from_env(os.environ if env is None else env), origin="environment")

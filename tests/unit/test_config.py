@@ -170,3 +170,21 @@ def test_a_workspace_file_is_judged_by_the_trust_rules(tmp_path: Path) -> None:
     )
     assert untrusted("compact.promptFile", "../outside.md", tmp_path)
     assert not untrusted("compact.promptFile", "prompts/mine.md", tmp_path)
+
+
+def test_a_workspace_settings_file_linked_outside_the_workspace_is_never_read(tmp_path: Path, caplog) -> None:
+    """A cloned repository's `.memsearch.toml` that links to a file elsewhere (another project's settings, a file of
+    secrets whose values errors would echo) is ignored with one warning; a link inside the workspace is read."""
+    outside = tmp_path / "private.toml"
+    outside.write_text('[search]\ntop_k = "s3cr3t-value-from-outside"\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".memsearch.toml").symlink_to(outside)
+    assert load_config(ws).search.top_k == Config().search.top_k
+    load_config(ws)
+    assert sum("outside the workspace" in r.getMessage() for r in caplog.records) == 1
+    (ws / "settings").mkdir()
+    (ws / "settings" / "memsearch.toml").write_text("[search]\ntop_k = 7\n")
+    (ws / ".memsearch.toml").unlink()
+    (ws / ".memsearch.toml").symlink_to(ws / "settings" / "memsearch.toml")
+    assert load_config(ws).search.top_k == 7
