@@ -92,6 +92,10 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    if args.query == "-":  # (a hook's prompt, secrets and all, stays off the process list)
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UserError("pipe the query in with `-`, or give it as QUERY")
+        args.query = " ".join(sys.stdin.read().split())
     overrides: dict[str, Any] = {}
     if args.vector_weight is not None:  # (0 to 1, and -k at least 1: parser.py says so)
         overrides = {"vector_weight": args.vector_weight, "bm25_weight": round(1 - args.vector_weight, 6)}

@@ -115,7 +115,12 @@ def build_parser() -> _Parser:
         "is brought up to date first. Filters restrict the candidates of both legs, not the "
         "top k afterwards",
     )
-    search.add_argument("query", metavar="QUERY", help="what to look for, in your own words or by keyword")
+    search.add_argument(
+        "query",
+        metavar="QUERY",
+        help="what to look for, in your own words or by keyword; - reads it from stdin (never on a command line "
+        "that other users' `ps` shows)",
+    )
     search.add_argument(
         "-k",
         "--top-k",

@@ -346,3 +346,25 @@ def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: 
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "memory/MEMORY.md:12-16 Redis Caching" in text
     assert "session data never goes to the cache" in text  # the section itself, not only a snippet
+
+
+def test_prompt_recall_keeps_the_prompt_off_command_lines_and_takes_half_an_emoji(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """With no warm owner the hook asked the CLI with the whole prompt as an argument, secrets and all, readable by
+    any local user with `ps`: it goes over stdin now (`search -`). A lone surrogate (half an emoji a JSON escape
+    left) made recall and capture give up: it is read as U+FFFD."""
+    argv = tmp_path / "argv.log"
+    logging_cli = tmp_path / "cli.sh"
+    logging_cli.write_text(f'#!/bin/sh\necho "$@" >> {argv}\nexec {CLI} "$@"\n')
+    logging_cli.chmod(0o755)
+    prompt = "which message broker did we pick \ud83d? the db password is Xk29fjQpL0wzv8Q"
+    event = json.dumps(dict(json.loads(recorded("user-prompt-submit.json", workspace)), prompt=prompt))
+    recall = hook("user-prompt-submit", event, MEMSEARCH_HOOK_CLI=str(logging_cli))
+    assert recall.returncode == 0 and "Kafka" in recall.stdout, recall
+    assert "Xk29fjQpL0wzv8Q" not in argv.read_text() and "search" in argv.read_text()
+    done = capture(
+        workspace, tmp_path, "Why does webhook A fail on emoji names?", "It was cut mid-emoji \ud83d; fixed."
+    )
+    assert done.returncode == 0, done.stderr
+    assert "cut mid-emoji \ufffd; fixed." in (workspace / "memory" / "2026-12-03.md").read_text()

@@ -283,7 +283,8 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
         except (OSError, ValueError) as exc:
             sys.stderr.write(f"memsearch hook: the index owner did not answer ({exc}); using the CLI\n")
     warm(event)
-    found: list[dict[str, Any]] = json.loads(cli(event, "search", "-k", str(top_k), "--json", "--", query))["hits"]
+    said = cli(event, "search", "-k", str(top_k), "--json", "-", stdin=query)  # (never on the command line)
+    found: list[dict[str, Any]] = json.loads(said)["hits"]
     return found
 
 
@@ -448,7 +449,7 @@ def choose(hits: list[dict[str, Any]], top_k: int) -> list[dict[str, Any]]:
 
 
 def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
-    prompt = str(event.get("prompt") or "").strip()
+    prompt = whole(str(event.get("prompt") or "")).strip()
     if len(prompt) < 3 or prompt.startswith("/"):
         return None
     top_k = setting("TOP_K", 3)
@@ -622,6 +623,12 @@ def go_ahead(prompt: str) -> bool:
     return said in ACKNOWLEDGEMENTS or len(prompt.strip()) < 12
 
 
+def whole(text: str) -> str:
+    """`text` with each lone surrogate (half an emoji a JSON escape left) as U+FFFD: UTF-8 cannot carry it, so a
+    prompt or an answer holding one was neither recalled nor recorded."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def nothing_to_remember(prompt: str, answer: str) -> bool:
     """A turn with no answer, or a go-ahead answered with courtesy ("thanks" -> "You're welcome."); a go-ahead whose
     answer reports work ("ok" -> "Done: merged PR 482 and deployed v2.3.1 ...") is kept."""
@@ -676,7 +683,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
         prompt, recorded = last_turn(transcript)
         answer = answer or recorded
     hidden = [h.strip() for h in re.findall(r"<private\b[^<>]*>(.*?)</private\s*>", prompt, re.I | re.S)]
-    prompt, answer = without_private(prompt).strip(), without_private(answer).strip()
+    prompt, answer = without_private(whole(prompt)).strip(), without_private(whole(answer)).strip()
     for said in (h for h in hidden if len(h) >= 4):  # what the user kept private, repeated in the answer
         answer = answer.replace(said, "[private]")
     if nothing_to_remember(prompt, answer) or not new_turn(event, prompt):
