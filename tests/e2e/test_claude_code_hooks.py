@@ -368,3 +368,37 @@ def test_prompt_recall_keeps_the_prompt_off_command_lines_and_takes_half_an_emoj
     )
     assert done.returncode == 0, done.stderr
     assert "cut mid-emoji \ufffd; fixed." in (workspace / "memory" / "2026-12-03.md").read_text()
+
+
+def test_a_capture_the_cli_could_not_write_is_asked_again_and_never_marked_done(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """An owner that stalled a few seconds (the CLI: "does not answer") lost the turn, and a second Stop of the same
+    turn wrote nothing either: it had been marked recorded. The capture asks again while it has time; when it runs
+    out, the turn is left for the next Stop."""
+    failures = tmp_path / "failures"
+    flaky = tmp_path / "flaky-cli"
+    flaky.write_text(
+        f'#!/bin/sh\nif [ -s {failures} ]; then sed -i 1d {failures}; echo "the index owner does not answer" >&2; '
+        f'exit 1; fi\nexec {CLI} "$@"\n'
+    )
+    flaky.chmod(0o755)
+    log = workspace / "memory" / "2026-12-03.md"
+    failures.write_text("1\n2\n")
+    done = capture(
+        workspace, tmp_path, "Inventory API timeouts?", "2.5 s connect, 10 s read.", MEMSEARCH_HOOK_CLI=str(flaky)
+    )
+    assert done.returncode == 0 and log.read_text().count("2.5 s connect, 10 s read.") == 1
+    failures.write_text("1\n" * 50)
+    stuck = capture(
+        workspace,
+        tmp_path,
+        "Payments API timeouts?",
+        "4 s connect.",
+        MEMSEARCH_HOOK_CLI=str(flaky),
+        MEMSEARCH_HOOK_TIMEOUT="1",
+    )
+    assert "4 s connect." not in log.read_text() and "does not answer" in stuck.stderr
+    failures.write_text("")
+    assert capture(workspace, tmp_path, "Payments API timeouts?", "4 s connect.").returncode == 0
+    assert log.read_text().count("4 s connect.") == 1

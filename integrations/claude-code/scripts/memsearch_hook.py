@@ -53,6 +53,7 @@ from typing import Any
 COMMAND_ECHO = ("<local-command-stdout>", "<local-command-stderr>", "<command-name>", "<command-message>")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+RETRY_S = 2.0  # a capture whose note the CLI could not write asks again after this long
 SHORT_ANSWER = 160  # a go-ahead answered in fewer characters, with no number, path or name, is courtesy, not work
 ACKNOWLEDGEMENTS = {
     "ok",
@@ -672,7 +673,12 @@ def new_turn(event: dict[str, Any], prompt: str) -> bool:
                     old.unlink()
             except OSError:
                 pass
-    return first_time(f"turn-{key(str(project(event).resolve()), session, prompt)}") or path is None
+    return first_time(turn_key(event, prompt)) or path is None
+
+
+def turn_key(event: dict[str, Any], prompt: str) -> str:
+    session = str(event.get("session_id") or event.get("transcript_path") or "")
+    return f"turn-{key(str(project(event).resolve()), session, prompt)}"
 
 
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -691,8 +697,17 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     limit = setting("TURN_CHARS", 1500)
     note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {trim(answer, limit)}"
     heading = f"{now():%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
-    cli(event, "remember", "-", "--summarize", "--heading", heading, stdin=note)
-    return None
+    while True:  # an owner that stalls a moment (a long embed) is asked again while this capture has time
+        try:
+            cli(event, "remember", "-", "--summarize", "--heading", heading, stdin=note)
+            return None
+        except NoMemory:
+            raise
+        except HookError:
+            if DEADLINE[0] - time.monotonic() < RETRY_S + 1:  # not recorded: the next Stop of this turn tries again
+                forget_time(turn_key(event, prompt))
+                raise
+            time.sleep(RETRY_S)
 
 
 def stop(event: dict[str, Any]) -> dict[str, Any] | None:
