@@ -154,6 +154,16 @@ def _mixed(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
+_JOINED_WORDS = re.compile(r"(?:[A-Z]?[a-z]{2,}){3,}|[a-z]{3,}(?:[-_][a-z]{3,}){2,}")  # CorrectHorseBattery, a-b-c
+
+
+def _passphrase(value: str) -> bool:
+    """A value said to be a password that looks like one: a key (letters and digits), or words run together
+    (CorrectHorseBatteryStaple, sunflower-meadow-lantern); not a word that says where or how it is kept."""
+    joined = _JOINED_WORDS.fullmatch(value) is not None and (not value.islower() or "-" in value or "_" in value)
+    return _mixed(value) or joined
+
+
 def _token(prefix: str, body: str, minimum: int) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9_-]){prefix}{body}{{{minimum},}}")
 
@@ -244,7 +254,7 @@ RULES: tuple[Rule, ...] = (
             re.MULTILINE,
         ),
         group=1,
-        keep=lambda m: not _mixed(m[1].rstrip(".,;:!?)")) or _stands_in(m[1].rstrip(".,;:!?)")) or _said(m[1]),
+        keep=lambda m: not _passphrase(m[1].rstrip(".,;:!?)")) or _stands_in(m[1].rstrip(".,;:!?)")) or _said(m[1]),
     ),
     Rule("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
     Rule(

@@ -109,6 +109,9 @@ def test_placeholders_variables_and_ordinary_text_are_left_alone(text: str) -> N
         ('token := "Xq8Wm3Rt7Yp2Lk9Vn4Bz"', "Xq8Wm3Rt7Yp2Lk9Vn4Bz"),
         ("SECRET_KEY=django-insecure-8x#k2@q!v9m$w3z&r7t", "r7t"),
         ("Twilio auth token e0ad84173581569969e58b081006f7e3", "e0ad84173581569969e58b081006f7e3"),
+        # a passphrase of words: no digit, but no word either
+        ("The password is CorrectHorseBatteryStaple", "CorrectHorseBatteryStaple"),
+        ("the wifi password is sunflower-meadow-lantern.", "sunflower-meadow-lantern"),
     ],
 )
 def test_secrets_in_the_layouts_people_paste_are_redacted(text: str, secret: str) -> None:
@@ -132,6 +135,7 @@ def test_secrets_in_the_layouts_people_paste_are_redacted(text: str, secret: str
         "The invalid token 550e8400-e29b-41d4-a716-446655440000 was rejected; github token gh-actions-release-2024",
         "signing_key: kid-2024-03\ntoken: gpt-4o-mini\nsecret: sha256\nhmac_secret: k8s-prod-db",
         "      'X-Kit-Api-Key': apiKey,",
+        "The password is rotated weekly; the password is in Vault; the password is auto-generated.",
     ],
 )
 def test_settings_code_and_prose_that_only_name_a_secret_are_kept(text: str) -> None:
