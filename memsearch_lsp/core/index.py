@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.chunks import CHUNKING, MAX_CHARS, Chunk, chunk_markdown, sha256
+from memsearch_lsp.core.chunks import CHUNKING, MAX_CHARS, Chunk, chunk_markdown, sha256, valid_unicode
 from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, folder_fd, read_file, read_text, write_file
 from memsearch_lsp.core.progress import ChunkProgress, Progress
@@ -248,7 +248,9 @@ class Indexer:
             self._remove(source)
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
-        """Index one file's text (an unsaved buffer when `overlay`), replacing its rows."""
+        """Index one file's text (an unsaved buffer when `overlay`), replacing its rows. A lone surrogate (half an
+        emoji an editor's JSON carried) is read as "?", one character for one: lines and columns stay."""
+        text = valid_unicode(text)
         started = time.perf_counter()
         stats = IndexStats()
         with self.lock:

@@ -213,3 +213,18 @@ def test_index_totals_follow_every_write(workspace: Path, make_memory) -> None:
     check(stats)
     assert stats.files_removed == 2
     check(memory.index(force=True))
+
+
+def test_a_buffer_with_half_an_emoji_is_indexed_whole(tmp_path: Path, make_memory) -> None:
+    """An editor's JSON may carry a lone surrogate (a paste cut in the middle of an emoji): the whole buffer failed
+    to index ("TextEncodeInput must be ..."). It is read as "?", one character for one, so its lines stay."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    memory = make_memory(ws)
+    text = "# 2026-01-21\n\n## Emoji\n\nhalf an emoji \ud83d here\n\n## Deploy\n\nWe deploy with ArgoCD on Fridays.\n"
+    memory.index_text("memory/2026-01-21.md", text)
+    memory.close()
+    again = make_memory(ws)
+    hits = again.search("ArgoCD deploy Fridays", vector_weight=0.0)
+    assert (hits[0].heading, hits[0].start_line) == ("Deploy", 7)
+    assert again.expand(again.search("half an emoji", vector_weight=0.0)[0].id).content.count("?") == 1
