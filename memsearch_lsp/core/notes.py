@@ -214,7 +214,10 @@ def read_note_file(path: Path, name: str) -> tuple[str, str] | None:
         return None
     if not stat.S_ISREG(info.st_mode):
         raise NoteError(f"{name} is not a regular file (a link, FIFO or device); move it away and remember again")
-    return read_text(path)
+    try:
+        return read_text(path)
+    except PermissionError as exc:  # (a daily log's note goes to the day's next file; MEMORY.md's is refused)
+        return "", f"it cannot be read ({exc.strerror})"
 
 
 def write_note_file(path: Path, before: str | None, addition: Addition) -> None:

@@ -96,6 +96,25 @@ def test_a_log_that_reads_as_binary_is_left_alone(workspace: Path, make_memory) 
     assert log.read_bytes() == b"# 2026-12-03\n\n## 08:00\n\nold \x00 note\n"
 
 
+def test_a_log_that_cannot_be_read_continues_in_the_days_next_file(workspace: Path, make_memory, monkeypatch) -> None:
+    """As the README says for a full log: a log this user may not read (mode 000, another user's) got the raw
+    PermissionError and no note; MEMORY.md refuses the note, naming why. (Root reads any file: the refusal is
+    simulated.)"""
+    (workspace / LOG).write_text("# 2026-12-03\n\n## 08:00\n\nsomeone else's note\n")
+    real = read_text
+
+    def refused(path: Path) -> tuple[str, str]:
+        if path.name in ("2026-12-03.md", "MEMORY.md"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr("memsearch_lsp.core.notes.read_text", refused)
+    memory = make_memory(workspace)
+    assert memory.remember("We chose Kafka for the event bus", now=NINE).source == "memory/2026-12-03.2.md"
+    with pytest.raises(NoteError, match="cannot be read"):
+        memory.remember("Always use UTC in logs", now=NINE, long_term=True)
+
+
 def test_a_fifo_as_todays_log_is_refused_at_once(workspace: Path, make_memory) -> None:
     os.mkfifo(workspace / LOG)
     memory = make_memory(workspace)
