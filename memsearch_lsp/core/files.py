@@ -197,11 +197,15 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
     found: dict[str, MemoryFile] = {}
     bases, skipped = memory_folders(root, config)
     for base in bases:
+        where = printable(os.path.relpath(base, root))
+        if base.is_file() and not base.name.endswith(SUFFIXES):
+            skipped.append(Skipped(where, "not a folder (memory.paths names folders and Markdown files)"))
+            continue
         if base.is_file():
             candidates = [(str(base), False)]
         elif base.is_dir():
             candidates = []
-            for folder, _, names in os.walk(base):
+            for folder, _, names in os.walk(base, onerror=lambda exc: skipped.append(_unlisted(root, exc))):
                 here = inside(root, Path(folder))
                 candidates += [(os.path.join(folder, name), here) for name in names if name.endswith(SUFFIXES)]
         else:
@@ -226,6 +230,12 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
             size, mtime = (info.st_size, info.st_mtime_ns) if plain and info is not None else (0, 0)
             found[source] = MemoryFile(source, path, size, mtime)
     return [found[s] for s in sorted(found)], skipped
+
+
+def _unlisted(root: Path, exc: OSError) -> Skipped:
+    """A folder whose files cannot be listed: said, never taken for an empty folder without a word."""
+    folder = printable(os.path.relpath(exc.filename or root, root))
+    return Skipped(folder, f"its files cannot be listed ({exc.strerror or exc})")
 
 
 def unsaved(path: Path, buffer: str) -> bool:

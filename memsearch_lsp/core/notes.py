@@ -212,6 +212,8 @@ def read_note_file(path: Path, name: str) -> tuple[str, str] | None:
         info = path.lstat()
     except FileNotFoundError:
         return None
+    except NotADirectoryError:
+        raise NoteError(f"{path.parent.name} is not a folder; move it away and remember again") from None
     if not stat.S_ISREG(info.st_mode):
         raise NoteError(f"{name} is not a regular file (a link, FIFO or device); move it away and remember again")
     try:

@@ -178,3 +178,15 @@ def test_the_cli_remembers_after_a_cut_fence_and_records_long_term_facts(workspa
     assert json.loads(second.stdout)["heading"] == "09:05 (2)"
     assert json.loads(fact.stdout)["source"] == "memory/MEMORY.md"
     assert "## Deploys\n\ndeploys freeze on Fridays\n" in (workspace / "memory" / "MEMORY.md").read_text()
+
+
+def test_a_memory_folder_that_is_a_file_refuses_the_note_naming_it(tmp_path: Path, make_memory) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".memsearch.toml").write_text("")
+    (ws / "memory").write_text("not a folder")
+    memory = make_memory(ws)
+    for long_term in (False, True):
+        with pytest.raises(NoteError, match="memory is not a folder"):
+            memory.remember("We chose Kafka", now=NINE, long_term=long_term)
+    assert (ws / "memory").read_text() == "not a folder"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 from memsearch_lsp.config import Config, MemoryConfig
 from memsearch_lsp.core.files import find_memory_files
@@ -58,3 +60,32 @@ def test_a_memory_folder_reached_through_a_link_inside_the_workspace(tmp_path: P
     (ws / "memory").symlink_to(elsewhere, target_is_directory=True)
     found, skipped = find_memory_files(ws, Config())
     assert found == [] and skipped and "outside the workspace" in skipped[0].reason
+
+
+def test_a_memory_folder_that_cannot_be_listed_or_is_a_file_is_said_never_taken_for_empty(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`chmod 000 memory` emptied the index without a word (search: no hits, exit 0), and a `memory` that is a
+    plain file gave silence: both are skipped with a reason the index pass reports. (Root lists any folder: the
+    refusal is simulated.)"""
+    (tmp_path / "memory" / "private").mkdir(parents=True)
+    (tmp_path / "memory" / "private" / "2026-01-01.md").write_text("# 2026-01-01\n")
+    (tmp_path / "memory" / "2026-01-02.md").write_text("# 2026-01-02\n")
+    real = os.scandir
+
+    def refused(path: Any = ".") -> Any:
+        if str(path).endswith("private"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", refused)
+    files, skipped = find_memory_files(tmp_path, Config())
+    assert [f.source for f in files] == ["memory/2026-01-02.md"]
+    assert [(s.source, s.reason) for s in skipped] == [
+        ("memory/private", "its files cannot be listed (Permission denied)")
+    ]
+    monkeypatch.undo()
+    shutil.rmtree(tmp_path / "memory")
+    (tmp_path / "memory").write_text("not a folder")
+    files, skipped = find_memory_files(tmp_path, Config())
+    assert files == [] and [s.source for s in skipped] == ["memory"] and "not a folder" in skipped[0].reason
