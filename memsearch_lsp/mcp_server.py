@@ -179,19 +179,20 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
     server = MemoryMCPServer(door, config)
     calls = anyio.Lock()  # one call at a time, like an editor's writer
 
-    async def run(fn: Any) -> Any:
-        try:
-            async with calls:
-                return await anyio.to_thread.run_sync(door.call, fn)
-        except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
-            raise ToolError(str(exc)) from exc
-
     async def user_run(mine: Door, fn: Any) -> Any:
+        """`fn(memory)` of the door `mine`; every failure as a tool error that says it in one line (the SDK says
+        only "Error executing tool ..." for any other exception: an owner that does not answer, a broken index)."""
         try:
             async with calls:
                 return await anyio.to_thread.run_sync(mine.call, fn)
-        except ValueError as exc:
+        except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
             raise ToolError(str(exc)) from exc
+        except Exception as exc:
+            log.warning("%s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def run(fn: Any) -> Any:
+        return await user_run(door, fn)
 
     @server.memory_tool(title="Search memory", annotations=READ_ONLY)
     async def memory_search(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -219,3 +221,26 @@ def test_a_lone_surrogate_gets_an_answer(workspace: Path) -> None:
     finally:
         server.kill()
         server.wait()
+
+
+async def test_a_tool_says_why_it_failed_when_the_index_owner_does_not_answer(tmp_path: Path) -> None:
+    """An owner that does not answer (stopped, swapping) gave the bare "Error executing tool memory_search": every
+    failure is a tool error that says it in one line, as the CLI does."""
+    ws = make_workspace(tmp_path)
+    env = {**os.environ, "MEMSEARCH_NOW": NOW}
+    warm = [sys.executable, "-m", "memsearch_lsp", "warm", "--detach", "--idle", "60", "--workspace", str(ws)]
+    subprocess.run(warm, check=True, capture_output=True, timeout=300, env=env)
+    record = ws / ".memsearch" / "server.json"
+    for _ in range(600):
+        if record.exists():
+            break
+        await asyncio.sleep(0.1)
+    pid = int(json.loads(record.read_text())["pid"])
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        async with mcp_session(ws) as session:
+            result = await session.call_tool("memory_search", {"query": "okapi"})
+            assert result.is_error and "does not answer" in result.content[0].text  # type: ignore[union-attr]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGTERM)
