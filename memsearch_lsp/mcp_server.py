@@ -343,17 +343,20 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ODD_START = re.compile(rb"^\s*\[")  # a batch
 
 
 def valid_message(line: bytes) -> bytes:
-    """One JSON-RPC message line with every lone surrogate in its strings ("\\ud800") replaced: the SDK's parser
-    rejects such a line without answering, so the client would wait forever."""
-    if not _SURROGATE_ESCAPE.search(line):
+    """One client line as lines the SDK answers. The SDK's parser drops, without a reply (the client would wait
+    forever), a message with a lone surrogate in a string ("\\ud800": replaced), a request whose params are no
+    object (`[1, 2]`: sent as an object the SDK answers with -32602, for that id) and a batch (MCP has none since
+    2025-06-18: its messages are sent one by one, each answered)."""
+    if not (_SURROGATE_ESCAPE.search(line) or _ODD_START.match(line) or b'"params"' in line):
         return line
     try:
         message = json.loads(line)
     except ValueError:
-        return line  # not JSON: the SDK answers with a parse error
+        return line  # not JSON: nothing to answer (no id can be read)
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
@@ -364,7 +367,13 @@ def valid_message(line: bytes) -> bytes:
             return {clean(k): clean(v) for k, v in value.items()}
         return value
 
-    return json.dumps(clean(message)).encode() + b"\n"
+    def request(value: Any) -> Any:
+        if isinstance(value, dict) and "params" in value and not isinstance(value["params"], dict):
+            return dict(value, params={"invalid": value["params"]})  # (no parameter of any method is so named)
+        return value
+
+    messages = message if isinstance(message, list) else [message]
+    return b"".join(json.dumps(request(clean(m))).encode() + b"\n" for m in messages)
 
 
 def filter_stdin() -> None:

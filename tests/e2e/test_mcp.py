@@ -190,7 +190,7 @@ async def test_mcp_beside_a_running_language_server(tmp_path: Path) -> None:
 
 def test_a_lone_surrogate_gets_an_answer(workspace: Path) -> None:
     """A client may send "\\ud800" (JSON allows it); the SDK's parser rejects such a message without answering, so the
-    server cleans it first: every request gets a reply, and the server keeps serving."""
+    server cleans it first: every request gets a reply, and the server keeps serving. So do odd params and a batch."""
     server = subprocess.Popen(
         [sys.executable, "-m", "memsearch_lsp", "mcp", "--workspace", str(workspace)],
         stdin=subprocess.PIPE,
@@ -218,6 +218,10 @@ def test_a_lone_surrogate_gets_an_answer(workspace: Path) -> None:
         assert ask(call % (3, "memory_expand", '"id":"\\udfff"'))["result"]["isError"]  # answered: no such chunk
         ok = ask(call % (4, "memory_search", '"query":"Redis cache config"'))
         assert ok["result"]["structuredContent"]["hits"][0]["heading"] == "Redis Caching"
+        # params that are no object, and a batch, were dropped without a reply: each request is answered
+        odd = ask('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1,2]}')
+        assert (odd["id"], odd["error"]["code"]) == (5, -32602)
+        assert ask('[{"jsonrpc":"2.0","id":6,"method":"ping"}]') == {"jsonrpc": "2.0", "id": 6, "result": {}}
     finally:
         server.kill()
         server.wait()
