@@ -80,7 +80,7 @@ def note_at(
     if curated and len(notes) > 1:  # (long-term facts share a section: taking it out would take all of them)
         raise NoteError(
             f"the section {title!r} of {where} holds {len(notes)} notes (lines {first}-{last}); forget takes out one: "
-            "give its lines (--line START-END, as `remember` reported them)"
+            "give its lines, as `remember` reported them (the CLI's --line START-END, MCP's line and end_line)"
         )
     return first, last
 
