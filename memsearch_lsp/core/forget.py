@@ -86,14 +86,16 @@ def note_at(
 
 
 def section_of(text: str, line: int) -> tuple[int, int]:
-    """The 1-based lines of the section (heading to the line before the next heading of its level or above,
-    blank lines after it included) that holds `line`; NoteError with the reason when that is no note: text
-    before the first heading, or a file's `#` title."""
+    """The 1-based lines of the note that holds `line`: its outermost section below the file's title (heading to
+    the line before the next heading of its level or above, blank lines after it included; `remember` writes a
+    note's own headings one level down, so its `###` parts go with it); NoteError with the reason when that is no
+    note: text before the first heading, or a file's `#` title."""
     lines = normalize_newlines(text).split("\n")
     found = [s for s in sections(lines) if s[0] <= line - 1 < s[2]]
     if not found:
         raise NoteError("it is the text before the file's first heading, not a note: edit the file to change it")
-    row, _, stop, level = max(found, key=lambda s: s[0])
+    notes = [s for s in found if s[3] >= 2]  # a note is its `##` section: a `###` part of it goes with it
+    row, _, stop, level = min(notes, key=lambda s: (s[3], s[0])) if notes else max(found, key=lambda s: s[0])
     if level < 2:
         raise NoteError(
             f"it is the file's title ({lines[row].strip()!r}), not a note: forget its notes one by one, "

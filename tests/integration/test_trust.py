@@ -59,6 +59,21 @@ def test_forget_takes_the_note_out_of_its_file_and_out_of_search(workspace: Path
         memory.forget(gone.to_dict()["id"])
 
 
+def test_forget_by_the_id_of_a_notes_part_takes_out_the_whole_note(workspace: Path, make_memory) -> None:
+    """`remember` writes a note's own headings one level down so it stays one section; search returns the id of
+    its `### Root cause` part, and forget by that id left the note's `##` heading and intro behind."""
+    memory = make_memory(workspace)
+    note = memory.remember(
+        "Incident notes for the checkout outage.\n\n## Root cause\n\nThe Stripe webhook secret rotated.", now=NOW
+    )
+    memory.remember("Lunch is at noon.", now=NOW + dt.timedelta(minutes=1))
+    part = next(c for c in note.chunks if c.heading == "Root cause")
+    assert memory.forget(part.id).removed
+    text = (workspace / note.source).read_text()
+    assert "Incident notes" not in text and "Stripe" not in text and "Lunch is at noon." in text
+    assert memory.search("lunch at noon", top_k=1)[0].source == note.source  # (its lines moved up: a new id)
+
+
 def test_forget_refuses_a_title_or_text_before_the_first_heading_with_the_reason(workspace: Path, make_memory) -> None:
     (workspace / "memory" / "2026-12-04.md").write_text("# 2026-12-04\n\n## Note\n\nbody\n")
     (workspace / "memory" / "loose.md").write_text("loose words about capybaras\n\n## Later\n\ntext\n")
@@ -104,7 +119,7 @@ def test_forget_never_takes_out_a_long_term_section_of_several_notes(workspace: 
     path = workspace / "memory" / "MEMORY.md"
     before = path.read_bytes()
     assert path.read_text().split("\n")[wrong.to_dict()["start_line"] - 1] == "wrong fact: bananas are blue"
-    with pytest.raises(NoteError, match="holds 3 notes.*MCP.s line and end_line"):
+    with pytest.raises(NoteError, match=r"holds 3 notes.*MCP.s line and end_line"):
         memory.forget(wrong.to_dict()["id"])
     with pytest.raises(NoteError, match="in none of the notes"):  # the heading: no one note
         memory.forget(wrong.to_dict()["id"], line=path.read_text().split("\n").index("## Notes") + 1)
