@@ -55,6 +55,13 @@ class Root:
     def memory(self) -> MemoryApi:
         return self.door.memory
 
+    @property
+    def config(self) -> Config:
+        """The open memory's settings, else those it opens with (a memory a bad model setting keeps shut)."""
+        config = self.door.current.config if self.door.current is not None else self.door.config
+        assert config is not None  # (a Root's door is made with its settings)
+        return config
+
 
 class ClientLogHandler(logging.Handler):
     """Forwards log records to the client as window/logMessage (thread-safe)."""
@@ -273,24 +280,21 @@ class MemsearchServer(LanguageServer):
         return asyncio.ensure_future(guarded())
 
     def report(self, message: str, exc: BaseException | None = None) -> None:
+        """Log an error and show it to the user once for what failed (the message up to its first colon)."""
         log.error(message, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
-        key = message.split(":")[0]
-        if key not in self._shown and self.config_show_notifications():
-            self._shown.add(key)
-            self.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Error, message=f"memsearch: {message}")
-            )
+        self._show_once(message.split(":")[0], types.MessageType.Error, message)
 
     def warn(self, message: str) -> None:
         """Log a warning and show it to the user (window/showMessage), once."""
-        if message in self._shown:
-            return
-        self._shown.add(message)
-        log.warning(message)
-        if self.config_show_notifications():
-            self.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Warning, message=f"memsearch: {message}")
-            )
+        if message not in self._shown:
+            log.warning(message)
+        self._show_once(message, types.MessageType.Warning, message)
+
+    def _show_once(self, key: str, kind: types.MessageType, message: str) -> None:
+        if key not in self._shown:
+            self._shown.add(key)
+            if self.config_show_notifications():
+                self.window_show_message(types.ShowMessageParams(type=kind, message=f"memsearch: {message}"))
 
     @property
     def process_name(self) -> str:
@@ -299,7 +303,7 @@ class MemsearchServer(LanguageServer):
     async def refuse_index_settings(self, root: Root, config: Config) -> None:
         """In a window that is the index owner's client, the settings that shape the index (what is
         indexed, how, where) cannot change: say so once, naming the owner; the rest still apply here."""
-        if not root.memory.remote:
+        if root.door.current is None or not root.memory.remote:
             return
         refused = index_settings_changed(root.memory.config, config)
         if refused:
@@ -314,7 +318,7 @@ class MemsearchServer(LanguageServer):
             )
 
     def config_show_notifications(self) -> bool:
-        return all(r.memory.config.lsp.show_notifications for r in self.roots.values()) if self.roots else True
+        return all(r.config.lsp.show_notifications for r in self.roots.values()) if self.roots else True
 
     # -- start-up --------------------------------------------------------------------------
     async def reconcile(self, root: Root, force: bool = False, title: str = "Indexing memory") -> IndexStats:
@@ -439,11 +443,3 @@ def _closing(root: Root, source: str) -> None:
         root.memory.index_file(source)
     except Exception as exc:  # quitting: said, never raised
         log.debug("%s: not read again from disk while quitting: %s", source, exc)
-
-
-def options_from(params: Any) -> dict[str, Any]:
-    """initializationOptions or settings: `{memsearch: {...}}` or the section itself."""
-    if not isinstance(params, dict):
-        return {}
-    inner = params.get("memsearch")
-    return dict(inner) if isinstance(inner, dict) else dict(params)

@@ -9,13 +9,14 @@ import asyncio
 import logging
 import re
 import sys
+from typing import Any
 
 from lsprotocol import types
 
 from memsearch_lsp.config import ConfigError
 from memsearch_lsp.lsp import lifeline
 from memsearch_lsp.lsp.features import actions, commands, hover, symbols, sync
-from memsearch_lsp.lsp.server import ClientLogHandler, MemsearchServer, options_from
+from memsearch_lsp.lsp.server import ClientLogHandler, MemsearchServer
 
 
 def create_server() -> MemsearchServer:
@@ -53,7 +54,7 @@ def create_server() -> MemsearchServer:
                 ls.report(f"settings: {exc}", exc)
                 continue
             await ls.refuse_index_settings(root, config)
-            heavy = await ls.in_writer(root.memory.reconfigure, config)
+            heavy = await ls.in_writer(root.door.reconfigure, config)
             if heavy:
                 await sync.watch(ls, root)
                 ls.background(ls.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
@@ -119,3 +120,11 @@ def run(tcp: str | None = None, verbose: bool = False) -> None:
         code = 1
     finally:
         lifeline.finish(server.close_all, code)
+
+
+def options_from(params: Any) -> dict[str, Any]:
+    """initializationOptions or settings: `{memsearch: {...}}` or the section itself."""
+    if not isinstance(params, dict):
+        return {}
+    inner = params.get("memsearch")
+    return dict(inner) if isinstance(inner, dict) else dict(params)

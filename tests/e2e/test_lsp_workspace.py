@@ -14,7 +14,17 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.helpers import Session, free_port, make_workspace, open_session, until, wait_until, workspace_folder
+from tests.helpers import (
+    Session,
+    free_port,
+    make_workspace,
+    open_session,
+    start,
+    stop,
+    until,
+    wait_until,
+    workspace_folder,
+)
 
 FAST = {"watch": {"debounceMs": 200}}
 
@@ -190,3 +200,28 @@ async def test_a_client_root_inside_a_workspace_serves_that_workspace(lsp: Langu
         return not status["roots"]
 
     await until(closed, "removing the folder to close the workspace it served", timeout=20)
+
+
+async def test_a_folder_a_bad_model_setting_kept_shut_opens_once_the_setting_is_fixed(tmp_path: Path) -> None:
+    """A `.memsearch.toml` naming a model folder that is not there: every request says why (-32602); once the file
+    is fixed and the client says settings changed, the folder opens and is indexed (it stayed broken until the
+    server restarted: the settings change itself failed on the memory that could not open)."""
+    ws = make_workspace(tmp_path)
+    (ws / ".memsearch.toml").write_text('[embedding]\nprovider = "onnx"\nmodel = "models/minilm"\n')
+    session = await start(ws)
+    try:
+        with pytest.raises(Exception, match="is not a folder"):
+            await session.symbols("Redis cache config")
+        (ws / ".memsearch.toml").write_text("")
+        session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+
+        async def opened() -> bool:
+            try:
+                return any(s.name == "Redis Caching" for s in await session.symbols("Redis cache config"))
+            except Exception:  # (the new settings are taken in the background)
+                return False
+
+        await until(opened, "the folder to open with the fixed settings", timeout=120, every=0.5)
+        assert not [m.message for m in session.client.messages if "Error in server" in m.message]
+    finally:
+        await stop(session)

@@ -112,6 +112,15 @@ class Door:
         )
         return memory
 
+    def reconfigure(self, config: Config) -> bool:
+        """New settings: the open memory's (True when the index must be rebuilt); a memory that could not open with
+        the old ones (a model folder that is not there) opens with these at its next use (True: index it then)."""
+        with self._lock:
+            if self._memory is None:
+                self.config = config
+                return True
+            return self._memory.reconfigure(config)
+
     def take_over(self, gone: MemoryApi) -> MemoryApi:
         """The owner that `gone` followed went away: open again (unless another call already did)."""
         with self._lock:

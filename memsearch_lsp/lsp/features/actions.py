@@ -131,7 +131,7 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
     if found is None:
         return None
     root, source = found
-    days = root.memory.config.compact.older_than_days
+    days = root.config.compact.older_than_days
     count = len(old_logs(root.memory))
     edits = by_edit(ls) and resolves_edits(ls)
     actions: list[types.CodeAction] = []
@@ -246,7 +246,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     if held := unsaved_in(ls, root, plan):  # the server writes the disk: the buffers' next save would undo it
         raise CompactCommandError(f"memsearch.compact: save {', '.join(held)} first (changes not on disk)")
     applied = await apply_on_disk(ls, root, plan)
-    archive = root.memory.config.compact.archive_dir
+    archive = root.config.compact.archive_dir
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
     ls.window_show_message(
         types.ShowMessageParams(

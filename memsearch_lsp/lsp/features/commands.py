@@ -23,7 +23,7 @@ def register(server: MemsearchServer) -> None:
         if not args or not isinstance(args[0], str):
             raise CommandError("memsearch.search needs a query string")
         top_k = top_k_of(args[1]) if len(args) > 1 else None
-        limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
+        limit = top_k or max((r.config.search.top_k for r in ls.roots.values()), default=3)
         # a third argument: {"since": ..., "until": ..., "source": [...]} (as memsearch/search takes them)
         filters = search_filters(args[2]) if len(args) > 2 and isinstance(args[2], dict) else {}
         pairs = await search_all(ls, args[0], limit, **filters)

@@ -197,7 +197,7 @@ def register(server: MemsearchServer) -> None:
             roots = await ready_roots(ls)
             pairs = [(r, h) for r in roots for h in await while_indexed(ls.read(r.memory.headings))]
         else:
-            limit = max((r.memory.config.search.symbol_limit for r in ls.roots.values()), default=20)
+            limit = max((r.config.search.symbol_limit for r in ls.roots.values()), default=20)
             pairs = await search_all(ls, query, limit)
         return [convert.hit_symbol(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
@@ -217,7 +217,7 @@ def register(server: MemsearchServer) -> None:
             raise ValueError("query must be a string")  # invalid params, as every ValueError of a handler
         query = query_text(query)
         top_k = top_k_of(param(params, "topK", "top_k", "limit"))
-        limit = top_k or max((r.memory.config.search.top_k for r in ls.roots.values()), default=3)
+        limit = top_k or max((r.config.search.top_k for r in ls.roots.values()), default=3)
         filters = search_filters(params)
         scope = param(params, "scope", default="all")
         pairs = await search_all(ls, query, limit, str(scope), **filters) if query.strip() else []

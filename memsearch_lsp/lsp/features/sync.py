@@ -57,7 +57,7 @@ def oversized(text: str) -> bool:
 
 
 async def debounced(ls: MemsearchServer, root: Root, source: str, uri: str, generation: int) -> None:
-    await asyncio.sleep(root.memory.config.watch.debounce_ms / 1000)
+    await asyncio.sleep(root.config.watch.debounce_ms / 1000)
     if ls.generations.get((root.path, source)) == generation:  # a later edit cancels this pass
         await index_buffer(ls, uri)
 
@@ -188,7 +188,7 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
         root.poller = asyncio.ensure_future(poll(ls, root))
         return
     watchers = []
-    for entry in root.memory.config.memory.paths:
+    for entry in root.config.memory.paths:
         base = root.path / entry
         if relative:
             pattern: types.GlobPattern = types.RelativePattern(
@@ -219,7 +219,7 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
 def snapshot(root: Root) -> dict[str, tuple[int, int]]:
     """mtime and size of every Markdown file under the memory folders."""
     state: dict[str, tuple[int, int]] = {}
-    for base in memory_folders(root.path, root.memory.config)[0]:
+    for base in memory_folders(root.path, root.config)[0]:
         for folder, _, names in os.walk(base):
             for name in names:
                 if name.endswith((".md", ".markdown")):
@@ -238,7 +238,7 @@ async def poll(ls: MemsearchServer, root: Root) -> None:
     before = await asyncio.to_thread(snapshot, root)
     await root.ready.wait()
     while True:
-        await asyncio.sleep(max(0.1, root.memory.config.watch.poll_interval_ms / 1000))
+        await asyncio.sleep(max(0.1, root.config.watch.poll_interval_ms / 1000))
         try:
             now = await asyncio.to_thread(snapshot, root)
         except Exception as exc:  # pragma: no cover - a vanished folder
