@@ -58,7 +58,10 @@ HELD_OUT = [
         "heldout7",
         "heldout8",
         "heldout9",
+        "heldout10",
+        "heldout11",
         "ml-heldout",
+        "ml-heldout2",
     )
 ]  # written before the round that measured them (seen since)
 SETS = DEV + HELD_OUT
