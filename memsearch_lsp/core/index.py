@@ -97,6 +97,7 @@ class Indexer:
         self._epoch = -1  # the store's epoch the manifest was read at
         self._writes = -1  # the store's write count this indexer last saw (another writer makes it read again)
         self._files = self._chunks = 0  # the manifest's totals (files with rows, rows), kept as it changes
+        self._said: set[tuple[str, str]] = set()  # the skipped files and warnings the last pass logged
 
     @property
     def model(self) -> str:
@@ -192,8 +193,10 @@ class Indexer:
             self._analysis_done()
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
-        for note in [*stats.skipped, *stats.warnings]:
-            log.warning("%s: %s", note.source, note.reason)
+        said = {(note.source, note.reason) for note in [*stats.skipped, *stats.warnings]}
+        for source, reason in sorted(said - self._said):  # once while it holds, not at every pass (stats keep all)
+            log.warning("%s: %s", source, reason)
+        self._said = said
         return stats
 
     def _kept(self, state: _FileState | None, item: MemoryFile) -> bool:

@@ -228,3 +228,19 @@ def test_a_buffer_with_half_an_emoji_is_indexed_whole(tmp_path: Path, make_memor
     hits = again.search("ArgoCD deploy Fridays", vector_weight=0.0)
     assert (hits[0].heading, hits[0].start_line) == ("Deploy", 7)
     assert again.expand(again.search("half an emoji", vector_weight=0.0)[0].id).content.count("?") == 1
+
+
+def test_a_skipped_file_is_warned_about_once_while_it_stays_as_it_is(tmp_path: Path, make_memory, caplog) -> None:
+    """Every pass (a save, a poll) logged the same unchanged binary file again: the index pass reports it in its
+    stats each time, and logs it once until what is wrong with it changes."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-01-06.md").write_bytes(b"## a\nx\x00y\n")
+    memory = make_memory(ws)
+    for n in range(3):
+        (ws / "memory" / "2026-11-01.md").write_text(f"# 2026-11-01\n\n## N\n\nnote number {n}\n")
+        assert [s.source for s in memory.index().skipped] == ["memory/2026-01-06.md"]
+    assert sum("NUL" in r.getMessage() for r in caplog.records) == 1
+    (ws / "memory" / "2026-01-06.md").write_bytes(b"\x00" + b"y" * (2 * 1024 * 1024))
+    memory.index()
+    assert sum("2026-01-06.md" in r.getMessage() for r in caplog.records) == 2  # a new reason: said again
