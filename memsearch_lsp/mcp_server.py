@@ -357,6 +357,8 @@ def valid_message(line: bytes) -> bytes:
         message = json.loads(line)
     except ValueError:
         return line  # not JSON: nothing to answer (no id can be read)
+    if isinstance(message, dict) and isinstance(message.get("params", {}), dict) and not _SURROGATE_ESCAPE.search(line):
+        return line  # (as it came: the usual case)
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
