@@ -18,7 +18,7 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.embedding import Embedder, reads_what
-from memsearch_lsp.core.files import Skipped, glob_match, private_folder, read_text, unsaved
+from memsearch_lsp.core.files import PathError, Skipped, glob_match, private_folder, read_text, unsaved
 from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
@@ -44,6 +44,7 @@ from memsearch_lsp.core.search.hybrid import (
 )
 from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri, open_store
 from memsearch_lsp.core.store.folder import remove_index
+from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES
 from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed
 from memsearch_lsp.version import __version__
 
@@ -254,7 +255,14 @@ class Memory(MemoryFiles):
                 shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
                 raise AmbiguousId(f"the id prefix {key!r} matches {len(found)} chunks ({shown}): give more of the id")
             row = self.store.get(found[0]) if found else None
-        return to_expanded(row, self.archive_dir) if row else None
+        if row is None:
+            return None
+        if len(row.content.encode("utf-8")) > MAX_CONTENT_BYTES - 4:  # stored cut short: the whole from the file
+            with contextlib.suppress(OSError, PathError):  # (gone or changed since: the stored text it is)
+                text = self.indexer.overlays.get(row.source) or read_text(self.path_of(row.source))[0]
+                whole = next((c.content for c in self.indexer.chunk(row.source, text) if c.id == row.id), row.content)
+                row = replace(row, content=whole)
+        return to_expanded(row, self.archive_dir)
 
     def related(self, chunk: Chunk, top_k: int = 3) -> list[Hit]:
         """Memories from other files that resemble `chunk`, the nearest ones (no relevance floor: made for typed

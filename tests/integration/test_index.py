@@ -244,3 +244,17 @@ def test_a_skipped_file_is_warned_about_once_while_it_stays_as_it_is(tmp_path: P
     (ws / "memory" / "2026-01-06.md").write_bytes(b"\x00" + b"y" * (2 * 1024 * 1024))
     memory.index()
     assert sum("2026-01-06.md" in r.getMessage() for r in caplog.records) == 2  # a new reason: said again
+
+
+def test_expand_gives_the_whole_of_a_section_stored_cut_short(tmp_path: Path, make_memory) -> None:
+    """A 90 KB line (pasted minified JSON) is one chunk, stored cut at 60,000 bytes: search found a word at its end,
+    and expand showed the cut text without it. Expand reads such a chunk whole from its file."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    line = " ".join(f"item{n}" for n in range(12000)) + " zanzibarword"
+    (ws / "memory" / "2026-01-07.md").write_text(f"# 2026-01-07\n\n## Dump\n\n{line}\n")
+    memory = make_memory(ws)
+    memory.index()
+    hit = memory.search("zanzibarword", vector_weight=0.0, min_score=0.0)[0]
+    expanded = memory.expand(hit.id)
+    assert expanded is not None and expanded.content.endswith("zanzibarword")
