@@ -79,18 +79,22 @@ describe('search picker', () => {
     it('debounces typing (~200 ms) and asks once for the last value', async () => {
         assert.equal(SEARCH_DEBOUNCE_MS, 200);
         const server = fakeServer();
-        const chosen = pickSearchHit(server.search, { topK: 20, debounceMs: 30 });
+        const chosen = pickSearchHit(server.search, { topK: 20, debounceMs: 300 });
         const picker = stub.quickPicks[0];
         assert.ok(picker);
         assert.equal(picker.matchOnDescription, true);
         assert.equal(picker.matchOnDetail, true);
+        const typed = Date.now();
         picker.type('r');
         picker.type('re');
         picker.type('redis');
         assert.equal(picker.busy, true);
         await sleep(10);
-        assert.equal(server.calls.length, 0, 'not before the quiet time');
-        await sleep(60);
+        if (Date.now() - typed < 250) {
+            // (a loaded machine may wake this test after the quiet time: then only the rest is checked)
+            assert.equal(server.calls.length, 0, 'not before the quiet time');
+        }
+        await sleep(450);
         assert.deepEqual(
             server.calls.map((c) => [c.query, c.topK]),
             [['redis', 20]],
