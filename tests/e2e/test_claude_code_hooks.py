@@ -179,9 +179,12 @@ def test_capture_keeps_the_work_a_go_ahead_led_to(workspace: Path, tmp_path: Pat
     assert (
         capture(workspace, tmp_path, "thanks", "You're welcome! Let me know if you need anything else.").returncode == 0
     )
+    fixed = "I fixed the race in the scheduler by taking a lock around the queue access."  # (a short task's answer)
+    assert capture(workspace, tmp_path, "Fix the bug", fixed).returncode == 0
     text = log.read_text()
     assert "**Outcome:** Done: I merged PR 482 and deployed v2.3.1" in text and "welcome" not in text
     assert "## 09:41 Done: I merged PR 482 and deployed v2.3.1" in text
+    assert "## 09:41 Fix the bug\n" in text and fixed in text
 
 
 def test_the_hooks_serve_the_workspace_above_a_subfolder_claude_code_started_in(

@@ -620,8 +620,7 @@ def at_a_word(text: str, limit: int) -> str:
 
 def go_ahead(prompt: str) -> bool:
     """The prompt only acknowledges or lets the agent go on ("ok", "thanks", "continue"): it says no topic."""
-    said = " ".join(re.sub(r"[^\w\s']", " ", prompt.lower()).split())
-    return said in ACKNOWLEDGEMENTS or len(prompt.strip()) < 12
+    return " ".join(re.sub(r"[^\w\s']", " ", prompt.lower()).split()) in ACKNOWLEDGEMENTS
 
 
 def whole(text: str) -> str:
@@ -635,7 +634,8 @@ def nothing_to_remember(prompt: str, answer: str) -> bool:
     answer reports work ("ok" -> "Done: merged PR 482 and deployed v2.3.1 ...") is kept."""
     said = answer.strip()
     courtesy = len(said) < SHORT_ANSWER and not re.search(r"\d|\w[/_.]\w|`", said)  # no number, path or name
-    return not said or (go_ahead(prompt) and courtesy)
+    terse = len(prompt.strip()) < 12 and len(said) < 40  # "Deploy it" -> "Done."
+    return not said or terse or (go_ahead(prompt) and courtesy)
 
 
 def topic(prompt: str, limit: int = 72) -> str:
