@@ -469,3 +469,13 @@ def test_an_items_labelled_line_end_is_found_once_not_once_a_unit(monkeypatch: p
     para = " ".join(f"Service {i} uses port {8000 + i} from now on." for i in range(50))
     choose(parse_log(log_text("2026-08-19", f"# 2026-08-19\n\nDecision: {para}\n")), budget=400)
     assert len(calls) == 1
+
+
+def test_a_templates_empty_sections_say_nothing_a_bare_heading_with_a_fact_does() -> None:
+    """A log begun from a template ("## Standup", "## TODO", "## Blockers" never filled in) gave the summary a bullet
+    per section name; a heading with nothing under it still says its fact in its title."""
+    log = log_text(
+        "2026-01-06",
+        "# 2026-01-06\n\n## Standup\n\n## TODO\n\n## Switched the queue to SQS\n\n## 切换到SQS\n\n## v2.3.0\n",
+    )
+    assert [item.text for item in parse_log(log)] == ["Switched the queue to SQS", "切换到SQS", "v2.3.0"]

@@ -122,13 +122,15 @@ def parse_log(log_text: LogText) -> list[Item]:
     bare: tuple[Heading, list[tuple[int, str]], int] | None = None  # the last heading, its parents, items before it
 
     def said_by_its_title(level: int) -> None:
-        """A heading with nothing under it ("## Switched the queue to SQS") says its fact in its title."""
+        """A heading with nothing under it ("## Switched the queue to SQS") says its fact in its title; one word of
+        letters ("## TODO", "## Blockers": a template's section never filled in) says none."""
         nonlocal path
         if bare is None or len(items) > bare[2] or bare[0].level < level:
             return
         heading, parents, _ = bare
         title = _STAMP.sub("", heading.title).strip()
-        if title and not (heading.level == 1 and log_text.date and log_text.date in title):
+        one_word = title.isalpha() and not any("\u3400" <= c <= "\u9fff" for c in title)  # (a Chinese title is one)
+        if title and not one_word and not (heading.level == 1 and log_text.date and log_text.date in title):
             path, kept = parents, path
             add("para", title, 0, heading.row + 1)
             path = kept
