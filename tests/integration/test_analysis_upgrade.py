@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,15 +131,20 @@ def test_an_index_begun_by_one_note_records_its_analysis(tmp_path: Path, make_me
     assert memory.index().files_modified == 0  # so the next pass rewrites nothing
 
 
+def one_note_index(tmp_path: Path, make_memory, section: str) -> tuple[Any, Path]:
+    """A workspace whose one log holds `section`, indexed: its memory and the record of its analysis."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-03-01.md").write_text(f"# 2026-03-01\n\n{section}")
+    memory = make_memory(ws)
+    memory.index()
+    return memory, next((ws / ".memsearch").glob("analysis-*.txt"))
+
+
 def test_an_index_of_an_older_chunking_is_rewritten_once(tmp_path: Path, make_memory) -> None:
     """The record names the chunking too: rows chunked another way (a heading once alone in its chunk) are
     rewritten by the next pass, their vectors reused where the text is the same."""
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    (ws / "memory" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Note\n\nPostgres 16 for billing.\n")
-    memory = make_memory(ws)
-    memory.index()
-    record = next((ws / ".memsearch").glob("analysis-*.txt"))
+    memory, record = one_note_index(tmp_path, make_memory, "## Note\n\nPostgres 16 for billing.\n")
     record.write_text(analysis.Analyzer().name + "\n")  # as written before the chunking had a version
     assert memory.indexer.analysis_stale()
     stats = memory.index()
@@ -150,12 +156,7 @@ def test_an_index_of_an_older_chunking_is_rewritten_once(tmp_path: Path, make_me
 def test_a_damaged_analysis_record_is_rewritten_never_an_error(tmp_path: Path, make_memory, damage) -> None:
     """The record is a cache too: bytes that are no text, an empty file or a link (never followed) mean "unknown",
     so the next pass rewrites the weights (nothing embedded) and records the analysis again; search never fails."""
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    (ws / "memory" / "2026-03-01.md").write_text("# 2026-03-01\n\n## Broker\n\nWe chose Kafka over RabbitMQ.\n")
-    memory = make_memory(ws)
-    memory.index()
-    record = next((ws / ".memsearch").glob("analysis-*.txt"))
+    memory, record = one_note_index(tmp_path, make_memory, "## Broker\n\nWe chose Kafka over RabbitMQ.\n")
     record.unlink()
     outside = tmp_path / "outside.txt"
     outside.write_text(memory.indexer.written_by + "\n")
