@@ -3,14 +3,9 @@
 
 from __future__ import annotations
 
+from memsearch_lsp.core.compact.promote import applied as _apply
 from memsearch_lsp.core.compact.promote import durable_facts, insertions
 from tests.helpers import log_text
-
-
-def _apply(text: str, inserts: list[tuple[int, str]]) -> str:
-    for offset, added in sorted(inserts, reverse=True):
-        text = text[:offset] + added + text[offset:]
-    return text
 
 
 def test_preferences_and_decisions_in_force_are_lasting_tasks_and_deadlines_are_not() -> None:
@@ -75,5 +70,9 @@ def test_additions_go_under_their_sections_and_every_line_stays() -> None:
     assert insertions("", {"Decisions": ["a"]}) == [(0, "## Decisions\n\n- a\n")]
     no_newline = "# M\n\n## Decisions\n\n- old"
     assert _apply(no_newline, insertions(no_newline, {"Decisions": ["new"]})) == "# M\n\n## Decisions\n\n- old\n- new\n"
+    last = "# M\n\n## Preferences\n\n- tabs\n"  # a bullet for the last section, and a new section: in that order
+    assert _apply(last, insertions(last, {"Preferences": ["small PRs"], "Decisions": ["Kafka"]})) == (
+        "# M\n\n## Preferences\n\n- tabs\n- small PRs\n\n## Decisions\n\n- Kafka\n"
+    )
     fenced = "# M\n\n```\n## Decisions\n```\n"  # a heading in a code block is no section
     assert _apply(fenced, insertions(fenced, {"Decisions": ["x"]})) == fenced + "\n## Decisions\n\n- x\n"

@@ -192,9 +192,7 @@ def promote(memory: MemoryApi, logs: Sequence[LogText], texts: Mapping[str, str]
         return None
     inserts = insertions(before if exists else NEW_FILE, {s: [p.text for p in ps] for s, ps in additions.items()})
     base = before if exists else NEW_FILE
-    content = base
-    for offset, text in sorted(inserts, reverse=True):
-        content = content[:offset] + text + content[offset:]
+    content = applied(base, inserts)
     if not exists:
         inserts = [(0, content)]
     promotions = tuple(p for ps in additions.values() for p in ps)
@@ -207,6 +205,14 @@ def _section(text: str, kind: str) -> str:
     """The section of MEMORY.md a fact of `kind` goes under: the first of its names the file has, else the first."""
     titles = {h.title.strip().casefold() for h in outline(text.split("\n"))[0]} if text else set()
     return next((name for name in SECTIONS[kind] if name.casefold() in titles), SECTIONS[kind][0])
+
+
+def applied(text: str, inserts: Sequence[tuple[int, str]]) -> str:
+    """`text` with `inserts` made, as an editor makes a workspace edit's inserts: those at one offset in their order
+    (a section's last bullet, then a new section after it)."""
+    for _, (offset, added) in sorted(enumerate(inserts), key=lambda e: (e[1][0], e[0]), reverse=True):
+        text = text[:offset] + added + text[offset:]
+    return text
 
 
 def insertions(text: str, sections: Mapping[str, Sequence[str]]) -> list[tuple[int, str]]:
