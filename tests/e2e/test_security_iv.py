@@ -171,6 +171,16 @@ def test_bad_filters_get_a_clear_answer_in_bounded_time(workspace: Path) -> None
     assert fine.returncode == 0, fine.stderr
 
 
+def test_a_huge_query_is_cut_and_answered_saying_so(workspace: Path) -> None:
+    """A 3 MB query (a prompt with a pasted log) took 21 s and 880 MB; its first 4,000 characters are searched."""
+    words = " ".join(f"w{n}" for n in range(400_000))
+    result = cli(workspace, "search", "-", "--json", stdin=f"Redis cache config {words}")
+    assert result.returncode == 0, result.stderr
+    assert "characters long: its first" in result.stderr and "are searched" in result.stderr
+    hits = json.loads(result.stdout)["hits"]
+    assert hits and "Redis" in hits[0]["snippet"]
+
+
 @pytest.mark.parametrize("broken", ["folder", "binary", "huge"])
 def test_a_memory_md_that_cannot_take_a_note_says_so_and_writes_nothing(workspace: Path, broken: str) -> None:
     target = workspace / "memory" / "MEMORY.md"

@@ -22,6 +22,7 @@ from memsearch_lsp.core.store.schema import Row, idf
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_CHARS = 4000  # a longer query is cut here (the model reads ~1,000 characters; BM25's cost grows with it)
 
 
 class HitData(TypedDict):
@@ -210,6 +211,17 @@ def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
     )
 
 
+def bounded(query: str) -> str:
+    """`query`, or its first MAX_QUERY_CHARS characters (to a word's end) when it is longer: said in the log."""
+    if len(query) <= MAX_QUERY_CHARS:
+        return query
+    cut = query[:MAX_QUERY_CHARS]
+    space = cut.rfind(" ", MAX_QUERY_CHARS // 2)
+    cut = cut[:space] if space > 0 else cut
+    log.warning("the query is %s characters long: its first %s are searched", f"{len(query):,}", f"{len(cut):,}")
+    return cut
+
+
 def hybrid_search(
     store: Store,
     embedder: Embedder,
@@ -228,7 +240,7 @@ def hybrid_search(
     `only`: a search filter's sources (core/search/filters.py); both legs take their candidates from them alone.
     An archived original whose summary holds the same match gives way to it (core/search/archive.py): the
     summary comes first, and the original is left out unless `archived`."""
-    query = valid_unicode(query)
+    query = valid_unicode(bounded(query))
     if not query.strip() or top_k <= 0:
         return []
     rrf = settings.ranker == "rrf"
