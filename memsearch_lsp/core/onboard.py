@@ -114,10 +114,12 @@ def _workspace_here(folder: Path) -> bool:
 
 
 def workspace_for(start: Path) -> Path:
-    """The memory workspace holding `start` (see find_workspace); NoMemoryHere when there is none."""
+    """The memory workspace holding `start` (see find_workspace); NoMemoryHere when there is none, or the error of a
+    bad setting in the environment or the user's file that kept it from being found (named, not "no memory")."""
     found = find_workspace(start)
     if found is None:
         root = start.expanduser().resolve()
+        load_config(root)  # (ConfigError naming the setting)
         raise NoMemoryHere(root, searched=True)
     return found
 

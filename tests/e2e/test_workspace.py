@@ -117,6 +117,24 @@ def test_every_json_error_is_an_object_on_stdout(tmp_path: Path, args: list[str]
     assert plain.returncode == 1 and plain.stdout == "" and len(plain.stderr.strip().splitlines()) == 1
 
 
+def test_a_bad_setting_is_named_not_taken_for_a_missing_memory(tmp_path: Path) -> None:
+    """A workspace of a memory folder alone (no .memsearch.toml, as the examples): a bad value in the environment or
+    a typo in the user's file kept it from being found, and every command said "no memory here: run init"."""
+    from tests.helpers import run_cli as run
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "MEMORY.md").write_text("# Memory\n\nWe use Kafka.\n")
+    bad_env = run("search", "kafka", "--json", cwd=ws, env={"MEMSEARCH_SEARCH_TOP_K": "abc", "HOME": str(tmp_path)})
+    error = json.loads(bad_env.stdout)["error"]
+    assert bad_env.returncode == 1 and "search.top_k" in error["message"] and "no memory" not in error["message"]
+    user = tmp_path / "config" / "memsearch-lsp" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[search]\ntopk = 3\n")
+    typo = run("status", cwd=ws, env={"XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path)})
+    assert typo.returncode == 1 and "search.topk" in typo.stderr and "no memory" not in typo.stderr, typo.stderr
+
+
 def test_no_memory_here_under_json(tmp_path: Path) -> None:
     result = run_cli("search", "x", "--json", cwd=tmp_path, home=tmp_path)
     error = json.loads(result.stdout)["error"]
