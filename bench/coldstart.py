@@ -45,7 +45,7 @@ PROBE = """
 import sys, time
 HEAVY = %r
 t = time.perf_counter()
-import memsearch_lsp.lsp.server as s
+import memsearch_lsp.lsp.setup as s
 s.create_server()
 took = time.perf_counter() - t
 import json

@@ -197,6 +197,13 @@ def test_the_cold_start_floor_runs_as_the_benchmark_runs_it() -> None:
     assert done.returncode == 0, done.stderr  # what a cold search is measured against must still run
 
 
+def test_the_import_probe_runs_and_creating_the_server_imports_nothing_heavy() -> None:
+    from bench.coldstart import import_probe
+
+    probe = import_probe()  # (`bench all --quick` stopped here when create_server moved to lsp/setup.py)
+    assert probe["heavy"] == [] and probe["import_s"] > 0
+
+
 @pytest.mark.parametrize("folder", SETS, ids=lambda p: p.name)
 def test_every_labelled_compaction_fact_is_on_one_line_of_its_log(folder: Path) -> None:
     """A fact no summary could keep (its tokens in no one paragraph or item of its log) would lower every
