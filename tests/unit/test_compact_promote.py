@@ -46,7 +46,11 @@ def test_a_reply_a_decision_not_taken_and_a_rule_pointing_back_are_not_lasting()
         "2027-08-05",
         "# 2027-08-05\n\nUser: I want invariants like this enforced by a database constraint.\n\nAssistant: Agreed.\n\n"
         "Decision: we use Kafka.\n\nSome talk about the offsite, nothing decided.\n\n"
-        "Always estimate state size from the key's cardinality. Noting that as a rule.\n",
+        "Always estimate state size from the key's cardinality. Noting that as a rule.\n\n"
+        "- We have not decided on the logging library yet.\n"
+        "- Marta argued for structlog, Priya for loguru, and the meeting ran out of time before anyone agreed.\n"
+        "- So we chatted about the roadmap for a while, honestly nothing really decided here.\n"
+        "- The team couldn't agree on tabs.\n",
     )
     found = [(kind, text) for kind, text, _, _ in durable_facts([log])]
     assert found == [

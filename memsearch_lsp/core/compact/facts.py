@@ -43,7 +43,13 @@ _STATUS = re.compile(
     r"yesterday|looks? (?:fine|good|the same))\b",
     re.I,
 )
-_UNDECIDED = re.compile(r"\b(?:nothing (?:was )?decided|not (?:yet )?decided|no decision(?: yet)?)\b", re.I)
+# a decision not (yet) taken: "nothing really decided", "have not decided yet", "before anyone agreed"
+_UNDECIDED = re.compile(
+    r"\b(?:nothing (?:\w+ ){0,2}(?:decided|agreed)|not (?:\w+ )?(?:decided|agreed)|undecided|no decision|"
+    r"(?:before|until) (?:anyone|anybody|everyone|we|they) (?:\w+ )?(?:agreed|decided)|"
+    r"(?:no one|nobody|could(?:n't|n’t| not)|did(?:n't|n’t| not)|failed to) (?:\w+ )?(?:agree|decide))\b",
+    re.I,
+)
 _DEAD_END = re.compile(
     r"\b(?:no (?:real |visible )?(?:effect|gain|change|luck|difference)|didn't help|did not help|"
     r"(?:spent|wasted|lost) (?:an hour|a while|half an hour|the (?:morning|afternoon|day)|\w+ hours?) (?:trying|on|"
