@@ -220,7 +220,7 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
             try:
                 source = _lexical_source(root, name, name) if plain and folder_inside else relative_source(root, path)
             except PathError as exc:
-                skipped.append(Skipped(printable(path.name), str(exc)))
+                skipped.append(Skipped(printable(Path(os.path.relpath(name, root)).as_posix()), str(exc)))
                 continue
             if not is_memory_source(config, source):
                 continue

@@ -40,8 +40,9 @@ def test_the_walk_checks_links_and_keeps_plain_files(tmp_path: Path) -> None:
         ("memory/inside-link.md", ws.resolve() / "memory" / "inside-link.md"),
     ]
     reasons = {s.source: s.reason for s in skipped}
-    assert set(reasons) == {"outside-link.md", "memory/broken.md", "memory/pipe.md"}  # (a .txt is no memory file)
-    assert "resolves outside the workspace" in reasons["outside-link.md"]
+    # (a .txt is no memory file; each skipped file named by its path in the workspace, as `index --json` shows it)
+    assert set(reasons) == {"memory/outside-link.md", "memory/broken.md", "memory/pipe.md"}
+    assert "resolves outside the workspace" in reasons["memory/outside-link.md"]
     assert "not a regular file" in reasons["memory/broken.md"] and "not a regular file" in reasons["memory/pipe.md"]
 
 
