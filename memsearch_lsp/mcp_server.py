@@ -7,6 +7,7 @@ Imported only by the `mcp` command, so the SDK stays an optional extra (`memsear
 
 from __future__ import annotations
 
+import datetime as dt
 import inspect
 import json
 import logging
@@ -34,6 +35,7 @@ from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_sou
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import NoteData, recent_notes
 from memsearch_lsp.core.scopes import make_user_root, search_scopes, user_config, user_memory_exists
+from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.version import __version__
@@ -94,11 +96,15 @@ class MemoryMCPServer(MCPServer[Any]):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            if not isinstance(exc.__cause__, ValidationError):
+            said, bad = str(exc), exc.__cause__
+            if isinstance(bad, ToolError):  # (ours, raised by the tool: the SDK put its own around it)
+                said, bad = str(bad), bad.__cause__
+            if not isinstance(bad, ValidationError | FilterError):
                 raise
             tool = self._tool_manager.get_tool(name)
             schema = tool.parameters if tool is not None else {}
-            raise ToolError(argument_error(name, exc.__cause__, schema)) from exc.__cause__
+            said = argument_error(name, bad) if isinstance(bad, ValidationError) else said
+            raise ToolError(f"{said.rstrip('.')}. {hint(name, schema)}") from bad
 
     async def list_resources(self) -> list[mcp_types.Resource]:
         files = (await anyio.to_thread.run_sync(find_memory_files, self.door.root, self.config))[0]
@@ -151,22 +157,26 @@ _PROBLEMS = {
 }
 
 
-def argument_error(tool: str, error: ValidationError, schema: dict[str, Any]) -> str:
-    """pydantic's validation error as one sentence naming each argument and what it must be, plus a hint with
-    the tool's arguments (no pydantic type names, no links)."""
+def argument_error(tool: str, error: ValidationError) -> str:
+    """pydantic's validation error as one sentence naming each argument and what it must be (no pydantic type
+    names, no links)."""
     said: dict[str, str] = {}
     for item in error.errors():
         name = str(item["loc"][0]) if item["loc"] else "the arguments"
         explain = _PROBLEMS.get(item["type"])
         problem = explain(item) if explain else str(item["msg"]).lower().replace("input should", "should")
         said.setdefault(name, f"{name} {problem}")  # a union's several complaints: the first one
+    return f"{tool}: {'; '.join(said.values())}"
+
+
+def hint(tool: str, schema: dict[str, Any]) -> str:
+    """A bad argument's hint: the tool's arguments, with their defaults."""
     required = set(schema.get("required", []))
     arguments = [
         name if name in required else f"{name}={json_default(spec)}"
         for name, spec in schema.get("properties", {}).items()
     ]
-    sentence = "; ".join(said.values())
-    return f"{tool}: {sentence}. Hint: call {tool}({', '.join(arguments)}); the tool's input schema says more."
+    return f"Hint: call {tool}({', '.join(arguments)}); the tool's input schema says more."
 
 
 def json_default(spec: dict[str, Any]) -> str:
@@ -233,6 +243,10 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         filters: dict[str, Any] = {
             k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
         }
+        try:  # said before the index is reconciled
+            make_filter(**filters, today=dt.date.today())
+        except FilterError as exc:
+            raise ToolError(f"memory_search: {exc}") from exc
         if archived:
             filters["archived"] = True
 
