@@ -294,7 +294,7 @@ class Memory(MemoryFiles):
                 heading=r["heading"],
                 start_line=int(r["start_line"]),
                 end_line=int(r["end_line"]),
-                score=0.0,
+                rank_score=0.0,
                 snippet="",
                 date=r["date"] or None,
                 archived=bool(archive) and glob_match(archive, r["source"]),

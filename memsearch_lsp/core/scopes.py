@@ -3,7 +3,7 @@
 owner, `open_memory`); searches merge its hits with the workspace's by a score both indexes share.
 
 Fused scores rank the hits of one search and mean nothing across two (each is rescaled over its own
-candidates), so the two lists are merged by `Hit.relevance` (core/search/rank.py `relevance`: the dense
+candidates), so the two lists are merged by `Hit.score` (core/search/rank.py `relevance`: the dense
 cosine and the query's term coverage, both absolute), each list keeping its own order.
 """
 
@@ -87,8 +87,8 @@ def scoped(hits: Sequence[Hit], scope: str) -> list[Hit]:
 
 def merge(lists: Sequence[Sequence[T]], top_k: int, relevance: Callable[[T], float] | None = None) -> list[T]:
     """The best `top_k` of several searches' hits, each list in its own order: the most relevant of the lists'
-    heads next (`relevance(hit)`, default `Hit.relevance`)."""
-    key = relevance or (lambda hit: hit.relevance)  # type: ignore[attr-defined]
+    heads next (`relevance(hit)`, default `Hit.score`: the relevance)."""
+    key = relevance or (lambda hit: hit.score)  # type: ignore[attr-defined]
     heads = [list(hits) for hits in lists if hits]
     out: list[T] = []
     while heads and len(out) < top_k:

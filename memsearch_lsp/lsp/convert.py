@@ -175,7 +175,7 @@ def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> 
             link = f"{uri_of(root, hit.source)}#L{hit.start_line}"
             lines.append(
                 f"- [{hit.heading or hit.source}]({link}) · `{hit.source}:{hit.start_line}` "
-                f"({hit.relevance:.2f}{', archived' if hit.archived else ''}): {hit.snippet[:120]}"
+                f"({hit.score:.2f}{', archived' if hit.archived else ''}): {hit.snippet[:120]}"
             )
     else:
         lines.append("_No related memories in other files._")

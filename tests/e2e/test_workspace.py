@@ -177,6 +177,20 @@ def test_doctor_lists_ignored_workspace_keys(tmp_path: Path) -> None:
 
 
 # -- the Python API ----------------------------------------------------------------------------------
+def test_a_hits_fields_are_those_it_is_sent_with(tmp_path: Path) -> None:
+    """`hit.score` was the ranking score while the CLI, MCP and the language server send the relevance as score."""
+    init_workspace(tmp_path)
+    (tmp_path / "memory" / "MEMORY.md").write_text("# Memory\n\n## Cache\n\nWe use Redis with a 5 min TTL.\n")
+    with Memory(tmp_path, embedder=FakeEmbedder()) as memory:
+        memory.index()
+        hits = memory.search("Redis TTL")
+    assert hits
+    for hit in hits:
+        sent = hit.to_dict()
+        assert (sent["score"], sent["rank_score"]) == (round(hit.score, 4), round(hit.rank_score, 6))
+        assert 0.0 < hit.score <= 1.0
+
+
 def test_public_memory_expands_home_and_refuses_a_non_memory_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -260,7 +260,7 @@ def test_archived_hits_rank_below_live_memory_at_equal_relevance(tmp_path: Path,
         ("memory/archive/2026-01-05.md", True),
     ]
     assert hits[0].to_dict()["archived"] is False and hits[1].to_dict()["archived"] is True
-    assert hits[1].score < hits[0].score
+    assert hits[1].rank_score < hits[0].rank_score
     memory.close()
     off = make_memory(tmp_path, compact={"index_archive": False})  # the setting turns it off
     off.index()

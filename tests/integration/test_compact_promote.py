@@ -177,7 +177,7 @@ def test_a_fact_in_both_the_summary_and_its_archive_is_found_once_in_the_summary
             sources = [h.source for h in both]
             assert sources.index("memory/summary-2026-W42.md") < sources.index("memory/archive/2026-10-14.md")
             original = next(h for h in both if h.archived and "parcel.events" in h.snippet)
-            assert both[sources.index("memory/summary-2026-W42.md")].relevance >= original.relevance  # its score too
+            assert both[sources.index("memory/summary-2026-W42.md")].score >= original.score  # its score too
     dropped = memory.search("whole suite open issues machine", top_k=3, **BM25)  # what the summary left out
     assert dropped and all(h.archived for h in dropped)  # is still found in the archive
 

@@ -98,8 +98,8 @@ def test_a_client_sends_its_changed_search_settings_and_keeps_the_owners_index_s
     owner = make_memory(workspace)
     with owner_and_client(workspace, owner) as client:
         query = "message broker decision"
-        before = [(h.id, h.score) for h in client.search(query, top_k=5)]
-        assert before == [(h.id, h.score) for h in owner.search(query, top_k=5)]
+        before = [(h.id, h.rank_score) for h in client.search(query, top_k=5)]
+        assert before == [(h.id, h.rank_score) for h in owner.search(query, top_k=5)]
         changed = client.config.merged(
             {
                 "search": {"vectorWeight": 0.0, "bm25Weight": 1.0, "topK": 4},
@@ -112,9 +112,9 @@ def test_a_client_sends_its_changed_search_settings_and_keeps_the_owners_index_s
         assert client.reconfigure(changed) is False  # nothing to re-index in a client
         assert client.config.memory == owner.config.memory and client.config.embedding == owner.config.embedding
         assert client.config.watch.debounce_ms == 10 and client.config.search.top_k == 4  # these apply here
-        after = [(h.id, h.score) for h in client.search(query)]
+        after = [(h.id, h.rank_score) for h in client.search(query)]
         wanted = owner.search(query, vector_weight=0.0, bm25_weight=1.0, top_k=4)
-        assert after == [(h.id, h.score) for h in wanted] and after != before[:4]
+        assert after == [(h.id, h.rank_score) for h in wanted] and after != before[:4]
         assert owner.config == load_config(workspace)  # the owner's settings did not change
         assert [h.id for h in client.search(query, top_k=2)] == [h.id for h in wanted[:2]]  # an argument still wins
 

@@ -155,15 +155,15 @@ def test_search_shares_a_split_sections_best_score_with_its_pieces_only_with_min
     expected = share_sections(plain, store.sections([k for k, _ in plain]))
     expected = [(k, v) for k, v in expected if not empty_section(store.rows([k])[0].content)]  # a title says nothing
     hits = memory.search(query, top_k=10, ranker="minmax", vector_weight=0.3, bm25_weight=0.7)
-    assert [(h.id, h.score) for h in hits] == [(k, pytest.approx(v, abs=1e-6)) for k, v in expected[: len(hits)]]
+    assert [(h.id, h.rank_score) for h in hits] == [(k, pytest.approx(v, abs=1e-6)) for k, v in expected[: len(hits)]]
     best = max(dict(plain)[p] for p in pieces)
     lifted = [p for p in pieces if dict(plain)[p] < best]
     assert lifted and all(dict(expected)[p] > dict(plain)[p] for p in lifted)
     # The seed's weighted ranker is left exactly as Milvus' formula: no sharing.
     seed = memory.search(query, top_k=10, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
-    assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
+    assert [h.rank_score for h in seed] == sorted((h.rank_score for h in seed), reverse=True)
     weighted = dict(fuse(dense, store.sparse_leg(query_idf(memory, query), 30), "weighted", 0.7, 0.3))
-    assert all(h.score == pytest.approx(weighted[h.id], abs=1e-6) for h in seed)
+    assert all(h.rank_score == pytest.approx(weighted[h.id], abs=1e-6) for h in seed)
 
 
 def test_query_stop_words_are_dropped_unless_nothing_else_is_left() -> None:
@@ -205,8 +205,8 @@ def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk
     seed = memory.search(query, top_k=5, ranker="weighted", vector_weight=0.7, bm25_weight=0.3)
     bm25 = memory.store.sparse_leg(query_idf(memory, query), 30)[chunk.id]
     expected = 0.7 * (1 + leg[chunk.id]) / 2 + 0.3 * (0.5 + math.atan(bm25) / math.pi)
-    assert next(h.score for h in seed if h.id == chunk.id) == pytest.approx(expected, abs=1e-5)
-    assert [h.score for h in seed] == sorted((h.score for h in seed), reverse=True)
+    assert next(h.rank_score for h in seed if h.id == chunk.id) == pytest.approx(expected, abs=1e-5)
+    assert [h.rank_score for h in seed] == sorted((h.rank_score for h in seed), reverse=True)
 
 
 def test_window_vectors_are_reused_when_a_chunk_moves_and_deleted_with_it(

@@ -178,7 +178,7 @@ def test_chunk_ranges_cover_whole_lines_in_every_position_encoding(rows: list[st
     assert (rng.start.line, rng.start.character, rng.end.line) == (start - 1, 0, end - 1)
     assert rng.end.character == units(rows[-1], encoding)
     lines = ["before"] * (start - 1) + rows + ["after"]
-    hit = Hit(id="0" * 16, source="m.md", heading="", start_line=start, end_line=end, score=0.0, snippet="")
+    hit = Hit(id="0" * 16, source="m.md", heading="", start_line=start, end_line=end, rank_score=0.0, snippet="")
     assert convert.hit_range(codec, hit, lines) == rng
     assert convert.hit_range(codec, hit, None).end == types.Position(line=end, character=0)
 

@@ -235,6 +235,6 @@ def test_bm25_statistics_match_a_clean_build_after_a_crash(workspace: Path, tmp_
     clean.index()
     assert document_frequencies(again) == document_frequencies(clean)
     query = "edited wallaby redis cache"
-    assert [(h.id, round(h.score, 5)) for h in again.search(query, vector_weight=0.0, top_k=5)] == [
-        (h.id, round(h.score, 5)) for h in clean.search(query, vector_weight=0.0, top_k=5)
+    assert [(h.id, round(h.rank_score, 5)) for h in again.search(query, vector_weight=0.0, top_k=5)] == [
+        (h.id, round(h.rank_score, 5)) for h in clean.search(query, vector_weight=0.0, top_k=5)
     ]

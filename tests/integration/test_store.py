@@ -67,12 +67,12 @@ def test_the_read_model_follows_every_write_and_a_reopened_index_reads_it_withou
     memory.index()
     memory.index_text("memory/draft.md", "# Draft\n\nan unsaved buffer about wombats\n")
     memory.remove("memory/draft.md")
-    before = {q: [(h.id, round(h.score, 6)) for h in memory.search(q, top_k=5)] for q in QUERIES}
+    before = {q: [(h.id, round(h.rank_score, 6)) for h in memory.search(q, top_k=5)] for q in QUERIES}
     frequencies = document_frequencies(memory)
     memory.close()
 
     again = make_memory(workspace)  # a new process: the saved copy, checked, answers without the engine
-    assert {q: [(h.id, round(h.score, 6)) for h in again.search(q, top_k=5)] for q in QUERIES} == before
+    assert {q: [(h.id, round(h.rank_score, 6)) for h in again.search(q, top_k=5)] for q in QUERIES} == before
     assert document_frequencies(again) == frequencies
     assert not again.store.engine.opened  # type: ignore[attr-defined]
     assert again.index().chunks_embedded == 0
@@ -80,7 +80,7 @@ def test_the_read_model_follows_every_write_and_a_reopened_index_reads_it_withou
 
     saved.invalidate(again.uri)  # rebuilt from the engine's own rows: the same answers
     rebuilt = make_memory(workspace)
-    assert {q: [(h.id, round(h.score, 6)) for h in rebuilt.search(q, top_k=5)] for q in QUERIES} == before
+    assert {q: [(h.id, round(h.rank_score, 6)) for h in rebuilt.search(q, top_k=5)] for q in QUERIES} == before
     assert document_frequencies(rebuilt) == frequencies
 
 

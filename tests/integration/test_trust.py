@@ -239,7 +239,7 @@ def test_the_user_memory_lives_in_the_data_folder_private_and_is_merged_by_relev
 
 
 def _hit(n: int, relevance: float, scope: str) -> Hit:
-    return Hit(f"{scope}{n}", "m.md", "h", 1, 1, 9 - n, "", scope=scope, relevance=relevance)
+    return Hit(f"{scope}{n}", "m.md", "h", 1, 1, 9 - n, "", scope=scope, score=relevance)
 
 
 def test_merge_keeps_each_lists_order_and_takes_the_more_relevant_head() -> None:

@@ -308,7 +308,7 @@ def merge(first: list[dict[str, Any]], second: list[dict[str, Any]], top_k: int)
     out: list[dict[str, Any]] = []
     a, b = list(first), list(second)
     while (a or b) and len(out) < top_k:
-        take_a = bool(a) and (not b or float(a[0].get("relevance", 0)) >= float(b[0].get("relevance", 0)))
+        take_a = bool(a) and (not b or relevance(a[0]) >= relevance(b[0]))
         out.append((a if take_a else b).pop(0))
     return out
 
@@ -430,8 +430,14 @@ def repeats(hit: dict[str, Any], shown: list[dict[str, Any]]) -> bool:
 
 
 def ranked(hit: dict[str, Any]) -> float:
-    """A hit's ranking score: `rank_score` from the CLI (whose `score` is the relevance), `score` from the owner."""
+    """A hit's ranking score: `rank_score` (its `score` is the relevance; an owner before 2026-12-06 sent the
+    ranking score as `score`)."""
     return float(hit.get("rank_score", hit["score"]))
+
+
+def relevance(hit: dict[str, Any]) -> float:
+    """A hit's relevance (0..1, comparable across indexes): `score` (`relevance` from an owner before 2026-12-06)."""
+    return float(hit.get("relevance", hit.get("score", 0.0)))
 
 
 def choose(hits: list[dict[str, Any]], top_k: int) -> list[dict[str, Any]]:

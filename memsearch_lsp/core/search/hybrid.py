@@ -84,7 +84,7 @@ class Hit:
     heading: str
     start_line: int
     end_line: int
-    score: float  # the fused ranking score: orders the hits of one search
+    rank_score: float  # the fused ranking score: orders the hits of one search
     snippet: str
     date: str | None = None  # YYYY-MM-DD of a daily log or a summary's first day; None for other files
     heading_path: str = ""
@@ -92,9 +92,9 @@ class Hit:
     # The chunk's last line as indexed (an editor's range ends after it); None when not known.
     last_line: str | None = field(default=None, compare=False, repr=False)
     scope: str = "workspace"  # whose memory: "workspace" or "user" (core/scopes.py)
-    # rank.relevance, 0..1: comparable across searches and indexes (the score is relative to one search); what
-    # search.min_score compares, and what `to_dict` sends as "score" (the ranking score as "rank_score")
-    relevance: float = field(default=0.0, compare=False, repr=False)
+    # rank.relevance, 0..1: comparable across searches and indexes (rank_score is relative to one search); what
+    # search.min_score compares: "score" wherever a hit is sent (CLI, MCP, the language server), as here
+    score: float = field(default=0.0, compare=False, repr=False)
     title: str = field(default="", compare=False, repr=False)  # the heading as shown (display_heading)
 
     def to_dict(self) -> HitData:
@@ -104,8 +104,8 @@ class Hit:
             "heading": self.heading,
             "start_line": self.start_line,
             "end_line": self.end_line,
-            "score": round(self.relevance, 4),
-            "rank_score": round(self.score, 6),
+            "score": round(self.score, 4),
+            "rank_score": round(self.rank_score, 6),
             "snippet": self.snippet,
             "date": self.date or None,
             "archived": self.archived,
@@ -186,7 +186,7 @@ def to_hit(row: Row, query: str, width: int) -> Hit:
         heading=row.heading,
         start_line=row.start_line,
         end_line=row.end_line,
-        score=row.score,
+        rank_score=row.score,
         snippet=snippet(row.content, query, width),
         date=row.date or source_date(row.source),
         heading_path=row.heading_path,
@@ -276,7 +276,7 @@ def hybrid_search(
     hits = [
         replace(
             to_hit(replace(r, score=score[r.id]), query, settings.snippet_chars),
-            relevance=min(1.0, max(0.0, relevant.get(r.id, 0.0))),
+            score=min(1.0, max(0.0, relevant.get(r.id, 0.0))),
         )
         for r in rows
     ]
@@ -357,7 +357,7 @@ def demote_archived(hits: list[Hit], archive_dir: str) -> list[Hit]:
     from memsearch_lsp.core.files import glob_match
 
     marked = [
-        replace(h, archived=True, score=h.score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
+        replace(h, archived=True, rank_score=h.rank_score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
         for h in hits
     ]
-    return sorted(marked, key=lambda h: -h.score)
+    return sorted(marked, key=lambda h: -h.rank_score)

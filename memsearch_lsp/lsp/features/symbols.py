@@ -160,7 +160,7 @@ async def search_all(
             lists.append([(user, h) for h in await asyncio.to_thread(_user_search, user, query, limit, filters)])
         except (OSError, IndexBusy) as exc:
             log.warning("the user memory did not answer: %s", exc)
-    return merge(lists, limit, lambda pair: pair[1].relevance)
+    return merge(lists, limit, lambda pair: pair[1].score)
 
 
 async def while_indexed(reading: Awaitable[list[Hit]]) -> list[Hit]:
