@@ -119,3 +119,26 @@ def sample_search_answers_as_the_readme_shows(ws: Path, capsys: pytest.CaptureFi
     score = re.compile(r"score=(\d\.\d+)")
     assert [score.sub("score=", line) for line in printed] == [score.sub("score=", line) for line in shown]
     assert abs(float(score.findall(printed[0])[0]) - float(score.findall(shown[0])[0])) <= 0.02
+
+
+def test_the_python_api_example_recalls_a_note_on_its_first_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's agent loop, as written, on a memory never indexed: its first search found nothing."""
+    from memsearch_lsp.core.onboard import init_workspace
+
+    code = re.search(r"## Python API for agents\n\n```python\n(.*?)```", README, re.S)
+    assert code is not None
+    monkeypatch.setenv("HOME", str(tmp_path))
+    init_workspace(tmp_path / "my-agent")
+    (tmp_path / "my-agent" / "memory" / "MEMORY.md").write_text(
+        "# Memory\n\n## Cache\n\nWe use Redis with a 5 min TTL.\n"
+    )
+    scope: dict[str, Any] = {}
+    exec(compile(code.group(1), "README.md", "exec"), scope)
+    prompts: list[str] = []
+    try:
+        scope["turn"]("How long do cached entries live in Redis?", lambda prompt: prompts.append(prompt) or "5 min")
+    finally:
+        scope["memory"].close()
+    assert "5 min TTL" in prompts[0]
