@@ -41,6 +41,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, f"see `{self.prog} --help`", self.prog)
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's, but an argument no command takes is named by the command it was given to."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            prog = " ".join([self.prog, *([parsed.command] if getattr(parsed, "command", None) else [])])
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)}", f"see `{prog} --help`", prog)
+        return parsed
+
 
 VERBOSE_HELP = "log what happens (and a failure's details) to stderr"
 WORKSPACE_HELP = (

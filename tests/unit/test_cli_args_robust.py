@@ -61,6 +61,12 @@ def test_bad_arguments_are_usage_errors_naming_the_argument(argv: list[str], nee
     assert caught.value.prog == f"memsearch-lsp {argv[0]}"
 
 
+def test_an_argument_no_command_takes_is_named_by_its_command() -> None:
+    with pytest.raises(UsageError, match="unrecognized arguments: --bogus") as caught:
+        build_parser().parse_args(["search", "x", "--bogus"])
+    assert caught.value.prog == "memsearch-lsp search" and "memsearch-lsp search --help" in caught.value.hint
+
+
 @pytest.mark.parametrize(
     ("argv", "attribute", "value"),
     [
