@@ -20,6 +20,7 @@ from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
+from memsearch_lsp.core.compact.types import plural
 from tests.helpers import (
     TODAY,
     Session,
@@ -75,7 +76,9 @@ def apply_edit(edit: types.WorkspaceEdit, encoding: str) -> None:
         elif isinstance(change, types.TextDocumentEdit):
             path = Path(to_fs_path(change.text_document.uri) or "")
             text = path.read_bytes().decode("utf-8")
-            for item in sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+            # last first; inserts at one position appear in the array's order (the LSP specification)
+            edits = list(enumerate(change.edits))
+            for _, item in sorted(edits, key=lambda e: (e[1].range.start.line, e[1].range.start.character, e[0]))[::-1]:
                 assert isinstance(item, (types.TextEdit, types.AnnotatedTextEdit))
                 a, b = offset(text, item.range.start, encoding), offset(text, item.range.end, encoding)
                 text = text[:a] + item.new_text + text[b:]
@@ -412,7 +415,7 @@ async def test_the_preview_holds_the_memory_md_additions_and_one_undo_takes_all_
     ]
     notes = resolved.edit.change_annotations or {}
     note = notes[change.edits[0].annotation_id]  # type: ignore[union-attr]
-    assert note.needs_confirmation and note.label == f"Add {len(promoted)} lasting facts to memory/MEMORY.md"
+    assert note.needs_confirmation and note.label == f"Add {plural(len(promoted), 'lasting fact')} to memory/MEMORY.md"
     assert all(f"## {p['section']}: {p['text']}" in (note.description or "") for p in promoted)
     inserted = "".join(e.new_text for e in change.edits)
     assert all(p["text"] in inserted for p in promoted)

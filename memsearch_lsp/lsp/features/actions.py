@@ -14,6 +14,7 @@ from pygls.uris import from_fs_path
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.compact.promote import MEMORY_FILE
+from memsearch_lsp.core.compact.types import plural
 from memsearch_lsp.core.files import PathError, unsaved
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.lsp.features.edits import plan_edit, previews
@@ -143,7 +144,7 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
             title=title, kind=COMPACT_KIND, command=types.Command(title=title, command=COMMAND, arguments=[args])
         )
 
-    older = action(f"Compact logs older than {days} days ({count} logs)", {"olderThanDays": days})
+    older = action(f"Compact logs older than {plural(days, 'day')} ({plural(count, 'log')})", {"olderThanDays": days})
     if count:
         actions.append(older)
     elif shows_disabled(ls):

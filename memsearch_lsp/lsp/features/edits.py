@@ -8,7 +8,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from memsearch_lsp.core.compact.plan import CompactionPlan
-from memsearch_lsp.core.compact.types import MemoryEdit
+from memsearch_lsp.core.compact.types import MemoryEdit, plural
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.server import MemsearchServer
 
@@ -57,12 +57,12 @@ def review_notes(plan: CompactionPlan) -> dict[str, types.ChangeAnnotation]:
     notes[ARCHIVE] = types.ChangeAnnotation(
         label="Archive compacted daily logs",
         needs_confirmation=True,
-        description=f"{len(plan.archive)} logs, still searchable there",
+        description=f"{plural(len(plan.archive), 'log')}, still searchable there",
     )
     if plan.memory_edit is not None:  # the lasting facts, each with its section and source
         edit = plan.memory_edit
         notes[PROMOTED] = types.ChangeAnnotation(
-            label=f"Add {len(edit.promotions)} lasting facts to {edit.path}",
+            label=f"Add {plural(len(edit.promotions), 'lasting fact')} to {edit.path}",
             needs_confirmation=True,
             description="\n".join(f"## {p.section}: {p.text}" for p in edit.promotions),
         )
