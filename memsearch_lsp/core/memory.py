@@ -17,7 +17,7 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
-from memsearch_lsp.core.embedding import Embedder, reads_what
+from memsearch_lsp.core.embedding import Embedder, probed_dim, reads_what
 from memsearch_lsp.core.files import PathError, Skipped, glob_match, private_folder, read_text, unsaved
 from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
@@ -106,9 +106,7 @@ class Memory(MemoryFiles):
             return self._store
 
     def _dim(self) -> int:
-        if not self.embedder.dim:
-            self.embedder.embed(["dimension probe"])
-        return self.embedder.dim
+        return probed_dim(self.embedder, self.index_dir / f"dimension-{self.collection}.txt")
 
     @property
     def indexer(self) -> Indexer:

@@ -266,6 +266,26 @@ def test_a_search_while_the_endpoint_is_busy_answers_with_bm25_alone(
         assert memory.search("?!", top_k=3) == []
 
 
+def test_an_index_opens_and_answers_with_bm25_alone_while_its_endpoint_is_down(
+    server: EmbeddingServer, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The dimension of an endpoint's model is known from its first answer: a new process (the CLI, MCP) could not
+    open a complete index while the endpoint was down, though search needs only BM25 then and expand nothing."""
+    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "", "max_retries": 0}
+    with Memory(workspace, embedding=settings) as memory:
+        memory.index()
+        chunk_id = memory.search("Redis cache TTL", top_k=1)[0].id
+    down = {**settings, "base_url": f"http://127.0.0.1:{free_port()}/v1"}
+    with Memory(workspace, embedding=down) as memory, caplog.at_level(logging.WARNING):
+        hits = memory.search("Redis cache TTL", top_k=3)
+        assert hits and hits[0].heading == "Redis Caching" and "BM25 alone" in caplog.text
+        assert memory.expand(chunk_id) is not None and memory.status()["chunks"] > 0
+    assert "opens with its dimension (16) as recorded" in caplog.text
+    other = Memory(workspace, embedding={**down, "model": "fake-b"})  # another model: nothing to go on
+    with other, pytest.raises(EmbeddingError, match="cannot reach"):
+        other.search("Redis cache TTL")
+
+
 def test_a_query_waits_at_most_the_query_timeout_and_one_retry(
     server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
 ) -> None:

@@ -12,6 +12,7 @@ Providers (`embedding.provider`, `embedding.model`):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -121,3 +122,31 @@ def create_embedder(
         document_prefix=settings.document_prefix,
         query_prefix=settings.query_prefix,
     )
+
+
+def probed_dim(embedder: Embedder, record: Path) -> int:
+    """The embedder's dimension: known, or probed (an endpoint's first answer) and kept in `record` (a file of the
+    private index folder); when the probe fails, the one kept for this model, so a complete index still opens while
+    its endpoint is down (search then ranks by BM25 alone and says so); else the probe's EmbeddingError."""
+    import logging
+
+    from memsearch_lsp.core.files import folder_fd, read_file, write_file
+
+    if embedder.dim:
+        return embedder.dim
+    try:
+        embedder.embed(["dimension probe"])
+    except EmbeddingError as exc:
+        try:
+            with folder_fd(record.parent) as fd:
+                model, _, dim = read_file(fd, record.name, 4096).decode("utf-8").strip().partition("\n")
+            known = int(dim) if model == embedder.model_name else 0
+        except (OSError, ValueError):
+            known = 0
+        if known <= 0:
+            raise
+        logging.getLogger(__name__).warning("%s; the index opens with its dimension (%d) as recorded", exc, known)
+        return known
+    with contextlib.suppress(OSError), folder_fd(record.parent) as fd:
+        write_file(fd, record.name, f"{embedder.model_name}\n{embedder.dim}\n".encode())
+    return embedder.dim
