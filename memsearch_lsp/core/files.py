@@ -208,7 +208,8 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
             for folder, _, names in os.walk(base, onerror=lambda exc: skipped.append(_unlisted(root, exc))):
                 here = inside(root, Path(folder))
                 candidates += [(os.path.join(folder, name), here) for name in names if name.endswith(SUFFIXES)]
-        else:
+        else:  # (a path named that is not there: said, as its files, indexed before, leave the index)
+            skipped.append(Skipped(where, "not found (memory.paths names it)"))
             continue
         for name, folder_inside in candidates:  # (paths as strings: a Path per file costs more than its lstat)
             try:

@@ -29,9 +29,12 @@ from memsearch_lsp.core.notes import (
     append_to_day,
     clean_heading,
     clean_note,
+    keep_id,
+    kept_note,
     read_note_file,
     same_note,
 )
+from memsearch_lsp.core.onboard import require_memory_workspace
 from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
 from memsearch_lsp.core.search.hybrid import (
     TIME_HEADING,
@@ -93,7 +96,10 @@ class Memory(MemoryFiles):
 
     @property
     def index_dir(self) -> Path:
-        """`.memsearch/`, private (0700, files 0600); a link or another user's folder raises files.UnsafeFolder."""
+        """`.memsearch/`, private (0700, files 0600); a link or another user's folder raises files.UnsafeFolder, and
+        a folder that is no memory workspace NoMemoryHere (nothing is created there)."""
+        if not (self.root / INDEX_DIR).is_dir():
+            require_memory_workspace(self.root, self.config)
         return private_folder(self.root / INDEX_DIR)
 
     @property
@@ -253,6 +259,8 @@ class Memory(MemoryFiles):
                 shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
                 raise AmbiguousId(f"the id prefix {key!r} matches {len(found)} chunks ({shown}): give more of the id")
             row = self.store.get(found[0]) if found else None
+        if row is None and (kept := kept_note(self.index_dir, key)) is not None:  # a note remember answered for
+            row = next((r for r in self.store.rows(sorted(self.store.ids_of(kept[0]))) if kept[1] in r.content), None)
         if row is None:
             return None
         if len(row.content.encode("utf-8")) > MAX_CONTENT_BYTES - 4:  # stored cut short: the whole from the file
@@ -360,6 +368,8 @@ class Memory(MemoryFiles):
                 stats = IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
         chunks = [c for c in self.outline(source, after) if c.end_line >= first and c.start_line <= last]
         own = (max(first, last - body.count("\n")), last)  # the note's own lines (not the heading it created)
+        if chunks:
+            keep_id(self.index_dir, chunks[0].id, source, body)
         return Remembered(source, tuple(chunks), stats, lines=own if long_term else None)
 
     def _already(self, body: str, day: dt.date, long_term: bool) -> tuple[str, int, int] | None:

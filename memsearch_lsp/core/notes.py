@@ -363,3 +363,41 @@ def same_note(text: str, body: str, long_term: bool = False) -> tuple[int, int] 
                 if line.strip() in (wanted, f"- {wanted}", f"* {wanted}"):
                     return end_row + 2 + n, end_row + 2 + n
     return None
+
+
+# -- the ids remember returned -------------------------------------------------------------------------------
+KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the note's first line)
+MAX_KEPT_IDS = 500
+
+
+def keep_id(folder: Path, chunk_id: str, source: str, body: str) -> None:
+    """Remember that `remember` answered `chunk_id` for the note `body` of `source`: the id of a note whose section
+    changes later (a second fact joins its MEMORY.md section) still finds it (`kept_note`)."""
+    import json
+
+    from memsearch_lsp.core.files import folder_fd, read_file, write_file
+
+    line = next((s.strip() for s in body.splitlines() if s.strip()), "")[:200]
+    with contextlib.suppress(OSError, ValueError), folder_fd(folder) as fd:
+        try:
+            kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
+        except (OSError, ValueError):
+            kept = {}
+        kept = {k: v for k, v in kept.items() if k != chunk_id}
+        kept[chunk_id] = [source, line]
+        write_file(fd, KEPT_IDS, json.dumps(dict(list(kept.items())[-MAX_KEPT_IDS:])).encode())
+
+
+def kept_note(folder: Path, key: str) -> tuple[str, str] | None:
+    """(source, first line) of the note `remember` answered the id (or the one id starting with) `key` for."""
+    import json
+
+    from memsearch_lsp.core.files import folder_fd, read_file
+
+    try:
+        with folder_fd(folder) as fd:
+            kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
+        found = [v for k, v in kept.items() if k.startswith(key)]
+        return (str(found[0][0]), str(found[0][1])) if len(found) == 1 and found[0][1] else None
+    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+        return None

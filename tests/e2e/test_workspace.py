@@ -212,6 +212,19 @@ def test_public_memory_expands_home_and_refuses_a_non_memory_folder(
         assert memory.root == (tmp_path / "my-agent").resolve()
 
 
+def test_memory_of_a_plain_folder_refuses_at_first_use_and_creates_nothing(tmp_path: Path) -> None:
+    """Constructed, it wrote nothing, but its first search created `.memsearch/` where the CLI refuses."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    memory = Memory(plain, embedder=FakeEmbedder())
+    with pytest.raises(NoMemoryHere, match="run `memsearch-lsp init`"):
+        memory.search("anything")
+    with pytest.raises(NoMemoryHere):
+        memory.index()
+    memory.close()
+    assert tree(plain) == []
+
+
 def test_expand_takes_a_unique_prefix_and_hits_have_one_shape(
     workspace: Path, make_memory: Callable[..., Memory]
 ) -> None:

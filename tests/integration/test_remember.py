@@ -34,6 +34,26 @@ def test_a_note_creates_todays_log_with_its_title_and_is_indexed(workspace: Path
     assert note.stats.files_added == 1
 
 
+def test_an_id_remember_answered_still_expands_to_its_note_once_its_section_grew(workspace: Path, make_memory) -> None:
+    """A long-term fact's id is its MEMORY.md section's: a second fact in that section made the first id unknown."""
+    memory = make_memory(workspace)
+    first = memory.remember("We deploy on Tuesdays only.", heading="Release rules", long_term=True).to_dict()["id"]
+    second = memory.remember("Hotfixes skip the train.", heading="Release rules", long_term=True).to_dict()["id"]
+    assert first != second and memory.store.get(first) is None  # the section's chunk changed
+    for key in (first, first[:8]):
+        expanded = memory.expand(key)
+        assert expanded is not None and "We deploy on Tuesdays only." in expanded.content
+    note = memory.remember("Our on-call rota lives in PagerDuty.")
+    log = workspace / "memory" / f"{memory.clock().date()}.md"
+    log.write_text(log.read_text() + "Escalation after 15 min.\n")
+    memory.index()
+    grown = memory.expand(note.to_dict()["id"])  # a note someone added to: its section, found by its first line
+    assert grown is not None and "Escalation after 15 min." in grown.content
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n")  # the note is gone: so is its id
+    memory.index()
+    assert memory.expand(first) is None
+
+
 def test_notes_append_with_their_own_lines_and_headings(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
     log = workspace / "memory" / "2026-12-03.md"

@@ -90,3 +90,13 @@ def test_a_memory_folder_that_cannot_be_listed_or_is_a_file_is_said_never_taken_
     (tmp_path / "memory").write_text("not a folder")
     files, skipped = find_memory_files(tmp_path, Config())
     assert files == [] and [s.source for s in skipped] == ["memory"] and "not a folder" in skipped[0].reason
+
+
+def test_a_memory_path_that_is_not_there_is_said(tmp_path: Path) -> None:
+    """MEMSEARCH_MEMORY_PATHS='["memory"]' (a comma list is wanted) indexed nothing, without a word, and every file
+    indexed before left the index."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "a.md").write_text("# A\n")
+    found, skipped = find_memory_files(tmp_path, Config(memory=MemoryConfig(paths=("memory", '["memory"]'))))
+    assert [f.source for f in found] == ["memory/a.md"]
+    assert [(s.source, s.reason) for s in skipped] == [('["memory"]', "not found (memory.paths names it)")]
