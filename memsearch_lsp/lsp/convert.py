@@ -59,6 +59,9 @@ def hit_range(codec: PositionCodec, hit: Hit, lines: Sequence[str] | None) -> ty
     indexed (`hit.last_line`); without either, at the start of the line after the chunk."""
     if lines is not None and 0 < hit.end_line <= len(lines):
         return chunk_range(codec, hit.start_line, hit.end_line, lines[hit.end_line - 1].rstrip("\r\n"))
+    if lines is not None and hit.end_line > len(lines):  # the buffer is shorter than the index knows (being typed)
+        last = max(len(lines), 1)
+        return chunk_range(codec, min(hit.start_line, last), last, lines[-1].rstrip("\r\n") if lines else "")
     if lines is None and hit.last_line is not None:
         return chunk_range(codec, hit.start_line, hit.end_line, hit.last_line.rstrip("\r\n"))
     return types.Range(
@@ -89,6 +92,20 @@ def hit_symbol(root: Path, hit: Hit, rng: types.Range) -> types.WorkspaceSymbol:
         location=types.Location(uri=uri_of(root, hit.source), range=rng),
         container_name=container,
     )
+
+
+def flat_symbols(
+    uri: str, outline: Sequence[types.DocumentSymbol], container: str | None = None
+) -> list[types.SymbolInformation]:
+    """The outline as SymbolInformation, parents first: for a client without hierarchical document symbols."""
+    out: list[types.SymbolInformation] = []
+    for symbol in outline:
+        where = types.Location(uri=uri, range=symbol.range)
+        out.append(
+            types.SymbolInformation(name=symbol.name, kind=symbol.kind, location=where, container_name=container)
+        )
+        out.extend(flat_symbols(uri, symbol.children or [], symbol.name))
+    return out
 
 
 def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[types.DocumentSymbol]:

@@ -9,7 +9,14 @@ from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcServerNotInitialized
+from pygls.exceptions import (
+    FeatureRequestError,
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
+from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
@@ -206,3 +213,18 @@ class MemsearchProtocol(LanguageServerProtocol):
         if error is not None:
             error = types.ResponseError(code=error.code, message=one_line(error.message))
         super()._send_response(msg_id, result, error)
+
+
+class ReportingServer(LanguageServer):
+    """A language server whose failures outside a request (pygls' public hook, `report_server_error`) are told as
+    they should be: a message it could not read (a notification's bad params: the client's slip) is logged, never
+    shown to the user as a server error; a handler's own failure is reported once (`report`)."""
+
+    def report(self, message: str, exc: BaseException | None = None) -> None:
+        raise NotImplementedError
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        if isinstance(error, JsonRpcException):
+            log.warning("ignored a message the server could not read: %s", error)
+        elif source is not FeatureRequestError:  # (a request's failure is its answer)
+            self.report(f"{type(error).__name__}: {error}", error)

@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from memsearch_lsp.config import Config, ConfigError, editor_key, load_config
@@ -29,7 +28,7 @@ from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_work
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.process.owner import OwnerGone
 from memsearch_lsp.core.workspace import index_settings_changed
-from memsearch_lsp.lsp.protocol import MemsearchProtocol
+from memsearch_lsp.lsp.protocol import MemsearchProtocol, ReportingServer
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger("memsearch_lsp")
@@ -88,7 +87,7 @@ class ClientLogHandler(logging.Handler):
             pass  # the loop is closed: we are shutting down
 
 
-class MemsearchServer(LanguageServer):
+class MemsearchServer(ReportingServer):
     def __init__(self) -> None:
         super().__init__(
             "memsearch-lsp",

@@ -50,8 +50,8 @@ def can_edit_files(ls: MemsearchServer) -> bool:
     """
     workspace = ls.client_capabilities.workspace
     edit = workspace.workspace_edit if workspace else None
-    if edit is None or edit.document_changes is False:
-        return False
+    if edit is None or edit.document_changes is False or workspace is None or workspace.apply_edit is False:
+        return False  # (the last: it cannot take workspace/applyEdit, so the server applies the plan on disk)
     kinds = {str(getattr(k, "value", k)) for k in edit.resource_operations or ()}
     return {"create", "rename"} <= kinds
 
@@ -125,16 +125,20 @@ async def make_plan(
 
 
 # -- code actions -----------------------------------------------------------------------------
-def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.CodeAction | types.Command] | None:
+    """The compaction actions for a memory file: CodeActions, or their Commands for a client that takes no
+    CodeAction literals (LSP: "if the property is not set the request can only return Command literals")."""
     if not wanted(params.context.only):
         return None
+    document = ls.client_capabilities.text_document
+    literals = bool(document and document.code_action and document.code_action.code_action_literal_support)
     found = ls.locate_memory(params.text_document.uri)
     if found is None:
         return None
     root, source = found
     days = root.config.compact.older_than_days
     count = len(old_logs(root.memory))
-    edits = by_edit(ls) and resolves_edits(ls)
+    edits = literals and by_edit(ls) and resolves_edits(ls)
     actions: list[types.CodeAction] = []
 
     def action(title: str, args: dict[str, Any]) -> types.CodeAction:
@@ -153,7 +157,7 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
         actions.append(older)
     if compactable(root.memory, source):
         actions.append(action("Compact this log", {"files": [source]}))
-    return actions
+    return list(actions) if literals else [a.command for a in actions if a.command is not None]
 
 
 def memory_file(root: Root) -> str:
@@ -310,7 +314,9 @@ def register(server: MemsearchServer) -> None:
     options = types.CodeActionOptions(code_action_kinds=[COMPACT_KIND], resolve_provider=True)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, options)
-    async def code_action(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    async def code_action(
+        ls: MemsearchServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction | types.Command] | None:
         return offers(ls, params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)

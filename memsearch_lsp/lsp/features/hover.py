@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from memsearch_lsp.core.chunks import valid_unicode
 from memsearch_lsp.core.search.hybrid import Expanded
 from memsearch_lsp.core.store import IndexBusy
 from memsearch_lsp.lsp import convert
@@ -67,6 +68,17 @@ async def chunk_under_cursor(
     return await find_chunk(ls, chunk_id) if chunk_id else None
 
 
+def content(ls: MemsearchServer, markdown: str) -> types.MarkupContent:
+    """Markdown, or the same text as plain text for a client that reads no Markdown; never a lone surrogate (a
+    buffer's, which strict JSON decoders refuse)."""
+    document = ls.client_capabilities.text_document
+    formats = document.hover.content_format if document and document.hover else None
+    markdown_read = not formats or types.MarkupKind.Markdown in formats
+    return types.MarkupContent(
+        kind=types.MarkupKind.Markdown if markdown_read else types.MarkupKind.PlainText, value=valid_unicode(markdown)
+    )
+
+
 def register(server: MemsearchServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: MemsearchServer, params: types.HoverParams) -> types.Hover | None:
@@ -75,11 +87,7 @@ def register(server: MemsearchServer) -> None:
         found = await chunk_under_cursor(ls, uri, params.position, at)
         if found is not None:
             root, chunk = found
-            return types.Hover(
-                contents=types.MarkupContent(
-                    kind=types.MarkupKind.Markdown, value=convert.chunk_markdown_hover(root.path, chunk)
-                )
-            )
+            return types.Hover(contents=content(ls, convert.chunk_markdown_hover(root.path, chunk)))
         located = ls.locate_memory(uri)
         if located is None or at is None:
             return None
@@ -93,9 +101,7 @@ def register(server: MemsearchServer) -> None:
         await root.ready.wait()
         related = await ls.read(root.memory.related, heading, 3)
         return types.Hover(
-            contents=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=convert.heading_markdown_hover(root.path, heading, related)
-            ),
+            contents=content(ls, convert.heading_markdown_hover(root.path, heading, related)),
             range=convert.chunk_range(
                 ls.workspace.position_codec, line_no, line_no, lines[params.position.line].rstrip("\r\n")
             ),

@@ -202,13 +202,22 @@ def register(server: MemsearchServer) -> None:
         return [convert.hit_symbol(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    async def document_symbol(ls: MemsearchServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+    async def document_symbol(
+        ls: MemsearchServer, params: types.DocumentSymbolParams
+    ) -> list[types.DocumentSymbol] | list[types.SymbolInformation]:
         found = ls.locate(params.text_document.uri)
         text = await ls.document_text(params.text_document.uri) if found else None
         if found is None or text is None:
             return []
         root, source = found
-        return convert.document_symbols(ls.workspace.position_codec, root.memory.outline(source, text))
+        outline = convert.document_symbols(ls.workspace.position_codec, root.memory.outline(source, text))
+        document = ls.client_capabilities.text_document
+        nested = (
+            document.document_symbol.hierarchical_document_symbol_support
+            if document and document.document_symbol
+            else None
+        )
+        return outline if nested else convert.flat_symbols(params.text_document.uri, outline)
 
     @server.feature(SEARCH)
     async def memsearch_search(ls: MemsearchServer, params: Any) -> list[dict[str, Any]]:
