@@ -72,9 +72,9 @@ def _user_memory(beside: MemoryApi | None = None, create: bool = False) -> Memor
     return open_user_memory(create=create, **({"embedder": beside.embedder} if same and beside else {}))
 
 
-def _format_hits(hits: Sequence[Any]) -> str:
+def _format_hits(hits: Sequence[Any], floor: bool = False) -> str:
     if not hits:
-        return "no results"
+        return "no results" + (" relevant enough (`--min-score 0` lists the closest anyway)" if floor else "")
     lines = []
     for n, hit in enumerate(hits, 1):
         where = f"{'user:' if hit.scope == 'user' else ''}{hit.source}:{hit.start_line}-{hit.end_line}"
@@ -126,7 +126,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     finally:
         for memory in opened:
             memory.close()
-    _emit(args, {"hits": [h.to_dict() for h in hits]}, _format_hits(hits))
+    setting = opened[0].config.search.min_score if opened else 0.0
+    floor = (setting if args.min_score is None else args.min_score) > 0 and bool(args.query.strip())
+    _emit(args, {"hits": [h.to_dict() for h in hits]}, _format_hits(hits, floor))
     return EXIT_OK
 
 

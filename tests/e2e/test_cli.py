@@ -209,7 +209,8 @@ def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: py
     assert all(h["score"] >= 0.25 for h in hits)  # a hit's score is the relevance the floor (0.25) compares
     hits = as_json(cli(ws, "search", "decision made on 2026-02-05", "--json"))["hits"]
     assert hits and hits[0]["source"] == "memory/2026-02-05.md"
-    # The floor is a setting: off, the unrelated query returns its best (irrelevant) candidates.
+    # The floor is a setting: off, the unrelated query returns its best (irrelevant) candidates. It says so.
+    assert "`--min-score 0` lists the closest anyway" in cli(ws, "search", "xyzzy plugh").stdout
     assert as_json(cli(ws, "search", "xyzzy plugh", "--json", "--min-score", "0"))["hits"]
 
     refused = cli(ws, "search", "x", "--min-score", "2", check=False).stderr  # as argparse says it, before any index
