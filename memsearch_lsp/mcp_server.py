@@ -272,6 +272,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         mine = server.user_memory() if chunk is None else None
         if mine is not None:
             chunk = await user_run(mine, lambda memory: memory.expand(id))
+            chunk = replace(chunk, scope="user") if chunk is not None else None
         if chunk is None:
             raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
         data: ChunkData = chunk.to_dict()

@@ -149,6 +149,8 @@ def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]
         if mine is None:
             continue
         found = find(mine)
+        if found is not None and opened == "user" and hasattr(found, "scope"):
+            found = replace(found, scope="user")  # (its source is the user memory's)
         if found is not None:
             if mine is not memory and memory is not None:
                 memory.close()
@@ -172,7 +174,8 @@ def cmd_expand(args: argparse.Namespace) -> int:
         memory.close()
     if chunk is None:
         raise UserError(f"no chunk with id {args.id!r}", hint)
-    _emit(args, chunk.to_dict(), f"{chunk.source}:{chunk.start_line}-{chunk.end_line}\n\n{chunk.content}")
+    where = f"{'user:' if chunk.scope == 'user' else ''}{chunk.source}:{chunk.start_line}-{chunk.end_line}"
+    _emit(args, chunk.to_dict(), f"{where}\n\n{chunk.content}")
     return EXIT_OK
 
 

@@ -134,6 +134,11 @@ def test_a_user_memory_is_found_from_another_workspace_and_never_written_into_on
     )
     only = json.loads(cli(b, "search", "commit messages imperative", "--scope", "user", "--json").stdout)["hits"]
     assert [h["scope"] for h in only] == ["user"]
+    # expand says whose memory the section is from: `memory/<day>.md` of this workspace is another file
+    expanded = json.loads(cli(b, "expand", mine["id"], "--json").stdout)
+    assert expanded["scope"] == "user" and "imperative" in expanded["content"]
+    assert cli(b, "expand", mine["id"]).stdout.startswith(f"user:{mine['source']}:")
+    assert json.loads(cli(a, "expand", hits[0]["id"][:8], "--json").stdout)["scope"] == "user"
 
 
 def test_a_broad_dated_question_finds_the_weeks_decisions_and_a_fresh_workspace_no_template(tmp_path: Path) -> None:

@@ -65,6 +65,8 @@ class ChunkData(TypedDict):
     """YYYY-MM-DD for daily logs, the period's first day for summaries, null for other files"""
     archived: bool
     """from a compacted log in the archive folder"""
+    scope: str
+    """workspace or user: whose memory it is from (its source is relative to that memory's folder)"""
 
 
 # pydantic (the MCP SDK's schemas) reads the field docstrings above as descriptions
@@ -126,6 +128,7 @@ class Expanded:
     content: str
     date: str | None = None  # YYYY-MM-DD of a daily log or a summary's first day; None for other files
     archived: bool = False  # from a compacted log in the archive folder
+    scope: str = "workspace"  # whose memory: "workspace" or "user" (core/scopes.py)
 
     def to_dict(self) -> ChunkData:
         return {
@@ -138,6 +141,7 @@ class Expanded:
             "content": self.content,
             "date": self.date or None,
             "archived": self.archived,
+            "scope": self.scope,
         }
 
 
