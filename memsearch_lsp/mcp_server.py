@@ -32,6 +32,7 @@ from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData, StatusData
 from memsearch_lsp.core.chunks import valid_unicode
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
+from memsearch_lsp.core.onboard import NoMemoryHere
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import NoteData, recent_notes
 from memsearch_lsp.core.scopes import make_user_root, search_scopes, user_config, user_memory_exists
@@ -197,6 +198,8 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
                 return await anyio.to_thread.run_sync(mine.call, fn)
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
             raise ToolError(str(exc)) from exc
+        except NoMemoryHere as exc:  # served in a folder with no memory yet (`init` there opens it at the next call)
+            raise ToolError(f"{exc}; then call the tool again") from exc
         except Exception as exc:
             log.warning("%s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc

@@ -352,7 +352,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UserError(
             f"the MCP server needs the mcp package ({exc}); install it: {mcp_install()}", mcp_install()
         ) from exc
-    serve(_workspace(args))
+    from memsearch_lsp.core.onboard import NoMemoryHere
+
+    try:
+        workspace = _workspace(args)
+    except NoMemoryHere as exc:  # (a plugin starts it in every project: it serves, each tool saying how to start one)
+        workspace = Path(args.workspace or Path.cwd()).expanduser().resolve()
+        print(f"memsearch-lsp mcp: {exc}; serving anyway: each tool says so until then", file=sys.stderr)
+    serve(workspace)
     return EXIT_OK
 
 

@@ -248,3 +248,18 @@ async def test_a_tool_says_why_it_failed_when_the_index_owner_does_not_answer(tm
     finally:
         os.kill(pid, signal.SIGCONT)
         os.kill(pid, signal.SIGTERM)
+
+
+async def test_in_a_project_without_memory_it_serves_and_each_tool_says_how_to_start_one(tmp_path: Path) -> None:
+    """A plugin starts the server in every project: it exited before `initialize`, so the client listed a failed
+    server. It now answers, each tool saying "no memory here", and serves the memory once `init` made one."""
+    plain = tmp_path / "project"
+    plain.mkdir()
+    async with mcp_session(plain) as session:
+        assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+        result = await session.call_tool("memory_search", {"query": "redis"})
+        assert result.is_error and "no memory here" in str(result.content) and "init" in str(result.content)
+        assert list(plain.iterdir()) == []  # nothing written there
+        subprocess.run([sys.executable, "-m", "memsearch_lsp", "init", str(plain)], check=True, capture_output=True)
+        await call(session, "memory_remember", text="We cache sessions in Redis for 5 minutes.")
+        assert (await call(session, "memory_search", query="redis sessions"))["hits"]
