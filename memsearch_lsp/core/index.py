@@ -193,6 +193,7 @@ class Indexer:
             self._analysis_done()
             self._totals(stats)
         stats.seconds = time.perf_counter() - started
+        log.info("%s: %s", self.root.name, str(stats).split("\n", 1)[0])
         said = {(note.source, note.reason) for note in [*stats.skipped, *stats.warnings]}
         for source, reason in sorted(said - self._said):  # once while it holds, not at every pass (stats keep all)
             log.warning("%s: %s", source, reason)

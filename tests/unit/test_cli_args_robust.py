@@ -215,3 +215,17 @@ def test_a_read_is_asked_again_once_when_the_owner_went_away_while_it_answered(
     assert cli.main(["search", "redis", "--workspace", str(tmp_path)]) == 0 and calls == ["search", "search"]
     calls.clear()
     assert cli.main(["remember", "a note", "--workspace", str(tmp_path)]) == 1 and calls == ["remember"]
+
+
+def test_verbose_says_what_happens(tmp_path: Path) -> None:
+    """`-v` (log what happens) wrote nothing at all for an index or a search."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "MEMORY.md").write_text("# Memory\n\nWe use Redis.\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "index", "-v", "--workspace", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "opened the index at" in done.stderr and "+1 added" in done.stderr

@@ -57,10 +57,12 @@ def open_memory(
         except OwnerGone as exc:
             raise IndexBusy(str(exc)) from exc
         if sock is not None:
+            log.info("%s: following the process that owns the index (%s)", root.name, sock)
             return RemoteMemory(root, sock, config=config, **settings)
         memory = Memory(root, config=config, **settings)
         try:
             memory.claim()
+            log.info("%s: opened the index at %s (%d chunks)", root.name, memory.uri, memory.store.count())
             return memory
         except IndexBusy:
             memory.close()

@@ -284,7 +284,16 @@ def hybrid_search(
         )
         for r in rows
     ]
-    return demote_archived(hits, archive_dir)[:top_k]
+    hits = demote_archived(hits, archive_dir)[:top_k]
+    log.debug(
+        "search %r: %d hits of %d candidates (dense %d, BM25 %d)",
+        query[:80],
+        len(hits),
+        len(ids),
+        len(dense),
+        len(sparse),
+    )
+    return hits
 
 
 def query_weights(store: Store, query: str, analyzer: Analyzer) -> dict[int, float]:
