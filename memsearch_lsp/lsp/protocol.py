@@ -180,6 +180,9 @@ class MemsearchProtocol(LanguageServerProtocol):
             return
         method = getattr(message, "method", None)
         is_request = method is not None and getattr(message, "id", None) is not None
+        if method == types.INITIALIZE and self.initialize_seen and is_request:  # "may only be sent once" (LSP)
+            self._send_response(message.id, error=JsonRpcInvalidRequest("initialize: sent twice").to_response_error())
+            return
         if method == types.INITIALIZE:
             self.initialize_seen = True
         elif is_request and not self.initialize_seen:

@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from tests.helpers import FAST, make_workspace, open_session, send_raw, uri
@@ -64,6 +65,9 @@ async def test_a_plain_client_gets_what_it_can_take(lsp: LanguageClient, tmp_pat
     send_raw(lsp, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": log}}})
     await asyncio.sleep(0.5)
     assert not [m for m in lsp.messages if m.type == types.MessageType.Error]  # a client's slip is logged only
+
+    with pytest.raises(JsonRpcException, match="sent twice"):  # "may only be sent once": the buffers stay as they are
+        await lsp.protocol.send_request_async(types.INITIALIZE, types.InitializeParams(capabilities=PLAIN))
 
     applied = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command="memsearch.compact", arguments=[{"olderThanDays": 7}])
