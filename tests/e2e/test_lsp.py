@@ -122,6 +122,8 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
     send_raw(client, {"jsonrpc": "2.0", "id": 90002, "method": "workspace/symbol", "params": None})
     with pytest.raises(JsonRpcException):
         await client.protocol.send_request_async("memsearch/search", {"query": "redis", "topK": "many"})
+    with pytest.raises(JsonRpcException, match="takes an object"):
+        await client.protocol.send_request_async("memsearch/search", ["redis"])
     with pytest.raises(JsonRpcException):
         await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.nope"))
     before = snapshot(session.workspace / "memory")
@@ -131,10 +133,16 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
         ([True], "memsearch.compact", "one object of options"),
         (["redis", "2"], "memsearch.search", "topK must be a positive integer"),
         (["redis", 0], "memsearch.search", "topK must be a positive integer"),
+        (["redis", 2, "since=2030-01-01"], "memsearch.search", "the filters"),  # never ignored
+        ([{"force": "no"}], "memsearch.reindex", "force must be true or false"),  # "no" was a forced reindex
     ]:
         with pytest.raises(JsonRpcException, match=pattern):
             await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=wrong))
     assert snapshot(session.workspace / "memory") == before
+    with pytest.raises(JsonRpcException, match="no memory"):  # a folder given alone is read, never ignored
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.today", arguments=["/etc"])
+        )
     outside = await client.text_document_hover_async(
         types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri="file:///etc/passwd"),

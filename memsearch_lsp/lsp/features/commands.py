@@ -25,7 +25,9 @@ def register(server: MemsearchServer) -> None:
         top_k = top_k_of(args[1]) if len(args) > 1 else None
         limit = top_k or max((r.config.search.top_k for r in ls.roots.values()), default=3)
         # a third argument: {"since": ..., "until": ..., "source": [...]} (as memsearch/search takes them)
-        filters = search_filters(args[2]) if len(args) > 2 and isinstance(args[2], dict) else {}
+        if len(args) > 2 and not isinstance(args[2], dict):
+            raise CommandError("memsearch.search: the third argument is the filters, {since, until, source}")
+        filters = search_filters(args[2]) if len(args) > 2 else {}
         pairs = await search_all(ls, args[0], limit, **filters)
         return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
@@ -48,7 +50,9 @@ def register(server: MemsearchServer) -> None:
 
     @server.command("memsearch.reindex")
     async def reindex(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
-        force = bool(param(args[0], "force", default=False)) if args and isinstance(args[0], dict) else False
+        force = param(args[0], "force", default=False) if args and isinstance(args[0], dict) else False
+        if not isinstance(force, bool):
+            raise CommandError(f"memsearch.reindex: force must be true or false (got {force!r:.40})")
         total = IndexStats()
         for root in list(ls.roots.values()):
             stats = await ls.reconcile(root, force=force, title="Re-indexing memory")
@@ -68,8 +72,9 @@ def register(server: MemsearchServer) -> None:
 
     @server.command("memsearch.today")
     async def today(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
-        """Today's log of the first root, or of the one holding `{"root": path or URI}` (the editor's folder)."""
-        where = param(args[0], "root", default="") if args and isinstance(args[0], dict) else ""
+        """Today's log of the first root, or of the one holding `{"root": path or URI}` (or that path or URI alone:
+        the editor's folder)."""
+        where = param(args[0], "root", default="") if args and isinstance(args[0], dict) else args[0] if args else ""
         if not isinstance(where, str):
             raise ValueError("root must be a path or a file: URI")
         root = ls.root_holding(where) if where else next(iter(ls.roots.values()), None)

@@ -221,6 +221,8 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(SEARCH)
     async def memsearch_search(ls: MemsearchServer, params: Any) -> list[dict[str, Any]]:
+        if isinstance(params, list | str | int | float | bool):
+            raise ValueError("memsearch/search takes an object: {query, topK, since, until, source, scope}")
         query = param(params, "query", default="")
         if not isinstance(query, str):
             raise ValueError("query must be a string")  # invalid params, as every ValueError of a handler
