@@ -29,6 +29,7 @@ from memsearch_lsp.core.notes import (
     append_to_day,
     clean_heading,
     clean_note,
+    forget_ids,
     keep_id,
     kept_note,
     read_note_file,
@@ -420,6 +421,7 @@ class Memory(MemoryFiles):
             gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
             if not dry_run:
                 rewrite_note_file(path, source, exact, without_section(exact, first, last))
+                forget_ids(self.index_dir, source, content)
                 self.index_file(source)
         return gone
 

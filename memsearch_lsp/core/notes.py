@@ -370,34 +370,51 @@ KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the 
 MAX_KEPT_IDS = 500
 
 
+def _kept(fd: int) -> dict[str, list[str]]:
+    """The ids kept in the index folder `fd` ({} when there are none or their file is damaged: a cache)."""
+    import json
+
+    from memsearch_lsp.core.files import read_file
+
+    try:
+        kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(kept, dict):
+        return {}
+    return {
+        str(k): v for k, v in kept.items() if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+    }
+
+
+def _update_kept(folder: Path, change: Callable[[dict[str, list[str]]], dict[str, list[str]]]) -> None:
+    import json
+
+    from memsearch_lsp.core.files import folder_fd, write_file
+
+    with contextlib.suppress(OSError, ValueError), folder_fd(folder) as fd:
+        write_file(fd, KEPT_IDS, json.dumps(dict(list(change(_kept(fd)).items())[-MAX_KEPT_IDS:])).encode())
+
+
 def keep_id(folder: Path, chunk_id: str, source: str, body: str) -> None:
     """Remember that `remember` answered `chunk_id` for the note `body` of `source`: the id of a note whose section
     changes later (a second fact joins its MEMORY.md section) still finds it (`kept_note`)."""
-    import json
-
-    from memsearch_lsp.core.files import folder_fd, read_file, write_file
-
     line = next((s.strip() for s in body.splitlines() if s.strip()), "")[:200]
-    with contextlib.suppress(OSError, ValueError), folder_fd(folder) as fd:
-        try:
-            kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
-        except (OSError, ValueError):
-            kept = {}
-        kept = {k: v for k, v in kept.items() if k != chunk_id}
-        kept[chunk_id] = [source, line]
-        write_file(fd, KEPT_IDS, json.dumps(dict(list(kept.items())[-MAX_KEPT_IDS:])).encode())
+    _update_kept(folder, lambda kept: {**{k: v for k, v in kept.items() if k != chunk_id}, chunk_id: [source, line]})
+
+
+def forget_ids(folder: Path, source: str, removed: str) -> None:
+    """A note removed from `source` (`removed`: its text) is no longer found by the ids kept for it."""
+    _update_kept(folder, lambda kept: {k: v for k, v in kept.items() if v[0] != source or v[1] not in removed})
 
 
 def kept_note(folder: Path, key: str) -> tuple[str, str] | None:
     """(source, first line) of the note `remember` answered the id (or the one id starting with) `key` for."""
-    import json
-
-    from memsearch_lsp.core.files import folder_fd, read_file
+    from memsearch_lsp.core.files import folder_fd
 
     try:
         with folder_fd(folder) as fd:
-            kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
-        found = [v for k, v in kept.items() if k.startswith(key)]
-        return (str(found[0][0]), str(found[0][1])) if len(found) == 1 and found[0][1] else None
-    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+            found = [v for k, v in _kept(fd).items() if k.startswith(key)]
+    except OSError:
         return None
+    return (found[0][0], found[0][1]) if len(found) == 1 and found[0][1] else None

@@ -52,6 +52,12 @@ def test_an_id_remember_answered_still_expands_to_its_note_once_its_section_grew
     (workspace / "memory" / "MEMORY.md").write_text("# Memory\n")  # the note is gone: so is its id
     memory.index()
     assert memory.expand(first) is None
+    kept = workspace / ".memsearch" / "remembered.json"
+    kept.write_text("[1, 2]")  # damaged: a cache, never a failed note
+    secret = memory.remember("The door code is 4711.").to_dict()
+    assert "door code" in kept.read_text()
+    memory.forget(secret["id"])  # forgotten: its line is not kept beside the index either
+    assert "door code" not in kept.read_text() and memory.expand(secret["id"]) is None
 
 
 def test_notes_append_with_their_own_lines_and_headings(workspace: Path, make_memory) -> None:
