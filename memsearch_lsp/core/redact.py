@@ -37,6 +37,12 @@ _PLACEHOLDER = re.compile(
 _REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$")  # process.env.TOKEN (no digits: a key)
 _CALL = re.compile(r"^[\w.:]+(?:\(.*\)|\[.*\])$")  # os.getenv("TOKEN"), get_secret('db'), params[:password]
 _RUNS = ("0123456789" * 4, "abcdefghijklmnopqrstuvwxyz")
+# a file or a key's alias named, not a secret: /etc/ssl/private/api.key, ~/.ssh/id_ed25519, alias/prod-data
+_PATH = re.compile(
+    r"^(?:~?/|\.\.?/|alias/)[\w.@~/-]*$|^[\w.-]+(?:/[\w.-]+)*\.(?:pem|key|crt|p12|pfx|jks|json|ya?ml|env|txt)$"
+)
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # OPENAI_API_KEY_V2: a variable's name
+_IDENTIFIER = re.compile(r"(?:[A-Z][a-z0-9]+){2,}")  # TokenRefresherV2Client: a class
 _SECRET_WORDS = {
     "secret", "token", "password", "passwd", "passphrase", "pwd", "credential", "credentials", "pass", "pat", "sig",
     "passwort", "kennwort", "senha", "contraseña", "contrasena", "motdepasse", "密码",
@@ -58,10 +64,11 @@ class Rule:
     def span(self, match: re.Match[str]) -> tuple[int, int]:
         if isinstance(self.group, int):
             return match.span(self.group)
-        return match.span(next((g for g in self.group if match[g] is not None), self.group[-1]))
+        groups = [g for g in self.group if g in match.re.groupindex]
+        return match.span(next((g for g in groups if match[g] is not None), groups[-1]))
 
 
-_VALUE = ("dq", "sq", "value")  # a setting's value: "double-quoted", 'single-quoted' (spaces and all), or bare
+_VALUE = ("dq", "sq", "bq", "value")  # a setting's value: "double-quoted", 'single-quoted' (spaces and all), or bare
 
 
 def _named(match: re.Match[str]) -> str:
@@ -69,7 +76,7 @@ def _named(match: re.Match[str]) -> str:
 
 
 def _valued(match: re.Match[str]) -> str:
-    return match["dq"] or match["sq"] or match["value"] or ""
+    return next((match[g] for g in _VALUE if g in match.re.groupindex and match[g]), "")
 
 
 def _basic_stands_in(header: str, value: str) -> bool:
@@ -122,6 +129,7 @@ def _stands_in(value: str, *names: str) -> bool:
         or low in ("true", "false", "yes", "no", "on", "off")
         or bool(_PLACEHOLDER.match(value) or _MARKED.fullmatch(value) or _REFERENCE.match(value))
         or bool(_CALL.match(value))
+        or bool(_PATH.match(value) or _ENV_NAME.fullmatch(value))
         or all(
             len(part) > 2 and any(part in run for run in _RUNS) for part in re.findall(r"[a-z]+|[0-9]+", low) or [low]
         )
@@ -164,6 +172,54 @@ def _passphrase(value: str) -> bool:
     return _mixed(value) or joined
 
 
+_PASSWORD_WORDS = {"password", "passphrase", "passcode", "passwd", "passwort", "kennwort", "senha", "pw", "pwd"}
+_DESCRIBES = re.compile(r"(?:ed|ing|ly|able|ible|ful|less|ive|ous|ent|ant|al|ure)$")
+_NOT_A_PASSWORD = {
+    "wrong", "right", "weak", "strong", "same", "long", "short", "empty", "valid", "fine", "okay", "secure", "old",
+    "new", "temporary", "default", "known", "unknown", "there", "here", "shared", "random", "still", "also", "now",
+    "not", "the", "this", "that", "only", "just", "too", "very", "case", "part", "mine", "yours", "ours", "gone",
+    "over", "under", "from", "with", "into", "within", "without", "what", "which", "where", "unique", "public",
+    "private", "simple", "complex", "hard", "easy", "safe", "unsafe", "good", "fresh", "stale", "none", "set",
+    "reset", "blank", "free", "open", "closed", "broken", "lost", "back", "ready", "taken", "needed", "correct",
+    "secret", "stored", "kept", "saved", "their", "your", "our", "his", "her", "its", "bitwarden", "vault", "sso",
+}  # fmt: skip
+
+
+def _kept_said(match: re.Match[str]) -> bool:
+    """A value said to be a secret that is none: a word that says where or how it is kept ("rotated weekly", "in
+    Vault"), a placeholder; a password's or PIN's value is one even as a plain word or digits, a passphrase in quotes
+    even with spaces."""
+    value = (match["sq"] or match["dq"] or match["value"] or "").rstrip(".,;:!?)*_")
+    kind = match["kw"].lower() if match["kw"] else "password"
+    if kind in ("pin", "door code", "passcode") and value.isdigit() and 4 <= len(value) <= 12:
+        return False
+    if _stands_in(value) or _said(value):
+        return True
+    if (match["sq"] or match["dq"]) and kind in _PASSWORD_WORDS and len(value.split()) >= 2:
+        return False  # 'correct horse battery staple'
+    plain = value.isalpha() and value.islower() and len(value) >= 5
+    if plain and kind in _PASSWORD_WORDS and not _DESCRIBES.search(value) and value not in _NOT_A_PASSWORD:
+        return False  # "the password is sunflower"
+    return not _passphrase(value)
+
+
+def _user_password(value: str) -> bool:
+    """Base64 of `user:password` (a registry's auth)."""
+    try:
+        user, colon, password = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return bool(colon and user and password) and user.isprintable() and not _stands_in(password, user)
+
+
+def _luhn(number: str) -> bool:
+    digits = [int(c) for c in number if c.isdigit()]
+    if not 13 <= len(digits) <= 19 or len(set(digits)) < 3:
+        return False
+    total = sum(d if n % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2) for n, d in enumerate(reversed(digits)))
+    return total % 10 == 0
+
+
 def _token(prefix: str, body: str, minimum: int) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9_-]){prefix}{body}{{{minimum},}}")
 
@@ -180,7 +236,11 @@ RULES: tuple[Rule, ...] = (
     Rule("private-key", re.compile(r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/=]{40,}")),  # base64 of a PEM
     Rule("private-key", re.compile(r"Private-Lines: *\d+\n(?:[A-Za-z0-9+/=]+\n?)+")),  # PuTTY .ppk
     Rule("anthropic-key", _token("sk-ant-", r"[A-Za-z0-9_-]", 20)),
-    Rule("openai-key", _token(r"sk-(?:proj-|svcacct-|admin-)?", r"[A-Za-z0-9_-]", 20), keep=lambda m: not _mixed(m[0])),
+    Rule(
+        "openai-key",
+        _token(r"sk-(?:proj-|svcacct-|admin-)?", r"[A-Za-z0-9_-]", 20),
+        keep=lambda m: not _mixed(m[0]) or bool(re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", m[0])),  # a branch's slug
+    ),
     Rule(
         "aws-key",
         re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA)[A-Z0-9]{16}(?![A-Z0-9])"),
@@ -220,7 +280,24 @@ RULES: tuple[Rule, ...] = (
     Rule("databricks-token", _token(r"dapi", r"[a-f0-9]", 32)),
     Rule("age-key", _token(r"AGE-SECRET-KEY-1", r"[0-9A-Z]", 50)),
     Rule("mailgun-key", _token(r"key-", r"[0-9a-f]", 32)),
-    Rule("telegram-token", re.compile(r"(?<![\w:])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])")),
+    Rule("mailgun-key", re.compile(r"(?<![0-9a-f-])[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9a-f-])")),
+    Rule("telegram-token", re.compile(r"(?:(?<=/bot)|(?<![\w:]))\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])")),
+    Rule("discord-token", re.compile(r"(?<![\w.-])[MNO][A-Za-z\d_-]{23,27}\.[\w-]{6}\.[\w-]{27,40}(?![\w.-])")),
+    Rule(  # a registry's `auth`: base64 of user:password (docker config.json, .npmrc `_auth`)
+        "registry-auth",
+        re.compile(r"(?i:[\"']?_?auth[\"']?[ \t]*[:=][ \t]*[\"']?)([A-Za-z0-9+/]{8,}={0,2})"),
+        group=1,
+        keep=lambda m: not _user_password(m[1]),
+    ),
+    Rule(  # a payment card's number (Luhn-valid, 13-19 digits, spaced or not), said to be a card's
+        "card-number",
+        re.compile(
+            r"(?i:\b(?:card|visa|mastercard|amex|credit|debit|cc|kreditkarte|tarjeta|cart[ãa]o)\b)[^\n\d]{0,30}"
+            r"(?<![\d.-])(\d{4}(?:[ -]?\d{4}){2}[ -]?\d{1,7})(?![\d.-])"
+        ),
+        group=1,
+        keep=lambda m: not _luhn(m[1]),
+    ),
     Rule(  # an HTTP header's credentials: Authorization: Bearer <token>, Basic <base64>
         "auth-header",
         re.compile(r"(?i:\b(?:bearer|basic|token))[ \t]+([A-Za-z0-9._~+/=-]{16,})"),
@@ -229,6 +306,7 @@ RULES: tuple[Rule, ...] = (
             not _mixed(m[1])
             or not _random(m[1])  # a name: "token gh-actions-release-2024"
             or bool(_UUID.fullmatch(m[1]))  # an id: "the invalid token 550e8400-e29b-..."
+            or bool(_IDENTIFIER.fullmatch(m[1]))  # a class: "the bearer token TokenRefresherV2Client"
             or _stands_in(m[1])
             or _basic_stands_in(m[0], m[1])
         ),
@@ -238,28 +316,37 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?:\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[ \t]+(?P<user>[^\s:]{1,100}):|"
             r"\bmysql\w*(?:[ \t]+-{1,2}[A-Za-z][\w-]*(?:[= ][^\s-]\S*)?){0,8}?[ \t]+-p|"  # (its own options only)
-            r"\b(?:sshpass|docker login|podman login)\b[^\n]{0,200}?\s(?:-p|--password)[ \t=]+)"
+            r"\b(?:sshpass|docker login|podman login|mongo|mongosh|az login|wget|lftp|smbclient)\b[^\n]{0,200}?"
+            r"\s(?:-p|--password|--http-password|--ftp-password)[ \t=]+|"
+            r"\bredis-cli\b[^\n]{0,200}?\s-a[ \t]+|\s-pass(?:in|out|word)?[ \t]+pass:|"
+            r"\bhtpasswd\b(?:[ \t]+-\w+)*?[ \t]+-\w*b\w*(?:[ \t]+-\w+)*[ \t]+\S+[ \t]+\S+[ \t]+)"
             r"(?P<q>['\"]?)(?P<value>[^\s'\"`)\]]+)(?P=q)"
         ),
         group=("value",),
         keep=lambda m: _stands_in(m["value"], m["user"] or ""),
     ),
-    Rule(  # a password said in words: "the admin password is hunter2Qx9", "passphrase: ..."
+    Rule(  # a secret said in words: "the admin password is hunter2Qx9", "**Password:** ...", "pw: ...", "PIN is 4821"
         "secret",
         re.compile(
-            r"(?i:\b(?:password|passphrase|passcode|passwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe|"
-            r"api[ _-]?(?:key|token)|access[ _-]?token|secret[ _-]?key)|密码|口令)[ \t]*"
-            r"(?:(?i:is|was|ist|war|é|es|est|era)[ \t]+|是|[=:：][ \t]*(?=[^\s'\"]+['\"]?[ \t]*(?:[,.;)\]]|$)))"
-            r"['\"]?([^\s'\"]+)",
+            r"(?i:\b(?P<kw>password|passphrase|passcode|passwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe|pw|"
+            r"pwd|pin|door code|api[ _-]?(?:key|token)|access[ _-]?token|secret[ _-]?key|client[ _-]secret|"
+            r"(?:webhook|deploy|auth|bot|app|signing|shared)[ _-](?:secret|token))|密码|口令)"
+            r"(?:[ \t]+for[ \t]+[^:\n]{1,40}?(?=[*_`]*[ \t]*[:：]))?[*_`]*[ \t\xa0]*"
+            r"(?:(?i:is|was|ist|war|é|es|est|era)[ \t\xa0]+|是|"
+            r"[=:：][*_`]*[ \t\xa0]*(?=['\"`]?[^\s'\"`]+['\"`*_]*[ \t]*(?:[,.;)\]]|[ \t]+\(|$))|"
+            r"(?=[ \t]+['\"][^'\"\n(){}\[\];,=]+ [^'\"\n(){}\[\];,=]+['\"]))"
+            r"[ \t]*(?:'(?P<sq>[^'\n]{1,100})'|\"(?P<dq>[^\"\n]{1,100})\"|`?(?P<value>[^\s'\"`]+)`?)",
             re.MULTILINE,
         ),
-        group=1,
-        keep=lambda m: not _passphrase(m[1].rstrip(".,;:!?)")) or _stands_in(m[1].rstrip(".,;:!?)")) or _said(m[1]),
+        group=("sq", "dq", "value"),
+        keep=lambda m: _kept_said(m),
     ),
     Rule("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
     Rule(
         "url-password",
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):(?P<password>[^\s/\"'<>]+)@"),
+        re.compile(
+            r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):(?P<password>[^\s/\"'<>@][^\s\"'<>@]*)@"
+        ),
         group=2,
         keep=lambda m: _stands_in(m["password"], m["user"]),
     ),
@@ -276,8 +363,9 @@ RULES: tuple[Rule, ...] = (
     Rule(  # name: value (YAML, JSON, a JavaScript object): only a value that looks like a key, not a word
         "secret",
         re.compile(
-            r"(?<![\w.-])[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*"
-            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s\"'`,;&]+)(?=[ \t]*(?:[,}\]#\n]|$)))",
+            r"(?<![\w.-])[\"'`]?(?P<name>[A-Za-z_][\w.-]*)[\"'`]?[ \t]*(?::|[ \t]*\|)[ \t]*"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|`(?P<bq>[^`\n]+)`|"
+            r"(?P<value>[^\s\"'`,;&|]+)(?=[ \t]*(?:[,}\]#\n\"'|]|$)))",
             re.MULTILINE,
         ),
         group=_VALUE,

@@ -194,3 +194,56 @@ def test_a_bare_time_heading_is_shown_by_its_first_line_with_the_time_beside_it(
     assert display_heading("Decisions", "## Decisions\n\n- x") == "Decisions"
     assert display_heading("09:41", "## 09:41\n") == "09:41"
     assert empty_section("# 2026-12-05\n") and empty_section("## Decisions") and not empty_section("## A\n\nb")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # a probe of 111 secrets as agents and people write them: these were written in clear
+        ("- **Password:** Nc5!rT8wQa", "Nc5!rT8wQa"),
+        ("**API key:** 442305c411d4d6bb5b4443bb2e38beb8", "442305c411d4d6bb5b4443bb2e38beb8"),
+        ("- `DB_PASSWORD`: `Nc5!rT8wQb`", "Nc5!rT8wQb"),
+        ("| DB_HOST | db.internal |\n| DB_PASSWORD | Nc5!rT8wQz |", "Nc5!rT8wQz"),
+        ("Password for the VPN: Bq4!zN8xTe", "Bq4!zN8xTe"),
+        ("login admin, password: Gh7kLp2Qz (rotate after the demo)", "Gh7kLp2Qz"),
+        ("The staging admin password is sunflower, please change it later.", "sunflower"),
+        ("use passphrase 'correct horse battery staple' for the backup key", "horse battery"),
+        ("the password is\xa0Gh7kLp2Qa", "Gh7kLp2Qa"),
+        ("wifi: AcmeGuest pw: Mv8!qT3zXk", "Mv8!qT3zXk"),
+        ("the webhook secret is Rt6vB9xQmZ3k", "Rt6vB9xQmZ3k"),
+        ("my PIN is 4821", "4821"),
+        ("The door passcode is 482913", "482913"),
+        ('-H "DD-API-KEY: 8beb83e2bb3444b5bb6d4d114c503244" -d @series.json', "8beb83e2bb3444b5bb6d4d114c503244"),
+        ("postgres://app_user:kd8/gaS9sD+QprU7@db.internal:5432/app", "kd8/gaS9sD+QprU7"),
+        ("redis-cli -h cache.internal -a lMG7kjrOLgYdRHuLYFIJIIiw ping", "lMG7kjrOLgYdRHuLYFIJIIiw"),
+        ("mongosh \"mongodb://db:27017\" -u admin -p 'Xk9#mP2vLq' --authenticationDatabase admin", "Xk9#mP2vLq"),
+        ("openssl pkcs12 -export -in c.pem -passout pass:Hx7qP2mWz9 -out c.p12", "Hx7qP2mWz9"),
+        ("htpasswd -b /etc/nginx/.htpasswd admin Pz8!kW3nQr", "Pz8!kW3nQr"),
+        ("wget --user=deploy --password Fq2!nX7vBm https://artifacts.acme.io/app.tar.gz", "Fq2!nX7vBm"),
+        ("The Mailgun key cd38153daad0f6d1d4a879d0c7f05e61-6bee97d1-74ca7aac was rotated.", "cd38153daad0f6d1"),
+        ("https://api.telegram.org/bot6521922311:AAOENGRrY-cT38qXQQDY9sAbVoG2fn7vt7t/sendMessage", "AAOENGRrY"),
+        ('bot.run("MTU3MzMwNDU2MjEyMzUzMjMx.SvzKq5.1PdG9Tty1gdNpuZwyn99BWGbmxLc_OIbA1F5-m")', "SvzKq5.1PdG9"),
+        ('{"auths": {"registry.acme.io": {"auth": "Y2ktYm90OkdoN2tMcDJRelh3OQ=="}}}', "Y2ktYm90OkdoN2tMcDJRelh3OQ=="),
+        ("Charge it to my Visa 4539 1488 0343 6467, exp 09/27", "4539 1488 0343 6467"),
+    ],
+)
+def test_secrets_as_answers_and_commands_write_them_are_redacted(text: str, secret: str) -> None:
+    assert secret not in safe_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # ... and these look-alikes were redacted
+        "private_key: /etc/ssl/private/api.key",
+        "JWT_PRIVATE_KEY=/run/secrets/jwt.pem",
+        "ansible-playbook site.yml --private-key=~/.ssh/deploy_ed25519",
+        "encryption_key: alias/prod-data",
+        "Wrap the bearer token TokenRefresherV2Client in a retry",
+        "the API key is OPENAI_API_KEY_V2 in the CI settings",
+        "merged branch sk-proj-billing-migration-2024 into main",
+        "create db/migrate/20250115224625_create_users.rb",  # a timestamp that passes the card checksum
+        ".oneOf([Yup.ref('password'), null], 'Passwords must match')",
+        "The password is wrong; the password is required; the password is stored in 1Password.",
+    ],
+)
+def test_paths_names_and_code_beside_secret_words_are_kept(text: str) -> None:
+    assert safe_text(text) == text
