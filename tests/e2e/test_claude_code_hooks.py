@@ -224,6 +224,15 @@ def test_capture_keeps_a_secret_out_of_the_heading_and_private_text_out_of_the_a
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "Kq9zz81LmWx" not in text.split("\n## 09:41", 1)[1].split("\n", 1)[0]  # the heading
     assert "DB_PASSWORD=[redacted: secret]" in text and "078-05-1120" not in text
+    # a value of a private span repeated on its own (the span's other words are not): never written either
+    done = capture(
+        workspace,
+        tmp_path,
+        "Update my profile <private>My SSN is 219-09-9999 and DOB 1984-03-02</private>",
+        "Done: I updated the profile with SSN 219-09-9999 and date of birth 1984-03-02.",
+    )
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert done.returncode == 0 and "219-09-9999" not in text and "1984-03-02" not in text and "updated the" in text
     # an answer cut to its budget is cut at a word: a key cut short ("sk-ant-ap") is too short to be known
     long = "word " * 290 + "sk-ant-api03-" + "Q" * 60 + " and more"
     done = capture(workspace, tmp_path, "Which key does the staging job use?", long, MEMSEARCH_HOOK_TURN_CHARS="1460")

@@ -687,6 +687,18 @@ def turn_key(event: dict[str, Any], prompt: str) -> str:
     return f"turn-{key(str(project(event).resolve()), session, prompt)}"
 
 
+def private_values(hidden: list[str]) -> list[str]:
+    """What `<private>` spans said that an answer may repeat, longest first: each span whole, and each of its values
+    (a word with a digit or a mark: an SSN, a date of birth, a password; not the words around them)."""
+    found = {h for h in hidden if len(h) >= 4}
+    for span in hidden:
+        for word in span.split():
+            value = word.strip(".,;:!?()[]{}\"'`")
+            if len(value) >= 4 and not value.isalpha():
+                found.add(value)
+    return sorted(found, key=len, reverse=True)
+
+
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
     prompt, answer = "", str(event.get("last_assistant_message") or "")
@@ -696,7 +708,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
         answer = answer or recorded
     hidden = [h.strip() for h in re.findall(r"<private\b[^<>]*>(.*?)</private\s*>", prompt, re.I | re.S)]
     prompt, answer = without_private(whole(prompt)).strip(), without_private(whole(answer)).strip()
-    for said in (h for h in hidden if len(h) >= 4):  # what the user kept private, repeated in the answer
+    for said in private_values(hidden):  # what the user kept private, repeated in the answer (whole or in part)
         answer = answer.replace(said, "[private]")
     if nothing_to_remember(prompt, answer) or not new_turn(event, prompt):
         return None
