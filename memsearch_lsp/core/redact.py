@@ -341,6 +341,15 @@ RULES: tuple[Rule, ...] = (
         group=("sq", "dq", "value"),
         keep=lambda m: _kept_said(m),
     ),
+    Rule(  # credential files: a .netrc `password VALUE` line, a .pgpass `host:port:db:user:password` line
+        "secret",
+        re.compile(
+            r"^[ \t]*password[ \t]+(?P<netrc>\S+)[ \t]*$|^[^\s:#]+:(?:\d+|\*):[^\s:]+:[^\s:]+:(?P<pgpass>\S+)$",
+            re.MULTILINE,
+        ),
+        group=("netrc", "pgpass"),
+        keep=lambda m: not _mixed(m["netrc"] or m["pgpass"]) or _stands_in(m["netrc"] or m["pgpass"]),
+    ),
     Rule("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
     Rule(
         "url-password",

@@ -224,6 +224,8 @@ def test_a_bare_time_heading_is_shown_by_its_first_line_with_the_time_beside_it(
         ('bot.run("MTU3MzMwNDU2MjEyMzUzMjMx.SvzKq5.1PdG9Tty1gdNpuZwyn99BWGbmxLc_OIbA1F5-m")', "SvzKq5.1PdG9"),
         ('{"auths": {"registry.acme.io": {"auth": "Y2ktYm90OkdoN2tMcDJRelh3OQ=="}}}', "Y2ktYm90OkdoN2tMcDJRelh3OQ=="),
         ("Charge it to my Visa 4539 1488 0343 6467, exp 09/27", "4539 1488 0343 6467"),
+        ("machine api.heroku.com\n  login dev@acme.io\n  password 8f3e2a1b-9c7d-4e6f-a5b4-c3d2e1f0a9b8x", "8f3e2a1b"),
+        ("db.internal:5432:app:app_user:Wd9vKp2xRt", "Wd9vKp2xRt"),  # a .pgpass line
     ],
 )
 def test_secrets_as_answers_and_commands_write_them_are_redacted(text: str, secret: str) -> None:
@@ -243,6 +245,7 @@ def test_secrets_as_answers_and_commands_write_them_are_redacted(text: str, secr
         "create db/migrate/20250115224625_create_users.rb",  # a timestamp that passes the card checksum
         ".oneOf([Yup.ref('password'), null], 'Passwords must match')",
         "The password is wrong; the password is required; the password is stored in 1Password.",
+        "password reset\nlocalhost:5432:*:postgres:postgres",  # a heading's words; a .pgpass line of defaults
     ],
 )
 def test_paths_names_and_code_beside_secret_words_are_kept(text: str) -> None:
