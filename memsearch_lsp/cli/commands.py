@@ -262,8 +262,6 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.scopes import user_root
-
     line, end = args.line or (None, None)
     preview, memory = _either(
         args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True, line=line, end_line=end)
@@ -274,7 +272,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed",
         )
     with memory:
-        scope = "user" if memory.root == user_root() else "workspace"
+        scope = preview.scope  # (`_either` says whose memory found it)
         shown = f"{'user:' if scope == 'user' else ''}{preview.source}:{preview.start_line}-{preview.end_line}"
         if not args.yes:
             if sys.stdin is None or not sys.stdin.isatty():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import logging
 import os
 import re
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline, valid_unicode
-from memsearch_lsp.core.files import MAX_FILE_BYTES, read_text
+from memsearch_lsp.core.files import MAX_FILE_BYTES, folder_fd, read_file, read_text, write_file
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.redact import safe_text
 
@@ -372,10 +373,6 @@ MAX_KEPT_IDS = 500
 
 def _kept(fd: int) -> dict[str, list[str]]:
     """The ids kept in the index folder `fd` ({} when there are none or their file is damaged: a cache)."""
-    import json
-
-    from memsearch_lsp.core.files import read_file
-
     try:
         kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
     except (OSError, ValueError):
@@ -388,10 +385,6 @@ def _kept(fd: int) -> dict[str, list[str]]:
 
 
 def _update_kept(folder: Path, change: Callable[[dict[str, list[str]]], dict[str, list[str]]]) -> None:
-    import json
-
-    from memsearch_lsp.core.files import folder_fd, write_file
-
     with contextlib.suppress(OSError, ValueError), folder_fd(folder) as fd:
         write_file(fd, KEPT_IDS, json.dumps(dict(list(change(_kept(fd)).items())[-MAX_KEPT_IDS:])).encode())
 
@@ -410,8 +403,6 @@ def forget_ids(folder: Path, source: str, removed: str) -> None:
 
 def kept_note(folder: Path, key: str) -> tuple[str, str] | None:
     """(source, first line) of the note `remember` answered the id (or the one id starting with) `key` for."""
-    from memsearch_lsp.core.files import folder_fd
-
     try:
         with folder_fd(folder) as fd:
             found = [v for k, v in _kept(fd).items() if k.startswith(key)]

@@ -139,6 +139,8 @@ def test_a_user_memory_is_found_from_another_workspace_and_never_written_into_on
     assert expanded["scope"] == "user" and "imperative" in expanded["content"]
     assert cli(b, "expand", mine["id"]).stdout.startswith(f"user:{mine['source']}:")
     assert json.loads(cli(a, "expand", hits[0]["id"][:8], "--json").stdout)["scope"] == "user"
+    gone = json.loads(cli(b, "forget", mine["id"], "--yes", "--json").stdout)  # from the user memory, saying so
+    assert gone["scope"] == "user" and "imperative" not in (data / "memory" / Path(mine["source"]).name).read_text()
 
 
 def test_a_broad_dated_question_finds_the_weeks_decisions_and_a_fresh_workspace_no_template(tmp_path: Path) -> None:
