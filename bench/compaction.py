@@ -82,6 +82,7 @@ COLUMNS = (
     "ratio",
     "met",
     "promoted",
+    "ceiling",
     "lost",
 )
 TARGET_KEPT, TARGET_RATIO = 0.90, 0.40  # issue 26: >= 90 % of facts at <= 40 % of the logs' characters
@@ -153,8 +154,51 @@ def run_set(folder: Path, embedder: Any = None, **compact: Any) -> dict[str, Any
         "empty_summaries": empty,
         **score(facts, text, plan.chars_before + kept, plan.chars_after + kept),
         "promoted": len(plan.promotions),
+        "ceiling": round(ceiling(folder, facts, plan.chars_before + kept, text), 3),
         "text": text,
     }
+
+
+def ceiling(folder: Path, facts: Sequence[Fact], chars_before: int, summaries: str) -> float:
+    """The share of facts a picker that knows the labels could keep with the summariser's own sentences and clauses
+    (a clause with those it leans on) at TARGET_RATIO of the size: the summaries' titles, "Summary of" lines and blank
+    lines as they are (no People line, no topic heading), a linked date heading per log it takes a sentence from,
+    and each sentence's "- " and newline; picked greedily by new facts per character. A choice of whole sentences
+    does not beat it by much (greedy is not always optimal)."""
+    from memsearch_lsp.core.compact.extractive import log_heading
+    from memsearch_lsp.core.compact.parse import parse_log
+    from memsearch_lsp.core.compact.summarize import LogText
+    from memsearch_lsp.core.compact.units import UNIT_OVERHEAD, units_of
+
+    frame = sum(
+        len(line) + 1 for line in summaries.splitlines() if not line.startswith(("- ", "## [", "### ", "People"))
+    )
+    candidates: list[tuple[int, str, set[str]]] = []
+    heading: dict[str, int] = {}
+    for path in sorted((folder / "memory").glob("*.md")):
+        log = LogText(f"memory/{path.name}", f"memory/archive/{path.name}", f"archive/{path.name}", path.stem, "")
+        log = LogText(log.source, log.archived, log.link, log.date, path.read_text(encoding="utf-8"))
+        heading[log.source] = len(log_heading(log))
+        for item in parse_log(log):
+            for unit in units_of(item):
+                group = [unit]
+                while group[-1].lean is not None:
+                    group.append(group[-1].lean)
+                text = " ".join(u.text for u in group)
+                held = {f.id for f in facts if holds(text, f)}
+                if held:
+                    candidates.append((sum(len(u.text) + UNIT_OVERHEAD for u in group), log.source, held))
+    room, got, logs = TARGET_RATIO * chars_before - frame, set[str](), set[str]()
+    while True:
+        best: tuple[float, int, str, set[str]] | None = None
+        for cost, source, held in candidates:
+            total = cost + (0 if source in logs else heading[source])
+            if held - got and total <= room and (best is None or len(held - got) / total > best[0]):
+                best = (len(held - got) / total, total, source, held)
+        if best is None:
+            return len(got) / len(facts) if facts else 1.0
+        room, got = room - best[1], got | best[3]
+        logs.add(best[2])
 
 
 def paragraphs(text: str) -> str:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.common import percentile
-from bench.compaction import SETS, holds, load_facts, paragraphs
+from bench.compaction import SETS, Fact, ceiling, holds, load_facts, paragraphs
 from bench.corpus import count_chunks, generate, load_needles
 from bench.labelled import Truth, summary, workspaces
 from bench.quality import QUERIES, answered, score
@@ -213,6 +213,26 @@ def test_every_labelled_compaction_fact_is_on_one_line_of_its_log(folder: Path) 
     for fact in facts:
         log = folder / "memory" / f"{fact.log}.md"
         assert holds(paragraphs(log.read_text(encoding="utf-8")), fact), (folder.name, fact.id)
+
+
+def test_the_ceiling_is_what_whole_sentences_can_hold_at_the_target_size(tmp_path: Path) -> None:
+    """Two facts in short sentences fit in 0.40 of the log; a third alone in a long sentence does not."""
+    (tmp_path / "memory").mkdir()
+    filler = " ".join(["We talked through the plan for the next weeks at some length and went over it again."] * 6)
+    short = "Redis is pinned to 7.2.4. Ana (design) owns the icons."
+    long = "After a long back and forth about how the cache should behave at night, we settled on a TTL of 900 s."
+    (tmp_path / "memory" / "2026-03-02.md").write_text(f"# 2026-03-02\n\n{short} {filler}\n\n{long}\n")
+    before = len((tmp_path / "memory" / "2026-03-02.md").read_text())
+    facts = [
+        Fact("redis", "version", "2026-03-02", ("Redis", "7.2.4")),
+        Fact("ana", "name", "2026-03-02", ("Ana", "design")),
+    ]
+    assert ceiling(tmp_path, facts, before, "# Summary 2026-W10\n\n") == 1.0
+    ttl = Fact("ttl", "number", "2026-03-02", ("TTL", "900 s"))
+    assert ceiling(tmp_path, [*facts, ttl], before, "# Summary 2026-W10\n\n") == 1.0
+    # a log of 400 characters: 160 hold the two short sentences and their heading, not the long one too
+    assert ceiling(tmp_path, [*facts, ttl], 400, "# Summary 2026-W10\n\n") == pytest.approx(2 / 3)
+    assert ceiling(tmp_path, [*facts, ttl], 230, "# Summary 2026-W10\n\n") == pytest.approx(1 / 3)
 
 
 def test_a_short_query_is_its_longest_content_words() -> None:
