@@ -17,6 +17,10 @@ CHUNKING = "2"  # bump when the chunks of a text change: an index of another chu
 # best window: the model reads 256 tokens (~1000 characters), and a shorter window keeps one topic of a
 # long chunk from being averaged away by the rest (bench/README.md: dense recall@5 0.53 -> 0.62).
 WINDOW_CHARS = 500
+# A chunk is embedded in at most this many windows (~64 KB, about what the store keeps of its text): a pasted
+# minified file or a data: URI on one line (a line is never split into chunks) would otherwise cost minutes of
+# embedding for vectors of text that no snippet shows; BM25 still reads the whole chunk.
+MAX_WINDOWS = 128
 # A daily log: YYYY-MM-DD.md, or the day's next file (YYYY-MM-DD.2.md ...) when `remember` found one full.
 DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:\.\d{1,3})?\.md$")
 CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
@@ -84,8 +88,9 @@ class Chunk:
 
     @property
     def windows(self) -> list[str]:
-        """What the dense leg embeds: the content in windows of about WINDOW_CHARS (one when short)."""
-        return windows(self.content)
+        """What the dense leg embeds: the content in windows of about WINDOW_CHARS (one when short), at most
+        MAX_WINDOWS."""
+        return windows(self.content)[:MAX_WINDOWS]
 
 
 def windows(text: str, max_chars: int = WINDOW_CHARS) -> list[str]:

@@ -372,7 +372,8 @@ class Indexer:
         for _, text, cs in group:
             file_hash = f"{sha256(text)}:{len(cs)}"
             for c in cs:
-                first, *rest = vectors[c.embed_hash]
+                embed_hash = c.embed_hash  # (hashed once: a chunk may have many windows)
+                first, *rest = vectors[embed_hash]
                 row = self._row(c, file_hash, first)
                 row["windows"] = 1 + len(rest)
                 rows.append(row)
@@ -381,7 +382,7 @@ class Indexer:
                         "id": f"{c.id}:{n}",
                         "chunk_id": c.id,
                         "source": c.source,
-                        "embed_hash": c.embed_hash,
+                        "embed_hash": embed_hash,
                         "model": self.model,
                         "dense": v,
                     }

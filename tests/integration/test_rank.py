@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memsearch_lsp.config import SearchConfig
-from memsearch_lsp.core.chunks import WINDOW_CHARS, chunk_markdown, windows
+from memsearch_lsp.core.chunks import MAX_WINDOWS, WINDOW_CHARS, chunk_markdown, windows
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, query_vector
 from memsearch_lsp.core.search.bm25 import query_ids, query_terms, tokens
 from memsearch_lsp.core.search.hybrid import empty_section
@@ -183,6 +183,22 @@ def test_windows_cover_the_text_and_respect_the_size() -> None:
     assert " ".join(windows(long_line)).split() == long_line.split()
     chunk = chunk_markdown("# T\n\n" + text + "\n", "memory/a.md")[0]
     assert chunk.windows == windows(chunk.content)
+
+
+def test_a_huge_one_line_chunk_is_embedded_in_at_most_max_windows_and_still_found_by_its_last_word(
+    tmp_path: Path, make_memory, embedder: FakeEmbedder
+) -> None:
+    """A pasted minified file or data: URI (one line, never split into chunks) costs MAX_WINDOWS windows, not one per
+    500 characters (~1,600 for 812 KB: minutes of embedding); BM25 still reads the whole line."""
+    ws = long_workspace(tmp_path)
+    line = " ".join(f"tok{n % 997}x{n}" for n in range(40_000)) + " zanzibarquokka"
+    (ws / "memory" / "2026-01-09.md").write_text(f"# 2026-01-09\n\n## Paste\n\n{line}\n", encoding="utf-8")
+    memory = make_memory(ws)
+    memory.index()
+    assert len(windows(line)) > 2 * MAX_WINDOWS
+    assert sum(1 for text in embedder.texts if "tok" in text or "Paste" in text) == MAX_WINDOWS
+    hits = memory.search("zanzibarquokka", top_k=3)
+    assert hits and hits[0].source == "memory/2026-01-09.md"
 
 
 def test_dense_leg_scores_a_chunk_by_its_best_window_and_returns_the_whole_chunk(
