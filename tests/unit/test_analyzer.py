@@ -34,6 +34,17 @@ def test_accents_fold_for_latin_greek_and_cyrillic_but_never_for_cjk() -> None:
     assert fold("が") == "が" and fold("한국") == "한국"  # kana and Hangul stay whole
 
 
+def test_a_text_is_read_in_its_compatibility_form_and_marks_stay_in_their_word() -> None:
+    """An accent typed as a combining mark (macOS file names, some pastes), full-width Latin letters and digits (a
+    Chinese input method), Turkish dotted capitals and Tamil's vowel signs: each analysed as the word it is."""
+    assert AUTO.tokens("Überpru\u0308fung der cli\u0301nica") == AUTO.tokens("Überprüfung der clínica")
+    note = set(AUTO.tokens("网关监听端口８０８０，所有日志统一用ＪＳＯＮ格式输出到Ｋａｆｋａ"))
+    assert {"8080", "json", "kafka"} <= note
+    assert AUTO.tokens("İstanbul") == AUTO.tokens("istanbul") == ["istanbul"]
+    assert AUTO.words("தமிழ் மொழி") == ["தமிழ்", "மொழி"]
+    assert fold("தமிழ்") == "தமிழ்"  # (only Latin, Greek and Cyrillic accents fold)
+
+
 def test_a_question_without_accents_meets_a_note_with_them() -> None:
     note = set(AUTO.tokens("As clínicas de Lisboa já recebem lembretes por WhatsApp."))
     assert set(AUTO.query_terms("Quais clinicas recebem os lembretes?")) & note >= {stem("clinicas", "pt")}

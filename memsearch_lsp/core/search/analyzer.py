@@ -2,9 +2,12 @@
 
 A chunk and a query go through the same steps (`Analyzer.tokens`, `Analyzer.query_terms`):
 
-1. Words are runs of letters and digits; Chinese, Japanese and Korean text (no spaces between words) becomes
-   its characters plus each pair of neighbouring characters ("预约系统" -> 预 约 系 统 预约 约系 系统), so a
-   question meets a note that shares a word with it without a dictionary.
+1. A text is read in Unicode's compatibility form first (NFKC: an accent typed as a letter and a combining mark, as
+   macOS file names and some pastes have it, is one letter; full-width `ＪＳＯＮ ８０８０` are `JSON 8080`), and
+   lower-cased (Turkish `İ` is `i`). Words are runs of letters, digits and their marks (Tamil's vowel signs);
+   Chinese, Japanese and Korean text (no spaces between words) becomes its characters plus each pair of
+   neighbouring characters ("预约系统" -> 预 约 系 统 预约 约系 系统), so a question meets a note that shares a
+   word with it without a dictionary.
 2. The language of the text is detected (`detect`: function words and letters of each language, English when
    nothing else stands out) or fixed by `search.language`. Latin-script words are stemmed in that language;
    in a text that is not English each word also keeps its English stem, so the English technical words of a
@@ -33,7 +36,7 @@ from typing import Any
 
 from memsearch_lsp.config import SEARCH_LANGUAGES
 
-VERSION = "v3"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
+VERSION = "v4"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
 # search.language: a code, or "auto" (detect each text's). The stemmer each code uses (py_rust_stemmers).
 STEMMERS = {
     "en": "english",
@@ -59,14 +62,30 @@ NO_STEMMER = ("zh", "ja", "ko")  # CJK: characters and their pairs, no stemming
 LANGUAGES = SEARCH_LANGUAGES  # "auto", then every code of STEMMERS and NO_STEMMER
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(f"[{_CJK}]+|[^\\W{_CJK}]+", re.UNICODE)
-_WORD = re.compile(r"\w+", re.UNICODE)  # the same where a text has no CJK letter (most), and faster
+# the marks of the alphabetic scripts (Unicode category M: Tamil's and Devanagari's vowel signs and virama, combining
+# accents NFKC leaves alone): part of the word they are in, as `\w` alone would cut "தமிழ்" into "தம", "ழ"
+_MARKS = re.sub(
+    r"\s",
+    "",
+    "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u0610-\u061a\u064b-\u065f"
+    "\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed\u0900-\u0903\u093a-\u094f\u0951-\u0957\u0962"
+    "\u0963\u0981-\u0983\u09bc-\u09d7\u0a01-\u0a03\u0a3c-\u0a51\u0a81-\u0a83\u0abc-\u0acd\u0b01-\u0b03"
+    "\u0b3c-\u0b57\u0b82\u0bbe-\u0bcd\u0bd7\u0c00-\u0c04\u0c3e-\u0c56\u0c81-\u0c83\u0cbc-\u0cd6\u0d00-\u0d03"
+    "\u0d3b-\u0d57\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f",
+)
+_TOKEN = re.compile(f"[{_CJK}]+|(?:[^\\W{_CJK}]|[{_MARKS}])+", re.UNICODE)
+_WORD = re.compile(f"(?:\\w|[{_MARKS}])+", re.UNICODE)  # the same where a text has no CJK letter (most), and faster
 _HAS_CJK = re.compile(f"[{_CJK}]")
 _KANA = re.compile("[\u3040-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7af]")
 # Words of another script are stemmed in that script's language (first letter decides).
 _SCRIPTS = ((0x0370, 0x0400, "el"), (0x0400, 0x0530, "ru"), (0x0600, 0x0700, "ar"), (0x0B80, 0x0C00, "ta"))
-_FOLD_BELOW = 0x2E80  # letters from here on (CJK, kana, Hangul) are never decomposed
+
+
+def _folds(code: int) -> bool:
+    """Latin, Greek and Cyrillic letters (and Latin Extended Additional: Vietnamese), whose accents fold."""
+    return code < 0x0530 or 0x1E00 <= code < 0x2000
+
 
 # English function words dropped from queries (not from documents): in a question such as "What did Nate
 # say about his dog?" they match nearly every chunk of a conversation and drown the content words.
@@ -111,13 +130,20 @@ DETECT_WORDS = 400  # a text's language is told from its first words (a chunk is
 _LETTER_WEIGHT = 2  # a language's own letter counts as two of its function words
 
 
+def normalized(text: str) -> str:
+    """`text` as analysis reads it: its compatibility form (NFKC), lower-cased (Turkish "İ" as "i")."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).lower().replace("i\u0307", "i")
+
+
 def fold(word: str) -> str:
     """The word without accents (é -> e, ç -> c, ß -> ss), for Latin, Greek and Cyrillic letters only."""
     if word.isascii():
         return word
     out = []
     for char in word:
-        if ord(char) >= _FOLD_BELOW:
+        if not _folds(ord(char)):
             out.append(char)
             continue
         decomposed = unicodedata.normalize("NFKD", char)
@@ -225,14 +251,14 @@ class Analyzer:
     @staticmethod
     def words(text: str) -> list[str]:
         """Lower-cased words and CJK runs (longer than 63 characters: left out)."""
-        return _words(text.lower(), bool(_HAS_CJK.search(text)))
+        return _words(normalized(text), bool(_HAS_CJK.search(text)))
 
     def language_of(self, words: list[str], text: str = "") -> str:
-        return detect(words, text.lower()) if self.language == "auto" else self.language
+        return detect(words, normalized(text)) if self.language == "auto" else self.language
 
     def tokens(self, text: str) -> list[str]:
         """A document's terms, in order (a word may give two: its own stem and its English one)."""
-        lowered, cjk = text.lower(), bool(_HAS_CJK.search(text))
+        lowered, cjk = normalized(text), bool(_HAS_CJK.search(text))
         words = _words(lowered, cjk)
         lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
         return _terms(words, lang, cjk)
@@ -245,7 +271,7 @@ class Analyzer:
         """The terms of the query's function words in a language other than English ("de", "für", "der": the
         detection lists), whose English ones the query drops: they meet nearly every note of that language, so a
         search's relevance does not count them (core/search/hybrid.py); its ranking still does."""
-        lowered = text.lower()
+        lowered = normalized(text)
         words = _words(lowered, bool(_HAS_CJK.search(text)))
         lang = self.language_of(words, lowered)
         if lang == "en":
@@ -254,7 +280,7 @@ class Analyzer:
 
     def query_words(self, text: str) -> list[tuple[str, list[str]]]:
         """Each word of the query (English stop words left out, unless nothing else is left) with its terms."""
-        lowered, cjk = text.lower(), bool(_HAS_CJK.search(text))
+        lowered, cjk = normalized(text), bool(_HAS_CJK.search(text))
         words = _words(lowered, cjk)
         kept = [w for w in words if w not in STOP_WORDS] or words
         lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
