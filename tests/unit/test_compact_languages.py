@@ -23,6 +23,10 @@ from tests.helpers import log_text
         ("El problema era un timeout de 5 s en el balanceador.", "cause"),
         ("Die Ursache war ein falsch gesetztes Limit im Ingress.", "cause"),
         ("根本原因是连接池只有 50 个连接。", "cause"),
+        ("O backup noturno falhou porque o disco do servidor estava cheio.", "cause"),
+        ("La copia nocturna falló porque el disco estaba lleno.", "cause"),
+        ("Die Sicherung ist fehlgeschlagen, weil die Festplatte voll war.", "cause"),
+        ("La sauvegarde a échoué parce que le disque était plein.", "cause"),
         ("Corrigimos o erro aumentando o pool para 200.", "fix"),
         ("Lo arreglamos con un índice nuevo en customer_id.", "fix"),
         ("Der Fehler ist behoben, seit das Limit bei 512 MB liegt.", "fix"),
@@ -104,6 +108,18 @@ def test_a_summary_of_a_german_and_a_chinese_day_keeps_the_facts_not_the_narrati
     text = choose([item for log in logs for item in parse_log(log)], budget=330)
     assert "Die Ursache war ein Limit von 100 Verbindungen" in text and "原因是 Redis 连接池被耗尽了。" in text
     assert "Ich schaue" not in text and "Mittagessen" not in text and "拉面" not in text and "重启" not in text
+
+
+def test_a_failure_and_its_reason_are_kept_as_one_sentence_in_every_language() -> None:
+    """German puts a comma before "weil": the sentence is not cut there, so its cause is kept with its failure."""
+    day = (
+        "# 2027-04-09\n\nKaffee mit dem Team getrunken, nettes Gespräch über das Wochenende.\n"
+        "Die nächtliche Sicherung ist fehlgeschlagen, weil die Festplatte des Backupservers voll war.\n"
+        "Danach noch eine lange Runde über das Wetter und die Bahn, nichts Neues.\n"
+    )
+    text = choose(parse_log(log_text("2027-04-09", day)), budget=160)
+    assert "fehlgeschlagen, weil die Festplatte des Backupservers voll war" in text
+    assert "Kaffee" not in text and "Wetter" not in text
 
 
 def test_the_people_line_writes_a_chinese_name_as_its_writer_does() -> None:

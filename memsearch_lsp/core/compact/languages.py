@@ -65,6 +65,15 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"à cause de|le problème (?:était|est)|causé par",
         r"原因|根因|导致|由于|因为|造成|问题出在",
     ),
+    # a failure, and the word that gives its reason: "falhou porque", "fehlgeschlagen, weil", "a échoué parce que"
+    "failure": (
+        r"falh\w+|erros?|travou|trava|caiu|quebr\w+|duplicad[oa]s?|"
+        r"fall(?:ó|a|an|aron|ido|ida)|errores|se colgó|colgad[oa]|roto|"
+        r"fehlgeschlagen|schlägt fehl|schlug fehl|Fehler\w*|abgestürzt|stürzt|hängt|hing|doppelt|"
+        r"échou\w*|erreurs?|plant\w*|bloqué\w*|en panne|dupliqu\w+",
+        r"失败|报错|崩溃|卡住|超时|宕机",
+    ),
+    "because": (r"porque|pois|weil|denn|parce que|parce qu'|puisque", r"因为|由于"),
     "fix": (
         r"corrigi\w*|correção|resolv(?:ido|ida|emos|eu)|solução|consert\w+|"
         r"correg\w+|corrección|arregl\w+|solucion\w+|solución|resuelt\w+|parche|"

@@ -198,7 +198,10 @@ REPLACED = re.compile(
     r"\((?:was|previously|formerly) [^)]{1,30}\)",
     re.I,
 )
-REASON = re.compile(r"\b(?:because|since|so that|due to|in order to|as the|the reason|which is why|otherwise)\b", re.I)
+REASON = re.compile(
+    r"\b(?:because|since|so that|due to|in order to|as the|the reason|which is why|otherwise)\b|" + cues("because"),
+    re.I,
+)
 CAUSE = re.compile(
     r"\b(?:root cause|caused by|the cause|real cause|because of|culprit|the problem was|"
     r"the issue was|turned out|regression|leak\w*|exhaust\w*|race condition|deadlock|due to|"
@@ -217,7 +220,7 @@ CAUSE = re.compile(
 FAILURE_BECAUSE = re.compile(
     r"\b(?:crash\w*|errors?|fail\w*|hang|hung|hangs|stuck|time[ds]? ?out|timeouts?|OOM\w*|spike\w*|slow\w*|"
     r"duplicat\w*|outage|incident|bug|broken|wrong|missing|lost|died|dies)\b.{0,80}"
-    r"\b(?:because|when|since|whenever|as soon as|if)\b",
+    r"\b(?:because|when|since|whenever|as soon as|if)\b" + f"|(?:{cues('failure')}).{{0,80}}(?:{cues('because')})",
     re.I,
 )
 FIX = re.compile(

@@ -11,7 +11,8 @@ from memsearch_lsp.core.compact.parse import EMPHASIS, SHORT_BLOCK, Item, split_
 from memsearch_lsp.core.compact.trim import trim, without_asides
 
 # sentences (one may open with `code` or a lower-case name such as holds-service or pool_size), and clauses at "; "
-# and before ", so" / ", but" / ", which" (never after a title or an abbreviation: "Prof. Lindqvist", "e.g. Kafka");
+# and before ", so" / ", but" / ", which" (never after a title or an abbreviation: "Prof. Lindqvist", "e.g. Kafka";
+# never before a reason: German writes "fehlgeschlagen, weil ...", and a failure's cause is one sentence);
 # Chinese ends a sentence at 。！？ and a clause at ；, with no space after them
 _ABBREV = "".join(
     f"(?<!\\b{a}\\.)" for a in ("Prof", "Dr", "Mr", "Mrs", "Ms", "St", "vs", "approx", "e\\.g", "i\\.e", "cf")
@@ -19,7 +20,7 @@ _ABBREV = "".join(
 _SPLIT = re.compile(
     _ABBREV
     + r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZÀ-ÖØ-Þ0-9\u3400-\u9fff`]|[a-z]\w*[-_][a-z0-9])"
-    + r"|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+"
+    + r"|(?<=[。！？])\s*(?=\S)|;\s+|；\s*(?=\S)|,\s+(?!(?:because|weil|porque|parce que|parce qu'|puisque|pois)\b)"
 )
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
