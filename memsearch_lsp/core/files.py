@@ -20,6 +20,7 @@ from memsearch_lsp.core.chunks import normalize_newlines
 MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
 MAX_SOURCE_BYTES = 2048  # the store keeps a source path in a VARCHAR of this many bytes
 SUFFIXES = (".md", ".markdown")
+INDEX_DIR = ".memsearch"  # a workspace's index and its state: a cache, rebuilt from the Markdown
 
 
 @dataclass(frozen=True)

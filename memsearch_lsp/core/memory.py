@@ -18,7 +18,7 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.embedding import Embedder, probed_dim, reads_what
-from memsearch_lsp.core.files import PathError, Skipped, glob_match, private_folder, read_text, unsaved
+from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, glob_match, private_folder, read_text, unsaved
 from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.notes import (
@@ -54,7 +54,6 @@ from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
 
-INDEX_DIR = ".memsearch"
 MIN_ID_PREFIX = 4  # `expand` takes a unique prefix of a chunk id this long or longer
 MAX_TOP_K = 1000  # a larger top_k (or candidates) is clamped: a request cannot make the store allocate without bound
 

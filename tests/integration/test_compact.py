@@ -295,6 +295,27 @@ def test_an_archive_folder_with_spaces_gets_working_links(workspace: Path, make_
     assert plan_compaction(memory, files=[], today=FEB18).empty
 
 
+@pytest.mark.parametrize(
+    ("settings", "index"),
+    [
+        ({"compact": {"archive_dir": ".memsearch/milvus.db/archive"}}, ".memsearch"),
+        ({"compact": {"archive_dir": ".memsearch"}}, ".memsearch"),
+        ({"compact": {"archive_dir": "cache/idx/old"}, "milvus": {"uri": "cache/idx"}}, "cache/idx"),
+    ],
+)
+def test_an_archive_folder_inside_the_index_is_refused_before_anything_moves(
+    workspace: Path, make_memory, settings: dict[str, dict[str, str]], index: str
+) -> None:
+    """`reset` deletes the index folder and git ignores `.memsearch/`: originals archived there would be lost."""
+    if "milvus" in settings:
+        settings["milvus"]["uri"] = str(workspace / settings["milvus"]["uri"])
+    memory = make_memory(workspace, **settings)
+    before = snapshot(workspace / "memory")
+    with pytest.raises(CompactError, match=f"inside the index folder {index}, which `reset` deletes"):
+        plan_compaction(memory, files=["memory/2026-02-02.md", "memory/2026-02-05.md"], today=FEB18)
+    assert snapshot(workspace / "memory") == before
+
+
 def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = make_memory(workspace)
     plan = plan_compaction(

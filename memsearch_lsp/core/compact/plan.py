@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import posixpath
@@ -30,7 +31,7 @@ from memsearch_lsp.core.compact.summarize import (
 )
 from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile, Unchanged, plural
 from memsearch_lsp.core.embedding import Embedder
-from memsearch_lsp.core.files import PathError, find_memory_files, glob_match, read_text, relative_source
+from memsearch_lsp.core.files import INDEX_DIR, PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.redact import redact
 
@@ -258,6 +259,13 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
         archive_dir = relative_source(memory.root, Path(config.archive_dir))
     except PathError as exc:
         raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
+    for index in _index_folders(memory):
+        if archive_dir == index or archive_dir.startswith(index.rstrip("/") + "/"):
+            raise CompactError(
+                f"compact.archive_dir {config.archive_dir!r} is inside the index folder {index}, which `reset` "
+                "deletes and git ignores: the originals would be lost with it; archive outside it (the default is "
+                "memory/archive)"
+            )
     moves: dict[str, str] = {}
     for source in sources:
         dst = posixpath.join(archive_dir, posixpath.basename(source))
@@ -267,6 +275,18 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
             raise CompactError(f"{source}: {dst} exists and is not a file; move it away")
         moves[source] = dst
     return moves
+
+
+def _index_folders(memory: MemoryApi) -> list[str]:
+    """The workspace folders that hold the index and its state (`.memsearch/`, and a local index folder set inside
+    the workspace by milvus.uri): caches, never a place for the Markdown."""
+    from memsearch_lsp.core.store import is_local_uri
+
+    folders, uri = [INDEX_DIR], memory.config.milvus.uri  # (none: the default, .memsearch/milvus.db)
+    if uri and is_local_uri(uri):
+        with contextlib.suppress(PathError):
+            folders.append(relative_source(memory.root, Path(uri).expanduser()))
+    return folders
 
 
 def _by_period(sources: Sequence[str], group_by: str) -> dict[str, list[str]]:
