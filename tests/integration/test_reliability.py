@@ -82,6 +82,13 @@ def test_a_broken_index_is_moved_aside_and_rebuilt(workspace: Path, make_memory,
     assert [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
     assert sum("moved to" in r.getMessage() for r in caplog.records) == 1
     assert tree_digest(workspace / "memory") == before  # indexing never touches memory/
+    # the copy holds what was indexed (a note forgotten since, too): reset removes it with the index, never a folder
+    # that is not one of ours
+    (workspace / ".memsearch/milvus.db.broken-mine").mkdir()
+    again.reset()
+    assert sorted(p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name) == [
+        "milvus.db.broken-mine"
+    ]
 
 
 def test_an_engine_file_gone_is_damage_moved_aside_and_reset_deletes_an_index_that_cannot_open(

@@ -4,6 +4,7 @@ aside when it cannot be used, removed on reset; and the safe file operations eve
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
 import shutil
@@ -127,9 +128,13 @@ def mark(folder: Path) -> None:
 
 
 def remove_index(uri: str) -> None:
-    """Delete the local index folder at `uri` (reset): only a real folder signed with MARKER; any other
-    folder or file there is left as it is with a StoreError. Nothing there: nothing to do."""
+    """Delete the local index folder at `uri` (reset), and the copies of it moved aside (`<name>.broken-*`, which
+    hold what was indexed too): only real folders signed with MARKER; any other folder or file at the index's place
+    is left as it is with a StoreError. Nothing there: nothing to do."""
     folder = Path(uri)
+    for aside in folder.parent.glob(f"{glob.escape(folder.name)}.broken-*") if folder.parent.is_dir() else ():
+        if signed(aside):
+            shutil.rmtree(aside)
     if not os.path.lexists(folder):
         return
     if not signed(folder):
@@ -149,6 +154,9 @@ def move_aside(folder: Path, why: str) -> None:
             f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
             "or set milvus.uri to another path"
         )
+    if folder.is_dir() and not folder.is_symlink():
+        with contextlib.suppress(OSError):
+            mark(folder)  # (an index built before the marker existed too: `reset` removes the copy)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     aside = folder.with_name(f"{folder.name}.broken-{stamp}")
     for n in range(2, 100):
