@@ -59,6 +59,29 @@ def test_forget_takes_the_note_out_of_its_file_and_out_of_search(workspace: Path
         memory.forget(gone.to_dict()["id"])
 
 
+def test_a_forgotten_note_leaves_no_byte_in_the_saved_read_model(workspace: Path, make_memory) -> None:
+    """The saved read model kept a deleted row's text (its slot only marked dead) until... never: a forgotten password
+    was still in `content.blob.bin` after more notes, an index and new processes."""
+    secret = "Vault unseal phrase is okapi-lantern-7731"
+    memory = make_memory(workspace)
+    memory.index()
+    gone = memory.remember(secret, "Unseal", now=NOW)
+    memory.close()  # saved with the note in it
+
+    def saved_bytes() -> bytes:
+        folder = workspace / ".memsearch" / "milvus.db" / "read-model"
+        return b"".join(p.read_bytes() for p in folder.iterdir()) if folder.is_dir() else b""
+
+    assert b"okapi-lantern-7731" in saved_bytes()
+    again = make_memory(workspace)
+    assert again.forget(gone.to_dict()["id"]).removed
+    assert b"okapi-lantern-7731" not in saved_bytes()  # at once: the saved files went with the first write
+    again.remember("Lunch is at noon.", now=NOW + dt.timedelta(minutes=1))
+    again.close()  # saved again, without it
+    assert saved_bytes() and b"okapi-lantern-7731" not in saved_bytes()
+    assert all("okapi" not in h.snippet for h in make_memory(workspace).search("okapi lantern unseal", min_score=0))
+
+
 def test_forget_by_the_id_of_a_notes_part_takes_out_the_whole_note(workspace: Path, make_memory) -> None:
     """`remember` writes a note's own headings one level down so it stays one section; search returns the id of
     its `### Root cause` part, and forget by that id left the note's `##` heading and intro behind."""

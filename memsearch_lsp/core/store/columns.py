@@ -84,13 +84,16 @@ class Vectors:
                 self.tail = grown(self.tail, max(64, len(self.tail) + len(self.tail) // 2))
             self.slot[key] = slot
             self.ids.append(key)
+        self.put_vector(slot, vector)
+        self.live[slot] = True
+        self.source[slot] = source
+        return slot, new
+
+    def put_vector(self, slot: int, vector: Sequence[float] | np.ndarray | float) -> None:
         if slot < len(self.vecs):
             self.vecs[slot] = vector
         else:
             self.tail[slot - len(self.vecs)] = vector
-        self.live[slot] = True
-        self.source[slot] = source
-        return slot, new
 
     def vector(self, slot: int) -> np.ndarray:
         return self.vecs[slot] if slot < len(self.vecs) else self.tail[slot - len(self.vecs)]
@@ -101,9 +104,11 @@ class Vectors:
         return np.concatenate([self.vecs, self.tail[:more]]) if more > 0 else self.vecs[: self.n]
 
     def remove(self, key: str) -> int | None:
+        """The row's slot, no longer live, its vector zeroed."""
         slot = self.slot.pop(key, None)
         if slot is not None:
             self.live[slot] = False
+            self.put_vector(slot, 0.0)
         return slot
 
     def top(self, query: np.ndarray, limit: int, valid: np.ndarray) -> Scored:

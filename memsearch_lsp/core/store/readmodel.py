@@ -116,6 +116,8 @@ class ReadModel:
             if slot is not None:
                 self.terms[slot] = self.terms[slot][:0]
                 self.weights[slot] = self.weights[slot][:0]
+                for name in TEXTS:  # (what a deleted row said is never saved again: a forgotten note is gone)
+                    self.texts[name][slot] = ""
                 self._changed(slot)
             for window in self.windows_of.pop(key, []):
                 self.windows.remove(window)
