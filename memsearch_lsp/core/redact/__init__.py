@@ -15,39 +15,29 @@ Like detect-secrets, Stripe's test-mode keys (`sk_test_`, published in Stripe's 
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memsearch_lsp.core.redact.values import (
+    _IDENTIFIER,
+    _UUID,
+    _basic_stands_in,
+    _code,
+    _kept_said,
+    _luhn,
+    _mixed,
+    _password_name,
+    _random,
+    _secret_name,
+    _stands_in,
+    _user_password,
+)
+
 MARKER = "[redacted: {kind}]"
 PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 _FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-_MARKED = re.compile(r"\[redacted: [a-z0-9-]+\]")
 _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
-# Values that stand for a secret rather than being one: a variable, a template, a placeholder word.
-_PLACEHOLDER = re.compile(
-    r"""^(?:\$\{?[A-Za-z_]\w*\}?|%\(?\w+\)?s?%?|[{<\[].*|\*+|x+|\.+|…|
-    password|passwd|pass|pwd|secret|token|changeme|change-me|example|redacted|none|null|empty|
-    (?:your|my)[-_]?(?:own[-_]?)?(?:api[-_]?)?(?:password|passwd|pass|secret|token|key|pat)\w*|dummy|test|foo|bar|
-    disabled|enabled|required|optional|unset|expired|prompt|ask|interactive|default|auto|env|development|
-    production|staging|local|none|inherit|hidden|masked|rotated|revoked)$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-_REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$")  # process.env.TOKEN (no digits: a key)
-_CALL = re.compile(r"^[\w.:]+(?:\(.*\)|\[.*\])$")  # os.getenv("TOKEN"), get_secret('db'), params[:password]
-_RUNS = ("0123456789" * 4, "abcdefghijklmnopqrstuvwxyz")
-# a file or a key's alias named, not a secret: /etc/ssl/private/api.key, ~/.ssh/id_ed25519, alias/prod-data
-_PATH = re.compile(
-    r"^(?:~?/|\.\.?/|alias/)[\w.@~/-]*$|^[\w.-]+(?:/[\w.-]+)*\.(?:pem|key|crt|p12|pfx|jks|json|ya?ml|env|txt)$"
-)
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # OPENAI_API_KEY_V2: a variable's name
-_IDENTIFIER = re.compile(r"(?:[A-Z][a-z0-9]+){2,}")  # TokenRefresherV2Client: a class
-_SECRET_WORDS = {
-    "secret", "token", "password", "passwd", "passphrase", "pwd", "credential", "credentials", "pass", "pat", "sig",
-    "passwort", "kennwort", "senha", "contraseña", "contrasena", "motdepasse", "密码",
-}  # fmt: skip
-_KEY_OWNERS = {"api", "secret", "access", "private", "auth", "signing", "encryption", "master", "client", "account"}
 
 
 @dataclass(frozen=True)
@@ -77,147 +67,6 @@ def _named(match: re.Match[str]) -> str:
 
 def _valued(match: re.Match[str]) -> str:
     return next((match[g] for g in _VALUE if g in match.re.groupindex and match[g]), "")
-
-
-def _basic_stands_in(header: str, value: str) -> bool:
-    """`Basic <base64>` of a placeholder pair (`username:password`, as documentation shows one)."""
-    if not header.lower().startswith("basic"):
-        return False
-    try:
-        user, _, password = base64.b64decode(value + "=" * (-len(value) % 4)).decode().strip().partition(":")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return bool(password) and _stands_in(password, user)
-
-
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_DESCRIBED = re.compile(r"^\w+-(?:[a-z]+ed|based|free|only|safe)[.,;:!?)]*$")  # argon2id-hashed, 2FA-protected
-
-
-def _said(value: str) -> bool:
-    """A value that describes how a secret is kept, not one: "argon2id-hashed", "v2-encoded"."""
-    return bool(_DESCRIBED.match(value))
-
-
-def _random(value: str) -> bool:
-    """A value that looks made to be secret rather than named: mixed case, or letters and digits beyond a slug
-    (`k8s-prod-db`, `gpt-4o-mini`, `kid-2024-03` name things) or a short word (`sha256`), or other marks."""
-    if re.fullmatch(r"[a-z0-9]+(?:[-_.][a-z0-9]+)+", value) or (value.islower() and len(value) < 8):
-        return False
-    if re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)+", value):  # apiKey, authToken: a variable
-        return False
-    return (value != value.lower() and value != value.upper()) or _mixed(value) or bool(re.search(r"[^\w.-]", value))
-
-
-def _code(match: re.Match[str]) -> bool:
-    """An unquoted value that is code, not a secret: `JWT.encode(payload,`, `ENV["API_SECRET"]`."""
-    return match["value"] is not None and any(c in match["value"] for c in "([")
-
-
-def _words(name: str) -> list[str]:
-    """`OPENAI_API_KEY`, `apiKey`, `db.password` as lower-case words."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z0-9]+(?![a-z])", name)]
-
-
-def _stands_in(value: str, *names: str) -> bool:
-    """A value that is no secret: a placeholder, a variable, an expression, a trivial run (123456), or a word
-    the setting's name (POSTGRES_PASSWORD=postgres) or the URL's user name already says."""
-    low = value.lower()
-    return (
-        len(value) < 4
-        or (value.isdigit() and len(value) < 8)
-        or low in ("true", "false", "yes", "no", "on", "off")
-        or bool(_PLACEHOLDER.match(value) or _MARKED.fullmatch(value) or _REFERENCE.match(value))
-        or bool(_CALL.match(value))
-        or bool(_PATH.match(value) or _ENV_NAME.fullmatch(value))
-        or all(
-            len(part) > 2 and any(part in run for run in _RUNS) for part in re.findall(r"[a-z]+|[0-9]+", low) or [low]
-        )
-        or any(low == n.lower() or low in _words(n) or (n.lower() in low and not _mixed(value)) for n in names if n)
-    )
-
-
-def _secret_name(name: str) -> bool:
-    """A setting's name that says it holds a secret: its last word is secret, token, password, ... or it
-    ends in a key of that sort (API_KEY, SECRET_ACCESS_KEY, apiKey)."""
-    words = _words(name)
-    if not words:
-        return False
-    if words[-1] in _SECRET_WORDS or words[-1] in ("apikey", "secretkey", "accesskey", "accountkey"):
-        return True
-    if words[-1].endswith(("password", "passwd", "secret", "token")):  # PGPASSWORD, DBSECRET
-        return True
-    return words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_OWNERS | _SECRET_WORDS
-
-
-def _password_name(name: str) -> bool:
-    """A setting for a password (its values are passwords whatever they look like), not a key's or a token's name
-    (whose values may be the names of keys: `signing_key: kid-2024-03`)."""
-    words = _words(name)
-    return bool(words) and words[-1] in {"password", "passwd", "passwort", "kennwort", "senha", "pass", "pwd", "密码"}
-
-
-def _mixed(value: str) -> bool:
-    """A token with letters and digits (a real key), not a word or a slug."""
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-
-
-_JOINED_WORDS = re.compile(r"(?:[A-Z]?[a-z]{2,}){3,}|[a-z]{3,}(?:[-_][a-z]{3,}){2,}")  # CorrectHorseBattery, a-b-c
-
-
-def _passphrase(value: str) -> bool:
-    """A value said to be a password that looks like one: a key (letters and digits), or words run together
-    (CorrectHorseBatteryStaple, sunflower-meadow-lantern); not a word that says where or how it is kept."""
-    joined = _JOINED_WORDS.fullmatch(value) is not None and (not value.islower() or "-" in value or "_" in value)
-    return _mixed(value) or joined
-
-
-_PASSWORD_WORDS = {"password", "passphrase", "passcode", "passwd", "passwort", "kennwort", "senha", "pw", "pwd"}
-_DESCRIBES = re.compile(r"(?:ed|ing|ly|able|ible|ful|less|ive|ous|ent|ant|al|ure)$")
-_NOT_A_PASSWORD = {
-    "wrong", "right", "weak", "strong", "same", "long", "short", "empty", "valid", "fine", "okay", "secure", "old",
-    "new", "temporary", "default", "known", "unknown", "there", "here", "shared", "random", "still", "also", "now",
-    "not", "the", "this", "that", "only", "just", "too", "very", "case", "part", "mine", "yours", "ours", "gone",
-    "over", "under", "from", "with", "into", "within", "without", "what", "which", "where", "unique", "public",
-    "private", "simple", "complex", "hard", "easy", "safe", "unsafe", "good", "fresh", "stale", "none", "set",
-    "reset", "blank", "free", "open", "closed", "broken", "lost", "back", "ready", "taken", "needed", "correct",
-    "secret", "stored", "kept", "saved", "their", "your", "our", "his", "her", "its", "bitwarden", "vault", "sso",
-}  # fmt: skip
-
-
-def _kept_said(match: re.Match[str]) -> bool:
-    """A value said to be a secret that is none: a word that says where or how it is kept ("rotated weekly", "in
-    Vault"), a placeholder; a password's or PIN's value is one even as a plain word or digits, a passphrase in quotes
-    even with spaces."""
-    value = (match["sq"] or match["dq"] or match["value"] or "").rstrip(".,;:!?)*_")
-    kind = match["kw"].lower() if match["kw"] else "password"
-    if kind in ("pin", "door code", "passcode") and value.isdigit() and 4 <= len(value) <= 12:
-        return False
-    if _stands_in(value) or _said(value):
-        return True
-    if (match["sq"] or match["dq"]) and kind in _PASSWORD_WORDS and len(value.split()) >= 2:
-        return False  # 'correct horse battery staple'
-    plain = value.isalpha() and value.islower() and len(value) >= 5
-    if plain and kind in _PASSWORD_WORDS and not _DESCRIBES.search(value) and value not in _NOT_A_PASSWORD:
-        return False  # "the password is sunflower"
-    return not _passphrase(value)
-
-
-def _user_password(value: str) -> bool:
-    """Base64 of `user:password` (a registry's auth)."""
-    try:
-        user, colon, password = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode().partition(":")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return bool(colon and user and password) and user.isprintable() and not _stands_in(password, user)
-
-
-def _luhn(number: str) -> bool:
-    digits = [int(c) for c in number if c.isdigit()]
-    if not 13 <= len(digits) <= 19 or len(set(digits)) < 3:
-        return False
-    total = sum(d if n % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2) for n, d in enumerate(reversed(digits)))
-    return total % 10 == 0
 
 
 def _token(prefix: str, body: str, minimum: int) -> re.Pattern[str]:
