@@ -226,6 +226,18 @@ def test_a_bare_time_heading_is_shown_by_its_first_line_with_the_time_beside_it(
         ("Charge it to my Visa 4539 1488 0343 6467, exp 09/27", "4539 1488 0343 6467"),
         ("machine api.heroku.com\n  login dev@acme.io\n  password 8f3e2a1b-9c7d-4e6f-a5b4-c3d2e1f0a9b8x", "8f3e2a1b"),
         ("db.internal:5432:app:app_user:Wd9vKp2xRt", "Wd9vKp2xRt"),  # a .pgpass line
+        # a second probe: a JWT after `auth=`, URL passwords holding @, "for X is", "set ... to", an encryption key
+        (
+            "Cookie: auth=eyJhbGciOiJIUzI1NiJ9.eyJ1c2VyIjoiYm9iIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1g",
+            "eyJ1c2VyIjoiYm9i",
+        ),
+        ("auth: eyJhbGciOiJIUzI1NiJ9.eyJ1c2VyIjoiYm9iIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1g", "dBjftJeZ4CVPmB92"),
+        ("postgres://app:p@ssw0rd!x@db.internal:5432/app", "ssw0rd!x"),
+        ("mysql://root:hunter@2024@10.0.0.5:3306/app", "2024@10"),
+        ("redis://default:Qx9#mP2vL7@cache:6379", "mP2vL7"),
+        ("the root password for prod is Xk9mP2vL7qR4", "Xk9mP2vL7qR4"),
+        ("I set the admin password to Xk9mP2vL7qR4 for now.", "Xk9mP2vL7qR4"),
+        ("encryption key: 7f3c9a2b8e1d4f6a0c5b9e2d7a1f3c8b6e4d2a9f1c7b5e3d", "7f3c9a2b8e1d4f6a0c5b"),
     ],
 )
 def test_secrets_as_answers_and_commands_write_them_are_redacted(text: str, secret: str) -> None:
@@ -246,6 +258,9 @@ def test_secrets_as_answers_and_commands_write_them_are_redacted(text: str, secr
         ".oneOf([Yup.ref('password'), null], 'Passwords must match')",
         "The password is wrong; the password is required; the password is stored in 1Password.",
         "password reset\nlocalhost:5432:*:postgres:postgres",  # a heading's words; a .pgpass line of defaults
+        "I changed the password to something stronger and set the PIN to expire yearly.",
+        "the password for prod is stored in Vault",
+        "see https://example.com:8080/docs and mail ops@example.com",
     ],
 )
 def test_paths_names_and_code_beside_secret_words_are_kept(text: str) -> None:

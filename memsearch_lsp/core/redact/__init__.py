@@ -27,6 +27,7 @@ from memsearch_lsp.core.redact.values import (
     _kept_said,
     _luhn,
     _mixed,
+    _passphrase,
     _password_name,
     _random,
     _secret_name,
@@ -132,6 +133,9 @@ RULES: tuple[Rule, ...] = (
     Rule("mailgun-key", re.compile(r"(?<![0-9a-f-])[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9a-f-])")),
     Rule("telegram-token", re.compile(r"(?:(?<=/bot)|(?<![\w:]))\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])")),
     Rule("discord-token", re.compile(r"(?<![\w.-])[MNO][A-Za-z\d_-]{23,27}\.[\w-]{6}\.[\w-]{27,40}(?![\w.-])")),
+    Rule(
+        "jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")
+    ),  # (before a registry's auth: `auth=eyJ...` is a JWT)
     Rule(  # a registry's `auth`: base64 of user:password (docker config.json, .npmrc `_auth`)
         "registry-auth",
         re.compile(r"(?i:[\"']?_?auth[\"']?[ \t]*[:=][ \t]*[\"']?)([A-Za-z0-9+/]{8,}={0,2})"),
@@ -179,8 +183,9 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?i:\b(?P<kw>password|passphrase|passcode|passwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe|pw|"
             r"pwd|pin|door code|api[ _-]?(?:key|token)|access[ _-]?token|secret[ _-]?key|client[ _-]secret|"
-            r"(?:webhook|deploy|auth|bot|app|signing|shared)[ _-](?:secret|token))|密码|口令)"
-            r"(?:[ \t]+for[ \t]+[^:\n]{1,40}?(?=[*_`]*[ \t]*[:：]))?[*_`]*[ \t\xa0]*"
+            r"(?:webhook|deploy|auth|bot|app|signing|shared)[ _-](?:secret|token)|"
+            r"(?:encryption|master) key)|密码|口令)"
+            r"(?:[ \t]+for[ \t]+[^:\n]{1,40}?(?=[*_`]*[ \t]*(?:[:：]|(?i:is|was)[ \t])))?[*_`]*[ \t\xa0]*"
             r"(?:(?i:is|was|ist|war|é|es|est|era)[ \t\xa0]+|是|"
             r"[=:：][*_`]*[ \t\xa0]*(?=['\"`]?[^\s'\"`]+['\"`*_]*[ \t]*(?:[,.;)\]]|[ \t]+\(|$))|"
             r"(?=[ \t]+['\"][^'\"\n(){}\[\];,=]+ [^'\"\n(){}\[\];,=]+['\"]))"
@@ -189,6 +194,15 @@ RULES: tuple[Rule, ...] = (
         ),
         group=("sq", "dq", "value"),
         keep=lambda m: _kept_said(m),
+    ),
+    Rule(  # a password set to a value: "I set the admin password to Xk9mP2vL7qR4", "changed the PIN to '4821'"
+        "secret",
+        re.compile(
+            r"(?i:\b(?:set|changed?|reset|rotated?|updated?)\b[^.\n]{0,30}?\b(?P<kw>password|passphrase|passcode|pin|"
+            r"pw)\b[ \t]+to[ \t]+)(?:'(?P<sq>[^'\n]{1,100})'|\"(?P<dq>[^\"\n]{1,100})\"|`?(?P<value>[^\s'\"`]+)`?)"
+        ),
+        group=("sq", "dq", "value"),
+        keep=lambda m: _kept_said(m) or not (m["sq"] or m["dq"] or _passphrase(_valued(m).rstrip(".,;:!?)"))),
     ),
     Rule(  # credential files: a .netrc `password VALUE` line, a .pgpass `host:port:db:user:password` line
         "secret",
@@ -199,11 +213,11 @@ RULES: tuple[Rule, ...] = (
         group=("netrc", "pgpass"),
         keep=lambda m: not _mixed(m["netrc"] or m["pgpass"]) or _stands_in(m["netrc"] or m["pgpass"]),
     ),
-    Rule("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
     Rule(
         "url-password",
         re.compile(
-            r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):(?P<password>[^\s/\"'<>@][^\s\"'<>@]*)@"
+            r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):"
+            r"(?P<password>[^\s/\"'<>@][^\s\"'<>]*?)@(?=[\w.-]+(?:[:/?#\s\"'<>)\]]|$))"  # (an @, # or / in it too)
         ),
         group=2,
         keep=lambda m: _stands_in(m["password"], m["user"]),
