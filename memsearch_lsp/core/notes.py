@@ -233,6 +233,8 @@ def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
     elif addition.appended is not None:
         fd = os.open(path, flags | os.O_APPEND)
         data = addition.appended
+        if "\r\n" in before and "\r\n" not in data:  # a file of CRLF lines (Windows, WSL) gets CRLF lines
+            data = data.replace("\n", "\r\n")
     else:
         replace_file(path, addition.text)
         return

@@ -34,6 +34,23 @@ def test_a_note_creates_todays_log_with_its_title_and_is_indexed(workspace: Path
     assert note.stats.files_added == 1
 
 
+def test_a_note_added_to_a_crlf_file_has_crlf_lines(workspace: Path, make_memory) -> None:
+    """A memory written on Windows kept its CRLF lines and got LF-only ones from remember: every note was noise in a
+    git diff."""
+    log, lasting = workspace / "memory" / "2026-12-03.md", workspace / "memory" / "MEMORY.md"
+    log.write_bytes(b"# 2026-12-03\r\n\r\n## 08:00\r\nStandup moved.\r\n")
+    lasting.write_bytes(b"# Long-term memory\r\n\r\n## Notes\r\n- Ana prefers small PRs.\r\n")
+    memory = make_memory(workspace)
+    memory.clock = lambda: NINE
+    note = memory.remember("We chose Postgres 16 for billing.")
+    memory.remember("Joel reviews in the morning.", long_term=True)
+    for path in (log, lasting):
+        data = path.read_bytes()
+        assert data.count(b"\n") == data.count(b"\r\n") > 4, data
+    assert b"## 09:05\r\n\r\nWe chose Postgres 16 for billing.\r\n" in log.read_bytes()
+    assert memory.expand(note.to_dict()["id"]).content == "## 09:05\n\nWe chose Postgres 16 for billing."
+
+
 def test_an_id_remember_answered_still_expands_to_its_note_once_its_section_grew(workspace: Path, make_memory) -> None:
     """A long-term fact's id is its MEMORY.md section's: a second fact in that section made the first id unknown."""
     memory = make_memory(workspace)
