@@ -317,8 +317,10 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
     if vscode(session):
         (this,) = [a for a in await code_actions(session, memory / "2026-02-16.md") if a.title == "Compact this log"]
         resolved = await session.client.code_action_resolve_async(this)
-        assert resolved.edit is not None and not resolved.edit.document_changes  # 337 characters: nothing to gain
+        assert resolved.edit is None and resolved.command is None  # 337 characters: nothing to gain, no empty edit
         assert any("nothing to gain" in m.message for m in session.client.messages)
+        (again,) = [a for a in await code_actions(session, memory / "2026-02-16.md") if a.title == "Compact this log"]
+        assert again.disabled is not None and "nothing to gain" in again.disabled.reason and again.data is None
         (both,) = [a for a in await code_actions(session, memory / "2026-02-09.md") if a.title == "Compact this log"]
         both.data = dict(both.data or {}, files=["memory/2026-02-16.md", "memory/2026-02-17.md"])
         resolved = await session.client.code_action_resolve_async(both)

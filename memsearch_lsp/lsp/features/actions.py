@@ -137,7 +137,6 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
         return None
     root, source = found
     days = root.config.compact.older_than_days
-    count = len(old_logs(root.memory))
     edits = literals and by_edit(ls) and resolves_edits(ls)
     actions: list[types.CodeAction] = []
 
@@ -148,16 +147,44 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
             title=title, kind=COMPACT_KIND, command=types.Command(title=title, command=COMMAND, arguments=[args])
         )
 
-    older = action(f"Compact logs older than {plural(days, 'day')} ({plural(count, 'log')})", {"olderThanDays": days})
-    if count:
-        actions.append(older)
-    elif shows_disabled(ls):
-        older.data, older.command = None, None
-        older.disabled = types.CodeActionDisabled(reason=f"no daily logs older than {days} days")
-        actions.append(older)
+    def offer(title: str, args: dict[str, Any], why_not: str | None) -> None:
+        """The action, or (`why_not`) a disabled one saying why, where the client shows those."""
+        if why_not is None:
+            actions.append(action(title, args))
+        elif shows_disabled(ls):
+            actions.append(types.CodeAction(title=title, kind=COMPACT_KIND, disabled=types.CodeActionDisabled(why_not)))
+
+    logs = old_logs(root.memory)
+    older = f"Compact logs older than {plural(days, 'day')} ({plural(len(logs), 'log')})"
+    empty = f"no daily logs older than {days} days" if not logs else _no_gain.get(_state(ls, root, logs))
+    offer(older, {"olderThanDays": days}, empty)
     if compactable(root.memory, source):
-        actions.append(action("Compact this log", {"files": [source]}))
+        offer("Compact this log", {"files": [source]}, _no_gain.get(_state(ls, root, [source])))
     return list(actions) if literals else [a.command for a in actions if a.command is not None]
+
+
+# the logs of a plan that changed nothing, as they were then -> why: while they stay so, the action is offered disabled
+# with that reason (or not at all), never as an empty edit to confirm
+_no_gain: dict[tuple[Path, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+def _state(ls: MemsearchServer, root: Root, logs: Sequence[str]) -> tuple[Path, tuple[tuple[str, int, int], ...]]:
+    """The logs as they are now (an open buffer's version, else the file's size and time): a plan of them is the
+    same plan while this is."""
+    versions = {}
+    for uri, document in list(ls.workspace.text_documents.items()):
+        found = ls.locate(uri)
+        if found and found[0] is root:
+            versions[found[1]] = (-1, document.version or 0)
+    state = []
+    for source in sorted(logs):
+        try:
+            info = root.memory.path_of(source).stat()
+            size, stamp = versions.get(source, (info.st_size, info.st_mtime_ns))
+        except OSError:
+            size, stamp = -2, 0
+        state.append((source, size, stamp))
+    return root.path, tuple(state)
 
 
 def memory_file(root: Root) -> str:
@@ -178,13 +205,18 @@ async def resolve(ls: MemsearchServer, action: types.CodeAction) -> types.CodeAc
         return action
     root = _root_named(ls, data.get("root"))
     files = data.get("files") or None
-    plan = await make_plan(ls, root, older_than_days(data.get("olderThanDays")) if files is None else None, files)
-    action.edit = plan_edit(ls, root.path, plan)
-    action.command = types.Command(title="Index the compacted memory", command=REINDEX)  # runs after the edit
-    if plan.empty:
+    days = older_than_days(data.get("olderThanDays")) if files is None else None
+    plan = await make_plan(ls, root, days, files)
+    if plan.empty:  # nothing to apply: no edit to confirm, the reason said once, the action disabled from now on
+        if len(_no_gain) > 256:
+            _no_gain.clear()
+        _no_gain[_state(ls, root, files or old_logs(root.memory, days))] = plan.describe()
         ls.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Info, message=f"memsearch: {plan.describe()}")
         )
+        return action
+    action.edit = plan_edit(ls, root.path, plan)
+    action.command = types.Command(title="Index the compacted memory", command=REINDEX)  # runs after the edit
     return action
 
 
