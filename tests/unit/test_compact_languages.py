@@ -135,9 +135,11 @@ def test_lasting_facts_are_proposed_for_memory_in_the_team_s_language() -> None:
         "Decidimos manter o Redis 7 como fila de jobs.\n"
         "A Ana quer o relatório de custos até sexta-feira.\n"
         "所有金额一律用分存储，不要用浮点数。\n"
-        "周四先把开关开到50%。\n",
+        "周四先把开关开到50%。\n"
+        "缓存服务：一律用 Redis 7，不要再用 Memcached。\n",
     )
     proposed = {text: kind for kind, text, _, _ in durable_facts([log])}
+    assert "缓存服务：一律用 Redis 7，不要再用 Memcached。" in proposed  # its label with its own colon, word for word
     assert proposed.get("toda migração de banco vai num PR separado.") == "decision"  # what was agreed
     assert proposed.get("Decidimos manter o Redis 7 como fila de jobs.") == "decision"
     assert proposed.get("所有金额一律用分存储，不要用浮点数。") == "preference"

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from memsearch_lsp.core.chunks import outline
 from memsearch_lsp.core.compact.apply import sha256
 from memsearch_lsp.core.compact.facts import classify, label_kept
-from memsearch_lsp.core.compact.languages import cues, words
+from memsearch_lsp.core.compact.languages import cues, with_colon, words
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, parse_log, split_label
 from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH, short_runs
 from memsearch_lsp.core.compact.summarize import LogText
@@ -99,7 +99,7 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
                 continue
             label = split_label(item)[0]
             for start, text in sentences_of(item):
-                sentences.append(f"{label}: {text}" if label and start == 0 else text)
+                sentences.append(f"{with_colon(label)}{text}" if start == 0 else text)
                 named = _PERSON.match(text)
                 person = named.group(1) if named else label if re.fullmatch(r"[A-Z][a-z]+", label) else person
                 kind = _kind(label if start == 0 else "", text, item.topic, item.lead)
@@ -108,7 +108,7 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
                 if person and _PRONOUN.match(text):
                     text = _PRONOUN.sub(person, text)
                 elif label and start == 0 and not label_kept(label):
-                    text = f"{label}: {text}"  # "Ines: please ..." keeps who said it
+                    text = f"{with_colon(label)}{text}"  # "Ines: please ..." keeps who said it
                 found.append((len(sentences), (kind, text, log, _line_of(log, item.line, text))))
     return [f for n, f in found if f[0] != "decision" or not _undone(f[1], sentences[n:])]
 
