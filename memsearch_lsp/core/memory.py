@@ -32,6 +32,7 @@ from memsearch_lsp.core.notes import (
     forget_ids,
     keep_id,
     kept_note,
+    prune_ids,
     read_note_file,
     same_note,
 )
@@ -151,6 +152,7 @@ class Memory(MemoryFiles):
         self._emptied = False
         stats = self.indexer.reconcile(force=force, progress=progress)
         self._epoch = self.store.epoch
+        prune_ids(self.root / INDEX_DIR, self.path_of)  # (a note deleted by hand: its kept id goes too)
         return stats
 
     def _refilled(self) -> None:

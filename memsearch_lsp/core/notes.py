@@ -388,7 +388,10 @@ def _kept(fd: int) -> dict[str, list[str]]:
 
 def _update_kept(folder: Path, change: Callable[[dict[str, list[str]]], dict[str, list[str]]]) -> None:
     with contextlib.suppress(OSError, ValueError), folder_fd(folder) as fd:
-        write_file(fd, KEPT_IDS, json.dumps(dict(list(change(_kept(fd)).items())[-MAX_KEPT_IDS:])).encode())
+        kept = _kept(fd)
+        changed = dict(list(change(dict(kept)).items())[-MAX_KEPT_IDS:])
+        if changed != kept:
+            write_file(fd, KEPT_IDS, json.dumps(changed).encode())
 
 
 def keep_id(folder: Path, chunk_id: str, source: str, body: str) -> None:
@@ -401,6 +404,25 @@ def keep_id(folder: Path, chunk_id: str, source: str, body: str) -> None:
 def forget_ids(folder: Path, source: str, removed: str) -> None:
     """A note removed from `source` (`removed`: its text) is no longer found by the ids kept for it."""
     _update_kept(folder, lambda kept: {k: v for k, v in kept.items() if v[0] != source or v[1] not in removed})
+
+
+def prune_ids(folder: Path, path_of: Callable[[str], Path]) -> None:
+    """Drop the ids kept for notes that are no longer in their file (deleted by hand, the file gone): the first line
+    a kept id remembers is not kept longer than its note."""
+    if not (folder / KEPT_IDS).is_file():
+        return
+
+    def text_of(source: str) -> str:
+        try:
+            return read_text(path_of(source))[0]
+        except (OSError, ValueError):
+            return ""
+
+    def change(kept: dict[str, list[str]]) -> dict[str, list[str]]:
+        texts = {source: text_of(source) for source, _ in kept.values()}
+        return {k: v for k, v in kept.items() if v[1] and v[1] in texts[v[0]]}
+
+    _update_kept(folder, change)
 
 
 def kept_note(folder: Path, key: str) -> tuple[str, str] | None:

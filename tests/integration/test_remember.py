@@ -70,6 +70,7 @@ def test_an_id_remember_answered_still_expands_to_its_note_once_its_section_grew
     memory.index()
     assert memory.expand(first) is None
     kept = workspace / ".memsearch" / "remembered.json"
+    assert "Tuesdays" not in kept.read_text()  # ... and its first line, kept beside the index, with it
     kept.write_text("[1, 2]")  # damaged: a cache, never a failed note
     secret = memory.remember("The door code is 4711.").to_dict()
     assert "door code" in kept.read_text()
