@@ -11,7 +11,7 @@ from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import MAX_WINDOWS, WINDOW_CHARS, chunk_markdown, windows
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, query_vector
 from memsearch_lsp.core.search.bm25 import query_ids, query_terms, tokens
-from memsearch_lsp.core.search.hybrid import empty_section
+from memsearch_lsp.core.search.hybrid import empty_section, snippet
 from memsearch_lsp.core.search.rank import (
     BM25_GAIN,
     DENSE_GAIN,
@@ -170,6 +170,17 @@ def test_query_stop_words_are_dropped_unless_nothing_else_is_left() -> None:
     assert query_terms("What did Nate say about his dog?") == tokens("Nate say dog")
     assert query_terms("who are you") == tokens("who are you")
     assert len(set(query_ids("When did Caroline go to the LGBTQ support group?"))) == 5
+
+
+def test_a_snippet_shows_where_the_body_holds_most_of_the_query_s_content_words() -> None:
+    """It began at the first query word found anywhere: "in" inside "Naming" put the window before the answer."""
+    body = "Naming: we kept the old names. " + "Other things were said. " * 8
+    content = f"## 10:00\n\n{body}The privacy toggle per member ships in v2 at $0.12 extra per verification. The end."
+    shown = snippet(content, "is the privacy toggle in the app", width=120)
+    assert "privacy toggle per member" in shown and "Naming" not in shown and len(shown) <= 120
+    assert "$0.12 extra per verification" in snippet(content, "what does a verification cost extra", width=120)
+    assert snippet(content, "deploy", width=120).startswith("Naming")  # nothing matched: the beginning
+    assert snippet("## 部署\n\n" + "很多别的事情。" * 40 + "周五不部署。", "部署", width=60).endswith("周五不部署。…")
 
 
 def test_windows_cover_the_text_and_respect_the_size() -> None:

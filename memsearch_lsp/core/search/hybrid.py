@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import body_of, empty_section, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
-from memsearch_lsp.core.search.analyzer import Analyzer, other_forms
+from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, other_forms
 from memsearch_lsp.core.search.bm25 import term_id
 from memsearch_lsp.core.search.filters import source_date
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
@@ -146,14 +146,30 @@ class Expanded:
 
 
 def snippet(content: str, query: str, width: int = 200) -> str:
-    """`width` characters of the body around the first query word it contains."""
+    """`width` characters of the body where it holds the most of the query's words: its content words (not "in", "the"
+    nor a word inside another: "in" of "Naming"), each counted once, matched at a word's start ("deploy" meets
+    "deployed"); the earliest such place, a little before its first match."""
     text = body_of(content) or " ".join(content.split())
     if len(text) <= width:
         return text
     lowered = text.lower()
-    positions = [lowered.find(w.lower()) for w in _WORD.findall(query) if len(w) > 1]
-    found = [p for p in positions if p >= 0]
-    start = max(0, min(found) - width // 4) if found else 0
+    words = {w.lower() for w in _WORD.findall(query) if len(w) > 1}
+    words = {w for w in words if w not in STOP_WORDS} or words
+    found = sorted(
+        (m.start(), word)
+        for word in words
+        for m in re.finditer(("(?<!\\w)" if word[0] < "\u2e80" else "") + re.escape(word), lowered)
+    )
+    lead, best, start, shown, end = width // 4, 0, 0, dict[str, int](), 0
+    for at, word in found:  # each match as the first of a window: the distinct words the window shows
+        while end < len(found) and found[end][0] < at + width - lead - 2:
+            shown[found[end][1]] = shown.get(found[end][1], 0) + 1
+            end += 1
+        if len(shown) > best:
+            best, start = len(shown), max(0, at - lead)
+        shown[word] -= 1
+        if not shown[word]:
+            del shown[word]
     if start:
         space = text.find(" ", start)
         start = space + 1 if 0 <= space < start + 20 else start
