@@ -61,6 +61,8 @@ async def test_a_plain_client_gets_what_it_can_take(lsp: LanguageClient, tmp_pat
     )
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
     assert hover.contents.kind == types.MarkupKind.PlainText
+    assert "Redis Caching" in hover.contents.value  # as text: no Markdown marks of ours, no link syntax
+    assert "**" not in hover.contents.value and "](" not in hover.contents.value and "`" not in hover.contents.value
 
     send_raw(lsp, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": log}}})
     await asyncio.sleep(0.5)

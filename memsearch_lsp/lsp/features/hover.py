@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -68,15 +69,29 @@ async def chunk_under_cursor(
     return await find_chunk(ls, chunk_id) if chunk_id else None
 
 
+_LINK, _BOLD, _CODE = (
+    re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)"),
+    re.compile(r"\*\*([^*\n]*)\*\*"),
+    re.compile(r"`([^`\n]*)`"),
+)
+
+
+def plain(markdown: str) -> str:
+    """A hover's Markdown as plain text: our framing's links, bold and code marks taken away (the note's own text,
+    after the `---` rule, stays as the file has it)."""
+    frame, rule, note = markdown.partition("\n\n---\n\n")
+    frame = _CODE.sub(r"\1", _BOLD.sub(r"\1", _LINK.sub(r"\1", frame))).replace("  \n", "\n")
+    return f"{frame}\n\n{note}" if rule else frame
+
+
 def content(ls: MemsearchServer, markdown: str) -> types.MarkupContent:
-    """Markdown, or the same text as plain text for a client that reads no Markdown; never a lone surrogate (a
-    buffer's, which strict JSON decoders refuse)."""
+    """Markdown, or plain text (`plain`) for a client that reads no Markdown; never a lone surrogate (a buffer's,
+    which strict JSON decoders refuse)."""
     document = ls.client_capabilities.text_document
     formats = document.hover.content_format if document and document.hover else None
-    markdown_read = not formats or types.MarkupKind.Markdown in formats
-    return types.MarkupContent(
-        kind=types.MarkupKind.Markdown if markdown_read else types.MarkupKind.PlainText, value=valid_unicode(markdown)
-    )
+    if not formats or types.MarkupKind.Markdown in formats:
+        return types.MarkupContent(kind=types.MarkupKind.Markdown, value=valid_unicode(markdown))
+    return types.MarkupContent(kind=types.MarkupKind.PlainText, value=valid_unicode(plain(markdown)))
 
 
 def register(server: MemsearchServer) -> None:
