@@ -233,6 +233,20 @@ def test_capture_keeps_a_secret_out_of_the_heading_and_private_text_out_of_the_a
     )
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert done.returncode == 0 and "219-09-9999" not in text and "1984-03-02" not in text and "updated the" in text
+    # a heading whose first word (a connection string) is longer than the heading: kept whole, so it is known
+    url = "postgres://admin:Tr0ub4dor-and-3-horses@db-primary-replica.orders.internal.example.com:5432/orders"
+    done = capture(workspace, tmp_path, f"{url} refuses connections since the failover", "Use the new primary.")
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert done.returncode == 0 and "Tr0ub4dor" not in text and "[redacted: url-password]" in text
+    # what a private span said, repeated in the answer's own words: a name, a diagnosis
+    done = capture(
+        workspace,
+        tmp_path,
+        "Draft the referral <private>The patient is Maria Gonzalez, diagnosed with multiple sclerosis.</private>",
+        "Drafted the referral for Maria Gonzalez: she was diagnosed with multiple sclerosis in 2019. Sent to Dr. Lee.",
+    )
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert done.returncode == 0 and "Gonzalez" not in text and "sclerosis" not in text and "Dr. Lee" in text
     # an answer cut to its budget is cut at a word: a key cut short ("sk-ant-ap") is too short to be known
     long = "word " * 290 + "sk-ant-api03-" + "Q" * 60 + " and more"
     done = capture(workspace, tmp_path, "Which key does the staging job use?", long, MEMSEARCH_HOOK_TURN_CHARS="1460")
@@ -284,6 +298,35 @@ def test_capture_is_summarised_by_a_configured_endpoint(workspace: Path, tmp_pat
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "- Decision: retries 5 with backoff (payment API flaps)" in text and "**Asked:**" not in text
     assert "payment API flaps during deploys" in server.user_messages()[0]
+
+
+def test_a_summariser_that_hangs_leaves_the_capture_the_time_to_keep_the_raw_turn(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`remember --summarize` waited compact.timeout_s x (1 + max_retries) (3 minutes by default) before it kept the
+    raw turn; the capture was killed at 2: the turn was lost. The capture bounds the endpoint's time by its own."""
+    from tests.fakes import ChatServer
+
+    server = ChatServer()
+    server.script = [600.0] * 5  # every request hangs
+    config = tmp_path / "xdg" / "memsearch-lsp"
+    config.mkdir(parents=True)
+    config.joinpath("config.toml").write_text(
+        f'[compact]\nsummarizer = "openai"\nbase_url = "{server.url}"\napi_key_env = ""\n'
+    )
+    try:
+        done = capture(
+            workspace,
+            tmp_path,
+            "Why five retries?",
+            "Because the payment API flaps during deploys.",
+            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+            MEMSEARCH_HOOK_TIMEOUT="3",  # (36 s for a capture: the endpoint gets 3 tries of 5 s)
+        )
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert "payment API flaps during deploys" in (workspace / "memory" / "2026-12-03.md").read_text()
 
 
 @pytest.mark.model
@@ -414,3 +457,22 @@ def test_a_capture_the_cli_could_not_write_is_asked_again_and_never_marked_done(
     failures.write_text("")
     assert capture(workspace, tmp_path, "Payments API timeouts?", "4 s connect.").returncode == 0
     assert log.read_text().count("4 s connect.") == 1
+    # a refusal is said once, not asked again every 2 s until the capture's time is up
+    refused = tmp_path / "refusing-cli"
+    calls = tmp_path / "calls"
+    refused.write_text(f'#!/bin/sh\necho x >> {calls}\necho "memory/2026-12-03.md is not a regular file" >&2\nexit 1\n')
+    refused.chmod(0o755)
+    done = capture(workspace, tmp_path, "Queue sizes?", "512 per worker.", MEMSEARCH_HOOK_CLI=str(refused))
+    assert "not a regular file" in done.stderr and calls.read_text().count("x") == 1
+
+
+def test_a_second_go_ahead_of_a_session_that_led_to_other_work_is_another_turn(workspace: Path, tmp_path: Path) -> None:
+    """One note per turn was keyed by session and prompt: a second "go ahead" whose answer reported other work was
+    taken for the first one captured again, and lost."""
+    log = workspace / "memory" / "2026-12-03.md"
+    first = "Done: canary at 10% on prod-eu-1, error rate 0.02% after 20 min."
+    second = "Done: canary at 50% on prod-eu-1 and prod-us-2, p99 at 180 ms."
+    for answer in (first, first, second):  # (the first turn's Stop fires twice)
+        assert capture(workspace, tmp_path, "go ahead", answer).returncode == 0
+    outcomes = log.read_text().count("**Outcome:** Done: canary at 10%"), log.read_text().count("Done: canary at 50%")
+    assert outcomes == (1, 2)  # (the second in its heading and its outcome)

@@ -130,6 +130,13 @@ class Stuck(HookError):
     """The index owner or the CLI did not answer within the hook's time."""
 
 
+class Busy(HookError):
+    """The index is busy: its owner did not answer, or another process holds it (worth asking again soon)."""
+
+
+BUSY = re.compile(r"does not answer|holds the index|is gone|\bbusy\b", re.I)
+
+
 def left() -> float:
     """Seconds this hook's calls may still take; Stuck when none are left."""
     remaining = DEADLINE[0] - time.monotonic()
@@ -169,10 +176,12 @@ def command(event: dict[str, Any], subcommand: str, *args: str, where: Path | No
     ]
 
 
-def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = None) -> str:
+def cli(
+    event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> str:
     argv = command(event, subcommand, *args)
     try:
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=left(), check=False)
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=left(), check=False, env=env)
     except subprocess.TimeoutExpired as exc:
         raise Stuck(f"`{argv[0]} {subcommand}` did not answer within {setting('TIMEOUT', 10)} s") from exc
     except OSError as exc:
@@ -183,7 +192,7 @@ def cli(event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = 
         except (ValueError, KeyError, TypeError):
             error = ""
         message = done.stderr.strip() or error or f"{argv[0]} exited with {done.returncode}"
-        raise (NoMemory if "no memory here" in message else HookError)(message)
+        raise (NoMemory if "no memory here" in message else Busy if BUSY.search(message) else HookError)(message)
     return done.stdout
 
 
@@ -652,7 +661,10 @@ def topic(prompt: str, limit: int = 72) -> str:
     first = re.sub(r"^\s*(?:[#>]+\s*)+", "", first)
     first = " ".join(re.sub(r"[`*\[\]]|(?<!\w)_+|_+(?!\w)", "", first).split())
     first = SENTENCE_END.split(first, 1)[0].rstrip(".!?:;, ")
-    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0].rstrip(".,;:") + "…"
+    if len(first) <= limit:
+        return first
+    cut = first[:limit]  # at a word; a first word longer than the limit (a URL) goes whole: redaction must see it
+    return (cut.rsplit(" ", 1)[0] if " " in cut else first.split(" ", 1)[0]).rstrip(".,;:") + "…"
 
 
 def now() -> dt.datetime:
@@ -664,9 +676,10 @@ def capture_off() -> bool:
     return os.environ.get("MEMSEARCH_HOOK_CAPTURE", "").strip().lower() in ("0", "off", "false", "no")
 
 
-def new_turn(event: dict[str, Any], prompt: str) -> bool:
-    """True the first time this turn (this project, session and prompt) is seen: the same turn captured again
-    (a Stop hook that fires twice, a continued turn) is not recorded again. Records older than TURNS_KEPT_S go."""
+def new_turn(event: dict[str, Any], prompt: str, answer: str) -> bool:
+    """True the first time this turn (this project, session, prompt and answer) is seen: the same turn captured
+    again (a Stop hook that fires twice) is not recorded again; a second "go ahead" of the session answered with
+    other work is another turn. Records older than TURNS_KEPT_S go."""
     session = str(event.get("session_id") or event.get("transcript_path") or "")
     if not session:
         return True
@@ -679,12 +692,12 @@ def new_turn(event: dict[str, Any], prompt: str) -> bool:
                     old.unlink()
             except OSError:
                 pass
-    return first_time(turn_key(event, prompt)) or path is None
+    return first_time(turn_key(event, prompt, answer)) or path is None
 
 
-def turn_key(event: dict[str, Any], prompt: str) -> str:
+def turn_key(event: dict[str, Any], prompt: str, answer: str) -> str:
     session = str(event.get("session_id") or event.get("transcript_path") or "")
-    return f"turn-{key(str(project(event).resolve()), session, prompt)}"
+    return f"turn-{key(str(project(event).resolve()), session, prompt, answer)}"
 
 
 def private_values(hidden: list[str]) -> list[str]:
@@ -699,6 +712,49 @@ def private_values(hidden: list[str]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+# words that say nothing alone: a phrase of a private span made of them alone ("is the") is no private phrase
+COMMON = {
+    "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "to", "in", "on", "is", "are", "was",
+    "were", "be", "been", "it", "its", "this", "that", "these", "those", "with", "from", "as", "i", "me", "my", "we",
+    "our", "you", "your", "he", "him", "his", "she", "her", "they", "them", "their", "not", "no", "so", "do", "did",
+    "does", "have", "has", "had", "will", "would", "can", "could", "should"
+}  # fmt: skip
+
+
+def without_private_phrases(hidden: list[str], answer: str) -> str:
+    """`answer` with what the `<private>` spans said taken out where it repeats them in words: each run of its words
+    that the spans hold in the same order (two words or more, one of them not a common word: "Maria Gonzalez",
+    "diagnosed with multiple sclerosis"), and each name a span holds (a capitalised word that is not common)."""
+    pairs: set[tuple[str, str]] = set()
+    names: set[str] = set()
+    for span in hidden:
+        said = WORD.findall(span)
+        pairs.update(
+            (a.lower(), b.lower())
+            for a, b in zip(said, said[1:])  # noqa: RUF007 (Python 3.8 has no itertools.pairwise)
+            if not {a.lower(), b.lower()} <= COMMON and max(len(a), len(b)) >= 3
+        )
+        names.update(w for w in said if w[:1].isupper() and len(w) >= 3 and w.lower() not in COMMON)
+    words = list(WORD.finditer(answer))
+    marked = [w.group() in names for w in words]
+    for n in range(len(words) - 1):
+        if (words[n].group().lower(), words[n + 1].group().lower()) in pairs:
+            marked[n] = marked[n + 1] = True
+    out, at, n = [], 0, 0
+    while n < len(words):
+        if not marked[n]:
+            n += 1
+            continue
+        end = n
+        while (
+            end + 1 < len(words) and marked[end + 1] and not answer[words[end].end() : words[end + 1].start()].strip()
+        ):
+            end += 1
+        out += [answer[at : words[n].start()], "[private]"]
+        at, n = words[end].end(), end + 1
+    return "".join(out) + answer[at:]
+
+
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
     prompt, answer = "", str(event.get("last_assistant_message") or "")
@@ -710,22 +766,35 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     prompt, answer = without_private(whole(prompt)).strip(), without_private(whole(answer)).strip()
     for said in private_values(hidden):  # what the user kept private, repeated in the answer (whole or in part)
         answer = answer.replace(said, "[private]")
-    if nothing_to_remember(prompt, answer) or not new_turn(event, prompt):
+    answer = without_private_phrases(hidden, answer)  # ... or in its words: a name, a diagnosis
+    if nothing_to_remember(prompt, answer) or not new_turn(event, prompt, answer):
         return None
     limit = setting("TURN_CHARS", 1500)
     note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {trim(answer, limit)}"
     heading = f"{now():%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
     while True:  # an owner that stalls a moment (a long embed) is asked again while this capture has time
         try:
-            cli(event, "remember", "-", "--summarize", "--heading", heading, stdin=note)
+            cli(event, "remember", "-", "--summarize", "--heading", heading, stdin=note, env=summary_budget())
             return None
         except NoMemory:
             raise
-        except HookError:
-            if DEADLINE[0] - time.monotonic() < RETRY_S + 1:  # not recorded: the next Stop of this turn tries again
-                forget_time(turn_key(event, prompt))
-                raise
+        except HookError as exc:
+            if not isinstance(exc, (Busy, Stuck)) or DEADLINE[0] - time.monotonic() < RETRY_S + 1:
+                forget_time(turn_key(event, prompt, answer))  # not recorded: the next Stop of this turn tries again
+                raise  # (a refusal, such as a log that is no regular file, is not asked again and again)
             time.sleep(RETRY_S)
+
+
+def summary_budget() -> dict[str, str]:
+    """The CLI's environment with a summariser endpoint's time bounded by what this capture has left (its tries:
+    compact.timeout_s x (1 + compact.max_retries), 3 minutes by default, outlived a capture's 2): an endpoint that
+    hangs then leaves the CLI the time to keep the raw turn, as it does when the endpoint fails. A bound the user
+    set in the environment stays."""
+    env = dict(os.environ)
+    if "MEMSEARCH_COMPACT_TIMEOUT_S" not in env and "MEMSEARCH_COMPACT_MAX_RETRIES" not in env:
+        env["MEMSEARCH_COMPACT_TIMEOUT_S"] = str(max(5, int((left() - 20) / 3)))
+        env["MEMSEARCH_COMPACT_MAX_RETRIES"] = "2"
+    return env
 
 
 def stop(event: dict[str, Any]) -> dict[str, Any] | None:

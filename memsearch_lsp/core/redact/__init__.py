@@ -217,7 +217,7 @@ RULES: tuple[Rule, ...] = (
         "url-password",
         re.compile(
             r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):"
-            r"(?P<password>[^\s/\"'<>@][^\s\"'<>]*?)@(?=[\w.-]+(?:[:/?#\s\"'<>)\]]|$))"  # (an @, # or / in it too)
+            r"(?P<password>[^\s/\"'<>@][^\s\"'<>]*?)@(?=[^\s@/]*(?:[/\s]|$))"  # (an @, # or / in it too)
         ),
         group=2,
         keep=lambda m: _stands_in(m["password"], m["user"]),
