@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -245,6 +246,14 @@ async def test_a_tool_says_why_it_failed_when_the_index_owner_does_not_answer(tm
         async with mcp_session(ws) as session:
             result = await session.call_tool("memory_search", {"query": "okapi"})
             assert result.is_error and "does not answer" in result.content[0].text  # type: ignore[union-attr]
+        os.kill(pid, signal.SIGCONT)
+        async with mcp_session(ws) as session:  # following the owner already, when it stops: not 600 s, a few
+            assert (await call(session, "memory_search", query="redis cache"))["hits"]
+            os.kill(pid, signal.SIGSTOP)
+            started = time.monotonic()
+            result = await asyncio.wait_for(session.call_tool("memory_search", {"query": "okapi"}), 60)
+            assert result.is_error and "does not answer" in result.content[0].text  # type: ignore[union-attr]
+            assert time.monotonic() - started < 15
     finally:
         os.kill(pid, signal.SIGCONT)
         os.kill(pid, signal.SIGTERM)

@@ -268,8 +268,12 @@ class RemoteMemory(MemoryFiles):
         self.search_overrides: dict[str, Any] = {}  # search settings changed here: sent with each search
 
     def ask(self, op: str, params: dict[str, Any], progress: Progress | None = None) -> Any:
+        """`op` asked of the owner; OwnerGone when it is gone or does not answer a ping within PING_TIMEOUT_S (a
+        stopped owner held a long-lived client, the MCP server, for CALL_TIMEOUT_S: 10 minutes)."""
         for attempt in range(5):
             try:
+                if op != "ping":
+                    call(self.socket_path, "ping", {}, timeout=PING_TIMEOUT_S)
                 return call(self.socket_path, op, params, progress)
             except (ConnectionRefusedError, BlockingIOError) as exc:  # a full backlog: try again
                 if attempt == 4:
