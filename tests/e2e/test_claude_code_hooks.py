@@ -403,6 +403,27 @@ def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: 
     assert "session data never goes to the cache" in text  # the section itself, not only a snippet
 
 
+def test_prompt_recall_asks_the_user_memory_that_has_no_owner_beside_a_project_owner(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """With the project's index served (an editor, the session's warm owner) and the user memory's warm owner gone
+    idle, recall left the user memory out and started no owner for it."""
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    note = "User preference: answer in British English, with metric units."
+    subprocess.run([*CLI.split(), "remember", "--user", note], check=True, capture_output=True, env=env, timeout=120)
+    warm = [*CLI.split(), "warm", "--detach", "--idle", "20", "--workspace", str(workspace)]
+    assert subprocess.run(warm, capture_output=True, text=True, timeout=60).returncode == 0
+    module = load_hook_module()
+    wait_until(lambda: module.owner_socket({"cwd": str(workspace)}) is not None, "a warm owner", timeout=120)
+    result = hook(
+        "user-prompt-submit",
+        recorded("user-prompt-submit.json", workspace, prompt="which spelling and units should answers use?"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "British English" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
 def test_prompt_recall_keeps_the_prompt_off_command_lines_and_takes_half_an_emoji(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -299,16 +299,21 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
 
 
 def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:
-    """Hits of the user memory from its running owner (the warm one SessionStart starts); none without one."""
+    """Hits of the user memory: from its running owner (the warm one SessionStart starts); without one (it went
+    idle, or the user memory began mid-session) from the CLI, while a warm owner starts for the next prompt."""
     root = user_root()
-    sock = owner_socket(event, root) if root is not None else None
-    if sock is None:
+    if root is None:
         return []
+    sock = owner_socket(event, root)
     try:
+        if sock is None:
+            warm(event)
+            said = cli(event, "search", "--scope", "user", "-k", str(top_k), "--json", "-", stdin=query)
+            return [dict(h, scope="user") for h in json.loads(said)["hits"]]
         owner_call(sock, "index")
         return [dict(h, scope="user") for h in owner_call(sock, "search", query=query, top_k=top_k)]
-    except (OSError, ValueError) as exc:
-        sys.stderr.write(f"memsearch hook: the user memory's owner did not answer ({exc})\n")
+    except (OSError, ValueError, HookError) as exc:
+        sys.stderr.write(f"memsearch hook: the user memory did not answer ({exc})\n")
         return []
 
 
