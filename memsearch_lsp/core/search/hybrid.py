@@ -145,10 +145,14 @@ class Expanded:
         }
 
 
+_OPENINGS = (". ", "; ", " - ", "! ", "? ", "。")  # where a sentence or a list item (its lines joined) begins
+
+
 def snippet(content: str, query: str, width: int = 200) -> str:
     """`width` characters of the body where it holds the most of the query's words: its content words (not "in", "the"
     nor a word inside another: "in" of "Naming"), each counted once, matched at a word's start ("deploy" meets
-    "deployed"); the earliest such place, a little before its first match."""
+    "deployed"); the earliest such place, from the start of the sentence or item of its first match (a little before
+    that match at most)."""
     text = body_of(content) or " ".join(content.split())
     if len(text) <= width:
         return text
@@ -160,17 +164,21 @@ def snippet(content: str, query: str, width: int = 200) -> str:
         for word in words
         for m in re.finditer(("(?<!\\w)" if word[0] < "\u2e80" else "") + re.escape(word), lowered)
     )
-    lead, best, start, shown, end = width // 4, 0, 0, dict[str, int](), 0
+    lead, best, first, shown, end = width // 4, 0, 0, dict[str, int](), 0
     for at, word in found:  # each match as the first of a window: the distinct words the window shows
         while end < len(found) and found[end][0] < at + width - lead - 2:
             shown[found[end][1]] = shown.get(found[end][1], 0) + 1
             end += 1
         if len(shown) > best:
-            best, start = len(shown), max(0, at - lead)
+            best, first = len(shown), at
         shown[word] -= 1
         if not shown[word]:
             del shown[word]
-    if start:
+    start = max(0, first - lead)
+    opening = max(text.rfind(mark, start, first) + len(mark) for mark in _OPENINGS)  # its sentence's or item's start
+    if first - lead > 0 and opening > start:
+        start = opening
+    elif start:
         space = text.find(" ", start)
         start = space + 1 if 0 <= space < start + 20 else start
     piece = text[start : start + width - (1 if start else 0) - 1].rstrip()
