@@ -51,7 +51,7 @@ def create_server() -> MemsearchServer:
             try:
                 config = ls.config_for(root.path)
             except ConfigError as exc:
-                ls.report(f"settings: {exc}", exc)
+                ls.report(f"settings for {root.path}: {exc}", exc)  # (as _settings_of says it: shown once)
                 continue
             await ls.refuse_index_settings(root, config)
             heavy = await ls.in_writer(root.door.reconfigure, config)

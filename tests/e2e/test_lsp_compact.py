@@ -310,6 +310,14 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
     assert status["roots"][0]["files"] == 4 + 12  # the index matches the files (the archive stays indexed)
 
 
+async def test_a_failed_compact_command_is_said_once_by_its_error(session: Session) -> None:
+    """The server showed the failure and failed the request with it: the client showed it a second time."""
+    before = len(session.client.messages)
+    with pytest.raises(Exception, match="not a daily log|no such|not found|does not exist"):
+        await command(session, files=["memory/notes.txt"])
+    assert not [m for m in session.client.messages[before:] if m.type == types.MessageType.Error]
+
+
 async def test_compact_this_log_and_the_command(session: Session) -> None:
     memory = session.workspace / "memory"
     editor = Editor(session)

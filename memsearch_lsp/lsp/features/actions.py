@@ -83,14 +83,22 @@ def wanted(only: Sequence[str] | None) -> bool:
 
 
 # -- planning with progress -------------------------------------------------------------------
+def say(ls: MemsearchServer, kind: types.MessageType, message: str) -> None:
+    """A message for the user (window/showMessage), unless the client turned the server's messages off."""
+    if ls.config_show_notifications():
+        ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
 async def make_plan(
     ls: MemsearchServer,
     root: Root,
     older_than_days: int | None,
     files: list[str] | None,
     title: str = "Compacting memory",
+    say_failure: bool = True,
 ) -> CompactionPlan:
-    """Plan off the event loop (LLM calls are slow) with work-done progress.
+    """Plan off the event loop (LLM calls are slow) with work-done progress; a failure is said to the user unless
+    the caller's request fails with it (`say_failure` False: the client shows that one, once).
 
     When the editor applies the edit, its open buffers are the truth; when the server applies the
     plan on disk, the files are (a log is moved only if it still holds what was summarised).
@@ -115,9 +123,8 @@ async def make_plan(
             )
         )
     except Exception as exc:
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Error, message=f"memsearch: compaction failed: {exc}")
-        )
+        if say_failure:
+            say(ls, types.MessageType.Error, f"memsearch: compaction failed: {exc}")
         raise
     finally:
         if token is not None:
@@ -211,9 +218,7 @@ async def resolve(ls: MemsearchServer, action: types.CodeAction) -> types.CodeAc
         if len(_no_gain) > 256:
             _no_gain.clear()
         _no_gain[_state(ls, root, files or old_logs(root.memory, days))] = plan.describe()
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Info, message=f"memsearch: {plan.describe()}")
-        )
+        say(ls, types.MessageType.Info, f"memsearch: {plan.describe()}")
         return action
     action.edit = plan_edit(ls, root.path, plan)
     action.command = types.Command(title="Index the compacted memory", command=REINDEX)  # runs after the edit
@@ -260,7 +265,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     reviewed = options.get("planId")
     plan = REVIEWED.pop((root.path, reviewed), None) if reviewed else None  # the very plan shown (no new LLM call)
     try:
-        plan = plan or await make_plan(ls, root, days, files)
+        plan = plan or await make_plan(ls, root, days, files, say_failure=False)
     except (ValueError, PathError) as exc:
         raise CompactCommandError(str(exc)) from exc
     result = dict(plan.to_dict(), applied=False)
@@ -285,15 +290,8 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     applied = await apply_on_disk(ls, root, plan)
     archive = root.config.compact.archive_dir
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
-    ls.window_show_message(
-        types.ShowMessageParams(
-            type=types.MessageType.Info,
-            message=(
-                f"memsearch: {applied.headline(applied=not applied.empty)} on disk; "
-                f"the originals are in {archive}/{left}"
-            ),
-        )
-    )
+    headline = applied.headline(applied=not applied.empty)
+    say(ls, types.MessageType.Info, f"memsearch: {headline} on disk; the originals are in {archive}/{left}")
     return dict(applied.to_dict(), applied=not applied.empty, appliedBy="server")
 
 
