@@ -313,7 +313,7 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
 async def test_a_failed_compact_command_is_said_once_by_its_error(session: Session) -> None:
     """The server showed the failure and failed the request with it: the client showed it a second time."""
     before = len(session.client.messages)
-    with pytest.raises(Exception, match="not a daily log|no such|not found|does not exist"):
+    with pytest.raises(Exception, match=r"not a daily log|no such|not found|does not exist"):
         await command(session, files=["memory/notes.txt"])
     assert not [m for m in session.client.messages[before:] if m.type == types.MessageType.Error]
 
