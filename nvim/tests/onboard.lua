@@ -118,6 +118,26 @@ local ok, err = xpcall(function()
   check(ms.status() == 'memsearch: 7 chunks', 'status after indexing %q', ms.status())
   check(ms.status({ bufnr = vim.fn.bufnr('#') }) == 'memsearch: 7 chunks', 'status of another buffer')
 
+  -- 2b. A buffer of another memory workspace (cwd still in the first): its own server, never the first one's
+  --     (a note for it went into the first workspace's log)
+  local other = tmp .. '/other'
+  write(other .. '/memory/MEMORY.md', { '# Memory', '', '## Kafka', '', 'we chose Kafka' })
+  write(other .. '/src/app.py', { 'print(1)' })
+  vim.cmd.edit(vim.fn.fnameescape(other .. '/src/app.py'))
+  check(ms.find_root() == vim.fs.normalize(other), 'find_root %s', tostring(ms.find_root()))
+  check(ms.get_client() == nil, 'the first workspace client answered for another workspace')
+  local started, theirs = fake.started, nil
+  ms.with_client(function(c)
+    theirs = c
+  end)
+  check(vim.wait(5000, function()
+    return theirs ~= nil
+  end, 10), 'no client for the other workspace')
+  check(fake.started == started + 1 and theirs ~= client, 'no server started for the other workspace')
+  check(vim.fs.normalize(theirs.root_dir) == vim.fs.normalize(other), 'its root_dir %s', theirs.root_dir)
+  theirs:stop(true)
+  vim.cmd.edit(vim.fn.fnameescape(ws .. '/src/notes.md'))
+
   -- 3. The Telescope live finder never blocks: it yields while the request runs; a newer prompt
   --    cancels the older request, whose late answer is dropped.
   package.loaded['plenary.async.control'] = {

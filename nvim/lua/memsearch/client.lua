@@ -15,7 +15,9 @@ function M.find_root(path)
   return vim.fs.root(path, markers)
 end
 
---- The memsearch client for the current buffer, else the one whose root holds the cwd, else any.
+--- The memsearch client for the current buffer; else the one of the workspace the buffer (or the cwd) is in, nil
+--- when that workspace has none running (with_client starts it: a note never goes to another workspace's log);
+--- outside any workspace, the one whose root holds the cwd, else any.
 ---@return vim.lsp.Client?
 function M.get_client()
   local clients = vim.lsp.get_clients({ name = util.NAME, bufnr = 0 })
@@ -23,6 +25,16 @@ function M.get_client()
     return clients[1]
   end
   clients = vim.lsp.get_clients({ name = util.NAME })
+  local here = M.find_root()
+  if here then
+    here = vim.fs.normalize(here)
+    for _, client in ipairs(clients) do
+      if client.root_dir and vim.fs.normalize(client.root_dir) == here then
+        return client
+      end
+    end
+    return nil
+  end
   local cwd = vim.fs.normalize(vim.fn.getcwd())
   for _, client in ipairs(clients) do
     local root = client.root_dir and vim.fs.normalize(client.root_dir)
