@@ -204,6 +204,20 @@ describe('server commands', () => {
         assert.equal(server.commands.length, 0, 'status without a server shows the client side only');
     });
 
+    it('waits for a server that is starting instead of saying it is not running', async () => {
+        const server = new FakeServer();
+        server.isRunning = false;
+        const starting = server as FakeServer & { started(): Promise<boolean> };
+        starting.started = async () => {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            server.isRunning = true;
+            return true;
+        };
+        await reindex(server);
+        assert.equal(stub.messages.filter((m) => m.level === 'error').length, 0);
+        assert.equal(server.commands.length, 1);
+    });
+
     it('search asks memsearch/search with the symbol limit', async () => {
         const server = new FakeServer();
         stub.set('memsearch.search.symbolLimit', 15);

@@ -10,6 +10,9 @@ import type { IndexStatus } from './status';
 /** What the commands need from the running server (server.ts; tests pass a fake). */
 export interface ServerControl {
     readonly isRunning: boolean;
+    /** Waits for a start or restart in progress (the one a command that activated the extension set off); true
+     *  when the server runs then. */
+    started?(): Promise<boolean>;
     request(method: string, params: unknown, token?: vscode.CancellationToken): Promise<unknown>;
     executeCommand(command: string, args: readonly unknown[]): Promise<unknown>;
     restart(): Promise<void>;
@@ -24,9 +27,9 @@ function errorText(error: unknown): string {
     return error instanceof Error ? error.message : String(error);
 }
 
-/** True when the server runs; otherwise says so (with a way out) and returns false. */
+/** True when the server runs (once a start in progress ended); otherwise says so (with a way out) and returns false. */
 export async function requireServer(server: ServerControl): Promise<boolean> {
-    if (server.isRunning) {
+    if (server.isRunning || (await server.started?.())) {
         return true;
     }
     const choice = await vscode.window.showErrorMessage('Memsearch: the language server is not running.', SHOW_OUTPUT, RESTART);
@@ -111,9 +114,10 @@ export async function ensureDailyLog(uri: vscode.Uri, date: string, fs: DailyLog
     return true;
 }
 
-/** Where the server keeps today's log for `folder` (it reads `.memsearch.toml` too); undefined: not running. */
+/** Where the server keeps today's log for `folder` (it reads `.memsearch.toml` too), once a start in progress
+ * ended (the command may be what activated the extension); undefined: not running. */
 async function serverTodayLog(server: ServerControl | undefined, folder: vscode.WorkspaceFolder): Promise<vscode.Uri | undefined> {
-    if (server === undefined || !server.isRunning) {
+    if (server === undefined || !(server.isRunning || (await server.started?.()))) {
         return undefined;
     }
     const result = await server.executeCommand(ServerCommands.today, [{ root: folder.uri.toString() }]);

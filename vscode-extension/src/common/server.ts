@@ -109,6 +109,19 @@ export class ServerManager implements ServerControl, SetupHost, vscode.Disposabl
         return this.client?.state === State.Running;
     }
 
+    /** Waits (a minute at most) for the start or restart in progress; true when the server runs then. */
+    async started(waitMs = 60_000): Promise<boolean> {
+        if (!this.isRunning) {
+            let timer: NodeJS.Timeout | undefined;
+            const timeout = new Promise<void>((resolve) => {
+                timer = setTimeout(resolve, waitMs);
+            });
+            await Promise.race([this.queue, timeout]);
+            clearTimeout(timer);
+        }
+        return this.isRunning;
+    }
+
     /** Start, stop and restart run one at a time, in call order. */
     private enqueue(task: () => Promise<void>): Promise<void> {
         const next = this.queue.then(task, task);
