@@ -124,6 +124,14 @@ local ok, err = xpcall(function()
   local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
   check(text:find('ERROR `memsearch%-lsp%-not%-installed` is not executable') ~= nil, 'health text:\n%s', text)
   check(text:find('OK Neovim') ~= nil, 'health text:\n%s', text)
+  -- and a command in a memory workspace says the same, with the way out (not only "could not start the server")
+  vim.fn.mkdir(vim.fn.getcwd() .. '/memory', 'p')
+  vim.cmd.enew()
+  local why
+  ms.with_client(function(_, reason)
+    why = reason
+  end)
+  check(why and why:find('`memsearch%-lsp%-not%-installed` is not executable: run :lua') ~= nil, 'reason %s', tostring(why))
 end, debug.traceback)
 
 if ok then

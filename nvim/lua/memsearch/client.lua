@@ -63,10 +63,14 @@ function M.with_client(cb)
       return cb(nil, M.NO_MEMORY .. ' (no ' .. table.concat(cfg.root_markers or M.root_markers, ' or ')
         .. ' above ' .. vim.fn.getcwd() .. ')')
     end
+    if type(cfg.cmd) == 'table' and vim.fn.executable(cfg.cmd[1]) ~= 1 then -- say why, and the way out
+      return cb(nil, ("could not start the server: `%s` is not executable: run :lua require('memsearch.install').build()"
+        .. ' or see :checkhealth memsearch'):format(cfg.cmd[1]))
+    end
     local ok, id = pcall(vim.lsp.start, cfg, { attach = false, silent = true })
     client = ok and id and vim.lsp.get_client_by_id(id) or nil
     if not client then
-      return cb(nil, 'could not start the server ' .. vim.inspect(cfg.cmd))
+      return cb(nil, 'could not start the server ' .. vim.inspect(cfg.cmd) .. ' (see :checkhealth memsearch)')
     end
   end
   if client.initialized then
