@@ -64,14 +64,12 @@ LANGUAGES = SEARCH_LANGUAGES  # "auto", then every code of STEMMERS and NO_STEMM
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 # the marks of the alphabetic scripts (Unicode category M: Tamil's and Devanagari's vowel signs and virama, combining
 # accents NFKC leaves alone): part of the word they are in, as `\w` alone would cut "தமிழ்" into "தம", "ழ"
-_MARKS = re.sub(
-    r"\s",
-    "",
+_MARKS = (
     "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u0610-\u061a\u064b-\u065f"
     "\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed\u0900-\u0903\u093a-\u094f\u0951-\u0957\u0962"
     "\u0963\u0981-\u0983\u09bc-\u09d7\u0a01-\u0a03\u0a3c-\u0a51\u0a81-\u0a83\u0abc-\u0acd\u0b01-\u0b03"
     "\u0b3c-\u0b57\u0b82\u0bbe-\u0bcd\u0bd7\u0c00-\u0c04\u0c3e-\u0c56\u0c81-\u0c83\u0cbc-\u0cd6\u0d00-\u0d03"
-    "\u0d3b-\u0d57\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f",
+    "\u0d3b-\u0d57\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 )
 _TOKEN = re.compile(f"[{_CJK}]+|(?:[^\\W{_CJK}]|[{_MARKS}])+", re.UNICODE)
 _WORD = re.compile(f"(?:\\w|[{_MARKS}])+", re.UNICODE)  # the same where a text has no CJK letter (most), and faster
