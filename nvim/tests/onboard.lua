@@ -94,6 +94,14 @@ local ok, err = xpcall(function()
   end)
   check(why and why:find('no memory here: run `memsearch%-lsp init`') ~= nil, 'reason %s', tostring(why))
   check(fake.started == 0, 'with_client started a server outside memory')
+  local said, notify = {}, vim.notify
+  vim.notify = function(msg)
+    said[#said + 1] = msg
+  end
+  ms.today()
+  vim.notify = notify
+  check(#said == 1 and said[1]:find('no memory here: run :Memsearch init', 1, true) ~= nil
+    and not said[1]:find('no memory here.*no memory here'), ':Memsearch today said %s', vim.inspect(said))
 
   -- 2. In a memory workspace the server starts at the root; the statusline follows progress.
   local ws = tmp .. '/project'

@@ -50,7 +50,12 @@ function M.today()
     else
       path = today_local(client)
       if not path then
-        notify(('no memory here (%s): run :Memsearch init'):format(err_text(err)), vim.log.levels.ERROR)
+        local why = err_text(err)
+        if why:find('no memory here', 1, true) then -- said once, with the command of this editor
+          notify((why:gsub('run `memsearch%-lsp init`', 'run :Memsearch init')), vim.log.levels.ERROR)
+        else
+          notify(('no memory here (%s): run :Memsearch init'):format(why), vim.log.levels.ERROR)
+        end
         return
       end
       notify(('server could not open today (%s); using %s'):format(err_text(err), path), vim.log.levels.WARN)
