@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -419,9 +420,21 @@ def serve(workspace: Path) -> None:
     config = load_config(workspace)
     door = Door(workspace, config=config, process="memsearch-lsp mcp")
     server = create_server(door, config)
-    try:
-        server.run("stdio")
-    finally:
+
+    def close() -> None:
         door.close()
         if server.user is not None:
             server.user.close()
+
+    def ended(*_: Any) -> None:  # the client ends it: the index and its owner record let go, then out (the stdio
+        try:  # loop would wait for its thread reading stdin)
+            close()
+        finally:
+            os._exit(0)
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, ended)
+    try:
+        server.run("stdio")
+    finally:
+        close()

@@ -223,6 +223,11 @@ def test_a_lone_surrogate_gets_an_answer(workspace: Path) -> None:
         odd = ask('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1,2]}')
         assert (odd["id"], odd["error"]["code"]) == (5, -32602)
         assert ask('[{"jsonrpc":"2.0","id":6,"method":"ping"}]') == {"jsonrpc": "2.0", "id": 6, "result": {}}
+        # ended by its client (SIGTERM): it lets the index go and takes its owner record with it
+        record = workspace / ".memsearch" / "server.json"
+        assert json.loads(record.read_text())["pid"] == server.pid
+        server.terminate()
+        assert server.wait(30) == 0 and not record.exists()
     finally:
         server.kill()
         server.wait()
