@@ -300,6 +300,8 @@ class LocalStore(Store):
             try:
                 if not self.folder.is_dir():
                     raise Damaged("its folder is gone")
+                with contextlib.suppress(OSError, ValueError):
+                    saved.discard(self.folder)  # (an invalid saved copy's files: what was deleted since is in them)
                 self.engine.open()
                 mark(self.folder)  # our collections are in it now
                 for upserts, windows, deletes, window_deletes in batch:

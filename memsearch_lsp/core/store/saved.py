@@ -8,8 +8,8 @@ code: no pickle, no marshal. A load checks every file against `meta.json` (size,
 index into another array against its bounds; anything that does not hold is reported once and the read model is
 rebuilt from the engine, never served half-right. Every file is opened through the folder's descriptor without
 following a link (core/store/folder.py). Before the first write after a save the store removes `meta.json`
-and then the files (`invalidate`), so a process killed before the next save leaves nothing that could be read stale,
-and no row deleted since (the read model blanks a deleted row's text and vectors) outlives the write.
+(`invalidate`), so a process killed before the next save leaves nothing that could be read stale, and its writer then
+the files (`discard`): no row deleted since (the read model blanks a deleted row's text and vectors) outlives it.
 """
 
 from __future__ import annotations
@@ -59,14 +59,22 @@ def fingerprint(index: str | Path) -> list[list[Any]]:
 
 
 def invalidate(index: str | Path) -> None:
-    """Make the saved read model of `index` invalid (before a write to the engine): `meta.json` first, then every
-    file it named (a row deleted since, a forgotten note, is in them; the read model loaded from them keeps its
-    mapping of the files it opened)."""
+    """Make the saved read model of `index` invalid (before a write to the engine): its `meta.json` goes."""
     if os.path.isdir(Path(index) / FOLDER):
         with folder_fd(Path(index) / FOLDER) as fd:
             remove_file(fd, META)
-            for name in os.listdir(fd):
-                remove_file(fd, name)
+
+
+def discard(index: str | Path) -> None:
+    """Remove the files of an invalid saved read model (never of a valid one: `meta.json` is gone first). A row
+    deleted since it was saved, a forgotten note, is in them; the read model loaded from them keeps its mapping of
+    the files it opened. The writer does it, off the caller's first write."""
+    if os.path.isdir(Path(index) / FOLDER):
+        with folder_fd(Path(index) / FOLDER) as fd:
+            names = os.listdir(fd)
+            if META not in names:
+                for name in names:
+                    remove_file(fd, name)
 
 
 def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
