@@ -103,3 +103,27 @@ def test_a_warm_owner_sent_sigterm_cleans_up_and_its_idle_time_is_a_setting(work
         assert time.monotonic() < deadline, "the warm owner did not leave on SIGTERM"
         time.sleep(0.1)
     assert not record.exists() and not sock.exists()
+
+
+def test_a_sigterm_that_lands_while_the_owner_waits_never_hangs_it(workspace: Path) -> None:
+    """The handler set a threading.Event that the interrupted main thread was waiting on, holding its lock: a
+    SIGTERM landing then hung `warm` for good (seen once in CI). Polled without pause, the old loop held that lock
+    nearly all the time; the owner still leaves at once."""
+    assert cli(workspace, "index").returncode == 0
+    code = (
+        "import sys; from memsearch_lsp.core.process.door import serve_until_idle; "
+        "serve_until_idle(sys.argv[1], 600, poll_s=0)"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code, str(workspace)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while (read_record(workspace.resolve()) or {}).get("pid") != owner.pid:
+            assert time.monotonic() < deadline and owner.poll() is None, "the owner never served"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        owner.send_signal(signal.SIGTERM)
+        assert owner.wait(30) == 0
+        assert not (workspace / ".memsearch" / "server.json").exists()
+    finally:
+        owner.kill()
+        owner.wait()

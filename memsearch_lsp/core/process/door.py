@@ -160,10 +160,12 @@ def serve_until_idle(
     already owns it. The index is reconciled first (`progress` hears it), so the first caller finds it warm; its
     record and socket are removed on the way out."""
     door = Door(workspace, process=WARM_PROCESS)
-    stop = threading.Event()
+    # the signal that ended it: a plain flag, never a lock; the handler runs in the thread it stops, which may hold
+    # an Event's lock (`stop.set()` there waited for it forever, and `warm` never ended)
+    stop: list[int] = []
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        previous = {n: signal.signal(n, lambda *_: stop.set()) for n in (signal.SIGTERM, signal.SIGHUP)}
+        previous = {n: signal.signal(n, lambda number, _: stop.append(number)) for n in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if door.memory.remote:
             return False
@@ -171,9 +173,9 @@ def serve_until_idle(
         door.memory.index(progress=progress)
         if door.owner is not None:
             door.owner.last_call = time.monotonic()
-        while time.monotonic() - door.last_call < idle and not stop.wait(poll_s):
-            pass
-        log.info("%s: %s; closing the index", door.root, "stopped" if stop.is_set() else f"no call for {idle:.0f} s")
+        while time.monotonic() - door.last_call < idle and not stop:
+            time.sleep(poll_s)
+        log.info("%s: %s; closing the index", door.root, "stopped" if stop else f"no call for {idle:.0f} s")
         return True
     finally:
         door.close()
