@@ -426,11 +426,16 @@ def serve(workspace: Path) -> None:
         if server.user is not None:
             server.user.close()
 
-    def ended(*_: Any) -> None:  # the client ends it: the index and its owner record let go, then out (the stdio
-        try:  # loop would wait for its thread reading stdin)
+    def leave() -> None:
+        try:
             close()
         finally:
-            os._exit(0)
+            os._exit(0)  # (the stdio loop would wait for its thread reading stdin)
+
+    def ended(*_: Any) -> None:
+        """The client ends it: the index and its owner record let go, then out; in a thread of its own, as the
+        interrupted thread may hold a lock that closing takes."""
+        threading.Thread(target=leave, name="memsearch-mcp-exit", daemon=True).start()
 
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, ended)
