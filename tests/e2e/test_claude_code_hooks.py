@@ -274,26 +274,28 @@ def test_capture_reads_past_odd_entries_and_never_records_a_subagents_turn(works
     assert "okapi rollout reached 100%" in text and "Subagent" not in text and "a.py" not in text
 
 
+def summarised_capture(
+    workspace: Path, tmp_path: Path, server: Any, settings: str = "", **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The turn "Why five retries?" captured with `server` (a ChatServer) as the configured summariser."""
+    config = tmp_path / "xdg" / "memsearch-lsp"
+    config.mkdir(parents=True)
+    config.joinpath("config.toml").write_text(
+        f'[compact]\nsummarizer = "openai"\nbase_url = "{server.url}"\napi_key_env = ""\n{settings}'
+    )
+    try:
+        answer = "Because the payment API flaps during deploys."
+        return capture(workspace, tmp_path, "Why five retries?", answer, XDG_CONFIG_HOME=str(tmp_path / "xdg"), **env)
+    finally:
+        server.close()
+
+
 def test_capture_is_summarised_by_a_configured_endpoint(workspace: Path, tmp_path: Path) -> None:
     from tests.fakes import ChatServer
 
     server = ChatServer()
     server.answer = lambda messages: "- Decision: retries 5 with backoff (payment API flaps)\n"
-    config = tmp_path / "xdg" / "memsearch-lsp"
-    config.mkdir(parents=True)
-    config.joinpath("config.toml").write_text(
-        f'[compact]\nsummarizer = "openai"\nbase_url = "{server.url}"\napi_key_env = ""\nmax_retries = 0\n'
-    )
-    try:
-        done = capture(
-            workspace,
-            tmp_path,
-            "Why five retries?",
-            "Because the payment API flaps during deploys.",
-            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
-        )
-    finally:
-        server.close()
+    done = summarised_capture(workspace, tmp_path, server, "max_retries = 0\n")
     assert done.returncode == 0, done.stderr
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "- Decision: retries 5 with backoff (payment API flaps)" in text and "**Asked:**" not in text
@@ -309,22 +311,8 @@ def test_a_summariser_that_hangs_leaves_the_capture_the_time_to_keep_the_raw_tur
 
     server = ChatServer()
     server.script = [600.0] * 5  # every request hangs
-    config = tmp_path / "xdg" / "memsearch-lsp"
-    config.mkdir(parents=True)
-    config.joinpath("config.toml").write_text(
-        f'[compact]\nsummarizer = "openai"\nbase_url = "{server.url}"\napi_key_env = ""\n'
-    )
-    try:
-        done = capture(
-            workspace,
-            tmp_path,
-            "Why five retries?",
-            "Because the payment API flaps during deploys.",
-            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
-            MEMSEARCH_HOOK_TIMEOUT="3",  # (36 s for a capture: the endpoint gets 3 tries of 5 s)
-        )
-    finally:
-        server.close()
+    # (36 s for a capture: the endpoint gets 3 tries of 5 s)
+    done = summarised_capture(workspace, tmp_path, server, MEMSEARCH_HOOK_TIMEOUT="3")
     assert done.returncode == 0, done.stderr
     assert "payment API flaps during deploys" in (workspace / "memory" / "2026-12-03.md").read_text()
 
