@@ -164,16 +164,18 @@ def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]
     return None, None
 
 
+_ID_HINT = "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed"
+
+
 def cmd_expand(args: argparse.Namespace) -> int:
-    hint = "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed"
     try:
         chunk, memory = _either(args, lambda m: m.expand(args.id))
     except ValueError as exc:  # a prefix too short, or one that several ids start with
-        raise UserError(str(exc), hint) from exc
+        raise UserError(str(exc), _ID_HINT) from exc
     if memory is not None:
         memory.close()
     if chunk is None:
-        raise UserError(f"no chunk with id {args.id!r}", hint)
+        raise UserError(f"no chunk with id {args.id!r}", _ID_HINT)
     where = f"{'user:' if chunk.scope == 'user' else ''}{chunk.source}:{chunk.start_line}-{chunk.end_line}"
     _emit(args, chunk.to_dict(), f"{where}\n\n{chunk.content}")
     return EXIT_OK
@@ -267,10 +269,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         args, lambda m: m.expand(args.id) and m.forget(args.id, dry_run=True, line=line, end_line=end)
     )
     if memory is None:
-        raise UserError(
-            f"no chunk with id {args.id!r}",
-            "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed",
-        )
+        raise UserError(f"no chunk with id {args.id!r}", _ID_HINT)
     with memory:
         scope = preview.scope  # (`_either` says whose memory found it)
         shown = f"{'user:' if scope == 'user' else ''}{preview.source}:{preview.start_line}-{preview.end_line}"

@@ -160,6 +160,9 @@ class MemsearchProtocol(LanguageServerProtocol):
         self.shut_down = False  # after `shutdown`, a request gets InvalidRequest (LSP), not silence
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        params = data.get("params")
+        if data.get("method") == types.WORKSPACE_SYMBOL and isinstance(params, dict) and params.get("query") is None:
+            params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
         try:
             return super().structure_message(data)
         except Exception as exc:

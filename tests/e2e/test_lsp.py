@@ -135,10 +135,16 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
         (["redis", 0], "memsearch.search", "topK must be a positive integer"),
         (["redis", 2, "since=2030-01-01"], "memsearch.search", "the filters"),  # never ignored
         ([{"force": "no"}], "memsearch.reindex", "force must be true or false"),  # "no" was a forced reindex
+        (["0123456789abcdef"], "memsearch.expand", "no chunk with id '0123456789abcdef'"),  # was a bare null
     ]:
         with pytest.raises(JsonRpcException, match=pattern):
             await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=wrong))
     assert snapshot(session.workspace / "memory") == before
+    # a null query (the spec says a string) lists the headings, as an empty one does: it never searched "None"
+    params = types.WorkspaceSymbolParams(query="")
+    object.__setattr__(params, "query", None)  # (past attrs' check: a client that sends null)
+    listed = await client.workspace_symbol_async(params)
+    assert {s.name for s in listed} == {s.name for s in await session.symbols("")}
     with pytest.raises(JsonRpcException, match="no memory"):  # a folder given alone is read, never ignored
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="memsearch.today", arguments=["/etc"])

@@ -32,12 +32,15 @@ def register(server: MemsearchServer) -> None:
         return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
     @server.command("memsearch.expand")
-    async def expand(ls: MemsearchServer, *args: Any) -> dict[str, Any] | None:
+    async def expand(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         if not args or not isinstance(args[0], str):
             raise CommandError("memsearch.expand needs a chunk id")
         found = await find_chunk(ls, args[0].strip().lower())
         if found is None:
-            return None
+            raise CommandError(
+                f"memsearch.expand: no chunk with id {args[0]!r:.80} (ids come from memsearch.search; the files may "
+                "have changed since)"
+            )
         root, chunk = found
         data: dict[str, Any] = dict(chunk.to_dict())
         data["uri"] = convert.uri_of(root.path, chunk.source)
