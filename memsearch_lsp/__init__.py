@@ -7,10 +7,15 @@ process owns its index (beside a running editor, that owner's client; else a `Me
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.version import __version__
+
+# ONNX Runtime 1.29+ queues usage telemetry for Microsoft on Linux and macOS (a device id and an events database in
+# the user's cache, uploaded in the background) unless this is set before it loads: nothing here talks to anyone.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 if TYPE_CHECKING:
     from memsearch_lsp.config import Config

@@ -276,3 +276,24 @@ def test_prompt_recall_through_the_warm_owners_includes_the_user_memory(tmp_path
                 os.kill(int(json.loads(record.read_text())["pid"]), signal.SIGTERM)
             except (OSError, ValueError, KeyError):
                 pass
+
+
+@pytest.mark.model
+def test_the_embedding_runtime_tells_nobody_anything(tmp_path: Path) -> None:
+    """ONNX Runtime 1.29+ writes a device id and queues telemetry events for Microsoft in the user's cache, then
+    uploads them, unless it is told not to before it loads: a search leaves nothing of it behind."""
+    ws = init(tmp_path / "ws")
+    (ws / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n\n## Broker\n\nWe chose Kafka.\n")
+    cache, home = tmp_path / "cache", tmp_path / "home"
+    home.mkdir()
+    outside = {k: v for k, v in os.environ.items() if not k.startswith("ORT_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "memsearch_lsp", "search", "kafka", "--workspace", str(ws)],
+        env={**outside, **env(), "XDG_CACHE_HOME": str(cache), "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "Broker" in done.stdout, done.stderr
+    assert (cache / "memsearch-lsp").is_dir()  # (the bundled model's folder: the cache was this one)
+    assert not [p for p in [*cache.rglob("*"), *home.rglob("*")] if "onnxruntime" in p.name.lower()]
