@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import os
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -13,6 +15,7 @@ from memsearch_lsp.config import CONFIG_FILE, SECTIONS, USER_ONLY_KEYS, Config, 
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.files import PathError, inside
 
+log = logging.getLogger(__name__)
 INDEX_GITIGNORE = ".memsearch/"
 INIT_HINT = "run `memsearch-lsp init`"
 NO_MEMORY = f"no memory here: {INIT_HINT}"
@@ -107,10 +110,30 @@ def find_workspace(start: Path) -> Path | None:
 
 
 def _workspace_here(folder: Path) -> bool:
+    """`folder` is a memory workspace of this user (found, never named: another user's is said and passed over)."""
     try:
-        return is_memory_workspace(folder)
+        if not is_memory_workspace(folder):
+            return False
+        foreign = foreign_marker(folder)
     except (OSError, ValueError):  # an unreadable folder or a broken settings file on the way up
         return False
+    if foreign is not None:
+        log.warning("%s belongs to another user: not used as your memory (name it with --workspace to use it)", foreign)
+    return foreign is None
+
+
+def foreign_marker(folder: Path) -> Path | None:
+    """A marker of the workspace `folder` (its `.memsearch.toml`, a memory folder) that another user owns, else None:
+    one found by looking upwards (a `memory/` planted in /tmp or a shared folder) would read and receive your notes."""
+    uid = os.geteuid()
+
+    def foreign(marker: Path) -> bool:
+        return marker.exists() and marker.stat().st_uid != uid
+
+    settings = folder / CONFIG_FILE
+    if foreign(settings):  # (before it is read for the memory folders it names)
+        return settings
+    return next((folder / p for p in load_config(folder).memory.paths if foreign(folder / p)), None)
 
 
 def workspace_for(start: Path) -> Path:

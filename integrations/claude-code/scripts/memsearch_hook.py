@@ -155,14 +155,16 @@ def setting(name: str, default: int) -> int:
 
 def project(event: dict[str, Any]) -> Path:
     """The project's folder, or the memory workspace above it (Claude Code started in `src/pkg`): the nearest
-    folder with a memory folder, a `.memsearch.toml` or an index, as the CLI finds it (below home and `/`)."""
+    folder with a memory folder, a `.memsearch.toml` or an index, as the CLI finds it (below home and `/`), of this
+    user's own (a `memory/` another user planted in /tmp or a shared folder would read and receive the turns)."""
     start = Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd") or os.getcwd())
     stops = {Path.home(), Path(start.anchor or "/")}
     for folder in [start, *start.parents]:
         if folder in stops:
             break
-        if any((folder / marker).exists() for marker in ("memory", ".memsearch.toml", ".memsearch")):
-            return folder
+        found = [folder / m for m in ("memory", ".memsearch.toml", ".memsearch") if (folder / m).exists()]
+        if found:
+            return folder if all(m.stat().st_uid == os.geteuid() for m in found) else start
     return start
 
 
