@@ -108,3 +108,25 @@ def test_installs_starting_at_once_with_an_empty_cache_each_get_the_complete_fol
     built = Path(folders.pop())
     assert {"tokenizer.json", "config.json", "model.onnx", COMPLETE} <= {p.name for p in built.iterdir()}
     assert [p.name for p in built.parent.iterdir()] == [built.name], "no staging folder left"
+
+
+def test_the_fallback_in_the_shared_temporary_folder_is_ours_and_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no writable cache, the model folder goes to /tmp/memsearch-lsp-<uid>, where anyone may make that folder
+    first and put a model in it: only a private folder of this user's is loaded from."""
+    (tmp_path / "no-cache").write_text("a file where the cache would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache"))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    onnx, files = install(tmp_path / "a")
+    shared = tmp_path / "tmp" / f"memsearch-lsp-{os.getuid()}"
+    built = bundled_model_dir(onnx, files)
+    assert built.parent.parent == shared and oct(shared.stat().st_mode & 0o777) == "0o700"
+    if os.geteuid() != 0:
+        return  # (only root can give the folder to another user)
+    shutil.rmtree(shared)
+    shared.mkdir(mode=0o777)
+    os.chown(shared, 65534, 65534)
+    with pytest.raises(EmbeddingError, match=f"refusing {shared}: it belongs to uid 65534"):
+        bundled_model_dir(onnx, files)

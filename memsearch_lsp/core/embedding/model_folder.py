@@ -18,6 +18,7 @@ from typing import Any
 
 from memsearch_lsp.config import ConfigError
 from memsearch_lsp.core.embedding.base import EmbeddingError
+from memsearch_lsp.core.files import private_folder
 
 log = logging.getLogger(__name__)
 
@@ -197,9 +198,12 @@ def bundled_model_dir(onnx: Path | None = None, files: Path = BUNDLED_DIR) -> Pa
     key = content_key(files)
     name = f"all-MiniLM-L6-v2-int8-{key[:16]}"
     problems = []
-    for root in (cache_root(), Path(tempfile.gettempdir()) / f"memsearch-lsp-{os.getuid()}"):
+    shared_tmp = Path(tempfile.gettempdir()) / f"memsearch-lsp-{os.getuid()}"
+    for root in (cache_root(), shared_tmp):
         target = root / "models" / name
         try:
+            if root == shared_tmp:  # (anyone may make it first: only a private folder of ours is loaded from)
+                private_folder(root)
             return _assemble(target, key, files, onnx)
         except OSError as exc:
             log.debug("cannot prepare the model in %s: %s", target, exc)
