@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -257,7 +258,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
     with _user_memory(create=True) if args.user else _memory(args) as memory:  # type: ignore[union-attr]
         if args.summarize:
             body = clean_note(summarized(memory.config, memory.root, body))
-        note = memory.remember(body, args.heading, long_term=args.long_term)
+        heading = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HEADING") or None
+        note = memory.remember(body, heading, long_term=args.long_term)
     note = replace(note, scope="user") if args.user else note
     _emit(args, note.to_dict(), str(note))
     return EXIT_OK

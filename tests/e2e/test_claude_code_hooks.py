@@ -428,9 +428,15 @@ def test_prompt_recall_keeps_the_prompt_off_command_lines_and_takes_half_an_emoj
     assert recall.returncode == 0 and "Kafka" in recall.stdout, recall
     assert "Xk29fjQpL0wzv8Q" not in argv.read_text() and "search" in argv.read_text()
     done = capture(
-        workspace, tmp_path, "Why does webhook A fail on emoji names?", "It was cut mid-emoji \ud83d; fixed."
+        workspace,
+        tmp_path,
+        "Why does webhook A fail on emoji names?",
+        "It was cut mid-emoji \ud83d; fixed.",
+        MEMSEARCH_HOOK_CLI=str(logging_cli),
     )
     assert done.returncode == 0, done.stderr
+    assert "remember" in argv.read_text() and "webhook" not in argv.read_text()  # (the heading: not in argv)
+    assert "## 09:41 Why does webhook A fail on emoji names" in (workspace / "memory" / "2026-12-03.md").read_text()
     assert "cut mid-emoji \ufffd; fixed." in (workspace / "memory" / "2026-12-03.md").read_text()
 
 

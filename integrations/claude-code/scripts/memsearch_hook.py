@@ -781,7 +781,9 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     heading = f"{now():%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
     while True:  # an owner that stalls a moment (a long embed) is asked again while this capture has time
         try:
-            cli(event, "remember", "-", "--summarize", "--heading", heading, stdin=note, env=summary_budget())
+            # (the heading in the environment: a command line is readable by any local user, an environment is not)
+            env = {**summary_budget(), "MEMSEARCH_HEADING": heading}
+            cli(event, "remember", "-", "--summarize", stdin=note, env=env)
             return None
         except NoMemory:
             raise
