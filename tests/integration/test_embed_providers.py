@@ -236,3 +236,12 @@ def test_prefixes_reach_the_local_model() -> None:
     assert cosine(e5.embed([text])[0], plain.embed(["passage: " + text])[0]) > 0.9999
     assert cosine(query_vector(e5, text), plain.embed(["query: " + text])[0]) > 0.9999
     assert cosine(query_vector(e5, text), e5.embed([text])[0]) < 0.9999
+
+
+def test_a_thread_count_beyond_the_cpus_is_the_cpus(tmp_path: Path) -> None:
+    """`embedding.threads = 2000` (a cloned repository's settings) made the model's threads wait on each other:
+    indexing 40 small notes did not finish in two minutes. More threads than CPUs is the CPUs."""
+    embedder = create_embedder(EmbeddingConfig(threads=2000))
+    assert isinstance(embedder, FastEmbedEmbedder) and embedder.threads == (os.cpu_count() or 1)
+    assert len(query_vector(embedder, "kafka")) == 384
+    assert create_embedder(EmbeddingConfig(threads=1)).threads == 1  # type: ignore[attr-defined]

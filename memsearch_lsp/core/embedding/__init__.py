@@ -13,6 +13,8 @@ Providers (`embedding.provider`, `embedding.model`):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -81,6 +83,8 @@ def create_embedder(
     string means the bundled provider."""
     if isinstance(settings, str):
         settings = EmbeddingConfig(model=settings, batch_size=batch_size, threads=threads)
+    if settings.threads > (os.cpu_count() or 1):  # more threads than CPUs wait on each other (2000 stalled indexing)
+        settings = dataclasses.replace(settings, threads=os.cpu_count() or 1)
     if settings.provider == "openai":
         from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 
