@@ -182,6 +182,30 @@ def test_a_fact_in_both_the_summary_and_its_archive_is_found_once_in_the_summary
     assert dropped and all(h.archived for h in dropped)  # is still found in the archive
 
 
+def test_the_summary_keeping_a_fact_word_for_word_comes_first_though_the_archive_matched_more(
+    tmp_path: Path, make_memory
+) -> None:
+    """A user's report: "what limits do we apply per API key" ranked the archived log first (its heading said "Rate
+    limiting", which the summary's section does not) and listed the summary after it: one fact, two hits."""
+    write(tmp_path)
+    (tmp_path / "memory/2026-10-15.md").write_text(
+        "# 2026-10-15\n\n## 10:00 Rate limiting on the public API\n\nDecision: token bucket per API key, 600"
+        " requests/minute burst 100,\nimplemented in the Envoy sidecar rather than in the app.\n" + NOISE,
+        encoding="utf-8",
+    )
+    memory = make_memory(tmp_path)
+    apply_plan(memory, plan_compaction(memory, today=MAR1))
+    summary = (tmp_path / "memory/summary-2026-W42.md").read_text()
+    assert "token bucket per API key" in summary and "Rate limiting" not in summary
+    for settings in ({}, BM25):
+        hits = memory.search("what rate limits do we apply per API key", top_k=5, **settings)
+        assert hits[0].source == "memory/summary-2026-W42.md" and "token bucket" in hits[0].snippet, hits
+        assert not [h for h in hits if h.archived and "token bucket" in h.snippet], hits  # no second hit
+        both = memory.search("what rate limits do we apply per API key", top_k=5, archived=True, **settings)
+        sources = [h.source for h in both]
+        assert sources.index("memory/summary-2026-W42.md") < sources.index("memory/archive/2026-10-15.md"), both
+
+
 def test_the_cli_searches_the_archive_with_archived(tmp_path: Path, fake_model, capsys, monkeypatch) -> None:
     write(tmp_path)
     assert cli.main(["compact", "-w", str(tmp_path)]) == 0

@@ -63,19 +63,34 @@ def summaries_first(
         return list(rows), dict(scores), dict(relevant)
     score, relevance = dict(scores) | {k: s for k, s in ranked if k in set(wanted)}, dict(relevant)
     coverage = store.coverage([r.id for r in [*archived, *live]], terms) if terms else {}
-    out = [r for r in rows]
+    out, behind = list(rows), set[str]()  # (behind: archived copies listed after their summary, at equal score)
     for original in archived:
         summaries = [r for r in live if speaks_for(r, original)]
         theirs = coverage.get(original.id, 0.0)
         same = [r for r in summaries if theirs > 0 and coverage.get(r.id, 0.0) >= SAME_MATCH * theirs]
-        if not same:
+        # or one that keeps the archived chunk's fact word for word, though the archived copy matched more of the
+        # query (its heading said "Rate limiting"): one fact is one hit, the summary's
+        told = same or [r for r in summaries if coverage.get(r.id, 0.0) >= theirs / 2 and keeps_a_line(r, original)]
+        if not told:
             continue  # the summary dropped what matched here: the archived hit stays (demoted by its weight)
-        best = max(same, key=lambda r: score.get(r.id, 0.0))
+        best = max(told, key=lambda r: score.get(r.id, 0.0))
         score[best.id] = max(score.get(best.id, 0.0), score[original.id])
         relevance[best.id] = max(relevance.get(best.id, 0.0), relevance.get(original.id, 0.0))
         if best.id not in {r.id for r in out}:
             out.append(best)
         if not keep_archived:
             out.remove(original)
-    out.sort(key=lambda r: -score[r.id])
+        behind.add(original.id)
+    out.sort(key=lambda r: (-score[r.id], r.id in behind))
     return out, score, relevance
+
+
+def keeps_a_line(summary: Row, original: Row) -> bool:
+    """`summary` (a section) holds a sentence of `original` word for word (40 characters or more: a fact, not a
+    phrase), as the extractive summariser keeps them; line breaks and bullets aside."""
+    text = " ".join(original.content.split())
+    for line in summary.content.splitlines():
+        said = " ".join(line.strip().lstrip("-*> ").split())
+        if any(len(part) >= 40 and part in text for part in re.split(r"(?<=[.!?;])\s+", said)):
+            return True
+    return False
