@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -119,6 +120,30 @@ class _Malformed:
         self.id, self.method, self.reason = msg_id, method, reason
 
 
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([0-9]+)[ \t]*", re.IGNORECASE)
+
+
+class TolerantHeaders:
+    """stdin as pygls' reader takes it (`readline` for each header line, `read` for a body), each header line as that
+    reader matches it (only `Content-Length: N\\r\\n` byte for byte): a header named in another case, without the
+    space, or ended by LF alone made it skip the body, then read it as a header glued to the next: no reply ever
+    again. Passed to pygls' public `start_io(stdin)`."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+
+    def readline(self) -> bytes:
+        line = self.stream.readline()
+        if not line.endswith(b"\n"):  # the end of the stream
+            return line
+        line = line.rstrip(b"\r\n")
+        found = _CONTENT_LENGTH.fullmatch(line)
+        return b"Content-Length: %d\r\n" % int(found.group(1)) if found else line + b"\r\n"
+
+    def read(self, n: int) -> bytes:
+        return self.stream.read(n)
+
+
 def _uris(params: Any) -> list[Any]:
     """The objects of `params` holding a file URI that locates something: a text document, a workspace folder (the
     root's too), a watched file's event; each is normalised once (`file://localhost/`, `%2F`, `..`)."""
@@ -228,6 +253,10 @@ class ReportingServer(LanguageServer):
 
     def report(self, message: str, exc: BaseException | None = None) -> None:
         raise NotImplementedError
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls' stdio server, reading headers as LSP clients write them (`TolerantHeaders`)."""
+        super().start_io(cast(BinaryIO, TolerantHeaders(stdin or sys.stdin.buffer)), stdout)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         if isinstance(error, JsonRpcException):

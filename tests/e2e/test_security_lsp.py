@@ -50,9 +50,12 @@ class Raw:
         return cls(proc)
 
     def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.write(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+    def write(self, body: bytes, header: bytes = b"Content-Length: %d\r\n\r\n") -> None:
+        """`body` as it is, framed by `header` (its %d: the body's length)."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        self.proc.stdin.write(header % len(body) + body)
 
     async def _read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -275,6 +278,24 @@ async def test_malformed_requests_get_invalid_params_with_their_ids(shared: Raw,
         assert 0 < len(huge["result"]) <= 1000
         ok = await server.request("workspace/symbol", {"query": "Redis cache config"})
         assert ok["result"][0]["name"] == "Redis Caching"
+
+
+async def test_headers_in_another_case_spacing_or_line_end_are_read(shared: Raw) -> None:
+    """pygls' reader takes only `Content-Length: N\\r\\n` byte for byte: any other spelling skipped the body, then
+    read it as a header glued to the next one, and the server never answered again."""
+    headers = [
+        b"content-length: %d\r\n\r\n",
+        b"Content-Length:%d\r\n\r\n",
+        b"Content-Length: %d\n\n",
+        b"CONTENT-LENGTH :\t%d \r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\n\r\n",
+    ]
+    for n, header in enumerate(headers, start=40):
+        shared.write(
+            json.dumps({"jsonrpc": "2.0", "id": n, "method": "workspace/symbol", "params": {"query": "x"}}).encode(),
+            header,
+        )
+        assert "result" in await shared.reply(n)
+    assert "result" in await shared.request("workspace/symbol", {"query": "x"})
 
 
 # -- 11. LSP's line model: only CR, LF and CRLF end a line ----------------------------------------------
