@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
@@ -15,6 +16,7 @@ from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
+    JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
 from pygls.lsp.server import LanguageServer
@@ -29,13 +31,15 @@ MAX_ERROR_CHARS = 300
 
 #: The pygls releases this module was written and tested against (pyproject pins the same range). It overrides private
 #: parts of pygls, each named here with what it is for (no public hook does it: pygls 2.1 has none for answering a
-#: request whose params do not parse, nor for the error a handler's ValueError becomes); a release that moved one
+#: request whose params do not parse, nor for the error a handler's ValueError becomes, nor for a reply with a null id:
+#: its converter leaves a None id out); a release that moved one
 #: stops the server at start with PyglsDrift, naming pygls, its version and this range
 #: (tests/unit/test_pygls_contract.py checks them against the installed pygls).
 PYGLS_SUPPORTED = ">=2.0,<2.2"
 PRIVATE = {
     (LanguageServerProtocol, "_send_response"): ("msg_id", "result", "error"),  # every error message one line
     (LanguageServerProtocol, "_send_handler_result"): ("future", "msg_id"),  # a handler's ValueError: InvalidParams
+    (LanguageServerProtocol, "_send_data"): ("data",),  # an error for a message without an id says `"id": null`
     (Workspace, "_create_text_document"): ("doc_uri", "source", "version", "language_id"),  # LSP's line model
 }
 PRIVATE_STATE = (
@@ -113,12 +117,21 @@ class LspWorkspace(Workspace):
         )
 
 
-class _Malformed:
-    """A request whose params could not be read: answered with InvalidParams."""
+class _Refused:
+    """A message answered with an error instead of being handled: a request whose params could not be read
+    (InvalidParams), one without a method (InvalidRequest)."""
 
-    def __init__(self, msg_id: Any, method: str, reason: str):
-        self.id, self.method, self.reason = msg_id, method, reason
+    def __init__(self, msg_id: Any, error: JsonRpcException):
+        self.id, self.error = msg_id, error
 
+
+def _msg_id(data: Any) -> Any:
+    """The id of a message to answer: a number or a string (JSON-RPC), else None (`"id": null`)."""
+    msg_id = data.get("id") if isinstance(data, dict) else None
+    return msg_id if isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool) else None
+
+
+_NOT_REQUESTS = {"dict": 'an object without "jsonrpc": "2.0"', "list": "an array (LSP has no batches)"}
 
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([0-9]+)[ \t]*", re.IGNORECASE)
 
@@ -172,8 +185,8 @@ class _RootUri:
 
 
 class MemsearchProtocol(LanguageServerProtocol):
-    """Answers malformed requests (-32602), early ones (-32002), late ones and those of another JSON-RPC (-32600);
-    error messages are one line."""
+    """Answers malformed requests (-32602), early ones (-32002), late ones, those of another JSON-RPC and anything
+    that is no JSON-RPC message (-32600), unreadable JSON (-32700); error messages are one line."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         check_pygls()
@@ -188,23 +201,32 @@ class MemsearchProtocol(LanguageServerProtocol):
         params = data.get("params")
         if data.get("method") == types.WORKSPACE_SYMBOL and isinstance(params, dict) and params.get("query") is None:
             params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
+        if "jsonrpc" in data and "id" in data and not {"method", "result", "error"} & data.keys():
+            return _Refused(_msg_id(data), JsonRpcInvalidRequest("a request without a method"))
         try:
             return super().structure_message(data)
         except Exception as exc:
-            msg_id = data.get("id")
-            if "jsonrpc" in data and "method" in data and isinstance(msg_id, (int, str)):
+            if "jsonrpc" in data and "method" in data and _msg_id(data) is not None:
                 cause = exc.__cause__ or exc
-                return _Malformed(msg_id, str(data.get("method")), f"{type(cause).__name__}: {cause}")
+                reason = f"invalid params for {data['method']}: {type(cause).__name__}: {cause}"
+                return _Refused(data["id"], JsonRpcInvalidParams(reason))
             raise
 
+    def refuse(self, msg_id: Any, error: JsonRpcException) -> None:
+        """Answer a message the server cannot handle with `error` (logged on one line, never shown to the user)."""
+        log.info("answered a message it could not handle (id %s): %s", msg_id, one_line(str(error)))
+        self._send_response(msg_id, error=error.to_response_error())
+
     def handle_message(self, message: Any) -> None:
-        if isinstance(message, _Malformed):
-            self._send_response(
-                message.id,
-                error=JsonRpcInvalidParams(
-                    f"invalid params for {message.method}: {message.reason}"
-                ).to_response_error(),
-            )
+        if isinstance(message, _Refused):
+            self.refuse(message.id, message.error)
+            return
+        if not hasattr(message, "jsonrpc"):  # no JSON-RPC 2.0 message: an array, a number, an object without "jsonrpc"
+            if isinstance(message, dict) and "method" not in message and {"result", "error"} & message.keys():
+                log.info("ignored a reply without a jsonrpc version (id %s)", _msg_id(message))  # (a reply: no answer)
+            else:
+                what = _NOT_REQUESTS.get(type(message).__name__, "a JSON value")
+                self.refuse(_msg_id(message), JsonRpcInvalidRequest(f"not a JSON-RPC 2.0 request: {what}"))
             return
         method = getattr(message, "method", None)
         is_request = method is not None and getattr(message, "id", None) is not None
@@ -243,13 +265,17 @@ class MemsearchProtocol(LanguageServerProtocol):
     def _send_response(self, msg_id: Any, result: Any | None = None, error: types.ResponseError | None = None) -> None:
         if error is not None:
             error = types.ResponseError(code=error.code, message=one_line(error.message))
+            if msg_id is None:  # (pygls' converter would leave the id out)
+                self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}})
+                return
         super()._send_response(msg_id, result, error)
 
 
 class ReportingServer(LanguageServer):
     """A language server whose failures outside a request (pygls' public hook, `report_server_error`) are told as
     they should be: a message it could not read (a notification's bad params: the client's slip) is logged, never
-    shown to the user as a server error; a handler's own failure is reported once (`report`)."""
+    shown to the user as a server error; JSON it could not parse is answered ParseError; a handler's own failure is
+    reported once (`report`)."""
 
     def report(self, message: str, exc: BaseException | None = None) -> None:
         raise NotImplementedError
@@ -259,7 +285,42 @@ class ReportingServer(LanguageServer):
         super().start_io(cast(BinaryIO, TolerantHeaders(stdin or sys.stdin.buffer)), stdout)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        if isinstance(error, JsonRpcException):
+        if source is JsonRpcException and isinstance(error, UNREADABLE):  # the body is no JSON (pygls' reader)
+            assert isinstance(self.protocol, MemsearchProtocol)
+            self.protocol.refuse(None, JsonRpcParseError(f"the message is not JSON: {error}"))
+        elif isinstance(error, JsonRpcException):
             log.warning("ignored a message the server could not read: %s", error)
         elif source is not FeatureRequestError:  # (a request's failure is its answer)
             self.report(f"{type(error).__name__}: {error}", error)
+
+
+UNREADABLE = (json.JSONDecodeError, UnicodeDecodeError)  # what json.loads raises for a body that is not JSON
+#: pygls' log lines (with a traceback) for a message it could not read: pygls 2.1's wording, checked against its source
+#: by tests/unit/test_pygls_contract.py (a release that rewords one brings its traceback back, nothing worse)
+PYGLS_UNHANDLED, PYGLS_UNREAD = "Unable to handle message", "Unable to deserialize message\n"
+
+
+class ClientSlipsOnOneLine(logging.Filter):
+    """pygls logs a message it could not read (the client's slip, answered or logged by this module) with a
+    traceback: one line says it (a server bug keeps its traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if record.msg == PYGLS_UNHANDLED and isinstance(exc, (*UNREADABLE, JsonRpcException)):
+            return False  # (told by ReportingServer.report_server_error)
+        if isinstance(record.msg, str) and record.msg.startswith(PYGLS_UNREAD) and record.args:
+            trace = str(record.args[0] if isinstance(record.args, tuple) else record.args).strip().splitlines()
+            record.msg, record.args = "unable to read a message: %s", (trace[-1] if trace else "",)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def quiet_pygls() -> None:
+    """Install ClientSlipsOnOneLine on the loggers of pygls' reader and protocol (once)."""
+    from pygls import server
+    from pygls.protocol import json_rpc
+
+    for module in (server, json_rpc):
+        logger = logging.getLogger(module.__name__)
+        if not any(isinstance(f, ClientSlipsOnOneLine) for f in logger.filters):
+            logger.addFilter(ClientSlipsOnOneLine())

@@ -16,6 +16,7 @@ from lsprotocol import types
 from memsearch_lsp.config import ConfigError
 from memsearch_lsp.lsp import lifeline
 from memsearch_lsp.lsp.features import actions, commands, hover, symbols, sync
+from memsearch_lsp.lsp.protocol import quiet_pygls
 from memsearch_lsp.lsp.server import ClientLogHandler, MemsearchServer
 
 
@@ -80,6 +81,7 @@ def configure_logging(verbose: bool = False) -> None:
         force=True,
     )
     logging.getLogger("pygls").setLevel(logging.WARNING)
+    quiet_pygls()  # a message the client got wrong: one line, not a traceback
 
 
 def listen_address(text: str) -> tuple[str, int]:

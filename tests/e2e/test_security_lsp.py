@@ -39,12 +39,12 @@ class Raw:
         self._next = 1000
 
     @classmethod
-    async def start(cls, cwd: Path) -> Raw:
+    async def start(cls, cwd: Path, stderr: Any = asyncio.subprocess.DEVNULL) -> Raw:
         proc = await asyncio.create_subprocess_exec(
             *SERVER,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=stderr,
             cwd=cwd,
         )
         return cls(proc)
@@ -147,7 +147,7 @@ def hover(uri: str, line: int, character: int) -> dict[str, Any]:
     return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
 
 
-def assert_error(reply: dict[str, Any], msg_id: int, code: int) -> None:
+def assert_error(reply: dict[str, Any], msg_id: int | None, code: int) -> None:
     assert reply.get("id") == msg_id and "error" in reply, reply
     error = reply["error"]
     assert error["code"] == code, error
@@ -296,6 +296,49 @@ async def test_headers_in_another_case_spacing_or_line_end_are_read(shared: Raw)
         )
         assert "result" in await shared.reply(n)
     assert "result" in await shared.request("workspace/symbol", {"query": "x"})
+
+
+async def test_what_is_no_jsonrpc_request_is_answered_and_never_shown(shared: Raw) -> None:
+    """JSON-RPC 2.0: a body that is not JSON gets ParseError (-32700), anything that is no request InvalidRequest
+    (-32600), with its id when it has one; neither pops up a server error before the user."""
+    popups = len([n for n in shared.notifications if n["method"] == "window/showMessage"])
+    symbol = {"id": 50, "method": "workspace/symbol", "params": {"query": "x"}}
+    shared.write(json.dumps(symbol).encode())  # no "jsonrpc"
+    assert_error(await shared.reply(50), 50, -32600)
+    shared.write(json.dumps({"jsonrpc": "2.0", "id": 51, "params": {}}).encode())  # no method
+    assert_error(await shared.reply(51), 51, -32600)
+    for body, code in [
+        (json.dumps([{"jsonrpc": "2.0", **symbol}]).encode(), -32600),  # a batch: LSP has none
+        (b"42", -32600),
+        (b"null", -32600),
+        (b"{bad}", -32700),
+        (b"\xff\xfe{", -32700),
+    ]:
+        shared.write(body)
+        reply = await shared.reply(None)
+        assert "id" in reply and reply["error"]["code"] == code, (body, reply)
+    assert "result" in await shared.request("workspace/symbol", {"query": "x"})
+    assert len([n for n in shared.notifications if n["method"] == "window/showMessage"]) == popups
+
+
+async def test_what_the_client_got_wrong_is_logged_on_one_line(tmp_path: Path) -> None:
+    """pygls logged each message it could not read with a traceback at ERROR level: one line says it (answered)."""
+    err = tmp_path / "stderr"
+    with err.open("wb") as sink:
+        server = await Raw.start(tmp_path, stderr=sink)
+        try:
+            await server.initialize(None)
+            server.send({"id": 70, "method": "textDocument/hover", "params": "string"})
+            assert_error(await server.reply(70), 70, -32602)
+            server.send({"method": "textDocument/didOpen", "params": {"textDocument": 3}})
+            server.write(b"{bad}")
+            assert_error(await server.reply(None), None, -32700)
+            assert "result" in await server.request("workspace/symbol", {"query": "x"})
+        finally:
+            await server.stop()
+    log = err.read_text()
+    assert "Traceback" not in log and "ERROR" not in log, log
+    assert "unable to read a message" in log and "could not read" in log, log
 
 
 # -- 11. LSP's line model: only CR, LF and CRLF end a line ----------------------------------------------

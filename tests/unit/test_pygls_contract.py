@@ -29,3 +29,15 @@ def test_a_moved_private_part_stops_with_one_message(monkeypatch: pytest.MonkeyP
     message = str(info.value)
     assert "pygls" in message and metadata.version("pygls") in message and protocol.PYGLS_SUPPORTED in message
     assert "_send_response" in message and "\n" not in message
+
+
+def test_pygls_logs_an_unreadable_message_as_the_filter_expects() -> None:
+    """lsp/protocol.py's ClientSlipsOnOneLine turns these two log lines of pygls (each with a traceback) into one."""
+    import inspect
+
+    from pygls import io_
+    from pygls.protocol import json_rpc
+
+    assert f'logger.exception("{protocol.PYGLS_UNHANDLED}")' in inspect.getsource(io_.run_async)
+    unread = protocol.PYGLS_UNREAD.replace("\n", "\\n")
+    assert f'logger.error("{unread}%s", traceback.format_exc())' in inspect.getsource(json_rpc.JsonRPCProtocol)
