@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 
@@ -299,6 +299,7 @@ class Session:
         self.root: str | None = None  # the folder this session is about, on a shared server
         self._indexed: list[dict[str, Any]] = []
         self.registrations: list[types.Registration] = []
+        self.unregistrations: list[types.Unregistration] = []
         self.edits: list[types.ApplyWorkspaceEditParams] = []
         self.encoding = "utf-16"
 
@@ -312,7 +313,7 @@ class Session:
 
         @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
         def on_unregister(params: types.UnregistrationParams) -> None:
-            return None
+            self.unregistrations.extend(params.unregisterations)
 
     @property
     def indexed(self) -> list[dict[str, Any]]:
@@ -378,6 +379,39 @@ class Session:
         if "32" in self.encoding:
             return len(text)
         return len(text.encode("utf-16-le")) // 2
+
+
+def watches(registration: types.Registration, path: Path, kind: int = 2) -> bool:
+    """A client filtering file events by this didChangeWatchedFiles registration reports `kind` (1 created, 2
+    changed, 4 deleted) of `path`: LSP's glob syntax (`*`, `**`, `?`, `{a,b}`), a string or a RelativePattern."""
+
+    def glob(pattern: str) -> re.Pattern[str]:
+        out, i = "", 0
+        while i < len(pattern):
+            if pattern.startswith("**/", i):
+                out, i = out + "(?:.*/)?", i + 3
+            elif pattern.startswith("**", i):
+                out, i = out + ".*", i + 2
+            elif pattern[i] in "*?":
+                out, i = out + ("[^/]*" if pattern[i] == "*" else "[^/]"), i + 1
+            elif pattern[i] in "{},":
+                out, i = out + {"{": "(?:", "}": ")", ",": "|"}[pattern[i]], i + 1
+            else:
+                out, i = out + re.escape(pattern[i]), i + 1
+        return re.compile(out)
+
+    target = path.as_posix()
+    for watcher in registration.register_options["watchers"]:  # type: ignore[index]
+        pattern = watcher["globPattern"]
+        if isinstance(pattern, dict):
+            base = pattern["baseUri"] if isinstance(pattern["baseUri"], str) else pattern["baseUri"]["uri"]
+            prefix = (to_fs_path(base) or "").rstrip("/") + "/"
+            matched = target.startswith(prefix) and glob(pattern["pattern"]).fullmatch(target[len(prefix) :])
+        else:
+            matched = glob(pattern).fullmatch(target)
+        if matched and watcher.get("kind", 7) & kind:
+            return True
+    return False
 
 
 def workspace_folder(path: Path) -> types.WorkspaceFolder:

@@ -23,6 +23,7 @@ from tests.helpers import (
     stop,
     until,
     wait_until,
+    watches,
     workspace_folder,
 )
 
@@ -48,6 +49,42 @@ async def test_each_root_has_its_own_index_and_search_spans_them(two_roots: tupl
     axolotl = await session.until_symbol("axolotl habitat", "Axolotl")
     assert isinstance(axolotl.location, types.Location) and "/two/notes/" in axolotl.location.uri
     assert (await session.symbols("Redis cache config"))[0].name == "Redis Caching"
+
+
+@pytest.mark.clients("visual_studio_code")  # (RelativePatterns; the plain globs are the same paths)
+async def test_the_watchers_cover_what_is_indexed_and_go_with_their_folder(lsp: LanguageClient, tmp_path: Path) -> None:
+    """A client filters file events by the registered globs: they must match every file the indexer reads (`.md`
+    and `.markdown`, a memory path naming one file) and a deleted folder; a removed folder's watcher is
+    unregistered, and one added again is registered under a new id."""
+    ws, other = tmp_path / "ws", tmp_path / "other"
+    for path, text in [
+        ("memory/a.md", "# A\n\nalpha\n"),
+        ("memory/sub/x.markdown", "# X\n"),
+        ("notes/pinned.md", "# P\n"),
+    ]:
+        (ws / path).parent.mkdir(parents=True, exist_ok=True)
+        (ws / path).write_text(text)
+    (ws / ".memsearch.toml").write_text('[memory]\npaths = ["memory", "notes/pinned.md"]\n')
+    (other / "memory").mkdir(parents=True)
+    (other / "memory" / "b.md").write_text("# B\n\nbeta\n")
+    session = await open_session(lsp, ws, FAST, wait=2, folders=[ws, other])
+    mine = next(r for r in session.registrations if watches(r, ws / "memory/a.md"))
+    for path in ("memory/sub/x.markdown", "memory/new.markdown", "notes/pinned.md"):
+        assert watches(mine, ws / path) and watches(mine, ws / path, kind=1), path
+    assert watches(mine, ws / "memory/sub", kind=4)  # a folder deleted whole
+    assert not watches(mine, ws / "notes/other.md") and not watches(mine, ws / "src/x.md")
+
+    theirs = next(r for r in session.registrations if watches(r, other / "memory/b.md"))
+    change = session.client.workspace_did_change_workspace_folders
+    gone = types.WorkspaceFoldersChangeEvent(added=[], removed=[workspace_folder(other)])
+    change(types.DidChangeWorkspaceFoldersParams(event=gone))
+    await until(
+        lambda: [u.id for u in session.unregistrations] == [theirs.id], "the removed folder's watcher withdrawn"
+    )
+    back = types.WorkspaceFoldersChangeEvent(added=[workspace_folder(other)], removed=[])
+    change(types.DidChangeWorkspaceFoldersParams(event=back))
+    await until(lambda: len(session.registrations) == 3, "the folder added again watched again")
+    assert len({r.id for r in session.registrations}) == 3 and watches(session.registrations[-1], other / "memory/b.md")
 
 
 @pytest_asyncio.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,13 +13,14 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from memsearch_lsp.core.files import MAX_FILE_BYTES, memory_folders
+from memsearch_lsp.core.files import MAX_FILE_BYTES, SUFFIXES, memory_folders
 from memsearch_lsp.core.onboard import find_workspace
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
 
 log = logging.getLogger(__name__)
+UNREGISTER_S = 5.0  # a client that never answers an unregistration holds up no folder change longer
 
 
 def _bump(ls: MemsearchServer, root: Root, source: str) -> int:
@@ -135,6 +137,7 @@ async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFold
                 if served in ls.roots and not any(k == served or served in k.parents for k in kept):
                     root = ls.roots.pop(served)
             if root is not None:
+                await unwatch(ls, root)
                 ls.close_root(root)
         started = set(ls.roots)
         await ls.open_roots(root_path=not removed)  # the folder removed was the root: it stays closed
@@ -169,35 +172,11 @@ def _dynamic(ls: MemsearchServer) -> tuple[bool, bool]:
 async def watch(ls: MemsearchServer, root: Root) -> None:
     """Ask the client to watch the memory folders; poll them when it cannot."""
     dynamic, relative = _dynamic(ls)
-    if root.registration:
-        try:
-            await ls.client_unregister_capability_async(
-                types.UnregistrationParams(
-                    unregisterations=[
-                        types.Unregistration(id=root.registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-                    ]
-                )
-            )
-        except Exception as exc:
-            log.debug("unregister failed: %s", exc)
-        root.registration = ""
-    if root.poller:
-        root.poller.cancel()
-        root.poller = None
+    await unwatch(ls, root)
     if not dynamic:
         root.poller = asyncio.ensure_future(poll(ls, root))
         return
-    watchers = []
-    for entry in root.config.memory.paths:
-        base = root.path / entry
-        if relative:
-            pattern: types.GlobPattern = types.RelativePattern(
-                base_uri=from_fs_path(str(base)) or str(base), pattern="**/*.md"
-            )
-        else:
-            pattern = f"{base.as_posix()}/**/*.md"
-        watchers.append(types.FileSystemWatcher(glob_pattern=pattern))
-    registration = f"memsearch-watch-{abs(hash(root.path)) % 10**8}"
+    registration = f"memsearch-watch-{uuid.uuid4().hex[:12]}"  # never one a removed folder's may still hold
     try:
         await ls.client_register_capability_async(
             types.RegistrationParams(
@@ -205,7 +184,9 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
                     types.Registration(
                         id=registration,
                         method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                            watchers=watchers(root.path, root.config.memory.paths, relative)
+                        ),
                     )
                 ]
             )
@@ -216,13 +197,55 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
         root.poller = asyncio.ensure_future(poll(ls, root))
 
 
+async def unwatch(ls: MemsearchServer, root: Root) -> None:
+    """Withdraw the root's watcher: unregister it with the client, or stop polling."""
+    if root.registration:
+        unregistration = types.Unregistration(id=root.registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+        root.registration = ""
+        try:
+            unregister = ls.client_unregister_capability_async(
+                types.UnregistrationParams(unregisterations=[unregistration])
+            )
+            await asyncio.wait_for(unregister, UNREGISTER_S)
+        except Exception as exc:
+            log.debug("unregister failed: %s", exc)
+    if root.poller:
+        root.poller.cancel()
+        root.poller = None
+
+
+def watchers(workspace: Path, paths: Sequence[str], relative: bool) -> list[types.FileSystemWatcher]:
+    """What a client watches for a root: the Markdown files (every suffix the indexer reads) under each memory
+    folder, a memory path that names one file, and any deletion under a memory folder (a folder deleted whole
+    reports only itself). A RelativePattern is rooted at the memory folder (or a file's folder), where a client
+    that watches folders (Neovim on Linux) starts."""
+
+    def watcher(base: Path, pattern: str, kind: types.WatchKind | None = None) -> types.FileSystemWatcher:
+        glob: types.GlobPattern = (
+            types.RelativePattern(base_uri=from_fs_path(str(base)) or str(base), pattern=pattern)
+            if relative
+            else f"{base.as_posix()}/{pattern}"
+        )
+        return types.FileSystemWatcher(glob_pattern=glob, kind=kind)
+
+    found = []
+    for entry in paths:
+        base = workspace / entry
+        if base.name.endswith(SUFFIXES) and not base.is_dir():  # a memory path may name one Markdown file
+            found.append(watcher(base.parent, base.name))
+            continue
+        found += [watcher(base, f"**/*{suffix}") for suffix in SUFFIXES]
+        found.append(watcher(base, "**", types.WatchKind.Delete))
+    return found
+
+
 def snapshot(root: Root) -> dict[str, tuple[int, int]]:
     """mtime and size of every Markdown file under the memory folders."""
     state: dict[str, tuple[int, int]] = {}
     for base in memory_folders(root.path, root.config)[0]:
         for folder, _, names in os.walk(base):
             for name in names:
-                if name.endswith((".md", ".markdown")):
+                if name.endswith(SUFFIXES):
                     path = os.path.join(folder, name)
                     try:
                         st = os.stat(path)
