@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
-from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk
+from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk, valid_unicode
 from memsearch_lsp.core.search.hybrid import Expanded, Hit, display_heading
 
 
@@ -109,7 +109,8 @@ def flat_symbols(
 
 
 def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[types.DocumentSymbol]:
-    """The heading outline; sub-chunks of one long section merge back into one symbol."""
+    """The heading outline; sub-chunks of one long section merge back into one symbol. Names are valid Unicode (a
+    buffer's lone surrogate, which strict JSON decoders refuse, is replaced; flat_symbols takes these names)."""
     roots: list[types.DocumentSymbol] = []
     stack: list[tuple[int, types.DocumentSymbol]] = []
     previous: Chunk | None = None
@@ -133,7 +134,7 @@ def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[type
             stack.pop()
         heading_line = chunk.content.split("\n", 1)[0]
         symbol = types.DocumentSymbol(
-            name=display_heading(chunk.heading, chunk.content) or "(untitled)",
+            name=valid_unicode(display_heading(chunk.heading, chunk.content)) or "(untitled)",
             kind=types.SymbolKind.Namespace if chunk.level == 1 else types.SymbolKind.String,
             range=rng,
             selection_range=types.Range(

@@ -73,6 +73,22 @@ async def test_a_lone_surrogate_in_a_query_is_an_ordinary_query(session: Session
     assert "Redis Caching" in [h["heading"] if isinstance(h, dict) else h.heading for h in hits]
 
 
+async def test_a_lone_surrogate_in_a_buffer_never_reaches_a_symbol_name(session: Session) -> None:
+    """documentSymbol echoed a buffer's lone surrogate as "\\ud83d", which strict JSON decoders refuse."""
+    doc = session.open(session.workspace / "memory" / "surr.md", text="# Surr \ud83d tapir\n\n## Kid \udc00\n\nbody\n")
+    outline = await asyncio.wait_for(
+        session.client.text_document_document_symbol_async(
+            types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=doc))
+        ),
+        REPLY_S,
+    )
+    assert outline and isinstance(outline[0], types.DocumentSymbol) and outline[0].children
+    names = [outline[0].name, outline[0].children[0].name]
+    for name in names:
+        name.encode("utf-8")  # (a lone surrogate cannot be encoded)
+    assert names[0].startswith("Surr ") and names[0].endswith(" tapir") and names[1].startswith("Kid")
+
+
 # -- 2. over LSP: a workspace whose .memsearch is a link outside gets nothing written through it -------------
 async def test_the_server_writes_nothing_through_a_linked_index_folder(tmp_path: Path) -> None:
     ws, outside = make_workspace(tmp_path), tmp_path / "outside"
