@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import (
     FeatureRequestError,
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
@@ -274,8 +275,8 @@ class MemsearchProtocol(LanguageServerProtocol):
 class ReportingServer(LanguageServer):
     """A language server whose failures outside a request (pygls' public hook, `report_server_error`) are told as
     they should be: a message it could not read (a notification's bad params: the client's slip) is logged, never
-    shown to the user as a server error; JSON it could not parse is answered ParseError; a handler's own failure is
-    reported once (`report`)."""
+    shown to the user as a server error; JSON it could not parse is answered ParseError; a request's failure is its
+    answer (nothing more: an unknown method is no warning); a handler's own failure is reported once (`report`)."""
 
     def report(self, message: str, exc: BaseException | None = None) -> None:
         raise NotImplementedError
@@ -285,32 +286,43 @@ class ReportingServer(LanguageServer):
         super().start_io(cast(BinaryIO, TolerantHeaders(stdin or sys.stdin.buffer)), stdout)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
+        if source is FeatureRequestError:  # answered: its failure is its answer (pygls logged it)
+            return
         if source is JsonRpcException and isinstance(error, UNREADABLE):  # the body is no JSON (pygls' reader)
             assert isinstance(self.protocol, MemsearchProtocol)
             self.protocol.refuse(None, JsonRpcParseError(f"the message is not JSON: {error}"))
         elif isinstance(error, JsonRpcException):
             log.warning("ignored a message the server could not read: %s", error)
-        elif source is not FeatureRequestError:  # (a request's failure is its answer)
+        else:
             self.report(f"{type(error).__name__}: {error}", error)
 
 
 UNREADABLE = (json.JSONDecodeError, UnicodeDecodeError)  # what json.loads raises for a body that is not JSON
-#: pygls' log lines (with a traceback) for a message it could not read: pygls 2.1's wording, checked against its source
-#: by tests/unit/test_pygls_contract.py (a release that rewords one brings its traceback back, nothing worse)
+#: pygls' log lines with a traceback for what the client got wrong (pygls 2.1's wording, checked against its source by
+#: tests/unit/test_pygls_contract.py: a release that rewords one brings its traceback back, nothing worse): a message it
+#: could not read (this module answers or logs it on one line), a request answered with a JSON-RPC error
 PYGLS_UNHANDLED, PYGLS_UNREAD = "Unable to handle message", "Unable to deserialize message\n"
+PYGLS_ANSWERED = 'Exception occurred for message "%s"'
 
 
 class ClientSlipsOnOneLine(logging.Filter):
-    """pygls logs a message it could not read (the client's slip, answered or logged by this module) with a
-    traceback: one line says it (a server bug keeps its traceback)."""
+    """pygls logs what the client got wrong with a traceback at ERROR level: this module says it on one line (a server
+    bug keeps its traceback)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if record.msg == PYGLS_UNHANDLED and isinstance(exc, (*UNREADABLE, JsonRpcException)):
             return False  # (told by ReportingServer.report_server_error)
-        if isinstance(record.msg, str) and record.msg.startswith(PYGLS_UNREAD) and record.args:
-            trace = str(record.args[0] if isinstance(record.args, tuple) else record.args).strip().splitlines()
-            record.msg, record.args = "unable to read a message: %s", (trace[-1] if trace else "",)
+        if isinstance(record.msg, str) and record.msg.startswith(PYGLS_UNREAD):
+            return False  # (told by MemsearchProtocol.refuse, or report_server_error)
+        if (
+            record.msg == PYGLS_ANSWERED
+            and isinstance(exc, JsonRpcException)
+            and not isinstance(exc, JsonRpcInternalError)
+        ):
+            msg_id = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg, record.args = "answered request %s: %s", (msg_id, one_line(str(exc)))
+            record.exc_info, record.exc_text = None, None
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
 

@@ -229,7 +229,7 @@ class MemsearchServer(ReportingServer):
                 "ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )
-        if stats.changed:
+        if stats.changed and (op != "index" or root.memory.remote):  # (a full pass here: the indexer says it)
             log.info("%s: %s", root.path.name, str(stats).split("\n")[0])
         return stats
 
@@ -331,7 +331,7 @@ class MemsearchServer(ReportingServer):
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
 
         try:
-            stats = await self.write(root, lambda memory: memory.index(force=force, progress=progress))
+            stats = await self.write(root, "index", force=force, progress=progress)
         finally:
             if token is not None:
                 self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))

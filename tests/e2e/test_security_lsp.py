@@ -322,14 +322,23 @@ async def test_what_is_no_jsonrpc_request_is_answered_and_never_shown(shared: Ra
 
 
 async def test_what_the_client_got_wrong_is_logged_on_one_line(tmp_path: Path) -> None:
-    """pygls logged each message it could not read with a traceback at ERROR level: one line says it (answered)."""
+    """pygls logged what the client got wrong with a traceback at ERROR level, and the server warned of each unknown
+    method or command it had answered as of a message it could not read: one line says each (the answer says it
+    all); each index pass is said once, not by the indexer and again by the server."""
+    ws = make_workspace(tmp_path, examples=False)
+    (ws / "memory" / "a.md").write_text("# A\n\nalpha\n")
     err = tmp_path / "stderr"
     with err.open("wb") as sink:
-        server = await Raw.start(tmp_path, stderr=sink)
+        server = await Raw.start(ws, stderr=sink)
         try:
-            await server.initialize(None)
+            await server.initialize(ws)
+            await server.indexed()
             server.send({"id": 70, "method": "textDocument/hover", "params": "string"})
             assert_error(await server.reply(70), 70, -32602)
+            server.send({"id": 71, "method": "no/such", "params": {}})
+            assert_error(await server.reply(71), 71, -32601)
+            server.send({"id": 72, "method": "workspace/executeCommand", "params": {"command": "memsearch.nope"}})
+            assert_error(await server.reply(72), 72, -32602)
             server.send({"method": "textDocument/didOpen", "params": {"textDocument": 3}})
             server.write(b"{bad}")
             assert_error(await server.reply(None), None, -32700)
@@ -338,7 +347,9 @@ async def test_what_the_client_got_wrong_is_logged_on_one_line(tmp_path: Path) -
             await server.stop()
     log = err.read_text()
     assert "Traceback" not in log and "ERROR" not in log, log
-    assert "unable to read a message" in log and "could not read" in log, log
+    told = [n["params"]["message"] for n in server.notifications if n["method"] == "window/logMessage"]
+    assert not [m for m in told if "no/such" in m or "memsearch.nope" in m], told
+    assert log.count("+1 added") == 1 and len([m for m in told if "+1 added" in m]) == 1, (log, told)
 
 
 # -- 11. LSP's line model: only CR, LF and CRLF end a line ----------------------------------------------

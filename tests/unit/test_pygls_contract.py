@@ -32,7 +32,7 @@ def test_a_moved_private_part_stops_with_one_message(monkeypatch: pytest.MonkeyP
 
 
 def test_pygls_logs_an_unreadable_message_as_the_filter_expects() -> None:
-    """lsp/protocol.py's ClientSlipsOnOneLine turns these two log lines of pygls (each with a traceback) into one."""
+    """lsp/protocol.py's ClientSlipsOnOneLine says on one line what pygls logs with a traceback."""
     import inspect
 
     from pygls import io_
@@ -40,4 +40,6 @@ def test_pygls_logs_an_unreadable_message_as_the_filter_expects() -> None:
 
     assert f'logger.exception("{protocol.PYGLS_UNHANDLED}")' in inspect.getsource(io_.run_async)
     unread = protocol.PYGLS_UNREAD.replace("\n", "\\n")
-    assert f'logger.error("{unread}%s", traceback.format_exc())' in inspect.getsource(json_rpc.JsonRPCProtocol)
+    source = inspect.getsource(json_rpc.JsonRPCProtocol)
+    assert f'logger.error("{unread}%s", traceback.format_exc())' in source
+    assert f"logger.exception('{protocol.PYGLS_ANSWERED}', msg_id)" in source
