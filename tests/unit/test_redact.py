@@ -3,6 +3,10 @@ kept; placeholders, variables and ordinary text left alone; notes found again, s
 
 from __future__ import annotations
 
+import random
+import string
+from urllib.parse import quote
+
 import pytest
 
 from memsearch_lsp.core.forget import section_of, without_section
@@ -264,4 +268,114 @@ def test_secrets_as_answers_and_commands_write_them_are_redacted(text: str, secr
     ],
 )
 def test_paths_names_and_code_beside_secret_words_are_kept(text: str) -> None:
+    assert safe_text(text) == text
+
+
+# Generated passwords (16 characters, password managers' marks) that were kept: a `(` or `[` read as code, a leading
+# `<`, `[`, `{`, `$`, `%24` or `/` read as a placeholder, a variable or a path, a `;` `,` `&` `|` `<` or `@` cutting
+# the value short, no digit in a password said in words.
+LAYOUTS = {
+    "env": "DB_PASSWORD={p}",
+    "export": "export API_TOKEN={p}",
+    "json": '{{"password": "{p}"}}',
+    "yaml": "password: {p}",
+    "yaml-quoted": "password: '{p}'",
+    "flag": "--password={p}",
+    "connection": "Server=db;User Id=app;Password={p};",
+    "url": "postgres://app:{p}@db.internal:5432/app",
+    "words": "the db password is {p}",
+}
+GENERATED = [
+    ("env", "Xk9m(P2vL7qR4tZ8"), ("env", "[Xk9mP2vL7qR4tZ8"), ("env", "/Xk9mP2vL7qR4tZ8"),
+    ("env", "<a~5ID:nOdcd]*bW"), ("env", "lESWhSVPQeKwgHT("), ("env", "${T(Pap45SN*ZR|."),
+    ("env", "Xk9mP2vL7qR4tZ8[0]"), ("export", "$ikprS54xfWH76uB"), ("json", "<Xk9mP2vL7qR4tZ8"),
+    ("yaml", "e(d%}dEtAILli)F>"), ("yaml", "BkY&c$F*MiibghXy"), ("yaml", ":|-lJ<.l(El-xD,="),
+    ("yaml", "$(KY85kadDYG#omu"), ("yaml-quoted", "XzNFUx_y.nGPdMbw"), ("flag", "@(vMjm~zzo@(/?&W"),
+    ("flag", "V+mJ;MnSzBGL<>K]"), ("connection", "GP_/JQy,c(cCO!)F"), ("connection", "~#;zq|HZdPK_kAtU"),
+    ("url", "%24Nlbsn89MblLKsmq"), ("url", "v?UW4~M/<3W=(V<T"), ("url", "@g*5)J!-e#Zf]zs<"),
+    ("words", "lljaTdv_rS#[n=pZ"), ("words", "kncSAh&Wacn$BKHb"),
+    ("words", "ZwVwsYpWIorgQObk"), ("words", "RVK-+/$L(&/W$(=I"),
+]  # fmt: skip
+
+
+def _survives(layout: str, password: str) -> bool:
+    out = safe_text(LAYOUTS[layout].format(p=password))
+    return any(password[i : i + 8] in out for i in range(len(password) - 7))
+
+
+@pytest.mark.parametrize(("layout", "password"), GENERATED)
+def test_a_generated_password_is_redacted_whatever_marks_it_holds(layout: str, password: str) -> None:
+    assert not _survives(layout, password)
+
+
+def test_generated_passwords_survive_in_under_one_in_a_hundred_settings() -> None:
+    rng = random.Random(1)
+    alphabet = string.ascii_letters + string.digits + "!#$%&()*+,-./:;<=>?@[]^_{|}~"
+    for layout in LAYOUTS:
+        passwords = ["".join(rng.choice(alphabet) for _ in range(16)) for _ in range(400)]
+        passwords = [p.replace('"', "x").replace("'", "x") for p in passwords]
+        kept = [p for p in passwords if _survives(layout, p)] + [
+            p for p in passwords[:100] if layout == "url" and _survives(layout, quote(p, safe=""))
+        ]
+        assert len(kept) <= 4, (layout, kept[:3])
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [  # layouts no rule knew
+        ("sshpass -pXk9mP2vL7qR4tZ8wN3bY ssh deploy@host", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("CREATE USER bob IDENTIFIED BY 'Xk9mP2vL7q''R4tZ8';", "R4tZ8"),
+        ("CREATE USER scott IDENTIFIED BY Tiger2024x;", "Tiger2024x"),
+        ("ALTER USER postgres WITH PASSWORD 'Xk9mP2vL7qR4tZ8wN3bY';", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("CREATE ROLE app WITH LOGIN PASSWORD 'hunter2Qx9vLm';", "hunter2Qx9vLm"),
+        ("db:\n  password: |\n    Xk9mP2vL7qR4tZ8wN3bY\n  host: db", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("token: >-\n  Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("git clone https://Xk9mP2vL7qR4tZ8wN3bY@github.com/org/repo.git", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("PASSWORD＝Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("REDIS_AUTH=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("SESSION_COOKIE=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("SALT=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("webhook_signature: Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+    ],
+)
+def test_sql_yaml_blocks_url_tokens_and_auth_settings_are_redacted(text: str, secret: str) -> None:
+    assert secret not in safe_text(text) and "[redacted: " in safe_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # references, placeholders, paths and prose: each shape kept whole (a password may only start like one)
+        "password = get_password()",
+        'password = os.environ["DB_PASSWORD"] and token = os.getenv("TOKEN")',
+        "password = request.form['password']; api_key = config[:api][:key]; salt = os.urandom(16)",
+        "token = secrets.token_hex(32)\ncredentials = ServiceAccountCredentials.from_p12_keyfile(",
+        "password: ${DB_PASSWORD}\nDB_PASSWORD=$(cat /run/secrets/db) TOKEN=$GITHUB_TOKEN PW=$dbPassword",
+        "PASSWORD=<your-password> and password: [REDACTED] and token: {token} and password: ********",
+        'DB_PASSWORD=%PASSWORD% password = "%(password)s" password: "{{ vault_db_password }}"',
+        "password_file: /run/secrets/db\nsecret_file=~/.config/app/secret\ntoken_path=/var/run/secrets/token",
+        "reset the password for Carol; the password policy requires 12 chars",
+        "The password is in 1Password. The password is (see the vault). The password is PostgreSQL's default.",
+        "REDIS_AUTH=disabled AUTH=basic SESSION_COOKIE=sessionid SESSION_COOKIE_SECURE=True salt: 16 auth: oauth2",
+        "const headers = new Headers({ 'set-cookie': 'undici=getSetCookies; Secure' })",
+        "* `signature`: {ArrayBuffer|TypedArray|DataView|Buffer}\n* `privateKey`: {KeyObject}",
+        "ALTER USER postgres WITH PASSWORD 'postgres'; ALTER USER app WITH PASSWORD :'pw';",
+        "Users are identified by their email; CREATE USER bob IDENTIFIED BY 'password';",
+        "git clone https://git@github.com/org/repo.git or https://john.smith@example.com/path",
+        "sshpass -p $PASS ssh host; sshpass -f ~/.pw ssh host",
+        "password: |\n  ${DB_PASSWORD}\ndescription: |\n  The token is rotated.",
+    ],
+)
+def test_references_placeholders_paths_and_prose_beside_secret_words_are_kept(text: str) -> None:
+    assert safe_text(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # ... and these were redacted
+        "verify_signature(payload, headers, *, secret=None, tolerance=300); unwrap(payload, *, secret=None)",
+        "DB_PASSWORD=${DB_PASSWORD:-changeme}",
+        "password: !vault |",
+    ],
+)
+def test_a_default_a_yaml_tag_and_code_closing_around_a_value_are_kept(text: str) -> None:
     assert safe_text(text) == text

@@ -1,6 +1,7 @@
 """What never reaches a memory file: secrets (API keys and tokens of the common providers, private key blocks,
-JWTs, passwords in URLs, authorization headers and command lines, settings whose name says secret, token or
-password: `NAME=value`, `--name=value`, `name: value` in YAML and JSON, "the password is ..." in five
+JWTs, passwords and tokens in URLs, authorization headers, command lines and SQL (`IDENTIFIED BY`, `WITH PASSWORD`),
+settings whose name says secret, token or password (or auth, cookie, salt, signature, when the value looks made):
+`NAME=value`, `--name=value`, `name: value` in YAML (a block scalar too) and JSON, "the password is ..." in five
 languages), each replaced by a marker naming its kind (`[redacted: aws-key]`), and `<private>...</private>`
 spans, removed whole.
 
@@ -33,6 +34,7 @@ from memsearch_lsp.core.redact.values import (
     _secret_name,
     _stands_in,
     _user_password,
+    _weak_name,
 )
 
 MARKER = "[redacted: {kind}]"
@@ -164,12 +166,13 @@ RULES: tuple[Rule, ...] = (
             or _basic_stands_in(m[0], m[1])
         ),
     ),
-    Rule(  # a password on a command line: curl -u user:pass, mysql -pPASS, sshpass -p PASS, docker login -p PASS
+    Rule(  # a password on a command line: curl -u user:pass, mysql -pPASS, sshpass -p PASS (or -pPASS), docker login
         "cli-password",
         re.compile(
             r"(?:\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[ \t]+(?P<user>[^\s:]{1,100}):|"
             r"\bmysql\w*(?:[ \t]+-{1,2}[A-Za-z][\w-]*(?:[= ][^\s-]\S*)?){0,8}?[ \t]+-p|"  # (its own options only)
-            r"\b(?:sshpass|docker login|podman login|mongo|mongosh|az login|wget|lftp|smbclient)\b[^\n]{0,200}?"
+            r"\bsshpass\b[^\n]{0,200}?\s-p[ \t]*|"
+            r"\b(?:docker login|podman login|mongo|mongosh|az login|wget|lftp|smbclient)\b[^\n]{0,200}?"
             r"\s(?:-p|--password|--http-password|--ftp-password)[ \t=]+|"
             r"\bredis-cli\b[^\n]{0,200}?\s-a[ \t]+|\s-pass(?:in|out|word)?[ \t]+pass:|"
             r"\bhtpasswd\b(?:[ \t]+-\w+)*?[ \t]+-\w*b\w*(?:[ \t]+-\w+)*[ \t]+\S+[ \t]+\S+[ \t]+)"
@@ -217,7 +220,8 @@ RULES: tuple[Rule, ...] = (
         "url-password",
         re.compile(
             r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):"
-            r"(?P<password>[^\s/\"'<>@][^\s\"'<>]*?)@(?=[^\s@/]*(?:[/\s]|$))"  # (an @, # or / in it too)
+            r"(?P<password>[^\s\"'][^\s\"']*?)@"  # (an @, # or / in it too: the last @ before a host)
+            r"(?=(?:[\w.-]+|\[[\w:.]+\])(?::\d*)?(?:/|[?#][^\s@]*(?:\s|$)|[)>\"'`,.;!]*(?:\s|$)))"
         ),
         group=2,
         keep=lambda m: _stands_in(m["password"], m["user"]),
@@ -225,30 +229,72 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "secret",
         re.compile(
-            r"(?<![\w.-])(?:--?)?(?P<name>[A-Za-z_][\w.-]*)(?:\[?[\"'][A-Za-z_]\w*[\"']\])?[ \t]*:?=[ \t]*"
-            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>(?:[^\s\"'`;&]|&(?![\w.-]+=))+))"
-        ),
-        group=_VALUE,
-        keep=lambda m: not _secret_name(_named(m)) or _code(m) or _stands_in(_valued(m), _named(m)),
-        nested=("dq", "sq"),
-    ),
-    Rule(  # name: value (YAML, JSON, a JavaScript object): only a value that looks like a key, not a word
-        "secret",
-        re.compile(
-            r"(?<![\w.-])[\"'`]?(?P<name>[A-Za-z_][\w.-]*)[\"'`]?[ \t]*(?::|[ \t]*\|)[ \t]*"
-            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|`(?P<bq>[^`\n]+)`|"
-            r"(?P<value>[^\s\"'`,;&|]+)(?=[ \t]*(?:[,}\]#\n\"'|]|$)))",
-            re.MULTILINE,
+            r"(?<![\w.-])(?:--?)?(?P<name>[A-Za-z_][\w.-]*)(?:\[?[\"'][A-Za-z_]\w*[\"']\])?[ \t]*(?::?=|＝)[ \t]*"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>(?:[^\s\"'`;&]|&(?![\w.-]+=)|"
+            r";(?![A-Za-z][A-Za-z. -]*=|[\s\"'`]|$))+))"  # (a `;` inside it too: `Password=ab;cd;`)
         ),
         group=_VALUE,
         keep=lambda m: (
             not _secret_name(_named(m))
             or _code(m)
             or _stands_in(_valued(m), _named(m))
-            or not (_random(_valued(m)) or " " in _valued(m) or _password_name(_named(m)))
+            or (_weak_name(_named(m)) and not _random(_valued(m)))  # AUTH=basic, SESSION_COOKIE=sessionid
+        ),
+        nested=("dq", "sq"),
+    ),
+    Rule(  # name: value (YAML, JSON, a JavaScript object): only a value that looks like a key, not a word
+        "secret",
+        re.compile(
+            r"(?<![\w.-])(?<!\$\{)[\"'`]?(?P<name>[A-Za-z_][\w.-]*)[\"'`]?[ \t]*(?::|[ \t]*\|)[ \t]*"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|`(?P<bq>[^`\n]+)`|"
+            r"(?P<value>[^\s\"'`][^\s\"'`]*?(?=[,;]?[ \t]*$|[ \t]+\#)|"  # (to the line's end: `,;&|` in it)
+            r"[^\s\"'`,;&|]+(?=[ \t]*(?:[,}\]#\n\"'|]|$))))",
+            re.MULTILINE,
+        ),
+        group=_VALUE,
+        keep=lambda m: _kept_key(m),
+    ),
+    Rule(  # a YAML block scalar: `password: |` (or `>-`, `!vault |`) and the indented lines under it
+        "secret",
+        re.compile(
+            r"^(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*(?:![\w!/-]*[ \t]+)?"
+            r"[|>][1-9+-]{0,2}[ \t]*(?:#[^\n]*)?\n(?P=indent)[ \t]+(?P<value>\S[^\n]*(?:\n(?P=indent)[ \t]+\S[^\n]*)*)",
+            re.MULTILINE,
+        ),
+        group=("value",),
+        keep=lambda m: _kept_key(m),
+    ),
+    Rule(  # SQL: CREATE USER bob IDENTIFIED BY 'pw' (or bare), ALTER USER app WITH PASSWORD 'pw', ROLE .. PASSWORD
+        "secret",
+        re.compile(
+            r"(?i:\b(?:user|role)[ \t]+(?P<user>[\w\"'`@%.-]+)(?:[ \t]+[^;\n]{0,80}?)?[ \t]+"
+            r"(?:identified(?:[ \t]+with[ \t]+\w+)?[ \t]+by(?:[ \t]+password)?|password(?=[ \t]+['\"])))[ \t]+"
+            r"(?:'(?P<sq>(?:[^'\n]|'')+)'|\"(?P<dq>[^\"\n]+)\"|(?P<value>[^\s;'\"]+))"
+        ),
+        group=_VALUE,
+        keep=lambda m: _stands_in(_valued(m), m["user"]),
+    ),
+    Rule(  # a token as a URL's user name: https://<token>@github.com/org/repo.git (a user name is a word, a slug)
+        "url-token",
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<token>[A-Za-z0-9_~%+-]{16,})@(?=[\w-]+(?:\.[\w-]+)+)"),
+        group=1,
+        keep=lambda m: (
+            not (_mixed(m[1]) and (len(m[1]) >= 32 or (m[1] != m[1].lower() and m[1] != m[1].upper())))
+            or _stands_in(m[1])
         ),
     ),
 )
+
+
+def _kept_key(match: re.Match[str]) -> bool:
+    """`name: value` left alone: not a secret's name, code, a placeholder, or a word under a key's or token's name
+    (`signing_key: kid-2024-03`); a password's value is one whatever it looks like."""
+    name, value = _named(match), _valued(match)
+    if not _secret_name(name) or _code(match) or _stands_in(value, name):
+        return True
+    if _weak_name(name):  # `auth: basic`, `'set-cookie': 'id=a; Secure'`
+        return " " in value or not _random(value)
+    return not (_random(value) or " " in value or _password_name(name))
 
 
 @dataclass(frozen=True)

@@ -8,21 +8,39 @@ import base64
 import re
 
 _MARKED = re.compile(r"\[redacted: [a-z0-9-]+\]")  # a value already replaced
-# Values that stand for a secret rather than being one: a variable, a template, a placeholder word.
+# Values that stand for a secret rather than being one, whole: a template (`{{ vault_pw }}`, `<%= ENV['PW'] %>`,
+# `%(pw)s`, `%PASSWORD%`), a name in brackets (`<your-password>`, `[REDACTED]`, `{password}`; open when the value
+# stops at a space: `<your key>`), a YAML tag (`!vault`, `!Ref`), a placeholder word. Only these shapes: a
+# generated password may start with `$`, `<`, `[`, `{` or `%` too.
 _PLACEHOLDER = re.compile(
-    r"""^(?:\$\{?[A-Za-z_]\w*\}?|%\(?\w+\)?s?%?|[{<\[].*|\*+|x+|\.+|…|
+    r"""^(?:\$?\{\{.*\}\}|\{%.*%\}|<%.*%>|\{[A-Za-z_][\w.:|-]*\}|
+    <[A-Za-z][A-Za-z\ _.-]*>?|\[[A-Za-z][A-Za-z\ _.-]*\]?|<[A-Za-z][\w\ .|-]*>|\[[A-Za-z][\w\ .-]*\]|
+    %\([A-Za-z_]\w*\)s|%[A-Za-z_]\w*%|%s|!!?(?-i:[a-z]+(?:_[a-z]+)*|(?:[A-Z][a-z]+)+)|\*+|x+|\.+|…|
     password|passwd|pass|pwd|secret|token|changeme|change-me|example|redacted|none|null|empty|
     (?:your|my)[-_]?(?:own[-_]?)?(?:api[-_]?)?(?:password|passwd|pass|secret|token|key|pat)\w*|dummy|test|foo|bar|
     disabled|enabled|required|optional|unset|expired|prompt|ask|interactive|default|auto|env|development|
     production|staging|local|none|inherit|hidden|masked|rotated|revoked)$""",
     re.IGNORECASE | re.VERBOSE,
 )
-_REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$")  # process.env.TOKEN (no digits: a key)
-_CALL = re.compile(r"^[\w.:]+(?:\(.*\)|\[.*\])$")  # os.getenv("TOKEN"), get_secret('db'), params[:password]
+# process.env.TOKEN, self._password: dotted names, each a word in one case or words run together (no digits: a key)
+_WORD = r"(?:[a-z_]+|[A-Z_]+|_*(?:[A-Z]?[a-z]+)+)"
+_REFERENCE = re.compile(rf"^{_WORD}(?:\.{_WORD})+$")
+# A variable: `$DB_PASSWORD`, `${DB_PASSWORD:-x}`, `$(cat /run/secrets/db)` (open where the value stops at a space:
+# `${DB_PASSWORD:-a`, `$(cat`).
+# Code: names (each in one case, or words then digits: `Yup`, `getPassword`, `get_secret_v2`, never `Xk9m`)
+# joined by `.`, `::`, `->`, called or indexed with plain arguments (`os.getenv("TOKEN")`, `params[:password]`),
+# ending there or left open (the value stops at a quote, a space or the line's end: `ENV[`, `JWT.encode(payload,`).
+_NAME = r"[_$]*(?:[a-z][a-z0-9_]*|[A-Z][A-Z0-9_]*|(?:[A-Z]?[a-z]+)+[0-9]*)"
+_VARIABLE = re.compile(rf"\$(?:{_NAME}|\{{[A-Za-z_]\w*(?:[:?+=-][^{{}}]*\}}|:?[?+=-][\w.-]*|\}})|\([a-z][^()]*\)?)")
+_ARG = r"[\w$.:'\" ,/-]*"
+_ARGS = rf"{_ARG}(?:\({_ARG}\){_ARG})*"
+_CODE = re.compile(rf"{_NAME}(?:(?:\.|::|->){_NAME}|\({_ARGS}\)|\[{_ARGS}\])*(?:[(\[](?:{_ARGS},)?)?")
 _RUNS = ("0123456789" * 4, "abcdefghijklmnopqrstuvwxyz")
-# a file or a key's alias named, not a secret: /etc/ssl/private/api.key, ~/.ssh/id_ed25519, alias/prod-data
+# a file or a key's alias named, not a secret: /etc/ssl/private/api.key, ~/.ssh/id_ed25519, alias/prod-data (path
+# characters only; one name after a lone `/` is a name, not a generated `/Xk9mP2vL7q`)
 _PATH = re.compile(
-    r"^(?:~?/|\.\.?/|alias/)[\w.@~/-]*$|^[\w.-]+(?:/[\w.-]+)*\.(?:pem|key|crt|p12|pfx|jks|json|ya?ml|env|txt)$"
+    r"^(?:~|\.\.?|alias)?/(?:[\w.@~+-]+/)*(?P<last>[\w.@~+-]*)$|"
+    r"^[\w.-]+(?:/[\w.-]+)*\.(?:pem|key|crt|p12|pfx|jks|json|ya?ml|env|txt)$"
 )
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # OPENAI_API_KEY_V2: a variable's name
 _IDENTIFIER = re.compile(r"(?:[A-Z][a-z0-9]+){2,}")  # TokenRefresherV2Client: a class
@@ -30,6 +48,8 @@ _SECRET_WORDS = {
     "secret", "token", "password", "passwd", "passphrase", "pwd", "credential", "credentials", "pass", "pat", "sig",
     "passwort", "kennwort", "senha", "contraseña", "contrasena", "motdepasse", "密码",
 }  # fmt: skip
+# the last word of a setting whose value is a secret only when it looks made (REDIS_AUTH, SESSION_COOKIE, SALT)
+_WEAK_WORDS = {"auth", "cookie", "salt", "signature"}
 _KEY_OWNERS = {"api", "secret", "access", "private", "auth", "signing", "encryption", "master", "client", "account"}
 
 
@@ -64,8 +84,23 @@ def _random(value: str) -> bool:
 
 
 def _code(match: re.Match[str]) -> bool:
-    """An unquoted value that is code, not a secret: `JWT.encode(payload,`, `ENV["API_SECRET"]`."""
-    return match["value"] is not None and any(c in match["value"] for c in "([")
+    """An unquoted value that is code, not a secret: `JWT.encode(payload,`, `ENV["API_SECRET"]` (its value `ENV[`
+    stops at the quote)."""
+    return match["value"] is not None and _call(match["value"])
+
+
+def _call(value: str) -> bool:
+    """A call or an index of named things (`get_password()`, `params[:password]`, `os.environ[`), not a password
+    holding `(` or `[`."""
+    return ("(" in value or "[" in value) and _CODE.fullmatch(value) is not None
+
+
+def _path(value: str) -> bool:
+    """A file's path or a key's alias (`/run/secrets/db`, `~/.ssh/id_ed25519`, `alias/prod-data`, `/tmp`)."""
+    found = _PATH.match(value)
+    if found is None or found["last"] is None:
+        return found is not None
+    return value.count("/") > 1 or not value.startswith("/") or not _random(found["last"])
 
 
 def _words(name: str) -> list[str]:
@@ -73,17 +108,33 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z0-9]+(?![a-z])", name)]
 
 
+def _trimmed(value: str) -> str:
+    """`value` without what closes the code or the sentence around it (`secret=None)`, `None,`), its own brackets
+    (`{KeyObject}`) and an ellipsis (`...`) kept."""
+    end = len(value)
+    while end > 1 and (close := value[end - 1]) in ",;.)]}":
+        if close == "." and not value[: end - 1].strip("."):
+            break
+        if close in ")]}" and value.count("([{"[")]}".index(close)], 0, end) >= value.count(close, 0, end):
+            break
+        end -= 1
+    return value[:end]
+
+
 def _stands_in(value: str, *names: str) -> bool:
     """A value that is no secret: a placeholder, a variable, an expression, a trivial run (123456), or a word
     the setting's name (POSTGRES_PASSWORD=postgres) or the URL's user name already says."""
+    short, value = len(value) < 4, _trimmed(value)
     low = value.lower()
     return (
-        len(value) < 4
+        short
         or (value.isdigit() and len(value) < 8)
         or low in ("true", "false", "yes", "no", "on", "off")
-        or bool(_PLACEHOLDER.match(value) or _MARKED.fullmatch(value) or _REFERENCE.match(value))
-        or bool(_CALL.match(value))
-        or bool(_PATH.match(value) or _ENV_NAME.fullmatch(value))
+        or bool(_PLACEHOLDER.match(value) or _VARIABLE.fullmatch(value) or _MARKED.fullmatch(value))
+        or bool(_REFERENCE.match(value))
+        or _call(value)
+        or _path(value)
+        or bool(_ENV_NAME.fullmatch(value))
         or all(
             len(part) > 2 and any(part in run for run in _RUNS) for part in re.findall(r"[a-z]+|[0-9]+", low) or [low]
         )
@@ -97,11 +148,17 @@ def _secret_name(name: str) -> bool:
     words = _words(name)
     if not words:
         return False
-    if words[-1] in _SECRET_WORDS or words[-1] in ("apikey", "secretkey", "accesskey", "accountkey"):
+    if words[-1] in _SECRET_WORDS | _WEAK_WORDS or words[-1] in ("apikey", "secretkey", "accesskey", "accountkey"):
         return True
     if words[-1].endswith(("password", "passwd", "secret", "token")):  # PGPASSWORD, DBSECRET
         return True
     return words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_OWNERS | _SECRET_WORDS
+
+
+def _weak_name(name: str) -> bool:
+    """A setting for an auth string, a cookie, a salt or a signature: its values are often words (`AUTH=basic`)."""
+    words = _words(name)
+    return bool(words) and words[-1] in _WEAK_WORDS
 
 
 def _password_name(name: str) -> bool:
@@ -120,10 +177,24 @@ _JOINED_WORDS = re.compile(r"(?:[A-Z]?[a-z]{2,}){3,}|[a-z]{3,}(?:[-_][a-z]{3,}){
 
 
 def _passphrase(value: str) -> bool:
-    """A value said to be a password that looks like one: a key (letters and digits), or words run together
-    (CorrectHorseBatteryStaple, sunflower-meadow-lantern); not a word that says where or how it is kept."""
+    """A value said to be a password that looks like one: a key (letters and digits), words run together
+    (CorrectHorseBatteryStaple, sunflower-meadow-lantern) or a generated mix; not a word that says where or how it
+    is kept."""
     joined = _JOINED_WORDS.fullmatch(value) is not None and (not value.islower() or "-" in value or "_" in value)
-    return _mixed(value) or joined
+    return _mixed(value) or joined or _scrambled(value)
+
+
+def _scrambled(value: str) -> bool:
+    """Eight characters or more of three sorts (lower case, upper case, digits, marks), or with three marks, or
+    with its case changing four times: what a password generator makes (`kncSAh&Wacn$BKHb`, `RVK-+/$L(&/W$(=I`,
+    `ZwVwsYpWIorgQObk`) in one piece, not a word (`Bitwarden`, `PostgreSQL`, `non-trivial`, `(see`). `-._'/:` are no
+    marks."""
+    marks = sum(not c.isalnum() and c not in "-._'/:" for c in value)
+    sorts = (str.islower, str.isupper, str.isdigit)
+    changes = len(re.findall(r"[a-z](?=[A-Z])|[A-Z](?=[a-z])", value))
+    if len(value) < 8 or any(c.isspace() for c in value):  # (a phrase: "isaacs (http://blog.izs.me/)")
+        return False
+    return sum(any(sort(c) for c in value) for sort in sorts) + bool(marks) >= 3 or marks >= 3 or changes >= 4
 
 
 _PASSWORD_WORDS = {"password", "passphrase", "passcode", "passwd", "passwort", "kennwort", "senha", "pw", "pwd"}
@@ -147,7 +218,7 @@ def _kept_said(match: re.Match[str]) -> bool:
     kind = match["kw"].lower() if match["kw"] else "password"
     if kind in ("pin", "door code", "passcode") and value.isdigit() and 4 <= len(value) <= 12:
         return False
-    if _stands_in(value) or _said(value):
+    if _stands_in(value) or _said(value) or _code(match):
         return True
     if (match["sq"] or match["dq"]) and kind in _PASSWORD_WORDS and len(value.split()) >= 2:
         return False  # 'correct horse battery staple'
