@@ -379,3 +379,14 @@ def test_references_placeholders_paths_and_prose_beside_secret_words_are_kept(te
 )
 def test_a_default_a_yaml_tag_and_code_closing_around_a_value_are_kept(text: str) -> None:
     assert safe_text(text) == text
+
+
+def test_redacting_redacted_text_changes_nothing() -> None:
+    layouts = [LAYOUTS[layout].format(p=password) for layout, password in GENERATED] + [
+        f"OPENAI_API_KEY={SECRETS['openai-key']} and retry", "sshpass -pXk9mP2vL7qR4tZ8wN3bY ssh host",
+        "password: |\n  Xk9mP2vL7qR4tZ8wN3bY", "ALTER USER app WITH PASSWORD 'Xk9mP2vL7qR4tZ8wN3bY';",
+        "https://Xk9mP2vL7qR4tZ8wN3bY@github.com/o/r.git", "REDIS_AUTH=Xk9mP2vL7qR4tZ8wN3bY, then",
+    ]  # fmt: skip
+    for text in layouts:
+        once = safe_text(text)
+        assert safe_text(once) == once, text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import re
 
-_MARKED = re.compile(r"\[redacted: [a-z0-9-]+\]")  # a value already replaced
+_MARKED = re.compile(r"\[redacted:(?: [a-z0-9-]+\])?")  # a value already replaced (`[redacted:` where it stops)
 # Values that stand for a secret rather than being one, whole: a template (`{{ vault_pw }}`, `<%= ENV['PW'] %>`,
 # `%(pw)s`, `%PASSWORD%`), a name in brackets (`<your-password>`, `[REDACTED]`, `{password}`; open when the value
 # stops at a space: `<your key>`), a YAML tag (`!vault`, `!Ref`), a placeholder word. Only these shapes: a
@@ -130,7 +130,7 @@ def _stands_in(value: str, *names: str) -> bool:
         short
         or (value.isdigit() and len(value) < 8)
         or low in ("true", "false", "yes", "no", "on", "off")
-        or bool(_PLACEHOLDER.match(value) or _VARIABLE.fullmatch(value) or _MARKED.fullmatch(value))
+        or bool(_PLACEHOLDER.match(value) or _VARIABLE.fullmatch(value) or _MARKED.match(value))
         or bool(_REFERENCE.match(value))
         or _call(value)
         or _path(value)
