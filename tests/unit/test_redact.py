@@ -108,6 +108,11 @@ def test_placeholders_variables_and_ordinary_text_are_left_alone(text: str) -> N
         ("The admin password is hunter2Qx9vLm for now", "hunter2Qx9vLm"),
         ("Passwort: Geheim2024!", "Geheim2024"),
         ("A senha é Qw7Er9Ty2Ui4", "Qw7Er9Ty2Ui4"),
+        ("Senha do banco: minhasenha123", "minhasenha123"),  # "of what" in Portuguese, Spanish, German, French
+        ("das Passwort lautet geheim456", "geheim456"),
+        ("Das Passwort für den Server lautet geheim456.", "geheim456"),
+        ("La contraseña de la base es secreto789.", "secreto789"),
+        ("le mot de passe du wifi est Soleil2024", "Soleil2024"),
         ("密码: Mima2024abc", "Mima2024abc"),
         ("the API token is Qw7Er9Ty2Ui4xZ8cVb3n", "Qw7Er9Ty2Ui4xZ8cVb3n"),
         ('token := "Xq8Wm3Rt7Yp2Lk9Vn4Bz"', "Xq8Wm3Rt7Yp2Lk9Vn4Bz"),

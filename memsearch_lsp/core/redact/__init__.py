@@ -188,8 +188,9 @@ RULES: tuple[Rule, ...] = (
             r"pwd|pin|door code|api[ _-]?(?:key|token)|access[ _-]?token|secret[ _-]?key|client[ _-]secret|"
             r"(?:webhook|deploy|auth|bot|app|signing|shared)[ _-](?:secret|token)|"
             r"(?:encryption|master) key)|密码|口令)"
-            r"(?:[ \t]+for[ \t]+[^:\n]{1,40}?(?=[*_`]*[ \t]*(?:[:：]|(?i:is|was)[ \t])))?[*_`]*[ \t\xa0]*"
-            r"(?:(?i:is|was|ist|war|é|es|est|era)[ \t\xa0]+|是|"
+            r"(?:[ \t]+(?i:for|of|do|da|de|del|du|für|pour)[ \t]+[^:\n]{1,40}?"
+            r"(?=[*_`]*[ \t]*(?:[:：]|(?i:is|was|ist|war|lautet|é|es|est|era)[ \t])))?[*_`]*[ \t\xa0]*"
+            r"(?:(?i:is|was|ist|war|lautet|é|es|est|era)[ \t\xa0]+|是|"
             r"[=:：][*_`]*[ \t\xa0]*(?=['\"`]?[^\s'\"`]+['\"`*_]*[ \t]*(?:[,.;)\]]|[ \t]+\(|$))|"
             r"(?=[ \t]+['\"][^'\"\n(){}\[\];,=]+ [^'\"\n(){}\[\];,=]+['\"]))"
             r"[ \t]*(?:'(?P<sq>[^'\n]{1,100})'|\"(?P<dq>[^\"\n]{1,100})\"|`?(?P<value>[^\s'\"`]+)`?)",
