@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pathspec
 
-from memsearch_lsp.config import Config
+from memsearch_lsp.config import CONFIG_FILE, Config, ConfigError
 from memsearch_lsp.core.chunks import normalize_newlines
 
 MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
@@ -188,8 +188,19 @@ def is_memory_source(config: Config, source: str) -> bool:
     return in_paths and not any(glob_match(p, source) for p in excludes(config))
 
 
-def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], list[Skipped]]:
-    """Every Markdown file under the configured paths; symlinked folders are not followed.
+def check_memory_paths(root: Path, config: Config) -> None:
+    """ConfigError when none of `memory.paths` is in the workspace (a typo: `memroy`): read as "every file is gone",
+    it would empty the index."""
+    if config.memory.paths and not any((root / path).exists() for path in config.memory.paths):
+        raise ConfigError(
+            f"memory.paths: none of {', '.join(config.memory.paths)} is in {root} (a typo?); fix it in {CONFIG_FILE} "
+            "or create the folder (the index is left as it is)"
+        )
+
+
+def find_memory_files(root: Path, config: Config, indexed: bool = False) -> tuple[list[MemoryFile], list[Skipped]]:
+    """Every Markdown file under the configured paths; symlinked folders are not followed. With `indexed` (the index
+    holds files), none of the paths there is a ConfigError (`check_memory_paths`), never "every file is gone".
 
     A folder's real path is checked once, and a plain file in a folder inside the workspace is inside too,
     so only links pay for resolving their path: a reconcile of thousands of notes walks them in a few
@@ -231,6 +242,8 @@ def find_memory_files(root: Path, config: Config) -> tuple[list[MemoryFile], lis
                 continue
             size, mtime = (info.st_size, info.st_mtime_ns) if plain and info is not None else (0, 0)
             found[source] = MemoryFile(source, path, size, mtime)
+    if indexed and not found:
+        check_memory_paths(root, config)
     return [found[s] for s in sorted(found)], skipped
 
 

@@ -170,8 +170,8 @@ class Indexer:
         started = time.perf_counter()
         stats = IndexStats()
         with self.lock:
-            files, stats.skipped = find_memory_files(self.root, self.config)
             manifest = self.manifest()
+            files, stats.skipped = find_memory_files(self.root, self.config, indexed=bool(manifest))
             epoch = self.store.epoch
             if not force and self.analysis_stale():
                 log.info("the BM25 analysis changed (%s): rewriting every row's term weights", self.analyzer.name)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, Config, ConfigError
+from memsearch_lsp.config import CONFIG_FILE, DEFAULT_MODEL, E5_MODEL, Config, ConfigError
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers, platform_problem
 from memsearch_lsp.doctor.report import Check, Context, Report
 from memsearch_lsp.doctor.settings import ConfigSource, check_config, check_endpoints, config_sources
@@ -104,8 +104,14 @@ def check_workspace(ctx: Context) -> Check:
             f"memsearch-lsp init {ctx.root}",
             {"markers": markers},
         )
-    from memsearch_lsp.core.files import find_memory_files
+    from memsearch_lsp.core.files import check_memory_paths, find_memory_files
 
+    try:
+        check_memory_paths(ctx.root, config)
+    except ConfigError as exc:
+        return Check(
+            "workspace", "fail", str(exc), f"fix memory.paths in {ctx.root / CONFIG_FILE}", {"markers": markers}
+        )
     try:
         files = len(find_memory_files(ctx.root, config)[0])
     except Exception as exc:  # unreadable folders are reported, not fatal

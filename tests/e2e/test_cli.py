@@ -117,6 +117,22 @@ def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
     assert result.returncode == 1 and "search.top_k" in result.stderr
 
 
+def test_a_typo_in_memory_paths_is_said_and_never_empties_the_index(tmp_path: Path) -> None:
+    """`paths = ["memroy"]` read as "every file is gone": `index` removed all 13 files (exit 0), `doctor` said "no
+    problems found", and fixing the typo embedded everything again."""
+    ws = make_workspace(tmp_path)
+    cli(ws, "index")
+    (ws / ".memsearch.toml").write_text('[memory]\npaths = ["memroy"]\n')
+    for command in ("index", "search"):
+        result = cli(ws, command, *(["redis"] if command == "search" else []), check=False)
+        assert result.returncode == 1 and "none of memroy is in" in result.stderr, result.stderr
+    doctor = as_json(cli(ws, "doctor", "--json", check=False))
+    assert not doctor["ok"] and "memroy" in str(doctor)
+    (ws / ".memsearch.toml").write_text("")
+    again = as_json(cli(ws, "index", "--json"))
+    assert (again["files_removed"], again["chunks_embedded"], again["files_added"]) == (0, 0, 0)
+
+
 def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
     before = as_json(cli(ws, "search", "rate limit per API key", "--json"))["hits"]
     cli(ws, "reset", "--yes")
