@@ -73,8 +73,11 @@ def _user_memory(beside: MemoryApi | None = None, create: bool = False) -> Memor
     return open_user_memory(create=create, **({"embedder": beside.embedder} if same and beside else {}))
 
 
-def _format_hits(hits: Sequence[Any], floor: bool = False) -> str:
+def _format_hits(hits: Sequence[Any], floor: bool = False, filters: str = "") -> str:
     if not hits:
+        if filters:  # (a filter that matches no note is the likelier cause: it is named first)
+            closest = ", or none is relevant enough: `--min-score 0` lists the closest" if floor else ""
+            return f"no results with {filters} (no note matches them{closest})"
         return "no results" + (" relevant enough (`--min-score 0` lists the closest anyway)" if floor else "")
     lines = []
     for n, hit in enumerate(hits, 1):
@@ -97,6 +100,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         if sys.stdin is None or sys.stdin.isatty():
             raise UserError("pipe the query in with `-`, or give it as QUERY")
         args.query = " ".join(sys.stdin.read().split())
+    if not args.query.strip():
+        raise UserError("the query is empty", "give the words to look for; `memsearch-lsp recent` lists the last notes")
     overrides: dict[str, Any] = {}
     if args.vector_weight is not None:  # (0 to 1, and -k at least 1: parser.py says so)
         overrides = {"vector_weight": args.vector_weight, "bm25_weight": round(1 - args.vector_weight, 6)}
@@ -129,7 +134,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             memory.close()
     setting = opened[0].config.search.min_score if opened else 0.0
     floor = (setting if args.min_score is None else args.min_score) > 0 and bool(args.query.strip())
-    _emit(args, {"hits": [h.to_dict() for h in hits]}, _format_hits(hits, floor))
+    given = [f"--{name} {value!r}" for name in ("since", "until") if (value := getattr(args, name)) is not None]
+    given += [f"--source {glob!r}" for glob in args.source or ()]
+    _emit(args, {"hits": [h.to_dict() for h in hits]}, _format_hits(hits, floor, " ".join(given)))
     return EXIT_OK
 
 

@@ -101,6 +101,7 @@ def test_expand_status_and_text_output(ws: Path) -> None:
         ["expand", "0000000000000000"],
         ["search", "x", "-k", "0"],
         ["search", "x", "--vector-weight", "3"],
+        ["search", "  "],  # (it printed nothing and exited 0)
         ["reset"],
         ["frobnicate"],
     ],
@@ -109,6 +110,13 @@ def test_user_errors_exit_1_with_one_line(ws: Path, args: list[str]) -> None:
     result = cli(ws, *args, check=False)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_filter_that_matches_no_note_is_named_in_the_answer(ws: Path) -> None:
+    """It said "no results relevant enough (`--min-score 0` lists the closest anyway)", and that listed nothing."""
+    for args in (["--source", "memroy/*"], ["--since", "2099-01-01"]):
+        result = cli(ws, "search", "redis", *args)
+        assert result.stdout.startswith(f"no results with {args[0]} {args[1]!r} (no note matches them"), result.stdout
 
 
 def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
