@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in arguments[: arguments.index("--")] if "--" in arguments else "--json" in arguments
     if (problem := platform_problem()) is not None:
         return _fail(as_json, UserError(problem, "use Linux, macOS or WSL"), problem)
+    os.umask(os.umask(0o022) | 0o022)  # what it creates is never writable by others, whatever the umask (000)
     try:
         args = build_parser().parse_args(arguments)
     except UsageError as exc:

@@ -320,3 +320,20 @@ def test_a_memory_another_user_planted_above_the_project_is_never_used(tmp_path:
     assert "evil" not in said
     assert sorted(p.name for p in planted.parent.iterdir()) == ["MEMORY.md"]  # nothing written to it
     assert run_cli("remember", "Port 5433.", "--workspace", str(shared), env=env()).returncode == 0  # named: used
+
+
+def test_what_it_creates_is_never_writable_by_others_whatever_the_umask(tmp_path: Path) -> None:
+    """Under umask 000 `init` made memory/ 0777 and its files 0666: any local user could add to the memory."""
+    ws = tmp_path / "ws"
+    for args in (["init"], ["remember", "Deploys go through the pipeline."]):
+        done = subprocess.run(
+            [sys.executable, "-m", "memsearch_lsp", *args, "--workspace", str(ws)],
+            env={**os.environ, **env()},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            umask=0,
+        )
+        assert done.returncode == 0, done.stderr
+    made = [ws / "memory", *(ws / "memory").iterdir(), ws / ".memsearch.toml", ws / ".gitignore"]
+    assert len(made) >= 5 and not [p for p in made if p.stat().st_mode & 0o022], [oct(p.stat().st_mode) for p in made]
