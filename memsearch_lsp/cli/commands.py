@@ -129,6 +129,12 @@ def cmd_search(args: argparse.Namespace) -> int:
             with progress.bar(args, "indexing") as report:
                 opened[0].index(progress=report)
         hits = search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **overrides)
+        configured = opened[0].config.search.min_score if opened else 0.0
+        if args.min_score is not None and args.min_score < configured:  # what the floor shows, then what it hides
+            del overrides["min_score"]
+            shown = search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **overrides)
+            limit = max(len(hits), len(shown))  # (-k, else search.top_k: each search gave at most that many)
+            hits = [*shown, *(h for h in hits if h.id not in {s.id for s in shown})][:limit]
     finally:
         for memory in opened:
             memory.close()

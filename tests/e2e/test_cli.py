@@ -119,6 +119,21 @@ def test_a_filter_that_matches_no_note_is_named_in_the_answer(ws: Path) -> None:
         assert result.stdout.startswith(f"no results with {args[0]} {args[1]!r} (no note matches them"), result.stdout
 
 
+def test_min_score_0_lists_what_the_floor_hides_after_what_it_shows(tmp_path: Path) -> None:
+    """A note most relevant to the query but last in the fused ranking (German words, English query) was the one hit
+    by default, and `--min-score 0 -k 3` ("shows what it hides") left it out for three unrelated ones."""
+    ws = make_workspace(tmp_path)
+    (ws / "memory" / "2026-02-20.md").write_text(
+        "# 2026-02-20\n\n## 11:30 Speicherleck im Bilddienst\nDer Thumbnail-Dienst verlor pro Stunde etwa 300 MB "
+        "Speicher. Ursache: geöffnete Bilder wurden nie\ngeschlossen (`open` ohne `with`). Lösung: Kontextmanager; "
+        "seitdem stabil bei 250 MB.\n\n## 15:50\nRetro: fewer meetings on Thursdays; Thursday mornings are quiet.\n"
+    )
+    query, floor = "thumbnail service memory leak cause", {}  # (env {}: the product's floor, not the tests' 0)
+    shown = [h["id"] for h in as_json(helpers.cli(ws, "search", query, "-k", "3", "--json", env=floor))["hits"]]
+    every = as_json(helpers.cli(ws, "search", query, "-k", "3", "--min-score", "0", "--json", env=floor))["hits"]
+    assert shown and [h["id"] for h in every][: len(shown)] == shown and len(every) == 3
+
+
 def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
     (tmp_path / ".memsearch.toml").write_text("[search]\ntop_k = 'lots'\n")
     result = cli(tmp_path, "status", check=False)
