@@ -19,7 +19,7 @@ from memsearch_lsp.core.embedding.calibration import PROBE
 from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import EmbeddingServer, FakeEmbedder
-from tests.helpers import free_port
+from tests.helpers import cli, free_port
 
 
 @pytest.fixture
@@ -284,6 +284,23 @@ def test_an_index_opens_and_answers_with_bm25_alone_while_its_endpoint_is_down(
     other = Memory(workspace, embedding={**down, "model": "fake-b"})  # another model: nothing to go on
     with other, pytest.raises(EmbeddingError, match="cannot reach"):
         other.search("Redis cache TTL")
+
+
+def test_the_cli_searches_what_is_indexed_while_the_endpoint_is_down_and_new_text_waits(
+    server: EmbeddingServer, workspace: Path
+) -> None:
+    """The README: "search answers with BM25 alone meanwhile, and indexing new text waits for the endpoint". A CLI
+    search after an edit failed instead (exit 1): reconciling first needed the endpoint for the new text."""
+    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "api_key_env": "", "max_retries": 0}
+    with Memory(workspace, embedding=settings) as memory:
+        memory.index()
+    (workspace / "memory" / "2026-02-13.md").write_text("# 2026-02-13\n\n## Zookeeper\n\nA quorum of five nodes.\n")
+    env = {f"MEMSEARCH_EMBEDDING_{k.upper()}": str(v) for k, v in settings.items()}
+    env["MEMSEARCH_EMBEDDING_BASE_URL"] = f"http://127.0.0.1:{free_port()}/v1"
+    found = cli(workspace, "search", "Redis cache TTL", env=env)
+    assert found.returncode == 0 and "Redis Caching" in found.stdout, found.stderr
+    assert "cannot reach" in found.stderr and "searching what is indexed already" in found.stderr
+    assert cli(workspace, "index", env=env).returncode == 1  # (indexing itself says it failed)
 
 
 def test_a_query_waits_at_most_the_query_timeout_and_one_retry(
