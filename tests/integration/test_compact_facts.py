@@ -335,3 +335,21 @@ def test_bench_set_meets_the_target_and_every_fact_is_in_its_log() -> None:
     row = run_set(SETS[0], embedder=FakeEmbedder())  # the development set, near-duplicates by the fake model
     assert row["kept_share"] >= 0.90 and row["ratio"] <= 0.40, {k: row[k] for k in ("kept", "ratio", "lost")}
     assert row["empty_summaries"] == []
+
+
+def test_no_day_goes_missing_though_the_labelled_lines_fill_the_budget() -> None:
+    """A user's week: the labelled lines of five days took the whole budget, and the sixth day, of plain facts
+    (moment.js to date-fns, 68 KB less), got no section, though a summary has a section per log."""
+    labelled = log_text(
+        "2026-11-05",
+        "# 2026-11-05\n\n## Incident\n\nRoot cause: the JWT signing key was rotated in Vault but the auth service "
+        "cached the old JWKS for 1 hour. Fix: JWKS cache TTL lowered to 5 minutes.\n",
+    )
+    plain = log_text(
+        "2026-11-07",
+        "# 2026-11-07\n\n## 11:00\n\nFrontend: switched the date picker from moment.js to date-fns; bundle size "
+        "dropped by 68 KB gzipped.\n",
+    )
+    text = choose([*parse_log(labelled), *parse_log(plain)], budget=120)
+    assert "Root cause: the JWT signing key" in text  # (kept over the budget, as always)
+    assert "2026-11-07" in text and "68 KB" in text, text

@@ -236,7 +236,7 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
         by_log.setdefault(unit.item.log.source, []).append(unit)
     choice, spend, chosen = _Choice(), _Spend(), set[int]()
 
-    def take(unit: Unit) -> bool:
+    def take(unit: Unit, anyway: bool = False) -> bool:
         nonlocal spend
         if id(unit) in chosen:
             return False
@@ -246,7 +246,7 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
         trial = spend.copy()
         for part in group:
             trial.take(part, trial.cost(part))
-        if trial.used > budget and not unit.must:
+        if trial.used > budget and not (unit.must or anyway):
             return False
         spend = trial
         choice.units.extend(group)
@@ -255,16 +255,20 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
 
     for unit in (u for u in units if u.must):
         take(unit)
-    for source, candidates in by_log.items():  # a day with no line yet: its best sentence that still fits
-        if source not in spend.logs:
-            any(take(u) for u in candidates)
+    daily = set[int]()
+    for source, candidates in by_log.items():  # a day with no line yet: its best sentence that still fits, else its
+        if source not in spend.logs and candidates:  # best one anyway (no day goes missing)
+            best = next((u for u in candidates if take(u)), None)
+            if best is None and take(candidates[0], anyway=True):
+                best = candidates[0]
+            daily.update([id(best)] if best is not None else [])
     for unit in [u for u in ranked if u.score >= STRONG_SCORE] + [u for u in ranked if u.score < STRONG_SCORE]:
         take(unit)
     if not choice.units and units:  # never empty: the best of what there is
         choice.units.append(max(units, key=lambda u: (not u.weak, u.score, -u.item.order)))
     text = choice.render()
     while len(text) > budget:  # the estimate was short: drop the last chosen until it fits (labelled lines stay)
-        optional = [n for n, u in enumerate(choice.units) if not u.must]
+        optional = [n for n, u in enumerate(choice.units) if not u.must and id(u) not in daily]
         if len(choice.units) <= 1 or not optional:
             break
         choice.units.pop(optional[-1])
