@@ -87,8 +87,8 @@ def note_at(
 
 def section_of(text: str, line: int) -> tuple[int, int]:
     """The 1-based lines of the note that holds `line`: its outermost section below the file's title (heading to
-    the line before the next heading of its level or above, blank lines after it included; `remember` writes a
-    note's own headings one level down, so its `###` parts go with it); NoteError with the reason when that is no
+    the line before the next heading of its level or above, blank lines after it included: its `###` parts, written
+    by hand or by an older `remember`, go with it); NoteError with the reason when that is no
     note: text before the first heading, or a file's `#` title."""
     lines = normalize_newlines(text).split("\n")
     found = [s for s in sections(lines) if s[0] <= line - 1 < s[2]]

@@ -56,10 +56,8 @@ def clean_text(text: str) -> str:
 
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
     """The note to append: cleaned, its `<private>` spans removed and its secrets redacted (core/redact.py),
-    stripped, its own open code fence closed; NoteError when empty or too long."""
+    stripped, its own open code fence closed, its own headings made bold lines; NoteError when empty or too long."""
     body = safe_text(clean_text(text)).strip()
-    if not body:
-        raise NoteError("nothing to remember: the text is empty (or all of it private)")
     size = len(body.encode("utf-8"))
     if size > max_bytes:
         raise NoteError(
@@ -67,17 +65,22 @@ def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
             "(put long material in a file of its own and remember a pointer to it)"
         )
     fence = open_fence(body)
-    return nested(f"{body}\n{fence}" if fence else body)
+    body = one_section(f"{body}\n{fence}" if fence else body).strip()
+    if not body:
+        raise NoteError("nothing to remember: the text is empty (or all of it private)")
+    return body
 
 
-def nested(body: str, level: int = 2) -> str:
-    """`body` with each of its headings of `level` or above (ATX or setext) one level below it, so the note stays
-    one section: a `## Credentials` line in a note under `## 10:40` would otherwise start a note of its own, which
-    `forget` of the note's id would leave behind."""
+def one_section(body: str) -> str:
+    """`body` with each of its own headings (ATX or setext, any level) made a bold line of its own paragraph, so the
+    note is one section under the heading `remember` gives it, and one chunk while it fits: the id `remember` answers
+    holds the whole note, a search hit on its text names the note's heading, and `forget` takes the note out whole."""
     lines = body.split("\n")
     for head in reversed(outline(lines)[0]):
-        if head.level <= level:
-            lines[head.row : head.end_row + 1] = [f"{'#' * (level + 1)} {head.title}".rstrip()]
+        before = [""] if head.row > 0 and lines[head.row - 1].strip() else []
+        after = [""] if head.end_row + 1 < len(lines) and lines[head.end_row + 1].strip() else []
+        bold = [f"**{head.title}**"] if head.title else []
+        lines[head.row : head.end_row + 1] = [*before, *bold, *after]  # (a blank line around: never a setext text)
     return "\n".join(lines)
 
 

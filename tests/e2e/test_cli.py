@@ -238,6 +238,23 @@ def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
     (ws / "memory/2026-12-03.md").unlink()
 
 
+def test_a_note_with_its_own_title_is_one_section_its_id_expands_to(ws: Path) -> None:
+    """A note starting with its own `# title`: the id remember answered expanded to the bare `## Runbook` heading,
+    and search and recent showed its text under `### My own title`, without the note's heading."""
+    env = {"MEMSEARCH_NOW": "2026-12-04T10:30"}
+    text = "# My own title\nRestart steps:\n```bash\nkubectl rollout restart deploy/quokka-api -n prod\n"
+    argv = ("remember", "-", "--heading", "Runbook: restart api", "--json")
+    note = as_json(helpers.cli(ws, *argv, stdin=text, env=env, check=True))
+    whole = as_json(cli(ws, "expand", note["id"], "--json"))
+    assert whole["content"].startswith("## Runbook: restart api\n") and "quokka-api" in whole["content"]
+    assert (whole["start_line"], whole["end_line"]) == (note["start_line"], note["end_line"])
+    hit = as_json(cli(ws, "search", "restart the quokka api deployment", "--json", "-k", "1"))["hits"][0]
+    assert (hit["id"], hit["heading"]) == (note["id"], "Runbook: restart api")
+    cli(ws, "forget", note["id"], "--yes")
+    assert "quokka" not in (ws / note["source"]).read_text()
+    (ws / note["source"]).unlink()
+
+
 def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # the shipped floor (conftest turns it off for the fake)
     for query in ("xyzzy plugh", "recipe for lemon drizzle cake", "how many moons does neptune have"):

@@ -84,18 +84,21 @@ def test_a_forgotten_note_leaves_no_byte_in_the_saved_read_model(workspace: Path
 
 
 def test_forget_by_the_id_of_a_notes_part_takes_out_the_whole_note(workspace: Path, make_memory) -> None:
-    """`remember` writes a note's own headings one level down so it stays one section; search returns the id of
-    its `### Root cause` part, and forget by that id left the note's `##` heading and intro behind."""
-    memory = make_memory(workspace)
-    note = memory.remember(
-        "Incident notes for the checkout outage.\n\n## Root cause\n\nThe Stripe webhook secret rotated.", now=NOW
+    """A note with `###` parts (written by hand, or by `remember` before its headings became bold lines): search
+    returns the id of its `### Root cause` part, and forget by that id left the note's `##` heading and intro behind."""
+    log = workspace / "memory" / "2026-12-05.md"
+    log.write_text(
+        "# 2026-12-05\n\n## 10:00\n\nIncident notes for the checkout outage.\n\n### Root cause\n\n"
+        "The Stripe webhook secret rotated.\n"
     )
+    memory = make_memory(workspace)
+    memory.index()
     memory.remember("Lunch is at noon.", now=NOW + dt.timedelta(minutes=1))
-    part = next(c for c in note.chunks if c.heading == "Root cause")
+    part = next(c for c in memory.indexer.chunk("memory/2026-12-05.md", log.read_text()) if c.heading == "Root cause")
     assert memory.forget(part.id).removed
-    text = (workspace / note.source).read_text()
+    text = log.read_text()
     assert "Incident notes" not in text and "Stripe" not in text and "Lunch is at noon." in text
-    assert memory.search("lunch at noon", top_k=1)[0].source == note.source  # (its lines moved up: a new id)
+    assert memory.search("lunch at noon", top_k=1)[0].source == "memory/2026-12-05.md"  # (moved up: a new id)
 
 
 def test_forget_refuses_a_title_or_text_before_the_first_heading_with_the_reason(workspace: Path, make_memory) -> None:
@@ -179,11 +182,12 @@ def test_forget_never_takes_out_a_long_term_section_of_several_notes(workspace: 
     assert "uv.lock" not in path.read_text() and "Use uv for" not in path.read_text()  # the item, its nested items
 
 
-def test_a_heading_inside_a_note_is_nested_so_forget_takes_the_whole_note(workspace: Path, make_memory) -> None:
+def test_a_heading_inside_a_note_is_a_bold_line_so_forget_takes_the_whole_note(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
     note = memory.remember("Deploy notes\n## Credentials\nthe staging db password is tr0ub4dor\n\nSetext\n===", now=NOW)
     log = (workspace / note.source).read_text()
-    assert "\n### Credentials\n" in log and "\n### Setext\n" in log and "\n## Credentials" not in log
+    assert "\n\n**Credentials**\n\n" in log and "\n**Setext**\n" in log and "\n## Credentials" not in log
+    assert len(note.chunks) == 1 and note.chunks[0].content.endswith("**Setext**")
     memory.forget(note.to_dict()["id"])
     assert "tr0ub4dor" not in (workspace / note.source).read_text()
 
