@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -109,10 +110,19 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     check: bool = False,
     timeout: float = 300,
+    prefix: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """`python -m memsearch_lsp ARGS [--workspace W]` in a subprocess, as a user runs it. With `env`, the
-    environment is this one without its MEMSEARCH_* variables, plus `env`. `check`: exit status 0."""
-    argv = [sys.executable, "-m", "memsearch_lsp", *args, *(["--workspace", str(workspace)] if workspace else [])]
+    environment is this one without its MEMSEARCH_* variables, plus `env`. `check`: exit status 0. `prefix`: what
+    runs it (`read_only`'s)."""
+    argv = [
+        *prefix,
+        sys.executable,
+        "-m",
+        "memsearch_lsp",
+        *args,
+        *(["--workspace", str(workspace)] if workspace else []),
+    ]
     environ = (
         None if env is None else {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}, **env}
     )
@@ -125,6 +135,26 @@ def run_cli(
 def cli(workspace: Path, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
     """`memsearch-lsp ARGS --workspace W` (see run_cli)."""
     return run_cli(*args, workspace=workspace, **options)
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[tuple[str, ...]]:
+    """`folder` read-only for a CLI run with the `prefix` this yields: its write bits (and its files') taken away
+    until the end, or, for root (whom permissions do not stop), a read-only bind mount in the command's own mount
+    namespace (skipped where `unshare -m` is not allowed)."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [folder, *folder.rglob("*")] if not p.is_symlink()}
+        for path, mode in modes.items():
+            path.chmod(mode & ~0o222)
+        try:
+            yield ()
+        finally:
+            for path, mode in modes.items():
+                path.chmod(mode)
+        return
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("root, and no mount namespace to make a folder read-only in")
+    yield ("unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(folder))
 
 
 # -- waiting for what a process does ----------------------------------------------------------------

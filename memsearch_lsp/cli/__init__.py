@@ -20,6 +20,7 @@ def _hint(exc: BaseException, command: str = "") -> str:
     """What to do about an error, for the `hint` of a JSON error (and nothing else)."""
     from memsearch_lsp.config import ConfigError
     from memsearch_lsp.core.embedding import EmbeddingError
+    from memsearch_lsp.core.files import NotWritable
     from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere, NotAProject
     from memsearch_lsp.core.search.filters import DATE_FORMS, FilterError
@@ -28,6 +29,8 @@ def _hint(exc: BaseException, command: str = "") -> str:
         return exc.hint or f"see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
     if isinstance(exc, NoteError):  # (the message says why)
         return f"nothing was written or removed; see `memsearch-lsp {command or ''} --help`".replace("  ", " ")
+    if isinstance(exc, NotWritable):  # (no damage: nothing to reset)
+        return f"nothing was changed; make {exc.folder} writable ({exc.fix}), then run again"
     if isinstance(exc, NoMemoryHere):
         return f"{INIT_HINT} in the project folder, or pass --workspace DIR"
     if isinstance(exc, NotAProject):
@@ -115,7 +118,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     loads the compaction or embedding modules does not pay for them)."""
     from memsearch_lsp.core.compact.plan import CompactError
     from memsearch_lsp.core.embedding import EmbeddingError
-    from memsearch_lsp.core.files import PathError
+    from memsearch_lsp.core.files import NotWritable, PathError
     from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import NestedWorkspace, NoMemoryHere
 
@@ -130,4 +133,5 @@ def _user_errors() -> tuple[type[Exception], ...]:
         NestedWorkspace,
         EmbeddingError,
         NoteError,
+        NotWritable,
     )

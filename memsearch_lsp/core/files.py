@@ -4,6 +4,7 @@ the files in them, never reached through a link."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import warnings
@@ -44,6 +45,46 @@ class PathError(ValueError):
 class UnsafeFolder(PathError, PermissionError):
     """A folder this program keeps private data in is a link, not a folder, or belongs to another user
     (a PathError for the CLI's one-line message, an OSError for callers that handle file errors)."""
+
+
+class NotWritable(OSError):
+    """A folder a command must write to is read-only or not this user's to write: the message names it and what to
+    do (an OSError still, for callers that handle file errors); nothing was changed there."""
+
+    def __init__(self, folder: Path, cause: OSError) -> None:
+        read_only = cause.errno == errno.EROFS
+        self.folder = folder
+        self.problem = f"{folder} is {'on a read-only file system' if read_only else 'not writable by you'}"
+        self.fix = "mount it read-write, or fix its permissions" if read_only else "fix its permissions (or owner)"
+        super().__init__(cause.errno, f"{self.problem}: {self.fix}, then run again")
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def not_writable(exc: BaseException, folder: Path | None = None) -> NotWritable | None:
+    """`exc` as NotWritable when it is a write refused (a read-only file system, no permission) in `folder` (default:
+    the folder of the file it names); None for any other error."""
+    if isinstance(exc, NotWritable):
+        return exc
+    if not isinstance(exc, OSError) or exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return None
+    if folder is None and exc.filename is not None and os.path.isabs(name := os.fsdecode(exc.filename)):
+        folder = Path(name).parent
+    return NotWritable(folder, exc) if folder is not None else None
+
+
+@contextlib.contextmanager
+def writing(folder: Path) -> Iterator[None]:
+    """Within it, a write refused under `folder` (a read-only file system, no permission) raises NotWritable naming
+    `folder`, not the file (a temporary file, a lock) the system names."""
+    try:
+        yield
+    except OSError as exc:
+        refused = not_writable(exc, folder)
+        if refused is None or refused is exc:
+            raise
+        raise refused from exc
 
 
 def private_folder(path: Path) -> Path:

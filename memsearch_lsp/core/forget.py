@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from memsearch_lsp.core.chunks import normalize_newlines, outline
-from memsearch_lsp.core.files import MAX_FILE_BYTES
+from memsearch_lsp.core.files import MAX_FILE_BYTES, writing
 from memsearch_lsp.core.notes import BULLET, NoteError, read_note_file, replace_file, sections
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line with its own ending, as normalize_newlines counts
@@ -123,4 +123,5 @@ def rewrite_note_file(path: Path, name: str, before: str, after: str) -> None:
     written back as it was read; a regular file, never a link); NoteError when it changed meanwhile."""
     if read_exact(path, name) != before or not before:
         raise NoteError(f"{name} changed meanwhile; nothing was removed: try again")
-    replace_file(path, after)
+    with writing(path.parent):  # (a read-only memory folder: named, not the temporary file)
+        replace_file(path, after)

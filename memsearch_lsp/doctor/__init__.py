@@ -182,6 +182,7 @@ def check_index(ctx: Context) -> Check:
         return Check("index", "skip", "no memory workspace")
     if ctx.embedder is None:  # the index's model cannot embed: opening it would only say that again
         return Check("index", "skip", "not opened: the model does not load (see the model check)")
+    from memsearch_lsp.core.files import not_writable
     from memsearch_lsp.core.memory import INDEX_DIR, Memory
     from memsearch_lsp.core.process.owner import OwnerGone, UntrustedOwner, call, pid_alive, read_record
     from memsearch_lsp.core.store.folder import locked_by_other
@@ -243,6 +244,11 @@ def check_index(ctx: Context) -> Check:
     except ConfigError as exc:  # a setting the index needs (not the index itself)
         return Check("index", "fail", f"cannot open {db}: {exc}", "correct or remove that setting", data)
     except Exception as exc:
+        if (refused := not_writable(exc)) is not None:  # a permissions problem, not damage: nothing to reset
+            fix = f"make {refused.folder} writable: {refused.fix}; no reset needed"
+            return Check(
+                "index", "fail", f"{refused.problem}: the index cannot be opened (it is not damaged)", fix, data
+            )
         return Check(
             "index",
             "fail",

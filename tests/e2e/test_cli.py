@@ -255,6 +255,22 @@ def test_a_note_with_its_own_title_is_one_section_its_id_expands_to(ws: Path) ->
     (ws / note["source"]).unlink()
 
 
+def test_a_read_only_memory_folder_is_named_with_what_to_do_and_nothing_is_lost(tmp_path: Path) -> None:
+    """remember, forget and compact failed with a raw OSError, forget's naming a temporary file of its own."""
+    ws = make_workspace(tmp_path)
+    cli(ws, "index")
+    hit = as_json(cli(ws, "search", "Kafka over RabbitMQ", "--json", "-k", "1"))["hits"][0]
+    before = helpers.snapshot(ws)
+    env = {"MEMSEARCH_NOW": "2026-02-18T10:00"}
+    with helpers.read_only(ws / "memory") as prefix:
+        for argv in (("remember", "a note"), ("forget", hit["id"], "--yes"), ("compact", "--older-than", "1")):
+            done = helpers.cli(ws, *argv, env=env, prefix=prefix)
+            said = done.stderr.strip()
+            assert done.returncode == 1 and "\n" not in said and "Error" not in said, said
+            assert f"{ws / 'memory'} is " in said and "fix its permissions" in said and ".tmp" not in said, said
+    assert helpers.snapshot(ws) == before
+
+
 def test_a_query_unrelated_to_the_memory_finds_nothing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMSEARCH_SEARCH_MIN_SCORE")  # the shipped floor (conftest turns it off for the fake)
     for query in ("xyzzy plugh", "recipe for lemon drizzle cake", "how many moons does neptune have"):

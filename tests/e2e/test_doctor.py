@@ -18,6 +18,7 @@ import pytest
 from memsearch_lsp.config import user_config_path
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.doctor import run_doctor
+from tests import helpers
 from tests.fakes import FakeEmbedder
 from tests.helpers import free_port
 
@@ -166,3 +167,24 @@ def test_a_remote_index_that_does_not_answer_is_a_problem(tmp_path: Path) -> Non
     index = checks(tmp_path)["index"]
     assert index.status == "fail" and "cannot reach the index on remote Milvus" in index.detail
     assert "milvus.uri" in index.fix
+
+
+def test_a_read_only_index_folder_is_a_permissions_problem_not_damage(tmp_path: Path) -> None:
+    """Every command failed with `OSError: [Errno 30] Read-only file system: 'memsearch.lock'` (the lock file, not
+    its folder), and doctor advised a reset, which failed the same way."""
+    init_workspace(tmp_path)
+    (tmp_path / "memory" / "2026-02-03.md").write_text("# 2026-02-03\n\n## 10:00\n\nThe okapi queue drains at night.\n")
+    helpers.cli(tmp_path, "index", check=True)
+    (tmp_path / "memory" / "2026-02-03.md").write_text("# 2026-02-03\n\n## 10:00\n\nThe okapi queue drains at noon.\n")
+    index = tmp_path / ".memsearch"
+    before = helpers.tree_digest(index)
+    with helpers.read_only(index) as prefix:
+        for argv in (("search", "okapi queue"), ("reset", "--yes")):
+            said = helpers.cli(tmp_path, *argv, prefix=prefix).stderr.strip()
+            assert "\n" not in said and "memsearch.lock" not in said and "Error" not in said, said
+            assert f"{index / 'milvus.db'} is " in said and "fix its permissions" in said, said
+        doctor = json.loads(helpers.cli(tmp_path, "doctor", "--json", prefix=prefix).stdout)
+    assert f"{index / 'milvus.db'} is " in doctor["error"]["message"] and "not damaged" in doctor["error"]["message"]
+    assert "reset" not in doctor["error"]["hint"].replace("no reset needed", "")
+    assert helpers.tree_digest(index) == before  # nothing lost, and the index opens again once writable
+    assert "okapi" in helpers.cli(tmp_path, "search", "okapi queue", check=True).stdout

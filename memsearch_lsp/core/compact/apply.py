@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsearch_lsp.core.compact.summarize import CompactError
-from memsearch_lsp.core.files import read_text
+from memsearch_lsp.core.files import not_writable, read_text
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
@@ -170,7 +170,8 @@ def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
         if isinstance(exc, LogChanged) and not problems:
             raise
         if isinstance(exc, (OSError, CompactError)):
-            detail = f"{exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+            refused = not_writable(exc)  # (a read-only memory folder: named, not a temporary file)
+            detail = str(refused or (exc.strerror if isinstance(exc, OSError) else None) or exc)
             undone = "rolled back, memory unchanged" if not problems else "ROLLBACK INCOMPLETE: " + "; ".join(problems)
             raise CompactError(f"compaction failed ({detail}); {undone}") from exc
         raise

@@ -12,7 +12,7 @@ import stat
 import time
 from pathlib import Path
 
-from memsearch_lsp.core.files import NO_FOLLOW, UnsafeFolder, folder_fd, private_folder, write_file
+from memsearch_lsp.core.files import NO_FOLLOW, UnsafeFolder, folder_fd, private_folder, write_file, writing
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +84,13 @@ def claim(folder: Path) -> tuple[int, bool]:
             f"cannot open the index at {folder}: the folder holds files that are not a memsearch-lsp "
             f"index (no {MARKER} in it), so it is left as it is: set milvus.uri to an empty or new folder"
         )
-    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        private_folder(folder)  # a real folder of this user, owner-only (never a link)
-    except UnsafeFolder as exc:
-        raise StoreError(f"cannot open the index: {exc}") from exc
-    return hold(folder), fresh
+    with writing(folder):  # (a read-only index folder: named, not its lock file)
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            private_folder(folder)  # a real folder of this user, owner-only (never a link)
+        except UnsafeFolder as exc:
+            raise StoreError(f"cannot open the index: {exc}") from exc
+        return hold(folder), fresh
 
 
 # -- signed, moved aside, removed ---------------------------------------------------------------
@@ -142,7 +143,8 @@ def remove_index(uri: str) -> None:
             f"reset: {folder} is not an index memsearch-lsp created (no {MARKER} in it, or a link), "
             "so it is left as it is: delete it yourself if it is"
         )
-    shutil.rmtree(folder)  # (never follows a link inside)
+    with writing(folder):
+        shutil.rmtree(folder)  # (never follows a link inside)
 
 
 def move_aside(folder: Path, why: str) -> None:
