@@ -97,9 +97,11 @@ def private_folder(path: Path) -> Path:
         pass
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        kind = "a file" if stat.S_ISREG(info.st_mode) else "a FIFO, socket or device"
+        kind = f"a link to {os.readlink(path)}" if stat.S_ISLNK(info.st_mode) else kind
         raise UnsafeFolder(
-            f"refusing {path}: it must be a real folder, not a link or a file (it holds the "
-            "index and its statistics); remove it and run again"
+            f"refusing {path}: it is {kind}, and it must be a real folder (not a link or a file: it holds the index "
+            "and its statistics); it is left as it is, in case it is yours: move or remove it, then run again"
         )
     if info.st_uid != os.geteuid():
         raise UnsafeFolder(

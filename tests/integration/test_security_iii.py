@@ -92,6 +92,16 @@ def test_a_linked_index_folder_is_refused_and_reset_deletes_nothing_outside(
     assert sorted(p.name for p in outside.iterdir()) == ["milvus.db"]
 
 
+def test_reset_refuses_an_index_folder_that_is_a_file_naming_it_and_why(workspace: Path) -> None:
+    """A file named `.memsearch` may be the user's: reset leaves it, and says which path it is and why."""
+    (workspace / ".memsearch").write_text("my notes, not an index")
+    result = cli(workspace, "reset", "--yes")
+    said = result.stderr.strip()
+    assert result.returncode == 1 and len(said.splitlines()) == 1
+    assert f"refusing {workspace / '.memsearch'}: it is a file, and it must be a real folder" in said
+    assert "left as it is" in said and (workspace / ".memsearch").read_text() == "my notes, not an index"
+
+
 def test_private_folder_never_follows_a_link_or_takes_a_file(tmp_path: Path) -> None:
     target = tmp_path / "target"
     target.mkdir(mode=0o755)
