@@ -273,13 +273,13 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
         assert actions[0].command is not None and actions[0].command.arguments
         args = actions[0].command.arguments[0]
         dry = await command(session, **args, dryRun=True)
-        assert dry["applied"] is False and len(dry["plan_id"]) == 16
+        assert dry["applied"] is False and len(dry["planId"]) == 16 and dry["plan_id"] == dry["planId"]
         assert 0 < dry["chars_after"] < dry["chars_before"]
         with pytest.raises(Exception, match="changed since the plan was reviewed"):
             await command(session, **args, planId="0" * 16)
         assert not (memory / "archive").exists()
-        done = await command(session, **args, planId=dry["plan_id"])
-        assert done["applied"] is True and done["appliedBy"] == "server" and done["plan_id"] == dry["plan_id"]
+        done = await command(session, **args, planId=dry["planId"])
+        assert done["applied"] is True and done["appliedBy"] == "server" and done["planId"] == dry["planId"]
         for summary in done["summaries"]:  # written on disk, not left in a buffer
             assert (session.workspace / summary["path"]).read_text() == summary["content"]
 
@@ -345,6 +345,7 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
     n = len(session.indexed)
     done: Any = await command(session, files=["memory/2026-02-16.md", "memory/2026-02-17.md"])
     assert done["applied"] is True and done["appliedBy"] == by and len(editor.calls) == (by == "editor")
+    assert done["planId"] == done["plan_id"] != dry["planId"]  # the plan applied, by either hand
     assert [s["path"] for s in done["summaries"]] == ["memory/summary-2026-W08.md"]
     assert (memory / "archive/2026-02-17.md").is_file() and not (memory / "2026-02-17.md").exists()
     assert (memory / "summary-2026-W08.md").read_text() == done["summaries"][0]["content"]
@@ -448,6 +449,7 @@ async def test_a_refused_edit_changes_nothing(vscode_session: Session) -> None:
     before = snapshot(session.workspace)
     result: Any = await command(session, olderThanDays=7)
     assert result["applied"] is False and result["failureReason"] == "the user said no" and editor.calls
+    assert len(result["planId"]) == 16 and "appliedBy" not in result
     assert annotated(editor.calls[0].edit)
     assert without_index(snapshot(session.workspace)) == without_index(before)
 

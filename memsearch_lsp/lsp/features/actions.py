@@ -268,7 +268,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         plan = plan or await make_plan(ls, root, days, files, say_failure=False)
     except (ValueError, PathError) as exc:
         raise CompactCommandError(str(exc)) from exc
-    result = dict(plan.to_dict(), applied=False)
+    result = answer(plan, applied=False)
     if options.get("dryRun") or plan.empty:
         remember(root, plan)
         return result
@@ -292,7 +292,12 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
     headline = applied.headline(applied=not applied.empty)
     say(ls, types.MessageType.Info, f"memsearch: {headline} on disk; the originals are in {archive}/{left}")
-    return dict(applied.to_dict(), applied=not applied.empty, appliedBy="server")
+    return answer(applied, applied=not applied.empty, appliedBy="server")
+
+
+def answer(plan: CompactionPlan, **outcome: Any) -> dict[str, Any]:
+    """The plan as JSON (`compact --json`'s keys) with its `planId` for the editor, and what became of it."""
+    return dict(plan.to_dict(), planId=plan.plan_id, **outcome)
 
 
 def unsaved_in(ls: MemsearchServer, root: Root, plan: CompactionPlan) -> list[str]:
