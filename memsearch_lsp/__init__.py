@@ -51,7 +51,7 @@ def open_memory(
     `.memsearch.toml`. A local open waits up to `wait_s` while a short-lived process holds the index."""
     from memsearch_lsp.core.process.door import open_memory as open_owned
 
-    return open_owned(root, wait_s=wait_s, config=config, **settings)
+    return open_owned(root, wait_s=wait_s, config=config, scoped=search, **settings)
 
 
 def open_user_memory(*, create: bool = False, **settings: Any) -> MemoryApi | None:

@@ -25,6 +25,19 @@ if TYPE_CHECKING:
     from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
 
+SCOPES = ("workspace", "user", "all")  # whose memory a search reads: the workspace's, the user's (core/scopes.py), both
+
+
+class ScopeError(ValueError):
+    """A scope that is none of SCOPES."""
+
+
+def check_scope(scope: str) -> str:
+    if scope not in SCOPES:
+        raise ScopeError(f"unknown scope {scope!r}: expected one of {', '.join(SCOPES)}")
+    return scope
+
+
 class NoteChunkData(TypedDict):
     id: str
     heading: str
@@ -185,6 +198,7 @@ class MemoryApi(IndexApi, Protocol):
     root: Path
     config: Config
     clock: Callable[[], dt.datetime]
+    scope: str  # whose memory this is: "workspace", or "user" for the user memory (core/scopes.py)
 
     @property
     def remote(self) -> bool: ...
@@ -192,6 +206,10 @@ class MemoryApi(IndexApi, Protocol):
     def embedder(self) -> Embedder: ...
     @property
     def archive_dir(self) -> str: ...
+    def search(self, query: str, top_k: int | None = None, *, scope: str | None = None, **overrides: Any) -> list[Hit]:
+        """`scope` None or "workspace": this memory's hits; "user" or "all": as `memsearch_lsp.search`."""
+        ...
+
     def reconfigure(self, config: Config) -> bool: ...
     def owner_process(self) -> str: ...
     def source_of(self, path: str | Path) -> str: ...

@@ -214,8 +214,9 @@ class Memory(MemoryFiles):
         self._indexer, self._emptied = None, True
 
     # -- reading ---------------------------------------------------------------------------
-    def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call.
+    def search(self, query: str, top_k: int | None = None, *, scope: str | None = None, **overrides: Any) -> list[Hit]:
+        """Hybrid search; overrides such as vector_weight=0.5 or ranker='rrf' apply to this call; `scope` "user" or
+        "all" reads the user memory too (`memsearch_lsp.search`).
 
         Filters (core/search/filters.py): `since` / `until` (a date, 'YYYY-MM-DD', or relative as '7d', '2w'
         before today; inclusive) and `source` (one glob or a list of them). Both legs take their candidates
@@ -223,6 +224,8 @@ class Memory(MemoryFiles):
         daily logs and summaries (undated) are left out. An archived original whose summary holds the same
         match is left out (the summary comes first); `archived=True` keeps it, below its summary.
         """
+        if (hits := self.beyond(query, top_k, scope, overrides)) is not None:
+            return hits
         self._refilled()
         archived = bool(overrides.pop("archived", False))  # archived originals beside their summaries too
         wanted = {k: overrides.pop(k) for k in FILTER_KEYS if k in overrides}
@@ -233,15 +236,17 @@ class Memory(MemoryFiles):
         only = where.allowed(manifest) if where else None
         if only is not None and where and where.narrowed(sum(manifest[s].chunks for s in only)):
             settings = replace(settings, min_score=0.0)  # the filter narrowed it: the floor would only empty it
-        return hybrid_search(
-            self.store,
-            self.embedder,
-            query,
-            settings,
-            min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
-            archive_dir=self.archive_dir,
-            only=only,
-            archived=archived,
+        return self.mine(
+            hybrid_search(
+                self.store,
+                self.embedder,
+                query,
+                settings,
+                min(top_k if top_k is not None else settings.top_k, MAX_TOP_K),
+                archive_dir=self.archive_dir,
+                only=only,
+                archived=archived,
+            )
         )
 
     def expand(self, chunk_id: str) -> Expanded | None:
@@ -372,7 +377,7 @@ class Memory(MemoryFiles):
         own = (max(first, last - body.count("\n")), last)  # the note's own lines (not the heading it created)
         if chunks:
             keep_id(self.index_dir, chunks[0].id, source, body)
-        return Remembered(source, tuple(chunks), stats, lines=own if long_term else None)
+        return Remembered(source, tuple(chunks), stats, scope=self.scope, lines=own if long_term else None)
 
     def _already(self, body: str, day: dt.date, long_term: bool) -> tuple[str, int, int] | None:
         """(source, first line, last line) of a note of the day's logs (or of MEMORY.md) that says `body`."""

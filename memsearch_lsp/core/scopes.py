@@ -16,24 +16,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memsearch_lsp.config import Config, load_config
-from memsearch_lsp.core.api import MemoryApi
+from memsearch_lsp.core.api import MemoryApi, check_scope
 from memsearch_lsp.core.files import private_folder
 from memsearch_lsp.core.search.hybrid import Hit
 
-SCOPES = ("workspace", "user", "all")
 APP = "memsearch-lsp"
 FOLDER = "memory"
 T = TypeVar("T")
-
-
-class ScopeError(ValueError):
-    """A scope that is none of SCOPES."""
-
-
-def check_scope(scope: str) -> str:
-    if scope not in SCOPES:
-        raise ScopeError(f"unknown scope {scope!r}: expected one of {', '.join(SCOPES)}")
-    return scope
 
 
 def user_root() -> Path:
@@ -78,7 +67,7 @@ def open_user_memory(*, create: bool = False, **settings: Any) -> MemoryApi | No
     if not create and not user_memory_exists():
         return None
     root = make_user_root()
-    return open_memory(root, config=user_config(), **settings)
+    return open_memory(root, config=user_config(), scope="user", **settings)
 
 
 def scoped(hits: Sequence[Hit], scope: str) -> list[Hit]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.api import Remembered
+from memsearch_lsp.core.api import Remembered, ScopeError, check_scope
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embedding import Embedder, create_embedder
 from memsearch_lsp.core.files import is_memory_source, relative_source
@@ -74,8 +74,12 @@ class MemoryFiles:
         *,
         config: Config | None = None,
         embedder: Embedder | None = None,
+        scope: str = "workspace",
+        scoped: Callable[..., list[Hit]] | None = None,
         **settings: Any,
     ):
+        self.scope = scope  # whose memory: "workspace", or "user" (core/scopes.open_user_memory); its hits say it
+        self._scoped = scoped  # `memsearch_lsp.search`, which `search(scope="user" | "all")` hands the query to
         self.root = Path(workspace).expanduser().resolve()
         if not self.root.is_dir():
             raise FileNotFoundError(f"workspace {self.root} is not a folder")
@@ -94,6 +98,22 @@ class MemoryFiles:
             if self._embedder is None:
                 self._embedder = create_embedder(self.config.embedding, root=self.root)
             return self._embedder
+
+    def beyond(self, query: str, top_k: int | None, scope: str | None, filters: dict[str, Any]) -> list[Hit] | None:
+        """The hits of `search(query, scope=...)` when `scope` reaches past this memory (the user memory for a
+        workspace's); None when it is this memory alone: no scope, "workspace", or the user memory's own."""
+        if scope is None or check_scope(scope) == "workspace" or self.scope == "user":
+            return None
+        if self._scoped is None:
+            raise ScopeError(
+                f"scope {scope!r} reads the user memory too: open this memory with memsearch_lsp.open_memory, or "
+                f"call memsearch_lsp.search(memory, query, scope={scope!r})"
+            )
+        return self._scoped(self, query, top_k, scope=scope, **filters)
+
+    def mine(self, hits: list[Hit]) -> list[Hit]:
+        """`hits` of this memory, said to be the user's when it is the user memory."""
+        return hits if self.scope == "workspace" else [replace(h, scope=self.scope) for h in hits]
 
     # -- paths -----------------------------------------------------------------------------
     def source_of(self, path: str | Path) -> str:
@@ -144,7 +164,7 @@ class MemoryFiles:
         return await _to_thread(self.index, force)
 
     async def asearch(self: MemoryApi, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
-        return await _to_thread(self.search, query, top_k, **overrides)
+        return await _to_thread(lambda: self.search(query, top_k, **overrides))
 
     async def aexpand(self: MemoryApi, chunk_id: str) -> Expanded | None:
         return await _to_thread(self.expand, chunk_id)

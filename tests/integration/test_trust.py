@@ -4,6 +4,7 @@ template text or empty title chunks in answers, and a user memory merged into ev
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import stat
@@ -11,17 +12,20 @@ from pathlib import Path
 
 import pytest
 
+import memsearch_lsp
+from memsearch_lsp.core.api import ScopeError
 from memsearch_lsp.core.notes import NoteError
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.core.scopes import (
-    ScopeError,
     make_user_root,
     merge,
     open_user_memory,
     search_scopes,
+    user_config,
     user_root,
 )
 from memsearch_lsp.core.search.hybrid import Hit
+from tests.helpers import owner_serving
 
 NOW = dt.datetime(2026, 12, 5, 9, 41)
 
@@ -264,6 +268,39 @@ def test_the_user_memory_lives_in_the_data_folder_private_and_is_merged_by_relev
         assert [h.id for h in own].count(note.chunks[0].id) == 1 and {h.scope for h in own} == {"user"}
     finally:
         user.close()
+
+
+def test_the_python_api_says_a_user_note_is_the_users_and_its_search_takes_a_scope(
+    tmp_path: Path, make_memory, embedder
+) -> None:
+    user = memsearch_lsp.open_user_memory(create=True, embedder=embedder)  # owned here
+    assert user is not None and not user.remote
+    with user:
+        note = user.remember("Commit messages in the imperative mood.", now=NOW)
+        assert note.scope == "user" and note.to_dict()["scope"] == "user"
+        assert {h.scope for h in user.search("commit messages imperative mood")} == {"user"}
+        assert {h.scope for h in user.search("commit messages imperative mood", scope="workspace")} == {"user"}
+    init_workspace(tmp_path / "ws", today=NOW.date())
+    owner = make_memory(user_root(), config=user_config())  # another process owns it, as `warm` would
+    with owner_serving(owner):
+        mine = memsearch_lsp.open_user_memory()
+        assert mine is not None and mine.remote
+        assert mine.remember("Tabs are four spaces wide.", now=NOW).scope == "user"
+        assert {h.scope for h in mine.search("tabs four spaces")} == {"user"}
+        with memsearch_lsp.open_memory(tmp_path / "ws", embedder=embedder) as ws:
+            ws.remember("Kafka is the event bus.", now=NOW)
+            query = "kafka event bus tabs four spaces"
+            assert {h.scope for h in ws.search(query, top_k=5, scope="workspace")} == {"workspace"}
+            assert {h.scope for h in ws.search(query, top_k=5, scope="user")} == {"user"}
+            assert {h.scope for h in ws.search(query, top_k=5, scope="all")} == {"user", "workspace"}
+            assert ws.search(query, top_k=5, scope="all") == memsearch_lsp.search(ws, query, 5, scope="all")
+            assert asyncio.run(ws.asearch(query, 5, scope="user")) == ws.search(query, 5, scope="user")  # keywords too
+            with pytest.raises(ScopeError, match="expected one of workspace, user, all"):
+                ws.search(query, scope="everything")
+    alone = make_memory(tmp_path / "ws")  # a Memory made directly cannot open the user memory: it says how
+    assert {h.scope for h in alone.search("kafka event bus", scope="workspace")} == {"workspace"}
+    with pytest.raises(ScopeError, match=r"memsearch_lsp\.search\(memory, query, scope='user'\)"):
+        alone.search("kafka", scope="user")
 
 
 def _hit(n: int, relevance: float, scope: str) -> Hit:

@@ -22,7 +22,7 @@ import stat
 import tempfile
 import threading
 import time
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -312,17 +312,20 @@ class RemoteMemory(MemoryFiles):
     _remember = asked_of_owner(IndexApi.remember)
     _status = asked_of_owner(IndexApi.status)
 
-    def search(self, query: str, top_k: int | None = None, **overrides: Any) -> list[Hit]:
+    def search(self, query: str, top_k: int | None = None, *, scope: str | None = None, **overrides: Any) -> list[Hit]:
         """(With the search settings changed in this process.)"""
+        if (hits := self.beyond(query, top_k, scope, overrides)) is not None:
+            return hits
         settings = {**self.search_overrides, **overrides}
         wanted = settings.pop("top_k", None)
-        return self._search(query, top_k if top_k is not None else wanted, **settings)
+        return self.mine(self._search(query, top_k if top_k is not None else wanted, **settings))
 
     def remember(
         self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
     ) -> Remembered:
         """(At this process's time: its clock may be set.)"""
-        return self._remember(text, heading, now=now or self.clock(), long_term=long_term)
+        note = self._remember(text, heading, now=now or self.clock(), long_term=long_term)
+        return note if self.scope == "workspace" else replace(note, scope=self.scope)
 
     def status(self) -> dict[str, Any]:
         return dict(self._status(), served_by_pid=self.ask("ping", {})["pid"])
