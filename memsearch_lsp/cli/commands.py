@@ -7,7 +7,9 @@ import json
 import logging
 import os
 import re
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -342,11 +344,15 @@ def cmd_warm(args: argparse.Namespace) -> int:
         from memsearch_lsp.config import load_config
 
         idle = args.idle if args.idle is not None else load_config(workspace).warm.idle_s
-        if (owner := _serving(workspace)) is not None:  # a warm one would exit at once: say who serves it
-            _emit(args, {"pid": owner, "idle_s": idle, "running": True}, f"the index is already served by pid {owner}")
-            return EXIT_OK
-        pid = spawn(["warm", "--idle", str(idle), "--workspace", str(workspace)])
-        _emit(args, {"pid": pid, "idle_s": idle}, f"warming the index in pid {pid}")
+        if (owner := _serving(workspace)) is None:
+            started = spawn(["warm", "--idle", str(idle), "--workspace", str(workspace)])
+            owner = _served_by(workspace, started)
+            if owner is None or owner["pid"] == started.pid:  # (None: still starting after WARM_WAIT_S)
+                _emit(args, {"pid": started.pid, "idle_s": idle}, f"warming the index in pid {started.pid}")
+                return EXIT_OK
+        # a warm one would exit at once: say who serves it (how long it stays, when its record says: not an editor)
+        said = {"pid": owner["pid"], **({"idle_s": owner["idle_s"]} if "idle_s" in owner else {}), "running": True}
+        _emit(args, said, f"the index is already served by pid {owner['pid']}")
         return EXIT_OK
     with progress.bar(args, "indexing") as report:
         served = serve_until_idle(workspace, args.idle, progress=report)
@@ -354,15 +360,33 @@ def cmd_warm(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _serving(workspace: Path) -> int | None:
-    """The pid of the live process that owns `workspace`'s index (one that answers), else None."""
+def _serving(workspace: Path) -> dict[str, Any] | None:
+    """The record of the live process that owns `workspace`'s index (one that answers), else None."""
     from memsearch_lsp.core.process.owner import find_owner, read_record
 
     try:
         record = read_record(workspace) if find_owner(workspace) is not None else None
     except (OSError, ValueError, RuntimeError):  # not answering, or not this user's: a warm one finds out
         return None
-    return int(record.get("pid", 0) or 0) or None if record else None
+    return record if record and int(record.get("pid", 0) or 0) > 0 else None
+
+
+WARM_WAIT_S = 30.0  # `warm --detach` returns once its owner serves the index (the next call finds it), or this late
+
+
+def _served_by(workspace: Path, started: subprocess.Popen[bytes]) -> dict[str, Any] | None:
+    """The record of the owner that serves `workspace`'s index once `started` (a warm owner) or another serves it;
+    None when none does within WARM_WAIT_S; UserError when `started` ended and none does."""
+    deadline = time.monotonic() + WARM_WAIT_S
+    while time.monotonic() < deadline:
+        if (record := _serving(workspace)) is not None:
+            return record
+        if started.poll() is not None:  # it ended: another owner came first, or it could not start
+            if (record := _serving(workspace)) is not None:
+                return record
+            raise UserError(f"the warm owner (pid {started.pid}) ended at once: run `memsearch-lsp warm` to see why")
+        time.sleep(0.05)
+    return None
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

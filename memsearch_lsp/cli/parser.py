@@ -351,7 +351,11 @@ def build_parser() -> _Parser:
         metavar="SECONDS",
         help="exit after this many seconds without a call (default: the warm.idle_s setting, 600)",
     )
-    warm.add_argument("--detach", action="store_true", help="start it in the background and return at once")
+    warm.add_argument(
+        "--detach",
+        action="store_true",
+        help="start it in the background; return once it serves the index (at most 30 s)",
+    )
 
     _command(
         sub,

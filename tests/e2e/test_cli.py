@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -301,3 +302,27 @@ def test_a_reader_that_closes_the_pipe_gets_no_traceback(ws: Path, json_flag: li
     finally:
         os.close(write)
     assert result.returncode == 141 and result.stderr == "", result.stderr
+
+
+def test_warm_detach_returns_once_it_serves_and_a_second_names_the_owners_own_idle_time(tmp_path: Path) -> None:
+    """A second `warm --detach` right after the first found no record yet and started another owner; one beside a
+    running owner said the default idle time (600 s), not the owner's."""
+    from memsearch_lsp.core.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    ws = make_workspace(tmp_path)
+    record = ws / ".memsearch" / "server.json"
+    first = as_json(cli(ws, "warm", "--detach", "--idle", "60", "--json"))
+    try:
+        assert record.is_file() and json.loads(record.read_text())["pid"] == first["pid"]  # the next call finds it
+        assert first == {"pid": first["pid"], "idle_s": 60.0}
+        assert as_json(cli(ws, "warm", "--detach", "--json")) == {"pid": first["pid"], "idle_s": 60.0, "running": True}
+    finally:
+        os.kill(first["pid"], signal.SIGTERM)
+    helpers.wait_until(lambda: not record.exists(), "the warm owner leaves", timeout=60)
+    editor = Memory(ws, embedder=FakeEmbedder())  # an owner that stays while it runs (an editor's): no idle time
+    try:
+        with helpers.owner_serving(editor):
+            assert as_json(cli(ws, "warm", "--detach", "--json")) == {"pid": os.getpid(), "running": True}
+    finally:
+        editor.close()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memsearch_lsp.config import Config
+from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core import launch
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.memory import Memory
@@ -77,10 +77,17 @@ class Door:
     and runs it once more."""
 
     def __init__(
-        self, root: str | Path, *, config: Config | None = None, process: str = "memsearch-lsp", **settings: Any
+        self,
+        root: str | Path,
+        *,
+        config: Config | None = None,
+        process: str = "memsearch-lsp",
+        idle_s: float | None = None,
+        **settings: Any,
     ):
         self.root = Path(root).expanduser().resolve()
         self.config, self.process, self.settings = config, process, settings
+        self.idle_s = idle_s  # (an owner that leaves after that long without a call says so in its record)
         self.owner: OwnerServer | None = None
         self._memory: MemoryApi | None = None
         self._lock = threading.RLock()
@@ -103,7 +110,7 @@ class Door:
         if isinstance(gone, RemoteMemory) and isinstance(memory, RemoteMemory):
             memory.search_overrides = dict(gone.search_overrides)  # this process's search settings
         if not memory.remote:
-            owner = OwnerServer(memory, self.process)  # type: ignore[arg-type]  # (a local Memory: remote is False)
+            owner = OwnerServer(memory, self.process, self.idle_s)  # type: ignore[arg-type]  # (a local Memory: remote is False)
             try:
                 owner.start()
                 self.owner = owner
@@ -159,7 +166,10 @@ def serve_until_idle(
     `idle_s` seconds (None: the `warm.idle_s` setting) or SIGTERM / SIGHUP; False at once when another process
     already owns it. The index is reconciled first (`progress` hears it), so the first caller finds it warm; its
     record and socket are removed on the way out."""
-    door = Door(workspace, process=WARM_PROCESS)
+    root = Path(workspace).expanduser().resolve()
+    config = load_config(root)
+    idle = config.warm.idle_s if idle_s is None else idle_s
+    door = Door(root, config=config, process=WARM_PROCESS, idle_s=idle)
     # the signal that ended it: a plain flag, never a lock; the handler runs in the thread it stops, which may hold
     # an Event's lock (`stop.set()` there waited for it forever, and `warm` never ended)
     stop: list[int] = []
@@ -169,7 +179,6 @@ def serve_until_idle(
     try:
         if door.memory.remote:
             return False
-        idle = door.memory.config.warm.idle_s if idle_s is None else idle_s
         door.memory.index(progress=progress)
         if door.owner is not None:
             door.owner.last_call = time.monotonic()
@@ -183,10 +192,10 @@ def serve_until_idle(
             signal.signal(number, action)
 
 
-def spawn(arguments: list[str]) -> int:
+def spawn(arguments: list[str]) -> subprocess.Popen[bytes]:
     """Start `memsearch-lsp ARGUMENTS` in the background (its own session, no terminal), isolated from the workspace
-    (core/launch.py: `python -I`, from `/`, a minimal environment). Its pid."""
-    process = subprocess.Popen(
+    (core/launch.py: `python -I`, from `/`, a minimal environment)."""
+    return subprocess.Popen(
         launch.python("memsearch_lsp", *arguments),
         cwd=launch.ROOT_FOLDER,
         env=launch.environment(),
@@ -195,4 +204,3 @@ def spawn(arguments: list[str]) -> int:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    return process.pid

@@ -211,10 +211,12 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 class OwnerServer:
     """Serves one local Memory to other processes until `close()`; `process` says what this process is
-    (e.g. "memsearch-lsp serve for Neovim"), for messages in its clients."""
+    (e.g. "memsearch-lsp serve for Neovim"), for messages in its clients; `idle_s`, when it leaves after that long
+    without a call (`memsearch-lsp warm`), is in its record too."""
 
-    def __init__(self, memory: Memory, process: str = ""):
+    def __init__(self, memory: Memory, process: str = "", idle_s: float | None = None):
         self.memory, self.process, self.socket = memory, process, socket_path_for(memory.root)
+        self.idle_s = idle_s
         self._server: _UnixServer | None = None
         self.last_call = time.monotonic()  # when a client last asked something (an idle owner may leave)
 
@@ -250,7 +252,8 @@ class OwnerServer:
         unstructured); `ping` says who answers."""
         self.last_call = time.monotonic()
         if op == "ping":
-            return {"pid": os.getpid(), "version": __version__, "process": self.process}
+            about = {"pid": os.getpid(), "version": __version__, "process": self.process}
+            return about if self.idle_s is None else dict(about, idle_s=self.idle_s)
         if op not in OPERATIONS:
             raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
         result = getattr(self.memory, op)(**protocol.call_arguments(op, params, progress))
