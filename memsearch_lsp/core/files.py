@@ -276,7 +276,9 @@ def find_memory_files(root: Path, config: Config, indexed: bool = False) -> tupl
             try:
                 source = _lexical_source(root, name, name) if plain and folder_inside else relative_source(root, path)
             except PathError as exc:
-                skipped.append(Skipped(printable(Path(os.path.relpath(name, root)).as_posix()), str(exc)))
+                shown = printable(Path(os.path.relpath(name, root)).as_posix())
+                head, said, why = str(exc).partition(": ")  # ("memory/b\ufffd.md: the name is not valid UTF-8")
+                skipped.append(Skipped(shown, why if said and shown.startswith(head.removesuffix("…")) else str(exc)))
                 continue
             if not is_memory_source(config, source):
                 continue

@@ -166,6 +166,7 @@ def test_bad_names_long_paths_and_huge_files_are_skipped(workspace: Path, make_m
     reasons = " | ".join(f"{s.source}: {s.reason}" for s in stats.skipped)
     assert "not valid UTF-8" in reasons and f"longer than {MAX_SOURCE_BYTES} bytes" in reasons
     assert "huge.md: larger than 1 MiB" in reasons
+    assert not [s for s in stats.skipped if s.reason.startswith(s.source[:40])]  # its path once, not twice
     assert "memory/bad\ufffd\ufffdname.md" in {s.source for s in stats.skipped}  # its path, not its name alone
     json.dumps(stats.to_dict(), ensure_ascii=False).encode("utf-8")  # printable in --json output
     assert [h.source for h in memory.search("wombat numbat", top_k=1, vector_weight=0.0)] == ["memory/added.md"]
