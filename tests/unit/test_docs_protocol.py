@@ -25,6 +25,7 @@ from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features import commands
+from memsearch_lsp.lsp.features.actions import answer
 from tests.helpers import ROOT
 
 DOC = ROOT / "docs" / "protocol.md"
@@ -135,10 +136,10 @@ def test_the_expand_and_reindex_answers_have_the_documented_fields(monkeypatch: 
 
 
 def test_the_compact_answer_has_the_documented_fields() -> None:
-    empty = set(CompactionPlan().to_dict())
-    full = set(CompactionPlan(left=("a",), skipped=(("a", "b"),), note="n", stats={"logs": 1}).to_dict())
-    # memsearch.compact adds `applied` to the plan, `appliedBy` once applied, `failureReason` when the editor refused
-    assert documented_fields("compact") == (empty | {"applied"}, (full - empty) | {"appliedBy", "failureReason"})
+    empty = set(answer(CompactionPlan(), applied=False))
+    full = set(answer(CompactionPlan(left=("a",), skipped=(("a", "b"),), note="n", stats={"logs": 1}), applied=False))
+    # memsearch.compact adds `appliedBy` once applied, `failureReason` when the editor refused
+    assert documented_fields("compact") == (empty, (full - empty) | {"appliedBy", "failureReason"})
 
 
 if __name__ == "__main__":
