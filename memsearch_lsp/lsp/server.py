@@ -139,7 +139,7 @@ class MemsearchServer(ReportingServer):
             return
         try:
             await asyncio.wait_for(self.started.wait(), SETTLE_S)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # (not TimeoutError itself before Python 3.11)
             log.warning("the workspace folders are not open after %gs; answering without them", SETTLE_S)
 
     # -- roots and paths -------------------------------------------------------------------

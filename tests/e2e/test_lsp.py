@@ -136,6 +136,7 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
         (["redis", 2, "since=2030-01-01"], "memsearch.search", "the filters"),  # never ignored
         ([{"force": "no"}], "memsearch.reindex", "force must be true or false"),  # "no" was a forced reindex
         (["0123456789abcdef"], "memsearch.expand", "no chunk with id '0123456789abcdef'"),  # was a bare null
+        (["redis", 2, {"scope": "bogus"}], "memsearch.search", "scope"),  # (the scope was not read: all)
     ]:
         with pytest.raises(JsonRpcException, match=pattern):
             await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=wrong))
@@ -145,6 +146,12 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
     object.__setattr__(params, "query", None)  # (past attrs' check: a client that sends null)
     listed = await client.workspace_symbol_async(params)
     assert {s.name for s in listed} == {s.name for s in await session.symbols("")}
+    # a file indexed despite a problem is in the reindex's warnings, as in `index --json` (they were always [])
+    (session.workspace / "memory" / "2026-03-03.md").write_bytes(b"# 2026-03-03\n\n## Odd\n\nLatin-1 caf\xe9.\n")
+    stats: Any = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memsearch.reindex", arguments=[{"force": True}])
+    )
+    assert [w["source"] for w in stats["warnings"]] == ["memory/2026-03-03.md"], stats
     with pytest.raises(JsonRpcException, match="no memory"):  # a folder given alone is read, never ignored
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="memsearch.today", arguments=["/etc"])

@@ -24,11 +24,14 @@ def register(server: MemsearchServer) -> None:
             raise CommandError("memsearch.search needs a query string")
         top_k = top_k_of(args[1]) if len(args) > 1 else None
         limit = top_k or max((r.config.search.top_k for r in ls.roots.values()), default=3)
-        # a third argument: {"since": ..., "until": ..., "source": [...]} (as memsearch/search takes them)
+        # a third argument: {"since", "until", "source", "archived", "scope"} (as memsearch/search takes them)
         if len(args) > 2 and not isinstance(args[2], dict):
-            raise CommandError("memsearch.search: the third argument is the filters, {since, until, source}")
+            raise CommandError(
+                "memsearch.search: the third argument is the filters, {since, until, source, archived, scope}"
+            )
         filters = search_filters(args[2]) if len(args) > 2 else {}
-        pairs = await search_all(ls, args[0], limit, **filters)
+        scope = param(args[2], "scope", default="all") if len(args) > 2 else "all"
+        pairs = await search_all(ls, args[0], limit, str(scope), **filters)
         return [convert.hit_json(root.path, hit, rng) for root, hit, rng in located(ls, pairs)]
 
     @server.command("memsearch.expand")
@@ -71,6 +74,7 @@ def register(server: MemsearchServer) -> None:
             ):
                 setattr(total, name, getattr(total, name) + getattr(stats, name))
             total.skipped += stats.skipped
+            total.warnings += stats.warnings
         return total.to_dict()
 
     @server.command("memsearch.today")

@@ -113,7 +113,7 @@ def register(server: MemsearchServer) -> None:
         heading = next((c for c in chunks if c.level > 0 and c.start_line == line_no), None)
         if heading is None:
             return None
-        await root.ready.wait()
+        await ready_roots(ls, [root])  # (at most READY_WAIT_S: a long first pass answers from what is indexed)
         related = await ls.read(root.memory.related, heading, 3)
         return types.Hover(
             contents=content(ls, convert.heading_markdown_hover(root.path, heading, related)),

@@ -74,16 +74,16 @@ def _disk_lines(path: str, mtime_ns: int, size: int, inode: int) -> tuple[str, .
     return tuple(text.replace("\r\n", "\n").split("\n"))
 
 
-async def ready_roots(ls: MemsearchServer) -> list[Root]:
-    """Every root, once its first index pass is done or READY_WAIT_S have passed: a root still indexing
+async def ready_roots(ls: MemsearchServer, roots: Sequence[Root] | None = None) -> list[Root]:
+    """Every root (or `roots`), once its first index pass is done or READY_WAIT_S have passed: a root still indexing
     (a large memory, a slow embedding endpoint) then answers from the part indexed so far, rather than
     the request failing."""
-    roots = list(ls.roots.values())
+    roots = list(ls.roots.values()) if roots is None else list(roots)
     waiting = [r.ready.wait() for r in roots if not r.ready.is_set()]
     if waiting:
         try:
             await asyncio.wait_for(asyncio.gather(*waiting), timeout=READY_WAIT_S)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # (not TimeoutError itself before Python 3.11)
             busy = ", ".join(r.path.name for r in roots if not r.ready.is_set())
             log.warning("%s: still indexing after %gs; answering from the part indexed so far", busy, READY_WAIT_S)
     return roots
@@ -222,7 +222,7 @@ def register(server: MemsearchServer) -> None:
     @server.feature(SEARCH)
     async def memsearch_search(ls: MemsearchServer, params: Any) -> list[dict[str, Any]]:
         if isinstance(params, list | str | int | float | bool):
-            raise ValueError("memsearch/search takes an object: {query, topK, since, until, source, scope}")
+            raise ValueError("memsearch/search takes an object: {query, topK, since, until, source, archived, scope}")
         query = param(params, "query", default="")
         if not isinstance(query, str):
             raise ValueError("query must be a string")  # invalid params, as every ValueError of a handler
