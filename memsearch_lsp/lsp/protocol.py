@@ -203,7 +203,10 @@ class MemsearchProtocol(LanguageServerProtocol):
         if data.get("method") == types.WORKSPACE_SYMBOL and isinstance(params, dict) and params.get("query") is None:
             params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
         if "jsonrpc" in data and "id" in data and not {"method", "result", "error"} & data.keys():
-            return _Refused(_msg_id(data), JsonRpcInvalidRequest("a request without a method"))
+            if data["id"] in self._request_futures:  # the client's reply to the server's request, its null result left
+                data = {**data, "result": None}  # out (`{"jsonrpc", "id"}` after client/registerCapability)
+            else:
+                return _Refused(_msg_id(data), JsonRpcInvalidRequest("a request without a method"))
         try:
             return super().structure_message(data)
         except Exception as exc:

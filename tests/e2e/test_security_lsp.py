@@ -37,6 +37,7 @@ class Raw:
         self.notifications: list[dict[str, Any]] = []
         self.replies: dict[Any, dict[str, Any]] = {}
         self._next = 1000
+        self.bare = False  # answer the server's requests with `{"jsonrpc", "id"}` alone (a null result left out)
 
     @classmethod
     async def start(cls, cwd: Path, stderr: Any = asyncio.subprocess.DEVNULL) -> Raw:
@@ -73,7 +74,7 @@ class Raw:
         """Read one message: answer a server request with null, keep a notification or a reply."""
         message = await self._read()
         if "method" in message and "id" in message:
-            self.send({"id": message["id"], "result": None})
+            self.send({"id": message["id"]} if self.bare else {"id": message["id"], "result": None})
         elif "method" in message:
             self.notifications.append(message)
         else:
@@ -319,6 +320,27 @@ async def test_what_is_no_jsonrpc_request_is_answered_and_never_shown(shared: Ra
         assert "id" in reply and reply["error"]["code"] == code, (body, reply)
     assert "result" in await shared.request("workspace/symbol", {"query": "x"})
     assert len([n for n in shared.notifications if n["method"] == "window/showMessage"]) == popups
+
+
+async def test_a_reply_that_leaves_its_null_result_out_is_a_reply(tmp_path: Path) -> None:
+    """A client answering client/registerCapability with `{"jsonrpc", "id"}` alone got an InvalidRequest under the
+    server's own request id ("a request without a method"), and the server, still waiting for that reply, never
+    indexed nor answered again."""
+    ws = make_workspace(tmp_path)
+    server = await Raw.start(tmp_path)
+    server.bare = True
+    try:
+        folders = workspace_folders([ws])
+        watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+        init = {"processId": None, "rootUri": folders[0]["uri"], "capabilities": watching, "workspaceFolders": folders}
+        assert "result" in await server.request("initialize", init)
+        server.send({"method": "initialized", "params": {}})
+        await server.indexed(ws)
+        status = await server.request("workspace/executeCommand", {"command": "memsearch.status", "arguments": []})
+        assert status["result"]["roots"][0]["chunks"] > 0, status
+        assert not [r for r in server.replies.values() if "error" in r], server.replies
+    finally:
+        await server.stop()
 
 
 async def test_what_the_client_got_wrong_is_logged_on_one_line(tmp_path: Path) -> None:
