@@ -127,8 +127,10 @@ def foreign_marker(folder: Path) -> Path | None:
     one found by looking upwards (a `memory/` planted in /tmp or a shared folder) would read and receive your notes."""
     uid = os.geteuid()
 
-    def foreign(marker: Path) -> bool:
-        return marker.exists() and marker.stat().st_uid != uid
+    def foreign(marker: Path) -> bool:  # (a link counts as its own owner's and as its target's: either may be other)
+        if not marker.is_symlink():
+            return marker.exists() and marker.stat().st_uid != uid
+        return marker.lstat().st_uid != uid or (marker.exists() and marker.stat().st_uid != uid)
 
     settings = folder / CONFIG_FILE
     if foreign(settings):  # (before it is read for the memory folders it names)

@@ -162,9 +162,12 @@ def project(event: dict[str, Any]) -> Path:
     for folder in [start, *start.parents]:
         if folder in stops:
             break
-        found = [folder / m for m in ("memory", ".memsearch.toml", ".memsearch") if (folder / m).exists()]
-        if found:
-            return folder if all(m.stat().st_uid == os.geteuid() for m in found) else start
+        found = [folder / m for m in ("memory", ".memsearch.toml", ".memsearch") if os.path.lexists(folder / m)]
+        if found:  # (a link is another user's when it or its target is)
+            mine = all(
+                m.lstat().st_uid == os.geteuid() and (not m.exists() or m.stat().st_uid == os.geteuid()) for m in found
+            )
+            return folder if mine else start
     return start
 
 
