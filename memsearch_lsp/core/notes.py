@@ -57,7 +57,9 @@ def clean_text(text: str) -> str:
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
     """The note to append: cleaned, its `<private>` spans removed and its secrets redacted (core/redact.py),
     stripped, its own open code fence closed, its own headings made bold lines; NoteError when empty or too long."""
-    body = safe_text(clean_text(text)).strip()
+    body = clean_text(text).strip()
+    if len(body.encode("utf-8")) <= max_bytes:  # (a note too long is refused before its secrets are looked for)
+        body = safe_text(body).strip()
     size = len(body.encode("utf-8"))
     if size > max_bytes:
         raise NoteError(

@@ -246,10 +246,13 @@ RULES: tuple[Rule, ...] = (
     Rule(  # name: value (YAML, JSON, a JavaScript object): only a value that looks like a key, not a word
         "secret",
         re.compile(
-            r"(?<![\w.-])(?<!\$\{)[\"'`]?(?P<name>[A-Za-z_][\w.-]*)[\"'`]?[ \t]*(?::|[ \t]*\|)[ \t]*"
+            r"(?<![\w.:/|-])(?<!\$\{)[\"'`]?(?P<name>[A-Za-z_][\w.-]*)[\"'`]?[ \t]*(?::|[ \t]*\|)[ \t]*"
             r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|`(?P<bq>[^`\n]+)`|"
-            r"(?P<value>[^\s\"'`][^\s\"'`]*?(?=[,;]?[ \t]*$|[ \t]+\#)|"  # (to the line's end: `,;&|` in it)
-            r"[^\s\"'`,;&|]+(?=[ \t]*(?:[,}\]#\n\"'|]|$))))",
+            # the value: to the line's end (`,;&|` in it), at most 256 characters looked at from each start; else a
+            # run without those, taken whole (a lookahead holds no backtracking); a name right after `:`, `/` or `|`
+            # is no key (`a:b:c`, `x://u:`): from each of those a 50 KB line of `a:` took seconds
+            r"(?P<value>[^\s\"'`][^\s\"'`]{0,255}?(?=[,;]?[ \t]*$|[ \t]+\#)|"
+            r"(?=(?P<run>[^\s\"'`,;&|]+))(?P=run)(?=[ \t]*(?:[,}\]#\n\"'|]|$))))",
             re.MULTILINE,
         ),
         group=_VALUE,

@@ -92,6 +92,8 @@ def _code(match: re.Match[str]) -> bool:
 def _call(value: str) -> bool:
     """A call or an index of named things (`get_password()`, `params[:password]`, `os.environ[`), not a password
     holding `(` or `[`."""
+    if re.match(r"[A-Z][a-z]+[0-9]*[(\[]|[a-z]+[0-9]+[(\[]", value):  # Summer2024(, Hunter(2): a password, no call
+        return False
     return ("(" in value or "[" in value) and _CODE.fullmatch(value) is not None
 
 
@@ -130,7 +132,7 @@ def _stands_in(value: str, *names: str) -> bool:
         short
         or (value.isdigit() and len(value) < 8)
         or low in ("true", "false", "yes", "no", "on", "off")
-        or bool(_PLACEHOLDER.match(value) or _VARIABLE.fullmatch(value) or _MARKED.match(value))
+        or bool(_PLACEHOLDER.match(value) or _VARIABLE.fullmatch(value) or _MARKED.fullmatch(value.rstrip(".,;!?)")))
         or bool(_REFERENCE.match(value))
         or _call(value)
         or _path(value)
