@@ -285,7 +285,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
     with _user_memory(create=True) if args.user else _memory(args) as memory:  # type: ignore[union-attr]
         if args.summarize:
             body = clean_note(summarized(memory.config, memory.root, body))
-        heading = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HEADING") or None
+        heading = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING") or None
         note = memory.remember(body, heading, long_term=args.long_term)
     note = replace(note, scope="user") if args.user else note
     _emit(args, note.to_dict(), str(note))

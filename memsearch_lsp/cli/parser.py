@@ -286,7 +286,8 @@ def build_parser() -> _Parser:
         "--heading",
         metavar="H",
         default=None,
-        help="the note's ## heading (default: $MEMSEARCH_HEADING, else HH:MM); with --long-term, the MEMORY.md section",
+        help="the note's ## heading (default: $MEMSEARCH_HOOK_HEADING, else HH:MM); with --long-term, the MEMORY.md "
+        "section",
     )
     remember.add_argument(
         "--long-term",

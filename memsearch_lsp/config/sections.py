@@ -16,11 +16,7 @@ __all__ = ["tomllib"]
 
 CONFIG_FILE = ".memsearch.toml"
 ENV_PREFIX = "MEMSEARCH_"
-ENV_NOT_SETTINGS = (
-    "MEMSEARCH_NOW",
-    "MEMSEARCH_HEADING",
-    "MEMSEARCH_HOOK_",
-)  # the clock override, remember's heading, hooks' knobs
+ENV_NOT_SETTINGS = ("MEMSEARCH_NOW", "MEMSEARCH_HOOK_")  # the clock override and the Claude Code hooks' knobs
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: Editor settings that belong to a client only (they never reach the server's config).

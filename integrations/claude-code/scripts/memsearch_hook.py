@@ -785,7 +785,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     while True:  # an owner that stalls a moment (a long embed) is asked again while this capture has time
         try:
             # (the heading in the environment: a command line is readable by any local user, an environment is not)
-            env = {**summary_budget(), "MEMSEARCH_HEADING": heading}
+            env = {**summary_budget(), "MEMSEARCH_HOOK_HEADING": heading}
             cli(event, "remember", "-", "--summarize", stdin=note, env=env)
             return None
         except NoMemory:
