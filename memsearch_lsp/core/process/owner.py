@@ -142,7 +142,7 @@ def call(
 
     with connect(sock_path, timeout) as conn, conn.makefile("rb") as reader:
         try:
-            return wire.call(conn, reader, op, params, notified)
+            return wire.call(conn, reader, op, params, notified, kinds=protocol.KINDS)
         except wire.Gone as exc:
             raise OwnerGone(f"the index owner closed the connection ({exc})") from exc
 
@@ -195,7 +195,10 @@ class _Handler(socketserver.StreamRequestHandler):
             message = wire.receive(self.rfile)
             if message is not None:
                 wire.answer(
-                    self.connection, message, lambda op, params: self.server.owner.dispatch(op, params, self.progress)
+                    self.connection,
+                    message,
+                    lambda op, params: self.server.owner.dispatch(op, params, self.progress),
+                    protocol.code_of,
                 )
 
     def progress(self, done: int, total: int, message: str) -> None:

@@ -4,7 +4,8 @@ Each index operation is declared once, in `core.api.IndexApi`; this module deriv
 declaration: a request's params are the operation's arguments by name, unstructured (and structured again on the
 other side) by one cattrs converter from the operation's type hints, and so is its result. A callable `progress`
 argument travels as `$/progress` notifications sent before the reply. A caller's mistake (bad input) comes back as
-error code -32602 and is raised as ValueError; any other failure as -32603 (RuntimeError); a peer that is not this
+error code -32602 and is raised as ValueError; an embeddings endpoint's failure as -32001 (EmbeddingError: a
+search goes on without the new text); any other failure as -32603 (RuntimeError); a peer that is not this
 user is never answered (`peer_uid`).
 """
 
@@ -20,6 +21,7 @@ from cattrs import Converter
 
 from memsearch_lsp.core.api import Forgotten, IndexApi, Remembered
 from memsearch_lsp.core.chunks import Chunk
+from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.index import IndexStats, Progress
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
@@ -66,6 +68,15 @@ _TYPES = {
 
 class OwnerGone(RuntimeError):
     """The process that owns the index stopped answering."""
+
+
+# failures a caller handles by their kind, each under its own error code (JSON-RPC's range for a server's own)
+KINDS: dict[int, type[Exception]] = {-32001: EmbeddingError}  # an embeddings endpoint that does not answer
+
+
+def code_of(exc: Exception) -> int | None:
+    """The error code of a failure `KINDS` names (None: the usual ones)."""
+    return next((code for code, kind in KINDS.items() if isinstance(exc, kind)), None)
 
 
 @functools.cache
