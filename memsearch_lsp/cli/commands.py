@@ -132,10 +132,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     opened: list[MemoryApi] = []
 
+    users: list[MemoryApi | None] = []  # (opened once: a search under a lower --min-score asks twice)
+
     def user() -> MemoryApi | None:
-        mine = _user_memory(opened[0] if opened else None)
-        opened.extend([mine] if mine is not None else [])
-        return mine
+        if not users:
+            users.append(_user_memory(opened[0] if opened else None))
+            opened.extend([users[0]] if users[0] is not None else [])
+        return users[0]
 
     try:
         if args.scope != "user":
