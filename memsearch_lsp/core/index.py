@@ -21,6 +21,7 @@ from memsearch_lsp.core.store import Store
 
 log = logging.getLogger(__name__)
 
+MAX_FILE_CHUNKS = 5000  # chunks indexed of one file (a 1 MiB log of 200-character sections has 5,000)
 GROUP_CHUNKS = 1024  # embed+write unit: bench/throughput showed 256 cost ~9% of throughput
 EMBED_SLICE = 64  # texts per embed() call while reporting, for an embedder that cannot report its own batches
 
@@ -161,7 +162,10 @@ class Indexer:
         self._manifest = None
 
     def chunk(self, source: str, text: str) -> list[Chunk]:
-        return chunk_markdown(text, source, model=self.model, max_chars=MAX_CHARS)
+        chunks = chunk_markdown(text, source, model=self.model, max_chars=MAX_CHARS)
+        if len(chunks) > MAX_FILE_CHUNKS:  # (a file of 20,000 one-line sections took two minutes to embed)
+            log.warning("%s: %d sections; the first %d are indexed", source, len(chunks), MAX_FILE_CHUNKS)
+        return chunks[:MAX_FILE_CHUNKS]
 
     # -- public operations -----------------------------------------------------------------
     def reconcile(self, force: bool = False, progress: Progress | None = None) -> IndexStats:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
 
 from memsearch_lsp.core.chunks import chunk_markdown
+from memsearch_lsp.core.index import MAX_FILE_CHUNKS
 from tests.fakes import FakeEmbedder
 from tests.helpers import document_frequencies
 
@@ -258,3 +260,15 @@ def test_expand_gives_the_whole_of_a_section_stored_cut_short(tmp_path: Path, ma
     hit = memory.search("zanzibarword", vector_weight=0.0, min_score=0.0)[0]
     expanded = memory.expand(hit.id)
     assert expanded is not None and expanded.content.endswith("zanzibarword")
+
+
+def test_a_file_of_thousands_of_sections_is_indexed_up_to_the_cap(tmp_path: Path, make_memory, caplog) -> None:
+    """A file of 20,000 one-line sections (`# h1`, `# h2`, ...) was 20,000 chunks: two minutes of embedding and
+    650 MB for one file a cloned repository can hold. The first MAX_FILE_CHUNKS are indexed, and it is said."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "headings.md").write_text(
+        "".join(f"# h{n}\n\nword{n}\n\n" for n in range(MAX_FILE_CHUNKS + 50))
+    )
+    with caplog.at_level(logging.WARNING):
+        stats = make_memory(tmp_path).index()
+    assert stats.chunks_total == MAX_FILE_CHUNKS and f"the first {MAX_FILE_CHUNKS} are indexed" in caplog.text
