@@ -239,6 +239,7 @@ async def test_the_language_server_searches_the_user_memory_too_and_names_timed_
         found = await search("memsearch/search", {"query": "how to write commit messages", "topK": 2})
         user = [h for h in found if h["scope"] == "user"]
         assert user and user[0]["uri"].startswith(Path(os.environ["XDG_DATA_HOME"]).as_uri())
+        assert user[0]["heading"] == "Commit messages in the imperative mood. (09:41)"  # (JSON too: it said "09:41")
         narrowed = await search("memsearch/search", {"query": "how to write commit messages", "scope": "workspace"})
         assert {h["scope"] for h in narrowed} <= {"workspace"}
         names = [s.name for s in await session.symbols("commit messages imperative")]

@@ -103,7 +103,7 @@ class Hit:
         return {
             "id": self.id,
             "source": self.source,
-            "heading": self.heading,
+            "heading": self.title or self.heading,  # (a bare `## HH:MM` named by its first line: issue 38)
             "start_line": self.start_line,
             "end_line": self.end_line,
             "score": round(self.score, 4),
