@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import re
 import subprocess
@@ -98,17 +97,6 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _index_for_search(memory: MemoryApi, report: Any) -> None:
-    """Bring the index up to date before a search; an embeddings endpoint that does not answer leaves the new text
-    for later, said once, and the search goes on with what is indexed (its query by BM25 alone, if need be)."""
-    from memsearch_lsp.core.embedding.base import EmbeddingError
-
-    try:
-        memory.index(progress=report)
-    except EmbeddingError as exc:
-        logging.getLogger(__name__).warning("%s; searching what is indexed already", exc)
-
-
 def cmd_search(args: argparse.Namespace) -> int:
     if args.query == "-":  # (a hook's prompt, secrets and all, stays off the process list)
         if sys.stdin is None or sys.stdin.isatty():
@@ -143,8 +131,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         if args.scope != "user":
             opened.append(_memory(args))
+            from memsearch_lsp.core.process.door import index_what_it_can
+
             with progress.bar(args, "indexing") as report:
-                _index_for_search(opened[0], report)
+                index_what_it_can(opened[0], report, "searching")
         hits = search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **overrides)
         configured = opened[0].config.search.min_score if opened else 0.0
         if args.min_score is not None and args.min_score < configured:  # what the floor shows, then what it hides

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core import launch
 from memsearch_lsp.core.api import MemoryApi
+from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, UntrustedOwner, find_owner
 from memsearch_lsp.core.progress import Progress
@@ -159,6 +160,15 @@ class Door:
                 self._memory = None
 
 
+def index_what_it_can(memory: MemoryApi, progress: Progress | None, then: str) -> None:
+    """Bring the index up to date; an embeddings endpoint that does not answer leaves the new text for later, said
+    once, and the caller goes on `then` ("searching", "serving") with what is indexed (queries by BM25 meanwhile)."""
+    try:
+        memory.index(progress=progress)
+    except EmbeddingError as exc:
+        log.warning("%s; %s what is indexed already", exc, then)
+
+
 def serve_until_idle(
     workspace: str | Path, idle_s: float | None = None, *, poll_s: float = 1.0, progress: Progress | None = None
 ) -> bool:
@@ -179,7 +189,7 @@ def serve_until_idle(
     try:
         if door.memory.remote:
             return False
-        door.memory.index(progress=progress)
+        index_what_it_can(door.memory, progress, "serving")
         if door.owner is not None:
             door.owner.last_call = time.monotonic()
         while time.monotonic() - door.last_call < idle and not stop:
