@@ -92,9 +92,12 @@ class Config:
             for key, value in values.items():
                 data[section][_camel(key)] = value
         try:
-            return CONVERTER.structure(data, Config)
+            config = CONVERTER.structure(data, Config)
         except ClassValidationError as exc:
             raise ConfigError("; ".join(_messages(exc, origin, written))) from None
+        if not (config.search.vector_weight or config.search.bm25_weight):  # (every hit scored 1.000)
+            raise ConfigError(f"{origin}: search.vector_weight and search.bm25_weight are both 0: set one above 0")
+        return config
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {s.name: dataclasses.asdict(getattr(self, s.name)) for s in fields(self)}

@@ -30,6 +30,7 @@ def test_precedence(tmp_path: Path) -> None:
         ("[search]\nranker = 'magic'\n", "search.ranker"),
         ("[nonsense]\nx = 1\n", "nonsense"),
         ("[search\n", ".memsearch.toml"),
+        ("[search]\nvector_weight = 0\nbm25_weight = 0\n", "both 0"),  # (no leg ranked: every hit scored 1.000)
     ],
 )
 def test_bad_settings_name_the_key(tmp_path: Path, toml: str, needle: str) -> None:
