@@ -261,7 +261,9 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
             best = next((u for u in candidates if take(u)), None)
             if best is None and take(candidates[0], anyway=True):
                 best = candidates[0]
-            daily.update([id(best)] if best is not None else [])
+            while best is not None:  # (with the clauses it leans on: none is trimmed away from it)
+                daily.add(id(best))
+                best = best.lean
     for unit in [u for u in ranked if u.score >= STRONG_SCORE] + [u for u in ranked if u.score < STRONG_SCORE]:
         take(unit)
     if not choice.units and units:  # never empty: the best of what there is
