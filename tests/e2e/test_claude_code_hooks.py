@@ -491,3 +491,37 @@ def test_a_second_go_ahead_of_a_session_that_led_to_other_work_is_another_turn(w
         assert capture(workspace, tmp_path, "go ahead", answer).returncode == 0
     outcomes = log.read_text().count("**Outcome:** Done: canary at 10%"), log.read_text().count("Done: canary at 50%")
     assert outcomes == (1, 2)  # (the second in its heading and its outcome)
+
+
+def test_capture_keeps_what_the_assistant_said_before_its_tool_calls(workspace: Path, tmp_path: Path) -> None:
+    """Only the assistant's last text block was kept ("Done. All 188 tests pass."): the cause and the fix it said
+    before its edits and test runs were lost. The turn's text blocks are kept in order; tool output is not."""
+    transcript = tmp_path / "transcript.jsonl"
+    entries = [
+        {"type": "user", "message": {"content": "Orders over 10,000 EUR fail with a 422. Find the cause and fix it."}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": "Found the cause: orders.amount_cents has a CHECK below 1000000."},
+                    {"type": "tool_use", "id": "t1", "name": "Edit", "input": {"file_path": "migrations/0043.py"}},
+                ]
+            },
+        },
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "edited"}]}},
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t2", "name": "Bash"}]}},
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "content": "188 passed TOOLOUT"}]},
+        },
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Done. All 188 tests pass."}]}},
+    ]
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    event = recorded(
+        "stop.json", workspace, transcript_path=str(transcript), last_assistant_message="Done. All 188 tests pass."
+    )
+    done = hook("capture", event)
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "CHECK below 1000000" in text and "All 188 tests pass" in text and "TOOLOUT" not in text
+    assert text.index("CHECK below") < text.index("All 188 tests pass") and text.count("All 188 tests pass") == 1

@@ -551,8 +551,9 @@ def text_of(message: Any) -> str:
 
 
 def last_turn(transcript: Path) -> tuple[str, str]:
-    """The last prompt the user typed and the assistant's last text after it, from the JSONL transcript."""
-    prompt, answer = "", ""
+    """The last prompt the user typed and what the assistant said after it (each of its text blocks, in order: the
+    cause it found before its tool calls as well as its closing words), from the JSONL transcript."""
+    prompt, said = "", []
     for line in transcript.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             entry = json.loads(line)
@@ -569,10 +570,10 @@ def last_turn(transcript: Path) -> tuple[str, str]:
         if entry.get("type") == "user" and text.startswith(COMMAND_ECHO):
             continue  # a slash command's echo ("<local-command-stdout>..."): no prompt the user typed
         if entry.get("type") == "user" and text:
-            prompt, answer = text, ""
+            prompt, said = text, []
         elif entry.get("type") == "assistant" and text:
-            answer = text
-    return prompt, answer
+            said.append(text)
+    return prompt, "\n\n".join(said)
 
 
 def blocks(text: str) -> list[tuple[str, bool]]:
@@ -770,8 +771,8 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     prompt, answer = "", str(event.get("last_assistant_message") or "")
     transcript = Path(str(event.get("transcript_path") or ""))
     if event.get("transcript_path") and transcript.is_file():
-        prompt, recorded = last_turn(transcript)
-        answer = answer or recorded
+        prompt, recorded = last_turn(transcript)  # the last message is the transcript's end, unless not written yet
+        answer = recorded if answer.strip() in recorded else f"{recorded}\n\n{answer}".strip()
     hidden = [h.strip() for h in re.findall(r"<private\b[^<>]*>(.*?)</private\s*>", prompt, re.I | re.S)]
     prompt, answer = without_private(whole(prompt)).strip(), without_private(whole(answer)).strip()
     for said in private_values(hidden):  # what the user kept private, repeated in the answer (whole or in part)
