@@ -525,3 +525,40 @@ def test_capture_keeps_what_the_assistant_said_before_its_tool_calls(workspace: 
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "CHECK below 1000000" in text and "All 188 tests pass" in text and "TOOLOUT" not in text
     assert text.index("CHECK below") < text.index("All 188 tests pass") and text.count("All 188 tests pass") == 1
+
+
+def test_what_an_earlier_prompt_of_the_session_said_in_private_stays_out_of_a_later_turn(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Only the last prompt's `<private>` spans were kept out of the answer: a task run over a "go ahead" wrote the
+    name and email the first prompt marked private, the name in the heading too."""
+    transcript = tmp_path / "transcript.jsonl"
+    entries = [
+        {
+            "type": "user",
+            "message": {
+                "content": "Draft the refund email for order 99812. "
+                "The customer is <private>Maria Gonzalez, maria.g@example.com</private>."
+            },
+        },
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Drafted it. Shall I send it?"}]}},
+        {"type": "user", "message": {"content": "go ahead"}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Done: sent the refund email for order 99812 to Maria Gonzalez <maria.g@example.com> "
+                        "and logged it in ticket SUP-311.",
+                    }
+                ]
+            },
+        },
+    ]
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "SUP-311" in text and "## 09:41 Done: sent the refund email for order 99812 to private\n" in text
+    assert "Gonzalez" not in text and "maria.g@" not in text

@@ -93,7 +93,8 @@ CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
 PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
-PRIVATE_FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+# a span to its first close, one left open to the end (what an unbalanced text hides; group 1: what it says)
+PRIVATE_SPAN = re.compile(r"<\s*private\b[^<>/]*>(.*?)(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 
 
 def without_private(text: str) -> str:
@@ -109,7 +110,7 @@ def without_private(text: str) -> str:
             depth += -1 if tag.group(1) else 1
             at = tag.end()
     if depth:  # unbalanced ("<private> tags" said in prose): each span to its first close, the last to the end
-        return PRIVATE_FIRST_CLOSE.sub("", text)
+        return PRIVATE_SPAN.sub("", text)
     return "".join(out) + text[at:]
 
 
@@ -550,15 +551,19 @@ def text_of(message: Any) -> str:
     return ""
 
 
-def last_turn(transcript: Path) -> tuple[str, str]:
-    """The last prompt the user typed and what the assistant said after it (each of its text blocks, in order: the
-    cause it found before its tool calls as well as its closing words), from the JSONL transcript."""
-    prompt, said = "", []
+def last_turn(transcript: Path) -> tuple[str, str, list[str]]:
+    """The last prompt the user typed, what the assistant said after it (each of its text blocks, in order: the
+    cause it found before its tool calls as well as its closing words), and what every `<private>` span of the
+    session said (an earlier prompt's private name is kept out of a later turn's answer too), from the JSONL
+    transcript."""
+    prompt, said, hidden = "", [], []
     for line in transcript.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
+        if isinstance(entry, dict):
+            hidden += [h.strip() for h in PRIVATE_SPAN.findall(text_of(entry.get("message") or {}))]
         if (
             not isinstance(entry, dict)
             or entry.get("isMeta")
@@ -573,7 +578,7 @@ def last_turn(transcript: Path) -> tuple[str, str]:
             prompt, said = text, []
         elif entry.get("type") == "assistant" and text:
             said.append(text)
-    return prompt, "\n\n".join(said)
+    return prompt, "\n\n".join(said), hidden
 
 
 def blocks(text: str) -> list[tuple[str, bool]]:
@@ -768,12 +773,11 @@ def without_private_phrases(hidden: list[str], answer: str) -> str:
 
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
-    prompt, answer = "", str(event.get("last_assistant_message") or "")
+    prompt, answer, hidden = "", str(event.get("last_assistant_message") or ""), []
     transcript = Path(str(event.get("transcript_path") or ""))
     if event.get("transcript_path") and transcript.is_file():
-        prompt, recorded = last_turn(transcript)  # the last message is the transcript's end, unless not written yet
+        prompt, recorded, hidden = last_turn(transcript)  # the last message ends the transcript, unless not written yet
         answer = recorded if answer.strip() in recorded else f"{recorded}\n\n{answer}".strip()
-    hidden = [h.strip() for h in re.findall(r"<private\b[^<>]*>(.*?)</private\s*>", prompt, re.I | re.S)]
     prompt, answer = without_private(whole(prompt)).strip(), without_private(whole(answer)).strip()
     for said in private_values(hidden):  # what the user kept private, repeated in the answer (whole or in part)
         answer = answer.replace(said, "[private]")
