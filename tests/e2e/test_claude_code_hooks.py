@@ -562,3 +562,39 @@ def test_what_an_earlier_prompt_of_the_session_said_in_private_stays_out_of_a_la
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "SUP-311" in text and "## 09:41 Done: sent the refund email for order 99812 to private\n" in text
     assert "Gonzalez" not in text and "maria.g@" not in text
+
+
+def test_capture_skips_acknowledgements_of_several_words_in_each_language_and_keeps_short_requests(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """ "great, thanks!", "thanks a lot", "muito obrigado pela ajuda" were each captured as a note (only a prompt
+    that was one known acknowledgement whole was skipped); a short request that begins with thanks is still kept."""
+    log = workspace / "memory" / "2026-12-03.md"
+    for prompt in (
+        "great, thanks!",
+        "perfect, thank you",
+        "thanks a lot",
+        "nice work",
+        "Thank you so much, that's great",
+        "muito obrigado pela ajuda",
+        "Muchas gracias por la ayuda",
+        "Vielen Dank für die Hilfe!",
+        "Merci beaucoup, très bien",
+        "好的，非常感谢！",
+    ):
+        assert (
+            capture(workspace, tmp_path, prompt, "Glad it helped! Let me know if you need anything else.").returncode
+            == 0
+        )
+    assert not log.exists()
+    for prompt in (
+        "great, now add a test for it",
+        "thanks, deploy it",
+        "obrigado, agora corrija o teste",
+        "谢谢，请部署",
+    ):
+        done = capture(workspace, tmp_path, prompt, "Glad to: it is done and everything looks fine now.")
+        assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    text = log.read_text()
+    assert "## 09:41 great, now add a test for it\n" in text and "## 09:41 thanks, deploy it\n" in text
+    assert "obrigado, agora corrija o teste" in text and "谢谢，请部署" in text

@@ -55,40 +55,34 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 RETRY_S = 2.0  # a capture whose note the CLI could not write asks again after this long
 SHORT_ANSWER = 160  # a go-ahead answered in fewer characters, with no number, path or name, is courtesy, not work
+# a prompt made of these words alone (one of ACKNOWLEDGEMENTS at least; at most ACK_MAX_WORDS) thanks, agrees or lets
+# the agent go on: "great, thanks!", "perfect, thank you", "nice work", "muito obrigado pela ajuda", "非常感谢"
+# (English, Portuguese, Spanish, German, French and Chinese); a word of a request ("now", "add", "fix") makes it one
 ACKNOWLEDGEMENTS = {
-    "ok",
-    "okay",
-    "k",
-    "kk",
-    "thanks",
-    "thank you",
-    "thx",
-    "ty",
-    "yes",
-    "yep",
-    "yeah",
-    "no",
-    "nope",
-    "y",
-    "n",
-    "sure",
-    "great",
-    "cool",
-    "nice",
-    "perfect",
-    "continue",
-    "go on",
-    "go ahead",
-    "proceed",
-    "lgtm",
-    "looks good",
-    "done",
-    "good",
-    "awesome",
-    "got it",
-    "right",
-    "agreed",
-}
+    "ok", "okay", "k", "kk", "thanks", "thank", "thx", "ty", "cheers", "appreciated", "yes", "yep", "yeah", "no",
+    "nope", "y", "n", "sure", "great", "cool", "nice", "perfect", "awesome", "excellent", "amazing", "brilliant",
+    "fantastic", "wonderful", "neat", "sweet", "good", "fine", "alright", "continue", "proceed", "lgtm", "done",
+    "got", "right", "agreed", "bravo", "super", "top", "ahead", "on",
+    "obrigado", "obrigada", "valeu", "vlw", "perfeito", "perfeita", "ótimo", "ótima", "otimo", "legal", "beleza",
+    "certo", "sim", "blz", "excelente", "continua", "prossiga",
+    "gracias", "perfecto", "perfecta", "genial", "vale", "bien", "claro", "listo", "dale", "estupendo", "sí", "si",
+    "sigue", "continúa", "acuerdo",
+    "danke", "dank", "dankeschön", "perfekt", "toll", "gut", "klasse", "prima", "passt", "ja", "weiter", "genau",
+    "merci", "parfait", "parfaite", "génial", "oui", "d'accord", "daccord", "nickel", "continuez",
+}  # fmt: skip
+ACK_FILLERS = {
+    "you", "a", "lot", "so", "much", "very", "really", "for", "the", "your", "all", "help", "again", "work", "job",
+    "well", "looks", "sounds", "to", "me", "it", "that", "that's", "thats", "this", "is", "you're", "youre", "go",
+    "please", "man", "mate", "guys", "just",
+    "muito", "muita", "pela", "pelo", "ajuda", "por", "tudo", "trabalho", "bom", "boa", "demais",
+    "muchas", "mil", "muy", "buen", "buena", "la", "ayuda", "todo", "de",
+    "vielen", "schön", "sehr", "für", "die", "hilfe", "alles", "gute", "arbeit", "mach",
+    "beaucoup", "très", "bon", "travail", "pour", "l'aide", "aide", "vas", "allez",
+}  # fmt: skip
+ACK_CHINESE = re.compile(
+    "(?:非常感谢|太感谢了|谢谢你|谢谢您|谢谢|多谢|感谢|太好了|好的|很好|完美|不错|可以|没问题|辛苦了|继续|收到|明白|了解|太棒了|好棒|是的|好|行|棒|嗯)+"
+)
+ACK_MAX_WORDS = 8
 CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
@@ -650,8 +644,11 @@ def at_a_word(text: str, limit: int) -> str:
 
 
 def go_ahead(prompt: str) -> bool:
-    """The prompt only acknowledges or lets the agent go on ("ok", "thanks", "continue"): it says no topic."""
-    return " ".join(re.sub(r"[^\w\s']", " ", prompt.lower()).split()) in ACKNOWLEDGEMENTS
+    """The prompt only acknowledges or lets the agent go on ("ok", "thanks a lot", "continue", "muito obrigado"): it
+    says no topic."""
+    said = re.sub(r"[^\w\s']", " ", prompt.lower().replace("\u2019", "'")).split()
+    acks = [w for w in said if w in ACKNOWLEDGEMENTS or ACK_CHINESE.fullmatch(w)]
+    return 0 < len(said) <= ACK_MAX_WORDS and bool(acks) and all(w in acks or w in ACK_FILLERS for w in said)
 
 
 def whole(text: str) -> str:
