@@ -286,7 +286,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
     async def memory_recent(
         days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
     ) -> RecentResult:
-        """The notes of the last days' daily logs, newest day first (read from the files; no search)."""
+        """The notes of the last days' daily logs, newest first (read from the files; no search)."""
 
         def recent() -> list[NoteData]:
             return [n.to_dict() for n in recent_notes(MemoryFiles(door.root, config=config), days)]

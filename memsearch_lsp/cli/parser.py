@@ -314,7 +314,7 @@ def build_parser() -> _Parser:
         "the last days' notes from the daily logs (no index needed)",
         "memsearch-lsp recent --days 2 --json",
         common,
-        "Print the notes of the last days' daily logs, newest day first",
+        "Print the notes of the last days' daily logs, newest first",
     )
     recent.add_argument(
         "--days",

@@ -81,15 +81,15 @@ def _files(memory: MemoryFiles) -> list[MemoryFile]:
 
 
 def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:
-    """The notes of the daily logs of the last `days` days (today included), newest day first, in file order
-    within a day."""
+    """The notes of the daily logs of the last `days` days (today included), newest first: newest day first, and
+    within a day the last note written first (a budget keeps the work a new session resumes, not the morning's)."""
     today = today or memory.clock().date()
     first = (today - dt.timedelta(days=max(days, 1) - 1)).isoformat()
     logs = [
         f for f in _files(memory) if kind_of(f.source) == "daily" and first <= log_date(f.source) <= today.isoformat()
     ]
     logs.sort(key=lambda f: (log_date(f.source), f.source), reverse=True)
-    return [n for f in logs for n in _notes(memory, f, "daily")]
+    return [n for f in logs for n in reversed(_notes(memory, f, "daily"))]
 
 
 def session_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:

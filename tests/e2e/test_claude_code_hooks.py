@@ -598,3 +598,26 @@ def test_capture_skips_acknowledgements_of_several_words_in_each_language_and_ke
     text = log.read_text()
     assert "## 09:41 great, now add a test for it\n" in text and "## 09:41 thanks, deploy it\n" in text
     assert "obrigado, agora corrija o teste" in text and "谢谢，请部署" in text
+
+
+def test_session_start_gives_the_days_newest_notes_first_and_never_cuts_a_line(workspace: Path) -> None:
+    """Within a day the notes came oldest first, so once a day's log was over the budget its newest work (where the
+    last session stopped) was left out, and the hook cut the last note shown in the middle of a line."""
+    (workspace / "memory" / "MEMORY.md").write_text("# Project Memory\n\n## Team\n\nDana leads the backend.\n")
+    steps = "".join(
+        f"## {9 + n // 6:02d}:{n % 6 * 10:02d} Step {n}\n\nStep {n} of the migration: moved tables and checked the "
+        f"replication lag; {'row counts match, ' * 12}done.\n\n"
+        for n in range(1, 13)
+    )
+    latest = (
+        "## 17:30 Where we stopped\n\nWe stopped before step 13: the orders table needs its foreign keys. Resume.\n"
+    )
+    log = workspace / "memory" / "2026-12-03.md"
+    log.write_text(f"# 2026-12-03\n\n{steps}{latest}")
+    result = hook("session-start", recorded("session-start.json", workspace), MEMSEARCH_HOOK_SESSION_CHARS="1500")
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Resume." in text and "Dana leads" in text and "Step 12 of" in text and "Step 1 of" not in text
+    assert text.index("Where we stopped") < text.index("Step 12 of") < text.index("Step 11 of")
+    lines = set(log.read_text().split("\n")) | set((workspace / "memory" / "MEMORY.md").read_text().split("\n"))
+    notes = text.split("\n\n", 1)[1].split("\n")
+    assert all(line in lines or line.startswith("<!-- memory/") for line in notes), text

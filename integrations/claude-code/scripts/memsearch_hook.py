@@ -83,6 +83,7 @@ ACK_CHINESE = re.compile(
     "(?:非常感谢|太感谢了|谢谢你|谢谢您|谢谢|多谢|感谢|太好了|好的|很好|完美|不错|可以|没问题|辛苦了|继续|收到|明白|了解|太棒了|好棒|是的|好|行|棒|嗯)+"
 )
 ACK_MAX_WORDS = 8
+SOURCE_LINE = 80  # room for the `<!-- source:lines id=... -->` line SessionStart puts above a note
 CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
@@ -404,8 +405,9 @@ def stuck_once(event: dict[str, Any], event_name: str, why: Exception) -> dict[s
 def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
     budget = setting("SESSION_CHARS", 4000)
     try:
+        chars = str(max(1, budget - SOURCE_LINE))  # (the first note, cut to that, fits with its source line)
         notes = json.loads(
-            cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", str(budget), "--json")
+            cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", chars, "--json")
         )["notes"]
     except NoMemory:
         if not first_time(f"init-{key(str(project(event).resolve()))}"):
@@ -422,11 +424,20 @@ def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
         return None
     parts = [f"<!-- {n['source']}:{n['start_line']}-{n['end_line']} id={n['id']} -->\n{n['content']}" for n in notes]
     intro = (
-        "Long-term memory of this project (memsearch): MEMORY.md, the latest summary and the last days' notes. "
-        "Search for more with `memsearch-lsp search QUERY` (or the memory_search MCP tool) and show a whole "
-        "section with `memsearch-lsp expand ID`.\n\n"
+        "Long-term memory of this project (memsearch): MEMORY.md, the latest summary and the last days' notes "
+        "(newest first). Search for more with `memsearch-lsp search QUERY` (or the memory_search MCP tool) and show "
+        "a whole section with `memsearch-lsp expand ID`.\n\n"
     )
-    return context("SessionStart", intro + "\n\n".join(parts), budget + len(intro))
+    text = intro + parts[0]  # whole notes that fit with their source lines (the CLI's budget counts content alone)
+    for part in parts[1:]:
+        if len(text) + 2 + len(part) <= budget + len(intro):
+            text += "\n\n" + part
+    return context("SessionStart", at_a_line(text, budget + len(intro)), budget + len(intro))
+
+
+def at_a_line(text: str, limit: int) -> str:
+    """`text` cut at a line's end within `limit` characters, never inside a line."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)].rsplit("\n", 1)[0].rstrip() + "\n…"
 
 
 def curated(source: str) -> bool:
