@@ -621,3 +621,20 @@ def test_session_start_gives_the_days_newest_notes_first_and_never_cuts_a_line(w
     lines = set(log.read_text().split("\n")) | set((workspace / "memory" / "MEMORY.md").read_text().split("\n"))
     notes = text.split("\n\n", 1)[1].split("\n")
     assert all(line in lines or line.startswith("<!-- memory/") for line in notes), text
+
+
+def test_a_secret_redacted_in_the_prompt_is_redacted_where_the_answer_repeats_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The prompt's URL password was redacted, and the answer's "The password Tr0ub4dor&3xK contains an &" and
+    "connects with password `Tr0ub4dor`" were written to memory as they were."""
+    done = capture(
+        workspace,
+        tmp_path,
+        "Staging cannot connect. DATABASE_URL=postgres://shop_admin:Tr0ub4dor&3xK@db.staging.internal:5432/shop",
+        "Since Tr0ub4dor&3xK holds an &, the shell cut the command there, so psql connects with `Tr0ub4dor`. "
+        "Quote the URL in .env.staging.",
+    )
+    assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "Tr0ub4dor" not in text and "3xK" not in text and "Quote the URL in .env.staging" in text

@@ -2,8 +2,8 @@
 JWTs, passwords and tokens in URLs, authorization headers, command lines and SQL (`IDENTIFIED BY`, `WITH PASSWORD`),
 settings whose name says secret, token or password (or auth, cookie, salt, signature, when the value looks made):
 `NAME=value`, `--name=value`, `name: value` in YAML (a block scalar too) and JSON, "the password is ..." in five
-languages), each replaced by a marker naming its kind (`[redacted: aws-key]`), and `<private>...</private>`
-spans, removed whole.
+languages, "with password ..."), each replaced by a marker naming its kind (`[redacted: aws-key]`) wherever the
+text says it, and `<private>...</private>` spans, removed whole.
 
 A rule table, not a detector library: `detect-secrets` 1.5 (the best kept one on PyPI) was measured for this
 (bench/README.md): it brings `requests` and `pyyaml`, scans a line at a time (a PEM block is one line to it),
@@ -31,6 +31,8 @@ from memsearch_lsp.core.redact.values import (
     _passphrase,
     _password_name,
     _random,
+    _said,
+    _scrambled,
     _secret_name,
     _stands_in,
     _user_password,
@@ -208,6 +210,24 @@ RULES: tuple[Rule, ...] = (
         group=("sq", "dq", "value"),
         keep=lambda m: _kept_said(m) or not (m["sq"] or m["dq"] or _passphrase(_valued(m).rstrip(".,;:!?)"))),
     ),
+    Rule(  # a password named in prose without "is": "log in as admin with password Xk9m2pQ", "ssh deploy@host, password
+        # hunter2", "the password Tr0ub4dor&3xK contains an &": a generated one anywhere, letters and digits after
+        # "with", "and", "using" or a comma (not "the password sha256 hash", "hash the password with argon2")
+        "secret",
+        re.compile(
+            r"(?P<joined>(?i:\b(?:with|and|using|plus)|[,;])[ \t]+"
+            r"(?:(?i:the|its|a|an|my|our|your)[ \t]+)?(?:\w+[ \t]+)?)?"
+            r"(?i:\b(?P<kw>password|passphrase|passwd|pwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe))[ \t]+"
+            r"`?(?P<value>[^\s`'\"]+?)`?(?=[,.;:!?)]*(?:\s|$))"
+        ),
+        group=("value",),
+        keep=lambda m: (
+            not (_scrambled(m["value"]) or (m["joined"] and _mixed(m["value"]) and len(m["value"]) >= 6))
+            or _stands_in(m["value"])
+            or _said(m["value"])
+            or _code(m)
+        ),
+    ),
     Rule(  # credential files: a .netrc `password VALUE` line, a .pgpass `host:port:db:user:password` line
         "secret",
         re.compile(
@@ -325,7 +345,25 @@ def find_secrets(text: str) -> list[Redaction]:
             if start < end and not any(r.start < end and start < r.end for r in found):
                 found.append(Redaction(rule.kind, start, end))
             at = max(match.end(), match.start() + 1)
-    return sorted(found, key=lambda r: r.start)
+    return sorted(found + _repeated(text, found), key=lambda r: r.start)
+
+
+def _repeated(text: str, found: list[Redaction]) -> list[Redaction]:
+    """Where the text says a secret found in it again, in a form no rule knows ("The password Tr0ub4dor&3xK has an
+    &" after `postgres://app:Tr0ub4dor&3xK@db`; an answer repeating a prompt's key): each value of 6 characters or
+    more, and each run of letters and digits of it of 6 or more that holds both (`Tr0ub4dor`), as a whole word."""
+    values = {text[r.start : r.end]: r.kind for r in found if r.end - r.start >= 6}
+    for value, kind in list(values.items()):
+        for piece in re.findall(r"[A-Za-z0-9]{6,}", value):
+            if _mixed(piece):
+                values.setdefault(piece, kind)
+    more: list[Redaction] = []
+    for value, kind in sorted(values.items(), key=lambda v: -len(v[0])):
+        for again in re.finditer(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", text):
+            start, end = again.span()
+            if not any(r.start < end and start < r.end for r in (*found, *more)):
+                more.append(Redaction(kind, start, end))
+    return more
 
 
 def redact(text: str) -> str:
