@@ -218,7 +218,7 @@ RULES: tuple[Rule, ...] = (
             r"(?P<joined>(?i:\b(?:with|and|using|plus)|[,;])[ \t]+"
             r"(?:(?i:the|its|a|an|my|our|your)[ \t]+)?(?:\w+[ \t]+)?)?"
             r"(?i:\b(?P<kw>password|passphrase|passwd|pwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe))[ \t]+"
-            r"`?(?P<value>[^\s`'\"]+?)`?(?=[,.;:!?)]*(?:\s|$))"
+            r"`?(?P<value>[^\s`'\"]{1,256}?)`?(?=[,.;:!?)]{0,8}(?:\s|$))"
         ),
         group=("value",),
         keep=lambda m: (
