@@ -407,6 +407,17 @@ def test_a_long_line_of_keys_is_read_in_one_pass(unit: str) -> None:
     minified stylesheet, a table row) took a minute and a half in a captured turn. It takes a moment (not a speed
     target: 50 times the time it takes here)."""
     line = unit * (64_000 // len(unit)) + " x"
+    _read_in_a_moment(line)
+
+
+@pytest.mark.parametrize("said", ["password ", "log in with password "])
+def test_a_password_before_a_long_run_of_punctuation_is_read_in_one_pass(said: str) -> None:
+    """The prose rule's value ended where a run of punctuation met a space: read from every length of the value
+    to the run's end, 64 KB of commas took a minute."""
+    _read_in_a_moment(said + "," * 64_000 + "x")
+
+
+def _read_in_a_moment(line: str) -> None:
     started = time.monotonic()
     safe_text(line)
     assert time.monotonic() - started < 5
