@@ -205,8 +205,14 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
             log.warning("%s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
-    async def run(fn: Any) -> Any:
-        return await user_run(door, fn)
+    async def run(fn: Any, mine_instead: bool = False) -> Any:
+        """`fn(memory)` of the workspace; with `mine_instead`, None where it has none and the user has one."""
+        try:
+            return await user_run(door, fn)
+        except ToolError as exc:  # (a project without memory/: the user memory stays in reach, as from the CLI)
+            if not (mine_instead and isinstance(exc.__cause__, NoMemoryHere) and server.user_memory() is not None):
+                raise
+            return None
 
     @server.memory_tool(title="Search memory", annotations=READ_ONLY)
     async def memory_search(
@@ -254,25 +260,20 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         if archived:
             filters["archived"] = True
 
-        def search(memory: MemoryApi | None) -> list[HitData]:
-            if memory is not None:
-                memory.index()  # reconciles first, like the CLI
+        def search(memory: MemoryApi) -> list[HitData]:
+            memory.index()  # reconciles first, like the CLI
             mine = server.user_memory()
             user = (lambda: mine.memory) if mine is not None else (lambda: None)
             return [h.to_dict() for h in search_scopes(memory, user, query, top_k, scope, **filters)]
 
-        if scope == "user":
-            try:
-                async with calls:
-                    return {"hits": await anyio.to_thread.run_sync(search, None)}
-            except ValueError as exc:
-                raise ToolError(str(exc)) from exc
-        return {"hits": await run(search)}
+        hits = await run(search, mine_instead=scope == "all") if scope != "user" else None
+        mine = server.user_memory() if hits is None else None  # the user's alone: asked for, or no memory here
+        return {"hits": (await user_run(mine, search) if mine is not None else hits) or []}
 
     @server.memory_tool(title="Expand a memory", annotations=READ_ONLY)
     async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkData:
         """The whole section (chunk) behind a search hit (its id, or a unique prefix of at least 4 characters)."""
-        chunk = await run(lambda memory: memory.expand(id))
+        chunk = await run(lambda memory: memory.expand(id), mine_instead=True)
         mine = server.user_memory() if chunk is None else None
         if mine is not None:
             chunk = await user_run(mine, lambda memory: memory.expand(id))
@@ -343,7 +344,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         def forget(memory: MemoryApi) -> Any:
             return memory.expand(id) and memory.forget(id, line=line, end_line=end_line)
 
-        found = await run(forget)
+        found = await run(forget, mine_instead=True)
         mine = server.user_memory() if not found else None
         if mine is not None:
             found = await user_run(mine, forget)

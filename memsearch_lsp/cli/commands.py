@@ -129,8 +129,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         return users[0]
 
     try:
-        if args.scope != "user":
-            opened.append(_memory(args))
+        if args.scope != "user" and (workspace := _here(args, args.scope == "all")) is not None:
+            opened.append(workspace)
             from memsearch_lsp.core.process.door import index_what_it_can
 
             with progress.bar(args, "indexing") as report:
@@ -151,6 +151,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     given += [f"--source {glob!r}" for glob in args.source or ()]
     _emit(args, {"hits": [h.to_dict() for h in hits]}, _format_hits(hits, floor, " ".join(given)))
     return EXIT_OK
+
+
+def _here(args: argparse.Namespace, mine_instead: bool = True) -> MemoryApi | None:
+    """The workspace's memory; with `mine_instead`, None where the folder has none (no --workspace named it) and
+    the user has a memory: the user memory stays in reach in a project without `memory/`."""
+    from memsearch_lsp.core.onboard import NoMemoryHere
+    from memsearch_lsp.core.scopes import user_memory_exists
+
+    try:
+        return _memory(args)
+    except NoMemoryHere:
+        if not mine_instead or args.workspace is not None or not user_memory_exists():
+            raise
+        return None
 
 
 def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]:

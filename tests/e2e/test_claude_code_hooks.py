@@ -60,6 +60,7 @@ def test_the_plugin_layout_and_hooks_json() -> None:
     assert servers["memsearch"]["command"] == "memsearch-lsp" and servers["memsearch"]["args"][0] == "mcp"
     skill = (PLUGIN / "skills" / "memory-recall" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: memory-recall\ndescription: ") and "memory_expand" in skill
+    assert 'scope="user"' in skill and "memory_forget(id)" in skill  # (audit B, 9) the user memory and forget
     readme = (PLUGIN / "README.md").read_text()
     assert "/plugin marketplace add" in readme and "/plugin install memsearch@memsearch" in readme
     hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
@@ -410,6 +411,27 @@ def test_prompt_recall_asks_the_user_memory_that_has_no_owner_beside_a_project_o
     )
     assert result.returncode == 0, result.stderr
     assert "British English" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_prompt_recall_in_a_project_without_memory_gives_the_user_memory(tmp_path: Path) -> None:
+    """(audit B, 9) In a project that never ran `init`, recall gave nothing ("no memory here" on stderr): the user's
+    own preferences, shared by every project, were out of reach there."""
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    note = "User preference: commit messages in the imperative mood, under 72 characters."
+    subprocess.run([*CLI.split(), "remember", "--user", note], check=True, capture_output=True, env=env, timeout=120)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    prompt = "write the commit message for this change, imperative mood"
+    result = hook(
+        "user-prompt-submit",
+        recorded("user-prompt-submit.json", plain, prompt=prompt),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        CLAUDE_PROJECT_DIR=str(plain),
+    )
+    assert result.returncode == 0 and "no memory here" not in result.stderr, result.stderr
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "user:memory/" in text and "imperative mood" in text
+    assert not (plain / "memory").exists() and not (plain / ".memsearch").exists()
 
 
 def test_prompt_recall_keeps_the_prompt_off_command_lines_and_takes_half_an_emoji(

@@ -139,6 +139,11 @@ def test_a_user_memory_is_found_from_another_workspace_and_never_written_into_on
     assert expanded["scope"] == "user" and "imperative" in expanded["content"]
     assert cli(b, "expand", mine["id"]).stdout.startswith(f"user:{mine['source']}:")
     assert json.loads(cli(a, "expand", hits[0]["id"][:8], "--json").stdout)["scope"] == "user"
+    plain = tmp_path / "plain"  # (audit B, 9) a project without memory/: search said "no memory here"
+    plain.mkdir()
+    found = json.loads(run_cli("search", "commit messages imperative", "--json", cwd=plain, check=True).stdout)
+    assert [(h["id"], h["scope"]) for h in found["hits"]] == [(mine["id"], "user")] and list(plain.iterdir()) == []
+    assert "no memory here" in run_cli("search", "commit", "--scope", "workspace", cwd=plain).stderr
     gone = json.loads(cli(b, "forget", mine["id"], "--yes", "--json").stdout)  # from the user memory, saying so
     assert gone["scope"] == "user" and "imperative" not in (data / "memory" / Path(mine["source"]).name).read_text()
 

@@ -14,6 +14,7 @@ from memsearch_lsp.core.api import StatusData
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.core.process.door import Door
+from memsearch_lsp.core.scopes import make_user_root, user_config
 from memsearch_lsp.mcp_server import MemoryMCPServer, create_server
 from tests.fakes import FakeEmbedder
 from tests.helpers import ROOT
@@ -81,3 +82,37 @@ async def test_every_tool_is_listed_wherever_the_tools_are_listed(server: Memory
     for doc in ("README.md", "vscode-extension/README.md", "vscode-extension/walkthrough/mcp.md"):
         text = (ROOT / doc).read_text(encoding="utf-8")
         assert all(f"`{name}" in text for name in names), (doc, sorted(n for n in names if f"`{n}" not in text))
+
+
+async def called(server: MemoryMCPServer, tool: str, **arguments: Any) -> Any:
+    result = await server.call_tool(tool, arguments)
+    assert not result.is_error, result.content  # type: ignore[union-attr]
+    return result.structured_content  # type: ignore[union-attr]
+
+
+async def test_in_a_project_without_memory_the_user_memory_is_in_reach(tmp_path: Path) -> None:
+    """(audit B, 9) In a project without memory/, memory_search's default scope failed with "no memory here" and
+    memory_expand / memory_forget refused the ids memory_search(scope="user") had returned; the CLI took them."""
+    plain = tmp_path / "project"
+    plain.mkdir()
+    config = load_config(plain)
+    door = Door(plain, config=config, process="memsearch-lsp mcp", embedder=FakeEmbedder())
+    server = create_server(door, config)
+    server.user = Door(make_user_root(), config=user_config(), process="memsearch-lsp mcp", embedder=FakeEmbedder())
+    try:
+        note = await called(server, "memory_remember", text="I prefer commit messages in the imperative.", scope="user")
+        hits = (await called(server, "memory_search", query="commit messages imperative"))["hits"]
+        assert hits[0]["id"] == note["id"] and {h["scope"] for h in hits} == {"user"}
+        chunk = await called(server, "memory_expand", id=note["id"])
+        assert chunk["scope"] == "user" and "imperative" in chunk["content"]
+        gone = await called(server, "memory_forget", id=note["id"])
+        assert gone["scope"] == "user" and gone["removed"]
+        assert (await called(server, "memory_search", query="commit messages imperative"))["hits"] == []
+        with pytest.raises(ToolError, match="no memory here"):  # this workspace's own, asked for: there is none
+            await server.call_tool("memory_search", {"query": "commit", "scope": "workspace"})
+        with pytest.raises(ToolError, match="no chunk with id"):
+            await server.call_tool("memory_expand", {"id": "0123456789abcdef"})
+        assert list(plain.iterdir()) == []  # nothing written in the project
+    finally:
+        door.close()
+        server.user.close()

@@ -8,7 +8,7 @@ Each reads the hook's JSON on stdin and prints what Claude Code expects on stdou
 - user-prompt-submit: the top hits for the prompt (straight from the warm owner's socket, else through
   `memsearch-lsp search --json`) with
   each hit's source, lines and id; MEMORY.md and summaries come first when they match as well, and a captured
-  turn that repeats a curated note shown is left out;
+  turn that repeats a curated note shown is left out; in a project without memory, the user memory's hits;
 - stop: returns at once; a detached process records the turn (`memsearch-lsp remember - --summarize`) under a
   heading that says what it was about, trimmed at paragraph or sentence ends outside code fences. Turns with
   nothing to remember (an acknowledgement, an empty answer) are skipped.
@@ -294,7 +294,10 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
         except (OSError, ValueError) as exc:
             sys.stderr.write(f"memsearch hook: the index owner did not answer ({exc}); using the CLI\n")
     warm(event)
-    said = cli(event, "search", "-k", str(top_k), "--json", "-", stdin=query)  # (never on the command line)
+    try:
+        said = cli(event, "search", "-k", str(top_k), "--json", "-", stdin=query)  # (never on the command line)
+    except NoMemory:  # a project without memory/: the user's own memory is still recalled
+        return user_hits(event, query, top_k)
     found: list[dict[str, Any]] = json.loads(said)["hits"]
     return found
 
