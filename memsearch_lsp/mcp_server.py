@@ -35,7 +35,7 @@ from memsearch_lsp.core.chunks import valid_unicode
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.onboard import NoMemoryHere
 from memsearch_lsp.core.process.door import Door
-from memsearch_lsp.core.recall import NoteData, recent_notes
+from memsearch_lsp.core.recall import RECENT_CHARS, NoteData, recent_notes, within
 from memsearch_lsp.core.scopes import make_user_root, search_scopes, user_config, user_memory_exists
 from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
@@ -286,11 +286,13 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
     @server.memory_tool(title="Recent notes", annotations=READ_ONLY)
     async def memory_recent(
         days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
+        chars: Annotated[int, Field(ge=1, le=10**9, description="at most this much note text")] = RECENT_CHARS,
     ) -> RecentResult:
-        """The notes of the last days' daily logs, newest first (read from the files; no search)."""
+        """The notes of the last days' daily logs, newest first, within `chars` characters of note text (later
+        notes that do not fit are left out: ask for fewer days or more chars); read from the files, no search."""
 
         def recent() -> list[NoteData]:
-            return [n.to_dict() for n in recent_notes(MemoryFiles(door.root, config=config), days)]
+            return [n.to_dict() for n in within(recent_notes(MemoryFiles(door.root, config=config), days), chars)]
 
         return {"notes": await anyio.to_thread.run_sync(recent)}
 

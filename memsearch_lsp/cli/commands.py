@@ -327,15 +327,13 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.recall import recent_notes, session_notes, within
+    from memsearch_lsp.core.recall import RECENT_CHARS, recent_notes, session_notes, within
     from memsearch_lsp.core.workspace import MemoryFiles
 
     if args.days < 1 or (args.chars is not None and args.chars < 1):
         raise UserError("--days and --chars must be at least 1")
     memory = MemoryFiles(_workspace(args))
-    notes = (session_notes if args.session else recent_notes)(memory, args.days)
-    if args.chars is not None:
-        notes = within(notes, args.chars)
+    notes = within((session_notes if args.session else recent_notes)(memory, args.days), args.chars or RECENT_CHARS)
     text = "\n\n".join(f"<!-- {n.source}:{n.start_line}-{n.end_line} id={n.id} -->\n{n.content}" for n in notes)
     _emit(args, {"notes": [n.to_dict() for n in notes]}, text or "no notes")
     return EXIT_OK

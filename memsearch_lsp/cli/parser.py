@@ -333,7 +333,7 @@ def build_parser() -> _Parser:
         type=whole(1, 1_000_000_000),
         default=None,
         metavar="N",
-        help="at most N characters of note text (whole notes; default: no limit)",
+        help="at most N characters of note text (whole notes, newest first; default 20000)",
     )
 
     warm = _command(

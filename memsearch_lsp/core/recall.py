@@ -36,6 +36,8 @@ class NoteData(TypedDict):
 NoteData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 SUMMARY = re.compile(r"(?:^|/)summary-[^/]+\.md$")
+RECENT_CHARS = 20_000  # `recent` and MCP `memory_recent` by default: twice that (MCP sends it as data and as text)
+# stays under a client's limit on a tool's answer (Claude Code's: 25,000 tokens)
 
 
 @dataclass(frozen=True)

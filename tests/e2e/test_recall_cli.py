@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memsearch_lsp.core.process.owner import pid_alive, read_record
+from memsearch_lsp.core.recall import RECENT_CHARS
 
 
 def cli(ws: Path, *args: str, now: str = "2026-02-17T18:00") -> subprocess.CompletedProcess[str]:
@@ -52,6 +53,10 @@ def test_recent_for_a_session_puts_memory_md_and_the_newest_summary_first(worksp
     assert notes[0]["source"] == "memory/MEMORY.md" and notes[0]["date"] is None
     small = json.loads(cli(workspace, "recent", "--session", "--chars", "400", "--json").stdout)["notes"]
     assert sum(len(n["content"]) for n in small) <= 400 and small[0]["source"] == "memory/MEMORY.md"
+    many = "\n\n".join(f"## {n}\n\n" + "a long captured turn; " * 100 for n in range(20))  # (audit B, 10)
+    (workspace / "memory" / "2026-02-15.md").write_text(f"# 2026-02-15\n\n{many}\n")
+    bounded = json.loads(cli(workspace, "recent", "--days", "400", "--json").stdout)["notes"]
+    assert 0 < sum(len(n["content"]) for n in bounded) <= RECENT_CHARS < len(many)  # the bound MCP's is by default
     bad = cli(workspace, "recent", "--days", "0")
     assert bad.returncode == 1 and "at least 1" in bad.stderr
     # a heading alone (an empty section) says nothing: never a note, however small the budget

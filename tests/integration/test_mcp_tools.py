@@ -14,6 +14,7 @@ from memsearch_lsp.core.api import StatusData
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.core.process.door import Door
+from memsearch_lsp.core.recall import RECENT_CHARS
 from memsearch_lsp.core.scopes import make_user_root, user_config
 from memsearch_lsp.mcp_server import MemoryMCPServer, create_server
 from tests.fakes import FakeEmbedder
@@ -116,3 +117,21 @@ async def test_in_a_project_without_memory_the_user_memory_is_in_reach(tmp_path:
     finally:
         door.close()
         server.user.close()
+
+
+async def test_recent_notes_are_bounded_as_the_cli_bounds_them(
+    server: MemoryMCPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(audit B, 10) memory_recent had no size bound: 7 days of captured turns gave a 1.2 MB answer, far over what
+    a client takes. It keeps at most `chars` characters of note text, by default the CLI's `recent` bound."""
+    monkeypatch.setenv("MEMSEARCH_NOW", "2026-12-07T09:00")
+    turn = "**Asked:** why is the build slow?\n\n**Outcome:** " + "the cache key changed on every run; " * 40
+    for day in range(1, 8):
+        log = "\n\n".join(f"## {hour:02}:00\n\n{turn}" for hour in range(8, 20))
+        (tmp_path / "memory" / f"2026-12-0{day}.md").write_text(f"# 2026-12-0{day}\n\n{log}\n")
+    tools = {t.name: t for t in await server.list_tools()}
+    assert tools["memory_recent"].input_schema["properties"]["chars"]["default"] == RECENT_CHARS
+    every = (await called(server, "memory_recent", days=7))["notes"]
+    assert every[0]["date"] == "2026-12-07" and sum(len(n["content"]) for n in every) <= RECENT_CHARS
+    small = (await called(server, "memory_recent", days=7, chars=3000))["notes"]
+    assert small and sum(len(n["content"]) for n in small) <= 3000 and small == every[: len(small)]
