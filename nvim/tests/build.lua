@@ -56,7 +56,12 @@ local ok, err = xpcall(function()
       borrowed = borrowed + 1
     end,
   }
+  -- a session that already resolved the config (an enabled config caches it) gets the new server without a restart
+  vim.opt.rtp:prepend(root .. '/nvim')
+  vim.lsp.enable('memsearch')
+  check(vim.lsp.config.memsearch.cmd[1] == 'memsearch-lsp', 'cmd before the build %s', vim.inspect(vim.lsp.config.memsearch.cmd))
   local version = install.build(opts)
+  check(vim.lsp.config.memsearch.cmd[1] == install.venv_bin(), 'cmd after the build %s', vim.inspect(vim.lsp.config.memsearch.cmd))
   check(version:match('^memsearch%-lsp %d') ~= nil, 'version %q', version)
   check(borrowed == 1, 'after_venv called %d times', borrowed)
   check(vim.fn.executable(install.venv_bin()) == 1, 'no %s', install.venv_bin())

@@ -71,6 +71,21 @@ local function write(path, lines)
 end
 
 local ok, err = xpcall(function()
+  -- 0. A build in a running session (install.build() ends with refresh()): the resolved config, cached by
+  --    vim.lsp.enable, picks the new venv's server at once, without a restart
+  local install = require('memsearch.install')
+  vim.lsp.enable('memsearch')
+  check(vim.deep_equal(vim.lsp.config.memsearch.cmd, { 'memsearch-lsp', 'serve' }), 'cmd before %s', vim.inspect(vim.lsp.config.memsearch.cmd))
+  write(install.venv_bin(), { '#!/bin/sh', 'exit 0' })
+  vim.fn.setfperm(install.venv_bin(), 'rwxr-xr-x')
+  check(vim.lsp.config.memsearch.cmd[1] == 'memsearch-lsp', 'the cached config changed by itself')
+  install.refresh()
+  check(vim.deep_equal(vim.lsp.config.memsearch.cmd, { install.venv_bin(), 'serve' }), 'cmd after the build %s',
+    vim.inspect(vim.lsp.config.memsearch.cmd))
+  vim.fn.delete(install.home(), 'rf')
+  install.refresh()
+  vim.lsp.enable('memsearch', false)
+
   local ms = require('memsearch')
   ms.setup({ cmd = fake_cmd })
   local cfg = vim.lsp.config.memsearch

@@ -56,6 +56,19 @@ function M.describe(cmd)
   return "your cmd (require('memsearch').setup({ cmd = ... }) or vim.lsp.config)"
 end
 
+--- After a build in a running session: drops Neovim's resolved `memsearch` config, so the next start (and
+--- :Memsearch, :checkhealth) resolves lsp/memsearch.lua again and finds the new venv's server (a cmd you set
+--- yourself still wins); when the config is enabled, open Markdown buffers of a memory workspace start it now.
+function M.refresh()
+  if not (vim.lsp and vim.lsp.config and vim.lsp.is_enabled) then
+    return
+  end
+  vim.lsp.config('memsearch', {})
+  if vim.lsp.is_enabled('memsearch') then
+    vim.lsp.enable('memsearch')
+  end
+end
+
 local PROBE = 'import json, platform, sys\n'
   .. 'try:\n    import venv, ensurepip\n    ok = True\nexcept Exception:\n    ok = False\n'
   .. 'sys.stdout.write(json.dumps({"version": platform.python_version(), "executable": sys.executable, "venv": ok}))'
@@ -195,6 +208,7 @@ function M.build(opts)
   local text = vim.trim(version.stdout or '')
   say(('installed %s in %s'):format(text, M.venv()))
   log:close()
+  M.refresh()
   return text
 end
 
