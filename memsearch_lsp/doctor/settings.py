@@ -18,7 +18,11 @@ from typing import Any
 from memsearch_lsp.config import (
     CONFIG_FILE,
     ENV_PREFIX,
+    USER_ONLY_KEYS,
+    USER_ONLY_VALUES,
+    Config,
     ConfigError,
+    editor_key,
     ignored_workspace_keys,
     load_config,
     tomllib,
@@ -28,6 +32,11 @@ from memsearch_lsp.doctor.report import Check, Context
 
 ENDPOINT_TIMEOUT_S = 3.0  # how long doctor waits for a configured endpoint
 EDITOR_PREFIX = "memsearch."
+#: The editor settings that send the memory or a key somewhere: VS Code takes them from the user's settings only
+#: (`machine` scope), never from a workspace's `.vscode/settings.json` (trust.py's rule for `.memsearch.toml`).
+EDITOR_USER_ONLY = frozenset(editor_key(k) for k in USER_ONLY_KEYS) | frozenset(
+    editor_key(k) for k, _ in USER_ONLY_VALUES
+)
 
 
 @dataclass(frozen=True)
@@ -75,8 +84,13 @@ def config_sources(root: Path, env: dict[str, str] | None = None) -> list[Config
         sources.append(ConfigSource("environment", "", names))
     for origin, settings in _vscode_settings(root):
         keys = _editor_keys(settings)
+        ignored = (
+            tuple(k for k in keys if k.removeprefix(EDITOR_PREFIX) in EDITOR_USER_ONLY) if origin == _WORKSPACE else ()
+        )
         if keys:
-            sources.append(ConfigSource(origin, str(settings), keys, note="VS Code's server only, not the CLI"))
+            sources.append(
+                ConfigSource(origin, str(settings), keys, ignored, note="VS Code's server only, not the CLI")
+            )
     return sources
 
 
@@ -91,6 +105,9 @@ def _toml_keys(path: Path) -> tuple[str, ...]:
     return tuple(keys)
 
 
+_USER, _WORKSPACE = "VS Code user settings", "VS Code workspace settings"
+
+
 def _vscode_settings(root: Path) -> list[tuple[str, Path]]:
     """VS Code's user settings file (Code, VSCodium) and the workspace's `.vscode/settings.json`, those that exist."""
     if sys.platform == "darwin":
@@ -98,8 +115,8 @@ def _vscode_settings(root: Path) -> list[tuple[str, Path]]:
     else:
         xdg = os.environ.get("XDG_CONFIG_HOME", "")
         base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    found = [("VS Code user settings", base / app / "User" / "settings.json") for app in ("Code", "VSCodium")]
-    found.append(("VS Code workspace settings", root / ".vscode" / "settings.json"))
+    found = [(_USER, base / app / "User" / "settings.json") for app in ("Code", "VSCodium")]
+    found.append((_WORKSPACE, root / ".vscode" / "settings.json"))
     return [(origin, path) for origin, path in found if path.is_file()]
 
 
@@ -114,14 +131,18 @@ def _jsonc(text: str) -> Any:
     return json.loads(_TRAILING.sub(keep_strings, _COMMENT.sub(keep_strings, text)))
 
 
-def _editor_keys(path: Path) -> tuple[str, ...]:
-    """The `memsearch.*` keys of a VS Code settings file (JSON with comments and trailing commas)."""
+def _editor_file(path: Path) -> dict[str, Any]:
+    """A VS Code settings file (JSON with comments and trailing commas); {} when it does not read."""
     try:
         data = _jsonc(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return ()
-    if not isinstance(data, dict):
-        return ()
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _editor_keys(path: Path) -> tuple[str, ...]:
+    """The `memsearch.*` keys of a VS Code settings file."""
+    data = _editor_file(path)
     keys: list[str] = []
     for key, value in data.items():
         if key == "memsearch" and isinstance(value, dict):
@@ -150,16 +171,50 @@ def check_config(ctx: Context) -> Check:
     return Check("config", "ok", "; ".join(parts) or default, data=data)
 
 
+def _endpoints(config: Config, where: str = "") -> list[tuple[str, str, str, str]]:
+    """(section, role, base_url, api_key_env) of each OpenAI-compatible endpoint `config` uses; `where` is added to
+    the role ("summariser (VS Code)")."""
+    wanted = []
+    if config.embedding.provider == "openai":
+        wanted.append(("embedding", "embeddings" + where, config.embedding.base_url, config.embedding.api_key_env))
+    if config.compact.summarizer == "openai":
+        wanted.append(("compact", "summariser" + where, config.compact.base_url, config.compact.api_key_env))
+    return wanted
+
+
+def _vscode_endpoints(config: Config, root: Path) -> list[tuple[str, str, str, str]]:
+    """The endpoints VS Code's server uses beyond the CLI's: the settings above with the endpoint settings of VS
+    Code's user settings on top (the only ones VS Code sends for them)."""
+    found = []
+    for origin, path in _vscode_settings(root):
+        data = _editor_file(path)
+        own = {k: data.get(EDITOR_PREFIX + k, _at(data.get("memsearch"), k)) for k in EDITOR_USER_ONLY}
+        own = {k: v for k, v in own.items() if v is not None}
+        if origin != _USER or not own:
+            continue
+        try:
+            found.extend(_endpoints(config.merged(own, origin), " (VS Code)"))
+        except ConfigError:
+            continue  # (the server reports a bad setting itself)
+    return found
+
+
+def _at(data: Any, key: str) -> Any:
+    """The value at dotted `key` of nested settings, or None."""
+    node: Any = data
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
 def check_endpoints(ctx: Context) -> Check:
-    """The OpenAI-compatible endpoints the settings use (embeddings, summariser): each asked for its model list."""
+    """The OpenAI-compatible endpoints the settings use (embeddings, summariser), the CLI's and VS Code's server's:
+    each asked for its model list."""
     config = ctx.config
     if config is None:
         return Check("endpoints", "skip", "settings do not load")
-    wanted = []
-    if config.embedding.provider == "openai":
-        wanted.append(("embedding", "embeddings", config.embedding.base_url, config.embedding.api_key_env))
-    if config.compact.summarizer == "openai":
-        wanted.append(("compact", "summariser", config.compact.base_url, config.compact.api_key_env))
+    wanted = _endpoints(config)
+    wanted += [e for e in _vscode_endpoints(config, ctx.root) if e[::2] not in {w[::2] for w in wanted}]
     if not wanted:
         return Check(
             "endpoints", "skip", "none configured (embedding.provider is not 'openai', compact.summarizer not 'openai')"
@@ -170,7 +225,8 @@ def check_endpoints(ctx: Context) -> Check:
         data[role] = {"base_url": base_url, "status": status, "detail": detail, "api_key_env": key_env}
         lines.append(f"{role} {base_url}: {detail}")
         if status != "ok":
-            ctx.unreachable.add(section)
+            if not role.endswith(" (VS Code)"):
+                ctx.unreachable.add(section)
             problems.append(_endpoint_fix(section, role, status, key_env))
     if problems:
         return Check("endpoints", "fail", "; ".join(lines), "; ".join(problems), data)

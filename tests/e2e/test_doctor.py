@@ -123,6 +123,30 @@ def test_every_source_is_listed_with_its_path_in_precedence_order(
     assert sources[3]["keys"] == ["memsearch.search.topK", "memsearch.watch"] and "not the CLI" in sources[3]["note"]
 
 
+def test_vscode_endpoint_settings_count_from_the_user_settings_only(tmp_path: Path) -> None:
+    """A workspace's .vscode/settings.json cannot choose an endpoint (VS Code reads them from the user's settings
+    only): listed as ignored; the user's VS Code settings' endpoint is asked like the CLI's."""
+    init_workspace(tmp_path)
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "settings.json").write_text(
+        '{"memsearch.compact.summarizer": "openai", "memsearch.compact.baseUrl": "http://127.0.0.1:9/v1",'
+        ' "memsearch.search.topK": 3}'
+    )
+    found = checks(tmp_path)
+    source = found["config"].data["sources"][-1]  # type: ignore[attr-defined]
+    assert source["origin"] == "VS Code workspace settings"
+    assert source["ignored"] == ["memsearch.compact.baseUrl", "memsearch.compact.summarizer"], source
+    assert "memsearch.compact.baseUrl (" in found["config"].detail  # type: ignore[attr-defined]
+    assert found["endpoints"].status == "skip"  # type: ignore[attr-defined]
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "Code" / "User" / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(f'{{"memsearch": {{"compact": {{"summarizer": "openai", "baseUrl": "{closed}"}}}}}}')
+    endpoints = checks(tmp_path)["endpoints"]
+    assert endpoints.status == "fail", endpoints  # type: ignore[attr-defined]
+    assert f"summariser (VS Code) {closed}: cannot reach" in endpoints.detail  # type: ignore[attr-defined]
+
+
 def test_a_broken_onnx_model_folder_gets_onnx_advice_not_a_reset(tmp_path: Path) -> None:
     """The README's `onnx` example with the folder not fetched yet."""
     init_workspace(tmp_path)

@@ -172,3 +172,14 @@ def test_client_only_settings_are_ignored_by_the_server() -> None:
     assert config.Config().merged(sent) == config.Config().merged({"search.topK": 5})
     for key in config.CLIENT_ONLY_SETTINGS:
         assert PREFIX + key in PROPS
+
+
+def test_settings_that_send_data_or_choose_a_key_are_user_settings_only() -> None:
+    """What a workspace file may not set (trust.USER_ONLY_KEYS, the keys of USER_ONLY_VALUES) a workspace's
+    `.vscode/settings.json` may not set either: `machine` scope, and the extension reads only the user's value."""
+    user_only = {_camel(key) for key in config.USER_ONLY_KEYS} | {_camel(key) for key, _ in config.USER_ONLY_VALUES}
+    scopes = {key: PROPS[PREFIX + key].get("scope") for key in user_only}
+    assert {key for key, scope in scopes.items() if scope != "machine"} == set(), scopes
+    settings_ts = (ROOT / "vscode-extension" / "src" / "common" / "settings.ts").read_text(encoding="utf-8")
+    block = settings_ts.split("USER_ONLY_SETTINGS: ReadonlySet<string> = new Set([", 1)[1].split("]", 1)[0]
+    assert {part.strip().strip("'") for part in block.split(",") if part.strip()} == user_only

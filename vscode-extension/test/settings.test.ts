@@ -4,6 +4,7 @@ import manifest from '../package.json';
 import {
     CLIENT_ONLY_SETTINGS,
     SERVER_SETTING_KEYS,
+    USER_ONLY_SETTINGS,
     contributedSettingKeys,
     explicitValue,
     getInterpreterSetting,
@@ -92,10 +93,36 @@ describe('settings mapping', () => {
     it('reads VS Code settings through workspace.getConfiguration', () => {
         assert.deepEqual(getServerSettings(), {}, 'defaults alone send nothing');
         stub.set('memsearch.search.topK', 7);
-        stub.set('memsearch.milvus.uri', 'http://localhost:19530', 'workspaceValue');
+        stub.set('memsearch.milvus.collection', 'team', 'workspaceValue');
+        stub.set('memsearch.milvus.uri', 'http://localhost:19530');
         stub.set('memsearch.interpreter', ['/venv/bin/python']);
         stub.set('memsearch.trace.server', 'verbose');
-        assert.deepEqual(getServerSettings(), { search: { topK: 7 }, milvus: { uri: 'http://localhost:19530' } });
+        assert.deepEqual(getServerSettings(), { search: { topK: 7 }, milvus: { collection: 'team', uri: 'http://localhost:19530' } });
+    });
+
+    it("never sends a workspace's value of a setting that sends the memory or a key somewhere", () => {
+        // a cloned repository's .vscode/settings.json, on a VS Code that applies it whatever the scope
+        stub.set('memsearch.compact.summarizer', 'openai', 'workspaceValue');
+        stub.set('memsearch.compact.baseUrl', 'http://attacker.example/v1', 'workspaceFolderValue');
+        stub.set('memsearch.compact.apiKeyEnv', 'AWS_SECRET_ACCESS_KEY', 'workspaceValue');
+        stub.set('memsearch.embedding.provider', 'openai', 'workspaceValue');
+        stub.set('memsearch.milvus.uri', 'http://attacker.example:19530', 'workspaceValue');
+        stub.set('memsearch.milvus.token', 'root:Milvus', 'workspaceFolderValue');
+        stub.set('memsearch.search.topK', 4, 'workspaceValue');
+        assert.deepEqual(getServerSettings(), { search: { topK: 4 } });
+        // the user's own values go out, and a workspace value never overrides them
+        stub.set('memsearch.compact.baseUrl', 'http://127.0.0.1:11434/v1');
+        const r = reader({ 'compact.baseUrl': { globalValue: 'http://127.0.0.1:11434/v1', workspaceValue: 'http://attacker.example/v1' } });
+        assert.equal(explicitValue(r, 'compact.baseUrl'), 'http://127.0.0.1:11434/v1');
+        assert.deepEqual(getServerSettings(), { search: { topK: 4 }, compact: { baseUrl: 'http://127.0.0.1:11434/v1' } });
+    });
+
+    it('declares those settings machine-scoped (user settings only) in package.json', () => {
+        const blocks = manifest.contributes.configuration as unknown as { properties: Record<string, { scope?: string }> }[];
+        const scopes = new Map(blocks.flatMap((b) => Object.entries(b.properties)));
+        for (const key of USER_ONLY_SETTINGS) {
+            assert.equal(scopes.get(`memsearch.${key}`)?.scope, 'machine', key);
+        }
     });
 
     it('answers workspace/configuration items of our section', () => {

@@ -8,6 +8,22 @@ import { SETTINGS_SECTION } from './constants';
 /** Settings only the client reads (memsearch_lsp.config.CLIENT_ONLY_SETTINGS); never sent. */
 export const CLIENT_ONLY_SETTINGS: ReadonlySet<string> = new Set(['interpreter', 'trace.server', 'mcp.enable']);
 
+/**
+ * Settings that send the memory or a secret somewhere (memsearch_lsp/trust.py USER_ONLY_KEYS, and the keys of
+ * USER_ONLY_VALUES): `machine` scope in package.json, and only the user's own (global) value is read, so a
+ * cloned repository's `.vscode/settings.json` never sets them, not even on a VS Code that ignores the scope.
+ */
+export const USER_ONLY_SETTINGS: ReadonlySet<string> = new Set([
+    'milvus.uri',
+    'milvus.token',
+    'compact.summarizer',
+    'compact.baseUrl',
+    'compact.apiKeyEnv',
+    'embedding.provider',
+    'embedding.baseUrl',
+    'embedding.apiKeyEnv',
+]);
+
 /** Settings whose change restarts the server: a new Python, or new folders to watch. */
 export const RESTART_SETTINGS: readonly string[] = ['interpreter', 'memory.paths'];
 
@@ -59,8 +75,8 @@ export interface ConfigurationReader {
 }
 
 /**
- * The value the user set for `key` (folder > workspace > user), or undefined when it is
- * only the default. Defaults are not sent: the server owns them, and a default sent as a
+ * The value the user set for `key` (folder > workspace > user; the user's alone for USER_ONLY_SETTINGS), or
+ * undefined when it is only the default. Defaults are not sent: the server owns them, and a default sent as a
  * setting would hide the workspace's `.memsearch.toml` and `MEMSEARCH_*` variables.
  */
 export function explicitValue(reader: ConfigurationReader, key: string): JsonValue | undefined {
@@ -68,7 +84,9 @@ export function explicitValue(reader: ConfigurationReader, key: string): JsonVal
     if (inspection === undefined) {
         return undefined;
     }
-    const value = inspection.workspaceFolderValue ?? inspection.workspaceValue ?? inspection.globalValue;
+    const value = USER_ONLY_SETTINGS.has(key)
+        ? inspection.globalValue
+        : (inspection.workspaceFolderValue ?? inspection.workspaceValue ?? inspection.globalValue);
     return value === undefined ? undefined : (value as JsonValue);
 }
 
