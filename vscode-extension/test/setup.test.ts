@@ -3,9 +3,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { Commands } from '../src/common/constants';
+import { Commands, Contexts } from '../src/common/constants';
 import type { ProcessResult } from '../src/common/install';
-import { cliOf, copyMcpConfig, INIT_MEMORY, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, type Cli, type SetupHost } from '../src/common/setup';
+import { cliOf, copyMcpConfig, findMemoryWorkspace, INIT_MEMORY, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
 import { Uri, stub } from './stubs/vscode';
 
 const REPO_PYTHON = path.resolve('..', '.venv', 'bin', 'python');
@@ -134,6 +134,32 @@ describe('first-run commands', () => {
         stub.inputs.push(undefined);
         assert.equal(await rememberNote(new FakeHost(), cli.cliFor), undefined);
         assert.equal(cli.calls.length, 0);
+    });
+
+    it('Remember... in a subfolder of a memory workspace (VS Code opened on src/) remembers in that memory', async () => {
+        fs.mkdirSync(path.join(tmp, 'memory'));
+        fs.mkdirSync(path.join(tmp, 'src', 'pkg'), { recursive: true });
+        openFolder(path.join(tmp, 'src', 'pkg'));
+        const cli = fakeCli({ code: 0, stdout: '{"source": "memory/2026-12-04.md", "heading": "15:30"}', stderr: '' });
+        stub.inputs.push('a note');
+        assert.equal(await rememberNote(new FakeHost(), cli.cliFor), 'memory/2026-12-04.md');
+        assert.equal(cli.calls.length, 1);
+        updateMemoryContext();
+        assert.deepEqual(stub.executed.at(-1), { command: 'setContext', args: [Contexts.memoryWorkspace, true] });
+    });
+
+    it('finds the memory workspace around a folder as the CLI does: itself, else a parent below the home folder', () => {
+        const ws = fs.realpathSync(tmp);
+        fs.mkdirSync(path.join(ws, 'memory'));
+        fs.mkdirSync(path.join(ws, 'src', 'pkg'), { recursive: true });
+        fs.mkdirSync(path.join(ws, 'src', 'notes'));
+        assert.equal(findMemoryWorkspace(path.join(ws, 'src', 'pkg'), ['memory'], '/nowhere'), ws);
+        assert.equal(findMemoryWorkspace(ws, ['memory'], '/nowhere'), ws);
+        assert.equal(findMemoryWorkspace(path.join(ws, 'src', 'pkg'), ['notes'], '/nowhere'), path.join(ws, 'src'), 'memory.paths counts');
+        fs.writeFileSync(path.join(ws, 'src', '.memsearch.toml'), '');
+        assert.equal(findMemoryWorkspace(path.join(ws, 'src', 'pkg'), ['memory'], '/nowhere'), path.join(ws, 'src'), 'the nearest one');
+        assert.equal(findMemoryWorkspace(path.join(ws, 'src', 'pkg'), ['memory'], path.join(ws, 'src')), undefined, 'the home folder is never looked at');
+        assert.equal(findMemoryWorkspace(path.join(ws, 'elsewhere'), ['nothing-here'], '/nowhere'), undefined);
     });
 
     it('Remember... outside a memory offers to initialize one', async () => {
