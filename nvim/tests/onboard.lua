@@ -233,6 +233,26 @@ local ok, err = xpcall(function()
     check(#vim.fn.taglist('^:Memsearch-' .. sub .. '$') == 1, ':Memsearch %s is not documented', sub)
   end
 
+  -- 4b. A failed CLI call shows the message and hint of its --json error, not the JSON
+  local cli = tmp .. '/fake-cli'
+  write(cli, { '#!/bin/sh', 'cat >/dev/null', 'echo "memsearch-lsp WARNING a log line" >&2',
+    [[echo '{"error": {"message": "the note is 70000 bytes; notes are limited to 64 KiB", "hint": "split it"}}']], 'exit 1' })
+  vim.fn.setfperm(cli, 'rwxr-xr-x')
+  ms.setup({ cmd = { cli, 'serve' }, enable = false })
+  local said2, notify2, failed = {}, vim.notify, nil
+  vim.notify = function(msg)
+    said2[#said2 + 1] = msg
+  end
+  ms.remember('x', function(e)
+    failed = e
+  end)
+  check(vim.wait(10000, function()
+    return failed ~= nil
+  end, 10), 'remember never failed')
+  vim.notify = notify2
+  check(failed == 'the note is 70000 bytes; notes are limited to 64 KiB (split it)', 'remember failed with %q', failed)
+  check(said2[#said2] == 'memsearch: remember failed: ' .. failed, 'said %s', vim.inspect(said2))
+
   -- 5. :checkhealth outside memory: the install advice works today, and it says to run init
   client:stop(true)
   check(vim.wait(5000, function()

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Commands, Contexts } from '../src/common/constants';
 import type { ProcessResult } from '../src/common/install';
-import { cliOf, copyMcpConfig, findMemoryWorkspace, INIT_MEMORY, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
+import { cliFailure, cliOf, copyMcpConfig, findMemoryWorkspace, INIT_MEMORY, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
 import { Uri, stub } from './stubs/vscode';
 
 const REPO_PYTHON = path.resolve('..', '.venv', 'bin', 'python');
@@ -99,6 +99,18 @@ describe('first-run commands', () => {
         assert.equal(await initMemory(host, cli.cliFor), undefined);
         assert.equal(host.restarts, 0);
         assert.deepEqual([stub.messages[0]?.level, stub.messages[0]?.message], ['error', 'Memsearch: initializing memory failed: memsearch-lsp: error: /ro is not writable']);
+    });
+
+    it('shows the message and hint of a --json error, not the JSON', async () => {
+        openFolder(tmp);
+        const error = { error: { message: 'the note is 70000 bytes; notes are limited to 64 KiB', hint: 'split it into several notes' } };
+        const cli = fakeCli({ code: 1, stdout: `${JSON.stringify(error)}\n`, stderr: 'memsearch-lsp WARNING something logged\n' });
+        fs.mkdirSync(path.join(tmp, 'memory'));
+        stub.inputs.push('x');
+        assert.equal(await rememberNote(new FakeHost(), cli.cliFor), undefined);
+        assert.equal(stub.messages[0]?.message, 'Memsearch: remember failed: the note is 70000 bytes; notes are limited to 64 KiB (split it into several notes)');
+        assert.equal(cliFailure({ code: 1, stdout: '{"error": {"message": "no hint"}}', stderr: '' }), 'no hint');
+        assert.equal(cliFailure({ code: 2, stdout: '', stderr: '' }), 'exit 2');
     });
 
     it('asks for a folder when none is open', async () => {

@@ -132,6 +132,23 @@ function M.cli()
   return require('memsearch.health').cli_prefix(cmd)
 end
 
+--- Why a CLI call failed: the message (and hint) of its `--json` error (`{"error": {"message", "hint"}}` on stdout),
+--- else the last line of its output.
+---@param obj vim.SystemCompleted
+---@return string
+function M._cli_failure(obj)
+  local out = vim.split(vim.trim(obj.stdout or ''), '\n', { trimempty = true })
+  for i = #out, 1, -1 do
+    local ok, decoded = pcall(vim.json.decode, out[i])
+    local e = ok and type(decoded) == 'table' and decoded.error or nil
+    if type(e) == 'table' and type(e.message) == 'string' and e.message ~= '' then
+      return type(e.hint) == 'string' and e.hint ~= '' and ('%s (%s)'):format(e.message, e.hint) or e.message
+    end
+  end
+  local lines = vim.split(vim.trim((obj.stderr or '') .. '\n' .. (obj.stdout or '')), '\n', { trimempty = true })
+  return lines[#lines] or ('exit ' .. obj.code)
+end
+
 --- Runs `<cli> args...` asynchronously; `cb(err, decoded_json)` on the main loop.
 function M._run_cli(args, stdin, cb)
   local prefix, why = M.cli()
@@ -141,8 +158,7 @@ function M._run_cli(args, stdin, cb)
   local argv = vim.list_extend(vim.deepcopy(prefix), args)
   local ok, err = pcall(vim.system, argv, { text = true, stdin = stdin }, vim.schedule_wrap(function(obj)
     if obj.code ~= 0 then
-      local lines = vim.split(vim.trim((obj.stderr or '') .. '\n' .. (obj.stdout or '')), '\n', { trimempty = true })
-      return cb(lines[#lines] or ('exit ' .. obj.code))
+      return cb(M._cli_failure(obj))
     end
     local decoded, result = pcall(vim.json.decode, obj.stdout or '')
     cb(nil, decoded and result or {})

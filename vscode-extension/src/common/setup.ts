@@ -205,9 +205,23 @@ export async function ensureServerPython(host: SetupHost, why: string): Promise<
     return host.serverPython();
 }
 
-function lastLine(result: ProcessResult): string {
+/**
+ * Why a CLI call failed: the message (and hint) of its `--json` error (`{"error": {"message", "hint"}}` on stdout),
+ * else the last line of its output.
+ */
+export function cliFailure(result: ProcessResult): string {
+    for (const line of result.stdout.trim().split(/\r?\n/).reverse()) {
+        try {
+            const error = (JSON.parse(line) as { error?: { message?: unknown; hint?: unknown } } | null)?.error;
+            if (typeof error?.message === 'string' && error.message !== '') {
+                return typeof error.hint === 'string' && error.hint !== '' ? `${error.message} (${error.hint})` : error.message;
+            }
+        } catch {
+            // not JSON: the last line below
+        }
+    }
     const lines = `${result.stderr}\n${result.stdout}`.trim().split(/\r?\n/);
-    return lines[lines.length - 1] ?? `exit ${String(result.code)}`;
+    return lines[lines.length - 1] || `exit ${String(result.code)}`;
 }
 
 /** "Memsearch: Initialize memory in this folder": `memsearch-lsp init <folder>`, then open MEMORY.md and restart the server. */
@@ -228,7 +242,7 @@ export async function initMemory(host: SetupHost, cliFor: (python: readonly stri
         // reported below
     }
     if (result.code !== 0) {
-        await reportFailure('initializing memory', lastLine(result));
+        await reportFailure('initializing memory', cliFailure(result));
         return undefined;
     }
     traceInfo(`init ${folder.uri.fsPath}: ${result.stdout.trim()}`);
@@ -285,7 +299,7 @@ export async function rememberNote(host: SetupHost, cliFor: (python: readonly st
         // reported below
     }
     if (result.code !== 0 || source === '') {
-        await reportFailure('remember', lastLine(result));
+        await reportFailure('remember', cliFailure(result));
         return undefined;
     }
     traceInfo(`remember: ${result.stdout.trim()}`);
