@@ -73,13 +73,18 @@ def create_server() -> MemsearchServer:
 
 
 def configure_logging(verbose: bool = False) -> None:
-    """The server's logging, set up once: INFO (DEBUG with -v) to stderr and to the client; never stdout."""
+    """The server's logging, set up once, never to stdout: INFO and above go to the client (window/logMessage, at
+    their level; see ClientLogHandler), and stderr gets warnings and errors only (everything with -v): an editor
+    logs a server's every stderr line as an error (Neovim's lsp.log), so routine lines go to the client alone."""
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if verbose else logging.INFO,
         format="memsearch-lsp %(levelname)s %(name)s: %(message)s",
         force=True,
     )
+    if not verbose:
+        for handler in logging.getLogger().handlers:
+            handler.setLevel(logging.WARNING)
     logging.getLogger("pygls").setLevel(logging.WARNING)
     quiet_pygls()  # a message the client got wrong: one line, not a traceback
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import subprocess
 import sys
 import warnings
@@ -17,7 +18,7 @@ from memsearch_lsp.cli.parser import UsageError, build_parser
 from memsearch_lsp.config import ConfigError, load_config
 from memsearch_lsp.core.search.filters import FilterError, make_filter, parse_date
 from memsearch_lsp.lsp.features.actions import CompactCommandError, older_than_days
-from memsearch_lsp.lsp.setup import listen_address
+from memsearch_lsp.lsp.setup import configure_logging, listen_address
 
 TODAY = dt.date(2026, 3, 15)
 
@@ -90,6 +91,25 @@ def test_listen_address_reads_host_and_port() -> None:
     assert listen_address("::1:2087") == ("::1", 2087)
     with pytest.raises(ValueError, match="from 1 to 65535"):
         listen_address("localhost:65536")
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_serve_keeps_routine_lines_off_stderr_unless_verbose(capsys: pytest.CaptureFixture[str], verbose: bool) -> None:
+    """An editor logs each stderr line of its server as an error (Neovim's lsp.log): `serve` writes warnings and errors
+    there (the client gets every INFO line as window/logMessage), and everything with -v."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    try:
+        configure_logging(verbose)
+        log = logging.getLogger("memsearch_lsp.core.index")
+        log.info("routine pass")
+        log.warning("a problem")
+        assert log.isEnabledFor(logging.INFO)  # (what ClientLogHandler forwards)
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+    err = capsys.readouterr().err
+    assert "a problem" in err and ("routine pass" in err) == verbose, err
 
 
 def test_a_workspace_that_is_a_file_or_too_long_a_name_is_refused(tmp_path: Path) -> None:
