@@ -1,4 +1,4 @@
--- memsearch: defines :Memsearch (loaded lazily); starts nothing. See require('memsearch').setup().
+-- memsearch: defines :Memsearch (loaded lazily) and the missing-server warning; starts nothing. See require('memsearch').setup().
 if vim.g.loaded_memsearch then
   return
 end
@@ -14,3 +14,6 @@ end, {
     return require('memsearch').complete(arglead, cmdline, pos)
   end,
 })
+
+-- a memory file opened with no server to start: said once (memsearch.warn_missing_server)
+require('memsearch.util').watch_missing_server()

@@ -265,6 +265,20 @@ local ok, err = xpcall(function()
   check(text:find('pipx install .', 1, true) ~= nil, 'no checkout install advice:\n%s', text)
   check(text:find('after a release to PyPI: pipx install memsearch-lsp', 1, true) ~= nil, 'registry advice:\n%s', text)
   check(text:find('WARNING no memory here: run `memsearch-lsp init`', 1, true) ~= nil, 'no init advice:\n%s', text)
+
+  -- 6. A memory file opened with no server installed: said once a session, with the build step; not outside memory
+  local told, notify3 = {}, vim.notify
+  vim.notify = function(msg, level)
+    told[#told + 1] = { msg = msg, level = level }
+  end
+  vim.cmd.edit(vim.fn.fnameescape(plain .. '/README.md'))
+  vim.cmd.edit(vim.fn.fnameescape(ws .. '/memory/MEMORY.md'))
+  write(ws .. '/memory/2026-01-02.md', { '# 2026-01-02' })
+  vim.cmd.edit(vim.fn.fnameescape(ws .. '/memory/2026-01-02.md'))
+  vim.notify = notify3
+  check(#told == 1 and told[1].level == vim.log.levels.WARN
+    and told[1].msg:find("`memsearch-lsp-not-installed` is not executable: run :lua require('memsearch.install').build()", 1, true) ~= nil,
+    'told %s', vim.inspect(told))
 end, debug.traceback)
 
 if ok then

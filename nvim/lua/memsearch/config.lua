@@ -38,9 +38,30 @@ function M.setup(opts)
     cfg.settings = { memsearch = settings }
   end
   vim.lsp.config(util.NAME, cfg)
+  util.watch_missing_server() -- (before enable: it looks at the buffers already open)
   if M.options.enable ~= false then
     vim.lsp.enable(util.NAME)
   end
+end
+
+M._warned_missing = false
+
+--- Warns once per session when `buf` is a file of a memory workspace and the server command is not executable,
+--- with the way out (the build step). Neovim itself only writes it to lsp.log.
+---@param buf integer
+function M.warn_missing_server(buf)
+  local name = vim.api.nvim_buf_get_name(buf)
+  if M._warned_missing or name == '' or vim.bo[buf].buftype ~= '' then
+    return
+  end
+  local cfg = M.lsp_config()
+  local cmd = cfg and cfg.cmd
+  if type(cmd) ~= 'table' or vim.fn.executable(cmd[1]) == 1 or not M.find_root(name) then
+    return
+  end
+  M._warned_missing = true
+  util.notify(("no server for this memory: `%s` is not executable: run :lua require('memsearch.install').build()"
+    .. ' (or put memsearch-lsp on PATH); see :checkhealth memsearch'):format(cmd[1]), vim.log.levels.WARN)
 end
 
 --- The resolved config (lsp/memsearch.lua + vim.lsp.config calls), or nil when there is none.

@@ -48,4 +48,19 @@ function U.reload_clean(path)
   end
 end
 
+--- On a Markdown buffer while the memsearch config is enabled: warn once per session when its server cannot start
+--- (Neovim skips a config whose cmd is not executable, and says so only in lsp.log). Cheap until then: the plugin
+--- is loaded only for a buffer of an enabled config.
+function U.watch_missing_server()
+  vim.api.nvim_create_autocmd('FileType', {
+    group = vim.api.nvim_create_augroup('memsearch.missing_server', { clear = true }),
+    pattern = 'markdown',
+    callback = function(args)
+      if vim.lsp.is_enabled and vim.lsp.is_enabled(U.NAME) then
+        require('memsearch').warn_missing_server(args.buf)
+      end
+    end,
+  })
+end
+
 return U
