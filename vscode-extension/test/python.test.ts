@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import {
     PYTHON_EXTENSION_ID,
@@ -7,6 +10,7 @@ import {
     findInterpreter,
     getPythonEnvironments,
     installCommand,
+    installedServerPythons,
     serverSourceKind,
     missingServerMessage,
     serverCommand,
@@ -57,6 +61,32 @@ describe('finding Python', () => {
         assert.match(unsupportedPlatform('win32') ?? '', /Linux and macOS; Windows is not supported/);
         assert.equal(unsupportedPlatform('linux'), undefined);
         assert.equal(unsupportedPlatform('darwin'), undefined);
+    });
+
+    it('finds a server installed as a command: memsearch-lsp on PATH (its #! Python), then pipx\'s venv', () => {
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-pipx-'));
+        try {
+            const venvPython = (root: string): string => {
+                const python = path.join(root, 'venvs', 'memsearch-lsp', 'bin', 'python');
+                fs.mkdirSync(path.dirname(python), { recursive: true });
+                fs.writeFileSync(python, '');
+                return python;
+            };
+            const home = path.join(tmp, 'home');
+            assert.deepEqual(installedServerPythons({ PATH: path.join(tmp, 'bin') }, home), [], 'nothing installed');
+            const pipx = venvPython(path.join(home, '.local', 'share', 'pipx'));
+            assert.deepEqual(installedServerPythons({ PATH: '' }, home), [pipx], "pipx's default venv");
+            const custom = venvPython(path.join(tmp, 'pipx-home'));
+            assert.deepEqual(installedServerPythons({ PIPX_HOME: path.join(tmp, 'pipx-home') }, home), [custom, pipx], '$PIPX_HOME first');
+            const venv = venvPython(path.join(tmp, 'venv'));
+            fs.mkdirSync(path.join(tmp, 'bin'));
+            fs.writeFileSync(path.join(tmp, 'bin', 'memsearch-lsp'), `#!${venv}\nimport sys\n`, { mode: 0o755 });
+            assert.deepEqual(installedServerPythons({ PATH: ['relative', path.join(tmp, 'bin')].join(path.delimiter) }, home), [venv, pipx], 'PATH first');
+            fs.writeFileSync(path.join(tmp, 'bin', 'memsearch-lsp'), '#!/usr/bin/env python3\n');
+            assert.deepEqual(installedServerPythons({ PATH: path.join(tmp, 'bin') }, home), [pipx], 'no absolute Python in its #! line');
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+        }
     });
 
     it('gets the environments API from ms-python.python, activating it when needed', async () => {

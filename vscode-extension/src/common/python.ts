@@ -1,5 +1,8 @@
 /** Which Python runs the server, and whether memsearch_lsp can be imported there. */
 import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { PIP_PACKAGE, SERVER_MODULE } from './constants';
 import { traceVerbose, traceWarn } from './log';
@@ -38,7 +41,7 @@ export async function getPythonEnvironments(): Promise<PythonEnvironmentsApi | u
     }
 }
 
-export type InterpreterSource = 'setting' | 'python-extension' | 'path' | 'private';
+export type InterpreterSource = 'setting' | 'python-extension' | 'path' | 'installed' | 'private';
 
 export interface Interpreter {
     /** The command line of the Python, e.g. `['/venv/bin/python']` or `['py', '-3']`. */
@@ -59,7 +62,8 @@ export function defaultPython(platform: NodeJS.Platform = process.platform): str
 
 /**
  * 1. the `memsearch.interpreter` setting; 2. the Python extension's active environment,
- * when that extension is installed; 3. `python3` on PATH.
+ * when that extension is installed; 3. `python3` on PATH. (When the first has no server, the server manager
+ * goes on with `python3`, then installedServerPythons(), then its private environment.)
  */
 export async function findInterpreter(
     setting: readonly string[],
@@ -84,6 +88,49 @@ export async function findInterpreter(
         }
     }
     return { command: [defaultPython(platform)], source: 'path' };
+}
+
+/** The Python named by the `#!` line of a script (a console script of a venv), when it is an absolute path. */
+function shebangPython(script: string): string | undefined {
+    try {
+        const fd = fs.openSync(script, 'r');
+        try {
+            const head = Buffer.alloc(512);
+            const line = head.subarray(0, fs.readSync(fd, head, 0, head.length, 0)).toString('utf8').split('\n', 1)[0] ?? '';
+            const python = line.startsWith('#!') ? line.slice(2).trim().split(/\s+/)[0] : undefined;
+            return python !== undefined && path.isAbsolute(python) && path.basename(python).startsWith('python') ? python : undefined;
+        } finally {
+            fs.closeSync(fd);
+        }
+    } catch {
+        return undefined;
+    }
+}
+
+/**
+ * The Pythons of a memsearch-lsp installed as a command (the README's `pipx install .`, or any venv on PATH), those
+ * that exist, in this order: the Python of `memsearch-lsp` on PATH (its `#!` line), then pipx's venv of it
+ * (`$PIPX_HOME/venvs`, `~/.local/share/pipx/venvs`, older pipx's `~/.local/pipx/venvs`).
+ */
+export function installedServerPythons(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): string[] {
+    const found: string[] = [];
+    const add = (python: string | undefined): void => {
+        if (python !== undefined && !found.includes(python) && fs.existsSync(python)) {
+            found.push(python);
+        }
+    };
+    for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+        if (dir !== '' && path.isAbsolute(dir)) {
+            add(shebangPython(path.join(dir, PIP_PACKAGE)));
+        }
+    }
+    const venvs = [env.PIPX_HOME ? path.join(env.PIPX_HOME, 'venvs') : undefined, path.join(home, '.local', 'share', 'pipx', 'venvs'), path.join(home, '.local', 'pipx', 'venvs')];
+    for (const dir of venvs) {
+        if (dir !== undefined) {
+            add(path.join(dir, PIP_PACKAGE, 'bin', 'python'));
+        }
+    }
+    return found;
 }
 
 /**

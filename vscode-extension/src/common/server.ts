@@ -19,6 +19,7 @@ import {
     findInterpreter,
     getPythonEnvironments,
     defaultPython,
+    installedServerPythons,
     installCommand,
     missingServerMessage,
     notInstalledMessage,
@@ -239,6 +240,10 @@ export class ServerManager implements ServerControl, SetupHost, vscode.Disposabl
         const candidates: Interpreter[] = [first];
         if (first.source === 'python-extension') {
             candidates.push({ command: [defaultPython()], source: 'path' });
+        }
+        if (first.source !== 'setting') {
+            // a server installed as a command: `pipx install .` (README), or a venv's memsearch-lsp on PATH
+            candidates.push(...installedServerPythons().map((python): Interpreter => ({ command: [python], source: 'installed' })));
         }
         const failures: { interpreter: Interpreter; check: Exclude<ModuleCheck, { ok: true }> }[] = [];
         for (const interpreter of candidates) {
