@@ -142,11 +142,16 @@ def cmd_search(args: argparse.Namespace) -> int:
             shown = search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **overrides)
             limit = max(len(hits), len(shown))  # (-k, else search.top_k: each search gave at most that many)
             hits = [*shown, *(h for h in hits if h.id not in {s.id for s in shown})][:limit]
+        setting = opened[0].config.search.min_score if opened else 0.0
+        floor = (setting if args.min_score is None else args.min_score) > 0 and bool(args.query.strip())
+        if floor and not hits:  # the answer names `--min-score 0` only when that would list something
+            below = {**overrides, "min_score": 0.0}
+            floor = bool(
+                search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **below)
+            )
     finally:
         for memory in opened:
             memory.close()
-    setting = opened[0].config.search.min_score if opened else 0.0
-    floor = (setting if args.min_score is None else args.min_score) > 0 and bool(args.query.strip())
     given = [f"--{name} {value!r}" for name in ("since", "until") if (value := getattr(args, name)) is not None]
     given += [f"--source {glob!r}" for glob in args.source or ()]
     _emit(args, {"hits": [h.to_dict() for h in hits]}, _format_hits(hits, floor, " ".join(given)))

@@ -190,8 +190,14 @@ class InitResult:
     def describe(self) -> str:
         lines = [f"created {p}" for p in self.created] + [f"updated {p}" for p in self.updated]
         lines += [f"kept    {p} (exists)" for p in self.existing]
-        lines.append(f'memory workspace ready in {self.root}; try: memsearch-lsp search "decisions"')
+        lines.append(f"memory workspace ready in {self.root}; {FIRST_STEPS}")
         return "\n".join(lines)
+
+
+#: What `init` suggests: a note, then a search that finds it (a new memory's headings alone are never a hit).
+FIRST_STEPS = (
+    'try: memsearch-lsp remember "Set up memsearch-lsp for this project", then memsearch-lsp search "memsearch setup"'
+)
 
 
 def _toml_value(value: Any) -> str:

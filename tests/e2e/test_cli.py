@@ -120,6 +120,25 @@ def test_a_filter_that_matches_no_note_is_named_in_the_answer(ws: Path) -> None:
         assert result.stdout.startswith(f"no results with {args[0]} {args[1]!r} (no note matches them"), result.stdout
 
 
+def test_the_first_steps_init_suggests_find_something_and_the_floor_hint_is_given_only_when_true(
+    tmp_path: Path,
+) -> None:
+    """`init` suggested `search "decisions"`, which a new memory (empty headings) never answers, and said "`--min-score
+    0` lists the closest anyway", which then listed nothing."""
+    ws, floor = tmp_path / "new", {}  # (env {}: the product's floor, not the tests' 0)
+    said = helpers.run_cli("init", str(ws), cwd=tmp_path, env=floor).stdout
+    steps = re.search(r'try: memsearch-lsp remember "([^"]+)", then memsearch-lsp search "([^"]+)"', said)
+    assert steps, said
+    empty = helpers.cli(ws, "search", "decisions", env=floor).stdout
+    assert empty.strip() == "no results", empty  # nothing hidden by the floor: no hint that lists nothing
+    helpers.cli(ws, "remember", steps[1], env=floor)
+    hits = as_json(helpers.cli(ws, "search", steps[2], "--json", env=floor))["hits"]
+    assert [h["snippet"] for h in hits] == [steps[1]], hits
+    unrelated = helpers.cli(ws, "search", "recipe for lemon drizzle cake", env=floor).stdout
+    assert "`--min-score 0` lists the closest anyway" in unrelated, unrelated  # (something is below the floor)
+    assert as_json(helpers.cli(ws, "search", "recipe for lemon drizzle cake", "--min-score", "0", "--json"))["hits"]
+
+
 def test_min_score_0_lists_what_the_floor_hides_after_what_it_shows(tmp_path: Path) -> None:
     """A note most relevant to the query but last in the fused ranking (German words, English query) was the one hit
     by default, and `--min-score 0 -k 3` ("shows what it hides") left it out for three unrelated ones."""
