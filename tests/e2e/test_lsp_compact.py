@@ -318,6 +318,23 @@ async def test_a_failed_compact_command_is_said_once_by_its_error(session: Sessi
     assert not [m for m in session.client.messages[before:] if m.type == types.MessageType.Error]
 
 
+async def test_a_reviewed_plan_is_applied_as_it_is_or_refused_naming_the_log_that_changed(session: Session) -> None:
+    """planId: that very plan, or nothing (never a plan re-made without the log written meanwhile)."""
+    if vscode(session):
+        pytest.skip("VS Code applies the reviewed edit itself (its refactor preview)")
+    memory = session.workspace / "memory"
+    files = ["memory/2026-02-09.md", "memory/2026-02-10.md"]
+    dry = await command(session, files=files, dryRun=True)
+    with (memory / "2026-02-10.md").open("a") as log:
+        log.write("\nDecision: roll the release back.\n")
+    with pytest.raises(
+        Exception, match=r"memory/2026-02-10\.md changed since the plan was reviewed; nothing compacted"
+    ):
+        await command(session, files=files, planId=dry["planId"])
+    assert not (memory / "archive").exists() and not (memory / "summary-2026-W07.md").exists()
+    assert (memory / "2026-02-09.md").is_file()
+
+
 async def test_compact_this_log_and_the_command(session: Session) -> None:
     memory = session.workspace / "memory"
     editor = Editor(session)

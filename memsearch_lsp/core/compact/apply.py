@@ -100,6 +100,31 @@ def _same(memory: MemoryApi, move: ArchiveMove, path: Path) -> None:
         raise LogChanged(move.src)
 
 
+def changed_logs(memory: MemoryApi, plan: CompactionPlan) -> list[str]:
+    """The logs of `plan` that no longer hold the text its summaries were made from (or are gone)."""
+    changed = []
+    for m in plan.archive:
+        path = memory.path_of(m.src)
+        if not path.is_file() or (m.sha256 and _text_sha(path) != m.sha256):
+            changed.append(m.src)
+    return changed
+
+
+def apply_exactly(memory: MemoryApi, plan: CompactionPlan) -> None:
+    """Apply `plan` as it is (a plan the user reviewed), or refuse with nothing applied: CompactError naming the
+    logs that changed since it was made (never a plan re-made without them)."""
+    changed = changed_logs(memory, plan)
+    if not changed:
+        try:
+            apply_files(memory, plan)
+            return
+        except LogChanged as exc:  # (a writer between the check and the move: rolled back)
+            changed = [exc.source]
+    raise CompactError(
+        f"{', '.join(changed)} changed since the plan was reviewed; nothing compacted; review the new plan"
+    )
+
+
 Undo = Callable[[], None]
 
 

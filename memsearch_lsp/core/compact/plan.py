@@ -15,7 +15,7 @@ from urllib.parse import quote
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.chunks import log_date
-from memsearch_lsp.core.compact.apply import LogChanged, apply_files, sha256
+from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.compact.promote import promote
 from memsearch_lsp.core.compact.summarize import (
@@ -378,11 +378,15 @@ def _summary_file(
 MAX_REPLANS = 5
 
 
-def apply_checked(memory: MemoryApi, plan: CompactionPlan) -> CompactionPlan:
-    """Apply `plan` to the files; a log that changed meanwhile is left in place and the rest re-planned.
+def apply_checked(memory: MemoryApi, plan: CompactionPlan, exact: bool = False) -> CompactionPlan:
+    """Apply `plan` to the files; a log that changed meanwhile is left in place and the rest re-planned, or
+    (`exact`: a plan the user reviewed) the plan is refused, nothing applied (CompactError naming the logs).
 
     Returns the plan that was applied (its `left` names the logs left out).
     """
+    if exact:
+        apply_exactly(memory, plan)
+        return plan
     left: list[str] = list(plan.left)
     today = dt.date.fromisoformat(plan.today) if plan.today else None
     for _ in range(MAX_REPLANS):

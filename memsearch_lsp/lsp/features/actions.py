@@ -287,7 +287,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         return dict(result, applied=True, appliedBy="editor")
     if held := unsaved_in(ls, root, plan):  # the server writes the disk: the buffers' next save would undo it
         raise CompactCommandError(f"memsearch.compact: save {', '.join(held)} first (changes not on disk)")
-    applied = await apply_on_disk(ls, root, plan)
+    applied = await apply_on_disk(ls, root, plan, exact=reviewed is not None)  # a reviewed plan, or none
     archive = root.config.compact.archive_dir
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
     headline = applied.headline(applied=not applied.empty)
@@ -330,12 +330,13 @@ def remember(root: Root, plan: CompactionPlan) -> None:
         del REVIEWED[next(iter(REVIEWED))]
 
 
-async def apply_on_disk(ls: MemsearchServer, root: Root, plan: CompactionPlan) -> CompactionPlan:
-    """The server writes the summaries and moves the logs itself (one writer), then re-indexes."""
+async def apply_on_disk(ls: MemsearchServer, root: Root, plan: CompactionPlan, exact: bool = False) -> CompactionPlan:
+    """The server writes the summaries and moves the logs itself (one writer), then re-indexes; `exact`: that very
+    plan or nothing (a log changed since it was reviewed fails the command, naming it)."""
     done: list[CompactionPlan] = []
 
     def apply(memory: MemoryApi) -> IndexStats:
-        done.append(apply_checked(memory, plan))
+        done.append(apply_checked(memory, plan, exact))
         return memory.index()
 
     try:
