@@ -244,3 +244,19 @@ def test_a_decimal_with_an_si_unit_is_a_quantity_not_a_version() -> None:
     assert "quantity" in rules_for("The overvoltage cutoff is 4.20 V per cell.")
     assert "version" in classify("The backend runs Go 1.23.").kinds
     assert "quantity" not in rules_for("Postgres cannot type the first parameter (`$1`).")
+
+
+def test_a_labelled_sentence_inside_a_paragraph_is_kept_whole_past_its_semicolon() -> None:
+    """ "Decision: stay on Square; the sync pushes ... instead." kept as "Decision: stay on Square" lost what the
+    decision means: a labelled sentence is always kept, every clause of it."""
+    log = log_text(
+        "2027-10-11",
+        "# 2027-10-11\n\nPriyanka and Tobias went over the point of sale for a long while this morning. "
+        "Decision: stay on Square; Hopsheet's inventory sync pushes keg levels into Square's item stock instead. "
+        "Then coffee.\n\nThe weather was grey all day and the van was late again, as it was last week.\n",
+    )
+    text = choose(parse_log(log), budget=60)
+    assert (
+        "Decision: stay on Square; Hopsheet's inventory sync pushes keg levels into Square's item stock instead."
+        in text
+    ), text

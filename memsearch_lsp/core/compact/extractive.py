@@ -12,7 +12,7 @@ from memsearch_lsp.core.compact.languages import STOPWORDS, with_colon
 from memsearch_lsp.core.compact.languages import words as word_count
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log
 from memsearch_lsp.core.compact.summarize import LogText, Note
-from memsearch_lsp.core.compact.units import UNIT_OVERHEAD, Unit, clean, first_line_end, units_of
+from memsearch_lsp.core.compact.units import UNIT_OVERHEAD, Unit, clean, first_line_end, sentences_of, units_of
 from memsearch_lsp.core.embedding import Embedder
 
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
@@ -64,6 +64,7 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
     items = {id(u.item): u.item for u in units}
     cleaned = {key: clean(item) for key, item in items.items()}
     line_ends = {key: first_line_end(item) for key, item in items.items()}
+    labels: list[tuple[Item, int, int]] = []  # (item, span) of each labelled sentence inside a paragraph
     for unit, bag in zip(units, words):
         label = cleaned[id(unit.item)][0]
         info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
@@ -80,7 +81,12 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         said = cleaned[id(unit.item)][1][unit.start : unit.end]  # (before the trims took a lead-in away)
         unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < line_ends[id(unit.item)]
-        unit.must = unit.must or (unit.start > 0 and labelled(said))  # "... is not atomic. Fix: a lock."
+        if unit.start > 0 and labelled(said):  # "... is not atomic. Fix: a lock; the queue retries.": whole
+            unit.must = True
+            labels.extend(
+                (unit.item, s, s + len(t)) for s, t in sentences_of(unit.item) if s <= unit.start < s + len(t)
+            )
+        unit.must = unit.must or any(item is unit.item and a < unit.start < b for item, a, b in labels)
         # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
         announces = unit.text.rstrip().endswith(":") and not any(c.isdigit() for c in unit.text)
         unit.weak = not unit.must and (
