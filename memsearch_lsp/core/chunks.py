@@ -22,7 +22,7 @@ WINDOW_CHARS = 500
 # embedding for vectors of text that no snippet shows; BM25 still reads the whole chunk.
 MAX_WINDOWS = 128
 # A daily log: YYYY-MM-DD.md, or the day's next file (YYYY-MM-DD.2.md ...) when `remember` found one full.
-DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:\.\d{1,3})?\.md$")
+DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:\.(\d{1,3}))?\.md$")
 CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
 ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: an ATX opening sequence
 
@@ -49,6 +49,13 @@ def log_date(source: str) -> str:
     """'memory/2026-02-09.md' -> '2026-02-09'; '' for files that are not daily logs."""
     match = DATE_RE.search(source)
     return match.group(1) if match else ""
+
+
+def log_order(source: str) -> tuple[str, int, str]:
+    """Where a daily log goes among the others: by date, then part ('2026-02-09.md', '2026-02-09.2.md', then
+    '2026-02-09.10.md': never by name, which puts '.2.md' first)."""
+    match = DATE_RE.search(source)
+    return (match.group(1), int(match.group(2) or 1), source) if match else ("", 0, source)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import cast
 
 from typing_extensions import TypedDict
 
-from memsearch_lsp.core.chunks import empty_section, log_date
+from memsearch_lsp.core.chunks import empty_section, log_date, log_order
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
 from memsearch_lsp.core.notes import LONG_TERM, open_fence
 from memsearch_lsp.core.search.filters import source_date
@@ -90,7 +90,7 @@ def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = Non
     logs = [
         f for f in _files(memory) if kind_of(f.source) == "daily" and first <= log_date(f.source) <= today.isoformat()
     ]
-    logs.sort(key=lambda f: (log_date(f.source), f.source), reverse=True)
+    logs.sort(key=lambda f: log_order(f.source), reverse=True)
     return [n for f in logs for n in reversed(_notes(memory, f, "daily"))]
 
 

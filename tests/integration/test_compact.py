@@ -285,6 +285,22 @@ def test_compacting_the_rest_of_a_week_appends_to_its_summary(workspace: Path, m
     assert len(list((workspace / "memory/archive").iterdir())) == 12
 
 
+def test_a_day_s_continuation_log_follows_its_first_part(workspace: Path, make_memory) -> None:
+    """`remember` goes on in YYYY-MM-DD.2.md (then .10.md): after the day's first file, never before it (by name)."""
+    memory = make_memory(workspace)
+    for part in (2, 10):
+        chatter = "Looked at the dashboards again for a while, then went for lunch and a walk by the river. " * 6
+        note = f"# 2026-02-09\n\n## 1{part % 10}:00\n\nPart {part}: Kafka lag 40{part} ms.\n\n{chatter}\n"
+        (workspace / f"memory/2026-02-09.{part}.md").write_text(note)
+    days = ["memory/2026-02-09.md", "memory/2026-02-09.2.md", "memory/2026-02-09.10.md", "memory/2026-02-10.md"]
+    assert [s for s in compact.old_logs(memory, today=FEB18) if "02-09" in s or "02-10" in s] == days
+    plan = plan_compaction(memory, today=FEB18)
+    (w07,) = [s for s in plan.summaries if s.path.endswith("W07.md")]
+    assert list(w07.sources) == days and [m.src for m in plan.archive][-4:] == days
+    sections = re.findall(r"^## \[2026-02-(\d\d)\]\(archive/2026-02-09\.?(\d*)\.md\)", w07.content, re.M)
+    assert [part for day, part in sections if day == "09"] == ["", "2", "10"], w07.content
+
+
 def test_an_archive_folder_with_spaces_gets_working_links(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace, compact={"archive_dir": "memory/old logs"})
     plan = plan_compaction(

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from memsearch_lsp.config import CompactConfig, ConfigError
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.chunks import log_date, log_order
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.compact.promote import promote
@@ -139,7 +139,7 @@ def _old_logs(memory: MemoryApi, cutoff: dt.date) -> list[str]:
                 out.append(item.source)
         except ValueError:
             log.warning("%s: not a valid date, not compacted", item.source)
-    return out
+    return sorted(out, key=log_order)
 
 
 def plan_compaction(
@@ -292,7 +292,7 @@ def _index_folders(memory: MemoryApi) -> list[str]:
 def _by_period(sources: Sequence[str], group_by: str) -> dict[str, list[str]]:
     """The logs by period (`period_key`), oldest first."""
     groups: dict[str, list[str]] = {}
-    for source in sorted(sources, key=lambda s: (log_date(s), s)):
+    for source in sorted(sources, key=log_order):
         groups.setdefault(period_key(dt.date.fromisoformat(log_date(source)), group_by), []).append(source)
     return groups
 
