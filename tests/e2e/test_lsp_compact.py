@@ -335,6 +335,16 @@ async def test_a_reviewed_plan_is_applied_as_it_is_or_refused_naming_the_log_tha
     assert (memory / "2026-02-09.md").is_file()
 
 
+async def test_today_s_log_is_not_offered_to_compact_by_itself(session: Session) -> None:
+    """Agents still append to today's log (the server's clock): "Compact this log" is not offered on it."""
+    log = session.workspace / "memory" / f"{TODAY}.md"
+    log.write_text(f"# {TODAY}\n\n## 09:00\n\nDecision: ship checkout 1.5 on Friday.\n")
+    assert [a.title for a in await code_actions(session, log)] == ["Compact logs older than 7 days (12 logs)"]
+    assert "Compact this log" in [
+        a.title for a in await code_actions(session, session.workspace / "memory/2026-02-17.md")
+    ]
+
+
 async def test_compact_this_log_and_the_command(session: Session) -> None:
     memory = session.workspace / "memory"
     editor = Editor(session)

@@ -301,6 +301,22 @@ def test_a_day_s_continuation_log_follows_its_first_part(workspace: Path, make_m
     assert [part for day, part in sections if day == "09"] == ["", "2", "10"], w07.content
 
 
+def test_today_s_log_is_refused_by_name_and_not_compactable(
+    workspace: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Agents still append to today's log (the product's clock: MEMSEARCH_NOW): archiving it would split the day."""
+    monkeypatch.setenv("MEMSEARCH_NOW", "2026-02-18T10:00")
+    memory = make_memory(workspace)
+    (workspace / "memory/2026-02-18.md").write_text(
+        "# 2026-02-18\n\n## 09:00\n\nDecision: ship checkout 1.5 on Friday.\n"
+    )
+    with pytest.raises(CompactError, match=r"2026-02-18\.md: today's log, still written to"):
+        plan_compaction(memory, files=["memory/2026-02-18.md"])
+    assert not compact.compactable(memory, "memory/2026-02-18.md") and compact.compactable(
+        memory, "memory/2026-02-17.md"
+    )
+
+
 def test_an_archive_folder_with_spaces_gets_working_links(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace, compact={"archive_dir": "memory/old logs"})
     plan = plan_compaction(

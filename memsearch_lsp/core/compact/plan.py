@@ -81,11 +81,18 @@ def _in_archive(memory: MemoryApi, source: str) -> bool:
 
 
 def compactable(memory: MemoryApi, source: str) -> bool:
-    """A daily log that may be compacted: named YYYY-MM-DD.md, a memory file, not archived."""
-    return bool(log_date(source)) and memory.is_memory(source) and not _in_archive(memory, source)
+    """A daily log that may be compacted: named YYYY-MM-DD.md, a memory file, not archived, not today's (agents
+    still append to it)."""
+    day = log_date(source)
+    return (
+        bool(day)
+        and day != clock.now().date().isoformat()
+        and memory.is_memory(source)
+        and not _in_archive(memory, source)
+    )
 
 
-def _explicit(memory: MemoryApi, files: Sequence[str]) -> list[str]:
+def _explicit(memory: MemoryApi, files: Sequence[str], today: dt.date) -> list[str]:
     """Workspace sources of the files named by the user; CompactError for anything not a daily log."""
     sources: list[str] = []
     for name in files:
@@ -101,6 +108,8 @@ def _explicit(memory: MemoryApi, files: Sequence[str]) -> list[str]:
             raise CompactError(f"{name}: not a daily log (only files named YYYY-MM-DD.md are compacted)")
         if _in_archive(memory, source):
             raise CompactError(f"{name}: already archived in {memory.config.compact.archive_dir}")
+        if log_date(source) == today.isoformat():
+            raise CompactError(f"{name}: today's log, still written to (agents append to it); compact it tomorrow")
         if not memory.is_memory(source):
             raise CompactError(f"{name}: not a memory file (outside compact's memory.paths, or excluded)")
         if not memory.path_of(source).is_file():
@@ -160,7 +169,7 @@ def plan_compaction(
     today = today or clock.now().date()  # (MEMSEARCH_NOW, as remember and recent read it)
     days = config.older_than_days if older_than_days is None else older_than_days
     cutoff = cutoff_date(memory, days, today)
-    sources = _explicit(memory, files) if files is not None else _old_logs(memory, cutoff)
+    sources = _explicit(memory, files, today) if files is not None else _old_logs(memory, cutoff)
     skipped: list[tuple[str, str]] = []
     if files is None:  # an old log that cannot be read stays where it is, said; the others are compacted
         sources, skipped = _readable(memory, sources, texts)
