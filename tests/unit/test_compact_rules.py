@@ -260,3 +260,16 @@ def test_a_labelled_sentence_inside_a_paragraph_is_kept_whole_past_its_semicolon
         "Decision: stay on Square; Hopsheet's inventory sync pushes keg levels into Square's item stock instead."
         in text
     ), text
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "He signs off anything over €2,000 himself.",
+        "She had been looking at Toast because of their keg module.",
+        "They go to the taproom instead of distribution.",
+    ],
+)
+def test_a_sentence_opening_with_a_bare_pronoun_leans_on_the_one_before(sentence: str) -> None:
+    """Who signs off? A summary that keeps the sentence without the one naming the person gives an ownerless fact."""
+    assert "anaphor" in classify(sentence).noise

@@ -64,7 +64,9 @@ _HEDGE = re.compile(
     r"(?:i|we) suspect(?:ed)?|suspected)\b",
     re.I,
 )
-_ANAPHOR = re.compile(r"^(?:it|this|that|these|those|they|above that|below that|then|also|but|and|which)\b", re.I)
+_ANAPHOR = re.compile(
+    r"^(?:it|this|that|these|those|they|he|she|above that|below that|then|also|but|and|which)\b", re.I
+)
 _CHATTER = frozenset(
     re.findall(
         r"\S+",
