@@ -80,3 +80,30 @@ def test_additions_go_under_their_sections_and_every_line_stays() -> None:
     )
     fenced = "# M\n\n```\n## Decisions\n```\n"  # a heading in a code block is no section
     assert _apply(fenced, insertions(fenced, {"Decisions": ["x"]})) == fenced + "\n## Decisions\n\n- x\n"
+
+
+def test_a_decision_is_undone_only_by_a_sentence_on_the_same_thing_and_a_table_s_lead_in_is_no_decision() -> None:
+    """An unrelated later "... instead" sharing two words cancelled a decision; a line announcing a table was promoted;
+    a `Decision:` inside a paragraph was not a decision."""
+    first = log_text(
+        "2027-10-08",
+        "# 2027-10-08\n\n## Migration\n\nDecision: import only batches from 2026 onward; older records stay in the "
+        "Hopsheet archive export.\n\nFermentation profiles, agreed with Maren so the alarms make sense:\n\n"
+        "| profile | temp |\n|---|---|\n| ale | 19 C |\n",
+    )
+    later = log_text(
+        "2027-10-11",
+        "# 2027-10-11\n\nPriyanka and Tobias went over the point of sale. Decision: stay on Square; Hopsheet's "
+        "inventory sync pushes keg levels into Square's item stock instead.\n",
+    )
+    found = [(kind, text) for kind, text, _, _ in durable_facts([first, later])]
+    assert found == [
+        (
+            "decision",
+            "import only batches from 2026 onward; older records stay in the Hopsheet archive export.",
+        ),
+        (
+            "decision",
+            "stay on Square; Hopsheet's inventory sync pushes keg levels into Square's item stock instead.",
+        ),
+    ], found

@@ -7,7 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memsearch_lsp.core.compact.blocks import block_score
-from memsearch_lsp.core.compact.facts import FACT_SCORE, always_kept, classify, label_kept, people_line, without_roles
+from memsearch_lsp.core.compact.facts import (
+    FACT_SCORE,
+    always_kept,
+    announces,
+    classify,
+    label_kept,
+    people_line,
+    without_roles,
+)
 from memsearch_lsp.core.compact.languages import STOPWORDS, with_colon
 from memsearch_lsp.core.compact.languages import words as word_count
 from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log
@@ -88,9 +96,12 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
             )
         unit.must = unit.must or any(item is unit.item and a < unit.start < b for item, a, b in labels)
         # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
-        announces = unit.text.rstrip().endswith(":") and not any(c.isdigit() for c in unit.text)
         unit.weak = not unit.must and (
-            not facts.factual or unit.score < MIN_SCORE or word_count(unit.text) < MIN_WORDS or dead or announces
+            not facts.factual
+            or unit.score < MIN_SCORE
+            or word_count(unit.text) < MIN_WORDS
+            or dead
+            or announces(unit.text)
         )
 
 

@@ -95,6 +95,12 @@ class Facts:
         return bool(self.kinds)
 
 
+def announces(text: str) -> bool:
+    """A line that only says what comes next ("In `prj.conf`:", a table's lead-in): nothing itself, unless it names a
+    value."""
+    return text.rstrip().endswith(":") and not any(c.isdigit() for c in text)
+
+
 def label_kept(label: str) -> bool:
     """A label that marks a line every summary keeps ('Decision', 'Root cause', 'TODO', 'Rollback plan')."""
     return bool(label) and len(label) <= 40 and bool(_KEEP_LABEL.search(label))

@@ -11,9 +11,9 @@ from urllib.parse import quote
 
 from memsearch_lsp.core.chunks import outline
 from memsearch_lsp.core.compact.apply import sha256
-from memsearch_lsp.core.compact.facts import classify, label_kept
+from memsearch_lsp.core.compact.facts import announces, classify, label_kept
 from memsearch_lsp.core.compact.languages import cues, with_colon, words
-from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, parse_log, split_label
+from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH, short_runs
 from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.types import MemoryEdit, Promotion
@@ -102,7 +102,11 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
                 sentences.append(f"{with_colon(label)}{text}" if start == 0 else text)
                 named = _PERSON.match(text)
                 person = named.group(1) if named else label if re.fullmatch(r"[A-Z][a-z]+", label) else person
-                kind = _kind(label if start == 0 else "", text, item.topic, item.lead)
+                own = label if start == 0 else ""
+                said = re.split(r"[:：]\s*", text, maxsplit=1) if start and labelled(text) else []
+                if len(said) == 2:  # "... on POS. Decision: stay on Square; ...": as at a line's start
+                    own, text = said
+                kind = _kind(own, text, item.topic, item.lead)
                 if kind is None:
                     continue
                 if person and _PRONOUN.match(text):
@@ -130,8 +134,8 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
         return None
     if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"}:
         return None
-    if _POINTS_BACK.search(text):
-        return None
+    if _POINTS_BACK.search(text) or announces(text):
+        return None  # (a line before a table says what follows, not the decision)
     if words(text) < MIN_WORDS and not label_kept(label):
         return None  # "Agreed.", "Sounds right.": a reply that leans on what was said before it (not "Decision: X")
     if text[:1].islower() and not label:
@@ -149,11 +153,14 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
 
 
 def _undone(text: str, later: Sequence[str]) -> bool:
-    """A later sentence names two of the decision's words and undoes something ("reverted", "switched back")."""
+    """A later sentence undoes the decision when it says so ("reverted", "instead") and speaks of the same thing:
+    it shares half the words of the shorter of the two, two at least."""
     named = {w.lower() for w in _WORD.findall(short_runs(text))}
-    return any(
-        _REVERSAL.search(t) and len(named & {w.lower() for w in _WORD.findall(short_runs(t))}) >= 2 for t in later
-    )
+    for sentence in (t for t in later if _REVERSAL.search(t)):
+        theirs = {w.lower() for w in _WORD.findall(short_runs(sentence))}
+        if len(named & theirs) >= max(2, min(len(named), len(theirs)) / 2):
+            return True
+    return False
 
 
 def _key(text: str) -> str:
