@@ -273,3 +273,9 @@ def test_a_labelled_sentence_inside_a_paragraph_is_kept_whole_past_its_semicolon
 def test_a_sentence_opening_with_a_bare_pronoun_leans_on_the_one_before(sentence: str) -> None:
     """Who signs off? A summary that keeps the sentence without the one naming the person gives an ownerless fact."""
     assert "anaphor" in classify(sentence).noise
+
+
+def test_a_clause_going_on_about_its_own_sentence_is_no_bare_pronoun() -> None:
+    """ "I adopted a beagle named Pixel; she is 2 years old": the clause is taken with the sentence it goes on from,
+    so its "she" is no unclear reference (only a sentence that opens with He or She is)."""
+    assert "anaphor" not in classify("she is 2 years old.").noise

@@ -65,7 +65,7 @@ _HEDGE = re.compile(
     re.I,
 )
 _ANAPHOR = re.compile(
-    r"^(?:it|this|that|these|those|they|he|she|above that|below that|then|also|but|and|which)\b", re.I
+    r"^(?:it|this|that|these|those|they|above that|below that|then|also|but|and|which)\b|(?-i:^(?:He|She)\b)", re.I
 )
 _CHATTER = frozenset(
     re.findall(
