@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from tests.helpers import Session, cli, make_workspace, server_pid, start, stop, two_windows, until, uri
+from tests.helpers import Session, cli, make_workspace, server_pid, start, stop, two_windows, until, uri, watches
 
 pytestmark = pytest.mark.slow
 
@@ -107,6 +107,34 @@ async def test_a_folder_deleted_outside_the_editor_leaves_search(tmp_path: Path)
             return "Ocelot transport" not in [s.name for s in await session.symbols("ocelot transport layer")]
 
         await until(gone, "the deleted folder's notes to leave search")
+    finally:
+        await stop(session)
+
+
+async def test_a_folder_moved_into_memory_is_searchable_and_leaves_when_moved_out(tmp_path: Path) -> None:
+    """`mv inbox/trip memory/trip` reports one created folder, none of its files: a client that filters by the
+    registered watchers must report it, and the notes in it are indexed; moved out again, they leave search."""
+    ws = make_workspace(tmp_path)
+    (ws / "inbox/trip").mkdir(parents=True)
+    (ws / "inbox/trip/lighthouse.md").write_text("# Trip\n\n## Lighthouse keeper\n\nlighthousekeeper cottage\n")
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        watched = next(r for r in session.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+        moves = [(ws / "inbox/trip", ws / "memory/trip", types.FileChangeType.Created)]
+        moves.append((ws / "memory/trip", ws / "inbox/trip", types.FileChangeType.Deleted))
+        for (source, target, kind), wanted in zip(moves, (True, False), strict=True):
+            os.rename(source, target)
+            folder = ws / "memory/trip"
+            assert watches(watched, folder, kind.value), kind  # a client honouring the registration reports it
+            event = types.FileEvent(uri=uri(folder), type=kind)
+            session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[event]))
+
+            async def settled(wanted: bool = wanted) -> bool:
+                names = [s.name for s in await session.symbols("lighthousekeeper cottage")]
+                return ("Lighthouse keeper" in names) == wanted
+
+            await until(settled, f"the moved folder's note {'in' if wanted else 'out of'} search")
     finally:
         await stop(session)
 

@@ -106,9 +106,11 @@ def register(server: MemsearchServer) -> None:
             if found is None:
                 continue
             root, source = found
-            if change.type == types.FileChangeType.Deleted and not root.memory.is_memory(source):
-                touched.setdefault(root.path, []).append(FOLDER_GONE)  # watchers say only that the folder went
+            if whole_folder(change.type, root.path / source, root.memory.is_memory(source)):
+                touched.setdefault(root.path, []).append(WHOLE_FOLDER)  # watchers report the folder, not its files
                 continue
+            if change.type == types.FileChangeType.Created and not root.memory.is_memory(source):
+                continue  # another kind of file created in a memory folder
             if change.type != types.FileChangeType.Deleted and await ls.read(root.memory.has_overlay, source):
                 continue  # an open buffer is the truth for its file
             touched.setdefault(root.path, []).append(source)
@@ -147,12 +149,20 @@ async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFold
                 ls.background(ls.reconcile(root), f"indexing {root.path.name}")
 
 
-FOLDER_GONE = ""  # a deleted folder (or other non-memory path): a pass drops the files it held
+WHOLE_FOLDER = ""  # a folder deleted or created (moved in or out) whole: a pass over the root follows it
+
+
+def whole_folder(kind: types.FileChangeType, path: Path, memory_file: bool) -> bool:
+    """The event reports a folder, not a file: a deleted path that is no memory file (it may have been a folder),
+    or a created path that is a folder (a folder moved in reports only itself, not the files in it)."""
+    if kind == types.FileChangeType.Deleted:
+        return not memory_file
+    return kind == types.FileChangeType.Created and path.is_dir()
 
 
 async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
     await root.ready.wait()
-    if len(sources) > 20 or FOLDER_GONE in sources:
+    if len(sources) > 20 or WHOLE_FOLDER in sources:
         await ls.reconcile(root, title="Indexing changed files")
         return
     for source in dict.fromkeys(sources):
@@ -216,11 +226,11 @@ async def unwatch(ls: MemsearchServer, root: Root) -> None:
 
 def watchers(workspace: Path, paths: Sequence[str], relative: bool) -> list[types.FileSystemWatcher]:
     """What a client watches for a root: the Markdown files (every suffix the indexer reads) under each memory
-    folder, a memory path that names one file, and any deletion under a memory folder (a folder deleted whole
-    reports only itself). A RelativePattern is rooted at the memory folder (or a file's folder), where a client
-    that watches folders (Neovim on Linux) starts."""
+    folder, a memory path that names one file, and any creation or deletion under a memory folder (a folder moved
+    in or out, or deleted whole, reports only itself). A RelativePattern is rooted at the memory folder (or a file's
+    folder), where a client that watches folders (Neovim on Linux) starts."""
 
-    def watcher(base: Path, pattern: str, kind: types.WatchKind | None = None) -> types.FileSystemWatcher:
+    def watcher(base: Path, pattern: str, kind: int | None = None) -> types.FileSystemWatcher:
         glob: types.GlobPattern = (
             types.RelativePattern(base_uri=from_fs_path(str(base)) or str(base), pattern=pattern)
             if relative
@@ -235,7 +245,7 @@ def watchers(workspace: Path, paths: Sequence[str], relative: bool) -> list[type
             found.append(watcher(base.parent, base.name))
             continue
         found += [watcher(base, f"**/*{suffix}") for suffix in SUFFIXES]
-        found.append(watcher(base, "**", types.WatchKind.Delete))
+        found.append(watcher(base, "**", types.WatchKind.Create | types.WatchKind.Delete))
     return found
 
 
