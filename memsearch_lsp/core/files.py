@@ -29,7 +29,15 @@ class MemoryFile:
     source: str  # POSIX path relative to the workspace root
     path: Path  # absolute
     size: int = 0  # as the walk found it (0: unknown)
-    mtime_ns: int = 0
+    mtime_ns: int = 0  # its change stamp (`changed_ns`), not the bare mtime
+
+
+def changed_ns(info: os.stat_result) -> int:
+    """A file's change stamp, compared with the one recorded when its text was read: the later of its mtime and ctime.
+    A write that keeps the size and puts the mtime back (`cp -p`, `rsync -a`, `touch -r`, a restore) still moves
+    the ctime, which no program can set, so the file is read again (its text's hash then decides what is embedded).
+    A record written before this rule holds the bare mtime: a file whose ctime is later is read once more, no harm."""
+    return max(info.st_mtime_ns, info.st_ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -285,7 +293,7 @@ def find_memory_files(root: Path, config: Config, indexed: bool = False) -> tupl
             if not (stat.S_ISREG(info.st_mode) if plain and info is not None else path.is_file()):
                 skipped.append(Skipped(source, "not a regular file (a broken or looping link?)"))
                 continue
-            size, mtime = (info.st_size, info.st_mtime_ns) if plain and info is not None else (0, 0)
+            size, mtime = (info.st_size, changed_ns(info)) if plain and info is not None else (0, 0)
             found[source] = MemoryFile(source, path, size, mtime)
     if indexed and not found:
         check_memory_paths(root, config)

@@ -71,7 +71,7 @@ class IndexStats:
 class _FileState:
     file_hash: str  # "<sha256 of the text>:<number of chunks>"; "" when its rows disagree or are of another model
     chunks: int = 0
-    size: int = 0  # the file's size and mtime when its text was last read from disk (0: unknown)
+    size: int = 0  # the file's size and change stamp (files.changed_ns) when its text was last read (0: unknown)
     mtime_ns: int = 0
 
     @property
@@ -80,7 +80,7 @@ class _FileState:
         return expected.isdigit() and int(expected) == self.chunks
 
     def unchanged(self, item: MemoryFile) -> bool:
-        """The file on disk has the size and mtime it had when its indexed text was read (so it need not be read)."""
+        """The file on disk has the size and change stamp it had when its indexed text was read (need not be read)."""
         return bool(self.mtime_ns) and self.complete and (item.size, item.mtime_ns) == (self.size, self.mtime_ns)
 
 
@@ -169,8 +169,8 @@ class Indexer:
 
     # -- public operations -----------------------------------------------------------------
     def reconcile(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
-        """Bring the index in line with the memory files: read the changed ones (a file whose size and mtime are as
-        they were when it was indexed is not read again), write what changed, drop what is gone."""
+        """Bring the index in line with the memory files: read the changed ones (a file whose size and change stamp
+        are as they were when it was indexed is not read again), write what changed, drop what is gone."""
         started = time.perf_counter()
         stats = IndexStats()
         with self.lock:
@@ -208,8 +208,8 @@ class Indexer:
         return state is not None and item.source not in self.overlays and state.unchanged(item)
 
     def _note_read(self, files: list[MemoryFile], texts: dict[str, str], changed: dict[str, str]) -> None:
-        """Record the size and mtime of each file whose indexed text was just read from disk, unless it changed in the
-        last second (a second write within the same mtime tick must not go unseen)."""
+        """Record the size and change stamp of each file whose indexed text was just read from disk, unless it changed
+        in the last second (a second write within the same mtime tick must not go unseen)."""
         recent = time.time_ns() - 1_000_000_000
         manifest = self.manifest()
         for item in files:

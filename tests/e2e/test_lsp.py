@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,15 @@ async def test_polling_finds_new_files_within_two_intervals(polling: Session) ->
     note = await polling.wait_indexed(n + 1, timeout=30)
     assert note["embedded"] >= 1  # the pass the poller started indexed the new note
     await polling.until_symbol("Narwhal rollout", "Narwhal rollout", timeout=5)
+    before = path.stat()  # a same-size edit with its mtime put back (`cp -p`, `touch -r`) moves only the ctime
+    path.write_text(path.read_text().replace("Narwhal flags", "Pangolin labs"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    async def reread() -> bool:
+        hits = await polling.client.protocol.send_request_async("memsearch/search", {"query": "pangolin", "topK": 3})
+        return any("Pangolin labs" in hit["snippet"] for hit in hits)
+
+    await until(reread, "the poller to read the edit again")
 
 
 @pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks

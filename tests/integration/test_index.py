@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 
 from memsearch_lsp.core.chunks import chunk_markdown
@@ -53,6 +54,26 @@ def test_editing_one_line_in_200_files_reembeds_only_that_chunk(
     stats = memory.index()
     assert (stats.files_modified, stats.chunks_embedded, stats.chunks_reused) == (1, 1, 2)
     assert memory.search("changed", top_k=1, vector_weight=0.0)[0].source == "memory/note-042.md"
+
+
+def test_a_same_size_edit_with_its_mtime_put_back_is_read_again(tmp_path: Path, make_memory) -> None:
+    """`cp -p`, `rsync -a`, `touch -r`, a backup restore: the size and mtime are as they were, the ctime is not;
+    the next pass (a new process here: the start-up reconcile) reads the file, and only its changed chunk."""
+    (tmp_path / "memory").mkdir()
+    path = tmp_path / "memory/MEMORY.md"
+    path.write_text("# Pets\n\nThe cat is named zorblax.\n\n## Plants\n\nThe fern is green.\n")
+    os.utime(path, ns=(1_704_067_200 * 10**9,) * 2)
+    time.sleep(1.1)  # (a file changed in the last second is read again anyway)
+    assert make_memory(tmp_path).index().files_added == 1
+    before = path.stat()
+    path.write_text(path.read_text().replace("zorblax", "quimbee"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    memory = make_memory(tmp_path)
+    stats = memory.index()
+    assert (stats.files_modified, stats.chunks_embedded) == (1, 1)
+    assert [h.source for h in memory.search("zorblax", vector_weight=0.0)] == []
+    assert memory.search("quimbee", top_k=1, vector_weight=0.0)[0].source == "memory/MEMORY.md"
 
 
 def test_inserting_a_line_on_top_reuses_moved_chunks(workspace: Path, make_memory) -> None:

@@ -27,7 +27,8 @@ REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of t
 @dataclass(frozen=True)
 class FileRecord:
     """What the index holds of one file: its text's hash (`<sha256>:<chunks>`, "" when its rows disagree or
-    were made by another model), its chunk count, and the size and mtime it had when it was read (0: unknown)."""
+    were made by another model), its chunk count, and the size and change stamp it had when it was read (0: unknown;
+    `mtime_ns` holds `files.changed_ns`, the later of mtime and ctime, or the bare mtime in a record saved before)."""
 
     file_hash: str
     chunks: int

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from memsearch_lsp.core.files import MAX_FILE_BYTES, SUFFIXES, memory_folders
+from memsearch_lsp.core.files import MAX_FILE_BYTES, SUFFIXES, changed_ns, memory_folders
 from memsearch_lsp.core.onboard import find_workspace
 
 if TYPE_CHECKING:
@@ -250,7 +250,7 @@ def watchers(workspace: Path, paths: Sequence[str], relative: bool) -> list[type
 
 
 def snapshot(root: Root) -> dict[str, tuple[int, int]]:
-    """mtime and size of every Markdown file under the memory folders."""
+    """The change stamp (`files.changed_ns`) and size of every Markdown file under the memory folders."""
     state: dict[str, tuple[int, int]] = {}
     for base in memory_folders(root.path, root.config)[0]:
         for folder, _, names in os.walk(base):
@@ -261,12 +261,12 @@ def snapshot(root: Root) -> dict[str, tuple[int, int]]:
                         st = os.stat(path)
                     except OSError:
                         continue
-                    state[path] = (st.st_mtime_ns, st.st_size)
+                    state[path] = (changed_ns(st), st.st_size)
     return state
 
 
 async def poll(ls: MemsearchServer, root: Root) -> None:
-    """The fallback watcher: an mtime scan every `watch.poll_interval_ms`. The first scan is taken before
+    """The fallback watcher: a scan of change stamps every `watch.poll_interval_ms`. The first scan is taken before
     the first index pass ends (not after), so a file written just after that pass is still a change."""
     before = await asyncio.to_thread(snapshot, root)
     await root.ready.wait()
