@@ -8,7 +8,7 @@ import errno
 import os
 import stat
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +21,7 @@ from memsearch_lsp.core.chunks import normalize_newlines
 MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
 MAX_SOURCE_BYTES = 2048  # the store keeps a source path in a VARCHAR of this many bytes
 SUFFIXES = (".md", ".markdown")
+DELETED = "deleted (or not on this branch): the notes indexed from it leave the index"
 INDEX_DIR = ".memsearch"  # a workspace's index and its state: a cache, rebuilt from the Markdown
 
 
@@ -239,19 +240,32 @@ def is_memory_source(config: Config, source: str) -> bool:
     return in_paths and not any(glob_match(p, source) for p in excludes(config))
 
 
-def check_memory_paths(root: Path, config: Config) -> None:
-    """ConfigError when none of `memory.paths` is in the workspace (a typo: `memroy`): read as "every file is gone",
-    it would empty the index."""
-    if config.memory.paths and not any((root / path).exists() for path in config.memory.paths):
+def check_memory_paths(root: Path, config: Config, indexed: Collection[str] = ()) -> None:
+    """ConfigError when none of `memory.paths` is in the workspace. Given the sources the index holds: only when they
+    came from elsewhere (the setting changed to a path that is not there: a typo, `memroy`), as "every file is gone"
+    would empty the index; when they came from the missing path (deleted, or not on this branch), the index follows
+    the disk (`find_memory_files` says so once)."""
+    paths = config.memory.paths
+    if not paths or any((root / path).exists() for path in paths):
+        return
+    if indexed and any(is_memory_source(config, source) for source in indexed):
+        return
+    if indexed:
         raise ConfigError(
-            f"memory.paths: none of {', '.join(config.memory.paths)} is in {root} (a typo?); fix it in {CONFIG_FILE} "
-            "or create the folder (the index is left as it is)"
+            f"memory.paths: none of {', '.join(paths)} is in {root}, and the index holds notes from elsewhere (a "
+            f"typo?); fix it in {CONFIG_FILE} or create the folder (the index is left as it is)"
         )
+    raise ConfigError(
+        f"memory.paths: none of {', '.join(paths)} is in {root} (a typo in {CONFIG_FILE}, or a folder deleted or not "
+        "on this branch); fix the setting or create the folder"
+    )
 
 
-def find_memory_files(root: Path, config: Config, indexed: bool = False) -> tuple[list[MemoryFile], list[Skipped]]:
-    """Every Markdown file under the configured paths; symlinked folders are not followed. With `indexed` (the index
-    holds files), none of the paths there is a ConfigError (`check_memory_paths`), never "every file is gone".
+def find_memory_files(
+    root: Path, config: Config, indexed: Collection[str] = ()
+) -> tuple[list[MemoryFile], list[Skipped]]:
+    """Every Markdown file under the configured paths; symlinked folders are not followed. With `indexed` (the sources
+    the index holds), none of the paths there is a ConfigError when those came from elsewhere (`check_memory_paths`).
 
     A folder's real path is checked once, and a plain file in a folder inside the workspace is inside too,
     so only links pay for resolving their path: a reconcile of thousands of notes walks them in a few
@@ -272,7 +286,8 @@ def find_memory_files(root: Path, config: Config, indexed: bool = False) -> tupl
                 here = inside(root, Path(folder))
                 candidates += [(os.path.join(folder, name), here) for name in names if name.endswith(SUFFIXES)]
         else:  # (a path named that is not there: said, as its files, indexed before, leave the index)
-            skipped.append(Skipped(where, "not found (memory.paths names it)"))
+            gone = any(source == where or source.startswith(f"{where}/") for source in indexed)
+            skipped.append(Skipped(where, DELETED if gone else "not found (memory.paths names it)"))
             continue
         for name, folder_inside in candidates:  # (paths as strings: a Path per file costs more than its lstat)
             try:
@@ -296,7 +311,7 @@ def find_memory_files(root: Path, config: Config, indexed: bool = False) -> tupl
             size, mtime = (info.st_size, changed_ns(info)) if plain and info is not None else (0, 0)
             found[source] = MemoryFile(source, path, size, mtime)
     if indexed and not found:
-        check_memory_paths(root, config)
+        check_memory_paths(root, config, indexed)
     return [found[s] for s in sorted(found)], skipped
 
 

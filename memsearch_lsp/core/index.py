@@ -175,7 +175,7 @@ class Indexer:
         stats = IndexStats()
         with self.lock:
             manifest = self.manifest()
-            files, stats.skipped = find_memory_files(self.root, self.config, indexed=bool(manifest))
+            files, stats.skipped = find_memory_files(self.root, self.config, indexed=manifest.keys())
             epoch = self.store.epoch
             if not force and self.analysis_stale():
                 log.info("the BM25 analysis changed (%s): rewriting every row's term weights", self.analyzer.name)

@@ -110,7 +110,11 @@ def check_workspace(ctx: Context) -> Check:
         check_memory_paths(ctx.root, config)
     except ConfigError as exc:
         return Check(
-            "workspace", "fail", str(exc), f"fix memory.paths in {ctx.root / CONFIG_FILE}", {"markers": markers}
+            "workspace",
+            "fail",
+            str(exc),
+            f"fix memory.paths in {ctx.root / CONFIG_FILE}, or restore the folder (a branch that has it)",
+            {"markers": markers},
         )
     try:
         files = len(find_memory_files(ctx.root, config)[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -174,6 +175,19 @@ def test_a_typo_in_memory_paths_is_said_and_never_empties_the_index(tmp_path: Pa
     (ws / ".memsearch.toml").write_text("")
     again = as_json(cli(ws, "index", "--json"))
     assert (again["files_removed"], again["chunks_embedded"], again["files_added"]) == (0, 0, 0)
+
+
+def test_a_deleted_memory_folder_takes_its_notes_out_of_the_index(tmp_path: Path) -> None:
+    """`rm -rf memory` (or a branch without it): the notes indexed from it leave search, said once, not an error;
+    had they come from elsewhere (the setting changed), it would be the typo above."""
+    ws = make_workspace(tmp_path)
+    (ws / ".memsearch.toml").write_text('[memory]\npaths = ["memory"]\n')
+    cli(ws, "index")
+    shutil.rmtree(ws / "memory")
+    result = cli(ws, "index", "--json", check=False)
+    assert result.returncode == 0 and as_json(result)["files_removed"] == 13, result.stderr
+    assert "memory: deleted" in result.stderr and "typo" not in result.stderr
+    assert as_json(cli(ws, "search", "redis", "--json", "--min-score", "0"))["hits"] == []
 
 
 def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
