@@ -9,7 +9,8 @@ from pathlib import Path
 
 from memsearch_lsp.core.chunks import normalize_newlines, outline
 from memsearch_lsp.core.files import MAX_FILE_BYTES, writing
-from memsearch_lsp.core.notes import BULLET, NoteError, read_note_file, replace_file, sections
+from memsearch_lsp.core.filewrite import replace_file
+from memsearch_lsp.core.notes import BULLET, NoteError, read_note_file, sections
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line with its own ending, as normalize_newlines counts
 

@@ -15,7 +15,6 @@ import logging
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline, valid_unicode
 from memsearch_lsp.core.files import MAX_FILE_BYTES, folder_fd, read_file, read_text, write_file, writing
+from memsearch_lsp.core.filewrite import no_room, replace_file, write_all
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.redact import safe_text
 
@@ -230,7 +230,8 @@ def read_note_file(path: Path, name: str) -> tuple[str, str] | None:
 
 def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
     """Write `addition` to `path`: create it, append to it, or (a section insertion) replace it atomically
-    with a file of the same mode. Never follows a link; nothing is written when `path` is not regular."""
+    with a file of the same mode. Never follows a link; nothing is written when `path` is not regular, or is left
+    when a write fails."""
     flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if before is None:
         fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
@@ -243,25 +244,12 @@ def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
     else:
         replace_file(path, addition.text)
         return
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NoteError(f"{path.name} is not a regular file")
-        handle.write(data)
-
-
-def replace_file(path: Path, text: str) -> None:
-    """`path` replaced atomically by `text` (lone surrogates written back as the bytes read_exact read), same mode."""
-    mode = stat.S_IMODE(path.lstat().st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8", "surrogateescape"))
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        write_all(fd, data.encode("utf-8"), path if before is None else None)
+    finally:
+        os.close(fd)
 
 
 LONG_TERM = "MEMORY.md"
@@ -341,8 +329,13 @@ def write_note(
         source_of(path)  # the folder may be a link to outside
     elif len(addition.text.encode("utf-8")) > MAX_FILE_BYTES:
         raise _NextFile(f"it would grow past {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-    with writing(path.parent):  # (a read-only memory folder: named, with what to do)
-        write_note_file(path, None if found is None else before, addition)
+    try:
+        with writing(path.parent):  # (a read-only memory folder: named, with what to do)
+            write_note_file(path, None if found is None else before, addition)
+    except OSError as exc:  # (the file is as it was: see files.write_all)
+        if not (cause := no_room(exc)):
+            raise
+        raise NoteError(f"cannot write {path}: {cause} ({exc.strerror}); nothing was written") from exc
     return source, addition
 
 

@@ -180,6 +180,23 @@ def test_the_cli_remembers_after_a_cut_fence_and_records_long_term_facts(workspa
     assert "## Deploys\n\ndeploys freeze on Fridays\n" in (workspace / "memory" / "MEMORY.md").read_text()
 
 
+def test_a_note_the_disk_cannot_take_leaves_nothing_behind_and_names_the_file(workspace: Path) -> None:
+    """A full disk (here a file size limit, the same failure on write: EFBIG as ENOSPC) left a new log empty, or a
+    note cut in half, and said only `OSError: [Errno 28]`: the next note lost the day's title. A failed write now
+    leaves the log as it was (a file it created is removed) and the message names the file and the cause."""
+    limit = ("sh", "-c", 'ulimit -f 1; trap "" XFSZ; exec "$@"', "sh")  # files stop at 512 bytes
+    note = "fullword " * 80
+    for before in (None, "# 2026-12-03\n\n## 08:00\n\nfirst note\n"):
+        if before is not None:
+            (workspace / LOG).write_text(before)
+        done = cli(workspace, "remember", note, prefix=limit, env={"MEMSEARCH_NOW": "2026-12-03T09:05"})
+        assert done.returncode == 1 and f"cannot write {workspace / LOG}" in done.stderr, done.stderr
+        assert "file size limit" in done.stderr and "nothing was written" in done.stderr, done.stderr
+        assert (workspace / LOG).read_text() == before if before else not (workspace / LOG).exists()
+    assert run_cli(workspace, "a note once there is room").returncode == 0
+    assert (workspace / LOG).read_text().startswith("# 2026-12-03\n\n## 08:00\n\nfirst note\n\n## 09:05")
+
+
 def test_a_memory_folder_that_is_a_file_refuses_the_note_naming_it(tmp_path: Path, make_memory) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

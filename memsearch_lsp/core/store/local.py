@@ -20,6 +20,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from memsearch_lsp.core.files import links_in
+from memsearch_lsp.core.filewrite import no_room
 from memsearch_lsp.core.memory_use import release_unused_memory
 from memsearch_lsp.core.store import Store, saved
 from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
@@ -264,6 +265,8 @@ class LocalStore(Store):
         if drift(exc) or isinstance(exc, StoreError):
             return EngineDrift.of(exc) if drift(exc) else exc
         said = str(exc) if type(exc) is RuntimeError else f"{type(exc).__name__}: {exc}"  # (the engine's process said)
+        if cause := no_room(exc):  # (no bug: free some space)
+            return StoreError(f"writing the index at {self.uri} failed: {cause} ({said}); it is left as it is")
         return StoreError(f"writing the index at {self.uri} failed ({said}); it is left as it is: please report this")
 
     def _write_loop(self) -> None:
