@@ -30,11 +30,15 @@ def json_line(data: Any) -> str:
     return json.dumps(data, ensure_ascii=True, indent=None) if _SURROGATE.search(text) else text
 
 
+# A note's control characters as a terminal shows them, never runs them (ESC [2J as ␛[2J; C1 controls as U+FFFD)
+_SHOWN = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {127: 0x2421} | dict.fromkeys(range(128, 160), 0xFFFD)
+
+
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):
         sys.stdout.write(json_line(data) + "\n")
     else:
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.write((text.translate(_SHOWN) if sys.stdout.isatty() else text).rstrip("\n") + "\n")
 
 
 def _workspace(args: argparse.Namespace) -> Path:

@@ -190,6 +190,36 @@ def test_a_deleted_memory_folder_takes_its_notes_out_of_the_index(tmp_path: Path
     assert as_json(cli(ws, "search", "redis", "--json", "--min-score", "0"))["hits"] == []
 
 
+def test_text_output_to_a_terminal_shows_a_notes_escape_codes_and_never_runs_them(tmp_path: Path) -> None:
+    """A cloned repository's note holding `ESC[2J` or an OSC title sequence reached the user's terminal as it was;
+    JSON (and text sent to a pipe) stays as the note has it."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory/MEMORY.md").write_text("# Hostile\n\nctrlword \x1b[2J clear \x1b]0;pwned\x07 title \x9b31m\n")
+    cli(ws, "index", check=True)
+    argv = [sys.executable, "-m", "memsearch_lsp", "search", "ctrlword", "--min-score", "0", "--workspace", str(ws)]
+    main, terminal = os.openpty()
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=terminal, stderr=subprocess.DEVNULL) as child:
+        os.close(terminal)
+        shown = b""
+        while chunk := _read_or_eof(main):
+            shown += chunk
+        child.wait(60)
+    os.close(main)
+    text = shown.decode()
+    assert "ctrlword" in text and "\u241b[2J clear \u241b]0;pwned\u2407 title \ufffd31m" in text, text
+    assert not any((ord(c) < 32 and c not in "\t\r\n") or 127 <= ord(c) < 160 for c in text), repr(text)
+    hits = as_json(cli(ws, "search", "ctrlword", "--min-score", "0", "--json"))["hits"]
+    assert "\x1b[2J clear \x1b]0;pwned\x07" in hits[0]["snippet"]
+
+
+def _read_or_eof(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # (EIO: the terminal's other end closed)
+        return b""
+
+
 def test_reset_then_search_gives_the_same_results(ws: Path) -> None:
     before = as_json(cli(ws, "search", "rate limit per API key", "--json"))["hits"]
     cli(ws, "reset", "--yes")
