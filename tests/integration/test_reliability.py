@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,11 +20,12 @@ from memsearch_lsp.core.files import PathError
 from memsearch_lsp.core.process.door import open_memory
 from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, find_owner, record_path
 from memsearch_lsp.core.search.hybrid import Hit
-from memsearch_lsp.core.store import StoreError
+from memsearch_lsp.core.store import IndexBusy, StoreError
+from memsearch_lsp.core.store.folder import locked_by_other
 from memsearch_lsp.core.store.local import LocalStore
 from memsearch_lsp.lsp import convert
 from tests.fakes import FakeEmbedder
-from tests.helpers import tree_digest
+from tests.helpers import cli, owner_serving, tree_digest, wait_until
 
 
 def test_a_second_process_uses_the_owner_socket(workspace: Path, make_memory) -> None:
@@ -296,3 +299,44 @@ def test_a_script_that_never_closes_its_memory_leaves_what_it_wrote_found(worksp
         timeout=300,
     )
     assert found.stdout.strip() == "1", found.stderr
+
+
+HOLDER = """
+import sys
+from memsearch_lsp.core.memory import Memory
+from tests.fakes import FakeEmbedder
+Memory(sys.argv[1], embedder=FakeEmbedder()).claim()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_an_index_held_by_another_process_names_its_pid(workspace: Path) -> None:
+    """The README's Troubleshooting says the pid of the process holding the index is in the IndexBusy message."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(workspace)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(IndexBusy, match=rf"another process \(pid {holder.pid}\) holds the index"):
+            open_memory(workspace, wait_s=0.5, embedder=FakeEmbedder())
+    finally:
+        holder.communicate("")
+
+
+def test_an_owner_whose_index_folder_is_deleted_serves_the_others_again(workspace: Path, make_memory) -> None:
+    """`rm -rf .memsearch` (or `git clean -xfd`) beside a running editor: its record and socket were gone for good, so
+    the CLI, hooks and other windows each waited 30 s and failed with IndexBusy (or opened a second index in the
+    same folder) until the editor restarted. The owner takes its folder's lock again and publishes both again."""
+    owner = make_memory(workspace)
+    owner.index()
+    with owner_serving(owner):
+        shutil.rmtree(workspace / ".memsearch")
+        wait_until(lambda: record_path(workspace).exists(), "the owner's record to be written again", timeout=30)
+        assert locked_by_other(Path(owner.uri))  # held again: no other process opens a second index there
+        status = cli(workspace, "status", "--json", timeout=120)
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["served_by_pid"] == os.getpid()
+        found = cli(workspace, "search", "Redis cache config", "--json", timeout=120)
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)["hits"][0]["heading"] == "Redis Caching"  # refilled from the Markdown

@@ -35,7 +35,8 @@ from memsearch_lsp.core.memory import INDEX_DIR, Memory
 from memsearch_lsp.core.process import protocol
 from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerGone, asked_of_owner
 from memsearch_lsp.core.search.hybrid import Hit
-from memsearch_lsp.core.store.folder import locked_by_other
+from memsearch_lsp.core.store import is_local_uri
+from memsearch_lsp.core.store.folder import LOCK, locked_by_other
 from memsearch_lsp.core.workspace import MemoryFiles, with_index_settings
 from memsearch_lsp.version import __version__
 
@@ -45,6 +46,7 @@ RECORD = "server.json"
 MAX_SOCKET_PATH = 100
 CALL_TIMEOUT_S = 600.0
 PING_TIMEOUT_S = 2.0
+KEEP_S = 0.5  # how often an owner checks that its index folder, record and socket are still there
 
 
 class UntrustedOwner(PermissionError):
@@ -221,11 +223,21 @@ class OwnerServer:
         self.memory, self.process, self.socket = memory, process, socket_path_for(memory.root)
         self.idle_s = idle_s
         self._server: _UnixServer | None = None
+        self._bound = 0  # the inode of the socket this owner listens on
+        self._closed = threading.Event()
+        self._publishing = threading.Lock()  # (the keeper's publish and close, one at a time)
         self.last_call = time.monotonic()  # when a client last asked something (an idle owner may leave)
 
     def start(self) -> None:
+        self._publish()
+        threading.Thread(target=self._keep, name="memsearch-owner-keeper", daemon=True).start()
+
+    def _publish(self) -> None:
+        """Listen on the socket (owner-only) and write the record naming it: at start, and again once they were
+        deleted (the socket listened on before is closed: a path unlinked reaches it no more)."""
         _ = self.memory.index_dir  # a real private folder of this user, never a link (files.UnsafeFolder)
         _remove_stale(self.memory.root)
+        self.socket = socket_path_for(self.memory.root)
         old = os.umask(0o077)
         try:
             server = _UnixServer(str(self.socket), _Handler)
@@ -233,18 +245,53 @@ class OwnerServer:
             os.umask(old)
         os.chmod(self.socket, 0o600)
         server.owner = self
-        self._server = server
+        previous, self._server, self._bound = self._server, server, os.lstat(self.socket).st_ino
         threading.Thread(target=server.serve_forever, name="memsearch-owner", daemon=True).start()
+        if previous is not None:
+            previous.shutdown()
+            previous.server_close()
         record = dict(self.dispatch("ping", {}, lambda *_: None), socket=str(self.socket), index=self.memory.uri)
         with folder_fd(self.memory.index_dir) as fd:
             write_file(fd, RECORD, json.dumps(record).encode())
 
+    def _published(self) -> bool:
+        try:
+            return os.lstat(self.socket).st_ino == self._bound and os.path.lexists(record_path(self.memory.root))
+        except OSError:
+            return False
+
+    def _keep(self) -> None:
+        """Every KEEP_S: an index folder, record or socket deleted under this owner (`rm -rf .memsearch`, `git clean
+        -xfd`) is made again (the index's lock first), so the CLI, hooks and other windows still find their owner,
+        never a lock nobody answers for; said once when it fails."""
+        from memsearch_lsp.core.store.local import LocalStore
+
+        said, lock = "", Path(self.memory.uri) / LOCK
+        while not self._closed.wait(KEEP_S):
+            if self._published() and (os.path.lexists(lock) or not is_local_uri(self.memory.uri)):
+                continue  # (the usual case: three stat calls)
+            try:
+                store = self.memory.store
+                if isinstance(store, LocalStore) and not store.keep_folder():
+                    continue  # another process holds the index there now: this one announces nothing
+                with self._publishing:
+                    if self._closed.is_set() or self._published():
+                        continue
+                    self._publish()
+                log.info("%s: its index owner record and socket were deleted; written again", self.memory.root)
+            except Exception as exc:  # (tried again at the next check)
+                if str(exc) != said:
+                    log.warning("%s: cannot serve the index to other processes again: %s", self.memory.root, exc)
+                said = str(exc)
+
     def close(self) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        self._server = None
+        with self._publishing:
+            self._closed.set()
+            if self._server is None:
+                return
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
         with contextlib.suppress(UntrustedOwner):
             record = read_record(self.memory.root)
             if record and record.get("pid") == os.getpid():

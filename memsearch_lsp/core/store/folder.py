@@ -40,8 +40,15 @@ def hold(folder: Path) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
+        holder = b""
+        with contextlib.suppress(OSError):
+            holder = os.pread(fd, 16, 0).strip()
         os.close(fd)
-        raise IndexBusy(f"another process holds the index at {folder}") from exc
+        who = f" (pid {int(holder)})" if holder.isdigit() else ""
+        raise IndexBusy(f"another process{who} holds the index at {folder}") from exc
+    with contextlib.suppress(OSError):  # who holds it, for that message in the others
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
@@ -52,6 +59,15 @@ def let_go(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+def still_held(fd: int, folder: Path) -> bool:
+    """The lock `fd` is still the one of the index folder `folder` (not deleted, nor made anew, under its holder)."""
+    try:
+        now, held = os.lstat(folder / LOCK), os.fstat(fd)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
 
 def locked_by_other(folder: Path) -> bool:

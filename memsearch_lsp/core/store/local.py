@@ -24,7 +24,16 @@ from memsearch_lsp.core.filewrite import no_room
 from memsearch_lsp.core.memory_use import release_unused_memory
 from memsearch_lsp.core.store import Store, saved
 from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
-from memsearch_lsp.core.store.folder import IndexBusy, StoreError, claim, let_go, mark, move_aside
+from memsearch_lsp.core.store.folder import (
+    IndexBusy,
+    StoreError,
+    claim,
+    let_go,
+    locked_by_other,
+    mark,
+    move_aside,
+    still_held,
+)
 from memsearch_lsp.core.store.readmodel import ReadModel
 from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, sparse_arrays, stored
 from memsearch_lsp.core.store.writer import Damaged, EngineProcess
@@ -161,6 +170,22 @@ class LocalStore(Store):
         move_aside(self.folder, why)
         self._held, _ = claim(self.folder)
         self._start_empty()
+
+    def keep_folder(self) -> bool:
+        """True while this store holds its folder; one deleted under it (`rm -rf .memsearch`, `git clean -xfd`) is made
+        again at once and its lock taken, the index started afresh as after a failed write (so no other process opens
+        a second index there); False while another process holds the one there (it is tried again at the next call)."""
+        with self._engine_lock, self._lock:
+            if self._held is None or still_held(self._held, self.folder):
+                return self._held is not None
+            if locked_by_other(self.folder):
+                return False
+            self.engine.close()
+            self._queue, self.failure = [], None
+            self._move_aside(
+                "it was deleted while in use" + (", then made again by another process" * self.folder.exists())
+            )
+            return True
 
     def close(self) -> None:
         """Write what is queued, save the read model when it changed, close the engine and let the folder go (once
