@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import (
+    FeatureNotificationError,
     FeatureRequestError,
     JsonRpcException,
     JsonRpcInternalError,
@@ -294,6 +295,8 @@ class ReportingServer(LanguageServer):
         if source is JsonRpcException and isinstance(error, UNREADABLE):  # the body is no JSON (pygls' reader)
             assert isinstance(self.protocol, MemsearchProtocol)
             self.protocol.refuse(None, JsonRpcParseError(f"the message is not JSON: {error}"))
+        elif source is FeatureNotificationError:  # read, then its handler failed (said on one line, as pygls has it)
+            log.warning("handling a notification failed: %s", error)
         elif isinstance(error, JsonRpcException):
             log.warning("ignored a message the server could not read: %s", error)
         else:

@@ -49,6 +49,7 @@ class Root:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     poller: asyncio.Task[None] | None = None
     registration: str = ""
+    behind: dict[str, Any] = field(default_factory=dict)  # changes the owner did not take yet (features/forward.py)
 
     @property
     def memory(self) -> MemoryApi:

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from lsprotocol import types
 
 from memsearch_lsp.core.index import GROUP_CHUNKS
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process.door import open_memory
 from tests.fakes import EmbeddingServer
 from tests.helpers import (
     FAST,
@@ -30,6 +32,7 @@ from tests.helpers import (
     stop,
     two_windows,
     until,
+    uri,
 )
 
 pytestmark = pytest.mark.slow  # and all but the kill -9 runs use the real model (marker `model`)
@@ -75,6 +78,67 @@ async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> 
         assert symbols[0].name == "Redis Caching"
         status = json.loads(cli(ws, "status", "--json").stdout)
         assert status["served_by_pid"] == server_pid(second)
+
+
+STOPPABLE_OWNER = """
+import sys
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process.owner import OwnerServer
+from tests.fakes import FakeEmbedder
+memory = Memory(sys.argv[1], embedder=FakeEmbedder())
+memory.index()
+OwnerServer(memory, "a test owner").start()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+async def test_changes_a_client_window_sends_while_the_owner_does_not_answer_are_kept_and_sent(tmp_path: Path) -> None:
+    """A client window forwarded a file written on disk (or an edit) to an owner that did not answer its ping (stopped
+    with Ctrl-Z, or slower than 2 s): the change was thrown away for good, and the log blamed a message it could not
+    read. It is kept, said once, and sent when the owner answers again."""
+    ws = make_workspace(tmp_path)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", STOPPABLE_OWNER, str(ws)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "ready"
+        window = await start(ws)
+        try:
+            await window.wait_indexed()
+            os.kill(owner.pid, signal.SIGSTOP)
+            written = ws / "memory" / "2026-03-06.md"
+            written.write_text("# 2026-03-06\n\n## Okapi\n\nokapi sighting at the zoo\n")
+            window.client.workspace_did_change_watched_files(
+                types.DidChangeWatchedFilesParams(
+                    changes=[types.FileEvent(uri=uri(written), type=types.FileChangeType.Created)]
+                )
+            )
+            window.open(ws / "memory" / "2026-03-07.md", "# 2026-03-07\n\n## Tapir\n\nunsaved tapir note\n")
+            logged = window.client.log_messages
+
+            def kept() -> list[str]:
+                return [m.message for m in logged if "kept and sent when it answers" in m.message]
+
+            def busy() -> list[str]:
+                return [m.message for m in logged if "does not answer" in m.message]
+
+            await until(busy, "the window to find the owner not answering", timeout=60)
+            os.kill(owner.pid, signal.SIGCONT)
+            with open_memory(ws) as served:
+                assert served.remote
+                await until(
+                    lambda: served.is_indexed("memory/2026-03-06.md") and served.has_overlay("memory/2026-03-07.md"),
+                    "the kept changes to reach the owner",
+                    timeout=60,
+                )
+            assert len(kept()) == 1 and f"pid {owner.pid}" in kept()[0], kept()
+            assert not [m.message for m in logged if "could not read" in m.message or "failed" in m.message]
+        finally:
+            await stop(window)
+    finally:
+        os.kill(owner.pid, signal.SIGCONT)
+        owner.communicate("", timeout=60)
 
 
 async def until_changed(session: Session, query: dict[str, Any], old: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import uuid
@@ -15,6 +16,7 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.core.files import MAX_FILE_BYTES, SUFFIXES, changed_ns, memory_folders
 from memsearch_lsp.core.onboard import find_workspace
+from memsearch_lsp.lsp.features.forward import forwarded
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
@@ -45,7 +47,12 @@ async def index_buffer(ls: MemsearchServer, uri: str) -> None:
             "(files over that size are skipped)"
         )
         return
-    await ls.write(root, "index_text", source, text)
+
+    async def send() -> None:  # (the buffer as it is when sent: one closed meanwhile is re-read from disk by didClose)
+        if (now := ls.open_text(uri)) is not None:
+            await ls.write(root, "index_text", source, now)
+
+    await forwarded(ls, root, source, send)
 
 
 def oversized(text: str) -> bool:
@@ -96,7 +103,8 @@ def register(server: MemsearchServer) -> None:
             root, source = found
             _bump(ls, root, source)
             await root.ready.wait()
-            ls.background(ls.write(root, "index_file", source), "re-reading a closed file")
+            again = functools.partial(ls.write, root, "index_file", source)
+            ls.background(forwarded(ls, root, source, again), "re-reading a closed file")
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched(ls: MemsearchServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -111,8 +119,6 @@ def register(server: MemsearchServer) -> None:
                 continue
             if change.type == types.FileChangeType.Created and not root.memory.is_memory(source):
                 continue  # another kind of file created in a memory folder
-            if change.type != types.FileChangeType.Deleted and await ls.read(root.memory.has_overlay, source):
-                continue  # an open buffer is the truth for its file
             touched.setdefault(root.path, []).append(source)
         for path, sources in touched.items():
             root = ls.roots[path]
@@ -163,11 +169,20 @@ def whole_folder(kind: types.FileChangeType, path: Path, memory_file: bool) -> b
 async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
     await root.ready.wait()
     if len(sources) > 20 or WHOLE_FOLDER in sources:
-        await ls.reconcile(root, title="Indexing changed files")
+        again = functools.partial(ls.reconcile, root, title="Indexing changed files")
+        await forwarded(ls, root, WHOLE_FOLDER, again)
         return
     for source in dict.fromkeys(sources):
-        if root.memory.is_memory(source) or await ls.read(root.memory.is_indexed, source):
-            await ls.write(root, "index_file", source)
+        await forwarded(ls, root, source, functools.partial(_read_again, ls, root, source))
+
+
+async def _read_again(ls: MemsearchServer, root: Root, source: str) -> None:
+    """A file changed on disk: read it again, unless it is there and an open buffer is the truth for it (in any
+    window: a file deleted leaves the index, its buffer with it)."""
+    if root.memory.path_of(source).exists() and await ls.read(root.memory.has_overlay, source):
+        return
+    if root.memory.is_memory(source) or await ls.read(root.memory.is_indexed, source):
+        await ls.write(root, "index_file", source)
 
 
 # -- watching --------------------------------------------------------------------------------
@@ -280,6 +295,6 @@ async def poll(ls: MemsearchServer, root: Root) -> None:
         if now != before:
             before = now
             try:
-                await ls.write(root, "index")
+                await forwarded(ls, root, WHOLE_FOLDER, functools.partial(ls.write, root, "index"))
             except Exception as exc:
                 ls.report(f"indexing changed files failed: {exc}", exc)
