@@ -586,6 +586,24 @@ def test_what_an_earlier_prompt_of_the_session_said_in_private_stays_out_of_a_la
     assert "Gonzalez" not in text and "maria.g@" not in text
 
 
+def test_the_assistant_naming_the_private_tag_marks_nothing_private(workspace: Path, tmp_path: Path) -> None:
+    """Spans were taken from every message of the session: an answer explaining "wrap it in a `<private>` tag" (a tag
+    never closed) made the rest of it private, and a later turn's answer was written as "[private] pins [private]"."""
+    transcript = tmp_path / "transcript.jsonl"
+    said = [
+        ("user", "How do I keep something out of the memory?"),
+        ("assistant", "Wrap it in a `<private>` tag: the Postgres 15.4 upgrade notes in config/prod.yaml stay out."),
+        ("user", "Which Postgres version does config/prod.yaml pin?"),
+        ("assistant", "config/prod.yaml pins Postgres 15.4 for the billing database."),
+    ]
+    entries = [{"type": who, "message": {"content": [{"type": "text", "text": text}]}} for who, text in said]
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "config/prod.yaml pins Postgres 15.4 for the billing database." in text, text
+
+
 def test_capture_skips_acknowledgements_of_several_words_in_each_language_and_keeps_short_requests(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -561,17 +561,15 @@ def text_of(message: Any) -> str:
 
 def last_turn(transcript: Path) -> tuple[str, str, list[str]]:
     """The last prompt the user typed, what the assistant said after it (each of its text blocks, in order: the
-    cause it found before its tool calls as well as its closing words), and what every `<private>` span of the
-    session said (an earlier prompt's private name is kept out of a later turn's answer too), from the JSONL
-    transcript."""
+    cause it found before its tool calls as well as its closing words), and what every `<private>` span the user
+    typed in the session said (an earlier prompt's private name is kept out of a later turn's answer too; the
+    assistant's words, "wrap it in a `<private>` tag", mark nothing), from the JSONL transcript."""
     prompt, said, hidden = "", [], []
     for line in transcript.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(entry, dict):
-            hidden += [h.strip() for h in PRIVATE_SPAN.findall(text_of(entry.get("message") or {}))]
         if (
             not isinstance(entry, dict)
             or entry.get("isMeta")
@@ -584,6 +582,7 @@ def last_turn(transcript: Path) -> tuple[str, str, list[str]]:
             continue  # a slash command's echo ("<local-command-stdout>..."): no prompt the user typed
         if entry.get("type") == "user" and text:
             prompt, said = text, []
+            hidden += [h.strip() for h in PRIVATE_SPAN.findall(text)]  # (what the user typed; never the assistant's)
         elif entry.get("type") == "assistant" and text:
             said.append(text)
     return prompt, "\n\n".join(said), hidden
