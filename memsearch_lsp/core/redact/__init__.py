@@ -16,6 +16,7 @@ Like detect-secrets, Stripe's test-mode keys (`sk_test_`, published in Stripe's 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from memsearch_lsp.core.redact.values import (
 )
 
 MARKER = "[redacted: {kind}]"
+REPEATED = 64  # the secrets found in a text that are looked for again in it (the longest)
 PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 _FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
@@ -345,24 +347,35 @@ def find_secrets(text: str) -> list[Redaction]:
             if start < end and not any(r.start < end and start < r.end for r in found):
                 found.append(Redaction(rule.kind, start, end))
             at = max(match.end(), match.start() + 1)
+    found.sort(key=lambda r: r.start)
     return sorted(found + _repeated(text, found), key=lambda r: r.start)
 
 
 def _repeated(text: str, found: list[Redaction]) -> list[Redaction]:
     """Where the text says a secret found in it again, in a form no rule knows ("The password Tr0ub4dor&3xK has an
     &" after `postgres://app:Tr0ub4dor&3xK@db`; an answer repeating a prompt's key): each value of 6 characters or
-    more, and each run of letters and digits of it of 6 or more that holds both (`Tr0ub4dor`), as a whole word."""
-    values = {text[r.start : r.end]: r.kind for r in found if r.end - r.start >= 6}
-    for value, kind in list(values.items()):
+    more that looks made (`_random`: not `DB_PASSWORD=postgres`, whose every "postgres" would go), and each run of
+    letters and digits of it of 6 or more that holds both (`Tr0ub4dor`), as a whole word; the REPEATED longest, in
+    one pass over the text."""
+    values: dict[str, str] = {}
+    for r in found:
+        value = text[r.start : r.end]
+        if len(value) >= 6 and _random(value):
+            values.setdefault(value, r.kind)
         for piece in re.findall(r"[A-Za-z0-9]{6,}", value):
             if _mixed(piece):
-                values.setdefault(piece, kind)
+                values.setdefault(piece, r.kind)
+    if not values:
+        return []
+    longest = sorted(values, key=len, reverse=True)[:REPEATED]  # (a longer value first where two start alike)
+    again = re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, longest))})(?![A-Za-z0-9])")
+    starts = [r.start for r in found]  # (sorted, and the spans found never overlap)
     more: list[Redaction] = []
-    for value, kind in sorted(values.items(), key=lambda v: -len(v[0])):
-        for again in re.finditer(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", text):
-            start, end = again.span()
-            if not any(r.start < end and start < r.end for r in (*found, *more)):
-                more.append(Redaction(kind, start, end))
+    for match in again.finditer(text):
+        start, end = match.span()
+        n = bisect.bisect_left(starts, end)  # the spans found that start before this one ends: the last may overlap
+        if n == 0 or found[n - 1].end <= start:
+            more.append(Redaction(values[match[0]], start, end))
     return more
 
 
