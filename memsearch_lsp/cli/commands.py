@@ -325,7 +325,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
                     f"run `memsearch-lsp forget {args.id}{f' --line {line}-{end}' if line else ''} --yes` to remove it "
                     "without being asked",
                 )
-            sys.stderr.write(f"{shown}\n\n{preview.content}\n\nForget this note? [y/N] ")
+            sys.stderr.write(f"{shown}\n\n{preview.content}\n\nForget this note? [y/N] ".translate(_SHOWN))
             sys.stderr.flush()
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 _emit(args, dict(preview.to_dict(), scope=scope), "kept: nothing was removed")

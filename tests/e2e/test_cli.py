@@ -195,7 +195,8 @@ def test_text_output_to_a_terminal_shows_a_notes_escape_codes_and_never_runs_the
     JSON (and text sent to a pipe) stays as the note has it."""
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
-    (ws / "memory/MEMORY.md").write_text("# Hostile\n\nctrlword \x1b[2J clear \x1b]0;pwned\x07 title \x9b31m\n")
+    hostile = "ctrlword \x1b[2J clear \x1b]0;pwned\x07 title \x9b31m"
+    (ws / "memory/MEMORY.md").write_text(f"# Hostile\n\n## Trap\n\n{hostile}\n")
     cli(ws, "index", check=True)
     argv = [sys.executable, "-m", "memsearch_lsp", "search", "ctrlword", "--min-score", "0", "--workspace", str(ws)]
     main, terminal = os.openpty()
@@ -211,6 +212,21 @@ def test_text_output_to_a_terminal_shows_a_notes_escape_codes_and_never_runs_the
     assert not any((ord(c) < 32 and c not in "\t\r\n") or 127 <= ord(c) < 160 for c in text), repr(text)
     hits = as_json(cli(ws, "search", "ctrlword", "--min-score", "0", "--json"))["hits"]
     assert "\x1b[2J clear \x1b]0;pwned\x07" in hits[0]["snippet"]
+    # forget's question shows the note on the terminal too (answered "n": nothing removed)
+    argv = [sys.executable, "-m", "memsearch_lsp", "forget", hits[0]["id"], "--workspace", str(ws)]
+    main, terminal = os.openpty()
+    with subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal) as child:
+        os.close(terminal)
+        shown = b""
+        while b"[y/N]" not in shown and (chunk := _read_or_eof(main)):
+            shown += chunk
+        os.write(main, b"n\n")
+        while chunk := _read_or_eof(main):
+            shown += chunk
+        child.wait(60)
+    os.close(main)
+    assert b"Forget this note?" in shown and b"\x1b" not in shown and b"\x07" not in shown, shown
+    assert "ctrlword" in (ws / "memory/MEMORY.md").read_text()
 
 
 def _read_or_eof(fd: int) -> bytes:
