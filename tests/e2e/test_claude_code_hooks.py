@@ -632,12 +632,15 @@ def test_capture_skips_acknowledgements_of_several_words_in_each_language_and_ke
         "thanks, deploy it",
         "obrigado, agora corrija o teste",
         "谢谢，请部署",
+        "is that right?",  # a question is no acknowledgement: its answer is what was asked
+        "¿está bien?",
     ):
         done = capture(workspace, tmp_path, prompt, "Glad to: it is done and everything looks fine now.")
         assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
     text = log.read_text()
     assert "## 09:41 great, now add a test for it\n" in text and "## 09:41 thanks, deploy it\n" in text
     assert "obrigado, agora corrija o teste" in text and "谢谢，请部署" in text
+    assert "## 09:41 is that right\n" in text and "¿está bien" in text
 
 
 def test_session_start_gives_the_days_newest_notes_first_and_never_cuts_a_line(workspace: Path) -> None:

@@ -658,7 +658,9 @@ def at_a_word(text: str, limit: int) -> str:
 
 def go_ahead(prompt: str) -> bool:
     """The prompt only acknowledges or lets the agent go on ("ok", "thanks a lot", "continue", "muito obrigado"): it
-    says no topic."""
+    says no topic. A question ("is that right?", "is it done?") never is: its answer is what was asked."""
+    if any(mark in prompt for mark in "?？¿"):
+        return False
     said = re.sub(r"[^\w\s']", " ", prompt.lower().replace("\u2019", "'")).split()
     acks = [w for w in said if w in ACKNOWLEDGEMENTS or ACK_CHINESE.fullmatch(w)]
     return 0 < len(said) <= ACK_MAX_WORDS and bool(acks) and all(w in acks or w in ACK_FILLERS for w in said)
