@@ -125,6 +125,20 @@ def test_placeholders_variables_and_ordinary_text_are_left_alone(text: str) -> N
         # a passphrase of words: no digit, but no word either
         ("The password is CorrectHorseBatteryStaple", "CorrectHorseBatteryStaple"),
         ("the wifi password is sunflower-meadow-lantern.", "sunflower-meadow-lantern"),
+        # SQL, YAML block scalars, a token in a URL, settings named auth, cookie, salt or signature
+        ("sshpass -pXk9mP2vL7qR4tZ8wN3bY ssh deploy@host", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("CREATE USER bob IDENTIFIED BY 'Xk9mP2vL7q''R4tZ8';", "R4tZ8"),
+        ("CREATE USER scott IDENTIFIED BY Tiger2024x;", "Tiger2024x"),
+        ("ALTER USER postgres WITH PASSWORD 'Xk9mP2vL7qR4tZ8wN3bY';", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("CREATE ROLE app WITH LOGIN PASSWORD 'hunter2Qx9vLm';", "hunter2Qx9vLm"),
+        ("db:\n  password: |\n    Xk9mP2vL7qR4tZ8wN3bY\n  host: db", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("token: >-\n  Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("git clone https://Xk9mP2vL7qR4tZ8wN3bY@github.com/org/repo.git", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("PASSWORD＝Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("REDIS_AUTH=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("SESSION_COOKIE=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("SALT=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
+        ("webhook_signature: Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
     ],
 )
 def test_secrets_in_the_layouts_people_paste_are_redacted(text: str, secret: str) -> None:
@@ -327,28 +341,6 @@ def test_generated_passwords_survive_in_under_one_in_a_hundred_settings() -> Non
             p for p in passwords[:100] if layout == "url" and _survives(layout, quote(p, safe=""))
         ]
         assert len(kept) <= 4, (layout, kept[:3])
-
-
-@pytest.mark.parametrize(
-    ("text", "secret"),
-    [  # layouts no rule knew
-        ("sshpass -pXk9mP2vL7qR4tZ8wN3bY ssh deploy@host", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("CREATE USER bob IDENTIFIED BY 'Xk9mP2vL7q''R4tZ8';", "R4tZ8"),
-        ("CREATE USER scott IDENTIFIED BY Tiger2024x;", "Tiger2024x"),
-        ("ALTER USER postgres WITH PASSWORD 'Xk9mP2vL7qR4tZ8wN3bY';", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("CREATE ROLE app WITH LOGIN PASSWORD 'hunter2Qx9vLm';", "hunter2Qx9vLm"),
-        ("db:\n  password: |\n    Xk9mP2vL7qR4tZ8wN3bY\n  host: db", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("token: >-\n  Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("git clone https://Xk9mP2vL7qR4tZ8wN3bY@github.com/org/repo.git", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("PASSWORD＝Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("REDIS_AUTH=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("SESSION_COOKIE=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("SALT=Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
-        ("webhook_signature: Xk9mP2vL7qR4tZ8wN3bY", "Xk9mP2vL7qR4tZ8wN3bY"),
-    ],
-)
-def test_sql_yaml_blocks_url_tokens_and_auth_settings_are_redacted(text: str, secret: str) -> None:
-    assert secret not in safe_text(text) and "[redacted: " in safe_text(text)
 
 
 @pytest.mark.parametrize(
