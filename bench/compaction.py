@@ -28,7 +28,10 @@ service, 34 facts) was written blind at the end of that round and measured once:
 loses have not been read). `heldout12` (a small publisher's production of a memoir, 39 facts), `heldout13` (a
 research group's GPS-tagged curlews, 36 facts) and `ml-heldout3` (a museum's touring exhibition, in Portuguese,
 Spanish, German and Chinese, 37 facts) were written blind in issue 39's tenth round, by a helper that had not read
-the summariser, and measured by score only at its start and end (49/112 both times). Logs a summary
+the summariser, and measured by score only at its start and end (49/112 both times); heldout13's text was read in
+the twelfth round (seen since). `heldout14` (a city bus operator's timetable and real-time data team, 40 facts) and
+`heldout15` (a vet clinic chain's move to a new booking system, 40 facts) were written blind at the start of the
+twelfth round by a helper that had not read the summariser or the other sets' logs. Logs a summary
 would not shrink enough are left as they are (`nothing_to_gain`): their facts count as kept and their characters
 count on both sides of the ratio.
 """
@@ -65,6 +68,8 @@ HELD_OUT = [
         "heldout11",
         "heldout12",
         "heldout13",
+        "heldout14",
+        "heldout15",
         "ml-heldout",
         "ml-heldout2",
         "ml-heldout3",

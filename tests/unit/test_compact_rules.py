@@ -11,7 +11,7 @@ import pytest
 from bench.compaction import DEV, load_facts
 from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.facts import classify, label_kept, people, rules_for
-from memsearch_lsp.core.compact.parse import split_label
+from memsearch_lsp.core.compact.parse import split_label, undated
 from memsearch_lsp.core.compact.rules import RULES
 from memsearch_lsp.core.compact.units import sentences_of, units_of
 from tests.helpers import log_text
@@ -279,3 +279,30 @@ def test_a_clause_going_on_about_its_own_sentence_is_no_bare_pronoun() -> None:
     """ "I adopted a beagle named Pixel; she is 2 years old": the clause is taken with the sentence it goes on from,
     so its "she" is no unclear reference (only a sentence that opens with He or She is)."""
     assert "anaphor" not in classify("she is 2 years old.").noise
+
+
+@pytest.mark.parametrize(
+    ("title", "rest"),
+    [
+        ("mon 3 may 2027", ""),
+        ("Monday, May 3rd", ""),
+        ("thu 3 may 2027 — lab meeting", "lab meeting"),
+        ("2027-05-03 — deploy", "deploy"),
+        ("Donnerstag, 3. Mai 2027", ""),
+        ("3 de maio de 2027: reunião", "reunião"),
+        ("2027年5月3日 星期一", ""),
+        ("5月3日上海会议", "上海会议"),
+        ("3 June planning", None),  # another day's date is a fact of the title
+        ("Sprint 3", None),
+        ("May 2027 roadmap", None),
+    ],
+)
+def test_a_title_that_restates_the_logs_date_is_not_a_topic(title: str, rest: str | None) -> None:
+    assert undated(title, "2027-05-03") == rest
+
+
+def test_a_date_title_in_words_spends_nothing_of_the_summary() -> None:
+    log = log_text("2027-05-03", "# mon 3 may 2027 — lab meeting\n\n- Decision: speed filter at 90 km/h.\n")
+    assert choose(parse_log(log), budget=None) == (
+        "## [2027-05-03](archive/2027-05-03.md)\n\n- Decision: speed filter at 90 km/h.\n"
+    )

@@ -27,6 +27,31 @@ _TURN = re.compile(
     r"^(?:(?:\*\*|__)[^\s*_:：][^*_:：]{0,30}?(?:[:：](?:\*\*|__)|(?:\*\*|__)[:：])\s?|[A-Z][\w'’-]{1,30}:\s|[^\W\d_]{1,6}：)"
 )
 _LEAD = re.compile(r"^(?:\*\*|__)?([^*_:]{2,40}?)(?::(?:\*\*|__)?|(?:\*\*|__):?)$")  # a short line ending ":" or bold
+# a log's date in words, in the memory's languages: its months (abbreviated too), then weekdays and the small words
+# between ("Thursday, the 6th of May 2027", "Donnerstag, 6. Mai", "6 de maio de 2027", "2027年5月6日 星期四")
+_MONTHS = [
+    re.compile(rf"(?i:{m})\.?")
+    for m in (
+        r"jan(?:uary|eiro|uar)?|enero|janvier",
+        r"feb(?:ruary|rero|ruar)?|fevereiro|février",
+        r"mar(?:ch|ço|zo|s)?|märz",
+        r"apr(?:il)?|abril|avril",
+        r"ma[iy]|maio|mayo",
+        r"jun(?:e|ho|io|i)?|juin",
+        r"jul(?:y|ho|io|i)?|juillet",
+        r"aug(?:ust)?|agosto|août",
+        r"sep(?:t|tember|tiembre|tembre)?\.?|setembro",
+        r"oct(?:ober|ubre|obre)?|outubro|okt(?:ober)?",
+        r"nov(?:ember|embro|iembre|embre)?",
+        r"dec(?:ember)?|dezembro|diciembre|dez(?:ember)?|décembre",
+    )
+]
+_DAY_WORD = re.compile(
+    r"(?i:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?|(?:segunda|terça|quarta|quinta|sexta)(?:-feira)?|sábado|domingo|"
+    r"lunes|martes|miércoles|jueves|viernes|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|lundi|mardi|"
+    r"mercredi|jeudi|vendredi|samedi|dimanche|the|of|de|del|den|der|du|le|on)|(?:星期|礼拜|周)[一二三四五六日天]"
+)
+_DATE_TOKEN = re.compile(r"[\s,./·|—–-]*(?:(\d{1,4})(?:st|nd|rd|th|º|ª|\.|[年月日号])?|([^\W\d_]+(?:-feira)?\.?))")
 NOTES = "Notes"  # the topic of text under no heading but the log's date title or a time stamp
 SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
 
@@ -91,12 +116,41 @@ def labelled(line: str) -> bool:
     return lead is not None and label_kept(lead.group(1).split()[0])
 
 
+def undated(title: str, date: str) -> str | None:
+    """`title` without the log's own date at its start, in whatever words ("mon 3 may 2027 — lab meeting" ->
+    "lab meeting", "2027-05-03" -> ""); None when it does not open with that date (its day, and its month or year)."""
+    if not date:
+        return None
+    year, month, day = (int(x) for x in date.split("-"))
+    numbers, named, pos = [], False, 0
+    if title.startswith(date):
+        numbers, pos = [day, month], len(date)
+    while (token := _DATE_TOKEN.match(title, pos)) and token.end() > pos:
+        if token.group(1):
+            numbers.append(int(token.group(1)))
+        elif _MONTHS[month - 1].fullmatch(token.group(2)):
+            named = True
+        elif not _DAY_WORD.fullmatch(token.group(2)):
+            break
+        pos = token.end()
+    others = set(numbers) - {day} if numbers.count(day) == 1 else set(numbers)
+    if day not in numbers or not (named or {month, year, year % 100} & others):
+        return None
+    return title[pos:].strip(" \t,.:;/·|—–-")
+
+
 def _topic(path: list[tuple[int, str]], date: str) -> str:
     """The section's headings without the log's date title or a time-stamped note's heading: a note under
     `## HH:MM` or `## HH:MM — deploy` (`remember`'s notes) goes to "Notes", so a day's notes share one
     section in the summary instead of a section each (the title mostly repeats the note's first words)."""
-    titles = [t.strip() for lvl, t in path if not (lvl == 1 and date and date in t) and not _STAMP.match(t)]
+    titles = [_untitled(lvl, t, date) for lvl, t in path if not _STAMP.match(t)]
     return " / ".join(t for t in titles if t) or NOTES
+
+
+def _untitled(level: int, title: str, date: str) -> str:
+    """A heading's title as a topic, without the log's date it restates ("Daily log 2027-05-03", "Mon 3 May: x")."""
+    rest = undated(title.strip(), date)
+    return "" if level == 1 and date and date in title else title.strip() if rest is None else rest
 
 
 def parse_log(log_text: LogText) -> list[Item]:
@@ -128,9 +182,9 @@ def parse_log(log_text: LogText) -> list[Item]:
         if bare is None or len(items) > bare[2] or bare[0].level < level:
             return
         heading, parents, _ = bare
-        title = _STAMP.sub("", heading.title).strip()
+        title = _untitled(heading.level, _STAMP.sub("", heading.title), log_text.date)
         one_word = title.isalpha() and not any("\u3400" <= c <= "\u9fff" for c in title)  # (a Chinese title is one)
-        if title and not one_word and not (heading.level == 1 and log_text.date and log_text.date in title):
+        if title and not one_word:
             path, kept = parents, path
             add("para", title, 0, heading.row + 1)
             path = kept
