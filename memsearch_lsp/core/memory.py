@@ -317,7 +317,7 @@ class Memory(MemoryFiles):
         hits.sort(key=lambda h: (h.source, h.start_line))
         timed = {r.id: r for r in self.store.rows([h.id for h in hits[:limit] if TIME_HEADING.match(h.heading)])}
         return [
-            replace(h, title=display_heading(h.heading, timed[h.id].content)) if h.id in timed else h
+            replace(h, title=display_heading(h.heading, timed[h.id].content if h.id in timed else ""))
             for h in hits[:limit]
         ]
 

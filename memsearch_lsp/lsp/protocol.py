@@ -203,6 +203,8 @@ class MemsearchProtocol(LanguageServerProtocol):
         params = data.get("params")
         if data.get("method") == types.WORKSPACE_SYMBOL and isinstance(params, dict) and params.get("query") is None:
             params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
+        if data.get("id") is not None and _msg_id(data) is None:  # an object, an array, true: no id (JSON-RPC)
+            return _Refused(None, JsonRpcInvalidRequest("a request id must be a number or a string"))
         if "jsonrpc" in data and "id" in data and not {"method", "result", "error"} & data.keys():
             if data["id"] in self._request_futures:  # the client's reply to the server's request, its null result left
                 data = {**data, "result": None}  # out (`{"jsonrpc", "id"}` after client/registerCapability)

@@ -203,7 +203,8 @@ async def test_requests_before_initialize_get_server_not_initialized(tmp_path: P
 
 async def test_requests_after_shutdown_and_of_another_jsonrpc_get_invalid_request(tmp_path: Path) -> None:
     """LSP: after `shutdown` every request but `exit` is answered InvalidRequest, not left unanswered; so is a
-    request that is not JSON-RPC 2.0. `exit` still ends the process (code 0 after shutdown)."""
+    request that is not JSON-RPC 2.0, or whose id is no number or string. `exit` still ends the process (code 0
+    after shutdown)."""
     ws = make_workspace(tmp_path)
     server = await Raw.start(ws)
     try:
@@ -213,6 +214,9 @@ async def test_requests_after_shutdown_and_of_another_jsonrpc_get_invalid_reques
         assert server.proc.stdin is not None
         server.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         assert_error(await server.reply(7), 7, -32600)
+        for bad_id in ({"a": 1}, [1], True):  # JSON-RPC: an id is a number or a string (no id to answer with)
+            server.send({"id": bad_id, "method": "workspace/symbol", "params": {"query": "Redis"}})
+            assert_error(await server.reply(None), None, -32600)
         assert (await server.request("shutdown", None))["result"] is None
         for method, params in [
             ("workspace/symbol", {"query": "Redis"}),

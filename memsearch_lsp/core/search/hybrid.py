@@ -186,6 +186,7 @@ def snippet(content: str, query: str, width: int = 200) -> str:
 
 
 TIME_HEADING = re.compile(r"^(\d{1,2}:\d{2})(?:\s+\((\d+)\))?$")
+_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\([^()\s]*\)")  # an inline link (not an image)
 _MARKUP = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+|\*\*|__|`+")
 TITLE_CHARS = 60
 
@@ -193,7 +194,9 @@ TITLE_CHARS = 60
 def display_heading(heading: str, content: str) -> str:
     """How a heading is shown (search results, symbols, outlines, the hooks' context): a note under a bare
     `## HH:MM` heading (what `remember` writes without --heading) is named by its first line, the time
-    beside it: "Chose Kafka for the event bus (10:40)"; every other heading as it is."""
+    beside it: "Chose Kafka for the event bus (10:40)"; a link as its text ("[2026-02-05](archive/2026-02-05.md)",
+    a summary's day, is "2026-02-05"); every other heading as it is."""
+    heading = _LINK.sub(r"\1", heading)
     timed = TIME_HEADING.match(heading.strip())
     if not timed:
         return heading
