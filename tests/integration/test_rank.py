@@ -180,7 +180,7 @@ def test_a_snippet_shows_where_the_body_holds_most_of_the_query_s_content_words(
     assert shown.startswith("…The privacy toggle per member") and len(shown) <= 120  # from its sentence's start
     assert "$0.12 extra per verification" in snippet(content, "what does a verification cost extra", width=120)
     assert snippet(content, "deploy", width=120).startswith("Naming")  # nothing matched: the beginning
-    assert snippet("## 部署\n\n" + "很多别的事情。" * 40 + "周五不部署。", "部署", width=60).endswith("周五不部署。…")
+    assert snippet("## 部署\n\n" + "很多别的事情。" * 40 + "周五不部署。", "部署", width=60).endswith("…周五不部署。")
 
 
 def test_windows_cover_the_text_and_respect_the_size() -> None:

@@ -17,6 +17,7 @@ from memsearch_lsp.core.search.bm25 import term_id
 from memsearch_lsp.core.search.filters import source_date
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from memsearch_lsp.core.search.rank import Languages, rank, relevance
+from memsearch_lsp.core.search.screen import boundary, columns, fit, shorten
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row, idf
 
@@ -149,12 +150,12 @@ _OPENINGS = (". ", "; ", " - ", "! ", "? ", "。")  # where a sentence or a list
 
 
 def snippet(content: str, query: str, width: int = 200) -> str:
-    """`width` characters of the body where it holds the most of the query's words: its content words (not "in", "the"
+    """`width` columns of the body where it holds the most of the query's words: its content words (not "in", "the"
     nor a word inside another: "in" of "Naming"), each counted once, matched at a word's start ("deploy" meets
     "deployed"); the earliest such place, from the start of the sentence or item of its first match (a little before
     that match at most)."""
     text = body_of(content) or " ".join(content.split())
-    if len(text) <= width:
+    if columns(text) <= width:
         return text
     lowered = text.lower()
     words = {w.lower() for w in _WORD.findall(query) if len(w) > 1}
@@ -181,8 +182,9 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     elif start:
         space = text.find(" ", start)
         start = space + 1 if 0 <= space < start + 20 else start
-    piece = text[start : start + width - (1 if start else 0) - 1].rstrip()
-    return ("…" if start else "") + piece + "…"
+    start = boundary(text, start)
+    piece = fit(text[start : start + width], width - (1 if start else 0) - 1).rstrip()  # (columns: CJK takes two)
+    return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
 
 
 TIME_HEADING = re.compile(r"^(\d{1,2}:\d{2})(?:\s+\((\d+)\))?$")
@@ -205,9 +207,7 @@ def display_heading(heading: str, content: str) -> str:
     topic = " ".join(_MARKUP.sub("", first).split())
     if not topic:
         return heading
-    if len(topic) > TITLE_CHARS:
-        topic = topic[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
-    return f"{topic} ({heading.strip()})"
+    return f"{shorten(topic, TITLE_CHARS)} ({heading.strip()})"
 
 
 def to_hit(row: Row, query: str, width: int) -> Hit:

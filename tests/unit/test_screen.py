@@ -1,0 +1,36 @@
+"""Text for a terminal: headings and snippets are cut by columns, never inside what is shown as one character."""
+
+from __future__ import annotations
+
+from memsearch_lsp.core.search.hybrid import display_heading, snippet
+from memsearch_lsp.core.search.screen import boundary, columns, fit
+
+FAMILY = "👨\u200d👩\u200d👧\u200d👦"
+FLAGS = "🇧🇷🇩🇪🇨🇳🇪🇸"
+
+
+def test_a_wide_character_takes_two_columns_and_a_joined_emoji_is_one() -> None:
+    assert columns("数据库") == 6 and columns("Straße") == 6 and columns(FAMILY) == 2 and columns("e\u0301") == 1
+    assert fit("数据库迁移", 5) == "数据"
+    assert fit(f"家{FAMILY}旅", 3) == "家" and fit(f"家{FAMILY}旅", 4) == f"家{FAMILY}"
+    assert [fit(FLAGS, n) for n in (1, 2, 3)] == ["", "🇧🇷", "🇧🇷"]
+    assert fit("cafe\u0301s", 4) == "cafe\u0301"  # the accent stays with its letter
+    assert [boundary(FLAGS, n) for n in range(5)] == [0, 2, 2, 4, 4]
+
+
+def test_a_chinese_heading_is_cut_at_its_width_and_a_clause_not_inside_a_name() -> None:
+    note = (
+        "## 09:41\n\n迁移计划：订单数据从旧的集群迁移到新的集群，负责人是张伟（数据库管理员），迁移期间订单服务只读。"
+    )
+    shown = display_heading("09:41", note)
+    assert shown == "迁移计划：订单数据从旧的集群迁移到新的集群… (09:41)"
+    assert columns(shown.removesuffix(" (09:41)")) <= 61
+    latin = display_heading("09:41", "## 09:41\n\n" + "Straßenbahn-Fahrplan und Übersetzungsdatei " * 3)
+    assert latin == "Straßenbahn-Fahrplan und Übersetzungsdatei… (09:41)"  # (a word is never cut)
+
+
+def test_a_snippet_never_opens_inside_a_flag_nor_ends_inside_a_joined_emoji() -> None:
+    text = snippet("## 09:41\n\n" + FLAGS * 40 + " bandeiras do time", "bandeiras")
+    assert text.startswith("…🇧🇷🇩🇪") and text.endswith("bandeiras do time")
+    cut = snippet("## 09:41\n\n" + ("旅行" + FAMILY) * 80, "旅行", width=41)
+    assert columns(cut) <= 41 and not cut.rstrip("…").endswith("\u200d")
