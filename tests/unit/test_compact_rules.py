@@ -306,3 +306,8 @@ def test_a_date_title_in_words_spends_nothing_of_the_summary() -> None:
     assert choose(parse_log(log), budget=None) == (
         "## [2027-05-03](archive/2027-05-03.md)\n\n- Decision: speed filter at 90 km/h.\n"
     )
+
+
+def test_a_percentage_is_a_number_not_a_version() -> None:
+    assert "version" not in classify("3 items at 33.33% off lost one cent.").kinds
+    assert "version" in classify("upgraded to Go 1.23").kinds

@@ -13,9 +13,9 @@ from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLE
 # Labels whose lines a summary always keeps ("Decision: ...", "Root cause: ...", "TODO: ..."): a label is
 # the text before the first colon of a line; it counts when one of its words is one of these.
 _KEEP_LABEL = re.compile(
-    r"\b(?:decisions?|decided|root[- ]causes?|causes?|fix(?:es|ed)?|resolution|workaround|mitigation|todos?|"
-    r"fixme|action(?: items?)?|follow[- ]?ups?|next steps?|deadlines?|due|preferences?|prefers|rules?|"
-    r"blockers?|blocked|risks?|rollback|lessons?(?: learned)?|learned|outcome|agreed|agreement|requirements?|"
+    r"\b(?:decisions?|decided|reasons?|rationale|why|root[- ]causes?|causes?|fix(?:es|ed)?|resolution|workaround|"
+    r"mitigation|todos?|fixme|action(?: items?)?|follow[- ]?ups?|next steps?|deadlines?|due|preferences?|prefers|"
+    r"rules?|blockers?|blocked|risks?|rollback|lessons?(?: learned)?|learned|outcome|agreed|agreement|requirements?|"
     r"constraints?|important|warning|caveat|gotcha)\b|"
     + "|".join(cues(kind) for kind in ("decision-label", "rule-label", "label")),  # ... and in other languages
     re.I,

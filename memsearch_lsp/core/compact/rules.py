@@ -20,7 +20,7 @@ _NUM = r"(?<![A-Za-z0-9_.#/:-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 # the SI and electrical units, case-sensitive: 4.20 V, 38 uA, 30 A, 10 Hz, 2.4 GHz, 5 kWh, 3000 mAh, 20 dBm, 40 °C
 _SI = (
     r"(?-i:(?:[mkMµu]?[VAW]|[mkM]?Wh|m?Ah|[kMG]?Hz|dBm?|[mµun]s|[kcmµn]m|[mk]?g|[kMG]bps|[KMG]B/s|fps|rpm|ppm)\b"
-    r"|°[CF]?)"
+    r"|°[CF]?|%)"
 )
 UNIT = re.compile(
     r"(?:" + _NUM + r"|\b" + _SPELLED + r"(?:[- ](?:hundred|thousand))?)\s?"
