@@ -229,7 +229,7 @@ class Memory(MemoryFiles):
         self._refilled()
         archived = bool(overrides.pop("archived", False))  # archived originals beside their summaries too
         wanted = {k: overrides.pop(k) for k in FILTER_KEYS if k in overrides}
-        where = make_filter(**wanted, today=self.clock().date()) if wanted else None
+        where = make_filter(**wanted, today=self.clock().date(), root=self.root) if wanted else None
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
         settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
         manifest = self.indexer.manifest()

@@ -269,6 +269,11 @@ def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:
                 f"init: {rel} resolves to {(root / rel).resolve()}, outside the workspace {root} "
                 "(a link?); nothing was created"
             )
+        blocked = next((p for p in (root / rel).parents if p != root and root in p.parents and p.is_file()), None)
+        if blocked is not None:
+            raise PathError(
+                f"init: {blocked} is a file, not a folder; move it away and init again (nothing was created)"
+            )
 
     def write_new(rel: str, text: str) -> None:
         path = root / rel

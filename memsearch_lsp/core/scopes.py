@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core.api import MemoryApi, check_scope
 from memsearch_lsp.core.files import private_folder
+from memsearch_lsp.core.search.filters import check_source
 from memsearch_lsp.core.search.hybrid import Hit
 
 APP = "memsearch-lsp"
@@ -98,6 +99,9 @@ def search_scopes(
     """Hits for `query` from the workspace's memory, the user's (`user()` opens it when wanted; None when there
     is none) or both, each tagged with its scope; `top_k` of both merged (`merge`)."""
     check_scope(scope)
+    if workspace is not None and overrides.get("source"):  # a path in the workspace: the glob both memories read
+        globs = overrides["source"]
+        overrides["source"] = [check_source(g, workspace.root) for g in ([globs] if isinstance(globs, str) else globs)]
     if workspace is not None and is_user_root(workspace.root):  # the user memory itself: its notes once
         return scoped(workspace.search(query, top_k, **overrides), "user")
     lists = []

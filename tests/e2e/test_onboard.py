@@ -262,3 +262,11 @@ def test_init_names_todays_log_by_the_clock_the_other_commands_read(tmp_path: Pa
         [sys.executable, "-m", "memsearch_lsp", "init", str(tmp_path / "ws")], capture_output=True, env=env, timeout=120
     )
     assert done.returncode == 0 and (tmp_path / "ws" / "memory" / "2031-07-09.md").is_file()
+
+
+def test_init_where_memory_is_a_file_creates_nothing_and_says_what_to_move(tmp_path: Path) -> None:
+    (tmp_path / "memory").write_text("not a folder\n")
+    done = run_cli("init", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'memory'} is a file, not a folder; move it away" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory"]  # no .memsearch.toml: not half a workspace

@@ -45,6 +45,8 @@ def test_serve_says_so_when_the_port_is_taken() -> None:
         (("compact", "--dry-run", "--older-than", "99999999999999999999"), "at most 365000"),
         (("recent", "--days", "100000000"), "argument --days: must be a whole number of days"),
         (("search", "x", "--source", "a\\"), "the source pattern 'a\\\\' is not a valid gitignore-style glob"),
+        (("search", "x", "--source", "../elsewhere/x.md"), "the source '../elsewhere/x.md' is outside the workspace"),
+        (("search", "x", "--source", "/etc/*.md"), "the source '/etc/*.md' is outside the workspace"),
         (("search", "x", "--since", ""), "argument --since: needs a date or a relative age like 7d"),
         (("search", "x", "--since", "\u0663d"), "cannot read the date"),
         (("search", "x", "--since", "740000d"), "is out of range: it would be before the year 1"),
@@ -59,6 +61,13 @@ def test_bad_arguments_get_a_clear_message_and_exit_1(workspace: Path, args: tup
     as_json = cli(workspace, *args, "--json", timeout=120)
     error = json.loads(as_json.stdout)["error"]  # valid JSON (no NaN), an error object
     assert as_json.returncode == 1 and needle in error["message"] and error["hint"]
+
+
+def test_a_source_given_as_a_path_in_the_workspace_is_its_glob(workspace: Path) -> None:
+    for given in (str(workspace / "memory" / "2026-02-05.md"), "./memory/2026-02-05.md", "/memory/2026-02-05.md"):
+        result = cli(workspace, "search", "Kafka", "--json", "--source", given, timeout=120)
+        hits = json.loads(result.stdout)["hits"]
+        assert hits and {h["source"] for h in hits} == {"memory/2026-02-05.md"}, (given, result.stderr)
 
 
 def test_a_workspace_that_is_no_folder_is_named(tmp_path: Path) -> None:

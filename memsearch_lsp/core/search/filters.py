@@ -9,10 +9,12 @@ set of allowed sources, and the search legs take their candidates from those sou
 from __future__ import annotations
 
 import datetime as dt
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.core.chunks import log_date
@@ -147,9 +149,10 @@ def make_filter(
     source: str | Sequence[str] | None = None,
     *,
     today: dt.date,
+    root: Path | None = None,
 ) -> SearchFilter:
-    """A SearchFilter from user input (`source`: one glob or several); FilterError for a bad date or an
-    empty range."""
+    """A SearchFilter from user input (`source`: one glob or several, a path under `root` too); FilterError for a
+    bad date or an empty range."""
 
     def day(value: str | dt.date | None) -> dt.date | None:
         if value is None or value == "":
@@ -164,13 +167,16 @@ def make_filter(
     globs = (source,) if isinstance(source, str) else tuple(source or ())
     if len(globs) > MAX_GLOBS:
         raise FilterError(f"at most {MAX_GLOBS} source patterns")
-    return SearchFilter(first, last, tuple(check_source(g) for g in globs))
+    return SearchFilter(first, last, tuple(check_source(g, root) for g in globs))
 
 
-def check_source(glob: str) -> str:
-    """A source glob as a filter uses it (stripped, without a leading `./`); FilterError names a pattern that
-    is empty, could take unbounded time to match, or is no gitignore-style pattern at all (`a\\`, `!`)."""
+def check_source(glob: str, root: Path | None = None) -> str:
+    """A source glob as a filter uses it (stripped, without a leading `./`; a path under `root` made relative to it);
+    FilterError names a pattern that is empty, outside the workspace, could take unbounded time to match, or is no
+    gitignore-style pattern at all (`a\\`, `!`)."""
     cleaned = glob.strip().removeprefix("./")
+    if root is not None and (cleaned.startswith(("/", "~", "../")) or cleaned == ".."):
+        cleaned = _inside(cleaned, root)
     if not cleaned:
         raise FilterError("a source pattern is empty: give a glob such as 'memory/2026-02-*' or '**/MEMORY.md'")
     try:
@@ -185,3 +191,16 @@ def check_source(glob: str) -> str:
             "(write `\\\\` for a backslash) and a `!` needs a pattern after it"
         ) from None
     return cleaned
+
+
+def _inside(glob: str, root: Path) -> str:
+    """A path given for a source (`/home/me/project/memory/*.md`, `../notes/*.md`) as the glob under `root` it names;
+    FilterError when it is outside. An anchored pattern whose first folder the file system lacks (`/memory/*.md`)
+    stays as it is: gitignore's "from the workspace's top"."""
+    path = Path(os.path.normpath(root / Path(glob).expanduser()))
+    for base in (root, root.resolve()):
+        if base == path or base in path.parents:
+            return path.relative_to(base).as_posix() if base != path else "**"
+    if glob.startswith("/") and not Path("/", *Path(glob).parts[1:2]).exists():
+        return glob
+    raise FilterError(f"the source {glob!r} is outside the workspace {root}: give a path or glob inside it")
