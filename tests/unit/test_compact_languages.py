@@ -158,3 +158,27 @@ def test_lasting_facts_are_proposed_for_memory_in_the_team_s_language() -> None:
 )
 def test_english_is_not_read_as_another_language(sentence: str, kind: str) -> None:
     assert kind not in classify(sentence, first=False).kinds, (sentence, rules_for(sentence))
+
+
+@pytest.mark.parametrize(
+    ("lines", "proposed"),
+    [
+        # a decision not (yet) taken is none, in any language (nor a label over one)
+        ("Conversamos um pouco sobre o almoço de fim de ano, nada decidido.", None),
+        ("Ainda não decidimos qual fila usar para os jobs.", None),
+        ("Decisão: ainda não decidimos.", None),
+        ("Hablamos un poco de la cena de Navidad, nada decidido.", None),
+        ("Wir haben kurz über das Weihnachtsessen gesprochen, nichts entschieden.", None),
+        ("Über den neuen Message-Broker noch keine Entscheidung, wir haben uns nicht geeinigt.", None),
+        ("On a parlé du repas de Noël, rien de décidé.", None),
+        ("我们讨论了很久要不要换掉现在的报表工具，最后还是没有结论。", None),
+    ],
+)
+def test_what_a_line_proposes_for_memory_md_in_every_language(lines: str, proposed: tuple[str, str] | None) -> None:
+    found = [
+        (kind, text)
+        for kind, text, _, _ in durable_facts([log_text("2027-04-12", f"# 2027-04-12\n\n## 10:00\n\n{lines}\n")])
+    ]
+    assert found == ([proposed] if proposed else []), found
+    if proposed is None and ("decid" in lines or "结论" in lines):
+        assert "decision" not in classify(lines).kinds

@@ -47,7 +47,8 @@ _STATUS = re.compile(
 _UNDECIDED = re.compile(
     r"\b(?:nothing (?:\w+ ){0,2}(?:decided|agreed)|not (?:\w+ )?(?:decided|agreed)|undecided|no decision|"
     r"(?:before|until) (?:anyone|anybody|everyone|we|they) (?:\w+ )?(?:agreed|decided)|"
-    r"(?:no one|nobody|could(?:n't|n’t| not)|did(?:n't|n’t| not)|failed to) (?:\w+ )?(?:agree|decide))\b",
+    r"(?:no one|nobody|could(?:n't|n’t| not)|did(?:n't|n’t| not)|failed to) (?:\w+ )?(?:agree|decide))\b|"
+    + cues("undecided"),  # ... and in other languages: "nada decidido", "nichts entschieden", "没有结论"
     re.I,
 )
 _DEAD_END = re.compile(

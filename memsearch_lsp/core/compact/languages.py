@@ -46,6 +46,18 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"pendientes?|offen|prazo|plazo|frist",
         r"原因|根因|修复|解决|待办|截止",
     ),
+    # a decision not (yet) taken: "nada decidido", "nichts entschieden", "没有结论" (status, never a decision)
+    "undecided": (
+        r"nada (?:\w+ )?(?:decidido|resolvido|definido|combinado)|não (?:\w+ ){0,2}decid\w*|sem (?:decisão|conclusão)|"
+        r"nada (?:\w+ )?(?:resuelto|acordado)|no (?:\w+ ){0,2}(?:decid\w*|acordamos|hay decisión)|"
+        r"sin (?:decisión|conclusión|acuerdo)|indecis\w*|"
+        r"nichts (?:\w+ )?(?:entschieden|beschlossen|vereinbart|festgelegt)|keine (?:Entscheidung|Einigung)|"
+        r"nicht (?:\w+ )?(?:entschieden|beschlossen|geeinigt|festgelegt)|unentschieden|bleibt offen|"
+        r"ohne (?:Ergebnis|Entscheidung|Einigung)|"
+        r"rien (?:de |n'a été )?(?:décidé|tranché|conclu)|pas (?:encore )?(?:de décision|décidé|tranché)|"
+        r"aucune décision|sans (?:décision|conclusion)",
+        r"没有?(?:结论|定论|决定|定下来)|还没有?(?:决定|定下来)|尚未决定|未作?决定|待定|悬而未决|没有?达成(?:一致|共识)",
+    ),
     # a decision told as one, which compaction may propose for MEMORY.md (core/compact/promote.py)
     "decision-told": (
         r"decidimos|decidido|optamos|escolhemos|ficamos com|elegimos|nos quedamos con|entschieden|beschlossen|"
@@ -91,7 +103,7 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"sempre|nunca|regra|convenção|por padrão|obrigatóri\w+|siempre|regla|convención|por defecto|obligatori\w+|"
         r"immer|nie(?:mals)?|Regel|Konvention|standardmäßig|kein(?:e|en)? \w+ (?:am|nach|ohne|vor)|"
         r"toujours|jamais|règle|par défaut|obligatoire",
-        r"必须|一律|总是|一定要|永远|不要|不能|不允许|禁止|规则|约定|规范|默认",
+        r"必须|一律|总是|一定要|永远|(?<!要)不要|不能|不允许|禁止|规则|约定|规范|默认",  # (not 要不要: "whether to")
     ),
     "todo": (
         r"prazo|precisa(?:mos)?|pendente|tem(?:os)? que|"
