@@ -160,9 +160,25 @@ def test_english_is_not_read_as_another_language(sentence: str, kind: str) -> No
     assert kind not in classify(sentence, first=False).kinds, (sentence, rules_for(sentence))
 
 
+_STRIPE = "Wir verwenden Stripe für Kartenzahlungen."
+
+
 @pytest.mark.parametrize(
     ("lines", "proposed"),
     [
+        # a labelled decision is one by its label: what follows need not use an English verb ("we use")
+        (
+            "Decisão: usamos Stripe para os pagamentos com cartão.",
+            ("decision", "usamos Stripe para os pagamentos com cartão."),
+        ),
+        (
+            "Decisión: usamos Stripe para los pagos con tarjeta.",
+            ("decision", "usamos Stripe para los pagos con tarjeta."),
+        ),
+        (f"Entscheidung: {_STRIPE}", ("decision", _STRIPE)),
+        ("决定：用 Stripe 处理信用卡支付。", ("decision", "用 Stripe 处理信用卡支付。")),
+        (f"Nach langer Diskussion über den Zahlungsanbieter. Entscheidung: {_STRIPE}", ("decision", _STRIPE)),
+        ("Decisão: depois.\n\nDecision: TBD.", None),  # ... when it says enough on its own
         # a decision not (yet) taken is none, in any language (nor a label over one)
         ("Conversamos um pouco sobre o almoço de fim de ano, nada decidido.", None),
         ("Ainda não decidimos qual fila usar para os jobs.", None),

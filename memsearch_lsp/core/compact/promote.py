@@ -79,7 +79,9 @@ _PERSON = re.compile(
 # a rule that points at the sentence before it ("Noting that as a rule.", "make that a rule"): that sentence is the
 # fact (a decision not taken, "nothing decided", is status: facts.classify)
 _POINTS_BACK = re.compile(r"\b(?:that|this|it) (?:as |into )?a rule\b", re.I)
-_DECISION_LABEL = re.compile(r"\b(?:decisions?|decided|agreed|agreement|outcome)\b|" + cues("decision-label"), re.I)
+# a label that names a decision ("Decision:", "Decisão:", "决定："), and one that may ("Outcome:")
+_DECIDED = re.compile(r"\b(?:decisions?|decided|agreed|agreement)\b|" + cues("decision-label"), re.I)
+_DECISION_LABEL = re.compile(r"\boutcome\b|" + _DECIDED.pattern, re.I)
 _RULE_LABEL = re.compile(r"\b(?:preferences?|rules?|conventions?|lessons?)\b|" + cues("rule-label"), re.I)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
 
@@ -130,7 +132,10 @@ def _line_of(log: LogText, first: int, sentence: str) -> int:
 def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
     """'preference', 'decision' or None for a sentence of a log (`label`: its item's label, when it opens it)."""
     facts = classify(text)
-    if len(text) > MAX_CHARS or text.endswith("?") or _TIME_BOUND.search(text) or not facts.factual:
+    said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
+    # a decision labelled as one is a fact by its label ("Decisão: usamos Stripe ..."), when it says enough on its own
+    decided = bool(_DECIDED.search(said)) and words(text) >= MIN_WORDS
+    if len(text) > MAX_CHARS or text.endswith("?") or _TIME_BOUND.search(text) or not (facts.factual or decided):
         return None
     if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"}:
         return None
@@ -142,7 +147,6 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
         return None  # a fragment: what it speaks of was said before it
     if _TASK.match(text) or (_ONE_OFF.search(text) and not _STANDING.search(text)):
         return None  # "Dana to write the naming convention", "asked me to look into ...": a task, done once
-    said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
     if _DECISION_LABEL.search(said) or DECISION_TOLD.search(text) or _DECISION_LABEL.fullmatch(topic):
         return "decision"
     if _RULE_LABEL.search(said):
