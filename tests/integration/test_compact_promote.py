@@ -159,6 +159,40 @@ def test_the_cli_shows_the_promotions_in_the_dry_run(tmp_path: Path, fake_model,
     assert (tmp_path / "memory/MEMORY.md").read_text() == MEMORY  # a dry run writes nothing
 
 
+def test_a_week_in_five_languages_proposes_its_labelled_decisions_not_its_causes_nor_what_was_not_decided(
+    tmp_path: Path, make_memory
+) -> None:
+    """The audit's report: "Decisão:", "Decisión:", "Entscheidung:" and "决定：" were never proposed while the English
+    line was; "nada decidido" and "没有结论" were proposed as decisions; a root cause ("was never cleared") as a
+    rule."""
+    days = {
+        "2026-10-12": "Decision: we use Stripe for card payments.\n"
+        "We talked a bit about the offsite, nothing decided.\n"
+        "Root cause of the memory leak in the image service: the size cache was never cleared.",
+        "2026-10-13": "Decisão: usamos Stripe para os pagamentos com cartão.\n"
+        "Conversamos um pouco sobre o almoço de fim de ano, nada decidido.",
+        "2026-10-14": "Decisión: usamos Stripe para los pagos con tarjeta.\n"
+        "Causa raíz: la caché de miniaturas nunca se vaciaba. Solución: caché LRU con 5.000 entradas como máximo.",
+        "2026-10-15": "Entscheidung: Wir verwenden Stripe für Kartenzahlungen.\n"
+        "Wir haben kurz über das Weihnachtsessen gesprochen, nichts entschieden.\n"
+        "Ursache des Speicherlecks im Bildservice: der Größen-Cache wurde nie geleert.",
+        "2026-10-16": "决定：用 Stripe 处理信用卡支付。\n我们讨论了很久要不要换掉现在的报表工具，最后还是没有结论。",
+    }
+    (tmp_path / "memory").mkdir()
+    for day, lines in days.items():
+        (tmp_path / "memory" / f"{day}.md").write_text(f"# {day}\n\n## 10:00\n\n{lines}\n{NOISE}", encoding="utf-8")
+    plan = plan_compaction(make_memory(tmp_path), today=MAR1)
+    assert [(p.section, p.source, p.text.split(" ([")[0]) for p in plan.promotions] == [
+        ("Decisions", "memory/2026-10-12.md", "we use Stripe for card payments."),
+        ("Decisions", "memory/2026-10-13.md", "usamos Stripe para os pagamentos com cartão."),
+        ("Decisions", "memory/2026-10-14.md", "usamos Stripe para los pagos con tarjeta."),
+        ("Decisions", "memory/2026-10-15.md", "Wir verwenden Stripe für Kartenzahlungen."),
+        ("Decisions", "memory/2026-10-16.md", "用 Stripe 处理信用卡支付。"),
+    ]
+    summaries = "\n".join(s.content for s in plan.summaries)  # the causes stay in the summary, labels and all
+    assert "Causa raíz: la caché de miniaturas nunca se vaciaba." in summaries
+
+
 # -- the summary outranks its archive ------------------------------------------------------------
 def test_a_fact_in_both_the_summary_and_its_archive_is_found_once_in_the_summary(tmp_path: Path, make_memory) -> None:
     """The issue's report: after applying, `search redis` ranked the archived original (0.864) above its own

@@ -161,6 +161,8 @@ def test_english_is_not_read_as_another_language(sentence: str, kind: str) -> No
 
 
 _STRIPE = "Wir verwenden Stripe für Kartenzahlungen."
+_LAPTOP = "Never run migrations from a laptop; the last one caused an outage."
+_CACHE = "Causa raíz: la caché de miniaturas nunca se vaciaba."
 
 
 @pytest.mark.parametrize(
@@ -188,6 +190,17 @@ _STRIPE = "Wir verwenden Stripe für Kartenzahlungen."
         ("Über den neuen Message-Broker noch keine Entscheidung, wir haben uns nicht geeinigt.", None),
         ("On a parlé du repas de Noël, rien de décidé.", None),
         ("我们讨论了很久要不要换掉现在的报表工具，最后还是没有结论。", None),
+        # what caused a failure is what happened (the summary keeps it), not a rule, even told with "never"
+        ("Root cause of the memory leak in the image service: the size cache was never cleared.", None),
+        ("The root cause was that the notifier never returned its connections.", None),
+        ("Root cause: the notifier opened a connection per message and never returned it.", None),
+        ("Ursache des Speicherlecks im Bildservice: der Größen-Cache wurde nie geleert.", None),
+        (_CACHE, None),
+        ("Causa raiz: o cache de miniaturas nunca era limpo.", None),
+        ("根本原因：缩略图缓存从来没有清空过，所以总是占满内存。", None),
+        # ... while a rule that gives its cause is still a rule
+        (f"{_CACHE}\n\nRegla del equipo: nunca desplegar los viernes.", ("preference", "nunca desplegar los viernes.")),
+        (_LAPTOP, ("preference", _LAPTOP)),
     ],
 )
 def test_what_a_line_proposes_for_memory_md_in_every_language(lines: str, proposed: tuple[str, str] | None) -> None:

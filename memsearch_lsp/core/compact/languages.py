@@ -85,6 +85,15 @@ _WORDS: dict[str, tuple[str, str]] = {
         r"échou\w*|erreurs?|plant\w*|bloqué\w*|en panne|dupliqu\w+",
         r"失败|报错|崩溃|卡住|超时|宕机",
     ),
+    # a sentence that opens by naming a failure's cause ("Causa raíz: ...", "Die Ursache war ...", "根本原因是 ..."):
+    # what happened, never a rule to keep (core/compact/promote.py)
+    "cause-label": (
+        r"(?:[ao] )?(?:verdadeira |real )?causa(?: raiz)?|o motivo|o problema (?:era|foi)|"
+        r"(?:la )?(?:verdadera )?causa(?: raíz)?|el motivo|el problema (?:era|fue)|"
+        r"(?:die )?(?:eigentliche )?Ursache|der Grund|das Problem (?:war|lag)|"
+        r"(?:la )?(?:vraie )?cause(?: racine| première)?|le problème (?:était|venait)",
+        r"(?:根本|真正的?|主要)?原因|根因|问题出在",
+    ),
     "because": (r"porque|pois|weil|denn|parce que|parce qu'|puisque", r"因为|由于"),
     "fix": (
         r"corrigi\w*|correção|resolv(?:ido|ida|emos|eu)|solução|consert\w+|"

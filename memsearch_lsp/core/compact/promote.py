@@ -82,6 +82,13 @@ _POINTS_BACK = re.compile(r"\b(?:that|this|it) (?:as |into )?a rule\b", re.I)
 # a label that names a decision ("Decision:", "Decisão:", "决定："), and one that may ("Outcome:")
 _DECIDED = re.compile(r"\b(?:decisions?|decided|agreed|agreement)\b|" + cues("decision-label"), re.I)
 _DECISION_LABEL = re.compile(r"\boutcome\b|" + _DECIDED.pattern, re.I)
+# a sentence that opens by naming a failure's cause, in its label, its list's lead or its first words ("Root cause of
+# the leak: the cache was never cleared", "Causa raíz: ...", "根本原因是 ..."): what happened, not a rule or a decision
+_CAUSE_SAID = re.compile(
+    r"^(?:(?:the|a|our|one) )?(?:real |actual |underlying |likely |probable |main )?(?:root[- ]causes?|causes?|culprit)"
+    r"\b|^(?:" + cues("cause-label") + ")",
+    re.I,
+)
 _RULE_LABEL = re.compile(r"\b(?:preferences?|rules?|conventions?|lessons?)\b|" + cues("rule-label"), re.I)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
 
@@ -137,6 +144,8 @@ def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
     decided = bool(_DECIDED.search(said)) and words(text) >= MIN_WORDS
     if len(text) > MAX_CHARS or text.endswith("?") or _TIME_BOUND.search(text) or not (facts.factual or decided):
         return None
+    if any(_CAUSE_SAID.match(head) for head in (label, lead, text) if head):
+        return None  # what caused a failure, even told with "never", is neither a rule nor a decision
     if facts.noise & {"narration", "status", "dead_end", "hedge", "question", "chatter"}:
         return None
     if _POINTS_BACK.search(text) or announces(text):
