@@ -292,7 +292,7 @@ async def test_code_action_is_reviewed_then_gives_the_same_files_as_the_cli(
     )
     assert {h["archived"] for h in hits} == {True, False}  # archived originals are found, and say so
     assert all(h["archived"] == ("/archive/" in h["source"]) for h in hits)
-    kept = "Kafka runs on Amazon MSK with 3 brokers"  # in a summary: it stands for its archived original
+    kept = "we need replay of order events for 7 days"  # in a summary: it stands for its archived original
     hits = await session.client.protocol.send_request_async("memsearch/search", {"query": kept, "topK": 10})
     both = await session.client.protocol.send_request_async(
         "memsearch/search", {"query": kept, "topK": 10, "archived": True}

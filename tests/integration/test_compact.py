@@ -569,7 +569,17 @@ def test_cli_applies_the_plan(workspace: Path, fake_model, capsys) -> None:
     assert (workspace / "memory/archive/2026-02-05.md").read_bytes() == (EXAMPLES / "2026-02-05.md").read_bytes()
     assert "Mitigation: raised the pool timeout to 2 s" in (workspace / "memory/summary-2026-W06.md").read_text()
     code, out, _ = run_cli(
-        ["search", "-w", str(workspace), "--json", "-k", "10", "--vector-weight", "0", "RabbitMQ replay plugins"],
+        [
+            "search",
+            "-w",
+            str(workspace),
+            "--json",
+            "-k",
+            "10",
+            "--vector-weight",
+            "0",
+            "Marco provision the MSK cluster",
+        ],
         capsys,
     )
     hits = json.loads(out)["hits"]  # a fact the summary left out is found in the archive, marked so
