@@ -8,6 +8,7 @@ from pathlib import Path
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.search.analyzer import Analyzer, detect
 from memsearch_lsp.core.search.bm25 import query_ids
+from memsearch_lsp.core.search.function_words import function_terms
 from memsearch_lsp.core.search.hybrid import query_weights
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from tests.fakes import FakeEmbedder
@@ -128,8 +129,62 @@ def test_function_words_of_the_query_language_make_no_note_relevant(tmp_path: Pa
         assert memory.search(unrelated, top_k=3) == [], unrelated
     hits = memory.search("¿Cómo se hará el despliegue del servicio de pagos?", top_k=3)
     assert hits and hits[0].source == "memory/2026-01-08.md"
-    assert Analyzer("auto").function_terms("receta de pastel de limón") == {"de"}
-    assert Analyzer("auto").function_terms("recipe for lemon cake") == set()  # English ones are never asked
+    assert function_terms(Analyzer("auto"), "receta de pastel de limón") == {"de"}
+    assert function_terms(Analyzer("auto"), "recipe for lemon cake") == set()  # English ones are never asked
+
+
+MIXED = """# 2026-12-01
+
+## 09:45
+
+新同事李娜下周一入职，负责数据分析，需要开通 Metabase 和只读数据库账号。
+
+## 14:30
+
+王伟（运维负责人）说，生产环境的日志保留 14 天，之后自动删除。
+
+## 15:10
+
+讨论了搜索功能：用 Elasticsearch 的 ik_max_word 分词器处理中文。
+
+## 16:00
+
+La API de pagos devuelve error 422 cuando el monto tiene más de dos decimales.
+
+## 16:30
+
+Neue Konvention: Feature-Flags werden nach spätestens 90 Tagen entfernt.
+"""
+
+
+def test_a_shared_character_or_question_word_makes_no_note_relevant(tmp_path: Path, make_memory) -> None:
+    """Unrelated questions in Chinese, Spanish and German that share one common character (天, 的, 周), an
+    accented question word ("cuándo" of the note's "cuando") or a German "nach" read as English with a note find
+    nothing; the questions those notes answer still find them."""
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "2026-12-01.md").write_text(MIXED, encoding="utf-8")
+    memory = make_memory(root, EnglishEmbedder(), search={"min_score": SearchConfig().min_score})
+    memory.index()
+    for unrelated in (
+        "天气怎么样",
+        "柠檬蛋糕的做法",
+        "周末去爬山吗",
+        "的",
+        "¿Cuándo es el cumpleaños de mi abuela?",
+        "Reise nach Berlin",
+    ):
+        assert memory.search(unrelated, top_k=3) == [], unrelated
+    for question, answer in (
+        ("日志保留多久？", 7),
+        ("几天后删", 7),  # in other words than the note's: several of its characters, no pair
+        ("中文分词用什么", 11),
+        ("李娜什么时候入职", 3),
+        ("¿Cuándo devuelve error la API de pagos?", 15),
+        ("Wann werden Feature-Flags entfernt?", 19),
+    ):
+        hits = memory.search(question, top_k=3)
+        assert hits and hits[0].start_line == answer, question
 
 
 def test_a_portuguese_plural_in_oes_meets_its_singular_in_ao(tmp_path: Path, make_memory) -> None:

@@ -22,7 +22,7 @@ A chunk and a query go through the same steps (`Analyzer.tokens`, `Analyzer.quer
 
 Stop words are not removed per language (the replay: a minority language's function words filter usefully);
 a query drops the English ones (`STOP_WORDS`), as it always did, and its relevance (the floor) does not count
-the others (`Analyzer.function_terms`). An English text is analysed as before plus
+the others (core/search/function_words.py). An English text is analysed as before plus
 folding and CJK characters, so English rankings are unchanged.
 """
 
@@ -97,7 +97,7 @@ _STOP = (
 STOP_WORDS = frozenset(_STOP.split())
 
 # Detection only (never removed): each language's most frequent function words, and letters it alone uses.
-_FUNCTION_WORDS = {
+FUNCTION_WORDS = {
     "en": "the and of to is in that it for was on are with as be this have from at by not but what which you "
     "they we there been would will can could should about how when who did does",
     "pt": "de que não uma um para com os as do da dos das em no na nos nas ao pelo pela foi são está estão mas "
@@ -116,7 +116,7 @@ _FUNCTION_WORDS = {
     "sv": "och att det som en ett är på för med inte av till den har jag de om var men från vad vem",
 }
 _WORDS: dict[str, tuple[str, ...]] = {}  # a function word -> the languages it belongs to
-for _lang, _list in _FUNCTION_WORDS.items():
+for _lang, _list in FUNCTION_WORDS.items():
     for _word in _list.split():
         _WORDS[_word] = (*_WORDS.get(_word, ()), _lang)
 _LETTERS = {"pt": "ãõ", "es": "ñ¿¡", "de": "ßäöü", "fr": "èëœ", "it": "ìò", "sv": "å"}
@@ -264,17 +264,6 @@ class Analyzer:
     def query_terms(self, text: str) -> list[str]:
         """The query's terms without English stop words; all of them when nothing else is left."""
         return [term for _, terms in self.query_words(text) for term in terms]
-
-    def function_terms(self, text: str) -> set[str]:
-        """The terms of the query's function words in a language other than English ("de", "für", "der": the
-        detection lists), whose English ones the query drops: they meet nearly every note of that language, so a
-        search's relevance does not count them (core/search/hybrid.py); its ranking still does."""
-        lowered = normalized(text)
-        words = _words(lowered, bool(_HAS_CJK.search(text)))
-        lang = self.language_of(words, lowered)
-        if lang == "en":
-            return set()
-        return {term for word, terms in self.query_words(text) if lang in _WORDS.get(word, ()) for term in terms}
 
     def query_words(self, text: str) -> list[tuple[str, list[str]]]:
         """Each word of the query (English stop words left out, unless nothing else is left) with its terms."""

@@ -15,8 +15,9 @@ from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, Embed
 from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, other_forms
 from memsearch_lsp.core.search.bm25 import term_id
 from memsearch_lsp.core.search.filters import source_date
+from memsearch_lsp.core.search.function_words import characters, function_terms
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
-from memsearch_lsp.core.search.rank import Languages, rank, relevance
+from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
 from memsearch_lsp.core.search.screen import boundary, columns, fit, shorten
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row, idf
@@ -286,10 +287,7 @@ def hybrid_search(
         sparse = store.sparse_leg(terms, per_leg, exclude_source, only)
     ids = list(dict.fromkeys([*dense, *sparse]))
     coverage = store.coverage(ids, terms) if ids else {}
-    # relevance: the query's words that say something ("receta de pastel" is not relevant to a note by its "de")
-    function = {term_id(t) for t in analyzer.function_terms(query)}
-    content = {t: w for t, w in terms.items() if t not in function} if function else terms
-    said = coverage if len(content) in (0, len(terms)) or not ids else store.coverage(ids, content)
+    said = said_share(store, analyzer, query, terms, ids, coverage)
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
     calibration = calibration_of(embedder) if dense else REFERENCE
     found = {r.id: r for r in store.rows(ids)} if ids else {}
@@ -321,6 +319,25 @@ def hybrid_search(
         len(sparse),
     )
     return hits
+
+
+def said_share(
+    store: Store, analyzer: Analyzer, query: str, terms: dict[int, float], ids: list[str], coverage: Scores
+) -> Scores:
+    """The share of the query's IDF mass each candidate holds that the relevance counts (`coverage`: of every term):
+    the query's words that say something ("receta de pastel" is not relevant to a note by its "de": function_words.py),
+    and the characters of its Chinese words beyond the heaviest one (one shared 天 is chance, several a paraphrase)."""
+    function = {term_id(t) for t in function_terms(analyzer, query)}
+    content = {t: w for t, w in terms.items() if t not in function}
+    single = {t: w for t in (term_id(c) for c in characters(analyzer, query)) if (w := content.get(t))}
+    if not ids or (len(content) == len(terms) and not single):
+        return coverage
+    said = store.coverage(ids, content) if content else dict.fromkeys(ids, 0.0)
+    if not single:
+        return said
+    total, heaviest, held = sum(content.values()), max(single.values()), store.coverage(ids, single)
+    mass = sum(single.values())
+    return {k: max(0.0, v - min(held.get(k, 0.0) * mass, heaviest) / total) for k, v in said.items()}
 
 
 def query_weights(store: Store, query: str, analyzer: Analyzer) -> dict[int, float]:
