@@ -12,6 +12,7 @@ from typing import Any
 
 from memsearch_lsp.cli.commands import COMMANDS, json_line
 from memsearch_lsp.cli.parser import EXIT_USER, UsageError, UserError, build_parser
+from memsearch_lsp.cli.terminal import ShownFormatter, printable
 
 __all__ = ["COMMANDS", "UsageError", "UserError", "main"]
 
@@ -52,9 +53,9 @@ def _fail(as_json: bool, exc: BaseException, message: str, command: str = "") ->
         error = {"message": message, "hint": _hint(exc, command)}
         sys.stdout.write(json_line({"error": error}) + "\n")
     elif isinstance(exc, UsageError):  # as argparse says it, once: the (sub-)command, the message, where to look
-        sys.stderr.write(f"{exc.prog}: error: {message} ({exc.hint})\n")
+        sys.stderr.write(printable(f"{exc.prog}: error: {message} ({exc.hint})") + "\n")
     else:
-        sys.stderr.write(f"memsearch-lsp: error: {message}\n")
+        sys.stderr.write(printable(f"memsearch-lsp: error: {message}") + "\n")
     return EXIT_USER
 
 
@@ -76,11 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         refused = UsageError(f"--json has no meaning here: {args.command} speaks JSON-RPC on stdout", "", prog)
         return _fail(as_json, refused, str(refused), args.command)
     if args.command != "serve":  # configure logging once: the server sets up its own
-        logging.basicConfig(
-            stream=sys.stderr,
-            level=logging.INFO if args.verbose else logging.WARNING,
-            format="memsearch-lsp: %(levelname)s: %(message)s",
-        )
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(ShownFormatter("memsearch-lsp: %(levelname)s: %(message)s"))
+        logging.basicConfig(handlers=[handler], level=logging.INFO if args.verbose else logging.WARNING)
     try:
         return _run(args)
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.cli import progress
 from memsearch_lsp.cli.parser import EXIT_OK, EXIT_USER, UserError
+from memsearch_lsp.cli.terminal import printable
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
@@ -30,15 +31,11 @@ def json_line(data: Any) -> str:
     return json.dumps(data, ensure_ascii=True, indent=None) if _SURROGATE.search(text) else text
 
 
-# A note's control characters as a terminal shows them, never runs them (ESC [2J as ␛[2J; C1 controls as U+FFFD)
-_SHOWN = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {127: 0x2421} | dict.fromkeys(range(128, 160), 0xFFFD)
-
-
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):
         sys.stdout.write(json_line(data) + "\n")
     else:
-        sys.stdout.write((text.translate(_SHOWN) if sys.stdout.isatty() else text).rstrip("\n") + "\n")
+        sys.stdout.write(printable(text).rstrip("\n") + "\n")
 
 
 def _workspace(args: argparse.Namespace) -> Path:
@@ -325,7 +322,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
                     f"run `memsearch-lsp forget {args.id}{f' --line {line}-{end}' if line else ''} --yes` to remove it "
                     "without being asked",
                 )
-            sys.stderr.write(f"{shown}\n\n{preview.content}\n\nForget this note? [y/N] ".translate(_SHOWN))
+            sys.stderr.write(printable(f"{shown}\n\n{preview.content}\n\nForget this note? [y/N] "))
             sys.stderr.flush()
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 _emit(args, dict(preview.to_dict(), scope=scope), "kept: nothing was removed")

@@ -191,8 +191,8 @@ def test_a_deleted_memory_folder_takes_its_notes_out_of_the_index(tmp_path: Path
 
 
 def test_text_output_to_a_terminal_shows_a_notes_escape_codes_and_never_runs_them(tmp_path: Path) -> None:
-    """A cloned repository's note holding `ESC[2J` or an OSC title sequence reached the user's terminal as it was;
-    JSON (and text sent to a pipe) stays as the note has it."""
+    """A cloned repository's note holding `ESC[2J` or an OSC title sequence reached the user's terminal as it was,
+    also through a pipe (`| head`); JSON stays as the note has it."""
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     hostile = "ctrlword \x1b[2J clear \x1b]0;pwned\x07 title \x9b31m"
@@ -212,6 +212,12 @@ def test_text_output_to_a_terminal_shows_a_notes_escape_codes_and_never_runs_the
     assert not any((ord(c) < 32 and c not in "\t\r\n") or 127 <= ord(c) < 160 for c in text), repr(text)
     hits = as_json(cli(ws, "search", "ctrlword", "--min-score", "0", "--json"))["hits"]
     assert "\x1b[2J clear \x1b]0;pwned\x07" in hits[0]["snippet"]
+    for args in (("search", "ctrlword", "--min-score", "0"), ("expand", hits[0]["id"])):  # text into a pipe
+        piped = cli(ws, *args, check=True).stdout
+        assert "\u241b[2J clear \u241b]0;pwned\u2407" in piped and "\x1b" not in piped and "\x07" not in piped, piped
+    (ws / "memory/bad\x1b]0;name\x07.md").write_bytes(b"\xff\xfe not text")  # its name in a warning on stderr
+    warned = cli(ws, "index").stderr
+    assert "bad\u241b]0;name\u2407.md" in warned and "\x1b" not in warned, warned
     # forget's question shows the note on the terminal too (answered "n": nothing removed)
     argv = [sys.executable, "-m", "memsearch_lsp", "forget", hits[0]["id"], "--workspace", str(ws)]
     main, terminal = os.openpty()
