@@ -28,6 +28,10 @@ WINDOW_FIELDS = (
     ("model", "VARCHAR", 512),
 )
 FIELDS = {"id", "dense", *(name for name, _, _ in CHUNK_FIELDS)}
+# The fields every version of this program has given its collections (the first had no `windows`, nor a second
+# collection): a Milvus server's collection without them is another application's, never dropped nor rebuilt.
+OUR_CHUNK_FIELDS = frozenset(FIELDS - {"windows"})
+OUR_WINDOW_FIELDS = frozenset({"id", "dense", *(name for name, _, _ in WINDOW_FIELDS)})
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from memsearch_lsp.core.store.readmodel import FileRecord, file_records
 from memsearch_lsp.core.store.schema import (
     CHUNK_FIELDS,
     FIELDS,
+    OUR_CHUNK_FIELDS,
+    OUR_WINDOW_FIELDS,
     SCALARS,
     WINDOW_FIELDS,
     WINDOW_SUFFIX,
@@ -55,9 +57,7 @@ class ServerStore(Store):
             self.open()
         return self._client
 
-    def open(self) -> None:
-        if self._client is not None:
-            return
+    def _connect(self) -> None:
         try:
             os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core logs INFO lines straight to stderr
             from pymilvus import MilvusClient  # (pymilvus' one import in the package)
@@ -65,18 +65,28 @@ class ServerStore(Store):
             for name in ("pymilvus", "pymilvus.milvus_client"):  # configured when imported; we report errors ourselves
                 logging.getLogger(name).setLevel(logging.CRITICAL)
             self._client = MilvusClient(uri=self.uri, token=self.token or "")
-            self._ensure()
-        except StoreError:
-            raise
         except Exception as exc:
             self._client = None
+            raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+
+    def open(self) -> None:
+        if self._client is not None:
+            return
+        self._connect()
+        try:
+            self._ensure()
+        except Exception as exc:
+            self.close()  # (a client is never used unchecked)
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
         self.df = Counter(t for r in self._all(["sparse"]) for t in sparse_dict(r["sparse"]))
 
     def _ensure(self) -> None:
         client = self._client
-        if client.has_collection(self.collection):
-            info = client.describe_collection(self.collection)
+        info = self._ours(self.collection, OUR_CHUNK_FIELDS)
+        self._ours(self.windows, OUR_WINDOW_FIELDS)
+        if info is not None:
             names = {f.get("name") for f in info.get("fields", [])}
             dims = [int(f.get("params", {}).get("dim", 0)) for f in info.get("fields", []) if f.get("name") == "dense"]
             if names == FIELDS and dims == [self.dim] and client.has_collection(self.windows):
@@ -88,10 +98,30 @@ class ServerStore(Store):
             )
         self._create()
 
+    def _ours(self, name: str, ours: frozenset[str]) -> dict[str, Any] | None:
+        """The description of collection `name`, None when there is none; StoreError when it is not this program's
+        (its fields are not ours): a collection of another application on the same server is never dropped."""
+        client = self._client
+        if not client.has_collection(name):
+            return None
+        info: dict[str, Any] = client.describe_collection(name)
+        fields = info.get("fields", [])
+        primary = [f.get("name") for f in fields if f.get("is_primary")]
+        if primary == ["id"] and ours <= {f.get("name") for f in fields}:
+            return info
+        raise StoreError(
+            f"collection {name} on {self.uri} was not made by memsearch-lsp (its fields are not an index's): it is "
+            "left as it is; choose another collection name with milvus.collection in your user config file, "
+            "MEMSEARCH_MILVUS_COLLECTION or your editor's user settings"
+        )
+
     def _create(self) -> None:
+        """The two collections, new and empty; an existing one is dropped first only when it is ours."""
         from pymilvus import DataType
 
         client = self._client
+        self._ours(self.collection, OUR_CHUNK_FIELDS)
+        self._ours(self.windows, OUR_WINDOW_FIELDS)
         for name in (self.collection, self.windows):
             if client.has_collection(name):
                 client.drop_collection(name)
@@ -116,7 +146,14 @@ class ServerStore(Store):
             client.close()
 
     def drop(self) -> None:
-        self._create()
+        """Empty the index (reset): its collections are made anew; another application's are refused (StoreError)."""
+        if self._client is None:
+            self._connect()
+        try:
+            self._create()
+        except StoreError:
+            self.close()
+            raise
 
     # -- writes --------------------------------------------------------------------------------
     def upsert(self, rows: Sequence[dict[str, Any]], windows: Sequence[dict[str, Any]] = ()) -> None:

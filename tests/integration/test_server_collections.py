@@ -1,0 +1,115 @@
+"""On a Milvus server the index drops or rebuilds only collections it made: another application's collection of the
+same name (or `<name>_windows`) is refused with a clear error and left as it is, by `index` and by `reset`; an index
+made by an earlier version of this program is still rebuilt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.store import StoreError
+from memsearch_lsp.core.store.schema import FIELDS
+from tests.helpers import milvus_lite_server
+
+
+@pytest.fixture(scope="module")
+def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `milvus-lite server` for the module (each test uses collections of its own names)."""
+    with milvus_lite_server(tmp_path_factory.mktemp("server-data")) as uri:
+        yield uri
+
+
+@pytest.fixture
+def client(milvus_server: str) -> Iterator[Any]:
+    from pymilvus import MilvusClient
+
+    made = MilvusClient(uri=milvus_server)
+    yield made
+    made.close()
+
+
+def another_application(client: Any, name: str, rows: int = 100) -> None:
+    """A collection of someone else's (fields `pk` and `v`) holding `rows` rows."""
+    from pymilvus import DataType
+
+    schema = client.create_schema(auto_id=False)
+    schema.add_field("pk", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    index = client.prepare_index_params()
+    index.add_index(field_name="v", index_type="AUTOINDEX", metric_type="L2")
+    client.create_collection(name, schema=schema, index_params=index)
+    client.insert(name, [{"pk": i, "v": [0.1, 0.2, 0.3, float(i)]} for i in range(rows)])
+    client.flush(name)
+
+
+def untouched(client: Any, name: str, rows: int = 100) -> bool:
+    fields = [f["name"] for f in client.describe_collection(name)["fields"]]
+    client.load_collection(name)
+    return fields == ["pk", "v"] and len(client.query(name, filter="pk >= 0", output_fields=["pk"])) == rows
+
+
+def test_index_and_reset_never_drop_another_applications_collection(
+    workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
+) -> None:
+    another_application(client, "customers")
+    memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="customers")
+    with pytest.raises(StoreError, match=r"collection customers .* not made by memsearch-lsp.*milvus\.collection"):
+        memory.index()
+    assert untouched(client, "customers")
+    assert not client.has_collection("customers_windows"), "nothing made beside it"
+    with pytest.raises(StoreError, match="collection customers"):
+        memory.reset()
+    assert untouched(client, "customers")
+
+
+def test_another_applications_windows_collection_is_never_dropped(
+    workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
+) -> None:
+    another_application(client, "orders_windows", rows=7)
+    memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="orders")
+    with pytest.raises(StoreError, match="collection orders_windows"):
+        memory.index()
+    with pytest.raises(StoreError, match="collection orders_windows"):
+        memory.reset()
+    assert untouched(client, "orders_windows", rows=7)
+    assert not client.has_collection("orders")
+
+
+def first_version_index(client: Any, name: str, dim: int) -> None:
+    """A chunk collection as the first version made it: no `windows` field and no windows collection."""
+    from pymilvus import DataType
+
+    schema = client.create_schema(auto_id=False)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+    for field in ("source", "heading", "heading_path"):
+        schema.add_field(field, DataType.VARCHAR, max_length=2048)
+    for field in ("level", "start_line", "end_line"):
+        schema.add_field(field, DataType.INT64)
+    for field in ("content_hash", "embed_hash", "file_hash", "model", "date"):
+        schema.add_field(field, DataType.VARCHAR, max_length=512)
+    schema.add_field("content", DataType.VARCHAR, max_length=65535)
+    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    index = client.prepare_index_params()
+    index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="COSINE")
+    index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+    client.create_collection(name, schema=schema, index_params=index)
+
+
+def test_an_index_of_an_earlier_version_is_rebuilt_and_an_own_index_reset(
+    workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
+) -> None:
+    memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="mine")
+    first_version_index(client, "mine", memory.embedder.dim)
+    stats = memory.index()
+    assert stats.chunks_total > 0 and memory.search("deploy")
+    assert {f["name"] for f in client.describe_collection("mine")["fields"]} == FIELDS
+    assert client.has_collection("mine_windows")
+
+    memory.reset()
+    assert client.has_collection("mine") and memory.status()["chunks"] == 0
+    assert memory.index().chunks_total == stats.chunks_total
