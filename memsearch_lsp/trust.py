@@ -11,11 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-#: Settings only the user sets (where data, secrets or the index go).
+#: Settings only the user sets (where data, secrets or the index go: a collection name picks which collection of the
+#: user's Milvus server the index takes).
 USER_ONLY_KEYS = frozenset(
     {
         "milvus.uri",
         "milvus.token",
+        "milvus.collection",
         "compact.base_url",
         "compact.api_key_env",
         "embedding.base_url",

@@ -98,7 +98,7 @@ def test_every_source_is_listed_with_its_path_in_precedence_order(
 ) -> None:
     init_workspace(tmp_path)
     user_file("[search]\ntop_k = 4\n")
-    (tmp_path / ".memsearch.toml").write_text("[watch]\ndebounce_ms = 500\n")
+    (tmp_path / ".memsearch.toml").write_text('[watch]\ndebounce_ms = 500\n[milvus]\ncollection = "customers"\n')
     monkeypatch.setenv("MEMSEARCH_SEARCH_RANKER", "rrf")
     (tmp_path / ".vscode").mkdir()
     (tmp_path / ".vscode" / "settings.json").write_text(
@@ -115,8 +115,8 @@ def test_every_source_is_listed_with_its_path_in_precedence_order(
     assert sources[1] == {
         "origin": "workspace file",
         "path": str(tmp_path / ".memsearch.toml"),
-        "keys": ["watch.debounce_ms"],
-        "ignored": [],
+        "keys": ["watch.debounce_ms", "milvus.collection"],
+        "ignored": ["milvus.collection"],  # (a collection of the user's Milvus server is the user's to name)
         "note": "",
     }
     assert "MEMSEARCH_SEARCH_RANKER" in sources[2]["keys"]
@@ -130,12 +130,13 @@ def test_vscode_endpoint_settings_count_from_the_user_settings_only(tmp_path: Pa
     (tmp_path / ".vscode").mkdir()
     (tmp_path / ".vscode" / "settings.json").write_text(
         '{"memsearch.compact.summarizer": "openai", "memsearch.compact.baseUrl": "http://127.0.0.1:9/v1",'
-        ' "memsearch.search.topK": 3}'
+        ' "memsearch.search.topK": 3, "memsearch.milvus.collection": "customers"}'
     )
     found = checks(tmp_path)
     source = found["config"].data["sources"][-1]  # type: ignore[attr-defined]
     assert source["origin"] == "VS Code workspace settings"
-    assert source["ignored"] == ["memsearch.compact.baseUrl", "memsearch.compact.summarizer"], source
+    ignored = ["memsearch.compact.baseUrl", "memsearch.compact.summarizer", "memsearch.milvus.collection"]
+    assert source["ignored"] == ignored, source
     assert "memsearch.compact.baseUrl (" in found["config"].detail  # type: ignore[attr-defined]
     assert found["endpoints"].status == "skip"  # type: ignore[attr-defined]
     closed = f"http://127.0.0.1:{free_port()}/v1"

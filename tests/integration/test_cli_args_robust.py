@@ -82,8 +82,7 @@ def test_a_workspace_that_is_no_folder_is_named(tmp_path: Path) -> None:
 
 
 def test_an_empty_collection_name_is_a_settings_error(workspace: Path) -> None:
-    (workspace / ".memsearch.toml").write_text('[milvus]\ncollection = ""\n')
-    result = cli(workspace, "index", timeout=120)
+    result = cli(workspace, "index", env={"MEMSEARCH_MILVUS_COLLECTION": ""}, timeout=120)  # (the user's setting)
     assert result.returncode == 1 and "StoreError" not in result.stderr and "please report" not in result.stderr
     assert "milvus.collection: must be 1 to 247 letters, digits or underscores" in result.stderr, result.stderr
     assert not (workspace / ".memsearch" / "milvus.db").exists()  # refused before the index was touched

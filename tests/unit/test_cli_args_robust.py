@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.cli.parser import UsageError, build_parser
-from memsearch_lsp.config import ConfigError, load_config
+from memsearch_lsp.config import ConfigError, load_config, user_config_path
 from memsearch_lsp.core.search.filters import FilterError, make_filter, parse_date
 from memsearch_lsp.lsp.features.actions import CompactCommandError, older_than_days
 from memsearch_lsp.lsp.setup import configure_logging, listen_address
@@ -150,17 +150,20 @@ def test_an_invalid_source_pattern_is_a_filter_error_naming_it() -> None:
 
 @pytest.mark.parametrize("name", ["", "9lives", "my-memory", "mémoire", "a b", "x" * 248])
 def test_a_bad_collection_name_is_a_config_error_naming_the_key(tmp_path: Path, name: str) -> None:
-    (tmp_path / ".memsearch.toml").write_text(f"[milvus]\ncollection = {json.dumps(name)}\n")
-    with pytest.raises(ConfigError, match=r"\.memsearch\.toml: milvus\.collection: must be 1 to 247 letters"):
+    user = user_config_path()  # (milvus.collection is the user's: a workspace file's is ignored)
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(f"[milvus]\ncollection = {json.dumps(name)}\n")
+    with pytest.raises(ConfigError, match=r"config\.toml: milvus\.collection: must be 1 to 247 letters"):
         load_config(tmp_path, env={})
+    user.unlink()
     with pytest.raises(ConfigError, match=r"environment: milvus\.collection: must be 1 to 247"):
-        load_config(tmp_path.parent, env={"MEMSEARCH_MILVUS_COLLECTION": name})
+        load_config(tmp_path, env={"MEMSEARCH_MILVUS_COLLECTION": name})
 
 
 @pytest.mark.parametrize("name", ["memsearch", "_private", "Team_2026", "x" * 247])
 def test_a_good_collection_name_is_taken(tmp_path: Path, name: str) -> None:
-    (tmp_path / ".memsearch.toml").write_text(f'[milvus]\ncollection = "{name}"\n')
-    assert load_config(tmp_path, env={}).milvus.collection == name
+    assert load_config(tmp_path, env={"MEMSEARCH_MILVUS_COLLECTION": name}).milvus.collection == name
+    assert load_config(tmp_path, {"milvus": {"collection": name}}, env={}).milvus.collection == name
 
 
 @pytest.mark.parametrize("days", [-1, 365_001, 1_000_000_000, 2.5, "7", True])

@@ -93,11 +93,15 @@ describe('settings mapping', () => {
     it('reads VS Code settings through workspace.getConfiguration', () => {
         assert.deepEqual(getServerSettings(), {}, 'defaults alone send nothing');
         stub.set('memsearch.search.topK', 7);
-        stub.set('memsearch.milvus.collection', 'team', 'workspaceValue');
+        stub.set('memsearch.search.ranker', 'rrf', 'workspaceValue');
+        stub.set('memsearch.milvus.collection', 'team');
         stub.set('memsearch.milvus.uri', 'http://localhost:19530');
         stub.set('memsearch.interpreter', ['/venv/bin/python']);
         stub.set('memsearch.trace.server', 'verbose');
-        assert.deepEqual(getServerSettings(), { search: { topK: 7 }, milvus: { collection: 'team', uri: 'http://localhost:19530' } });
+        assert.deepEqual(getServerSettings(), {
+            search: { topK: 7, ranker: 'rrf' },
+            milvus: { collection: 'team', uri: 'http://localhost:19530' },
+        });
     });
 
     it("never sends a workspace's value of a setting that sends the memory or a key somewhere", () => {
@@ -108,6 +112,7 @@ describe('settings mapping', () => {
         stub.set('memsearch.embedding.provider', 'openai', 'workspaceValue');
         stub.set('memsearch.milvus.uri', 'http://attacker.example:19530', 'workspaceValue');
         stub.set('memsearch.milvus.token', 'root:Milvus', 'workspaceFolderValue');
+        stub.set('memsearch.milvus.collection', 'customers', 'workspaceValue'); // another application's, on the user's server
         stub.set('memsearch.search.topK', 4, 'workspaceValue');
         assert.deepEqual(getServerSettings(), { search: { topK: 4 } });
         // the user's own values go out, and a workspace value never overrides them

@@ -16,6 +16,7 @@ export const CLIENT_ONLY_SETTINGS: ReadonlySet<string> = new Set(['interpreter',
 export const USER_ONLY_SETTINGS: ReadonlySet<string> = new Set([
     'milvus.uri',
     'milvus.token',
+    'milvus.collection',
     'compact.summarizer',
     'compact.baseUrl',
     'compact.apiKeyEnv',
