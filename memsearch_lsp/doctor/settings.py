@@ -29,6 +29,7 @@ from memsearch_lsp.config import (
     user_config_path,
 )
 from memsearch_lsp.doctor.report import Check, Context
+from memsearch_lsp.trust import untrusted
 
 ENDPOINT_TIMEOUT_S = 3.0  # how long doctor waits for a configured endpoint
 EDITOR_PREFIX = "memsearch."
@@ -84,14 +85,24 @@ def config_sources(root: Path, env: dict[str, str] | None = None) -> list[Config
         sources.append(ConfigSource("environment", "", names))
     for origin, settings in _vscode_settings(root):
         keys = _editor_keys(settings)
-        ignored = (
-            tuple(k for k in keys if k.removeprefix(EDITOR_PREFIX) in EDITOR_USER_ONLY) if origin == _WORKSPACE else ()
-        )
+        ignored = _workspace_ignored(settings, keys, root) if origin == _WORKSPACE else ()
         if keys:
             sources.append(
                 ConfigSource(origin, str(settings), keys, ignored, note="VS Code's server only, not the CLI")
             )
     return sources
+
+
+def _workspace_ignored(path: Path, keys: tuple[str, ...], root: Path) -> tuple[str, ...]:
+    """The keys of a workspace's `.vscode/settings.json` that VS Code's extension does not send: those only the user
+    sets, and paths outside the workspace (trust.WORKSPACE_PATH_KEYS)."""
+    data = _editor_file(path)
+    return tuple(
+        k
+        for k in keys
+        if k.removeprefix(EDITOR_PREFIX) in EDITOR_USER_ONLY
+        or untrusted(k.removeprefix(EDITOR_PREFIX), data.get(k), root)
+    )
 
 
 def _toml_keys(path: Path) -> tuple[str, ...]:

@@ -148,6 +148,23 @@ def test_vscode_endpoint_settings_count_from_the_user_settings_only(tmp_path: Pa
     assert f"summariser (VS Code) {closed}: cannot reach" in endpoints.detail  # type: ignore[attr-defined]
 
 
+def test_workspace_editor_paths_outside_the_workspace_are_listed_as_ignored(tmp_path: Path) -> None:
+    """VS Code's extension sends a workspace's `compact.promptFile` / `embedding.model` only inside the workspace
+    (trust.WORKSPACE_PATH_KEYS, as for `.memsearch.toml`): doctor says which it leaves out."""
+    init_workspace(tmp_path)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "p.md").write_text("Summarise.")
+    (tmp_path / ".vscode").mkdir()
+    settings = tmp_path / ".vscode" / "settings.json"
+    settings.write_text('{"memsearch.compact.promptFile": "~/.aws/credentials", "memsearch.embedding.model": "../x"}')
+    source = checks(tmp_path)["config"].data["sources"][-1]  # type: ignore[attr-defined]
+    assert source["ignored"] == ["memsearch.compact.promptFile", "memsearch.embedding.model"], source
+    settings.write_text(
+        '{"memsearch.compact.promptFile": "prompts/p.md", "memsearch.embedding.model": "multilingual-e5-small"}'
+    )
+    assert checks(tmp_path)["config"].data["sources"][-1]["ignored"] == []  # type: ignore[attr-defined]
+
+
 def test_a_broken_onnx_model_folder_gets_onnx_advice_not_a_reset(tmp_path: Path) -> None:
     """The README's `onnx` example with the folder not fetched yet."""
     init_workspace(tmp_path)

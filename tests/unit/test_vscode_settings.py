@@ -183,3 +183,12 @@ def test_settings_that_send_data_or_choose_a_key_are_user_settings_only() -> Non
     settings_ts = (ROOT / "vscode-extension" / "src" / "common" / "settings.ts").read_text(encoding="utf-8")
     block = settings_ts.split("USER_ONLY_SETTINGS: ReadonlySet<string> = new Set([", 1)[1].split("]", 1)[0]
     assert {part.strip().strip("'") for part in block.split(",") if part.strip()} == user_only
+
+
+def test_path_settings_of_a_workspace_are_checked_by_the_extension() -> None:
+    """The server cannot tell a workspace's editor value from the user's, so the extension sends a workspace's value of
+    trust.WORKSPACE_PATH_KEYS only inside the workspace: its list is that one."""
+    settings_ts = (ROOT / "vscode-extension" / "src" / "common" / "settings.ts").read_text(encoding="utf-8")
+    block = settings_ts.split("WORKSPACE_PATH_SETTINGS: ReadonlySet<string> = new Set([", 1)[1].split("]", 1)[0]
+    listed = {part.strip().strip("'") for part in block.split(",") if part.strip()}
+    assert listed == {_camel(key) for key in config.WORKSPACE_PATH_KEYS}

@@ -1,15 +1,20 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import manifest from '../package.json';
 import {
     CLIENT_ONLY_SETTINGS,
     SERVER_SETTING_KEYS,
     USER_ONLY_SETTINGS,
+    WORKSPACE_PATH_SETTINGS,
     contributedSettingKeys,
     explicitValue,
     getInterpreterSetting,
     getMemoryPaths,
     getServerSettings,
+    insideFolder,
     interpreterFromSetting,
     memoryGlobs,
     needsRestart,
@@ -144,6 +149,57 @@ describe('settings mapping', () => {
         assert.deepEqual(settingsAt(settings, 'milvus'), {}, 'an unset group is empty');
         assert.equal(settingsAt(settings, 'milvus.uri'), null, 'an unset key is null');
         assert.equal(settingsAt({}, 'showNotifications'), null);
+    });
+});
+
+describe("a workspace's path settings", () => {
+    let ws = '';
+    beforeEach(() => {
+        stub.reset();
+        ws = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-ws-'));
+        fs.mkdirSync(path.join(ws, 'prompts'));
+        fs.writeFileSync(path.join(ws, 'prompts', 'p.md'), 'Summarise.');
+        fs.symlinkSync('/etc', path.join(ws, 'prompts', 'etc'));
+        fs.symlinkSync(path.join(os.tmpdir(), 'memsearch-nowhere', 'x.md'), path.join(ws, 'prompts', 'later.md'));
+    });
+
+    it('are those of trust.WORKSPACE_PATH_KEYS', () => {
+        assert.deepEqual([...WORKSPACE_PATH_SETTINGS].sort(), ['compact.promptFile', 'embedding.model']);
+    });
+
+    it('name a place inside the folder only when it is there once links are followed', () => {
+        for (const inside of ['prompts/p.md', path.join(ws, 'prompts', 'p.md'), 'prompts/new.md', 'multilingual-e5-small', 'sentence-transformers/all-MiniLM-L6-v2', '']) {
+            assert.ok(insideFolder(inside, ws), inside);
+        }
+        for (const outside of ['/etc/hostname', '~/.ssh/id_rsa', '../other/p.md', 'prompts/../../x.md', 'prompts/etc/hostname', 'prompts/etc', 'prompts/later.md']) {
+            assert.ok(!insideFolder(outside, ws), outside);
+        }
+    });
+
+    it("are sent from a workspace only when inside every folder; else the user's value is", () => {
+        stub.workspaceFolders = [{ uri: Uri.file(ws), name: 'ws', index: 0 }];
+        // a cloned repository's .vscode/settings.json: the user's summariser would send the prompt file's text
+        stub.set('memsearch.compact.promptFile', '/home/me/.aws/credentials', 'workspaceValue');
+        stub.set('memsearch.embedding.model', 'prompts/etc', 'workspaceFolderValue');
+        stub.set('memsearch.search.topK', 4, 'workspaceValue');
+        assert.deepEqual(getServerSettings(), { search: { topK: 4 } });
+        stub.set('memsearch.embedding.model', '/opt/models/mine'); // the user's own: anywhere
+        stub.set('memsearch.compact.promptFile', 'prompts/p.md', 'workspaceValue');
+        assert.deepEqual(getServerSettings(), {
+            search: { topK: 4 },
+            compact: { promptFile: 'prompts/p.md' },
+            embedding: { model: '/opt/models/mine' },
+        });
+        const absolute = path.join(ws, 'prompts', 'p.md');
+        stub.set('memsearch.compact.promptFile', absolute, 'workspaceValue');
+        assert.deepEqual(getServerSettings().compact, { promptFile: absolute });
+        const other = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-other-'));
+        stub.workspaceFolders.push({ uri: Uri.file(other), name: 'other', index: 1 });
+        assert.deepEqual(getServerSettings().compact, undefined, 'the first folder\'s file is outside the second');
+        stub.set('memsearch.compact.promptFile', 'prompts/p.md', 'workspaceValue');
+        assert.deepEqual(getServerSettings().compact, { promptFile: 'prompts/p.md' }, "each folder's own");
+        stub.workspaceFolders = undefined;
+        assert.deepEqual(getServerSettings().compact, undefined, 'no folder: no workspace path');
     });
 });
 

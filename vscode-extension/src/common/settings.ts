@@ -1,4 +1,5 @@
 /** The `memsearch.*` settings: the schema in package.json, and what the server receives. */
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -24,6 +25,14 @@ export const USER_ONLY_SETTINGS: ReadonlySet<string> = new Set([
     'embedding.baseUrl',
     'embedding.apiKeyEnv',
 ]);
+
+/**
+ * Settings naming a file or a folder the server reads (memsearch_lsp/trust.py WORKSPACE_PATH_KEYS): a workspace's
+ * value is sent only when it stays inside the workspace folders it applies to (checked through links, as a
+ * `.memsearch.toml` value is), else the user's own value is. The server cannot tell a workspace's value from the
+ * user's (it receives one object), so this rule is the client's.
+ */
+export const WORKSPACE_PATH_SETTINGS: ReadonlySet<string> = new Set(['compact.promptFile', 'embedding.model']);
 
 /** Settings whose change restarts the server: a new Python, or new folders to watch. */
 export const RESTART_SETTINGS: readonly string[] = ['interpreter', 'memory.paths'];
@@ -76,19 +85,68 @@ export interface ConfigurationReader {
 }
 
 /**
- * The value the user set for `key` (folder > workspace > user; the user's alone for USER_ONLY_SETTINGS), or
- * undefined when it is only the default. Defaults are not sent: the server owns them, and a default sent as a
- * setting would hide the workspace's `.memsearch.toml` and `MEMSEARCH_*` variables.
+ * The value the user set for `key` (folder > workspace > user; the user's alone for USER_ONLY_SETTINGS, and for
+ * WORKSPACE_PATH_SETTINGS when the workspace's points outside `folders`), or undefined when it is only the default.
+ * Defaults are not sent: the server owns them, and a default sent as a setting would hide the workspace's
+ * `.memsearch.toml` and `MEMSEARCH_*` variables.
  */
-export function explicitValue(reader: ConfigurationReader, key: string): JsonValue | undefined {
+export function explicitValue(reader: ConfigurationReader, key: string, folders: readonly string[] = []): JsonValue | undefined {
     const inspection = reader.inspect(key);
     if (inspection === undefined) {
         return undefined;
     }
-    const value = USER_ONLY_SETTINGS.has(key)
-        ? inspection.globalValue
-        : (inspection.workspaceFolderValue ?? inspection.workspaceValue ?? inspection.globalValue);
+    const workspace = inspection.workspaceFolderValue ?? inspection.workspaceValue;
+    const trusted =
+        workspace !== undefined &&
+        !USER_ONLY_SETTINGS.has(key) &&
+        (!WORKSPACE_PATH_SETTINGS.has(key) || folders.length > 0 && folders.every((folder) => insideFolder(workspace, folder)));
+    const value = trusted ? workspace : inspection.globalValue;
     return value === undefined ? undefined : (value as JsonValue);
+}
+
+/**
+ * Whether a path setting's `value` (relative to `folder`, absolute, or `~/...`) names a place inside `folder`, links
+ * followed; a `..` part, or a link that leads nowhere, counts as outside. A value that is not a string names no path.
+ */
+export function insideFolder(value: unknown, folder: string, home: string = os.homedir()): boolean {
+    if (typeof value !== 'string' || value === '') {
+        return true;
+    }
+    const expanded = value === '~' || value.startsWith('~/') || value.startsWith('~\\') ? home + value.slice(1) : value;
+    if (expanded.split(/[\\/]/).includes('..')) {
+        return false;
+    }
+    const root = realPath(folder);
+    const target = realPath(path.isAbsolute(expanded) ? expanded : path.join(folder, expanded));
+    if (root === undefined || target === undefined) {
+        return false;
+    }
+    const relative = path.relative(root, target);
+    return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
+}
+
+/** `target` with every link of its longest existing part followed (the rest as written); undefined: a dangling link. */
+function realPath(target: string): string | undefined {
+    const rest: string[] = [];
+    let current = path.resolve(target);
+    for (;;) {
+        try {
+            return path.join(fs.realpathSync.native(current), ...rest);
+        } catch {
+            try {
+                fs.lstatSync(current);
+                return undefined; // there, but not followed: a link that leads nowhere (yet)
+            } catch {
+                // not there: its parent
+            }
+        }
+        const parent = path.dirname(current);
+        if (parent === current) {
+            return path.resolve(target);
+        }
+        rest.unshift(path.basename(current));
+        current = parent;
+    }
 }
 
 /** `[['search.topK', 5], ['showNotifications', false]]` -> `{search: {topK: 5}, showNotifications: false}`. */
@@ -116,11 +174,16 @@ export function nestSettings(entries: Iterable<readonly [string, JsonValue]>): N
     return root;
 }
 
-/** The nested settings object the server receives: the user's values for server keys only. */
-export function serverSettings(reader: ConfigurationReader, keys: readonly string[] = SERVER_SETTING_KEYS): NestedSettings {
+/** The nested settings object the server receives: the user's values for server keys only (`folders`: the
+ * workspace folders they apply to, see explicitValue). */
+export function serverSettings(
+    reader: ConfigurationReader,
+    keys: readonly string[] = SERVER_SETTING_KEYS,
+    folders: readonly string[] = [],
+): NestedSettings {
     const entries: [string, JsonValue][] = [];
     for (const key of keys) {
-        const value = explicitValue(reader, key);
+        const value = explicitValue(reader, key, folders);
         if (value !== undefined) {
             entries.push([key, value]);
         }
@@ -128,9 +191,11 @@ export function serverSettings(reader: ConfigurationReader, keys: readonly strin
     return nestSettings(entries);
 }
 
-/** The server settings for a folder (or the window when `resource` is undefined). */
+/** The server settings for a folder (or the window, all its folders, when `resource` is undefined). */
 export function getServerSettings(resource?: vscode.Uri): NestedSettings {
-    return serverSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, resource));
+    const folders = resource === undefined ? (vscode.workspace.workspaceFolders ?? []) : [workspaceFolderFor(resource)];
+    const paths = folders.flatMap((folder) => (folder === undefined ? [] : [folder.uri.fsPath]));
+    return serverSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, resource), SERVER_SETTING_KEYS, paths);
 }
 
 /**
