@@ -50,7 +50,7 @@ from memsearch_lsp.core.search.hybrid import (
 from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri, open_store
 from memsearch_lsp.core.store.folder import remove_index
 from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES
-from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed
+from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed, index_uri
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class Memory(MemoryFiles):
     # -- composition (lazy: nothing heavy until the first index or search) -----------------
     @property
     def uri(self) -> str:
-        return self.config.milvus.uri or str(self.root / INDEX_DIR / "milvus.db")
+        return index_uri(self.root, self.config)
 
     @property
     def collection(self) -> str:

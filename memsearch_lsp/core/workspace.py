@@ -15,7 +15,7 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import Remembered, ScopeError, check_scope
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embedding import Embedder, create_embedder
-from memsearch_lsp.core.files import is_memory_source, relative_source
+from memsearch_lsp.core.files import INDEX_DIR, is_memory_source, relative_source
 from memsearch_lsp.core.onboard import daily_log_text
 
 if TYPE_CHECKING:
@@ -47,6 +47,12 @@ def index_settings_changed(old: Config, new: Config) -> list[str]:
         names = [key] if key else [f.name for f in fields(before)]
         changed += [f"{section}.{name}" for name in names if getattr(before, name) != getattr(after, name)]
     return changed
+
+
+def index_uri(root: Path, config: Config) -> str:
+    """Where the index of the workspace `root` is with `config`: a local folder (`.memsearch/milvus.db` unless
+    `milvus.uri` names another) or a server's URI."""
+    return config.milvus.uri or str(root / INDEX_DIR / "milvus.db")
 
 
 def with_index_settings(config: Config, source: Config) -> Config:

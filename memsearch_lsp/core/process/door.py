@@ -49,9 +49,10 @@ def open_memory(
     root = root.resolve()
     require_memory_workspace(root, config)
     deadline = time.monotonic() + wait_s
+    memory = Memory(root, config=config, **settings)  # (opens nothing yet) its index: where an owner holds the lock
     while True:
         try:
-            sock = find_owner(root)
+            sock = find_owner(root, memory.uri)
         except UntrustedOwner as exc:
             log.warning("%s; opening the index here", exc)
             sock = None
@@ -60,7 +61,6 @@ def open_memory(
         if sock is not None:
             log.info("%s: following the process that owns the index (%s)", root.name, sock)
             return RemoteMemory(root, sock, config=config, **settings)
-        memory = Memory(root, config=config, **settings)
         try:
             memory.claim()
             log.info("%s: opened the index at %s (%d chunks)", root.name, memory.uri, memory.store.count())
@@ -70,6 +70,7 @@ def open_memory(
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+            memory = Memory(root, config=config, **settings)
 
 
 class Door:

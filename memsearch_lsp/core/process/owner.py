@@ -5,7 +5,8 @@ IndexApi operations (core/process/protocol.py) on a socket with owner-only permi
 `.memsearch/server.json`; the CLI, hooks and other editor windows call it through `RemoteMemory`. A client trusts a
 record and a socket only when they, and the folder holding them, belong to its own user with private modes, and
 when the process answering is of its user (peer credentials); anything else is refused with one message naming the
-path. A record or socket left by a killed process is detected (nobody answers, the pid is gone) and removed.
+path. A record or socket left by a killed process is detected and removed: its socket is not there, or nobody
+answers and its pid does not hold the index's lock (this process's own path for it; never one a record names).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.config import Config
+from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core import wire
 from memsearch_lsp.core.api import IndexApi, MemoryApi, Remembered
 from memsearch_lsp.core.files import folder_fd, read_file, remove_file, write_file
@@ -36,8 +37,8 @@ from memsearch_lsp.core.process import protocol
 from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerGone, asked_of_owner
 from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.core.store import is_local_uri
-from memsearch_lsp.core.store.folder import LOCK, locked_by_other
-from memsearch_lsp.core.workspace import MemoryFiles, with_index_settings
+from memsearch_lsp.core.store.folder import LOCK, lock_holder
+from memsearch_lsp.core.workspace import MemoryFiles, index_uri, with_index_settings
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -149,39 +150,55 @@ def call(
             raise OwnerGone(f"the index owner closed the connection ({exc})") from exc
 
 
-def _owner_alive(root: Path, record: dict[str, Any]) -> bool:
-    """The recorded owner still runs and still holds the index (a reused pid holds no lock)."""
-    pid = int(record.get("pid", 0) or 0)
-    if not pid or not pid_alive(pid):
+def holds_index(pid: int, index: str) -> bool:
+    """Process `pid` runs and holds the index at `index`: this process's own path for it (its settings), never the
+    one a record names. A local folder's lock is held, by `pid` as the holder wrote it there, or by a holder that
+    wrote no pid of a live process (a reused pid, or pid 1, holds no lock; a stopped owner still does); an index on
+    a server has no lock: `pid` runs."""
+    if not pid_alive(pid):
         return False
-    uri = Path(str(record.get("index", root / INDEX_DIR / "milvus.db")))
-    return locked_by_other(uri) if uri.is_dir() else True
+    if not is_local_uri(index):
+        return True
+    holder = lock_holder(Path(index))  # (a pid the holder did not write yet, or one of a holder gone: not known)
+    return holder is not None and (holder == pid or not pid_alive(holder))
 
 
-def find_owner(root: Path) -> str | None:
-    """The socket of a live owner of `root`'s index; stale records and sockets are removed. UntrustedOwner for a
-    record or socket that is not this user's; an owner alive but not answering raises OwnerGone (busy or stuck:
-    the caller does not wait for it longer than one ping), one that refuses or drops the call is closing: None."""
+def record_pid(record: dict[str, Any]) -> int:
+    """The pid a record names (0 for none, or for one that is no number)."""
+    try:
+        return int(record.get("pid", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def find_owner(root: Path, index: str | None = None) -> str | None:
+    """The socket of a live owner of `root`'s index (at `index`, the caller's own path for it: by default its
+    settings'); stale records and sockets are removed. UntrustedOwner for a record or socket that is not this
+    user's; an owner that holds the index but does not answer raises OwnerGone (busy or stuck: the caller does not
+    wait for it longer than one ping), one that refuses or drops the call is closing: None. A record is stale when
+    its socket is not there, or its pid does not hold the index: it is removed (said once) and the caller goes on
+    alone (a live owner whose socket was deleted publishes both again: core/process/owner.py `_keep`)."""
     record = read_record(root)
     if record is None:
         return None
-    sock = str(socket_path_for(root))
-    if str(record["socket"]) != sock:  # only ever talk to (or remove) the socket this program names
-        log.warning("ignoring %s: it names a socket other than %s", record_path(root), sock)
-        return None
+    pid, sock = record_pid(record), str(socket_path_for(root))
+    index = index if index is not None else index_uri(root, load_config(root))
     try:
+        if str(record["socket"]) != sock:  # only ever talk to (or remove) the socket this program names
+            raise UntrustedOwner(f"{record_path(root)} names a socket other than {sock}")
         call(sock, "ping", {}, timeout=PING_TIMEOUT_S)
         return sock
     except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
-        if isinstance(exc, UntrustedOwner) and pid_alive(int(record.get("pid", 0) or 0)):
-            raise
-        if _owner_alive(root, record):
+        if isinstance(exc, FileNotFoundError):  # (a record no owner wrote: committed, copied; or a socket deleted)
+            log.warning("removing the index owner record %s of pid %s: its socket is not there", record_path(root), pid)
+        elif not holds_index(pid, index):
+            log.info("removing a stale index owner record (pid %s does not hold the index): %s", pid, exc)
+        else:
+            if isinstance(exc, UntrustedOwner):
+                raise
             if isinstance(exc, ConnectionError):  # refused or reset: it is closing (the caller waits for its lock)
                 return None
-            raise OwnerGone(
-                f"the process that owns the index of {root} (pid {record.get('pid')}) does not answer ({exc})"
-            ) from exc
-        log.info("removing a stale index owner record (pid %s): %s", record.get("pid"), exc)
+            raise OwnerGone(f"the process that owns the index of {root} (pid {pid}) does not answer ({exc})") from exc
         _remove_stale(root)
         return None
 

@@ -40,16 +40,22 @@ def hold(folder: Path) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
-        holder = b""
-        with contextlib.suppress(OSError):
-            holder = os.pread(fd, 16, 0).strip()
+        holder = _written_pid(fd)
         os.close(fd)
-        who = f" (pid {int(holder)})" if holder.isdigit() else ""
+        who = f" (pid {holder})" if holder else ""
         raise IndexBusy(f"another process{who} holds the index at {folder}") from exc
     with contextlib.suppress(OSError):  # who holds it, for that message in the others
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _written_pid(fd: int) -> int:
+    """The pid the holder of the lock `fd` wrote into it (0 when none yet)."""
+    holder = b""
+    with contextlib.suppress(OSError):
+        holder = os.pread(fd, 16, 0).strip()
+    return int(holder) if holder.isdigit() else 0
 
 
 def let_go(fd: int) -> None:
@@ -72,20 +78,26 @@ def still_held(fd: int, folder: Path) -> bool:
 
 def locked_by_other(folder: Path) -> bool:
     """True when another process holds the lock of the index folder `folder`."""
+    return lock_holder(folder) is not None
+
+
+def lock_holder(folder: Path) -> int | None:
+    """The pid of the process that holds the lock of the index folder `folder`, as it wrote it there (0 when it
+    wrote none yet); None when no process holds it."""
     import fcntl
 
     try:
         with folder_fd(folder) as dir_fd:
             fd = os.open(LOCK, os.O_RDONLY | NO_FOLLOW, dir_fd=dir_fd)
     except OSError:
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
+        return _written_pid(fd)
     finally:
         os.close(fd)  # (closing our description releases a lock it took)
-    return False
+    return None
 
 
 def claim(folder: Path) -> tuple[int, bool]:

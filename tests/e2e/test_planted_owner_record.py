@@ -1,0 +1,83 @@
+"""An owner record no owner wrote (a `.memsearch/server.json` committed in a repository, naming pid 1 and the socket
+its clone will have) stops no command, `reset` included: only this program's own index lock says whether a process
+holds the index, never what a record says (audit H, finding 2)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memsearch_lsp.core.process.owner import socket_path_for
+from tests.helpers import cli
+
+SAID = "removing the index owner record"
+
+
+def plant(workspace: Path, pid: int, *, as_git_makes_it: bool = False) -> Path:
+    """The record a repository commits: pid `pid`, the socket this program names for the clone, a file as the index;
+    modes as git makes them (0755 / 0644), or as the first command in the clone left them (0700 / 0600)."""
+    folder = workspace / ".memsearch"
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o755 if as_git_makes_it else 0o700)
+    record = folder / "server.json"
+    sock = socket_path_for(workspace.resolve())
+    record.write_text(json.dumps({"pid": pid, "socket": str(sock), "index": "/etc/hostname"}))
+    record.chmod(0o644 if as_git_makes_it else 0o600)
+    return record
+
+
+@pytest.fixture(autouse=True)
+def no_warm_owner_left(tmp_path: Path) -> Iterator[None]:
+    yield
+    for record in tmp_path.rglob(".memsearch/server.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pid = int(json.loads(record.read_text())["pid"])
+            if pid > 1 and pid != os.getpid():
+                os.kill(pid, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("as_git_makes_it", [False, True], ids=["private", "as-git-makes-it"])
+def test_a_planted_record_naming_pid_1_stops_no_command_and_is_removed_saying_so_once(
+    workspace: Path, as_git_makes_it: bool
+) -> None:
+    record = plant(workspace, 1, as_git_makes_it=as_git_makes_it)
+    said = ""
+    for args in (
+        ("index",),
+        ("search", "Redis cache config"),
+        ("remember", "The planted record is gone."),
+        ("status",),
+        ("reset", "--yes"),
+        ("search", "Redis cache config"),
+    ):
+        result = cli(workspace, *args, timeout=120)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "IndexBusy" not in result.stderr and "does not answer" not in result.stderr
+        said += result.stderr
+    assert "Redis" in result.stdout  # (the index rebuilt after reset)
+    assert not record.exists()
+    assert said.count(SAID) == 1 and "server.json" in said, said
+
+
+def test_a_record_whose_pid_holds_no_lock_is_stale_though_its_socket_listens(workspace: Path) -> None:
+    """A live pid (this test's) that holds no index lock, a socket that takes connections and never answers: not an
+    owner (a stopped owner, which holds the lock, is: tests/e2e/test_security_iv.py)."""
+    assert cli(workspace, "index").returncode == 0
+    record = plant(workspace, os.getpid())
+    path = str(socket_path_for(workspace.resolve()))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.bind(path)
+        os.chmod(path, 0o600)
+        silent.listen(8)
+        started = time.monotonic()
+        result = cli(workspace, "search", "Redis cache config", timeout=120)
+    assert result.returncode == 0 and "Redis" in result.stdout, result.stderr
+    assert time.monotonic() - started < 30 and not record.exists() and not os.path.lexists(path)
