@@ -188,7 +188,15 @@ def check_index(ctx: Context) -> Check:
         return Check("index", "skip", "not opened: the model does not load (see the model check)")
     from memsearch_lsp.core.files import not_writable
     from memsearch_lsp.core.memory import INDEX_DIR, Memory
-    from memsearch_lsp.core.process.owner import OwnerGone, UntrustedOwner, call, pid_alive, read_record
+    from memsearch_lsp.core.process.owner import (
+        OwnerGone,
+        UntrustedOwner,
+        call,
+        holds_index,
+        read_record,
+        record_pid,
+        socket_path_for,
+    )
     from memsearch_lsp.core.store.folder import locked_by_other
 
     if ctx.config.milvus.uri:
@@ -213,9 +221,11 @@ def check_index(ctx: Context) -> Check:
     except UntrustedOwner as exc:
         return Check("index", "fail", str(exc), f"remove {ctx.root / INDEX_DIR} (it is only a cache)", data)
     if record is not None:
-        pid = int(record.get("pid", 0) or 0)
+        pid = record_pid(record)
         data.update(owner_pid=pid, socket=str(record["socket"]))
         try:
+            if str(record["socket"]) != str(socket_path_for(ctx.root)):  # (only ever the socket this program names)
+                raise UntrustedOwner(f"{record['socket']} is not the socket of this workspace's index owner")
             status = call(str(record["socket"]), "status", {}, timeout=10)
             data.update(files=status.get("files"), chunks=status.get("chunks"))
             return Check(
@@ -225,7 +235,7 @@ def check_index(ctx: Context) -> Check:
                 data=data,
             )
         except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
-            if isinstance(exc, UntrustedOwner) or pid_alive(pid):
+            if holds_index(pid, str(db)):  # (never what the record says: its pid may be any, 1 included)
                 return Check(
                     "index",
                     "fail",

@@ -67,6 +67,13 @@ def test_a_planted_record_naming_pid_1_stops_no_command_and_is_removed_saying_so
     assert said.count(SAID) == 1 and "server.json" in said, said
 
 
+def test_doctor_calls_a_planted_record_stale_never_pid_1_an_owner_to_stop(workspace: Path) -> None:
+    assert cli(workspace, "index").returncode == 0
+    plant(workspace, 1)
+    result = cli(workspace, "doctor", timeout=120)
+    assert "stale owner record" in result.stdout and "stop process 1" not in result.stdout, result.stdout
+
+
 def test_a_record_whose_pid_holds_no_lock_is_stale_though_its_socket_listens(workspace: Path) -> None:
     """A live pid (this test's) that holds no index lock, a socket that takes connections and never answers: not an
     owner (a stopped owner, which holds the lock, is: tests/e2e/test_security_iv.py)."""
