@@ -1,6 +1,6 @@
 """An owner record no owner wrote (a `.memsearch/server.json` committed in a repository, naming pid 1 and the socket
-its clone will have) stops no command, `reset` included: only this program's own index lock says whether a process
-holds the index, never what a record says (audit H, finding 2)."""
+its clone will have) stops no command, `reset` included, and never turns the Claude Code hooks off: only this
+program's own index lock says whether a process holds the index, never what a record says (audit H, finding 2)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,18 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core.process.owner import socket_path_for
-from tests.helpers import cli
+from memsearch_lsp.core.process.owner import pid_alive, socket_path_for
+from tests.helpers import ROOT, cli, wait_until
 
+HOOK = ROOT / "integrations" / "claude-code" / "scripts" / "memsearch_hook.py"
 SAID = "removing the index owner record"
 
 
@@ -88,3 +91,32 @@ def test_a_record_whose_pid_holds_no_lock_is_stale_though_its_socket_listens(wor
         result = cli(workspace, "search", "Redis cache config", timeout=120)
     assert result.returncode == 0 and "Redis" in result.stdout, result.stderr
     assert time.monotonic() - started < 30 and not record.exists() and not os.path.lexists(path)
+
+
+def hook(name: str, event: dict[str, str], **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE_"))}
+    environ.update({"MEMSEARCH_HOOK_CLI": f"{sys.executable} -m memsearch_lsp", **env})
+    return subprocess.run(
+        [sys.executable, str(HOOK), name],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environ,
+    )
+
+
+def test_a_planted_record_never_turns_the_hooks_recall_nor_their_warm_owner_off(workspace: Path) -> None:
+    record = plant(workspace, 1)
+    event = {"session_id": "s-1", "cwd": str(workspace), "prompt": "What TTL do we use for the Redis cache?"}
+    result = hook("user-prompt-submit", event, MEMSEARCH_HOOK_WARM_IDLE="60", MEMSEARCH_HOOK_TIMEOUT="60")
+    assert result.returncode == 0 and "skipped" not in result.stderr, result.stderr
+    assert "Redis Caching" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    def warm_owner() -> int:  # the one this prompt started, not a process a record names
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pid = int(json.loads(record.read_text())["pid"])
+            return pid if pid > 1 and pid_alive(pid) else 0
+        return 0
+
+    wait_until(warm_owner, "a warm owner the prompt's hook started", timeout=60)

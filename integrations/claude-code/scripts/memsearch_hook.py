@@ -224,15 +224,22 @@ def user_root() -> Path | None:
 
 
 def owner_running(event: dict[str, Any], root: Path | None = None) -> bool:
-    """True when a process (an editor's server, a warm owner) serves this project's index (or `root`'s)."""
-    try:
-        record = json.loads(((root or project(event)) / ".memsearch" / "server.json").read_text())
-        os.kill(int(record["pid"]), 0)
-        return True
-    except PermissionError:
-        return True
-    except (OSError, ValueError, KeyError, TypeError):
+    """True when a process (an editor's server, a warm owner) serves this project's index (or `root`'s): one listens
+    on the socket this program names for it (a stopped one too: the system takes the connection). What a record
+    says is never trusted: a `.memsearch/server.json` committed in a repository, naming pid 1, turned the warm
+    owner off."""
+    sock = owner_socket(event, root)
+    if sock is None:
         return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(1.0)
+        try:
+            conn.connect(sock)
+        except (socket.timeout, BlockingIOError):  # noqa: UP041 (3.8) a full backlog: it listens
+            return True
+        except OSError:  # refused: a socket left by a killed owner
+            return False
+    return True
 
 
 def owner_socket(event: dict[str, Any], where: Path | None = None) -> str | None:
