@@ -120,3 +120,16 @@ def test_a_planted_record_never_turns_the_hooks_recall_nor_their_warm_owner_off(
         return 0
 
     wait_until(warm_owner, "a warm owner the prompt's hook started", timeout=60)
+
+
+def test_a_file_committed_as_the_socket_keeps_no_owner_from_serving(workspace: Path) -> None:
+    """A regular file at `.memsearch/server.sock` (no socket: never removed by a client) was in the way of every owner's
+    listening socket: the owner, which holds the index, removes it and serves."""
+    planted = socket_path_for(workspace.resolve())
+    planted.parent.mkdir(mode=0o700, exist_ok=True)
+    planted.write_text("not a socket\n")
+    cli(workspace, "warm", "--detach", "--idle", "30", check=True)
+    record = json.loads((workspace / ".memsearch" / "server.json").read_text())
+    assert record["socket"] == str(planted) and planted.is_socket()
+    found = cli(workspace, "search", "Redis cache config", "--json", check=True)
+    assert json.loads(found.stdout)["hits"]

@@ -108,11 +108,12 @@ def read_record(root: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and "socket" in data else None
 
 
-def _remove_stale(root: Path) -> None:
-    """Remove this program's record and socket for `root` (the socket only when it is one)."""
+def _remove_stale(root: Path, owner: bool = False) -> None:
+    """Remove this program's record and socket for `root` (the socket only when it is one; for the owner, which holds
+    the index, anything there but a folder: a file committed as `server.sock` would keep every owner from listening)."""
     with contextlib.suppress(OSError):
         path = socket_path_for(root)
-        if stat.S_ISSOCK(path.lstat().st_mode):
+        if stat.S_ISSOCK(mode := path.lstat().st_mode) or (owner and not stat.S_ISDIR(mode)):
             path.unlink()
     with contextlib.suppress(OSError), folder_fd(root / INDEX_DIR) as fd:
         remove_file(fd, RECORD)
@@ -253,7 +254,7 @@ class OwnerServer:
         """Listen on the socket (owner-only) and write the record naming it: at start, and again once they were
         deleted (the socket listened on before is closed: a path unlinked reaches it no more)."""
         _ = self.memory.index_dir  # a real private folder of this user, never a link (files.UnsafeFolder)
-        _remove_stale(self.memory.root)
+        _remove_stale(self.memory.root, owner=True)
         self.socket = socket_path_for(self.memory.root)
         old = os.umask(0o077)
         try:
