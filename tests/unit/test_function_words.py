@@ -58,9 +58,12 @@ def test_function_words_of_every_language_are_left_out(query: str, counted: set[
 
 def test_a_sure_language_keeps_words_that_are_function_words_only_elsewhere() -> None:
     """A question surely in English keeps "die" and "van" (German and Dutch function words); the same words in a
-    query too short to be told English from are left out, and a query that holds nothing else counts nothing."""
+    sentence too short to be told English from are left out; a keyword of one or two words keeps them."""
     assert {"die", "van"} <= said("What did the team say about the van and the die casting?")
     assert said("die casting van") == {"cast", "casting"}  # read as Dutch, not surely English
-    assert said("nach") == set() and said("the") == set()
+    assert said("the") == set() and said("the nach") == {"nach"}  # a keyword: only English's are left out
+    for keyword in ("son", "comment", "van", "nach"):  # English words too ("my son", "a comment", "rented a van")
+        assert said(keyword) == {keyword} and said(f"my {keyword}") == {keyword}
+    assert said("Is the NAS in the EU under MIT terms") >= {"nas", "eu", "mit"}  # in capitals: names
     assert said("Reise nach Berlin", Analyzer("en")) == {"reis", "nach", "berlin"}  # search.language decides
     assert said("recipe for lemon cake") == {"recip", "lemon", "cake"}

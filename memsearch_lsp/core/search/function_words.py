@@ -7,9 +7,11 @@ note relevant (`function_terms`, used by core/search/hybrid.py):
 - Latin-script words: each language's function words (the detection lists of core/search/analyzer.py, English's
   stop words) and its question words and possessives ("cuándo", "qué", "wann", "pourquoi", "mi"), matched with
   their accents folded ("Cuándo" and "cuando" alike). When the query's language is sure (a question holding two of
-  its function words, a Chinese question, or `search.language` set), that language's list decides; otherwise a
-  word that is a function word in any language is left out: a short query cannot be told German from English by
-  its words ("Reise nach Berlin" is read as English), and a German "nach" must not make a note relevant.
+  its function words, a Chinese question, or `search.language` set), that language's list decides; otherwise
+  English's, and in a query of SENTENCE_WORDS words or more a word that is a function word in any language: such a
+  query cannot be told German from English by its words ("Reise nach Berlin" is read as English), and a German
+  "nach" must not make a note relevant; a query of one or two words is a keyword ("son", "comment", "van" are
+  English words too). A word in capitals ("EU", "MIT") is a name, never a function word.
 - Chinese and Japanese text is analysed as characters and pairs of characters, with no word boundaries: function
   characters (的 了 吗 什 么 の は ...) and the pairs that hold one count for nothing, and the characters of the
   query's longer words (`characters`) count only beyond its heaviest one (core/search/hybrid.py said_share): one
@@ -27,6 +29,8 @@ from functools import cache
 
 from memsearch_lsp.core.search.analyzer import FUNCTION_WORDS, STOP_WORDS, Analyzer, fold, other_forms
 from memsearch_lsp.core.search.language import QUERY_SURE, sure_language
+
+SENTENCE_WORDS = 3  # a query of this many words or more is a sentence: any language's function words say nothing
 
 # Relevance only (detection does not use them: they are rare in notes): question words and possessives.
 _ASKING = {
@@ -70,14 +74,17 @@ def function_terms(analyzer: Analyzer, text: str) -> set[str]:
     lang = analyzer.language if analyzer.language != "auto" else sure_language(text, QUERY_SURE)
     of = _languages_of()
     left, kept = set(), set()
-    for word, terms in analyzer.query_words(text):
+    words = analyzer.query_words(text)
+    sentence = sum(not _CJK_RUN.match(word) for word, _ in words) >= SENTENCE_WORDS
+    names = {fold(w) for w in re.findall(r"\b[A-Z]{2,}\b", text)}  # EU, MIT, NAS: names, not function words
+    for word, terms in words:
         if _CJK_RUN.match(word):
             content = _cjk_content(word)
             kept |= content
             left |= set(terms) - content
             continue
-        langs = of.get(fold(word), frozenset())
-        if lang in langs or (langs and not lang):
+        langs = of.get(fold(word), frozenset()) if fold(word) not in names else frozenset()
+        if lang in langs or (not lang and ("en" in langs or (langs and sentence))):
             left |= {*terms, *other_forms(word)}
         else:
             kept |= set(terms)
