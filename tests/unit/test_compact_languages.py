@@ -190,6 +190,11 @@ _CACHE = "Causa raíz: la caché de miniaturas nunca se vaciaba."
         ("Über den neuen Message-Broker noch keine Entscheidung, wir haben uns nicht geeinigt.", None),
         ("On a parlé du repas de Noël, rien de décidé.", None),
         ("我们讨论了很久要不要换掉现在的报表工具，最后还是没有结论。", None),
+        # ... while an English one that says "no one decides" is taken
+        (
+            "Decision: no single team decides the API schema alone; changes go through the API guild.",
+            ("decision", "no single team decides the API schema alone; changes go through the API guild."),
+        ),
         # what caused a failure is what happened (the summary keeps it), not a rule, even told with "never"
         ("Root cause of the memory leak in the image service: the size cache was never cleared.", None),
         ("The root cause was that the notifier never returned its connections.", None),
