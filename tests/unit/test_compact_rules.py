@@ -292,6 +292,11 @@ def test_a_clause_going_on_about_its_own_sentence_is_no_bare_pronoun() -> None:
         ("3 de maio de 2027: reunião", "reunião"),
         ("2027年5月3日 星期一", ""),
         ("5月3日上海会议", "上海会议"),
+        ("Monday, the 3rd of May", ""),
+        ("2027-05-03 Monorepo migration", "Monorepo migration"),  # a weekday is a whole word, not "Mon..."
+        ("Mon 3 May 2027 — Frieda joins", "Frieda joins"),
+        ("2027-05-03 on-call handover", "on-call handover"),
+        ("3 of 5 replicas down", None),  # numbers that happen to be the day and month, not a date
         ("3 June planning", None),  # another day's date is a fact of the title
         ("Sprint 3", None),
         ("May 2027 roadmap", None),

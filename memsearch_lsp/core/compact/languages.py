@@ -51,7 +51,8 @@ _WORDS: dict[str, tuple[str, str]] = {
         # (the verbs' own forms: "decid\w*" would take English "no single team decides ..." for one)
         r"nada (?:\w+ )?(?:decidido|resolvido|definido|combinado)|"
         r"não (?:\w+ ){0,2}decid(?:imos|iram|iu|ido|ida)\b|sem (?:decisão|conclusão)|"
-        r"nada (?:\w+ )?(?:resuelto|acordado)|no (?:\w+ ){0,2}(?:decid(?:imos|ieron|ió|ido|ida)\b|acordamos|hay decisión)|"
+        r"nada (?:\w+ )?(?:resuelto|acordado)|"
+        r"no (?:\w+ ){0,2}(?:decid(?:imos|ieron|ió|ido|ida)\b|acordamos|hay decisión)|"
         r"sin (?:decisión|conclusión|acuerdo)|indecis\w*|"
         r"nichts (?:\w+ )?(?:entschieden|beschlossen|vereinbart|festgelegt)|keine (?:Entscheidung|Einigung)|"
         r"nicht (?:\w+ )?(?:entschieden|beschlossen|geeinigt|festgelegt)|unentschieden|bleibt offen|"

@@ -46,11 +46,13 @@ _MONTHS = [
         r"dec(?:ember)?|dezembro|diciembre|dez(?:ember)?|décembre",
     )
 ]
-_DAY_WORD = re.compile(
-    r"(?i:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?|(?:segunda|terça|quarta|quinta|sexta)(?:-feira)?|sábado|domingo|"
+_DAY_WORD = re.compile(  # a weekday, whole ("Mon", "Thurs.", "Monday": never "Monorepo", "Frieda")
+    r"(?i:(?:mon|tues?|wed|weds|thu|thur|thurs|fri|sat|sun)\.?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"(?:segunda|terça|quarta|quinta|sexta)(?:-feira)?|sábado|domingo|"
     r"lunes|martes|miércoles|jueves|viernes|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|lundi|mardi|"
-    r"mercredi|jeudi|vendredi|samedi|dimanche|the|of|de|del|den|der|du|le|on)|(?:星期|礼拜|周)[一二三四五六日天]"
+    r"mercredi|jeudi|vendredi|samedi|dimanche)|(?:星期|礼拜|周)[一二三四五六日天]"
 )
+_SMALL_WORD = re.compile(r"(?i:the|of|de|del|den|der|du|le|on)")  # between a date's words ("the 3rd of May")
 _DATE_TOKEN = re.compile(r"[\s,./·|—–-]*(?:(\d{1,4})(?:st|nd|rd|th|º|ª|\.|[年月日号])?|([^\W\d_]+(?:-feira)?\.?))")
 NOTES = "Notes"  # the topic of text under no heading but the log's date title or a time stamp
 SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
@@ -122,20 +124,29 @@ def undated(title: str, date: str) -> str | None:
     if not date:
         return None
     year, month, day = (int(x) for x in date.split("-"))
-    numbers, named, pos = [], False, 0
+    numbers, named, small, pos, end = [], False, False, 0, 0  # (end: after the last date word, not a small word;
+    # small: a small word stood between two of its words)
     if title.startswith(date):
         numbers, pos = [day, month], len(date)
+        end = pos
     while (token := _DATE_TOKEN.match(title, pos)) and token.end() > pos:
+        word = token.group(2)
         if token.group(1):
             numbers.append(int(token.group(1)))
-        elif _MONTHS[month - 1].fullmatch(token.group(2)):
+        elif _MONTHS[month - 1].fullmatch(word):
             named = True
-        elif not _DAY_WORD.fullmatch(token.group(2)):
+        elif _SMALL_WORD.fullmatch(word):
+            pos = token.end()
+            continue
+        elif not _DAY_WORD.fullmatch(word):
             break
-        pos = token.end()
+        small = small or pos > end > 0
+        pos = end = token.end()
     others = set(numbers) - {day} if numbers.count(day) == 1 else set(numbers)
-    if day not in numbers or not (named or {month, year, year % 100} & others):
+    # numbers alone make a date only side by side ("3/5", "03.05.2027"), never "3 of 5 replicas"
+    if day not in numbers or not (named or ({month, year, year % 100} & others and not small)):
         return None
+    pos = end
     return title[pos:].strip(" \t,.:;/·|—–-")
 
 
