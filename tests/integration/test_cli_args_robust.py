@@ -4,6 +4,7 @@ answer invalid params, -32602, and keep serving)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import socket
 import time
@@ -63,7 +64,14 @@ def test_bad_arguments_get_a_clear_message_and_exit_1(workspace: Path, args: tup
     assert as_json.returncode == 1 and needle in error["message"] and error["hint"]
 
 
-def test_a_source_given_as_a_path_in_the_workspace_is_its_glob(workspace: Path) -> None:
+def test_a_source_given_as_a_path_in_the_workspace_is_its_glob(workspace: Path, tmp_path: Path) -> None:
+    from memsearch_lsp.core.search.filters import make_filter
+
+    root = workspace.resolve()
+    (tmp_path / "link").symlink_to(root)
+    anchored = make_filter(source=str(tmp_path / "link" / "memory" / "MEMORY.md"), today=dt.date.today(), root=root)
+    assert anchored.sources == ("/memory/MEMORY.md",)  # through a link; that file, not every MEMORY.md below
+    assert anchored.allows("memory/MEMORY.md") and not anchored.allows("memory/team/memory/MEMORY.md")
     for given in (str(workspace / "memory" / "2026-02-05.md"), "./memory/2026-02-05.md", "/memory/2026-02-05.md"):
         result = cli(workspace, "search", "Kafka", "--json", "--source", given, timeout=120)
         hits = json.loads(result.stdout)["hits"]

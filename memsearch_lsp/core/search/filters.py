@@ -197,10 +197,10 @@ def _inside(glob: str, root: Path) -> str:
     """A path given for a source (`/home/me/project/memory/*.md`, `../notes/*.md`) as the glob under `root` it names;
     FilterError when it is outside. An anchored pattern whose first folder the file system lacks (`/memory/*.md`)
     stays as it is: gitignore's "from the workspace's top"."""
-    path = Path(os.path.normpath(root / Path(glob).expanduser()))
-    for base in (root, root.resolve()):
-        if base == path or base in path.parents:
-            return path.relative_to(base).as_posix() if base != path else "**"
+    written = Path(os.path.normpath(root / Path(glob).expanduser()))
+    for path, base in ((written, root), (Path(os.path.realpath(written)), root.resolve())):  # (through a link too)
+        if base == path or base in path.parents:  # anchored: that file, not one of its name in any folder
+            return "/" + path.relative_to(base).as_posix() if base != path else "**"
     if glob.startswith("/") and not Path("/", *Path(glob).parts[1:2]).exists():
         return glob
     raise FilterError(f"the source {glob!r} is outside the workspace {root}: give a path or glob inside it")
