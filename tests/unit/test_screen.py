@@ -15,6 +15,8 @@ def test_a_wide_character_takes_two_columns_and_a_joined_emoji_is_one() -> None:
     assert fit(f"家{FAMILY}旅", 3) == "家" and fit(f"家{FAMILY}旅", 4) == f"家{FAMILY}"
     assert [fit(FLAGS, n) for n in (1, 2, 3)] == ["", "🇧🇷", "🇧🇷"]
     assert fit("cafe\u0301s", 4) == "cafe\u0301"  # the accent stays with its letter
+    assert columns("👍🏽") == 2 and fit("ab👍🏽cd", 4) == "ab👍🏽"  # a skin tone is shown in its emoji's columns
+    assert fit("नमस्ते", 2) == "नम" and fit("कीx", 1) == ""  # a vowel sign stays with its consonant
     assert [boundary(FLAGS, n) for n in range(5)] == [0, 2, 2, 4, 4]
 
 

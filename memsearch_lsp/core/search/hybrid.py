@@ -156,7 +156,7 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     "deployed"); the earliest such place, from the start of the sentence or item of its first match (a little before
     that match at most)."""
     text = body_of(content) or " ".join(content.split())
-    if columns(text) <= width:
+    if len(text) <= width // 2 or (len(text) <= 2 * width and columns(text) <= width):  # (a character takes 2 at most)
         return text
     lowered = text.lower()
     words = {w.lower() for w in _WORD.findall(query) if len(w) > 1}

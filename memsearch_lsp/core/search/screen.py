@@ -9,9 +9,14 @@ _JOINER = "\u200d"
 
 
 def _width(char: str) -> int:
-    if unicodedata.combining(char) or char == _JOINER or "\ufe00" <= char <= "\ufe0f":
+    if unicodedata.combining(char) or char == _JOINER or "\ufe00" <= char <= "\ufe0f" or _modifier(char):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def _modifier(char: str) -> bool:
+    """A skin tone or a tag: it changes the emoji before it, shown in that one's columns."""
+    return "\U0001f3fb" <= char <= "\U0001f3ff" or "\U000e0020" <= char <= "\U000e007f"
 
 
 def _flag_half(char: str) -> bool:
@@ -19,14 +24,9 @@ def _flag_half(char: str) -> bool:
 
 
 def _joins(before: str, char: str) -> bool:
-    """`char` belongs to the character shown before it: a mark, a joiner or what follows one, a skin tone, a tag."""
-    return (
-        _width(char) == 0
-        or before == _JOINER
-        or "\U0001f3fb" <= char <= "\U0001f3ff"
-        or "\U000e0020" <= char <= "\U000e007f"
-        or unicodedata.category(char) == "Mn"
-    )
+    """`char` belongs to the character shown before it: a mark (a Hindi vowel sign too), a joiner or what follows one,
+    a skin tone, a tag."""
+    return _width(char) == 0 or before == _JOINER or unicodedata.category(char) in ("Mn", "Mc", "Me")
 
 
 def boundary(text: str, at: int) -> int:
