@@ -90,10 +90,9 @@ class Memory(MemoryFiles):
 
     @property
     def collection(self) -> str:
-        name = self.config.milvus.collection
-        if not is_local_uri(self.uri) and name == "memsearch":  # a shared server: one collection per root
-            name += "_" + hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
-        return name
+        name = self.config.milvus.collection  # on a server (shared by every workspace): the prefix of one per root
+        suffix = "" if is_local_uri(self.uri) else "_" + hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
+        return name[: 247 - len(suffix)] + suffix  # (247: room for "_windows" in Milvus' 255)
 
     @property
     def index_dir(self) -> Path:

@@ -52,31 +52,48 @@ def untouched(client: Any, name: str, rows: int = 100) -> bool:
     return fields == ["pk", "v"] and len(client.query(name, filter="pk >= 0", output_fields=["pk"])) == rows
 
 
+def test_two_workspaces_naming_one_collection_get_one_each(
+    tmp_path: Path, make_memory: Callable[..., Memory], milvus_server: str
+) -> None:
+    """A name in the user's settings holds for every workspace: each gets its own collection under it, never one
+    shared (each workspace's index would take the other's notes out)."""
+    names = set()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "memory").mkdir(parents=True)
+        (tmp_path / folder / "memory" / "MEMORY.md").write_text(f"# Memory\n\n## {folder}\n\nnote {folder}\n")
+        memory = make_memory(tmp_path / folder, milvus_uri=milvus_server, milvus_collection="team_notes")
+        memory.index()
+        names.add(memory.collection)
+    assert len(names) == 2 and all(n.startswith("team_notes_") for n in names)
+
+
 def test_index_and_reset_never_drop_another_applications_collection(
     workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
 ) -> None:
-    another_application(client, "customers")
     memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="customers")
-    with pytest.raises(StoreError, match=r"collection customers .* not made by memsearch-lsp.*milvus\.collection"):
+    name = memory.collection  # customers_<the root's hash>: one per workspace, the setting its prefix
+    assert name.startswith("customers_") and name != "customers"
+    another_application(client, name)
+    with pytest.raises(StoreError, match=rf"collection {name} .* not made by memsearch-lsp.*milvus\.collection"):
         memory.index()
-    assert untouched(client, "customers")
-    assert not client.has_collection("customers_windows"), "nothing made beside it"
-    with pytest.raises(StoreError, match="collection customers"):
+    assert untouched(client, name)
+    assert not client.has_collection(f"{name}_windows"), "nothing made beside it"
+    with pytest.raises(StoreError, match=f"collection {name}"):
         memory.reset()
-    assert untouched(client, "customers")
+    assert untouched(client, name)
 
 
 def test_another_applications_windows_collection_is_never_dropped(
     workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
 ) -> None:
-    another_application(client, "orders_windows", rows=7)
     memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="orders")
-    with pytest.raises(StoreError, match="collection orders_windows"):
+    another_application(client, f"{memory.collection}_windows", rows=7)
+    with pytest.raises(StoreError, match=f"collection {memory.collection}_windows"):
         memory.index()
-    with pytest.raises(StoreError, match="collection orders_windows"):
+    with pytest.raises(StoreError, match=f"collection {memory.collection}_windows"):
         memory.reset()
-    assert untouched(client, "orders_windows", rows=7)
-    assert not client.has_collection("orders")
+    assert untouched(client, f"{memory.collection}_windows", rows=7)
+    assert not client.has_collection(memory.collection)
 
 
 def first_version_index(client: Any, name: str, dim: int) -> None:
@@ -104,12 +121,13 @@ def test_an_index_of_an_earlier_version_is_rebuilt_and_an_own_index_reset(
     workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
 ) -> None:
     memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="mine")
-    first_version_index(client, "mine", memory.embedder.dim)
+    mine = memory.collection
+    first_version_index(client, mine, memory.embedder.dim)
     stats = memory.index()
     assert stats.chunks_total > 0 and memory.search("deploy")
-    assert {f["name"] for f in client.describe_collection("mine")["fields"]} == FIELDS
-    assert client.has_collection("mine_windows")
+    assert {f["name"] for f in client.describe_collection(mine)["fields"]} == FIELDS
+    assert client.has_collection(f"{mine}_windows")
 
     memory.reset()
-    assert client.has_collection("mine") and memory.status()["chunks"] == 0
+    assert client.has_collection(mine) and memory.status()["chunks"] == 0
     assert memory.index().chunks_total == stats.chunks_total
