@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import string
-import time
 from urllib.parse import quote
 
 import pytest
@@ -395,39 +394,11 @@ def test_redacting_redacted_text_changes_nothing() -> None:
         assert safe_text(once) == once, text
 
 
-@pytest.mark.parametrize("unit", ["a:", "x://u:", "a:/", "a|", ".a{color:red;margin:0}"])
-def test_a_long_line_of_keys_is_read_in_one_pass(unit: str) -> None:
-    """`name: value` was tried again from every `name` of a line, each time to the line's end: 64 KB of `a:` (a
-    minified stylesheet, a table row) took a minute and a half in a captured turn. It takes a moment (not a speed
-    target: 50 times the time it takes here)."""
-    line = unit * (64_000 // len(unit)) + " x"
-    _read_in_a_moment(line)
-
-
-@pytest.mark.parametrize("said", ["password ", "log in with password "])
-def test_a_password_before_a_long_run_of_punctuation_is_read_in_one_pass(said: str) -> None:
-    """The prose rule's value ended where a run of punctuation met a space: read from every length of the value
-    to the run's end, 64 KB of commas took a minute."""
-    _read_in_a_moment(said + "," * 64_000 + "x")
-
-
-def test_a_text_of_many_keys_is_read_in_a_moment() -> None:
-    """Each key found was looked for again with a regex of its own over the whole text: 128 KB of AWS key ids took
-    17 s (it takes a moment)."""
-    _read_in_a_moment("".join(f"AKIA{n:016d} " for n in range(6000)))
-
-
 def test_a_password_that_is_a_word_is_not_redacted_wherever_the_word_is_said() -> None:
     """`DB_PASSWORD=postgres` made every "postgres" of the note a secret: it could no longer be found by that word.
     Only a value that looks made is looked for again."""
     text = "Set DB_PASSWORD=postgres in .env, then restart postgres and run the postgres migrations."
     assert safe_text(text).count("postgres") == 2
-
-
-def _read_in_a_moment(line: str) -> None:
-    started = time.monotonic()
-    safe_text(line)
-    assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize(

@@ -84,13 +84,15 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
         re.compile(
-            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"  # to its END line (past blank lines: PGP armour,
-            r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*?(?=\n[ \t]*\n)|.*\Z)",  # encrypted PEM)
+            # to its END line (past blank lines: PGP armour, encrypted PEM; not past another BEGIN, or a text of BEGIN
+            # lines was read to its end from each), else to a blank line, else to the end
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:(?:(?!-----BEGIN).)*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*?(?=\n[ \t]*\n)|.*\Z)",
             re.DOTALL,
         ),
     ),
     Rule("private-key", re.compile(r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/=]{40,}")),  # base64 of a PEM
-    Rule("private-key", re.compile(r"Private-Lines: *\d+\n(?:[A-Za-z0-9+/=]+\n?)+")),  # PuTTY .ppk
+    Rule("private-key", re.compile(r"Private-Lines: *\d+\n[A-Za-z0-9+/=]+(?:\n[A-Za-z0-9+/=]+)*\n?")),  # PuTTY .ppk
     Rule("anthropic-key", _token("sk-ant-", r"[A-Za-z0-9_-]", 20)),
     Rule(
         "openai-key",
@@ -192,12 +194,16 @@ RULES: tuple[Rule, ...] = (
             r"pwd|pin|door code|api[ _-]?(?:key|token)|access[ _-]?token|secret[ _-]?key|client[ _-]secret|"
             r"(?:webhook|deploy|auth|bot|app|signing|shared)[ _-](?:secret|token)|"
             r"(?:encryption|master) key)|密码|口令)"
-            r"(?:[ \t]+(?i:for|of|do|da|de|del|du|für|pour)[ \t]+[^:\n]{1,40}?"
+            r"(?:[ \t]+(?i:for|of|do|da|de|del|du|für|pour)[ \t]+[^:\s][^:\n]{0,39}?"
             r"(?=[*_`]*[ \t]*(?:[:：]|(?i:is|was|ist|war|lautet|é|es|est|era)[ \t])))?[*_`]*[ \t\xa0]*"
-            r"(?:(?i:is|was|ist|war|lautet|é|es|est|era)[ \t\xa0]+|是|"
-            r"[=:：][*_`]*[ \t\xa0]*(?=['\"`]?[^\s'\"`]+['\"`*_]*[ \t]*(?:[,.;)\]]|[ \t]+\(|$))|"
-            r"(?=[ \t]+['\"][^'\"\n(){}\[\];,=]+ [^'\"\n(){}\[\];,=]+['\"]))"
-            r"[ \t]*(?:'(?P<sq>[^'\n]{1,100})'|\"(?P<dq>[^\"\n]{1,100})\"|`?(?P<value>[^\s'\"`]+)`?)",
+            # (no two quantifiers that may both take one run of spaces, and no unbounded look ahead: from each
+            # keyword, a long line of spaces or of `pw:` was read to its end once per keyword)
+            r"(?:(?i:is|was|ist|war|lautet|é|es|est|era)[ \t\xa0]+|是[ \t]*|"
+            # (the value ends at a mark, a space before `(` or the line's end: its first run without marks read once)
+            r"[=:：][*_`]*[ \t\xa0]*(?=['\"`]?[^\s'\"`](?=(?P<said>[^\s'\"`,.;)\]]{0,255}))(?P=said)"
+            r"(?:[,.;)\]]|['\"`*_]*[ \t]*(?:[,.;)\]]|(?<=[ \t])\(|$)))|"
+            r"(?<=[ \t])(?=['\"][^'\"\n(){}\[\];,=][^'\"\n(){}\[\];,= ]{0,98} [^'\"\n(){}\[\];,=]{1,98}['\"]))"
+            r"(?:'(?P<sq>[^'\n]{1,100})'|\"(?P<dq>[^\"\n]{1,100})\"|`?(?P<value>[^\s'\"`]+)`?)",
             re.MULTILINE,
         ),
         group=("sq", "dq", "value"),
@@ -242,9 +248,11 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "url-password",
         re.compile(
-            r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]*):"
-            r"(?P<password>[^\s\"'][^\s\"']*?)@"  # (an @, # or / in it too: the last @ before a host)
-            r"(?=(?:[\w.-]+|\[[\w:.]+\])(?::\d*)?(?:/|[?#][^\s@]*(?:\s|$)|[)>\"'`,.;!]*(?:\s|$)))"
+            # (at most 256 characters each: from every `scheme://` of a long word, the password was looked for to the
+            # word's end, seconds for 64 KB of `http://`)
+            r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@\"'<>]{0,256}):"
+            r"(?P<password>[^\s\"'][^\s\"']{0,255}?)@"  # (an @, # or / in it too: the last @ before a host)
+            r"(?=(?:[\w.-]{1,255}|\[[\w:.]+\])(?::\d*)?(?:/|[?#][^\s@]*(?:\s|$)|[)>\"'`,.;!]*(?:\s|$)))"
         ),
         group=2,
         keep=lambda m: _stands_in(m["password"], m["user"]),
@@ -268,7 +276,7 @@ RULES: tuple[Rule, ...] = (
     Rule(  # name: value (YAML, JSON, a JavaScript object): only a value that looks like a key, not a word
         "secret",
         re.compile(
-            r"(?<![\w.:/|-])(?<!\$\{)[\"'`]?(?P<name>[A-Za-z_][\w.-]*)[\"'`]?[ \t]*(?::|[ \t]*\|)[ \t]*"
+            r"(?<![\w.:/|-])(?<!\$\{)[\"'`]?(?P<name>[A-Za-z_][\w.-]*)[\"'`]?[ \t]*[:|][ \t]*"
             r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|`(?P<bq>[^`\n]+)`|"
             # the value: to the line's end (`,;&|` in it), at most 256 characters looked at from each start; else a
             # run without those, taken whole (a lookahead holds no backtracking); a name right after `:`, `/` or `|`
@@ -293,7 +301,7 @@ RULES: tuple[Rule, ...] = (
     Rule(  # SQL: CREATE USER bob IDENTIFIED BY 'pw' (or bare), ALTER USER app WITH PASSWORD 'pw', ROLE .. PASSWORD
         "secret",
         re.compile(
-            r"(?i:\b(?:user|role)[ \t]+(?P<user>[\w\"'`@%.-]+)(?:[ \t]+[^;\n]{0,80}?)?[ \t]+"
+            r"(?i:\b(?:user|role)[ \t]+(?P<user>[\w\"'`@%.-]+)(?:[ \t]+[^;\s][^;\n]{0,79}?)?[ \t]+"
             r"(?:identified(?:[ \t]+with[ \t]+\w+)?[ \t]+by(?:[ \t]+password)?|password(?=[ \t]+['\"])))[ \t]+"
             r"(?:'(?P<sq>(?:[^'\n]|'')+)'|\"(?P<dq>[^\"\n]+)\"|(?P<value>[^\s;'\"]+))"
         ),
@@ -302,7 +310,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(  # a token as a URL's user name: https://<token>@github.com/org/repo.git (a user name is a word, a slug)
         "url-token",
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<token>[A-Za-z0-9_~%+-]{16,})@(?=[\w-]+(?:\.[\w-]+)+)"),
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<token>[A-Za-z0-9_~%+-]{16,256})@(?=[\w-]+(?:\.[\w-]+)+)"),
         group=1,
         keep=lambda m: (
             not (_mixed(m[1]) and (len(m[1]) >= 32 or (m[1] != m[1].lower() and m[1] != m[1].upper())))
@@ -334,7 +342,8 @@ class Redaction:
 
 def find_secrets(text: str) -> list[Redaction]:
     """The secrets in `text`, in order, none overlapping (the first rule that claims a span wins)."""
-    found: list[Redaction] = []
+    found: list[Redaction] = []  # (in order, none overlapping: the one before where a span would go is all to check)
+    starts: list[int] = []
     for rule in RULES:
         at = 0
         while (match := rule.pattern.search(text, at)) is not None:
@@ -344,10 +353,11 @@ def find_secrets(text: str) -> list[Redaction]:
                 inner = next((match.start(g) for g in rule.nested if match[g] is not None), -1)
                 at = inner if inner > match.start() else max(match.end(), match.start() + 1)
                 continue
-            if start < end and not any(r.start < end and start < r.end for r in found):
-                found.append(Redaction(rule.kind, start, end))
+            n = bisect.bisect_left(starts, end)
+            if start < end and (n == 0 or found[n - 1].end <= start):
+                found.insert(n, Redaction(rule.kind, start, end))
+                starts.insert(n, start)
             at = max(match.end(), match.start() + 1)
-    found.sort(key=lambda r: r.start)
     return sorted(found + _repeated(text, found), key=lambda r: r.start)
 
 

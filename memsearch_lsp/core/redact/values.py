@@ -23,14 +23,15 @@ _PLACEHOLDER = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 # process.env.TOKEN, self._password: dotted names, each a word in one case or words run together (no digits: a key)
-_WORD = r"(?:[a-z_]+|[A-Z_]+|_*(?:[A-Z]?[a-z]+)+)"
-_REFERENCE = re.compile(rf"^{_WORD}(?:\.{_WORD})+$")
+# (No two ways to read one name, here and in `_NAME`: `(?:[A-Z]?[a-z]+)+` read 30 letters in 2**29 ways before it
+# failed, minutes for `DB_PASSWORD=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1`; a word ends at a dot, so each is read alone.)
+_WORD = re.compile(r"[a-z_]+|[A-Z_]+|_*[A-Z]?[a-z]+(?:[A-Z][a-z]+)*")
 # A variable: `$DB_PASSWORD`, `${DB_PASSWORD:-x}`, `$(cat /run/secrets/db)` (open where the value stops at a space:
 # `${DB_PASSWORD:-a`, `$(cat`).
 # Code: names (each in one case, or words then digits: `Yup`, `getPassword`, `get_secret_v2`, never `Xk9m`)
 # joined by `.`, `::`, `->`, called or indexed with plain arguments (`os.getenv("TOKEN")`, `params[:password]`),
 # ending there or left open (the value stops at a quote, a space or the line's end: `ENV[`, `JWT.encode(payload,`).
-_NAME = r"[_$]*(?:[a-z][a-z0-9_]*|[A-Z][A-Z0-9_]*|(?:[A-Z]?[a-z]+)+[0-9]*)"
+_NAME = r"[_$]*(?:[a-z][a-z0-9_]*|[A-Z][A-Z0-9_]*|[A-Z][a-z]+(?:[A-Z][a-z]+)*[0-9]*|[a-z]+(?:[A-Z][a-z]+)+[0-9]*)"
 _VARIABLE = re.compile(rf"\$(?:{_NAME}|\{{[A-Za-z_]\w*(?:[:?+=-][^{{}}]*\}}|:?[?+=-][\w.-]*|\}})|\([a-z][^()]*\)?)")
 _ARG = r"[\w$.:'\" ,/-]*"
 _ARGS = rf"{_ARG}(?:\({_ARG}\){_ARG})*"
@@ -133,7 +134,7 @@ def _stands_in(value: str, *names: str) -> bool:
         or (value.isdigit() and len(value) < 8)
         or low in ("true", "false", "yes", "no", "on", "off")
         or bool(_PLACEHOLDER.match(value) or _VARIABLE.fullmatch(value) or _MARKED.fullmatch(value.rstrip(".,;!?)")))
-        or bool(_REFERENCE.match(value))
+        or _reference(value)
         or _call(value)
         or _path(value)
         or bool(_ENV_NAME.fullmatch(value))
@@ -142,6 +143,12 @@ def _stands_in(value: str, *names: str) -> bool:
         )
         or any(low == n.lower() or low in _words(n) or (n.lower() in low and not _mixed(value)) for n in names if n)
     )
+
+
+def _reference(value: str) -> bool:
+    """A dotted name: `process.env.TOKEN`, `self._password`."""
+    words = value.split(".")
+    return len(words) > 1 and all(_WORD.fullmatch(word) for word in words)
 
 
 def _secret_name(name: str) -> bool:
@@ -175,14 +182,19 @@ def _mixed(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
-_JOINED_WORDS = re.compile(r"(?:[A-Z]?[a-z]{2,}){3,}|[a-z]{3,}(?:[-_][a-z]{3,}){2,}")  # CorrectHorseBattery, a-b-c
+# CorrectHorseBattery (words of two letters or more, three or more of them), sunflower-meadow-lantern
+_CAMEL_WORDS = re.compile(r"[A-Z]?[a-z]{2,}(?:[A-Z][a-z]{2,})*")
+_JOINED_WORDS = re.compile(r"[a-z]{3,}(?:[-_][a-z]{3,}){2,}")
 
 
 def _passphrase(value: str) -> bool:
     """A value said to be a password that looks like one: a key (letters and digits), words run together
     (CorrectHorseBatteryStaple, sunflower-meadow-lantern) or a generated mix; not a word that says where or how it
     is kept."""
-    joined = _JOINED_WORDS.fullmatch(value) is not None and (not value.islower() or "-" in value or "_" in value)
+    camel = _CAMEL_WORDS.fullmatch(value) is not None and sum(len(r) // 2 for r in re.findall("[a-z]+", value)) >= 3
+    joined = (camel or _JOINED_WORDS.fullmatch(value) is not None) and (
+        not value.islower() or "-" in value or "_" in value
+    )
     return _mixed(value) or joined or _scrambled(value)
 
 
