@@ -283,7 +283,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.notes import clean_note, summarized
+    from memsearch_lsp.core.notes import check_note, clean_note, summarized
 
     if args.text in ([], ["-"]):
         if sys.stdin is None or sys.stdin.isatty():
@@ -291,13 +291,13 @@ def cmd_remember(args: argparse.Namespace) -> int:
         text = sys.stdin.read()
     else:
         text = " ".join(args.text)
-    try:
-        body = clean_note(text)
+    try:  # (redacted once: by `remember`; before a summariser reads it, here, and its summary by `remember`)
+        body = clean_note(text) if args.summarize else check_note(text)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     with _user_memory(create=True) if args.user else _memory(args) as memory:  # type: ignore[union-attr]
         if args.summarize:
-            body = clean_note(summarized(memory.config, memory.root, body))
+            body = summarized(memory.config, memory.root, body)
         heading = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING") or None
         note = memory.remember(body, heading, long_term=args.long_term)
     note = replace(note, scope="user") if args.user else note

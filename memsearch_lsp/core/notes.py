@@ -45,6 +45,9 @@ TURN_PROMPT = (
 )
 
 
+EMPTY_NOTE = "nothing to remember: the text is empty (or all of it private)"
+
+
 class NoteError(ValueError):
     """A note that cannot be remembered as given (empty, too long); nothing was written."""
 
@@ -54,23 +57,35 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("", normalize_newlines(valid_unicode(text)))
 
 
+def check_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
+    """`text` cleaned and stripped; NoteError when it is empty or too long to be a note (what `clean_note` refuses
+    before it looks for secrets: a command checks a note with it before it opens a memory)."""
+    body = clean_text(text).strip()
+    if not body:
+        raise NoteError(EMPTY_NOTE)
+    _fits(body, max_bytes)
+    return body
+
+
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
     """The note to append: cleaned, its `<private>` spans removed and its secrets redacted (core/redact.py),
     stripped, its own open code fence closed, its own headings made bold lines; NoteError when empty or too long."""
-    body = clean_text(text).strip()
-    if len(body.encode("utf-8")) <= max_bytes:  # (a note too long is refused before its secrets are looked for)
-        body = safe_text(body).strip()
+    body = safe_text(check_note(text, max_bytes)).strip()  # (a note too long is refused before secrets are looked for)
+    _fits(body, max_bytes)
+    fence = open_fence(body)
+    body = one_section(f"{body}\n{fence}" if fence else body).strip()
+    if not body:
+        raise NoteError(EMPTY_NOTE)
+    return body
+
+
+def _fits(body: str, max_bytes: int) -> None:
     size = len(body.encode("utf-8"))
     if size > max_bytes:
         raise NoteError(
             f"the note is {size} bytes; notes are limited to {max_bytes // 1024} KiB "
             "(put long material in a file of its own and remember a pointer to it)"
         )
-    fence = open_fence(body)
-    body = one_section(f"{body}\n{fence}" if fence else body).strip()
-    if not body:
-        raise NoteError("nothing to remember: the text is empty (or all of it private)")
-    return body
 
 
 def one_section(body: str) -> str:

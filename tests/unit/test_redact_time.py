@@ -5,6 +5,8 @@ smaller text of the same kind, never against a fixed number of seconds: the suit
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -101,3 +103,40 @@ def _read_in_a_moment(text: str) -> None:
     baseline = _seconds(_fill(PROSE, len(text)), tries=2)
     took = _seconds(text)
     assert took < 20 * baseline + 0.5, f"{took:.2f} s, ordinary notes as long: {baseline:.2f} s"
+
+
+@pytest.mark.parametrize("summarize", [False, True])
+def test_remember_on_the_command_line_looks_for_secrets_in_a_text_once(
+    summarize: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memsearch-lsp remember` cleaned the note, then `Memory.remember` cleaned it again: a 64 KB note cost 27 s of
+    CPU while redaction was slow, and twice what it must. The note is redacted by `remember` alone; with --summarize,
+    before the summariser reads it (it must not see a secret), then its summary by `remember`."""
+    from memsearch_lsp import cli
+    from memsearch_lsp.cli import commands
+    from memsearch_lsp.core import notes
+
+    looked: list[str] = []
+    real = notes.safe_text
+    monkeypatch.setattr(notes, "safe_text", lambda text: looked.append(text) or real(text))
+    monkeypatch.setattr(notes, "summarized", lambda config, root, body: f"Summary of {len(body)} characters.")
+
+    class Cleaning:  # a memory that cleans what it is given, as Memory does
+        config = root = None
+
+        def __enter__(self) -> Cleaning:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def remember(self, text: str, heading: str | None = None, *, long_term: bool = False) -> SimpleNamespace:
+            notes.clean_note(text)
+            return SimpleNamespace(to_dict=dict)
+
+    monkeypatch.setattr(commands, "_memory", lambda args: Cleaning())
+    monkeypatch.setattr(commands, "_emit", lambda args, data, text: None)
+    (tmp_path / "memory").mkdir()
+    note = f"deploy with {'ghp_' + 'Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7h'} today"
+    assert cli.main(["remember", note, *(["--summarize"] if summarize else []), "--workspace", str(tmp_path)]) == 0
+    assert looked == ([note, "Summary of 42 characters."] if summarize else [note])
