@@ -1,9 +1,9 @@
-"""What never reaches a memory file: secrets (API keys and tokens of the common providers, private key blocks,
-JWTs, passwords and tokens in URLs, authorization headers, command lines and SQL (`IDENTIFIED BY`, `WITH PASSWORD`),
-settings whose name says secret, token or password (or auth, cookie, salt, signature, when the value looks made):
-`NAME=value`, `--name=value`, `name: value` in YAML (a block scalar too) and JSON, "the password is ..." in five
-languages, "with password ..."), each replaced by a marker naming its kind (`[redacted: aws-key]`) wherever the
-text says it, and `<private>...</private>` spans, removed whole.
+"""What never reaches a memory file: secrets (API keys and tokens of the common providers: providers.py; private
+key blocks, JWTs, passwords and tokens in URLs, authorization and cookie headers, command lines and SQL
+(`IDENTIFIED BY`, `WITH PASSWORD`), settings whose name says secret, token or password (or auth, cookie, salt,
+signature, when the value looks made): `NAME=value`, `--name=value`, `name: value` in YAML (a block scalar too) and
+JSON, "the password is ..." in five languages, "with password ..."), each replaced by a marker naming its kind
+(`[redacted: aws-key]`) wherever the text says it, and `<private>...</private>` spans, removed whole.
 
 A rule table, not a detector library: `detect-secrets` 1.5 (the best kept one on PyPI) was measured for this
 (bench/README.md): it brings `requests` and `pyyaml`, scans a line at a time (a PEM block is one line to it),
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from memsearch_lsp.core.redact.providers import PROVIDER_RULES
+from memsearch_lsp.core.redact.rule import Rule
 from memsearch_lsp.core.redact.values import (
     _IDENTIFIER,
     _UUID,
@@ -44,25 +45,6 @@ MARKER = "[redacted: {kind}]"
 REPEATED = 64  # the secrets found in a text that are looked for again in it (the longest)
 PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 _FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-_B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A kind of secret: `pattern`'s group `group` (or the first of several named groups that matched) is replaced;
-    `keep(match)` True leaves a match alone."""
-
-    kind: str
-    pattern: re.Pattern[str]
-    group: int | tuple[str, ...] = 0
-    keep: Callable[[re.Match[str]], bool] | None = None
-    nested: tuple[str, ...] = ()  # groups that may hold settings of their own when the match is left alone
-
-    def span(self, match: re.Match[str]) -> tuple[int, int]:
-        if isinstance(self.group, int):
-            return match.span(self.group)
-        groups = [g for g in self.group if g in match.re.groupindex]
-        return match.span(next((g for g in groups if match[g] is not None), groups[-1]))
 
 
 _VALUE = ("dq", "sq", "bq", "value")  # a setting's value: "double-quoted", 'single-quoted' (spaces and all), or bare
@@ -76,8 +58,7 @@ def _valued(match: re.Match[str]) -> str:
     return next((match[g] for g in _VALUE if g in match.re.groupindex and match[g]), "")
 
 
-def _token(prefix: str, body: str, minimum: int) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_-]){prefix}{body}{{{minimum},}}")
+_SESSION = re.compile(r"(?i)sess|sid|token|auth|jwt|remember|csrf|xsrf|login")  # a cookie that says who you are
 
 
 RULES: tuple[Rule, ...] = (
@@ -92,58 +73,19 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule("private-key", re.compile(r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/=]{40,}")),  # base64 of a PEM
+    Rule(  # a private key's body without its BEGIN line: how the DER of one starts (PKCS#1, PKCS#8, SEC1, Ed25519),
+        # or OpenSSH's; never a public key's or a certificate's (`MIIBIjAN`, `MIIDXTCC`, `AAAAC3Nz`)
+        "private-key",
+        re.compile(
+            r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{3}IBA(?:AK|DAN)|MHcCAQEE|MC4CAQAwBQYDK2Vw|b3BlbnNzaC1rZXktdjE)"
+            r"[A-Za-z0-9+/=]{16,}(?:\r?\n[ \t>]*[A-Za-z0-9+/=]{4,})*"
+        ),
+    ),
     Rule("private-key", re.compile(r"Private-Lines: *\d+\n[A-Za-z0-9+/=]+(?:\n[A-Za-z0-9+/=]+)*\n?")),  # PuTTY .ppk
-    Rule("anthropic-key", _token("sk-ant-", r"[A-Za-z0-9_-]", 20)),
+    *PROVIDER_RULES,
     Rule(
-        "openai-key",
-        _token(r"sk-(?:proj-|svcacct-|admin-)?", r"[A-Za-z0-9_-]", 20),
-        keep=lambda m: not _mixed(m[0]) or bool(re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", m[0])),  # a branch's slug
-    ),
-    Rule(
-        "aws-key",
-        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    ),
-    Rule(  # 40 characters of base64 a little after "aws" or "secret", in mixed case with digits (a git sha is hex)
-        "aws-secret",
-        re.compile(rf"(?i:\baws|secret)[\s\S]{{0,80}}?({_B64_40})"),
-        group=1,
-        keep=lambda m: not (_mixed(m[1]) and m[1] != m[1].lower() and m[1] != m[1].upper()),
-    ),
-    Rule(  # the secret beside its access key id: "the key pair is AKIA... / <40 characters>"
-        "aws-secret",
-        re.compile(rf"(?<![A-Z0-9])A[KS]IA[A-Z0-9]{{16}}[^\n]{{0,40}}?({_B64_40})"),
-        group=1,
-        keep=lambda m: not _mixed(m[1]),
-    ),
-    Rule(
-        "github-token",
-        re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
-    ),
-    Rule("gitlab-token", _token(r"gl(?:pat|dt|ptt|rt|cbt|oas|soat|ft|imt|agent)-", r"[A-Za-z0-9_-]", 20)),
-    Rule("slack-token", _token(r"xox[abposre]-", r"[A-Za-z0-9-]", 10)),
-    Rule("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,}")),
-    Rule("stripe-key", _token(r"(?:sk|rk)_live_", r"[A-Za-z0-9]", 16)),
-    Rule("stripe-key", _token(r"whsec_", r"[A-Za-z0-9]", 24)),
-    Rule("google-key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])")),
-    Rule("google-key", _token(r"GOCSPX-", r"[A-Za-z0-9_-]", 20)),
-    Rule("google-key", _token(r"ya29\.", r"[A-Za-z0-9_-]", 20)),
-    Rule("slack-token", _token(r"xapp-", r"[A-Za-z0-9-]", 10)),
-    Rule("npm-token", _token(r"npm_", r"[A-Za-z0-9]", 36)),
-    Rule("pypi-token", _token(r"pypi-AgE", r"[A-Za-z0-9_-]", 40)),
-    Rule("huggingface-token", _token(r"hf_", r"[A-Za-z0-9]", 30)),
-    Rule("sendgrid-key", re.compile(r"(?<![A-Za-z0-9_-])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}")),
-    Rule("vault-token", _token(r"hvs\.", r"[A-Za-z0-9_-]", 24)),
-    Rule("digitalocean-token", _token(r"do[opr]_v1_", r"[a-f0-9]", 64)),
-    Rule("shopify-token", _token(r"shp(?:at|ss|ca|pa)_", r"[a-fA-F0-9]", 32)),
-    Rule("databricks-token", _token(r"dapi", r"[a-f0-9]", 32)),
-    Rule("age-key", _token(r"AGE-SECRET-KEY-1", r"[0-9A-Z]", 50)),
-    Rule("mailgun-key", _token(r"key-", r"[0-9a-f]", 32)),
-    Rule("mailgun-key", re.compile(r"(?<![0-9a-f-])[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9a-f-])")),
-    Rule("telegram-token", re.compile(r"(?:(?<=/bot)|(?<![\w:]))\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])")),
-    Rule("discord-token", re.compile(r"(?<![\w.-])[MNO][A-Za-z\d_-]{23,27}\.[\w-]{6}\.[\w-]{27,40}(?![\w.-])")),
-    Rule(
-        "jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")
-    ),  # (before a registry's auth: `auth=eyJ...` is a JWT)
+        "jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.e[wy][A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")
+    ),  # (a payload of `{"`, `{ ` or `{` and a new line; before a registry's auth: `auth=eyJ...` is a JWT)
     Rule(  # a registry's `auth`: base64 of user:password (docker config.json, .npmrc `_auth`)
         "registry-auth",
         re.compile(r"(?i:[\"']?_?auth[\"']?[ \t]*[:=][ \t]*[\"']?)([A-Za-z0-9+/]{8,}={0,2})"),
@@ -172,6 +114,18 @@ RULES: tuple[Rule, ...] = (
             or _basic_stands_in(m[0], m[1])
         ),
     ),
+    Rule(  # a Cookie header's value, all its pairs, when a session's, a token's or a login's looks made:
+        # `Cookie: sessionid=<random>; theme=dark` (not a signed `Set-Cookie: discount=BAhpMg==--<hex>`)
+        "cookie",
+        re.compile(r"(?i:\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<value>[^\s=;\"']{1,100}=[^\n\"']{1,4096})"),
+        group=("value",),
+        keep=lambda m: (
+            not any(
+                len(value) >= 12 and _random(value) and _SESSION.search(name)
+                for name, value in re.findall(r"([^\s=;]+)=([^;\s]+)", m["value"])
+            )
+        ),
+    ),
     Rule(  # a password on a command line: curl -u user:pass, mysql -pPASS, sshpass -p PASS (or -pPASS), docker login
         "cli-password",
         re.compile(
@@ -191,6 +145,7 @@ RULES: tuple[Rule, ...] = (
         "secret",
         re.compile(
             r"(?i:\b(?P<kw>password|passphrase|passcode|passwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe|pw|"
+            r"(?:wi-?fi|wlan)[ \t]+pass|"
             r"pwd|pin|door code|api[ _-]?(?:key|token)|access[ _-]?token|secret[ _-]?key|client[ _-]secret|"
             r"(?:webhook|deploy|auth|bot|app|signing|shared)[ _-](?:secret|token)|"
             r"(?:encryption|master) key)|密码|口令)"
@@ -225,7 +180,8 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?P<joined>(?i:\b(?:with|and|using|plus)|[,;])[ \t]+"
             r"(?:(?i:the|its|a|an|my|our|your)[ \t]+)?(?:\w+[ \t]+)?)?"
-            r"(?i:\b(?P<kw>password|passphrase|passwd|pwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe))[ \t]+"
+            r"(?i:\b(?P<kw>password|passphrase|passwd|pwd|passwort|kennwort|senha|contrase[ñn]a|mot de passe|"
+            r"(?:wi-?fi|wlan)[ \t]+pass))[ \t]+"
             r"`?(?P<value>[^\s`'\"]{1,256}?)`?(?=[,.;:!?)]{0,8}(?:\s|$))"
         ),
         group=("value",),
@@ -340,8 +296,19 @@ class Redaction:
     end: int
 
 
+_INVISIBLE = re.compile("[\u200b\u2060\ufeff\u00ad]")  # zero-width space, word joiner, BOM, soft hyphen
+
+
 def find_secrets(text: str) -> list[Redaction]:
-    """The secrets in `text`, in order, none overlapping (the first rule that claims a span wins)."""
+    """The secrets in `text`, in order, none overlapping (the first rule that claims a span wins); a character that
+    shows nothing inside one (a zero-width space splitting a key in two) is read as not there, and goes with it."""
+    if _INVISIBLE.search(text) is None:
+        return _find(text)
+    shown = [n for n, c in enumerate(text) if not _INVISIBLE.match(c)]
+    return [Redaction(r.kind, shown[r.start], shown[r.end - 1] + 1) for r in _find(_INVISIBLE.sub("", text))]
+
+
+def _find(text: str) -> list[Redaction]:
     found: list[Redaction] = []  # (in order, none overlapping: the one before where a span would go is all to check)
     starts: list[int] = []
     for rule in RULES:
