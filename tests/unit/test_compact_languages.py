@@ -190,6 +190,9 @@ _CACHE = "Causa raíz: la caché de miniaturas nunca se vaciaba."
         ("Über den neuen Message-Broker noch keine Entscheidung, wir haben uns nicht geeinigt.", None),
         ("On a parlé du repas de Noël, rien de décidé.", None),
         ("我们讨论了很久要不要换掉现在的报表工具，最后还是没有结论。", None),
+        ("Eu ainda não decidi se vamos migrar para o Redis.", None),
+        ("Yo no decidí nada sobre migrar a Redis; todavia no se decidio.", None),
+        ("Os detalhes não estão decididos: migrar para o Redis ou não.", None),
         # ... while an English one that says "no one decides" is taken
         (
             "Decision: no single team decides the API schema alone; changes go through the API guild.",

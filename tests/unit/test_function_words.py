@@ -65,5 +65,7 @@ def test_a_sure_language_keeps_words_that_are_function_words_only_elsewhere() ->
     for keyword in ("son", "comment", "van", "nach"):  # English words too ("my son", "a comment", "rented a van")
         assert said(keyword) == {keyword} and said(f"my {keyword}") == {keyword}
     assert said("Is the NAS in the EU under MIT terms") >= {"nas", "eu", "mit"}  # in capitals: names
+    for query, counted in (("la receta", {"receta"}), ("nach Berlin", {"berlin"}), ("die Migration", {"migrat"})):
+        assert said(query) == counted  # two words: the article or preposition is one
     assert said("Reise nach Berlin", Analyzer("en")) == {"reis", "nach", "berlin"}  # search.language decides
     assert said("recipe for lemon cake") == {"recip", "lemon", "cake"}

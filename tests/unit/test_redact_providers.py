@@ -98,3 +98,22 @@ def test_a_key_split_by_an_invisible_character_is_replaced_with_it() -> None:
 )
 def test_names_slugs_and_public_keys_that_look_like_keys_are_kept(text: str) -> None:
     assert safe_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "The browser sent `Cookie: sessionid=a8F3kLm92QxZ7pR4tY6u` to the old API; fixed in middleware.py.",
+            "` to the old API; fixed in middleware.py.",
+        ),
+        (
+            "| Cookie: sessionid=a8F3kLm92QxZ7pR4tY6u | sent by the login page | yes |",
+            " | sent by the login page | yes |",
+        ),
+        ("Found a leaked key: MIIEowIBAAKCAQEAu5Fq8hkiG9w0BAQEF\nRotated it today.", "\nRotated it today."),
+    ],
+)
+def test_a_secret_is_replaced_and_the_words_after_it_stay(text: str, kept: str) -> None:
+    shown = safe_text(text)
+    assert "[redacted: " in shown and shown.endswith(kept), shown

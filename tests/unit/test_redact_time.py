@@ -140,3 +140,13 @@ def test_remember_on_the_command_line_looks_for_secrets_in_a_text_once(
     note = f"deploy with {'ghp_' + 'Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7h'} today"
     assert cli.main(["remember", note, *(["--summarize"] if summarize else []), "--workspace", str(tmp_path)]) == 0
     assert looked == ([note, "Summary of 42 characters."] if summarize else [note])
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("prefix", "unit"), [("htpasswd -", "b"), ("htpasswd -", "0123456789abcdef"), ("<", " ")])
+def test_one_long_run_after_a_prefix_is_read_in_linear_time(prefix: str, unit: str) -> None:
+    """`htpasswd -` then a long word (32,000 characters took 19 s) and `<` then a long run of spaces (64,000 took 15 s
+    looking for a `<private>` tag): each place a rule could split the run was tried against the whole rest of it."""
+    small = _seconds(prefix + _fill(unit, MIB // 64), tries=3)
+    larger = _seconds(prefix + _fill(unit, MIB // 8), tries=2)
+    assert larger < 32 * small + 0.2, f"{prefix!r}: {small:.3f} s for 16 KiB, {larger:.3f} s for 128 KiB"

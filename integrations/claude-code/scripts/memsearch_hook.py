@@ -87,7 +87,7 @@ SOURCE_LINE = 80  # room for the `<!-- source:lines id=... -->` line SessionStar
 CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
-PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
+PRIVATE_TAG = re.compile(r"<\s*(?:(/)\s*)?private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 # a span to its first close, one left open to the end (what an unbalanced text hides; group 1: what it says)
 PRIVATE_SPAN = re.compile(r"<\s*private\b[^<>/]*>(.*?)(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 

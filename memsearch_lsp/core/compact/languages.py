@@ -50,9 +50,9 @@ _WORDS: dict[str, tuple[str, str]] = {
     "undecided": (
         # (the verbs' own forms: "decid\w*" would take English "no single team decides ..." for one)
         r"nada (?:\w+ )?(?:decidido|resolvido|definido|combinado)|"
-        r"não (?:\w+ ){0,2}decid(?:imos|iram|iu|ido|ida)\b|sem (?:decisão|conclusão)|"
+        r"não (?:\w+ ){0,2}decid(?:[ií]|imos|iu|iram|ido|ida|idos|idas|e|em)\b|sem (?:decisão|conclusão)|"
         r"nada (?:\w+ )?(?:resuelto|acordado)|"
-        r"no (?:\w+ ){0,2}(?:decid(?:imos|ieron|ió|ido|ida)\b|acordamos|hay decisión)|"
+        r"no (?:\w+ ){0,2}(?:decid(?:[ií]|imos|i[oó]|ieron|ido|ida|idos|idas)\b|acordamos|hay decisión)|"
         r"sin (?:decisión|conclusión|acuerdo)|indecis\w*|"
         r"nichts (?:\w+ )?(?:entschieden|beschlossen|vereinbart|festgelegt)|keine (?:Entscheidung|Einigung)|"
         r"nicht (?:\w+ )?(?:entschieden|beschlossen|geeinigt|festgelegt)|unentschieden|bleibt offen|"

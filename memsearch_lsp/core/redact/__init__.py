@@ -43,7 +43,7 @@ from memsearch_lsp.core.redact.values import (
 
 MARKER = "[redacted: {kind}]"
 REPEATED = 64  # the secrets found in a text that are looked for again in it (the longest)
-PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
+PRIVATE_TAG = re.compile(r"<\s*(?:(/)\s*)?private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 _FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 
 
@@ -78,7 +78,7 @@ RULES: tuple[Rule, ...] = (
         "private-key",
         re.compile(
             r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{3}IBA(?:AK|DAN)|MHcCAQEE|MC4CAQAwBQYDK2Vw|b3BlbnNzaC1rZXktdjE)"
-            r"[A-Za-z0-9+/=]{16,}(?:\r?\n[ \t>]*[A-Za-z0-9+/=]{4,})*"
+            r"[A-Za-z0-9+/=]{16,}(?:\r?\n[ \t>]*[A-Za-z0-9+/=]{4,}(?=[ \t]*(?:\r?\n|$)))*"
         ),
     ),
     Rule("private-key", re.compile(r"Private-Lines: *\d+\n[A-Za-z0-9+/=]+(?:\n[A-Za-z0-9+/=]+)*\n?")),  # PuTTY .ppk
@@ -117,7 +117,9 @@ RULES: tuple[Rule, ...] = (
     Rule(  # a Cookie header's value, all its pairs, when a session's, a token's or a login's looks made:
         # `Cookie: sessionid=<random>; theme=dark` (not a signed `Set-Cookie: discount=BAhpMg==--<hex>`)
         "cookie",
-        re.compile(r"(?i:\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<value>[^\s=;\"']{1,100}=[^\n\"']{1,4096})"),
+        re.compile(
+            r"(?i:\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<value>[^\s=;\"'`|]{1,100}=[^\s;\"'`|]{0,4096}(?:;[ \t]*[^\s=;\"'`|]{1,100}(?:=[^\s;\"'`|]{0,4096})?){0,50})"
+        ),
         group=("value",),
         keep=lambda m: (
             not any(
@@ -135,7 +137,8 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:docker login|podman login|mongo|mongosh|az login|wget|lftp|smbclient)\b[^\n]{0,200}?"
             r"\s(?:-p|--password|--http-password|--ftp-password)[ \t=]+|"
             r"\bredis-cli\b[^\n]{0,200}?\s-a[ \t]+|\s-pass(?:in|out|word)?[ \t]+pass:|"
-            r"\bhtpasswd\b(?:[ \t]+-\w+)*?[ \t]+-\w*b\w*(?:[ \t]+-\w+)*[ \t]+\S+[ \t]+\S+[ \t]+)"
+            r"\bhtpasswd\b(?:[ \t]+-\w{1,16})*?[ \t]+-\w{0,16}b\w{0,16}(?![\w])(?:[ \t]+-\w{1,16})*"  # (flags are short:
+            r"[ \t]+\S+[ \t]+\S+[ \t]+)"  # bounded, a long word after "htpasswd -" is read once)
             r"(?P<q>['\"]?)(?P<value>[^\s'\"`)\]]+)(?P=q)"
         ),
         group=("value",),

@@ -8,10 +8,11 @@ note relevant (`function_terms`, used by core/search/hybrid.py):
   stop words) and its question words and possessives ("cuándo", "qué", "wann", "pourquoi", "mi"), matched with
   their accents folded ("Cuándo" and "cuando" alike). When the query's language is sure (a question holding two of
   its function words, a Chinese question, or `search.language` set), that language's list decides; otherwise
-  English's, and in a query of SENTENCE_WORDS words or more a word that is a function word in any language: such a
-  query cannot be told German from English by its words ("Reise nach Berlin" is read as English), and a German
-  "nach" must not make a note relevant; a query of one or two words is a keyword ("son", "comment", "van" are
-  English words too). A word in capitals ("EU", "MIT") is a name, never a function word.
+  English's, and in a query of two words or more besides English function words a word that is a function word in
+  any language: such a query cannot be told German from English by its words ("Reise nach Berlin", "la receta" are
+  read as English), and a German "nach" must not make a note relevant; a query of one word besides them is a
+  keyword ("son", "my comment", "van" are English words too). A word in capitals ("EU", "MIT") is a name, never a
+  function word.
 - Chinese and Japanese text is analysed as characters and pairs of characters, with no word boundaries: function
   characters (的 了 吗 什 么 の は ...) and the pairs that hold one count for nothing, and the characters of the
   query's longer words (`characters`) count only beyond its heaviest one (core/search/hybrid.py said_share): one
@@ -29,8 +30,6 @@ from functools import cache
 
 from memsearch_lsp.core.search.analyzer import FUNCTION_WORDS, STOP_WORDS, Analyzer, fold, other_forms
 from memsearch_lsp.core.search.language import QUERY_SURE, sure_language
-
-SENTENCE_WORDS = 3  # a query of this many words or more is a sentence: any language's function words say nothing
 
 # Relevance only (detection does not use them: they are rare in notes): question words and possessives.
 _ASKING = {
@@ -75,7 +74,8 @@ def function_terms(analyzer: Analyzer, text: str) -> set[str]:
     of = _languages_of()
     left, kept = set(), set()
     words = analyzer.query_words(text)
-    sentence = sum(not _CJK_RUN.match(word) for word, _ in words) >= SENTENCE_WORDS
+    latin = [fold(word) for word, _ in words if not _CJK_RUN.match(word)]
+    sentence = len([w for w in latin if "en" not in of.get(w, ())]) > 1  # a keyword ("son", "my son") is one word
     names = {fold(w) for w in re.findall(r"\b[A-Z]{2,}\b", text)}  # EU, MIT, NAS: names, not function words
     for word, terms in words:
         if _CJK_RUN.match(word):
