@@ -118,7 +118,9 @@ RULES: tuple[Rule, ...] = (
         # `Cookie: sessionid=<random>; theme=dark` (not a signed `Set-Cookie: discount=BAhpMg==--<hex>`)
         "cookie",
         re.compile(
-            r"(?i:\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<value>[^\s=;\"'`|]{1,100}=[^\s;\"'`|]{0,4096}(?:;[ \t]*[^\s=;\"'`|]{1,100}(?:=[^\s;\"'`|]{0,4096})?){0,50})"
+            r"(?i:\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*[\"']?)"  # its pairs only: `name=value; name=value`
+            r"(?P<value>[^\s=;\"'`|]{1,100}=[^\s;\"'`|]{0,4096}"
+            r"(?:;[ \t]*[^\s=;\"'`|]{1,100}(?:=[^\s;\"'`|]{0,4096})?){0,50})"
         ),
         group=("value",),
         keep=lambda m: (
@@ -137,8 +139,9 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:docker login|podman login|mongo|mongosh|az login|wget|lftp|smbclient)\b[^\n]{0,200}?"
             r"\s(?:-p|--password|--http-password|--ftp-password)[ \t=]+|"
             r"\bredis-cli\b[^\n]{0,200}?\s-a[ \t]+|\s-pass(?:in|out|word)?[ \t]+pass:|"
-            r"\bhtpasswd\b(?:[ \t]+-\w{1,16})*?[ \t]+-\w{0,16}b\w{0,16}(?![\w])(?:[ \t]+-\w{1,16})*"  # (flags are short:
-            r"[ \t]+\S+[ \t]+\S+[ \t]+)"  # bounded, a long word after "htpasswd -" is read once)
+            # (its flags are short: bounded, a long word after "htpasswd -" is read once)
+            r"\bhtpasswd\b(?:[ \t]+-\w{1,16})*?[ \t]+-\w{0,16}b\w{0,16}(?!\w)(?:[ \t]+-\w{1,16})*"
+            r"[ \t]+\S+[ \t]+\S+[ \t]+)"
             r"(?P<q>['\"]?)(?P<value>[^\s'\"`)\]]+)(?P=q)"
         ),
         group=("value",),
