@@ -29,7 +29,6 @@ from memsearch_lsp.core.redact.values import (
     _code,
     _kept_said,
     _luhn,
-    _mixed,
     _passphrase,
     _password_name,
     _random,
@@ -39,6 +38,7 @@ from memsearch_lsp.core.redact.values import (
     _stands_in,
     _user_password,
     _weak_name,
+    mixed,
 )
 
 MARKER = "[redacted: {kind}]"
@@ -106,7 +106,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"(?i:\b(?:bearer|basic|token))[ \t]+([A-Za-z0-9._~+/=-]{16,})"),
         group=1,
         keep=lambda m: (
-            not _mixed(m[1])
+            not mixed(m[1])
             or not _random(m[1])  # a name: "token gh-actions-release-2024"
             or bool(_UUID.fullmatch(m[1]))  # an id: "the invalid token 550e8400-e29b-..."
             or bool(_IDENTIFIER.fullmatch(m[1]))  # a class: "the bearer token TokenRefresherV2Client"
@@ -192,7 +192,7 @@ RULES: tuple[Rule, ...] = (
         ),
         group=("value",),
         keep=lambda m: (
-            not (_scrambled(m["value"]) or (m["joined"] and _mixed(m["value"]) and len(m["value"]) >= 6))
+            not (_scrambled(m["value"]) or (m["joined"] and mixed(m["value"]) and len(m["value"]) >= 6))
             or _stands_in(m["value"])
             or _said(m["value"])
             or _code(m)
@@ -205,7 +205,7 @@ RULES: tuple[Rule, ...] = (
             re.MULTILINE,
         ),
         group=("netrc", "pgpass"),
-        keep=lambda m: not _mixed(m["netrc"] or m["pgpass"]) or _stands_in(m["netrc"] or m["pgpass"]),
+        keep=lambda m: not mixed(m["netrc"] or m["pgpass"]) or _stands_in(m["netrc"] or m["pgpass"]),
     ),
     Rule(
         "url-password",
@@ -275,7 +275,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<token>[A-Za-z0-9_~%+-]{16,256})@(?=[\w-]+(?:\.[\w-]+)+)"),
         group=1,
         keep=lambda m: (
-            not (_mixed(m[1]) and (len(m[1]) >= 32 or (m[1] != m[1].lower() and m[1] != m[1].upper())))
+            not (mixed(m[1]) and (len(m[1]) >= 32 or (m[1] != m[1].lower() and m[1] != m[1].upper())))
             or _stands_in(m[1])
         ),
     ),
@@ -346,7 +346,7 @@ def _repeated(text: str, found: list[Redaction]) -> list[Redaction]:
         if len(value) >= 6 and _random(value):
             values.setdefault(value, r.kind)
         for piece in re.findall(r"[A-Za-z0-9]{6,}", value):
-            if _mixed(piece):
+            if mixed(piece):
                 values.setdefault(piece, r.kind)
     if not values:
         return []

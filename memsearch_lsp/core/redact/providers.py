@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from memsearch_lsp.core.redact.rule import Rule, token
-from memsearch_lsp.core.redact.values import _mixed
+from memsearch_lsp.core.redact.values import mixed
 
 _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 
@@ -16,13 +16,13 @@ def _slug(value: str) -> bool:
     of letters and digits (`sk-<32 hex>`, `sk-or-v1-<64 hex>`, a lower-case `sk-proj-` key)."""
     words = value.split("-")
     return bool(re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", value)) and not any(
-        len(word) >= 16 and _mixed(word) for word in words
+        len(word) >= 16 and mixed(word) for word in words
     )
 
 
 def _plain(match: re.Match[str]) -> bool:
     """A token's body without both letters and digits: a name (`r8_...` of a register), not a generated key."""
-    return not _mixed(match["body"])
+    return not mixed(match["body"])
 
 
 PROVIDER_RULES: tuple[Rule, ...] = (
@@ -31,7 +31,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     Rule(  # (DeepSeek's `sk-<32 hex>` too)
         "openai-key",
         token(r"sk-(?:proj-|svcacct-|admin-)?", r"[A-Za-z0-9_-]", 20),
-        keep=lambda m: not _mixed(m[0]) or _slug(m[0]),
+        keep=lambda m: not mixed(m[0]) or _slug(m[0]),
     ),
     Rule(
         "aws-key",
@@ -42,13 +42,13 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         "aws-secret",
         re.compile(rf"(?i:\baws|\biam\b|secret)[\s\S]{{0,80}}?({_B64_40})"),
         group=1,
-        keep=lambda m: not (_mixed(m[1]) and m[1] != m[1].lower() and m[1] != m[1].upper()),
+        keep=lambda m: not (mixed(m[1]) and m[1] != m[1].lower() and m[1] != m[1].upper()),
     ),
     Rule(  # the secret beside its access key id: "the key pair is AKIA... / <40 characters>"
         "aws-secret",
         re.compile(rf"(?<![A-Z0-9])A[KS]IA[A-Z0-9]{{16}}[^\n]{{0,40}}?({_B64_40})"),
         group=1,
-        keep=lambda m: not _mixed(m[1]),
+        keep=lambda m: not mixed(m[1]),
     ),
     Rule(
         "github-token",

@@ -81,7 +81,7 @@ def _random(value: str) -> bool:
         return False
     if re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)+", value):  # apiKey, authToken: a variable
         return False
-    return (value != value.lower() and value != value.upper()) or _mixed(value) or bool(re.search(r"[^\w.-]", value))
+    return (value != value.lower() and value != value.upper()) or mixed(value) or bool(re.search(r"[^\w.-]", value))
 
 
 def _code(match: re.Match[str]) -> bool:
@@ -141,7 +141,7 @@ def _stands_in(value: str, *names: str) -> bool:
         or all(
             len(part) > 2 and any(part in run for run in _RUNS) for part in re.findall(r"[a-z]+|[0-9]+", low) or [low]
         )
-        or any(low == n.lower() or low in _words(n) or (n.lower() in low and not _mixed(value)) for n in names if n)
+        or any(low == n.lower() or low in _words(n) or (n.lower() in low and not mixed(value)) for n in names if n)
     )
 
 
@@ -177,7 +177,7 @@ def _password_name(name: str) -> bool:
     return bool(words) and words[-1] in {"password", "passwd", "passwort", "kennwort", "senha", "pass", "pwd", "密码"}
 
 
-def _mixed(value: str) -> bool:
+def mixed(value: str) -> bool:
     """A token with letters and digits (a real key), not a word or a slug."""
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
@@ -195,7 +195,7 @@ def _passphrase(value: str) -> bool:
     joined = (camel or _JOINED_WORDS.fullmatch(value) is not None) and (
         not value.islower() or "-" in value or "_" in value
     )
-    return _mixed(value) or joined or _scrambled(value)
+    return mixed(value) or joined or _scrambled(value)
 
 
 def _scrambled(value: str) -> bool:
