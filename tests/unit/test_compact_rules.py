@@ -170,6 +170,15 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
                 "Priya": "leads the platform team",
             },
         ),
+        # roles of any trade, said after a comma, "as", "from", "who runs", or with a slash
+        ("Noriko Sato is the lab tech this term.", {"Noriko Sato": "lab tech"}),
+        ("Ask Pieter van Dam, the PI. He signs the forms.", {"Pieter van Dam": "PI"}),
+        ("Met Alma Ruiz, the new payroll clerk at the depot; nice.", {"Alma Ruiz": "new payroll clerk"}),
+        ("Yara Haddad joined as night dispatcher last week.", {"Yara Haddad": "night dispatcher"}),
+        ("Sven Olsen from procurement approved it.", {"Sven Olsen": "procurement"}),
+        ("Deploys go through Ravi Menon, who runs the build farm.", {"Ravi Menon": "runs the build farm"}),
+        ("Edda Storm (QA/release) signs off.", {"Edda Storm": "QA/release"}),
+        ("Jonas Weber ist Tech-Lead für das Backend.", {"Jonas Weber": "Tech-Lead"}),
         # in the languages a team's memory is written in
         ("Ana (gerente de produto) pediu o relatório.", {"Ana": "gerente de produto"}),
         ("Paulo é o engenheiro de dados.", {"Paulo": "engenheiro de dados"}),
@@ -185,6 +194,17 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
 )
 def test_people_are_found_with_their_role(text: str, expected: dict[str, str]) -> None:
     assert people([text]) == expected
+
+
+def test_people_are_named_in_full_when_the_logs_say_their_full_name_once() -> None:
+    """A first name with a role is written in full when the logs name one such person in full; a capitalised word
+    before "de" is no first name unless it is said alone too ("Notas de Carmen" are Carmen's notes)."""
+    logs = ["Present: Olga, Tariq Aziz, Lena Hoffmann and me.", "Lena is the MSc student on the habitat models."]
+    assert people(logs) == {"Lena Hoffmann": "MSc student"}
+    assert people(["Lena is the MSc student.", "Lena Hoffmann and Lena Berg came."]) == {"Lena": "MSc student"}
+    assert people(["Ines is the tech lead.", "Saw Ines Monday."]) == {"Ines": "tech lead"}
+    assert people(["Notas de Carmen (SRE). Revisé Redis."]) == {"Carmen": "SRE"}
+    assert people(["Bram de Vries = bioinf lead.", "Ask Bram first."]) == {"Bram de Vries": "bioinf lead"}
 
 
 def test_the_summary_says_who_is_who_in_one_line_and_spends_the_rest_on_other_facts() -> None:

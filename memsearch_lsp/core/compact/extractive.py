@@ -243,7 +243,8 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
     units = [u for item in items for u in units_of(item)]
     if budget is None:
         return _Choice(units).render()
-    crew = people_line((item.text for item in items), int(budget * PEOPLE_SHARE))
+    whole, texts = budget, [item.text for item in items]
+    crew = people_line(texts, int(budget * PEOPLE_SHARE))
     budget -= len(crew)
     _score(units, named=bool(crew))  # (the People line says who is who)
     _drop_repeats(units)
@@ -292,6 +293,8 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
             break
         choice.units.pop(optional[-1])
         text = choice.render()
+    if len(crew) + len(text) > whole:  # the lines kept always took more: the People line names fewer
+        crew = people_line(texts, whole - len(text))
     return crew + text
 
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memsearch_lsp.core.compact.languages import HAN, NOISE, cues
+from memsearch_lsp.core.compact.languages import HAN, NOISE, STOPWORDS, cues
 from memsearch_lsp.core.compact.rules import NAME, NUMBER, PEOPLE, RULES, SPELLED_NUMBER, short_runs
 
 # Labels whose lines a summary always keeps ("Decision: ...", "Root cause: ...", "TODO: ..."): a label is
@@ -194,11 +194,46 @@ def people(texts: Iterable[str]) -> dict[str, str]:
     """The people the texts name with a role, {name: role} (the first role said of each): "Carol (product)",
     "Dmitri is the engineering manager", "Marta = tech lead"."""
     found: dict[str, str] = {}
-    for text in map(short_runs, texts):  # (a pasted run without spaces is read by its start: no name is longer)
+    texts = [
+        short_runs(text) for text in texts
+    ]  # (a pasted run without spaces is read by its start: no name is longer)
+    for text in texts:
         for pattern in PEOPLE:
             for match in pattern.finditer(text):
                 found.setdefault(match["name"], match["role"])
-    return found
+    return _in_full(found, texts)
+
+
+_ROMANCE = {"de", "da", "di", "del", "du", "dos", "das", "le"}
+_CALENDAR = re.compile(
+    r"(?i:(?:mon|tues|wednes|thurs|fri|satur|sun)day|jan\w*|feb\w*|march|april|may|june|july|aug\w*|sept?\w*|oct\w*|nov\w*|dec\w*)"
+)
+_FULL_NAME = re.compile(r"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*) ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]+)\b")
+
+
+def _in_full(found: dict[str, str], texts: list[str]) -> dict[str, str]:
+    """Each person by their full name: "Lena (MSc)" is "Lena Hoffmann (MSc)" when the logs name one Lena in
+    full; a name with "de", "da", "di" ... ("Notas de Carmen") is one person only when its first word is said alone
+    elsewhere, as people are ("Bram de Vries" ... "ask Bram"), else it is its last word ("Carmen"): in Portuguese,
+    Spanish or Italian text a capitalised word before "de" is as often a heading's ("Notas", "Reunión")."""
+    whole = "\n".join(texts)
+    surnames: dict[str, set[str]] = {}
+    for first, last in _FULL_NAME.findall(whole):
+        if last.lower() not in STOPWORDS and not _CALENDAR.fullmatch(last):
+            surnames.setdefault(first, set()).add(last)
+    out: dict[str, str] = {}
+    for name, role in found.items():
+        words = name.split()
+        if (
+            len(words) == 3
+            and words[1] in _ROMANCE
+            and not re.search(rf"\b{re.escape(words[0])}\b", whole.replace(name, ""))
+        ):
+            name = words[2]  # ("Notas de Carmen (SRE)": Carmen's notes)
+        elif len(words) == 1 and len(surnames.get(name, ())) == 1:
+            name = f"{name} {next(iter(surnames[name]))}"
+        out.setdefault(name, role)
+    return out
 
 
 def people_line(texts: Iterable[str], room: int) -> str:

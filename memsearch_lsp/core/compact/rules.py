@@ -111,8 +111,10 @@ NAME_ROLE = re.compile(
 )
 # a person's role as a summary's People line keeps it: a role noun, a team's function, or an acronym (DBA, SRE)
 _PERSON_ROLE = (
-    r"(?:(?:[\w-]+ ){0,3}(?i:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
+    r"(?:(?:[\w-]+ |\w+-){0,3}(?i:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
     r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops|liaison|"
+    r"head|tech|technician|student|assistant|secretary|chair|treasurer|clerk|planner|dispatcher|inspector|operator|"
+    r"compliance|security|procurement|copyeditor|proofreader|typesetter|illustrator|translator|"
     # the same in the languages the memory may be written in: Portuguese, Spanish, French, German, Italian
     r"gerente|l[ií]der|engenheir[oa]|cient[ií]fic[oa]|cientista|wissenschaftler(?:in)?|scientifique|analista|"
     r"arquitet[oa]|arquitect[oa]|architekt(?:in)?|architecte|diseñador[a]?|designer(?:in)?|gestor[a]?|ingenier[oa]|ing[ée]nieure?|ingegnere|diret(?:or|ora)|director[a]?|"
@@ -121,7 +123,7 @@ _PERSON_ROLE = (
     # German compounds, feminine too: Teamleiter Backend, Produktmanagerin, UX-Designerin
     r"(?i:[\w-]*(?:leiter|entwickler|ingenieur|manager|designer|berater|analyst|architekt)(?:in)?)(?: [A-Z][\w-]+)?)"
     r"(?: (?:de|da|do|del|des|du|di|of|for) [\w-]+)?|"
-    r"DBA|UX|PO|[A-Z][a-z]*Ops|iOS (?:lead|dev))"
+    r"DBA|UX|PO|PI|HR|MSc|PhD|[A-Z][a-z]*Ops|iOS (?:lead|dev))(?:/[\w-]+)?"  # QA/validation
 )
 _NOT_NAMES = (
     r"(?!(?:This|That|These|Those|It|He|She|They|We|You|There|Here|Which|What|Who|The|One|Our|My|Your|Their|Nobody|"
@@ -130,7 +132,8 @@ _NOT_NAMES = (
 _PERSON = (
     r"(?P<name>(?:(?:Dr|Prof|Mr|Mrs|Ms)\. )?"
     + _NOT_NAMES
-    + r"(?-i:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*)?))"
+    + r"(?-i:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*(?:(?: (?:de|van|von|der|den|da|di|del|du|dos|das|ter|le))? "
+    + r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*)?))"  # Bram de Vries
 )
 _ROLE_OF = r"(?P<role>" + _PERSON_ROLE + r")"
 PEOPLE = (  # a person and their role, as the groups `name` and `role`
@@ -144,7 +147,17 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
         + _ROLE_OF
         + r"\b(?! \w+ing\b)"
     ),
-    re.compile(r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;])"),  # (owner: Felipe, iOS lead)
+    # (owner: Felipe, iOS lead), Leona Berg, the new site manager at Brackenmoor; Annika Lindqvist, the PI.
+    re.compile(
+        r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;:]|\.(?:\s|$)| (?:at|for|on|in|from) )"
+    ),
+    # Margot Ellery chaired as managing editor, Dev Anand sat in as production manager
+    re.compile(r"\b" + _PERSON + r" (?:[a-z]+ ){1,2}as (?:the |our |their )?" + _ROLE_OF + r"\b(?! \w+ing\b)"),
+    # Femi Adeyemi from sales, Ines Kraft from grid compliance
+    re.compile(
+        r"\b" + _PERSON + r" from (?:the )?(?P<role>(?:[\w-]+ )?(?:sales|marketing|finance|legal|compliance|security|"
+        r"support|ops|operations|product|design|procurement|HR|IT|QA|platform|infra|data|research)(?: team)?)\b"
+    ),
     # "contact Yusuf", and whose contact: "the platform team, contact Yusuf" -> Yusuf (platform team, contact)
     re.compile(
         r"\b(?P<role>(?:[\w-]+ team,? )?(?:contact|reviewer|owner|maintainer|supervisor))(?::| is)? " + _PERSON + r"\b"
@@ -156,8 +169,8 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     re.compile(
         r"(?<![Tt]he )(?<![Oo]ur )\b"
         + _PERSON
-        + r" (?:is )?(?P<role>(?:owns|leads|maintains|manages) (?:the |our )?[\w-]+(?: [\w-]+){0,3}|on[- ]call)"
-        + r"(?=[,.;)]| and | this )"
+        + r"(?:,? who)? (?:is )?(?P<role>(?:owns|leads|runs|maintains|manages) (?:the |our )?[\w-]+(?: [\w-]+){0,3}|"
+        + r"on[- ]call)(?=[,.;)\n]|$| and | this | \()"
     ),
 )
 ROLE = re.compile(
