@@ -479,3 +479,33 @@ def test_a_templates_empty_sections_say_nothing_a_bare_heading_with_a_fact_does(
         "# 2026-01-06\n\n## Standup\n\n## TODO\n\n## Switched the queue to SQS\n\n## 切换到SQS\n\n## v2.3.0\n",
     )
     assert [item.text for item in parse_log(log)] == ["Switched the queue to SQS", "切换到SQS", "v2.3.0"]
+
+
+def test_a_captured_turn_keeps_its_answer_not_its_narration_nor_the_mark_of_a_block_left_out() -> None:
+    """A turn the agent's hook captured labels its answer "Outcome:", a label kept always; but an outcome that only
+    narrates ("Let me check ...") or announces ("Here is the patch:") is not, nor the hook's "(a code block of N
+    lines left out)": the budget goes to what the turn found."""
+    log = log_text(
+        "2026-09-14",
+        """# 2026-09-14
+
+## 10:02 why does the invoice job time out?
+
+**Asked:** why does the invoice job time out?
+
+**Outcome:** Let me look at the worker configuration first to see how the job is scheduled.
+
+The cause is the 30 s statement timeout on the reporting replica; the invoice query needs about 45 s.
+
+## 11:40 patch the retry helper
+
+**Outcome:** Here is the patch:
+
+(a code block of 48 lines left out)
+
+The helper now retries 3 times with a 2 s backoff instead of failing on the first 503.
+""",
+    )
+    text = choose(parse_log(log), budget=330)
+    assert "30 s statement timeout" in text and "retries 3 times" in text, text
+    assert "Let me look" not in text and "Here is the patch" not in text and "left out" not in text, text

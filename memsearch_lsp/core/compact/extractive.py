@@ -28,6 +28,9 @@ MIN_SCORE = FACT_SCORE  # a sentence scoring less carries no fact worth a line
 STRONG_SCORE = 7.0  # sentences scoring this much go before weaker ones, whatever their length
 VERDICT = 40  # a dead end this short ("No effect.") is a verdict on the sentence before it
 PEOPLE_SHARE = 0.15  # the People line takes at most this share of the budget (the first people named)
+_LEFT_OUT = re.compile(
+    r"^\((?:an? )?[^()]{0,60}\bleft out\)\.?$"
+)  # "(a code block of 202 lines left out)": a capture's mark
 MIN_WORDS = 2  # a shorter unit ("No.", "Done", "好的。") says nothing on its own
 
 
@@ -89,6 +92,8 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         said = cleaned[id(unit.item)][1][unit.start : unit.end]  # (before the trims took a lead-in away)
         unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < line_ends[id(unit.item)]
+        # ... unless it only narrates or announces ("Outcome: Let me look at the CI config.", "Outcome: Here it is:")
+        unit.must = unit.must and not ("narration" in facts.noise and not facts.factual) and not announces(unit.text)
         if unit.start > 0 and labelled(said):  # "... is not atomic. Fix: a lock; the queue retries.": whole
             unit.must = True
             labels.extend(
@@ -102,6 +107,7 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
             or word_count(unit.text) < MIN_WORDS
             or dead
             or announces(unit.text)
+            or bool(_LEFT_OUT.match(unit.text))
         )
 
 
