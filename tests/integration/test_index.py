@@ -293,3 +293,19 @@ def test_a_file_of_thousands_of_sections_is_indexed_up_to_the_cap(tmp_path: Path
     with caplog.at_level(logging.WARNING):
         stats = make_memory(tmp_path).index()
     assert stats.chunks_total == MAX_FILE_CHUNKS and f"the first {MAX_FILE_CHUNKS} are indexed" in caplog.text
+
+
+def test_a_word_written_as_one_or_part_of_an_identifier_finds_its_note(tmp_path: Path, make_memory) -> None:
+    """A note says `NCCL_P2P_DISABLE=1` and "on-call"; a reader asks for "NCCL", "ack wait" and "oncall"."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "2026-11-24.md").write_text(
+        "# 2026-11-24\n\n## GPU node\n\nNeeded `NCCL_P2P_DISABLE=1` for the shared node.\n\n"
+        "## Rota\n\nOn-call this week: Lucia primary, Marco secondary.\n\n"
+        "## Mail\n\nThe consumer's `ack_wait` of 30 s is too short when SMTP is slow.\n",
+        encoding="utf-8",
+    )
+    memory = make_memory(tmp_path)
+    memory.index()
+    for query, heading in (("NCCL", "GPU node"), ("oncall", "Rota"), ("ack wait", "Mail")):
+        hits = memory.search(query, vector_weight=0.0)
+        assert hits and hits[0].heading == heading, (query, hits)

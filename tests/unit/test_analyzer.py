@@ -80,7 +80,7 @@ def test_a_text_is_stemmed_in_its_detected_language_and_keeps_english_stems_besi
 
 
 def test_english_text_is_analysed_as_before() -> None:
-    text = "What did Nate say about his dog? Caching the 42 results made the search_index faster."
+    text = "What did Nate say about his dog? Caching the 42 results made the search index faster."
     assert AUTO.tokens(text) == old_english(text)
     assert Analyzer("en").tokens(text) == old_english(text)
     assert "what" not in AUTO.query_terms(text) and "nate" in AUTO.query_terms(text)
@@ -142,3 +142,14 @@ def test_a_word_has_its_forms_in_every_language_but_never_a_short_one() -> None:
     assert all(len(f) >= MIN_FORM for f in forms)
     assert other_forms("plugh") == ["plugh"]  # not "plug": a short stem meets unrelated words
     assert other_forms("1966") == [] and other_forms("预约") == []
+
+
+def test_compound_words_are_also_indexed_in_the_forms_a_reader_types() -> None:
+    """An identifier's parts and a hyphenated word written as one follow the text's own terms; the query's terms
+    are its words as typed, so "NCCL", "ack wait", "oncall" and "email" meet them. A date is no word to join."""
+    text = "Set NCCL_P2P_DISABLE=1 and ack_wait; Kofi is on-call. E-mail him by 2026-11-11."
+    own = old_english(text)
+    assert AUTO.tokens(text) == [*own, "nccl", "p2p", "disabl", "ack", "wait", "oncal", "email"]
+    for query in ("NCCL", "ack wait", "oncall", "email", "nccl_p2p_disable", "on-call"):
+        assert set(AUTO.query_terms(query)) <= set(AUTO.tokens(text)), query
+    assert AUTO.query_terms("NCCL") == ["nccl"]  # the query is not split or joined: it is matched
