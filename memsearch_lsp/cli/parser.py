@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, NoReturn
 
 from memsearch_lsp.cli.types import (
@@ -42,12 +43,44 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, f"see `{self.prog} --help`", self.prog)
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
-        """argparse's, but an argument no command takes is named by the command it was given to."""
-        parsed, extra = self.parse_known_args(args, namespace)
+        """argparse's, but an argument no command takes is named by the command it was given to, and a query or
+        note that starts with "-" ("--max-model-len", "-x") is told to come after "--"."""
+        argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
+        try:
+            parsed, extra = self.parse_known_args(argv, namespace)
+        except UsageError as exc:
+            raise self._dashed(exc, argv) from None
         if extra:
             prog = " ".join([self.prog, *([parsed.command] if getattr(parsed, "command", None) else [])])
-            raise UsageError(f"unrecognized arguments: {' '.join(extra)}", f"see `{prog} --help`", prog)
+            error = UsageError(f"unrecognized arguments: {' '.join(extra)}", f"see `{prog} --help`", prog)
+            raise (
+                self._dashed(error, argv) if getattr(parsed, "text", None) == [] else error
+            )  # (remember's is optional)
         return parsed
+
+    def _dashed(self, exc: UsageError, argv: list[str]) -> UsageError:
+        """`exc`, with the hint to put "--" before the QUERY or TEXT that starts with "-" when it was read as an
+        option: an argument no option of the command takes, with which "--" before it makes the line whole."""
+        for n, arg in enumerate(argv):
+            if "--" in argv[:n] or not arg.startswith("-") or arg == "-" or not self._unknown([*argv[:n], "x", arg]):
+                continue
+            try:
+                _, extra = self.parse_known_args([*argv[:n], "--", *argv[n:]])
+            except UsageError:
+                continue
+            if not extra:
+                return UsageError(
+                    str(exc), f'a QUERY or TEXT that starts with "-" goes after "--": {exc.prog} -- "{arg}"', exc.prog
+                )
+        return exc
+
+    def _unknown(self, argv: list[str]) -> bool:
+        """Whether the last of `argv` is an option no parser takes there (left over, not read or refused)."""
+        try:
+            _, extra = self.parse_known_args(argv)
+        except UsageError:
+            return False
+        return argv[-1] in extra
 
 
 VERBOSE_HELP = "log what happens (and a failure's details) to stderr"

@@ -69,6 +69,23 @@ def test_an_argument_no_command_takes_is_named_by_its_command() -> None:
 
 
 @pytest.mark.parametrize(
+    ("argv", "dashed"), [(["search", "--max-model-len"], "--max-model-len"), (["remember", "-x"], "-x")]
+)
+def test_a_query_or_note_that_starts_with_a_dash_is_told_to_come_after_two_dashes(argv: list[str], dashed: str) -> None:
+    with pytest.raises(UsageError, match="arguments are required|unrecognized arguments") as caught:
+        build_parser().parse_args(argv)
+    assert (
+        caught.value.hint
+        == f'a QUERY or TEXT that starts with "-" goes after "--": memsearch-lsp {argv[0]} -- "{dashed}"'
+    )
+    parsed = build_parser().parse_args([argv[0], "--", dashed])
+    assert (parsed.query if argv[0] == "search" else parsed.text) in (dashed, [dashed])
+    with pytest.raises(UsageError) as plain:  # a query forgotten, a known option given: the usual hint
+        build_parser().parse_args(["search", "--json"])
+    assert plain.value.hint == "see `memsearch-lsp search --help`"
+
+
+@pytest.mark.parametrize(
     ("argv", "attribute", "value"),
     [
         (["serve", "--tcp", "127.0.0.1:2087"], "tcp", "127.0.0.1:2087"),
