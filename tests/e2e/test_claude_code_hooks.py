@@ -681,3 +681,54 @@ def test_a_secret_redacted_in_the_prompt_is_redacted_where_the_answer_repeats_it
     assert done.returncode == 0, done.stderr
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "Tr0ub4dor" not in text and "3xK" not in text and "Quote the URL in .env.staging" in text
+
+
+def agentic_transcript(folder: Path, prompt: str, narration: list[str], conclusion: str) -> Path:
+    """A turn as Claude Code writes it: a text block before each tool call (its result in a user entry), then the
+    answer."""
+    entries: list[dict[str, Any]] = [{"type": "user", "message": {"content": prompt}}]
+    for n, text in enumerate(narration):
+        call = {"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {"file_path": f"src/f{n}.py"}}
+        entries.append({"type": "assistant", "message": {"content": [{"type": "text", "text": text}, call]}})
+        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": "output " * 40}
+        entries.append({"type": "user", "message": {"content": [result]}})
+    entries.append({"type": "assistant", "message": {"content": [{"type": "text", "text": conclusion}]}})
+    transcript = folder / "transcript.jsonl"
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    return transcript
+
+
+def test_a_long_agentic_turn_keeps_its_conclusion_and_drops_the_narration_first(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """(audit J, 1) The turn's text blocks were joined and trimmed from the front: 24 "Let me look at ..." lines
+    filled the 1500 characters and the root cause and fix at the end were lost. The answer is kept, and the
+    messages just before it while they fit; the narration of the first steps goes."""
+    narration = [
+        f"{step} the {thing} to see how the tests run there ({n})."
+        for n, (step, thing) in enumerate(
+            (s, t)
+            for s in ("Let me look at", "Now I'll check", "Next, let me inspect")
+            for t in ("CI configuration", "test fixtures", "database setup script", "docker-compose file",
+                      "pytest configuration", "git history", "CI logs", "runner image")
+        )
+    ]  # fmt: skip
+    cause = "Found it: the fixtures build order dates in local time, and CI runs with TZ=UTC."
+    conclusion = (
+        "Root cause found: CI runs with TZ=UTC while the fixtures build order dates in local time, so orders "
+        "created after 23:00 UTC fall on the next day. Fix: the fixtures now use datetime.now(timezone.utc); "
+        "CI is green."
+    )
+    transcript = agentic_transcript(
+        tmp_path, "Why do the payment webhook tests fail on CI but pass locally?", [*narration, cause], conclusion
+    )
+    assert len("\n\n".join([*narration, cause, conclusion])) > 1500
+    done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    outcome = text.split("**Outcome:** ", 1)[1]
+    assert "Root cause found: CI runs with TZ=UTC" in outcome and "CI is green." in outcome
+    assert cause in outcome and outcome.index(cause) < outcome.index("Root cause found")  # (in the order said)
+    assert "Let me look at the CI configuration" not in outcome  # the first steps went first
+    assert len(outcome.strip()) <= 1500 and "output output" not in text
+    assert "## 09:41 Why do the payment webhook tests fail on CI but pass locally\n" in text

@@ -10,8 +10,9 @@ Each reads the hook's JSON on stdin and prints what Claude Code expects on stdou
   each hit's source, lines and id; MEMORY.md and summaries come first when they match as well, and a captured
   turn that repeats a curated note shown is left out; in a project without memory, the user memory's hits;
 - stop: returns at once; a detached process records the turn (`memsearch-lsp remember - --summarize`) under a
-  heading that says what it was about, trimmed at paragraph or sentence ends outside code fences. Turns with
-  nothing to remember (an acknowledgement, an empty answer) are skipped.
+  heading that says what it was about, trimmed at paragraph or sentence ends outside code fences; of a turn too long
+  to keep whole, the assistant's last messages (its answer) are kept and the narration of its first steps goes.
+  Turns with nothing to remember (an acknowledgement, an empty answer) are skipped.
 A hook never blocks the agent: on any failure it prints nothing, notes why on stderr and exits 0, and its calls
 to the CLI and the index owner end within MEMSEARCH_HOOK_TIMEOUT seconds in all (a stuck owner is skipped, and
 the agent told so once). In a folder without memory, SessionStart tells the agent once that
@@ -54,6 +55,7 @@ COMMAND_ECHO = ("<local-command-stdout>", "<local-command-stderr>", "<command-na
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 RETRY_S = 2.0  # a capture whose note the CLI could not write asks again after this long
+EARLIER_PART = 200  # a captured turn too long to keep whole keeps of an earlier message at least this much, or none
 SHORT_ANSWER = 160  # a go-ahead answered in fewer characters, with no number, path or name, is courtesy, not work
 # a prompt made of these words alone (one of ACKNOWLEDGEMENTS at least; at most ACK_MAX_WORDS) thanks, agrees or lets
 # the agent go on: "great, thanks!", "perfect, thank you", "nice work", "muito obrigado pela ajuda", "非常感谢"
@@ -566,9 +568,9 @@ def text_of(message: Any) -> str:
     return ""
 
 
-def last_turn(transcript: Path) -> tuple[str, str, list[str]]:
-    """The last prompt the user typed, what the assistant said after it (each of its text blocks, in order: the
-    cause it found before its tool calls as well as its closing words), and what every `<private>` span the user
+def last_turn(transcript: Path) -> tuple[str, list[str], list[str]]:
+    """The last prompt the user typed, what the assistant said after it (the text of each of its messages, in order:
+    the cause it found before its tool calls as well as its closing words), and what every `<private>` span the user
     typed in the session said (an earlier prompt's private name is kept out of a later turn's answer too; the
     assistant's words, "wrap it in a `<private>` tag", mark nothing), from the JSONL transcript."""
     prompt, said, hidden = "", [], []
@@ -592,7 +594,7 @@ def last_turn(transcript: Path) -> tuple[str, str, list[str]]:
             hidden += [h.strip() for h in PRIVATE_SPAN.findall(text)]  # (what the user typed; never the assistant's)
         elif entry.get("type") == "assistant" and text:
             said.append(text)
-    return prompt, "\n\n".join(said), hidden
+    return prompt, said, hidden
 
 
 def blocks(text: str) -> list[tuple[str, bool]]:
@@ -652,6 +654,30 @@ def trim(text: str, limit: int) -> str:
         if used >= limit:
             break
     return "\n\n".join(kept).strip() or at_a_word(text.split("\n", 1)[0], limit)
+
+
+def outcome(said: list[str], limit: int) -> str:
+    """What the assistant said in the turn (its messages, in order) within `limit` characters: all of it when it fits;
+    else the last messages whole, as many as fit (the answer, and the cause found just before it), then the one
+    before them cut at its paragraph or sentence ends when EARLIER_PART characters are left. What goes is the
+    narration of the turn's first steps ("Let me look at ...", "Now I'll check ..."), never its conclusion."""
+    turn = "\n\n".join(said)
+    if len(turn) <= limit:
+        return turn
+    kept: list[str] = []
+    room = limit
+    for message in reversed(said):
+        room -= 2 if kept else 0
+        if len(message) <= room:
+            kept.insert(0, message)
+            room -= len(message)
+            continue
+        if not kept:  # the answer alone is too long: its beginning, as a prompt is kept
+            kept.append(trim(message, limit))
+        elif room >= EARLIER_PART:
+            kept.insert(0, trim(message, room))
+        break
+    return "\n\n".join(kept)
 
 
 def at_a_word(text: str, limit: int) -> str:
@@ -790,21 +816,29 @@ def without_private_phrases(hidden: list[str], answer: str) -> str:
     return "".join(out) + answer[at:]
 
 
+def without_hidden(hidden: list[str], message: str) -> str:
+    """`message` without what the user kept private (`hidden`), repeated whole, in part or in its words."""
+    for said in private_values(hidden):  # what the user kept private, repeated in the answer (whole or in part)
+        message = message.replace(said, "[private]")
+    return without_private_phrases(hidden, message)  # ... or in its words: a name, a diagnosis
+
+
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
-    prompt, answer, hidden = "", str(event.get("last_assistant_message") or ""), []
+    prompt, said, hidden = "", [], []
+    last = str(event.get("last_assistant_message") or "").strip()
     transcript = Path(str(event.get("transcript_path") or ""))
     if event.get("transcript_path") and transcript.is_file():
-        prompt, recorded, hidden = last_turn(transcript)  # the last message ends the transcript, unless not written yet
-        answer = recorded if answer.strip() in recorded else f"{recorded}\n\n{answer}".strip()
-    prompt, answer = without_private(whole(prompt)).strip(), without_private(whole(answer)).strip()
-    for said in private_values(hidden):  # what the user kept private, repeated in the answer (whole or in part)
-        answer = answer.replace(said, "[private]")
-    answer = without_private_phrases(hidden, answer)  # ... or in its words: a name, a diagnosis
+        prompt, said, hidden = last_turn(transcript)  # the last message ends the transcript, unless not written yet
+    if last not in "\n\n".join(said):
+        said.append(last)
+    prompt = without_private(whole(prompt)).strip()
+    said = [m for m in (without_hidden(hidden, without_private(whole(m)).strip()) for m in said) if m]
+    answer = "\n\n".join(said)
     if nothing_to_remember(prompt, answer) or not new_turn(event, prompt, answer):
         return None
     limit = setting("TURN_CHARS", 1500)
-    note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {trim(answer, limit)}"
+    note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {outcome(said, limit)}"
     heading = f"{now():%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
     while True:  # an owner that stalls a moment (a long embed) is asked again while this capture has time
         try:
