@@ -732,3 +732,62 @@ def test_a_long_agentic_turn_keeps_its_conclusion_and_drops_the_narration_first(
     assert "Let me look at the CI configuration" not in outcome  # the first steps went first
     assert len(outcome.strip()) <= 1500 and "output output" not in text
     assert "## 09:41 Why do the payment webhook tests fail on CI but pass locally\n" in text
+
+
+IDE_FILE = (
+    "<ide_opened_file>The user opened the file /home/dev/shop/src/consumer.py in the IDE. This may or may not be "
+    "related to the current task.</ide_opened_file>"
+)
+IDE_SELECTION = (
+    "<ide_selection>The user selected the lines 10 to 12 from /home/dev/shop/src/consumer.py:\ndef poll(self):\n"
+    "    batch = self.c.poll(timeout=1.0)\n\nThis may or may not be related to the current task.</ide_selection>"
+)
+
+
+def test_what_the_ide_and_claude_code_put_in_a_message_is_no_part_of_the_note(workspace: Path, tmp_path: Path) -> None:
+    """(audit J, 2) In VS Code and JetBrains the user's message opens with <ide_opened_file> and <ide_selection>: they
+    became the note's heading and its Asked text, and every IDE turn shared their words. Those blocks (and reminders)
+    go; a tag the user typed stays, and a message of injected blocks alone is no prompt."""
+    question = "why is the kafka consumer lagging behind on partition 3? see <config>max.poll=500</config>"
+    reminder = "<system-reminder>The TodoWrite tool has not been used recently.</system-reminder>"
+    text = lambda t: {"type": "text", "text": t}  # noqa: E731
+    entries = [
+        {"type": "user", "message": {"content": [text(IDE_FILE), text(IDE_SELECTION), text(question)]}},
+        {
+            "type": "assistant",
+            "message": {"content": [text("The lag comes from a synchronous HTTP call per message.")]},
+        },
+        {"type": "user", "message": {"content": [text(reminder)]}},  # (mid-turn: no new prompt)
+        {"type": "assistant", "message": {"content": [text("Batching 50 calls per request cut the lag to 200.")]}},
+    ]
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    log = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "## 09:41 why is the kafka consumer lagging behind on partition 3\n" in log
+    assert f"**Asked:** {question}" in log and "synchronous HTTP call" in log and "cut the lag to 200" in log
+    assert "ide_" not in log and "The user opened" not in log and "def poll" not in log and "TodoWrite" not in log
+
+
+def test_prompt_recall_reads_the_prompt_without_what_the_ide_put_before_it(workspace: Path, tmp_path: Path) -> None:
+    """(audit J, 2) The IDE's blocks were the recall query (every captured IDE turn matched them), and a slash command
+    typed in the IDE (`<ide_opened_file>...\\n/compact`) got past the `/` check. The query is what the user typed."""
+    calls, queries = tmp_path / "calls.log", tmp_path / "queries.log"
+    logging_cli = tmp_path / "cli.sh"
+    logging_cli.write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\nif [ "$1" = search ]; then tee -a {queries} | {CLI} "$@"; exit $?; fi\n'
+        f'exec {CLI} "$@"\n'
+    )
+    logging_cli.chmod(0o755)
+    for prompt in (f"{IDE_FILE}\n/compact", f"{IDE_FILE}{IDE_SELECTION}"):
+        skipped = hook(
+            "user-prompt-submit",
+            recorded("user-prompt-submit.json", workspace, prompt=prompt),
+            MEMSEARCH_HOOK_CLI=str(logging_cli),
+        )
+        assert (skipped.returncode, skipped.stdout) == (0, "") and not calls.exists(), skipped.stderr
+    event = recorded("user-prompt-submit.json", workspace, prompt=f"{IDE_FILE}\nwhich message broker did we pick?")
+    recall = hook("user-prompt-submit", event, MEMSEARCH_HOOK_CLI=str(logging_cli))
+    assert recall.returncode == 0 and "Kafka" in recall.stdout, recall
+    assert queries.read_text().strip() == "which message broker did we pick?"

@@ -13,6 +13,8 @@ Each reads the hook's JSON on stdin and prints what Claude Code expects on stdou
   heading that says what it was about, trimmed at paragraph or sentence ends outside code fences; of a turn too long
   to keep whole, the assistant's last messages (its answer) are kept and the narration of its first steps goes.
   Turns with nothing to remember (an acknowledgement, an empty answer) are skipped.
+Recall and capture read what the user typed: the blocks Claude Code puts in a message (the IDE's opened file and
+selection, `<system-reminder>`) are left out.
 A hook never blocks the agent: on any failure it prints nothing, notes why on stderr and exits 0, and its calls
 to the CLI and the index owner end within MEMSEARCH_HOOK_TIMEOUT seconds in all (a stuck owner is skipped, and
 the agent told so once). In a folder without memory, SessionStart tells the agent once that
@@ -52,6 +54,14 @@ from pathlib import Path
 from typing import Any
 
 COMMAND_ECHO = ("<local-command-stdout>", "<local-command-stderr>", "<command-name>", "<command-message>")
+# blocks Claude Code puts in a user's message (and a prompt's hook input) that the user did not type: the IDE's context
+# (<ide_opened_file>, <ide_selection>, <ide_diagnostics>, any <ide_...>), reminders, a background task's notice, a
+# hook's output, bash mode's echo; a closed list of names, so a tag the user typed (<config>, <Widget>) stays
+INJECTED = re.compile(
+    r"<(ide_[a-z_]+|system-reminder|task-notification|local-command-caveat|user-prompt-submit-hook"
+    r"|bash-(?:input|stdout|stderr))(?:\s[^<>]*)?>.*?</\1\s*>\s*",
+    re.DOTALL,
+)
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 RETRY_S = 2.0  # a capture whose note the CLI could not write asks again after this long
@@ -92,6 +102,12 @@ WORD = re.compile(r"\w+")
 PRIVATE_TAG = re.compile(r"<\s*(?:(/)\s*)?private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 # a span to its first close, one left open to the end (what an unbalanced text hides; group 1: what it says)
 PRIVATE_SPAN = re.compile(r"<\s*private\b[^<>/]*>(.*?)(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+
+
+def typed(text: str) -> str:
+    """What the user typed of a prompt: `text` without the blocks Claude Code injected (INJECTED), stripped; "" when
+    it held only those (an IDE's opened file and selection say what is on screen, not what the user asks)."""
+    return INJECTED.sub("", text).strip()
 
 
 def without_private(text: str) -> str:
@@ -493,7 +509,7 @@ def choose(hits: list[dict[str, Any]], top_k: int) -> list[dict[str, Any]]:
 
 
 def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
-    prompt = whole(str(event.get("prompt") or "")).strip()
+    prompt = typed(whole(str(event.get("prompt") or "")))
     if len(prompt) < 3 or prompt.startswith("/"):
         return None
     top_k = setting("TOP_K", 3)
@@ -587,6 +603,8 @@ def last_turn(transcript: Path) -> tuple[str, list[str], list[str]]:
         ):
             continue  # the agent's notes to itself, a subagent's turns, a compacted session's summary
         text = text_of(entry.get("message") or {}).strip()
+        if entry.get("type") == "user":
+            text = typed(text)  # (a message of injected blocks alone is no prompt)
         if entry.get("type") == "user" and text.startswith(COMMAND_ECHO):
             continue  # a slash command's echo ("<local-command-stdout>..."): no prompt the user typed
         if entry.get("type") == "user" and text:
