@@ -288,8 +288,8 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         days: Annotated[int, Field(ge=1, le=366, description="today and the days before")] = 3,
         chars: Annotated[int, Field(ge=1, le=10**9, description="at most this much note text")] = RECENT_CHARS,
     ) -> RecentResult:
-        """The notes of the last days' daily logs, newest first, within `chars` characters of note text (later
-        notes that do not fit are left out: ask for fewer days or more chars); read from the files, no search."""
+        """The notes of the last days' daily logs, newest first, within `chars` characters of note text (the first
+        note that does not fit and all older ones are left out: ask for more chars); read from the files, no search."""
 
         def recent() -> list[NoteData]:
             return [n.to_dict() for n in within(recent_notes(MemoryFiles(door.root, config=config), days), chars)]

@@ -366,7 +366,8 @@ def build_parser() -> _Parser:
         type=whole(1, 1_000_000_000),
         default=None,
         metavar="N",
-        help="at most N characters of note text (whole notes, newest first; default 20000)",
+        help="at most N characters of note text (whole notes, newest first, up to the first that does not fit; "
+        "default 20000)",
     )
 
     warm = _command(

@@ -104,17 +104,22 @@ def session_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = No
 
 
 def within(notes: list[Note], budget: int) -> list[Note]:
-    """The leading notes that fit in `budget` characters of content; a note that does not fit is cut at a
-    line end (a code fence closed) when it is the first, else left out, and later ones still get their turn."""
+    """The leading notes that fit in `budget` characters of content, in their order. A note that does not fit is cut
+    at a line end (a code fence closed) when it is the first, else left out; after a MEMORY.md or summary section left
+    out the next still gets its turn, but the first daily note that does not fit ends the list: the days' notes come
+    newest first, so an older one is never given while a newer one is left out."""
     kept: list[Note] = []
     left = budget
     for note in notes:
         if len(note.content) <= left:
             kept.append(note)
             left -= len(note.content) + 2
-        elif not kept and left > 200:
+            continue
+        if not kept and left > 200:
             cut = note.content[:left].rsplit("\n", 1)[0]
             fence = open_fence(cut)
             kept.append(replace(note, content=f"{cut}\n{fence + chr(10) if fence else ''}…"))
             left = 0
+        if note.kind == "daily":
+            break
     return kept

@@ -791,3 +791,29 @@ def test_prompt_recall_reads_the_prompt_without_what_the_ide_put_before_it(works
     recall = hook("user-prompt-submit", event, MEMSEARCH_HOOK_CLI=str(logging_cli))
     assert recall.returncode == 0 and "Kafka" in recall.stdout, recall
     assert queries.read_text().strip() == "which message broker did we pick?"
+
+
+def test_session_start_never_gives_an_older_note_after_a_newer_one_it_left_out(workspace: Path) -> None:
+    """(audit J, 7) A note that did not fit with its source line was skipped and older ones were given after it: the
+    morning's "v1 API" note without the migration to v2 that followed. The first day's note that does not fit ends
+    the notes given."""
+    (workspace / "memory" / "MEMORY.md").write_text("# Project Memory\n\n## Team\n\nDana leads the backend.\n")
+    checks = "".join(f"## 17:{n}0 Check {n}\n\nThe v2 import job check {n} ran green.\n\n" for n in range(1, 5))
+    (workspace / "memory" / "2026-12-03.md").write_text(
+        "# 2026-12-03\n\n## 09:00 Morning\n\nThe import job uses the v1 API.\n\n"
+        f"## 13:00 Migration\n\nMoved the import job to the v2 API{', table by table' * 58}.\n\n{checks}"
+    )
+    asked = subprocess.run(  # what the hook is given: the migration fits the CLI's budget (note text alone)
+        [*CLI.split(), "recent", "--session", "--chars", str(1500 - 80), "--json", "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMSEARCH_NOW": "2026-12-03T18:00"},
+    )
+    headings = [n["heading"] for n in json.loads(asked.stdout)["notes"]]
+    assert headings[-2:] == ["13:00 Migration", "09:00 Morning"], headings
+    result = hook("session-start", recorded("session-start.json", workspace), MEMSEARCH_HOOK_SESSION_CHARS="1500")
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Dana leads" in text and "check 4 ran green" in text and "check 1 ran green" in text
+    assert "table by table" not in text  # (with its source line it does not fit the hook's budget)
+    assert "v1 API" not in text

@@ -66,6 +66,28 @@ def test_recent_for_a_session_puts_memory_md_and_the_newest_summary_first(worksp
     assert not [n for n in every if n["content"].strip() == "## Later"]
 
 
+def test_recent_within_a_budget_never_gives_an_older_note_while_a_newer_one_is_left_out(workspace: Path) -> None:
+    """(audit J, 7) `--chars` skipped a newer note that did not fit and went on to older ones: an agent shown the
+    morning's note without the afternoon's took it for the current state. The first day's note that does not fit
+    ends the list (a MEMORY.md section left out still lets the next have its turn)."""
+    (workspace / "memory" / "2026-02-18.md").write_text(
+        "# 2026-02-18\n\n## 09:00 Morning\n\nThe import job uses the v1 API.\n\n"
+        f"## 13:00 Migration\n\n{'Moved the import job to the v2 API, table by table. ' * 20}\n\n"
+        "## 17:00 Evening\n\nThe v2 import job ran green overnight.\n"
+    )
+    now = "2026-02-18T18:00"
+    every = json.loads(cli(workspace, "recent", "--days", "1", "--json", now=now).stdout)["notes"]
+    assert [n["heading"] for n in every] == ["17:00 Evening", "13:00 Migration", "09:00 Morning"]
+    small = json.loads(cli(workspace, "recent", "--days", "1", "--chars", "300", "--json", now=now).stdout)["notes"]
+    assert [n["heading"] for n in small] == ["17:00 Evening"]  # not the morning's v1 without the migration
+    (workspace / "memory" / "MEMORY.md").write_text(
+        f"# Project Memory\n\n## Team\n\nDana leads the backend.\n\n## History\n\n{'A long story. ' * 40}\n\n"
+        "## Conventions\n\nUse UTC everywhere.\n"
+    )
+    session = cli(workspace, "recent", "--session", "--days", "1", "--chars", "300", "--json", now=now)
+    assert [n["heading"] for n in json.loads(session.stdout)["notes"]] == ["Team", "Conventions", "17:00 Evening"]
+
+
 @pytest.mark.model
 def test_warm_serves_later_commands_then_leaves_when_idle(workspace: Path) -> None:
     started = cli(workspace, "warm", "--detach", "--idle", "4", "--json")

@@ -457,9 +457,11 @@ def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
         "a whole section with `memsearch-lsp expand ID`.\n\n"
     )
     text = intro + parts[0]  # whole notes that fit with their source lines (the CLI's budget counts content alone)
-    for part in parts[1:]:
+    for note, part in zip(notes[1:], parts[1:]):
         if len(text) + 2 + len(part) <= budget + len(intro):
             text += "\n\n" + part
+        elif note.get("kind") == "daily":
+            break  # (newest first: no older note is given while a newer one is left out)
     return context("SessionStart", at_a_line(text, budget + len(intro)), budget + len(intro))
 
 
