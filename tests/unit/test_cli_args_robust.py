@@ -72,7 +72,7 @@ def test_an_argument_no_command_takes_is_named_by_its_command() -> None:
     ("argv", "dashed"), [(["search", "--max-model-len"], "--max-model-len"), (["remember", "-x"], "-x")]
 )
 def test_a_query_or_note_that_starts_with_a_dash_is_told_to_come_after_two_dashes(argv: list[str], dashed: str) -> None:
-    with pytest.raises(UsageError, match="arguments are required|unrecognized arguments") as caught:
+    with pytest.raises(UsageError, match=r"arguments are required|unrecognized arguments") as caught:
         build_parser().parse_args(argv)
     assert (
         caught.value.hint

@@ -190,6 +190,7 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("This is the owner of the queue. They are the product people.", {}),
         ("We use Kafka, product analytics read from it.", {}),
         ("Nobody owns the flaky test suite yet. The Scheduler owns the queue.", {}),
+        ("Rust is the tech we know best. Vault is the security layer. Postgres is the operator we run.", {}),
     ],
 )
 def test_people_are_found_with_their_role(text: str, expected: dict[str, str]) -> None:

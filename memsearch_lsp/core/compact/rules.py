@@ -113,8 +113,10 @@ NAME_ROLE = re.compile(
 _PERSON_ROLE = (
     r"(?:(?:[\w-]+ |\w+-){0,3}(?i:" + _ROLE_NOUN + r"|officer|nurse|doctor|counsel|support|comms|finance|legal|"
     r"sales|marketing|recruiter|founder|partner|professor|postdoc|researcher|tester|writer|editor|[a-z]*ops|liaison|"
-    r"head|tech|technician|student|assistant|secretary|chair|treasurer|clerk|planner|dispatcher|inspector|operator|"
-    r"compliance|security|procurement|copyeditor|proofreader|typesetter|illustrator|translator|"
+    # (a "tech" or a "head" of something: "field tech", "facility head"; "Rust is the tech we know" is no person)
+    r"(?!(?:the|a|an|our|their) )\w+ (?:tech|head)|technician|student|assistant|secretary|chair|treasurer|clerk|"
+    r"planner|dispatcher|inspector|"
+    r"copyeditor|proofreader|typesetter|illustrator|translator|"
     # the same in the languages the memory may be written in: Portuguese, Spanish, French, German, Italian
     r"gerente|l[ií]der|engenheir[oa]|cient[ií]fic[oa]|cientista|wissenschaftler(?:in)?|scientifique|analista|"
     r"arquitet[oa]|arquitect[oa]|architekt(?:in)?|architecte|diseñador[a]?|designer(?:in)?|gestor[a]?|ingenier[oa]|ing[ée]nieure?|ingegnere|diret(?:or|ora)|director[a]?|"
