@@ -439,3 +439,27 @@ def test_related_memories_are_the_nearest_ones_whatever_the_floor(workspace: Pat
     assert chunk is not None
     related = memory.related(chunk, top_k=3)
     assert related and all(h.source != chunk.source for h in related)
+
+
+def test_a_hits_relevance_does_not_depend_on_the_fusion_weights(workspace: Path, make_memory) -> None:
+    """`score` is what `--min-score` compares, so it must not move with a ranking flag: a dense leg weighted 0 (BM25
+    ranks alone) still tells the relevance its cosines, as the ranker does not either (0.381 became 0.274 with
+    `--vector-weight 0`)."""
+    memory = make_memory(workspace)
+    memory.index()
+    query = "which cache did we pick for sessions"
+
+    def scores(**overrides: object) -> dict[str, float]:
+        return {h.id: h.score for h in memory.search(query, top_k=10, **overrides)}
+
+    fused = scores()
+    assert fused
+    for overrides in ({"vector_weight": 0.0}, {"bm25_weight": 0.0}, {"ranker": "rrf"}, {"ranker": "minmax"}):
+        other = scores(**overrides)
+        shared = set(fused) & set(other)
+        assert shared, overrides
+        assert {k: other[k] for k in shared} == pytest.approx({k: fused[k] for k in shared}), overrides
+    # and so the floor keeps the same hits whichever leg ranks
+    floor = sorted(fused.values())[len(fused) // 2]
+    kept = {h.id for h in memory.search(query, top_k=10, min_score=floor, vector_weight=0.0)}
+    assert kept and all(fused.get(k, floor) >= floor for k in kept)

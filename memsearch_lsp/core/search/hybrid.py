@@ -281,20 +281,23 @@ def hybrid_search(
     sparse: dict[str, float] = {}
     analyzer = Analyzer(settings.language)
     terms = query_weights(store, query, analyzer)
+    # the dense leg's cosines tell every hit's relevance, so `score` (what min_score compares) is the same whatever the
+    # fusion weights; it ranks only when weighted (vector_weight 0: BM25 ranks alone)
+    cosines = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
     if settings.vector_weight > 0 or rrf:
-        dense = _dense_leg(store, embedder, query, per_leg, exclude_source, only)
+        dense = cosines
     if settings.bm25_weight > 0 or rrf or not dense:
         sparse = store.sparse_leg(terms, per_leg, exclude_source, only)
     ids = list(dict.fromkeys([*dense, *sparse]))
     coverage = store.coverage(ids, terms) if ids else {}
     said = said_share(store, analyzer, query, terms, ids, coverage)
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
-    calibration = calibration_of(embedder) if dense else REFERENCE
+    calibration = calibration_of(embedder) if cosines else REFERENCE
     found = {r.id: r for r in store.rows(ids)} if ids else {}
     languages = _languages(analyzer, query, embedder, dense, found)
-    every = rank(dense, sparse, coverage, store.sections, settings, calibration, languages, said)
+    every = rank(dense, sparse, coverage, store.sections, settings, calibration, languages, said, cosines)
     # relevance: comparable across indexes and models (the dense cosines read through the model's calibration)
-    score, relevant = dict(every), relevance(dense, said, calibration, languages)
+    score, relevant = dict(every), relevance(cosines, said, calibration, languages)
     rows = [r for r in (found[k] for k, _ in every if k in found) if not empty_section(r.content)][:limit]
     if archive_dir:
         from memsearch_lsp.core.files import glob_match

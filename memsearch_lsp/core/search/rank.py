@@ -49,8 +49,9 @@ of a section whose best piece matched is not left behind.
 The fused scores order the hits of one search and say nothing about relevance across queries (the best
 hit of an unrelated query can score as high as any). What does is `relevance`, 0..1: (2 x the candidate's
 dense cosine on the bundled model's scale + its term coverage) / 3, both absolute, a function of the
-candidates and the embedder's calibration only (a cosine the model cannot read counts as UNKNOWN, halfway
-between its unrelated and related levels: the terms decide); `search.min_score` (0.25) drops hits below it,
+candidates and the embedder's calibration only, never of the ranker or the legs' weights (a cosine the model
+cannot read counts as UNKNOWN, halfway between its unrelated and related levels: the terms decide);
+`search.min_score` (0.25) drops hits below it,
 so a query that matches nothing in the memory returns nothing with any model (bench/README.md, "Issue 36": the
 unrelated queries of bench/queries/unrelated.json over each development set, with either model).
 """
@@ -196,10 +197,10 @@ def relevance(
     """An absolute relevance of each candidate, 0..1: (2 x its dense cosine on the bundled model's scale + its
     term coverage) / 3: 0.05-0.25 for the best chunk of an unrelated query, 0.3-0.8 for what answers a question.
     `dense`: the leg's raw cosines, read through the embedder's `calibration`. A candidate the dense leg did not
-    return gets that leg's lowest cosine (its own is no higher); with no dense leg (switched off, or the query
-    could not be embedded) the coverage alone decides. Where the model cannot read the query or the candidate
-    (`languages`), its cosine says nothing either way: it counts as UNKNOWN, halfway between the calibration's
-    unrelated and related levels, and the terms the candidate shares with the query decide."""
+    return gets that leg's lowest cosine (its own is no higher); with no dense leg (the query could not be embedded:
+    a leg weighted 0 still gives its cosines here) the coverage alone decides. Where the model cannot read the query
+    or the candidate (`languages`), its cosine says nothing either way: it counts as UNKNOWN, halfway between the
+    calibration's unrelated and related levels, and the terms the candidate shares with the query decide."""
     if not dense:
         return {key: min(1.0, max(0.0, value)) for key, value in coverage.items()}
     scaled = calibrated(dense, calibration)
@@ -278,11 +279,13 @@ def rank(
     calibration: Calibration = REFERENCE,
     languages: Languages = NOWHERE,
     said: Scores | None = None,
+    cosines: Scores | None = None,
 ) -> list[tuple[str, float]]:
     """What a search ranks: both legs fused by `settings.ranker` (the dense leg's cosines read through the
     embedder's `calibration`), split sections sharing their best score (`learned`, `minmax`; `sections` looks up
     the candidates' section), hits under `settings.min_score` (`relevance` of the coverage `said`, `coverage` when
-    None) left out. Best first. `languages`: the query's and the candidates' languages, and the model's
+    None, and of the dense leg's `cosines`, `dense` when None: a leg weighted 0 ranks nothing and still tells the
+    relevance) left out. Best first. `languages`: the query's and the candidates' languages, and the model's
     (`learned`)."""
     raw, dense = dense, calibrated(dense, calibration)
     ranked = fuse(
@@ -298,6 +301,8 @@ def rank(
     if settings.ranker in ("learned", "minmax") and len(ranked) > 1:
         ranked = share_sections(ranked, sections([k for k, _ in ranked]))
     if settings.min_score > 0:
-        relevant = relevance(raw, coverage if said is None else said, calibration, languages)
+        relevant = relevance(
+            raw if cosines is None else cosines, coverage if said is None else said, calibration, languages
+        )
         ranked = [(k, v) for k, v in ranked if relevant.get(k, 0.0) >= settings.min_score]
     return ranked
