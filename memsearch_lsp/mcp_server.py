@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
-import json
 import logging
 import os
 import re
@@ -24,14 +23,13 @@ from urllib.parse import unquote, urlparse
 import anyio
 import mcp_types
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData, StatusData
-from memsearch_lsp.core.chunks import valid_unicode
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.onboard import NoMemoryHere
 from memsearch_lsp.core.process.door import Door
@@ -40,6 +38,7 @@ from memsearch_lsp.core.scopes import make_user_root, search_scopes, user_config
 from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
+from memsearch_lsp.mcp_stdin import filter_stdin
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -65,6 +64,9 @@ Scope = Literal["workspace", "user", "all"]
 # The tools' output schemas are the result types' own wire shapes (core's TypedDicts), not copies.
 class SearchResult(TypedDict):
     hits: list[HitData]
+    indexing: bool
+    """the index is still being brought up to date (a first index): after {READY_WAIT_S:g} s the hits come from the part
+    indexed so far; search again later for the rest"""
 
 
 class RecentResult(TypedDict):
@@ -246,10 +248,13 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
                 "summary); by default the summary stands for them"
             ),
         ] = False,
+        ctx: Context | None = None,
     ) -> SearchResult:
         """Hybrid (semantic + keyword) search over the memory files; best hits first. since / until / source
         restrict the candidates (e.g. "what did we decide last week": since="7d"); each hit's scope says whether
-        it is from this workspace's memory or the user's."""
+        it is from this workspace's memory or the user's. The index is brought up to date first, waiting at most
+        10 s (a first index of a large memory takes longer): `indexing` true says the hits come from the part
+        indexed so far."""
         filters: dict[str, Any] = {
             k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
         }
@@ -260,15 +265,21 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         if archived:
             filters["archived"] = True
 
-        def search(memory: MemoryApi) -> list[HitData]:
-            memory.index()  # reconciles first, like the CLI
-            mine = server.user_memory()
-            user = (lambda: mine.memory) if mine is not None else (lambda: None)
-            return [h.to_dict() for h in search_scopes(memory, user, query, top_k, scope, **filters)]
+        def searcher(at: Door) -> Callable[[MemoryApi], SearchResult]:
+            def search(memory: MemoryApi) -> SearchResult:  # reconciled first, like the CLI, for READY_WAIT_S at most
+                heard = (lambda *said: anyio.from_thread.run(ctx.report_progress, *said)) if ctx is not None else None
+                indexed = at.reconciled(heard=heard)
+                mine = server.user_memory()
+                user = (lambda: mine.memory) if mine is not None else (lambda: None)
+                hits = [h.to_dict() for h in search_scopes(memory, user, query, top_k, scope, **filters)]
+                return {"hits": hits, "indexing": not indexed}
 
-        hits = await run(search, mine_instead=scope == "all") if scope != "user" else None
-        mine = server.user_memory() if hits is None else None  # the user's alone: asked for, or no memory here
-        return {"hits": (await user_run(mine, search) if mine is not None else hits) or []}
+            return search
+
+        found = await run(searcher(door), mine_instead=scope == "all") if scope != "user" else None
+        mine = server.user_memory() if found is None else None  # the user's alone: asked for, or no memory here
+        result = await user_run(mine, searcher(mine)) if mine is not None else found
+        return cast(SearchResult, result or {"hits": [], "indexing": False})
 
     @server.memory_tool(title="Expand a memory", annotations=READ_ONLY)
     async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkData:
@@ -364,65 +375,13 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
     return server
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_ODD_START = re.compile(rb"^\s*\[")  # a batch
-
-
-def valid_message(line: bytes) -> bytes:
-    """One client line as lines the SDK answers. The SDK's parser drops, without a reply (the client would wait
-    forever), a message with a lone surrogate in a string ("\\ud800": replaced), a request whose params are no
-    object (`[1, 2]`: sent as an object the SDK answers with -32602, for that id) and a batch (MCP has none since
-    2025-06-18: its messages are sent one by one, each answered)."""
-    if not (_SURROGATE_ESCAPE.search(line) or _ODD_START.match(line) or b'"params"' in line):
-        return line
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return line  # not JSON: nothing to answer (no id can be read)
-    if isinstance(message, dict) and isinstance(message.get("params", {}), dict) and not _SURROGATE_ESCAPE.search(line):
-        return line  # (as it came: the usual case)
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return valid_unicode(value)
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        if isinstance(value, dict):
-            return {clean(k): clean(v) for k, v in value.items()}
-        return value
-
-    def request(value: Any) -> Any:
-        if isinstance(value, dict) and "params" in value and not isinstance(value["params"], dict):
-            return dict(value, params={"invalid": value["params"]})  # (no parameter of any method is so named)
-        return value
-
-    messages = message if isinstance(message, list) else [message]
-    return b"".join(json.dumps(request(clean(m))).encode() + b"\n" for m in messages)
-
-
-def filter_stdin() -> None:
-    """Put `valid_message` between the client and the SDK's reader: fd 0 becomes a pipe that a thread fills with the
-    client's lines, cleaned; the pipe ends when the client closes its end."""
-    client = os.dup(0)
-    read_end, write_end = os.pipe()
-    os.dup2(read_end, 0)
-    os.close(read_end)
-
-    def pump() -> None:
-        with os.fdopen(client, "rb") as source, os.fdopen(write_end, "wb") as sink:
-            for line in source:
-                sink.write(valid_message(line))
-                sink.flush()
-
-    threading.Thread(target=pump, name="memsearch-mcp-stdin", daemon=True).start()
-
-
 def serve(workspace: Path) -> None:
     """Serve MCP over stdio until the client closes it."""
     filter_stdin()
     config = load_config(workspace)
     door = Door(workspace, config=config, process="memsearch-lsp mcp")
     server = create_server(door, config)
+    door.reconcile()  # in the background from the start: the first search waits READY_WAIT_S at most
 
     def close() -> None:
         door.close()

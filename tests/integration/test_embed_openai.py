@@ -362,3 +362,60 @@ async def test_workspace_symbol_during_a_slow_first_index_answers_instead_of_fai
         assert after and after[0].name.startswith("Redis Caching")
     finally:
         await stop(session)
+
+
+async def test_mcp_search_during_a_slow_first_index_answers_within_the_bound_and_says_so(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    """MCP's memory_search reconciled the whole index before answering (24 s for 301 chunks; minutes for a real
+    memory, past a client's tool timeout). The server now indexes from its start, in the background; a search
+    waits READY_WAIT_S at most, then answers from the part indexed so far with `indexing` true, and a client that
+    sent a progressToken hears the pass's progress meanwhile."""
+    import os
+    import sys
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from tests.helpers import make_workspace
+
+    bound_s = 10.0  # READY_WAIT_S, as the README says it: "waits at most 10 s"
+
+    settings = {"PROVIDER": "openai", "BASE_URL": server.url, "MODEL": "fake-a", "API_KEY_ENV": "", "BATCH_SIZE": "2"}
+    env = {
+        **os.environ,
+        **{f"MEMSEARCH_EMBEDDING_{k}": v for k, v in settings.items()},
+        "MEMSEARCH_EMBEDDING_TIMEOUT_S": "30",
+    }
+    ws = make_workspace(tmp_path)
+    server.script = [1.0] * 400  # every request answers after a second: the first index takes ~25 s
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memsearch_lsp", "mcp", "--workspace", str(ws)], env=env
+    )
+    heard: list[float] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append(done)
+
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for _ in range(600):  # the first pass is under way before any search (a second a request)
+            if len(server.requests) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert len(server.requests) >= 2, "nothing indexed before the first search"
+        begin = time.monotonic()
+        first = await asyncio.wait_for(
+            session.call_tool("memory_search", {"query": "Redis cache TTL"}, progress_callback=progress), 60
+        )
+        assert time.monotonic() - begin < bound_s + 5, "waited for the whole first index"
+        assert not first.is_error and first.structured_content is not None, first.content
+        assert first.structured_content["indexing"] is True and isinstance(first.structured_content["hits"], list)
+        assert heard, "no progress notification for the progressToken"
+        server.script = []  # the rest of the pass at full speed
+        for _ in range(120):
+            after = (await session.call_tool("memory_search", {"query": "Redis cache TTL"})).structured_content
+            if after is not None and not after["indexing"]:
+                break
+        assert after is not None and after["indexing"] is False
+        assert after["hits"] and after["hits"][0]["heading"] == "Redis Caching"

@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,9 @@ from memsearch_lsp.core.store import IndexBusy
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 WARM_PROCESS = "memsearch-lsp warm"
+# a search waits this long for an index pass (a process's first: a large memory, a slow embedding endpoint), then
+# answers from the part indexed so far: the language server's requests and the MCP server's memory_search
+READY_WAIT_S = 10.0
 
 
 def open_memory(
@@ -93,6 +97,9 @@ class Door:
         self.owner: OwnerServer | None = None
         self._memory: MemoryApi | None = None
         self._lock = threading.RLock()
+        self._pass: Future[None] | None = None  # the index pass in the background (`reconcile`)
+        self._passing = threading.Lock()
+        self.progress: tuple[int, int, str] | None = None  # its latest report: chunks done, of total, said
 
     @property
     def memory(self) -> MemoryApi:
@@ -146,6 +153,46 @@ class Door:
         except OwnerGone:
             log.info("%s: the index owner went away; opening it again", self.root)
             return fn(self.take_over(memory))
+
+    def reconcile(self) -> Future[None]:
+        """Bring the index up to date on a thread of its own (`index_what_it_can`; searches meanwhile read the part
+        indexed so far): the pass running already, else a new one. Its result is its error, if it failed."""
+        with self._passing:
+            if self._pass is None or self._pass.done():
+                self._pass, self.progress = Future(), None
+                threading.Thread(
+                    target=self._reconcile, args=(self._pass,), name="memsearch-index", daemon=True
+                ).start()
+            return self._pass
+
+    def _reconcile(self, done: Future[None]) -> None:
+        def progress(chunks: int, total: int, message: str) -> None:
+            self.progress = (chunks, total, message)
+
+        try:
+            self.call(lambda memory: index_what_it_can(memory, progress, "searching"))
+        except BaseException as exc:  # (the caller that waits for it hears it; one that does not, the log)
+            log.debug("%s: the index pass failed: %s", self.root, exc)
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
+
+    def reconciled(self, wait_s: float = READY_WAIT_S, heard: Progress | None = None) -> bool:
+        """`reconcile()` and wait for it at most `wait_s` (`heard` hears its progress meanwhile, each second): False
+        when it still runs (the caller answers from the part indexed so far, and says so); a failed pass's error is
+        raised here."""
+        running, deadline, said = self.reconcile(), time.monotonic() + wait_s, None
+        while wait([running], max(0.0, min(1.0, deadline - time.monotonic()))).not_done:
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "%s: still indexing after %gs; answering from the part indexed so far", self.root.name, wait_s
+                )
+                return False
+            if heard is not None and self.progress is not None and self.progress != said:
+                said = self.progress
+                heard(*said)
+        running.result()
+        return True
 
     @property
     def last_call(self) -> float:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from memsearch_lsp.core.files import read_text
+from memsearch_lsp.core.process.door import READY_WAIT_S  # (the bound every search's wait for an index pass has)
 from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.core.store import IndexBusy
 from memsearch_lsp.lsp import convert
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
 
 SEARCH = "memsearch/search"
-READY_WAIT_S = 10.0  # a request waits this long for a root's first index pass, then reads what is indexed
 log = logging.getLogger(__name__)
 
 
