@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 MAX_CHARS = 1500
+MAX_FILE_CHUNKS = 5000  # chunks indexed of one file (a 1 MiB log of 200-character sections has 5,000)
 CHUNKING = "2"  # bump when the chunks of a text change: an index of another chunking is rewritten (core/index.py)
 # The dense leg embeds a chunk in windows of about this many characters and scores the chunk by its
 # best window: the model reads 256 tokens (~1000 characters), and a shorter window keeps one topic of a

@@ -16,13 +16,23 @@ from pathlib import Path
 import pathspec
 
 from memsearch_lsp.config import CONFIG_FILE, Config, ConfigError
-from memsearch_lsp.core.chunks import normalize_newlines
+from memsearch_lsp.core.chunks import MAX_CHARS, MAX_FILE_CHUNKS, chunk_markdown, normalize_newlines
 
 MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
 MAX_SOURCE_BYTES = 2048  # the store keeps a source path in a VARCHAR of this many bytes
 SUFFIXES = (".md", ".markdown")
 DELETED = "deleted (or not on this branch): the notes indexed from it leave the index"
 INDEX_DIR = ".memsearch"  # a workspace's index and its state: a cache, rebuilt from the Markdown
+
+
+def not_all_indexed(text: str, source: str) -> str:
+    """Why the indexer would leave out part of `text` as the whole of the file `source` ("" when it indexes all of
+    it): what a note file may hold before a note goes to the day's next file, so that every note written is found."""
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        return f"it would grow past {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+    if len(chunk_markdown(text, source, max_chars=MAX_CHARS)) > MAX_FILE_CHUNKS:
+        return f"it would have more than {MAX_FILE_CHUNKS} sections, the most indexed of one file"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.chunks import CHUNKING, MAX_CHARS, Chunk, chunk_markdown, sha256, valid_unicode
+from memsearch_lsp.core.chunks import CHUNKING, MAX_CHARS, MAX_FILE_CHUNKS, Chunk, chunk_markdown, sha256, valid_unicode
 from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, folder_fd, read_file, read_text, write_file
 from memsearch_lsp.core.progress import ChunkProgress, Progress
@@ -21,7 +21,6 @@ from memsearch_lsp.core.store import Store
 
 log = logging.getLogger(__name__)
 
-MAX_FILE_CHUNKS = 5000  # chunks indexed of one file (a 1 MiB log of 200-character sections has 5,000)
 GROUP_CHUNKS = 1024  # embed+write unit: bench/throughput showed 256 cost ~9% of throughput
 EMBED_SLICE = 64  # texts per embed() call while reporting, for an embedder that cannot report its own batches
 

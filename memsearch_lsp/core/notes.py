@@ -21,7 +21,7 @@ from pathlib import Path
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline, valid_unicode
-from memsearch_lsp.core.files import MAX_FILE_BYTES, folder_fd, read_file, read_text, write_file, writing
+from memsearch_lsp.core.files import folder_fd, not_all_indexed, read_file, read_text, write_file, writing
 from memsearch_lsp.core.filewrite import no_room, replace_file, write_all
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.redact import safe_text
@@ -342,8 +342,8 @@ def write_note(
     if found is None:
         path.parent.mkdir(parents=True, exist_ok=True)
         source_of(path)  # the folder may be a link to outside
-    elif len(addition.text.encode("utf-8")) > MAX_FILE_BYTES:
-        raise _NextFile(f"it would grow past {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    elif why := not_all_indexed(addition.text, source):
+        raise _NextFile(why)
     try:
         with writing(path.parent):  # (a read-only memory folder: named, with what to do)
             write_note_file(path, None if found is None else before, addition)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memsearch_lsp.core.chunks import log_date
+from memsearch_lsp.core.chunks import MAX_FILE_CHUNKS, chunk_markdown, log_date
 from memsearch_lsp.core.files import MAX_FILE_BYTES, read_text
 from memsearch_lsp.core.notes import MAX_NOTE_BYTES, NoteError, clean_note, open_fence
 from tests.helpers import cli
@@ -85,6 +85,24 @@ def test_a_full_log_continues_in_the_days_next_file(workspace: Path, make_memory
     assert log.stat().st_size <= MAX_FILE_BYTES
     assert memory.expand(note.to_dict()["id"]) is not None
     assert memory.search("earlier note about kafka", top_k=1)[0].source == LOG  # the first file stays indexed
+
+
+def test_a_log_with_as_many_sections_as_are_indexed_continues_in_the_days_next_file(
+    workspace: Path, make_memory
+) -> None:
+    """Audit K, 1: a log of short notes reaches MAX_FILE_CHUNKS sections long before 1 MiB; the indexer keeps only
+    that many of a file, so a note written after them got an id that nothing could find, expand or forget."""
+    log = workspace / LOG
+    notes = (f"## 08:{n % 60:02d} ({n})\n\ntool call {n} ok\n\n" for n in range(MAX_FILE_CHUNKS - 1))
+    text = "# 2026-12-03\n\n" + "".join(notes)  # the day's heading is a section too
+    log.write_text(text)
+    assert len(chunk_markdown(text, LOG)) == MAX_FILE_CHUNKS and len(text) < MAX_FILE_BYTES // 2
+    memory = make_memory(workspace)
+    memory.index()
+    note = memory.remember("the prod database password rotates on fridays, owner is dana", now=NINE)
+    assert note.source == "memory/2026-12-03.2.md" and log.read_text() == text
+    assert "owner is dana" in memory.expand(note.to_dict()["id"]).content
+    assert memory.search("prod database password rotates", top_k=1)[0].source == note.source
 
 
 def test_a_log_that_reads_as_binary_is_left_alone(workspace: Path, make_memory) -> None:
