@@ -361,6 +361,16 @@ def read_text(path: Path) -> tuple[str, str]:
         return data.decode("utf-8", "replace"), f"invalid UTF-8 at byte {exc.start}, decoded with replacement"
 
 
+def read_memory_file(item: MemoryFile) -> tuple[str, Skipped | None]:
+    """A memory file's text (`read_text`) and what was wrong with it: text '' for one that cannot be read (no right
+    to read it, binary, too large), the text for one decoded with replacement; None when nothing was."""
+    try:
+        text, problem = read_text(item.path)
+    except OSError as exc:
+        return "", Skipped(item.source, f"cannot read: {exc}")
+    return text, Skipped(item.source, problem) if problem else None
+
+
 NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 

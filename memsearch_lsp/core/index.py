@@ -13,7 +13,15 @@ from typing import Any
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import CHUNKING, MAX_CHARS, MAX_FILE_CHUNKS, Chunk, chunk_markdown, sha256, valid_unicode
 from memsearch_lsp.core.embedding import Embedder
-from memsearch_lsp.core.files import MemoryFile, Skipped, find_memory_files, folder_fd, read_file, read_text, write_file
+from memsearch_lsp.core.files import (
+    MemoryFile,
+    Skipped,
+    find_memory_files,
+    folder_fd,
+    read_file,
+    read_memory_file,
+    write_file,
+)
 from memsearch_lsp.core.progress import ChunkProgress, Progress
 from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import doc_vector
@@ -227,16 +235,12 @@ class Indexer:
             if item.source in self.overlays:
                 texts[item.source] = self.overlays[item.source]
                 continue
-            try:
-                text, problem = read_text(item.path)
-            except OSError as exc:
-                stats.skipped.append(Skipped(item.source, f"cannot read: {exc}"))
-                continue
+            text, problem = read_memory_file(item)
             if problem and not text:
-                stats.skipped.append(Skipped(item.source, problem))
+                stats.skipped.append(problem)
                 continue
             if problem:
-                stats.warnings.append(Skipped(item.source, problem))
+                stats.warnings.append(problem)
             texts[item.source] = text
         for source, text in self.overlays.items():
             texts.setdefault(source, text)

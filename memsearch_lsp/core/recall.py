@@ -4,6 +4,7 @@ memory files (confined to the workspace, no index needed) within a character bud
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from dataclasses import asdict, dataclass, replace
 from typing import cast
@@ -11,10 +12,12 @@ from typing import cast
 from typing_extensions import TypedDict
 
 from memsearch_lsp.core.chunks import empty_section, log_date, log_order
-from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_text
+from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_memory_file
 from memsearch_lsp.core.notes import LONG_TERM, open_fence
 from memsearch_lsp.core.search.filters import source_date
 from memsearch_lsp.core.workspace import MemoryFiles
+
+log = logging.getLogger(__name__)
 
 
 class NoteData(TypedDict):
@@ -67,8 +70,9 @@ def kind_of(source: str) -> str:
 
 
 def _notes(memory: MemoryFiles, item: MemoryFile, kind: str) -> list[Note]:
-    text, problem = read_text(item.path)
-    if problem and not text:
+    text, problem = read_memory_file(item)
+    if problem and not text:  # (as the index pass skips it: said once, the other files' notes given)
+        log.warning("%s: %s; skipped", problem.source, problem.reason)
         return []
     return [
         Note(c.id, c.source, c.heading, c.start_line, c.end_line, c.date or source_date(c.source), kind, c.content)

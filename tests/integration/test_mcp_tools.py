@@ -3,6 +3,7 @@ schema for each, argument errors in one sentence with a hint, and the docs that 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,9 @@ from memsearch_lsp.core.api import StatusData
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.core.process.door import Door
-from memsearch_lsp.core.recall import RECENT_CHARS
+from memsearch_lsp.core.recall import RECENT_CHARS, session_notes
 from memsearch_lsp.core.scopes import make_user_root, user_config
+from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.mcp_server import MemoryMCPServer, create_server
 from tests.fakes import FakeEmbedder
 from tests.helpers import ROOT
@@ -135,3 +137,29 @@ async def test_recent_notes_are_bounded_as_the_cli_bounds_them(
     assert every[0]["date"] == "2026-12-07" and sum(len(n["content"]) for n in every) <= RECENT_CHARS
     small = (await called(server, "memory_recent", days=7, chars=3000))["notes"]
     assert small and sum(len(n["content"]) for n in small) <= 3000 and small == every[: len(small)]
+
+
+async def test_a_log_that_cannot_be_read_is_skipped_by_recent_with_one_warning(
+    server: MemoryMCPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """(audit K, 7) one daily log of mode 000 made `recent`, `recent --session` and memory_recent fail with a raw
+    PermissionError, while index and compact skip it and say why. recent skips it too, with one warning naming it.
+    (Root reads any file: the refusal is simulated.)"""
+    monkeypatch.setenv("MEMSEARCH_NOW", "2026-12-06T09:00")
+    for day in (5, 6):
+        (tmp_path / "memory" / f"2026-12-0{day}.md").write_text(f"# 2026-12-0{day}\n\n## 08:00\n\nnote of day {day}\n")
+    real = os.open
+
+    def refused(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith("2026-12-05.md"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refused)
+    notes = (await called(server, "memory_recent", days=3))["notes"]
+    assert [n["source"] for n in notes] == ["memory/2026-12-06.md"]
+    caplog.clear()
+    session = session_notes(MemoryFiles(tmp_path, config=load_config(tmp_path)), days=3)
+    assert [n.source for n in session if n.kind == "daily"] == ["memory/2026-12-06.md"]
+    said = [r.getMessage() for r in caplog.records if "2026-12-05.md" in r.getMessage()]
+    assert len(said) == 1 and "cannot read" in said[0] and "skipped" in said[0], said
