@@ -284,6 +284,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_remember(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.notes import check_note, clean_note, summarized
+    from memsearch_lsp.core.process.door import once_more
 
     if args.text in ([], ["-"]):
         if sys.stdin is None or sys.stdin.isatty():
@@ -295,11 +296,13 @@ def cmd_remember(args: argparse.Namespace) -> int:
         body = clean_note(text) if args.summarize else check_note(text)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    with _user_memory(create=True) if args.user else _memory(args) as memory:  # type: ignore[union-attr]
+    opened = (lambda: _user_memory(create=True)) if args.user else (lambda: _memory(args))
+    with opened() as memory:  # type: ignore[union-attr]
         if args.summarize:
             body = summarized(memory.config, memory.root, body)
         heading = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING") or None
-        note = memory.remember(body, heading, long_term=args.long_term)
+        when = memory.clock()  # (asked again, the same note of the same day: the one written, if it was)
+        note = once_more(memory, opened, lambda m: m.remember(body, heading, now=when, long_term=args.long_term))
     note = replace(note, scope="user") if args.user else note
     _emit(args, note.to_dict(), str(note))
     return EXIT_OK

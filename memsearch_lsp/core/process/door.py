@@ -208,6 +208,21 @@ class Door:
                 self._memory = None
 
 
+def once_more(memory: MemoryApi, reopen: Callable[[], MemoryApi | None], fn: Callable[[MemoryApi], T]) -> T:
+    """`fn(memory)`; when the owner that `memory` followed went away while it answered (killed, or an editor closing
+    just then), `fn` once more on the memory opened again (the next owner's, or this process's own). Only for an
+    operation that is safe to ask twice: `remember` of a note already written that day answers with that note, so
+    a write reported as failed wrote nothing and one that was written reports success."""
+    try:
+        return fn(memory)
+    except OwnerGone as exc:
+        log.info("%s; asking again", exc)
+        again = reopen()
+        assert again is not None  # (it opened the first time)
+        with again:
+            return fn(again)
+
+
 def index_what_it_can(memory: MemoryApi, progress: Progress | None, then: str) -> None:
     """Bring the index up to date; an embeddings endpoint that does not answer leaves the new text for later, said
     once, and the caller goes on `then` ("searching", "serving") with what is indexed (queries by BM25 meanwhile)."""
