@@ -200,14 +200,15 @@ class Memory(MemoryFiles):
         if not is_local_uri(self.uri):
             self.store.drop()
         else:  # the folder may also hold the owner's socket: delete only the index itself
-            try:
-                self.claim()  # checks `.memsearch/` and signs an index built before the marker existed
-            except IndexBusy:
-                raise
-            except StoreError as exc:  # an index that cannot be opened is what reset is for
-                log.warning("the index at %s cannot be opened (%s); deleting it", self.uri, exc)
-            self.close()
-            remove_index(self.uri)  # only a real folder carrying this program's marker
+            with self._lock:  # (no other call of this process opens it again meanwhile)
+                try:
+                    self.claim()  # checks `.memsearch/` and signs an index built before the marker existed
+                except IndexBusy:
+                    raise
+                except StoreError as exc:  # an index that cannot be opened is what reset is for
+                    log.warning("the index at %s cannot be opened (%s); deleting it", self.uri, exc)
+                self.close()
+                remove_index(self.uri)  # only a real folder carrying this program's marker, under its lock
         if self._indexer is not None:
             self._indexer.forget()
         self._indexer, self._emptied = None, True

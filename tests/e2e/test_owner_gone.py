@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+from memsearch_lsp.core.store import IndexBusy
+from memsearch_lsp.core.store.folder import hold, let_go, lock_holder
 from tests.helpers import cli, make_workspace
 
 # an owner (a real process serving the index) killed with SIGKILL the moment it indexes a note about okapis: after the
@@ -54,3 +58,42 @@ def test_remember_whose_owner_is_killed_after_writing_reports_the_note_written_o
     assert written.count("an okapi was seen at the zoo") == 1
     found = json.loads(cli(ws, "expand", note["id"], "--json", check=True).stdout)
     assert "an okapi was seen at the zoo" in found["content"]
+
+
+def test_reset_keeps_the_lock_until_the_index_is_gone(tmp_path: Path) -> None:
+    """`reset --yes` let go of the index's lock before deleting the folder: a process that took it just then wrote
+    into the folder being deleted, and reset failed with a raw "OSError: [Errno 39] Directory not empty", leaving
+    the index half-deleted. Reset keeps other processes out until the index is gone; the next command rebuilds it."""
+    ws = make_workspace(tmp_path)
+    cli(ws, "index", check=True)
+    folder = ws / ".memsearch" / "milvus.db"
+    reset = subprocess.Popen(
+        [sys.executable, "-m", "memsearch_lsp", "reset", "--yes", "--workspace", str(ws)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def another_process() -> None:  # (a thread of this process: flock locks between processes as between these)
+        while reset.poll() is None and lock_holder(folder) != reset.pid:
+            pass
+        while reset.poll() is None:
+            try:
+                held = hold(folder)
+            except (IndexBusy, OSError):
+                continue
+            try:  # what an opened index writes at once
+                (folder / "opened-by-another-process").write_text("x")
+                time.sleep(0.3)
+            finally:
+                let_go(held)
+            return
+
+    contender = threading.Thread(target=another_process)
+    contender.start()
+    out, err = reset.communicate(timeout=120)
+    contender.join(timeout=60)
+    assert reset.returncode == 0 and "Errno" not in out + err, out + err
+    assert not folder.exists() or not (folder / "collections").exists()  # gone, or started anew: never half-deleted
+    found = json.loads(cli(ws, "search", "redis", "--json", "--min-score", "0", check=True).stdout)
+    assert found and not list(ws.joinpath(".memsearch").glob("milvus.db.broken-*"))

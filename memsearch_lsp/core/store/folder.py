@@ -44,6 +44,9 @@ def hold(folder: Path) -> int:
         os.close(fd)
         who = f" (pid {holder})" if holder else ""
         raise IndexBusy(f"another process{who} holds the index at {folder}") from exc
+    if not still_held(fd, folder):  # the folder was moved aside (reset) between opening its lock and taking it
+        let_go(fd)
+        raise IndexBusy(f"the index at {folder} was just deleted by another process")
     with contextlib.suppress(OSError):  # who holds it, for that message in the others
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -156,14 +159,22 @@ def mark(folder: Path) -> None:
             write_file(dir_fd, MARKER, b"memsearch-lsp index: safe to delete; rebuilt from the Markdown\n")
 
 
+RESET_WAIT_S = 30.0  # how long reset waits for another process that holds the index (a CLI's command ends soon)
+
+
 def remove_index(uri: str) -> None:
     """Delete the local index folder at `uri` (reset), and the copies of it moved aside (`<name>.broken-*`, which
     hold what was indexed too): only real folders signed with MARKER; any other folder or file at the index's place
-    is left as it is with a StoreError. Nothing there: nothing to do."""
+    is left as it is with a StoreError. Nothing there: nothing to do.
+
+    The folder is renamed aside while its lock is held (waiting up to RESET_WAIT_S for another process that holds
+    it: IndexBusy after that, nothing deleted), then deleted: another process never opens a half-deleted index, and
+    one that comes meanwhile starts a new one. A copy that cannot be deleted is named in a StoreError (the next
+    command rebuilds the index all the same)."""
     folder = Path(uri)
-    for aside in folder.parent.glob(f"{glob.escape(folder.name)}.broken-*") if folder.parent.is_dir() else ():
+    for aside in _copies(folder):
         if signed(aside):
-            shutil.rmtree(aside)
+            _delete(aside)
     if not os.path.lexists(folder):
         return
     if not signed(folder):
@@ -171,8 +182,38 @@ def remove_index(uri: str) -> None:
             f"reset: {folder} is not an index memsearch-lsp created (no {MARKER} in it, or a link), "
             "so it is left as it is: delete it yourself if it is"
         )
+    deadline = time.monotonic() + RESET_WAIT_S
     with writing(folder):
+        while True:
+            try:
+                held = hold(folder)
+                break
+            except IndexBusy:
+                if time.monotonic() > deadline or not os.path.lexists(folder):
+                    raise
+                time.sleep(0.1)
+        try:
+            aside = folder.with_name(f"{folder.name}.broken-reset-{os.getpid()}-{time.monotonic_ns()}")
+            os.rename(folder, aside)  # (a rename moves a link itself, never what it points to)
+        finally:
+            let_go(held)
+        _delete(aside)
+
+
+def _copies(folder: Path) -> list[Path]:
+    return list(folder.parent.glob(f"{glob.escape(folder.name)}.broken-*")) if folder.parent.is_dir() else []
+
+
+def _delete(folder: Path) -> None:
+    try:
         shutil.rmtree(folder)  # (never follows a link inside)
+    except FileNotFoundError:  # (another reset deletes it)
+        return
+    except OSError as exc:
+        raise StoreError(
+            f"reset: the index was moved aside to {folder} but cannot be deleted ({exc.strerror or exc}); "
+            "the next command rebuilds the index: delete that folder yourself"
+        ) from exc
 
 
 def move_aside(folder: Path, why: str) -> None:
