@@ -4,6 +4,7 @@ smaller text of the same kind, never against a fixed number of seconds: the suit
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -130,7 +131,13 @@ def test_remember_on_the_command_line_looks_for_secrets_in_a_text_once(
         def __exit__(self, *exc: object) -> None:
             return None
 
-        def remember(self, text: str, heading: str | None = None, *, long_term: bool = False) -> SimpleNamespace:
+        @staticmethod
+        def clock() -> dt.datetime:
+            return dt.datetime(2026, 12, 6, 10, 0)
+
+        def remember(
+            self, text: str, heading: str | None = None, *, now: dt.datetime | None = None, long_term: bool = False
+        ) -> SimpleNamespace:
             notes.clean_note(text)
             return SimpleNamespace(to_dict=dict)
 
