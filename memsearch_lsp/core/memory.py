@@ -37,7 +37,7 @@ from memsearch_lsp.core.notes import (
     same_note,
 )
 from memsearch_lsp.core.onboard import require_memory_workspace
-from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter
+from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter, sources_of_day
 from memsearch_lsp.core.search.hybrid import (
     TIME_HEADING,
     AmbiguousId,
@@ -246,6 +246,7 @@ class Memory(MemoryFiles):
                 archive_dir=self.archive_dir,
                 only=only,
                 archived=archived,
+                dated=None if where else sources_of_day(query, self.clock().date(), manifest),
             )
         )
 

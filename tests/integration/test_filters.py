@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.search.filters import FilterError, make_filter, parse_date, source_period
+from memsearch_lsp.core.search.filters import FilterError, make_filter, named_day, parse_date, source_period
 
 TODAY = dt.date(2026, 3, 10)
 
@@ -103,3 +103,47 @@ def test_filters_restrict_both_legs_candidates(tmp_path: Path, make_memory: Call
     assert memory.search("kafka broker", top_k=3, since="2027-01-01") == []
     with pytest.raises(FilterError):
         memory.search("kafka", since="last tuesday")
+
+
+def test_the_one_day_a_query_names_is_read_in_the_forms_people_write_it() -> None:
+    today = dt.date(2026, 12, 6)  # a Sunday
+    named = {
+        "what happened on 2026-11-11": dt.date(2026, 11, 11),
+        "what happened on 11 November": dt.date(2026, 11, 11),
+        "the 3rd of March outage": dt.date(2026, 3, 3),
+        "Nov 11th, 2025 incident": dt.date(2025, 11, 11),
+        "what did we ship on December 20": dt.date(2025, 12, 20),  # no year: the last one up to today
+        "what happened yesterday": dt.date(2026, 12, 5),
+        "what did we decide last Tuesday about the cache": dt.date(2026, 12, 1),
+        "notes from on Sunday": dt.date(2026, 11, 29),  # a weekday: the last one before today
+    }
+    for query, day in named.items():
+        assert named_day(query, today) == day, query
+    for query in ("what did we do in May", "2026-02-30", "3 of 5 replicas", "today and yesterday", "30 Feb", "v2.3.0"):
+        assert named_day(query, today) is None, query
+
+
+def test_a_search_that_names_a_day_gives_that_days_notes_first(tmp_path: Path, make_memory) -> None:
+    """ "What happened on 11 November" shares no word with the notes of that day: they come first all the same,
+    then the best other note; a day without a log changes nothing, nor does an explicit date filter."""
+    memory_dir = tmp_path / "memory"
+    memory_dir.mkdir()
+    (memory_dir / "MEMORY.md").write_text("# Memory\n\n## Cache\n\nThe cache TTL is 24 hours.\n", encoding="utf-8")
+    for day, text in (
+        ("2026-11-10", "Raised the webhook backoff cap to 8000 ms."),
+        ("2026-11-11", "Incident INC-77: checkout 502s for 11 minutes; a ConfigMap had UPSTREAM_TIMEOUT=3."),
+        ("2026-11-12", "The cache TTL goes from 24 to 72 hours for idempotency keys."),
+    ):
+        (memory_dir / f"{day}.md").write_text(f"# {day}\n\n## 10:00\n\n{text}\n", encoding="utf-8")
+    memory = make_memory(tmp_path)
+    memory.clock = lambda: dt.datetime(2026, 11, 13, 9, 0)
+    memory.index()
+    for query in ("what happened on 11 November", "what happened on 2026-11-11", "what happened on Wednesday"):
+        hits = memory.search(query, 3)
+        assert hits and hits[0].source == "memory/2026-11-11.md", (query, hits)
+    cache = memory.search("cache TTL yesterday", 3)  # the day's note first, and the best other one kept
+    assert [h.source for h in cache[:2]] == ["memory/2026-11-12.md", "memory/MEMORY.md"], cache
+    plain = [h.source for h in memory.search("cache TTL", 3)]
+    assert [h.source for h in memory.search("cache TTL on 1 November", 3)] == plain  # no log of that day: as before
+    filtered = memory.search("what happened on 11 November", 3, since="2026-11-12")  # a filter given: it decides
+    assert {h.source for h in filtered} == {"memory/2026-11-12.md"}, filtered

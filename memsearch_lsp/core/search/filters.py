@@ -12,7 +12,7 @@ import datetime as dt
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,3 +204,60 @@ def _inside(glob: str, root: Path) -> str:
     if glob.startswith("/") and not Path("/", *Path(glob).parts[1:2]).exists():
         return glob
     raise FilterError(f"the source {glob!r} is outside the workspace {root}: give a path or glob inside it")
+
+
+# -- a day the query names ----------------------------------------------------------------------------
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|"
+    r"nov(?:ember)?|dec(?:ember)?)"
+)
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_NAMED_DAY = re.compile(
+    r"\b(?:(?P<iso>\d{4}-\d{2}-\d{2})"  # 2026-11-11
+    rf"|(?P<day>\d{{1,2}}){_ORDINAL}(?: of)? (?P<month>{_MONTH})\b(?:,? (?P<year>\d{{4}}))?"  # 11 November 2026
+    rf"|(?P<month2>{_MONTH}) (?P<day2>\d{{1,2}}){_ORDINAL}\b(?:,? (?P<year2>\d{{4}}))?"  # Nov 11th, 2026
+    r"|(?P<relative>today|yesterday)"
+    r"|(?:last|on|this past) (?P<weekday>(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b",
+    re.I,
+)
+_WEEKDAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
+
+
+def named_day(query: str, today: dt.date) -> dt.date | None:
+    """The one day a query names: `2026-11-11`, "11 November", "Nov 11th, 2026", "yesterday", "last Tuesday"
+    ("on Tuesday": the last one before today); a day and month without a year is the last such day up to today.
+    None when it names none, several, or a day that does not exist."""
+    days = set()
+    for match in _NAMED_DAY.finditer(query[:1000]):
+        try:
+            days.add(_day_of(match, today))
+        except (ValueError, OverflowError):
+            return None
+    return days.pop() if len(days) == 1 else None
+
+
+def _day_of(match: re.Match[str], today: dt.date) -> dt.date:
+    if match["iso"]:
+        return dt.date.fromisoformat(match["iso"])
+    if match["relative"]:
+        return today - dt.timedelta(days=match["relative"].lower() == "yesterday")
+    if match["weekday"]:
+        back = (today.weekday() - _WEEKDAYS.index(match["weekday"].lower()[:-3])) % 7 or 7
+        return today - dt.timedelta(days=back)
+    month = _MONTHS.index((match["month"] or match["month2"]).lower()[:3]) + 1
+    day, year = int(match["day"] or match["day2"]), match["year"] or match["year2"]
+    if year:
+        return dt.date(int(year), month, day)
+    date = dt.date(today.year, month, day)
+    return date if date <= today else dt.date(today.year - 1, month, day)
+
+
+def sources_of_day(query: str, today: dt.date, sources: Collection[str]) -> frozenset[str] | None:
+    """The dated files (daily logs, summaries) of the one day the query names, when there are any: a search gives
+    their notes first (core/search/hybrid.py); None when the query names no day or no file is of that day."""
+    day = named_day(query, today)
+    if day is None:
+        return None
+    dated = frozenset(s for s in sources if (period := source_period(s)) and period[0] <= day <= period[1])
+    return dated or None

@@ -264,6 +264,7 @@ def hybrid_search(
     archive_dir: str = "",
     only: Collection[str] | None = None,
     archived: bool = False,
+    dated: Collection[str] | None = None,
 ) -> list[Hit]:
     """Dense and BM25 candidates (`settings.candidates` per leg, at least `top_k`) fused by the
     configured ranker (core/search/rank.py), best first, hits under `settings.min_score` (rank.relevance) left
@@ -271,10 +272,26 @@ def hybrid_search(
     endpoint busy or down) the BM25 leg answers alone and the reason is logged.
     `only`: a search filter's sources (core/search/filters.py); both legs take their candidates from them alone.
     An archived original whose summary holds the same match gives way to it (core/search/archive.py): the
-    summary comes first, and the original is left out unless `archived`."""
+    summary comes first, and the original is left out unless `archived`.
+    `dated`: the files of a day the query names (filters.sources_of_day): their notes come first, ranked among
+    themselves without the floor (the day says they are wanted), then the best of the rest (`day_first`)."""
     query = valid_unicode(bounded(query))
     if not query.strip() or top_k <= 0:
         return []
+    if dated:
+        day = hybrid_search(
+            store,
+            embedder,
+            query,
+            replace(settings, min_score=0.0),
+            top_k,
+            exclude_source,
+            archive_dir,
+            dated,
+            archived,
+        )
+        rest = hybrid_search(store, embedder, query, settings, top_k, exclude_source, archive_dir, only, archived)
+        return day_first(day, rest, top_k)
     rrf = settings.ranker == "rrf"
     per_leg = max(settings.candidates, top_k)
     dense: dict[str, float] = {}
@@ -322,6 +339,15 @@ def hybrid_search(
         len(sparse),
     )
     return hits
+
+
+def day_first(day: list[Hit], rest: list[Hit], top_k: int) -> list[Hit]:
+    """The hits of the day a query names, then the others, `top_k` in all; the best other hit keeps a place when
+    there are more than one (a day misremembered still shows the note the words point to)."""
+    seen = {h.id for h in day}
+    others = [h for h in rest if h.id not in seen]
+    room = top_k - 1 if others and top_k > 1 else top_k
+    return [*day[:room], *others][:top_k]
 
 
 def said_share(
