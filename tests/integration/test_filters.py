@@ -115,11 +115,19 @@ def test_the_one_day_a_query_names_is_read_in_the_forms_people_write_it() -> Non
         "what did we ship on December 20": dt.date(2025, 12, 20),  # no year: the last one up to today
         "what happened yesterday": dt.date(2026, 12, 5),
         "what did we decide last Tuesday about the cache": dt.date(2026, 12, 1),
-        "notes from on Sunday": dt.date(2026, 11, 29),  # a weekday: the last one before today
+        "this past Sunday's notes": dt.date(2026, 11, 29),  # a weekday: the last one before today
     }
     for query, day in named.items():
         assert named_day(query, today) == day, query
-    for query in ("what did we do in May", "2026-02-30", "3 of 5 replicas", "today and yesterday", "30 Feb", "v2.3.0"):
+    for query in (
+        "deploys go out on Tuesday",
+        "what did we do in May",
+        "2026-02-30",
+        "3 of 5 replicas",
+        "today and yesterday",
+        "30 Feb",
+        "v2.3.0",
+    ):
         assert named_day(query, today) is None, query
 
 
@@ -138,7 +146,7 @@ def test_a_search_that_names_a_day_gives_that_days_notes_first(tmp_path: Path, m
     memory = make_memory(tmp_path)
     memory.clock = lambda: dt.datetime(2026, 11, 13, 9, 0)
     memory.index()
-    for query in ("what happened on 11 November", "what happened on 2026-11-11", "what happened on Wednesday"):
+    for query in ("what happened on 11 November", "what happened on 2026-11-11", "what happened last Wednesday"):
         hits = memory.search(query, 3)
         assert hits and hits[0].source == "memory/2026-11-11.md", (query, hits)
     cache = memory.search("cache TTL yesterday", 3)  # the day's note first, and the best other one kept

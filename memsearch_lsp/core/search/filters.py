@@ -218,7 +218,7 @@ _NAMED_DAY = re.compile(
     rf"|(?P<day>\d{{1,2}}){_ORDINAL}(?: of)? (?P<month>{_MONTH})\b(?:,? (?P<year>\d{{4}}))?"  # 11 November 2026
     rf"|(?P<month2>{_MONTH}) (?P<day2>\d{{1,2}}){_ORDINAL}\b(?:,? (?P<year2>\d{{4}}))?"  # Nov 11th, 2026
     r"|(?P<relative>today|yesterday)"
-    r"|(?:last|on|this past) (?P<weekday>(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b",
+    r"|(?:last|this past) (?P<weekday>(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b",
     re.I,
 )
 _WEEKDAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
@@ -226,8 +226,8 @@ _WEEKDAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
 
 def named_day(query: str, today: dt.date) -> dt.date | None:
     """The one day a query names: `2026-11-11`, "11 November", "Nov 11th, 2026", "yesterday", "last Tuesday"
-    ("on Tuesday": the last one before today); a day and month without a year is the last such day up to today.
-    None when it names none, several, or a day that does not exist."""
+    (the last one before today; not "on Tuesday": "deploys go out on Tuesday" names no day); a day and month
+    without a year is the last such day up to today. None when it names none, several, or a day that does not exist."""
     days = set()
     for match in _NAMED_DAY.finditer(query[:1000]):
         try:
