@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -47,9 +48,19 @@ def chunk_id(source: str, start_line: int, end_line: int, content_hash: str, mod
 
 
 def log_date(source: str) -> str:
-    """'memory/2026-02-09.md' -> '2026-02-09'; '' for files that are not daily logs."""
+    """'memory/2026-02-09.md' -> '2026-02-09'; '' for files that are not daily logs (`2026-02-29.md` neither: no
+    such day, so no date in results, and left out by a date filter, as undated files are)."""
     match = DATE_RE.search(source)
-    return match.group(1) if match else ""
+    return match.group(1) if match and _real_day(match.group(1)) else ""
+
+
+@lru_cache(maxsize=4096)
+def _real_day(day: str) -> bool:
+    try:
+        dt.date.fromisoformat(day)
+    except ValueError:
+        return False
+    return True
 
 
 def log_order(source: str) -> tuple[str, int, str]:

@@ -4,13 +4,16 @@ candidates (never to the top k afterwards), on real Milvus Lite, through the mir
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.search.filters import FilterError, make_filter, named_day, parse_date, source_period
+from memsearch_lsp.core.search.hybrid import bounded
 
 TODAY = dt.date(2026, 3, 10)
 
@@ -37,6 +40,7 @@ def test_a_chunks_date_is_its_logs_day_or_its_summarys_period() -> None:
     assert source_period("memory/summary-2026-02-09.md") == (dt.date(2026, 2, 9),) * 2
     assert source_period("memory/MEMORY.md") is None
     assert source_period("memory/notes-2026-02-09.md") is None
+    assert source_period("memory/2026-02-29.md") is None and log_date("memory/2026-02-29.md") == ""  # no such day
     week = make_filter(since="2026-02-07", until="2026-02-07", today=TODAY)
     assert week.allows("memory/summary-2026-W06.md")  # the period overlaps the range
     assert not week.allows("memory/summary-2026-W07.md")
@@ -155,3 +159,13 @@ def test_a_search_that_names_a_day_gives_that_days_notes_first(tmp_path: Path, m
     assert [h.source for h in memory.search("cache TTL on 1 November", 3)] == plain  # no log of that day: as before
     filtered = memory.search("what happened on 11 November", 3, since="2026-11-12")  # a filter given: it decides
     assert {h.source for h in filtered} == {"memory/2026-11-12.md"}, filtered
+
+
+def test_a_long_query_is_said_to_be_cut_once_however_often_it_is_asked(caplog: pytest.LogCaptureFixture) -> None:
+    """The CLI asks a second time for what the floor hid: one warning, not two."""
+    query = "wombat " * 2000
+    with caplog.at_level(logging.WARNING, logger="memsearch_lsp"):
+        assert bounded(query) == bounded(query) and len(bounded(query)) < len(query)
+    assert [r.getMessage() for r in caplog.records].count(
+        f"the query is {len(query):,} characters long: its first {len(bounded(query)):,} are searched"
+    ) == 1

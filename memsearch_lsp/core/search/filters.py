@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from memsearch_lsp.core.chunks import log_date
 from memsearch_lsp.core.files import check_glob, glob_match
@@ -261,3 +261,20 @@ def sources_of_day(query: str, today: dt.date, sources: Collection[str]) -> froz
         return None
     dated = frozenset(s for s in sources if (period := source_period(s)) and period[0] <= day <= period[1])
     return dated or None
+
+
+class _Found(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_Hit = TypeVar("_Hit", bound=_Found)
+
+
+def day_first(day: list[_Hit], rest: list[_Hit], top_k: int) -> list[_Hit]:
+    """The hits of the day a query names, then the others, `top_k` in all; the best other hit keeps a place when
+    there are more than one (a day misremembered still shows the note the words point to)."""
+    seen = {h.id for h in day}
+    others = [h for h in rest if h.id not in seen]
+    room = top_k - 1 if others and top_k > 1 else top_k
+    return [*day[:room], *others][:top_k]

@@ -6,6 +6,7 @@ import logging
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from typing_extensions import TypedDict
 
@@ -14,7 +15,7 @@ from memsearch_lsp.core.chunks import body_of, empty_section, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
 from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, other_forms
 from memsearch_lsp.core.search.bm25 import term_id
-from memsearch_lsp.core.search.filters import source_date
+from memsearch_lsp.core.search.filters import day_first, source_date
 from memsearch_lsp.core.search.function_words import characters, function_terms
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
@@ -250,8 +251,14 @@ def bounded(query: str) -> str:
     cut = query[:MAX_QUERY_CHARS]
     space = cut.rfind(" ", MAX_QUERY_CHARS // 2)
     cut = cut[:space] if space > 0 else cut
-    log.warning("the query is %s characters long: its first %s are searched", f"{len(query):,}", f"{len(cut):,}")
+    _said_long(query, len(cut))
     return cut
+
+
+@lru_cache(maxsize=8)
+def _said_long(query: str, searched: int) -> None:
+    """The warning for a long query, once for the same query (the CLI asks again for what the floor hid)."""
+    log.warning("the query is %s characters long: its first %s are searched", f"{len(query):,}", f"{searched:,}")
 
 
 def hybrid_search(
@@ -274,7 +281,7 @@ def hybrid_search(
     An archived original whose summary holds the same match gives way to it (core/search/archive.py): the
     summary comes first, and the original is left out unless `archived`.
     `dated`: the files of a day the query names (filters.sources_of_day): their notes come first, ranked among
-    themselves without the floor (the day says they are wanted), then the best of the rest (`day_first`)."""
+    themselves without the floor (the day says they are wanted), then the best of the rest (filters.day_first)."""
     query = valid_unicode(bounded(query))
     if not query.strip() or top_k <= 0:
         return []
@@ -339,15 +346,6 @@ def hybrid_search(
         len(sparse),
     )
     return hits
-
-
-def day_first(day: list[Hit], rest: list[Hit], top_k: int) -> list[Hit]:
-    """The hits of the day a query names, then the others, `top_k` in all; the best other hit keeps a place when
-    there are more than one (a day misremembered still shows the note the words point to)."""
-    seen = {h.id for h in day}
-    others = [h for h in rest if h.id not in seen]
-    room = top_k - 1 if others and top_k > 1 else top_k
-    return [*day[:room], *others][:top_k]
 
 
 def said_share(
