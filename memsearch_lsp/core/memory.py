@@ -186,7 +186,7 @@ class Memory(MemoryFiles):
         """True while an unsaved editor buffer is the truth for `source`."""
         return source in self.indexer.overlays
 
-    def _unsaved(self, source: str) -> bool:
+    def is_unsaved(self, source: str) -> bool:
         """True when an editor holds `source` with changes not on disk (its next save would undo a write there); a
         buffer only open, or just saved, is the file's own text."""
         buffer = self.indexer.overlays.get(source)
@@ -363,10 +363,10 @@ class Memory(MemoryFiles):
                 after = read_text(self.path_of(source))[0]
             else:
                 if long_term:
-                    source, addition = add_long_term(self.memory_folder(), body, title, self.source_of, self._unsaved)
+                    source, addition = add_long_term(self.memory_folder(), body, title, self.source_of, self.is_unsaved)
                 else:
                     source, addition = append_to_day(
-                        self.memory_folder(), when.date(), body, title, self.source_of, self._unsaved
+                        self.memory_folder(), when.date(), body, title, self.source_of, self.is_unsaved
                     )
                 after, first, last = addition.text, addition.first, addition.last
             try:
@@ -409,7 +409,7 @@ class Memory(MemoryFiles):
         if chunk is None:
             raise NoteError(f"no chunk with id {chunk_id!r}: ids (or a prefix of 4+ characters) come from search")
         source, path = chunk.source, self.path_of(chunk.source)
-        if self._unsaved(source):
+        if self.is_unsaved(source):
             raise NoteError(f"{source} has unsaved changes in an editor: save or close it first")
         with self._appending:
             exact = read_exact(path, source)  # (written back byte for byte but for the note's lines)

@@ -66,6 +66,7 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
             "is_indexed": (("memory/MEMORY.md",), {}),
             "index_text": ((NOTE, text), {}),
             "has_overlay": ((NOTE,), {}),
+            "is_unsaved": ((NOTE,), {}),
             "drop_overlay": ((NOTE,), {}),
             "index_file": ((NOTE,), {}),
             "remove": ((NOTE,), {}),
@@ -80,6 +81,7 @@ def test_the_owner_socket_serves_every_index_operation(workspace: Path, make_mem
         assert [h.id for h in served["search"]] == expected  # (calls run in order: reset is last)
         assert served["expand"] == chunk and served["related"] and served["headings"]
         assert served["is_indexed"] is True and served["has_overlay"] is True
+        assert served["is_unsaved"] is True  # a buffer of a file not on disk: its changes are not there
         assert served["index_text"].files_added == 1  # a buffer only: index_file then finds no file and drops it
         assert served["index_file"].files_removed == 1 and served["remove"].files_removed == 0
         assert served["remember"].chunks[0].heading == "Kiwi" and served["remember"].lines is not None

@@ -376,6 +376,7 @@ class RemoteMemory(MemoryFiles):
     related = asked_of_owner(IndexApi.related)
     headings = asked_of_owner(IndexApi.headings)
     has_overlay = asked_of_owner(IndexApi.has_overlay)
+    is_unsaved = asked_of_owner(IndexApi.is_unsaved)  # an editor's buffer the owner holds, not on disk
     is_indexed = asked_of_owner(IndexApi.is_indexed)
     drop_overlay = asked_of_owner(IndexApi.drop_overlay)
     forget = asked_of_owner(IndexApi.forget)  # issue 38: the owner takes the note out of its file
