@@ -13,7 +13,20 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from tests.helpers import Session, cli, make_workspace, server_pid, start, stop, two_windows, until, uri, watches
+from tests.helpers import (
+    TODAY,
+    Session,
+    cli,
+    make_workspace,
+    server_pid,
+    snapshot,
+    start,
+    stop,
+    two_windows,
+    until,
+    uri,
+    watches,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -85,6 +98,35 @@ async def test_a_window_that_takes_the_index_over_drops_the_dead_owners_unsaved_
         os.kill(server_pid(first), signal.SIGKILL)
         await until(lambda: not_found(second), "the dead owner's unsaved section to leave the index", timeout=60)
         assert [s.name for s in await second.symbols("kestrel")][:1] == ["Kestrel"]  # window 2's own buffer stays
+
+
+async def test_cli_compact_beside_the_editor_refuses_a_log_it_holds_unsaved(tmp_path: Path) -> None:
+    """`compact` beside an editor whose server owns the index archived a log the editor held with unsaved changes:
+    the next save wrote it back beside its archived copy (every note twice, summarised again by the next compact).
+    Refused as remember and forget refuse, naming the log, nothing written; once saved, compacted."""
+    ws = make_workspace(tmp_path)
+    now = {"MEMSEARCH_NOW": f"{TODAY}T10:00"}
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        text = (ws / LOG).read_text() + UNSAVED
+        type_unsaved(session, ws / LOG)
+        await until(lambda: found(session), "the unsaved section to reach the owner's index")
+        assert json.loads(cli(ws, "status", "--json").stdout)["served_by_pid"] == server_pid(session)
+        before = snapshot(ws)
+        refused = cli(ws, "compact", "--older-than", "7", "--json", env=now)
+        assert refused.returncode == 1, refused.stdout[:300]
+        message = json.loads(refused.stdout)["error"]["message"]
+        assert f"{LOG} has unsaved changes in an editor: save or close it, then compact again" in message
+        assert snapshot(ws) == before and not (ws / "memory/archive").exists()  # nothing archived, nothing written
+        (ws / LOG).write_text(text)  # the user saves
+        session.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri(ws / LOG)), text=text)
+        )
+        done = cli(ws, "compact", "--older-than", "7", "--json", env=now, check=True)
+        assert json.loads(done.stdout)["applied"] is True and (ws / "memory/archive" / LOG.split("/")[1]).is_file()
+    finally:
+        await stop(session)
 
 
 async def test_a_folder_deleted_outside_the_editor_leaves_search(tmp_path: Path) -> None:

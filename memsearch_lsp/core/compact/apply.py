@@ -63,7 +63,15 @@ def _text_sha(path: Path) -> str:
 
 
 def _check(memory: MemoryApi, plan: CompactionPlan) -> dict[str, bytes]:
-    """Refuse a stale plan before touching anything; returns the current bytes of appended summaries."""
+    """Refuse a stale plan, or one that writes a file an editor holds unsaved (its next save would undo the
+    compaction: a log back beside its archived copy), before touching anything; returns the current bytes of
+    appended summaries."""
+    if held := [source for source in plan.written if memory.is_unsaved(source)]:  # (the owner's buffers)
+        one = len(held) == 1
+        raise CompactError(
+            f"{', '.join(held)} {'has' if one else 'have'} unsaved changes in an editor: save or close "
+            f"{'it' if one else 'them'}, then compact again (nothing was compacted)"
+        )
     current: dict[str, bytes] = {}
     for s in plan.summaries:
         target = memory.path_of(s.path)

@@ -140,6 +140,12 @@ class CompactionPlan:
     def empty(self) -> bool:
         return not self.summaries and not self.archive
 
+    @property
+    def written(self) -> list[str]:
+        """The files applying the plan writes (the logs it moves, its summaries, MEMORY.md), sorted."""
+        edited = [self.memory_edit.path] if self.memory_edit is not None else []
+        return sorted({*(m.src for m in self.archive), *(s.path for s in self.summaries), *edited})
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "summaries": [s.to_dict() for s in self.summaries],

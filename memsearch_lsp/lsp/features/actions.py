@@ -302,8 +302,7 @@ def answer(plan: CompactionPlan, **outcome: Any) -> dict[str, Any]:
 
 def unsaved_in(ls: MemsearchServer, root: Root, plan: CompactionPlan) -> list[str]:
     """The files `plan` writes (logs, summaries, MEMORY.md) that an editor holds with changes not on disk."""
-    written = {*(m.src for m in plan.archive), *(s.path for s in plan.summaries)}
-    written |= {plan.memory_edit.path} if plan.memory_edit is not None else set()
+    written = set(plan.written)
     held = []
     for uri, document in list(ls.workspace.text_documents.items()):
         found = ls.locate(uri)
