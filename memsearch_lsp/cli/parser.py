@@ -62,7 +62,12 @@ class _Parser(argparse.ArgumentParser):
         """`exc`, with the hint to put "--" before the QUERY or TEXT that starts with "-" when it was read as an
         option: an argument no option of the command takes, with which "--" before it makes the line whole."""
         for n, arg in enumerate(argv):
-            if "--" in argv[:n] or not arg.startswith("-") or arg == "-" or not self._unknown([*argv[:n], "x", arg]):
+            if (
+                "--" in argv[:n]
+                or not arg.startswith("-")
+                or arg in _ACTIONS
+                or not self._unknown([*argv[:n], "x", arg])
+            ):
                 continue
             try:
                 _, extra = self.parse_known_args([*argv[:n], "--", *argv[n:]])
@@ -83,6 +88,7 @@ class _Parser(argparse.ArgumentParser):
         return argv[-1] in extra
 
 
+_ACTIONS = ("-", "-h", "--help", "--version")  # never tried as a query: argparse answers them (and exits) at once
 VERBOSE_HELP = "log what happens (and a failure's details) to stderr"
 WORKSPACE_HELP = (
     "the memory workspace (default: the current folder or the nearest parent folder that is one, "

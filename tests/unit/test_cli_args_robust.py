@@ -80,6 +80,8 @@ def test_a_query_or_note_that_starts_with_a_dash_is_told_to_come_after_two_dashe
     )
     parsed = build_parser().parse_args([argv[0], "--", dashed])
     assert (parsed.query if argv[0] == "search" else parsed.text) in (dashed, [dashed])
+    with pytest.raises(UsageError, match="expected one argument"):  # help is no query: never tried (nor printed)
+        build_parser().parse_args(["remember", "--heading", "-h", "a note"])
     with pytest.raises(UsageError) as plain:  # a query forgotten, a known option given: the usual hint
         build_parser().parse_args(["search", "--json"])
     assert plain.value.hint == "see `memsearch-lsp search --help`"

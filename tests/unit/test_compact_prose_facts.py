@@ -509,3 +509,21 @@ The helper now retries 3 times with a 2 s backoff instead of failing on the firs
     text = choose(parse_log(log), budget=330)
     assert "30 s statement timeout" in text and "retries 3 times" in text, text
     assert "Let me look" not in text and "Here is the patch" not in text and "left out" not in text, text
+
+
+def test_a_labelled_line_that_narrates_is_still_kept_when_its_label_is_a_kind_of_fact() -> None:
+    """Only a captured turn's answer ("Outcome:") gives way when it narrates; "TODO: let me ask ..." is an open item
+    and "Rollback plan: ...:" a plan, kept always."""
+    log = log_text(
+        "2026-09-15",
+        """# 2026-09-15
+
+TODO: let me ask the vendor about the SLA before Friday.
+
+Rollback plan: switch the DNS weight back to the old pool:
+
+The new pool serves 40% of traffic since 14:00.
+""",
+    )
+    text = choose(parse_log(log), budget=400)
+    assert "let me ask the vendor" in text and "switch the DNS weight back" in text, text

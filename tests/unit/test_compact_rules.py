@@ -191,6 +191,8 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("We use Kafka, product analytics read from it.", {}),
         ("Nobody owns the flaky test suite yet. The Scheduler owns the queue.", {}),
         ("Rust is the tech we know best. Vault is the security layer. Postgres is the operator we run.", {}),
+        ("Migrated Postgres from the legacy data warehouse. Exported Snowflake from the finance schema.", {}),
+        ("We set up Grafana internally as the support dashboard. Kept Redis mostly as the ops cache.", {}),
     ],
 )
 def test_people_are_found_with_their_role(text: str, expected: dict[str, str]) -> None:
@@ -206,6 +208,10 @@ def test_people_are_named_in_full_when_the_logs_say_their_full_name_once() -> No
     assert people(["Ines is the tech lead.", "Saw Ines Monday."]) == {"Ines": "tech lead"}
     assert people(["Notas de Carmen (SRE). Revisé Redis."]) == {"Carmen": "SRE"}
     assert people(["Bram de Vries = bioinf lead.", "Ask Bram first."]) == {"Bram de Vries": "bioinf lead"}
+    assert people(["Dmitri is the engineering manager.", "## Sync With Dmitri Tomorrow"]) == {
+        "Dmitri": "engineering manager"
+    }
+    assert people(["Lena is the MSc student.", "Ping Lena Hoffmann about it."]) == {"Lena Hoffmann": "MSc student"}
 
 
 def test_the_summary_says_who_is_who_in_one_line_and_spends_the_rest_on_other_facts() -> None:

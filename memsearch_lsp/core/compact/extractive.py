@@ -31,6 +31,7 @@ PEOPLE_SHARE = 0.15  # the People line takes at most this share of the budget (t
 _LEFT_OUT = re.compile(
     r"^\((?:an? )?[^()]{0,60}\bleft out\)\.?$"
 )  # "(a code block of 202 lines left out)": a capture's mark
+_SAID_LABELS = {"outcome", "answer", "result", "response", "reply"}  # what a turn said, not a kind of fact
 MIN_WORDS = 2  # a shorter unit ("No.", "Done", "好的。") says nothing on its own
 
 
@@ -92,8 +93,10 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         said = cleaned[id(unit.item)][1][unit.start : unit.end]  # (before the trims took a lead-in away)
         unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < line_ends[id(unit.item)]
-        # ... unless it only narrates or announces ("Outcome: Let me look at the CI config.", "Outcome: Here it is:")
-        unit.must = unit.must and not ("narration" in facts.noise and not facts.factual) and not announces(unit.text)
+        # ... but a captured turn's answer ("Outcome: Let me look at the CI config.", "Outcome: Here it is:") only
+        # when it says more than narration or an announcement ("TODO: let me ask ..." stays: a TODO is what it says)
+        said_only = ("narration" in facts.noise and not facts.factual) or announces(unit.text)
+        unit.must = unit.must and not (said_only and label.strip("*_ ").lower() in _SAID_LABELS)
         if unit.start > 0 and labelled(said):  # "... is not atomic. Fix: a lock; the queue retries.": whole
             unit.must = True
             labels.extend(

@@ -206,9 +206,11 @@ def people(texts: Iterable[str]) -> dict[str, str]:
 
 _ROMANCE = {"de", "da", "di", "del", "du", "dos", "das", "le"}
 _CALENDAR = re.compile(
-    r"(?i:(?:mon|tues|wednes|thurs|fri|satur|sun)day|jan\w*|feb\w*|march|april|may|june|july|aug\w*|sept?\w*|oct\w*|nov\w*|dec\w*)"
+    r"(?i:(?:mon|tues|wednes|thurs|fri|satur|sun)day|jan\w*|feb\w*|march|april|may|june|july|aug\w*|sept?\w*|oct\w*|"
+    r"nov\w*|dec\w*|today|tomorrow|tonight|yesterday)"
 )
-_FULL_NAME = re.compile(r"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*) ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]+)\b")
+# each pair of capitalised words, overlapping ("Ping Lena Hoffmann": "Ping Lena" and "Lena Hoffmann")
+_FULL_NAME = re.compile(r"\b(?=([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*) ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]+)\b)")
 
 
 def _in_full(found: dict[str, str], texts: list[str]) -> dict[str, str]:

@@ -138,6 +138,11 @@ _PERSON = (
     + r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*)?))"  # Bram de Vries
 )
 _ROLE_OF = r"(?P<role>" + _PERSON_ROLE + r")"
+# what may follow a role that ends its clause: punctuation, or a word that starts another part of the sentence
+_CLAUSE_END = (
+    r"(?=[,.;:)!?]|$| (?:and|but|who|is|was|has|had|said|says|wants|asked|joined|approved|signed|owns|leads|"
+    r"last|this|since|from|in|on|at|for|until|today|yesterday)\b)"
+)
 PEOPLE = (  # a person and their role, as the groups `name` and `role`
     # Oskar (SRE, on call this week), Lucia (product owner from the library side)
     re.compile(r"\b" + _PERSON + r" \(" + _ROLE_OF + r"(?:[,;]? [^()]{1,40})?\)"),
@@ -153,12 +158,13 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     re.compile(
         r"\b" + _PERSON + r", (?:the |our |their )?" + _ROLE_OF + r"(?=[),;:]|\.(?:\s|$)| (?:at|for|on|in|from) )"
     ),
-    # Margot Ellery chaired as managing editor, Dev Anand sat in as production manager
-    re.compile(r"\b" + _PERSON + r" (?:[a-z]+ ){1,2}as (?:the |our |their )?" + _ROLE_OF + r"\b(?! \w+ing\b)"),
-    # Femi Adeyemi from sales, Ines Kraft from grid compliance
+    # Margot Ellery chaired as managing editor, Dev Anand sat in as production manager (the role ends the clause:
+    # "Grafana ... as the support dashboard" names no person)
+    re.compile(r"\b" + _PERSON + r" (?:[a-z]+ ){1,2}as (?:the |our |their )?" + _ROLE_OF + _CLAUSE_END),
+    # Femi Adeyemi from sales, Ines Kraft from grid compliance ("Snowflake from the finance schema": no person)
     re.compile(
         r"\b" + _PERSON + r" from (?:the )?(?P<role>(?:[\w-]+ )?(?:sales|marketing|finance|legal|compliance|security|"
-        r"support|ops|operations|product|design|procurement|HR|IT|QA|platform|infra|data|research)(?: team)?)\b"
+        r"support|procurement|HR|QA)(?: team)?)" + _CLAUSE_END
     ),
     # "contact Yusuf", and whose contact: "the platform team, contact Yusuf" -> Yusuf (platform team, contact)
     re.compile(
