@@ -370,7 +370,7 @@ def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatc
         ("memory/MEMORY.md", "not a daily log"),
         (str(outside), "outside the workspace"),
         ("memory/2026-01-09.md", "no such file"),
-        ("memory/2026-13-45.md", "no such file"),
+        ("memory/2026-13-45.md", "not a daily log"),  # no such day: no daily log by its name
     ]:
         with pytest.raises(CompactError, match=message):
             plan_compaction(memory, files=[name], today=FEB18)
