@@ -381,7 +381,6 @@ def serve(workspace: Path) -> None:
     config = load_config(workspace)
     door = Door(workspace, config=config, process="memsearch-lsp mcp")
     server = create_server(door, config)
-    door.reconcile()  # in the background from the start: the first search waits READY_WAIT_S at most
 
     def close() -> None:
         door.close()
@@ -405,3 +404,5 @@ def serve(workspace: Path) -> None:
         server.run("stdio")
     finally:
         close()
+        if door.passing:  # (stopped but not ended: out without the teardown its native thread would abort)
+            os._exit(0)

@@ -33,6 +33,11 @@ WARM_PROCESS = "memsearch-lsp warm"
 # a search waits this long for an index pass (a process's first: a large memory, a slow embedding endpoint), then
 # answers from the part indexed so far: the language server's requests and the MCP server's memory_search
 READY_WAIT_S = 10.0
+STOP_WAIT_S = 30.0  # how long closing waits for the index pass it stopped (it stops at its next progress report)
+
+
+class PassStopped(Exception):
+    """The index pass in the background was stopped: the process is leaving (`Door.close`)."""
 
 
 def open_memory(
@@ -99,6 +104,8 @@ class Door:
         self._lock = threading.RLock()
         self._pass: Future[None] | None = None  # the index pass in the background (`reconcile`)
         self._passing = threading.Lock()
+        self._thread: threading.Thread | None = None  # the pass's thread (closing stops it and waits for it)
+        self._stop = threading.Event()
         self.progress: tuple[int, int, str] | None = None  # its latest report: chunks done, of total, said
 
     @property
@@ -160,13 +167,19 @@ class Door:
         with self._passing:
             if self._pass is None or self._pass.done():
                 self._pass, self.progress = Future(), None
-                threading.Thread(
+                if self._stop.is_set():  # (closed: no new pass)
+                    self._pass.set_exception(PassStopped(f"{self.root.name}: closed"))
+                    return self._pass
+                self._thread = threading.Thread(
                     target=self._reconcile, args=(self._pass,), name="memsearch-index", daemon=True
-                ).start()
+                )
+                self._thread.start()
             return self._pass
 
     def _reconcile(self, done: Future[None]) -> None:
         def progress(chunks: int, total: int, message: str) -> None:
+            if self._stop.is_set():  # (heard between embedder batches: the pass ends there, its groups written kept)
+                raise PassStopped(f"{self.root.name}: the index pass was stopped at {chunks}/{total} chunks")
             self.progress = (chunks, total, message)
 
         try:
@@ -198,14 +211,36 @@ class Door:
     def last_call(self) -> float:
         return self.owner.last_call if self.owner is not None else time.monotonic()
 
+    def stop(self, wait_s: float = STOP_WAIT_S) -> bool:
+        """Stop the index pass in the background, if one runs, and wait for it `wait_s` at most; no pass starts
+        after this. False when it still runs (its thread must not outlive the memory it writes, nor the process's
+        teardown, where a native thread still running aborts the interpreter)."""
+        with self._passing:
+            self._stop.set()
+            thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(wait_s)
+        if thread.is_alive():
+            log.warning("%s: the index pass did not stop within %gs", self.root.name, wait_s)
+            return False
+        return True
+
     def close(self) -> None:
+        """Stop the index pass (`stop`), then close the memory; one whose pass still runs stays open (in use)."""
+        stopped = self.stop()
         with self._lock:
             if self.owner is not None:
                 self.owner.close()
                 self.owner = None
-            if self._memory is not None:
+            if self._memory is not None and stopped:
                 self._memory.close()
                 self._memory = None
+
+    @property
+    def passing(self) -> bool:
+        """Whether the index pass's thread still runs."""
+        return self._thread is not None and self._thread.is_alive()
 
 
 def once_more(memory: MemoryApi, reopen: Callable[[], MemoryApi | None], fn: Callable[[MemoryApi], T]) -> T:
