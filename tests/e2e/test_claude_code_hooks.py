@@ -817,3 +817,46 @@ def test_session_start_never_gives_an_older_note_after_a_newer_one_it_left_out(w
     assert "Dana leads" in text and "check 4 ran green" in text and "check 1 ran green" in text
     assert "table by table" not in text  # (with its source line it does not fit the hook's budget)
     assert "v1 API" not in text
+
+
+def test_the_injected_blocks_go_and_a_typed_or_unclosed_tag_stays() -> None:
+    """Each opening tag of a known name takes the first closing tag of its name after it, with the blank after it; a
+    tag the user typed, an opening with no closing tag, a closing tag of another name and a tag inside a block taken
+    stay as they were (or go with the block)."""
+    typed = load_hook_module().typed
+    reminder = "<system-reminder>Remember the todo list.</system-reminder>"
+    assert typed(f"{IDE_FILE}\n{IDE_SELECTION}  fix the <config>retry</config> loop\n{reminder}") == (
+        "fix the <config>retry</config> loop"
+    )
+    assert typed("<ide_selection a=1>x <system-reminder>y</ide_selection> z") == "z"  # an inner opening goes with it
+    assert typed("<ide_a>x</ide_b> keep") == "<ide_a>x</ide_b> keep"  # another name's close
+    assert (
+        typed("<system-reminder> left open, then <ide_x>gone</ide_x >\t done")
+        == "<system-reminder> left open, then done"
+    )
+    assert typed("<bash-input>ls</bash-input>\n<bash-stdout>a b</bash-stdout>") == ""
+    assert typed("a <ide_x>1</ide_x>b<ide_x>2</ide_x>c") == "a bc"
+    assert typed("<system-reminder x<y>z</system-reminder>") == "<system-reminder x<y>z</system-reminder>"
+
+
+@pytest.mark.timeout(300)
+def test_a_prompt_of_unclosed_tags_is_read_in_time_in_proportion_to_its_length() -> None:
+    """(review 13, 5) Each opening tag with no closing tag was read on to the end of the prompt: 288 KB of them took
+    24 s before the prompt hook asked anything, and the user waited. Ten times the text takes about ten times as long
+    (a hundred times before); timed against a smaller text of the same kind, never a fixed number of seconds."""
+    import time
+
+    typed = load_hook_module().typed
+    unit = "<system-reminder> <ide_selection x=1> <ide_a> </ide_b> text "
+
+    def seconds(size: int, tries: int) -> float:
+        text = (unit * (size // len(unit) + 1))[:size]
+        best = float("inf")
+        for _ in range(tries):
+            started = time.perf_counter()
+            assert typed(text) == text.strip()
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    small, larger = seconds(30_000, tries=3), seconds(300_000, tries=2)
+    assert larger < 30 * small + 0.2, f"{small:.3f} s for 30 KB, {larger:.3f} s for 300 KB"

@@ -37,6 +37,7 @@ Settings (environment):
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 import json
@@ -56,12 +57,15 @@ from typing import Any
 COMMAND_ECHO = ("<local-command-stdout>", "<local-command-stderr>", "<command-name>", "<command-message>")
 # blocks Claude Code puts in a user's message (and a prompt's hook input) that the user did not type: the IDE's context
 # (<ide_opened_file>, <ide_selection>, <ide_diagnostics>, any <ide_...>), reminders, a background task's notice, a
-# hook's output, bash mode's echo; a closed list of names, so a tag the user typed (<config>, <Widget>) stays
-INJECTED = re.compile(
-    r"<(ide_[a-z_]+|system-reminder|task-notification|local-command-caveat|user-prompt-submit-hook"
-    r"|bash-(?:input|stdout|stderr))(?:\s[^<>]*)?>.*?</\1\s*>\s*",
-    re.DOTALL,
+# hook's output, bash mode's echo; a closed list of names, so a tag the user typed (<config>, <Widget>) stays. A block
+# runs from an opening tag to the first closing tag of its name (and the blank after it); typed() pairs them itself, in
+# time in proportion to the text (a pattern `<(name)...>.*?</\1>` read on to the end from each unclosed opening)
+INJECTED_NAMES = r"(ide_[a-z_]+|system-reminder|task-notification|local-command-caveat|user-prompt-submit-hook" + (
+    r"|bash-(?:input|stdout|stderr))"
 )
+INJECTED_OPEN = re.compile(r"<" + INJECTED_NAMES + r"(?:\s[^<>]*)?>")
+INJECTED_CLOSE = re.compile(r"</" + INJECTED_NAMES + r"\s*>")
+BLANK = re.compile(r"\s*")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 RETRY_S = 2.0  # a capture whose note the CLI could not write asks again after this long
@@ -106,8 +110,28 @@ PRIVATE_SPAN = re.compile(r"<\s*private\b[^<>/]*>(.*?)(?:<\s*/\s*private\s*>|\Z)
 
 def typed(text: str) -> str:
     """What the user typed of a prompt: `text` without the blocks Claude Code injected (INJECTED), stripped; "" when
-    it held only those (an IDE's opened file and selection say what is on screen, not what the user asks)."""
-    return INJECTED.sub("", text).strip()
+    it held only those (an IDE's opened file and selection say what is on screen, not what the user asks). Each
+    opening tag, left to right, takes the first closing tag of its name after it; one inside a block taken is text of
+    that block, one with no closing tag after it stays."""
+    closes: dict[str, list[int]] = {}  # a name's closing tags' starts, in order
+    ends: dict[int, int] = {}  # a closing tag's start: its end
+    for close in INJECTED_CLOSE.finditer(text):
+        closes.setdefault(close.group(1), []).append(close.start())
+        ends[close.start()] = close.end()
+    if not closes:
+        return text.strip()
+    kept, done = [], 0
+    for opening in INJECTED_OPEN.finditer(text):
+        starts = closes.get(opening.group(1))
+        if opening.start() < done or not starts:
+            continue
+        at = bisect.bisect_left(starts, opening.end())
+        if at == len(starts):
+            continue
+        kept.append(text[done : opening.start()])
+        done = BLANK.match(text, ends[starts[at]]).end()
+    kept.append(text[done:])
+    return "".join(kept).strip()
 
 
 def without_private(text: str) -> str:
