@@ -9,6 +9,7 @@ cosine and the query's term coverage, both absolute), each list keeping its own 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -16,9 +17,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memsearch_lsp.config import Config, load_config
+from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import MemoryApi, check_scope
 from memsearch_lsp.core.files import private_folder
-from memsearch_lsp.core.search.filters import check_source
+from memsearch_lsp.core.search.filters import check_source, named_day, on_day
 from memsearch_lsp.core.search.hybrid import Hit
 
 APP = "memsearch-lsp"
@@ -75,9 +77,9 @@ def scoped(hits: Sequence[Hit], scope: str) -> list[Hit]:
     return [replace(h, scope=scope) for h in hits]
 
 
-def merge(lists: Sequence[Sequence[T]], top_k: int, relevance: Callable[[T], float] | None = None) -> list[T]:
+def merge(lists: Sequence[Sequence[T]], top_k: int, relevance: Callable[[T], Any] | None = None) -> list[T]:
     """The best `top_k` of several searches' hits, each list in its own order: the most relevant of the lists'
-    heads next (`relevance(hit)`, default `Hit.score`: the relevance)."""
+    heads next (`relevance(hit)`, default `Hit.score`: the relevance; `by_day` for a query that names a day)."""
     key = relevance or (lambda hit: hit.score)  # type: ignore[attr-defined]
     heads = [list(hits) for hits in lists if hits]
     out: list[T] = []
@@ -86,6 +88,13 @@ def merge(lists: Sequence[Sequence[T]], top_k: int, relevance: Callable[[T], flo
         out.append(heads[best].pop(0))
         heads = [h for h in heads if h]
     return out
+
+
+def by_day(query: str, today: dt.date) -> Callable[[Hit], tuple[bool, float]]:
+    """How `merge` orders several memories' hits of `query`: the notes of the day it names first (each memory gives
+    them first, without the floor: filters.day_first), then by relevance."""
+    day = named_day(query, today)
+    return lambda hit: (day is not None and on_day(hit.source, day), hit.score)
 
 
 def search_scopes(
@@ -114,4 +123,4 @@ def search_scopes(
     if len(lists) == 1:
         return lists[0]
     limit = top_k if top_k is not None else (workspace.config.search.top_k if workspace else 3)
-    return merge(lists, limit)
+    return merge(lists, limit, by_day(query, (workspace.clock() if workspace else clock.now()).date()))

@@ -123,14 +123,21 @@ def test_the_one_day_a_query_names_is_read_in_the_forms_people_write_it() -> Non
     }
     for query, day in named.items():
         assert named_day(query, today) == day, query
+    assert named_day("the 2026-11-11T10:00 deploy", today) == dt.date(2026, 11, 11)
     for query in (
         "deploys go out on Tuesday",
         "what did we do in May",
         "2026-02-30",
         "3 of 5 replicas",
-        "today and yesterday",
+        "yesterday or 2026-01-02",  # two days
         "30 Feb",
         "v2.3.0",
+        "why step 2 may fail",  # a modal verb, a word, a short form in lower case, a range: no day
+        "top 10 march madness",
+        "sprint 12 dec",
+        "November 11-12",
+        "11-12 November",
+        "fix the login timeout bug today",  # "today" asks about no day's notes
     ):
         assert named_day(query, today) is None, query
 

@@ -312,3 +312,28 @@ def test_merge_keeps_each_lists_order_and_takes_the_more_relevant_head() -> None
     user = [_hit(0, 0.55, "user"), _hit(1, 0.1, "user")]
     assert [h.id for h in merge([workspace, user], 4)] == ["user0", "workspace0", "workspace1", "workspace2"]
     assert [h.id for h in merge([workspace], 2)] == ["workspace0", "workspace1"]  # one list keeps its order
+
+
+def test_the_notes_of_a_day_the_query_names_come_first_across_memories(
+    tmp_path: Path, make_memory, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each memory gives the day's notes first, without the floor; merging by relevance put the user memory's better
+    matches before them and left them out: the day's notes go first across memories too."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    make_user_root()
+    user = open_user_memory(embedder=embedder)
+    assert user is not None
+    try:
+        for n in range(3):
+            user.remember(f"What happened at the {n}th standup: nothing on the 11th of any month.", now=NOW)
+        (tmp_path / "ws" / "memory").mkdir(parents=True)
+        (tmp_path / "ws" / "memory" / "2026-11-11.md").write_text(
+            "# 2026-11-11\n\n## 10:00\n\nIncident INC-77: checkout 502s for 11 minutes.\n", encoding="utf-8"
+        )
+        ws = make_memory(tmp_path / "ws")
+        ws.clock = lambda: dt.datetime(2026, 11, 20, 9, 0)
+        ws.index()
+        hits = search_scopes(ws, lambda: user, "what happened on 11 November", 3)
+        assert hits and hits[0].source == "memory/2026-11-11.md" and hits[0].scope == "workspace", hits
+    finally:
+        user.close()

@@ -193,6 +193,9 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("Rust is the tech we know best. Vault is the security layer. Postgres is the operator we run.", {}),
         ("Migrated Postgres from the legacy data warehouse. Exported Snowflake from the finance schema.", {}),
         ("We set up Grafana internally as the support dashboard. Kept Redis mostly as the ops cache.", {}),
+        ("Migrated Postgres from the legacy data. We pulled Grafana from the platform repo.", {}),
+        ("Femi Adeyemi from sales will review it.", {"Femi Adeyemi": "sales"}),
+        ("Dev Anand sat in as production manager to keep notes.", {"Dev Anand": "production manager"}),
     ],
 )
 def test_people_are_found_with_their_role(text: str, expected: dict[str, str]) -> None:

@@ -129,6 +129,9 @@ _PERSON_ROLE = (
 )
 _NOT_NAMES = (
     r"(?!(?:This|That|These|Those|It|He|She|They|We|You|There|Here|Which|What|Who|The|One|Our|My|Your|Their|Nobody|"
+    # a sentence that opens with what was done to a tool: "Migrated Postgres from ...", "Kept Redis as ..."
+    r"Migrated|Copied|Exported|Imported|Moved|Pulled|Pushed|Kept|Used|Added|Removed|Deployed|Installed|Updated|"
+    r"Upgraded|Set|Got|Put|Ran|Built|Fixed|Tested|Checked|Switched|Replaced|Enabled|Disabled|Configured|"
     r"Somebody|Someone|Everybody|Everyone|Anyone)\b)"
 )
 _PERSON = (
@@ -138,10 +141,11 @@ _PERSON = (
     + r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ][\w'’-]*)?))"  # Bram de Vries
 )
 _ROLE_OF = r"(?P<role>" + _PERSON_ROLE + r")"
-# what may follow a role that ends its clause: punctuation, or a word that starts another part of the sentence
-_CLAUSE_END = (
-    r"(?=[,.;:)!?]|$| (?:and|but|who|is|was|has|had|said|says|wants|asked|joined|approved|signed|owns|leads|"
-    r"last|this|since|from|in|on|at|for|until|today|yesterday)\b)"
+# a role is no person's when a thing's noun follows it ("as the support dashboard", "from the finance schema")
+_NOT_A_THING = (
+    r"\b(?! (?:schema|repo|repository|monorepo|database|db|table|bucket|dashboard|cache|warehouse|cluster|service|"
+    r"server|api|folder|directory|branch|account|project|budget|report|spreadsheet|sheet|page|channel|queue|config|"
+    r"docs|pipeline|job|tool|stack|layer|host|node|bot|app|module|library|package|image|files?)\b)"
 )
 PEOPLE = (  # a person and their role, as the groups `name` and `role`
     # Oskar (SRE, on call this week), Lucia (product owner from the library side)
@@ -160,11 +164,13 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     ),
     # Margot Ellery chaired as managing editor, Dev Anand sat in as production manager (the role ends the clause:
     # "Grafana ... as the support dashboard" names no person)
-    re.compile(r"\b" + _PERSON + r" (?:[a-z]+ ){1,2}as (?:the |our |their )?" + _ROLE_OF + _CLAUSE_END),
+    re.compile(
+        r"\b" + _PERSON + r" (?:[a-z]+ ){1,2}as (?:the |our |their )?" + _ROLE_OF + _NOT_A_THING + r"(?! \w+ing\b)"
+    ),
     # Femi Adeyemi from sales, Ines Kraft from grid compliance ("Snowflake from the finance schema": no person)
     re.compile(
         r"\b" + _PERSON + r" from (?:the )?(?P<role>(?:[\w-]+ )?(?:sales|marketing|finance|legal|compliance|security|"
-        r"support|procurement|HR|QA)(?: team)?)" + _CLAUSE_END
+        r"support|ops|operations|product|design|procurement|HR|IT|QA|research)(?: team)?)" + _NOT_A_THING
     ),
     # "contact Yusuf", and whose contact: "the platform team, contact Yusuf" -> Yusuf (platform team, contact)
     re.compile(

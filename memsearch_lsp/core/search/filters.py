@@ -29,6 +29,7 @@ FILTER_KEYS = ("since", "until", "source")  # search() keywords that filter rath
 # (search.min_score) does not apply, so a broad question ("what did we decide last week", since 7d) gets the
 # notes in range that match best instead of nothing.
 FEW_CHUNKS = 50
+MAX_QUERY_CHARS = 4000  # a longer query is cut here (the model reads ~1,000 characters; BM25's cost grows with it)
 DATE_FORMS = "YYYY-MM-DD, today, yesterday, or N days/weeks/months/years ago as 7d, 2w, 3m, 1y"
 
 
@@ -208,17 +209,19 @@ def _inside(glob: str, root: Path) -> str:
 
 # -- a day the query names ----------------------------------------------------------------------------
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# a month by its name: any case in full, but "may", "march" and the short forms only with a capital ("step 2 may
+# fail", "top 10 march madness", "sprint 12 dec" name no day)
 _MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|"
-    r"nov(?:ember)?|dec(?:ember)?)"
+    r"(?:(?i:january|february|april|june|july|august|september|october|november|december)"
+    r"|(?-i:March|May|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec))"
 )
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _NAMED_DAY = re.compile(
-    r"\b(?:(?P<iso>\d{4}-\d{2}-\d{2})"  # 2026-11-11
-    rf"|(?P<day>\d{{1,2}}){_ORDINAL}(?: of)? (?P<month>{_MONTH})\b(?:,? (?P<year>\d{{4}}))?"  # 11 November 2026
-    rf"|(?P<month2>{_MONTH}) (?P<day2>\d{{1,2}}){_ORDINAL}\b(?:,? (?P<year2>\d{{4}}))?"  # Nov 11th, 2026
-    r"|(?P<relative>today|yesterday)"
-    r"|(?:last|this past) (?P<weekday>(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b",
+    r"\b(?:(?P<iso>\d{4}-\d{2}-\d{2})(?=T\d|\b)"  # 2026-11-11, 2026-11-11T10:00
+    rf"|(?<!\d-)(?P<day>\d{{1,2}}){_ORDINAL}(?: of)? (?P<month>{_MONTH})\b(?:,? (?P<year>\d{{4}})\b)?"  # 11 November
+    rf"|(?P<month2>{_MONTH}) (?P<day2>\d{{1,2}}){_ORDINAL}\b(?!-\d)(?:,? (?P<year2>\d{{4}})\b)?"  # Nov 11th, 2026
+    r"|(?P<relative>yesterday)\b"  # (not "today": "fix the login bug today" asks about no day's notes)
+    r"|(?:last|this past) (?P<weekday>(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b)",
     re.I,
 )
 _WEEKDAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
@@ -229,7 +232,7 @@ def named_day(query: str, today: dt.date) -> dt.date | None:
     (the last one before today; not "on Tuesday": "deploys go out on Tuesday" names no day); a day and month
     without a year is the last such day up to today. None when it names none, several, or a day that does not exist."""
     days = set()
-    for match in _NAMED_DAY.finditer(query[:1000]):
+    for match in _NAMED_DAY.finditer(query[:MAX_QUERY_CHARS]):
         try:
             days.add(_day_of(match, today))
         except (ValueError, OverflowError):
@@ -241,7 +244,7 @@ def _day_of(match: re.Match[str], today: dt.date) -> dt.date:
     if match["iso"]:
         return dt.date.fromisoformat(match["iso"])
     if match["relative"]:
-        return today - dt.timedelta(days=match["relative"].lower() == "yesterday")
+        return today - dt.timedelta(days=1)
     if match["weekday"]:
         back = (today.weekday() - _WEEKDAYS.index(match["weekday"].lower()[:-3])) % 7 or 7
         return today - dt.timedelta(days=back)
@@ -259,8 +262,14 @@ def sources_of_day(query: str, today: dt.date, sources: Collection[str]) -> froz
     day = named_day(query, today)
     if day is None:
         return None
-    dated = frozenset(s for s in sources if (period := source_period(s)) and period[0] <= day <= period[1])
+    dated = frozenset(s for s in sources if on_day(s, day))
     return dated or None
+
+
+def on_day(source: str, day: dt.date) -> bool:
+    """Whether a file's notes are of `day`: a daily log of that day, a summary whose period holds it."""
+    period = source_period(source)
+    return period is not None and period[0] <= day <= period[1]
 
 
 class _Found(Protocol):

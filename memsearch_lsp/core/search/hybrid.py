@@ -15,7 +15,7 @@ from memsearch_lsp.core.chunks import body_of, empty_section, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
 from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, other_forms
 from memsearch_lsp.core.search.bm25 import term_id
-from memsearch_lsp.core.search.filters import day_first, source_date
+from memsearch_lsp.core.search.filters import MAX_QUERY_CHARS, day_first, source_date
 from memsearch_lsp.core.search.function_words import characters, function_terms
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
@@ -25,7 +25,6 @@ from memsearch_lsp.core.store.schema import Row, idf
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_CHARS = 4000  # a longer query is cut here (the model reads ~1,000 characters; BM25's cost grows with it)
 
 
 class HitData(TypedDict):

@@ -148,7 +148,8 @@ async def search_all(
 ) -> list[tuple[Root | UserRoot, Hit]]:
     """Hybrid search in every root (and, `scope` "all" or "user", the user memory), merged best first by
     relevance, which compares across indexes (`filters`: see search_filters)."""
-    from memsearch_lsp.core.scopes import check_scope, is_user_root, merge
+    from memsearch_lsp.core import clock
+    from memsearch_lsp.core.scopes import by_day, check_scope, is_user_root, merge
 
     query = query_text(query)
     roots = await ready_roots(ls) if check_scope(scope) != "user" else []
@@ -160,7 +161,8 @@ async def search_all(
             lists.append([(user, h) for h in await asyncio.to_thread(_user_search, user, query, limit, filters)])
         except (OSError, IndexBusy) as exc:
             log.warning("the user memory did not answer: %s", exc)
-    return merge(lists, limit, lambda pair: pair[1].score)
+    first = by_day(query, clock.now().date())  # (the notes of a day the query names first, as each root gives them)
+    return merge(lists, limit, lambda pair: first(pair[1]))
 
 
 async def while_indexed(reading: Awaitable[list[Hit]]) -> list[Hit]:
