@@ -4,6 +4,7 @@ aside when it cannot be used, removed on reset; and the safe file operations eve
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import logging
 import os
@@ -11,6 +12,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from memsearch_lsp.core.files import NO_FOLLOW, UnsafeFolder, folder_fd, private_folder, write_file, writing
 
@@ -204,16 +206,27 @@ def _copies(folder: Path) -> list[Path]:
     return list(folder.parent.glob(f"{glob.escape(folder.name)}.broken-*")) if folder.parent.is_dir() else []
 
 
-def _delete(folder: Path) -> None:
-    try:
-        shutil.rmtree(folder)  # (never follows a link inside)
-    except FileNotFoundError:  # (another reset deletes it)
-        return
-    except OSError as exc:
-        raise StoreError(
-            f"reset: the index was moved aside to {folder} but cannot be deleted ({exc.strerror or exc}); "
-            "the next command rebuilds the index: delete that folder yourself"
-        ) from exc
+def _delete(folder: Path, tries: int = 10) -> None:
+    """Delete a folder moved aside; one that another process still writes a last file in as it lets go (the engine of
+    an index just closed) is "not empty" for a moment: tried again, `tries` times in 2 s."""
+    for attempt in range(tries):
+        try:
+            shutil.rmtree(folder)  # (never follows a link inside)
+            return
+        except FileNotFoundError:  # (another reset deletes it)
+            return
+        except OSError as exc:
+            if exc.errno == errno.ENOTEMPTY and attempt < tries - 1:
+                time.sleep(0.2)
+                continue
+            _undeletable(folder, exc)
+
+
+def _undeletable(folder: Path, exc: OSError) -> NoReturn:
+    raise StoreError(
+        f"reset: the index was moved aside to {folder} but cannot be deleted ({exc.strerror or exc}); "
+        "the next command rebuilds the index: delete that folder yourself"
+    ) from exc
 
 
 def move_aside(folder: Path, why: str) -> None:
