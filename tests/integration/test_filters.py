@@ -158,8 +158,10 @@ def test_a_search_that_names_a_day_gives_that_days_notes_first(tmp_path: Path, m
     memory.clock = lambda: dt.datetime(2026, 11, 13, 9, 0)
     memory.index()
     for query in ("what happened on 11 November", "what happened on 2026-11-11", "what happened last Wednesday"):
+        asked = len(memory.embedder.texts)
         hits = memory.search(query, 3)
         assert hits and hits[0].source == "memory/2026-11-11.md", (query, hits)
+        assert memory.embedder.texts[asked:] == [query], "the day's search and the rest's embed the query once"
     cache = memory.search("cache TTL yesterday", 3)  # the day's note first, and the best other one kept
     assert [h.source for h in cache[:2]] == ["memory/2026-11-12.md", "memory/MEMORY.md"], cache
     plain = [h.source for h in memory.search("cache TTL", 3)]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -59,9 +61,28 @@ class Embedder(Protocol):
     def calibration(self) -> Calibration: ...
 
 
+_RECENT = (
+    4  # queries remembered per embedder: one search may embed its query twice (a named day: core/search/hybrid.py)
+)
+_recent: weakref.WeakKeyDictionary[Embedder, dict[str, list[float]]] = weakref.WeakKeyDictionary()
+_recent_lock = threading.Lock()
+
+
 def query_vector(embedder: Embedder, query: str) -> list[float]:
-    """A search query's vector (the embedder's query form)."""
-    return list(embedder.embed_query(query))
+    """A search query's vector (the embedder's query form); the same query asked of the same embedder again soon is
+    answered from memory (an endpoint is asked once)."""
+    with _recent_lock, contextlib.suppress(TypeError):  # (an embedder without weak references: none remembered)
+        known = _recent.get(embedder, {}).get(query)
+        if known is not None:
+            return list(known)
+    vector = list(embedder.embed_query(query))
+    with _recent_lock, contextlib.suppress(TypeError):
+        recent = _recent.setdefault(embedder, {})
+        recent.pop(query, None)
+        recent[query] = vector
+        while len(recent) > _RECENT:
+            del recent[next(iter(recent))]
+    return list(vector)
 
 
 def reads_what(embedder: Embedder) -> str:
