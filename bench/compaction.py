@@ -31,8 +31,10 @@ Spanish, German and Chinese, 37 facts) were written blind in issue 39's tenth ro
 the summariser, and measured by score only at its start and end (49/112 both times); heldout13's text was read in
 the twelfth round (seen since). `heldout14` (a city bus operator's timetable and real-time data team, 40 facts) and
 `heldout15` (a vet clinic chain's move to a new booking system, 40 facts) were written blind at the start of the
-twelfth round by a helper that had not read the summariser or the other sets' logs. Logs a summary
-would not shrink enough are left as they are (`nothing_to_gain`): their facts count as kept and their characters
+twelfth round by a helper that had not read the summariser or the other sets' logs. `heldout16` (a wind farm's
+turbine maintenance scheduling, 40 facts) and `heldout17` (a school group's timetabling software, partly in Spanish
+and German, 30 facts) were written blind the same way at the start of the round of 2026-12-06 and measured by score
+only (42/70 before that round's changes). Logs a summary would not shrink enough are left as they are (`nothing_to_gain`): their facts count as kept and their characters
 count on both sides of the ratio.
 """
 
@@ -70,6 +72,8 @@ HELD_OUT = [
         "heldout13",
         "heldout14",
         "heldout15",
+        "heldout16",
+        "heldout17",
         "ml-heldout",
         "ml-heldout2",
         "ml-heldout3",

@@ -404,5 +404,7 @@ def serve(workspace: Path) -> None:
         server.run("stdio")
     finally:
         close()
-        if door.passing:  # (stopped but not ended: out without the teardown its native thread would abort)
+        # a pass stopped but not ended (the workspace's or the user memory's): out without the teardown that its
+        # native thread would abort
+        if any(d.passing for d in (door, server.user) if d is not None):
             os._exit(0)
