@@ -255,6 +255,7 @@ def check_index(ctx: Context) -> Check:
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
             status = memory.status()
+            damaged = memory.store.damaged()
     except ConfigError as exc:  # a setting the index needs (not the index itself)
         return Check("index", "fail", f"cannot open {db}: {exc}", "correct or remove that setting", data)
     except Exception as exc:
@@ -271,6 +272,15 @@ def check_index(ctx: Context) -> Check:
             data,
         )
     data.update(files=status["files"], chunks=status["chunks"])
+    if damaged:  # (values changed in place in the engine's files: searches leave them out)
+        fix = "memsearch-lsp index --force (embeds their text again)"
+        return Check(
+            "index",
+            "fail",
+            f"{damaged} stored vector(s) damaged (not of unit length): searches leave them out",
+            fix,
+            data,
+        )
     stale = " (a stale owner record will be cleaned up)" if data.get("stale_record") else ""
     return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files, not in use{stale}", data=data)
 

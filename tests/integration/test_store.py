@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from memsearch_lsp.core.embedding import query_vector
+from memsearch_lsp.doctor import run_doctor
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import local, saved
 from memsearch_lsp.core.store.schema import sparse_dict
@@ -294,3 +295,50 @@ def test_long_sections_keep_their_windows_through_a_save(tmp_path: Path, make_me
     again = make_memory(ws)
     assert again.store.dense_leg(vector, 5) == pytest.approx(leg)
     assert os.path.isdir(Path(again.uri) / saved.FOLDER)
+
+
+def test_a_damaged_vector_in_the_engine_is_left_out_of_searches_said_once_and_mended_by_a_forced_index(
+    workspace: Path, make_memory: Callable[..., Memory], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A value changed in place in the engine's files (audit K: one `dense` of norm 5e37) gave one note at 1.000 for
+    every query, and `index --force` reused it: it is left out, said once, and embedded again by a forced index."""
+    from memsearch_lsp.core.store.engine import Engine
+    from memsearch_lsp.core.store.schema import WINDOW_SUFFIX
+
+    memory = make_memory(workspace)
+    memory.index()
+    expected = {q: [h.id for h in memory.search(q, top_k=3)] for q in QUERIES}
+    rows = engine_rows(memory)  # (closes the memory)
+    victim = next(r for r in rows if r["id"] not in {i for ids in expected.values() for i in ids[:1]})
+    engine = Engine(memory.uri, (memory.collection, memory.collection + WINDOW_SUFFIX), memory.embedder.dim)
+    engine.open()
+    try:
+        engine.write(
+            [dict(victim, dense=[5e37] * len(victim["dense"]), sparse=sparse_dict(victim["sparse"]))], [], [], []
+        )
+    finally:
+        engine.close()
+    with caplog.at_level(logging.WARNING, logger="memsearch_lsp"):
+        again = make_memory(workspace)
+        for query in QUERIES:
+            hits = again.search(query, top_k=3)
+            assert victim["id"] not in [h.id for h in hits] and all(h.score <= 1.0 for h in hits), (query, hits)
+    said = [r.getMessage() for r in caplog.records if "damaged vector" in r.getMessage()]
+    assert len(said) == 1 and "index --force" in said[0], said
+    again.close()
+    (check,) = [c for c in run_doctor(workspace, embedder=again.embedder).checks if c.name == "index"]
+    assert check.failed and "1 stored vector(s) damaged" in check.detail and "index --force" in check.fix, check
+    again = make_memory(workspace)
+    assert again.index(force=True).chunks_embedded >= 1  # (its text embedded again, not the damaged vector reused)
+    assert {q: [h.id for h in again.search(q, top_k=3)] for q in QUERIES} == expected
+    assert (
+        abs(
+            float(
+                np.linalg.norm(
+                    again.store.vectors_for([victim["embed_hash"]], again.embedder.model_name)[victim["embed_hash"]][0]
+                )
+            )
+            - 1
+        )
+        < 1e-3
+    )

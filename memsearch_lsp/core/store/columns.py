@@ -10,6 +10,7 @@ import numpy as np
 
 Scored = list[tuple[str, float]]
 BLOCK = 512  # rows per inner-product call (single-threaded in OpenBLAS; same float32 results)
+UNIT = 1e-3  # every stored vector is of unit length (the Embedder contract) within this: one that is not is damaged
 
 
 class Texts:
@@ -65,6 +66,7 @@ class Vectors:
         self.tail = np.zeros((0, dim), dtype=np.float32)  # the vectors of the slots from len(vecs) on
         self.live = np.zeros(0, dtype=bool)
         self.source = np.zeros(0, dtype=np.int32)
+        self.damaged = 0  # valid rows the last `top` left out: their vectors are not of unit length (damaged files)
 
     @property
     def n(self) -> int:
@@ -121,7 +123,14 @@ class Vectors:
             for start in range(0, len(part), BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
                 end = min(len(part), start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
                 np.matmul(part[start:end], query, out=sims[first + start : first + end])
-        return best(self.ids, sims, valid, limit)
+        sane = np.abs(sims) <= 1.0 + UNIT  # (False for NaN) a cosine of unit vectors: else the row is damaged
+        self.damaged = int(np.count_nonzero(valid & ~sane))
+        return best(self.ids, sims, valid & sane if self.damaged else valid, limit)
+
+    def sound(self, slot: int) -> bool:
+        """The slot's vector is of unit length (not damaged)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return abs(float(np.linalg.norm(self.vector(slot))) - 1.0) <= UNIT
 
 
 def grown(array: np.ndarray, rows: int) -> np.ndarray:

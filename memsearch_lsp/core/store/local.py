@@ -396,6 +396,7 @@ class LocalStore(Store):
     files = _locked(ReadModel.files)
     ids_of = _locked(ReadModel.ids_of)
     vectors_for = _locked(ReadModel.vectors_for)
+    damaged = _locked(ReadModel.damaged)
 
     def rows(self, ids: Sequence[str]) -> list[Row]:
         """Rows by id, in the order of `ids` (ids that are gone are left out)."""

@@ -11,6 +11,7 @@ products, BM25 as a float64 sum of float32 weights, the best `limit` rows, ties 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 from memsearch_lsp.core.store.columns import Postings, Texts, Vectors, best, grown
 from memsearch_lsp.core.store.schema import INTS, TEXTS, best_windows, idf, sparse_arrays
 
+log = logging.getLogger(__name__)
 Scored = list[tuple[str, float]]
 REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of the rows (and 256)
 
@@ -70,6 +72,7 @@ class ReadModel:
         self.stats: dict[str, tuple[int, int]] = {}  # source -> (size, mtime_ns) when its text was read from disk
         self.saved_files: tuple[str, dict[str, FileRecord]] | None = None  # (model, files) as saved, until a write
         self._by_embed: dict[bytes, int] | None = None  # embed_hash -> the slot of a row that holds it
+        self._said_damaged = False
 
     @property
     def docs(self) -> int:
@@ -152,6 +155,13 @@ class ReadModel:
         query = np.asarray(vector, dtype=np.float32)
         chunks = self.chunks.top(query, limit, self.valid(self.chunks, exclude_source, only))
         windows = self.windows.top(query, 3 * limit, self.valid(self.windows, exclude_source, only))
+        if (self.chunks.damaged or self.windows.damaged) and not self._said_damaged:
+            self._said_damaged = True  # (once: every search meets them until they are embedded again)
+            log.warning(
+                "the index holds %d damaged vector(s) (not of unit length: its files were changed on disk); searches "
+                "leave them out: run `memsearch-lsp index --force` to embed their text again",
+                self.chunks.damaged + self.windows.damaged,
+            )
         return best_windows(chunks, ((self.owner[self.windows.slot[k]], score) for k, score in windows), limit)
 
     def sparse(
@@ -269,10 +279,16 @@ class ReadModel:
             windows = sorted(self.windows_of.get(key, []), key=lambda w: int(w.rsplit(":", 1)[1]))
             if texts["model"][slot] != model or len(windows) != int(ints[slot, INTS.index("windows")]) - 1:
                 continue  # another model's, or incomplete: embed again
+            if not self.chunks.sound(slot) or not all(self.windows.sound(self.windows.slot[w]) for w in windows):
+                continue  # damaged: embed again (`index --force` mends it)
             found[embed_hash] = [self.chunks.vector(slot)] + [
                 self.windows.vector(self.windows.slot[w]) for w in windows
             ]
         return found
+
+    def damaged(self) -> int:
+        """Live chunk and window rows whose vector is not of unit length (damaged files: `doctor`)."""
+        return sum(1 for rows in (self.chunks, self.windows) for s in rows.slot.values() if not rows.sound(s))
 
     def _embed_index(self) -> dict[bytes, int]:
         """embed_hash -> slot of every live row: the loaded rows' read straight from their column (sha256 hex, one
