@@ -34,8 +34,8 @@ the twelfth round (seen since). `heldout14` (a city bus operator's timetable and
 twelfth round by a helper that had not read the summariser or the other sets' logs. `heldout16` (a wind farm's
 turbine maintenance scheduling, 40 facts) and `heldout17` (a school group's timetabling software, partly in Spanish
 and German, 30 facts) were written blind the same way at the start of the round of 2026-12-06 and measured by score
-only (42/70 before that round's changes). Logs a summary would not shrink enough are left as they are (`nothing_to_gain`): their facts count as kept and their characters
-count on both sides of the ratio.
+only (42/70 before that round's changes). Logs a summary would not shrink enough are left as they are
+(`nothing_to_gain`): their facts count as kept and their characters count on both sides of the ratio.
 """
 
 from __future__ import annotations

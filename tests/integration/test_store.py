@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from memsearch_lsp.core.embedding import query_vector
-from memsearch_lsp.doctor import run_doctor
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import local, saved
 from memsearch_lsp.core.store.schema import sparse_dict
+from memsearch_lsp.doctor import run_doctor
 from tests.helpers import LONG, document_frequencies, engine_rows, long_workspace, query_idf
 
 QUERIES = ("Redis cache config", "which message broker did we pick", "deploy the database", "kangaroo fence")
