@@ -107,3 +107,29 @@ def test_a_decision_is_undone_only_by_a_sentence_on_the_same_thing_and_a_table_s
             "stay on Square; Hopsheet's inventory sync pushes keg levels into Square's item stock instead.",
         ),
     ], found
+
+
+def test_an_answer_to_a_how_to_question_is_no_decision_an_outcome_that_decides_is() -> None:
+    """Audit J: captured turns' answers to "How do we ...?" went to MEMORY.md as Decisions ("Rotate them in Vault
+    ...", "Set `retries=5` ..."); an outcome of "Should we ...?" that decides, or one told as a decision, still is."""
+    turns = (
+        (
+            "How do we rotate the signing keys for webhooks?",
+            "Rotate them in Vault under secret/webhooks every 90 days.",
+        ),
+        (
+            "How do I configure the retry policy for the http client?",
+            "Set `retries=5`; the default of 0 never retries.",
+        ),
+        ("Should we move the job queue to Redis streams?", "Yes: the queue moves to Redis streams, RabbitMQ goes."),
+        ("What broker do we use for events?", "We decided to stay on Kafka for events."),
+    )
+    text = "# 2026-11-04\n\n" + "".join(
+        f"## 10:0{n} {asked.rstrip('?')}\n\n**Asked:** {asked}\n\n**Outcome:** {outcome}\n\n"
+        for n, (asked, outcome) in enumerate(turns)
+    )
+    found = [(kind, text) for kind, text, _, _ in durable_facts([log_text("2026-11-04", text)])]
+    assert found == [
+        ("decision", "the queue moves to Redis streams, RabbitMQ goes."),
+        ("decision", "We decided to stay on Kafka for events."),
+    ], found

@@ -89,6 +89,14 @@ _CAUSE_SAID = re.compile(
     r"\b|^(?:" + cues("cause-label") + ")",
     re.I,
 )
+# a question asking how things are or are done (not what to do: "should we", "which ... should"): the outcome that
+# answers it is knowledge, not a decision ("Asked: How do we rotate the keys?" "Outcome: Rotate them in Vault ...")
+_HOW_TO = re.compile(
+    r"^(?:how|what|where|why|when|who|is|are|does|do|did|can|could)\b(?!.*\bshould\b)|"
+    r"^(?:como|cómo|qué|que|wie|was|wo|warum|comment|pourquoi|如何|怎么|什么|为什么)",
+    re.I,
+)
+_ASKED = re.compile(r"^(?:asked|question|q)$", re.I)
 _RULE_LABEL = re.compile(r"\b(?:preferences?|rules?|conventions?|lessons?)\b|" + cues("rule-label"), re.I)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
 
@@ -103,10 +111,12 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
     sentences: list[str] = []  # every sentence of the logs, in order: what may undo a decision comes later
     for log in logs:
         person = ""  # who "She" and "He" are: the last person named with a wish or a saying
+        asked = ""  # the question of the line before, when it is one ("Asked: How do we ...?")
         for item in parse_log(log):
             if item.kind == "block":
                 continue
-            label = split_label(item)[0]
+            label, body = split_label(item)
+            question, asked = asked, body if _ASKED.fullmatch(label) else ""
             for start, text in sentences_of(item):
                 sentences.append(f"{with_colon(label)}{text}" if start == 0 else text)
                 named = _PERSON.match(text)
@@ -115,7 +125,7 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
                 said = re.split(r"[:：]\s*", text, maxsplit=1) if start and labelled(text) else []
                 if len(said) == 2:  # "... on POS. Decision: stay on Square; ...": as at a line's start
                     own, text = said
-                kind = _kind(own, text, item.topic, item.lead)
+                kind = _kind(own, text, item.topic, item.lead, answers=question)
                 if kind is None:
                     continue
                 if person and _PRONOUN.match(text):
@@ -136,10 +146,13 @@ def _line_of(log: LogText, first: int, sentence: str) -> int:
     return first
 
 
-def _kind(label: str, text: str, topic: str, lead: str) -> str | None:
-    """'preference', 'decision' or None for a sentence of a log (`label`: its item's label, when it opens it)."""
+def _kind(label: str, text: str, topic: str, lead: str, answers: str = "") -> str | None:
+    """'preference', 'decision' or None for a sentence of a log (`label`: its item's label, when it opens it;
+    `answers`: the question its item answers, when the line before asked one)."""
     facts = classify(text)
     said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
+    if _HOW_TO.match(answers.strip()) and not _DECIDED.search(said) and not DECISION_TOLD.search(text):
+        return None  # an answer to "how do we ...?" says how things are: knowledge, neither decided nor a wish
     # a decision labelled as one is a fact by its label ("Decisão: usamos Stripe ..."), when it says enough on its own
     decided = bool(_DECIDED.search(said)) and words(text) >= MIN_WORDS
     if len(text) > MAX_CHARS or text.endswith("?") or _TIME_BOUND.search(text) or not (facts.factual or decided):
