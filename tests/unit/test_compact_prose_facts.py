@@ -511,6 +511,31 @@ The helper now retries 3 times with a 2 s backoff instead of failing on the firs
     assert "Let me look" not in text and "Here is the patch" not in text and "left out" not in text, text
 
 
+def test_a_captured_turns_answer_is_kept_with_its_question() -> None:
+    """Audit J: "Outcome: Rotate them in Vault ..." said what, not of what: the question it answers comes with it;
+    an outcome left out (it narrates) brings no question, and a long brief is no question to repeat."""
+    log = log_text(
+        "2026-11-04",
+        """# 2026-11-04
+
+## 10:00 How do we rotate the signing keys for webhooks
+
+**Asked:** How do we rotate the signing keys for webhooks?
+
+**Outcome:** Rotate them in Vault under secret/webhooks every 90 days; the old key stays valid for 24 hours.
+
+## 11:00 Why is the export slow
+
+**Asked:** Why is the export slow?
+
+**Outcome:** Let me look at the worker configuration first to see how the job is scheduled.
+""",
+    )
+    text = choose(parse_log(log), budget=400)
+    assert "- Asked: How do we rotate the signing keys for webhooks?\n- Outcome: Rotate them in Vault" in text, text
+    assert "export slow" not in text and "Let me look" not in text, text
+
+
 def test_a_labelled_line_that_narrates_is_still_kept_when_its_label_is_a_kind_of_fact() -> None:
     """Only a captured turn's answer ("Outcome:") gives way when it narrates; "TODO: let me ask ..." is an open item
     and "Rollback plan: ...:" a plan, kept always."""

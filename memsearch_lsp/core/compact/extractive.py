@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -85,7 +86,10 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
             unit.score = score + info
             unit.weak = not factual or unit.score < MIN_SCORE
             continue
-        facts = classify(without_roles(unit.text) if named else unit.text, first=unit.lean is None)
+        first = (
+            unit.lean is None or unit.lean.item is not unit.item
+        )  # (an answer leans on its question: a line's start)
+        facts = classify(without_roles(unit.text) if named else unit.text, first=first)
         # what the line is said to be: "Decision: ...", "## Rollback plan", a "Follow-ups:" line before it
         context = classify(f"{label} {unit.item.lead} {unit.item.topic}", first=False)
         unit.score = facts.score + info + 0.5 * min(context.score, 4.0)
@@ -240,6 +244,27 @@ class _Spend:
         self.logs.add(item.log.source)
 
 
+_ASKED = {"asked", "question", "user", "q"}
+QUESTION_CHARS = 160  # a longer question is a task's whole brief: its answer is kept without it
+
+
+def _with_questions(units: Sequence[Unit]) -> None:
+    """A captured turn's answer ("Outcome: Rotate them in Vault ...") is taken with the question before it ("Asked:
+    How do we rotate the signing keys?"): without it the answer says what, but not of what."""
+    for before, unit in itertools.pairwise(units):
+        asked, said = clean(before.item)[0].lower(), clean(unit.item)[0].lower()
+        if (
+            before.item is not unit.item
+            and before.item.log is unit.item.log
+            and asked in _ASKED
+            and said in _SAID_LABELS
+            and unit.start == 0
+            and len(before.item.text) <= QUESTION_CHARS
+            and before.text.rstrip().endswith("?")
+        ):
+            unit.lean = unit.lean or before
+
+
 def choose(items: Sequence[Item], budget: int | None) -> str:
     """The Markdown of the items' best sentences that fits in `budget` characters (all of them when None).
 
@@ -250,6 +275,7 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
     for order, item in enumerate(items):
         item.order = order
     units = [u for item in items for u in units_of(item)]
+    _with_questions(units)
     if budget is None:
         return _Choice(units).render()
     whole, texts = budget, [item.text for item in items]
