@@ -83,6 +83,8 @@ class StatusData(TypedDict):
     chunks: int
     pending_buffers: list[str]
     """unsaved editor buffers indexed in place of their files"""
+    damaged_vectors: int
+    """stored vectors changed on disk (not of unit length): searches leave them out; `index --force` mends them"""
     served_by_pid: NotRequired[int]
     """the process that owns the index, when it is another one"""
 

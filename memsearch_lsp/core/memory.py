@@ -323,7 +323,6 @@ class Memory(MemoryFiles):
         ]
 
     def status(self) -> dict[str, Any]:
-        indexer = self.indexer
         files = self.store.files(self.embedder.model_name).values()
         counts = sum(1 for r in files if r.chunks), sum(r.chunks for r in files)
         return {
@@ -338,7 +337,8 @@ class Memory(MemoryFiles):
             "reads": reads_what(self.embedder),
             "files": counts[0],
             "chunks": counts[1],
-            "pending_buffers": sorted(indexer.overlays),
+            "pending_buffers": sorted(self.indexer.overlays),
+            "damaged_vectors": self.store.damaged(),  # (values changed on disk: searches leave them out)
         }
 
     def remember(

@@ -228,6 +228,8 @@ def check_index(ctx: Context) -> Check:
                 raise UntrustedOwner(f"{record['socket']} is not the socket of this workspace's index owner")
             status = call(str(record["socket"]), "status", {}, timeout=10)
             data.update(files=status.get("files"), chunks=status.get("chunks"))
+            if damaged := _damaged(status, data):
+                return damaged
             return Check(
                 "index",
                 "ok",
@@ -255,7 +257,6 @@ def check_index(ctx: Context) -> Check:
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
             status = memory.status()
-            damaged = memory.store.damaged()
     except ConfigError as exc:  # a setting the index needs (not the index itself)
         return Check("index", "fail", f"cannot open {db}: {exc}", "correct or remove that setting", data)
     except Exception as exc:
@@ -272,17 +273,19 @@ def check_index(ctx: Context) -> Check:
             data,
         )
     data.update(files=status["files"], chunks=status["chunks"])
-    if damaged:  # (values changed in place in the engine's files: searches leave them out)
-        fix = "memsearch-lsp index --force (embeds their text again)"
-        return Check(
-            "index",
-            "fail",
-            f"{damaged} stored vector(s) damaged (not of unit length): searches leave them out",
-            fix,
-            data,
-        )
+    if damaged := _damaged(status, data):
+        return damaged
     stale = " (a stale owner record will be cleaned up)" if data.get("stale_record") else ""
     return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files, not in use{stale}", data=data)
+
+
+def _damaged(status: dict[str, Any], data: dict[str, Any]) -> Check | None:
+    """The index check's failure when the index holds damaged vectors (values changed in place in its files)."""
+    count = int(status.get("damaged_vectors") or 0)
+    if not count:
+        return None
+    said = f"{count} stored vector(s) damaged (not of unit length): searches leave them out"
+    return Check("index", "fail", said, "memsearch-lsp index --force (embeds their text again)", data)
 
 
 def _remote_index(ctx: Context) -> Check:

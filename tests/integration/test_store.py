@@ -11,6 +11,7 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.store import local, saved
 from memsearch_lsp.core.store.schema import sparse_dict
 from memsearch_lsp.doctor import run_doctor
-from tests.helpers import LONG, document_frequencies, engine_rows, long_workspace, query_idf
+from tests.helpers import LONG, document_frequencies, engine_rows, long_workspace, owner_serving, query_idf
 
 QUERIES = ("Redis cache config", "which message broker did we pick", "deploy the database", "kangaroo fence")
 
@@ -301,7 +302,9 @@ def test_a_damaged_vector_in_the_engine_is_left_out_of_searches_said_once_and_me
     workspace: Path, make_memory: Callable[..., Memory], caplog: pytest.LogCaptureFixture
 ) -> None:
     """A value changed in place in the engine's files (audit K: one `dense` of norm 5e37) gave one note at 1.000 for
-    every query, and `index --force` reused it: it is left out, said once, and embedded again by a forced index."""
+    every query, and `index --force` reused it; a vector merely scaled (x2) doubled its cosine and ranked first. Both
+    are left out, said once, counted by `status` and `doctor` (alone and through an owner), and embedded again by a
+    forced index."""
     from memsearch_lsp.core.store.engine import Engine
     from memsearch_lsp.core.store.schema import WINDOW_SUFFIX
 
@@ -309,12 +312,17 @@ def test_a_damaged_vector_in_the_engine_is_left_out_of_searches_said_once_and_me
     memory.index()
     expected = {q: [h.id for h in memory.search(q, top_k=3)] for q in QUERIES}
     rows = engine_rows(memory)  # (closes the memory)
-    victim = next(r for r in rows if r["id"] not in {i for ids in expected.values() for i in ids[:1]})
+    firsts = {ids[0] for ids in expected.values() if ids}
+    victims = [r for r in rows if r["id"] not in firsts][:2]
+    damaged = [[5e37] * len(victims[0]["dense"]), [2.0 * x for x in victims[1]["dense"]]]
     engine = Engine(memory.uri, (memory.collection, memory.collection + WINDOW_SUFFIX), memory.embedder.dim)
     engine.open()
     try:
         engine.write(
-            [dict(victim, dense=[5e37] * len(victim["dense"]), sparse=sparse_dict(victim["sparse"]))], [], [], []
+            [dict(v, dense=d, sparse=sparse_dict(v["sparse"])) for v, d in zip(victims, damaged, strict=True)],
+            [],
+            [],
+            [],
         )
     finally:
         engine.close()
@@ -322,23 +330,25 @@ def test_a_damaged_vector_in_the_engine_is_left_out_of_searches_said_once_and_me
         again = make_memory(workspace)
         for query in QUERIES:
             hits = again.search(query, top_k=3)
-            assert victim["id"] not in [h.id for h in hits] and all(h.score <= 1.0 for h in hits), (query, hits)
+            assert not {v["id"] for v in victims} & {h.id for h in hits}, (query, hits)
+        for victim in victims:  # (its own words: the dense leg leaves it out, BM25 still finds the text)
+            dense = again.store.dense_leg(query_vector(again.embedder, victim["content"]), 10)
+            assert victim["id"] not in dense and all(v <= 1.0 + 1e-3 for v in dense.values()), dense
     said = [r.getMessage() for r in caplog.records if "damaged vector" in r.getMessage()]
-    assert len(said) == 1 and "index --force" in said[0], said
+    assert len(said) == 1 and "holds 2 damaged" in said[0] and "index --force" in said[0], said
+    assert again.status()["damaged_vectors"] == 2
+
+    def index_check() -> Any:
+        (check,) = [c for c in run_doctor(workspace, embedder=again.embedder).checks if c.name == "index"]
+        return check
+
+    with owner_serving(again):  # (an editor's server owns the index: doctor asks it)
+        check = index_check()
+        assert check.failed and "2 stored vector(s) damaged" in check.detail and "index --force" in check.fix, check
     again.close()
-    (check,) = [c for c in run_doctor(workspace, embedder=again.embedder).checks if c.name == "index"]
-    assert check.failed and "1 stored vector(s) damaged" in check.detail and "index --force" in check.fix, check
+    check = index_check()
+    assert check.failed and "2 stored vector(s) damaged" in check.detail, check
     again = make_memory(workspace)
-    assert again.index(force=True).chunks_embedded >= 1  # (its text embedded again, not the damaged vector reused)
+    assert again.index(force=True).chunks_embedded >= 2  # (their text embedded again, not the damaged vectors reused)
+    assert again.status()["damaged_vectors"] == 0
     assert {q: [h.id for h in again.search(q, top_k=3)] for q in QUERIES} == expected
-    assert (
-        abs(
-            float(
-                np.linalg.norm(
-                    again.store.vectors_for([victim["embed_hash"]], again.embedder.model_name)[victim["embed_hash"]][0]
-                )
-            )
-            - 1
-        )
-        < 1e-3
-    )

@@ -112,17 +112,17 @@ def test_a_decision_is_undone_only_by_a_sentence_on_the_same_thing_and_a_table_s
 def test_an_answer_to_a_how_to_question_is_no_decision_an_outcome_that_decides_is() -> None:
     """Audit J: captured turns' answers to "How do we ...?" went to MEMORY.md as Decisions ("Rotate them in Vault
     ...", "Set `retries=5` ..."); an outcome of "Should we ...?" that decides, or one told as a decision, still is."""
+    vault = "Rotate them in Vault under secret/webhooks every 90 days."
     turns = (
-        (
-            "How do we rotate the signing keys for webhooks?",
-            "Rotate them in Vault under secret/webhooks every 90 days.",
-        ),
-        (
-            "How do I configure the retry policy for the http client?",
-            "Set `retries=5`; the default of 0 never retries.",
-        ),
+        ("How do we rotate the signing keys for webhooks?", vault),
+        ("How do I configure the retry policy for the http client?", "Set `retries=5`; 0 never retries."),
+        ("¿Cómo rotamos las claves de firma?", vault),
+        ("我们如何轮换签名密钥？", vault),
         ("Should we move the job queue to Redis streams?", "Yes: the queue moves to Redis streams, RabbitMQ goes."),
         ("What broker do we use for events?", "We decided to stay on Kafka for events."),
+        ("Wasm or a native module for the plugin runtime?", "The plugin runtime moves to Wasm, native modules go."),
+        ("Can we drop Python 3.9 support in the SDK?", "The SDK drops Python 3.9; 3.10 is the floor."),
+        ("How do we merge pull requests?", "Always squash-merge into main."),
     )
     text = "# 2026-11-04\n\n" + "".join(
         f"## 10:0{n} {asked.rstrip('?')}\n\n**Asked:** {asked}\n\n**Outcome:** {outcome}\n\n"
@@ -132,4 +132,7 @@ def test_an_answer_to_a_how_to_question_is_no_decision_an_outcome_that_decides_i
     assert found == [
         ("decision", "the queue moves to Redis streams, RabbitMQ goes."),
         ("decision", "We decided to stay on Kafka for events."),
+        ("decision", "The plugin runtime moves to Wasm, native modules go."),
+        ("decision", "The SDK drops Python 3.9; 3.10 is the floor."),
+        ("preference", "Always squash-merge into main."),  # (a rule the answer says as one)
     ], found

@@ -19,7 +19,17 @@ from memsearch_lsp.core.compact.facts import (
 )
 from memsearch_lsp.core.compact.languages import STOPWORDS, with_colon
 from memsearch_lsp.core.compact.languages import words as word_count
-from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, NOTES, SHORT_BLOCK, Item, labelled, parse_log
+from memsearch_lsp.core.compact.parse import (
+    ANSWERED,
+    ASKED,
+    EMPHASIS,
+    NORM,
+    NOTES,
+    SHORT_BLOCK,
+    Item,
+    labelled,
+    parse_log,
+)
 from memsearch_lsp.core.compact.summarize import LogText, Note
 from memsearch_lsp.core.compact.units import UNIT_OVERHEAD, Unit, clean, first_line_end, sentences_of, units_of
 from memsearch_lsp.core.embedding import Embedder
@@ -32,7 +42,6 @@ PEOPLE_SHARE = 0.15  # the People line takes at most this share of the budget (t
 _LEFT_OUT = re.compile(
     r"^\((?:an? )?[^()]{0,60}\bleft out\)\.?$"
 )  # "(a code block of 202 lines left out)": a capture's mark
-_SAID_LABELS = {"outcome", "answer", "result", "response", "reply"}  # what a turn said, not a kind of fact
 MIN_WORDS = 2  # a shorter unit ("No.", "Done", "好的。") says nothing on its own
 
 
@@ -100,7 +109,7 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
         # ... but a captured turn's answer ("Outcome: Let me look at the CI config.", "Outcome: Here it is:") only
         # when it says more than narration or an announcement ("TODO: let me ask ..." stays: a TODO is what it says)
         said_only = ("narration" in facts.noise and not facts.factual) or announces(unit.text)
-        unit.must = unit.must and not (said_only and label.strip("*_ ").lower() in _SAID_LABELS)
+        unit.must = unit.must and not (said_only and label.strip("*_ ").lower() in ANSWERED)
         if unit.start > 0 and labelled(said):  # "... is not atomic. Fix: a lock; the queue retries.": whole
             unit.must = True
             labels.extend(
@@ -235,6 +244,13 @@ class _Spend:
     def copy(self) -> _Spend:
         return _Spend(self.used, dict(self.items), set(self.logs), dict(self.topics))
 
+    def priced(self, group: Sequence[Unit]) -> _Spend:
+        """A copy that took `group` too."""
+        trial = self.copy()
+        for part in group:
+            trial.take(part, trial.cost(part))
+        return trial
+
     def take(self, unit: Unit, cost: int) -> None:
         item = unit.item
         self.used += cost
@@ -244,7 +260,6 @@ class _Spend:
         self.logs.add(item.log.source)
 
 
-_ASKED = {"asked", "question", "user", "q"}
 QUESTION_CHARS = 160  # a longer question is a task's whole brief: its answer is kept without it
 
 
@@ -256,11 +271,11 @@ def _with_questions(units: Sequence[Unit]) -> None:
         if (
             before.item is not unit.item
             and before.item.log is unit.item.log
-            and asked in _ASKED
-            and said in _SAID_LABELS
+            and asked in ASKED
+            and said in ANSWERED
             and unit.start == 0
             and len(before.item.text) <= QUESTION_CHARS
-            and before.text.rstrip().endswith("?")
+            and before.text.rstrip().endswith(("?", "？"))
         ):
             unit.lean = unit.lean or before
 
@@ -296,9 +311,11 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
         group = [unit]
         while group[0].lean is not None and id(group[0].lean) not in chosen:
             group.insert(0, group[0].lean)
-        trial = spend.copy()
-        for part in group:
-            trial.take(part, trial.cost(part))
+        if (
+            unit.must or anyway
+        ):  # kept whatever it costs: its own clauses, never a question it answers (later, if it fits)
+            group = [part for part in group if part.item is unit.item]
+        trial = spend.priced(group)
         if trial.used > budget and not (unit.must or anyway):
             return False
         spend = trial
@@ -317,6 +334,9 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
             while best is not None:  # (with the clauses it leans on: none is trimmed away from it)
                 daily.add(id(best))
                 best = best.lean
+    for unit in list(choice.units):  # the questions the answers kept anyway answer, while they fit
+        if unit.lean is not None and unit.lean.item is not unit.item:
+            take(unit.lean)
     for unit in [u for u in ranked if u.score >= STRONG_SCORE] + [u for u in ranked if u.score < STRONG_SCORE]:
         take(unit)
     if not choice.units and units:  # never empty: the best of what there is

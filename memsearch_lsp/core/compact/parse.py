@@ -55,6 +55,8 @@ _DAY_WORD = re.compile(  # a weekday, whole ("Mon", "Thurs.", "Monday": never "M
 _SMALL_WORD = re.compile(r"(?i:the|of|de|del|den|der|du|le|on)")  # between a date's words ("the 3rd of May")
 _DATE_TOKEN = re.compile(r"[\s,./·|—–-]*(?:(\d{1,4})(?:st|nd|rd|th|º|ª|\.|[年月日号])?|([^\W\d_]+(?:-feira)?\.?))")
 NOTES = "Notes"  # the topic of text under no heading but the log's date title or a time stamp
+ASKED = frozenset({"asked", "question", "q", "user"})  # the label of a captured turn's question (lower case)
+ANSWERED = frozenset({"outcome", "answer", "result", "response", "reply"})  # what a turn said back, not a fact's kind
 SHORT_BLOCK = 240  # a code block or table up to this many characters is kept whole; a longer one by its gist
 
 

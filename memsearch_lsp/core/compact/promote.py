@@ -13,7 +13,7 @@ from memsearch_lsp.core.chunks import outline
 from memsearch_lsp.core.compact.apply import sha256
 from memsearch_lsp.core.compact.facts import announces, classify, label_kept
 from memsearch_lsp.core.compact.languages import cues, with_colon, words
-from memsearch_lsp.core.compact.parse import EMPHASIS, NORM, labelled, parse_log, split_label
+from memsearch_lsp.core.compact.parse import ASKED, EMPHASIS, NORM, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH, short_runs
 from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.types import MemoryEdit, Promotion
@@ -92,11 +92,12 @@ _CAUSE_SAID = re.compile(
 # a question asking how things are or are done (not what to do: "should we", "which ... should"): the outcome that
 # answers it is knowledge, not a decision ("Asked: How do we rotate the keys?" "Outcome: Rotate them in Vault ...")
 _HOW_TO = re.compile(
-    r"^(?:how|what|where|why|when|who|is|are|does|do|did|can|could)\b(?!.*\bshould\b)|"
-    r"^(?:como|cómo|qué|que|wie|was|wo|warum|comment|pourquoi|如何|怎么|什么|为什么)",
+    r"^[¿¡\s]*(?:how|what|where|why|when|who|como|cómo|qu[eé]|o que|por ?qu[eé]|d[oó]nde|wie|was|wo|warum|comment|"
+    r"pourquoi|o[uù])\b(?!.*\b(?:should|sollen|sollten|soll|deber[ií]amos|debemos|dev[eo]mos|devrions)\b)|如何|怎么|怎样|为什么",
     re.I,
 )
-_ASKED = re.compile(r"^(?:asked|question|q)$", re.I)
+# a rule as an answer says it ("Always squash-merge."), not a word inside a description ("0 never retries")
+_RULE_SAID = re.compile(r"^(?:always|never|don't|do not|must|only ever)\b", re.I)
 _RULE_LABEL = re.compile(r"\b(?:preferences?|rules?|conventions?|lessons?)\b|" + cues("rule-label"), re.I)
 _WORD = re.compile(r"`[^`]+`|[\w.-]*\d[\w.-]*|[A-Za-z][\w-]{3,}")
 
@@ -116,7 +117,7 @@ def durable_facts(logs: Sequence[LogText]) -> list[_Found]:
             if item.kind == "block":
                 continue
             label, body = split_label(item)
-            question, asked = asked, body if _ASKED.fullmatch(label) else ""
+            question, asked = asked, body if label.lower() in ASKED else ""
             for start, text in sentences_of(item):
                 sentences.append(f"{with_colon(label)}{text}" if start == 0 else text)
                 named = _PERSON.match(text)
@@ -151,8 +152,10 @@ def _kind(label: str, text: str, topic: str, lead: str, answers: str = "") -> st
     `answers`: the question its item answers, when the line before asked one)."""
     facts = classify(text)
     said = f"{label} {lead}"  # "Decision: ...", or a line under "Decisions:"
-    if _HOW_TO.match(answers.strip()) and not _DECIDED.search(said) and not DECISION_TOLD.search(text):
-        return None  # an answer to "how do we ...?" says how things are: knowledge, neither decided nor a wish
+    if answers and _HOW_TO.search(answers) and not _DECIDED.search(said) and not DECISION_TOLD.search(text):
+        # an answer to "how do we ...?" says how things are done: no decision, and a rule only when it says one
+        lasting = (WISH.search(text) and _LASTING_WISH.search(text)) or _RULE_SAID.match(text)
+        return "preference" if lasting and not facts.noise & {"narration", "status", "dead_end"} else None
     # a decision labelled as one is a fact by its label ("Decisão: usamos Stripe ..."), when it says enough on its own
     decided = bool(_DECIDED.search(said)) and words(text) >= MIN_WORDS
     if len(text) > MAX_CHARS or text.endswith("?") or _TIME_BOUND.search(text) or not (facts.factual or decided):

@@ -66,7 +66,7 @@ class Vectors:
         self.tail = np.zeros((0, dim), dtype=np.float32)  # the vectors of the slots from len(vecs) on
         self.live = np.zeros(0, dtype=bool)
         self.source = np.zeros(0, dtype=np.int32)
-        self.damaged = 0  # valid rows the last `top` left out: their vectors are not of unit length (damaged files)
+        self._sound: np.ndarray | None = None  # per slot: its vector is of unit length (`sound`, read once, kept)
 
     @property
     def n(self) -> int:
@@ -82,6 +82,8 @@ class Vectors:
                 cap = max(64, slot + slot // 2)
                 self.live = grown(self.live, cap)
                 self.source = grown(self.source, cap)
+                if self._sound is not None:
+                    self._sound = np.concatenate([self._sound, np.ones(cap - len(self._sound), dtype=bool)])
             if slot - len(self.vecs) == len(self.tail):
                 self.tail = grown(self.tail, max(64, len(self.tail) + len(self.tail) // 2))
             self.slot[key] = slot
@@ -96,6 +98,31 @@ class Vectors:
             self.vecs[slot] = vector
         else:
             self.tail[slot - len(self.vecs)] = vector
+        if self._sound is not None:
+            self._sound[slot] = bool(unit(self.vector(slot)[None, :])[0])
+
+    def sound(self) -> np.ndarray:
+        """Per slot (its capacity): its vector is of unit length, as every stored vector is (the Embedder contract);
+        one that is not was damaged on disk. Read over every vector once (as a search does), then kept."""
+        if self._sound is None:
+            sound = np.ones(len(self.live), dtype=bool)
+            n = self.n
+            for first, part in ((0, self.vecs[:n]), (len(self.vecs), self.tail[: max(0, n - len(self.vecs))])):
+                for start in range(0, len(part), BLOCK):
+                    end = min(len(part), start + BLOCK)
+                    sound[first + start : first + end] = unit(part[start:end])
+            self._sound = sound
+        return self._sound
+
+    def is_sound(self, slot: int) -> bool:
+        """The slot's vector is of unit length (read alone until every slot was: `sound`)."""
+        if self._sound is not None:
+            return bool(self._sound[slot])
+        return bool(unit(self.vector(slot)[None, :])[0])
+
+    def damaged(self) -> np.ndarray:
+        """The live slots whose vector is not of unit length."""
+        return np.flatnonzero(self.live[: self.n] & ~self.sound()[: self.n])
 
     def vector(self, slot: int) -> np.ndarray:
         return self.vecs[slot] if slot < len(self.vecs) else self.tail[slot - len(self.vecs)]
@@ -123,14 +150,13 @@ class Vectors:
             for start in range(0, len(part), BLOCK):  # one BLAS call over all rows goes multi-threaded and, on a
                 end = min(len(part), start + BLOCK)  # busy machine, waits 10-60 ms for its second thread
                 np.matmul(part[start:end], query, out=sims[first + start : first + end])
-        sane = np.abs(sims) <= 1.0 + UNIT  # (False for NaN) a cosine of unit vectors: else the row is damaged
-        self.damaged = int(np.count_nonzero(valid & ~sane))
-        return best(self.ids, sims, valid & sane if self.damaged else valid, limit)
+        return best(self.ids, sims, valid & self.sound()[:n], limit)
 
-    def sound(self, slot: int) -> bool:
-        """The slot's vector is of unit length (not damaged)."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            return abs(float(np.linalg.norm(self.vector(slot))) - 1.0) <= UNIT
+
+def unit(vectors: np.ndarray) -> np.ndarray:
+    """Per row: of unit length within UNIT (False for a row with an infinite or NaN value)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.abs(np.sqrt(np.einsum("ij,ij->i", vectors, vectors)) - 1.0) <= UNIT
 
 
 def grown(array: np.ndarray, rows: int) -> np.ndarray:

@@ -155,12 +155,12 @@ class ReadModel:
         query = np.asarray(vector, dtype=np.float32)
         chunks = self.chunks.top(query, limit, self.valid(self.chunks, exclude_source, only))
         windows = self.windows.top(query, 3 * limit, self.valid(self.windows, exclude_source, only))
-        if (self.chunks.damaged or self.windows.damaged) and not self._said_damaged:
+        if not self._said_damaged and (damaged := self.damaged()):
             self._said_damaged = True  # (once: every search meets them until they are embedded again)
             log.warning(
                 "the index holds %d damaged vector(s) (not of unit length: its files were changed on disk); searches "
                 "leave them out: run `memsearch-lsp index --force` to embed their text again",
-                self.chunks.damaged + self.windows.damaged,
+                damaged,
             )
         return best_windows(chunks, ((self.owner[self.windows.slot[k]], score) for k, score in windows), limit)
 
@@ -279,7 +279,7 @@ class ReadModel:
             windows = sorted(self.windows_of.get(key, []), key=lambda w: int(w.rsplit(":", 1)[1]))
             if texts["model"][slot] != model or len(windows) != int(ints[slot, INTS.index("windows")]) - 1:
                 continue  # another model's, or incomplete: embed again
-            if not self.chunks.sound(slot) or not all(self.windows.sound(self.windows.slot[w]) for w in windows):
+            if not self.chunks.is_sound(slot) or not all(self.windows.is_sound(self.windows.slot[w]) for w in windows):
                 continue  # damaged: embed again (`index --force` mends it)
             found[embed_hash] = [self.chunks.vector(slot)] + [
                 self.windows.vector(self.windows.slot[w]) for w in windows
@@ -287,8 +287,8 @@ class ReadModel:
         return found
 
     def damaged(self) -> int:
-        """Live chunk and window rows whose vector is not of unit length (damaged files: `doctor`)."""
-        return sum(1 for rows in (self.chunks, self.windows) for s in rows.slot.values() if not rows.sound(s))
+        """Live chunk and window rows whose vector is not of unit length (damaged files: searches leave them out)."""
+        return len(self.chunks.damaged()) + len(self.windows.damaged())
 
     def _embed_index(self) -> dict[bytes, int]:
         """embed_hash -> slot of every live row: the loaded rows' read straight from their column (sha256 hex, one

@@ -281,7 +281,8 @@ class ServerStore(Store):
         return found
 
     def damaged(self) -> int:
-        return 0  # (the server checks its own data)
+        """(Not counted: a server's vectors are searched there, and reading every one to check it costs a full scan.)"""
+        return 0
 
     def count(self) -> int:
         rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
