@@ -3,7 +3,6 @@ comes first; hits that are not about the same thing keep their order. Real Milvu
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -99,13 +98,10 @@ def test_a_later_log_that_says_it_changed_a_memory_bullet_comes_first(
     memory = make_memory(_workspace(tmp_path, SECTION))
     memory.index()
     query = "how long do we keep idempotency keys"
-
     # without the rule (no line says a change) the stale bullet wins on wording
-    def without_changes() -> None:
-        monkeypatch.setattr(recency, "says_change", lambda _: False)
-        monkeypatch.setattr(recency, "_read", OrderedDict())  # (what was read with the rule)
-
-    ranked, without = _with_and_without(memory, query, without_changes)
+    ranked, without = _with_and_without(
+        memory, query, lambda: monkeypatch.setattr(recency, "says_change", lambda _: False)
+    )
     assert ranked == ["memory/2026-11-18.md", "memory/MEMORY.md"]
     assert without == ["memory/MEMORY.md", "memory/2026-11-18.md"]
 

@@ -28,8 +28,6 @@ query terms and value does not (LoCoMo unchanged).
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 
@@ -114,19 +112,16 @@ def later_first(
     out, moved = list(rows), dict(scores)
     read: dict[str, _Read] = {}
     for row in rows:
-        at = out.index(row)
-        olders = [
-            (n, o)
-            for n, o in enumerate(out[:at])
-            if newer(days[row.id], days[o.id]) and _close(row.id, o.id, scores, relevant)
-        ]
-        if not olders:  # (the cheap tests first: no older hit it could pass)
+        if not says_change(row.content):  # (the cheap test first)
             continue
-        said = read.setdefault(row.id, _Read(analyzer, row, terms))
+        said = read.setdefault(row.id, _Read(analyzer, row.content, terms))
         if not any(held & terms.keys() for held in said.changes):  # no line that says a change holds a query term
             continue
-        for n, older in olders:
-            if said.restates(read.setdefault(older.id, _Read(analyzer, older, terms))):
+        at = out.index(row)
+        for n, older in enumerate(out[:at]):
+            if not newer(days[row.id], days[older.id]) or not _close(row.id, older.id, scores, relevant):
+                continue
+            if said.restates(read.setdefault(older.id, _Read(analyzer, older.content, terms))):
                 out.insert(n, out.pop(at))
                 moved[row.id] = max(scores[row.id], moved[older.id])
                 break
@@ -212,48 +207,24 @@ def _close(a: str, b: str, scores: Mapping[str, float], relevant: Mapping[str, f
     return scores[a] >= (1.0 - SUPERSEDE) * scores[b] or relevant.get(a, 0.0) >= relevant.get(b, 0.0) > 0
 
 
-READ_CACHE = 1024  # chunks whose lines and sentences are kept read (their terms), by content hash and analysis
-_read: OrderedDict[tuple[str, str], tuple[list[frozenset[int]], list[str], list[frozenset[int]]]] = OrderedDict()
-_reading = threading.Lock()
-
-
-def _parsed(analyzer: Analyzer, row: Row) -> tuple[list[frozenset[int]], list[str], list[frozenset[int]]]:
-    """The terms of each line of `row` that says a change, its sentences and their terms: read once per text (the
-    same chunks come back search after search), whatever the query."""
-    key = (analyzer.language, row.content_hash or row.content)
-    with _reading:
-        if (found := _read.get(key)) is not None:
-            _read.move_to_end(key)
-            return found
-    text = row.content
-    lines = [line for line in text.splitlines() if says_change(line)] if says_change(text) else []
-    changes = [frozenset(term_id(t) for t in ts) for ts in analyzer.tokens_each(text, lines)] if lines else []
-    sentences = SENTENCE.split(text)
-    terms = [frozenset(term_id(t) for t in ts) for ts in analyzer.tokens_each(text, sentences)]
-    with _reading:
-        _read[key] = (changes, sentences, terms)
-        while len(_read) > READ_CACHE:
-            _read.popitem(last=False)
-    return changes, sentences, terms
-
-
 class _Read:
     """A hit's text as `later_first` reads it, each part when first asked: the terms of each line that says a change
     (`changes`), its sentence that holds most of the query's weight (`best`) and that sentence's other words
     (`beyond`; each word as its term ids)."""
 
-    def __init__(self, analyzer: Analyzer, row: Row, terms: Mapping[int, float]):
-        self.analyzer, self.row, self.terms = analyzer, row, terms
+    def __init__(self, analyzer: Analyzer, text: str, terms: Mapping[int, float]):
+        self.analyzer, self.text, self.terms = analyzer, text, terms
 
     @cached_property
-    def changes(self) -> list[frozenset[int]]:
-        return _parsed(self.analyzer, self.row)[0]
+    def changes(self) -> list[set[int]]:
+        lines = [line for line in self.text.splitlines() if says_change(line)]
+        return [{term_id(t) for t in terms} for terms in self.analyzer.tokens_each(self.text, lines)]
 
     @cached_property
     def best(self) -> tuple[str, set[int]]:
         """The sentence that holds most of the query's weight, and the query terms it holds (none: "", none)."""
-        _, sentences, every = _parsed(self.analyzer, self.row)
-        held = [set(ids & self.terms.keys()) for ids in every]
+        sentences = SENTENCE.split(self.text)
+        held = [{term_id(t) for t in ts} & self.terms.keys() for ts in self.analyzer.tokens_each(self.text, sentences)]
         weights = [sum(self.terms[t] for t in ids) for ids in held]
         at = max(range(len(sentences)), key=weights.__getitem__)
         return (sentences[at], held[at]) if weights[at] > 0 else ("", set())
@@ -277,7 +248,7 @@ class _Read:
         return bool(asked) and any(asked <= held and _restated(held, *older.beyond) for held in self.changes)
 
 
-def _restated(held: frozenset[int], values: list[set[int]], words: list[set[int]]) -> bool:
+def _restated(held: set[int], values: list[set[int]], words: list[set[int]]) -> bool:
     """A line's terms `held` hold one of a sentence's `values` or most of its other `words`."""
     if any(ids & held for ids in values):
         return True
