@@ -259,14 +259,10 @@ class Analyzer:
         lowered, cjk = normalized(text), bool(_HAS_CJK.search(text))
         words = _words(lowered, cjk)
         lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
-        return _piece_terms(lowered, words, lang, cjk)
-
-    def tokens_each(self, text: str, pieces: list[str]) -> list[list[str]]:
-        """The terms of each of `pieces` (of `text`: its sentences, its lines) as `tokens` gives them, read in
-        `text`'s language (told once for the whole text, as its index did)."""
-        lowered, cjk = normalized(text), bool(_HAS_CJK.search(text))
-        lang = detect(_words(lowered, cjk), lowered, cjk) if self.language == "auto" else self.language
-        return [_piece_terms(low, _words(low, cjk), lang, cjk) for low in map(normalized, pieces)]
+        terms = _terms(words, lang, cjk)
+        if "_" in lowered or "-" in lowered:  # "ack_wait" is also found as "ack" and "wait", "on-call" as "oncall"
+            terms += _terms(compound_forms(lowered, words), lang, cjk)
+        return terms
 
     def query_terms(self, text: str) -> list[str]:
         """The query's terms without English stop words; all of them when nothing else is left."""
@@ -306,13 +302,6 @@ def compound_forms(lowered: str, words: list[str]) -> list[str]:
         for match in _HYPHENATED.findall(piece)
     ]
     return [form for form in parts + joined if len(form) < 64 and not form.isdigit()]
-
-
-def _piece_terms(lowered: str, words: list[str], lang: str, cjk: bool) -> list[str]:
-    terms = _terms(words, lang, cjk)
-    if "_" in lowered or "-" in lowered:  # "ack_wait" is also found as "ack" and "wait", "on-call" as "oncall"
-        terms += _terms(compound_forms(lowered, words), lang, cjk)
-    return terms
 
 
 def _words(lowered: str, cjk: bool) -> list[str]:
