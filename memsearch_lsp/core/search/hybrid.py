@@ -19,7 +19,6 @@ from memsearch_lsp.core.search.filters import MAX_QUERY_CHARS, day_first, source
 from memsearch_lsp.core.search.function_words import characters, function_terms
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
-from memsearch_lsp.core.search.recency import newer_first
 from memsearch_lsp.core.search.screen import boundary, columns, fit, shorten
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row, idf
@@ -323,7 +322,6 @@ def hybrid_search(
     # relevance: comparable across indexes and models (the dense cosines read through the model's calibration)
     score, relevant = dict(every), relevance(cosines, said, calibration, languages)
     rows = [r for r in (found[k] for k, _ in every if k in found) if not empty_section(r.content)][:limit]
-    rows, score = newer_first(store, rows, score, terms)  # a later near-duplicate first (core/search/recency.py)
     if archive_dir:
         from memsearch_lsp.core.files import glob_match
         from memsearch_lsp.core.search.archive import summaries_first
