@@ -95,9 +95,8 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
             unit.score = score + info
             unit.weak = not factual or unit.score < MIN_SCORE
             continue
-        first = (
-            unit.lean is None or unit.lean.item is not unit.item
-        )  # (an answer leans on its question: a line's start)
+        # (an answer leans on the question before it, and still opens its line)
+        first = unit.lean is None or unit.lean.item is not unit.item
         facts = classify(without_roles(unit.text) if named else unit.text, first=first)
         # what the line is said to be: "Decision: ...", "## Rollback plan", a "Follow-ups:" line before it
         context = classify(f"{label} {unit.item.lead} {unit.item.topic}", first=False)
@@ -311,9 +310,7 @@ def choose(items: Sequence[Item], budget: int | None) -> str:
         group = [unit]
         while group[0].lean is not None and id(group[0].lean) not in chosen:
             group.insert(0, group[0].lean)
-        if (
-            unit.must or anyway
-        ):  # kept whatever it costs: its own clauses, never a question it answers (later, if it fits)
+        if unit.must or anyway:  # kept whatever it costs: its own clauses; the question it answers later, if it fits
             group = [part for part in group if part.item is unit.item]
         trial = spend.priced(group)
         if trial.used > budget and not (unit.must or anyway):

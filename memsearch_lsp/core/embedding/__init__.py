@@ -61,9 +61,8 @@ class Embedder(Protocol):
     def calibration(self) -> Calibration: ...
 
 
-_RECENT = (
-    4  # queries remembered per embedder: one search may embed its query twice (a named day: core/search/hybrid.py)
-)
+# queries remembered per embedder: one search may embed its query twice (a named day: core/search/hybrid.py)
+_RECENT = 4
 _recent: weakref.WeakKeyDictionary[Embedder, dict[str, list[float]]] = weakref.WeakKeyDictionary()
 _recent_lock = threading.Lock()
 
