@@ -266,15 +266,14 @@ def _with_questions(units: Sequence[Unit]) -> None:
     """A captured turn's answer ("Outcome: Rotate them in Vault ...") is taken with the question before it ("Asked:
     How do we rotate the signing keys?"): without it the answer says what, but not of what."""
     for before, unit in itertools.pairwise(units):
-        asked, said = clean(before.item)[0].lower(), clean(unit.item)[0].lower()
-        if (
+        if (  # (the cheap tests first: a unit that opens the line after a short question)
             before.item is not unit.item
             and before.item.log is unit.item.log
-            and asked in ASKED
-            and said in ANSWERED
             and unit.start == 0
             and len(before.item.text) <= QUESTION_CHARS
             and before.text.rstrip().endswith(("?", "？"))
+            and clean(before.item)[0].lower() in ASKED
+            and clean(unit.item)[0].lower() in ANSWERED
         ):
             unit.lean = unit.lean or before
 
