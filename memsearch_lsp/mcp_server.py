@@ -39,6 +39,7 @@ from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.mcp_stdin import filter_stdin
+from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -205,7 +206,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
             raise ToolError(f"{exc}; then call the tool again") from exc
         except Exception as exc:
             log.warning("%s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
-            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+            raise ToolError(hide_credentials(f"{type(exc).__name__}: {exc}")) from exc
 
     async def run(fn: Any, mine_instead: bool = False) -> Any:
         """`fn(memory)` of the workspace; with `mine_instead`, None where it has none and the user has one."""

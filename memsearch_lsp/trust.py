@@ -7,6 +7,7 @@ workspace file that does gets one warning naming them (config.py), and they are 
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ USER_ONLY_KEYS = frozenset(
         "milvus.collection",
         "compact.base_url",
         "compact.api_key_env",
+        "compact.model",  # (for the `openai` summariser only, the user's: the model their key pays for)
         "embedding.base_url",
         "embedding.api_key_env",
     }
@@ -29,6 +31,11 @@ USER_ONLY_KEYS = frozenset(
 USER_ONLY_VALUES = frozenset(
     {("embedding.provider", "openai"), ("embedding.provider", "fastembed"), ("compact.summarizer", "openai")}
 )
+#: A workspace file's choice of embedding model applies to a local provider only (the bundled models, a model folder
+#: inside the workspace): with the user's `openai` or `fastembed` provider the model is what their endpoint charges
+#: for or what fastembed downloads, so the user's own choice stays (config/layers.py, one warning).
+PROVIDER_BOUND_KEYS = frozenset({"embedding.model", "embedding.query_model", "embedding.dimensions"})
+LOCAL_PROVIDERS = ("bundled", "onnx")
 #: Paths a workspace file may set only to a place inside the workspace (absolute or escaping: ignored).
 WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
 
@@ -40,6 +47,7 @@ def _camel(name: str) -> str:
 _KEYS = frozenset(_camel(k) for k in USER_ONLY_KEYS)
 _VALUES = frozenset((_camel(k), v) for k, v in USER_ONLY_VALUES)
 _PATHS = frozenset(_camel(k) for k in WORKSPACE_PATH_KEYS)
+PROVIDER_BOUND = frozenset(_camel(k) for k in PROVIDER_BOUND_KEYS)
 
 
 def untrusted(key: str, value: Any, root: Path) -> bool:
@@ -55,3 +63,20 @@ def untrusted(key: str, value: Any, root: Path) -> bool:
         except (ValueError, OSError, RuntimeError):
             return True
     return False
+
+
+# a URL's password (`http://user:secret@host`, `postgres://app:pw@db`): bounded parts, so linear on any text
+_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/@]{0,256}:)[^\s@]{1,256}@")
+
+
+def hide_credentials(text: str) -> str:
+    """`text` with the password of every URL in it hidden (`http://root:***@host`): what the user set in
+    `milvus.uri` or a `base_url` is said in errors and logs, never its secret."""
+    return _URL_PASSWORD.sub(r"\1***@", text) if "://" in text else text
+
+
+class HidingFormatter(logging.Formatter):
+    """A log line, its traceback too, with the password of every URL in it hidden (hide_credentials)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return hide_credentials(super().format(record))

@@ -13,6 +13,7 @@ from typing import Any
 from memsearch_lsp.cli.commands import COMMANDS, json_line
 from memsearch_lsp.cli.parser import EXIT_USER, UsageError, UserError, build_parser
 from memsearch_lsp.cli.terminal import ShownFormatter, printable
+from memsearch_lsp.trust import hide_credentials
 
 __all__ = ["COMMANDS", "UsageError", "UserError", "main"]
 
@@ -49,6 +50,7 @@ def _hint(exc: BaseException, command: str = "") -> str:
 
 def _fail(as_json: bool, exc: BaseException, message: str, command: str = "") -> int:
     """Report an error: one line on stderr, or with --json `{"error": {"message", "hint"}}` on stdout; exit 1."""
+    message = hide_credentials(message)  # (a URL's password in milvus.uri or a base_url)
     if as_json:
         error = {"message": message, "hint": _hint(exc, command)}
         sys.stdout.write(json_line({"error": error}) + "\n")

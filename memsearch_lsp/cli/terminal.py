@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 
+from memsearch_lsp.trust import HidingFormatter
+
 _SHOWN = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {127: 0x2421} | dict.fromkeys(range(128, 160), 0xFFFD)
 
 
@@ -14,8 +16,9 @@ def printable(text: str) -> str:
     return text.translate(_SHOWN)
 
 
-class ShownFormatter(logging.Formatter):
-    """Log lines on stderr with their control characters shown (a skipped file's name is the repository's)."""
+class ShownFormatter(HidingFormatter):
+    """Log lines on stderr with their control characters shown (a skipped file's name is the repository's), and no
+    URL's password (trust.hide_credentials)."""
 
     def format(self, record: logging.LogRecord) -> str:
         return printable(super().format(record))

@@ -1,22 +1,26 @@
-"""Settings: frozen dataclasses (config/sections.py), merged as defaults < user file < .memsearch.toml < env
-MEMSEARCH_* < editor/API through one cattrs converter."""
+"""Settings: frozen dataclasses (config/sections.py) in one `Config` (config/model.py), merged as defaults < user
+file < .memsearch.toml < env MEMSEARCH_* < editor/API (config/layers.py) through one cattrs converter."""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import logging
-import os
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
-
-from cattrs import Converter, transform_error
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
-
+from memsearch_lsp.config.layers import from_env, ignored_workspace_keys, load_config, user_config_path
+from memsearch_lsp.config.model import (
+    SECTIONS,
+    CompactConfig,
+    Config,
+    EmbeddingConfig,
+    LspConfig,
+    MemoryConfig,
+    MilvusConfig,
+    SearchConfig,
+    WarmConfig,
+    WatchConfig,
+    archive_clash,
+    choices,
+    editor_key,
+    kwargs_to_settings,
+    settings_keys,
+)
 from memsearch_lsp.config.sections import (
     CLIENT_ONLY_SETTINGS,
     CONFIG_FILE,
@@ -26,19 +30,10 @@ from memsearch_lsp.config.sections import (
     ENV_NOT_SETTINGS,
     ENV_PREFIX,
     SEARCH_LANGUAGES,
-    USER_CONFIG,
-    CompactConfig,
     ConfigError,
-    EmbeddingConfig,
-    LspConfig,
-    MemoryConfig,
-    MilvusConfig,
-    SearchConfig,
-    WarmConfig,
-    WatchConfig,
     tomllib,
 )
-from memsearch_lsp.trust import USER_ONLY_KEYS, USER_ONLY_VALUES, WORKSPACE_PATH_KEYS, untrusted
+from memsearch_lsp.trust import USER_ONLY_KEYS, USER_ONLY_VALUES, WORKSPACE_PATH_KEYS
 
 __all__ = [
     "CLIENT_ONLY_SETTINGS",
@@ -63,374 +58,14 @@ __all__ = [
     "SearchConfig",
     "WarmConfig",
     "WatchConfig",
+    "archive_clash",
     "choices",
+    "editor_key",
+    "from_env",
+    "ignored_workspace_keys",
     "kwargs_to_settings",
     "load_config",
     "settings_keys",
     "tomllib",
     "user_config_path",
 ]
-
-
-@dataclass(frozen=True)
-class Config:
-    memory: MemoryConfig = field(default_factory=MemoryConfig)
-    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
-    milvus: MilvusConfig = field(default_factory=MilvusConfig)
-    search: SearchConfig = field(default_factory=SearchConfig)
-    watch: WatchConfig = field(default_factory=WatchConfig)
-    compact: CompactConfig = field(default_factory=CompactConfig)
-    lsp: LspConfig = field(default_factory=LspConfig)
-    warm: WarmConfig = field(default_factory=WarmConfig)
-
-    def merged(self, overrides: Mapping[str, Any], origin: str = "settings") -> Config:
-        """A copy with `overrides` applied: nested {section: {key: v}} or dotted 'section.key', keys in
-        snake_case (files, environment, API) or camelCase (editors); ConfigError names a bad one."""
-        data = CONVERTER.unstructure(self)
-        written: dict[tuple[str, str], str] = {}  # (section, camelCase key) -> the key as the user wrote it
-        for section, values in _nest(overrides, origin, written).items():
-            for key, value in values.items():
-                data[section][_camel(key)] = value
-        try:
-            config = CONVERTER.structure(data, Config)
-        except ClassValidationError as exc:
-            raise ConfigError("; ".join(_messages(exc, origin, written))) from None
-        if not (config.search.vector_weight or config.search.bm25_weight):  # (every hit scored 1.000)
-            raise ConfigError(f"{origin}: search.vector_weight and search.bm25_weight are both 0: set one above 0")
-        return config
-
-    def to_dict(self) -> dict[str, dict[str, Any]]:
-        return {s.name: dataclasses.asdict(getattr(self, s.name)) for s in fields(self)}
-
-
-SECTIONS: dict[str, type[Any]] = {f.name: f.default_factory for f in fields(Config)}  # type: ignore[misc]
-_SECTION_OF = {cls: name for name, cls in SECTIONS.items()}
-_RANGES = {
-    (name, f.name): f.metadata["range"] for name, cls in SECTIONS.items() for f in fields(cls) if "range" in f.metadata
-}
-_ALIASES = {"lsp": ""}  # lsp.show_notifications is "showNotifications" at the top level of editors
-
-
-def _camel(name: str) -> str:
-    """snake_case -> camelCase ('vector_weight' -> 'vectorWeight'); a camelCase name stays as it is."""
-    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
-
-
-def editor_key(key: str) -> str:
-    """A setting's dotted name as editors spell it: 'embedding.batch_size' -> 'embedding.batchSize'."""
-    return _camel(key)
-
-
-def settings_keys() -> list[str]:
-    """Every setting as an editor names it (camelCase, dotted), e.g. `search.vectorWeight`."""
-    keys = []
-    for section, cls in SECTIONS.items():
-        prefix = _ALIASES.get(section, section)
-        for f in fields(cls):
-            keys.append(f"{prefix}.{_camel(f.name)}" if prefix else _camel(f.name))
-    return keys
-
-
-def _nest(
-    data: Mapping[str, Any], origin: str, written: dict[tuple[str, str], str] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Any accepted shape -> {section: {key: value}}: tables, dotted keys ('search.topK'), an editor's
-    top-level lsp keys ('showNotifications'); settings that belong to a client only are dropped.
-    `written` collects each key as the user wrote it, for messages."""
-    out: dict[str, dict[str, Any]] = {}
-    seen = {} if written is None else written
-    lsp_keys = {_camel(f.name) for f in fields(LspConfig)}
-    for key, value in data.items():
-        key = str(key)
-        section, dot, name = key.partition(".")
-        if key in CLIENT_ONLY_SETTINGS or section in ("trace", "mcp"):
-            continue
-        if section in SECTIONS and not dot:
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{origin}: {key}: expected a table of settings, got {value!r}")
-            for inner, item in value.items():
-                out.setdefault(section, {})[str(inner)] = item
-                seen[(section, _camel(str(inner)))] = f"{section}.{inner}"
-        elif section in SECTIONS:
-            out.setdefault(section, {})[name] = value
-            seen[(section, _camel(name))] = key
-        elif _camel(key) in lsp_keys:
-            out.setdefault("lsp", {})[key] = value
-            seen[("lsp", _camel(key))] = key
-        else:
-            raise ConfigError(f"{origin}: unknown setting '{key}'")
-    return out
-
-
-# -- the converter: strict scalar hooks (text forms for environment variables), camelCase names, checks
-_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
-
-
-def _wrong(expected: str, value: Any) -> ValueError:
-    return ValueError(f"expected {expected}, got {value!r}")
-
-
-def _to_bool(value: Any, _: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = value.strip().lower() if isinstance(value, str) else ""
-    if text in _TRUE | _FALSE:
-        return text in _TRUE
-    raise _wrong("bool", value)
-
-
-def _to_int(value: Any, _: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        return int(value)
-    raise _wrong("int", value)
-
-
-def _to_float(value: Any, _: Any) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            return float(value)
-    raise _wrong("float", value)
-
-
-def _to_str(value: Any, _: Any) -> str:
-    if isinstance(value, str):
-        return value
-    raise _wrong("str", value)
-
-
-def _to_strings(value: Any, _: Any) -> tuple[str, ...]:
-    if isinstance(value, str):  # MEMSEARCH_MEMORY_PATHS=memory,notes
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise _wrong("a list of strings", value)
-
-
-def choices(section: str, name: str) -> tuple[str, ...] | None:
-    """The values a choice setting takes (its `Literal[...]` type), else None."""
-    typ = get_type_hints(SECTIONS[section])[name]
-    return get_args(typ) if get_origin(typ) is Literal else None
-
-
-def _to_choice(value: Any, typ: Any) -> str:
-    if isinstance(value, str) and value in get_args(typ):
-        return value
-    raise ValueError(f"expected one of {sorted(get_args(typ))}, got {value!r}")
-
-
-# Milvus: letters, digits and underscores, not starting with a digit, at most 255 characters; the index adds
-# "_windows" (core/store/schema.py WINDOW_SUFFIX) for its second collection, so a name keeps 8 for that.
-_COLLECTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,246}")
-
-
-def _check(section: str, name: str, value: Any) -> None:
-    """The range on the field (`ranged`; every number is at least 0), run on each value after it is structured;
-    the Milvus collection's name as Milvus takes it."""
-    if (section, name) == ("milvus", "collection") and not _COLLECTION.fullmatch(value):
-        raise ValueError(
-            "must be 1 to 247 letters, digits or underscores, not starting with a digit "
-            f"(a Milvus collection name), got {value!r}"
-        )
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        low, high = _RANGES.get((section, name), (0, None))
-        if high is not None and not low <= value <= high:
-            raise ValueError(f"must be between {low} and {high}, got {value!r}")
-        if low >= 1 and value < low:
-            raise ValueError(f"must be at least {low}, got {value!r}")
-        if value < low:
-            raise ValueError(f"must not be negative, got {value!r}")
-
-
-def _checked(converter: Converter, section: str, name: str, typ: Any) -> Callable[[Any, Any], Any]:
-    structure = converter.get_structure_hook(typ)
-
-    def hook(value: Any, cls: Any) -> Any:
-        result = structure(value, cls)
-        _check(section, name, result)
-        return result
-
-    return hook
-
-
-def _structure_section(cls: type[Any], converter: Converter) -> Callable[[Any, Any], Any]:
-    """A section from camelCase keys (as jedi-language-server's initialization options), every value checked."""
-    section, types = _SECTION_OF[cls], get_type_hints(cls)
-    renamed: dict[str, Any] = {
-        f.name: override(rename=_camel(f.name), struct_hook=_checked(converter, section, f.name, types[f.name]))
-        for f in fields(cls)
-    }
-    return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **renamed)
-
-
-def _unstructure_section(cls: type[Any], converter: Converter) -> Callable[[Any], dict[str, Any]]:
-    renamed: dict[str, Any] = {f.name: override(rename=_camel(f.name)) for f in fields(cls)}
-    return make_dict_unstructure_fn(cls, converter, **renamed)
-
-
-CONVERTER = Converter(forbid_extra_keys=True)
-for _type, _hook in ((bool, _to_bool), (int, _to_int), (float, _to_float), (str, _to_str)):
-    CONVERTER.register_structure_hook(_type, _hook)
-CONVERTER.register_structure_hook_func(lambda t: t == tuple[str, ...], _to_strings)
-CONVERTER.register_structure_hook_func(lambda t: get_origin(t) is Literal, _to_choice)
-CONVERTER.register_structure_hook_factory(lambda t: t in _SECTION_OF, _structure_section)
-CONVERTER.register_unstructure_hook_factory(lambda t: t in _SECTION_OF, _unstructure_section)
-
-
-def _messages(exc: ClassValidationError, origin: str, written: Mapping[tuple[str, str], str]) -> list[str]:
-    """cattrs' nested errors (`transform_error`), one line per key as the user wrote it."""
-    lines = []
-    for line in transform_error(exc, path="$", format_exception=_format):
-        text, _, path = line.rpartition(" @ ")
-        section, _, name = path.removeprefix("$").strip(".").partition(".")
-        if text.startswith(_EXTRA):
-            lines += [
-                f"{origin}: unknown setting '{written.get((section, key), f'{section}.{key}'.strip('.'))}'"
-                for key in sorted(text.removeprefix(_EXTRA).split(","))
-            ]
-        else:
-            key = written.get((section, _camel(name)), f"{section}.{name}") if name else section
-            lines.append(f"{origin}: {key}: {text}")
-    return lines
-
-
-_EXTRA = "\0extra:"
-
-
-def _format(exc: BaseException, _: Any) -> str:
-    if isinstance(exc, ForbiddenExtraKeysError):
-        return _EXTRA + ",".join(exc.extra_fields)
-    return str(exc)
-
-
-def _names(section: str) -> set[str]:
-    return {f.name for f in fields(SECTIONS[section])}
-
-
-def kwargs_to_settings(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Memory(ws, top_k=5, vector_weight=0.5, milvus_uri=...) -> nested overrides for Config."""
-    nested: dict[str, Any] = {}
-    for key, value in kwargs.items():
-        if key in SECTIONS and isinstance(value, dict):
-            nested.setdefault(key, {}).update(value)
-            continue
-        section = next((s for s in SECTIONS if key.startswith(s + "_") and key[len(s) + 1 :] in _names(s)), None)
-        if section:
-            nested.setdefault(section, {})[key[len(section) + 1 :]] = value
-            continue
-        owners = [s for s in SECTIONS if key in _names(s)]
-        if len(owners) != 1:
-            hint = f" (say {' or '.join(f'{s}_{key}' for s in owners)})" if owners else ""
-            raise ConfigError(f"settings: unknown or ambiguous setting '{key}'{hint}")
-        nested.setdefault(owners[0], {})[key] = value
-    return nested
-
-
-def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """MEMSEARCH_SEARCH_TOP_K=5 -> {'search': {'top_k': '5'}}; unknown names raise ConfigError."""
-    out: dict[str, dict[str, str]] = {}
-    for key, value in env.items():
-        if not key.startswith(ENV_PREFIX) or key.startswith(ENV_NOT_SETTINGS):
-            continue
-        rest = key[len(ENV_PREFIX) :].lower()
-        section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
-        name = rest[len(section) + 1 :] if section else ""
-        if section is None or name not in _names(section):
-            raise ConfigError(f"environment: unknown setting {key}")
-        out.setdefault(section, {})[name] = value
-    return out
-
-
-def user_config_path() -> Path:
-    """`$XDG_CONFIG_HOME/memsearch-lsp/config.toml`, else `~/.config/memsearch-lsp/config.toml`."""
-    xdg = os.environ.get("XDG_CONFIG_HOME", "")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    return base / USER_CONFIG
-
-
-def _read_toml(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-
-
-_warned: set[tuple[str, tuple[str, ...]]] = set()
-
-
-def _ignored(nested: Mapping[str, Mapping[str, Any]], root: Path) -> tuple[str, ...]:
-    return tuple(
-        sorted(
-            f"{s}.{n}"
-            for s, values in nested.items()
-            for n, v in values.items()
-            if untrusted(_camel(f"{s}.{n}"), v, root)
-        )
-    )
-
-
-def ignored_workspace_keys(path: Path) -> tuple[str, ...]:
-    """The keys of the workspace file `path` that are not applied (user-only, see USER_ONLY_KEYS), as
-    `section.key`; () when the file is missing. ConfigError when it cannot be read."""
-    data = _read_toml(path)
-    return () if data is None else _ignored(_nest(data, str(path)), path.parent)
-
-
-def _within(path: Path, workspace: Path) -> bool:
-    """The workspace file is the workspace's own: a link to a file outside it (a cloned repository's link to
-    `~/.aws/...` or another project's settings) is never read; said once."""
-    try:
-        path.resolve().relative_to(workspace.resolve())
-        return True
-    except ValueError:
-        if (str(path), ("link",)) not in _warned:
-            _warned.add((str(path), ("link",)))
-            logging.getLogger("memsearch_lsp").warning(
-                "%s: ignored: it is a link to %s, outside the workspace", path, path.resolve()
-            )
-        return False
-    except (OSError, RuntimeError):  # a looping link: nothing to read
-        return False
-
-
-def _workspace_settings(data: Mapping[str, Any], path: Path) -> dict[str, dict[str, Any]]:
-    """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
-    nested = _nest(data, str(path))
-    ignored = _ignored(nested, path.parent)
-    if ignored and (str(path), ignored) not in _warned:
-        _warned.add((str(path), ignored))
-        logging.getLogger("memsearch_lsp").warning(
-            "%s: ignoring %s: a workspace file may not set where data, secrets or files go; set them in "
-            "%s, MEMSEARCH_* environment variables or editor settings",
-            path,
-            ", ".join(ignored),
-            user_config_path(),
-        )
-    return {s: {n: v for n, v in values.items() if f"{s}.{n}" not in ignored} for s, values in nested.items()}
-
-
-def load_config(
-    workspace: Path, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
-) -> Config:
-    """Defaults < user config file < `<workspace>/.memsearch.toml` (no user-only keys) < `MEMSEARCH_*`
-    env < `overrides` (editor settings or API arguments)."""
-    config = Config()
-    user = user_config_path()
-    data = _read_toml(user)
-    if data is not None:
-        config = config.merged(data, origin=str(user))
-    path = Path(workspace) / CONFIG_FILE
-    data = _read_toml(path) if _within(path, Path(workspace)) else None
-    if data is not None:
-        config = config.merged(_workspace_settings(data, path), origin=str(path))
-    config = config.merged(from_env(os.environ if env is None else env), origin="environment")
-    if overrides:
-        config = config.merged(overrides)
-    return config

@@ -196,3 +196,11 @@ def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> 
     else:
         lines.append("_No related memories in other files._")
     return "\n".join(lines) + "\n"
+
+
+def options_from(params: Any) -> dict[str, Any]:
+    """initializationOptions or settings: `{memsearch: {...}}` or the section itself."""
+    if not isinstance(params, dict):
+        return {}
+    inner = params.get("memsearch")
+    return dict(inner) if isinstance(inner, dict) else dict(params)

@@ -20,7 +20,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from memsearch_lsp.config import Config, ConfigError, editor_key, load_config
+from memsearch_lsp.config import Config, editor_key, load_config
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
@@ -28,7 +28,9 @@ from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_work
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.process.owner import OwnerGone
 from memsearch_lsp.core.workspace import index_settings_changed
+from memsearch_lsp.lsp.convert import options_from
 from memsearch_lsp.lsp.protocol import MemsearchProtocol, ReportingServer
+from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger("memsearch_lsp")
@@ -193,9 +195,6 @@ class MemsearchServer(ReportingServer):
         found = self.locate(uri)
         return found if found and found[0].memory.is_memory(found[1]) else None
 
-    def config_for(self, path: Path) -> Config:
-        return load_config(path, self.overrides)
-
     # -- work ------------------------------------------------------------------------------
     async def write(
         self, root: Root, op: str | Callable[[MemoryApi], IndexStats], *args: Any, **kwargs: Any
@@ -294,7 +293,9 @@ class MemsearchServer(ReportingServer):
         if key not in self._shown:
             self._shown.add(key)
             if self.config_show_notifications():
-                self.window_show_message(types.ShowMessageParams(type=kind, message=f"memsearch: {message}"))
+                self.window_show_message(
+                    types.ShowMessageParams(type=kind, message=f"memsearch: {hide_credentials(message)}")
+                )
 
     @property
     def process_name(self) -> str:
@@ -368,16 +369,17 @@ class MemsearchServer(ReportingServer):
         except Exception as exc:
             log.debug("workspace/configuration failed: %s", exc)
             return
-        if result and isinstance(result[0], dict):
-            self.overrides = {**self.init_options, **result[0]}
+        if result and isinstance(result[0], dict):  # (complete: what the client holds now, {} when nothing is set)
+            self.overrides = options_from(result[0])
 
-    def _settings_of(self, path: Path) -> Config:
-        """The settings for a folder; the defaults (and one report) when they do not load."""
-        try:
-            return self.config_for(path)
-        except ConfigError as exc:
-            self.report(f"settings for {path}: {exc}", exc)
-            return Config()
+    def settings_of(self, path: Path) -> Config:
+        """The settings for a folder: a bad key (in the editor's settings or a file) is left out, every other applies,
+        and each bad one is said once, with its source."""
+        errors: list[str] = []
+        config = load_config(path, self.overrides, errors=errors, origin="editor settings")
+        for error in errors:
+            self.warn(f"settings for {path}: {error}; left out (the rest applies)")
+        return config
 
     async def open_roots(self, root_path: bool = True) -> None:
         """One Root per memory workspace folder: own its index, or become a client of the process that does.
@@ -392,7 +394,7 @@ class MemsearchServer(ReportingServer):
             path = path.resolve()
             if path in self.roots or not path.is_dir():
                 continue
-            config = self._settings_of(path)
+            config = self.settings_of(path)
             if not is_memory_workspace(path, config):  # a folder inside a workspace serves that workspace
                 found = find_workspace(path)
                 if found is None:  # nothing is indexed or written there
@@ -402,7 +404,7 @@ class MemsearchServer(ReportingServer):
                 path = found
                 if path in self.roots:
                     continue
-                config = self._settings_of(path)
+                config = self.settings_of(path)
             root = Root(path, Door(path, config=config, process=self.process_name))
             try:
                 memory = await asyncio.to_thread(getattr, root.door, "memory")

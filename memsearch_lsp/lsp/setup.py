@@ -9,15 +9,15 @@ import asyncio
 import logging
 import re
 import sys
-from typing import Any
 
 from lsprotocol import types
 
-from memsearch_lsp.config import ConfigError
 from memsearch_lsp.lsp import lifeline
+from memsearch_lsp.lsp.convert import options_from
 from memsearch_lsp.lsp.features import actions, commands, hover, symbols, sync
 from memsearch_lsp.lsp.protocol import quiet_pygls
 from memsearch_lsp.lsp.server import ClientLogHandler, MemsearchServer
+from memsearch_lsp.trust import HidingFormatter
 
 
 def create_server() -> MemsearchServer:
@@ -44,16 +44,12 @@ def create_server() -> MemsearchServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:
-        pushed = options_from(params.settings)
-        if pushed:
-            ls.overrides = {**ls.init_options, **pushed}  # complete: a removed setting is gone
+        pushed = params.settings
+        if isinstance(pushed, dict) and (pushed or "memsearch" in pushed):  # (none: the client is to be asked)
+            ls.overrides = options_from(pushed)  # complete, over the start-up options: a removed setting is gone
         await ls.load_settings()
         for root in list(ls.roots.values()):
-            try:
-                config = ls.config_for(root.path)
-            except ConfigError as exc:
-                ls.report(f"settings for {root.path}: {exc}", exc)  # (as _settings_of says it: shown once)
-                continue
+            config = ls.settings_of(root.path)
             await ls.refuse_index_settings(root, config)
             heavy = await ls.in_writer(root.door.reconfigure, config)
             if heavy:
@@ -72,6 +68,9 @@ def create_server() -> MemsearchServer:
     return server
 
 
+LOG_FORMAT = "memsearch-lsp %(levelname)s %(name)s: %(message)s"
+
+
 def configure_logging(verbose: bool = False) -> None:
     """The server's logging, set up once, never to stdout: INFO and above go to the client (window/logMessage, at
     their level; see ClientLogHandler), and stderr gets warnings and errors only (everything with -v): an editor
@@ -79,12 +78,12 @@ def configure_logging(verbose: bool = False) -> None:
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if verbose else logging.INFO,
-        format="memsearch-lsp %(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
         force=True,
     )
-    if not verbose:
-        for handler in logging.getLogger().handlers:
-            handler.setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(HidingFormatter(LOG_FORMAT))
+        handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
     logging.getLogger("pygls").setLevel(logging.WARNING)
     quiet_pygls()  # a message the client got wrong: one line, not a traceback
 
@@ -109,7 +108,7 @@ def run(tcp: str | None = None, verbose: bool = False) -> None:
     configure_logging(verbose)
     server = create_server()
     handler = ClientLogHandler(server)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(HidingFormatter("%(message)s"))
     logging.getLogger("memsearch_lsp").addHandler(handler)
     lifeline.watch_parent(lambda: server.client_pid, server.close_all)
     code = 0
@@ -127,11 +126,3 @@ def run(tcp: str | None = None, verbose: bool = False) -> None:
         code = 1
     finally:
         lifeline.finish(server.close_all, code)
-
-
-def options_from(params: Any) -> dict[str, Any]:
-    """initializationOptions or settings: `{memsearch: {...}}` or the section itself."""
-    if not isinstance(params, dict):
-        return {}
-    inner = params.get("memsearch")
-    return dict(inner) if isinstance(inner, dict) else dict(params)

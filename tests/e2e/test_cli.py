@@ -161,6 +161,25 @@ def test_bad_config_is_a_user_error(tmp_path: Path) -> None:
     assert result.returncode == 1 and "search.top_k" in result.stderr
 
 
+def test_a_urls_password_is_never_shown_in_an_error_or_a_log_line(tmp_path: Path) -> None:
+    """`milvus.uri` / `embedding.base_url` with a password (`http://root:secret@host`): the errors said it as set."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "MEMORY.md").write_text("# Notes\n\n## Redis\n\nWe use Redis.\n")
+    for env in (
+        {"MEMSEARCH_MILVUS_URI": "http://root:Secr3tPassw0rd@127.0.0.1:9"},
+        {
+            "MEMSEARCH_EMBEDDING_PROVIDER": "openai",
+            "MEMSEARCH_EMBEDDING_BASE_URL": "http://bob:Secr3tPassw0rd@127.0.0.1:9/v1",
+            "MEMSEARCH_EMBEDDING_MAX_RETRIES": "0",
+            "OPENAI_API_KEY": "sk-test",
+        },
+    ):
+        for args in (("--json", "index"), ("-v", "index")):
+            result = helpers.run_cli(*args, workspace=tmp_path, env=env, timeout=120)
+            assert result.returncode == 1 and "127.0.0.1:9" in result.stdout + result.stderr, result
+            assert "Secr3t" not in result.stdout + result.stderr and ":***@127.0.0.1:9" in result.stdout + result.stderr
+
+
 def test_a_typo_in_memory_paths_is_said_and_never_empties_the_index(tmp_path: Path) -> None:
     """`paths = ["memroy"]` read as "every file is gone": `index` removed all 13 files (exit 0), `doctor` said "no
     problems found", and fixing the typo embedded everything again."""

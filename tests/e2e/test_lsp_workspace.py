@@ -121,6 +121,43 @@ async def test_configuration_changes_apply(session: Session) -> None:
     assert [s.name for s in await session.symbols("quokka")][:1] == ["Quokka"]
 
 
+async def test_a_bad_editor_setting_is_left_out_alone_each_said_once_and_a_removed_setting_is_gone(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """One out-of-range editor setting used to drop every setting (`.memsearch.toml`'s exclude too: the private
+    note was found); a later bad one was never shown; a setting the user removed stayed until a restart."""
+    ws = make_workspace(tmp_path)
+    (ws / "memory" / "private").mkdir()
+    (ws / "memory" / "private" / "salary.md").write_text("# Private\n\n## Salary\n\nMy salary negotiation: a raise.\n")
+    (ws / ".memsearch.toml").write_text('[memory]\nexclude = ["memory/private/**"]\n')
+    session = await open_session(lsp, ws, {**FAST, "search": {"snippetChars": 0, "minScore": 0}})
+    assert all("private" not in h["source"] for h in await search(session, "salary negotiation raise"))
+    said = [m.message for m in session.client.messages if "snippetChars" in m.message]
+    assert len(said) == 1 and "editor settings: search.snippetChars: must be at least 1" in said[0], said
+
+    async def longest() -> int:
+        return max((len(h["snippet"]) for h in await search(session, "Redis cache")), default=0)
+
+    async def short() -> bool:
+        return 0 < await longest() <= 21
+
+    async def longer() -> bool:
+        return await longest() > 21
+
+    def push(settings: dict[str, Any]) -> None:
+        session.client._configuration["memsearch"] = settings
+        session.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"memsearch": settings})
+        )
+
+    push({**FAST, "search": {"snippetChars": 20, "topk": 2}})
+    await until(lambda: any("unknown setting 'search.topk'" in m.message for m in session.client.messages), "said")
+    await until(short, "the good setting beside the bad one to apply", timeout=10, every=0.2)
+    push({})  # (VS Code sends the user's values only: none left)
+
+    await until(longer, "the removed setting to be gone (the default snippet length)", timeout=10, every=0.2)
+
+
 def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(

@@ -31,6 +31,13 @@ def test_precedence(tmp_path: Path) -> None:
         ("[nonsense]\nx = 1\n", "nonsense"),
         ("[search\n", ".memsearch.toml"),
         ("[search]\nvector_weight = 0\nbm25_weight = 0\n", "both 0"),  # (no leg ranked: every hit scored 1.000)
+        ("[embedding]\ntimeout_s = inf\n", "embedding.timeout_s: must be a finite number, got inf"),
+        ("[compact]\nsimilarity_threshold = nan\n", "compact.similarity_threshold: must be a finite number"),
+        ("[memory]\npaths = []\n", "memory.paths: names no folder"),
+        ("[compact]\narchive_dir = ''\n", "archive_dir '' is the workspace itself"),
+        ("[compact]\narchive_dir = './'\n", "is the workspace itself"),
+        ("[compact]\narchive_dir = 'memory'\n", "is a memory folder or holds one"),
+        ("[memory]\npaths = ['notes/daily']\n[compact]\narchive_dir = 'notes'\n", "is a memory folder or holds one"),
     ],
 )
 def test_bad_settings_name_the_key(tmp_path: Path, toml: str, needle: str) -> None:
@@ -189,3 +196,81 @@ def test_a_workspace_settings_file_linked_outside_the_workspace_is_never_read(tm
     (ws / ".memsearch.toml").unlink()
     (ws / ".memsearch.toml").symlink_to(ws / "settings" / "memsearch.toml")
     assert load_config(ws).search.top_k == 7
+
+
+def test_an_infinite_or_empty_setting_from_the_environment_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"environment: embedding\.timeout_s: must be a finite number, got nan"):
+        load_config(tmp_path, env={"MEMSEARCH_EMBEDDING_TIMEOUT_S": "nan"})
+    with pytest.raises(ConfigError, match=r"environment: memory\.paths: names no folder"):
+        load_config(tmp_path, env={"MEMSEARCH_MEMORY_PATHS": ""})
+    assert (
+        load_config(tmp_path, env={"MEMSEARCH_COMPACT_ARCHIVE_DIR": "memory/old"}).compact.archive_dir == "memory/old"
+    )
+
+
+def user_config(text: str) -> None:
+    from memsearch_lsp.config import user_config_path
+
+    user_config_path().parent.mkdir(parents=True, exist_ok=True)
+    user_config_path().write_text(text)
+
+
+def test_leniently_only_the_bad_keys_are_left_out_and_each_is_said(tmp_path: Path) -> None:
+    """The language server's way (`errors`): a bad editor setting or a typo in `.memsearch.toml` leaves out that key
+    alone; the user's file, the workspace file's other keys and the editor's other settings all apply."""
+    user_config('[memory]\nexclude = ["memory/private/**"]\n')
+    (tmp_path / ".memsearch.toml").write_text("[search]\ntopk = 2\ntop_k = 4\n")
+    editor = {"search": {"minScore": 0.5, "snippetChars": 0}}
+    with pytest.raises(ConfigError, match=r"search\.topk"):
+        load_config(tmp_path, editor, env={})
+    errors: list[str] = []
+    config = load_config(tmp_path, editor, env={}, errors=errors, origin="editor settings")
+    assert config.memory.exclude == ("memory/private/**",)
+    assert (config.search.top_k, config.search.min_score) == (4, 0.5)
+    assert config.search.snippet_chars == Config().search.snippet_chars
+    assert len(errors) == 2 and "unknown setting 'search.topk'" in errors[0] and ".memsearch.toml" in errors[0]
+    assert errors[1].startswith("editor settings: search.snippetChars: must be at least 1")
+    (tmp_path / ".memsearch.toml").write_text("[search\n")  # (a file that does not parse: left out whole)
+    errors.clear()
+    assert load_config(tmp_path, editor, env={}, errors=errors).memory.exclude == ("memory/private/**",)
+    assert len(errors) == 2 and ".memsearch.toml" in errors[0]
+
+
+def test_a_workspace_file_picks_the_model_of_a_local_provider_only(tmp_path: Path, caplog) -> None:
+    """A cloned repository's `.memsearch.toml` may choose among the bundled models; with the user's own `openai` or
+    `fastembed` provider its model (what the endpoint charges for, what fastembed downloads) is the user's. The
+    summariser's model is the user's always."""
+    (tmp_path / ".memsearch.toml").write_text(
+        '[embedding]\nmodel = "text-embedding-3-large"\nquery_model = "x"\ndimensions = 3072\n'
+        '[compact]\nmodel = "gpt-4.5-preview"\n'
+    )
+    user_config('[embedding]\nprovider = "openai"\nmodel = "text-embedding-3-small"\n')
+    config = load_config(tmp_path, env={})
+    assert (config.embedding.model, config.embedding.query_model, config.embedding.dimensions) == (
+        "text-embedding-3-small",
+        "",
+        0,
+    )
+    assert config.compact.model == Config().compact.model
+    said = [r.getMessage() for r in caplog.records if "provider 'openai' is the user's" in r.getMessage()]
+    assert len(said) == 1 and "embedding.dimensions, embedding.model, embedding.query_model" in said[0]
+    user_config("")
+    (tmp_path / ".memsearch.toml").write_text('[embedding]\nmodel = "multilingual-e5-small"\n')
+    assert load_config(tmp_path, env={}).embedding.model == "multilingual-e5-small"
+    user_config('[embedding]\nprovider = "fastembed"\nmodel = "BAAI/bge-small-en-v1.5"\n')
+    assert load_config(tmp_path, env={}).embedding.model == "BAAI/bge-small-en-v1.5"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("cannot open the index at http://root:Secr3t@127.0.0.1:9: refused", "http://root:***@127.0.0.1:9: refused"),
+        ("endpoint https://bob:p%40ss/w@host/v1/embeddings", "https://bob:***@host/v1/embeddings"),
+        ("postgres://app:Tr0ub4dor&3xK@db/x and https://api.openai.com/v1", "postgres://app:***@db/x and https://api"),
+        ("http://host:8080/path and no password", "http://host:8080/path and no password"),
+    ],
+)
+def test_a_urls_password_is_never_shown(text: str, shown: str) -> None:
+    from memsearch_lsp.trust import hide_credentials
+
+    assert shown in hide_credentials(text) and "Secr3t" not in hide_credentials(text)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from memsearch_lsp.config import CompactConfig, ConfigError
+from memsearch_lsp.config import CompactConfig, ConfigError, archive_clash
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.chunks import log_date, log_order
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
@@ -268,6 +268,15 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
         archive_dir = relative_source(memory.root, Path(config.archive_dir))
     except PathError as exc:
         raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
+    folders = [posixpath.normpath(p) for p in memory.config.memory.paths]
+    clash = archive_clash(archive_dir, folders) or (
+        ""
+        if not config.index_archive or any(f == "." or archive_dir.startswith(f + "/") for f in folders)
+        else "is outside the memory folders: the archived logs would leave search; name a folder inside one, or "
+        "set compact.index_archive = false"
+    )
+    if clash:
+        raise CompactError(f"compact.archive_dir {config.archive_dir!r} {clash}")
     for index in _index_folders(memory):
         if archive_dir == index or archive_dir.startswith(index.rstrip("/") + "/"):
             raise CompactError(

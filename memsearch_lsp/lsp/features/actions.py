@@ -19,6 +19,7 @@ from memsearch_lsp.core.files import PathError, unsaved
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.lsp.features.edits import plan_edit, previews
 from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
+from memsearch_lsp.trust import hide_credentials
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def wanted(only: Sequence[str] | None) -> bool:
 def say(ls: MemsearchServer, kind: types.MessageType, message: str) -> None:
     """A message for the user (window/showMessage), unless the client turned the server's messages off."""
     if ls.config_show_notifications():
-        ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        ls.window_show_message(types.ShowMessageParams(type=kind, message=hide_credentials(message)))
 
 
 async def make_plan(

@@ -21,6 +21,7 @@ export const USER_ONLY_SETTINGS: ReadonlySet<string> = new Set([
     'compact.summarizer',
     'compact.baseUrl',
     'compact.apiKeyEnv',
+    'compact.model',
     'embedding.provider',
     'embedding.baseUrl',
     'embedding.apiKeyEnv',
