@@ -49,6 +49,52 @@ local ok, err = xpcall(function()
   check(vim.deep_equal(vim.lsp.config.memsearch.cmd, { 'python3', '-m', 'memsearch_lsp', 'serve' }),
     'a second setup() without cmd keeps the earlier one (vim.lsp.config merges)')
 
+  -- setup() checks its options: a warning per unknown key (with the option it probably meant), an error per bad
+  -- value naming the option and what it must be; that option keeps its default, the others still apply
+  local told = {}
+  local notify_before = vim.notify
+  vim.notify = function(msg, level) table.insert(told, { msg = msg, level = level }) end
+  local function setup_says(opts)
+    told = {}
+    ms.setup(opts)
+    return told
+  end
+  local WARN, ERROR = vim.log.levels.WARN, vim.log.levels.ERROR
+  local function one(got, level, text)
+    return #got == 1 and got[1].level == level and got[1].msg == 'memsearch: ' .. text
+  end
+  local got = setup_says({ topk = 2, picker = 'fzf', setting = { search = { snippetChars = 20 } }, top_k = 4 })
+  check(#got == 3 and got[1].level == ERROR and got[1].msg:find("option 'picker' must be 'select' or 'telescope'", 1, true)
+    and got[2].level == WARN and got[2].msg == "memsearch: unknown option 'setting' (did you mean 'settings'?)"
+    and got[3].level == WARN and got[3].msg == "memsearch: unknown option 'topk' (did you mean 'top_k'?)",
+    'typos told %s', vim.inspect(got))
+  check(ms.options.picker == 'select' and ms.options.top_k == 4 and ms.options.topk == nil, 'options %s', vim.inspect(ms.options))
+  check(vim.lsp.config.memsearch.init_options.search.snippetChars == nil, 'a misspelt settings reached the server')
+  got = setup_says({ top_k = 'two', picker = 'telescope' })
+  check(one(got, ERROR, [[option 'top_k' must be a positive integer, got "two"; using the default (15)]]), 'top_k told %s', vim.inspect(got))
+  check(ms.options.top_k == 15 and ms.options.picker == 'telescope', 'options %s', vim.inspect(ms.options))
+  for _, bad in ipairs({ 0, -3, 2.5, math.huge }) do
+    check(one(setup_says({ top_k = bad }), ERROR, ("option 'top_k' must be a positive integer, got %s; using the default (15)")
+      :format(vim.inspect(bad))) and ms.options.top_k == 15, 'top_k = %s told %s', bad, vim.inspect(told))
+  end
+  for key, bad in pairs({ settings = 'search.topK=5', enable = 'yes', lsp = 1, cmd = 'memsearch-lsp serve', picker = 1 }) do
+    got = setup_says({ [key] = bad })
+    check(#got == 1 and got[1].level == ERROR and got[1].msg:find(("option '%s' must be "):format(key), 1, true),
+      '%s = %s told %s', key, vim.inspect(bad), vim.inspect(got))
+    check(vim.deep_equal(ms.options[key], ms.defaults[key]), '%s did not keep its default: %s', key, vim.inspect(ms.options))
+  end
+  check(vim.lsp.config.memsearch.cmd[1] == 'python3' and vim.lsp.is_enabled('memsearch'), 'bad cmd/enable reached the config')
+  check(one(setup_says({ zzzzzz = 1 }), WARN, "unknown option 'zzzzzz'"), 'unknown told %s', vim.inspect(told))
+  check(one(setup_says('x'), ERROR, 'setup() takes a table of options, got "x"; using the defaults'), 'not a table told %s',
+    vim.inspect(told))
+  -- valid options say nothing and apply as before
+  got = setup_says({ cmd = { 'python3', '-m', 'memsearch_lsp', 'serve' }, settings = { search = { topK = 5 } }, enable = true,
+    top_k = 3, picker = 'telescope', lsp = { root_markers = { '.memsearch.toml', 'memory' } } })
+  check(#got == 0 and ms.options.top_k == 3 and ms.options.picker == 'telescope', 'valid options told %s', vim.inspect(got))
+  check(#setup_says() == 0 and #setup_says({ picker = false }) == 0, 'setup() told %s', vim.inspect(told))
+  vim.notify = notify_before
+  ms.setup({}) -- back to the defaults for what follows
+
   -- quickfix items from hits
   local items = ms.to_qf_items({
     { uri = vim.uri_from_fname('/ws/memory/MEMORY.md'), source = 'memory/MEMORY.md', heading = 'Redis Caching',
