@@ -1,7 +1,7 @@
 """The doctor's settings checks: every place settings come from (the user file, the workspace file, MEMSEARCH_*
-variables, the editor settings it can read), each with its path and keys, and the endpoints they configure
-(the summariser's, the embeddings'), asked once with a short timeout. To report another source, add it to
-`config_sources`."""
+variables, the editor settings it can read), each with its path and keys (VS Code's values checked as the server
+checks the settings an editor sends), and the endpoints they configure (the summariser's, the embeddings'), asked
+once with a short timeout. To report another source, add it to `config_sources`."""
 
 from __future__ import annotations
 
@@ -151,25 +151,73 @@ def _editor_file(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _editor_values(path: Path) -> dict[str, Any]:
+    """The `memsearch.*` settings of a VS Code settings file, by key without the prefix (`search.topK`, or a
+    section's table when the file nests it: `"memsearch": {"watch": {...}}`)."""
+    values: dict[str, Any] = {}
+    for key, value in _editor_file(path).items():
+        if key == "memsearch" and isinstance(value, dict):
+            values.update((str(k), v) for k, v in value.items())
+        elif key.startswith(EDITOR_PREFIX):
+            values[key.removeprefix(EDITOR_PREFIX)] = value
+    return values
+
+
 def _editor_keys(path: Path) -> tuple[str, ...]:
     """The `memsearch.*` keys of a VS Code settings file."""
-    data = _editor_file(path)
-    keys: list[str] = []
-    for key, value in data.items():
-        if key == "memsearch" and isinstance(value, dict):
-            keys.extend(f"{EDITOR_PREFIX}{k}" for k in value)
-        elif key.startswith(EDITOR_PREFIX):
-            keys.append(key)
-    return tuple(sorted(keys))
+    return tuple(sorted(EDITOR_PREFIX + k for k in _editor_values(path)))
+
+
+_ORIGIN = "\0"  # a ConfigError's origin while one editor setting is checked, taken out of its message
+
+
+def _rejected(base: Config, values: dict[str, Any]) -> list[str]:
+    """What the server says of editor settings `values` applied on `base` (Config.merged, as it applies the
+    settings an editor sends), one message per bad key: an unknown name, a wrong type, a value out of range."""
+    problems = []
+    for key, value in values.items():  # one at a time: the first unknown name does not hide the rest
+        try:
+            base.merged({key: value}, _ORIGIN)
+        except ConfigError as exc:
+            problems.append(str(exc).replace(f"{_ORIGIN}: ", ""))
+    if not problems:
+        try:  # the rules between settings (search.vector_weight and search.bm25_weight not both 0)
+            base.merged(values, _ORIGIN)
+        except ConfigError as exc:
+            problems.append(str(exc).replace(f"{_ORIGIN}: ", ""))
+    return problems
+
+
+def _editor_problems(sources: list[ConfigSource], base: Config) -> dict[str, list[str]]:
+    """The VS Code settings files whose `memsearch.*` values the server would reject, with what it would say of
+    each; the settings the extension does not send from a workspace (`ignored`) are left out."""
+    found = {}
+    for source in sources:
+        if source.origin not in (_USER, _WORKSPACE):
+            continue
+        values = _editor_values(Path(source.path))
+        sent = {k: v for k, v in values.items() if EDITOR_PREFIX + k not in source.ignored}
+        if problems := _rejected(base, sent):
+            found[source.path] = problems
+    return found
 
 
 def check_config(ctx: Context) -> Check:
     sources = config_sources(ctx.root)
     data: dict[str, Any] = {"sources": [s.to_dict() for s in sources], "user_file": str(user_config_path())}
+    failures = []
     try:
         ctx.config = load_config(ctx.root)
     except ConfigError as exc:
-        return Check("config", "fail", str(exc), "correct or remove that setting", data)
+        failures.append(str(exc))
+    editor = _editor_problems(sources, ctx.config or Config())
+    if editor:
+        data["editor_problems"] = editor
+        origins = {s.path: s.origin for s in sources}
+        failures += [f"{origins[path]} {path}: {'; '.join(said)}" for path, said in editor.items()]
+    if failures:
+        where = f" (in {' and '.join(editor)})" if editor else ""
+        return Check("config", "fail", "; ".join(failures), f"correct or remove that setting{where}", data)
     parts = [s.describe() for s in sources]
     ignored = [f"{k} ({s.path or s.origin})" for s in sources for k in s.ignored]
     if ignored:

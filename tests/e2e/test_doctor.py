@@ -230,3 +230,35 @@ def test_a_read_only_index_folder_is_a_permissions_problem_not_damage(tmp_path: 
     assert "reset" not in doctor["error"]["hint"].replace("no reset needed", "")
     assert helpers.tree_digest(index) == before  # nothing lost, and the index opens again once writable
     assert "okapi" in helpers.cli(tmp_path, "search", "okapi queue", check=True).stdout
+
+
+def test_vscode_settings_values_are_checked_as_the_server_checks_them(tmp_path: Path) -> None:
+    """doctor listed VS Code's settings but never read their values: an out-of-range minScore, an unknown ranker and
+    a misspelt key were "no problems found" (exit 0) while the server rejects the values (Config.merged). Each bad
+    key is named with why, beside its file; a workspace's key the extension does not send is not judged."""
+    init_workspace(tmp_path)
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "Code" / "User" / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(
+        '{\n  "memsearch.search.minScore": 3,\n  "memsearch.search.ranker": "best",\n  "memsearch.search.topk": 5,\n'
+        '  "memsearch.interpreter": ["python3"], // the extension\'s own\n  "memsearch.showNotifications": true\n}\n'
+    )
+    (tmp_path / ".vscode").mkdir()
+    workspace = tmp_path / ".vscode" / "settings.json"
+    workspace.write_text('{"memsearch": {"watch": {"debounceMs": "soon"}}, "memsearch.compact.summarizer": "gpt"}')
+    result = helpers.cli(tmp_path, "doctor", "--json")
+    assert result.returncode == 1, result.stderr
+    error = json.loads(result.stdout)["error"]
+    message = error["message"]
+    assert message.startswith(f"config: VS Code user settings {user}: "), message
+    assert "search.minScore: must be between 0 and 1" in message
+    assert "search.ranker: expected one of ['learned', 'minmax', 'rrf', 'weighted'], got 'best'" in message
+    assert "unknown setting 'search.topk'" in message
+    assert f"VS Code workspace settings {workspace}: watch.debounceMs: expected int, got 'soon'" in message
+    assert "summarizer" not in message and "interpreter" not in message and "showNotifications" not in message
+    assert str(user) in error["hint"] and str(workspace) in error["hint"]
+    user.write_text('{"memsearch.search.minScore": 0.4, "memsearch.search.ranker": "rrf", "memsearch.search.topK": 5}')
+    workspace.write_text('{"memsearch": {"watch": {"debounceMs": 900}}, "memsearch.compact.summarizer": "gpt"}')
+    config = checks(tmp_path)["config"]
+    assert config.status == "ok", config  # type: ignore[attr-defined]
+    assert "memsearch.search.minScore" in config.detail  # type: ignore[attr-defined]
