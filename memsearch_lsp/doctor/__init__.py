@@ -23,7 +23,7 @@ from typing import Any
 
 from memsearch_lsp.config import CONFIG_FILE, DEFAULT_MODEL, E5_MODEL, Config, ConfigError
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers, platform_problem
-from memsearch_lsp.doctor.report import Check, Context, Report
+from memsearch_lsp.doctor.report import NOT_LOADED, Check, Context, Report
 from memsearch_lsp.doctor.settings import ConfigSource, check_config, check_endpoints, config_sources
 from memsearch_lsp.version import __version__
 
@@ -182,7 +182,9 @@ def _model_fix(provider: str, name: str, folder: str | None) -> str:
 
 
 def check_index(ctx: Context) -> Check:
-    if not ctx.memory_workspace or ctx.config is None:
+    if ctx.config is None:
+        return Check("index", "skip", f"not opened: {NOT_LOADED}")
+    if not ctx.memory_workspace:
         return Check("index", "skip", "no memory workspace")
     if ctx.embedder is None:  # the index's model cannot embed: opening it would only say that again
         return Check("index", "skip", "not opened: the model does not load (see the model check)")
@@ -349,7 +351,9 @@ def check_mcp(ctx: Context) -> Check:
 
 def check_language(ctx: Context) -> Check:
     """A memory mostly not in English, embedded by the English model: say how to switch (not a failure)."""
-    if not ctx.memory_workspace or ctx.config is None:
+    if ctx.config is None:
+        return Check("language", "skip", f"not checked: {NOT_LOADED}")
+    if not ctx.memory_workspace:
         return Check("language", "skip", "no memory workspace")
     from memsearch_lsp.core.search.language import advice, memory_shares
 

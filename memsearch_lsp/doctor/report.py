@@ -9,6 +9,8 @@ from typing import Any
 
 from memsearch_lsp.version import __version__
 
+NOT_LOADED = "the settings do not load (see the config check)"  # why a check that needs them is skipped
+
 
 @dataclass(frozen=True)
 class Check:

@@ -17,6 +17,7 @@ from typing import Any
 
 from memsearch_lsp.config import (
     CONFIG_FILE,
+    ENV_NOT_SETTINGS,
     ENV_PREFIX,
     USER_ONLY_KEYS,
     USER_ONLY_VALUES,
@@ -28,7 +29,8 @@ from memsearch_lsp.config import (
     tomllib,
     user_config_path,
 )
-from memsearch_lsp.doctor.report import Check, Context
+from memsearch_lsp.core import clock
+from memsearch_lsp.doctor.report import NOT_LOADED, Check, Context
 from memsearch_lsp.trust import untrusted
 
 ENDPOINT_TIMEOUT_S = 3.0  # how long doctor waits for a configured endpoint
@@ -80,7 +82,7 @@ def config_sources(root: Path, env: dict[str, str] | None = None) -> list[Config
             ignored = ()
         sources.append(ConfigSource("workspace file", str(path), _toml_keys(path), ignored))
     environ = os.environ if env is None else env
-    names = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX)))
+    names = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX) and not k.startswith(ENV_NOT_SETTINGS)))
     if names:
         sources.append(ConfigSource("environment", "", names))
     for origin, settings in _vscode_settings(root):
@@ -227,7 +229,11 @@ def check_config(ctx: Context) -> Check:
         )
     data["ignored"] = [k for s in sources for k in s.ignored]
     default = f"defaults (no user file at {user_config_path()}, no {CONFIG_FILE}, no MEMSEARCH_* variables)"
-    return Check("config", "ok", "; ".join(parts) or default, data=data)
+    detail = "; ".join(parts) or default
+    if clock_now := os.environ.get(clock.ENV, "").strip():  # (a test's or a replay's fixed time; not a setting)
+        data["clock"] = clock_now
+        detail += f"; the clock is set to {clock_now} by {clock.ENV} (not a setting: it dates notes and logs)"
+    return Check("config", "ok", detail, data=data)
 
 
 def _endpoints(config: Config, where: str = "") -> list[tuple[str, str, str, str]]:
@@ -271,7 +277,7 @@ def check_endpoints(ctx: Context) -> Check:
     each asked for its model list."""
     config = ctx.config
     if config is None:
-        return Check("endpoints", "skip", "settings do not load")
+        return Check("endpoints", "skip", f"not asked: {NOT_LOADED}")
     wanted = _endpoints(config)
     wanted += [e for e in _vscode_endpoints(config, ctx.root) if e[::2] not in {w[::2] for w in wanted}]
     if not wanted:

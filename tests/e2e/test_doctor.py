@@ -262,3 +262,32 @@ def test_vscode_settings_values_are_checked_as_the_server_checks_them(tmp_path: 
     config = checks(tmp_path)["config"]
     assert config.status == "ok", config  # type: ignore[attr-defined]
     assert "memsearch.search.minScore" in config.detail  # type: ignore[attr-defined]
+
+
+def test_settings_that_do_not_load_are_why_later_checks_skip(tmp_path: Path) -> None:
+    """With a bad setting, the language and index checks said "no memory workspace" right under "ok workspace"."""
+    init_workspace(tmp_path)
+    (tmp_path / ".memsearch.toml").write_text("[search]\ntopk = 5\n")
+    found = checks(tmp_path)
+    assert found["config"].status == "fail" and found["workspace"].status == "ok"  # type: ignore[attr-defined]
+    for name in ("endpoints", "language", "index"):
+        assert found[name].status == "skip", found[name]  # type: ignore[attr-defined]
+        assert "the settings do not load (see the config check)" in found[name].detail  # type: ignore[attr-defined]
+        assert "no memory workspace" not in found[name].detail  # type: ignore[attr-defined]
+
+
+def test_the_clock_and_the_hooks_knobs_are_not_listed_as_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MEMSEARCH_NOW (the clock override) and the hooks' MEMSEARCH_HOOK_* were listed among the settings; the clock
+    is said apart."""
+    init_workspace(tmp_path)
+    monkeypatch.setenv("MEMSEARCH_NOW", "2027-03-01T10:00")
+    monkeypatch.setenv("MEMSEARCH_HOOK_HEADING", "Session")
+    config = checks(tmp_path)["config"]
+    assert config.status == "ok", config  # type: ignore[attr-defined]
+    environment = next(s for s in config.data["sources"] if s["origin"] == "environment")  # type: ignore[attr-defined]
+    assert environment["keys"] == ["MEMSEARCH_SEARCH_MIN_SCORE"]  # (conftest's), not the clock nor a hook's knob
+    assert "environment: MEMSEARCH_SEARCH_MIN_SCORE;" in config.detail  # type: ignore[attr-defined]
+    assert "the clock is set to 2027-03-01T10:00 by MEMSEARCH_NOW (not a setting" in config.detail  # type: ignore[attr-defined]
+    assert config.data["clock"] == "2027-03-01T10:00"  # type: ignore[attr-defined]
