@@ -25,6 +25,7 @@ from memsearch_lsp.config import CONFIG_FILE, DEFAULT_MODEL, E5_MODEL, Config, C
 from memsearch_lsp.core.onboard import NO_MEMORY, is_memory_workspace, memory_markers, platform_problem
 from memsearch_lsp.doctor.report import NOT_LOADED, Check, Context, Report
 from memsearch_lsp.doctor.settings import ConfigSource, check_config, check_endpoints, config_sources
+from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
 
 __all__ = ["CHECKS", "Check", "ConfigSource", "Report", "config_sources", "run_doctor"]
@@ -295,7 +296,7 @@ def _remote_index(ctx: Context) -> Check:
     from memsearch_lsp.core.memory import Memory
 
     assert ctx.config is not None
-    uri = ctx.config.milvus.uri
+    uri = hide_credentials(ctx.config.milvus.uri)  # (its password is never said)
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
             status = memory.status()

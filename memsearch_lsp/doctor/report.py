@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
 
 NOT_LOADED = "the settings do not load (see the config check)"  # why a check that needs them is skipped
@@ -22,12 +23,24 @@ class Check:
     fix: str = ""
     data: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:  # (a URL's password, in an endpoint's or a server's error, is never said)
+        for name in ("detail", "fix", "data"):
+            object.__setattr__(self, name, _hidden(getattr(self, name)))
+
     @property
     def failed(self) -> bool:
         return self.status == "fail"
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix, "data": self.data}
+
+
+def _hidden(value: Any) -> Any:
+    if isinstance(value, str):
+        return hide_credentials(value)
+    if isinstance(value, dict):
+        return {k: _hidden(v) for k, v in value.items()}
+    return [_hidden(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 @dataclass(frozen=True)

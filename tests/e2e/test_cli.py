@@ -174,9 +174,9 @@ def test_a_urls_password_is_never_shown_in_an_error_or_a_log_line(tmp_path: Path
             "OPENAI_API_KEY": "sk-test",
         },
     ):
-        for args in (("--json", "index"), ("-v", "index")):
+        for args in (("--json", "index"), ("-v", "index"), ("doctor",), ("--json", "doctor")):
             result = helpers.run_cli(*args, workspace=tmp_path, env=env, timeout=120)
-            assert result.returncode == 1 and "127.0.0.1:9" in result.stdout + result.stderr, result
+            assert result.returncode == 1 and "127.0.0.1:9" in result.stdout + result.stderr, (args, result)
             assert "Secr3t" not in result.stdout + result.stderr and ":***@127.0.0.1:9" in result.stdout + result.stderr
 
 
