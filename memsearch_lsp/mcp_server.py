@@ -34,7 +34,7 @@ from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_sou
 from memsearch_lsp.core.onboard import NoMemoryHere
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import RECENT_CHARS, NoteData, recent_notes, within
-from memsearch_lsp.core.scopes import make_user_root, search_scopes, user_config, user_memory_exists
+from memsearch_lsp.core.scopes import search_scopes, user_door, user_memory_exists
 from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
@@ -86,7 +86,7 @@ class MemoryMCPServer(MCPServer[Any]):
     def user_memory(self, create: bool = False) -> Door | None:
         """The user memory's door; None when the user has none (and `create` is False)."""
         if self.user is None and (create or user_memory_exists()):
-            self.user = Door(make_user_root(), config=user_config(), process="memsearch-lsp mcp")
+            self.user = user_door("memsearch-lsp mcp")
         return self.user
 
     def memory_tool(self, title: str, annotations: mcp_types.ToolAnnotations) -> Callable[[F], F]:
@@ -289,7 +289,6 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         mine = server.user_memory() if chunk is None else None
         if mine is not None:
             chunk = await user_run(mine, lambda memory: memory.expand(id))
-            chunk = replace(chunk, scope="user") if chunk is not None else None
         if chunk is None:
             raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
         data: ChunkData = chunk.to_dict()

@@ -276,7 +276,7 @@ class Memory(MemoryFiles):
                 text = self.indexer.overlays.get(row.source) or read_text(self.path_of(row.source))[0]
                 whole = next((c.content for c in self.indexer.chunk(row.source, text) if c.id == row.id), row.content)
                 row = replace(row, content=whole)
-        return to_expanded(row, self.archive_dir)
+        return replace(to_expanded(row, self.archive_dir), scope=self.scope)
 
     def related(self, chunk: Chunk, top_k: int = 3) -> list[Hit]:
         """Memories from other files that resemble `chunk`, the nearest ones (no relevance floor: made for typed

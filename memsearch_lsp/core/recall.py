@@ -39,6 +39,7 @@ class NoteData(TypedDict):
 NoteData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 SUMMARY = re.compile(r"(?:^|/)summary-[^/]+\.md$")
+_OPENS_WITH_TIME = re.compile(r"(\d{1,2}:\d{2})(?!\d)")  # `## 17:00`, `## 17:00 (2)`, `## 17:00 Evening`
 RECENT_CHARS = 20_000  # `recent` and MCP `memory_recent` by default: twice that (MCP sends it as data and as text)
 # stays under a client's limit on a tool's answer (Claude Code's: 25,000 tokens)
 
@@ -88,14 +89,32 @@ def _files(memory: MemoryFiles) -> list[MemoryFile]:
 
 def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:
     """The notes of the daily logs of the last `days` days (today included), newest first: newest day first, and
-    within a day the last note written first (a budget keeps the work a new session resumes, not the morning's)."""
+    within a day the last note written first (a budget keeps the work a new session resumes, not the morning's;
+    `_newest_first`)."""
     today = today or memory.clock().date()
     first = (today - dt.timedelta(days=max(days, 1) - 1)).isoformat()
     logs = [
         f for f in _files(memory) if kind_of(f.source) == "daily" and first <= log_date(f.source) <= today.isoformat()
     ]
-    logs.sort(key=lambda f: log_order(f.source), reverse=True)
-    return [n for f in logs for n in reversed(_notes(memory, f, "daily"))]
+    logs.sort(key=lambda f: log_order(f.source))
+    by_day: dict[str, list[list[Note]]] = {}
+    for f in logs:
+        by_day.setdefault(log_date(f.source), []).append(_notes(memory, f, "daily"))
+    return [n for day in sorted(by_day, reverse=True) for n in _newest_first(by_day[day])]
+
+
+def _newest_first(files: list[list[Note]]) -> list[Note]:
+    """One day's notes, from its log and the parts `remember` went on in (`2026-02-09.2.md`: while the log was full
+    or open unsaved, and back after), newest first: by the time a note's heading opens with (`## 17:00`), a note
+    without one at the time of the note before it in its file; then by part and place, the last first."""
+    keyed: list[tuple[tuple[str, int, int], Note]] = []
+    for part, notes in enumerate(files):
+        time = ""
+        for place, note in enumerate(notes):
+            timed = _OPENS_WITH_TIME.match(note.heading.strip())
+            time = timed[1].zfill(5) if timed else time
+            keyed.append(((time, part, place), note))
+    return [note for _, note in sorted(keyed, key=lambda k: k[0], reverse=True)]
 
 
 def session_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core import clock
@@ -22,6 +22,9 @@ from memsearch_lsp.core.api import MemoryApi, check_scope
 from memsearch_lsp.core.files import private_folder
 from memsearch_lsp.core.search.filters import check_source, named_day, on_day
 from memsearch_lsp.core.search.hybrid import Hit
+
+if TYPE_CHECKING:
+    from memsearch_lsp.core.process.door import Door
 
 APP = "memsearch-lsp"
 FOLDER = "memory"
@@ -71,6 +74,14 @@ def open_user_memory(*, create: bool = False, **settings: Any) -> MemoryApi | No
         return None
     root = make_user_root()
     return open_memory(root, config=user_config(), scope="user", **settings)
+
+
+def user_door(process: str, **settings: Any) -> Door:
+    """The door to the user memory for a long-lived process (own its index or follow its owner; made when missing):
+    what it answers (hits, chunks, notes) says it is the user's."""
+    from memsearch_lsp.core.process.door import Door
+
+    return Door(make_user_root(), config=user_config(), process=process, scope="user", **settings)
 
 
 def scoped(hits: Sequence[Hit], scope: str) -> list[Hit]:

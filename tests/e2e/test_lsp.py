@@ -346,6 +346,7 @@ async def test_a_user_memory_hit_expands_on_hover_definition_and_command(
         types.ExecuteCommandParams(command="memsearch.expand", arguments=[note["id"]])
     )
     assert "Okapi deploys always go out on Tuesdays." in data["content"] and data["uri"] == hits[0]["uri"]
+    assert data["scope"] == "user"  # (audit M1, 4: it said "workspace", as the CLI and MCP do not)
     notes = ws / "notes.md"
     notes.write_text(f"# Notes\n\nsee {note['id']}\n")
     doc = session.open(notes)

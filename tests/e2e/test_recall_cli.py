@@ -88,6 +88,28 @@ def test_recent_within_a_budget_never_gives_an_older_note_while_a_newer_one_is_l
     assert [n["heading"] for n in json.loads(session.stdout)["notes"]] == ["Team", "Conventions", "17:00 Evening"]
 
 
+def test_a_day_split_over_two_parts_is_given_by_the_time_of_its_notes(workspace: Path) -> None:
+    """(audit M1, 2) `remember` goes on in `YYYY-MM-DD.2.md` while the day's log is full or open unsaved, and back
+    after: the day's notes interleave over two files, and `recent` gave the part's 09:00 note before the log's 17:00
+    one (and `--chars` the 09:00 one alone)."""
+    (workspace / "memory" / "2026-02-18.md").write_text(
+        "# 2026-02-18\n\n## 08:00\n\nFirst note of the day.\n\n## Pasted\n\nA paste.\n\n## 17:00\n\nThe newest note.\n"
+    )
+    (workspace / "memory" / "2026-02-18.2.md").write_text(
+        "# 2026-02-18\n\n## 09:00\n\nA note while the log was full.\n"
+    )
+    now = "2026-02-18T18:00"
+    every = json.loads(cli(workspace, "recent", "--days", "1", "--json", now=now).stdout)["notes"]
+    assert [(n["source"][-7:], n["heading"]) for n in every] == [
+        ("2-18.md", "17:00"),
+        ("18.2.md", "09:00"),
+        ("2-18.md", "Pasted"),
+        ("2-18.md", "08:00"),
+    ]
+    small = json.loads(cli(workspace, "recent", "--days", "1", "--chars", "60", "--json", now=now).stdout)["notes"]
+    assert [n["heading"] for n in small] == ["17:00"]
+
+
 @pytest.mark.model
 def test_warm_serves_later_commands_then_leaves_when_idle(workspace: Path) -> None:
     started = cli(workspace, "warm", "--detach", "--idle", "4", "--json")

@@ -16,7 +16,7 @@ from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import RECENT_CHARS, session_notes
-from memsearch_lsp.core.scopes import make_user_root, user_config
+from memsearch_lsp.core.scopes import user_door
 from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.mcp_server import MemoryMCPServer, create_server
 from tests.fakes import FakeEmbedder
@@ -101,7 +101,7 @@ async def test_in_a_project_without_memory_the_user_memory_is_in_reach(tmp_path:
     config = load_config(plain)
     door = Door(plain, config=config, process="memsearch-lsp mcp", embedder=FakeEmbedder())
     server = create_server(door, config)
-    server.user = Door(make_user_root(), config=user_config(), process="memsearch-lsp mcp", embedder=FakeEmbedder())
+    server.user = user_door("memsearch-lsp mcp", embedder=FakeEmbedder())
     try:
         note = await called(server, "memory_remember", text="I prefer commit messages in the imperative.", scope="user")
         hits = (await called(server, "memory_search", query="commit messages imperative"))["hits"]

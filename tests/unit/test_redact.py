@@ -216,7 +216,7 @@ def test_a_bare_time_heading_is_shown_by_its_first_line_with_the_time_beside_it(
     assert display_heading("09:41", "## 09:41\n\n- We chose **Kafka** for the event bus\n") == (
         "We chose Kafka for the event bus (09:41)"
     )
-    assert display_heading("09:41 (2)", "## 09:41 (2)\n\nlonger " + "word " * 30).endswith("… (09:41 (2))")
+    assert display_heading("09:41 (2)", "## 09:41 (2)\n\nlonger " + "word " * 30).endswith("… (09:41)")
     assert display_heading("Decisions", "## Decisions\n\n- x") == "Decisions"
     assert display_heading("[2026-02-05](archive/2026-02-05.md)", "") == "2026-02-05"  # a summary's day: its date
     assert display_heading("See ![logo](a.png)", "") == "See ![logo](a.png)"

@@ -35,7 +35,7 @@ from memsearch_lsp.core.index import Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory
 from memsearch_lsp.core.process import protocol
 from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerGone, asked_of_owner
-from memsearch_lsp.core.search.hybrid import Hit
+from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store import is_local_uri
 from memsearch_lsp.core.store.folder import LOCK, lock_holder
 from memsearch_lsp.core.workspace import MemoryFiles, index_uri, with_index_settings
@@ -372,7 +372,7 @@ class RemoteMemory(MemoryFiles):
     index_file = asked_of_owner(IndexApi.index_file)
     remove = asked_of_owner(IndexApi.remove)
     reset = asked_of_owner(IndexApi.reset)
-    expand = asked_of_owner(IndexApi.expand)
+    _expand = asked_of_owner(IndexApi.expand)
     related = asked_of_owner(IndexApi.related)
     headings = asked_of_owner(IndexApi.headings)
     has_overlay = asked_of_owner(IndexApi.has_overlay)
@@ -398,6 +398,10 @@ class RemoteMemory(MemoryFiles):
         """(At this process's time: its clock may be set.)"""
         note = self._remember(text, heading, now=now or self.clock(), long_term=long_term)
         return note if self.scope == "workspace" else replace(note, scope=self.scope)
+
+    def expand(self, chunk_id: str) -> Expanded | None:
+        found = self._expand(chunk_id)
+        return found if found is None or self.scope == "workspace" else replace(found, scope=self.scope)
 
     def status(self) -> dict[str, Any]:
         return dict(self._status(), served_by_pid=self.ask("ping", {})["pid"])

@@ -196,9 +196,9 @@ TITLE_CHARS = 60
 
 def display_heading(heading: str, content: str) -> str:
     """How a heading is shown (search results, symbols, outlines, the hooks' context): a note under a bare
-    `## HH:MM` heading (what `remember` writes without --heading) is named by its first line, the time
-    beside it: "Chose Kafka for the event bus (10:40)"; a link as its text ("[2026-02-05](archive/2026-02-05.md)",
-    a summary's day, is "2026-02-05"); every other heading as it is."""
+    `## HH:MM` heading (what `remember` writes without --heading; `## HH:MM (2)` for a second note of the minute)
+    is named by its first line, the time beside it: "Chose Kafka for the event bus (10:40)"; a link as its text
+    ("[2026-02-05](archive/2026-02-05.md)", a summary's day, is "2026-02-05"); every other heading as it is."""
     heading = _LINK.sub(r"\1", heading)
     timed = TIME_HEADING.match(heading.strip())
     if not timed:
@@ -208,7 +208,7 @@ def display_heading(heading: str, content: str) -> str:
     topic = " ".join(_MARKUP.sub("", first).split())
     if not topic:
         return heading
-    return f"{shorten(topic, TITLE_CHARS)} ({heading.strip()})"
+    return f"{shorten(topic, TITLE_CHARS)} ({timed[1]})"
 
 
 def to_hit(row: Row, query: str, width: int) -> Hit:

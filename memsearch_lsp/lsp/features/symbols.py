@@ -127,13 +127,12 @@ class UserRoot:
 def user_root(ls: MemsearchServer) -> UserRoot | None:
     """The user memory, opened on first need (its owner's client, or owned and served here); None when the user
     has none."""
-    from memsearch_lsp.core.process.door import Door
-    from memsearch_lsp.core.scopes import user_config, user_memory_exists
+    from memsearch_lsp.core.scopes import user_door, user_memory_exists
 
     if ls.user is None and user_memory_exists():
         from memsearch_lsp.core.scopes import user_root as root_of_user
 
-        ls.user = UserRoot(root_of_user(), Door(root_of_user(), config=user_config(), process="memsearch-lsp serve"))
+        ls.user = UserRoot(root_of_user(), user_door("memsearch-lsp serve"))
     return ls.user
 
 
