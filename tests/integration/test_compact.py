@@ -353,6 +353,25 @@ def test_an_archive_folder_inside_the_index_is_refused_before_anything_moves(
     assert snapshot(workspace / "memory") == before
 
 
+def test_an_archive_folder_outside_the_memory_folders_is_refused_while_the_archive_is_indexed(
+    workspace: Path, make_memory
+) -> None:
+    """(audit M2, 5) The archived originals stay searchable only inside a memory folder: one elsewhere ("archive",
+    "") took them out of search without a word."""
+    logs = ["memory/2026-02-02.md", "memory/2026-02-05.md"]
+    before = snapshot(workspace / "memory")
+    memory = make_memory(workspace, compact={"archive_dir": "archive"})
+    with pytest.raises(CompactError, match="'archive' is outside the memory folders: the archived logs would leave"):
+        plan_compaction(memory, files=logs, today=FEB18)
+    assert snapshot(workspace / "memory") == before
+    memory.close()
+    kept_out = make_memory(workspace, compact={"archive_dir": "archive", "index_archive": False})
+    assert [m.dst for m in plan_compaction(kept_out, files=logs, today=FEB18).archive] == [
+        "archive/2026-02-02.md",
+        "archive/2026-02-05.md",
+    ]
+
+
 def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = make_memory(workspace)
     plan = plan_compaction(

@@ -268,6 +268,13 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
         archive_dir = relative_source(memory.root, Path(config.archive_dir))
     except PathError as exc:
         raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
+    for index in _index_folders(memory):
+        if archive_dir == index or archive_dir.startswith(index.rstrip("/") + "/"):
+            raise CompactError(
+                f"compact.archive_dir {config.archive_dir!r} is inside the index folder {index}, which `reset` "
+                "deletes and git ignores: the originals would be lost with it; archive outside it (the default is "
+                "memory/archive)"
+            )
     folders = [posixpath.normpath(p) for p in memory.config.memory.paths]
     clash = archive_clash(archive_dir, folders) or (
         ""
@@ -277,13 +284,6 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
     )
     if clash:
         raise CompactError(f"compact.archive_dir {config.archive_dir!r} {clash}")
-    for index in _index_folders(memory):
-        if archive_dir == index or archive_dir.startswith(index.rstrip("/") + "/"):
-            raise CompactError(
-                f"compact.archive_dir {config.archive_dir!r} is inside the index folder {index}, which `reset` "
-                "deletes and git ignores: the originals would be lost with it; archive outside it (the default is "
-                "memory/archive)"
-            )
     moves: dict[str, str] = {}
     for source in sources:
         dst = posixpath.join(archive_dir, posixpath.basename(source))
