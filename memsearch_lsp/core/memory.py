@@ -155,13 +155,14 @@ class Memory(MemoryFiles):
         return stats
 
     def _refilled(self) -> None:
-        """After reset(), the first read (search, expand, symbols) rebuilds the index first, as reset says: an
-        editor's server that owns the index answers a CLI's reset with nothing otherwise, until a file changes. So
-        after the store started afresh under this process (its files damaged or deleted while in use)."""
+        """After reset() (else an editor's server that owns the index answers a CLI's reset with nothing until a file
+        changes), or the store started afresh under this process, the first read rebuilds the index first."""
         if self._emptied or (self._store is not None and self._store.epoch != self._epoch):
             self.index()
 
     def index_text(self, source: str, text: str, overlay: bool = True) -> IndexStats:
+        if overlay and not unsaved(self.path_of(source), text):  # a buffer only opened, saved or undone is its file:
+            return self.index_file(source)  # the disk stays the truth (compact or remember may move or rewrite it)
         return self.indexer.index_text(source, text, overlay=overlay)
 
     def index_file(self, source: str) -> IndexStats:
@@ -187,8 +188,7 @@ class Memory(MemoryFiles):
         return source in self.indexer.overlays
 
     def is_unsaved(self, source: str) -> bool:
-        """True when an editor holds `source` with changes not on disk (its next save would undo a write there); a
-        buffer only open, or just saved, is the file's own text."""
+        """True when an editor holds `source` with changes not on disk (its next save would undo a write there)."""
         buffer = self.indexer.overlays.get(source)
         return buffer is not None and unsaved(self.path_of(source), buffer)
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -125,6 +126,62 @@ async def test_cli_compact_beside_the_editor_refuses_a_log_it_holds_unsaved(tmp_
         )
         done = cli(ws, "compact", "--older-than", "7", "--json", env=now, check=True)
         assert json.loads(done.stdout)["applied"] is True and (ws / "memory/archive" / LOG.split("/")[1]).is_file()
+    finally:
+        await stop(session)
+
+
+def cli_hits(ws: Path, query: str, *options: str) -> list[dict[str, Any]]:
+    return json.loads(cli(ws, "search", query, "--json", *options, check=True).stdout)["hits"]
+
+
+async def test_files_open_unmodified_follow_the_disk_when_cli_compact_moves_and_rewrites_them(tmp_path: Path) -> None:
+    """The editor has MEMORY.md and an old log open, not modified (each buffer is its file), when `compact` beside it
+    moves the log into the archive and adds lasting facts to MEMORY.md: the index kept the buffers' text, the moved
+    log a live hit at a path gone and the facts not found, both "pending". An unmodified buffer is its file: the
+    index follows the disk, as it does after `remember` (a file with unsaved changes is refused: test above)."""
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        memory_md, old = ws / "memory/MEMORY.md", ws / "memory/2026-02-02.md"
+        session.open(memory_md)
+        session.open(old)
+        await session.wait_indexed(3)  # both buffers taken by the server before the CLI compacts
+        now = {"MEMSEARCH_NOW": f"{TODAY}T10:00"}
+        done = json.loads(cli(ws, "compact", "--older-than", "7", "--json", env=now, check=True).stdout)
+        assert done["applied"] is True and done["promoted"] and not old.exists()
+        assert {"from": "memory/2026-02-02.md", "to": "memory/archive/2026-02-02.md"} in done["archive"]
+        found = [
+            (h["source"], h["archived"]) for h in cli_hits(ws, "docker-compose stack needs 6 GB of RAM", "--archived")
+        ]
+        assert ("memory/archive/2026-02-02.md", True) in found and ("memory/2026-02-02.md", False) not in found, found
+        for fact in done["promoted"]:  # MEMORY.md as compaction wrote it, not as the buffer showed it
+            top = cli_hits(ws, fact["text"], "--source", "memory/MEMORY.md", "-k", "1")[0]
+            chunk = json.loads(cli(ws, "expand", top["id"], "--json", check=True).stdout)
+            assert fact["text"] in chunk["content"], (fact["text"], chunk["content"])
+        assert json.loads(cli(ws, "status", "--json").stdout)["pending_buffers"] == []
+    finally:
+        await stop(session)
+
+
+async def test_a_file_changed_on_disk_under_an_unmodified_buffer_is_read_again(tmp_path: Path) -> None:
+    """A watched "changed" event for a file whose open buffer still holds its old text (not modified: an editor that
+    has not reloaded it yet) makes the index follow the disk; the buffer never outranks the file it only shows. A
+    buffer with unsaved changes stays the truth for its file."""
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        memory_md = ws / "memory/MEMORY.md"
+        session.open(memory_md)
+        type_unsaved(session, ws / LOG)
+        await until(lambda: found(session), "the unsaved section to be searchable")
+        (ws / LOG).write_text((ws / LOG).read_text() + "\n## Tapir\n\ntapir enclosure\n")
+        memory_md.write_text(memory_md.read_text() + "\n## Capybara\n\ncapybara herd grazes by the river\n")
+        changed = [types.FileEvent(uri=uri(p), type=types.FileChangeType.Changed) for p in (ws / LOG, memory_md)]
+        session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=changed))
+        await session.until_symbol("capybara herd grazes by the river", "Capybara")  # (after the log's event)
+        assert await found(session) and "Tapir" not in [s.name for s in await session.symbols("tapir enclosure")]
     finally:
         await stop(session)
 

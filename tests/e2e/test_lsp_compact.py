@@ -525,3 +525,30 @@ async def test_the_server_does_not_write_a_file_an_editor_holds_unsaved(limited:
     )
     done: Any = await command(session, olderThanDays=7)
     assert done["applied"] is True and done["appliedBy"] == "server"
+
+
+@pytest.mark.clients("visual_studio_code")  # applied on disk by the server: no client capability is involved
+async def test_files_open_unmodified_follow_the_disk_the_server_compacted(limited: Session) -> None:
+    """MEMORY.md and an old log open in the editor, not modified (each buffer is its file), when the server applies a
+    compaction on disk: the index kept the buffers' text (the moved log a live hit at a path gone, the promoted facts
+    not found) until the editor sent a change. An unmodified buffer is its file: the index follows the disk."""
+    session = limited
+    memory_md, old = session.workspace / "memory/MEMORY.md", session.workspace / "memory/2026-02-02.md"
+    session.open(memory_md)
+    session.open(old)
+    await session.wait_indexed(3)  # both buffers taken by the server before it compacts
+
+    async def search(query: str, **options: Any) -> list[dict[str, Any]]:
+        params = {"query": query, "topK": 5, **options}
+        return list(await session.client.protocol.send_request_async("memsearch/search", params))
+
+    done: Any = await command(session, olderThanDays=7)
+    assert done["applied"] is True and done["appliedBy"] == "server" and done["promoted"] and not old.exists()
+    found = [(h["source"], h["archived"]) for h in await search("docker-compose stack needs 6 GB", archived=True)]
+    assert ("memory/archive/2026-02-02.md", True) in found and ("memory/2026-02-02.md", False) not in found, found
+    for fact in done["promoted"]:  # MEMORY.md as the server wrote it, not as the buffer showed it
+        top = (await search(fact["text"], source="memory/MEMORY.md"))[0]
+        chunk: Any = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.expand", arguments=[top["id"]])
+        )
+        assert fact["text"] in chunk["content"], (fact["text"], chunk["content"])

@@ -177,8 +177,9 @@ async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:
 
 
 async def _read_again(ls: MemsearchServer, root: Root, source: str) -> None:
-    """A file changed on disk: read it again, unless it is there and an open buffer is the truth for it (in any
-    window: a file deleted leaves the index, its buffer with it)."""
+    """A file changed on disk: read it again, unless it is there and an open buffer with changes not on disk is the
+    truth for it (in any window: a file deleted leaves the index, its buffer with it; an unmodified buffer is its file,
+    never an overlay: `Memory.index_text`)."""
     if root.memory.path_of(source).exists() and await ls.read(root.memory.has_overlay, source):
         return
     if root.memory.is_memory(source) or await ls.read(root.memory.is_indexed, source):
