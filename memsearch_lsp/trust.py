@@ -65,8 +65,9 @@ def untrusted(key: str, value: Any, root: Path) -> bool:
     return False
 
 
-# a URL's password (`http://user:secret@host`, `postgres://app:pw@db`): bounded parts, so linear on any text
-_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/@]{0,256}:)[^\s@]{1,256}@")
+# a URL's password (`http://user:secret@host`, `postgres://app:p@ss@db`): to the last @ of the authority (before the
+# first / ? or #), as a URL parser reads it; a port (`host:443/@types`) is none. Linear: a scan stops at the next `/`
+_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/?#@]{0,256}:)[^\s/?#]*@")
 
 
 def hide_credentials(text: str) -> str:

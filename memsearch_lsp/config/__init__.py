@@ -3,7 +3,7 @@ file < .memsearch.toml < env MEMSEARCH_* < editor/API (config/layers.py) through
 
 from __future__ import annotations
 
-from memsearch_lsp.config.layers import from_env, ignored_workspace_keys, load_config, user_config_path
+from memsearch_lsp.config.layers import from_env, ignored_workspace_keys, load_config, merge_layer, user_config_path
 from memsearch_lsp.config.model import (
     SECTIONS,
     CompactConfig,
@@ -20,6 +20,7 @@ from memsearch_lsp.config.model import (
     editor_key,
     kwargs_to_settings,
     settings_keys,
+    with_archive_folder,
 )
 from memsearch_lsp.config.sections import (
     CLIENT_ONLY_SETTINGS,
@@ -65,7 +66,9 @@ __all__ = [
     "ignored_workspace_keys",
     "kwargs_to_settings",
     "load_config",
+    "merge_layer",
     "settings_keys",
     "tomllib",
     "user_config_path",
+    "with_archive_folder",
 ]

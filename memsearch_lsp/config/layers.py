@@ -3,14 +3,13 @@ workspace may not set: trust.py) < `MEMSEARCH_*` environment variables < editor 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memsearch_lsp.config.model import SECTIONS, Config, _camel, _names
+from memsearch_lsp.config.model import SECTIONS, Config, _camel, _names, with_archive_folder
 from memsearch_lsp.config.sections import CONFIG_FILE, ENV_NOT_SETTINGS, ENV_PREFIX, USER_CONFIG, ConfigError, tomllib
 from memsearch_lsp.trust import LOCAL_PROVIDERS, PROVIDER_BOUND, untrusted
 
@@ -107,19 +106,28 @@ def _warn_once(path: Path, keys: tuple[str, ...], message: str) -> None:
         logging.getLogger("memsearch_lsp").warning(f"%s: {message}", path, ", ".join(keys), user_config_path())
 
 
-def _merged(config: Config, data: Mapping[str, Any], origin: str, errors: list[str] | None) -> Config:
-    """`config` with one layer applied; leniently when `errors` is given (the language server): a bad key is left
-    out and its message appended, every other key of the layer applies. Else ConfigError names the bad ones."""
+def merge_layer(config: Config, data: Mapping[str, Any], origin: str, errors: list[str] | None) -> Config:
+    """`config` with one layer applied; leniently when `errors` is given (the language server, doctor): each bad
+    key (unknown, of the wrong type, out of range) is left out and said, the others apply together; when what is
+    wrong lies between them (both weights 0), the layer is left out whole and said. Else ConfigError names it."""
     try:
         return config.merged(data, origin)
-    except ConfigError as exc:
+    except ConfigError:
         if errors is None:
             raise
-        errors.append(str(exc))
-    for key, value in _flat(data):
-        with contextlib.suppress(ConfigError):
-            config = config.merged({key: value}, origin)
-    return config
+    flat = _flat(data)
+    bad = {}
+    for key, value in flat:
+        try:
+            Config().merged({key: value}, origin, between=False)
+        except ConfigError as exc:
+            bad[key] = str(exc)
+    errors.extend(bad.values())
+    try:
+        return config.merged({key: value for key, value in flat if key not in bad}, origin)
+    except ConfigError as exc:
+        errors.append(f"{exc} (the rest of {origin} is left out)")
+        return config
 
 
 def load_config(
@@ -130,7 +138,7 @@ def load_config(
     origin: str = "settings",
 ) -> Config:
     """Defaults < user config file < `<workspace>/.memsearch.toml` (no user-only keys) < `MEMSEARCH_*` env <
-    `overrides` (editor settings or API arguments, said as `origin`). `errors`: see `_merged` (a file that does not
+    `overrides` (editor settings or API arguments, said as `origin`). `errors`: see `merge_layer` (a file that does not
     parse is left out whole). The workspace file's model is for a local provider only (trust.PROVIDER_BOUND_KEYS)."""
     user, path = user_config_path(), Path(workspace) / CONFIG_FILE
     mine = _lenient(errors, lambda: _read_toml(user))
@@ -149,7 +157,7 @@ def load_config(
         )
         layers[1] = (str(path), {k: v for k, v in layers[1][1].items() if k not in bound})
         config = _apply(layers, None if errors is None else [])
-    return config
+    return with_archive_folder(config)
 
 
 def _lenient(errors: list[str] | None, read: Callable[[], T | None]) -> T | None:
@@ -166,5 +174,5 @@ def _lenient(errors: list[str] | None, read: Callable[[], T | None]) -> T | None
 def _apply(layers: Sequence[tuple[str, Mapping[str, Any]]], errors: list[str] | None) -> Config:
     config = Config()
     for origin, data in layers:
-        config = _merged(config, data, origin, errors) if data else config
+        config = merge_layer(config, data, origin, errors) if data else config
     return config

@@ -41,9 +41,10 @@ class Config:
     lsp: LspConfig = field(default_factory=LspConfig)
     warm: WarmConfig = field(default_factory=WarmConfig)
 
-    def merged(self, overrides: Mapping[str, Any], origin: str = "settings") -> Config:
+    def merged(self, overrides: Mapping[str, Any], origin: str = "settings", between: bool = True) -> Config:
         """A copy with `overrides` applied: nested {section: {key: v}} or dotted 'section.key', keys in
-        snake_case (files, environment, API) or camelCase (editors); ConfigError names a bad one."""
+        snake_case (files, environment, API) or camelCase (editors); ConfigError names a bad one. `between`: the
+        rules between settings too (not both weights 0, an archive folder of its own)."""
         data = CONVERTER.unstructure(self)
         written: dict[tuple[str, str], str] = {}  # (section, camelCase key) -> the key as the user wrote it
         for section, values in _nest(overrides, origin, written).items():
@@ -53,6 +54,8 @@ class Config:
             config = CONVERTER.structure(data, Config)
         except ClassValidationError as exc:
             raise ConfigError("; ".join(_messages(exc, origin, written))) from None
+        if not between:
+            return config
         if not (config.search.vector_weight or config.search.bm25_weight):  # (every hit scored 1.000)
             raise ConfigError(f"{origin}: search.vector_weight and search.bm25_weight are both 0: set one above 0")
         clash = archive_clash(config.compact.archive_dir, config.memory.paths)
@@ -75,6 +78,16 @@ def archive_clash(archive_dir: str, paths: Sequence[str]) -> str:
     if archive in folders or any(p.startswith(archive + "/") for p in folders if not posixpath.isabs(archive)):
         return "is a memory folder or holds one: every note there would count as archived; name a folder inside it"
     return ""
+
+
+def with_archive_folder(config: Config) -> Config:
+    """`compact.archive_dir` left at its default while `memory/` is no memory folder is `archive/` in the first one
+    (`memory.paths = ["notes"]`: notes/archive): the archived originals stay in a memory folder, and so in search."""
+    folders = [posixpath.normpath(p) for p in config.memory.paths]
+    if config.compact.archive_dir != CompactConfig.archive_dir or not folders or {".", "memory"} & set(folders):
+        return config
+    compact = dataclasses.replace(config.compact, archive_dir=posixpath.join(folders[0], "archive"))
+    return dataclasses.replace(config, compact=compact)
 
 
 SECTIONS: dict[str, type[Any]] = {f.name: f.default_factory for f in fields(Config)}  # type: ignore[misc]

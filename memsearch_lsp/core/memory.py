@@ -51,6 +51,7 @@ from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri,
 from memsearch_lsp.core.store.folder import remove_index
 from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES
 from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed, index_uri
+from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,7 @@ class Memory(MemoryFiles):
     """A workspace's memory whose index this process owns: `index()`, `search()`, `expand()` and their
     async twins (see core.api.MemoryApi; `core.process.owner.RemoteMemory` is the other implementation).
 
-    >>> mem = Memory("~/project")            # doctest: +SKIP
-    >>> mem.index(); mem.search("redis ttl")  # doctest: +SKIP
+    >>> Memory("~/project").search("redis ttl")  # doctest: +SKIP (search brings the index up to date first)
     """
 
     def __init__(
@@ -328,7 +328,7 @@ class Memory(MemoryFiles):
         return {
             "version": __version__,
             "root": str(self.root),
-            "uri": self.uri,
+            "uri": hide_credentials(self.uri),  # (a server's password is never said)
             "collection": self.collection,
             "model": self.embedder.model_name,
             "dim": self.embedder.dim,

@@ -4,6 +4,7 @@ memory files (confined to the workspace, no index needed) within a character bud
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import logging
 import re
 from dataclasses import asdict, dataclass, replace
@@ -39,7 +40,9 @@ class NoteData(TypedDict):
 NoteData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
 
 SUMMARY = re.compile(r"(?:^|/)summary-[^/]+\.md$")
-_OPENS_WITH_TIME = re.compile(r"(\d{1,2}:\d{2})(?!\d)")  # `## 17:00`, `## 17:00 (2)`, `## 17:00 Evening`
+_OPENS_WITH_TIME = re.compile(
+    r"(\d{1,2}):(\d{2})(?!\d)(?::\d{2})?(?:\s*([ap]m)\b)?", re.IGNORECASE
+)  # 17:00 (2), 1:30 PM
 RECENT_CHARS = 20_000  # `recent` and MCP `memory_recent` by default: twice that (MCP sends it as data and as text)
 # stays under a client's limit on a tool's answer (Claude Code's: 25,000 tokens)
 
@@ -105,16 +108,27 @@ def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = Non
 
 def _newest_first(files: list[list[Note]]) -> list[Note]:
     """One day's notes, from its log and the parts `remember` went on in (`2026-02-09.2.md`: while the log was full
-    or open unsaved, and back after), newest first: by the time a note's heading opens with (`## 17:00`), a note
-    without one at the time of the note before it in its file; then by part and place, the last first."""
-    keyed: list[tuple[tuple[str, int, int], Note]] = []
-    for part, notes in enumerate(files):
-        time = ""
-        for place, note in enumerate(notes):
-            timed = _OPENS_WITH_TIME.match(note.heading.strip())
-            time = timed[1].zfill(5) if timed else time
-            keyed.append(((time, part, place), note))
-    return [note for _, note in sorted(keyed, key=lambda k: k[0], reverse=True)]
+    or open unsaved, and back after), newest first. Each file keeps its own order; the files are interleaved by the
+    time a note's heading opens with (`## 17:00`, `## 1:30 PM standup`): one without a time goes with the note
+    before it in its file, or, first in its file, with the next one that has a time."""
+    timed: list[list[tuple[str, Note]]] = []
+    for notes in files:
+        times = [_time_of(note.heading) for note in notes]
+        first = next((t for t in times if t), "")
+        for n, time in enumerate(times):  # (none: the time before it in its file; before any, the first one)
+            times[n] = time or (times[n - 1] if n else first)
+        timed.append(list(zip(times, notes)))
+    merged = heapq.merge(*timed, key=lambda pair: pair[0])  # (a stable merge: an earlier file first at equal times)
+    return [note for _, note in merged][::-1]
+
+
+def _time_of(heading: str) -> str:
+    """ "HH:MM" (24 h) of the time a heading opens with, "" when it opens with none."""
+    timed = _OPENS_WITH_TIME.match(heading.strip())
+    if not timed:
+        return ""
+    hour, half = int(timed[1]), (timed[3] or "").lower()
+    return f"{hour % 12 + 12 if half == 'pm' else hour % 12 if half else hour:02d}:{timed[2]}"
 
 
 def session_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:

@@ -26,6 +26,7 @@ from memsearch_lsp.config import (
     editor_key,
     ignored_workspace_keys,
     load_config,
+    merge_layer,
     tomllib,
     user_config_path,
 )
@@ -174,20 +175,12 @@ _ORIGIN = "\0"  # a ConfigError's origin while one editor setting is checked, ta
 
 
 def _rejected(base: Config, values: dict[str, Any]) -> list[str]:
-    """What the server says of editor settings `values` applied on `base` (Config.merged, as it applies the
-    settings an editor sends), one message per bad key: an unknown name, a wrong type, a value out of range."""
-    problems = []
-    for key, value in values.items():  # one at a time: the first unknown name does not hide the rest
-        try:
-            base.merged({key: value}, _ORIGIN)
-        except ConfigError as exc:
-            problems.append(str(exc).replace(f"{_ORIGIN}: ", ""))
-    if not problems:
-        try:  # the rules between settings (search.vector_weight and search.bm25_weight not both 0)
-            base.merged(values, _ORIGIN)
-        except ConfigError as exc:
-            problems.append(str(exc).replace(f"{_ORIGIN}: ", ""))
-    return problems
+    """What the server says of editor settings `values` applied on `base` (config.merge_layer, as it applies the
+    settings an editor sends), one message per bad key: an unknown name, a wrong type, a value out of range, or
+    what is wrong between them."""
+    problems: list[str] = []
+    merge_layer(base, values, _ORIGIN, problems)
+    return [p.replace(f"{_ORIGIN}: ", "").replace(f" (the rest of {_ORIGIN} is left out)", "") for p in problems]
 
 
 def _editor_problems(sources: list[ConfigSource], base: Config) -> dict[str, list[str]]:

@@ -12,6 +12,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
+from memsearch_lsp.config import CLIENT_ONLY_SETTINGS, settings_keys
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk, valid_unicode
 from memsearch_lsp.core.search.hybrid import Expanded, Hit, display_heading
 
@@ -199,8 +200,14 @@ def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> 
 
 
 def options_from(params: Any) -> dict[str, Any]:
-    """initializationOptions or settings: `{memsearch: {...}}` or the section itself."""
+    """initializationOptions or settings: `{memsearch: {...}}`, or the section itself when every key is one of ours
+    (a client's whole configuration, eglot's `{"pylsp": {...}}`, holds none of ours: {})."""
     if not isinstance(params, dict):
         return {}
     inner = params.get("memsearch")
-    return dict(inner) if isinstance(inner, dict) else dict(params)
+    if isinstance(inner, dict):
+        return dict(inner)
+    return dict(params) if all(str(key).split(".")[0] in _OURS for key in params) else {}
+
+
+_OURS = {key.split(".")[0] for key in [*settings_keys(), *CLIENT_ONLY_SETTINGS]}

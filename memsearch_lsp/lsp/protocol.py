@@ -26,6 +26,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
 from memsearch_lsp.lsp.convert import normalize_uri
+from memsearch_lsp.trust import hide_credentials
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +272,7 @@ class MemsearchProtocol(LanguageServerProtocol):
 
     def _send_response(self, msg_id: Any, result: Any | None = None, error: types.ResponseError | None = None) -> None:
         if error is not None:
-            error = types.ResponseError(code=error.code, message=one_line(error.message))
+            error = types.ResponseError(code=error.code, message=hide_credentials(one_line(error.message)))
             if msg_id is None:  # (pygls' converter would leave the id out)
                 self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}})
                 return

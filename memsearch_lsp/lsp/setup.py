@@ -44,9 +44,9 @@ def create_server() -> MemsearchServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:
-        pushed = params.settings
-        if isinstance(pushed, dict) and (pushed or "memsearch" in pushed):  # (none: the client is to be asked)
-            ls.overrides = options_from(pushed)  # complete, over the start-up options: a removed setting is gone
+        pushed = params.settings  # (none, or none of ours: the client is asked)
+        if isinstance(pushed, dict) and ("memsearch" in pushed or options_from(pushed)):
+            ls.init_options = ls.overrides = options_from(pushed)  # complete: a setting the user removed is gone
         await ls.load_settings()
         for root in list(ls.roots.values()):
             config = ls.settings_of(root.path)

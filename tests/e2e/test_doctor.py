@@ -262,6 +262,12 @@ def test_vscode_settings_values_are_checked_as_the_server_checks_them(tmp_path: 
     config = checks(tmp_path)["config"]
     assert config.status == "ok", config  # type: ignore[attr-defined]
     assert "memsearch.search.minScore" in config.detail  # type: ignore[attr-defined]
+    # (review N, 6) keys that hold together are judged together: dense only over the user file's BM25 only
+    user_config = Path(os.environ["XDG_CONFIG_HOME"]) / "memsearch-lsp" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text("[search]\nbm25_weight = 0\n")
+    user.write_text('{"memsearch.search.vectorWeight": 0, "memsearch.search.bm25Weight": 1}')
+    assert checks(tmp_path)["config"].status == "ok"  # type: ignore[attr-defined]
 
 
 def test_settings_that_do_not_load_are_why_later_checks_skip(tmp_path: Path) -> None:

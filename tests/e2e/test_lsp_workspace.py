@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -16,6 +17,7 @@ from pytest_lsp import LanguageClient
 
 from tests.helpers import (
     Session,
+    capabilities,
     free_port,
     make_workspace,
     open_session,
@@ -156,6 +158,60 @@ async def test_a_bad_editor_setting_is_left_out_alone_each_said_once_and_a_remov
     push({})  # (VS Code sends the user's values only: none left)
 
     await until(longer, "the removed setting to be gone (the default snippet length)", timeout=10, every=0.2)
+
+
+async def test_a_milvus_password_is_never_in_a_reply_a_message_or_the_log(lsp: LanguageClient, tmp_path: Path) -> None:
+    """(review N, 2) The messages and the log hid it; a request's error reply (what VS Code's output shows) did not."""
+    ws = make_workspace(tmp_path)
+    session = Session(lsp, ws, lsp.profile)  # type: ignore[attr-defined]
+    await session.start(capabilities(lsp.profile), {"milvus": {"uri": "http://root:Secr3tPw@127.0.0.1:9"}})  # type: ignore[attr-defined]
+    said: list[str] = []
+    for ask in (
+        lambda: lsp.protocol.send_request_async("memsearch/search", {"query": "redis"}),
+        lambda: lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.status")),
+    ):
+        with pytest.raises(Exception) as failed:  # (the server's own error reply, as a client sees it)
+            await asyncio.wait_for(ask(), timeout=60)
+        said.append(str(failed.value))
+    said += [m.message for m in lsp.messages] + [m.message for m in lsp.log_messages]
+    assert any("root:***@127.0.0.1:9" in text for text in said[:2]), said
+    assert not [text for text in said if "Secr3t" in text]
+
+
+async def test_start_up_options_survive_an_empty_answer_and_another_servers_settings(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """(review N, 4) lsp-mode answers workspace/configuration for a section it does not hold with `{}`, and eglot
+    pushes its whole configuration (`{"pylsp": ...}`): neither is a memsearch setting, so the start-up options stay;
+    a push of the section itself still replaces them (a removed setting is gone)."""
+    ws = make_workspace(tmp_path)
+    Session(lsp, ws, lsp.profile)  # type: ignore[attr-defined]  # (the client's side: registrations answered)
+    lsp._configuration = {"": {"memsearch": {}}}  # type: ignore[attr-defined]  # (what lsp-mode answers)
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
+            root_uri=ws.as_uri(),
+            workspace_folders=[workspace_folder(ws)],
+            initialization_options={**FAST, "search": {"snippetChars": 20}},
+        )
+    )
+
+    async def longest() -> int:
+        found = await lsp.protocol.send_request_async("memsearch/search", {"query": "Redis cache", "topK": 5})
+        return max((len(h["snippet"]) for h in found), default=0)
+
+    await until(longest, "the first index pass", timeout=60, every=0.2)
+    assert await longest() <= 21
+    lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"pylsp": {"x": 1}}))
+    await asyncio.sleep(1)
+    assert 0 < await longest() <= 21
+    assert not [m.message for m in lsp.messages if "pylsp" in m.message]
+    lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"memsearch": {}}))
+
+    async def longer() -> bool:
+        return await longest() > 21
+
+    await until(longer, "the pushed section (none) to replace the start-up options", timeout=10, every=0.2)
 
 
 def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:

@@ -108,6 +108,14 @@ def test_a_day_split_over_two_parts_is_given_by_the_time_of_its_notes(workspace:
     ]
     small = json.loads(cli(workspace, "recent", "--days", "1", "--chars", "60", "--json", now=now).stdout)["notes"]
     assert [n["heading"] for n in small] == ["17:00"]
+    # (review N, 7) `remember --heading` writes no time: first in its part, it goes with the next note there; and a
+    # file keeps its own order (a 12-hour time after a 24-hour one)
+    (workspace / "memory" / "2026-02-18.md").write_text("# 2026-02-18\n\n## 09:00\n\nA.\n\n## 11:00\n\nB.\n")
+    (workspace / "memory" / "2026-02-18.2.md").write_text(
+        "# 2026-02-18\n\n## Kafka decision\n\nKafka it is.\n\n## 1:30 PM standup\n\nC.\n"
+    )
+    every = json.loads(cli(workspace, "recent", "--days", "1", "--json", now=now).stdout)["notes"]
+    assert [n["heading"] for n in every] == ["1:30 PM standup", "Kafka decision", "11:00", "09:00"]
 
 
 @pytest.mark.model

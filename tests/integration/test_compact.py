@@ -372,6 +372,21 @@ def test_an_archive_folder_outside_the_memory_folders_is_refused_while_the_archi
     ]
 
 
+def test_the_default_archive_is_inside_the_first_memory_folder(tmp_path: Path, make_memory) -> None:
+    """(review N, 8) With `memory.paths = ["notes"]` and the default archive_dir (memory/archive, outside every memory
+    folder) compaction was refused; before that, the originals left search. The default follows the memory folder."""
+    (tmp_path / "notes").mkdir()
+    for day in ("2026-02-02", "2026-02-03"):
+        (tmp_path / "notes" / f"{day}.md").write_text(
+            f"# {day}\n\n## 09:00\n\n{'We chose Postgres for the ledger. ' * 9}\n"
+        )
+    (tmp_path / ".memsearch.toml").write_text('[memory]\npaths = ["notes"]\n')
+    memory = make_memory(tmp_path)
+    assert memory.config.compact.archive_dir == "notes/archive"
+    plan = plan_compaction(memory, files=["notes/2026-02-02.md", "notes/2026-02-03.md"], today=FEB18)
+    assert [m.dst for m in plan.archive] == ["notes/archive/2026-02-02.md", "notes/archive/2026-02-03.md"]
+
+
 def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = make_memory(workspace)
     plan = plan_compaction(

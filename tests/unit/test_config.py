@@ -265,7 +265,10 @@ def test_a_workspace_file_picks_the_model_of_a_local_provider_only(tmp_path: Pat
     ("text", "shown"),
     [
         ("cannot open the index at http://root:Secr3t@127.0.0.1:9: refused", "http://root:***@127.0.0.1:9: refused"),
-        ("endpoint https://bob:p%40ss/w@host/v1/embeddings", "https://bob:***@host/v1/embeddings"),
+        ("endpoint https://bob:Secr3t@ss@host/v1/embeddings", "https://bob:***@host/v1/embeddings"),
+        ("https://u:" + "Secr3t" * 60 + "@host/x", "https://u:***@host/x"),  # (a long token as the password)
+        ("GET https://registry.npmjs.org:443/@types/node", "GET https://registry.npmjs.org:443/@types/node"),
+        ("http://localhost:8080/users/@alice and ?email=a@b.com", "http://localhost:8080/users/@alice and ?email"),
         ("postgres://app:Tr0ub4dor&3xK@db/x and https://api.openai.com/v1", "postgres://app:***@db/x and https://api"),
         ("http://host:8080/path and no password", "http://host:8080/path and no password"),
     ],
@@ -274,3 +277,25 @@ def test_a_urls_password_is_never_shown(text: str, shown: str) -> None:
     from memsearch_lsp.trust import hide_credentials
 
     assert shown in hide_credentials(text) and "Secr3t" not in hide_credentials(text)
+
+
+def test_leniently_the_good_keys_of_a_layer_apply_together(tmp_path: Path) -> None:
+    """(review N, 5) Key by key, a good key that holds only beside another of its layer (vectorWeight 0 beside
+    bm25Weight 1 over a user file's bm25_weight 0) was dropped without a word."""
+    user_config("[search]\nbm25_weight = 0\n")
+    errors: list[str] = []
+    editor = {"search": {"vectorWeight": 0, "bm25Weight": 1, "snippetChars": 0}}
+    config = load_config(tmp_path, editor, env={}, errors=errors, origin="editor settings")
+    assert (config.search.vector_weight, config.search.bm25_weight) == (0.0, 1.0) and len(errors) == 1
+    user_config("")
+    (tmp_path / ".memsearch.toml").write_text(
+        '[compact]\narchive_dir = "memory"\n[memory]\npaths = ["notes"]\n[search]\ntop_k = "five"\n'
+    )
+    errors.clear()
+    config = load_config(tmp_path, env={}, errors=errors)
+    assert (config.compact.archive_dir, config.memory.paths) == ("memory", ("notes",))
+    assert len(errors) == 1 and "search.top_k: expected int" in errors[0]
+    (tmp_path / ".memsearch.toml").write_text("[search]\nvector_weight = 0\nbm25_weight = 0\ntop_k = 4\n")
+    errors.clear()
+    config = load_config(tmp_path, env={}, errors=errors)  # (wrong between its keys: the layer is left out, said)
+    assert config.search == Config().search and len(errors) == 1 and "both 0" in errors[0]

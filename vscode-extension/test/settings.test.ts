@@ -8,6 +8,7 @@ import {
     CLIENT_ONLY_SETTINGS,
     SERVER_SETTING_KEYS,
     USER_ONLY_SETTINGS,
+    PROVIDER_BOUND_SETTINGS,
     WORKSPACE_PATH_SETTINGS,
     contributedSettingKeys,
     explicitValue,
@@ -125,6 +126,21 @@ describe('settings mapping', () => {
         const r = reader({ 'compact.baseUrl': { globalValue: 'http://127.0.0.1:11434/v1', workspaceValue: 'http://attacker.example/v1' } });
         assert.equal(explicitValue(r, 'compact.baseUrl'), 'http://127.0.0.1:11434/v1');
         assert.deepEqual(getServerSettings(), { search: { topK: 4 }, compact: { baseUrl: 'http://127.0.0.1:11434/v1' } });
+    });
+
+    it("sends a workspace's model only for a local provider: else the user's own (trust.PROVIDER_BOUND_KEYS)", () => {
+        const own = { 'embedding.model': { globalValue: 'text-embedding-3-small', workspaceValue: 'text-embedding-3-large' },
+            'embedding.dimensions': { workspaceValue: 3072 } };
+        for (const provider of ['openai', 'fastembed']) {
+            const r = reader({ ...own, 'embedding.provider': { globalValue: provider } });
+            assert.equal(explicitValue(r, 'embedding.model', [os.tmpdir()]), 'text-embedding-3-small', provider);
+            assert.equal(explicitValue(r, 'embedding.dimensions'), undefined, provider);
+        }
+        for (const provider of [undefined, 'bundled', 'onnx']) {
+            const r = reader({ ...own, 'embedding.provider': { globalValue: provider } });
+            assert.equal(explicitValue(r, 'embedding.model', [os.tmpdir()]), 'text-embedding-3-large', String(provider));
+        }
+        assert.deepEqual([...PROVIDER_BOUND_SETTINGS].sort(), ['embedding.dimensions', 'embedding.model', 'embedding.queryModel']);
     });
 
     it('declares those settings machine-scoped (user settings only) in package.json', () => {

@@ -35,6 +35,14 @@ export const USER_ONLY_SETTINGS: ReadonlySet<string> = new Set([
  */
 export const WORKSPACE_PATH_SETTINGS: ReadonlySet<string> = new Set(['compact.promptFile', 'embedding.model']);
 
+/**
+ * Settings a workspace chooses only for a local model (memsearch_lsp/trust.py PROVIDER_BOUND_KEYS): with the user's
+ * `openai` or `fastembed` provider, the model is what their endpoint charges for or what fastembed downloads, so
+ * the user's own value is sent.
+ */
+export const PROVIDER_BOUND_SETTINGS: ReadonlySet<string> = new Set(['embedding.model', 'embedding.queryModel', 'embedding.dimensions']);
+const LOCAL_PROVIDERS: ReadonlySet<unknown> = new Set([undefined, 'bundled', 'onnx']);
+
 /** Settings whose change restarts the server: a new Python, or new folders to watch. */
 export const RESTART_SETTINGS: readonly string[] = ['interpreter', 'memory.paths'];
 
@@ -87,7 +95,8 @@ export interface ConfigurationReader {
 
 /**
  * The value the user set for `key` (folder > workspace > user; the user's alone for USER_ONLY_SETTINGS, and for
- * WORKSPACE_PATH_SETTINGS when the workspace's points outside `folders`), or undefined when it is only the default.
+ * WORKSPACE_PATH_SETTINGS when the workspace's points outside `folders`, and for PROVIDER_BOUND_SETTINGS with the
+ * user's own provider not a local one), or undefined when it is only the default.
  * Defaults are not sent: the server owns them, and a default sent as a setting would hide the workspace's
  * `.memsearch.toml` and `MEMSEARCH_*` variables.
  */
@@ -100,6 +109,7 @@ export function explicitValue(reader: ConfigurationReader, key: string, folders:
     const trusted =
         workspace !== undefined &&
         !USER_ONLY_SETTINGS.has(key) &&
+        (!PROVIDER_BOUND_SETTINGS.has(key) || LOCAL_PROVIDERS.has(reader.inspect('embedding.provider')?.globalValue)) &&
         (!WORKSPACE_PATH_SETTINGS.has(key) || folders.length > 0 && folders.every((folder) => insideFolder(workspace, folder)));
     const value = trusted ? workspace : inspection.globalValue;
     return value === undefined ? undefined : (value as JsonValue);
