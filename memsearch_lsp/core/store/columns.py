@@ -4,7 +4,7 @@ loaded stay memory-mapped; later ones go to a tail), and BM25 postings (term-maj
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -38,16 +38,39 @@ class Texts:
         data, offsets = self.blob.tobytes(), self.offsets.tolist()
         return [data[a:b].decode("utf-8", "replace") for a, b in itertools.pairwise(offsets)]
 
+    def kept(self, slots: Sequence[int]) -> Texts:
+        """A new column of the strings of `slots`, in that order."""
+        return Texts(*self.encoded(slots))
+
     def packed(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(blob, offsets) of slots 0..n-1."""
         if not self.since and len(self.offsets) == n + 1:
             return self.blob, self.offsets
-        return pack([self[slot] for slot in range(n)])
+        return self.encoded(range(n))
+
+    def encoded(self, slots: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(blob, offsets) of `slots` in that order: the saved strings' bytes copied as they are, those set since
+        encoded (one pass, nothing decoded)."""
+        blob, offsets, since, saved = self.blob.tobytes(), self.offsets.tolist(), self.since, len(self.offsets) - 1
+        return joined(
+            [
+                value.encode("utf-8")
+                if (value := since.get(s)) is not None
+                else blob[offsets[s] : offsets[s + 1]]
+                if s < saved
+                else b""
+                for s in slots
+            ]
+        )
 
 
 def pack(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Strings as one UTF-8 blob and the offsets of each (n + 1)."""
-    data = [value.encode("utf-8") for value in values]
+    return joined([value.encode("utf-8") for value in values])
+
+
+def joined(data: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Byte strings as one blob and the offsets of each (n + 1)."""
     offsets = np.zeros(len(data) + 1, dtype=np.int64)
     np.cumsum([len(d) for d in data], out=offsets[1:])
     return np.frombuffer(b"".join(data), dtype=np.uint8), offsets
@@ -139,6 +162,25 @@ class Vectors:
             self.live[slot] = False
             self.put_vector(slot, 0.0)
         return slot
+
+    @property
+    def dead(self) -> int:
+        """Slots of rows removed since the last `compact` (their vector zeroed, searched past)."""
+        return self.n - len(self.slot)
+
+    def compact(self) -> np.ndarray:
+        """Drop the slots of removed rows (the live ones keep their order, so ties fall as before); the slots kept,
+        by their old numbers, for the caller to remap what points into them."""
+        keep = np.flatnonzero(self.live[: self.n])
+        loaded = len(self.vecs)
+        self.vecs = np.concatenate([self.vecs[keep[keep < loaded]], self.tail[keep[keep >= loaded] - loaded]])
+        self.tail = np.zeros((0, self.dim), dtype=np.float32)
+        self.ids = [self.ids[slot] for slot in keep.tolist()]
+        self.slot = {key: slot for slot, key in enumerate(self.ids)}
+        self.live, self.source = np.ones(len(keep), dtype=bool), self.source[keep]
+        if self._sound is not None:
+            self._sound = self._sound[keep]
+        return keep
 
     def top(self, query: np.ndarray, limit: int, valid: np.ndarray) -> Scored:
         """The `limit` valid rows with the largest inner product with `query`, best first."""

@@ -24,6 +24,7 @@ from memsearch_lsp.core.store.schema import INTS, TEXTS, best_windows, idf, spar
 log = logging.getLogger(__name__)
 Scored = list[tuple[str, float]]
 REBUILD_SHARE = 8  # BM25 postings are rebuilt once changed rows exceed 1/8 of the rows (and 256)
+COMPACT_MIN = 64  # the slots of deleted rows are dropped once they outnumber the live rows and this many
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,24 @@ class ReadModel:
                 self._changed(slot)
             for window in self.windows_of.pop(key, []):
                 self.windows.remove(window)
+        if self.chunks.dead + self.windows.dead > max(COMPACT_MIN, self.docs + len(self.windows.slot)):
+            self.compact()  # (O(rows) once per as many deletes as there are live rows: amortised)
+
+    def compact(self) -> None:
+        """Drop the slots of deleted chunk and window rows, every column and index into them remapped and the live
+        rows kept in order: the model then holds and answers what one built afresh from its rows does (postings are
+        built again when next read). Under the store's lock; no slot is held outside the model between its calls."""
+        if not (self.chunks.dead or self.windows.dead):
+            return
+        keep = self.chunks.compact()
+        slots = keep.tolist()
+        self.ints = self.ints[keep]
+        self.terms, self.weights = [self.terms[s] for s in slots], [self.weights[s] for s in slots]
+        self.texts = {name: column.kept(slots) for name, column in self.texts.items()}
+        self.owner = [self.owner[s] for s in self.windows.compact().tolist()]
+        self.main, self.main_upto, self.changed, self.delta = Postings([], [], []), 0, set(), None
+        self.stale = np.zeros(0, dtype=np.int64)
+        self._by_embed = None
 
     def note_file(self, source: str, size: int, mtime_ns: int) -> None:
         self.stats[source] = (size, mtime_ns)

@@ -9,7 +9,8 @@ index into another array against its bounds; anything that does not hold is repo
 rebuilt from the engine, never served half-right. Every file is opened through the folder's descriptor without
 following a link (core/store/folder.py). Before the first write after a save the store removes `meta.json`
 (`invalidate`), so a process killed before the next save leaves nothing that could be read stale, and its writer then
-the files (`discard`): no row deleted since (the read model blanks a deleted row's text and vectors) outlives it.
+the files (`discard`): no row deleted since outlives it. A save holds the live rows only (`ReadModel.compact`: the
+slots of deleted rows go first), so the copy does not grow with edits.
 """
 
 from __future__ import annotations
@@ -78,7 +79,9 @@ def discard(index: str | Path) -> None:
 
 
 def _arrays(model: ReadModel) -> dict[str, np.ndarray]:
-    """Every array of `model` (postings built in full first: they load built)."""
+    """Every array of `model`: the slots of deleted rows dropped (the copy saved is the one a fresh index of the same
+    rows saves) and postings built in full first (they load built)."""
+    model.compact()
     model.full_postings()
     chunks, windows, n = model.chunks, model.windows, model.chunks.n
     out: dict[str, np.ndarray] = {
