@@ -65,9 +65,9 @@ def untrusted(key: str, value: Any, root: Path) -> bool:
     return False
 
 
-# a URL's password (`http://user:secret@host`, `postgres://app:p@ss@db`): to the last @ of the authority (before the
-# first / ? or #), as a URL parser reads it; a port (`host:443/@types`) is none. Linear: a scan stops at the next `/`
-_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/?#@]{0,256}:)[^\s/?#]*@")
+# a URL's password (`http://user:secret@host`, `postgres://app:p@ss/w@db`): all to the last @ of the word (at most
+# 1 KB on: linear), more hidden rather than a secret shown; a port (`host:443/@types`, `:8080/@alice`) is none
+_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/?#@]{0,256}:)(?!\d{1,5}(?:[/?#\s]|$))\S{0,1024}@")
 
 
 def hide_credentials(text: str) -> str:

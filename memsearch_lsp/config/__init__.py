@@ -16,11 +16,11 @@ from memsearch_lsp.config.model import (
     WarmConfig,
     WatchConfig,
     archive_clash,
+    archive_folder,
     choices,
     editor_key,
     kwargs_to_settings,
     settings_keys,
-    with_archive_folder,
 )
 from memsearch_lsp.config.sections import (
     CLIENT_ONLY_SETTINGS,
@@ -60,6 +60,7 @@ __all__ = [
     "WarmConfig",
     "WatchConfig",
     "archive_clash",
+    "archive_folder",
     "choices",
     "editor_key",
     "from_env",
@@ -70,5 +71,4 @@ __all__ = [
     "settings_keys",
     "tomllib",
     "user_config_path",
-    "with_archive_folder",
 ]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memsearch_lsp.config.model import SECTIONS, Config, _camel, _names, with_archive_folder
+from memsearch_lsp.config.model import SECTIONS, Config, _camel, _names
 from memsearch_lsp.config.sections import CONFIG_FILE, ENV_NOT_SETTINGS, ENV_PREFIX, USER_CONFIG, ConfigError, tomllib
 from memsearch_lsp.trust import LOCAL_PROVIDERS, PROVIDER_BOUND, untrusted
 
@@ -109,7 +109,7 @@ def _warn_once(path: Path, keys: tuple[str, ...], message: str) -> None:
 def merge_layer(config: Config, data: Mapping[str, Any], origin: str, errors: list[str] | None) -> Config:
     """`config` with one layer applied; leniently when `errors` is given (the language server, doctor): each bad
     key (unknown, of the wrong type, out of range) is left out and said, the others apply together; when what is
-    wrong lies between them (both weights 0), the layer is left out whole and said. Else ConfigError names it."""
+    wrong lies between them, the layer's keys of that rule (TIED) are left out and said. Else ConfigError names it."""
     try:
         return config.merged(data, origin)
     except ConfigError:
@@ -123,11 +123,22 @@ def merge_layer(config: Config, data: Mapping[str, Any], origin: str, errors: li
         except ConfigError as exc:
             bad[key] = str(exc)
     errors.extend(bad.values())
-    try:
-        return config.merged({key: value for key, value in flat if key not in bad}, origin)
-    except ConfigError as exc:
-        errors.append(f"{exc} (the rest of {origin} is left out)")
-        return config
+    rest = [(key, value) for key, value in flat if key not in bad]
+    for n in range(len(TIED) + 1):
+        tied = {_camel(key) for group in TIED[:n] for key in group}
+        try:
+            merged = config.merged({key: value for key, value in rest if _camel(key) not in tied}, origin)
+        except ConfigError as exc:
+            said = str(exc)
+            continue
+        if n:
+            errors.append(f"{said} (left out: {', '.join(key for key, _ in rest if _camel(key) in tied)})")
+        return merged
+    return config
+
+
+# the settings a rule between settings ties (Config.merged): left out together, the least needed first
+TIED = (("compact.archive_dir",), ("search.vector_weight", "search.bm25_weight"), ("memory.paths",))
 
 
 def load_config(
@@ -157,7 +168,7 @@ def load_config(
         )
         layers[1] = (str(path), {k: v for k, v in layers[1][1].items() if k not in bound})
         config = _apply(layers, None if errors is None else [])
-    return with_archive_folder(config)
+    return config
 
 
 def _lenient(errors: list[str] | None, read: Callable[[], T | None]) -> T | None:

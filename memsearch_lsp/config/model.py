@@ -80,14 +80,14 @@ def archive_clash(archive_dir: str, paths: Sequence[str]) -> str:
     return ""
 
 
-def with_archive_folder(config: Config) -> Config:
-    """`compact.archive_dir` left at its default while `memory/` is no memory folder is `archive/` in the first one
-    (`memory.paths = ["notes"]`: notes/archive): the archived originals stay in a memory folder, and so in search."""
+def archive_folder(config: Config) -> str:
+    """Where compaction archives: `compact.archive_dir`, but left at its default while `memory/` is no memory folder,
+    `archive/` in the first one (`memory.paths = ["notes"]`: notes/archive): the originals stay in a memory folder,
+    and so in search. Read where it is used, so it follows the settings in force."""
     folders = [posixpath.normpath(p) for p in config.memory.paths]
     if config.compact.archive_dir != CompactConfig.archive_dir or not folders or {".", "memory"} & set(folders):
-        return config
-    compact = dataclasses.replace(config.compact, archive_dir=posixpath.join(folders[0], "archive"))
-    return dataclasses.replace(config, compact=compact)
+        return config.compact.archive_dir
+    return posixpath.join(folders[0], "archive")
 
 
 SECTIONS: dict[str, type[Any]] = {f.name: f.default_factory for f in fields(Config)}  # type: ignore[misc]

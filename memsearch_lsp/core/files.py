@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pathspec
 
-from memsearch_lsp.config import CONFIG_FILE, Config, ConfigError
+from memsearch_lsp.config import CONFIG_FILE, Config, ConfigError, archive_folder
 from memsearch_lsp.core.chunks import MAX_CHARS, MAX_FILE_CHUNKS, chunk_markdown, normalize_newlines
 
 MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
@@ -177,7 +177,7 @@ def glob_match(pattern: str, source: str) -> bool:
 
 
 def excludes(config: Config) -> tuple[str, ...]:
-    extra = () if config.compact.index_archive else (config.compact.archive_dir,)
+    extra = () if config.compact.index_archive else (archive_folder(config),)
     return tuple(config.memory.exclude) + extra
 
 

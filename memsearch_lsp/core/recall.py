@@ -12,6 +12,7 @@ from typing import cast
 
 from typing_extensions import TypedDict
 
+from memsearch_lsp.config import archive_folder
 from memsearch_lsp.core.chunks import empty_section, log_date, log_order
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_memory_file
 from memsearch_lsp.core.notes import LONG_TERM, open_fence
@@ -86,7 +87,7 @@ def _notes(memory: MemoryFiles, item: MemoryFile, kind: str) -> list[Note]:
 
 
 def _files(memory: MemoryFiles) -> list[MemoryFile]:
-    archive = memory.config.compact.archive_dir.strip("/") + "/"
+    archive = archive_folder(memory.config).strip("/") + "/"
     return [f for f in find_memory_files(memory.root, memory.config)[0] if not f.source.startswith(archive)]
 
 
@@ -108,17 +109,17 @@ def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = Non
 
 def _newest_first(files: list[list[Note]]) -> list[Note]:
     """One day's notes, from its log and the parts `remember` went on in (`2026-02-09.2.md`: while the log was full
-    or open unsaved, and back after), newest first. Each file keeps its own order; the files are interleaved by the
-    time a note's heading opens with (`## 17:00`, `## 1:30 PM standup`): one without a time goes with the note
-    before it in its file, or, first in its file, with the next one that has a time."""
+    or open unsaved, and back after), newest first: by the time a note's heading opens with (`## 17:00`, `## 1:30 PM
+    standup`); one without a time goes with the note before it in its file, or, first in its file, with the first
+    one that has a time; at equal times, the later file and the later place first."""
     timed: list[list[tuple[str, Note]]] = []
     for notes in files:
         times = [_time_of(note.heading) for note in notes]
         first = next((t for t in times if t), "")
         for n, time in enumerate(times):  # (none: the time before it in its file; before any, the first one)
             times[n] = time or (times[n - 1] if n else first)
-        timed.append(list(zip(times, notes)))
-    merged = heapq.merge(*timed, key=lambda pair: pair[0])  # (a stable merge: an earlier file first at equal times)
+        timed.append(sorted(zip(times, notes), key=lambda pair: pair[0]))  # (a log written newest first too)
+    merged = heapq.merge(*timed, key=lambda pair: pair[0])  # (stable: an earlier file first at equal times)
     return [note for _, note in merged][::-1]
 
 

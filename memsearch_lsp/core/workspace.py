@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memsearch_lsp.config import Config, ConfigError, kwargs_to_settings, load_config, with_archive_folder
+from memsearch_lsp.config import Config, ConfigError, archive_folder, kwargs_to_settings, load_config
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import Remembered, ScopeError, check_scope
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
@@ -90,7 +90,7 @@ class MemoryFiles:
         if not self.root.is_dir():
             raise FileNotFoundError(f"workspace {self.root} is not a folder")
         base = config or load_config(self.root)
-        self.config = with_archive_folder(base.merged(kwargs_to_settings(settings))) if settings else base
+        self.config = base.merged(kwargs_to_settings(settings)) if settings else base
         self._embedder = embedder
         self.embedder_given = embedder is not None  # not the one the settings name (a test's, a program's own)
         self._lock = threading.RLock()  # lazy composition from several threads
@@ -135,7 +135,7 @@ class MemoryFiles:
     @property
     def archive_dir(self) -> str:
         """The archive folder when its logs are indexed (their hits are marked and demoted), else ''."""
-        return self.config.compact.archive_dir.strip("/") if self.config.compact.index_archive else ""
+        return archive_folder(self.config).strip("/") if self.config.compact.index_archive else ""
 
     def outline(self, source: str, text: str) -> list[Chunk]:
         try:

@@ -180,7 +180,7 @@ def _rejected(base: Config, values: dict[str, Any]) -> list[str]:
     what is wrong between them."""
     problems: list[str] = []
     merge_layer(base, values, _ORIGIN, problems)
-    return [p.replace(f"{_ORIGIN}: ", "").replace(f" (the rest of {_ORIGIN} is left out)", "") for p in problems]
+    return [problem.replace(f"{_ORIGIN}: ", "") for problem in problems]
 
 
 def _editor_problems(sources: list[ConfigSource], base: Config) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
-from memsearch_lsp.config import CLIENT_ONLY_SETTINGS, settings_keys
+from memsearch_lsp.config import CLIENT_ONLY_SETTINGS, SECTIONS, settings_keys
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk, valid_unicode
 from memsearch_lsp.core.search.hybrid import Expanded, Hit, display_heading
 
@@ -200,14 +200,14 @@ def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> 
 
 
 def options_from(params: Any) -> dict[str, Any]:
-    """initializationOptions or settings: `{memsearch: {...}}`, or the section itself when every key is one of ours
-    (a client's whole configuration, eglot's `{"pylsp": {...}}`, holds none of ours: {})."""
+    """initializationOptions or settings: `{memsearch: {...}}`, or the section itself when a key is one of ours (a
+    misspelt one beside it is then said); a client's whole configuration (eglot's `{"pylsp": {...}}`) holds none: {}."""
     if not isinstance(params, dict):
         return {}
     inner = params.get("memsearch")
     if isinstance(inner, dict):
         return dict(inner)
-    return dict(params) if all(str(key).split(".")[0] in _OURS for key in params) else {}
+    return dict(params) if any(str(key).split(".")[0] in _OURS for key in params) else {}
 
 
-_OURS = {key.split(".")[0] for key in [*settings_keys(), *CLIENT_ONLY_SETTINGS]}
+_OURS = {key.split(".")[0] for key in [*settings_keys(), *CLIENT_ONLY_SETTINGS]} | {*SECTIONS, "show_notifications"}

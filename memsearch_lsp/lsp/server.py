@@ -369,8 +369,8 @@ class MemsearchServer(ReportingServer):
         except Exception as exc:
             log.debug("workspace/configuration failed: %s", exc)
             return
-        if result and isinstance(result[0], dict):  # over the start-up options or the last push (lsp-mode answers {})
-            self.overrides = {**self.init_options, **options_from(result[0])}
+        if result and isinstance(result[0], dict):  # complete; `{}` (lsp-mode's for a section it does not hold): the
+            self.overrides = options_from(result[0]) or self.init_options  # start-up options or the last push stay
 
     def settings_of(self, path: Path) -> Config:
         """The settings for a folder: a bad key (in the editor's settings or a file) is left out, every other applies,

@@ -214,6 +214,30 @@ async def test_start_up_options_survive_an_empty_answer_and_another_servers_sett
     await until(longer, "the pushed section (none) to replace the start-up options", timeout=10, every=0.2)
 
 
+async def test_a_clients_answer_is_complete_a_start_up_option_it_lacks_is_gone(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """(review P, 7) The answer to workspace/configuration was merged over the start-up options: one the user had
+    removed since came back."""
+    ws = make_workspace(tmp_path)
+    Session(lsp, ws, lsp.profile)  # type: ignore[attr-defined]
+    lsp._configuration = {"": {"memsearch": {**FAST, "compact": {"olderThanDays": 9}}}}  # type: ignore[attr-defined]
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
+            root_uri=ws.as_uri(),
+            workspace_folders=[workspace_folder(ws)],
+            initialization_options={**FAST, "search": {"snippetChars": 20}},
+        )
+    )
+
+    async def found() -> list[Any]:
+        return list(await lsp.protocol.send_request_async("memsearch/search", {"query": "Redis cache"}))
+
+    hits = await until(found, "the first index pass", timeout=60, every=0.2)
+    assert max(len(h["snippet"]) for h in hits) > 21
+
+
 def test_tcp_transport_answers_initialize(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(

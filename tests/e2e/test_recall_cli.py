@@ -116,6 +116,12 @@ def test_a_day_split_over_two_parts_is_given_by_the_time_of_its_notes(workspace:
     )
     every = json.loads(cli(workspace, "recent", "--days", "1", "--json", now=now).stdout)["notes"]
     assert [n["heading"] for n in every] == ["1:30 PM standup", "Kafka decision", "11:00", "09:00"]
+    (workspace / "memory" / "2026-02-18.2.md").unlink()  # (review P, 4) a log written newest first stays so
+    (workspace / "memory" / "2026-02-18.md").write_text(
+        "# 2026-02-18\n\n## 17:00 wrap-up\n\nA.\n\n## 09:00 standup\n\nB.\n"
+    )
+    every = json.loads(cli(workspace, "recent", "--days", "1", "--json", now=now).stdout)["notes"]
+    assert [n["heading"] for n in every] == ["17:00 wrap-up", "09:00 standup"]
 
 
 @pytest.mark.model

@@ -382,9 +382,12 @@ def test_the_default_archive_is_inside_the_first_memory_folder(tmp_path: Path, m
         )
     (tmp_path / ".memsearch.toml").write_text('[memory]\npaths = ["notes"]\n')
     memory = make_memory(tmp_path)
-    assert memory.config.compact.archive_dir == "notes/archive"
     plan = plan_compaction(memory, files=["notes/2026-02-02.md", "notes/2026-02-03.md"], today=FEB18)
     assert [m.dst for m in plan.archive] == ["notes/archive/2026-02-02.md", "notes/archive/2026-02-03.md"]
+    assert memory.archive_dir == "notes/archive" and memory.config.compact.archive_dir == "memory/archive"
+    memory.close()  # (read where used: settings given later, `memory.paths` back to memory/, take it along)
+    (tmp_path / "memory").mkdir()
+    assert make_memory(tmp_path, memory={"paths": ["memory"]}).archive_dir == "memory/archive"
 
 
 def test_explicit_files(workspace: Path, make_memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

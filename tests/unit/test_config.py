@@ -297,5 +297,23 @@ def test_leniently_the_good_keys_of_a_layer_apply_together(tmp_path: Path) -> No
     assert len(errors) == 1 and "search.top_k: expected int" in errors[0]
     (tmp_path / ".memsearch.toml").write_text("[search]\nvector_weight = 0\nbm25_weight = 0\ntop_k = 4\n")
     errors.clear()
-    config = load_config(tmp_path, env={}, errors=errors)  # (wrong between its keys: the layer is left out, said)
-    assert config.search == Config().search and len(errors) == 1 and "both 0" in errors[0]
+    config = load_config(tmp_path, env={}, errors=errors)  # (wrong between its keys: those keys left out, said)
+    assert (config.search.vector_weight, config.search.bm25_weight, config.search.top_k) == (0.3, 0.7, 4)
+    assert (
+        len(errors) == 1
+        and "both 0" in errors[0]
+        and "(left out: search.vector_weight, search.bm25_weight)" in errors[0]
+    )
+    editor = {
+        "embedding": {"model": "multilingual-e5-small"},
+        "memory": {"paths": ["notes"]},
+        "compact.archiveDir": "notes",
+    }
+    errors.clear()  # (review P, 5: the archive's clash took the model and the memory folder with it)
+    config = load_config(tmp_path, editor, env={}, errors=errors)
+    assert (config.embedding.model, config.memory.paths, config.compact.archive_dir) == (
+        "multilingual-e5-small",
+        ("notes",),
+        "memory/archive",
+    )
+    assert len(errors) == 2 and "(left out: compact.archiveDir)" in errors[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from memsearch_lsp.config import CompactConfig, ConfigError, archive_clash
+from memsearch_lsp.config import CompactConfig, ConfigError, archive_clash, archive_folder
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.chunks import log_date, log_order
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
@@ -77,7 +77,7 @@ def period_key(date: dt.date, group_by: str) -> str:
 
 
 def _in_archive(memory: MemoryApi, source: str) -> bool:
-    return glob_match(memory.config.compact.archive_dir, source)
+    return glob_match(archive_folder(memory.config), source)
 
 
 def compactable(memory: MemoryApi, source: str) -> bool:
@@ -107,7 +107,7 @@ def _explicit(memory: MemoryApi, files: Sequence[str], today: dt.date) -> list[s
         if not log_date(source):
             raise CompactError(f"{name}: not a daily log (only files named YYYY-MM-DD.md are compacted)")
         if _in_archive(memory, source):
-            raise CompactError(f"{name}: already archived in {memory.config.compact.archive_dir}")
+            raise CompactError(f"{name}: already archived in {archive_folder(memory.config)}")
         if log_date(source) == today.isoformat():
             raise CompactError(f"{name}: today's log, still written to (agents append to it); compact it tomorrow")
         if not memory.is_memory(source):
@@ -263,15 +263,15 @@ def _nothing_to_gain(unchanged: Sequence[Unchanged]) -> str:
 
 def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str]:
     """Where each log goes in the archive folder (inside the workspace; one log per name, a file or nothing there)."""
-    config = memory.config.compact
+    config, named = memory.config.compact, archive_folder(memory.config)
     try:
-        archive_dir = relative_source(memory.root, Path(config.archive_dir))
+        archive_dir = relative_source(memory.root, Path(named))
     except PathError as exc:
-        raise CompactError(f"compact.archive_dir {config.archive_dir!r} is outside the workspace") from exc
+        raise CompactError(f"compact.archive_dir {named!r} is outside the workspace") from exc
     for index in _index_folders(memory):
         if archive_dir == index or archive_dir.startswith(index.rstrip("/") + "/"):
             raise CompactError(
-                f"compact.archive_dir {config.archive_dir!r} is inside the index folder {index}, which `reset` "
+                f"compact.archive_dir {named!r} is inside the index folder {index}, which `reset` "
                 "deletes and git ignores: the originals would be lost with it; archive outside it (the default is "
                 "memory/archive)"
             )
@@ -283,7 +283,7 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
         "set compact.index_archive = false"
     )
     if clash:
-        raise CompactError(f"compact.archive_dir {config.archive_dir!r} {clash}")
+        raise CompactError(f"compact.archive_dir {named!r} {clash}")
     moves: dict[str, str] = {}
     for source in sources:
         dst = posixpath.join(archive_dir, posixpath.basename(source))

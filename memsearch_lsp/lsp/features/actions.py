@@ -11,6 +11,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from memsearch_lsp.config import archive_folder
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.compact.promote import MEMORY_FILE
@@ -289,7 +290,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     if held := unsaved_in(ls, root, plan):  # the server writes the disk: the buffers' next save would undo it
         raise CompactCommandError(f"memsearch.compact: save {', '.join(held)} first (changes not on disk)")
     applied = await apply_on_disk(ls, root, plan, exact=reviewed is not None)  # a reviewed plan, or none
-    archive = root.config.compact.archive_dir
+    archive = archive_folder(root.config)
     left = f"; left {', '.join(applied.left)} (changed meanwhile)" if applied.left else ""
     headline = applied.headline(applied=not applied.empty)
     say(ls, types.MessageType.Info, f"memsearch: {headline} on disk; the originals are in {archive}/{left}")
