@@ -178,15 +178,11 @@ async def test_a_milvus_password_is_never_in_a_reply_a_message_or_the_log(lsp: L
     assert not [text for text in said if "Secr3t" in text]
 
 
-async def test_start_up_options_survive_an_empty_answer_and_another_servers_settings(
-    lsp: LanguageClient, tmp_path: Path
-) -> None:
-    """(review N, 4) lsp-mode answers workspace/configuration for a section it does not hold with `{}`, and eglot
-    pushes its whole configuration (`{"pylsp": ...}`): neither is a memsearch setting, so the start-up options stay;
-    a push of the section itself still replaces them (a removed setting is gone)."""
-    ws = make_workspace(tmp_path)
+async def start_answering(lsp: LanguageClient, ws: Path, answer: dict[str, Any]) -> None:
+    """Start the server for `ws` with `search.snippetChars` 20 as start-up options, the client answering
+    workspace/configuration for `memsearch` with `answer`."""
     Session(lsp, ws, lsp.profile)  # type: ignore[attr-defined]  # (the client's side: registrations answered)
-    lsp._configuration = {"": {"memsearch": {}}}  # type: ignore[attr-defined]  # (what lsp-mode answers)
+    lsp._configuration = {"": {"memsearch": answer}}  # type: ignore[attr-defined]
     await lsp.initialize_session(
         types.InitializeParams(
             capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
@@ -195,6 +191,15 @@ async def test_start_up_options_survive_an_empty_answer_and_another_servers_sett
             initialization_options={**FAST, "search": {"snippetChars": 20}},
         )
     )
+
+
+async def test_start_up_options_survive_an_empty_answer_and_another_servers_settings(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """(review N, 4) lsp-mode answers workspace/configuration for a section it does not hold with `{}`, and eglot
+    pushes its whole configuration (`{"pylsp": ...}`): neither is a memsearch setting, so the start-up options stay;
+    a push of the section itself still replaces them (a removed setting is gone)."""
+    await start_answering(lsp, make_workspace(tmp_path), {})  # (what lsp-mode answers)
 
     async def longest() -> int:
         found = await lsp.protocol.send_request_async("memsearch/search", {"query": "Redis cache", "topK": 5})
@@ -219,17 +224,7 @@ async def test_a_clients_answer_is_complete_a_start_up_option_it_lacks_is_gone(
 ) -> None:
     """(review P, 7) The answer to workspace/configuration was merged over the start-up options: one the user had
     removed since came back."""
-    ws = make_workspace(tmp_path)
-    Session(lsp, ws, lsp.profile)  # type: ignore[attr-defined]
-    lsp._configuration = {"": {"memsearch": {**FAST, "compact": {"olderThanDays": 9}}}}  # type: ignore[attr-defined]
-    await lsp.initialize_session(
-        types.InitializeParams(
-            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
-            root_uri=ws.as_uri(),
-            workspace_folders=[workspace_folder(ws)],
-            initialization_options={**FAST, "search": {"snippetChars": 20}},
-        )
-    )
+    await start_answering(lsp, make_workspace(tmp_path), {**FAST, "compact": {"olderThanDays": 9}})
 
     async def found() -> list[Any]:
         return list(await lsp.protocol.send_request_async("memsearch/search", {"query": "Redis cache"}))
