@@ -211,3 +211,19 @@ def options_from(params: Any) -> dict[str, Any]:
 
 
 _OURS = {key.split(".")[0] for key in [*settings_keys(), *CLIENT_ONLY_SETTINGS]} | {*SECTIONS, "show_notifications"}
+
+
+def command_arguments(command: str, args: Sequence[Any], usage: str, most: int, keys: Sequence[str] = ()) -> Any:
+    """The first argument of `command` (None without one). A client's slip is never ignored (a misspelt `dryRun`
+    applied the plan): more than `most` arguments, or, with `keys`, a first argument that is not an object of those
+    keys, is a ValueError (InvalidParams) saying `usage`."""
+    if len(args) > most:
+        raise ValueError(f"{command} takes {usage} (got {len(args)} arguments)")
+    first = args[0] if args else None
+    if keys and args:
+        if not isinstance(first, dict):  # (null too: never "no options")
+            raise ValueError(f"{command} takes {usage}")
+        unknown = [key for key in first if key not in keys]
+        if unknown:
+            raise ValueError(f"{command}: no option {unknown[0]!r:.40}; it takes {', '.join(keys)}")
+    return first

@@ -25,6 +25,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
+from memsearch_lsp.core.store.folder import StoreError
 from memsearch_lsp.lsp.convert import normalize_uri
 from memsearch_lsp.trust import hide_credentials
 
@@ -264,9 +265,16 @@ class MemsearchProtocol(LanguageServerProtocol):
             self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()), ws.position_encoding)
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
-        if not future.cancelled() and isinstance(future.exception(), ValueError):
+        failure = None if future.cancelled() else future.exception()
+        if isinstance(failure, ValueError):
             self._request_futures.pop(msg_id, None)
-            self._send_response(msg_id, error=JsonRpcInvalidParams(str(future.exception())).to_response_error())
+            self._send_response(msg_id, error=JsonRpcInvalidParams(str(failure)).to_response_error())
+            return
+        if isinstance(failure, StoreError):  # an index that cannot be used, said as it is (no class path, no traceback)
+            self._request_futures.pop(msg_id, None)
+            log.warning("%s", hide_credentials(str(failure)))
+            failed = types.ResponseError(code=types.LSPErrorCodes.RequestFailed, message=str(failure))
+            self._send_response(msg_id, error=failed)
             return
         super()._send_handler_result(future, msg_id=msg_id)
 

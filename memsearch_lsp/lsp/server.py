@@ -374,11 +374,11 @@ class MemsearchServer(ReportingServer):
 
     def settings_of(self, path: Path) -> Config:
         """The settings for a folder: a bad key (in the editor's settings or a file) is left out, every other applies,
-        and each bad one is said once, with its source."""
+        and each bad one is said once, with its source (the editor's settings are every folder's: said once)."""
         errors: list[str] = []
         config = load_config(path, self.overrides, errors=errors, origin="editor settings")
         for error in errors:
-            self.warn(f"settings for {path}: {error}; left out (the rest applies)")
+            self.warn(f"{error}; left out (the rest applies)")
         return config
 
     async def open_roots(self, root_path: bool = True) -> None:

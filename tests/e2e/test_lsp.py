@@ -147,6 +147,14 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
         ([{"force": "no"}], "memsearch.reindex", "force must be true or false"),  # "no" was a forced reindex
         (["0123456789abcdef"], "memsearch.expand", "no chunk with id '0123456789abcdef'"),  # was a bare null
         (["redis", 2, {"scope": "bogus"}], "memsearch.search", "scope"),  # (the scope was not read: all)
+        # more arguments than a command takes, an option it does not know: the plan was applied, a reindex ran
+        ([{}, {"dryRun": True}], "memsearch.compact", "got 2 arguments"),
+        ([{"dry_run": True}], "memsearch.compact", "no option 'dry_run'"),
+        ([{"dryRun": "false"}], "memsearch.compact", "dryRun must be true or false"),
+        ([42, {"force": "yes"}], "memsearch.reindex", "got 2 arguments"),
+        (["x"], "memsearch.reindex", "takes"),
+        ([1, 2], "memsearch.status", "no arguments"),
+        (["redis", None, {}, 7], "memsearch.search", "got 4 arguments"),
     ]:
         with pytest.raises(JsonRpcException, match=pattern):
             await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=wrong))

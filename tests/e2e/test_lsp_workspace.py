@@ -132,7 +132,10 @@ async def test_a_bad_editor_setting_is_left_out_alone_each_said_once_and_a_remov
     (ws / "memory" / "private").mkdir()
     (ws / "memory" / "private" / "salary.md").write_text("# Private\n\n## Salary\n\nMy salary negotiation: a raise.\n")
     (ws / ".memsearch.toml").write_text('[memory]\nexclude = ["memory/private/**"]\n')
-    session = await open_session(lsp, ws, {**FAST, "search": {"snippetChars": 0, "minScore": 0}})
+    other, plain = make_workspace(tmp_path / "other", examples=False), tmp_path / "plain"
+    plain.mkdir()  # (the editor's settings were said once per folder, a folder without memory too)
+    settings = {**FAST, "search": {"snippetChars": 0, "minScore": 0}}
+    session = await open_session(lsp, ws, settings, wait=2, folders=[ws, other, plain])
     assert all("private" not in h["source"] for h in await search(session, "salary negotiation raise"))
     said = [m.message for m in session.client.messages if "snippetChars" in m.message]
     assert len(said) == 1 and "editor settings: search.snippetChars: must be at least 1" in said[0], said

@@ -380,6 +380,31 @@ async def test_what_the_client_got_wrong_is_logged_on_one_line(tmp_path: Path) -
     assert " INFO " not in log and "+1 added" not in log, log  # routine lines reach the client, not stderr
 
 
+async def test_an_index_that_cannot_be_used_is_one_line_request_failed_without_traceback(tmp_path: Path) -> None:
+    """An index place this program may not touch (a link at `.memsearch/milvus.db`) failed every request as an
+    internal error naming the exception's class path, with a traceback on stderr per request."""
+    ws = make_workspace(tmp_path, examples=False)
+    (ws / "memory" / "a.md").write_text("# A\n\nalpha\n")
+    (ws / ".memsearch").mkdir(mode=0o700)
+    (tmp_path / "elsewhere").write_text("mine")
+    (ws / ".memsearch" / "milvus.db").symlink_to(tmp_path / "elsewhere")
+    err = tmp_path / "stderr"
+    with err.open("wb") as sink:
+        server = await Raw.start(ws, stderr=sink)
+        try:
+            await server.initialize(ws)
+            for n in (80, 81):
+                server.send({"id": n, "method": "workspace/symbol", "params": {"query": "alpha"}})
+                reply = await server.reply(n)
+                assert_error(reply, n, -32803)
+                message = reply["error"]["message"]
+                assert "memsearch_lsp." not in message and "cannot open the index" in message, message
+        finally:
+            await server.stop()
+    assert "Traceback" not in err.read_text()
+    assert (tmp_path / "elsewhere").read_text() == "mine"
+
+
 # -- 11. LSP's line model: only CR, LF and CRLF end a line ----------------------------------------------
 async def test_hover_and_edits_count_lines_like_the_client(shared: Raw, tmp_path: Path) -> None:
     head = "# Alpha\n\none\u2028two\fthree\x0bfour\x85five\n\n"

@@ -94,6 +94,23 @@ def test_a_broken_index_is_moved_aside_and_rebuilt(workspace: Path, make_memory,
     ]
 
 
+def test_a_file_in_place_of_the_index_folder_is_moved_aside_and_rebuilt(workspace: Path, make_memory) -> None:
+    """A file at `.memsearch/milvus.db` (our own place; garbage from a copy or a tool) made every request fail with
+    "it is not a folder (left as it is)" until it was removed by hand; a file the user put elsewhere is still left."""
+    memory = make_memory(workspace)
+    memory.index()
+    memory.close()
+    db = workspace / ".memsearch/milvus.db"
+    shutil.rmtree(db)
+    db.write_bytes(b"\x00garbage" * 50)
+    again = make_memory(workspace)
+    assert again.index().chunks_total > 30
+    assert again.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
+    aside = [p for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+    assert [p.read_bytes()[:8] for p in aside] == [b"\x00garbage"[:8]]  # kept, for inspection
+    again.close()
+
+
 def test_an_engine_file_gone_is_damage_moved_aside_and_reset_deletes_an_index_that_cannot_open(
     workspace: Path, make_memory, monkeypatch
 ) -> None:

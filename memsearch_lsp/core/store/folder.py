@@ -110,7 +110,9 @@ def claim(folder: Path) -> tuple[int, bool]:
     empty: a new index, ours to sign). StoreError when it is no folder or holds files that are not an index,
     IndexBusy when another process holds it."""
     if os.path.lexists(folder) and not folder.is_dir():
-        raise StoreError(f"cannot open the index at {folder}: it is not a folder (left as it is)")
+        if not ours(folder):  # (a file at the default place, inside our own `.memsearch`, is ours to move aside)
+            raise StoreError(f"cannot open the index at {folder}: it is not a folder (left as it is)")
+        move_aside(folder, "it is not a folder")
     fresh = not folder.exists() or all(f.name in (ENGINE_LOCK, LOCK, MARKER) for f in folder.iterdir())
     if not fresh and not (ours(folder) or (folder / "collections").is_dir()):
         raise StoreError(

@@ -18,6 +18,7 @@ from memsearch_lsp.core.compact.promote import MEMORY_FILE
 from memsearch_lsp.core.compact.types import plural
 from memsearch_lsp.core.files import PathError, unsaved
 from memsearch_lsp.core.index import IndexStats
+from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.edits import plan_edit, previews
 from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
 from memsearch_lsp.trust import hide_credentials
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 COMPACT_KIND = "source.compact"  # a custom kind: lsprotocol's CodeActionKind enum cannot hold it
 COMMAND = "memsearch.compact"
+OPTIONS = ("olderThanDays", "files", "dryRun", "root", "planId")  # its one argument's keys (docs/protocol.md)
 REINDEX = "memsearch.reindex"
 MAX_DAYS = 365_000  # as the CLI's --older-than: further back would leave the calendar (before the year 1)
 
@@ -253,9 +255,11 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
 
     `planId` (from a dry run the user reviewed) makes the server refuse a plan that is no longer the same.
     """
-    if args and not isinstance(args[0], dict):  # ("dryRun", null, true: never taken for "apply with the defaults")
-        raise CompactCommandError('memsearch.compact takes no argument or one object of options, e.g. {"dryRun": true}')
-    options = args[0] if args else {}
+    # ("dryRun", null, true; {"dry_run": true}; a second object: never taken for "apply with the defaults")
+    usage = 'no argument or one object of options, e.g. [{"dryRun": true}]'
+    options = convert.command_arguments(COMMAND, args, usage, 1, OPTIONS) or {}
+    if not isinstance(options.get("dryRun", False), bool):
+        raise CompactCommandError(f"memsearch.compact: dryRun must be true or false, got {options['dryRun']!r:.40}")
     days = older_than_days(options.get("olderThanDays"))
     root, files = _files(ls, options.get("files"))
     if options.get("root"):

@@ -22,6 +22,7 @@ def register(server: MemsearchServer) -> None:
     async def search(ls: MemsearchServer, *args: Any) -> list[dict[str, Any]]:
         if not args or not isinstance(args[0], str):
             raise CommandError("memsearch.search needs a query string")
+        convert.command_arguments("memsearch.search", args, "[query, topK?, filters?]", 3)
         top_k = top_k_of(args[1]) if len(args) > 1 else None
         limit = top_k or max((r.config.search.top_k for r in ls.roots.values()), default=3)
         # a third argument: {"since", "until", "source", "archived", "scope"} (as memsearch/search takes them)
@@ -38,6 +39,7 @@ def register(server: MemsearchServer) -> None:
     async def expand(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         if not args or not isinstance(args[0], str):
             raise CommandError("memsearch.expand needs a chunk id")
+        convert.command_arguments("memsearch.expand", args, "[chunkId]", 1)
         found = await find_chunk(ls, args[0].strip().lower())
         if found is None:
             raise CommandError(
@@ -56,7 +58,8 @@ def register(server: MemsearchServer) -> None:
 
     @server.command("memsearch.reindex")
     async def reindex(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
-        force = param(args[0], "force", default=False) if args and isinstance(args[0], dict) else False
+        options = convert.command_arguments("memsearch.reindex", args, '[] or [{"force": true}]', 1, ("force",))
+        force = param(options, "force", default=False)
         if not isinstance(force, bool):
             raise CommandError(f"memsearch.reindex: force must be true or false (got {force!r:.40})")
         total = IndexStats()
@@ -81,7 +84,8 @@ def register(server: MemsearchServer) -> None:
     async def today(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         """Today's log of the first root, or of the one holding `{"root": path or URI}` (or that path or URI alone:
         the editor's folder)."""
-        where = param(args[0], "root", default="") if args and isinstance(args[0], dict) else args[0] if args else ""
+        first = convert.command_arguments("memsearch.today", args, '[], [{"root": path or URI}] or [path or URI]', 1)
+        where = param(first, "root", default="") if isinstance(first, dict) else first or ""
         if not isinstance(where, str):
             raise ValueError("root must be a path or a file: URI")
         root = ls.root_holding(where) if where else next(iter(ls.roots.values()), None)
@@ -92,6 +96,7 @@ def register(server: MemsearchServer) -> None:
 
     @server.command("memsearch.status")
     async def status(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
+        convert.command_arguments("memsearch.status", args, "no arguments", 0)
         roots = []
         for root in list(ls.roots.values()):
             try:
