@@ -234,7 +234,7 @@ class Memory(MemoryFiles):
         settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
         manifest = self.indexer.manifest()
         only = where.allowed(manifest) if where else None
-        if only is not None and where and where.narrowed(sum(manifest[s].chunks for s in only)):
+        if where and only is not None and where.narrowed(sum(manifest[s].chunks for s in only), overrides):
             settings = replace(settings, min_score=0.0)  # the filter narrowed it: the floor would only empty it
         return self.mine(
             hybrid_search(

@@ -232,6 +232,8 @@ def test_a_date_filter_that_leaves_a_few_notes_is_never_emptied_by_the_floor(tmp
     hits = memory.search("what did we decide last week", since="7d", top_k=5)
     assert {h.source for h in hits} == {"memory/2026-12-02.md", "memory/2026-12-03.md"}
     assert all(h.heading != h.date for h in hits)  # never the empty `# 2026-12-03` title chunks
+    # a floor the search asks for itself (`--min-score`) is kept: it was dropped with the configured one
+    assert memory.search("what did we decide last week", since="7d", top_k=5, min_score=0.99) == []
 
 
 def test_a_fresh_workspace_answers_no_template_text(tmp_path: Path, make_memory) -> None:

@@ -12,7 +12,7 @@ import datetime as dt
 import os
 import posixpath
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -132,9 +132,10 @@ class SearchFilter:
         return {s for s in sources if self.allows(s)}
 
     @staticmethod
-    def narrowed(chunks: int) -> bool:
-        """True when the filter left so few chunks (FEW_CHUNKS) that the relevance floor would only empty the answer."""
-        return chunks <= FEW_CHUNKS
+    def narrowed(chunks: int, asked: Mapping[str, Any]) -> bool:
+        """True when the filter left so few chunks (FEW_CHUNKS) that the relevance floor would only empty the answer,
+        and the search did not ask for a floor of its own (`asked`: its overrides; `--min-score` is kept)."""
+        return chunks <= FEW_CHUNKS and "min_score" not in asked
 
     def to_dict(self) -> dict[str, Any]:
         return {
