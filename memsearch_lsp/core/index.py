@@ -168,10 +168,13 @@ class Indexer:
         """Drop the cached manifest (after a reset or a store swap)."""
         self._manifest = None
 
-    def chunk(self, source: str, text: str) -> list[Chunk]:
+    def chunk(self, source: str, text: str, stats: IndexStats | None = None) -> list[Chunk]:
+        """`source`'s chunks as indexed: the first MAX_FILE_CHUNKS (a file of 20,000 one-line sections took two
+        minutes to embed); when more are left out, a pass says so in `stats.warnings` (`index --json` too)."""
         chunks = chunk_markdown(text, source, model=self.model, max_chars=MAX_CHARS)
-        if len(chunks) > MAX_FILE_CHUNKS:  # (a file of 20,000 one-line sections took two minutes to embed)
-            log.warning("%s: %d sections; the first %d are indexed", source, len(chunks), MAX_FILE_CHUNKS)
+        if len(chunks) > MAX_FILE_CHUNKS and stats is not None:
+            cut = f"{len(chunks)} sections; the first {MAX_FILE_CHUNKS} are indexed"
+            stats.warnings.append(Skipped(source, cut))
         return chunks[:MAX_FILE_CHUNKS]
 
     # -- public operations -----------------------------------------------------------------
@@ -274,6 +277,8 @@ class Indexer:
                 else:
                     stats.files_modified = 1
                 self._write({source: text}, stats, None)
+                for note in stats.warnings:  # (a pass says its own once)
+                    log.warning("%s: %s", note.source, note.reason)
                 if overlay:  # rows of a buffer, not of the file: the next pass without the buffer reads the disk
                     self.store.note_file(source, 0, 0)
                 self.store.flush()
@@ -340,7 +345,7 @@ class Indexer:
     def _write(self, texts: dict[str, str], stats: IndexStats, progress: Progress | None) -> None:
         """Chunk, embed what is new, upsert, then delete the rows the new chunks replace; `progress` hears how many
         of the chunks are done about every REPORT_S seconds while the embedder works, and once at the end."""
-        chunked = [(source, text, self.chunk(source, text)) for source, text in texts.items()]
+        chunked = [(source, text, self.chunk(source, text, stats)) for source, text in texts.items()]
         report = ChunkProgress(progress, sum(len(cs) for _, _, cs in chunked))
         report.start()
         pending: list[tuple[str, str, list[Chunk]]] = []

@@ -293,6 +293,10 @@ def test_a_file_of_thousands_of_sections_is_indexed_up_to_the_cap(tmp_path: Path
     with caplog.at_level(logging.WARNING):
         stats = make_memory(tmp_path).index()
     assert stats.chunks_total == MAX_FILE_CHUNKS and f"the first {MAX_FILE_CHUNKS} are indexed" in caplog.text
+    # and in the pass's warnings, which `index --json` and memsearch.reindex report (they were [])
+    cut = f"{MAX_FILE_CHUNKS + 50} sections; the first {MAX_FILE_CHUNKS} are indexed"
+    assert [(w.source, w.reason) for w in stats.warnings] == [("memory/headings.md", cut)]
+    assert caplog.text.count(cut) == 1
 
 
 def test_a_word_written_as_one_or_part_of_an_identifier_finds_its_note(tmp_path: Path, make_memory) -> None:
