@@ -283,7 +283,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.notes import check_note, clean_note, summarized
+    from memsearch_lsp.core.notes import check_note, clean_heading, clean_note, summarized
     from memsearch_lsp.core.process.door import once_more
 
     if args.text in ([], ["-"]):
@@ -298,9 +298,9 @@ def cmd_remember(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     opened = (lambda: _user_memory(create=True)) if args.user else (lambda: _memory(args))
     with opened() as memory:  # type: ignore[union-attr]
-        if args.summarize:
-            body = summarized(memory.config, memory.root, body)
-        heading = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING") or None
+        body = summarized(memory.config, memory.root, body) if args.summarize else body
+        named = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING")
+        heading = clean_heading(named, text) or None  # (with the note as given: a summary may not name its secrets)
         when = memory.clock()  # (asked again, the same note of the same day: the one written, if it was)
         note = once_more(memory, opened, lambda m: m.remember(body, heading, now=when, long_term=args.long_term))
     note = replace(note, scope="user") if args.user else note

@@ -355,7 +355,7 @@ class Memory(MemoryFiles):
         """
         body = clean_note(text)
         when = now or self.clock()
-        title = clean_heading(heading) or ("Notes" if long_term else when.strftime("%H:%M"))
+        title = clean_heading(heading, text) or ("Notes" if long_term else when.strftime("%H:%M"))
         with self._appending:
             found = self._already(body, when.date(), long_term)
             if found is not None:  # the same note again: the one there is the answer

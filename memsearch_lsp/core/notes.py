@@ -115,11 +115,12 @@ def summarized(config: Config, root: Path, text: str) -> str:
         return text
 
 
-def clean_heading(heading: str | None) -> str:
-    """A heading on one line: control characters and runs of white space collapsed, `#` runs at the ends
-    dropped, at most MAX_HEADING_CHARS characters."""
-    text = " ".join(safe_text(clean_text(heading or "")).split()).strip("# ").strip()
-    return text[:MAX_HEADING_CHARS].rstrip()
+def clean_heading(heading: str | None, note: str = "") -> str:
+    """A heading on one line: control characters and white space runs collapsed, `#` runs at the ends dropped, at
+    most MAX_HEADING_CHARS characters; secrets redacted with its `note`'s (a password the note names, here too)."""
+    line = " ".join(clean_text(heading or "").split())
+    text = (safe_text(f"{line}\n{note}").split("\n", 1)[0] if note else safe_text(line)) if line else ""
+    return text.strip("# ").strip()[:MAX_HEADING_CHARS].rstrip()
 
 
 def open_fence(text: str) -> str:

@@ -683,6 +683,29 @@ def test_a_secret_redacted_in_the_prompt_is_redacted_where_the_answer_repeats_it
     assert "Tr0ub4dor" not in text and "3xK" not in text and "Quote the URL in .env.staging" in text
 
 
+def test_a_secret_the_trim_left_out_or_the_heading_repeats_is_redacted(workspace: Path, tmp_path: Path) -> None:
+    """The hook kept the first 1,500 characters of a long prompt, so the CLI never saw `DB_PASSWORD=...` and the
+    answer's "now holds Kw4nBv8TqPz1" was written; a heading that repeats the password was written as it was."""
+    prose = "We are moving the service configuration to the new secret store this week. " * 28  # past 1,500
+    done = capture(
+        workspace,
+        tmp_path,
+        prose + "The env line was DB_PASSWORD=Kw4nBv8TqPz1",
+        "Migrated the config; the new secret store now holds Kw4nBv8TqPz1 under db/main.",
+    )
+    assert done.returncode == 0, done.stderr
+    done = capture(
+        workspace,
+        tmp_path,
+        "Rotate Kx9vQ2mZ7pLw3 now because it leaked. The env line was DB_PASSWORD=Kx9vQ2mZ7pLw3",
+        "Rotated the database password in Vault and restarted the 3 api pods.",
+    )
+    assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "Kw4nBv8TqPz1" not in text and "Kx9vQ2mZ7pLw3" not in text and "private" not in text, text
+    assert "under db/main" in text and "## 09:41 Rotate [redacted: secret] now because it leaked" in text, text
+
+
 def agentic_transcript(folder: Path, prompt: str, narration: list[str], conclusion: str) -> Path:
     """A turn as Claude Code writes it: a text block before each tool call (its result in a user entry), then the
     answer."""

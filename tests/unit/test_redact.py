@@ -181,6 +181,18 @@ def test_private_spans_are_removed_whole_and_an_open_one_runs_to_the_end() -> No
     assert safe_text(f"<private>{SECRETS['aws-key']}</private>keep {SECRETS['aws-key']}") == "keep [redacted: aws-key]"
 
 
+def test_a_secret_a_private_span_or_the_note_names_is_redacted_where_it_is_said_again() -> None:
+    """`<private>DB_PASSWORD=X</private> rotate X` kept X (the span went before secrets were looked for); a heading
+    that repeats the password its note names kept it (the heading was redacted alone)."""
+    assert safe_text("<private>DB_PASSWORD=Kx9vQ2mZ7pLw3</private> rotate Kx9vQ2mZ7pLw3 today") == (
+        " rotate [redacted: secret] today"
+    )
+    note = "Rotate it now. The env line was DB_PASSWORD=Kx9vQ2mZ7pLw3"
+    assert clean_heading("Rotate Kx9vQ2mZ7pLw3 now", note) == "Rotate [redacted: secret] now"
+    assert clean_heading("Rotate Kx9vQ2mZ7pLw3 now") == "Rotate Kx9vQ2mZ7pLw3 now"  # (alone nothing says it is one)
+    assert clean_heading("## Deploy <private>for Ana</private> notes ##", "x") == "Deploy  notes"
+
+
 def test_remember_cleans_the_note_and_its_heading_and_refuses_an_all_private_note() -> None:
     body = clean_note(f"deploy with {SECRETS['github-token']} <private>home address</private>done")
     assert body == "deploy with [redacted: github-token] done"

@@ -103,6 +103,7 @@ SOURCE_LINE = 80  # room for the `<!-- source:lines id=... -->` line SessionStar
 CURATED_SHARE = 0.5  # a MEMORY.md or summary hit scoring at least this share of the best hit goes first
 REPEAT_OVERLAP = 0.5  # a daily-log hit sharing this much of its words with a curated hit shown repeats it
 WORD = re.compile(r"\w+")
+WHOLE_TURN_BYTES = 60000  # a note and the turn that travels beside it, for redaction alone (`left_out`): < 64 KiB
 PRIVATE_TAG = re.compile(r"<\s*(?:(/)\s*)?private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 # a span to its first close, one left open to the end (what an unbalanced text hides; group 1: what it says)
 PRIVATE_SPAN = re.compile(r"<\s*private\b[^<>/]*>(.*?)(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -867,6 +868,14 @@ def without_hidden(hidden: list[str], message: str) -> str:
     return without_private_phrases(hidden, message)  # ... or in its words: a name, a diagnosis
 
 
+def left_out(prompt: str, answer: str, room: int) -> str:
+    """The whole turn as a `<private>` span after the note: never written, but the CLI's redaction reads it, so a
+    secret the trim left out (`DB_PASSWORD=X` at the end of a long prompt) is redacted where the note says it again
+    ("the store now holds X"); at most `room` bytes of it (a note is at most 64 KiB)."""
+    turn = PRIVATE_TAG.sub("", f"{prompt}\n\n{answer}").encode("utf-8")[: max(0, room)]
+    return f"\n\n<private>{turn.decode('utf-8', 'ignore')}</private>" if turn else ""
+
+
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
     prompt, said, hidden = "", [], []
@@ -883,6 +892,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
         return None
     limit = setting("TURN_CHARS", 1500)
     note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {outcome(said, limit)}"
+    note += left_out(prompt, answer, WHOLE_TURN_BYTES - len(note.encode("utf-8")))
     heading = f"{now():%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
     while True:  # an owner that stalls a moment (a long embed) is asked again while this capture has time
         try:

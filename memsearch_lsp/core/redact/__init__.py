@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memsearch_lsp.core.redact.providers import PROVIDER_RULES
@@ -305,16 +306,17 @@ class Redaction:
 _INVISIBLE = re.compile("[\u200b\u2060\ufeff\u00ad]")  # zero-width space, word joiner, BOM, soft hyphen
 
 
-def find_secrets(text: str) -> list[Redaction]:
+def find_secrets(text: str, known: Mapping[str, str] | None = None) -> list[Redaction]:
     """The secrets in `text`, in order, none overlapping (the first rule that claims a span wins); a character that
-    shows nothing inside one (a zero-width space splitting a key in two) is read as not there, and goes with it."""
+    shows nothing inside one (a zero-width space splitting a key in two) is read as not there, and goes with it.
+    `known`: values found as secrets elsewhere (`secret_values`), looked for as repeats too."""
     if _INVISIBLE.search(text) is None:
-        return _find(text)
+        return _find(text, known)
     shown = [n for n, c in enumerate(text) if not _INVISIBLE.match(c)]
-    return [Redaction(r.kind, shown[r.start], shown[r.end - 1] + 1) for r in _find(_INVISIBLE.sub("", text))]
+    return [Redaction(r.kind, shown[r.start], shown[r.end - 1] + 1) for r in _find(_INVISIBLE.sub("", text), known)]
 
 
-def _find(text: str) -> list[Redaction]:
+def _find(text: str, known: Mapping[str, str] | None = None) -> list[Redaction]:
     found: list[Redaction] = []  # (in order, none overlapping: the one before where a span would go is all to check)
     starts: list[int] = []
     for rule in RULES:
@@ -331,15 +333,12 @@ def _find(text: str) -> list[Redaction]:
                 found.insert(n, Redaction(rule.kind, start, end))
                 starts.insert(n, start)
             at = max(match.end(), match.start() + 1)
-    return sorted(found + _repeated(text, found), key=lambda r: r.start)
+    return sorted(found + _repeated(text, found, known), key=lambda r: r.start)
 
 
-def _repeated(text: str, found: list[Redaction]) -> list[Redaction]:
-    """Where the text says a secret found in it again, in a form no rule knows ("The password Tr0ub4dor&3xK has an
-    &" after `postgres://app:Tr0ub4dor&3xK@db`; an answer repeating a prompt's key): each value of 6 characters or
-    more that looks made (`_random`: not `DB_PASSWORD=postgres`, whose every "postgres" would go), and each run of
-    letters and digits of it of 6 or more that holds both (`Tr0ub4dor`), as a whole word; the REPEATED longest, in
-    one pass over the text."""
+def secret_values(text: str, found: Sequence[Redaction]) -> dict[str, str]:
+    """What `_repeated` looks for again, by kind: each value found of 6 characters or more that looks made, and each
+    run of letters and digits of it of 6 or more that holds both."""
     values: dict[str, str] = {}
     for r in found:
         value = text[r.start : r.end]
@@ -348,6 +347,16 @@ def _repeated(text: str, found: list[Redaction]) -> list[Redaction]:
         for piece in re.findall(r"[A-Za-z0-9]{6,}", value):
             if mixed(piece):
                 values.setdefault(piece, r.kind)
+    return values
+
+
+def _repeated(text: str, found: list[Redaction], known: Mapping[str, str] | None = None) -> list[Redaction]:
+    """Where the text says a secret found in it again, in a form no rule knows ("The password Tr0ub4dor&3xK has an
+    &" after `postgres://app:Tr0ub4dor&3xK@db`; an answer repeating a prompt's key): each value of 6 characters or
+    more that looks made (`_random`: not `DB_PASSWORD=postgres`, whose every "postgres" would go), and each run of
+    letters and digits of it of 6 or more that holds both (`Tr0ub4dor`), as a whole word; the REPEATED longest, in
+    one pass over the text."""
+    values = {**(known or {}), **secret_values(text, found)}
     if not values:
         return []
     longest = sorted(values, key=len, reverse=True)[:REPEATED]  # (a longer value first where two start alike)
@@ -362,10 +371,10 @@ def _repeated(text: str, found: list[Redaction]) -> list[Redaction]:
     return more
 
 
-def redact(text: str) -> str:
-    """`text` with every secret replaced by `[redacted: <kind>]`."""
+def redact(text: str, known: Mapping[str, str] | None = None) -> str:
+    """`text` with every secret replaced by `[redacted: <kind>]` (and each of the `known` values it repeats)."""
     out, last = [], 0
-    for found in find_secrets(text):
+    for found in find_secrets(text, known):
         out += [text[last : found.start], MARKER.format(kind=found.kind)]
         last = found.end
     return "".join(out) + text[last:] if out else text
@@ -391,5 +400,7 @@ def without_private(text: str) -> str:
 
 
 def safe_text(text: str) -> str:
-    """What may be written: `text` without private spans, its secrets redacted."""
-    return redact(without_private(text))
+    """What may be written: `text` without private spans, its secrets redacted, and so is a secret found inside a
+    private span where the rest says it again (`<private>DB_PASSWORD=X</private> rotate X`)."""
+    shown = without_private(text)
+    return redact(shown, secret_values(text, find_secrets(text)) if shown != text else None)
