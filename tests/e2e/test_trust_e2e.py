@@ -6,6 +6,7 @@ without memory, and a stuck owner that never holds it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -208,25 +210,38 @@ def test_a_folder_without_memory_is_told_once_how_to_start_one(tmp_path: Path) -
     assert hook("user-prompt-submit", {"cwd": str(folder), "prompt": "what did we decide?"})[1] == ""
 
 
-def test_a_stuck_owner_never_holds_the_prompt_hook(tmp_path: Path) -> None:
-    ws = init(tmp_path / "ws")
-    (ws / ".memsearch").mkdir(mode=0o700, exist_ok=True)
-    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # accepts connections, never answers
-    stuck.bind(str(ws / ".memsearch" / "server.sock"))
+@contextlib.contextmanager
+def stuck_owner(root: Path) -> Iterator[None]:
+    """A socket where `root`'s index owner listens that accepts connections and never answers (a stopped owner)."""
+    from memsearch_lsp.core.process.owner import socket_path_for
+
+    (root / ".memsearch").mkdir(mode=0o700, exist_ok=True)
+    path = socket_path_for(root)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stuck.bind(str(path))
     stuck.listen(8)
-    os.chmod(ws / ".memsearch" / "server.sock", 0o600)  # private, as an owner's socket is (else never trusted)
-    record = ws / ".memsearch" / "server.json"
-    record.write_text(json.dumps({"pid": os.getpid(), "socket": str(ws / ".memsearch" / "server.sock")}))
+    os.chmod(path, 0o600)  # private, as an owner's socket is (else never trusted)
+    record = root / ".memsearch" / "server.json"
+    record.write_text(json.dumps({"pid": os.getpid(), "socket": str(path)}))
     record.chmod(0o600)
     try:
-        event = {"cwd": str(ws), "prompt": "what did we decide about retries?"}
-        seconds, out, err = hook("user-prompt-submit", event, MEMSEARCH_HOOK_TIMEOUT="2")
-        assert seconds < 8 and "did not answer" in err
-        assert "skipped" in json.loads(out)["hookSpecificOutput"]["additionalContext"]  # said once
-        seconds, out, _ = hook("user-prompt-submit", event, MEMSEARCH_HOOK_TIMEOUT="2")
-        assert seconds < 8 and out == ""
+        yield
     finally:
         stuck.close()
+        path.unlink()
+        record.unlink()
+
+
+def test_a_stuck_owner_costs_a_prompt_seconds_not_the_hooks_whole_time(tmp_path: Path) -> None:
+    """With the hook's own time (10 s), a stopped owner held every prompt 10 s."""
+    ws = init(tmp_path / "ws")
+    event = {"cwd": str(ws), "prompt": "what did we decide about retries?"}
+    with stuck_owner(ws):
+        seconds, out, err = hook("user-prompt-submit", event)
+        assert seconds < 6 and "did not answer" in err
+        assert "skipped" in json.loads(out)["hookSpecificOutput"]["additionalContext"]  # said once
+        seconds, out, _ = hook("user-prompt-submit", event)
+        assert seconds < 6 and out == ""
 
 
 async def test_the_language_server_searches_the_user_memory_too_and_names_timed_notes(tmp_path: Path) -> None:
@@ -276,10 +291,18 @@ def test_prompt_recall_through_the_warm_owners_includes_the_user_memory(tmp_path
         _, out, err = hook("user-prompt-submit", event, MEMSEARCH_HOOK_WARM_IDLE="60")
         context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
         assert "user:memory/2026-12-05.md" in context and "imperative mood" in context, err
+        # a stopped owner of the user memory costs a prompt a moment, never the workspace's recall (its call used
+        # the hook's whole time: no hits at all, 10 s)
+        os.kill(int(json.loads(records[1].read_text())["pid"]), signal.SIGSTOP)
+        event = {"cwd": str(ws), "prompt": "which event bus did we choose?"}
+        seconds, out, err = hook("user-prompt-submit", event, MEMSEARCH_HOOK_WARM_IDLE="60")
+        assert seconds < 8 and "the user memory did not answer" in err, err
+        assert "Kafka is our event bus" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     finally:
         for record in records:
             try:
-                os.kill(int(json.loads(record.read_text())["pid"]), signal.SIGTERM)
+                os.kill(pid := int(json.loads(record.read_text())["pid"]), signal.SIGCONT)
+                os.kill(pid, signal.SIGTERM)
             except (OSError, ValueError, KeyError):
                 pass
 

@@ -155,6 +155,7 @@ def without_private(text: str) -> str:
 TIME_HEADING = re.compile(r"^\d{1,2}:\d{2}(?:\s+\(\d+\))?$")
 TURNS_KEPT_S = 3 * 86400  # how long the record of a captured turn is kept (one note per turn)
 DEADLINE = [0.0]  # when this hook's calls must have ended (time.monotonic); set by main
+PING_S = 2.0  # how long an index owner may take to say it is there (a stopped one never does)
 
 
 class HookError(Exception):
@@ -309,9 +310,11 @@ def owner_socket(event: dict[str, Any], where: Path | None = None) -> str | None
 
 def owner_call(sock: str, op: str, **params: Any) -> Any:
     """One request to the index owner (JSON-RPC 2.0, one message a line: memsearch_lsp/core/process/protocol.py);
-    OSError or ValueError when it fails, or when the process answering is not of this user."""
+    OSError or ValueError when it fails, or when the process answering is not of this user; Stuck when it does not
+    answer within the hook's time (a `ping` within PING_S: a stopped owner costs a prompt that, not the hook's
+    whole time, and the user memory's does not take the workspace's recall with it)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(left())
+        conn.settimeout(min(left(), PING_S) if op == "ping" else left())
         try:
             conn.connect(sock)
             if hasattr(socket, "SO_PEERCRED"):
@@ -324,7 +327,8 @@ def owner_call(sock: str, op: str, **params: Any) -> Any:
                 while reply.get("method") == "$/progress":  # notifications before the reply
                     reply = json.loads(reader.readline() or b"{}")
         except socket.timeout as exc:  # noqa: UP041 (TimeoutError only from Python 3.10; this runs on 3.8)
-            raise Stuck(f"the index owner did not answer `{op}` within {setting('TIMEOUT', 10)} s") from exc
+            within = f"{PING_S:g}" if op == "ping" else str(setting("TIMEOUT", 10))
+            raise Stuck(f"the index owner did not answer `{op}` within {within} s") from exc
     if "result" not in reply:
         raise ValueError((reply.get("error") or {}).get("message") or "the index owner did not answer")
     return reply["result"]
@@ -336,6 +340,7 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
     sock = owner_socket(event)
     if sock is not None:
         try:
+            owner_call(sock, "ping")
             owner_call(sock, "index")
             hits: list[dict[str, Any]] = owner_call(sock, "search", query=query, top_k=top_k)
             return merge(hits, user_hits(event, query, top_k), top_k)
@@ -364,6 +369,7 @@ def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, A
             warm(event)
             said = cli(event, "search", "--scope", "user", "-k", str(top_k), "--json", "-", stdin=query)
             return [dict(h, scope="user") for h in json.loads(said)["hits"]]
+        owner_call(sock, "ping")
         owner_call(sock, "index")
         return [dict(h, scope="user") for h in owner_call(sock, "search", query=query, top_k=top_k)]
     except (OSError, ValueError, HookError) as exc:
