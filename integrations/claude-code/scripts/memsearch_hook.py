@@ -461,10 +461,18 @@ def stuck_once(event: dict[str, Any], event_name: str, why: Exception) -> dict[s
     return context(event_name, f"memsearch: memory recall skipped for now: {why}.", 400)
 
 
+SESSION_INTRO = (
+    "Long-term memory of this project (memsearch): MEMORY.md, the latest summary and the last days' notes "
+    "(newest first). Search for more with `memsearch-lsp search QUERY` (or the memory_search MCP tool) and show "
+    "a whole section with `memsearch-lsp expand ID`.\n\n"
+)
+
+
 def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
-    budget = setting("SESSION_CHARS", 4000)
+    budget = setting("SESSION_CHARS", 4000)  # the whole context, its intro too
+    room = max(1, budget - len(SESSION_INTRO))  # for the notes and their source lines
     try:
-        chars = str(max(1, budget - SOURCE_LINE))  # (the first note, cut to that, fits with its source line)
+        chars = str(max(1, room - SOURCE_LINE))  # (the first note, cut to that, fits with its source line)
         notes = json.loads(
             cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", chars, "--json")
         )["notes"]
@@ -482,18 +490,13 @@ def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
     if not notes:
         return None
     parts = [f"<!-- {n['source']}:{n['start_line']}-{n['end_line']} id={n['id']} -->\n{n['content']}" for n in notes]
-    intro = (
-        "Long-term memory of this project (memsearch): MEMORY.md, the latest summary and the last days' notes "
-        "(newest first). Search for more with `memsearch-lsp search QUERY` (or the memory_search MCP tool) and show "
-        "a whole section with `memsearch-lsp expand ID`.\n\n"
-    )
-    text = intro + parts[0]  # whole notes that fit with their source lines (the CLI's budget counts content alone)
+    text = parts[0]  # whole notes that fit with their source lines (the CLI's budget counts content alone)
     for note, part in zip(notes[1:], parts[1:]):
-        if len(text) + 2 + len(part) <= budget + len(intro):
+        if len(text) + 2 + len(part) <= room:
             text += "\n\n" + part
         elif note.get("kind") == "daily":
             break  # (newest first: no older note is given while a newer one is left out)
-    return context("SessionStart", at_a_line(text, budget + len(intro)), budget + len(intro))
+    return context("SessionStart", SESSION_INTRO + at_a_line(text, room), budget)
 
 
 def at_a_line(text: str, limit: int) -> str:
