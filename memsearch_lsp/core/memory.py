@@ -21,6 +21,7 @@ from memsearch_lsp.core.embedding import Embedder, probed_dim, reads_what
 from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, glob_match, private_folder, read_text, unsaved
 from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
+from memsearch_lsp.core.kept_ids import forget_ids, keep_id, prune_ids, remembered_row
 from memsearch_lsp.core.notes import (
     LONG_TERM,
     MAX_DAY_FILES,
@@ -29,10 +30,6 @@ from memsearch_lsp.core.notes import (
     append_to_day,
     clean_heading,
     clean_note,
-    forget_ids,
-    keep_id,
-    kept_note,
-    prune_ids,
     read_note_file,
     same_note,
 )
@@ -267,8 +264,7 @@ class Memory(MemoryFiles):
                 shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
                 raise AmbiguousId(f"the id prefix {key!r} matches {len(found)} chunks ({shown}): give more of the id")
             row = self.store.get(found[0]) if found else None
-        if row is None and (kept := kept_note(self.index_dir, key)) is not None:  # a note remember answered for
-            row = next((r for r in self.store.rows(sorted(self.store.ids_of(kept[0]))) if kept[1] in r.content), None)
+        row = remembered_row(self.store, self.index_dir, key, row)  # a note remember answered for: all of it
         if row is None:
             return None
         if len(row.content.encode("utf-8")) > MAX_CONTENT_BYTES - 4:  # stored cut short: the whole from the file

@@ -8,9 +8,7 @@ of its own is never appended (`core.memory.Memory.remember` then takes the day's
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import json
 import logging
 import os
 import re
@@ -21,7 +19,7 @@ from pathlib import Path
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline, valid_unicode
-from memsearch_lsp.core.files import folder_fd, not_all_indexed, read_file, read_text, write_file, writing
+from memsearch_lsp.core.files import not_all_indexed, read_text, writing
 from memsearch_lsp.core.filewrite import no_room, replace_file, write_all
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.redact import safe_text
@@ -381,70 +379,3 @@ def same_note(text: str, body: str, long_term: bool = False) -> tuple[int, int] 
                 if line.strip() in (wanted, f"- {wanted}", f"* {wanted}"):
                     return end_row + 2 + n, end_row + 2 + n
     return None
-
-
-# -- the ids remember returned -------------------------------------------------------------------------------
-KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the note's first line)
-MAX_KEPT_IDS = 500
-
-
-def _kept(fd: int) -> dict[str, list[str]]:
-    """The ids kept in the index folder `fd` ({} when there are none or their file is damaged: a cache)."""
-    try:
-        kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(kept, dict):
-        return {}
-    return {
-        str(k): v for k, v in kept.items() if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
-    }
-
-
-def _update_kept(folder: Path, change: Callable[[dict[str, list[str]]], dict[str, list[str]]]) -> None:
-    with contextlib.suppress(OSError, ValueError), folder_fd(folder) as fd:
-        kept = _kept(fd)
-        changed = dict(list(change(dict(kept)).items())[-MAX_KEPT_IDS:])
-        if changed != kept:
-            write_file(fd, KEPT_IDS, json.dumps(changed).encode())
-
-
-def keep_id(folder: Path, chunk_id: str, source: str, body: str) -> None:
-    """Remember that `remember` answered `chunk_id` for the note `body` of `source`: the id of a note whose section
-    changes later (a second fact joins its MEMORY.md section) still finds it (`kept_note`)."""
-    line = next((s.strip() for s in body.splitlines() if s.strip()), "")[:200]
-    _update_kept(folder, lambda kept: {**{k: v for k, v in kept.items() if k != chunk_id}, chunk_id: [source, line]})
-
-
-def forget_ids(folder: Path, source: str, removed: str) -> None:
-    """A note removed from `source` (`removed`: its text) is no longer found by the ids kept for it."""
-    _update_kept(folder, lambda kept: {k: v for k, v in kept.items() if v[0] != source or v[1] not in removed})
-
-
-def prune_ids(folder: Path, path_of: Callable[[str], Path]) -> None:
-    """Drop the ids kept for notes that are no longer in their file (deleted by hand, the file gone): the first line
-    a kept id remembers is not kept longer than its note."""
-    if not (folder / KEPT_IDS).is_file():
-        return
-
-    def text_of(source: str) -> str:
-        try:
-            return read_text(path_of(source))[0]
-        except (OSError, ValueError):
-            return ""
-
-    def change(kept: dict[str, list[str]]) -> dict[str, list[str]]:
-        texts = {source: text_of(source) for source, _ in kept.values()}
-        return {k: v for k, v in kept.items() if v[1] and v[1] in texts[v[0]]}
-
-    _update_kept(folder, change)
-
-
-def kept_note(folder: Path, key: str) -> tuple[str, str] | None:
-    """(source, first line) of the note `remember` answered the id (or the one id starting with) `key` for."""
-    try:
-        with folder_fd(folder) as fd:
-            found = [v for k, v in _kept(fd).items() if k.startswith(key)]
-    except OSError:
-        return None
-    return (found[0][0], found[0][1]) if len(found) == 1 and found[0][1] else None

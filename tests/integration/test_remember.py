@@ -78,6 +78,24 @@ def test_an_id_remember_answered_still_expands_to_its_note_once_its_section_grew
     assert "door code" not in kept.read_text() and memory.expand(secret["id"]) is None
 
 
+def test_the_id_of_a_note_longer_than_a_chunk_expands_to_all_of_it(workspace: Path, make_memory) -> None:
+    """A 5 KB note is indexed as four chunks of its section: the id `remember` answered expanded to the first alone
+    (lines 3-13 of 3-43); an id of another chunk is still that chunk."""
+    memory = make_memory(workspace)
+    paragraphs = [f"Paragraph {n}: " + " ".join(f"word{n}x{k}" for k in range(40)) + "." for n in range(20)]
+    note = memory.remember("\n\n".join(paragraphs), heading="Long note")
+    data = note.to_dict()
+    assert len(data["chunks"]) > 1
+    whole = memory.expand(data["id"])
+    assert whole is not None and (whole.start_line, whole.end_line) == (data["start_line"], data["end_line"])
+    assert all(p in whole.content for p in paragraphs) and whole.content.startswith("## Long note")
+    last = memory.expand(data["chunks"][-1]["id"])
+    assert last is not None and paragraphs[-1] in last.content and paragraphs[0] not in last.content
+    after = memory.remember("A short note after it.", heading="Next")
+    assert "A short note after it." not in memory.expand(data["id"]).content  # (another section: not the note)
+    assert memory.expand(after.to_dict()["id"]).content.startswith("## Next")
+
+
 def test_notes_append_with_their_own_lines_and_headings(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
     log = workspace / "memory" / "2026-12-03.md"

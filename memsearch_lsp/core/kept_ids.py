@@ -1,0 +1,106 @@
+"""The ids `remember` answered: kept in the private index folder (id -> the note's source and first line), so an id
+still finds its note after its section changed (a second fact joins its MEMORY.md section) and expands to all of it
+(a note longer than a chunk), and goes when the note does (`forget`, deleted by hand)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from memsearch_lsp.core.files import folder_fd, read_file, read_text, write_file
+from memsearch_lsp.core.store import Store
+from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES, Row
+
+KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the note's first line)
+MAX_KEPT_IDS = 500
+
+
+def _kept(fd: int) -> dict[str, list[str]]:
+    """The ids kept in the index folder `fd` ({} when there are none or their file is damaged: a cache)."""
+    try:
+        kept = json.loads(read_file(fd, KEPT_IDS, 1 << 20))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(kept, dict):
+        return {}
+    return {
+        str(k): v for k, v in kept.items() if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+    }
+
+
+def _update_kept(folder: Path, change: Callable[[dict[str, list[str]]], dict[str, list[str]]]) -> None:
+    with contextlib.suppress(OSError, ValueError), folder_fd(folder) as fd:
+        kept = _kept(fd)
+        changed = dict(list(change(dict(kept)).items())[-MAX_KEPT_IDS:])
+        if changed != kept:
+            write_file(fd, KEPT_IDS, json.dumps(changed).encode())
+
+
+def keep_id(folder: Path, chunk_id: str, source: str, body: str) -> None:
+    """Remember that `remember` answered `chunk_id` for the note `body` of `source`: the id of a note whose section
+    changes later (a second fact joins its MEMORY.md section) still finds it (`kept_note`)."""
+    line = next((s.strip() for s in body.splitlines() if s.strip()), "")[:200]
+    _update_kept(folder, lambda kept: {**{k: v for k, v in kept.items() if k != chunk_id}, chunk_id: [source, line]})
+
+
+def forget_ids(folder: Path, source: str, removed: str) -> None:
+    """A note removed from `source` (`removed`: its text) is no longer found by the ids kept for it."""
+    _update_kept(folder, lambda kept: {k: v for k, v in kept.items() if v[0] != source or v[1] not in removed})
+
+
+def prune_ids(folder: Path, path_of: Callable[[str], Path]) -> None:
+    """Drop the ids kept for notes that are no longer in their file (deleted by hand, the file gone): the first line
+    a kept id remembers is not kept longer than its note."""
+    if not (folder / KEPT_IDS).is_file():
+        return
+
+    def text_of(source: str) -> str:
+        try:
+            return read_text(path_of(source))[0]
+        except (OSError, ValueError):
+            return ""
+
+    def change(kept: dict[str, list[str]]) -> dict[str, list[str]]:
+        texts = {source: text_of(source) for source, _ in kept.values()}
+        return {k: v for k, v in kept.items() if v[1] and v[1] in texts[v[0]]}
+
+    _update_kept(folder, change)
+
+
+def kept_note(folder: Path, key: str) -> tuple[str, str] | None:
+    """(source, first line) of the note `remember` answered the id (or the one id starting with) `key` for."""
+    try:
+        with folder_fd(folder) as fd:
+            found = [v for k, v in _kept(fd).items() if k.startswith(key)]
+    except OSError:
+        return None
+    return (found[0][0], found[0][1]) if len(found) == 1 and found[0][1] else None
+
+
+def remembered_row(store: Store, index_dir: Path, key: str, row: Row | None) -> Row | None:
+    """The chunk an id names (`row`, found by it); for an id `remember` answered (`key`: the id or the one id it
+    starts), the note whole: its chunk (found by the note's first line once its section changed) with the chunks that
+    continue it (a note longer than a chunk is cut at its paragraphs under the same heading)."""
+    kept = kept_note(index_dir, key)
+    if kept is None:
+        return row
+    rows = sorted(store.rows(sorted(store.ids_of(row.source if row else kept[0]))), key=lambda r: r.start_line)
+    first = row or next((r for r in rows if kept[1] in r.content), None)
+    if first is None:
+        return None
+    parts, size = [first], len(first.content.encode("utf-8"))
+    for later in (r for r in rows if r.start_line > first.end_line):
+        size += len(later.content.encode("utf-8")) + 2
+        if (
+            (later.heading, later.level) != (first.heading, first.level)
+            or later.content.startswith("#")
+            or (
+                size > MAX_CONTENT_BYTES - 4  # (as stored: a longer text is read from its file)
+            )
+        ):
+            break
+        parts.append(later)
+    return replace(first, end_line=parts[-1].end_line, content="\n\n".join(p.content for p in parts))
