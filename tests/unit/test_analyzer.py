@@ -86,6 +86,22 @@ def test_english_text_is_analysed_as_before() -> None:
     assert "what" not in AUTO.query_terms(text) and "nate" in AUTO.query_terms(text)
 
 
+def test_a_decision_meets_what_was_decided_and_a_choice_what_was_chosen() -> None:
+    """ "What did we decide" met none of a week's "Decision: Kafka over RabbitMQ" notes by their words: the stemmer
+    keeps a noun in -sion apart from its verb (decis / decid), and "chose" from "choose"."""
+    for family in (
+        ["decision", "decisions", "decide", "decided", "deciding"],
+        ["conclusion", "conclude", "concluded"],
+        ["agreement", "agreed", "agree"],
+        ["choice", "chose", "chosen", "choose", "choosing"],
+        ["admission", "admit", "admitted"],
+    ):
+        assert len({stem(word, "en") for word in family}) == 1, family
+        assert len({t for word in family for t in AUTO.tokens(word)}) == 1, family  # (the cached English path too)
+    assert stem("precision", "en") != stem("decide", "en") and stem("tension", "en") == "tension"
+    assert stem("decision", "pt") != stem("decide", "en")  # (English alone)
+
+
 def test_chinese_becomes_characters_and_their_pairs() -> None:
     assert AUTO.tokens("预约系统") == ["预", "约", "系", "统", "预约", "约系", "系统"]
     # a question shares the note's words without any dictionary, and Latin words inside it stay words

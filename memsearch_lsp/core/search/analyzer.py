@@ -36,7 +36,7 @@ from typing import Any
 
 from memsearch_lsp.config import SEARCH_LANGUAGES
 
-VERSION = "v5"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
+VERSION = "v6"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
 # search.language: a code, or "auto" (detect each text's). The stemmer each code uses (py_rust_stemmers).
 STEMMERS = {
     "en": "english",
@@ -190,6 +190,28 @@ def _stemmer(name: str) -> Any:
         return None
 
 
+# English words the stemmer keeps apart from the verb they name, by their stems: a noun in -sion of a verb in -de or
+# -t ("the decision" is what "we decided"), "agreement", and the forms of "choose"
+_ENGLISH_FAMILIES = {
+    "decis": "decid",
+    "conclus": "conclud",
+    "inclus": "includ",
+    "exclus": "exclud",
+    "collis": "collid",
+    "explos": "explod",
+    "persuas": "persuad",
+    "invas": "invad",
+    "expans": "expand",
+    "admiss": "admit",
+    "omiss": "omit",
+    "submiss": "submit",
+    "transmiss": "transmit",
+    "emiss": "emit",
+    "agreement": "agre",
+    "chose": "choos",
+    "chosen": "choos",
+    "choic": "choos",
+}
 _PT_PLURAL = re.compile(r"(?:ões|oes)$")  # a Portuguese plural of -ão, accents or none (migrações, migracoes)
 
 
@@ -203,7 +225,8 @@ def stem(word: str, lang: str) -> str:
     if lang == "pt":  # Snowball keeps "migraçõ" of migrações apart from "migraçã" of migração: one stem for both
         word = _PT_PLURAL.sub(lambda m: "ão" if m.group()[0] == "õ" else "ao", word)
     stemmer = _stemmer(STEMMERS[lang]) if lang in STEMMERS else None
-    return fold(str(stemmer.stem_word(word)) if stemmer is not None else word)
+    stemmed = fold(str(stemmer.stem_word(word)) if stemmer is not None else word)
+    return _ENGLISH_FAMILIES.get(stemmed, stemmed) if lang == "en" else stemmed
 
 
 @lru_cache(maxsize=131072)
