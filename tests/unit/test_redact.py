@@ -428,6 +428,10 @@ def test_a_password_that_is_a_word_is_not_redacted_wherever_the_word_is_said() -
         ("ssh deploy@10.0.0.5, password hunter2", "hunter2"),
         ("log in as admin with password `Gh7kLp2Qz` and check the queue", "Gh7kLp2Qz"),
         ("The password Tr0ub4dor&3xK contains an &, so quote it.", "Tr0ub4dor"),
+        # ... and a login said as people write one (audit C: each was kept)
+        ("user admin, pass Wq9rTz3Lk8Mn", "Wq9rTz3Lk8Mn"),
+        ("staging login: admin / Wq9rTz3Lk8Mn", "Wq9rTz3Lk8Mn"),
+        ("creds are admin:Wq9rTz3Lk8Mn on the staging box", "Wq9rTz3Lk8Mn"),
     ],
 )
 def test_a_secret_said_again_or_named_in_prose_is_redacted(text: str, secret: str) -> None:
@@ -442,6 +446,9 @@ def test_a_secret_said_again_or_named_in_prose_is_redacted(text: str, secret: st
         "reset the password PBKDF2-SHA256 style, then the password reset2 flow",
         "the password twice, with password confirmation; and password policy v2",
         "token=Q3k9ZpL2mX7vN4bR8tY1 and the order 4821 shipped",  # (only the value is said again: nothing else goes)
+        "login: admin / dashboard, then pass the ball to team 2",
+        "creds are in 1Password; credentials: see docs/creds.md; login at https://example.com/a1b2c3d4",
+        "username: jsmith2024, pass hunter; user admin, pass: $DB_PASS; creds admin:YOUR_PASSWORD",
     ],
 )
 def test_prose_about_passwords_and_text_beside_a_secret_are_kept(text: str) -> None:

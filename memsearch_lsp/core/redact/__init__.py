@@ -199,6 +199,19 @@ RULES: tuple[Rule, ...] = (
             or _code(m)
         ),
     ),
+    Rule(  # a login said in prose: "user admin, pass Wq9rTz3Lk8Mn", "staging login: admin / Wq9rTz3Lk8Mn", "creds are
+        # admin:Wq9rTz3Lk8Mn": a value of letters and digits, or one a generator made (not "login: admin / dashboard")
+        "secret",
+        re.compile(
+            r"(?i:\b(?:user(?:name)?|login)[ \t:]+[\w.@-]{1,64}[,;]?[ \t]+(?:pass|pw|pwd)[ \t]*[:=]?[ \t]*|"
+            r"\b(?:login|creds|credentials)\b(?:[ \t]+(?:are|is))?[ \t]*:?[ \t]*[\w.@-]{1,64}[ \t]*(?:/|:)[ \t]*)"
+            r"`?(?P<value>[^\s`'\",;/]{1,128})"
+        ),
+        group=("value",),
+        keep=lambda m: (
+            not ((mixed(m["value"]) and len(m["value"]) >= 6) or _scrambled(m["value"])) or _stands_in(m["value"])
+        ),
+    ),
     Rule(  # credential files: a .netrc `password VALUE` line, a .pgpass `host:port:db:user:password` line
         "secret",
         re.compile(
