@@ -191,6 +191,10 @@ def test_a_secret_a_private_span_or_the_note_names_is_redacted_where_it_is_said_
     assert clean_heading("Rotate Kx9vQ2mZ7pLw3 now", note) == "Rotate [redacted: secret] now"
     assert clean_heading("Rotate Kx9vQ2mZ7pLw3 now") == "Rotate Kx9vQ2mZ7pLw3 now"  # (alone nothing says it is one)
     assert clean_heading("## Deploy <private>for Ana</private> notes ##", "x") == "Deploy  notes"
+    # a private span naming hundreds of keys never pushes the text's own secret out of those looked for again
+    keys = " ".join(f"ghp_{n:04d}Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3f" for n in range(80))
+    text = f"<private>{keys}</private>postgres://app:Tr0ub4dor3xKq@db:5432/x, rotate Tr0ub4dor3xKq next week"
+    assert "Tr0ub4dor3xKq" not in safe_text(text)
 
 
 def test_remember_cleans_the_note_and_its_heading_and_refuses_an_all_private_note() -> None:
@@ -449,6 +453,8 @@ def test_a_secret_said_again_or_named_in_prose_is_redacted(text: str, secret: st
         "login: admin / dashboard, then pass the ball to team 2",
         "creds are in 1Password; credentials: see docs/creds.md; login at https://example.com/a1b2c3d4",
         "username: jsmith2024, pass hunter; user admin, pass: $DB_PASS; creds admin:YOUR_PASSWORD",
+        "Login flow: OAuth2Callback now validates; the login page: LoginPageV2; credentials provider: AwsSdkV3",
+        "The user model, pass UserDTOv2 to the serializer",
     ],
 )
 def test_prose_about_passwords_and_text_beside_a_secret_are_kept(text: str) -> None:

@@ -27,6 +27,7 @@ PATHOLOGICAL = [  # each took time growing with the square (or worse) of its len
     "AKIA" + "A" * 16 + " ",  # many secrets: each one found was checked against all found before it
     "curl -u a:",
     "pw:",
+    "user a, pass" + "\t" * 30,  # a login said in prose
 ]
 
 
@@ -150,7 +151,10 @@ def test_remember_on_the_command_line_looks_for_secrets_in_a_text_once(
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize(("prefix", "unit"), [("htpasswd -", "b"), ("htpasswd -", "0123456789abcdef"), ("<", " ")])
+@pytest.mark.parametrize(
+    ("prefix", "unit"),
+    [("htpasswd -", "b"), ("htpasswd -", "0123456789abcdef"), ("<", " "), ("login", " "), ("creds", "\t")],
+)
 def test_one_long_run_after_a_prefix_is_read_in_linear_time(prefix: str, unit: str) -> None:
     """`htpasswd -` then a long word (32,000 characters took 19 s) and `<` then a long run of spaces (64,000 took 15 s
     looking for a `<private>` tag): each place a rule could split the run was tried against the whole rest of it."""

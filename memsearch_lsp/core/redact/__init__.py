@@ -44,6 +44,7 @@ from memsearch_lsp.core.redact.values import (
 
 MARKER = "[redacted: {kind}]"
 REPEATED = 64  # the secrets found in a text that are looked for again in it (the longest)
+REPEATED_KNOWN = 1024  # and those found elsewhere (`known`: a private span's); a literal alternation stays fast
 PRIVATE_TAG = re.compile(r"<\s*(?:(/)\s*)?private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 _FIRST_CLOSE = re.compile(r"<\s*private\b[^<>/]*>.*?(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 
@@ -199,13 +200,16 @@ RULES: tuple[Rule, ...] = (
             or _code(m)
         ),
     ),
-    Rule(  # a login said in prose: "user admin, pass Wq9rTz3Lk8Mn", "staging login: admin / Wq9rTz3Lk8Mn", "creds are
-        # admin:Wq9rTz3Lk8Mn": a value of letters and digits, or one a generator made (not "login: admin / dashboard")
+    Rule(  # a login said in prose: "user admin, pass Wq9rTz3Lk8Mn" (the value ends the phrase), "staging login: admin /
+        # Wq9rTz3Lk8Mn", "creds are admin:Wq9rTz3Lk8Mn": a value of letters and digits, or one a generator made (not
+        # "login: admin / dashboard", "Login flow: OAuth2Callback", "the user model, pass UserDTOv2 to the serializer")
         "secret",
         re.compile(
-            r"(?i:\b(?:user(?:name)?|login)[ \t:]+[\w.@-]{1,64}[,;]?[ \t]+(?:pass|pw|pwd)[ \t]*[:=]?[ \t]*|"
-            r"\b(?:login|creds|credentials)\b(?:[ \t]+(?:are|is))?[ \t]*:?[ \t]*[\w.@-]{1,64}[ \t]*(?:/|:)[ \t]*)"
-            r"`?(?P<value>[^\s`'\",;/]{1,128})"
+            r"(?i:\b(?:user(?:name)?|login)[ \t]{0,8}:?[ \t]{1,8}[\w.@-]{1,64}[,;]?[ \t]{1,8}(?:pass|pw|pwd)"
+            r"(?:[ \t]{0,8}[:=][ \t]{0,8}|[ \t]{1,8}(?=[^\s`'\",;/]{1,128}[ \t]{0,8}(?:[,.;)\n]|$)))|"
+            r"\b(?:login|creds|credentials)\b(?:[ \t]{1,8}(?:are|is)\b)?[ \t]{0,8}:?[ \t]{1,8}[\w.@-]{1,64}"
+            r"(?:[ \t]{0,8}/[ \t]{0,8}|:))"
+            r"`?(?P<value>[^\s`'\",;/]{0,127}[^\s`'\",;/.])"
         ),
         group=("value",),
         keep=lambda m: (
@@ -369,10 +373,15 @@ def _repeated(text: str, found: list[Redaction], known: Mapping[str, str] | None
     more that looks made (`_random`: not `DB_PASSWORD=postgres`, whose every "postgres" would go), and each run of
     letters and digits of it of 6 or more that holds both (`Tr0ub4dor`), as a whole word; the REPEATED longest, in
     one pass over the text."""
-    values = {**(known or {}), **secret_values(text, found)}
+    own = secret_values(text, found)
+    values = {**(known or {}), **own}
     if not values:
         return []
-    longest = sorted(values, key=len, reverse=True)[:REPEATED]  # (a longer value first where two start alike)
+    # the text's own values first (the longest REPEATED), then those found elsewhere (a capture's whole turn may name
+    # hundreds of keys: they never push out the text's own); a longer value first where two start alike
+    chosen = sorted(own, key=len, reverse=True)[:REPEATED]
+    chosen += sorted((v for v in known or () if v not in own), key=len, reverse=True)[:REPEATED_KNOWN]
+    longest = sorted(chosen, key=len, reverse=True)
     again = re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, longest))})(?![A-Za-z0-9])")
     starts = [r.start for r in found]  # (sorted, and the spans found never overlap)
     more: list[Redaction] = []
