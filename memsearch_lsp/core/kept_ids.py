@@ -91,16 +91,11 @@ def remembered_row(store: Store, index_dir: Path, key: str, row: Row | None) -> 
     first = row or next((r for r in rows if kept[1] in r.content), None)
     if first is None:
         return None
-    parts, size = [first], len(first.content.encode("utf-8"))
+    content, end = first.content, first.end_line
     for later in (r for r in rows if r.start_line > first.end_line):
-        size += len(later.content.encode("utf-8")) + 2
-        if (
-            (later.heading, later.level) != (first.heading, first.level)
-            or later.content.startswith("#")
-            or (
-                size > MAX_CONTENT_BYTES - 4  # (as stored: a longer text is read from its file)
-            )
-        ):
+        joined = content + "\n" * (later.start_line - end) + later.content  # (the blank lines between, as in the file)
+        same = (later.heading, later.level) == (first.heading, first.level) and not later.content.startswith("#")
+        if not same or len(joined.encode("utf-8")) > MAX_CONTENT_BYTES - 4:  # (as stored: longer is read from its file)
             break
-        parts.append(later)
-    return replace(first, end_line=parts[-1].end_line, content="\n\n".join(p.content for p in parts))
+        content, end = joined, later.end_line
+    return replace(first, end_line=end, content=content)

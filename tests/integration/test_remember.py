@@ -94,6 +94,16 @@ def test_the_id_of_a_note_longer_than_a_chunk_expands_to_all_of_it(workspace: Pa
     after = memory.remember("A short note after it.", heading="Next")
     assert "A short note after it." not in memory.expand(data["id"]).content  # (another section: not the note)
     assert memory.expand(after.to_dict()["id"]).content.startswith("## Next")
+    # a tight list cut across chunks: expanded as the file has it (blank lines were put between the chunks, and
+    # `forget` of the id refused: "changed since it was indexed")
+    items = [f"- item {n}: " + " ".join(f"w{n}x{k}" for k in range(12)) for n in range(60)]
+    listed = memory.remember("\n".join(items), heading="Tight list").to_dict()
+    assert len(listed["chunks"]) > 1
+    lines = (workspace / listed["source"]).read_text().split("\n")
+    whole = memory.expand(listed["id"])
+    assert whole.content == "\n".join(lines[listed["start_line"] - 1 : listed["end_line"]])
+    gone = memory.forget(listed["id"])
+    assert gone.removed and "item 59" not in (workspace / listed["source"]).read_text()
 
 
 def test_notes_append_with_their_own_lines_and_headings(workspace: Path, make_memory) -> None:
