@@ -701,8 +701,12 @@ def test_a_secret_the_trim_left_out_or_the_heading_repeats_is_redacted(workspace
         "Rotated the database password in Vault and restarted the 3 api pods.",
     )
     assert done.returncode == 0, done.stderr
+    for closing in ("</priv</private>ate>", "</priv\x01ate>"):  # a close tag made inside the span wrote its rest
+        done = capture(workspace, tmp_path, prose + f"{closing} Tail{closing[-4:-1]} said last.", "Moved it.")
+        assert done.returncode == 0, done.stderr
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "Kw4nBv8TqPz1" not in text and "Kx9vQ2mZ7pLw3" not in text and "private" not in text, text
+    assert "said last" not in text and text.count("We are moving the service") <= 3 * 20, text
     assert "under db/main" in text and "## 09:41 Rotate [redacted: secret] now because it leaked" in text, text
 
 

@@ -881,7 +881,9 @@ def left_out(prompt: str, answer: str, room: int) -> str:
     """The whole turn as a `<private>` span after the note: never written, but the CLI's redaction reads it, so a
     secret the trim left out (`DB_PASSWORD=X` at the end of a long prompt) is redacted where the note says it again
     ("the store now holds X"); at most `room` bytes of it (a note is at most 64 KiB)."""
-    turn = PRIVATE_TAG.sub("", f"{prompt}\n\n{answer}").encode("utf-8")[: max(0, room)]
+    # (no `<` inside: no tag can close the span early, whatever the turn holds: `</priv</private>ate>`, a control
+    # character the CLI deletes inside a tag)
+    turn = f"{prompt}\n\n{answer}".replace("<", "\u2039").encode("utf-8")[: max(0, room)]
     return f"\n\n<private>{turn.decode('utf-8', 'ignore')}</private>" if turn else ""
 
 
