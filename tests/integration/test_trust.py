@@ -8,6 +8,7 @@ import asyncio
 import datetime as dt
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -220,7 +221,9 @@ def test_remember_never_writes_under_an_editors_unsaved_buffer(workspace: Path, 
     assert memory.forget(clean.to_dict()["id"]).removed and "dugong" not in (workspace / today).read_text()
 
 
-def test_a_date_filter_that_leaves_a_few_notes_is_never_emptied_by_the_floor(tmp_path: Path, make_memory) -> None:
+def test_a_date_filter_that_leaves_a_few_notes_is_never_emptied_by_the_floor(
+    tmp_path: Path, make_memory, embedder
+) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     memory = make_memory(ws, min_score=0.99)  # a floor nothing passes
@@ -234,6 +237,14 @@ def test_a_date_filter_that_leaves_a_few_notes_is_never_emptied_by_the_floor(tmp
     assert all(h.heading != h.date for h in hits)  # never the empty `# 2026-12-03` title chunks
     # a floor the search asks for itself (`--min-score`) is kept: it was dropped with the configured one
     assert memory.search("what did we decide last week", since="7d", top_k=5, min_score=0.99) == []
+    # a process following the owner, whose own settings set the floor, is answered the same (its floor travels with
+    # each search, and was taken for one asked)
+    with owner_serving(memory), memsearch_lsp.open_memory(ws, embedder=embedder) as client:
+        assert client.remote
+        client.reconfigure(replace(client.config, search=replace(client.config.search, min_score=0.99)))
+        assert client.search("what did we decide last week") == []
+        found = client.search("what did we decide last week", since="2026-11-28", top_k=5)  # (7d at NOW)
+        assert {h.source for h in found} == {"memory/2026-12-02.md", "memory/2026-12-03.md"}
 
 
 def test_a_fresh_workspace_answers_no_template_text(tmp_path: Path, make_memory) -> None:

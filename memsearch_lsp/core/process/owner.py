@@ -35,6 +35,7 @@ from memsearch_lsp.core.index import Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory
 from memsearch_lsp.core.process import protocol
 from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerGone, asked_of_owner
+from memsearch_lsp.core.search.filters import FILTER_KEYS
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store import is_local_uri
 from memsearch_lsp.core.store.folder import LOCK, lock_holder
@@ -388,7 +389,10 @@ class RemoteMemory(MemoryFiles):
         """(With the search settings changed in this process.)"""
         if (hits := self.beyond(query, top_k, scope, overrides)) is not None:
             return hits
-        settings = {**self.search_overrides, **overrides}
+        mine = dict(self.search_overrides)
+        if any(key in overrides for key in FILTER_KEYS):  # a floor set here is none asked: a narrow filter drops it
+            mine.pop("min_score", None)
+        settings = {**mine, **overrides}
         wanted = settings.pop("top_k", None)
         return self.mine(self._search(query, top_k if top_k is not None else wanted, **settings))
 
