@@ -155,6 +155,8 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(session: Sessi
         (["x"], "memsearch.reindex", "takes"),
         ([1, 2], "memsearch.status", "no arguments"),
         (["redis", None, {}, 7], "memsearch.search", "got 4 arguments"),
+        (["redis", None, {"sinse": "7d"}], "memsearch.search", "no option 'sinse'"),
+        ([{"rot": "/tmp"}], "memsearch.today", "no option 'rot'"),
     ]:
         with pytest.raises(JsonRpcException, match=pattern):
             await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=wrong))

@@ -12,6 +12,8 @@ from memsearch_lsp.lsp.features.symbols import located, param, search_all, searc
 from memsearch_lsp.lsp.server import MemsearchServer  # pygls reads command handlers' type hints
 from memsearch_lsp.version import __version__
 
+FILTERS = ("since", "until", "source", "archived", "scope")  # memsearch.search's third argument (as memsearch/search)
+
 
 class CommandError(ValueError):
     """Bad command arguments; returned to the client as a JSON-RPC error."""
@@ -30,6 +32,9 @@ def register(server: MemsearchServer) -> None:
             raise CommandError(
                 "memsearch.search: the third argument is the filters, {since, until, source, archived, scope}"
             )
+        convert.command_arguments(
+            "memsearch.search", args[2:], "filters {since, until, source, archived, scope}", 1, FILTERS
+        )
         filters = search_filters(args[2]) if len(args) > 2 else {}
         scope = param(args[2], "scope", default="all") if len(args) > 2 else "all"
         pairs = await search_all(ls, args[0], limit, str(scope), **filters)
@@ -85,6 +90,8 @@ def register(server: MemsearchServer) -> None:
         """Today's log of the first root, or of the one holding `{"root": path or URI}` (or that path or URI alone:
         the editor's folder)."""
         first = convert.command_arguments("memsearch.today", args, '[], [{"root": path or URI}] or [path or URI]', 1)
+        if isinstance(first, dict):  # (a path or URI alone too)
+            convert.command_arguments("memsearch.today", [first], '{"root": path or URI}', 1, ("root",))
         where = param(first, "root", default="") if isinstance(first, dict) else first or ""
         if not isinstance(where, str):
             raise ValueError("root must be a path or a file: URI")
