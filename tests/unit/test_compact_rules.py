@@ -150,7 +150,15 @@ def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:
         ("It belongs to the platform team, contact Yusuf.", {"Yusuf": "platform team, contact"}),
         ("Questions go to our contact Yusuf.", {"Yusuf": "contact"}),
         ("Ruth (FinOps) joined.", {"Ruth": "FinOps"}),
-        ("Lucia (product owner from the library side) agreed.", {"Lucia": "product owner"}),
+        # the role as the parenthesis says it, to its first comma
+        ("Lucia (product owner from the library side) agreed.", {"Lucia": "product owner from the library side"}),
+        (
+            "Oluwaseun Adeyemi (head of passenger information, chair), Priya Natarajan (liaison to operations control)",
+            {"Oluwaseun Adeyemi": "head of passenger information", "Priya Natarajan": "liaison to operations control"},
+        ),
+        # a version's dots end no sentence; where software runs is no person
+        ("Ana maintains avl-ingest v2.7.1. Then ask, ok", {"Ana": "maintains avl-ingest v2.7.1"}),
+        ("Prod runs avl-ingest v2.7.1; Staging runs the validator.", {}),
         ("Dev Ramsay is on call this week.", {"Dev Ramsay": "on call"}),
         (
             "Keiko Ando owns the PageVault licensing integration.",

@@ -8,7 +8,7 @@ from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.rules import LIMIT, NAME_ROLE, REPLACED
 from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.trim import TRIMS, trim
-from memsearch_lsp.core.compact.units import sentences_of
+from memsearch_lsp.core.compact.units import sentences_of, units_of
 
 
 def _day(text: str) -> LogText:
@@ -27,6 +27,8 @@ def test_a_lead_in_without_a_fact_before_a_colon_goes() -> None:
     assert trim("Looked at the backpressure tab: the dedupe operator is 100% busy.").startswith("The dedupe")
     # a lead-in that says a fact stays ("Config", "Result" said with numbers are labels, set apart earlier)
     assert trim("Exp 31 on 4 GPUs: WER 23.4%.") == "Exp 31 on 4 GPUs: WER 23.4%."
+    # and one before a value, which says nothing without what it is of
+    assert trim("Eastfield depot: 38 buses in total.") == "Eastfield depot: 38 buses in total."
     # and so does one whose rest says nothing
     assert trim("Plan for tomorrow: read more.") == "Plan for tomorrow: read more."
     # a clause (lower case) keeps its case
@@ -56,6 +58,13 @@ def test_a_kept_sentence_is_trimmed_in_the_summary_but_a_table_is_not() -> None:
     text = choose(parse_log(log), budget=400)
     assert "- The export job runs with concurrency 4 to spare MySQL." in text
     assert "| service | p99 |" in text
+
+
+def test_a_short_item_of_a_list_stays_with_the_clause_before_it_whatever_its_aside() -> None:
+    text = '- validator on the draft feed: 0 errors, 14 warnings (mostly "fast travel")\n'
+    log = LogText("memory/2028-03-15.md", "a", "b", "2028-03-15", text)
+    (item,) = parse_log(log)
+    assert [u.text for u in units_of(item)] == ["validator on the draft feed: 0 errors, 14 warnings"]
 
 
 def test_no_sentence_ends_after_a_title_or_an_abbreviation() -> None:

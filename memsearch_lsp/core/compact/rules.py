@@ -132,7 +132,9 @@ _NOT_NAMES = (
     # a sentence that opens with what was done to a tool: "Migrated Postgres from ...", "Kept Redis as ..."
     r"Migrated|Copied|Exported|Imported|Moved|Pulled|Pushed|Kept|Used|Added|Removed|Deployed|Installed|Updated|"
     r"Upgraded|Set|Got|Put|Ran|Built|Fixed|Tested|Checked|Switched|Replaced|Enabled|Disabled|Configured|"
-    r"Somebody|Someone|Everybody|Everyone|Anyone)\b)"
+    r"Somebody|Someone|Everybody|Everyone|Anyone|"
+    # where software runs: "Prod runs avl-ingest v2.7.1"
+    r"Prod|Production|Staging|Sandbox)\b)"
 )
 _PERSON = (
     r"(?P<name>(?:(?:Dr|Prof|Mr|Mrs|Ms)\. )?"
@@ -149,7 +151,8 @@ _NOT_A_THING = (
 )
 PEOPLE = (  # a person and their role, as the groups `name` and `role`
     # Oskar (SRE, on call this week), Lucia (product owner from the library side)
-    re.compile(r"\b" + _PERSON + r" \(" + _ROLE_OF + r"(?:[,;]? [^()]{1,40})?\)"),
+    # (the role as the parenthesis says it, to its first comma: "head of passenger information", "liaison to ops")
+    re.compile(r"\b" + _PERSON + r" \((?P<role>" + _PERSON_ROLE + r"(?: [^(),;]{1,40})?)(?:[,;] [^()]{1,40})?\)"),
     re.compile(
         r"\b"
         + _PERSON
@@ -183,8 +186,9 @@ PEOPLE = (  # a person and their role, as the groups `name` and `role`
     re.compile(
         r"(?<![Tt]he )(?<![Oo]ur )\b"
         + _PERSON
-        + r"(?:,? who)? (?:is )?(?P<role>(?:owns|leads|runs|maintains|manages) (?:the |our )?[\w-]+(?: [\w-]+){0,3}|"
-        + r"on[- ]call)(?=[,.;)\n]|$| and | this | \()"
+        + r"(?:,? who)? (?:is )?(?P<role>(?:owns|leads|runs|maintains|manages) (?:the |our )?"
+        + r"[\w-]+(?:\.\d+)*(?: [\w-]+(?:\.\d+)*){0,3}|on[- ]call)"  # (a version's dots: avl-ingest v2.7.1)
+        + r"(?=[,;)\n]|\.(?:\s|$)|$| and | this | \()"
     ),
 )
 ROLE = re.compile(

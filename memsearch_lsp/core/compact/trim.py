@@ -69,7 +69,8 @@ def _lead(text: str) -> str:
     if match is None or label_kept(match.group(1)) or classify(match.group(1), first=False).factual:
         return text  # ("Cause: ...", "Fix: ..." say what the sentence is)
     rest = text[match.end() :]
-    if not classify(rest, first=False).factual:
+    # (nor before a value, which says nothing without what it is of: "Eastfield depot: 38 buses")
+    if not classify(rest, first=False).factual or rest[:1].isdigit():
         return text
     return rest[:1].upper() + rest[1:] if text[:1].isupper() else rest
 

@@ -24,6 +24,7 @@ _SPLIT = re.compile(
 )
 _CLAUSE = re.compile(r"(?:so|but|which|then)\s")  # a clause after ", so": leans like one after ";"
 _SHIELD = re.compile(r"`[^`]+`|\([^()]*\)")  # never split inside code or a parenthesis
+_ASIDES = re.compile(r"\([^()]*\)")
 UNIT_OVERHEAD = 3  # "- " and a newline: what each kept line costs besides its words
 MIN_COST = 40  # a short sentence is charged as this many characters: what it says is rarely whole
 # a German ordinal is a number with a dot ("am 30. Juni", "im 2. Stock", "das 3. Quartal"): no sentence ends there
@@ -78,7 +79,8 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
             continue
         end = match.start() if match else len(body)
         if body[start:end].strip():
-            short = comma and out and min(end - start, out[-1][1] - out[-1][0]) < MIN_CLAUSE
+            # (measured without asides: ", 14 warnings (mostly fast travel)" is a list's item too)
+            short = comma and out and min(_said(body[start:end]), _said(body[out[-1][0] : out[-1][1]])) < MIN_CLAUSE
             if short:  # (the piece before keeps its start and its kind)
                 first, _, was = out.pop()
                 out.append((first, end, was))
@@ -90,6 +92,11 @@ def _pieces(body: str) -> list[tuple[int, int, str]]:
         start, kind = match.end(), ";" if sep == "," and _CLAUSE.match(body, match.end()) else sep
         comma = sep == ","  # ", then Glacier" is as short after "then" as after any comma
     return out
+
+
+def _said(piece: str) -> int:
+    """How long a piece is without its asides in parentheses."""
+    return len(_ASIDES.sub("", piece).strip())
 
 
 def _ordinal(body: str, match: re.Match[str]) -> bool:
