@@ -13,6 +13,7 @@ import inspect
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -202,6 +203,35 @@ def owner_serving(memory: Memory) -> Iterator[Any]:
         yield server
     finally:
         server.close()
+
+
+# a real process that owns `sys.argv[1]`'s index (the fake embedder) and serves it; "ready" once it does
+OWNER_SCRIPT = """
+import sys
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process.owner import OwnerServer
+from tests.fakes import FakeEmbedder
+memory = Memory(sys.argv[1], embedder=FakeEmbedder())
+memory.index()
+OwnerServer(memory, "a test owner").start()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def owner_process(workspace: Path, script: str = OWNER_SCRIPT) -> Iterator[subprocess.Popen[str]]:
+    """`script` (OWNER_SCRIPT or one like it) run for `workspace` until the block ends (then let go, stopped or not)."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script, str(workspace)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "ready"
+        yield owner
+    finally:
+        if owner.poll() is None:
+            os.kill(owner.pid, signal.SIGCONT)
+            owner.communicate("", timeout=60)
 
 
 # -- Neovim --------------------------------------------------------------------------------------

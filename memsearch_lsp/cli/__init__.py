@@ -81,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "serve":  # configure logging once: the server sets up its own
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(ShownFormatter("memsearch-lsp: %(levelname)s: %(message)s"))
+        if args.command == "index" and not as_json:  # (its report lists the files skipped: not twice on a terminal)
+            from memsearch_lsp.core.index import SKIP_NOTE
+
+            handler.addFilter(lambda record: not getattr(record, SKIP_NOTE, False))
         logging.basicConfig(handlers=[handler], level=logging.INFO if args.verbose else logging.WARNING)
     try:
         return _run(args)
@@ -92,23 +96,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.verbose and not isinstance(exc, UserError):  # -v: the details (a traceback, on stderr) first
             logging.getLogger(__name__).error("the details of the error below:", exc_info=True)
+        from memsearch_lsp.core.files import not_writable
+
+        if (shut := not_writable(exc)) is not None:  # a read-only workspace: where, and what to do
+            return _fail(as_json, shut, str(shut), args.command)
         if isinstance(exc, _user_errors()):
             return _fail(as_json, exc, str(exc), args.command)
         return _fail(as_json, exc, f"{type(exc).__name__}: {exc}")
 
 
-READS = frozenset({"search", "expand", "recent", "status"})  # commands that change nothing: safe to ask again
+# commands that change nothing, or that only bring the index up to date with the Markdown: safe to ask again
+ASKED_AGAIN = frozenset({"search", "expand", "recent", "status", "index"})
 
 
 def _run(args: Any) -> int:
-    """The command; one that only reads is asked again, once, when the process that owned the index went away while
+    """The command; one of ASKED_AGAIN is asked again, once, when the process that owned the index went away while
     it answered (an editor closing just then): the second time there is no owner, and this process opens the index."""
     try:
         return COMMANDS[args.command](args)
     except Exception as exc:
         from memsearch_lsp.core.process.protocol import OwnerGone
 
-        if not isinstance(exc, OwnerGone) or args.command not in READS:
+        if not isinstance(exc, OwnerGone) or args.command not in ASKED_AGAIN:
             raise
         logging.getLogger(__name__).info("%s; asking again", exc)
         return COMMANDS[args.command](args)
@@ -122,9 +131,13 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from memsearch_lsp.core.files import NotWritable, PathError
     from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import NestedWorkspace, NoMemoryHere
+    from memsearch_lsp.core.process.protocol import OwnerGone
+    from memsearch_lsp.core.store import IndexBusy
 
     # ValueError: ConfigError, FilterError, AmbiguousId, owner replies
     return (
+        IndexBusy,  # (names the process that holds the index)
+        OwnerGone,  # (says what the process that owned it did)
         UserError,
         ValueError,
         FileNotFoundError,

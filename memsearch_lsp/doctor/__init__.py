@@ -9,6 +9,7 @@ reported, not removed.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import importlib.metadata as metadata
 import importlib.util
 import os
@@ -189,7 +190,7 @@ def check_index(ctx: Context) -> Check:
         return Check("index", "skip", "no memory workspace")
     if ctx.embedder is None:  # the index's model cannot embed: opening it would only say that again
         return Check("index", "skip", "not opened: the model does not load (see the model check)")
-    from memsearch_lsp.core.files import not_writable
+    from memsearch_lsp.core.files import NotWritable, not_writable
     from memsearch_lsp.core.memory import INDEX_DIR, Memory
     from memsearch_lsp.core.process.owner import (
         OwnerGone,
@@ -215,6 +216,12 @@ def check_index(ctx: Context) -> Check:
                 data={"uri": str(db)},
             )
     if not db.is_dir():
+        builds_in = next(p for p in (db.parent, ctx.root) if p.exists())  # (.memsearch, or where it is made)
+        if not os.access(builds_in, os.W_OK):  # (no index can be built: every command would fail to)
+            shut = NotWritable(
+                builds_in, OSError(errno.EROFS if os.statvfs(builds_in).f_flag & os.ST_RDONLY else errno.EACCES, "")
+            )
+            return Check("index", "fail", f"{shut.problem}: no index can be built", shut.fix, {"uri": str(db)})
         return Check(
             "index", "ok", "no index yet: the editor or `memsearch-lsp index` builds it", data={"uri": str(db)}
         )

@@ -232,6 +232,25 @@ def test_a_read_only_index_folder_is_a_permissions_problem_not_damage(tmp_path: 
     assert "okapi" in helpers.cli(tmp_path, "search", "okapi queue", check=True).stdout
 
 
+def test_a_read_only_workspace_with_no_index_yet_is_said_by_doctor_and_every_command(tmp_path: Path) -> None:
+    """On a read-only workspace doctor said "no problems found" while every command failed with `OSError: [Errno 30]
+    Read-only file system: '.../.memsearch'`, its hint sending the user to doctor."""
+    init_workspace(tmp_path)
+    (tmp_path / "memory" / "2026-02-03.md").write_text("# 2026-02-03\n\n## 10:00\n\nThe okapi queue drains at night.\n")
+    before = helpers.tree_digest(tmp_path)
+    with helpers.read_only(tmp_path) as prefix:
+        for argv in (("search", "okapi queue"), ("status",), ("index",)):
+            done = helpers.cli(tmp_path, *argv, prefix=prefix)
+            said = done.stderr.strip()
+            assert done.returncode == 1 and "\n" not in said and "Error" not in said, said
+            assert f"{tmp_path} is " in said and "then run again" in said, said
+        doctor = helpers.cli(tmp_path, "doctor", "--json", prefix=prefix)
+    assert doctor.returncode == 1
+    message = json.loads(doctor.stdout)["error"]["message"]
+    assert f"{tmp_path} is " in message and "no index can be built" in message, message
+    assert helpers.tree_digest(tmp_path) == before
+
+
 def test_vscode_settings_values_are_checked_as_the_server_checks_them(tmp_path: Path) -> None:
     """doctor listed VS Code's settings but never read their values: an out-of-range minScore, an unknown ranker and
     a misspelt key were "no problems found" (exit 0) while the server rejects the values (Config.merged). Each bad

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from memsearch_lsp.core.store import IndexBusy
 from memsearch_lsp.core.store.folder import hold, let_go, lock_holder
-from tests.helpers import cli, make_workspace
+from tests.helpers import cli, make_workspace, owner_process
 
 # an owner (a real process serving the index) killed with SIGKILL the moment it indexes a note about okapis: after the
 # note is written to the Markdown, before it answers the process that asked for it
@@ -97,3 +97,16 @@ def test_reset_keeps_the_lock_until_the_index_is_gone(tmp_path: Path) -> None:
     assert not folder.exists() or not (folder / "collections").exists()  # gone, or started anew: never half-deleted
     found = json.loads(cli(ws, "search", "redis", "--json", "--min-score", "0", check=True).stdout)
     assert found and not list(ws.joinpath(".memsearch").glob("milvus.db.broken-*"))
+
+
+def test_index_whose_owner_is_killed_while_it_indexes_is_asked_again_and_done(tmp_path: Path) -> None:
+    """`index` through an owner killed in the middle failed with `OwnerGone: the index owner closed the connection`
+    (exit 1), although bringing the index up to date is safe to ask again, as search and status are."""
+    ws = make_workspace(tmp_path, examples=False)
+    with owner_process(ws, DYING_OWNER) as owner:
+        (ws / "memory" / "2026-03-02.md").write_text("# 2026-03-02\n\n## Zoo\n\nan okapi sleeps standing up\n")
+        done = cli(ws, "index", "--json", timeout=120)
+        assert owner.wait(timeout=60) == -9  # (it died, as planned: while it indexed the note)
+    assert done.returncode == 0 and "OwnerGone" not in done.stderr, done.stdout + done.stderr
+    found = json.loads(cli(ws, "search", "okapi sleeps", "--json", "--min-score", "0", check=True).stdout)
+    assert found["hits"][0]["source"] == "memory/2026-03-02.md"

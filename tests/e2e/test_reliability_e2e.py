@@ -22,6 +22,7 @@ from memsearch_lsp.core.process.door import open_memory
 from tests.fakes import EmbeddingServer
 from tests.helpers import (
     FAST,
+    OWNER_SCRIPT,
     Session,
     cli,
     document_frequencies,
@@ -80,26 +81,13 @@ async def test_a_second_window_becomes_a_client_of_the_first(tmp_path: Path) -> 
         assert status["served_by_pid"] == server_pid(second)
 
 
-STOPPABLE_OWNER = """
-import sys
-from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.process.owner import OwnerServer
-from tests.fakes import FakeEmbedder
-memory = Memory(sys.argv[1], embedder=FakeEmbedder())
-memory.index()
-OwnerServer(memory, "a test owner").start()
-print("ready", flush=True)
-sys.stdin.read()
-"""
-
-
 async def test_changes_a_client_window_sends_while_the_owner_does_not_answer_are_kept_and_sent(tmp_path: Path) -> None:
     """A client window forwarded a file written on disk (or an edit) to an owner that did not answer its ping (stopped
     with Ctrl-Z, or slower than 2 s): the change was thrown away for good, and the log blamed a message it could not
     read. It is kept, said once, and sent when the owner answers again."""
     ws = make_workspace(tmp_path)
     owner = subprocess.Popen(
-        [sys.executable, "-c", STOPPABLE_OWNER, str(ws)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", OWNER_SCRIPT, str(ws)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     try:
         assert owner.stdout is not None and owner.stdout.readline().strip() == "ready"
@@ -426,3 +414,35 @@ async def test_load_concurrent_cli_searches_and_fast_edits(tmp_path: Path) -> No
         assert rss_end < 1500
     finally:
         await stop(session)
+
+
+async def test_an_endpoint_that_refuses_every_call_fails_requests_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh workspace whose embedding endpoint refuses every call (HTTP 404 here; 401 alike): each workspace/symbol
+    failed as an internal error whose message began with the Python class path
+    (`memsearch_lsp.core.embedding.base.EmbeddingError: ...`), a traceback on stderr each time. Now RequestFailed,
+    one line naming the endpoint, and the server keeps serving."""
+    ws = make_workspace(tmp_path)
+    endpoint = EmbeddingServer()
+    try:
+        for name, value in {**endpoint_env(endpoint), "MEMSEARCH_EMBEDDING_MODEL": "no-such-model"}.items():
+            monkeypatch.setenv(name, value)
+        session = await start(ws)
+        try:
+            symbols = types.WorkspaceSymbolParams(query="Redis cache")
+            status = types.ExecuteCommandParams(command="memsearch.status")
+            for ask in (
+                session.client.workspace_symbol_async(symbols),
+                session.client.workspace_symbol_async(symbols),
+                session.client.workspace_execute_command_async(status),  # (still serving, and said alike)
+            ):
+                with pytest.raises(Exception) as failed:
+                    await ask
+                error = getattr(failed.value, "code", None), str(failed.value)
+                assert error[0] == types.LSPErrorCodes.RequestFailed, error
+                assert "memsearch_lsp." not in error[1] and "Error:" not in error[1] and endpoint.url in error[1], error
+        finally:
+            await stop(session)
+    finally:
+        endpoint.close()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ from memsearch_lsp.core.store.folder import locked_by_other
 from memsearch_lsp.core.store.local import LocalStore
 from memsearch_lsp.lsp import convert
 from tests.fakes import FakeEmbedder
-from tests.helpers import cli, owner_serving, tree_digest, wait_until
+from tests.helpers import cli, owner_process, owner_serving, tree_digest, wait_until
 
 
 def test_a_second_process_uses_the_owner_socket(workspace: Path, make_memory) -> None:
@@ -320,6 +322,7 @@ def test_a_script_that_never_closes_its_memory_leaves_what_it_wrote_found(worksp
 
 HOLDER = """
 import sys
+import threading
 from memsearch_lsp.core.memory import Memory
 from tests.fakes import FakeEmbedder
 Memory(sys.argv[1], embedder=FakeEmbedder()).claim()
@@ -339,6 +342,21 @@ def test_an_index_held_by_another_process_names_its_pid(workspace: Path) -> None
             open_memory(workspace, wait_s=0.5, embedder=FakeEmbedder())
     finally:
         holder.communicate("")
+
+
+def test_an_owner_that_answers_a_ping_late_is_followed_not_reported_busy(workspace: Path) -> None:
+    """A second `index` started while the first one (an owner) was starting on a loaded machine failed at once with
+    IndexBusy when the owner's first ping came late (2 s); the other commands waited. It is asked again for a while."""
+    with owner_process(workspace) as owner:
+        os.kill(owner.pid, signal.SIGSTOP)  # (as busy as a process can be: it answers once it runs again)
+        resume = threading.Timer(3.0, os.kill, (owner.pid, signal.SIGCONT))
+        resume.start()
+        try:
+            with open_memory(workspace, embedder=FakeEmbedder()) as followed:
+                assert isinstance(followed, RemoteMemory)
+                assert followed.status()["chunks"] > 0
+        finally:
+            resume.join()
 
 
 def test_an_owner_whose_index_folder_is_deleted_serves_the_others_again(workspace: Path, make_memory) -> None:

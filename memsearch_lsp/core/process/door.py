@@ -33,6 +33,7 @@ WARM_PROCESS = "memsearch-lsp warm"
 # a search waits this long for an index pass (a process's first: a large memory, a slow embedding endpoint), then
 # answers from the part indexed so far: the language server's requests and the MCP server's memory_search
 READY_WAIT_S = 10.0
+BUSY_OWNER_S = 5.0  # how long an open asks again an owner that holds the index but does not answer (2 s a ping)
 STOP_WAIT_S = 30.0  # how long closing waits for the index pass it stopped (it stops at its next progress report)
 
 
@@ -46,8 +47,9 @@ def open_memory(
     """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
 
     A local open waits (up to `wait_s`) while another short-lived process holds the folder; an owner that runs but
-    does not answer is not waited for (IndexBusy at once). A record or socket that is not this user's own is refused
-    with one warning naming it, and the memory is opened here. `~` is expanded; a folder that is no memory workspace
+    does not answer is asked again for at most BUSY_OWNER_S (one starting on a loaded machine answers late), then
+    IndexBusy. A record or socket that is not this user's own is refused with one warning naming it, and the memory
+    is opened here. `~` is expanded; a folder that is no memory workspace
     raises NoMemoryHere and nothing is created there (`memsearch-lsp init` starts one).
     """
     from memsearch_lsp.core.onboard import NoMemoryHere, require_memory_workspace
@@ -57,7 +59,8 @@ def open_memory(
         raise NoMemoryHere(root)
     root = root.resolve()
     require_memory_workspace(root, config)
-    deadline = time.monotonic() + wait_s
+    started = time.monotonic()
+    deadline = started + wait_s
     memory = Memory(root, config=config, **settings)  # (opens nothing yet) its index: where an owner holds the lock
     while True:
         try:
@@ -66,7 +69,10 @@ def open_memory(
             log.warning("%s; opening the index here", exc)
             sock = None
         except OwnerGone as exc:
-            raise IndexBusy(str(exc)) from exc
+            if time.monotonic() - started > min(wait_s, BUSY_OWNER_S):
+                raise IndexBusy(str(exc)) from exc
+            time.sleep(0.2)
+            continue
         if sock is not None:
             log.info("%s: following the process that owns the index (%s)", root.name, sock)
             return RemoteMemory(root, sock, config=config, **settings)
