@@ -316,13 +316,22 @@ def find_memory_files(
             if not is_memory_source(config, source):
                 continue
             if not (stat.S_ISREG(info.st_mode) if plain and info is not None else path.is_file()):
-                skipped.append(Skipped(source, "not a regular file (a broken or looping link?)"))
+                skipped.append(
+                    Skipped(source, f"not a regular file ({_kind(info) if plain else 'a broken or looping link?'})")
+                )
                 continue
             size, mtime = (info.st_size, changed_ns(info)) if plain and info is not None else (0, 0)
             found[source] = MemoryFile(source, path, size, mtime)
     if indexed and not found:
         check_memory_paths(root, config, indexed)
     return [found[s] for s in sorted(found)], skipped
+
+
+def _kind(info: os.stat_result | None) -> str:
+    """What a file that is not a regular file (nor a link) is, as a skip note says it."""
+    mode = info.st_mode if info is not None else 0
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    return next((said for test, said in kinds if test(mode)), "a device or special file")
 
 
 def _unlisted(root: Path, exc: OSError) -> Skipped:

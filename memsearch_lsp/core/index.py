@@ -29,6 +29,7 @@ from memsearch_lsp.core.store import Store
 
 log = logging.getLogger(__name__)
 
+SKIP_NOTE = "memsearch_skip_note"  # a log record's mark: a file skipped or cut, said once (`index` prints its own)
 GROUP_CHUNKS = 1024  # embed+write unit: bench/throughput showed 256 cost ~9% of throughput
 EMBED_SLICE = 64  # texts per embed() call while reporting, for an embedder that cannot report its own batches
 
@@ -210,7 +211,7 @@ class Indexer:
         log.info("%s: %s", self.root.name, str(stats).split("\n", 1)[0])
         said = {(note.source, note.reason) for note in [*stats.skipped, *stats.warnings]}
         for source, reason in sorted(said - self._said):  # once while it holds, not at every pass (stats keep all)
-            log.warning("%s: %s", source, reason)
+            log.warning("%s: %s", source, reason, extra={SKIP_NOTE: True})
         self._said = said
         return stats
 

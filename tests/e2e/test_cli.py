@@ -234,8 +234,8 @@ def test_text_output_to_a_terminal_shows_a_notes_escape_codes_and_never_runs_the
     for args in (("search", "ctrlword", "--min-score", "0"), ("expand", hits[0]["id"])):  # text into a pipe
         piped = cli(ws, *args, check=True).stdout
         assert "\u241b[2J clear \u241b]0;pwned\u2407" in piped and "\x1b" not in piped and "\x07" not in piped, piped
-    (ws / "memory/bad\x1b]0;name\x07.md").write_bytes(b"\xff\xfe not text")  # its name in a warning on stderr
-    warned = cli(ws, "index").stderr
+    (ws / "memory/bad\x1b]0;name\x07.md").write_bytes(b"\xff\xfe not text")  # its name in the index's report
+    warned = cli(ws, "index").stdout
     assert "bad\u241b]0;name\u2407.md" in warned and "\x1b" not in warned, warned
     # forget's question shows the note on the terminal too (answered "n": nothing removed)
     argv = [sys.executable, "-m", "memsearch_lsp", "forget", hits[0]["id"], "--workspace", str(ws)]
@@ -430,3 +430,16 @@ def test_warm_detach_returns_once_it_serves_and_a_second_names_the_owners_own_id
             assert as_json(cli(ws, "warm", "--detach", "--json")) == {"pid": os.getpid(), "running": True}
     finally:
         editor.close()
+
+
+def test_index_says_each_file_it_skips_once_and_a_fifo_as_a_fifo(tmp_path: Path) -> None:
+    """`index` printed each skipped file twice (a WARNING, then its report's line), and called a FIFO "not a regular
+    file (a broken or looping link?)"."""
+    ws = make_workspace(tmp_path)
+    os.mkfifo(ws / "memory" / "pipe.md")
+    (ws / "memory" / "huge.md").write_text("wombat " * 200_000)
+    done = cli(ws, "index")
+    said = done.stderr + done.stdout
+    assert said.count("memory/pipe.md") == 1 and "not a regular file (a FIFO)" in said, said
+    assert said.count("memory/huge.md") == 1, said
+    assert "looping link" not in said
