@@ -25,6 +25,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
+from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.store.folder import StoreError
 from memsearch_lsp.lsp.convert import normalize_uri
 from memsearch_lsp.trust import hide_credentials
@@ -270,7 +271,7 @@ class MemsearchProtocol(LanguageServerProtocol):
             self._request_futures.pop(msg_id, None)
             self._send_response(msg_id, error=JsonRpcInvalidParams(str(failure)).to_response_error())
             return
-        if isinstance(failure, StoreError):  # an index that cannot be used, said as it is (no class path, no traceback)
+        if isinstance(failure, (StoreError, EmbeddingError)):  # an index or model that cannot be used, said as it is
             self._request_futures.pop(msg_id, None)
             log.warning("%s", hide_credentials(str(failure)))
             failed = types.ResponseError(code=types.LSPErrorCodes.RequestFailed, message=str(failure))

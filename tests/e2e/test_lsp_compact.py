@@ -319,10 +319,10 @@ async def test_a_failed_compact_command_is_said_once_by_its_error(session: Sessi
 
 
 async def test_a_reviewed_plan_is_applied_as_it_is_or_refused_naming_the_log_that_changed(session: Session) -> None:
-    """planId: that very plan, or nothing (never a plan re-made without the log written meanwhile)."""
-    if vscode(session):
-        pytest.skip("VS Code applies the reviewed edit itself (its refactor preview)")
-    memory = session.workspace / "memory"
+    """planId: that very plan, or nothing (never a plan re-made without the log written meanwhile). A client that
+    applies workspace edits was sent the reviewed plan's edit all the same: the log written since went to the archive,
+    its new line in no summary."""
+    memory, editor = session.workspace / "memory", Editor(session)
     files = ["memory/2026-02-09.md", "memory/2026-02-10.md"]
     dry = await command(session, files=files, dryRun=True)
     with (memory / "2026-02-10.md").open("a") as log:
@@ -332,7 +332,7 @@ async def test_a_reviewed_plan_is_applied_as_it_is_or_refused_naming_the_log_tha
     ):
         await command(session, files=files, planId=dry["planId"])
     assert not (memory / "archive").exists() and not (memory / "summary-2026-W07.md").exists()
-    assert (memory / "2026-02-09.md").is_file()
+    assert (memory / "2026-02-09.md").is_file() and not editor.calls
 
 
 async def test_today_s_log_is_not_offered_to_compact_by_itself(session: Session) -> None:

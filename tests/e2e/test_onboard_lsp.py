@@ -74,5 +74,11 @@ async def test_without_any_memory_today_says_run_init(client: LanguageClient, tm
     assert status["roots"] == []
     with pytest.raises(Exception, match="no memory here: run `memsearch-lsp init`"):
         await client.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.today"))
+    # (compaction said "no workspace folder '...' is open" of the folder open in the editor)
+    for options in ({"dryRun": True}, {"root": uri(tmp_path), "dryRun": True}):
+        with pytest.raises(Exception, match="no memory here: run `memsearch-lsp init`"):
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="memsearch.compact", arguments=[options])
+            )
     await client.shutdown_session()
     assert list(tmp_path.iterdir()) == []

@@ -7,7 +7,7 @@ import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,12 +108,17 @@ def _same(memory: MemoryApi, move: ArchiveMove, path: Path) -> None:
         raise LogChanged(move.src)
 
 
-def changed_logs(memory: MemoryApi, plan: CompactionPlan) -> list[str]:
-    """The logs of `plan` that no longer hold the text its summaries were made from (or are gone)."""
+def changed_logs(memory: MemoryApi, plan: CompactionPlan, texts: Mapping[str, str] | None = None) -> list[str]:
+    """The logs of `plan` that no longer hold the text its summaries were made from (or are gone); `texts`: the
+    text of a log by source where it is not the file's (an editor's buffer)."""
     changed = []
     for m in plan.archive:
-        path = memory.path_of(m.src)
-        if not path.is_file() or (m.sha256 and _text_sha(path) != m.sha256):
+        path, text = memory.path_of(m.src), (texts or {}).get(m.src)
+        if text is None and not path.is_file():
+            changed.append(m.src)
+            continue
+        digest = sha256(text.encode("utf-8")) if text is not None else _text_sha(path)
+        if m.sha256 and digest != m.sha256:
             changed.append(m.src)
     return changed
 

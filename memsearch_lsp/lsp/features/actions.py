@@ -13,11 +13,13 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.config import archive_folder
 from memsearch_lsp.core.api import MemoryApi
+from memsearch_lsp.core.compact.apply import changed_logs
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.compact.promote import MEMORY_FILE
 from memsearch_lsp.core.compact.types import plural
 from memsearch_lsp.core.files import PathError, unsaved
 from memsearch_lsp.core.index import IndexStats
+from memsearch_lsp.core.onboard import NO_MEMORY
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.edits import plan_edit, previews
 from memsearch_lsp.lsp.server import MemsearchServer, Root  # pygls reads command handlers' type hints
@@ -93,6 +95,17 @@ def say(ls: MemsearchServer, kind: types.MessageType, message: str) -> None:
         ls.window_show_message(types.ShowMessageParams(type=kind, message=hide_credentials(message)))
 
 
+def editor_texts(ls: MemsearchServer, root: Root) -> dict[str, str]:
+    """The text of each log (and MEMORY.md: the promoted facts go into its buffer) the editor holds open in `root`,
+    by source: what the editor's edit applies to."""
+    texts = {}
+    for uri, document in list(ls.workspace.text_documents.items()):
+        found = ls.locate(uri)
+        if found and found[0] is root and (compactable(root.memory, found[1]) or found[1] == memory_file(root)):
+            texts[found[1]] = document.source
+    return texts
+
+
 async def make_plan(
     ls: MemsearchServer,
     root: Root,
@@ -107,11 +120,7 @@ async def make_plan(
     When the editor applies the edit, its open buffers are the truth; when the server applies the
     plan on disk, the files are (a log is moved only if it still holds what was summarised).
     """
-    texts = {}
-    for uri, document in list(ls.workspace.text_documents.items()) if by_edit(ls) else []:
-        found = ls.locate(uri)
-        if found and found[0] is root and (compactable(root.memory, found[1]) or found[1] == memory_file(root)):
-            texts[found[1]] = document.source  # MEMORY.md too: the promoted facts are inserted into its buffer
+    texts = editor_texts(ls, root) if by_edit(ls) else {}
     token = await ls.progress_begin(title)
     loop = asyncio.get_running_loop()
 
@@ -205,8 +214,8 @@ def memory_file(root: Root) -> str:
 
 def _root_named(ls: MemsearchServer, name: Any) -> Root:
     root = ls.root_holding(name) if isinstance(name, str) and name else None
-    if root is None:
-        raise CompactCommandError(f"no workspace folder {name!r} is open")
+    if root is None:  # (an open folder with no memory too: it is no root)
+        raise CompactCommandError(f"{NO_MEMORY} in {name!r}")
     return root
 
 
@@ -266,7 +275,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         root = _root_named(ls, options["root"])
     if root is None:
         if not ls.roots:
-            raise CompactCommandError("no workspace folder is open")
+            raise CompactCommandError(f"{NO_MEMORY} in a workspace folder")
         root = next(iter(ls.roots.values()))
     reviewed = options.get("planId")
     plan = REVIEWED.pop((root.path, reviewed), None) if reviewed else None  # the very plan shown (no new LLM call)
@@ -283,6 +292,9 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
             "memsearch.compact: the memory changed since the plan was reviewed; review the new plan"
         )
     if by_edit(ls):
+        # (a reviewed plan is the very one shown: a log written since, in the editor or on disk, refuses it)
+        if reviewed is not None and (changed := changed_logs(root.memory, plan, editor_texts(ls, root))):
+            raise CompactCommandError(f"{', '.join(changed)} changed since the plan was reviewed; nothing compacted")
         response = await ls.workspace_apply_edit_async(
             types.ApplyWorkspaceEditParams(edit=plan_edit(ls, root.path, plan), label="Compact memory")
         )
