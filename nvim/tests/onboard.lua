@@ -33,6 +33,10 @@ local function fake_cmd(dispatchers)
         end)
       elseif method == 'memsearch/search' then
         fake.searches[#fake.searches + 1] = { id = next_id, query = params.query, reply = callback }
+      elseif method == 'workspace/executeCommand' and params.command == 'memsearch.status' then
+        vim.schedule(function()
+          callback(nil, fake.status)
+        end)
       else
         vim.schedule(function()
           callback(nil, vim.NIL)
@@ -140,6 +144,25 @@ local ok, err = xpcall(function()
   d.notification('memsearch/indexed', { root = ws, files = 2, chunks = 7, embedded = 7, reused = 0, ms = 5 })
   check(ms.status() == 'memsearch: 7 chunks', 'status after indexing %q', ms.status())
   check(ms.status({ bufnr = vim.fn.bufnr('#') }) == 'memsearch: 7 chunks', 'status of another buffer')
+  -- :Memsearch status while a folder's first index pass runs: the server gives no counts for it yet
+  local other_ws = '/srv/indexed'
+  fake.status = { version = '0.1.0', index_passes = 0, roots = {
+    { root = ws, root_uri = vim.uri_from_fname(ws), indexing = true },
+    { root = other_ws, root_uri = vim.uri_from_fname(other_ws), files = 2, chunks = 7, model = 'm', collection = 'c' },
+  } }
+  local shown = {}
+  vim.notify = function(msg)
+    shown[#shown + 1] = msg
+  end
+  ms.show_status() -- what :Memsearch status runs
+  check(vim.wait(5000, function()
+    return #shown > 0
+  end, 10), ':Memsearch status said nothing')
+  vim.notify = notify
+  check(shown[1]:find(ws .. ': indexing…', 1, true) ~= nil and not shown[1]:find(ws .. ':  files', 1, true),
+    ':Memsearch status while indexing said %q', shown[1])
+  check(shown[1]:find(other_ws .. ': 2 files, 7 chunks (model m, collection c)', 1, true) ~= nil,
+    ':Memsearch status of an indexed root said %q', shown[1])
 
   -- 2b. A buffer of another memory workspace (cwd still in the first): its own server, never the first one's
   --     (a note for it went into the first workspace's log)

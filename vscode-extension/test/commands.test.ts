@@ -191,6 +191,23 @@ describe('server commands', () => {
         assert.equal(stub.messages[0]?.message, 'Memsearch: memsearch-lsp 0.1.0: 4 files, 42 chunks in 2 roots');
     });
 
+    it("status says a root is indexing while its first pass runs (no counts yet), not 0 files", async () => {
+        const result = { version: '0.1.0', index_passes: 0, roots: [{ root: '/a', root_uri: 'file:///a', indexing: true }] };
+        const formatted = formatStatus(result, []);
+        assert.equal(formatted.summary, 'memsearch-lsp 0.1.0: /a: indexing…');
+        assert.deepEqual(formatted.lines, ['memsearch-lsp 0.1.0', 'root /a: indexing…']);
+        const both = formatStatus({ version: '0.1.0', roots: [...result.roots, { root: '/b', files: 1, chunks: 2, collection: 'c', model: 'm' }] }, []);
+        assert.equal(both.summary, 'memsearch-lsp 0.1.0: 1 files, 2 chunks; /a: indexing…');
+        assert.deepEqual(both.lines.slice(1), ['root /a: indexing…', 'root /b: 1 files, 2 chunks (collection c, model m)']);
+        assert.equal(
+            formatStatus({ version: '0.1.0', roots: [result.roots[0], { root: '/c', indexing: true }] }, []).summary,
+            'memsearch-lsp 0.1.0: 2 roots indexing…',
+        );
+
+        await showStatus(new FakeServer({ [ServerCommands.status]: result }));
+        assert.equal(stub.messages[0]?.message, 'Memsearch: memsearch-lsp 0.1.0: /a: indexing…');
+    });
+
     it('says so when the server is not running, and offers a restart', async () => {
         const server = new FakeServer();
         server.isRunning = false;

@@ -3,14 +3,17 @@ local M = require('memsearch')
 local util = require('memsearch.util')
 local notify, str, err_text = util.notify, util.str, util.err_text
 
---- "memsearch-lsp 0.1.0 | /ws: 12 files, 40 chunks (model, collection) | last pass: ..."
+--- "memsearch-lsp 0.1.0 | /ws: 12 files, 40 chunks (model, collection) | last pass: ..."; a root whose first index
+--- pass runs has no counts yet (only `root`, `root_uri` and `indexing`): "/ws: indexing…".
 function M.format_status(s)
   if type(s) ~= 'table' then
     return 'status: ' .. vim.inspect(s)
   end
   local lines = { 'memsearch-lsp ' .. str(s.version) }
   for _, r in ipairs(type(s.roots) == 'table' and s.roots or { s }) do
-    if r.root or r.files or r.chunks then
+    if r.indexing == true then
+      lines[#lines + 1] = str(r.root) .. ': indexing…'
+    elseif r.root or r.files or r.chunks then
       lines[#lines + 1] = ('%s: %s files, %s chunks (model %s, collection %s)'):format(
         str(r.root),
         str(r.files),

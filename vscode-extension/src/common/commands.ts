@@ -248,7 +248,8 @@ export async function compact(server: ServerControl): Promise<void> {
     }
 }
 
-/** The lines of "Show status": the client's facts, then the server's roots. */
+/** The lines of "Show status": the client's facts, then the server's roots. A root whose first index pass runs has
+ * no counts yet (only `root`, `root_uri` and `"indexing": true`, docs/protocol.md): "root /ws: indexing…". */
 export function formatStatus(result: unknown, client: readonly string[]): { lines: string[]; summary: string } {
     const version = field(result, 'version');
     const rawRoots = field(result, 'roots');
@@ -256,21 +257,30 @@ export function formatStatus(result: unknown, client: readonly string[]): { line
     const lines = [`memsearch-lsp ${typeof version === 'string' ? version : '?'}`, ...client.map((line) => `  ${line}`)];
     let files = 0;
     let chunks = 0;
+    const indexing: string[] = [];
     for (const root of roots) {
-        files += count(root, 'files');
-        chunks += count(root, 'chunks');
         const text = (key: string): string => {
             const value = field(root, key);
             return typeof value === 'string' || typeof value === 'number' ? String(value) : '?';
         };
+        if (field(root, 'indexing') === true) {
+            indexing.push(text('root'));
+            lines.push(`root ${text('root')}: indexing…`);
+            continue;
+        }
+        files += count(root, 'files');
+        chunks += count(root, 'chunks');
         lines.push(
             `root ${text('root')}: ${count(root, 'files')} files, ${count(root, 'chunks')} chunks ` +
                 `(collection ${text('collection')}, model ${text('model')})`,
         );
     }
-    const summary =
-        `memsearch-lsp ${typeof version === 'string' ? version : '?'}: ${files} files, ${chunks} chunks` +
-        (roots.length === 1 ? '' : ` in ${roots.length} roots`);
+    const indexed = roots.length - indexing.length;
+    const parts = indexed > 0 || indexing.length === 0 ? [`${files} files, ${chunks} chunks` + (indexed === 1 ? '' : ` in ${indexed} roots`)] : [];
+    if (indexing.length > 0) {
+        parts.push(indexing.length === 1 ? `${indexing[0]}: indexing…` : `${indexing.length} roots indexing…`);
+    }
+    const summary = `memsearch-lsp ${typeof version === 'string' ? version : '?'}: ${parts.join('; ')}`;
     return { lines, summary };
 }
 
