@@ -11,7 +11,9 @@ import {
     ensureDailyLog,
     formatReindex,
     formatStatus,
+    INIT_MEMORY,
     localDate,
+    noMemoryText,
     openTodayLog,
     registerCommands,
     reindex,
@@ -115,14 +117,17 @@ describe("today's log", () => {
         await assert.rejects(fs.stat(path.join(dir, 'memory')), 'no memory/ of its own');
     });
 
-    it("says why when the server has no memory there, and creates nothing", async () => {
+    it("says why when the server has no memory there, offers this editor's Initialize command, and creates nothing", async () => {
         stub.workspaceFolders = [{ uri: Uri.file(dir), name: 'ws', index: 0 }];
         const server = new FakeServer();
         server.executeCommand = async () => {
-            throw new Error('no memory here: run memsearch-lsp init');
+            throw new Error(`no memory here: run \`memsearch-lsp init\` in ${Uri.file(dir).toString()}`); // the server's words
         };
+        stub.answers = [INIT_MEMORY];
         assert.equal(await openTodayLog(new Date(2026, 11, 2), server), undefined);
-        assert.match(stub.messages[0]?.message ?? '', /no memory here/);
+        assert.equal(stub.messages[0]?.message, `Memsearch: opening today's log failed: no memory here: run "Memsearch: ${INIT_MEMORY}" in ${dir}`);
+        assert.deepEqual(stub.messages[0]?.items, [INIT_MEMORY, 'Show output']);
+        assert.deepEqual(stub.executed, [{ command: Commands.init, args: [] }]);
         await assert.rejects(fs.stat(path.join(dir, 'memory')));
     });
 });
@@ -169,6 +174,19 @@ describe('server commands', () => {
         const plan = { archive: [{ from: 'memory/2026-02-02.md' }], summaries: [{}], plan_id: 'p2' };
         await compact(new FakeServer({ [ServerCommands.compact]: [plan, { ...plan, applied: false, failureReason: 'the user said no' }] }));
         assert.equal(stub.messages[1]?.message, 'Memsearch: nothing was compacted: the user said no.');
+    });
+
+    it("compact in a folder without memory offers this editor's Initialize command, not the CLI", async () => {
+        stub.workspaceFolders = [{ uri: Uri.file('/ws'), name: 'ws', index: 0 }];
+        const server = new FakeServer();
+        server.executeCommand = async () => {
+            throw new Error('no memory here'); // (without the CLI's hint)
+        };
+        await compact(server);
+        assert.equal(stub.messages[0]?.message, `Memsearch: compaction failed: no memory here: run "Memsearch: ${INIT_MEMORY}"`);
+        assert.deepEqual(stub.messages[0]?.items, [INIT_MEMORY, 'Show output']);
+        assert.equal(noMemoryText('the index is busy'), undefined);
+        assert.equal(manifest.contributes.commands.find((c) => c.command === Commands.init)?.title, INIT_MEMORY, 'the button is the command');
     });
 
     it('status runs memsearch.status and sums the roots', async () => {

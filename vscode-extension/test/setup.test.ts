@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Commands, Contexts } from '../src/common/constants';
 import type { ProcessResult } from '../src/common/install';
-import { cliFailure, cliOf, copyMcpConfig, findMemoryWorkspace, INIT_MEMORY, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
+import { INIT_MEMORY } from '../src/common/commands';
+import { cliFailure, cliOf, copyMcpConfig, findMemoryWorkspace, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
 import { Uri, stub } from './stubs/vscode';
 
 const REPO_PYTHON = path.resolve('..', '.venv', 'bin', 'python');

@@ -41,12 +41,34 @@ export async function requireServer(server: ServerControl): Promise<boolean> {
     return false;
 }
 
-/** Log a failure and show it, with a way to the log. */
+/** The title of `Commands.init` (package.json), also the button that runs it. */
+export const INIT_MEMORY = 'Initialize memory in this folder';
+
+/**
+ * The server's "no memory here: run `memsearch-lsp init` in file:///ws" points at the CLI: here it names this
+ * extension's command, and the folder by its path. Undefined for any other failure.
+ */
+export function noMemoryText(text: string): string | undefined {
+    if (!text.includes('no memory here')) {
+        return undefined;
+    }
+    const command = `run "Memsearch: ${INIT_MEMORY}"`;
+    const said = text.includes('run `memsearch-lsp init`') ? text.replace('run `memsearch-lsp init`', command) : `${text}: ${command}`;
+    return said.replace(/file:\/\/[^\s'"`()]+/g, (uri) => vscode.Uri.parse(uri).fsPath);
+}
+
+/** Log a failure and show it, with a way to the log (and to "Initialize memory" when the folder has none). */
 export async function reportFailure(what: string, error: unknown): Promise<void> {
     traceError(`${what} failed:`, error);
-    const choice = await vscode.window.showErrorMessage(`Memsearch: ${what} failed: ${errorText(error)}`, SHOW_OUTPUT);
+    const noMemory = noMemoryText(errorText(error));
+    const choice = await vscode.window.showErrorMessage(
+        `Memsearch: ${what} failed: ${noMemory ?? errorText(error)}`,
+        ...(noMemory === undefined ? [SHOW_OUTPUT] : [INIT_MEMORY, SHOW_OUTPUT]),
+    );
     if (choice === SHOW_OUTPUT) {
         showLog();
+    } else if (choice === INIT_MEMORY) {
+        await vscode.commands.executeCommand(Commands.init);
     }
 }
 

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { guard, reportFailure } from './commands';
+import { guard, INIT_MEMORY, reportFailure } from './commands';
 import { Commands, Contexts, SERVER_MODULE } from './constants';
 import { carriedWheel, findBasePython, hasModule, InstallError, installServer, pythonCandidates, runStreaming, type Installed, type ProcessResult, type ServerHome } from './install';
 import { showLog, traceError, traceInfo } from './log';
@@ -16,7 +16,6 @@ import { chooseFolder, getMemoryPaths } from './settings';
 export const INSTALL_SERVER = 'Install the memsearch-lsp server';
 const SHOW_OUTPUT = 'Show output';
 const TRY_AGAIN = 'Try again';
-export const INIT_MEMORY = 'Initialize memory in this folder';
 export const OPEN_TODAY = "Open today's log";
 
 /** Install (or upgrade) the carried wheel into the private venv, with a cancellable progress notification. */
