@@ -20,6 +20,7 @@ import {
     type ProcessResult,
     type Runner,
 } from '../src/common/install';
+import { serverCommand } from '../src/common/python';
 
 /** The repository's development environment (scripts/test.sh makes it): a real Python with the server's dependencies. */
 const REPO_PYTHON = path.resolve('..', '.venv', 'bin', 'python');
@@ -160,9 +161,10 @@ describe('install: finding a Python and explaining failures', () => {
     });
 });
 
-/** One LSP request over stdio: `initialize`, then `shutdown` and `exit`. */
+/** One LSP request over stdio to the server started as the extension starts it: `initialize`, then `shutdown` and `exit`. */
 async function initialize(python: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ capabilities?: object; serverInfo?: { name?: string; version?: string } }> {
-    const child = spawn(python, ['-m', 'memsearch_lsp', 'serve'], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const { command, args } = serverCommand([python]);
+    const child = spawn(command, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const send = (message: object): void => {

@@ -8,6 +8,7 @@ import manifest from '../package.json';
 import { MCP_PROVIDER_ID } from '../src/common/constants';
 import { affectsMcp, cachedCheck, mcpApi, mcpCommand, registerMcpServers, type McpApi, type McpProvider, type McpStdioDefinition } from '../src/common/mcp';
 import { CLIENT_ONLY_SETTINGS } from '../src/common/settings';
+import { moduleCommand } from '../src/common/python';
 import { isMemoryWorkspace } from '../src/common/setup';
 import { EventEmitter, Uri, stub, vsUri } from './stubs/vscode';
 
@@ -56,8 +57,9 @@ describe('MCP server for agent mode', () => {
     });
 
     it('runs the language server\'s Python with `-m memsearch_lsp mcp --workspace <folder>`', () => {
-        assert.deepEqual(mcpCommand(['/venv/bin/python'], '/ws'), { command: '/venv/bin/python', args: ['-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
-        assert.deepEqual(mcpCommand(['py', '-3'], '/ws'), { command: 'py', args: ['-3', '-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
+        const module = moduleCommand(['python3'], []).args; // -E -c "...runpy.run_module('memsearch_lsp'...)" (python.test.ts)
+        assert.deepEqual(mcpCommand(['/venv/bin/python'], '/ws'), { command: '/venv/bin/python', args: [...module, 'mcp', '--workspace', '/ws'] });
+        assert.deepEqual(mcpCommand(['py', '-3'], '/ws'), { command: 'py', args: ['-3', ...module, 'mcp', '--workspace', '/ws'] });
     });
 
     it('offers one stdio server per enabled folder, with the interpreter it is given', async () => {
@@ -84,7 +86,7 @@ describe('MCP server for agent mode', () => {
         assert.ok(server);
         assert.equal(server.label, 'Memsearch memory (a)');
         assert.equal(server.command, '/venv/bin/python');
-        assert.deepEqual(server.args, ['-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', Uri.file('/work/a').fsPath]);
+        assert.deepEqual(server.args, [...moduleCommand(['python3'], []).args, 'mcp', '--workspace', Uri.file('/work/a').fsPath]);
         assert.deepEqual([server.env, server.version, server.cwd?.fsPath], [{ PYTHONUTF8: '1' }, '0.1.0', Uri.file('/work/a').fsPath]);
         assert.deepEqual(asked, ['a']);
 

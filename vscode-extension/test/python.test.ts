@@ -13,6 +13,7 @@ import {
     installedServerPythons,
     serverSourceKind,
     missingServerMessage,
+    runProcess,
     serverCommand,
     shellQuote,
     unsupportedPlatform,
@@ -111,9 +112,56 @@ describe('finding Python', () => {
 });
 
 describe('starting the server', () => {
-    it('runs <python> -m memsearch_lsp serve', () => {
-        assert.deepEqual(serverCommand(['/venv/bin/python']), { command: '/venv/bin/python', args: ['-I', '-m', 'memsearch_lsp', 'serve'] });
-        assert.deepEqual(serverCommand(['py', '-3']), { command: 'py', args: ['-3', '-I', '-m', 'memsearch_lsp', 'serve'] });
+    it('runs memsearch_lsp serve as `-m` would, with -E and not -I (which hides a `pip install --user`)', () => {
+        const { command, args } = serverCommand(['/venv/bin/python']);
+        assert.equal(command, '/venv/bin/python');
+        assert.deepEqual([args[0], args[1], args.slice(3)], ['-E', '-c', ['serve']]);
+        assert.match(args[2] ?? '', /^import sys; sys\.path\[:\] = \[p for p in sys\.path if p\]; .*runpy\.run_module\("memsearch_lsp", run_name="__main__", alter_sys=True\)$/);
+        assert.deepEqual(serverCommand(['py', '-3']).args, ['-3', ...args]);
+        assert.ok(!args.some((arg) => /^-[A-Za-z]*[Is]/.test(arg)), `no -I or -s: ${args.join(' ')}`);
+    });
+
+    it("finds a server in the user's site-packages, never the workspace's modules nor PYTHONPATH's (real python3)", async (t) => {
+        const probe = await runProcess('python3', ['-c', 'import site, sys; print(bool(site.ENABLE_USER_SITE) and sys.prefix == sys.base_prefix)']);
+        if (probe.stdout.trim() !== 'True') {
+            t.skip('needs a python3 on PATH outside a venv, with user site-packages (code ' + String(probe.code) + ')');
+            return;
+        }
+        const home = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-home-'));
+        const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-ws-'));
+        const saved = { HOME: process.env.HOME, PYTHONPATH: process.env.PYTHONPATH };
+        try {
+            process.env.HOME = home; // where `pip install --user` puts it: ~/.local/lib/pythonX.Y/site-packages
+            process.env.PYTHONPATH = workspace; // ignored (-E)
+            const userSite = (await runProcess('python3', ['-E', '-c', 'import site; print(site.getusersitepackages())'])).stdout.trim();
+            assert.ok(userSite.startsWith(home), userSite);
+            fs.mkdirSync(path.join(userSite, 'memsearch_lsp'), { recursive: true });
+            fs.writeFileSync(path.join(userSite, 'memsearch_lsp', '__init__.py'), '__version__ = "9.9.9+user"\n');
+            fs.writeFileSync(
+                path.join(userSite, 'memsearch_lsp', '__main__.py'),
+                'import json, os, sys\nprint(json.dumps({"argv": sys.argv[1:], "main": __name__, "cwd": [p for p in sys.path if p in ("", os.getcwd())]}))\n',
+            );
+            // the workspace's modules: a json.py and a memsearch_lsp/ that must never be imported
+            fs.writeFileSync(path.join(workspace, 'json.py'), 'raise SystemExit("the workspace\'s json.py was imported")\n');
+            fs.mkdirSync(path.join(workspace, 'memsearch_lsp'));
+            fs.writeFileSync(path.join(workspace, 'memsearch_lsp', '__init__.py'), '__version__ = "workspace"\n');
+
+            assert.deepEqual(await checkServerModule(['python3'], runProcess, workspace), { ok: true, version: '9.9.9+user' });
+            const { command, args } = serverCommand(['python3']);
+            const served = await runProcess(command, args, workspace);
+            assert.equal(served.code, 0, served.stderr);
+            assert.deepEqual(JSON.parse(served.stdout), { argv: ['serve'], main: '__main__', cwd: [] });
+        } finally {
+            for (const [key, value] of Object.entries(saved)) {
+                if (value === undefined) {
+                    Reflect.deleteProperty(process.env, key);
+                } else {
+                    process.env[key] = value;
+                }
+            }
+            fs.rmSync(home, { recursive: true, force: true });
+            fs.rmSync(workspace, { recursive: true, force: true });
+        }
     });
 
     it('checks that memsearch_lsp imports, and reads its version', async () => {
@@ -125,9 +173,9 @@ describe('starting the server', () => {
         assert.deepEqual(await checkServerModule(['py', '-3'], runner({ code: 0, stdout: '0.1.0', stderr: '' })), { ok: true, version: '0.1.0' });
         assert.equal(calls[0]?.command, 'py');
         assert.equal(calls[0]?.args[0], '-3');
-        assert.equal(calls[0]?.args[1], '-I'); // isolated: a workspace's modules never shadow the server's
+        assert.equal(calls[0]?.args[1], '-E'); // a workspace's modules never shadow the server's (the test above)
         assert.equal(calls[0]?.args[2], '-c');
-        assert.match(calls[0]?.args[3] ?? '', /import memsearch_lsp/);
+        assert.match(calls[0]?.args[3] ?? '', /^import sys; sys\.path\[:\] = .*; import memsearch_lsp/);
 
         const missing = await checkServerModule(
             ['python3'],

@@ -7,6 +7,7 @@ import { Commands, Contexts } from '../src/common/constants';
 import type { ProcessResult } from '../src/common/install';
 import { INIT_MEMORY } from '../src/common/commands';
 import { cliFailure, cliOf, copyMcpConfig, findMemoryWorkspace, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
+import { moduleCommand } from '../src/common/python';
 import { Uri, stub } from './stubs/vscode';
 
 const REPO_PYTHON = path.resolve('..', '.venv', 'bin', 'python');
@@ -194,11 +195,11 @@ describe('first-run commands', () => {
         const text = await copyMcpConfig(host, async () => true);
         assert.equal(stub.clipboard, text);
         assert.deepEqual(JSON.parse(stub.clipboard), mcpServerConfig(['/private/venv/bin/python'], Uri.file(tmp).fsPath));
-        assert.deepEqual(mcpServerConfig(['py', '-3'], '/ws').mcpServers.memsearch, { command: 'py', args: ['-3', '-I', '-m', 'memsearch_lsp', 'mcp', '--workspace', '/ws'] });
+        assert.deepEqual(mcpServerConfig(['py', '-3'], '/ws').mcpServers.memsearch, moduleCommand(['py', '-3'], ['mcp', '--workspace', '/ws']));
     });
 
-    it('runs the CLI of a Python with -m memsearch_lsp', async () => {
-        const result = await cliOf([process.execPath, '-e', 'process.stdout.write(process.argv.slice(1).join(" "))', '--'])(['init', '/x']);
-        assert.deepEqual([result.code, result.stdout], [0, '-I -m memsearch_lsp init /x']);
+    it('runs the CLI of a Python as `-m memsearch_lsp` does (the arguments of every Python started: python.test.ts)', async () => {
+        const result = await cliOf([process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.argv.slice(1)))', '--'])(['init', '/x']);
+        assert.deepEqual([result.code, JSON.parse(result.stdout)], [0, moduleCommand(['python3'], ['init', '/x']).args]);
     });
 });

@@ -134,15 +134,25 @@ export function installedServerPythons(env: NodeJS.ProcessEnv = process.env, hom
 }
 
 /**
- * Isolated mode (`python -I`): neither the working folder (a workspace, whose `json.py` or `memsearch_lsp/` would
- * otherwise shadow the real ones) nor PYTHONPATH nor the user's site folder is on the import path of a Python we start.
+ * How every Python we start runs (the server, MCP, the CLI, the check that the server is installed): `-E` (no
+ * PYTHONPATH, PYTHONHOME or other PYTHON* variable is read), then code that takes the working folder (`''` under
+ * `-c`; a workspace, whose `json.py` or `memsearch_lsp/` would otherwise shadow the real ones) off the import path
+ * before it imports anything. Not `-I`: it implies `-s`, which drops the user's site-packages, where
+ * `pip install --user` puts the server ("not installed" it said then). Not `-P` (the working folder alone): Python
+ * 3.11+, and the server runs on 3.10. (`-E` also ignores PYTHONUSERBASE: the user site is the default one.)
  */
-export const ISOLATED = ['-I'] as const;
+const OFF_CWD = 'import sys; sys.path[:] = [p for p in sys.path if p]';
 
-/** `<python> -I -m memsearch_lsp <args>` as (command, args). */
+/** `-E -c "<take the working folder off sys.path>; <code>"`: the arguments of a Python that runs `code`. */
+export function isolatedCode(code: string): string[] {
+    return ['-E', '-c', `${OFF_CWD}; ${code}`];
+}
+
+/** `<python> -E -c "...; runpy.run_module('memsearch_lsp', ...)" <args>` (what `-m memsearch_lsp` does) as (command, args). */
 export function moduleCommand(interpreter: readonly string[], args: readonly string[]): { command: string; args: string[] } {
     const [command, ...rest] = interpreter;
-    return { command: command ?? defaultPython(), args: [...rest, ...ISOLATED, '-m', SERVER_MODULE, ...args] };
+    const run = `import runpy; runpy.run_module("${SERVER_MODULE}", run_name="__main__", alter_sys=True)`;
+    return { command: command ?? defaultPython(), args: [...rest, ...isolatedCode(run), ...args] };
 }
 
 /** `<python> -m memsearch_lsp serve` as (command, args). */
@@ -178,7 +188,7 @@ export async function checkServerModule(interpreter: readonly string[], run: Run
     if (command === undefined) {
         return { ok: false, reason: 'python-not-found', detail: 'no Python command' };
     }
-    const result = await run(command, [...rest, ...ISOLATED, '-c', CHECK_SCRIPT], cwd);
+    const result = await run(command, [...rest, ...isolatedCode(CHECK_SCRIPT)], cwd);
     if (result.code === 0) {
         return { ok: true, version: result.stdout.trim() || 'unknown' };
     }

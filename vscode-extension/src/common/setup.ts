@@ -7,10 +7,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { guard, INIT_MEMORY, reportFailure } from './commands';
-import { Commands, Contexts, SERVER_MODULE } from './constants';
+import { Commands, Contexts } from './constants';
 import { carriedWheel, findBasePython, hasModule, InstallError, installServer, pythonCandidates, runStreaming, type Installed, type ProcessResult, type ServerHome } from './install';
 import { showLog, traceError, traceInfo } from './log';
-import { ISOLATED } from './python';
+import { moduleCommand } from './python';
 import { chooseFolder, getMemoryPaths } from './settings';
 
 export const INSTALL_SERVER = 'Install the memsearch-lsp server';
@@ -180,14 +180,15 @@ export interface SetupHost {
 export type Cli = (args: readonly string[], options?: { cwd?: string; input?: string }) => Promise<ProcessResult>;
 
 export function cliOf(python: readonly string[]): Cli {
-    const [command, ...rest] = python;
-    return (args, options) =>
-        runStreaming(command ?? 'python3', [...rest, ...ISOLATED, '-m', SERVER_MODULE, ...args], {
+    return (args, options) => {
+        const run = moduleCommand(python, args);
+        return runStreaming(run.command, run.args, {
             cwd: options?.cwd,
             input: options?.input,
             env: { ...process.env, PYTHONUTF8: '1' },
             timeoutMs: 300_000,
         });
+    };
 }
 
 /** The Python with the server; when there is none, offers the install first (undefined: not installed). */
@@ -311,8 +312,7 @@ export async function rememberNote(host: SetupHost, cliFor: (python: readonly st
 
 /** The `mcpServers` entry that other agents (Claude Code `.mcp.json`, Cursor) use to reach this memory. */
 export function mcpServerConfig(python: readonly string[], folder: string): { mcpServers: Record<string, { command: string; args: string[] }> } {
-    const [command, ...rest] = python;
-    return { mcpServers: { memsearch: { command: command ?? 'python3', args: [...rest, ...ISOLATED, '-m', SERVER_MODULE, 'mcp', '--workspace', folder] } } };
+    return { mcpServers: { memsearch: moduleCommand(python, ['mcp', '--workspace', folder]) } };
 }
 
 /** "Memsearch: Copy MCP server configuration": the JSON for another agent, on the clipboard. */
