@@ -385,7 +385,8 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
     w07 = memory / "summary-2026-W07.md"
     w07.write_text(w07.read_text() + "- Café 🎉 naïve → reviewed by hand")
     before = w07.read_text()
-    (memory / "2026-02-09.md").write_text("# 2026-02-09\n\n## Recreated\n\n- Written after the archive.\n")
+    # (with Windows line ends: the editor's edit lost them, the archived original no longer byte for byte)
+    (memory / "2026-02-09.md").write_bytes(b"# 2026-02-09\r\n\r\n## Recreated\r\n\r\n- Written after the archive.\r\n")
     rest: Any = await command(session)
     assert rest["applied"] is True and len(rest["archive"]) == 9  # [] means: older than the configured days
     assert {"from": "memory/2026-02-09.md", "to": "memory/archive/2026-02-09.md", "merge": True} in rest["archive"]
@@ -393,7 +394,11 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
     assert appended["path"] == "memory/summary-2026-W07.md"
     assert w07.read_text() == before + appended["content"] and appended["content"].startswith("\n\n---\n")
     assert len(list((memory / "archive").iterdir())) == 12
-    assert (memory / "archive/2026-02-09.md").read_text().endswith("- Written after the archive.\n")
+    assert (
+        (memory / "archive/2026-02-09.md")
+        .read_bytes()
+        .endswith(b"## Recreated\r\n\r\n- Written after the archive.\r\n")
+    )
 
     nothing: Any = await command(session, olderThanDays=7)
     assert nothing["applied"] is False and nothing["summaries"] == [] and "nothing to compact" in nothing["note"]

@@ -94,6 +94,17 @@ def test_plan_chooses_logs_older_than_n_days_grouped_by_iso_week(workspace: Path
     assert nothing.to_dict()["summaries"] == [] and nothing.to_dict()["archive"] == []
 
 
+def test_a_file_where_the_archive_folder_goes_is_named_by_the_plan(workspace: Path, make_memory) -> None:
+    """A dry run listed the moves of a plan that then failed with "compaction failed (File exists)" when
+    memory/archive was a file: the plan names it, and nothing is written."""
+    (workspace / "memory" / "archive").write_text("not a folder\n")
+    memory = make_memory(workspace)
+    before = snapshot(workspace)
+    with pytest.raises(CompactError, match=r"memory/archive exists and is not a folder: .*move it away"):
+        plan_compaction(memory, today=FEB18)
+    assert snapshot(workspace) == before
+
+
 def test_today_is_the_clock_remember_reads(workspace: Path, make_memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """MEMSEARCH_NOW is "today" for compaction as for `remember` and `recent`: logs within the last 7 days of it
     stay, and the summary is stamped with it."""

@@ -8,7 +8,7 @@ import logging
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -284,6 +284,9 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
     )
     if clash:
         raise CompactError(f"compact.archive_dir {named!r} {clash}")
+    for folder in (archive_dir, *map(str, PurePosixPath(archive_dir).parents)):  # (a file there: no move can be made)
+        if folder != "." and memory.path_of(folder).exists() and not memory.path_of(folder).is_dir():
+            raise CompactError(f"{folder} exists and is not a folder: the originals cannot be archived; move it away")
     moves: dict[str, str] = {}
     for source in sources:
         dst = posixpath.join(archive_dir, posixpath.basename(source))

@@ -81,11 +81,23 @@ def preview_text(content: str, limit: int = PREVIEW_CHARS) -> str:
     return "\n".join(out)
 
 
+def disk_text(root: Path, path: str) -> str:
+    """A memory file's text as it is on disk, its line ends as they are (an edit moves it byte for byte); ValueError
+    naming it when it is not UTF-8 (an edit carries text: the CLI moves such a log as it is)."""
+    try:
+        return (root / path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not valid UTF-8 (byte {exc.start}): an editor's edit cannot move it byte for byte; "
+            "compact it with `memsearch-lsp compact`"
+        ) from exc
+
+
 def _append(ls: MemsearchServer, root: Path, path: str, text: str, note: str | None) -> types.TextDocumentEdit:
     """Insert `text` at the end of a file (its open buffer, else the disk)."""
     uri = convert.uri_of(root, path)
     document = ls.workspace.text_documents.get(uri)
-    current = document.source if document else (root / path).read_text(encoding="utf-8")
+    current = document.source if document else disk_text(root, path)
     at = end_position(ls, current)
     edit = (
         types.TextEdit(range=types.Range(start=at, end=at), new_text=text)
@@ -140,8 +152,9 @@ def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.Wo
     for move in plan.archive:
         src, dst = convert.uri_of(root, move.src), convert.uri_of(root, move.dst)
         if move.action == "merge":  # a log recreated at an archived date: appended to its archived copy
-            text = (root / move.src).read_text(encoding="utf-8")
-            existing = (root / move.dst).read_text(encoding="utf-8")
+            log = ls.workspace.text_documents.get(src)  # (the editor's buffer is what the plan read)
+            text = log.source if log else disk_text(root, move.src)
+            existing = disk_text(root, move.dst)
             lead = "\n" if existing and not existing.endswith("\n") else ""
             changes.append(_append(ls, root, move.dst, lead + text, archive))
             changes.append(types.DeleteFile(uri=src, annotation_id=archive))
@@ -171,7 +184,7 @@ def memory_changes(ls: MemsearchServer, root: Path, edit: MemoryEdit, note: str 
         )
         base = ""
     else:
-        base = document.source if document else (root / edit.path).read_text(encoding="utf-8")
+        base = document.source if document else disk_text(root, edit.path)
     edits: list[types.TextEdit | types.AnnotatedTextEdit] = []
     for offset, text in edit.inserts:
         at = _position(ls, base, offset)
