@@ -1,8 +1,9 @@
 """An OpenAI-compatible endpoint (embeddings, chat completions): its client, set up from settings, and its
-failures said in one sentence naming the endpoint, the attempts made and the setting to check.
+failures said in one sentence naming the endpoint, the requests made and the setting to check.
 
 The openai client itself retries 429, 5xx, timeouts and lost connections with exponential backoff
 (honouring Retry-After) up to `max_retries` times; both the embedder and the summariser go through here.
+A redirect is not followed: what is sent (the memory, the API key) goes only where the base_url points.
 """
 
 from __future__ import annotations
@@ -15,12 +16,19 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from memsearch_lsp.trust import hide_credentials
 
 log = logging.getLogger(__name__)
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 _ERROR_PREFIX = re.compile(r"^Error code: \d+ - ")
+_sent = threading.local()  # requests this thread sent inside `Endpoint.failures` (the client's retries included)
+
+
+def _one_more(_request: Any) -> None:
+    _sent.count = getattr(_sent, "count", 0) + 1
 
 
 @dataclass
@@ -46,7 +54,7 @@ class Endpoint:
         the settings (a remote endpoint without one is called anyway, with a warning)."""
         with self._lock:
             if self._client is None:
-                from openai import OpenAI
+                from openai import DefaultHttpxClient, OpenAI
 
                 key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
                 if not key:
@@ -62,6 +70,7 @@ class Endpoint:
                     api_key=key or "no-key",
                     timeout=self.timeout_s,
                     max_retries=self.max_retries,
+                    http_client=DefaultHttpxClient(follow_redirects=False, event_hooks={"request": [_one_more]}),
                 )
             return self._client
 
@@ -75,32 +84,45 @@ class Endpoint:
         timeout_s: float | None = None,
         max_retries: int | None = None,
     ) -> Iterator[None]:
-        """The openai client's errors inside the block, raised again as one `error` each; `hints` adds a
-        sentence for an HTTP status beside the usual ones (API key, base URL and model). `timeout_s` and
-        `max_retries`: what the block's client used when not the settings' (a search's query)."""
+        """The openai client's errors inside the block, raised again as one `error` each, with the requests it
+        sent (a 401 is not retried, a 500 is); `hints` adds a sentence for an HTTP status beside the usual ones
+        (API key, base URL and model). `timeout_s` and `max_retries`: what the block's client used when not the
+        settings' (a search's query)."""
         import openai
 
         timeout = self.timeout_s if timeout_s is None else timeout_s
-        tries = (self.max_retries if max_retries is None else max_retries) + 1
-        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
+        planned = (self.max_retries if max_retries is None else max_retries) + 1
+        _sent.count = 0
         try:
             yield
-        except openai.APITimeoutError as exc:
-            raise error(
-                f"{self.where} timed out after {timeout:g}s ({attempts}); raise "
-                f"{self.section}.timeout_s or check the server"
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise error(
-                f"cannot reach {self.where} ({attempts}): {message(exc).rstrip('.')}; check {self.section}.base_url"
-            ) from exc
-        except openai.APIStatusError as exc:
-            raise error(
-                f"{self.where} answered HTTP {exc.status_code} ({attempts}): {message(exc)}"
-                f"{self._hint(exc.status_code, model, hints or {})}"
-            ) from exc
         except openai.OpenAIError as exc:
-            raise error(f"{self.where} failed: {message(exc)}") from exc
+            tries = getattr(_sent, "count", 0) or planned
+            raise error(
+                self._said(exc, model, hints or {}, timeout, f"{tries} attempt{'s' if tries != 1 else ''}")
+            ) from exc
+
+    def _said(self, exc: Exception, model: str, hints: Mapping[int, str], timeout: float, attempts: str) -> str:
+        """What `exc` (an openai error) means: the endpoint, what was tried and what to check."""
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return (
+                f"{self.where} timed out after {timeout:g}s ({attempts}); raise {self.section}.timeout_s "
+                "or check the server"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return f"cannot reach {self.where} ({attempts}): {message(exc).rstrip('.')}; check {self.section}.base_url"
+        if isinstance(exc, openai.APIStatusError) and 300 <= exc.status_code < 400:
+            return (
+                f"{self.where} redirects to {redirect_target(exc.response)}: not followed (what it is sent goes only "
+                f"where {self.section}.base_url points); set {self.section}.base_url to that address if you trust it"
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return (
+                f"{self.where} answered HTTP {exc.status_code} ({attempts}): {message(exc)}"
+                f"{self._hint(exc.status_code, model, hints)}"
+            )
+        return f"{self.where} failed: {message(exc)}"
 
     def _hint(self, status: int, model: str, hints: Mapping[int, str]) -> str:
         if status in (401, 403):
@@ -116,3 +138,13 @@ def message(exc: Exception) -> str:
     text = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", exc)
     text = _ERROR_PREFIX.sub("", " ".join(str(text).split()))
     return text if len(text) <= 300 else text[:299] + "…"
+
+
+def redirect_target(response: Any) -> str:
+    """Where a redirect answer (an httpx response) points: its Location made absolute, without its query and with
+    any password hidden ("(no Location)" when it names none)."""
+    location = response.headers.get("location", "")
+    if not location:
+        return "(no Location)"
+    parts = urlsplit(urljoin(str(response.url), location))
+    return hide_credentials(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")))
