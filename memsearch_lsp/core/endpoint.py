@@ -54,8 +54,6 @@ class Endpoint:
         the settings (a remote endpoint without one is called anyway, with a warning)."""
         with self._lock:
             if self._client is None:
-                from openai import DefaultHttpxClient, OpenAI
-
                 key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
                 if not key:
                     host = urlsplit(self.base_url).hostname or ""
@@ -65,13 +63,7 @@ class Endpoint:
                         self.api_key_env or f"({self.section}.api_key_env)",
                         self.url or self.base_url,
                     )
-                self._client = OpenAI(
-                    base_url=self.base_url,
-                    api_key=key or "no-key",
-                    timeout=self.timeout_s,
-                    max_retries=self.max_retries,
-                    http_client=DefaultHttpxClient(follow_redirects=False, event_hooks={"request": [_one_more]}),
-                )
+                self._client = openai_client(self.base_url, key, self.timeout_s, self.max_retries)
             return self._client
 
     @contextlib.contextmanager
@@ -130,6 +122,38 @@ class Endpoint:
         if status == 404:
             return f"; check {self.section}.base_url and {self.section}.model ({model!r})"
         return f"; {hints[status]}" if status in hints else ""
+
+
+def openai_client(base_url: str, key: str, timeout_s: float, max_retries: int) -> Any:
+    """The openai client an endpoint is asked through (the embedder, the summariser, doctor): a redirect answers
+    as an error instead of being followed, and each request sent is counted for `Endpoint.failures`."""
+    from openai import DefaultHttpxClient, OpenAI
+
+    return OpenAI(
+        base_url=base_url,
+        api_key=key or "no-key",
+        timeout=timeout_s,
+        max_retries=max_retries,
+        http_client=DefaultHttpxClient(follow_redirects=False, event_hooks={"request": [_one_more]}),
+    )
+
+
+def models_answer(base_url: str, key: str, timeout_s: float) -> tuple[int, str]:
+    """GET {base_url}/models asked once as every endpoint is asked (`openai_client`: the API key, a user and
+    password in the URL, no redirect followed): its HTTP status, with where a redirect points; 0 and why when no
+    answer came (refused, timed out, not a URL)."""
+    import openai
+
+    client = openai_client(base_url, key, timeout_s, 0)
+    try:
+        return client.models.with_raw_response.list().status_code, ""
+    except openai.APIStatusError as exc:
+        return exc.status_code, redirect_target(exc.response) if 300 <= exc.status_code < 400 else ""
+    except (openai.OpenAIError, ValueError) as exc:
+        reason = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
+        return 0, str(reason) or type(reason).__name__
+    finally:
+        client.close()
 
 
 def message(exc: Exception) -> str:

@@ -9,8 +9,6 @@ import json
 import os
 import re
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from memsearch_lsp.config import (
     user_config_path,
 )
 from memsearch_lsp.core import clock
+from memsearch_lsp.core.endpoint import models_answer
 from memsearch_lsp.doctor.report import NOT_LOADED, Check, Context
 from memsearch_lsp.trust import untrusted
 
@@ -292,26 +291,24 @@ def check_endpoints(ctx: Context) -> Check:
 
 
 def probe(base_url: str, key: str, timeout: float = ENDPOINT_TIMEOUT_S) -> tuple[str, str]:
-    """("ok" | "refused" | "unreachable", what happened) for GET {base_url}/models: any answer but 401 / 403 means
-    the endpoint is there."""
-    request = urllib.request.Request(base_url.rstrip("/") + "/models", method="GET")
-    if key:
-        request.add_header("Authorization", f"Bearer {key}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return "ok", f"answers (HTTP {response.status})"
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            return "refused", f"refuses the request (HTTP {exc.code}{'' if key else ', no API key set'})"
-        return "ok", f"answers (HTTP {exc.code} for /models)"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return "unreachable", f"cannot reach it within {timeout:g} s ({reason})"
+    """("ok" | "refused" | "redirects" | "unreachable", what happened) for GET {base_url}/models, asked as the
+    embedder and the summariser ask (core/endpoint.py: a user and password in the URL too): any answer but 401 / 403
+    means the endpoint is there; a redirect is not followed (the API key would go with it)."""
+    status, said = models_answer(base_url, key, timeout)
+    if not status:
+        return "unreachable", f"cannot reach it within {timeout:g} s ({said})"
+    if status in (401, 403):
+        return "refused", f"refuses the request (HTTP {status}{'' if key else ', no API key set'})"
+    if 300 <= status < 400:
+        return "redirects", f"redirects to {said} (not followed: the API key goes only where base_url points)"
+    return "ok", f"answers (HTTP {status}{' for /models' if status >= 400 else ''})"
 
 
 def _endpoint_fix(section: str, role: str, status: str, key_env: str) -> str:
     if status == "refused":
         return f"put the {role} endpoint's API key in the environment variable {key_env} ({section}.api_key_env)"
+    if status == "redirects":
+        return f"set {section}.base_url to the address the {role} endpoint redirects to, if you trust it"
     switch = (
         "compact.summarizer = 'extractive' (no endpoint)"
         if section == "compact"

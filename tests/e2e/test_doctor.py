@@ -31,14 +31,19 @@ def user_file(text: str) -> Path:
 
 
 @contextlib.contextmanager
-def endpoint(status: int) -> Iterator[str]:
-    """An HTTP server answering every GET with `status`; yields its /v1 base URL."""
+def endpoint(status: int, heard: list[dict[str, str]] | None = None, location: str = "") -> Iterator[str]:
+    """An HTTP server answering every GET with `status` (and `location` as its Location), each request's path and
+    headers kept in `heard`; yields its /v1 base URL."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if heard is not None:
+                heard.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
             body = b'{"data": []}'
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
+            if location:
+                self.send_header("Location", location)
             self.end_headers()
             self.wfile.write(body)
 
@@ -91,6 +96,39 @@ def test_an_endpoint_that_answers_is_ok_and_one_that_refuses_the_key_is_a_proble
     assert found.status == "fail"  # type: ignore[attr-defined]
     assert found.data["summariser"]["status"] == "ok" and found.data["embeddings"]["status"] == "refused"  # type: ignore[attr-defined]
     assert "DOCTOR_TEST_KEY" in found.fix and "summariser" not in found.fix  # type: ignore[attr-defined]
+
+
+def test_a_redirecting_endpoint_is_a_problem_and_the_key_does_not_follow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor asked GET /models with urllib, which follows a redirect and sends the Authorization header along (to
+    another host, or from https to http)."""
+    init_workspace(tmp_path)
+    elsewhere: list[dict[str, str]] = []
+    asked: list[dict[str, str]] = []
+    with endpoint(200, elsewhere) as other, endpoint(302, asked, location=f"{other}/models") as redirecting:
+        user_file(f'[embedding]\nprovider = "openai"\nbase_url = "{redirecting}"\napi_key_env = "DOCTOR_TEST_KEY"\n')
+        monkeypatch.setenv("DOCTOR_TEST_KEY", "sk-test")
+        found = checks(tmp_path)["endpoints"]
+    assert [h["authorization"] for h in asked] == ["Bearer sk-test"] and elsewhere == [], "the key stayed"
+    assert found.status == "fail" and found.data["embeddings"]["status"] == "redirects"  # type: ignore[attr-defined]
+    assert f"redirects to {other}/models" in found.detail  # type: ignore[attr-defined]
+    assert "embedding.base_url" in found.fix and "redirects to" in found.fix  # type: ignore[attr-defined]
+
+
+def test_an_endpoint_with_a_user_and_password_in_its_url_is_asked_as_the_embedder_asks(tmp_path: Path) -> None:
+    """urllib takes no credentials in a URL: a reachable endpoint was said not to resolve ("Name or service not
+    known"); the password is never said."""
+    init_workspace(tmp_path)
+    asked: list[dict[str, str]] = []
+    with endpoint(200, asked) as up:
+        with_user = up.replace("http://", "http://bob:hunter2@")
+        user_file(f'[embedding]\nprovider = "openai"\nbase_url = "{with_user}"\napi_key_env = ""\n')
+        found = checks(tmp_path)["endpoints"]
+    assert found.status == "ok", found  # type: ignore[attr-defined]
+    assert [h["path"] for h in asked] == ["/v1/models"]
+    assert up.replace("http://", "http://bob:***@") in found.detail  # type: ignore[attr-defined]
+    assert "hunter2" not in str(found.to_dict())  # type: ignore[attr-defined]
 
 
 def test_every_source_is_listed_with_its_path_in_precedence_order(
