@@ -280,7 +280,6 @@ def test_an_index_opens_and_answers_with_bm25_alone_while_its_endpoint_is_down(
         hits = memory.search("Redis cache TTL", top_k=3)
         assert hits and hits[0].heading == "Redis Caching" and "BM25 alone" in caplog.text
         assert memory.expand(chunk_id) is not None and memory.status()["chunks"] > 0
-    assert "opens with its dimension (16) as recorded" in caplog.text
     other = Memory(workspace, embedding={**down, "model": "fake-b"})  # another model: nothing to go on
     with other, pytest.raises(EmbeddingError, match="cannot reach"):
         other.search("Redis cache TTL")

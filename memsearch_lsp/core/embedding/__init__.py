@@ -23,6 +23,7 @@ from typing import Protocol, runtime_checkable
 
 from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, ConfigError, EmbeddingConfig
 from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, REFERENCE, Calibration, EmbeddingError, variant
+from memsearch_lsp.core.embedding.dimension import probed_dim
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -31,6 +32,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "create_embedder",
+    "probed_dim",
     "query_vector",
     "reads_what",
     "variant",
@@ -146,31 +148,3 @@ def create_embedder(
         document_prefix=settings.document_prefix,
         query_prefix=settings.query_prefix,
     )
-
-
-def probed_dim(embedder: Embedder, record: Path) -> int:
-    """The embedder's dimension: known, or probed (an endpoint's first answer) and kept in `record` (a file of the
-    private index folder); when the probe fails, the one kept for this model, so a complete index still opens while
-    its endpoint is down (search then ranks by BM25 alone and says so); else the probe's EmbeddingError."""
-    import logging
-
-    from memsearch_lsp.core.files import folder_fd, read_file, write_file
-
-    if embedder.dim:
-        return embedder.dim
-    try:
-        embedder.embed(["dimension probe"])
-    except EmbeddingError as exc:
-        try:
-            with folder_fd(record.parent) as fd:
-                model, _, dim = read_file(fd, record.name, 4096).decode("utf-8").strip().partition("\n")
-            known = int(dim) if model == embedder.model_name else 0
-        except (OSError, ValueError):
-            known = 0
-        if known <= 0:
-            raise
-        logging.getLogger(__name__).warning("%s; the index opens with its dimension (%d) as recorded", exc, known)
-        return known
-    with contextlib.suppress(OSError), folder_fd(record.parent) as fd:
-        write_file(fd, record.name, f"{embedder.model_name}\n{embedder.dim}\n".encode())
-    return embedder.dim

@@ -6,11 +6,13 @@ import json
 import logging
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import EmbeddingConfig
 from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, Calibration, EmbeddingError, variant
 from memsearch_lsp.core.embedding.calibration import measure
+from memsearch_lsp.core.embedding.dimension import record_dim
 from memsearch_lsp.core.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class OpenAIEmbedder:
             + variant(settings)
         )
         self.dim = settings.dimensions  # 0 until the first answer
+        self.dim_record: Path | None = None  # where `dim` was read from, until an answer confirms it (dimension.py)
         self.requests = 0
         self.api = Endpoint(
             "embedding",
@@ -109,7 +112,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(
                 f"embedding endpoint {self.endpoint}: the answer was cut off ({type(exc).__name__}: {exc})"
             ) from exc
-        return self._vectors(body, len(batch))
+        return self._vectors(body, len(batch), model)
 
     def _read(self, response: Any, texts: int) -> bytes:
         """The answer's body, at most `max_response_bytes(texts)`: a bigger one is refused as soon as its
@@ -125,16 +128,36 @@ class OpenAIEmbedder:
                 raise EmbeddingError(self._too_big(len(body), cap, texts, more=True))
         return bytes(body)
 
+    def _check_recorded(self, lengths: set[int]) -> None:
+        """The first answer after the index opened with the dimension recorded for this model (dimension.py):
+        the same confirms it; another one, in every vector, is the endpoint's model changed under the same name:
+        refused (the index holds vectors of the recorded one), and recorded, so the next open moves the index
+        aside and builds it again."""
+        record = self.dim_record
+        if record is None or len(lengths) != 1 or min(lengths) <= 0:
+            return  # (vectors of several lengths, or not lists: refused below as they are)
+        got = min(lengths)
+        if got == self.dim:
+            self.dim_record = None
+            return
+        record_dim(record, self.model_name, got)  # (each answer says so until the index is opened again)
+        raise EmbeddingError(
+            f"embedding endpoint {self.endpoint} now answers {got}-d vectors for model {self.model!r}, but the "
+            f"index was built with {self.dim}-d ones: it is moved aside and built again when next opened "
+            "(run `memsearch-lsp index`, or restart the editor's language server)"
+        )
+
     def _too_big(self, size: int, cap: int, texts: int, more: bool = False) -> str:
         return (
             f"embedding endpoint {self.endpoint} sent {'over ' if more else ''}{size:,} bytes for {texts} "
             f"text{'s' if texts != 1 else ''}, more than the {cap:,} bytes allowed; check embedding.base_url"
         )
 
-    def _vectors(self, body: bytes, expected: int) -> list[list[float]]:
+    def _vectors(self, body: bytes, expected: int, model: str = "") -> list[list[float]]:
         """The unit vectors of a /v1/embeddings answer, in input order; anything malformed (not JSON, a
         wrong count or length, a non-finite or all-zero vector) is an EmbeddingError naming the endpoint,
-        raised before any vector is stored or cached."""
+        raised before any vector is stored or cached. `model`: the one asked (a recorded dimension is checked
+        against the passages' model's answer)."""
         where = f"embedding endpoint {self.endpoint}"
         try:
             answer = json.loads(body)
@@ -148,6 +171,8 @@ class OpenAIEmbedder:
             ) from exc
         if len(raw) != expected:
             raise EmbeddingError(f"{where} returned {len(raw)} vectors for {expected} texts (model {self.model!r})")
+        if self.dim_record is not None and model == self.model:
+            self._check_recorded({len(item) if isinstance(item, list) else -1 for item in raw})
         vectors = []
         for n, item in enumerate(raw):
             if not isinstance(item, list) or not all(
