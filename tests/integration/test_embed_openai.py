@@ -460,3 +460,31 @@ def test_mcp_closed_during_the_first_index_exits_cleanly(tmp_path: Path) -> None
     stderr = proc.stderr.read().decode() if proc.stderr is not None else ""
     assert rc == 0, stderr[-2000:]
     assert "terminate called" not in stderr
+
+
+def test_an_answer_cut_off_mid_body_is_said_as_such(settings: Callable[..., EmbeddingConfig]) -> None:
+    """An endpoint that closed the connection in the middle of its answer escaped as a raw error of the HTTP library
+    the installed openai client uses (httpx2 since openai 3.x; the code caught httpx's alone)."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_half() -> None:
+        with listener:
+            for _ in range(4):  # (the client may ask again)
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(
+                        b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"da'
+                    )
+
+    threading.Thread(target=answer_half, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    with pytest.raises(EmbeddingError, match=r"the answer was cut off"):
+        create_embedder(settings(base_url=url, max_retries=0)).embed(["half"])
+    listener.close()

@@ -209,9 +209,18 @@ def max_response_bytes(texts: int) -> int:
 
 
 def httpx_errors() -> tuple[type[Exception], ...]:
-    import httpx
+    """The transport errors of the HTTP library the installed openai client speaks through: httpx, and httpx2 (its
+    fork, which openai 3.x uses; whichever is installed)."""
+    import importlib
 
-    return (httpx.HTTPError, httpx.StreamError)
+    errors: list[type[Exception]] = []
+    for name in ("httpx", "httpx2"):
+        try:
+            library = importlib.import_module(name)
+        except ImportError:
+            continue
+        errors += [library.HTTPError, library.StreamError]
+    return tuple(errors)
 
 
 def _short(text: str, limit: int = 120) -> str:
