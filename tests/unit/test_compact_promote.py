@@ -136,3 +136,13 @@ def test_an_answer_to_a_how_to_question_is_no_decision_an_outcome_that_decides_i
         ("decision", "The SDK drops Python 3.9; 3.10 is the floor."),
         ("preference", "Always squash-merge into main."),  # (a rule the answer says as one)
     ], found
+
+
+def test_it_is_decides_only_after_what_was_chosen() -> None:
+    """ "to make the log bigger than it is" was proposed for MEMORY.md's Decisions ("Postgres it is" is a decision)."""
+    log = log_text(
+        "2027-02-01",
+        "# 2027-02-01\n\n## Notes\n\nFiller text that goes on about nothing, to make the log bigger than it is.\n\n"
+        "Leave the retry budget as it is.\n\nWe compared the brokers all morning. Kafka it is.\n",
+    )
+    assert [(kind, text) for kind, text, _, _ in durable_facts([log])] == [("decision", "Kafka it is.")]

@@ -27,6 +27,7 @@ from memsearch_lsp.core.compact.parse import (
     NOTES,
     SHORT_BLOCK,
     Item,
+    contained,
     labelled,
     parse_log,
 )
@@ -409,12 +410,7 @@ class ExtractiveSummarizer:
             return kept
         # a line repeated inside a longer one ("Error rate 0.2%." and "Error rate 0.2%, p99 205 ms."): the longer stays
         # (and when the longer one adds no number or name, it is the repeat: the shorter stays)
-        lines = [i for i in kept if i.kind != "block" and len(i.key) >= 12]
-        gone: set[int] = set()
-        for short in lines:
-            for long in lines:
-                if len(long.key) > len(short.key) and f" {short.key} " in f" {long.key} ":
-                    gone.add(id(short) if long.names > short.names else id(long))
+        gone = contained(item for item in kept if item.kind != "block" and len(item.key) >= 12)
         kept = [i for i in kept if id(i) not in gone]
         lines = [i for i in kept if i.kind != "block"]
         if len(lines) < 2:
@@ -423,10 +419,20 @@ class ExtractiveSummarizer:
 
         vectors = np.asarray(self._embedder().embed([i.text for i in lines]), dtype=np.float32)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        similar = (vectors @ vectors.T) >= self.threshold
+        earlier: dict[int, list[int]] = {}  # each line's earlier lines within the threshold (a block of rows at once:
+        for top in range(0, len(lines), SIMILAR_ROWS):  # a long log's square matrix would not fit in memory)
+            block = vectors[top : top + SIMILAR_ROWS] @ vectors.T
+            rows, cols = np.nonzero(
+                np.tri(block.shape[0], block.shape[1], top - 1, dtype=bool) & (block >= self.threshold)
+            )
+            for n, m in zip((rows + top).tolist(), cols.tolist()):
+                earlier.setdefault(n, []).append(m)
         dropped: set[int] = set()
-        for n, item in enumerate(lines):
-            if any(m not in dropped and similar[n, m] and item.names <= lines[m].names for m in range(n)):
+        for n in sorted(earlier):
+            if any(m not in dropped and lines[n].names <= lines[m].names for m in earlier[n]):
                 dropped.add(n)
         gone = {id(lines[n]) for n in dropped}
         return [i for i in kept if id(i) not in gone]
+
+
+SIMILAR_ROWS = 512  # lines compared with all the others at once by dedupe (512 x 10,000 floats: 20 MB)

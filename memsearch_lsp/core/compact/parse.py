@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memsearch_lsp.core.chunks import Heading, normalize_newlines, outline
@@ -75,11 +77,11 @@ class Item:
     first: str = ""  # its first line (a labelled line is kept whole; the lines joined to it are not)
     lead: str = ""  # the lead-in it follows ("Decisions:", "**Follow-ups**"): what it is, like a heading
 
-    @property
-    def key(self) -> str:
+    @functools.cached_property
+    def key(self) -> str:  # (asked many times of each item by dedupe: its text never changes)
         return " ".join(NORM.sub(" ", self.text.lower()).split()) if self.kind != "block" else self.text
 
-    @property
+    @functools.cached_property
     def names(self) -> set[str]:
         """Numbers, versions, names and code: what a near-duplicate may never lose."""
         return {NORM.sub("", t.lower()) for t in _KEY.findall(short_runs(self.text))} - {""}
@@ -247,3 +249,21 @@ def parse_log(log_text: LogText) -> list[Item]:
             current = add("para", stripped, 0, i)
     said_by_its_title(0)
     return items
+
+
+def contained(lines: Iterable[Item]) -> set[int]:
+    """The items (by id) said again inside a longer one ("Error rate 0.2%." and "Error rate 0.2%, p99 205 ms."):
+    the shorter, unless the longer adds no number or name (then the longer is the repeat). Only the lines sharing the
+    shorter one's rarest word are compared (a long log's every pair would take minutes)."""
+    lines = list(lines)
+    holding: dict[str, list[Item]] = {}
+    for item in lines:
+        for word in set(item.key.split()):
+            holding.setdefault(word, []).append(item)
+    gone: set[int] = set()
+    for short in lines:
+        rarest = min(set(short.key.split()), key=lambda word: len(holding[word]))
+        for long in holding[rarest]:
+            if len(long.key) > len(short.key) and f" {short.key} " in f" {long.key} ":
+                gone.add(id(short) if long.names > short.names else id(long))
+    return gone

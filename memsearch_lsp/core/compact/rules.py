@@ -217,7 +217,11 @@ DECISION = re.compile(
 DECISION_TOLD = re.compile(
     r"\b(?:went with|go(?:ing)? with|settled on|chose|opted for|decided|agreed|from now on|going forward|"
     r"we(?:'ll|’ll| will| are going to|'re going to|’re going to) (?:keep|use|stay|go|switch|move|stick|reprocess|"
-    r"store|run|ship|drop|pin|only)|\w+ it is\b)|" + cues("decision-told"),
+    r"store|run|ship|drop|pin|only)|"
+    # "Postgres it is." (never "bigger than it is", "leave it as it is", "whatever it is")
+    r"\b(?!(?:than|as|what|whatever|how|where|who|which|that|because|if|when|since|so|way)\b)\w+ it is"
+    r"(?=\s*(?:then\b|[.!,;:]|$)))|"
+    + cues("decision-told"),
     re.I,
 )
 # what a decision replaced or ruled out: "was replaced by", "X was considered but", "goes from weekly to ..."
