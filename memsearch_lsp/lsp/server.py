@@ -279,9 +279,12 @@ class MemsearchServer(ReportingServer):
         return asyncio.ensure_future(guarded())
 
     def report(self, message: str, exc: BaseException | None = None) -> None:
-        """Log an error and show it to the user once for what failed (the message up to its first colon)."""
+        """Log an error and show it to the user once for what failed (the message up to its first colon) and once for
+        its cause (`exc`: opening an index and indexing it fail with the same cause, said once)."""
         log.error(message, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
-        self._show_once(message.split(":")[0], types.MessageType.Error, message)
+        if exc is None or f"(cause) {exc}" not in self._shown:
+            self._show_once(message.split(":")[0], types.MessageType.Error, message)
+        self._shown.update([f"(cause) {exc}"] if exc is not None else [])
 
     def warn(self, message: str) -> None:
         """Log a warning and show it to the user (window/showMessage), once."""

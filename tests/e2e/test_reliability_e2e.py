@@ -442,6 +442,9 @@ async def test_an_endpoint_that_refuses_every_call_fails_requests_in_one_line(
                 error = getattr(failed.value, "code", None), str(failed.value)
                 assert error[0] == types.LSPErrorCodes.RequestFailed, error
                 assert "memsearch_lsp." not in error[1] and "Error:" not in error[1] and endpoint.url in error[1], error
+            # (opening the index and indexing it failed with the same cause: shown once, not twice)
+            shown = [m.message for m in session.client.messages if m.type == types.MessageType.Error]
+            assert len([m for m in shown if endpoint.url in m]) == 1, shown
         finally:
             await stop(session)
     finally:

@@ -220,8 +220,7 @@ DECISION_TOLD = re.compile(
     r"store|run|ship|drop|pin|only)|"
     # "Postgres it is." (never "bigger than it is", "leave it as it is", "whatever it is")
     r"\b(?!(?:than|as|what|whatever|how|where|who|which|that|because|if|when|since|so|way)\b)\w+ it is"
-    r"(?=\s*(?:then\b|[.!,;:]|$)))|"
-    + cues("decision-told"),
+    r"(?=\s*(?:then\b|[.!,;:]|$)))|" + cues("decision-told"),
     re.I,
 )
 # what a decision replaced or ruled out: "was replaced by", "X was considered but", "goes from weekly to ..."
