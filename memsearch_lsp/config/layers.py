@@ -60,7 +60,10 @@ def _flat(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _ignored(flat: Sequence[tuple[str, Any]], root: Path) -> tuple[str, ...]:
-    return tuple(sorted(key for key, value in flat if untrusted(_camel(key), value, root)))
+    ignored = {key for key, value in flat if untrusted(_camel(key), value, root)}
+    if any(_camel(key) == "embedding.model" for key in ignored):  # (a provider without the model it was set with
+        ignored |= {key for key, _ in flat if _camel(key) == "embedding.provider"}  # would load another, or none)
+    return tuple(sorted(ignored))
 
 
 def ignored_workspace_keys(path: Path) -> tuple[str, ...]:

@@ -261,6 +261,21 @@ def test_a_workspace_file_picks_the_model_of_a_local_provider_only(tmp_path: Pat
     assert load_config(tmp_path, env={}).embedding.model == "BAAI/bge-small-en-v1.5"
 
 
+def test_a_workspace_s_model_folder_outside_it_is_ignored_with_its_provider(tmp_path: Path, caplog) -> None:
+    """An `onnx` model folder outside the workspace was ignored but its provider kept: every command then failed on
+    "'sentence-transformers/all-MiniLM-L6-v2' is not a folder", a model the user never wrote. Both go, said once."""
+    (tmp_path / ".memsearch.toml").write_text('[embedding]\nprovider = "onnx"\nmodel = "/opt/elsewhere/model"\n')
+    config = load_config(tmp_path, env={})
+    assert (config.embedding.provider, config.embedding.model) == (
+        Config().embedding.provider,
+        Config().embedding.model,
+    )
+    said = [r.getMessage() for r in caplog.records if "ignoring" in r.getMessage()]
+    assert len(said) == 1 and "embedding.model, embedding.provider" in said[0]
+    (tmp_path / ".memsearch.toml").write_text('[embedding]\nprovider = "onnx"\nmodel = "models/mine"\n')
+    assert load_config(tmp_path, env={}).embedding.provider == "onnx"  # (a folder inside: the workspace's to choose)
+
+
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
