@@ -90,7 +90,7 @@ def reads_what(embedder: Embedder) -> str:
     """What the embedder reads of each chunk, for `status`."""
     limit = embedder.max_tokens
     if not limit:
-        return "whole chunks (the provider decides any limit)"
+        return "each chunk up to the model's own token limit (longer text is cut)"
     if embedder.provider == "openai":
         return f"whole chunks up to {limit} tokens (longer text is cut at {limit * CHARS_PER_TOKEN} characters)"
     if embedder.provider == "e5":
