@@ -34,7 +34,11 @@ the twelfth round (seen since). `heldout14` (a city bus operator's timetable and
 twelfth round by a helper that had not read the summariser or the other sets' logs. `heldout16` (a wind farm's
 turbine maintenance scheduling, 40 facts) and `heldout17` (a school group's timetabling software, partly in Spanish
 and German, 30 facts) were written blind the same way at the start of the round of 2026-12-06 and measured by score
-only (42/70 before that round's changes). Logs a summary would not shrink enough are left as they are
+only (42/70 before that round's changes). `heldout18` (a hospital pharmacy's dispensary and aseptic unit, 39 facts),
+`heldout19` (a river footbridge's construction site, 38 facts) and `ml-heldout4` (a coffee roastery exporting from
+Lisbon to Shanghai, in Portuguese, Spanish, German and Chinese, 40 facts) were written blind the same way at the start
+of the round of 2026-12-07 and measured by score only at its start and end (57/117 both times; seen since).
+Logs a summary would not shrink enough are left as they are
 (`nothing_to_gain`): their facts count as kept and their characters count on both sides of the ratio.
 """
 
@@ -74,9 +78,12 @@ HELD_OUT = [
         "heldout15",
         "heldout16",
         "heldout17",
+        "heldout18",
+        "heldout19",
         "ml-heldout",
         "ml-heldout2",
         "ml-heldout3",
+        "ml-heldout4",
     )
 ]  # written before the round that measured them (seen since)
 SETS = DEV + HELD_OUT
