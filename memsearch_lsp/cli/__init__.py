@@ -3,11 +3,13 @@ remember | recent | warm | mcp (arguments in cli/parser.py, the commands in cli/
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.cli.commands import COMMANDS, json_line
@@ -96,13 +98,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.verbose and not isinstance(exc, UserError):  # -v: the details (a traceback, on stderr) first
             logging.getLogger(__name__).error("the details of the error below:", exc_info=True)
-        from memsearch_lsp.core.files import not_writable
-
-        if (shut := not_writable(exc)) is not None:  # a read-only workspace: where, and what to do
+        if (shut := _refused_write(exc)) is not None:  # a read-only workspace or index folder: where, what to do
             return _fail(as_json, shut, str(shut), args.command)
         if isinstance(exc, _user_errors()):
             return _fail(as_json, exc, str(exc), args.command)
         return _fail(as_json, exc, f"{type(exc).__name__}: {exc}")
+
+
+def _refused_write(exc: BaseException) -> OSError | None:
+    """`exc` as NotWritable when it is a write refused in the workspace: a read-only file system, or no permission in
+    its index folder (a permission refused elsewhere may be a read: that error names its own file, as it is)."""
+    from memsearch_lsp.core.files import INDEX_DIR, NotWritable, not_writable
+
+    shut = not_writable(exc)
+    if shut is None or not isinstance(exc, OSError) or isinstance(exc, NotWritable):
+        return shut
+    named = os.fsdecode(exc.filename) if exc.filename is not None else ""
+    return shut if exc.errno == errno.EROFS or INDEX_DIR in Path(named).parts else None
 
 
 # commands that change nothing, or that only bring the index up to date with the Markdown: safe to ask again

@@ -16,7 +16,16 @@ def environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in KEPT_ENVIRONMENT or k.startswith(KEPT_PREFIXES)}
 
 
+# run MODULE as `-m` does, once the working folder ('' under -c) is off the import path
+_RUN_MODULE = (
+    "import sys; sys.path[:] = [p for p in sys.path if p]; del sys.argv[0]; import runpy; "
+    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"
+)
+
+
 def python(module: str, *arguments: str) -> list[str]:
-    """`python -I -m MODULE ARGUMENTS`: isolated mode (neither the working folder nor PYTHONPATH nor the user's site
-    folder is on its import path), this interpreter."""
-    return [sys.executable, "-I", "-m", module, *arguments]
+    """`python -E -m MODULE ARGUMENTS` without the working folder on its import path, this interpreter: no PYTHON*
+    variable read (and environment() keeps none), no workspace module importable. Not `-I`: it leaves out the user's
+    site-packages too, where `pip install --user` puts this package (the process then cannot find it); not `-P`
+    (Python 3.11+)."""
+    return [sys.executable, "-E", "-c", _RUN_MODULE, module, *arguments]

@@ -46,6 +46,36 @@ def test_the_processes_it_starts_never_import_the_workspaces_code(workspace: Pat
     assert not mark.exists(), mark.read_text()
 
 
+def test_a_process_it_starts_finds_the_package_installed_for_the_user(tmp_path: Path) -> None:
+    """The processes it starts ran `python -I`, which leaves out the user's site-packages: with the package installed
+    by `pip install --user`, the engine's process failed ("No module named memsearch_lsp.core.store.writer") and every
+    write with it. A Python outside any virtual environment, the package only on its user site (a .pth there)."""
+    system = shutil.which("python3", path="/usr/bin:/usr/local/bin")
+    if system is None or subprocess.run([system, "-c", "import site; assert site.ENABLE_USER_SITE"]).returncode:
+        pytest.skip("no Python outside a virtual environment with a user site here")
+    home = tmp_path / "home"
+    user_site = subprocess.run(
+        [system, "-c", "import site; print(site.getusersitepackages())"],
+        env={"HOME": str(home), "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(user_site).mkdir(parents=True)
+    package_root = Path(__file__).resolve().parents[2]
+    deps = next(p for p in sys.path if p.endswith("site-packages") and Path(p, "pygls").is_dir())
+    (Path(user_site) / "memsearch.pth").write_text(f"{package_root}\n{deps}\n")
+    starts = textwrap.dedent("""
+        import subprocess
+        from memsearch_lsp.core.launch import environment, python
+        done = subprocess.run(python("memsearch_lsp", "--version"), env=environment(), cwd="/", capture_output=True)
+        print(done.returncode, done.stdout.decode().strip(), done.stderr.decode().strip()[-200:])
+    """)
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    said = subprocess.run([system, "-c", starts], env=env, cwd="/", capture_output=True, text=True, timeout=120)
+    assert said.stdout.startswith("0 memsearch-lsp "), said.stdout + said.stderr
+
+
 def _as_nobody() -> list[str] | None:
     if os.geteuid() != 0:
         return None

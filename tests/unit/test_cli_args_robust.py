@@ -271,3 +271,18 @@ def test_verbose_says_what_happens(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "opened the index at" in done.stderr and "+1 added" in done.stderr
+
+
+def test_a_permission_refused_outside_the_index_folder_names_its_own_file() -> None:
+    """Every EACCES became "<folder> is not writable by you" after the read-only workspace fix: a file the user cannot
+    read was then no longer named. A read-only file system, or a refusal in the index folder, is a write refused."""
+    import errno
+
+    from memsearch_lsp.cli import _refused_write
+
+    assert _refused_write(PermissionError(errno.EACCES, "Permission denied", "/ws/memory/private.md")) is None
+    index = _refused_write(PermissionError(errno.EACCES, "Permission denied", "/ws/.memsearch/milvus.db/x"))
+    assert index is not None and "/ws/.memsearch/milvus.db is not writable by you" in str(index)
+    read_only = _refused_write(OSError(errno.EROFS, "Read-only file system", "/ws/.memsearch"))
+    assert read_only is not None and "/ws is on a read-only file system" in str(read_only)
+    assert _refused_write(ValueError("x")) is None

@@ -87,7 +87,7 @@ describe('MCP server for agent mode', () => {
         assert.equal(server.label, 'Memsearch memory (a)');
         assert.equal(server.command, '/venv/bin/python');
         assert.deepEqual(server.args, [...moduleCommand(['python3'], []).args, 'mcp', '--workspace', Uri.file('/work/a').fsPath]);
-        assert.deepEqual([server.env, server.version, server.cwd?.fsPath], [{ PYTHONUTF8: '1' }, '0.1.0', Uri.file('/work/a').fsPath]);
+        assert.deepEqual([server.env, server.version, server.cwd?.fsPath], [{ PYTHONUTF8: '1', PYTHONUSERBASE: '' }, '0.1.0', Uri.file('/work/a').fsPath]);
         assert.deepEqual(asked, ['a']);
 
         let changes = 0;

@@ -129,10 +129,16 @@ describe('starting the server', () => {
         }
         const home = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-home-'));
         const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-ws-'));
-        const saved = { HOME: process.env.HOME, PYTHONPATH: process.env.PYTHONPATH };
+        const saved = { HOME: process.env.HOME, PYTHONPATH: process.env.PYTHONPATH, PYTHONUSERBASE: process.env.PYTHONUSERBASE };
         try {
             process.env.HOME = home; // where `pip install --user` puts it: ~/.local/lib/pythonX.Y/site-packages
             process.env.PYTHONPATH = workspace; // ignored (-E)
+            // -E does not cover PYTHONUSERBASE: a .pth in the user site it names runs code at start-up (emptied: PYTHON_ENV)
+            const minor = (await runProcess('python3', ['-c', 'import sys; print(sys.version_info[1])'])).stdout.trim();
+            const planted = path.join(workspace, 'userbase', 'lib', `python3.${minor}`, 'site-packages');
+            fs.mkdirSync(planted, { recursive: true });
+            fs.writeFileSync(path.join(planted, 'planted.pth'), 'import sys; sys.exit("a .pth of PYTHONUSERBASE ran")\n');
+            process.env.PYTHONUSERBASE = path.join(workspace, 'userbase');
             const userSite = (await runProcess('python3', ['-E', '-c', 'import site; print(site.getusersitepackages())'])).stdout.trim();
             assert.ok(userSite.startsWith(home), userSite);
             fs.mkdirSync(path.join(userSite, 'memsearch_lsp'), { recursive: true });

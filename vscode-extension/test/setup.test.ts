@@ -195,7 +195,10 @@ describe('first-run commands', () => {
         const text = await copyMcpConfig(host, async () => true);
         assert.equal(stub.clipboard, text);
         assert.deepEqual(JSON.parse(stub.clipboard), mcpServerConfig(['/private/venv/bin/python'], Uri.file(tmp).fsPath));
-        assert.deepEqual(mcpServerConfig(['py', '-3'], '/ws').mcpServers.memsearch, moduleCommand(['py', '-3'], ['mcp', '--workspace', '/ws']));
+        assert.deepEqual(mcpServerConfig(['py', '-3'], '/ws').mcpServers.memsearch, {
+            ...moduleCommand(['py', '-3'], ['mcp', '--workspace', '/ws']),
+            env: { PYTHONUTF8: '1', PYTHONUSERBASE: '' },
+        });
     });
 
     it('runs the CLI of a Python as `-m memsearch_lsp` does (the arguments of every Python started: python.test.ts)', async () => {

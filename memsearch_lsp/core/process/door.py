@@ -23,7 +23,14 @@ from memsearch_lsp.core import launch
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.process.owner import OwnerGone, OwnerServer, RemoteMemory, UntrustedOwner, find_owner
+from memsearch_lsp.core.process.owner import (
+    PING_TIMEOUT_S,
+    OwnerGone,
+    OwnerServer,
+    RemoteMemory,
+    UntrustedOwner,
+    find_owner,
+)
 from memsearch_lsp.core.progress import Progress
 from memsearch_lsp.core.store import IndexBusy
 
@@ -33,7 +40,7 @@ WARM_PROCESS = "memsearch-lsp warm"
 # a search waits this long for an index pass (a process's first: a large memory, a slow embedding endpoint), then
 # answers from the part indexed so far: the language server's requests and the MCP server's memory_search
 READY_WAIT_S = 10.0
-BUSY_OWNER_S = 5.0  # how long an open asks again an owner that holds the index but does not answer (2 s a ping)
+BUSY_OWNER_S = 5.0  # at most how long an open asks an owner that holds the index but does not answer (2 s a ping)
 STOP_WAIT_S = 30.0  # how long closing waits for the index pass it stopped (it stops at its next progress report)
 
 
@@ -69,7 +76,7 @@ def open_memory(
             log.warning("%s; opening the index here", exc)
             sock = None
         except OwnerGone as exc:
-            if time.monotonic() - started > min(wait_s, BUSY_OWNER_S):
+            if time.monotonic() - started + PING_TIMEOUT_S > min(wait_s, BUSY_OWNER_S):  # (no ping would end in time)
                 raise IndexBusy(str(exc)) from exc
             time.sleep(0.2)
             continue
@@ -308,7 +315,7 @@ def serve_until_idle(
 
 def spawn(arguments: list[str]) -> subprocess.Popen[bytes]:
     """Start `memsearch-lsp ARGUMENTS` in the background (its own session, no terminal), isolated from the workspace
-    (core/launch.py: `python -I`, from `/`, a minimal environment)."""
+    (core/launch.py: `python -E` without the working folder, from `/`, a minimal environment)."""
     return subprocess.Popen(
         launch.python("memsearch_lsp", *arguments),
         cwd=launch.ROOT_FOLDER,

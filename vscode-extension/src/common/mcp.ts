@@ -6,7 +6,7 @@
 import type * as vscode from 'vscode';
 import { MCP_PROVIDER_ID, SETTINGS_SECTION } from './constants';
 import { traceInfo } from './log';
-import { moduleCommand } from './python';
+import { moduleCommand, PYTHON_ENV } from './python';
 
 /** The parts of VS Code's MCP API used here (declared locally: @types/vscode follows engines.vscode). */
 export interface McpStdioDefinition {
@@ -116,7 +116,7 @@ export function createMcpProvider(api: McpApi, deps: McpDeps, emitter: ChangeEmi
                     continue;
                 }
                 const { command, args } = mcpCommand(interpreter, folder.uri.fsPath);
-                const definition = new api.McpStdioServerDefinition(`Memsearch memory (${folder.name})`, command, args, { PYTHONUTF8: '1' }, deps.version);
+                const definition = new api.McpStdioServerDefinition(`Memsearch memory (${folder.name})`, command, args, { ...PYTHON_ENV }, deps.version);
                 definition.cwd = folder.uri;
                 definitions.push(definition);
             }

@@ -139,9 +139,14 @@ export function installedServerPythons(env: NodeJS.ProcessEnv = process.env, hom
  * `-c`; a workspace, whose `json.py` or `memsearch_lsp/` would otherwise shadow the real ones) off the import path
  * before it imports anything. Not `-I`: it implies `-s`, which drops the user's site-packages, where
  * `pip install --user` puts the server ("not installed" it said then). Not `-P` (the working folder alone): Python
- * 3.11+, and the server runs on 3.10. (`-E` also ignores PYTHONUSERBASE: the user site is the default one.)
+ * 3.11+, and the server runs on 3.10. `-E` does not cover PYTHONUSERBASE (site.py reads it, and a `.pth` file in
+ * the folder it names runs code at start-up): every Python we start gets it empty (PYTHON_ENV), so the user site is
+ * the default one.
  */
 const OFF_CWD = 'import sys; sys.path[:] = [p for p in sys.path if p]';
+
+/** What every Python we start gets in its environment on top of ours (an empty PYTHONUSERBASE: the default user site). */
+export const PYTHON_ENV: Readonly<Record<string, string>> = { PYTHONUTF8: '1', PYTHONUSERBASE: '' };
 
 /** `-E -c "<take the working folder off sys.path>; <code>"`: the arguments of a Python that runs `code`. */
 export function isolatedCode(code: string): string[] {
@@ -174,7 +179,7 @@ export type Runner = (command: string, args: readonly string[], cwd?: string) =>
 /** Run a program to its end; failures are a result (code = exit status or an errno name). */
 export const runProcess: Runner = (command, args, cwd) =>
     new Promise((resolve) => {
-        execFile(command, [...args], { cwd, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
+        execFile(command, [...args], { cwd, env: { ...process.env, ...PYTHON_ENV }, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
             const code = error === null ? 0 : typeof error.code === 'number' || typeof error.code === 'string' ? error.code : 1;
             resolve({ code, stdout, stderr });
         });

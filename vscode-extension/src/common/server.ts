@@ -24,6 +24,7 @@ import {
     missingServerMessage,
     notInstalledMessage,
     type ModuleCheck,
+    PYTHON_ENV,
     runProcess,
     serverCommand,
     serverSourceKind,
@@ -352,7 +353,7 @@ export class ServerManager implements ServerControl, SetupHost, vscode.Disposabl
 
     private createClient(interpreter: Interpreter, cwd: string | undefined): LanguageClient {
         const { command, args } = serverCommand(interpreter.command);
-        const serverOptions: ServerOptions = { command, args, options: { cwd, env: { ...process.env, PYTHONUTF8: '1' } } };
+        const serverOptions: ServerOptions = { command, args, options: { cwd, env: { ...process.env, ...PYTHON_ENV } } };
         const watchers = createWatchers();
 
         const middleware: Middleware = {

@@ -10,7 +10,7 @@ import { guard, INIT_MEMORY, reportFailure } from './commands';
 import { Commands, Contexts } from './constants';
 import { carriedWheel, findBasePython, hasModule, InstallError, installServer, pythonCandidates, runStreaming, type Installed, type ProcessResult, type ServerHome } from './install';
 import { showLog, traceError, traceInfo } from './log';
-import { moduleCommand } from './python';
+import { moduleCommand, PYTHON_ENV } from './python';
 import { chooseFolder, getMemoryPaths } from './settings';
 
 export const INSTALL_SERVER = 'Install the memsearch-lsp server';
@@ -185,7 +185,7 @@ export function cliOf(python: readonly string[]): Cli {
         return runStreaming(run.command, run.args, {
             cwd: options?.cwd,
             input: options?.input,
-            env: { ...process.env, PYTHONUTF8: '1' },
+            env: { ...process.env, ...PYTHON_ENV },
             timeoutMs: 300_000,
         });
     };
@@ -311,8 +311,11 @@ export async function rememberNote(host: SetupHost, cliFor: (python: readonly st
 }
 
 /** The `mcpServers` entry that other agents (Claude Code `.mcp.json`, Cursor) use to reach this memory. */
-export function mcpServerConfig(python: readonly string[], folder: string): { mcpServers: Record<string, { command: string; args: string[] }> } {
-    return { mcpServers: { memsearch: moduleCommand(python, ['mcp', '--workspace', folder]) } };
+export function mcpServerConfig(
+    python: readonly string[],
+    folder: string,
+): { mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }> } {
+    return { mcpServers: { memsearch: { ...moduleCommand(python, ['mcp', '--workspace', folder]), env: { ...PYTHON_ENV } } } };
 }
 
 /** "Memsearch: Copy MCP server configuration": the JSON for another agent, on the clipboard. */
