@@ -335,6 +335,20 @@ async def test_a_reviewed_plan_is_applied_as_it_is_or_refused_naming_the_log_tha
     assert (memory / "2026-02-09.md").is_file() and not editor.calls
 
 
+async def test_a_reviewed_plan_is_refused_when_memory_md_changed_since(session: Session) -> None:
+    """The editor's check of a reviewed plan looked at its logs alone: a paragraph added to MEMORY.md since the dry run
+    put the promoted facts in the middle of its lines."""
+    memory, editor = session.workspace / "memory", Editor(session)
+    dry = await command(session, olderThanDays=7, dryRun=True)
+    assert dry["promoted"], dry
+    md = memory / "MEMORY.md"
+    md.write_text("A paragraph written after the review.\n\n" + md.read_text())
+    with pytest.raises(Exception, match=r"memory/MEMORY\.md changed since the plan was"):
+        await command(session, olderThanDays=7, planId=dry["planId"])
+    assert not (memory / "archive").exists() and not editor.calls
+    assert md.read_text().startswith("A paragraph written after the review.\n\n")
+
+
 async def test_today_s_log_is_not_offered_to_compact_by_itself(session: Session) -> None:
     """Agents still append to today's log (the server's clock): "Compact this log" is not offered on it."""
     log = session.workspace / "memory" / f"{TODAY}.md"

@@ -123,6 +123,30 @@ def changed_logs(memory: MemoryApi, plan: CompactionPlan, texts: Mapping[str, st
     return changed
 
 
+def stale_since(memory: MemoryApi, plan: CompactionPlan, texts: Mapping[str, str]) -> list[str]:
+    """What `plan` would write over that changed since it was made, for an editor applying it as an edit (`texts`: the
+    editor's open buffers by source): its logs, MEMORY.md (its buffer or file), the summaries it appends to and the
+    archived copies it merges into (their files)."""
+
+    def bytes_of(source: str) -> bytes | None:
+        path = memory.path_of(source)
+        return path.read_bytes() if path.is_file() else None
+
+    stale = changed_logs(memory, plan, texts)
+    edit = plan.memory_edit
+    if edit is not None:
+        text = texts.get(edit.path)
+        data = text.encode("utf-8") if text is not None else bytes_of(edit.path)
+        if (data is not None) != (edit.action == "insert") or (data is not None and sha256(data) != edit.base_sha256):
+            stale.append(edit.path)
+    written = [(s.path, s.base_sha256) for s in plan.summaries] + [(m.dst, m.base_sha256) for m in plan.archive]
+    for path, base in written:  # (no base: a file the plan creates, that must not be there yet)
+        data = bytes_of(path)
+        if (data is None) != (not base) or (data is not None and sha256(data) != base):
+            stale.append(path)
+    return stale
+
+
 def apply_exactly(memory: MemoryApi, plan: CompactionPlan) -> None:
     """Apply `plan` as it is (a plan the user reviewed), or refuse with nothing applied: CompactError naming the
     logs that changed since it was made (never a plan re-made without them)."""

@@ -13,7 +13,7 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.config import archive_folder
 from memsearch_lsp.core.api import MemoryApi
-from memsearch_lsp.core.compact.apply import changed_logs
+from memsearch_lsp.core.compact.apply import stale_since
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.compact.promote import MEMORY_FILE
 from memsearch_lsp.core.compact.types import plural
@@ -293,7 +293,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         )
     if by_edit(ls):
         # (a reviewed plan is the very one shown: a log written since, in the editor or on disk, refuses it)
-        if reviewed is not None and (changed := changed_logs(root.memory, plan, editor_texts(ls, root))):
+        if reviewed is not None and (changed := stale_since(root.memory, plan, editor_texts(ls, root))):
             raise CompactCommandError(f"{', '.join(changed)} changed since the plan was reviewed; nothing compacted")
         response = await ls.workspace_apply_edit_async(
             types.ApplyWorkspaceEditParams(edit=plan_edit(ls, root.path, plan), label="Compact memory")
