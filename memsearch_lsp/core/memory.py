@@ -109,7 +109,9 @@ class Memory(MemoryFiles):
             return self._store
 
     def _dim(self) -> int:
-        return probed_dim(self.embedder, self.index_dir / f"dimension-{self.collection}.txt")
+        from memsearch_lsp.core.store.saved import stored_dim  # (the index's own, to check the recorded one against)
+
+        return probed_dim(self.embedder, self.index_dir / f"dimension-{self.collection}.txt", stored_dim(self.uri))
 
     @property
     def indexer(self) -> Indexer:

@@ -87,3 +87,21 @@ def test_a_new_model_is_probed_once_and_its_dimension_recorded(server: Embedding
     record = workspace / ".memsearch" / f"dimension-{memory.collection}.txt"
     assert record.read_text() == "openai:fake-b\n32\n"
     assert server.texts_for("fake-b").count("dimension probe") == 1
+
+
+def test_a_record_that_disagrees_with_the_index_is_checked_before_the_index_is_moved_aside(
+    server: EmbeddingServer, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A recorded dimension taken on trust (8, damaged or written by hand) had a sound 16-d index moved aside at open
+    and all its chunks embedded again: when the saved index holds vectors of another one, the endpoint is asked."""
+    with Memory(workspace, embedding=settings(server)) as memory:
+        memory.index()
+        chunks = memory.status()["chunks"]
+    (workspace / ".memsearch" / "dimension-memsearch.txt").write_text("openai:fake-a\n8\n")
+    server.requests.clear()
+    with Memory(workspace, embedding=settings(server)) as memory, caplog.at_level(logging.WARNING):
+        assert memory.status()["dim"] == 16 and memory.status()["chunks"] == chunks
+        assert not memory.index().chunks_embedded
+        assert memory.search("Redis cache TTL", top_k=1)[0].heading == "Redis Caching"
+    assert "moved to" not in caplog.text and not list((workspace / ".memsearch").glob("*.broken-*"))
+    assert server.requests[0]["input"] == ["dimension probe"]

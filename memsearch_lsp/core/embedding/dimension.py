@@ -24,14 +24,15 @@ class ChecksRecord(Protocol):
     dim_record: Path | None  # the record `dim` was read from, until an answer confirms it
 
 
-def probed_dim(embedder: Embedder, record: Path) -> int:
+def probed_dim(embedder: Embedder, record: Path, stored: int = 0) -> int:
     """The embedder's dimension: known; recorded in `record` for this model (then checked by the endpoint's first
-    answer, where the embedder can: `dim_record`); else probed (an endpoint's first answer, its EmbeddingError when
-    it fails) and recorded."""
+    answer, where the embedder can: `dim_record`), unless the index on disk holds vectors of another (`stored`: a
+    wrong record would have a sound index moved aside); else probed (an endpoint's first answer, its EmbeddingError
+    when it fails) and recorded."""
     if embedder.dim:
         return embedder.dim
     known = recorded_dim(record, embedder.model_name)
-    if known:
+    if known and stored in (0, known):
         embedder.dim = known
         if isinstance(embedder, ChecksRecord):
             embedder.dim_record = record

@@ -138,6 +138,16 @@ def stamp(index: str | Path) -> None:
         write_file(fd, META, json.dumps(meta).encode())
 
 
+def stored_dim(index: str | Path) -> int:
+    """The embedding dimension of the read model saved beside `index`; 0 when there is none (or it cannot be read)."""
+    try:
+        with folder_fd(Path(index) / FOLDER) as fd:
+            meta = json.loads(read_file(fd, META, 1 << 26))
+        return int(meta.get("dim", 0)) if isinstance(meta, dict) else 0
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
 def load(index: str | Path, identity: dict[str, Any], dim: int) -> ReadModel | None:
     """The read model saved beside `index` (with its files' records), or None when there is none valid for `identity`
     and the engine's files as they stand (a damaged or forged copy is reported once, then left to be rebuilt)."""
