@@ -552,3 +552,24 @@ The new pool serves 40% of traffic since 14:00.
     )
     text = choose(parse_log(log), budget=400)
     assert "let me ask the vendor" in text and "switch the DNS weight back" in text, text
+
+
+def test_a_one_word_label_of_a_dropped_line_is_not_put_before_the_next_line() -> None:
+    """`States: created -> ... -> settled` names its own line only: a later line kept without it does not take
+    "States:" (it would say something false); a speaker's label heads the whole turn."""
+    log = log_text(
+        "2026-11-25",
+        """# 2026-11-25
+
+## Design review: payout state machine
+States: created -> screening -> submitted -> settled, with failed and returned as terminal states.
+A payout in `submitted` for more than 2 hours triggers an alert in PagerDuty (service `payouts-core`).
+Returned payouts credit the merchant balance back and send a `payout.returned` webhook.
+
+Assistant: Looked at the queue first.
+The worker pool is raised from 8 to 16 on the ingest hosts after the backlog of 2 hours on Friday.
+""",
+    )
+    text = choose(parse_log(log), budget=330)
+    assert "- A payout in `submitted` for more than 2 hours" in text and "States:" not in text
+    assert "- Assistant: The worker pool is raised from 8 to 16" in text

@@ -43,6 +43,7 @@ PEOPLE_SHARE = 0.15  # the People line takes at most this share of the budget (t
 _LEFT_OUT = re.compile(
     r"^\((?:an? )?[^()]{0,60}\bleft out\)\.?$"
 )  # "(a code block of 202 lines left out)": a capture's mark
+SPEAKERS = frozenset({"assistant", "agent", "claude", "ai", "bot", "me", "human", "you"})  # who says a turn
 MIN_WORDS = 2  # a shorter unit ("No.", "Done", "好的。") says nothing on its own
 
 
@@ -184,13 +185,17 @@ class _Choice:
 
 
 def _shown(label: str, first: Unit) -> str:
-    """The label a kept line shows before its `first` kept unit: a speaker's or a one-word one ("Assistant:",
-    "Config:"), one kept always ("Decision:"), one that says a fact ("Noor's convention:"), or any before the
-    sentence it opens; never a lead-in that says nothing ("Hit a weird bug:") before a later sentence."""
+    """The label a kept line shows before its `first` kept unit: a speaker's ("Assistant:"), one kept always
+    ("Decision:"), one that says a fact ("Noor's convention:"), a one-word one on its own line ("Config:"), or any
+    before the sentence it opens; never a lead-in that says nothing ("Hit a weird bug:") before a later sentence,
+    nor a one-word label before a later line ("States: a -> b" names its own line only)."""
     if first.start > 0 and labelled(first.text):  # "Problem: Cause: ...": the sentence says what it is itself
         return ""
-    said = first.start == 0 or len(label.split()) <= 1 or label_kept(label) or classify(label, first=False).factual
-    return label if said else ""
+    if first.start == 0 or label_kept(label) or classify(label, first=False).factual:
+        return label
+    word = len(label.split()) <= 1
+    speaker = label.strip("*_ ").lower() in ASKED | ANSWERED | SPEAKERS
+    return label if word and (speaker or first.start < first_line_end(first.item)) else ""
 
 
 def _line(item: Item, parts: Sequence[Unit]) -> str:
