@@ -10,7 +10,9 @@ cosine and the query's term coverage, both absolute), each list keeping its own 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +24,7 @@ from memsearch_lsp.core.api import MemoryApi, check_scope
 from memsearch_lsp.core.files import private_folder
 from memsearch_lsp.core.search.filters import check_source, named_day, on_day
 from memsearch_lsp.core.search.hybrid import Hit
+from memsearch_lsp.core.store import StoreError
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.process.door import Door
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
 APP = "memsearch-lsp"
 FOLDER = "memory"
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+# the `user` of searches whose user memory did not answer: a command that searches again does not wait again
+_UNANSWERED: weakref.WeakSet[Callable[[], MemoryApi | None]] = weakref.WeakSet()
 
 
 def user_root() -> Path:
@@ -117,7 +123,9 @@ def search_scopes(
     **overrides: Any,
 ) -> list[Hit]:
     """Hits for `query` from the workspace's memory, the user's (`user()` opens it when wanted; None when there
-    is none) or both, each tagged with its scope; `top_k` of both merged (`merge`)."""
+    is none) or both, each tagged with its scope; `top_k` of both merged (`merge`). A user memory searched beside
+    the workspace's (scope "all") that does not answer is left out with one warning; the workspace's own failures,
+    and the user memory's when it is the one asked for, are raised."""
     check_scope(scope)
     if workspace is not None and overrides.get("source"):  # a path in the workspace: the glob both memories read
         globs = overrides["source"]
@@ -127,11 +135,33 @@ def search_scopes(
     lists = []
     if workspace is not None and scope in ("workspace", "all"):
         lists.append(scoped(workspace.search(query, top_k, **overrides), "workspace"))
-    mine = user() if scope in ("user", "all") else None
-    if mine is not None:
-        mine.index()
-        lists.append(scoped(mine.search(query, top_k, **overrides), "user"))
+    if scope in ("user", "all"):
+        lists.extend(_user_hits(user, query, top_k, overrides, besides=bool(lists)))
     if len(lists) == 1:
         return lists[0]
     limit = top_k if top_k is not None else (workspace.config.search.top_k if workspace else 3)
     return merge(lists, limit, by_day(query, (workspace.clock() if workspace else clock.now()).date()))
+
+
+def _user_hits(
+    user: Callable[[], MemoryApi | None], query: str, top_k: int | None, overrides: dict[str, Any], besides: bool
+) -> list[list[Hit]]:
+    """[the user memory's hits] ([] when it has none); searched `besides` the workspace's, a user memory that does
+    not answer (its owner stopped or stuck, its index busy or broken, its folder unreadable) gives [] and one
+    warning, for every search of the same `user`: the workspace's hits still come."""
+    from memsearch_lsp.core.process.protocol import OwnerGone
+
+    if besides and user in _UNANSWERED:
+        return []
+    try:
+        mine = user()
+        if mine is None:
+            return []
+        mine.index()
+        return [scoped(mine.search(query, top_k, **overrides), "user")]
+    except (StoreError, OwnerGone, OSError) as exc:
+        if not besides:
+            raise
+        _UNANSWERED.add(user)
+        log.warning("the user memory did not answer, these hits are the workspace's alone: %s", exc)
+        return []

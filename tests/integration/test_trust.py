@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import os
+import signal
 import stat
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +19,7 @@ import memsearch_lsp
 from memsearch_lsp.core.api import ScopeError
 from memsearch_lsp.core.notes import NoteError
 from memsearch_lsp.core.onboard import init_workspace
+from memsearch_lsp.core.process.protocol import OwnerGone
 from memsearch_lsp.core.scopes import (
     make_user_root,
     merge,
@@ -26,7 +29,8 @@ from memsearch_lsp.core.scopes import (
     user_root,
 )
 from memsearch_lsp.core.search.hybrid import Hit
-from tests.helpers import owner_serving
+from memsearch_lsp.core.store import IndexBusy
+from tests.helpers import owner_process, owner_serving
 
 NOW = dt.datetime(2026, 12, 5, 9, 41)
 
@@ -350,3 +354,54 @@ def test_the_notes_of_a_day_the_query_names_come_first_across_memories(
         assert hits and hits[0].source == "memory/2026-11-11.md" and hits[0].scope == "workspace", hits
     finally:
         user.close()
+
+
+# a real process owning the user memory (the fake embedder), as `warm` does; "ready" once it serves
+USER_OWNER = """
+import sys
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process.owner import OwnerServer
+from memsearch_lsp.core.scopes import make_user_root, user_config
+from tests.fakes import FakeEmbedder
+memory = Memory(make_user_root(), config=user_config(), embedder=FakeEmbedder(), scope="user")
+memory.index()
+OwnerServer(memory, "a test owner").start()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_user_memory_that_does_not_answer_leaves_the_workspaces_hits_and_one_warning(
+    tmp_path: Path, make_memory, embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """(audit H, 7) the user memory's owner stopped (or stuck): the default search (scope "all": MCP's
+    memory_search, the CLI's search) failed in every workspace; it answers with the workspace's hits and says once
+    that the user memory did not. Asked for alone, the user memory's failure is still the answer."""
+    init_workspace(tmp_path / "ws", today=NOW.date())
+    ws = make_memory(tmp_path / "ws")
+    ws.remember("The nightly backup runs at 02:00.", now=NOW)
+    mine = open_user_memory(create=True, embedder=embedder)
+    assert mine is not None
+    with mine:
+        mine.remember("My laptop's nightly backup runs at noon.", now=NOW)
+    with owner_process(user_root(), USER_OWNER) as owner:
+        followed = open_user_memory(embedder=embedder)  # a client of its owner, as the MCP server's door is
+        assert followed is not None and followed.remote
+        assert {h.scope for h in search_scopes(ws, lambda: followed, "nightly backup", 5)} == {"workspace", "user"}
+        os.kill(owner.pid, signal.SIGSTOP)
+
+        def user() -> memsearch_lsp.MemoryApi | None:
+            return followed
+
+        with caplog.at_level(logging.WARNING, logger="memsearch_lsp.core.scopes"):
+            hits = search_scopes(ws, user, "nightly backup", 5)
+            assert search_scopes(ws, user, "nightly backup", 5, min_score=0.0) == hits  # the same search again
+        assert hits and {h.scope for h in hits} == {"workspace"}
+        said = [r.getMessage() for r in caplog.records if r.name == "memsearch_lsp.core.scopes"]
+        assert len(said) == 1 and "user memory did not answer" in said[0], said  # once, not once a search
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="memsearch_lsp.core.scopes"):  # opened per search (the CLI)
+            assert {h.scope for h in memsearch_lsp.search(ws, "nightly backup", 5)} == {"workspace"}
+        assert any("user memory did not answer" in r.getMessage() for r in caplog.records)
+        with pytest.raises((OwnerGone, IndexBusy)):  # the user memory asked for alone: its failure is the answer
+            search_scopes(ws, user, "nightly backup", 5, "user")
