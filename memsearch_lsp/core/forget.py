@@ -60,13 +60,20 @@ def notes_of(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def note_at(
-    lines: list[str], first: int, last: int, wanted: tuple[int, int] | None, curated: bool, where: str
+    lines: list[str],
+    first: int,
+    last: int,
+    wanted: tuple[int, int] | None,
+    curated: bool,
+    where: str,
+    made: bool = False,
 ) -> tuple[int, int]:
     """The lines (1-based, inclusive) `forget` takes out of the section at `first`..`last` of `lines`: the notes
     (paragraphs, list items) at the lines `wanted` (a line, or `remember`'s start and end lines: the whole section
-    when they hold its heading and all of its notes; a heading outside them stays, as `init` or the user wrote it),
-    else the whole section; NoteError when `wanted` is in no note of it, or when the section is `curated`
-    (MEMORY.md) and holds several notes."""
+    when they hold its heading, or `made`, and all of its notes; a heading outside them stays, as `init` or the user
+    wrote it), else the whole section, but for a `curated` one (MEMORY.md) only its note: its heading goes with
+    it only when `remember` `made` it for that note; NoteError when `wanted` is in no note of it, or when the
+    section is `curated` and holds several notes."""
     notes = [(first + a, first + b) for a, b in notes_of(lines[first - 1 : last])[1:]]  # (the heading comes first)
     title = lines[first - 1].strip()
     if wanted is not None:
@@ -77,13 +84,14 @@ def note_at(
             raise NoteError(
                 f"line {shown} is in none of the notes of the section {title!r} of {where} (lines {first}-{last})"
             )
-        return (first, last) if start == first and len(picked) == len(notes) else (picked[0][0], picked[-1][1])
+        whole = (start == first or made) and len(picked) == len(notes)
+        return (first, last) if whole else (picked[0][0], picked[-1][1])
     if curated and len(notes) > 1:  # (long-term facts share a section: taking it out would take all of them)
         raise NoteError(
             f"the section {title!r} of {where} holds {len(notes)} notes (lines {first}-{last}); forget takes out one: "
             "give its lines, as `remember` reported them (the CLI's --line START-END, MCP's line and end_line)"
         )
-    return first, last
+    return notes[0] if curated and notes and not made else (first, last)  # (a heading a person wrote stays)
 
 
 def section_of(text: str, line: int) -> tuple[int, int]:

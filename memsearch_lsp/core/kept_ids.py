@@ -14,7 +14,7 @@ from memsearch_lsp.core.files import folder_fd, read_file, read_text, write_file
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES, Row
 
-KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the note's first line)
+KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the note's first line[, its heading])
 MAX_KEPT_IDS = 500
 
 
@@ -27,7 +27,9 @@ def _kept(fd: int) -> dict[str, list[str]]:
     if not isinstance(kept, dict):
         return {}
     return {
-        str(k): v for k, v in kept.items() if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+        str(k): v
+        for k, v in kept.items()
+        if isinstance(v, list) and len(v) in (2, 3) and all(isinstance(x, str) for x in v)
     }
 
 
@@ -39,11 +41,30 @@ def _update_kept(folder: Path, change: Callable[[dict[str, list[str]]], dict[str
             write_file(fd, KEPT_IDS, json.dumps(changed).encode())
 
 
-def keep_id(folder: Path, chunk_id: str, source: str, body: str) -> None:
+def keep_id(folder: Path, chunk_id: str, source: str, body: str, made: str = "") -> None:
     """Remember that `remember` answered `chunk_id` for the note `body` of `source`: the id of a note whose section
-    changes later (a second fact joins its MEMORY.md section) still finds it (`kept_note`)."""
+    changes later (a second fact joins its MEMORY.md section) still finds it (`kept_note`); `made`: the heading line
+    `remember` wrote for it (kept when the same note is remembered again), which `forget` may take out with it."""
     line = next((s.strip() for s in body.splitlines() if s.strip()), "")[:200]
-    _update_kept(folder, lambda kept: {**{k: v for k, v in kept.items() if k != chunk_id}, chunk_id: [source, line]})
+
+    def change(kept: dict[str, list[str]]) -> dict[str, list[str]]:
+        was = kept.pop(chunk_id, [])
+        heading = made.strip() or (was[2] if was[:2] == [source, line] and len(was) == 3 else "")
+        return {**kept, chunk_id: [source, line, heading] if heading else [source, line]}
+
+    _update_kept(folder, change)
+
+
+def heading_made(folder: Path, source: str, section: list[str]) -> bool:
+    """`remember` wrote the heading of `section` (its lines, the heading first) of `source` for a note still under
+    it; False when nothing says so (a heading `init` or a person wrote, ids kept before this was recorded)."""
+    try:
+        with folder_fd(folder) as fd:
+            kept = list(_kept(fd).values())
+    except OSError:
+        return False
+    body = "\n".join(section[1:])
+    return any(len(v) == 3 and v[0] == source and v[2] == section[0].strip() and v[1] and v[1] in body for v in kept)
 
 
 def forget_ids(folder: Path, source: str, removed: str) -> None:
@@ -64,7 +85,7 @@ def prune_ids(folder: Path, path_of: Callable[[str], Path]) -> None:
             return ""
 
     def change(kept: dict[str, list[str]]) -> dict[str, list[str]]:
-        texts = {source: text_of(source) for source, _ in kept.values()}
+        texts = {v[0]: text_of(v[0]) for v in kept.values()}
         return {k: v for k, v in kept.items() if v[1] and v[1] in texts[v[0]]}
 
     _update_kept(folder, change)

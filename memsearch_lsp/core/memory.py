@@ -21,7 +21,7 @@ from memsearch_lsp.core.embedding import Embedder, probed_dim, reads_what
 from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, glob_match, private_folder, read_text, unsaved
 from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
-from memsearch_lsp.core.kept_ids import forget_ids, keep_id, prune_ids, remembered_row
+from memsearch_lsp.core.kept_ids import forget_ids, heading_made, keep_id, prune_ids, remembered_row
 from memsearch_lsp.core.notes import (
     LONG_TERM,
     MAX_DAY_FILES,
@@ -374,8 +374,9 @@ class Memory(MemoryFiles):
                 stats = IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
         chunks = [c for c in self.outline(source, after) if c.end_line >= first and c.start_line <= last]
         own = (max(first, last - body.count("\n")), last)  # the note's own lines (not the heading it created)
+        made = after.split("\n")[first - 1] if long_term and found is None and own[0] > first else ""  # its heading
         if chunks:
-            keep_id(self.index_dir, chunks[0].id, source, body)
+            keep_id(self.index_dir, chunks[0].id, source, body, made)
         return Remembered(source, tuple(chunks), stats, scope=self.scope, lines=own if long_term else None)
 
     def _already(self, body: str, day: dt.date, long_term: bool) -> tuple[str, int, int] | None:
@@ -397,12 +398,11 @@ class Memory(MemoryFiles):
     def forget(
         self, chunk_id: str, dry_run: bool = False, line: int | None = None, end_line: int | None = None
     ) -> Forgotten:
-        """Take the note (the `##` section) holding the chunk `chunk_id` (an id or a prefix of >= 4 characters) out of
-        its Markdown file and re-index that file; with `line` (to `end_line`), only the paragraphs or list items of
-        that section at those lines; `dry_run`: only say what would go. NoteError with the reason for a chunk that
-        is no note (text before a file's first heading, a file's `#` title), a section of MEMORY.md that holds
-        several notes (without `line`), an id nobody has, a file an editor holds unsaved, or one that changed since
-        it was indexed."""
+        """Take the note holding the chunk `chunk_id` (an id or a prefix of >= 4 characters) out of its Markdown file
+        (its `##` section; in MEMORY.md its fact, and the heading only when `remember` wrote it for that fact), then
+        re-index that file; with `line` (to `end_line`), only the paragraphs or list items at those lines; `dry_run`:
+        only say what would go. NoteError for a chunk that is no note (a file's preamble or `#` title), a MEMORY.md
+        section of several notes (without `line`), an id nobody has, a file held unsaved or changed since indexed."""
         chunk = self.expand(chunk_id)
         if chunk is None:
             raise NoteError(f"no chunk with id {chunk_id!r}: ids (or a prefix of 4+ characters) come from search")
@@ -421,7 +421,8 @@ class Memory(MemoryFiles):
             heading = lines[first - 1].lstrip("#").strip()
             ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
             wanted = (line, end_line or line) if line is not None else None
-            first, last = note_at(lines, first, last, wanted, PurePosixPath(source).name == LONG_TERM, source)
+            made = heading_made(self.index_dir, source, lines[first - 1 : last])  # (recorded in MEMORY.md alone)
+            first, last = note_at(lines, first, last, wanted, PurePosixPath(source).name == LONG_TERM, source, made)
             content = "\n".join(lines[first - 1 : last])
             gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
             if not dry_run:

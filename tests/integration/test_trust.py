@@ -191,6 +191,42 @@ def test_forget_never_takes_out_a_long_term_section_of_several_notes(workspace: 
     assert "uv.lock" not in path.read_text() and "Use uv for" not in path.read_text()  # the item, its nested items
 
 
+def test_forget_of_a_lone_long_term_fact_keeps_a_heading_remember_did_not_write(tmp_path: Path, make_memory) -> None:
+    """(audit H, 8) `forget ID` of the one fact under `init`'s `## Decisions` took the heading out with it (issue 25:
+    what a person wrote is never rewritten); a heading `remember` wrote for the fact goes with it, as in a daily log,
+    where a note's `## HH:MM` heading is its own."""
+    init_workspace(tmp_path / "ws", today=NOW.date())
+    memory = make_memory(tmp_path / "ws")
+    path = tmp_path / "ws" / "memory" / "MEMORY.md"
+    template = path.read_bytes()
+    fact = memory.remember("We use Redis 7 for the session cache.", "Decisions", long_term=True).to_dict()
+    gone = memory.forget(fact["id"])
+    assert (gone.start_line, gone.end_line, gone.content) == (
+        fact["start_line"],
+        fact["end_line"],
+        "We use Redis 7 for the session cache.",
+    )
+    assert path.read_bytes() == template  # `## Decisions` stays, one blank line where the fact was
+    memory.remember("Tabs are four spaces wide.", "Preferences", long_term=True)
+    hit = memory.search("tabs four spaces wide", top_k=1)[0]  # a search's id: the section's, not remember's
+    assert memory.forget(hit.id).removed and path.read_bytes() == template
+    memory.remember("Deploys go out on Tuesdays.", "Release", long_term=True)
+    memory.remember("Deploys go out on Tuesdays.", "Release", long_term=True)  # the same fact again: still its heading
+    assert memory.forget(memory.search("deploys tuesdays", top_k=1)[0].id).removed and path.read_bytes() == template
+    made = memory.remember("Ops pages go to #ops-alerts.", "Ops", long_term=True).to_dict()
+    assert memory.forget(made["id"], line=made["start_line"], end_line=made["end_line"]).removed  # remember's lines
+    assert path.read_bytes() == template  # undo it: the heading it wrote too
+    made = memory.remember("Billing runs on Postgres 16.", "Storage", long_term=True).to_dict()
+    (memory.index_dir / "remembered.json").unlink()  # no record who wrote `## Storage` (an older version's note)
+    assert memory.forget(made["id"]).removed
+    assert path.read_text() == template.decode() + "\n## Storage\n"  # kept: it may be a person's
+    note = memory.remember("The nightly backup runs at 02:00.", "backup window", now=NOW)  # a daily log's note
+    memory.remember("Kafka is the event bus.", now=NOW + dt.timedelta(minutes=1))
+    assert memory.forget(note.to_dict()["id"]).removed
+    log = (tmp_path / "ws" / note.source).read_text()
+    assert "backup" not in log and "## 09:42" in log and "Kafka is the event bus." in log  # its own heading went
+
+
 def test_a_heading_inside_a_note_is_a_bold_line_so_forget_takes_the_whole_note(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
     note = memory.remember("Deploy notes\n## Credentials\nthe staging db password is tr0ub4dor\n\nSetext\n===", now=NOW)
