@@ -184,3 +184,31 @@ def test_summaries_that_do_not_shrink_stop_with_an_error(workspace: Path, make_m
     memory = openai_memory(make_memory, workspace, chat, prompt_file="prompts/p.md", max_input_tokens=120)
     with pytest.raises(SummarizerError, match=r"do not fit compact\.max_input_tokens = 120; raise it"):
         plan_compaction(memory, files=["memory/2026-02-05.md"], today=dt.date(2026, 2, 18))
+
+
+def test_no_secret_or_private_span_is_sent_to_the_endpoint_or_written(
+    tmp_path: Path, make_memory, chat: ChatServer
+) -> None:
+    """Issue 38: a `<private>` span is never written nor sent, and a secret never reaches a summary: the model reads
+    the logs redacted (each line numbered as in the archived original), and what it answers or the lines put back
+    word for word are redacted too."""
+    (tmp_path / "memory").mkdir()
+    log = (
+        "# 2026-02-05\n\n## 09:00\n\nDecision: store the token ghp_1234567890abcdefghijABCDEFGHIJ123456 in CI.\n"
+        "Decision: Postgres <private>PRIVSAL\nlives there</private> for billing.\n"
+        "Decision: deploy on Tuesdays.\n\n" + "Filler about the weather and lunch, nothing decided at all. " * 20
+    )
+    (tmp_path / "memory/2026-02-05.md").write_text(log, encoding="utf-8")
+    chat.answer = lambda messages: (
+        "## Billing\n\n- Postgres <private>MODELPRIV</private> for billing, DB_PASSWORD=Xk9m2Qv7Lp3w\n"
+    )
+    memory = openai_memory(make_memory, tmp_path, chat)
+    plan = plan_compaction(memory, today=FEB18)
+    sent = "\n".join(chat.user_messages())
+    assert "ghp_" not in sent and "PRIV" not in sent and "private>" not in sent, sent
+    assert "L5: Decision: store the token [redacted: github-token] in CI." in sent
+    assert "L8: Decision: deploy on Tuesdays." in sent  # the line of the archived original
+    content = plan.summaries[0].content
+    assert "Decision: deploy on Tuesdays" in content  # put back word for word
+    for said in ("ghp_", "PRIV", "private>", "Xk9m2Qv7Lp3w"):
+        assert said not in content, (said, content)

@@ -285,3 +285,33 @@ def test_a_memory_md_in_another_language_gets_the_facts_under_its_own_sections(t
     text = (tmp_path / "memory/MEMORY.md").read_text()
     assert "## Decisions" not in text and "## Preferences" not in text
     assert text.split("## Regras", 1)[1].startswith("\n\n- UTC.\n- nunca rodar migrações a partir de um laptop.")
+
+
+SECRET_LOG = """# 2026-10-12
+
+## 09:00
+
+Decision: the staging database password is Kx9vQ2mZ7pLw3Tq and we use DB_PASSWORD=Kx9vQ2mZ7pLw3Tq everywhere.
+Decision: we chose Postgres <private>because Bob's salary data PRIVSAL
+lives there</private> for billing.
+The user prefers <private>PRIVPREF secret</private> dark mode always.
+We decided to store the token ghp_1234567890abcdefghijABCDEFGHIJ123456 in CI.
+Decision: we always deploy on Tuesdays through the pipeline.
+"""
+
+
+def test_compaction_writes_no_secret_and_no_private_span(tmp_path: Path, fake_model, capsys) -> None:
+    """Issue 38: redaction before anything is written, summaries too; a `<private>` span is never written. Neither
+    a promotion to MEMORY.md nor a summary copies one from a log (a fact keeps its line in the archived log)."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory/2026-10-12.md").write_text(SECRET_LOG + NOISE, encoding="utf-8")
+    assert cli.main(["compact", "-w", str(tmp_path), "--json"]) == 0
+    promoted = json.loads(capsys.readouterr().out)["promoted"]
+    written = (tmp_path / "memory/MEMORY.md").read_text() + (tmp_path / "memory/summary-2026-W42.md").read_text()
+    for said in ("Kx9vQ2mZ7pLw3Tq", "ghp_", "PRIV", "private>", "salary"):
+        assert said not in written, said
+    assert "[redacted: github-token]" in written and "we chose Postgres" in written and "dark mode" in written
+    archived = (tmp_path / "memory/archive/2026-10-12.md").read_text().splitlines()
+    tuesday = next(p for p in promoted if "Tuesdays" in p["text"])  # a line after a span over two lines
+    assert "deploy on Tuesdays" in archived[tuesday["line"] - 1] and f"#L{tuesday['line']})" in tuesday["text"]
+    assert "PRIVSAL" in archived[5]  # the archive keeps the log as it was written

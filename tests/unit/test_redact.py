@@ -181,6 +181,16 @@ def test_private_spans_are_removed_whole_and_an_open_one_runs_to_the_end() -> No
     assert safe_text(f"<private>{SECRETS['aws-key']}</private>keep {SECRETS['aws-key']}") == "keep [redacted: aws-key]"
 
 
+def test_text_made_safe_line_by_line_keeps_every_line_where_it_was() -> None:
+    """What compaction reads of a log: a span or a secret over several lines leaves its line breaks, so a fact's
+    line is the archived original's."""
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7x\nQ2mZ\n-----END RSA PRIVATE KEY-----"
+    text = f"a <private>x\ny\nz</private> b\n{pem}\nc <private>open\nrest"
+    assert safe_text(text, lines=True) == "a \n\n b\n[redacted: private-key]\n\n\n\nc \n"
+    assert safe_text(text) == "a  b\n[redacted: private-key]\nc "
+    assert without_private("<private> tags: <private>a\nb</private> c", lines=True) == "\n c"  # unbalanced
+
+
 def test_a_secret_a_private_span_or_the_note_names_is_redacted_where_it_is_said_again() -> None:
     """`<private>DB_PASSWORD=X</private> rotate X` kept X (the span went before secrets were looked for); a heading
     that repeats the password its note names kept it (the heading was redacted alone)."""

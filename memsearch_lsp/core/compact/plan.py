@@ -33,7 +33,7 @@ from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, Summar
 from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import INDEX_DIR, PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
-from memsearch_lsp.core.redact import redact
+from memsearch_lsp.core.redact import safe_text
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
@@ -206,7 +206,8 @@ def plan_compaction(
             progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
         allowed += target  # what an earlier summary left unused goes to the next
         budget = max(allowed - spent, group_floor(len(logs)))
-        body = redact(summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget))
+        # (the logs were read safe; a model's answer may still write a tag or a secret of its own)
+        body = safe_text(summarizer.summarize(key, logs, _noter(progress, done, len(groups)), budget=budget))
         summary = _summary_file(memory, path, key, logs, body, summarizer.name, today)
         if len(summary.content) >= KEEP_SHARE * size:  # never bigger, and never for little gain
             allowed -= target
@@ -327,7 +328,8 @@ def _group_logs(
     archive: list[ArchiveMove],
 ) -> list[LogText]:
     """A period's logs as the summariser reads them (an open buffer's text first), each one's archive move
-    appended to `archive`."""
+    appended to `archive`. What a summariser (an endpoint too), a promotion to MEMORY.md or a line put back word for
+    word reads is the log without its `<private>` spans and with its secrets redacted, each line where it was."""
     logs = []
     for source in members:
         text = texts.get(source) if texts else None
@@ -339,7 +341,7 @@ def _group_logs(
         archive.append(move)
         link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
         offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
-        logs.append(LogText(source, moves[source], link, log_date(source), text, offset))
+        logs.append(LogText(source, moves[source], link, log_date(source), safe_text(text, lines=True), offset))
     return logs
 
 

@@ -393,18 +393,24 @@ def _repeated(text: str, found: list[Redaction], known: Mapping[str, str] | None
     return more
 
 
-def redact(text: str, known: Mapping[str, str] | None = None) -> str:
-    """`text` with every secret replaced by `[redacted: <kind>]` (and each of the `known` values it repeats)."""
+def redact(text: str, known: Mapping[str, str] | None = None, lines: bool = False) -> str:
+    """`text` with every secret replaced by `[redacted: <kind>]` (and each of the `known` values it repeats);
+    `lines`: a secret over several lines leaves its line breaks after the marker."""
     out, last = [], 0
     for found in find_secrets(text, known):
-        out += [text[last : found.start], MARKER.format(kind=found.kind)]
+        out += [text[last : found.start], MARKER.format(kind=found.kind), _breaks(text, found.start, found.end, lines)]
         last = found.end
     return "".join(out) + text[last:] if out else text
 
 
-def without_private(text: str) -> str:
+def _breaks(text: str, start: int, end: int, lines: bool) -> str:
+    """What stays of `text[start:end]` when it is taken out: its line breaks (`lines`), else nothing."""
+    return "\n" * text.count("\n", start, end) if lines else ""
+
+
+def without_private(text: str, lines: bool = False) -> str:
     """`text` without its `<private>...</private>` spans: a nested one goes with the span around it, one left open
-    runs to the end, `<private/>` hides nothing and a stray `</private>` stays."""
+    runs to the end, `<private/>` hides nothing and a stray `</private>` stays; `lines`: a span's line breaks stay."""
     if "<" not in text:
         return text
     out, depth, at = [], 0, 0
@@ -413,16 +419,20 @@ def without_private(text: str) -> str:
             continue
         if not depth and not tag.group(1):
             out.append(text[at : tag.start()])
+            at = tag.start()
         if depth or not tag.group(1):
             depth += -1 if tag.group(1) else 1
+            out.append(_breaks(text, at, tag.end(), lines))
             at = tag.end()
     if depth:  # unbalanced ("<private> tags" said in prose): each span to its first close, the last one to the end
-        return _FIRST_CLOSE.sub("", text)
+        return _FIRST_CLOSE.sub(lambda span: _breaks(text, span.start(), span.end(), lines), text)
     return "".join(out) + text[at:]
 
 
-def safe_text(text: str) -> str:
+def safe_text(text: str, lines: bool = False) -> str:
     """What may be written: `text` without private spans, its secrets redacted, and so is a secret found inside a
-    private span where the rest says it again (`<private>DB_PASSWORD=X</private> rotate X`)."""
-    shown = without_private(text)
-    return redact(shown, secret_values(text, find_secrets(text)) if shown != text else None)
+    private span where the rest says it again (`<private>DB_PASSWORD=X</private> rotate X`). `lines`: each line
+    stays where it was (a span or a secret over several lines leaves its line breaks), so line n of `text` is line n
+    of the result: compaction reads its logs so, and links its facts to the lines of the archived originals."""
+    shown = without_private(text, lines)
+    return redact(shown, secret_values(text, find_secrets(text)) if shown != text else None, lines)
