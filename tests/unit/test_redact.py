@@ -470,3 +470,42 @@ def test_a_secret_said_again_or_named_in_prose_is_redacted(text: str, secret: st
 def test_prose_about_passwords_and_text_beside_a_secret_are_kept(text: str) -> None:
     out = safe_text(text)
     assert out == text or out == "token=[redacted: secret] and the order 4821 shipped"
+
+
+LOOSE_SECRETS = (  # (audit I, 2) a name that says secret, token, password or key other than by its last word
+    *("DB_PASSWORD_PROD", "SECRET_KEY_BASE", "OPENAI_KEY", "AUTH_TOKEN_2", "SECRET_TOKEN_FOR_CI", "GH_TOKEN_CLASSIC"),
+    *("WEBHOOK_SIGNING_SECRET_V2", "AZURE_STORAGE_KEY", "DD_APP_KEY", "LICENSE_KEY", "FIREBASE_PRIVATE_KEY_ID"),
+    *("PASSWORD_HASH_PEPPER", "CF_API_TOKEN_RW"),
+)
+MADE = "9f3a7c21be4d8e06f5a2c9d17b3e8f40"
+
+
+@pytest.mark.parametrize("name", LOOSE_SECRETS)
+def test_a_setting_whose_name_says_secret_anywhere_has_a_made_value_redacted(name: str) -> None:
+    for line in (f"{name}={MADE}", f"export {name}='{MADE}'", f"{name.lower()}: {MADE}", f'"{name}": "{MADE}"'):
+        assert MADE not in safe_text(line) and "[redacted: secret]" in safe_text(line), line
+
+
+def test_a_secret_given_after_a_space_to_a_flag_is_redacted_and_a_flag_named_in_prose_is_not() -> None:
+    assert safe_text("APP_KEY=base64:Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmE=") == "APP_KEY=[redacted: secret]"
+    assert safe_text("run it with --password hunter2hunter2 today") == "run it with --password [redacted: secret] today"
+    assert safe_text("deploy --api-key a1b2c3d4e5f6a7b8c9d0 --yes") == "deploy --api-key [redacted: secret] --yes"
+    for kept in ("use the --password prompt", "--token $GH_TOKEN", "pass --password-stdin < file", "--max-tokens 4096"):
+        assert safe_text(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        *("KEY_COUNT=3", "PRIMARY_KEY=id", "SORT_KEY=created_at", "keyboard=us-intl", "TOKEN_TTL=3600"),
+        *("PASSWORD_MIN_LENGTH=12", "MAX_TOKENS=4096", "TOKEN_TTL=15m", "SESSION_TOKEN_LIFETIME=1h30m"),
+        *("PARTITION_KEY=user_id", "CACHE_KEY=user.profile", "TOKEN_TYPE=AccessToken", "REGION_KEY=us-east-1"),
+        *("SECRET_NAME=prod-db-password", "TOKEN_EXPIRY=1735689600", "REQUIRE_PASSWORD_RESET=true", "--token-ttl 3600"),
+        *("sort_key: created_at", '"token_type": "AccessToken"', "--secret-name prod-db", "UPLOAD_KEY_LIMIT=512MB"),
+        # (the development sets: a key binding, a call, a flag after a flag)
+        *('{ "key": "cmd+shift+k" }', "const objectWithoutKey = intermediateObject.omit({ key: true })"),
+        "gpg --list-secret-keys --keyid-format=long",
+    ],
+)
+def test_a_count_a_duration_a_boolean_or_a_name_under_such_a_setting_is_kept(kept: str) -> None:
+    assert safe_text(kept) == kept

@@ -1,9 +1,10 @@
 """What never reaches a memory file: secrets (API keys and tokens of the common providers: providers.py; private
 key blocks, JWTs, passwords and tokens in URLs, authorization and cookie headers, command lines and SQL
 (`IDENTIFIED BY`, `WITH PASSWORD`), settings whose name says secret, token or password (or auth, cookie, salt,
-signature, when the value looks made): `NAME=value`, `--name=value`, `name: value` in YAML (a block scalar too) and
-JSON, "the password is ..." in five languages, "with password ..."), each replaced by a marker naming its kind
-(`[redacted: aws-key]`) wherever the text says it, and `<private>...</private>` spans, removed whole.
+signature, or says it before its last word, when the value looks made: values.py `_kept_setting`): `NAME=value`,
+`--name=value`, `--name value`, `name: value` in YAML (a block scalar too) and JSON, "the password is ..." in five
+languages, "with password ..."), each replaced by a marker naming its kind (`[redacted: aws-key]`) wherever the text
+says it, and `<private>...</private>` spans, removed whole.
 
 A rule table, not a detector library: `detect-secrets` 1.5 (the best kept one on PyPI) was measured for this
 (bench/README.md): it brings `requests` and `pyyaml`, scans a line at a time (a PEM block is one line to it),
@@ -29,6 +30,7 @@ from memsearch_lsp.core.redact.values import (
     _basic_stands_in,
     _code,
     _kept_said,
+    _kept_setting,
     _luhn,
     _passphrase,
     _password_name,
@@ -237,19 +239,17 @@ RULES: tuple[Rule, ...] = (
         group=2,
         keep=lambda m: _stands_in(m["password"], m["user"]),
     ),
-    Rule(
+    Rule(  # NAME=value, --name=value, --name value (`_kept_setting`)
         "secret",
         re.compile(
-            r"(?<![\w.-])(?:--?)?(?P<name>[A-Za-z_][\w.-]*)(?:\[?[\"'][A-Za-z_]\w*[\"']\])?[ \t]*(?::?=|＝)[ \t]*"
+            r"(?<![\w.-])(?:(?P<flag>--)|-)?(?P<name>[A-Za-z_][\w.-]*)(?:\[?[\"'][A-Za-z_]\w*[\"']\])?"
+            r"(?:[ \t]*(?::?=|＝)[ \t]*|(?(flag)(?P<spaced>[ \t]+)(?!-)|(?!)))"  # (a flag after a flag is no value)
             r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>(?:[^\s\"'`;&]|&(?![\w.-]+=)|"
             r";(?![A-Za-z][A-Za-z. -]*=|[\s\"'`]|$))+))"  # (a `;` inside it too: `Password=ab;cd;`)
         ),
         group=_VALUE,
         keep=lambda m: (
-            not _secret_name(_named(m))
-            or _code(m)
-            or _stands_in(_valued(m), _named(m))
-            or (_weak_name(_named(m)) and not _random(_valued(m)))  # AUTH=basic, SESSION_COOKIE=sessionid
+            _code(m) or _stands_in(_valued(m), _named(m)) or _kept_setting(_named(m), _valued(m), bool(m["spaced"]))
         ),
         nested=("dq", "sq"),
     ),
@@ -304,8 +304,10 @@ def _kept_key(match: re.Match[str]) -> bool:
     """`name: value` left alone: not a secret's name, code, a placeholder, or a word under a key's or token's name
     (`signing_key: kid-2024-03`); a password's value is one whatever it looks like."""
     name, value = _named(match), _valued(match)
-    if not _secret_name(name) or _code(match) or _stands_in(value, name):
+    if _code(match) or _stands_in(value, name):
         return True
+    if not _secret_name(name):  # `db_password_prod: <made>` (`_loose_name`)
+        return _kept_setting(name, value)
     if _weak_name(name):  # `auth: basic`, `'set-cookie': 'id=a; Secure'`
         return " " in value or not _random(value)
     return not (_random(value) or " " in value or _password_name(name))

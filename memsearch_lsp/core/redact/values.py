@@ -5,6 +5,7 @@ replace a match by these)."""
 from __future__ import annotations
 
 import base64
+import itertools
 import re
 
 _MARKED = re.compile(r"\[redacted:(?: [a-z0-9-]+\])?")  # a value already replaced (`[redacted:` where it stops)
@@ -162,6 +163,49 @@ def _secret_name(name: str) -> bool:
     if words[-1].endswith(("password", "passwd", "secret", "token")):  # PGPASSWORD, DBSECRET
         return True
     return words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_OWNERS | _SECRET_WORDS
+
+
+# words that say a secret wherever they stand in a setting's name (DB_PASSWORD_PROD, SECRET_KEY_BASE, AUTH_TOKEN_2)
+_SAID_ANYWHERE = _SECRET_WORDS - {"pass", "pat", "sig"} | {"secrets", "apikey", "secretkey", "accesskey", "privatekey"}
+# a value that names or counts rather than hides: a number, a duration or a size (3600, 15m, 1h30m, 512MB), a word
+# or words of letters (id, created_at, user.email, AccessToken, cmd+shift+k), or code (a call: `buildKey(user, {`)
+_PLAIN = re.compile(
+    r"[+-]?\d+(?:\.\d+)?(?:(?:ms|s|m|h|d|w|y|sec|min|hours?|days?|[kmgt]i?b?)(?:\d+(?:ms|s|m|h))*)?|"
+    r"[A-Za-z]+(?:[_.:/+-][A-Za-z]+)*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\(.*",
+    re.IGNORECASE,
+)
+
+
+def _loose_name(name: str) -> bool:
+    """A setting's name that says a secret anywhere, not only by its last word (`_secret_name`): one of its words is
+    secret, token, password, passphrase, pwd, credential(s) or apikey (DB_PASSWORD_PROD, SECRET_KEY_BASE,
+    GH_TOKEN_CLASSIC, TOKEN_TTL), it ends in `key` (APP_KEY, LICENSE_KEY, OPENAI_KEY, PRIMARY_KEY) or a key's owner
+    and `key` stand in it (FIREBASE_PRIVATE_KEY_ID, DD_API_KEY_V2). Its value is a secret only when `_made`: such
+    names hold counts, durations and names too (TOKEN_TTL=3600, PASSWORD_MIN_LENGTH=12, SORT_KEY=created_at)."""
+    words = _words(name)
+    return bool(words) and (
+        _secret_name(name)
+        or any(w in _SAID_ANYWHERE or w.endswith(("password", "passwd", "secret", "token")) for w in words)
+        or words[-1] == "key"
+        or any(k == "key" and w in _KEY_OWNERS | _SECRET_WORDS for w, k in itertools.pairwise(words))
+    )
+
+
+def _made(value: str) -> bool:
+    """A value of a loosely named setting (`_loose_name`) that is a secret: 8 characters or more in one piece that look
+    made (`_random`: `9f3a7c21be4d8e06`, `base64:Zm9vYmFy...`, `hunter2hunter2`); never a number, a duration, a size
+    or a boolean, a word of letters (`created_at`, `AccessToken`), a slug (`us-east-1`), a call or a phrase."""
+    return len(value) >= 8 and " " not in value and _random(value) and not _PLAIN.fullmatch(value)
+
+
+def _kept_setting(name: str, value: str, spaced: bool = False) -> bool:
+    """`NAME=value` (`--name value`: `spaced`) left alone, a placeholder, a variable and code aside: a setting whose
+    last word says secret (`_secret_name`) is redacted whatever its value (an auth, cookie, salt or signature setting
+    when the value looks made: AUTH=basic stays); one that says it elsewhere, or given after a space, only a `_made`
+    value (`--password hunter2hunter2`, not "the --password prompt")."""
+    if _secret_name(name) and not spaced:
+        return _weak_name(name) and not _random(value)
+    return not (_loose_name(name) and _made(value))
 
 
 def _weak_name(name: str) -> bool:
