@@ -34,7 +34,7 @@ from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_sou
 from memsearch_lsp.core.onboard import NoMemoryHere
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import RECENT_CHARS, NoteData, recent_notes, within
-from memsearch_lsp.core.scopes import search_scopes, user_door, user_memory_exists
+from memsearch_lsp.core.scopes import looks_beyond, one_memory, search_scopes, user_door, user_memory_exists
 from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
@@ -282,16 +282,24 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         result = await user_run(mine, searcher(mine)) if mine is not None else found
         return cast(SearchResult, result or {"hits": [], "indexing": False})
 
+    async def holder(id: str) -> tuple[Door, Any]:
+        """(the memory whose chunk `id` names, the chunk): the workspace's, else the user's; a prefix of a chunk in
+        each is refused, as is one of several chunks in one (core/scopes.py `one_memory`)."""
+        chunk = await run(lambda memory: memory.expand(id), mine_instead=True)
+        mine = server.user_memory() if chunk is None or looks_beyond(door.root, id) else None
+        theirs = await user_run(mine, lambda memory: memory.expand(id)) if mine is not None else None
+        try:
+            one_memory(id, chunk, theirs)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from exc
+        if chunk is None and (mine is None or theirs is None):
+            raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
+        return (door, chunk) if chunk is not None else (cast(Door, mine), theirs)
+
     @server.memory_tool(title="Expand a memory", annotations=READ_ONLY)
     async def memory_expand(id: Annotated[str, Field(description="a chunk id from memory_search")]) -> ChunkData:
         """The whole section (chunk) behind a search hit (its id, or a unique prefix of at least 4 characters)."""
-        chunk = await run(lambda memory: memory.expand(id), mine_instead=True)
-        mine = server.user_memory() if chunk is None else None
-        if mine is not None:
-            chunk = await user_run(mine, lambda memory: memory.expand(id))
-        if chunk is None:
-            raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
-        data: ChunkData = chunk.to_dict()
+        data: ChunkData = (await holder(id))[1].to_dict()
         return data
 
     @server.memory_tool(title="Recent notes", annotations=READ_ONLY)
@@ -354,17 +362,9 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         its Markdown file, and so from search: a wrong or outdated memory. Text before a file's first heading, a
         file's # title and a MEMORY.md section of several notes without `line` are refused."""
 
-        def forget(memory: MemoryApi) -> Any:
-            return memory.expand(id) and memory.forget(id, line=line, end_line=end_line)
-
-        found = await run(forget, mine_instead=True)
-        mine = server.user_memory() if not found else None
-        if mine is not None:
-            found = await user_run(mine, forget)
-            found = replace(found, scope="user") if found else None
-        if not found:
-            raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
-        data: ForgottenData = found.to_dict()
+        at, _ = await holder(id)  # (the one memory the id names, before anything is removed)
+        gone = await user_run(at, lambda memory: memory.forget(id, line=line, end_line=end_line))
+        data: ForgottenData = (replace(gone, scope="user") if at is not door else gone).to_dict()
         return data
 
     @server.memory_tool(title="Memory status", annotations=READ_ONLY)

@@ -658,3 +658,9 @@ def document_frequencies(memory: Memory) -> tuple[int, dict[int, float]]:
 def log_text(day: str, text: str) -> LogText:
     """A daily log `memory/<day>.md` as compaction reads it, archived to `memory/archive/<day>.md`."""
     return LogText(f"memory/{day}.md", f"memory/archive/{day}.md", f"archive/{day}.md", day, text)
+
+
+# Two notes remembered under `## pref` on 2026-12-07 (MEMSEARCH_NOW), one in a workspace's memory and one in the user
+# memory, whose chunk ids (the fake embedder's model) share their first 4 characters, and only those: found by trying
+# "user preference number N" for N from 0 (an id is a hash of the note's file, lines, text and model)
+PREFIX_TWINS = ("2026-12-07T10:00:00", "workspace note that must survive", "user preference number 120356", "f752")

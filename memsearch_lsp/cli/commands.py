@@ -174,9 +174,10 @@ def _here(args: argparse.Namespace, mine_instead: bool = True) -> MemoryApi | No
 
 
 def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]:
-    """`find(memory)` on the workspace's memory, else (when it finds nothing) on the user memory; (what it
-    found, the memory that found it, still open: the caller closes it) or (None, None)."""
+    """`find(memory)` on the workspace's memory, else on the user memory (AmbiguousId for a prefix of a chunk in each:
+    scopes.one_memory); (what it found, the memory that found it, open: the caller closes it) or (None, None)."""
     from memsearch_lsp.core.onboard import NoMemoryHere
+    from memsearch_lsp.core.scopes import looks_beyond, one_memory
 
     missing: NoMemoryHere | None = None
     try:
@@ -185,24 +186,22 @@ def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]
         if args.workspace is not None:
             raise
         memory, missing = None, exc
-    for opened in (memory, "user"):
-        mine = _user_memory(memory) if opened == "user" else memory
-        if mine is None:
-            continue
-        found = find(mine)
-        if found is not None and opened == "user" and hasattr(found, "scope"):
-            found = replace(found, scope="user")  # (its source is the user memory's)
-        if found is not None:
-            if mine is not memory and memory is not None:
-                memory.close()
-            return found, mine
-        if mine is not memory:
-            mine.close()
-    if memory is not None:
-        memory.close()
-    if missing is not None:  # no workspace here, and the user memory has no such id either
+    mine = kept = None
+    try:
+        found = find(memory) if memory is not None else None
+        if memory is None or found is None or looks_beyond(memory.root, args.id):
+            mine = _user_memory(memory)
+        if memory is not None and found is not None:  # the workspace's, unless a prefix starts a chunk of each
+            one_memory(args.id, memory.expand(args.id), mine.expand(args.id) if mine is not None else None)
+            kept = memory
+        elif mine is not None and (found := find(mine)) is not None:
+            kept, found = mine, replace(found, scope="user") if hasattr(found, "scope") else found  # (a user source)
+    finally:
+        for opened in [m for m in (memory, mine) if m is not None and m is not kept]:
+            opened.close()
+    if kept is None and missing is not None:  # no workspace here, and the user memory has no such id either
         raise missing
-    return None, None
+    return found, kept  # (None, None) when neither found it
 
 
 _ID_HINT = "ids (or a unique prefix of at least 4 characters) come from `search`; run `index` if files changed"

@@ -23,7 +23,7 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import MemoryApi, check_scope
 from memsearch_lsp.core.files import private_folder
 from memsearch_lsp.core.search.filters import check_source, named_day, on_day
-from memsearch_lsp.core.search.hybrid import Hit
+from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit
 from memsearch_lsp.core.store import StoreError
 
 if TYPE_CHECKING:
@@ -88,6 +88,27 @@ def user_door(process: str, **settings: Any) -> Door:
     from memsearch_lsp.core.process.door import Door
 
     return Door(make_user_root(), config=user_config(), process=process, scope="user", **settings)
+
+
+ID_CHARS = 16  # a whole chunk id: never ambiguous (of a chunk in both memories, the workspace's is meant)
+
+
+def looks_beyond(root: Path, chunk_id: str) -> bool:
+    """Whether an id the workspace at `root` found must be looked for in the user memory too: a prefix, which a chunk
+    of each may start (not the user memory's own workspace: its chunks are the same ones)."""
+    return len(chunk_id.strip()) < ID_CHARS and not is_user_root(root)
+
+
+def one_memory(chunk_id: str, here: Expanded | None, mine: Expanded | None) -> None:
+    """AmbiguousId when the id prefix `chunk_id` found a chunk in the workspace's memory (`here`) and one in the user
+    memory (`mine`): which one was meant, neither says (`forget` would take out the wrong note); like a prefix of
+    several chunks of one memory, the message names them and asks for more of the id (`looks_beyond`: when to ask)."""
+    if here is not None and mine is not None:
+        raise AmbiguousId(
+            f"the id prefix {chunk_id.strip().lower()!r} matches a chunk of this workspace's memory ({here.id}, "
+            f"{here.source}:{here.start_line}) and one of your user memory ({mine.id}, user:{mine.source}:"
+            f"{mine.start_line}): give more of the id (the whole id of a chunk in both is this workspace's)"
+        )
 
 
 def scoped(hits: Sequence[Hit], scope: str) -> list[Hit]:

@@ -20,7 +20,7 @@ from memsearch_lsp.core.scopes import user_door
 from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.mcp_server import MemoryMCPServer, create_server
 from tests.fakes import FakeEmbedder
-from tests.helpers import ROOT
+from tests.helpers import PREFIX_TWINS, ROOT
 
 
 @pytest.fixture
@@ -163,3 +163,33 @@ async def test_a_log_that_cannot_be_read_is_skipped_by_recent_with_one_warning(
     assert [n.source for n in session if n.kind == "daily"] == ["memory/2026-12-06.md"]
     said = [r.getMessage() for r in caplog.records if "2026-12-05.md" in r.getMessage()]
     assert len(said) == 1 and "cannot read" in said[0] and "skipped" in said[0], said
+
+
+async def test_an_id_prefix_of_a_note_in_each_memory_is_refused_by_expand_and_forget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(audit I, 3) memory_forget with a prefix the workspace's note and the user memory's both start took out the
+    workspace's: the prefix is ambiguous, said with both ids, and nothing is removed; the whole id names one."""
+    now, ours, theirs, prefix = PREFIX_TWINS
+    monkeypatch.setenv("MEMSEARCH_NOW", now)
+    init_workspace(tmp_path)
+    config = load_config(tmp_path)
+    door = Door(tmp_path, config=config, process="memsearch-lsp mcp", embedder=FakeEmbedder())
+    server = create_server(door, config)
+    server.user = user_door("memsearch-lsp mcp", embedder=FakeEmbedder())
+    try:
+        mine = await called(server, "memory_remember", text=ours, heading="pref")
+        user = await called(server, "memory_remember", text=theirs, heading="pref", scope="user")
+        assert mine["id"][:4] == user["id"][:4] == prefix and mine["id"][:5] != user["id"][:5]
+        for tool in ("memory_forget", "memory_expand"):
+            with pytest.raises(ToolError, match=f"{mine['id']}.*{user['id']}.*give more of the id"):
+                await server.call_tool(tool, {"id": prefix})
+        assert (await called(server, "memory_expand", id=user["id"][:5]))["scope"] == "user"
+        gone = await called(server, "memory_forget", id=user["id"])
+        assert gone["scope"] == "user" and gone["removed"] and theirs in gone["content"]
+        assert ours in (tmp_path / mine["source"]).read_text()
+        gone = await called(server, "memory_forget", id=prefix)  # one note left that it starts
+        assert gone["scope"] == "workspace" and ours in gone["content"]
+    finally:
+        door.close()
+        server.user.close()

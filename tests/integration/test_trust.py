@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import logging
 import os
 import signal
 import stat
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import memsearch_lsp
+from memsearch_lsp import cli
 from memsearch_lsp.core.api import ScopeError
 from memsearch_lsp.core.notes import NoteError
 from memsearch_lsp.core.onboard import init_workspace
@@ -30,7 +33,8 @@ from memsearch_lsp.core.scopes import (
 )
 from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.core.store import IndexBusy
-from tests.helpers import owner_process, owner_serving
+from tests.fakes import FakeEmbedder
+from tests.helpers import PREFIX_TWINS, owner_process, owner_serving
 
 NOW = dt.datetime(2026, 12, 5, 9, 41)
 
@@ -441,3 +445,37 @@ def test_a_user_memory_that_does_not_answer_leaves_the_workspaces_hits_and_one_w
         assert any("user memory did not answer" in r.getMessage() for r in caplog.records)
         with pytest.raises((OwnerGone, IndexBusy)):  # the user memory asked for alone: its failure is the answer
             search_scopes(ws, user, "nightly backup", 5, "user")
+
+
+def test_an_id_prefix_of_a_note_in_each_memory_is_ambiguous_and_forgets_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """(audit I, 3) `forget 498a --yes` took out the workspace's note when the user meant the user memory's: a prefix
+    found in the workspace was never looked for in the user memory. It is ambiguous, as a prefix of two chunks of one
+    memory is, for `forget` and `expand`; a longer prefix or the whole id names one note."""
+    monkeypatch.setattr("memsearch_lsp.core.workspace.create_embedder", lambda *a, **k: FakeEmbedder())
+    now, ours, theirs, prefix = PREFIX_TWINS
+    monkeypatch.setenv("MEMSEARCH_NOW", now)
+    init_workspace(tmp_path)
+    ws = ["-w", str(tmp_path), "--json"]
+
+    def run(*args: str) -> tuple[int, dict[str, Any]]:
+        code = cli.main([*args, *ws])
+        out = capsys.readouterr().out
+        return code, json.loads(out)
+
+    mine = run("remember", "--heading", "pref", ours)[1]
+    user = run("remember", "--user", "--heading", "pref", theirs)[1]
+    assert mine["id"][:4] == user["id"][:4] == prefix and mine["id"][:5] != user["id"][:5]  # (the twins still are)
+    log, user_log = tmp_path / mine["source"], user_root() / user["source"]
+    for command in (("forget", prefix, "--yes"), ("expand", prefix)):
+        code, said = run(*command)
+        message = said["error"]["message"]
+        assert code == 1 and mine["id"] in message and user["id"] in message and "give more of the id" in message
+    assert ours in log.read_text() and theirs in user_log.read_text()  # nothing removed
+    assert run("expand", mine["id"][:5])[1]["scope"] == "workspace"
+    assert run("expand", user["id"][:5])[1]["scope"] == "user"
+    gone = run("forget", user["id"], "--yes")[1]  # a whole id: the note it names
+    assert gone["scope"] == "user" and theirs not in user_log.read_text() and ours in log.read_text()
+    assert run("forget", prefix, "--yes")[1]["scope"] == "workspace"  # one note left that it starts
+    assert ours not in log.read_text()
