@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from memsearch_lsp.core.search.hybrid import display_heading, snippet
 from memsearch_lsp.core.search.screen import boundary, columns, fit
 
@@ -36,3 +39,27 @@ def test_a_snippet_never_opens_inside_a_flag_nor_ends_inside_a_joined_emoji() ->
     assert text.startswith("…🇧🇷🇩🇪") and text.endswith("bandeiras do time")
     cut = snippet("## 09:41\n\n" + ("旅行" + FAMILY) * 80, "旅行", width=41)
     assert columns(cut) <= 41 and not cut.rstrip("…").endswith("\u200d")
+
+
+WORDS = ["payout", "pay", "out", "deploy", "deployed", "旅行", "数据库", "straße", "the", "a", FAMILY, FLAGS, "e\u0301"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*WORDS, " ", ". ", "\n", "x" * 30, "🇧🇷"]), max_size=80),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    st.integers(min_value=1, max_value=40),
+)
+def test_a_snippet_of_any_width_from_1_fits_it_whatever_the_text(
+    parts: list[str], query: list[str], width: int
+) -> None:
+    """search.snippetChars may be 1 (docs/protocol.md): a width under 3 left the window empty, and every search of
+    a word in a long chunk raised KeyError."""
+    text = snippet("## 09:41\n\n" + "".join(parts), " ".join(query), width=width)
+    assert columns(text) <= width, (text, width)
+
+
+def test_a_snippet_one_or_two_columns_wide_is_the_start_of_a_long_chunk() -> None:
+    note = "## 03:58\n\n" + "We raised the payout limit for partners after the audit. " * 20
+    assert [snippet(note, "payout", width=w) for w in (1, 2)] == ["…", "W…"]
+    assert snippet(note, "payout", width=12) == "…payout lim…"

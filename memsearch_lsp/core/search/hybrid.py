@@ -167,8 +167,9 @@ def snippet(content: str, query: str, width: int = 200) -> str:
         for m in re.finditer(("(?<!\\w)" if word[0] < "\u2e80" else "") + re.escape(word), lowered)
     )
     lead, best, first, shown, end = width // 4, 0, 0, dict[str, int](), 0
+    span = max(width - lead - 2, 1)  # (a window holds its own first match, however narrow: snippetChars may be 1)
     for at, word in found:  # each match as the first of a window: the distinct words the window shows
-        while end < len(found) and found[end][0] < at + width - lead - 2:
+        while end < len(found) and found[end][0] < at + span:
             shown[found[end][1]] = shown.get(found[end][1], 0) + 1
             end += 1
         if len(shown) > best:
@@ -183,7 +184,7 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     elif start:
         space = text.find(" ", start)
         start = space + 1 if 0 <= space < start + 20 else start
-    start = boundary(text, start)
+    start = boundary(text, start) if width > 2 else 0  # (under 3 columns no room for a "…" on each side: the start)
     piece = fit(text[start : start + width], width - (1 if start else 0) - 1).rstrip()  # (columns: CJK takes two)
     return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
 
