@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from typing_extensions import NotRequired, TypedDict
 
 from memsearch_lsp.config import Config
+from memsearch_lsp.core.search.headings import display_heading
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.chunks import Chunk
@@ -105,16 +106,22 @@ class Remembered:
     def to_dict(self) -> RememberedData:
         first, last = self.chunks[0], self.chunks[-1]
         start, end = self.lines or (first.start_line, last.end_line)
+        chunks: list[NoteChunkData] = [
+            {
+                "id": c.id,
+                "heading": display_heading(c.heading, c.content),
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+            }
+            for c in self.chunks
+        ]  # (headings as a search hit on each chunk says them: a bare `## HH:MM` named by its first line)
         return {
             "id": first.id,
             "source": self.source,
-            "heading": first.heading,
+            "heading": chunks[0]["heading"],
             "start_line": start,
             "end_line": end,
-            "chunks": [
-                {"id": c.id, "heading": c.heading, "start_line": c.start_line, "end_line": c.end_line}
-                for c in self.chunks
-            ],
+            "chunks": chunks,
             "scope": self.scope,
         }
 

@@ -35,15 +35,8 @@ from memsearch_lsp.core.notes import (
 )
 from memsearch_lsp.core.onboard import require_memory_workspace
 from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter, sources_of_day
-from memsearch_lsp.core.search.hybrid import (
-    TIME_HEADING,
-    AmbiguousId,
-    Expanded,
-    Hit,
-    display_heading,
-    hybrid_search,
-    to_expanded,
-)
+from memsearch_lsp.core.search.headings import TIME_HEADING, display_heading
+from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri, open_store
 from memsearch_lsp.core.store.folder import remove_index
 from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES

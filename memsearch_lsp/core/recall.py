@@ -17,6 +17,7 @@ from memsearch_lsp.core.chunks import empty_section, log_date, log_order
 from memsearch_lsp.core.files import MemoryFile, find_memory_files, read_memory_file
 from memsearch_lsp.core.notes import LONG_TERM, open_fence
 from memsearch_lsp.core.search.filters import source_date
+from memsearch_lsp.core.search.headings import display_heading
 from memsearch_lsp.core.workspace import MemoryFiles
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class Note:
     content: str
 
     def to_dict(self) -> NoteData:
-        return cast(NoteData, asdict(self))
+        return cast(NoteData, dict(asdict(self), heading=display_heading(self.heading, self.content)))  # (as a hit's)
 
 
 def kind_of(source: str) -> str:

@@ -14,7 +14,8 @@ from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.config import CLIENT_ONLY_SETTINGS, SECTIONS, settings_keys
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk, valid_unicode
-from memsearch_lsp.core.search.hybrid import Expanded, Hit, display_heading
+from memsearch_lsp.core.search.headings import display_heading
+from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
 
 def normalize_uri(uri: str) -> str:

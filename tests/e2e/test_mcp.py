@@ -79,11 +79,14 @@ async def drive(session: ClientSession, ws: Path) -> dict[str, Any]:
     assert empty.is_error and "nothing to remember" in empty.content[0].text  # type: ignore[union-attr]
 
     note = await call(session, "memory_remember", text="The okapi deploy window is Thursday 14:00 UTC.")
-    assert (note["source"], note["heading"]) == ("memory/2026-12-03.md", "09:41")
+    assert (note["source"], note["heading"]) == (
+        "memory/2026-12-03.md",
+        "The okapi deploy window is Thursday 14:00 UTC. (09:41)",  # (under `## 09:41`: as a search hit names it)
+    )
     log_lines = (ws / note["source"]).read_text().split("\n")
     assert log_lines[0] == "# 2026-12-03" and log_lines[note["start_line"] - 1] == "## 09:41"
     found = (await call(session, "memory_search", query="okapi deploy window", top_k=1))["hits"]
-    assert found[0]["id"] == note["id"] and found[0]["date"] == "2026-12-03"
+    assert found[0]["id"] == note["id"] and found[0]["date"] == "2026-12-03" and found[0]["heading"] == note["heading"]
     schema = tools["memory_search"].input_schema["properties"]
     assert {"since", "until", "source", "archived"} <= set(schema) and schema["archived"]["default"] is False
     archived = (await call(session, "memory_search", query="Redis cache config", archived=True))["hits"]

@@ -101,13 +101,13 @@ def test_a_day_split_over_two_parts_is_given_by_the_time_of_its_notes(workspace:
     now = "2026-02-18T18:00"
     every = json.loads(cli(workspace, "recent", "--days", "1", "--json", now=now).stdout)["notes"]
     assert [(n["source"][-7:], n["heading"]) for n in every] == [
-        ("2-18.md", "17:00"),
-        ("18.2.md", "09:00"),
+        ("2-18.md", "The newest note. (17:00)"),  # (a bare time named by its first line, as a search hit)
+        ("18.2.md", "A note while the log was full. (09:00)"),
         ("2-18.md", "Pasted"),
-        ("2-18.md", "08:00"),
+        ("2-18.md", "First note of the day. (08:00)"),
     ]
     small = json.loads(cli(workspace, "recent", "--days", "1", "--chars", "60", "--json", now=now).stdout)["notes"]
-    assert [n["heading"] for n in small] == ["17:00"]
+    assert [n["heading"] for n in small] == ["The newest note. (17:00)"]
     # (review N, 7) `remember --heading` writes no time: first in its part, it goes with the next note there; and a
     # file keeps its own order (a 12-hour time after a 24-hour one)
     (workspace / "memory" / "2026-02-18.md").write_text("# 2026-02-18\n\n## 09:00\n\nA.\n\n## 11:00\n\nB.\n")
@@ -115,7 +115,7 @@ def test_a_day_split_over_two_parts_is_given_by_the_time_of_its_notes(workspace:
         "# 2026-02-18\n\n## Kafka decision\n\nKafka it is.\n\n## 1:30 PM standup\n\nC.\n"
     )
     every = json.loads(cli(workspace, "recent", "--days", "1", "--json", now=now).stdout)["notes"]
-    assert [n["heading"] for n in every] == ["1:30 PM standup", "Kafka decision", "11:00", "09:00"]
+    assert [n["heading"] for n in every] == ["1:30 PM standup", "Kafka decision", "B. (11:00)", "A. (09:00)"]
     (workspace / "memory" / "2026-02-18.2.md").unlink()  # (review P, 4) a log written newest first stays so
     (workspace / "memory" / "2026-02-18.md").write_text(
         "# 2026-02-18\n\n## 17:00 wrap-up\n\nA.\n\n## 09:00 standup\n\nB.\n"

@@ -11,6 +11,7 @@ from memsearch_lsp.config import load_config
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.process.door import open_memory
 from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory
+from memsearch_lsp.core.recall import recent_notes
 from tests.fakes import FakeEmbedder
 from tests.helpers import owner_serving
 
@@ -175,3 +176,22 @@ def test_open_memory_works_beside_a_running_owner(workspace: Path, make_memory) 
         assert isinstance(alone, memsearch_lsp.Memory) and alone.search("Wallaby quota", top_k=1)
     finally:
         alone.close()
+
+
+def test_a_bare_timed_note_has_one_heading_wherever_it_is_sent(workspace: Path, make_memory) -> None:
+    """A note under a bare `## HH:MM` is named by its first line (README): a search hit said "We picked Hetzner ...
+    (03:58)" while expand (CLI, LSP, MCP), remember and recent said "03:58" for the same chunk."""
+    memory = make_memory(workspace)
+    memory.clock = lambda: NINE.replace(hour=3, minute=58)
+    note = memory.remember("We picked **Hetzner** for the CI runners because of price\n\nThe runners are ARM.")
+    again = memory.remember("We picked Hetzner again", heading=None)  # `## 03:58 (2)`
+    shown = "We picked Hetzner for the CI runners because of price (03:58)"
+    hit = memory.search("Hetzner CI runners price", top_k=1)[0]
+    assert hit.id == note.chunks[0].id and hit.to_dict()["heading"] == shown
+    assert memory.expand(hit.id).to_dict()["heading"] == shown
+    assert note.to_dict()["heading"] == shown and note.to_dict()["chunks"][0]["heading"] == shown
+    assert again.to_dict()["heading"] == "We picked Hetzner again (03:58)"
+    recent = {n.id: n.to_dict()["heading"] for n in recent_notes(memory, days=1, today=NINE.date())}
+    assert recent == {note.chunks[0].id: shown, again.chunks[0].id: "We picked Hetzner again (03:58)"}
+    named = memory.remember("Alice owns the release train", heading="Release rules")
+    assert named.to_dict()["heading"] == memory.expand(named.chunks[0].id).to_dict()["heading"] == "Release rules"

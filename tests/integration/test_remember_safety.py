@@ -35,8 +35,7 @@ def test_an_unclosed_fence_never_breaks_later_notes(workspace: Path, make_memory
     text = (workspace / LOG).read_text()
     assert open_fence(text) == ""
     for note in (first, *later):
-        assert note.chunks and note.chunks[0].heading == note.to_dict()["heading"]
-        assert memory.expand(note.to_dict()["id"]).content.startswith(f"## {note.to_dict()['heading']}")
+        assert note.chunks and memory.expand(note.to_dict()["id"]).content.startswith(f"## {note.chunks[0].heading}")
     headings = [h.heading for h in memory.headings() if h.source == LOG]
     assert headings == ["2026-12-03", "09:05", "09:10", "09:11", "09:12"]
 
@@ -143,9 +142,10 @@ def test_a_fifo_as_todays_log_is_refused_at_once(workspace: Path, make_memory) -
 
 def test_notes_in_the_same_minute_get_distinct_headings(workspace: Path, make_memory) -> None:
     memory = make_memory(workspace)
-    ids = [memory.remember(f"note {n}", now=NINE).to_dict() for n in range(3)]
-    assert [n["heading"] for n in ids] == ["09:05", "09:05 (2)", "09:05 (3)"]
-    assert len({n["id"] for n in ids}) == 3
+    ids = [memory.remember(f"note {n}", now=NINE) for n in range(3)]
+    assert [n.chunks[0].heading for n in ids] == ["09:05", "09:05 (2)", "09:05 (3)"]
+    assert [n.to_dict()["heading"] for n in ids] == ["note 0 (09:05)", "note 1 (09:05)", "note 2 (09:05)"]
+    assert len({n.to_dict()["id"] for n in ids}) == 3
 
 
 def test_long_term_facts_go_to_their_section_of_memory_md(workspace: Path, make_memory) -> None:
@@ -193,7 +193,8 @@ def test_the_cli_remembers_after_a_cut_fence_and_records_long_term_facts(workspa
     second = run_cli(workspace, "--json", "second", "note")
     fact = run_cli(workspace, "--json", "--long-term", "--heading", "Deploys", "deploys freeze on Fridays")
     assert (first.returncode, second.returncode, fact.returncode) == (0, 0, 0), second.stderr + fact.stderr
-    assert json.loads(second.stdout)["heading"] == "09:05 (2)"
+    assert json.loads(second.stdout)["heading"] == "second note (09:05)"  # (`## 09:05 (2)`, shown as a hit shows it)
+    assert "## 09:05 (2)\n\nsecond note\n" in (workspace / LOG).read_text()
     assert json.loads(fact.stdout)["source"] == "memory/MEMORY.md"
     assert "## Deploys\n\ndeploys freeze on Fridays\n" in (workspace / "memory" / "MEMORY.md").read_text()
 

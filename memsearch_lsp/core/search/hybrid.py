@@ -17,9 +17,10 @@ from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, other_forms
 from memsearch_lsp.core.search.bm25 import term_id
 from memsearch_lsp.core.search.filters import MAX_QUERY_CHARS, day_first, source_date
 from memsearch_lsp.core.search.function_words import characters, function_terms
+from memsearch_lsp.core.search.headings import display_heading
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
-from memsearch_lsp.core.search.screen import boundary, columns, fit, shorten
+from memsearch_lsp.core.search.screen import boundary, columns, fit
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row, idf
 
@@ -136,7 +137,7 @@ class Expanded:
         return {
             "id": self.id,
             "source": self.source,
-            "heading": self.heading,
+            "heading": display_heading(self.heading, self.content),  # as a hit on it says it
             "heading_path": self.heading_path,
             "start_line": self.start_line,
             "end_line": self.end_line,
@@ -187,29 +188,6 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     start = boundary(text, start) if width > 2 else 0  # (under 3 columns no room for a "…" on each side: the start)
     piece = fit(text[start : start + width], width - (1 if start else 0) - 1).rstrip()  # (columns: CJK takes two)
     return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
-
-
-TIME_HEADING = re.compile(r"^(\d{1,2}:\d{2})(?:\s+\((\d+)\))?$")
-_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\([^()\s]*\)")  # an inline link (not an image)
-_MARKUP = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+|\*\*|__|`+")
-TITLE_CHARS = 60
-
-
-def display_heading(heading: str, content: str) -> str:
-    """How a heading is shown (search results, symbols, outlines, the hooks' context): a note under a bare
-    `## HH:MM` heading (what `remember` writes without --heading; `## HH:MM (2)` for a second note of the minute)
-    is named by its first line, the time beside it: "Chose Kafka for the event bus (10:40)"; a link as its text
-    ("[2026-02-05](archive/2026-02-05.md)", a summary's day, is "2026-02-05"); every other heading as it is."""
-    heading = _LINK.sub(r"\1", heading)
-    timed = TIME_HEADING.match(heading.strip())
-    if not timed:
-        return heading
-    body = body_of(content)
-    first = next((line for line in content.split("\n")[1:] if line.strip()), "") if body else ""
-    topic = " ".join(_MARKUP.sub("", first).split())
-    if not topic:
-        return heading
-    return f"{shorten(topic, TITLE_CHARS)} ({timed[1]})"
 
 
 def to_hit(row: Row, query: str, width: int) -> Hit:
