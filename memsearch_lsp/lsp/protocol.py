@@ -204,8 +204,12 @@ class MemsearchProtocol(LanguageServerProtocol):
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         params = data.get("params")
-        if data.get("method") == types.WORKSPACE_SYMBOL and isinstance(params, dict) and params.get("query") is None:
-            params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
+        if data.get("method") == types.WORKSPACE_SYMBOL and isinstance(params, dict):
+            if params.get("query") is None:
+                params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
+            elif not isinstance(params["query"], str) and "jsonrpc" in data and _msg_id(data) is not None:
+                reason = "invalid params for workspace/symbol: query must be a string"  # (cattrs would search 5 as "5")
+                return _Refused(_msg_id(data), JsonRpcInvalidParams(reason))
         if data.get("id") is not None and _msg_id(data) is None:  # an object, an array, true: no id (JSON-RPC)
             return _Refused(None, JsonRpcInvalidRequest("a request id must be a number or a string"))
         if "jsonrpc" in data and "id" in data and not {"method", "result", "error"} & data.keys():

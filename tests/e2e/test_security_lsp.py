@@ -274,11 +274,21 @@ async def test_malformed_requests_get_invalid_params_with_their_ids(shared: Raw,
             ),
             ("memsearch/search", {"query": "redis", "topK": -4}),
             ("workspace/executeCommand", {"command": "memsearch.search", "arguments": [None]}),
+            # (docs/protocol.md: params an object with a string query; these were answered [] or searched as "5")
+            ("memsearch/search", None),
+            ("memsearch/search", {}),
+            ("memsearch/search", {"query": None, "topK": 2}),
+            ("workspace/symbol", {"query": 5}),
+            ("workspace/symbol", {"query": ["redis"]}),
         ]
         for n, (method, params) in enumerate(malformed, start=10):
             server.send({"id": n, "method": method, "params": params})
         for n in range(10, 10 + len(malformed)):
             assert_error(await server.reply(n), n, -32602)
+        assert "query" in (await server.request("memsearch/search", {}))["error"]["message"]  # (naming the field)
+        assert "query" in (await server.request("workspace/symbol", {"query": 5}))["error"]["message"]
+        assert (await server.request("memsearch/search", {"query": "  "}))["result"] == []  # (blank: [], as documented)
+        assert "result" in await server.request("workspace/symbol", {"query": None})  # (null: the headings, as "")
         huge = await server.request("memsearch/search", {"query": "redis cache", "topK": 10**15})
         assert 0 < len(huge["result"]) <= 1000
         ok = await server.request("workspace/symbol", {"query": "Redis cache config"})

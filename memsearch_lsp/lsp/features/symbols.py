@@ -222,10 +222,10 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(SEARCH)
     async def memsearch_search(ls: MemsearchServer, params: Any) -> list[dict[str, Any]]:
-        if isinstance(params, list | str | int | float | bool):
+        if params is None or isinstance(params, list | str | int | float | bool):
             raise ValueError("memsearch/search takes an object: {query, topK, since, until, source, archived, scope}")
-        query = param(params, "query", default="")
-        if not isinstance(query, str):
+        query = param(params, "query")
+        if not isinstance(query, str):  # (missing or null too: `query` is no optional field)
             raise ValueError("query must be a string")  # invalid params, as every ValueError of a handler
         query = query_text(query)
         top_k = top_k_of(param(params, "topK", "top_k", "limit"))
