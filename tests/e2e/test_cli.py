@@ -320,7 +320,7 @@ def test_remember_appends_to_todays_log_and_search_finds_it(ws: Path) -> None:
         [*run, "The", "narwhal", "queue", "drains", "nightly."], capture_output=True, text=True, timeout=300, env=env
     )
     assert text.returncode == 0, text.stderr
-    assert text.stdout.startswith("remembered memory/2026-12-03.md:3-5  18:07  id=")
+    assert text.stdout.startswith("remembered memory/2026-12-03.md:3-5  The narwhal queue drains nightly. (18:07)  id=")
     piped = subprocess.run(
         [*run, "-", "--heading", "Stdin", "--json"],
         input="Pangolin alerts page Ana.\n",
