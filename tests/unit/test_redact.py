@@ -446,6 +446,10 @@ def test_a_password_that_is_a_word_is_not_redacted_wherever_the_word_is_said() -
         ("user admin, pass Wq9rTz3Lk8Mn", "Wq9rTz3Lk8Mn"),
         ("staging login: admin / Wq9rTz3Lk8Mn", "Wq9rTz3Lk8Mn"),
         ("creds are admin:Wq9rTz3Lk8Mn on the staging box", "Wq9rTz3Lk8Mn"),
+        # ... and a value after "password:" with words after it (audit H, 2: kept when it did not end the line)
+        ("My password: Wr0ub4dor-and-3 for the guest network", "Wr0ub4dor"),
+        ("API key: sk9f8KQ2mZ7pLw3Tq7 for staging, rotated monthly", "sk9f8KQ2mZ7pLw3Tq7"),
+        ("PIN: 4821 for the side door", "4821"),
     ],
 )
 def test_a_secret_said_again_or_named_in_prose_is_redacted(text: str, secret: str) -> None:
@@ -465,6 +469,8 @@ def test_a_secret_said_again_or_named_in_prose_is_redacted(text: str, secret: st
         "username: jsmith2024, pass hunter; user admin, pass: $DB_PASS; creds admin:YOUR_PASSWORD",
         "Login flow: OAuth2Callback now validates; the login page: LoginPageV2; credentials provider: AwsSdkV3",
         "The user model, pass UserDTOv2 to the serializer",
+        "Password: reset flow broken on Safari since the 2.3 release",  # a label's first word, no value
+        "Password: the usual one, in the team vault",
     ],
 )
 def test_prose_about_passwords_and_text_beside_a_secret_are_kept(text: str) -> None:

@@ -32,6 +32,7 @@ from memsearch_lsp.core.redact.values import (
     _kept_said,
     _kept_setting,
     _luhn,
+    _made_said,
     _passphrase,
     _password_name,
     _random,
@@ -166,13 +167,15 @@ RULES: tuple[Rule, ...] = (
             r"(?:(?i:is|was|ist|war|lautet|é|es|est|era)[ \t\xa0]+|是[ \t]*|"
             # (the value ends at a mark, a space before `(` or the line's end: its first run without marks read once)
             r"[=:：][*_`]*[ \t\xa0]*(?=['\"`]?[^\s'\"`](?=(?P<said>[^\s'\"`,.;)\]]{0,255}))(?P=said)"
-            r"(?:[,.;)\]]|['\"`*_]*[ \t]*(?:[,.;)\]]|(?<=[ \t])\(|$)))|"
+            r"(?:[,.;)\]]|['\"`*_]*[ \t]*(?:[,.;)\]]|(?<=[ \t])\(|$)|(?P<more>[ \t]+(?=\S))))|"
             r"(?<=[ \t])(?=['\"][^'\"\n(){}\[\];,=][^'\"\n(){}\[\];,= ]{0,98} [^'\"\n(){}\[\];,=]{1,98}['\"]))"
             r"(?:'(?P<sq>[^'\n]{1,100})'|\"(?P<dq>[^\"\n]{1,100})\"|`?(?P<value>[^\s'\"`]+)`?)",
             re.MULTILINE,
         ),
         group=("sq", "dq", "value"),
-        keep=lambda m: _kept_said(m),
+        # (words after the value, "password: Wr0ub4dor-and-3 for the guest network": only a value a person or a
+        # generator made, not a label's first word, "Password: reset flow broken on Safari")
+        keep=lambda m: _kept_said(m) or (m["more"] is not None and not _made_said(m)),
     ),
     Rule(  # a password set to a value: "I set the admin password to Xk9mP2vL7qR4", "changed the PIN to '4821'"
         "secret",

@@ -286,6 +286,17 @@ def _kept_said(match: re.Match[str]) -> bool:
     return not _passphrase(value)
 
 
+def _made_said(match: re.Match[str]) -> bool:
+    """A value said to be a secret, with words after it, that a person or a generator made: digits with letters of
+    both cases or a mark (`Wr0ub4dor-and-3`, not a rule's name such as `min12chars`), a generated mix, or a PIN's
+    digits."""
+    value = (match["value"] or "").rstrip(".,;:!?)*_")
+    kind = match["kw"].lower() if match["kw"] else "password"
+    pin = kind in ("pin", "door code", "passcode") and value.isdigit() and 4 <= len(value) <= 12
+    varied = not (value.islower() or value.isupper()) or not value.isalnum()
+    return pin or (mixed(value) and len(value) >= 6 and varied) or _scrambled(value)
+
+
 def _user_password(value: str) -> bool:
     """Base64 of `user:password` (a registry's auth)."""
     try:
