@@ -710,6 +710,24 @@ def test_a_secret_the_trim_left_out_or_the_heading_repeats_is_redacted(workspace
     assert "under db/main" in text and "## 09:41 Rotate [redacted: secret] now because it leaked" in text, text
 
 
+def test_a_heading_cut_inside_a_quoted_pass_phrase_keeps_none_of_it(workspace: Path, tmp_path: Path) -> None:
+    """(audit H, 1) The heading was cut at 72 characters inside `password = "correct horse battery staple ..."`:
+    the CLI's redaction, seeing an open quote, knew no secret there, and the start of the pass phrase was written in
+    the heading (the note's body was redacted); a sentence end inside the quotes or `backticks` did the same."""
+    for prompt in (
+        'Configure staging admin with password = "correct horse battery staple plus more words" now',
+        "Configure staging admin with password = `correct horse battery staple plus more words` now",
+        'Set the pass phrase to "correct horse. Battery staple plus more words" for the admin',
+    ):
+        done = capture(workspace, tmp_path, prompt, "Configured the staging admin account; the login works.")
+        assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    headings = [line for line in text.split("\n") if line.startswith("## ")]
+    assert len(headings) == 3 and not any("horse" in h or "correct" in h for h in headings), headings
+    assert "## 09:41 Configure staging admin with password…" in headings
+    assert 'password = "[redacted: secret]" now' in text, text
+
+
 def agentic_transcript(folder: Path, prompt: str, narration: list[str], conclusion: str) -> Path:
     """A turn as Claude Code writes it: a text block before each tool call (its result in a user entry), then the
     answer."""

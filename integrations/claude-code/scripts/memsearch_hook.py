@@ -774,12 +774,32 @@ def topic(prompt: str, limit: int = 72) -> str:
     stays whole, so the CLI's redaction still knows it."""
     first = next((line for line in prompt.split("\n") if line.strip() and not FENCE.match(line)), "")
     first = re.sub(r"^\s*(?:[#>]+\s*)+", "", first)
+    first = re.sub(r"`+([^`]*\s[^`]*)`+", r'"\1"', first)  # a `quoted phrase` stays quoted: a pass phrase in it too
     first = " ".join(re.sub(r"[`*\[\]]|(?<!\w)_+|_+(?!\w)", "", first).split())
     first = SENTENCE_END.split(first, 1)[0].rstrip(".!?:;, ")
-    if len(first) <= limit:
-        return first
-    cut = first[:limit]  # at a word; a first word longer than the limit (a URL) goes whole: redaction must see it
-    return (cut.rsplit(" ", 1)[0] if " " in cut else first.split(" ", 1)[0]).rstrip(".,;:") + "…"
+    if len(first) > limit:
+        cut = first[:limit]  # at a word; a first word longer than the limit (a URL) goes whole: redaction must see it
+        first = (cut.rsplit(" ", 1)[0] if " " in cut else first.split(" ", 1)[0]).rstrip(".,;:") + "…"
+    closed = before_open_quote(first)
+    return first if closed == first else closed.rstrip(".,;:=( ") + "…"
+
+
+QUOTE = re.compile("[\"\u201c\u201d]|(?<!\\w)'|'(?!\\w)")  # a double quote, or a single one that is no apostrophe
+CLOSES = {'"': '"', "\u201c": "\u201d", "'": "'"}
+
+
+def before_open_quote(text: str) -> str:
+    """`text` up to the quote it leaves open: a heading cut inside a quoted value (`password = "correct horse
+    battery…`, or a sentence end inside it) would hold a part of a pass phrase that no redaction rule knows without
+    its closing quote; the CLI redacts a quoted value whole."""
+    opened = -1
+    for mark in QUOTE.finditer(text):
+        quote, at = mark.group(), mark.start()
+        if opened >= 0 and quote == CLOSES[text[opened]]:
+            opened = -1
+        elif opened < 0 and quote in CLOSES and not (quote == "'" and text[at - 1 : at].isalnum()):
+            opened = at
+    return text[:opened] if opened >= 0 else text
 
 
 def now() -> dt.datetime:
