@@ -10,13 +10,14 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, wait_until
+from tests.helpers import ROOT, make_workspace, wait_until
 
 PLUGIN = ROOT / "integrations" / "claude-code"
 SCRIPT = PLUGIN / "scripts" / "memsearch_hook.py"
@@ -390,6 +391,34 @@ def test_prompt_recall_goes_straight_to_a_warm_owner(workspace: Path, tmp_path: 
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "memory/MEMORY.md:12-16 Redis Caching" in text
     assert "session data never goes to the cache" in text  # the section itself, not only a snippet
+
+
+@pytest.mark.model
+def test_prompt_recall_during_a_first_index_answers_at_once_and_says_it_is_still_indexing(tmp_path: Path) -> None:
+    """(audit H, 4) During the first index of a large memory every prompt waited the hook's whole 10 s for the
+    owner's `index` pass, then said "memory recall skipped": the hook waits a moment, then searches what the owner
+    has indexed so far (as MCP and the editor answer), and says once that it is still indexing."""
+    ws = make_workspace(tmp_path, examples=False)
+    (ws / "memory" / "MEMORY.md").write_text("# Project Memory\n\n## Decisions\n\n- Kafka for events.\n")
+    for month, day in ((m, d) for m in (10, 11) for d in range(1, 31)):  # 3,600 notes: a first index of minutes
+        notes = "".join(
+            f"## {n // 6:02d}:{n % 6 * 10:02d} Note {day}-{n}\n\nThe canary rollout of service {n} on day {day} "
+            f"checked latency, retries and the cache budget; marker{month}x{day}x{n}.\n\n"
+            for n in range(60)
+        )
+        (ws / "memory" / f"2026-{month}-{day:02d}.md").write_text(f"# 2026-{month}-{day:02d}\n\n{notes}")
+    warm = [*CLI.split(), "warm", "--detach", "--idle", "30", "--workspace", str(ws)]
+    assert subprocess.run(warm, capture_output=True, text=True, timeout=60).returncode == 0
+    module = load_hook_module()
+    wait_until(lambda: module.owner_socket({"cwd": str(ws)}) is not None, "a warm owner", timeout=120)
+    said = []
+    for n in range(2):
+        started = time.monotonic()
+        result = hook("user-prompt-submit", recorded("user-prompt-submit.json", ws, prompt=f"canary rollout {n}"))
+        assert result.returncode == 0 and "skipped" not in result.stderr + result.stdout, result
+        assert time.monotonic() - started < 5, result
+        said.append(result.stdout)
+    assert "still indexing" in said[0] and "still indexing" not in said[1], said  # (said once)
 
 
 def test_prompt_recall_asks_the_user_memory_that_has_no_owner_beside_a_project_owner(

@@ -8,7 +8,8 @@ Each reads the hook's JSON on stdin and prints what Claude Code expects on stdou
 - user-prompt-submit: the top hits for the prompt (straight from the warm owner's socket, else through
   `memsearch-lsp search --json`) with
   each hit's source, lines and id; MEMORY.md and summaries come first when they match as well, and a captured
-  turn that repeats a curated note shown is left out; in a project without memory, the user memory's hits;
+  turn that repeats a curated note shown is left out; in a project without memory, the user memory's hits; while
+  the owner's index pass runs (a first index), the part indexed so far, and the agent told so once;
 - stop: returns at once; a detached process records the turn (`memsearch-lsp remember - --summarize`) under a
   heading that says what it was about, trimmed at paragraph or sentence ends outside code fences; of a turn too long
   to keep whole, the assistant's last messages (its answer) are kept and the narration of its first steps goes.
@@ -156,6 +157,8 @@ TIME_HEADING = re.compile(r"^\d{1,2}:\d{2}(?:\s+\(\d+\))?$")
 TURNS_KEPT_S = 3 * 86400  # how long the record of a captured turn is kept (one note per turn)
 DEADLINE = [0.0]  # when this hook's calls must have ended (time.monotonic); set by main
 PING_S = 2.0  # how long an index owner may take to say it is there (a stopped one never does)
+INDEX_WAIT_S = 0.8  # how long a prompt waits for the owner to bring its index up to date (a first index: longer)
+INDEXING = [False]  # an owner asked for this prompt was still indexing (its hits: of the part indexed so far)
 
 
 class HookError(Exception):
@@ -308,13 +311,14 @@ def owner_socket(event: dict[str, Any], where: Path | None = None) -> str | None
     return str(path) if private else None
 
 
-def owner_call(sock: str, op: str, **params: Any) -> Any:
+def owner_call(sock: str, op: str, wait_s: float | None = None, **params: Any) -> Any:
     """One request to the index owner (JSON-RPC 2.0, one message a line: memsearch_lsp/core/process/protocol.py);
     OSError or ValueError when it fails, or when the process answering is not of this user; Stuck when it does not
-    answer within the hook's time (a `ping` within PING_S: a stopped owner costs a prompt that, not the hook's
-    whole time, and the user memory's does not take the workspace's recall with it)."""
+    answer within the hook's time, or `wait_s` (a `ping` within PING_S: a stopped owner costs a prompt that, not the
+    hook's whole time, and the user memory's does not take the workspace's recall with it)."""
+    wait_s = PING_S if op == "ping" and wait_s is None else wait_s
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(min(left(), PING_S) if op == "ping" else left())
+        conn.settimeout(min(left(), wait_s) if wait_s is not None else left())
         try:
             conn.connect(sock)
             if hasattr(socket, "SO_PEERCRED"):
@@ -327,7 +331,7 @@ def owner_call(sock: str, op: str, **params: Any) -> Any:
                 while reply.get("method") == "$/progress":  # notifications before the reply
                     reply = json.loads(reader.readline() or b"{}")
         except socket.timeout as exc:  # noqa: UP041 (TimeoutError only from Python 3.10; this runs on 3.8)
-            within = f"{PING_S:g}" if op == "ping" else str(setting("TIMEOUT", 10))
+            within = f"{wait_s:g}" if wait_s is not None else str(setting("TIMEOUT", 10))
             raise Stuck(f"the index owner did not answer `{op}` within {within} s") from exc
     if "result" not in reply:
         raise ValueError((reply.get("error") or {}).get("message") or "the index owner did not answer")
@@ -341,7 +345,7 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
     if sock is not None:
         try:
             owner_call(sock, "ping")
-            owner_call(sock, "index")
+            up_to_date(sock)
             hits: list[dict[str, Any]] = owner_call(sock, "search", query=query, top_k=top_k)
             return merge(hits, user_hits(event, query, top_k), top_k)
         except Stuck:
@@ -357,6 +361,16 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
     return found
 
 
+def up_to_date(sock: str) -> None:
+    """Ask the owner (it answered a ping) to bring its index up to date, waiting INDEX_WAIT_S at most: an index pass
+    that runs longer (a first index of a large memory) goes on, and the prompt is answered from the part indexed so
+    far, as MCP and the editor answer it (INDEXING says so); the hook never waits for a whole pass."""
+    try:
+        owner_call(sock, "index", wait_s=INDEX_WAIT_S)
+    except Stuck:
+        INDEXING[0] = True
+
+
 def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:
     """Hits of the user memory: from its running owner (the warm one SessionStart starts); without one (it went
     idle, or the user memory began mid-session) from the CLI, while a warm owner starts for the next prompt."""
@@ -370,7 +384,7 @@ def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, A
             said = cli(event, "search", "--scope", "user", "-k", str(top_k), "--json", "-", stdin=query)
             return [dict(h, scope="user") for h in json.loads(said)["hits"]]
         owner_call(sock, "ping")
-        owner_call(sock, "index")
+        up_to_date(sock)
         return [dict(h, scope="user") for h in owner_call(sock, "search", query=query, top_k=top_k)]
     except (OSError, ValueError, HookError) as exc:
         sys.stderr.write(f"memsearch hook: the user memory did not answer ({exc})\n")
@@ -555,12 +569,17 @@ def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
     except Stuck as exc:
         sys.stderr.write(f"memsearch hook: skipped: {exc}\n")
         return stuck_once(event, "UserPromptSubmit", exc)
-    forget_time(f"stuck-{key(str(project(event).resolve()))}")  # it answers again: say so again next time
-    if not hits:
-        return None
+    here = key(str(project(event).resolve()))
+    forget_time(f"stuck-{here}")  # it answers again: say so again next time
+    indexing = INDEXING[0] and first_time(f"indexing-{here}")
+    if not INDEXING[0]:
+        forget_time(f"indexing-{here}")  # a later first index is said again
     budget = setting("CONTEXT_CHARS", 2000)
+    if not hits:
+        return context("UserPromptSubmit", INDEXING_NOTE, budget) if indexing else None
     lines = ["Possibly relevant memories (memsearch; `memsearch-lsp expand ID` shows a whole section):"]
-    share = max(160, (budget - len(lines[0])) // len(hits) - 100)
+    lines += [INDEXING_NOTE] if indexing else []
+    share = max(160, (budget - len("\n".join(lines))) // len(hits) - 100)
     for hit, body in zip(hits, texts):
         text = trim(body, share).replace("\n", "\n  ")
         where = (
@@ -568,6 +587,12 @@ def user_prompt_submit(event: dict[str, Any]) -> dict[str, Any] | None:
         ) + f"{hit['source']}:{hit['start_line']}-{hit['end_line']}"
         lines.append(f"- {where} {shown_heading(str(hit['heading']), body)} (id {hit['id']}):\n  {text}")
     return context("UserPromptSubmit", "\n".join(lines), budget)
+
+
+INDEXING_NOTE = (
+    "memsearch: the memory is still indexing (a first index); recall comes from the part indexed so far until it is"
+    " done (said once)."
+)
 
 
 def shown_heading(heading: str, body: str) -> str:
