@@ -356,6 +356,24 @@ def load_hook_module() -> Any:
     return module
 
 
+def test_a_captured_turn_ranked_above_the_memory_md_decision_it_repeats_gives_way_to_it() -> None:
+    """(audit H, 5) A turn that says a MEMORY.md decision again, ranked above it by more than twice, was shown above
+    the decision, and with MEMSEARCH_HOOK_TOP_K=1 instead of it: only a daily hit repeating a curated hit already
+    chosen gave way."""
+    module = load_hook_module()
+    decision = "Production deploys go through ArgoCD, only on Tuesdays, after the canary passes."
+
+    def hit(source: str, score: float, snippet: str) -> dict[str, Any]:
+        return {"id": source, "source": source, "score": score, "rank_score": score, "snippet": snippet}
+
+    turn = hit("memory/2026-12-03.md", 0.9, f"**Asked:** How do we deploy to production? **Outcome:** {decision}")
+    other = hit("memory/2026-12-02.md", 0.5, "The staging cluster moved to eu-west-2 on Monday.")
+    memory_md = hit("memory/MEMORY.md", 0.3, decision)
+    hits = [turn, other, memory_md]
+    assert module.choose(hits, 3) == [memory_md, other]
+    assert module.choose(hits, 1) == [memory_md]
+
+
 def test_the_hook_names_the_owners_socket_as_the_core_does(tmp_path: Path) -> None:
     from memsearch_lsp.core.process.owner import socket_path_for
 

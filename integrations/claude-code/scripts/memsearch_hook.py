@@ -545,16 +545,16 @@ def relevance(hit: dict[str, Any]) -> float:
 
 def choose(hits: list[dict[str, Any]], top_k: int) -> list[dict[str, Any]]:
     """The hits to show: curated ones (MEMORY.md, summaries) that match as well first, then by score; a daily
-    note that repeats a curated hit shown is dropped."""
+    note that repeats a curated hit among the candidates (a captured turn that says a MEMORY.md decision again,
+    ranked above it) gives way to that curated hit, in its place."""
     best = max((ranked(h) for h in hits), default=0.0)
-    first = [h for h in hits if curated(h["source"]) and ranked(h) >= CURATED_SHARE * best]
-    chosen = first[:top_k]
+    candidates = [h for h in hits if curated(h["source"])]
+    chosen = [h for h in candidates if ranked(h) >= CURATED_SHARE * best][:top_k]
     for hit in hits:
-        if len(chosen) >= top_k:
-            break
-        if hit in chosen or (not curated(hit["source"]) and repeats(hit, [h for h in chosen if curated(h["source"])])):
-            continue
-        chosen.append(hit)
+        repeated = [] if curated(hit["source"]) else [h for h in candidates if repeats(hit, [h])]
+        for shown in repeated or [hit]:
+            if len(chosen) < top_k and shown not in chosen:
+                chosen.append(shown)
     return chosen
 
 
