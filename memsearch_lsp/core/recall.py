@@ -144,9 +144,9 @@ def session_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = No
 
 def within(notes: list[Note], budget: int) -> list[Note]:
     """The leading notes that fit in `budget` characters of content, in their order. A note that does not fit is cut
-    at a line end (a code fence closed) when it is the first, else left out; after a MEMORY.md or summary section left
-    out the next still gets its turn, but the first daily note that does not fit ends the list: the days' notes come
-    newest first, so an older one is never given while a newer one is left out."""
+    (`cut_to`) when it is the first, else left out, and the budget it leaves goes on to the next; after a MEMORY.md
+    or summary section left out or cut the next still gets its turn, but the first daily note that does not fit ends
+    the list: the days' notes come newest first, so an older one is never given while a newer one is left out."""
     kept: list[Note] = []
     left = budget
     for note in notes:
@@ -155,10 +155,21 @@ def within(notes: list[Note], budget: int) -> list[Note]:
             left -= len(note.content) + 2
             continue
         if not kept and left > 200:
-            cut = note.content[:left].rsplit("\n", 1)[0]
-            fence = open_fence(cut)
-            kept.append(replace(note, content=f"{cut}\n{fence + chr(10) if fence else ''}…"))
-            left = 0
+            kept.append(replace(note, content=cut_to(note.content, left)))
+            left -= len(kept[-1].content) + 2
         if note.kind == "daily":
             break
     return kept
+
+
+def cut_to(text: str, limit: int) -> str:
+    """`text` within `limit` characters, ending in `…`: cut at a line end (a code fence left open closed) when that
+    keeps half of it at least; else (a paragraph on one long line) at a word, so the note's beginning is given."""
+    head = text[: max(0, limit - 8)]  # (room for a fence's closing line and the ellipsis)
+    cut = head.rsplit("\n", 1)[0] if "\n" in head else ""
+    if len(cut) >= len(head) // 2:
+        fence = open_fence(cut)
+        return f"{cut}\n{fence + chr(10) if fence else ''}…"
+    cut = head[: max(head.rfind(" "), len(head) // 2)].rstrip() + "…"
+    fence = open_fence(cut)
+    return f"{cut}\n{fence}" if fence else cut

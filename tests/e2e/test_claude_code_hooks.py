@@ -713,6 +713,19 @@ def test_session_start_gives_the_days_newest_notes_first_and_never_cuts_a_line(w
     assert all(line in lines or line.startswith("<!-- memory/") for line in notes), text
 
 
+def test_session_start_gives_the_beginning_of_a_memory_md_paragraph_written_on_one_long_line(workspace: Path) -> None:
+    """(audit H, 6) A MEMORY.md section whose paragraph is one line longer than the budget was given as its heading
+    and an ellipsis: the CLI and the hook cut notes at line ends only."""
+    story = "The orders service talks to Kafka topic orders.v2 through the outbox relay. " * 65  # 4,900 characters
+    (workspace / "memory" / "MEMORY.md").write_text(f"# Project Memory\n\n## Architecture\n\n{story}\n")
+    result = hook("session-start", recorded("session-start.json", workspace))
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## Architecture\n\nThe orders service talks to Kafka" in text and len(text) <= 4000, text
+    assert text.count("outbox relay") >= 30 and text.endswith("…"), text
+    cut = load_hook_module().at_a_line(f"<!-- memory/MEMORY.md:3-5 -->\n## Architecture\n\n{story}", 300)
+    assert cut.startswith("<!-- memory/MEMORY.md:3-5 -->\n## Architecture\n\nThe orders") and len(cut) <= 300, cut
+
+
 def test_a_secret_redacted_in_the_prompt_is_redacted_where_the_answer_repeats_it(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -88,6 +88,29 @@ def test_recent_within_a_budget_never_gives_an_older_note_while_a_newer_one_is_l
     assert [n["heading"] for n in json.loads(session.stdout)["notes"]] == ["Team", "Conventions", "17:00 Evening"]
 
 
+def test_a_first_note_over_the_budget_is_cut_at_a_word_when_its_paragraph_is_one_line(workspace: Path) -> None:
+    """(audit H, 6) The first note over `--chars` was cut at a line end, so a section whose paragraph is one long
+    line was given as its heading alone; and nothing else was given after a cut note, however much room it left."""
+    now = "2026-02-18T18:00"
+    (workspace / "memory" / "2026-02-18.md").write_text("# 2026-02-18\n\n## 17:00 Evening\n\nThe v2 import ran.\n")
+    story = "The orders service talks to Kafka topic orders.v2 through the outbox relay. " * 60  # one line
+    (workspace / "memory" / "MEMORY.md").write_text(f"# Project Memory\n\n## Architecture\n\n{story}\n")
+    notes = json.loads(
+        cli(workspace, "recent", "--session", "--days", "1", "--chars", "1000", "--json", now=now).stdout
+    )
+    (first,) = notes["notes"]
+    assert first["content"].startswith("## Architecture\n\nThe orders service talks to Kafka"), first
+    assert first["content"].endswith("…") and 900 <= len(first["content"]) <= 1000, first
+    history = "A line of the history of the project, kept as it was written. " * 5  # 315 characters
+    (workspace / "memory" / "MEMORY.md").write_text(
+        f"# Project Memory\n\n## History\n\n{history}\n{story[:400]}\n\n## Conventions\n\nUse UTC everywhere.\n"
+    )
+    session = cli(workspace, "recent", "--session", "--days", "1", "--chars", "600", "--json", now=now)
+    given = json.loads(session.stdout)["notes"]
+    assert [n["heading"] for n in given] == ["History", "Conventions", "17:00 Evening"], given
+    assert given[0]["content"] == f"## History\n\n{history}\n…"
+
+
 def test_a_day_split_over_two_parts_is_given_by_the_time_of_its_notes(workspace: Path) -> None:
     """(audit M1, 2) `remember` goes on in `YYYY-MM-DD.2.md` while the day's log is full or open unsaved, and back
     after: the day's notes interleave over two files, and `recent` gave the part's 09:00 note before the log's 17:00

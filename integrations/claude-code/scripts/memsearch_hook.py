@@ -514,8 +514,13 @@ def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def at_a_line(text: str, limit: int) -> str:
-    """`text` cut at a line's end within `limit` characters, never inside a line."""
-    return text if len(text) <= limit else text[: max(0, limit - 1)].rsplit("\n", 1)[0].rstrip() + "\n…"
+    """`text` cut at a line's end within `limit` characters, never inside a line; at a word when that cut would
+    leave out more than half (a note whose paragraph is one long line: its beginning, not its heading alone)."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - 2)]
+    cut = head.rsplit("\n", 1)[0].rstrip() if "\n" in head else ""
+    return f"{cut}\n…" if len(cut) >= len(head) // 2 else at_a_word(text, limit)
 
 
 def curated(source: str) -> bool:
