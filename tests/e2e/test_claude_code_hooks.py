@@ -788,6 +788,24 @@ def test_a_heading_cut_inside_a_quoted_pass_phrase_keeps_none_of_it(workspace: P
     assert 'password = "[redacted: secret]" now' in text, text
 
 
+def test_a_secret_at_the_end_of_a_prompt_over_60_kb_is_redacted_where_the_answer_repeats_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """(audit H, 3) Of a pasted prompt over 60 KB only its first 60 KB went beside the note for redaction, so the
+    `DB_PASSWORD=...` at its end was never seen and the answer's "I put Zq8vLm42pRtXX back" was written."""
+    log = "\n".join(f"2026-12-07T04:{n % 60:02d}:00 INFO step {n} ok" for n in range(4000))
+    done = capture(
+        workspace,
+        tmp_path,
+        f"Here is the failing deploy log, what is wrong?\n{log}\nThe config line is DB_PASSWORD=Zq8vLm42pRtXX",
+        "The deploy fails at the migration step because the database rejects the login; I put Zq8vLm42pRtXX back "
+        "into the secret store and the migration now passes.",
+    )
+    assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert "Zq8vLm42pRtXX" not in text and "back into the secret store" in text, text[-600:]
+
+
 def agentic_transcript(folder: Path, prompt: str, narration: list[str], conclusion: str) -> Path:
     """A turn as Claude Code writes it: a text block before each tool call (its result in a user entry), then the
     answer."""

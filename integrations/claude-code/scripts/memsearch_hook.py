@@ -927,14 +927,31 @@ def without_hidden(hidden: list[str], message: str) -> str:
     return without_private_phrases(hidden, message)  # ... or in its words: a name, a diagnosis
 
 
+# what may name a secret in a turn too long to send whole (`left_out`): a setting whose name says secret, password,
+# token, key or auth and its value (quoted or bare), a URL's password, a key of a common provider by its prefix; the
+# CLI's redaction decides which are secrets. One pass, each piece bounded: time in proportion to the turn.
+SECRETISH = re.compile(
+    r"(?<![\w.-])[\w.-]{0,60}(?i:pass|pwd|secret|token|key|auth|cred|cookie|salt|signature|session)[\w.-]{0,60}"
+    r"[\"']?[ \t]{0,3}(?::=|[:=]|(?i:\bis\b))[ \t]{0,3}(?:\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|\S{1,300})"
+    r"|\b[A-Za-z][\w+.-]{0,20}://[^\s/@:]{1,100}:[^\s/@]{1,200}@[^\s/]{1,200}"
+    r"|\b(?:sk|pk|rk|ghp|gho|ghs|ghu|github_pat|glpat|xox[abprs]|AKIA|ASIA|AIza|eyJ|hf|npm|pypi)[\w.+/=-]{12,400}"
+)
+SECRETISH_BYTES = 8000  # of a long turn, what may name its secrets, sent before its beginning
+
+
 def left_out(prompt: str, answer: str, room: int) -> str:
     """The whole turn as a `<private>` span after the note: never written, but the CLI's redaction reads it, so a
     secret the trim left out (`DB_PASSWORD=X` at the end of a long prompt) is redacted where the note says it again
-    ("the store now holds X"); at most `room` bytes of it (a note is at most 64 KiB)."""
+    ("the store now holds X"); at most `room` bytes of it (a note is at most 64 KiB). Of a turn longer than that,
+    what may name a secret anywhere in it (SECRETISH) goes first, then its beginning."""
     # (no `<` inside: no tag can close the span early, whatever the turn holds: `</priv</private>ate>`, a control
     # character the CLI deletes inside a tag)
-    turn = f"{prompt}\n\n{answer}".replace("<", "\u2039").encode("utf-8")[: max(0, room)]
-    return f"\n\n<private>{turn.decode('utf-8', 'ignore')}</private>" if turn else ""
+    turn = f"{prompt}\n\n{answer}".replace("<", "\u2039")
+    if len(turn.encode("utf-8")) > room:
+        named = "\n".join(m.group() for m in SECRETISH.finditer(turn)).encode("utf-8")[:SECRETISH_BYTES]
+        turn = named.decode("utf-8", "ignore") + "\n\n" + turn
+    kept = turn.encode("utf-8")[: max(0, room)].decode("utf-8", "ignore")
+    return f"\n\n<private>{kept}</private>" if kept else ""
 
 
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
