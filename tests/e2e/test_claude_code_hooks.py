@@ -562,6 +562,39 @@ def test_a_second_go_ahead_of_a_session_that_led_to_other_work_is_another_turn(w
     assert outcomes == (1, 2)  # (the second in its heading and its outcome)
 
 
+def test_a_prompt_that_is_only_a_pasted_image_is_a_turn_of_its_own(workspace: Path, tmp_path: Path) -> None:
+    """(audit H, 9) A prompt of a pasted image alone started no turn: its Stop recorded the previous turn again, the
+    new answer under the old question ("Why is the login page slow? (2)")."""
+    transcript = tmp_path / "transcript.jsonl"
+    first = [
+        {"type": "user", "message": {"role": "user", "content": "Why is the login page slow?"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "The bcrypt cost is 14; I set 12."}]}},
+    ]
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    then = [
+        {"type": "user", "message": {"role": "user", "content": [image]}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "The screenshot shows a 500 from the billing widget: "
+                        "its API key expired, so I rotated it in Vault.",
+                    }
+                ]
+            },
+        },
+    ]
+    for entries in (first, first + then):
+        transcript.write_text("".join(json.dumps(e) + "\n" for e in entries))
+        done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
+        assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert text.count("Why is the login page slow") == 2 and "(2)" not in text, text  # (its heading and question)
+    assert "## 09:41 (image)\n\n**Asked:** (image)\n\n**Outcome:** The screenshot shows a 500" in text, text
+
+
 def test_capture_keeps_what_the_assistant_said_before_its_tool_calls(workspace: Path, tmp_path: Path) -> None:
     """Only the assistant's last text block was kept ("Done. All 188 tests pass."): the cause and the fix it said
     before its edits and test runs were lost. The turn's text blocks are kept in order; tool output is not."""

@@ -650,6 +650,15 @@ def text_of(message: Any) -> str:
     return ""
 
 
+def attached(message: Any) -> str:
+    """What a user's message holds besides text, as a prompt's words: "(image)" for a pasted image (a document, any
+    other block but a tool's result likewise); "" for none."""
+    content = message.get("content") if isinstance(message, dict) else None
+    kinds = [b.get("type") for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    other = [k for k in kinds if isinstance(k, str) and k not in ("text", "tool_result")]
+    return f"({other[0]})" if other else ""
+
+
 def last_turn(transcript: Path) -> tuple[str, list[str], list[str]]:
     """The last prompt the user typed, what the assistant said after it (the text of each of its messages, in order:
     the cause it found before its tool calls as well as its closing words), and what every `<private>` span the user
@@ -673,8 +682,8 @@ def last_turn(transcript: Path) -> tuple[str, list[str], list[str]]:
             text = typed(text)  # (a message of injected blocks alone is no prompt)
         if entry.get("type") == "user" and text.startswith(COMMAND_ECHO):
             continue  # a slash command's echo ("<local-command-stdout>..."): no prompt the user typed
-        if entry.get("type") == "user" and text:
-            prompt, said = text, []
+        if entry.get("type") == "user" and (text or attached(entry.get("message"))):
+            prompt, said = text or attached(entry.get("message")), []  # (an image alone is a prompt too)
             hidden += [h.strip() for h in PRIVATE_SPAN.findall(text)]  # (what the user typed; never the assistant's)
         elif entry.get("type") == "assistant" and text:
             said.append(text)
