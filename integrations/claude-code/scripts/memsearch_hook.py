@@ -158,6 +158,7 @@ TURNS_KEPT_S = 3 * 86400  # how long the record of a captured turn is kept (one 
 DEADLINE = [0.0]  # when this hook's calls must have ended (time.monotonic); set by main
 PING_S = 2.0  # how long an index owner may take to say it is there (a stopped one never does)
 INDEX_WAIT_S = 0.8  # how long a prompt waits for the owner to bring its index up to date (a first index: longer)
+EMPTY_WAIT_S = 4.0  # and, when the part indexed so far has no hit, how much longer (a small memory's first pass)
 INDEXING = [False]  # an owner asked for this prompt was still indexing (its hits: of the part indexed so far)
 
 
@@ -196,22 +197,45 @@ def setting(name: str, default: int) -> int:
         raise HookError(f"MEMSEARCH_HOOK_{name}={value!r} is not a number") from exc
 
 
+LOG_NAME = re.compile(r"\d{4}-\d{2}-\d{2}(?:\.\d+)?\.md")  # a daily log: 2026-02-09.md, 2026-02-09.2.md
+
+
 def project(event: dict[str, Any]) -> Path:
     """The project's folder, or the memory workspace above it (Claude Code started in `src/pkg`): the nearest
-    folder with a memory folder, a `.memsearch.toml` or an index, as the CLI finds it (below home and `/`), of this
-    user's own (a `memory/` another user planted in /tmp or a shared folder would read and receive the turns)."""
+    folder that holds a memory (`opted_in`), of this user's own (a `memory/` another user planted in /tmp or a shared
+    folder would read and receive the turns), below home and `/`."""
     start = Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd") or os.getcwd())
     stops = {Path.home(), Path(start.anchor or "/")}
     for folder in [start, *start.parents]:
         if folder in stops:
             break
         found = [folder / m for m in ("memory", ".memsearch.toml", ".memsearch") if os.path.lexists(folder / m)]
-        if found:  # (a link is another user's when it or its target is)
+        if found and opted_in(folder):  # (a link is another user's when it or its target is)
             mine = all(
                 m.lstat().st_uid == os.geteuid() and (not m.exists() or m.stat().st_uid == os.geteuid()) for m in found
             )
             return folder if mine else start
     return start
+
+
+def opted_in(folder: Path) -> bool:
+    """`folder` holds a memory the hooks may read and write: what `memsearch-lsp init` makes (a `.memsearch.toml`),
+    an index (`.memsearch/`), or a `memory/` holding MEMORY.md or a daily log. A code package named `memory/` is
+    none: the hooks index nothing there and write no turn into it."""
+    if os.path.lexists(folder / ".memsearch.toml") or os.path.isdir(folder / ".memsearch"):
+        return True
+    try:
+        return any(e.name == "MEMORY.md" or LOG_NAME.fullmatch(e.name) for e in os.scandir(folder / "memory"))
+    except OSError:
+        return False
+
+
+def workspace(event: dict[str, Any]) -> Path:
+    """The project, when it holds a memory (`opted_in`); NoMemory otherwise (nothing is asked of the CLI for it)."""
+    where = project(event)
+    if not opted_in(where):
+        raise NoMemory(f"no memory here: {where} (`memsearch-lsp init` starts one)")
+    return where
 
 
 def command(event: dict[str, Any], subcommand: str, *args: str, where: Path | None = None) -> list[str]:
@@ -341,12 +365,15 @@ def owner_call(sock: str, op: str, wait_s: float | None = None, **params: Any) -
 def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:
     """Hits for `query`: straight from a running index owner (no process to start), else through the CLI
     (which opens the index, or waits for the owner SessionStart started)."""
+    try:
+        workspace(event)
+    except NoMemory:  # a project without memory: the user's own memory is still recalled
+        return user_hits(event, query, top_k)
     sock = owner_socket(event)
     if sock is not None:
         try:
             owner_call(sock, "ping")
-            up_to_date(sock)
-            hits: list[dict[str, Any]] = owner_call(sock, "search", query=query, top_k=top_k)
+            hits = indexed_hits(sock, query, top_k)
             return merge(hits, user_hits(event, query, top_k), top_k)
         except Stuck:
             raise  # the CLI would wait for the same owner: skip this prompt
@@ -361,14 +388,23 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
     return found
 
 
-def up_to_date(sock: str) -> None:
-    """Ask the owner (it answered a ping) to bring its index up to date, waiting INDEX_WAIT_S at most: an index pass
-    that runs longer (a first index of a large memory) goes on, and the prompt is answered from the part indexed so
-    far, as MCP and the editor answer it (INDEXING says so); the hook never waits for a whole pass."""
-    try:
-        owner_call(sock, "index", wait_s=INDEX_WAIT_S)
-    except Stuck:
-        INDEXING[0] = True
+def indexed_hits(sock: str, query: str, top_k: int) -> list[dict[str, Any]]:
+    """The owner's hits (it answered a ping) once it brought its index up to date, waiting INDEX_WAIT_S at most: an
+    index pass that runs longer (a first index of a large memory) goes on, and the prompt is answered from the part
+    indexed so far, as MCP and the editor answer it (INDEXING says so); the hook never waits for a whole pass. When
+    that part has no hit yet, the pass is given EMPTY_WAIT_S more (a small memory's first pass ends in seconds)."""
+    hits: list[dict[str, Any]] = []
+    for wait_s in (INDEX_WAIT_S, EMPTY_WAIT_S):
+        try:
+            owner_call(sock, "index", wait_s=wait_s)
+            indexing = False
+        except Stuck:
+            indexing = True
+        hits = owner_call(sock, "search", query=query, top_k=top_k)
+        if hits or not indexing:
+            break
+    INDEXING[0] = INDEXING[0] or indexing
+    return hits
 
 
 def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:
@@ -384,8 +420,7 @@ def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, A
             said = cli(event, "search", "--scope", "user", "-k", str(top_k), "--json", "-", stdin=query)
             return [dict(h, scope="user") for h in json.loads(said)["hits"]]
         owner_call(sock, "ping")
-        up_to_date(sock)
-        return [dict(h, scope="user") for h in owner_call(sock, "search", query=query, top_k=top_k)]
+        return [dict(h, scope="user") for h in indexed_hits(sock, query, top_k)]
     except (OSError, ValueError, HookError) as exc:
         sys.stderr.write(f"memsearch hook: the user memory did not answer ({exc})\n")
         return []
@@ -408,7 +443,7 @@ def warm(event: dict[str, Any]) -> None:
     idle = ["--idle", str(seconds)] if seconds else []
     mine = user_root()
     try:
-        if not owner_running(event):
+        if opted_in(project(event)) and not owner_running(event):
             detach(command(event, "warm", *idle))
         if mine is not None and not owner_running(event, mine):
             detach(command(event, "warm", *idle, where=mine))
@@ -487,6 +522,7 @@ def session_start(event: dict[str, Any]) -> dict[str, Any] | None:
     room = max(1, budget - len(SESSION_INTRO))  # for the notes and their source lines
     try:
         chars = str(max(1, room - SOURCE_LINE))  # (the first note, cut to that, fits with its source line)
+        workspace(event)
         notes = json.loads(
             cli(event, "recent", "--session", "--days", str(setting("DAYS", 3)), "--chars", chars, "--json")
         )["notes"]
@@ -965,6 +1001,7 @@ def left_out(prompt: str, answer: str, room: int) -> str:
 
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
+    workspace(event)  # (a code package named memory/ receives no turn)
     prompt, said, hidden = "", [], []
     last = str(event.get("last_assistant_message") or "").strip()
     transcript = Path(str(event.get("transcript_path") or ""))
