@@ -191,11 +191,25 @@ def _loose_name(name: str) -> bool:
     )
 
 
+# a key's characters (hex, base64, url-safe base64), after a short scheme (`base64:`, `sha256:`)
+_KEY_CHARS = re.compile(r"(?:[A-Za-z0-9]{2,10}:)?(?P<body>[A-Za-z0-9+/=_-]{12,})")
+# a name written with words and numbers, each piece with at most one run of digits: `X-Api-Key-V2`, `PBKDF2-SHA256`,
+# `Argon2id`, `NIST-800-63B`, `prod/api-db-v2`, `strong2024` (not `hunter2hunter2`, `Wr0ub4dor`, `9f3a7c21be4d`)
+_NAMED = re.compile(r"[A-Za-z]*\d*[A-Za-z]*(?:[/_.-][A-Za-z]*\d*[A-Za-z]*)*")
+
+
 def _made(value: str) -> bool:
-    """A value of a loosely named setting (`_loose_name`) that is a secret: 8 characters or more in one piece that look
-    made (`_random`: `9f3a7c21be4d8e06`, `base64:Zm9vYmFy...`, `hunter2hunter2`); never a number, a duration, a size
-    or a boolean, a word of letters (`created_at`, `AccessToken`), a slug (`us-east-1`), a call or a phrase."""
-    return len(value) >= 8 and " " not in value and _random(value) and not _PLAIN.fullmatch(value)
+    """A value of a loosely named setting (`_loose_name`) that is a secret: 12 characters or more of a key's characters
+    that look made (`_random`: `9f3a7c21be4d8e06f5a2`, `base64:Zm9vYmFy...`, `hunter2hunter2`); never a number, a
+    duration, a size or a boolean, a word or a name (`created_at`, `AccessToken`, `X-Api-Key-V2`), a slug
+    (`us-east-1`), a URL, a time, a dotted or a hex literal (`0x4AA4...`), a call or a phrase."""
+    match = _KEY_CHARS.fullmatch(value)
+    body = match["body"] if match else ""
+    return bool(body) and _random(body) and not _PLAIN.fullmatch(body) and not _named(body) and body[:2] != "0x"
+
+
+def _named(value: str) -> bool:
+    return _NAMED.fullmatch(value) is not None
 
 
 def _kept_setting(name: str, value: str, spaced: bool = False) -> bool:
@@ -288,13 +302,11 @@ def _kept_said(match: re.Match[str]) -> bool:
 
 def _made_said(match: re.Match[str]) -> bool:
     """A value said to be a secret, with words after it, that a person or a generator made: digits with letters of
-    both cases or a mark (`Wr0ub4dor-and-3`, not a rule's name such as `min12chars`), a generated mix, or a PIN's
-    digits."""
+    both cases or a mark (`Wr0ub4dor-and-3`), a generated mix; not a rule's, a standard's or an algorithm's name
+    (`min12chars`, `PBKDF2-SHA256`, `NIST-800-63B`, `Argon2id`, `GPT-4o`), nor a year."""
     value = (match["value"] or "").rstrip(".,;:!?)*_")
-    kind = match["kw"].lower() if match["kw"] else "password"
-    pin = kind in ("pin", "door code", "passcode") and value.isdigit() and 4 <= len(value) <= 12
     varied = not (value.islower() or value.isupper()) or not value.isalnum()
-    return pin or (mixed(value) and len(value) >= 6 and varied) or _scrambled(value)
+    return not _named(value) and ((mixed(value) and len(value) >= 6 and varied) or _scrambled(value))
 
 
 def _user_password(value: str) -> bool:
