@@ -34,7 +34,15 @@ from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_sou
 from memsearch_lsp.core.onboard import NoMemoryHere
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import RECENT_CHARS, NoteData, recent_notes, within
-from memsearch_lsp.core.scopes import looks_beyond, one_memory, search_scopes, user_door, user_memory_exists
+from memsearch_lsp.core.scopes import (
+    UNCHECKED,
+    beside,
+    looks_beyond,
+    one_memory,
+    search_scopes,
+    user_door,
+    user_memory_exists,
+)
 from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
@@ -194,12 +202,14 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
     server = MemoryMCPServer(door, config)
     calls = anyio.Lock()  # one call at a time, like an editor's writer
 
-    async def user_run(mine: Door, fn: Any) -> Any:
+    async def user_run(mine: Door, fn: Any, instead: str = "") -> Any:
         """`fn(memory)` of the door `mine`; every failure as a tool error that says it in one line (the SDK says
-        only "Error executing tool ..." for any other exception: an owner that does not answer, a broken index)."""
+        only "Error executing tool ..." for any other exception: an owner that does not answer, a broken index);
+        with `instead`, the user memory asked beside the workspace's answer: None where it does not answer
+        (core/scopes.py `beside`)."""
         try:
             async with calls:
-                return await anyio.to_thread.run_sync(mine.call, fn)
+                return await anyio.to_thread.run_sync(beside, lambda: mine.call(fn), bool(instead), instead)
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
             raise ToolError(str(exc)) from exc
         except NoMemoryHere as exc:  # served in a folder with no memory yet (`init` there opens it at the next call)
@@ -284,10 +294,12 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
 
     async def holder(id: str) -> tuple[Door, Any]:
         """(the memory whose chunk `id` names, the chunk): the workspace's, else the user's; a prefix of a chunk in
-        each is refused, as is one of several chunks in one (core/scopes.py `one_memory`)."""
+        each is refused, as is one of several chunks in one (core/scopes.py `one_memory`); one of the workspace's
+        chunks is its own where the user memory does not answer."""
         chunk = await run(lambda memory: memory.expand(id), mine_instead=True)
         mine = server.user_memory() if chunk is None or looks_beyond(door.root, id) else None
-        theirs = await user_run(mine, lambda memory: memory.expand(id)) if mine is not None else None
+        beside_ours = UNCHECKED.format(id) if chunk is not None else ""  # (ours stands where theirs does not answer)
+        theirs = await user_run(mine, lambda memory: memory.expand(id), beside_ours) if mine is not None else None
         try:
             one_memory(id, chunk, theirs)
         except ValueError as exc:

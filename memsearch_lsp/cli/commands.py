@@ -175,9 +175,10 @@ def _here(args: argparse.Namespace, mine_instead: bool = True) -> MemoryApi | No
 
 def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]:
     """`find(memory)` on the workspace's memory, else on the user memory (AmbiguousId for a prefix of a chunk in each:
-    scopes.one_memory); (what it found, the memory that found it, open: the caller closes it) or (None, None)."""
+    scopes.one_memory; where the user memory does not answer, the workspace's: scopes.user_beside); (what it found,
+    the memory that found it, open: the caller closes it) or (None, None)."""
     from memsearch_lsp.core.onboard import NoMemoryHere
-    from memsearch_lsp.core.scopes import looks_beyond, one_memory
+    from memsearch_lsp.core.scopes import looks_beyond, one_memory, user_beside
 
     missing: NoMemoryHere | None = None
     try:
@@ -186,13 +187,13 @@ def _either(args: argparse.Namespace, find: Any) -> tuple[Any, MemoryApi | None]
         if args.workspace is not None:
             raise
         memory, missing = None, exc
-    mine = kept = None
+    mine = kept = theirs = None
     try:
         found = find(memory) if memory is not None else None
         if memory is None or found is None or looks_beyond(memory.root, args.id):
-            mine = _user_memory(memory)
+            mine, theirs = user_beside(lambda: _user_memory(memory), args.id, found is not None)
         if memory is not None and found is not None:  # the workspace's, unless a prefix starts a chunk of each
-            one_memory(args.id, memory.expand(args.id), mine.expand(args.id) if mine is not None else None)
+            one_memory(args.id, memory.expand(args.id), theirs)
             kept = memory
         elif mine is not None and (found := find(mine)) is not None:
             kept, found = mine, replace(found, scope="user") if hasattr(found, "scope") else found  # (a user source)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import weakref
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -33,8 +33,10 @@ APP = "memsearch-lsp"
 FOLDER = "memory"
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-# the `user` of searches whose user memory did not answer: a command that searches again does not wait again
-_UNANSWERED: weakref.WeakSet[Callable[[], MemoryApi | None]] = weakref.WeakSet()
+QUIET_S = 60.0  # how long a user memory that did not answer is not asked again beside the workspace's
+# user-memory root -> until when (time.monotonic) it is not asked beside the workspace's: a long-lived process (MCP,
+# LSP) does not wait for it again at every call, and warns once
+_UNANSWERED: dict[Path, float] = {}
 
 
 def user_root() -> Path:
@@ -97,6 +99,28 @@ def looks_beyond(root: Path, chunk_id: str) -> bool:
     """Whether an id the workspace at `root` found must be looked for in the user memory too: a prefix, which a chunk
     of each may start (not the user memory's own workspace: its chunks are the same ones)."""
     return len(chunk_id.strip()) < ID_CHARS and not is_user_root(root)
+
+
+UNCHECKED = "the id prefix {!r} is taken as this workspace's chunk without looking there"
+
+
+def user_beside(
+    open_mine: Callable[[], MemoryApi | None], chunk_id: str, here: bool
+) -> tuple[MemoryApi | None, Expanded | None]:
+    """(the user memory (`open_mine()`, open), None) for an id the workspace's memory has no chunk of (its failure
+    raised); (None, its chunk of `chunk_id`) for an id prefix the workspace's memory also has one of (`here`): None
+    where the user memory has none, or does not answer (`beside`: the workspace's is taken, with one warning)."""
+    if not here:
+        return open_mine(), None
+
+    def ask() -> Expanded | None:
+        mine = open_mine()
+        if mine is None:
+            return None
+        with mine:
+            return mine.expand(chunk_id)
+
+    return None, beside(ask, True, UNCHECKED.format(chunk_id))
 
 
 def one_memory(chunk_id: str, here: Expanded | None, mine: Expanded | None) -> None:
@@ -168,21 +192,32 @@ def _user_hits(
     user: Callable[[], MemoryApi | None], query: str, top_k: int | None, overrides: dict[str, Any], besides: bool
 ) -> list[list[Hit]]:
     """[the user memory's hits] ([] when it has none); searched `besides` the workspace's, a user memory that does
-    not answer (its owner stopped or stuck, its index busy or broken, its folder unreadable) gives [] and one
-    warning, for every search of the same `user`: the workspace's hits still come."""
-    from memsearch_lsp.core.process.protocol import OwnerGone
+    not answer gives [] (`beside`): the workspace's hits still come."""
 
-    if besides and user in _UNANSWERED:
-        return []
-    try:
+    def ask() -> list[list[Hit]]:
         mine = user()
         if mine is None:
             return []
         mine.index()
         return [scoped(mine.search(query, top_k, **overrides), "user")]
+
+    return beside(ask, besides, "these hits are the workspace's alone") or []
+
+
+def beside(ask: Callable[[], T], besides: bool, instead: str) -> T | None:
+    """`ask()` of the user memory; asked `besides` the workspace's answer, a user memory that does not answer (its
+    owner stopped or stuck, its index busy or broken, its folder unreadable) gives None and one warning (saying what
+    is done `instead`), and for QUIET_S is not asked again (None at once); alone, its failure is raised."""
+    from memsearch_lsp.core.process.protocol import OwnerGone
+
+    root = user_root()
+    if besides and _UNANSWERED.get(root, 0.0) > time.monotonic():
+        return None
+    try:
+        return ask()
     except (StoreError, OwnerGone, OSError) as exc:
         if not besides:
             raise
-        _UNANSWERED.add(user)
-        log.warning("the user memory did not answer, these hits are the workspace's alone: %s", exc)
-        return []
+        _UNANSWERED[root] = time.monotonic() + QUIET_S
+        log.warning("the user memory did not answer, %s: %s", instead, exc)
+        return None

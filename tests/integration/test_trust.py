@@ -442,7 +442,7 @@ def test_a_user_memory_that_does_not_answer_leaves_the_workspaces_hits_and_one_w
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="memsearch_lsp.core.scopes"):  # opened per search (the CLI)
             assert {h.scope for h in memsearch_lsp.search(ws, "nightly backup", 5)} == {"workspace"}
-        assert any("user memory did not answer" in r.getMessage() for r in caplog.records)
+        assert not caplog.records  # (the same user memory: not asked again for a while, nor said again)
         with pytest.raises((OwnerGone, IndexBusy)):  # the user memory asked for alone: its failure is the answer
             search_scopes(ws, user, "nightly backup", 5, "user")
 
