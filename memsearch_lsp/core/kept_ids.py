@@ -67,9 +67,23 @@ def heading_made(folder: Path, source: str, section: list[str]) -> bool:
     return any(len(v) == 3 and v[0] == source and v[2] == section[0].strip() and v[1] and v[1] in body for v in kept)
 
 
-def forget_ids(folder: Path, source: str, removed: str) -> None:
-    """A note removed from `source` (`removed`: its text) is no longer found by the ids kept for it."""
-    _update_kept(folder, lambda kept: {k: v for k, v in kept.items() if v[0] != source or v[1] not in removed})
+def forget_ids(folder: Path, source: str, removed: str, section: list[str] | None = None) -> None:
+    """A note removed from `source` (`removed`: its text) is no longer found by the ids kept for it; a heading
+    `remember` made for it that stays (`section`: the lines of the section it was taken from, the heading first)
+    passes to the notes kept under it, so that `forget` of the last of them takes it out too (`heading_made`)."""
+    title = section[0].strip() if section else ""
+
+    def change(kept: dict[str, list[str]]) -> dict[str, list[str]]:
+        gone = {k for k, v in kept.items() if v[0] == source and v[1] in removed}
+        made = bool(title) and any(kept[k][2:] == [title] for k in gone)
+        left = "\n".join((section or [])[1:]).replace(removed, "") if made else ""
+        return {
+            k: [*v[:2], title] if made and v[0] == source and v[1] and v[1] in left else v
+            for k, v in kept.items()
+            if k not in gone
+        }
+
+    _update_kept(folder, change)
 
 
 def prune_ids(folder: Path, path_of: Callable[[str], Path]) -> None:

@@ -411,16 +411,17 @@ class Memory(MemoryFiles):
             first, last = section_of(text, chunk.start_line)
             while last > first and not lines[last - 1].strip():
                 last -= 1
-            heading = lines[first - 1].lstrip("#").strip()
+            section = lines[first - 1 : last]  # (its heading as every surface shows it: display_heading)
+            heading = display_heading(section[0].lstrip("#").strip(), "\n".join(section))
             ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
             wanted = (line, end_line or line) if line is not None else None
-            made = heading_made(self.index_dir, source, lines[first - 1 : last])  # (recorded in MEMORY.md alone)
+            made = heading_made(self.index_dir, source, section)  # (recorded in MEMORY.md alone)
             first, last = note_at(lines, first, last, wanted, PurePosixPath(source).name == LONG_TERM, source, made)
             content = "\n".join(lines[first - 1 : last])
             gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
             if not dry_run:
                 rewrite_note_file(path, source, exact, without_section(exact, first, last))
-                forget_ids(self.index_dir, source, content)
+                forget_ids(self.index_dir, source, content, section)
                 self.index_file(source)
         return gone
 
