@@ -378,3 +378,45 @@ def test_what_it_creates_is_never_writable_by_others_whatever_the_umask(tmp_path
         assert done.returncode == 0, done.stderr
     made = [ws / "memory", *(ws / "memory").iterdir(), ws / ".memsearch.toml", ws / ".gitignore"]
     assert len(made) >= 5 and not [p for p in made if p.stat().st_mode & 0o022], [oct(p.stat().st_mode) for p in made]
+
+
+async def test_a_stuck_user_memory_leaves_the_editors_search_its_workspace_hits(tmp_path: Path) -> None:
+    """(review D) A user memory whose owner is stopped made every editor search fail (`OwnerGone` escaped the
+    language server's search): the workspace's hits come, with one warning, and the user memory is left alone a while
+    (the next search does not wait for it again)."""
+    import signal
+
+    from tests.helpers import start, stop, wait_until
+
+    ws = init(tmp_path / "ws")
+    cli(ws, "remember", "--user", "Commit messages in the imperative mood.", check=True, env=env())
+    cli(ws, "remember", "Kafka is our event bus, chosen for replay.", check=True, env=env())
+    mine = Path(os.environ["XDG_DATA_HOME"]) / "memsearch-lsp"
+    warm = subprocess.Popen(
+        [sys.executable, "-m", "memsearch_lsp", "warm", "--workspace", str(mine), "--idle", "120"],
+        env={**os.environ, **env()},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    record = mine / ".memsearch" / "server.json"
+    session = None
+    try:
+        wait_until(record.exists, "the user memory's owner", timeout=60)
+        owner = int(json.loads(record.read_text())["pid"])
+        session = await start(ws, now=NOW)
+        await session.wait_indexed()
+        os.kill(owner, signal.SIGSTOP)
+        search = session.client.protocol.send_request_async
+        found = await search("memsearch/search", {"query": "which event bus did we choose", "topK": 3})
+        assert found and found[0]["scope"] == "workspace" and "Kafka" in found[0]["snippet"], found
+        began = time.monotonic()
+        names = [s.name for s in await session.symbols("event bus kafka")]
+        assert any("Kafka" in n for n in names) and time.monotonic() - began < 3, names  # (not asked again at once)
+        os.kill(owner, signal.SIGCONT)
+    finally:
+        if session is not None:
+            await stop(session)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(warm.pid, signal.SIGCONT)
+        warm.terminate()
+        warm.wait(timeout=30)

@@ -148,18 +148,16 @@ async def search_all(
     """Hybrid search in every root (and, `scope` "all" or "user", the user memory), merged best first by
     relevance, which compares across indexes (`filters`: see search_filters)."""
     from memsearch_lsp.core import clock
-    from memsearch_lsp.core.scopes import by_day, check_scope, is_user_root, merge
+    from memsearch_lsp.core.scopes import beside, by_day, check_scope, is_user_root, merge
 
     query = query_text(query)
     roots = await ready_roots(ls) if check_scope(scope) != "user" else []
     results = await asyncio.gather(*(while_indexed(ls.read(r.memory.search, query, limit, **filters)) for r in roots))
     lists: list[list[tuple[Root | UserRoot, Hit]]] = [[(root, h) for h in hits] for root, hits in zip(roots, results)]
     user = user_root(ls) if scope != "workspace" and not any(is_user_root(r.path) for r in roots) else None
-    if user is not None:
-        try:
-            lists.append([(user, h) for h in await asyncio.to_thread(_user_search, user, query, limit, filters)])
-        except (OSError, IndexBusy) as exc:
-            log.warning("the user memory did not answer: %s", exc)
+    if user is not None:  # (one that does not answer: a warning, then left alone for a while, as the CLI and MCP do)
+        found = await asyncio.to_thread(beside, lambda: _user_search(user, query, limit, filters), True, "left out")
+        lists.append([(user, h) for h in found or []])
     first = by_day(query, clock.now().date())  # (the notes of a day the query names first, as each root gives them)
     return merge(lists, limit, lambda pair: first(pair[1]))
 
