@@ -843,12 +843,21 @@ def test_a_heading_cut_inside_a_quoted_pass_phrase_keeps_none_of_it(workspace: P
     assert 'password = "[redacted: secret]" now' in text, text
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2026-12-07T04:{minute:02d}:00 INFO step {n} ok",
+        # (review D, 5) an access log whose lines carry `session=...`: what may name a secret went beside the note in
+        # the turn's order, cut at 8,000 bytes, so the session ids pushed out the `DB_PASSWORD=...` at its end
+        "2026-12-07T04:{minute:02d}:00 GET /api/orders session={n:08x}aa ok",
+    ],
+)
 def test_a_secret_at_the_end_of_a_prompt_over_60_kb_is_redacted_where_the_answer_repeats_it(
-    workspace: Path, tmp_path: Path
+    workspace: Path, tmp_path: Path, line: str
 ) -> None:
     """(audit H, 3) Of a pasted prompt over 60 KB only its first 60 KB went beside the note for redaction, so the
     `DB_PASSWORD=...` at its end was never seen and the answer's "I put Zq8vLm42pRtXX back" was written."""
-    log = "\n".join(f"2026-12-07T04:{n % 60:02d}:00 INFO step {n} ok" for n in range(4000))
+    log = "\n".join(line.format(minute=n % 60, n=n) for n in range(4000))
     done = capture(
         workspace,
         tmp_path,
@@ -859,6 +868,28 @@ def test_a_secret_at_the_end_of_a_prompt_over_60_kb_is_redacted_where_the_answer
     assert done.returncode == 0, done.stderr
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "Zq8vLm42pRtXX" not in text and "back into the secret store" in text, text[-600:]
+
+
+def test_what_may_name_a_secret_beside_a_long_turn_keeps_the_strongest_each_once_and_some_of_the_end() -> None:
+    """(review D, 5) Beside a turn too long to send whole: a value said again and again, or weak ones (session ids),
+    filled the 8,000 bytes before a password; and many of one kind kept only the first of them."""
+    module = load_hook_module()
+    room = 20000
+    repeated = "\n".join("retry with token=Tk4q9WzR2mXb8 failed" for _ in range(2000))
+    weak = "\n".join(f"GET /orders session={n:08x}aa ok" for n in range(3000))
+    keys = "\n".join(f"rotated api_key=K{n:07d}xQ9vLm2pR" for n in range(3000))
+    for prompt in (
+        f"{repeated}\nDB_PASSWORD=Zq8vLm42pRtXX",
+        f"{weak}\nThe login is postgres://shop:Pw7rT2kQ9zX@db.internal/shop",
+        f"{keys}\nthe last one: api_key=K9999999zLast42",
+    ):
+        start = time.monotonic()
+        beside = module.left_out(prompt, "Done.", room)
+        assert time.monotonic() - start < 2 and len(beside.encode("utf-8")) <= room + 40
+        named = beside.removeprefix("\n\n<private>").split("\n\n", 1)[0]
+        assert named.count("Tk4q9WzR2mXb8") <= 1, named[:300]
+        assert "Zq8vLm42pRtXX" in named or "Pw7rT2kQ9zX" in named or "K9999999zLast42" in named, named[-300:]
+    assert "K0000000xQ9vLm2pR" in beside  # (the beginning still goes too)
 
 
 def agentic_transcript(folder: Path, prompt: str, narration: list[str], conclusion: str) -> Path:

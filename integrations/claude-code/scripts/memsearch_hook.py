@@ -976,25 +976,60 @@ def without_hidden(hidden: list[str], message: str) -> str:
 # token, key or auth and its value (quoted or bare), a URL's password, a key of a common provider by its prefix; the
 # CLI's redaction decides which are secrets. One pass, each piece bounded: time in proportion to the turn.
 SECRETISH = re.compile(
-    r"(?<![\w.-])[\w.-]{0,60}(?i:pass|pwd|secret|token|key|auth|cred|cookie|salt|signature|session)[\w.-]{0,60}"
+    r"(?<![\w.-])(?P<name>[\w.-]{0,60}(?i:pass|pwd|secret|token|key|auth|cred|cookie|salt|signature|session)"
+    r"[\w.-]{0,60})"
     r"[\"']?[ \t]{0,3}(?::=|[:=]|(?i:\bis\b))[ \t]{0,3}(?:\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|\S{1,300})"
     r"|\b[A-Za-z][\w+.-]{0,20}://[^\s/@:]{1,100}:[^\s/@]{1,200}@[^\s/]{1,200}"
     r"|\b(?:sk|pk|rk|ghp|gho|ghs|ghu|github_pat|glpat|xox[abprs]|AKIA|ASIA|AIza|eyJ|hf|npm|pypi)[\w.+/=-]{12,400}"
 )
 SECRETISH_BYTES = 8000  # of a long turn, what may name its secrets, sent before its beginning
+# which go first: a setting named for a password, secret, key or credentials (a URL's password and a provider's key,
+# with no name, too), then one for a token, auth, salt or signature, then the rest (a session id, a cookie)
+STRONGER = (re.compile(r"(?i)pass|pwd|secret|key|cred"), re.compile(r"(?i)token|auth|salt|signature"))
+
+
+def secretish(turn: str, seen: int) -> str:
+    """What may name a secret in `turn` past its first `seen` characters (sent anyway), each once, the strongest
+    first, at most SECRETISH_BYTES: of a kind too many to send, as many from the end as from the start (a key
+    pasted last is as likely to be said again as the first)."""
+    kinds: list[dict[str, int]] = [{}, {}, {}]  # (a dict keeps each once, in the turn's order)
+    for match in SECRETISH.finditer(turn, max(0, seen - 1000)):  # (a piece is under 1,000: one cut at `seen` too)
+        if match.end() > seen:
+            name = match["name"]
+            strength = next((n for n, words in enumerate(STRONGER) if words.search(name)), 2) if name else 0
+            kinds[strength].setdefault(match.group(), len(match.group().encode("utf-8")) + 1)
+    chosen: list[str] = []
+    room = SECRETISH_BYTES
+    for kind in kinds:  # (a kind that fits goes whole; of one that does not, a piece from each end in turn)
+        pieces, first, last = list(kind), list[str](), list[str]()
+        start, end = 0, len(pieces)
+        while start < end:
+            from_end = len(last) <= len(first)
+            piece = pieces[end - 1] if from_end else pieces[start]
+            if kind[piece] > room:
+                break
+            room -= kind[piece]
+            if from_end:
+                end -= 1
+                last.append(piece)
+            else:
+                start += 1
+                first.append(piece)
+        chosen += first + last[::-1]
+    return "\n".join(chosen)
 
 
 def left_out(prompt: str, answer: str, room: int) -> str:
     """The whole turn as a `<private>` span after the note: never written, but the CLI's redaction reads it, so a
     secret the trim left out (`DB_PASSWORD=X` at the end of a long prompt) is redacted where the note says it again
     ("the store now holds X"); at most `room` bytes of it (a note is at most 64 KiB). Of a turn longer than that,
-    what may name a secret anywhere in it (SECRETISH) goes first, then its beginning."""
+    what may name a secret past the part that goes anyway (`secretish`) goes first, then its beginning."""
     # (no `<` inside: no tag can close the span early, whatever the turn holds: `</priv</private>ate>`, a control
     # character the CLI deletes inside a tag)
     turn = f"{prompt}\n\n{answer}".replace("<", "\u2039")
     if len(turn.encode("utf-8")) > room:
-        named = "\n".join(m.group() for m in SECRETISH.finditer(turn)).encode("utf-8")[:SECRETISH_BYTES]
-        turn = named.decode("utf-8", "ignore") + "\n\n" + turn
+        sent = turn.encode("utf-8")[: max(0, room - SECRETISH_BYTES - 2)].decode("utf-8", "ignore")
+        turn = secretish(turn, len(sent)) + "\n\n" + turn
     kept = turn.encode("utf-8")[: max(0, room)].decode("utf-8", "ignore")
     return f"\n\n<private>{kept}</private>" if kept else ""
 
