@@ -843,6 +843,43 @@ def test_a_heading_cut_inside_a_quoted_pass_phrase_keeps_none_of_it(workspace: P
     assert 'password = "[redacted: secret]" now' in text, text
 
 
+def test_a_heading_keeps_a_quote_that_names_no_secret(workspace: Path, tmp_path: Path) -> None:
+    """(review D, 6) A heading was cut back to any quote it left open: a prompt that is one long quoted question was
+    headed "…" alone, `My 27" monitor ...` "My 27…", and `Explain this error: "ConnectionResetError ..."` lost the
+    error. Only a quote after a word that names a secret is left out."""
+    module = load_hook_module()
+    long_question = (
+        '"Why does the deploy fail on staging when the migration runs before the cache warmup finishes and the pods '
+        'restart?"'
+    )
+    assert module.topic(long_question).startswith('"Why does the deploy fail on staging when the migration')
+    assert module.topic(
+        'My 27" monitor flickers at 144 Hz over DisplayPort but not over HDMI, what setting in the driver causes that?'
+    ).startswith('My 27" monitor flickers at 144 Hz')
+    error = 'Explain this error: "ConnectionResetError: [Errno 104] Connection reset by peer while reading the body'
+    assert "ConnectionResetError" in module.topic(error)
+    for said, heading in (
+        (
+            'Use the token "correct horse battery staple plus more words and more and more" for the bot',
+            "Use the token…",
+        ),
+        (
+            'Das Passwort ist "correct horse battery staple plus more words und mehr und mehr" für den Admin',
+            "Das Passwort ist…",
+        ),
+        (
+            "Set the credentials to 'correct horse battery staple plus more words and more and more' now",
+            "Set the credentials to…",
+        ),
+        ('密码是 "correct horse battery staple plus more words and more and more and more" 对吧', "密码是…"),
+    ):
+        assert module.topic(said) == heading, said
+    done = capture(workspace, tmp_path, long_question, "The warmup now runs before the migration; staging deploys.")
+    assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    assert '## 09:41 "Why does the deploy fail on staging when the' in text, text
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -861,20 +861,29 @@ def topic(prompt: str, limit: int = 72) -> str:
 
 QUOTE = re.compile("[\"\u201c\u201d]|(?<!\\w)'|'(?!\\w)")  # a double quote, or a single one that is no apostrophe
 CLOSES = {'"': '"', "\u201c": "\u201d", "'": "'"}
+# a word that names a secret (the CLI's redaction keys on these, in its five languages): at a word's start or a
+# camelCase part (DB_PASSWORD, apiKey, pass phrase, Passwort, mot de passe; not bypass or monkey), then a few words
+SECRET_WORD = re.compile(
+    r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z]))(?i:pass|pwd|pw\b|pin\b|secret|token|key|cred|auth|cookie|salt|kennwort"
+    r"|senha|contrase)|密码|口令"
+)
+SECRET_BEFORE = 60  # how far before a quote such a word is looked for
 
 
 def before_open_quote(text: str) -> str:
-    """`text` up to the quote it leaves open: a heading cut inside a quoted value (`password = "correct horse
-    battery…`, or a sentence end inside it) would hold a part of a pass phrase that no redaction rule knows without
-    its closing quote; the CLI redacts a quoted value whole."""
-    opened = -1
+    """`text` up to the quote it leaves open after a word that names a secret: a heading cut inside a quoted value
+    (`password = "correct horse battery…`, or a sentence end inside it) would hold a part of a pass phrase that no
+    redaction rule knows without its closing quote; the CLI redacts a quoted value whole. A quote after no such word
+    (a quoted question, `27" monitor`, an error quoted) stays."""
+    opened: list[tuple[str, int]] = []  # the quotes open, innermost last
     for mark in QUOTE.finditer(text):
         quote, at = mark.group(), mark.start()
-        if opened >= 0 and quote == CLOSES[text[opened]]:
-            opened = -1
-        elif opened < 0 and quote in CLOSES and not (quote == "'" and text[at - 1 : at].isalnum()):
-            opened = at
-    return text[:opened] if opened >= 0 else text
+        if opened and quote == CLOSES[opened[-1][0]]:
+            opened.pop()
+        elif quote in CLOSES and not (quote == "'" and text[at - 1 : at].isalnum()):
+            opened.append((quote, at))
+    named = [at for _, at in opened if SECRET_WORD.search(text, max(0, at - SECRET_BEFORE), at)]
+    return text[: named[0]] if named else text
 
 
 def now() -> dt.datetime:
