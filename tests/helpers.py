@@ -664,3 +664,18 @@ def log_text(day: str, text: str) -> LogText:
 # memory, whose chunk ids (the fake embedder's model) share their first 4 characters, and only those: found by trying
 # "user preference number N" for N from 0 (an id is a hash of the note's file, lines, text and model)
 PREFIX_TWINS = ("2026-12-07T10:00:00", "workspace note that must survive", "user preference number 120356", "f752")
+
+
+# a real process owning the user memory (the fake embedder), as `warm` does; "ready" once it serves
+USER_OWNER = """
+import sys
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process.owner import OwnerServer
+from memsearch_lsp.core.scopes import make_user_root, user_config
+from tests.fakes import FakeEmbedder
+memory = Memory(make_user_root(), config=user_config(), embedder=FakeEmbedder(), scope="user")
+memory.index()
+OwnerServer(memory, "a test owner").start()
+print("ready", flush=True)
+sys.stdin.read()
+"""

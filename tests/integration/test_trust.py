@@ -34,7 +34,7 @@ from memsearch_lsp.core.scopes import (
 from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.core.store import IndexBusy
 from tests.fakes import FakeEmbedder
-from tests.helpers import PREFIX_TWINS, owner_process, owner_serving
+from tests.helpers import PREFIX_TWINS, USER_OWNER, owner_process, owner_serving
 
 NOW = dt.datetime(2026, 12, 5, 9, 41)
 
@@ -394,21 +394,6 @@ def test_the_notes_of_a_day_the_query_names_come_first_across_memories(
         assert hits and hits[0].source == "memory/2026-11-11.md" and hits[0].scope == "workspace", hits
     finally:
         user.close()
-
-
-# a real process owning the user memory (the fake embedder), as `warm` does; "ready" once it serves
-USER_OWNER = """
-import sys
-from memsearch_lsp.core.memory import Memory
-from memsearch_lsp.core.process.owner import OwnerServer
-from memsearch_lsp.core.scopes import make_user_root, user_config
-from tests.fakes import FakeEmbedder
-memory = Memory(make_user_root(), config=user_config(), embedder=FakeEmbedder(), scope="user")
-memory.index()
-OwnerServer(memory, "a test owner").start()
-print("ready", flush=True)
-sys.stdin.read()
-"""
 
 
 def test_a_user_memory_that_does_not_answer_leaves_the_workspaces_hits_and_one_warning(

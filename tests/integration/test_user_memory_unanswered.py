@@ -22,8 +22,7 @@ from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.scopes import open_user_memory, user_door, user_root
 from memsearch_lsp.mcp_server import create_server
 from tests.fakes import FakeEmbedder
-from tests.helpers import owner_process
-from tests.integration.test_trust import USER_OWNER
+from tests.helpers import USER_OWNER, owner_process
 
 NOW = "2026-12-07T10:00:00"
 OURS = "We chose Hetzner for the CI runners."
