@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'node:test';
 import manifest from '../package.json';
 import {
     CLIENT_ONLY_SETTINGS,
@@ -178,6 +178,12 @@ describe("a workspace's path settings", () => {
         fs.symlinkSync('/etc', path.join(ws, 'prompts', 'etc'));
         fs.symlinkSync(path.join(os.tmpdir(), 'memsearch-nowhere', 'x.md'), path.join(ws, 'prompts', 'later.md'));
     });
+    afterEach(() => {
+        for (const dir of [ws, ...made.splice(0)]) {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+    const made: string[] = [];
 
     it('are those of trust.WORKSPACE_PATH_KEYS', () => {
         assert.deepEqual([...WORKSPACE_PATH_SETTINGS].sort(), ['compact.promptFile', 'embedding.model']);
@@ -210,6 +216,7 @@ describe("a workspace's path settings", () => {
         stub.set('memsearch.compact.promptFile', absolute, 'workspaceValue');
         assert.deepEqual(getServerSettings().compact, { promptFile: absolute });
         const other = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-other-'));
+        made.push(other);
         stub.workspaceFolders.push({ uri: Uri.file(other), name: 'other', index: 1 });
         assert.deepEqual(getServerSettings().compact, undefined, 'the first folder\'s file is outside the second');
         stub.set('memsearch.compact.promptFile', 'prompts/p.md', 'workspaceValue');
