@@ -267,6 +267,7 @@ def check_index(ctx: Context) -> Check:
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
             status = memory.status()
+            moved, recorded = memory.store.moved_aside, memory.store.files(memory.embedder.model_name)
     except ConfigError as exc:  # a setting the index needs (not the index itself)
         return Check("index", "fail", f"cannot open {db}: {exc}", "correct or remove that setting", data)
     except Exception as exc:
@@ -283,10 +284,27 @@ def check_index(ctx: Context) -> Check:
             data,
         )
     data.update(files=status["files"], chunks=status["chunks"])
+    if moved is not None:  # (opening it, as every command does, moved it aside: said, never "ok 0 chunks")
+        data["moved_to"] = str(db.with_name(moved[0])) if moved[0] else ""
+        where = f"was moved aside to {data['moved_to']}" if moved[0] else "is gone"
+        said = f"the index at {db} {where} because {moved[1]}; an empty one is in its place"
+        return Check("index", "fail", said, "memsearch-lsp index (rebuilds it from the Markdown)", data)
     if damaged := _damaged(status, data):
         return damaged
     stale = " (a stale owner record will be cleaned up)" if data.get("stale_record") else ""
+    if not recorded and _has_notes(ctx):
+        return Check(
+            "index", "ok", f"empty, not indexed yet: the editor or `memsearch-lsp index` builds it{stale}", data=data
+        )
     return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files, not in use{stale}", data=data)
+
+
+def _has_notes(ctx: Context) -> bool:
+    """The memory holds a file with text in it (one an index records once it has read it)."""
+    from memsearch_lsp.core.files import find_memory_files
+
+    assert ctx.config is not None
+    return any(f.path.stat().st_size for f in find_memory_files(ctx.root, ctx.config)[0])
 
 
 def _damaged(status: dict[str, Any], data: dict[str, Any]) -> Check | None:

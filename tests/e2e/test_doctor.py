@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -238,6 +239,29 @@ def test_an_index_folder_that_is_a_file_is_a_problem_not_no_index_yet(tmp_path: 
     (tmp_path / broken).write_text("x")
     index = checks(tmp_path)["index"]
     assert index.status == "fail" and "not a folder" in index.detail and f"remove {tmp_path / broken}" in index.fix
+
+
+def test_an_index_that_cannot_be_read_is_a_problem_and_an_empty_one_is_not_indexed_yet(
+    workspace: Path, make_memory: Any
+) -> None:
+    """Doctor opened a damaged index as every command does (moved aside, an empty one made, a WARNING on stderr),
+    then said "ok 0 chunks in 0 files" and "no problems found" (exit 0); `status` showed 0 files with no hint."""
+    memory = make_memory(workspace)
+    memory.index()
+    memory.close()
+    for path in (workspace / ".memsearch" / "milvus.db" / "collections").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\xae\x00garbage" * 10)
+    index = checks(workspace)["index"]
+    (aside,) = [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+    assert index.status == "fail" and "cannot be read" in index.detail and aside in index.detail, index
+    assert "memsearch-lsp index" in index.fix and "reset" not in index.fix, index
+    again = checks(workspace)["index"]  # (the empty index made in its place, with 13 memory files to index)
+    assert again.status == "ok" and "not indexed yet" in again.detail and "memsearch-lsp index" in again.detail, again
+    refilled = make_memory(workspace)
+    refilled.index()
+    refilled.close()
+    assert checks(workspace)["index"].detail.endswith("chunks in 13 files, not in use")
 
 
 def test_a_remote_index_that_does_not_answer_is_a_problem(tmp_path: Path) -> None:

@@ -28,6 +28,9 @@ class Store(Protocol):
     is_local: bool
     epoch: int  # bumps whenever the index is (re)created empty: readers of the old rows read again
     writes: int  # bumps with every write made through this store object
+    # a local index this store found unreadable (or not its own) and started afresh: (the name of the copy it was moved
+    # to beside it, "" when it was gone; why); None while it holds what it opened
+    moved_aside: tuple[str, str] | None = None
 
     def open(self) -> None: ...
     def close(self) -> None: ...

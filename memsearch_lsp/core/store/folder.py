@@ -231,9 +231,9 @@ def _undeletable(folder: Path, exc: OSError) -> NoReturn:
     ) from exc
 
 
-def move_aside(folder: Path, why: str) -> None:
-    """Keep a broken or incompatible local index beside it, for inspection; only a folder memsearch-lsp created
-    is moved, any other is left as it is with a StoreError."""
+def move_aside(folder: Path, why: str) -> Path | None:
+    """Keep a broken or incompatible local index beside it, for inspection: where it went (None when it was gone
+    already); only a folder memsearch-lsp created is moved, any other is left as it is with a StoreError."""
     if folder.exists() and not ours(folder):
         raise StoreError(
             f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
@@ -251,6 +251,7 @@ def move_aside(folder: Path, why: str) -> None:
         aside = folder.with_name(f"{folder.name}.broken-{stamp}-{n}")
     if not os.path.lexists(folder):
         log.warning("the index at %s is gone because %s; rebuilding it from the Markdown", folder, why)
-        return
+        return None
     os.rename(folder, aside)  # a rename moves a link itself, never what it points to
     log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown", folder, aside.name, why)
+    return aside

@@ -96,6 +96,7 @@ class LocalStore(Store):
         self._held: int | None = None  # the folder lock's descriptor
         self._closing = False
         self.failure: BaseException | None = None  # the writer's last failure (its queue is kept and retried)
+        self.moved_aside: tuple[str, str] | None = None
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -167,7 +168,8 @@ class LocalStore(Store):
         assert self._held is not None
         let_go(self._held)
         self._held = None
-        move_aside(self.folder, why)
+        aside = move_aside(self.folder, why)
+        self.moved_aside = (aside.name if aside else "", why)
         self._held, _ = claim(self.folder)
         self._start_empty()
 
