@@ -144,8 +144,8 @@ def workspace_for(start: Path) -> Path:
     found = find_workspace(start)
     if found is None:
         root = start.expanduser().resolve()
-        load_config(root)  # (ConfigError naming the setting)
-        raise NoMemoryHere(root, searched=True)
+        config = load_config(root)  # (ConfigError naming the setting)
+        raise NoMemoryHere(root, config, searched=True)  # (naming the memory folders the settings name)
     return found
 
 

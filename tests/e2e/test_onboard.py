@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memsearch_lsp import cli
-from memsearch_lsp.config import CONFIG_FILE, Config, load_config, tomllib
+from memsearch_lsp.config import CONFIG_FILE, Config, load_config, tomllib, user_config_path
 from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import config_template, init_workspace, is_memory_workspace
 from memsearch_lsp.core.process.owner import OwnerServer
@@ -110,6 +110,17 @@ def test_cli_outside_a_memory_workspace_exits_1_and_writes_nothing(tmp_path: Pat
     assert "no memory here: run `memsearch-lsp init`" in result.stderr
     assert result.stdout == "" and len(result.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+
+
+def test_no_memory_here_names_the_configured_memory_folders(tmp_path: Path) -> None:
+    """With `[memory] paths = ["notes"]` in the user's file, a folder holding `memory/` was told it had "no memory/ and
+    no .memsearch.toml" (the default folder, not the one that counts); doctor said "notes" already."""
+    user = user_config_path()  # (under the test's own XDG_CONFIG_HOME: conftest)
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[memory]\npaths = ["notes"]\n')
+    (tmp_path / "memory").mkdir()
+    said = run_cli("search", "redis", cwd=tmp_path).stderr
+    assert "no memory here" in said and "no notes/ and no .memsearch.toml" in said and "memory/" not in said, said
 
 
 def test_memory_workspace_markers(tmp_path: Path) -> None:
