@@ -231,8 +231,12 @@ def config_template() -> str:
 
 
 def _has_index_ignore(text: str) -> bool:
-    entries = {line.strip().lstrip("/").rstrip("/") for line in text.splitlines()}
-    return ".memsearch" in entries or ".memsearch/*" in entries
+    """The `.gitignore` of the workspace's root keeps the index out of git, read by git's rules (pathspec's): the last
+    line that matches decides (a `!` one un-ignores), leading spaces belong to the pattern, `/` and `**/` anchor."""
+    import pathspec
+
+    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    return all(spec.match_file(path) for path in (f"{INDEX_GITIGNORE}milvus.db/", f"{INDEX_GITIGNORE}index.txt"))
 
 
 def init_workspace(root: Path, today: dt.date | None = None) -> InitResult:

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,32 @@ def test_init_appends_to_an_existing_gitignore_once(tmp_path: Path) -> None:
     assert init_workspace(tmp_path, today=DAY).updated == ()
     (tmp_path / ".gitignore").write_text("/.memsearch\n")
     assert init_workspace(tmp_path, today=DAY).updated == ()
+
+
+@pytest.mark.parametrize(
+    ("lines", "covered"),
+    [
+        ("  .memsearch/", False),  # (git keeps the leading spaces: the pattern is "  .memsearch/")
+        (".memsearch/\n!.memsearch/", False),  # (the later negation un-ignores it)
+        ("# .memsearch/", False),
+        ("**/.memsearch/", True),
+        ("/.memsearch/", True),
+        (".memsearch/*", True),
+        (".memsearch/\n!.memsearch/\n.memsearch", True),
+    ],
+)
+def test_init_reads_gitignore_as_git_does(tmp_path: Path, lines: str, covered: bool) -> None:
+    """`init` said `.gitignore` already covered `.memsearch/` where git disagreed (leading spaces, a negation after
+    it), and the index's files showed up in `git status`; a line that covers it gets no second one."""
+    (tmp_path / ".gitignore").write_text(lines + "\n")
+    result = init_workspace(tmp_path, today=DAY)
+    assert (".gitignore" in result.existing) is covered and (".gitignore" in result.updated) is not covered
+    assert (tmp_path / ".gitignore").read_text() == lines + "\n" + ("" if covered else ".memsearch/\n")
+    if shutil.which("git"):  # (git's own answer, where git is installed)
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        (tmp_path / ".memsearch" / "milvus.db").mkdir(parents=True)
+        asked = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "-q", ".memsearch/milvus.db/x"])
+        assert asked.returncode == 0, (tmp_path / ".gitignore").read_text()
 
 
 def test_init_uses_the_configured_memory_folder(tmp_path: Path) -> None:
