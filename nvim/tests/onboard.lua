@@ -118,9 +118,19 @@ local ok, err = xpcall(function()
     said[#said + 1] = msg
   end
   ms.today()
-  vim.notify = notify
   check(#said == 1 and said[1]:find('no memory here: run :Memsearch init', 1, true) ~= nil
     and not said[1]:find('no memory here.*no memory here'), ':Memsearch today said %s', vim.inspect(said))
+  -- every command says this editor's command, not the CLI's (`:Memsearch search` said "run `memsearch-lsp init`")
+  for _, sub in ipairs({ 'search foo', 'remember a note', 'reindex', 'status', 'compact dry-run' }) do
+    said = {}
+    ms.command({ args = sub }) -- (:Memsearch's handler)
+    vim.wait(2000, function()
+      return #said > 0
+    end, 10)
+    check(#said >= 1 and said[#said]:find('no memory here: run :Memsearch init', 1, true) ~= nil
+      and not said[#said]:find('memsearch-lsp init', 1, true), ':Memsearch %s said %s', sub, vim.inspect(said))
+  end
+  vim.notify = notify
 
   -- 2. In a memory workspace the server starts at the root; the statusline follows progress.
   local ws = tmp .. '/project'

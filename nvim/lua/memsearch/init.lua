@@ -51,8 +51,8 @@ function M.today()
       path = today_local(client)
       if not path then
         local why = err_text(err)
-        if why:find('no memory here', 1, true) then -- said once, with the command of this editor
-          notify((why:gsub('run `memsearch%-lsp init`', 'run :Memsearch init')), vim.log.levels.ERROR)
+        if why:find('no memory here', 1, true) then -- said once (notify says this editor's command)
+          notify(why, vim.log.levels.ERROR)
         else
           notify(('no memory here (%s): run :Memsearch init'):format(why), vim.log.levels.ERROR)
         end

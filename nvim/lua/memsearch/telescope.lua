@@ -69,7 +69,7 @@ function M.picker(opts)
   end
   ms.with_client(function(client, why)
     if not client then
-      return vim.notify('memsearch: ' .. tostring(why), vim.log.levels.ERROR)
+      return require('memsearch.util').notify(tostring(why), vim.log.levels.ERROR)
     end
     local pickers = require('telescope.pickers')
     local finders = require('telescope.finders')

@@ -3,7 +3,10 @@ local U = {}
 
 U.NAME = 'memsearch' -- the LSP config's name (lsp/memsearch.lua)
 
+--- A message to the user; the CLI's advice to start a memory (a server's or the CLI's error, NO_MEMORY) is said with
+--- this editor's command, whichever command said it.
 function U.notify(msg, level)
+  msg = tostring(msg):gsub('run `memsearch%-lsp init`', 'run :Memsearch init')
   vim.notify('memsearch: ' .. msg, level or vim.log.levels.INFO, { title = 'memsearch' })
 end
 
