@@ -8,8 +8,9 @@ import { registerLogger, traceError } from './common/log';
 import { affectsMcp, cachedCheck, mcpApi, registerMcpServers } from './common/mcp';
 import { ServerManager } from './common/server';
 import { needsRestart } from './common/settings';
-import { isMemoryFolder, registerSetupCommands, updateMemoryContext } from './common/setup';
+import { registerSetupCommands, updateMemoryContext } from './common/setup';
 import { IndexStatus } from './common/status';
+import { isMemoryFolder } from './common/workspace';
 
 const WALKTHROUGH_SHOWN = 'memsearch.walkthroughShown';
 

@@ -83,6 +83,7 @@ describe("today's log", () => {
 
     it('opens memory/YYYY-MM-DD.md of the first workspace folder', async () => {
         stub.workspaceFolders = [{ uri: Uri.file(dir), name: 'ws', index: 0 }];
+        await fs.mkdir(path.join(dir, 'memory'));
         const now = new Date(2026, 11, 2, 10, 0);
         const uri = await openTodayLog(now);
         const file = path.join(dir, 'memory', '2026-12-02.md');
@@ -94,8 +95,32 @@ describe("today's log", () => {
     it('uses the first memsearch.memory.paths entry', async () => {
         stub.workspaceFolders = [{ uri: Uri.file(dir), name: 'ws', index: 0 }];
         stub.set('memsearch.memory.paths', ['notes/memory']);
+        await fs.mkdir(path.join(dir, 'notes', 'memory'), { recursive: true });
         const uri = await openTodayLog(new Date(2026, 0, 5));
         assert.equal(uri?.fsPath, path.join(dir, 'notes', 'memory', '2026-01-05.md'));
+    });
+
+    it("with no server, refuses a folder that has no memory as the server does: offers Initialize, creates nothing", async () => {
+        stub.workspaceFolders = [{ uri: Uri.file(dir), name: 'ws', index: 0 }];
+        const server = new FakeServer();
+        server.isRunning = false;
+        stub.answers = [INIT_MEMORY];
+        assert.equal(await openTodayLog(new Date(2026, 11, 2), server), undefined);
+        assert.match(stub.messages[0]?.message ?? '', new RegExp(`^Memsearch: opening today's log failed: no memory here: run "Memsearch: ${INIT_MEMORY}"`));
+        assert.ok(stub.messages[0]?.message.includes(`${dir} and its parent folders have no memory/ and no .memsearch.toml`), stub.messages[0]?.message);
+        assert.deepEqual(stub.messages[0]?.items, [INIT_MEMORY, 'Show output']);
+        assert.deepEqual(stub.executed, [{ command: Commands.init, args: [] }]);
+        assert.deepEqual(await fs.readdir(dir), [], 'no memory/ made');
+    });
+
+    it('with no server, opens the log of the memory around a subfolder the editor opened', async () => {
+        const sub = path.join(dir, 'src');
+        await fs.mkdir(sub);
+        await fs.mkdir(path.join(dir, 'memory'));
+        stub.workspaceFolders = [{ uri: Uri.file(sub), name: 'src', index: 0 }];
+        const uri = await openTodayLog(new Date(2026, 11, 2));
+        assert.equal(uri?.fsPath, path.join(dir, 'memory', '2026-12-02.md'));
+        assert.deepEqual(await fs.readdir(sub), []);
     });
 
     it('asks for a folder when none is open', async () => {

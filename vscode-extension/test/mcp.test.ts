@@ -9,7 +9,7 @@ import { MCP_PROVIDER_ID } from '../src/common/constants';
 import { affectsMcp, cachedCheck, mcpApi, mcpCommand, registerMcpServers, type McpApi, type McpProvider, type McpStdioDefinition } from '../src/common/mcp';
 import { CLIENT_ONLY_SETTINGS } from '../src/common/settings';
 import { moduleCommand } from '../src/common/python';
-import { isMemoryWorkspace } from '../src/common/setup';
+import { isMemoryWorkspace } from '../src/common/workspace';
 import { EventEmitter, Uri, stub, vsUri } from './stubs/vscode';
 
 class FakeDefinition implements McpStdioDefinition {

@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Commands, Contexts } from '../src/common/constants';
 import type { ProcessResult } from '../src/common/install';
 import { INIT_MEMORY } from '../src/common/commands';
-import { cliFailure, cliOf, copyMcpConfig, findMemoryWorkspace, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
+import { cliFailure, cliOf, copyMcpConfig, INSTALL_SERVER, initMemory, mcpServerConfig, rememberNote, updateMemoryContext, type Cli, type SetupHost } from '../src/common/setup';
+import { findMemoryWorkspace } from '../src/common/workspace';
 import { moduleCommand } from '../src/common/python';
 import { Uri, stub } from './stubs/vscode';
 

@@ -6,6 +6,7 @@ import { showLog, traceError, traceInfo, traceLines } from './log';
 import { openHit, pickSearchHit } from './search';
 import { chooseFolder, getMemoryPaths, getNumberSetting, workspaceFolderFor } from './settings';
 import type { IndexStatus } from './status';
+import { findMemoryWorkspace } from './workspace';
 
 /** What the commands need from the running server (server.ts; tests pass a fake). */
 export interface ServerControl {
@@ -151,8 +152,20 @@ async function serverTodayLog(server: ServerControl | undefined, folder: vscode.
     return typeof fsPath === 'string' && fsPath !== '' ? vscode.Uri.file(fsPath) : undefined;
 }
 
+/** With no server: today's log in the first memory folder of the memory workspace that holds `folder` (found as the
+ * server finds it); a folder in none is refused with the server's words, and nothing is created there. */
+function localTodayLog(folder: vscode.WorkspaceFolder, date: string): vscode.Uri {
+    const paths = getMemoryPaths(folder.uri);
+    const root = findMemoryWorkspace(folder.uri.fsPath, paths);
+    if (root === undefined) {
+        const folders = paths.map((p) => `${p.replace(/[\\/]+$/, '')}/`).join(' or ');
+        throw new Error(`no memory here: run \`memsearch-lsp init\` (${folder.uri.fsPath} and its parent folders have no ${folders} and no .memsearch.toml)`);
+    }
+    return dailyLogUri(vscode.Uri.file(root), paths[0] ?? 'memory', date);
+}
+
 /** Open today's daily log of the current workspace folder: where the server says (its settings and
- * `.memsearch.toml`), or, with no server running, `memory/YYYY-MM-DD.md` of the first `memory.paths`. */
+ * `.memsearch.toml`), or, with no server running, `memory/YYYY-MM-DD.md` of the first `memory.paths` of its memory. */
 export async function openTodayLog(now: Date = new Date(), server?: ServerControl): Promise<vscode.Uri | undefined> {
     const folder = workspaceFolderFor(vscode.window.activeTextEditor?.document.uri);
     if (folder === undefined) {
@@ -162,7 +175,7 @@ export async function openTodayLog(now: Date = new Date(), server?: ServerContro
     const date = localDate(now);
     try {
         const served = await serverTodayLog(server, folder);
-        const uri = served ?? dailyLogUri(folder.uri, getMemoryPaths(folder.uri)[0] ?? 'memory', date);
+        const uri = served ?? localTodayLog(folder, date);
         if (served === undefined && (await ensureDailyLog(uri, date))) {
             traceInfo(`Created ${uri.fsPath}`);
         }
