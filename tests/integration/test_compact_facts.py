@@ -340,16 +340,34 @@ def test_bench_set_meets_the_target_and_every_fact_is_in_its_log() -> None:
 def test_no_day_goes_missing_though_the_labelled_lines_fill_the_budget() -> None:
     """A user's week: the labelled lines of five days took the whole budget, and the sixth day, of plain facts
     (moment.js to date-fns, 68 KB less), got no section, though a summary has a section per log."""
-    labelled = log_text(
-        "2026-11-05",
-        "# 2026-11-05\n\n## Incident\n\nRoot cause: the JWT signing key was rotated in Vault but the auth service "
-        "cached the old JWKS for 1 hour. Fix: JWKS cache TTL lowered to 5 minutes.\n",
-    )
-    plain = log_text(
-        "2026-11-07",
-        "# 2026-11-07\n\n## 11:00\n\nFrontend: switched the date picker from moment.js to date-fns; bundle size "
-        "dropped by 68 KB gzipped.\n",
-    )
-    text = choose([*parse_log(labelled), *parse_log(plain)], budget=120)
+    logs = {
+        "2026-11-05": "# 2026-11-05\n\n## Incident\n\nRoot cause: the JWT signing key was rotated in Vault but the "
+        "auth service cached the old JWKS for 1 hour. Fix: JWKS cache TTL lowered to 5 minutes.\n",
+        "2026-11-07": "# 2026-11-07\n\n## 11:00\n\nFrontend: switched the date picker from moment.js to date-fns; "
+        "bundle size dropped by 68 KB gzipped.\n",
+    }
+    text = chosen(logs, budget=120)
     assert "Root cause: the JWT signing key" in text  # (kept over the budget, as always)
     assert "2026-11-07" in text and "68 KB" in text, text
+
+
+def test_an_open_checklist_item_that_says_no_fact_never_takes_the_budget_of_one_that_does() -> None:
+    """The audit's week: `- [ ] announce in #eng` was kept always (an open box read as a label), and Carol's deadline
+    was lost to the budget. A box alone is no label: the line competes by the facts it says, as any line does."""
+    logs = {
+        "2026-02-02": "# 2026-02-02\n\n## Standup\n- Carol (product) wants the export feature by 2027-01-15\n"
+        "- Redis bumped 6.2 -> 7.2.4 on staging\n- ok\n- lunch at 12\n",
+        "2026-02-05": "# 2026-02-05\n\n## Release checklist v2.3.0\n- [x] tag v2.3.0\n- [x] changelog\n"
+        "- [ ] announce in #eng\n- [ ] TODO: rotate the Stripe webhook secret before 2026-02-20\n",
+    }
+    text = chosen(logs, budget=310)
+    assert "announce in #eng" not in text and "- Carol (product) wants the export feature by 2027-01-15" in text, text
+    assert "- [ ] TODO: rotate the Stripe webhook secret before 2026-02-20" in text  # a TODO is kept always
+    assert not always_kept("", "[ ] announce in #eng") and always_kept("", "[ ] call Dana by Friday about the SLA")
+    actions = chosen({"2026-02-06": "# 2026-02-06\n\n## Action items\n- [ ] me: lazy catalogue spike\n"}, budget=250)
+    assert "- [ ] me: lazy catalogue spike" in actions  # an open item by its section: what its lines are
+
+
+def chosen(logs: dict[str, str], budget: int) -> str:
+    """The extractive summary of the daily logs {day: text} in `budget` characters."""
+    return choose([item for day, text in logs.items() for item in parse_log(log_text(day, text))], budget=budget)

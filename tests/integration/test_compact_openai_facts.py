@@ -125,6 +125,31 @@ def test_a_dropped_labelled_line_is_appended_word_for_word(tmp_path: Path, make_
     )  # put back, in the summary's shape: one link for the log
 
 
+def test_a_dropped_labelled_sentence_inside_a_paragraph_is_appended_word_for_word(tmp_path: Path, make_memory) -> None:
+    """The extractive path keeps a labelled sentence inside a paragraph whole; a model's answer that drops it gets it
+    back the same way (the audit's logs: a root cause told mid-paragraph, a decision after a `;`)."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory/2026-11-17.md").write_text(
+        "# 2026-11-17\n\n## Incident review\n\nWe spent the morning on the nightly invoice job with Jonas. Root "
+        "cause: connection leak in InvoiceWriter.flush(). He will watch the pool graphs this week.\n\n"
+        "We found that the bucket `assets-prod` had versioning disabled, which is why deleted thumbnails could not "
+        "be restored; Decision: enable versioning on assets-prod with a 90 day lifecycle rule. More filler text.\n\n"
+        + "Small talk about the weather and the new coffee machine, nothing else to report today.\n"
+        * 4,
+        encoding="utf-8",
+    )
+    model = Model(lambda user: "## Topics\n\n- The team worked on billing and infra.\n")
+    try:
+        plan = plan_compaction(make_memory(tmp_path, compact=openai(model)), files=["memory/2026-11-17.md"])
+    finally:
+        model.close()
+    assert (
+        "## Kept word for word\n\n### [2026-11-17](archive/2026-11-17.md)\n\n"
+        "- Root cause: connection leak in InvoiceWriter.flush().\n"
+        "- Decision: enable versioning on assets-prod with a 90 day lifecycle rule.\n" in plan.summaries[0].content
+    ), plan.summaries[0].content
+
+
 def test_openai_summariser_on_the_benchmark_set(model: Model) -> None:
     """The bench's figures for the `openai` summariser through the fake endpoint: every labelled fact kept."""
     folder = SETS[0]

@@ -32,7 +32,14 @@ from memsearch_lsp.core.compact.parse import (
     parse_log,
 )
 from memsearch_lsp.core.compact.summarize import LogText, Note
-from memsearch_lsp.core.compact.units import UNIT_OVERHEAD, Unit, clean, first_line_end, sentences_of, units_of
+from memsearch_lsp.core.compact.units import (
+    UNIT_OVERHEAD,
+    Unit,
+    clean,
+    first_line_end,
+    inner_labels,
+    units_of,
+)
 from memsearch_lsp.core.embedding import Embedder
 
 _TOKEN = re.compile(r"`[^`]+`|[A-Za-z][\w'’-]*|\d[\d,.:%/-]*")
@@ -88,7 +95,10 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
     items = {id(u.item): u.item for u in units}
     cleaned = {key: clean(item) for key, item in items.items()}
     line_ends = {key: first_line_end(item) for key, item in items.items()}
-    labels: list[tuple[Item, int, int]] = []  # (item, span) of each labelled sentence inside a paragraph
+    own: dict[int, list[Unit]] = {}  # each item's units
+    for unit in units:
+        own.setdefault(id(unit.item), []).append(unit)
+    labels = {key: inner_labels(items[key], parts) for key, parts in own.items()}
     for unit, bag in zip(units, words):
         label = cleaned[id(unit.item)][0]
         info = 0.5 * sum(math.log((1 + n) / (1 + df[w])) for w in bag) / max(len(bag), 1)
@@ -106,17 +116,15 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
         dead = id(unit) in dead_ends  # a dead end's numbers are no facts of what is in place
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         said = cleaned[id(unit.item)][1][unit.start : unit.end]  # (before the trims took a lead-in away)
-        unit.must = (always_kept(label, unit.item.text) or labelled(said)) and unit.start < line_ends[id(unit.item)]
+        section = unit.item.lead or unit.item.topic.rsplit(" / ", 1)[-1]  # ("Action items": what its lines are)
+        unit.must = always_kept(label, unit.item.text, section) or labelled(said)
+        unit.must = unit.must and unit.start < line_ends[id(unit.item)]
         # ... but a captured turn's answer ("Outcome: Let me look at the CI config.", "Outcome: Here it is:") only
         # when it says more than narration or an announcement ("TODO: let me ask ..." stays: a TODO is what it says)
         said_only = ("narration" in facts.noise and not facts.factual) or announces(unit.text)
         unit.must = unit.must and not (said_only and label.strip("*_ ").lower() in ANSWERED)
-        if unit.start > 0 and labelled(said):  # "... is not atomic. Fix: a lock; the queue retries.": whole
-            unit.must = True
-            labels.extend(
-                (unit.item, s, s + len(t)) for s, t in sentences_of(unit.item) if s <= unit.start < s + len(t)
-            )
-        unit.must = unit.must or any(item is unit.item and a < unit.start < b for item, a, b in labels)
+        # a labelled sentence inside a paragraph ("... is not atomic. Fix: a lock; the queue retries."): whole
+        unit.must = unit.must or any(a <= unit.start < b for a, b in labels[id(unit.item)])
         # "In `prj.conf` / `bms_limits.h`:" says what comes next, and nothing itself unless it names a value
         unit.weak = not unit.must and (
             not facts.factual
@@ -366,20 +374,16 @@ def restore_labelled(summary: str, logs: Sequence[LogText]) -> str:
     extractive summary's shape under a `## Kept word for word` section: one linked date per log.
     """
     have = " ".join(NORM.sub(" ", EMPHASIS.sub(r"\2", summary).lower()).split())
-    lacking = []
-    for log_text in logs:
-        for item in parse_log(log_text):
-            label, body = clean(item)
-            if item.kind == "block" or not always_kept(label, item.text):
-                continue
-            if " ".join(NORM.sub(" ", body.lower()).split()) not in have:
-                item.topic = NOTES
-                lacking.append(item)
+    lacking: list[Unit] = []
+    for order, item in enumerate(i for log_text in logs for i in parse_log(log_text) if i.kind != "block"):
+        label, body = clean(item)
+        item.topic, item.order = NOTES, order
+        spans = [(0, len(body))] if always_kept(label, item.text) else inner_labels(item, units_of(item))
+        said = [Unit(item, a, b, body[a:b].strip()) for a, b in spans]
+        lacking.extend(u for u in said if " ".join(NORM.sub(" ", u.text.lower()).split()) not in have)
     if not lacking:
         return summary
-    for order, item in enumerate(lacking):
-        item.order = order
-    kept = _Choice([Unit(i, 0, len(clean(i)[1]), clean(i)[1]) for i in lacking]).render(level=3)
+    kept = _Choice(lacking).render(level=3)
     kept = f"## {VERBATIM_TOPIC}\n\n{kept}"
     return f"{summary.rstrip()}\n\n{kept}" if summary.strip() else kept
 

@@ -4,10 +4,11 @@ leans on, split where a reader would (never inside code, a parenthesis, a title 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memsearch_lsp.core.compact.blocks import block_gist
-from memsearch_lsp.core.compact.parse import EMPHASIS, SHORT_BLOCK, Item, split_label
+from memsearch_lsp.core.compact.parse import EMPHASIS, SHORT_BLOCK, Item, labelled, split_label
 from memsearch_lsp.core.compact.trim import trim, without_asides
 
 # sentences (one may open with `code` or a lower-case name such as holds-service or pool_size), and clauses at "; "
@@ -134,6 +135,16 @@ def sentences_of(item: Item) -> list[tuple[int, str]]:
             out.append((start, body[start:end].strip()))
         else:
             out[-1] = (out[-1][0], body[out[-1][0] : end].strip())
+    return out
+
+
+def inner_labels(item: Item, units: Sequence[Unit]) -> list[tuple[int, int]]:
+    """The spans of the labelled sentences inside a bullet or paragraph (`units`: its own), each from its label to its
+    sentence's end ("... is not atomic. Fix: a lock; the queue retries." -> "Fix: a lock; the queue retries.")."""
+    body, out = clean(item)[1], list[tuple[int, int]]()
+    for unit in units:
+        if unit.start > 0 and labelled(body[unit.start : unit.end]):
+            out.extend((unit.start, s + len(t)) for s, t in sentences_of(item) if s <= unit.start < s + len(t))
     return out
 
 
