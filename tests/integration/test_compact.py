@@ -128,6 +128,26 @@ def test_an_old_log_that_cannot_be_read_is_left_in_place_and_the_others_compacte
         plan_compaction(memory, files=["memory/2026-02-08.md"], today=FEB18)
 
 
+def test_an_old_log_linked_from_outside_the_workspace_is_skipped_and_said(workspace: Path, make_memory) -> None:
+    outside = workspace.parent / "outside-log.md"
+    outside.write_text("# 2026-02-07\n\n- Decision: a secret plan kept elsewhere, 42 of them\n", encoding="utf-8")
+    (workspace / "memory" / "2026-02-07.md").symlink_to(outside)
+    plan = plan_compaction(make_memory(workspace), today=FEB18)
+    ((source, why),) = plan.skipped
+    assert source == "memory/2026-02-07.md" and "outside the workspace" in why, plan.skipped
+    assert source not in {m.src for m in plan.archive} and len(plan.archive) == 7
+    assert f"skipped memory/2026-02-07.md: {why}; left in place" in plan.describe()
+    assert "secret plan" not in "".join(s.content for s in plan.summaries)
+
+
+def test_an_empty_log_is_said_to_have_nothing_to_summarise_the_same_way_everywhere(tmp_path: Path, make_memory) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "2026-02-06.md").write_text("", encoding="utf-8")
+    plan = plan_compaction(make_memory(tmp_path), files=["memory/2026-02-06.md"], today=FEB18)
+    assert plan.empty and plan.note == "nothing to gain: empty log: nothing to summarise; left as it is"
+    assert plan.describe().endswith("keep    memory/2026-02-06.md: nothing to gain (empty log: nothing to summarise)")
+
+
 def test_group_by_month_and_day(workspace: Path, make_memory) -> None:
     month = plan_compaction(make_memory(workspace, compact={"group_by": "month"}), today=FEB25)
     assert [s.path for s in month.summaries] == ["memory/summary-2026-02.md"]

@@ -177,6 +177,25 @@ def test_a_group_over_the_token_budget_is_mapped_then_reduced(workspace: Path, m
         plan_compaction(tiny, today=FEB18)
 
 
+def test_logs_a_summary_could_not_shrink_are_never_sent(tmp_path: Path, make_memory, chat: ChatServer) -> None:
+    """A week of headings only, and a log smaller than any summary's title and intro: nothing to gain, decided
+    before a paid call (the audit's week 2026-W08 was sent every run, then thrown away)."""
+    (tmp_path / "memory").mkdir()
+    logs = {
+        "2026-02-16": "# 2026-02-16\n\n## Morning\n\n## Afternoon\n\n### Sync with team\n\n## Evening\n",
+        "2026-02-17": "",
+        "2026-02-23": "# 2026-02-23\n\n- Redis 7.2 on staging\n",
+    }
+    for day, text in logs.items():
+        (tmp_path / "memory" / f"{day}.md").write_text(text, encoding="utf-8")
+    plan = plan_compaction(openai_memory(make_memory, tmp_path, chat), today=dt.date(2026, 3, 1), older_than_days=1)
+    assert chat.requests == [] and plan.empty, chat.requests
+    headings, tiny = plan.unchanged
+    assert headings.logs == ("memory/2026-02-16.md", "memory/2026-02-17.md") and tiny.logs == ("memory/2026-02-23.md",)
+    assert headings.describe().endswith("nothing to gain (no text beyond headings: nothing to summarise)")
+    assert tiny.chars_after >= 0.70 * tiny.chars_before and "nothing to gain (a summary would be" in tiny.describe()
+
+
 def test_summaries_that_do_not_shrink_stop_with_an_error(workspace: Path, make_memory, chat: ChatServer) -> None:
     (workspace / "prompts").mkdir()
     (workspace / "prompts/p.md").write_text("Summarise.\n")

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from memsearch_lsp.config import CompactConfig, ConfigError, archive_clash, archive_folder
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.chunks import log_date, log_order
+from memsearch_lsp.core.chunks import log_date, log_order, normalize_newlines, outline
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.compact.promote import promote
@@ -29,7 +29,7 @@ from memsearch_lsp.core.compact.summarize import (
     Summarizer,
     SummarizerError,
 )
-from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile, Unchanged, plural
+from memsearch_lsp.core.compact.types import ArchiveMove, CompactionPlan, SummaryFile, Unchanged, nothing_to_gain
 from memsearch_lsp.core.embedding import Embedder
 from memsearch_lsp.core.files import INDEX_DIR, PathError, find_memory_files, glob_match, read_text, relative_source
 from memsearch_lsp.core.index import IndexStats, Progress
@@ -136,18 +136,23 @@ def old_logs(memory: MemoryApi, older_than_days: int | None = None, today: dt.da
     return _old_logs(memory, cutoff_date(memory, older_than_days, today))
 
 
-def _old_logs(memory: MemoryApi, cutoff: dt.date) -> list[str]:
-    found, _ = find_memory_files(memory.root, memory.config)
+def _old_logs(memory: MemoryApi, cutoff: dt.date, refused: list[tuple[str, str]] | None = None) -> list[str]:
+    """`old_logs`; the old logs the memory's files refuse (a link out of the workspace) go to `refused`, with why."""
+    found, skipped = find_memory_files(memory.root, memory.config)
     out = []
-    for item in found:
-        day = log_date(item.source)
-        if not day or _in_archive(memory, item.source):
+    for source, why in [*((f.source, "") for f in found), *((s.source, s.reason) for s in skipped)]:
+        day = log_date(source)
+        if not day or _in_archive(memory, source):
             continue
         try:
-            if dt.date.fromisoformat(day) < cutoff:
-                out.append(item.source)
+            old = dt.date.fromisoformat(day) < cutoff
         except ValueError:
-            log.warning("%s: not a valid date, not compacted", item.source)
+            log.warning("%s: not a valid date, not compacted", source)
+            continue
+        if old and why and refused is not None:
+            refused.append((source, why))
+        elif old and not why:
+            out.append(source)
     return sorted(out, key=log_order)
 
 
@@ -169,10 +174,11 @@ def plan_compaction(
     today = today or clock.now().date()  # (MEMSEARCH_NOW, as remember and recent read it)
     days = config.older_than_days if older_than_days is None else older_than_days
     cutoff = cutoff_date(memory, days, today)
-    sources = _explicit(memory, files, today) if files is not None else _old_logs(memory, cutoff)
-    skipped: list[tuple[str, str]] = []
-    if files is None:  # an old log that cannot be read stays where it is, said; the others are compacted
-        sources, skipped = _readable(memory, sources, texts)
+    skipped: list[tuple[str, str]] = []  # an old log refused or that cannot be read stays where it is, said
+    sources = _explicit(memory, files, today) if files is not None else _old_logs(memory, cutoff, skipped)
+    if files is None:  # (the others are compacted)
+        sources, unreadable = _readable(memory, sources, texts)
+        skipped = sorted(skipped + unreadable, key=lambda x: log_order(x[0]))
     if not sources:
         note = (
             "nothing to compact: no daily logs given"
@@ -204,6 +210,10 @@ def plan_compaction(
     for done, ((key, path, logs, moved), size, frame, target) in enumerate(zip(planned, sizes, frames, targets)):
         if progress:
             progress(done, len(groups), f"summarising {key} ({len(logs)} logs)")
+        bare = all(_only_headings(x.text) for x in logs)
+        if bare or frame >= KEEP_SHARE * size:  # not even the smallest summary would gain: no summariser is asked
+            unchanged.append(Unchanged(key, tuple(x.source for x in logs), size, frame, bare=bare))
+            continue
         allowed += target  # what an earlier summary left unused goes to the next
         budget = max(allowed - spent, group_floor(len(logs)))
         # (the logs were read safe; a model's answer may still write a tag or a secret of its own)
@@ -226,7 +236,7 @@ def plan_compaction(
         tuple(summaries),
         tuple(archive),
         summarizer.name,
-        note=_nothing_to_gain(unchanged) if unchanged and not summaries else "",
+        note=nothing_to_gain(unchanged) if unchanged and not summaries else "",
         today=today.isoformat(),
         stats={"logs": len(kept), "chars_before": chars_before, "chars_after": chars_after},
         unchanged=tuple(unchanged),
@@ -253,13 +263,12 @@ def _readable(
     return readable, skipped
 
 
-def _nothing_to_gain(unchanged: Sequence[Unchanged]) -> str:
-    logs = sum(len(u.logs) for u in unchanged)
-    before, after = sum(u.chars_before for u in unchanged), sum(u.chars_after for u in unchanged)
-    return (
-        f"nothing to gain: a summary of {plural(logs, 'daily log')} would be {100 * after / max(before, 1):.0f}% "
-        f"of {'its' if logs == 1 else 'their'} {before} characters; left as {'it is' if logs == 1 else 'they are'}"
-    )
+def _only_headings(text: str) -> bool:
+    """A log with no text beyond its headings (and front matter): a summary of it has nothing to say."""
+    lines = normalize_newlines(text).split("\n")
+    headings, _, body_start = outline(lines)
+    rows = {row for h in headings for row in range(h.row, h.end_row + 1)}
+    return not any(line.strip() for n, line in enumerate(lines) if n >= body_start and n not in rows)
 
 
 def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str]:

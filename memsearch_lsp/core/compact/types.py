@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -55,7 +55,8 @@ class Unchanged:
     period: str
     logs: tuple[str, ...]
     chars_before: int
-    chars_after: int  # what their summary would have been
+    chars_after: int  # what their summary would have been (at least: its title and intro)
+    bare: bool = False  # the logs hold no text beyond headings: nothing to summarise
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,13 +66,20 @@ class Unchanged:
             "chars_after": self.chars_after,
         }
 
+    def why(self, counted: bool = False) -> str:
+        """Why there is nothing to gain, the same wherever it is said: "a summary would be 112% of its 271
+        characters" ("a summary of 2 daily logs would be ..." when `counted`), "empty log: nothing to summarise"."""
+        one = len(self.logs) == 1
+        if not self.chars_before:
+            return f"{'empty log' if one else 'empty logs'}: nothing to summarise"
+        if self.bare:
+            return "no text beyond headings: nothing to summarise"
+        of = f" of {plural(len(self.logs), 'daily log')}" if counted else ""
+        share = 100 * self.chars_after / self.chars_before
+        return f"a summary{of} would be {share:.0f}% of {'its' if one else 'their'} {self.chars_before} characters"
+
     def describe(self) -> str:
-        names = ", ".join(self.logs)
-        share = 100 * self.chars_after / self.chars_before if self.chars_before else 100
-        return (
-            f"  keep    {names}: nothing to gain (a summary would be {share:.0f}% of "
-            f"{'its' if len(self.logs) == 1 else 'their'} {self.chars_before} characters)"
-        )
+        return f"  keep    {', '.join(self.logs)}: nothing to gain ({self.why()})"
 
 
 @dataclass(frozen=True)
@@ -208,6 +216,15 @@ class CompactionPlan:
         lines.extend(u.describe() for u in self.unchanged)
         lines.extend(f"  skipped {source}: {why}; left in place" for source, why in self.skipped)
         return "\n".join(lines) + left
+
+
+def nothing_to_gain(unchanged: Sequence[Unchanged]) -> str:
+    """The plan's note when every log is left as it is: "nothing to gain: a summary of 1 daily log would be 112% of
+    its 271 characters; left as it is"."""
+    logs = tuple(x for u in unchanged for x in u.logs)
+    before, after = sum(u.chars_before for u in unchanged), sum(u.chars_after for u in unchanged)
+    said = Unchanged("", logs, before, after, bare=all(u.bare for u in unchanged)).why(counted=True)
+    return f"nothing to gain: {said}; left as {'it is' if len(logs) == 1 else 'they are'}"
 
 
 def plural(n: int, one: str, many: str = "") -> str:
