@@ -226,6 +226,14 @@ def test_blocks_are_kept_whole_or_by_their_gist_never_cut() -> None:
     assert "service: svc-0, p99: 100 ms, owner: Team 0" in text
     assert "`psycopg.OperationalError: connection refused on port 6432`" in text  # a trace: by its error
     assert 'File "/app/mod3.py"' not in text
+    assert "\n\n\n" not in text  # one blank line between a heading and a block, and after the block
+
+
+def test_a_short_block_under_its_heading_has_one_blank_line_around_it() -> None:
+    body = "## Config we settled on\n\n```toml\nsize = 32\n```\n\n## Next\n\n- Decision: use Postgres 16 for billing\n"
+    text = choose(parse_log(log_text("2026-11-12", f"# 2026-11-12\n\n{body}")), budget=2000)
+    assert "- Decision: use Postgres 16 for billing\n\n### Config we settled on\n\n```toml\nsize = 32\n```\n" in text
+    assert "\n\n\n" not in text
 
 
 def test_fact_classes_are_found_by_content() -> None:

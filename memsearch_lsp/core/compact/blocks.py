@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from memsearch_lsp.core.compact.facts import FACT_SCORE, classify
 
@@ -70,3 +71,11 @@ def block_score(text: str) -> tuple[float, bool]:
     scores = sorted((f.score for f in facts), reverse=True)
     score = (scores[0] if scores else 0.0) + sum(1.0 for s in scores[1:] if s >= FACT_SCORE) + 1.5 * min(settings, 4)
     return score, not session and (any(f.factual for f in facts) or settings > 0)
+
+
+def glued(parts: Sequence[str]) -> str:
+    """The parts joined with never more than one blank line where two meet (a short block after a heading)."""
+    text = ""
+    for part in parts:
+        text += part.lstrip("\n") if text.endswith("\n\n") else part
+    return text

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memsearch_lsp.core.compact.blocks import block_score
+from memsearch_lsp.core.compact.blocks import block_score, glued
 from memsearch_lsp.core.compact.facts import (
     FACT_SCORE,
     always_kept,
@@ -189,7 +189,7 @@ class _Choice:
                     out.append(topic_heading(topic, level + 1))
                     out.extend(lines[id(item)] for item in members)
                     out.append("\n")
-        return "".join(out).strip() + "\n" if out else ""
+        return glued(out).strip() + "\n" if out else ""
 
 
 def _shown(label: str, first: Unit) -> str:
