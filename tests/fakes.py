@@ -74,7 +74,9 @@ class JsonEndpoint:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        self.script: list[str | float] = []  # an HTTP status as a string -> that failure; a float -> sleep first
+        # an HTTP status as a string -> that failure; "echo401", "echo500": that failure quoting the request's
+        # Authorization header (as some endpoints do); a float -> sleep first
+        self.script: list[str | float] = []
         self.lock = threading.Lock()
         server = self
 
@@ -90,6 +92,10 @@ class JsonEndpoint:
                     step = server.script.pop(0) if server.script else None
                 if self.path != server.route:
                     self._send((404, {"error": {"message": f"no route {self.path}"}}, {}))
+                    return
+                if isinstance(step, str) and step.startswith("echo"):
+                    said = f"Incorrect API key provided: {self.headers.get('Authorization')}"
+                    self._send((int(step[4:]), {"error": {"message": said}}, {}))
                     return
                 if isinstance(step, float):
                     time.sleep(step)

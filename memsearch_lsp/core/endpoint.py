@@ -3,7 +3,8 @@ failures said in one sentence naming the endpoint, the requests made and the set
 
 The openai client itself retries 429, 5xx, timeouts and lost connections with exponential backoff
 (honouring Retry-After) up to `max_retries` times; both the embedder and the summariser go through here.
-A redirect is not followed: what is sent (the memory, the API key) goes only where the base_url points.
+A redirect is not followed: what is sent (the memory, the API key) goes only where the base_url points. The API key
+sent is hidden (***) wherever an endpoint's answer is quoted: some echo it in their error messages.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 _ERROR_PREFIX = re.compile(r"^Error code: \d+ - ")
+HIDDEN_KEY_CHARS = 8  # a shorter "key" (none, EMPTY, ollama) is a placeholder, not a secret: the message is left whole
 _sent = threading.local()  # requests this thread sent inside `Endpoint.failures` (the client's retries included)
 
 
@@ -43,6 +45,7 @@ class Endpoint:
     max_retries: int
     url: str = ""  # the URL messages name (default: base_url)
     _client: Any = field(default=None, init=False, repr=False)
+    _key: str = field(default="", init=False, repr=False)  # the API key the client sends: hidden in what is quoted
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
@@ -63,7 +66,7 @@ class Endpoint:
                         self.api_key_env or f"({self.section}.api_key_env)",
                         self.url or self.base_url,
                     )
-                self._client = openai_client(self.base_url, key, self.timeout_s, self.max_retries)
+                self._client, self._key = openai_client(self.base_url, key, self.timeout_s, self.max_retries), key
             return self._client
 
     @contextlib.contextmanager
@@ -89,21 +92,21 @@ class Endpoint:
             yield
         except openai.OpenAIError as exc:
             tries = getattr(_sent, "count", 0) or planned
-            raise error(
-                self._said(exc, model, hints or {}, timeout, f"{tries} attempt{'s' if tries != 1 else ''}")
-            ) from exc
+            said = self._said(exc, model, hints or {}, timeout, f"{tries} attempt{'s' if tries != 1 else ''}")
+            raise error(said) from None  # (the client's error, which may quote the API key, left out of tracebacks)
 
     def _said(self, exc: Exception, model: str, hints: Mapping[int, str], timeout: float, attempts: str) -> str:
         """What `exc` (an openai error) means: the endpoint, what was tried and what to check."""
         import openai
 
+        told = message(exc, self._key)
         if isinstance(exc, openai.APITimeoutError):
             return (
                 f"{self.where} timed out after {timeout:g}s ({attempts}); raise {self.section}.timeout_s "
                 "or check the server"
             )
         if isinstance(exc, openai.APIConnectionError):
-            return f"cannot reach {self.where} ({attempts}): {message(exc).rstrip('.')}; check {self.section}.base_url"
+            return f"cannot reach {self.where} ({attempts}): {told.rstrip('.')}; check {self.section}.base_url"
         if isinstance(exc, openai.APIStatusError) and 300 <= exc.status_code < 400:
             return (
                 f"{self.where} redirects to {redirect_target(exc.response)}: not followed (what it is sent goes only "
@@ -111,10 +114,10 @@ class Endpoint:
             )
         if isinstance(exc, openai.APIStatusError):
             return (
-                f"{self.where} answered HTTP {exc.status_code} ({attempts}): {message(exc)}"
+                f"{self.where} answered HTTP {exc.status_code} ({attempts}): {told}"
                 f"{self._hint(exc.status_code, model, hints)}"
             )
-        return f"{self.where} failed: {message(exc)}"
+        return f"{self.where} failed: {told}"
 
     def _hint(self, status: int, model: str, hints: Mapping[int, str]) -> str:
         if status in (401, 403):
@@ -156,11 +159,13 @@ def models_answer(base_url: str, key: str, timeout_s: float) -> tuple[int, str]:
         client.close()
 
 
-def message(exc: Exception) -> str:
-    """The endpoint's own error message (its JSON body's `message` when there is one), on one line."""
+def message(exc: Exception, key: str = "") -> str:
+    """The endpoint's own error message (its JSON body's `message` when there is one), on one line, with the API
+    key sent (`key`) hidden wherever it is quoted."""
     body = getattr(exc, "body", None)
     text = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", exc)
     text = _ERROR_PREFIX.sub("", " ".join(str(text).split()))
+    text = text.replace(key, "***") if len(key) >= HIDDEN_KEY_CHARS else text
     return text if len(text) <= 300 else text[:299] + "…"
 
 

@@ -231,3 +231,15 @@ def test_no_secret_or_private_span_is_sent_to_the_endpoint_or_written(
     assert "Decision: deploy on Tuesdays" in content  # put back word for word
     for said in ("ghp_", "PRIV", "private>", "Xk9m2Qv7Lp3w"):
         assert said not in content, (said, content)
+
+
+def test_a_summariser_that_quotes_the_api_key_back_never_has_it_shown(
+    workspace: Path, make_memory, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATLAS_LLM_KEY", "sk-test-secret-quoted-42")
+    chat.script = ["echo401"]
+    with pytest.raises(SummarizerError) as info:
+        plan_compaction(openai_memory(make_memory, workspace, chat), today=FEB18)
+    assert chat.headers[0]["authorization"] == "Bearer sk-test-secret-quoted-42"
+    assert "HTTP 401 (1 attempt): Incorrect API key provided: Bearer ***; check the API key" in str(info.value)
+    assert info.value.__cause__ is None and "sk-test-secret-quoted-42" not in str(info.value)

@@ -488,3 +488,22 @@ def test_an_answer_cut_off_mid_body_is_said_as_such(settings: Callable[..., Embe
     with pytest.raises(EmbeddingError, match=r"the answer was cut off"):
         create_embedder(settings(base_url=url, max_retries=0)).embed(["half"])
     listener.close()
+
+
+def test_an_endpoint_that_quotes_the_api_key_back_never_has_it_shown(server: EmbeddingServer, workspace: Path) -> None:
+    """Some endpoints quote the Authorization header in their errors ("Incorrect API key provided: Bearer sk-..."):
+    index, search (its warning, twice in --json) and doctor printed the key whole. What memsearch sent is hidden."""
+    secret = "sk-test-quoted-back-0123456789"
+    settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "max_retries": "0"}
+    env = {f"MEMSEARCH_EMBEDDING_{k.upper()}": v for k, v in settings.items()}
+    env |= {"MEMSEARCH_EMBEDDING_API_KEY_ENV": "QUOTED_TEST_KEY", "QUOTED_TEST_KEY": secret}
+    server.script = ["echo401"] * 20
+    said = cli(workspace, "index", env=env)
+    assert said.returncode == 1 and "HTTP 401 (1 attempt): Incorrect API key provided: Bearer ***;" in said.stderr
+    server.script = ["echo500"] * 20
+    outputs = [said, cli(workspace, "search", "Redis", "--json", env=env), cli(workspace, "-v", "index", env=env)]
+    server.script = ["echo401"] * 20
+    outputs.append(cli(workspace, "doctor", env=env))
+    assert "Bearer ***" in outputs[1].stdout + outputs[1].stderr and "Bearer ***" in outputs[3].stdout
+    assert server.headers and all(h["authorization"] == f"Bearer {secret}" for h in server.headers)  # (it was sent)
+    assert not [out.args[-3:] for out in outputs if secret in out.stdout + out.stderr]
