@@ -72,7 +72,7 @@ def test_a_memory_indexes_and_searches_with_a_catalog_model(cache: Path, workspa
         stats = m.index()
         assert stats.chunks_embedded == stats.chunks_total > 30
         assert m.status()["model"] == f"fastembed:{NAME}"
-        assert m.status()["reads"] == "each chunk up to the model's own token limit (longer text is cut)"  # (not whole)
+        assert m.status()["reads"].endswith("each window read up to the model's own token limit (longer text is cut)")
         assert m.search("Redis cache TTL")[0].heading == "Redis Caching"
 
 

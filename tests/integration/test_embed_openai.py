@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import EmbeddingConfig
-from memsearch_lsp.core.embedding import EmbeddingError, create_embedder, query_vector
+from memsearch_lsp.core.chunks import MAX_WINDOWS, WINDOW_CHARS
+from memsearch_lsp.core.embedding import CHARS_PER_TOKEN, EmbeddingError, create_embedder, query_vector, reads_what
 from memsearch_lsp.core.embedding import openai as embedder_module
 from memsearch_lsp.core.embedding.calibration import PROBE
 from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
@@ -182,7 +183,7 @@ def test_memory_on_the_endpoint_and_switching_models_re_embeds_once(server: Embe
         assert hits and hits[0].heading == "Redis Caching"
         status = memory.status()
         assert (status["provider"], status["model"], status["dim"]) == ("openai", "openai:fake-a", 16)
-        assert "8191 tokens" in status["reads"]
+        assert "each window cut at 8191 tokens" in status["reads"]
         assert _index(memory) == (0, total)
 
         memory.reconfigure(memory.config.merged({"embedding": {"model": "fake-c"}}))  # same dimension
@@ -507,3 +508,22 @@ def test_an_endpoint_that_quotes_the_api_key_back_never_has_it_shown(server: Emb
     assert "Bearer ***" in outputs[1].stdout + outputs[1].stderr and "Bearer ***" in outputs[3].stdout
     assert server.headers and all(h["authorization"] == f"Bearer {secret}" for h in server.headers)  # (it was sent)
     assert not [out.args[-3:] for out in outputs if secret in out.stdout + out.stderr]
+
+
+def test_status_and_the_readme_say_what_is_sent_windows_of_each_chunk(server: EmbeddingServer, workspace: Path) -> None:
+    """`status` said "whole chunks up to 8191 tokens" (the bundled model: "the first 256 tokens of each chunk
+    (heading path + text)") while every provider is sent windows of the chunk's text (core/chunks.py)."""
+    long_section = "## Big section\n" + " ".join(["lorem ipsum dolor sit amet"] * 600) + "\n"
+    (workspace / "memory" / "long.md").write_text("# Long\n\n" + long_section)
+    with Memory(workspace, embedding={"provider": "openai", "base_url": server.url, "model": "fake-a"}) as memory:
+        memory.index()
+        reads = memory.status()["reads"]
+    sent = [t for r in server.requests for t in r["input"]]
+    assert max(map(len, sent)) <= WINDOW_CHARS and "## Big section" in sent and "# Long\n## Big section" not in sent
+    windows = f"in windows of at most {WINDOW_CHARS} characters cut at line ends, at most {MAX_WINDOWS} a chunk"
+    assert reads == f"the chunk's text (its heading line included, not the headings above it) {windows}; " + (
+        f"each window cut at 8191 tokens ({8191 * CHARS_PER_TOKEN} characters)"
+    )
+    assert reads_what(create_embedder(EmbeddingConfig())).endswith(f"{windows}; each window cut at 256 tokens")
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert windows in readme and "(`reads: the chunk's text (its heading line included, not the headings" in readme

@@ -220,7 +220,7 @@ def test_switching_bundled_and_folder_re_embeds_once_each_way(workspace: Path) -
         assert memory.index().chunks_embedded == 0
         status = memory.status()
         assert status["provider"] == "onnx" and status["model"] == read_model_folder(folder).identity
-        assert status["reads"] == "the first 128 tokens of each chunk (heading path + text)"
+        assert status["reads"].endswith("; each window cut at 128 tokens")
         assert memory.search("Redis cache config")[0].heading == "Redis Caching"
         memory.reconfigure(memory.config.merged({"embedding": {"provider": "bundled", "model": DEFAULT_MODEL}}))
         assert memory.index().chunks_embedded == total  # nothing stale reused

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, ConfigError, EmbeddingConfig
+from memsearch_lsp.core.chunks import MAX_WINDOWS, WINDOW_CHARS
 from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, REFERENCE, Calibration, EmbeddingError, variant
 from memsearch_lsp.core.embedding.dimension import probed_dim
 
@@ -87,15 +88,21 @@ def query_vector(embedder: Embedder, query: str) -> list[float]:
 
 
 def reads_what(embedder: Embedder) -> str:
-    """What the embedder reads of each chunk, for `status`."""
+    """What the embedder reads of each chunk, for `status`: the windows the index embeds (core/chunks.py), each read
+    up to the model's limit."""
     limit = embedder.max_tokens
     if not limit:
-        return "each chunk up to the model's own token limit (longer text is cut)"
-    if embedder.provider == "openai":
-        return f"whole chunks up to {limit} tokens (longer text is cut at {limit * CHARS_PER_TOKEN} characters)"
-    if embedder.provider == "e5":
-        return f"whole chunks ({limit} tokens at a time; longer text is read in windows and averaged)"
-    return f"the first {limit} tokens of each chunk (heading path + text)"
+        each = "read up to the model's own token limit (longer text is cut)"
+    elif embedder.provider == "openai":
+        each = f"cut at {limit} tokens ({limit * CHARS_PER_TOKEN} characters)"
+    elif embedder.provider == "e5":
+        each = f"read {limit} tokens at a time (longer text in windows, averaged)"
+    else:
+        each = f"cut at {limit} tokens"
+    return (
+        f"the chunk's text (its heading line included, not the headings above it) in windows of at most "
+        f"{WINDOW_CHARS} characters cut at line ends, at most {MAX_WINDOWS} a chunk; each window {each}"
+    )
 
 
 def create_embedder(
