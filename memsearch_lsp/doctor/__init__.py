@@ -288,6 +288,8 @@ def check_index(ctx: Context) -> Check:
         data["moved_to"] = str(db.with_name(moved[0])) if moved[0] else ""
         where = f"was moved aside to {data['moved_to']}" if moved[0] else "is gone"
         said = f"the index at {db} {where} because {moved[1]}; an empty one is in its place"
+        if moved[0].startswith(f"{db.name}.previous-"):  # a model switch, not damage: rebuilt as any command runs
+            return Check("index", "ok", f"{said}: the editor or `memsearch-lsp index` builds it", data=data)
         return Check("index", "fail", said, "memsearch-lsp index (rebuilds it from the Markdown)", data)
     if damaged := _damaged(status, data):
         return damaged

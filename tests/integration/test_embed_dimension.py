@@ -76,7 +76,7 @@ def test_a_dimension_changed_under_the_same_model_name_is_caught_and_the_index_b
         assert stats.chunks_embedded == stats.chunks_total > 20  # every chunk again, with the new dimension
         assert memory.store.dim == 32 and memory.status()["dim"] == 32
         assert memory.search("quorum of five nodes", top_k=1)[0].heading == "Zookeeper"
-    aside = [p.name for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+    aside = [p.name for p in (workspace / ".memsearch").iterdir() if ".previous-" in p.name]
     assert len(aside) == 1, "the index built for 16-d vectors was moved aside"
 
 

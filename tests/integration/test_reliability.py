@@ -160,14 +160,41 @@ def test_an_index_deleted_while_in_use_is_started_afresh_and_filled_again(worksp
     assert again.search("Redis cache config", vector_weight=0.0)[0].heading == "Redis Caching"
 
 
-def test_another_embedding_dimension_is_moved_aside(workspace: Path, make_memory) -> None:
-    first = make_memory(workspace, FakeEmbedder(dim=64))
-    first.index()
-    first.close()
-    second = make_memory(workspace, FakeEmbedder(dim=32))
-    stats = second.index()
-    assert stats.chunks_embedded == stats.chunks_total > 30
-    assert [p for p in (workspace / ".memsearch").iterdir() if ".broken-" in p.name]
+def aside(workspace: Path) -> list[str]:
+    return sorted(p.name for p in (workspace / ".memsearch").iterdir() if p.name.startswith("milvus.db."))
+
+
+def test_another_embedding_dimension_is_moved_aside_once_as_a_model_switch(
+    workspace: Path, make_memory, caplog
+) -> None:
+    """Each switch between models of two dimensions left a whole copy `milvus.db.broken-*`, kept forever, with a
+    warning calling the index "built by another version ... or for another embedding dimension". The index is a
+    cache of the Markdown: the one copy before the last switch is kept, named for what it is."""
+    for dim in (64, 32, 64, 32):
+        memory = make_memory(workspace, FakeEmbedder(dim=dim))
+        stats = memory.index()
+        assert stats.chunks_embedded == stats.chunks_total > 30
+        memory.close()
+    assert [name.split("-")[0] for name in aside(workspace)] == ["milvus.db.previous"]
+    switches = [r.getMessage() for r in caplog.records if "rebuilding" in r.getMessage()]
+    assert len(switches) == 3 and all("broken" not in m and "another version" not in m for m in switches)
+    assert switches[-1].endswith(
+        "because it was built for 64-d vectors and the model now gives 32-d; rebuilding it from the Markdown"
+    )
+    make_memory(workspace, FakeEmbedder(dim=32)).reset()
+    assert aside(workspace) == []  # reset deletes it with the index
+
+
+def test_damaged_copies_moved_aside_are_kept_newest_three(workspace: Path, make_memory) -> None:
+    for _ in range(5):
+        memory = make_memory(workspace)
+        memory.index()
+        memory.close()
+        shutil.rmtree(workspace / ".memsearch/milvus.db/read-model")
+        for schema in (workspace / ".memsearch/milvus.db").glob("collections/*/schema.json"):
+            schema.write_text("{not json")
+    make_memory(workspace).index()
+    assert [name.split("-")[0] for name in aside(workspace)] == ["milvus.db.broken"] * 3
 
 
 def test_paths_never_leave_the_workspace(workspace: Path, make_memory, tmp_path: Path) -> None:

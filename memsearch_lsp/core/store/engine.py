@@ -47,7 +47,7 @@ class EngineDrift(RuntimeError):
 
 
 class Incompatible(RuntimeError):
-    """The folder holds collections of another schema or dimension (another version of memsearch-lsp)."""
+    """The folder holds collections of another schema (another version) or dimension (a model switch): no damage."""
 
 
 def engine_version() -> str:
@@ -156,8 +156,10 @@ class Engine:
         names = {f.name for f in col.schema.fields}
         dense = next((f.dim for f in col.schema.fields if f.name == "dense"), None)
         expected = FIELDS if name == self.collections[0] else {"id", "dense", *(f for f, _, _ in fields)}
-        if names != expected or dense != self.dim or col.schema.functions:
-            raise Incompatible("it was built by another version of memsearch-lsp or for another embedding dimension")
+        if names != expected or col.schema.functions:
+            raise Incompatible("it was built by another version of memsearch-lsp")
+        if dense != self.dim:
+            raise Incompatible(f"it was built for {dense}-d vectors and the model now gives {self.dim}-d")
         while col.has_index():  # search indexes of earlier versions: every search is the read model's now
             col.release()
             col.drop_index()

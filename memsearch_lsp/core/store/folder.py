@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 MARKER = ".memsearch-lsp-index"  # written into every local index folder this program creates
 LOCK = "memsearch.lock"  # held (flock) by the process that owns the index, engine open or not
 ENGINE_LOCK = "LOCK"  # Milvus Lite's own, held while its engine is open
+ASIDE = {"broken": 3, "previous": 1}  # copies moved aside kept, the newest: damaged (for a bug report), incompatible
 
 
 class StoreError(RuntimeError):
@@ -167,8 +168,8 @@ RESET_WAIT_S = 30.0  # how long reset waits for another process that holds the i
 
 
 def remove_index(uri: str) -> None:
-    """Delete the local index folder at `uri` (reset), and the copies of it moved aside (`<name>.broken-*`, which
-    hold what was indexed too): only real folders signed with MARKER; any other folder or file at the index's place
+    """Delete the local index folder at `uri` (reset), and the copies of it moved aside (ASIDE, which hold what was
+    indexed too): only real folders signed with MARKER; any other folder or file at the index's place
     is left as it is with a StoreError. Nothing there: nothing to do.
 
     The folder is renamed aside while its lock is held (waiting up to RESET_WAIT_S for another process that holds
@@ -204,8 +205,9 @@ def remove_index(uri: str) -> None:
         _delete(aside)
 
 
-def _copies(folder: Path) -> list[Path]:
-    return list(folder.parent.glob(f"{glob.escape(folder.name)}.broken-*")) if folder.parent.is_dir() else []
+def _copies(folder: Path, *kinds: str) -> list[Path]:  # (of `kinds`, else of every kind)
+    found = [folder.parent.glob(f"{glob.escape(folder.name)}.{kind}-*") for kind in kinds or ASIDE]
+    return [p for paths in found for p in paths] if folder.parent.is_dir() else []
 
 
 def _delete(folder: Path, tries: int = 10) -> None:
@@ -231,27 +233,28 @@ def _undeletable(folder: Path, exc: OSError) -> NoReturn:
     ) from exc
 
 
-def move_aside(folder: Path, why: str) -> Path | None:
-    """Keep a broken or incompatible local index beside it, for inspection: where it went (None when it was gone
-    already); only a folder memsearch-lsp created is moved, any other is left as it is with a StoreError."""
+def move_aside(folder: Path, why: str, kind: str = "broken") -> Path | None:
+    """Keep a damaged (`broken`) or incompatible (`previous`: another dimension or layout) local index beside it with
+    the newest of its kind (ASIDE): where it went (None when it was gone already); only a folder memsearch-lsp
+    created is moved, another is left with a StoreError."""
     if folder.exists() and not ours(folder):
         raise StoreError(
             f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
             f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
             "or set milvus.uri to another path"
         )
-    if folder.is_dir() and not folder.is_symlink():
-        with contextlib.suppress(OSError):
-            mark(folder)  # (an index built before the marker existed too: `reset` removes the copy)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    aside = folder.with_name(f"{folder.name}.broken-{stamp}")
-    for n in range(2, 100):
-        if not os.path.lexists(aside):
-            break
-        aside = folder.with_name(f"{folder.name}.broken-{stamp}-{n}")
     if not os.path.lexists(folder):
         log.warning("the index at %s is gone because %s; rebuilding it from the Markdown", folder, why)
         return None
+    if folder.is_dir() and not folder.is_symlink():
+        with contextlib.suppress(OSError):
+            mark(folder)  # (an index built before the marker existed too: `reset` removes the copy)
+    for older in sorted(p for p in _copies(folder, kind) if signed(p))[: 1 - ASIDE[kind] or None]:
+        with contextlib.suppress(StoreError):
+            _delete(older)
+    now = time.time_ns()  # (in the name: one of its own, and the copies sort by age)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now // 10**9)) + f".{now % 10**9:09d}"
+    aside = folder.with_name(f"{folder.name}.{kind}-{stamp}")
     os.rename(folder, aside)  # a rename moves a link itself, never what it points to
     log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown", folder, aside.name, why)
     return aside

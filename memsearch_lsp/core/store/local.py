@@ -152,7 +152,10 @@ class LocalStore(Store):
                 self.engine.rebuild(self.identity)
             except (Incompatible, Damaged) as exc:
                 self.engine.close()
-                self._move_aside(str(exc) if isinstance(exc, Incompatible) else f"it cannot be read ({exc})")
+                if isinstance(exc, Incompatible):
+                    self._move_aside(str(exc), "previous")
+                else:
+                    self._move_aside(f"it cannot be read ({exc})")
                 return
             except BaseException as exc:
                 self.engine.close()
@@ -164,11 +167,11 @@ class LocalStore(Store):
         self._unsaved, self._valid_save = 0, True
         self._close_engine()
 
-    def _move_aside(self, why: str) -> None:
+    def _move_aside(self, why: str, kind: str = "broken") -> None:
         assert self._held is not None
         let_go(self._held)
         self._held = None
-        aside = move_aside(self.folder, why)
+        aside = move_aside(self.folder, why, kind)
         self.moved_aside = (aside.name if aside else "", why)
         self._held, _ = claim(self.folder)
         self._start_empty()
