@@ -264,6 +264,17 @@ def test_an_index_that_cannot_be_read_is_a_problem_and_an_empty_one_is_not_index
     assert checks(workspace)["index"].detail.endswith("chunks in 13 files, not in use")
 
 
+def test_an_index_of_another_model_moved_aside_is_no_problem(workspace: Path, make_memory: Any) -> None:
+    """A model switch starts the index afresh (the copy before it kept as milvus.db.previous-*): said, not failed as
+    damage; the next command or the editor rebuilds it."""
+    memory = make_memory(workspace, FakeEmbedder(dim=32))
+    memory.index()
+    memory.close()
+    index = checks(workspace)["index"]  # (FakeEmbedder's own dimension: another model)
+    assert index.status == "ok" and "milvus.db.previous-" in index.detail and "32-d" in index.detail, index
+    assert "memsearch-lsp index" in index.detail, index
+
+
 def test_a_remote_index_that_does_not_answer_is_a_problem(tmp_path: Path) -> None:
     """milvus.uri (a user setting) is contacted as every command would, not reported as fine unseen."""
     init_workspace(tmp_path)
