@@ -116,8 +116,7 @@ def _score(units: Sequence[Unit], named: bool = False) -> None:
         dead = id(unit) in dead_ends  # a dead end's numbers are no facts of what is in place
         # a labelled line is kept whole, but not the narration an agent wrote on the lines after it
         said = cleaned[id(unit.item)][1][unit.start : unit.end]  # (before the trims took a lead-in away)
-        section = unit.item.lead or unit.item.topic.rsplit(" / ", 1)[-1]  # ("Action items": what its lines are)
-        unit.must = always_kept(label, unit.item.text, section) or labelled(said)
+        unit.must = always_kept(label, unit.item.text) or labelled(said)
         unit.must = unit.must and unit.start < line_ends[id(unit.item)]
         # ... but a captured turn's answer ("Outcome: Let me look at the CI config.", "Outcome: Here it is:") only
         # when it says more than narration or an announcement ("TODO: let me ask ..." stays: a TODO is what it says)

@@ -20,8 +20,7 @@ _KEEP_LABEL = re.compile(
     + "|".join(cues(kind) for kind in ("decision-label", "rule-label", "label")),  # ... and in other languages
     re.I,
 )
-_TODO = re.compile(r"^(?:\[ \]\s*)?(?:TODO|FIXME|XXX)\b")  # unlabelled open items
-_OPEN_BOX = re.compile(r"^\[ \]\s")  # a checklist's open item: kept always only when it says a fact
+_TODO = re.compile(r"^(?:\[ \]\s*)?(?:TODO|FIXME|XXX)\b|^\[ \]\s")  # unlabelled open items, a checklist's open box
 
 _NARRATION = re.compile(
     r"^(?:let me|let's(?! (?:go with|use|keep|stick|not|never|switch|move|stay|drop|pin|ship|always|only))|"
@@ -108,11 +107,10 @@ def label_kept(label: str) -> bool:
     return bool(label) and len(label) <= 40 and bool(_KEEP_LABEL.search(label))
 
 
-def always_kept(label: str, text: str, section: str = "") -> bool:
-    """A line every summary keeps: a kept label, a TODO, or an open checklist item that says a fact or sits in a
-    kept `section` ("Action items"); a box alone ("[ ] announce in #eng") is no label: it competes by its facts."""
-    box = bool(_OPEN_BOX.match(text)) and (label_kept(section) or classify(text).factual)
-    return label_kept(label) or bool(_TODO.match(text)) or box
+def always_kept(label: str, text: str) -> bool:
+    """A line every summary keeps: a kept label, a TODO or an open checklist item (what is still to do, whatever
+    its section is called)."""
+    return label_kept(label) or bool(_TODO.match(text))
 
 
 _WEIGHTS = {
