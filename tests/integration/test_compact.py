@@ -148,6 +148,18 @@ def test_an_empty_log_is_said_to_have_nothing_to_summarise_the_same_way_everywhe
     assert plan.describe().endswith("keep    memory/2026-02-06.md: nothing to gain (empty log: nothing to summarise)")
 
 
+def test_a_log_of_headings_that_say_facts_is_summarised(tmp_path: Path, make_memory) -> None:
+    """A review found a log made only of headings left as "nothing to summarise" although two headings were a
+    decision and a person's deadline (a 3 % summary before)."""
+    (tmp_path / "memory").mkdir()
+    heads = "".join(f"## Sync {n} with the team\n\n" for n in range(25))
+    facts = "## Decision: use Postgres 16 for billing\n\n## Carol (product) wants the export by 2027-01-15\n"
+    (tmp_path / "memory" / "2026-02-06.md").write_text(f"# 2026-02-06\n\n{heads}{facts}", encoding="utf-8")
+    plan = plan_compaction(make_memory(tmp_path), files=["memory/2026-02-06.md"], today=FEB18)
+    assert not plan.unchanged and len(plan.summaries) == 1, plan.describe()
+    assert "Postgres 16" in plan.summaries[0].content and "2027-01-15" in plan.summaries[0].content
+
+
 def test_group_by_month_and_day(workspace: Path, make_memory) -> None:
     month = plan_compaction(make_memory(workspace, compact={"group_by": "month"}), today=FEB25)
     assert [s.path for s in month.summaries] == ["memory/summary-2026-02.md"]

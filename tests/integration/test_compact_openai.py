@@ -182,7 +182,7 @@ def test_logs_a_summary_could_not_shrink_are_never_sent(tmp_path: Path, make_mem
     before a paid call (the audit's week 2026-W08 was sent every run, then thrown away)."""
     (tmp_path / "memory").mkdir()
     logs = {
-        "2026-02-16": "# 2026-02-16\n\n## Morning\n\n## Afternoon\n\n### Sync with team\n\n## Evening\n",
+        "2026-02-16": "# 2026-02-16\n\n## Morning\n\n## Afternoon\n\n### Notes\n\n## Evening\n",
         "2026-02-17": "",
         "2026-02-23": "# 2026-02-23\n\n- Redis 7.2 on staging\n",
     }

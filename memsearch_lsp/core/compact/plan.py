@@ -17,6 +17,7 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.chunks import log_date, log_order, normalize_newlines, outline
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
+from memsearch_lsp.core.compact.facts import classify
 from memsearch_lsp.core.compact.promote import promote
 from memsearch_lsp.core.compact.summarize import (
     KEEP_SHARE,
@@ -264,11 +265,12 @@ def _readable(
 
 
 def _only_headings(text: str) -> bool:
-    """A log with no text beyond its headings (and front matter): a summary of it has nothing to say."""
+    """A log with no text beyond its headings (and front matter), none of which says a fact ("## Decision: X" does)."""
     lines = normalize_newlines(text).split("\n")
     headings, _, body_start = outline(lines)
     rows = {row for h in headings for row in range(h.row, h.end_row + 1)}
-    return not any(line.strip() for n, line in enumerate(lines) if n >= body_start and n not in rows)
+    body = any(line.strip() for n, line in enumerate(lines) if n >= body_start and n not in rows)
+    return not body and not any(h.level > 1 and classify(h.title).factual for h in headings)  # (not its date)
 
 
 def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str]:
