@@ -74,7 +74,7 @@ class JsonEndpoint:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        # an HTTP status as a string -> that failure; "echo401", "echo500": that failure quoting the request's
+        # an HTTP status as a string -> that failure; "echo401", "echo500", "echo200": that answer quoting the request's
         # Authorization header (as some endpoints do); a float -> sleep first
         self.script: list[str | float] = []
         self.lock = threading.Lock()

@@ -52,6 +52,10 @@ class Endpoint:
     def where(self) -> str:
         return f"{self.role} endpoint {self.url or self.base_url}"
 
+    def hidden(self, text: str) -> str:
+        """`text` (what the endpoint answered) with the API key the client sent as ***."""
+        return hide_key(text, self._key)
+
     def client(self) -> Any:
         """The openai client, made on first use; the API key only from the environment variable named in
         the settings (a remote endpoint without one is called anyway, with a warning)."""
@@ -165,8 +169,13 @@ def message(exc: Exception, key: str = "") -> str:
     body = getattr(exc, "body", None)
     text = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", exc)
     text = _ERROR_PREFIX.sub("", " ".join(str(text).split()))
-    text = text.replace(key, "***") if len(key) >= HIDDEN_KEY_CHARS else text
+    text = hide_key(text, key)
     return text if len(text) <= 300 else text[:299] + "…"
+
+
+def hide_key(text: str, key: str) -> str:
+    """`text` with the API key `key` as *** (a placeholder shorter than HIDDEN_KEY_CHARS is left)."""
+    return text.replace(key, "***") if len(key) >= HIDDEN_KEY_CHARS else text
 
 
 def redirect_target(response: Any) -> str:

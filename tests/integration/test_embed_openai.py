@@ -505,6 +505,9 @@ def test_an_endpoint_that_quotes_the_api_key_back_never_has_it_shown(server: Emb
     outputs = [said, cli(workspace, "search", "Redis", "--json", env=env), cli(workspace, "-v", "index", env=env)]
     server.script = ["echo401"] * 20
     outputs.append(cli(workspace, "doctor", env=env))
+    server.script = ["echo200"] * 20  # (a 200 answer that is no embeddings list, quoted as it starts: review E, 4)
+    outputs.append(cli(workspace, "index", env=env))
+    assert "not an embeddings list" in outputs[4].stderr and "Bearer ***" in outputs[4].stderr, outputs[4].stderr
     assert "Bearer ***" in outputs[1].stdout + outputs[1].stderr and "Bearer ***" in outputs[3].stdout
     assert server.headers and all(h["authorization"] == f"Bearer {secret}" for h in server.headers)  # (it was sent)
     assert not [out.args[-3:] for out in outputs if secret in out.stdout + out.stderr]
