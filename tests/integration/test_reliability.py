@@ -23,7 +23,7 @@ from memsearch_lsp.core.process.door import open_memory
 from memsearch_lsp.core.process.owner import OwnerServer, RemoteMemory, find_owner, record_path
 from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.core.store import IndexBusy, StoreError
-from memsearch_lsp.core.store.folder import locked_by_other
+from memsearch_lsp.core.store.folder import locked_by_other, mark, move_aside
 from memsearch_lsp.core.store.local import LocalStore
 from memsearch_lsp.lsp import convert
 from tests.fakes import FakeEmbedder
@@ -183,6 +183,27 @@ def test_another_embedding_dimension_is_moved_aside_once_as_a_model_switch(
     )
     make_memory(workspace, FakeEmbedder(dim=32)).reset()
     assert aside(workspace) == []  # reset deletes it with the index
+
+
+def test_pruning_copies_moved_aside_deletes_only_the_oldest_stamped_copies_of_this_index(tmp_path: Path) -> None:
+    """A review found a model switch of `idx/db` deleting `idx/db.previous-b`, another workspace's live index (any
+    signed folder named like a copy was pruned), and a copy left by a failed reset taking a slot as the newest."""
+
+    def signed(path: Path) -> Path:
+        path.mkdir(parents=True)
+        mark(path)
+        return path
+
+    live, other = signed(tmp_path / "db"), signed(tmp_path / "db.previous-b")
+    old = [signed(tmp_path / f"db.broken-{n}") for n in ("20240101-120000", "20240101-120000-2", "20240102-090000")]
+    reset = signed(tmp_path / "db.broken-reset-123-456")
+    move_aside(live, "it was built for 64-d vectors and the model now gives 384-d", "previous")
+    assert other.exists()
+    for _ in range(2):
+        move_aside(signed(live), "it cannot be read")
+    kept = sorted(p.name for p in tmp_path.glob("db.broken-*"))
+    assert not old[0].exists() and not old[1].exists() and old[2].exists() and reset.exists(), kept
+    assert len(kept) == 4 and other.exists()  # the newest 3 stamped copies, and the reset's left for reset
 
 
 def test_damaged_copies_moved_aside_are_kept_newest_three(workspace: Path, make_memory) -> None:

@@ -8,6 +8,7 @@ import errno
 import glob
 import logging
 import os
+import re
 import shutil
 import stat
 import time
@@ -205,9 +206,11 @@ def remove_index(uri: str) -> None:
         _delete(aside)
 
 
-def _copies(folder: Path, *kinds: str) -> list[Path]:  # (of `kinds`, else of every kind)
+def _copies(folder: Path, *kinds: str) -> list[Path]:
+    """Copies of `folder` moved aside (of `kinds`, else all), by their stamp: never "milvus.db.previous-b"."""
     found = [folder.parent.glob(f"{glob.escape(folder.name)}.{kind}-*") for kind in kinds or ASIDE]
-    return [p for paths in found for p in paths] if folder.parent.is_dir() else []
+    stamped = re.compile(rf"{re.escape(folder.name)}\.\w+-(?:\d{{8}}-\d{{6}}(?:\.\d{{9}}|-\d+)?|reset-\d+-\d+)")
+    return [p for paths in found for p in paths if stamped.fullmatch(p.name)] if folder.parent.is_dir() else []
 
 
 def _delete(folder: Path, tries: int = 10) -> None:
@@ -249,7 +252,9 @@ def move_aside(folder: Path, why: str, kind: str = "broken") -> Path | None:
     if folder.is_dir() and not folder.is_symlink():
         with contextlib.suppress(OSError):
             mark(folder)  # (an index built before the marker existed too: `reset` removes the copy)
-    for older in sorted(p for p in _copies(folder, kind) if signed(p))[: 1 - ASIDE[kind] or None]:
+    for older in sorted(p for p in _copies(folder, kind) if signed(p) and "-reset-" not in p.name)[
+        : 1 - ASIDE[kind] or None
+    ]:
         with contextlib.suppress(StoreError):
             _delete(older)
     now = time.time_ns()  # (in the name: one of its own, and the copies sort by age)
