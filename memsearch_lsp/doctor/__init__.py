@@ -284,13 +284,8 @@ def check_index(ctx: Context) -> Check:
             data,
         )
     data.update(files=status["files"], chunks=status["chunks"])
-    if moved is not None:  # (opening it, as every command does, moved it aside: said, never "ok 0 chunks")
-        data["moved_to"] = str(db.with_name(moved[0])) if moved[0] else ""
-        where = f"was moved aside to {data['moved_to']}" if moved[0] else "is gone"
-        said = f"the index at {db} {where} because {moved[1]}; an empty one is in its place"
-        if moved[0].startswith(f"{db.name}.previous-"):  # a model switch, not damage: rebuilt as any command runs
-            return Check("index", "ok", f"{said}: the editor or `memsearch-lsp index` builds it", data=data)
-        return Check("index", "fail", said, "memsearch-lsp index (rebuilds it from the Markdown)", data)
+    if moved is not None:
+        return _moved_aside(db, moved, data)
     if damaged := _damaged(status, data):
         return damaged
     stale = " (a stale owner record will be cleaned up)" if data.get("stale_record") else ""
@@ -318,15 +313,26 @@ def _damaged(status: dict[str, Any], data: dict[str, Any]) -> Check | None:
     return Check("index", "fail", said, "memsearch-lsp index --force (embeds their text again)", data)
 
 
+def _moved_aside(db: Path, moved: tuple[str, str], data: dict[str, Any]) -> Check:
+    """Opening the local index at `db`, as every command does, moved it aside: said, never "ok 0 chunks"."""
+    data["moved_to"] = str(db.with_name(moved[0])) if moved[0] else ""
+    where = f"was moved aside to {data['moved_to']}" if moved[0] else "is gone"
+    said = f"the index at {db} {where} because {moved[1]}; an empty one is in its place"
+    if moved[0].startswith(f"{db.name}.previous-"):  # a model switch, not damage: rebuilt as any command runs
+        return Check("index", "ok", f"{said}: the editor or `memsearch-lsp index` builds it", data=data)
+    return Check("index", "fail", said, "memsearch-lsp index (rebuilds it from the Markdown)", data)
+
+
 def _remote_index(ctx: Context) -> Check:
-    """The index on a Milvus server (milvus.uri): contacted as every command would, and what it holds."""
+    """The index at milvus.uri (a Milvus server, or a local folder): opened as every command would, and what it
+    holds."""
     from memsearch_lsp.core.memory import Memory
 
     assert ctx.config is not None
     uri = hide_credentials(ctx.config.milvus.uri)  # (its password is never said)
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
-            status = memory.status()
+            status, moved, local, db = memory.status(), memory.store.moved_aside, memory.store.is_local, memory.uri
     except Exception as exc:
         return Check(
             "index",
@@ -336,9 +342,10 @@ def _remote_index(ctx: Context) -> Check:
             data={"uri": uri},
         )
     data = {"uri": uri, "files": status["files"], "chunks": status["chunks"]}
-    return Check(
-        "index", "ok", f"{status['chunks']} chunks in {status['files']} files on remote Milvus at {uri}", data=data
-    )
+    if moved is not None:
+        return _moved_aside(Path(db), moved, data)
+    where = f"in the local index at {uri}" if local else f"on remote Milvus at {uri}"
+    return Check("index", "ok", f"{status['chunks']} chunks in {status['files']} files {where}", data=data)
 
 
 MCP_REQUIREMENT = "mcp>=2.3,<3"  # the `mcp` extra of pyproject.toml

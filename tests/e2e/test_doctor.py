@@ -275,6 +275,24 @@ def test_an_index_of_another_model_moved_aside_is_no_problem(workspace: Path, ma
     assert "memsearch-lsp index" in index.detail, index
 
 
+def test_a_damaged_index_at_a_local_milvus_uri_is_a_problem_too(
+    workspace: Path, make_memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review found doctor saying "ok 0 chunks ... on remote Milvus at" a local folder named by milvus.uri after
+    moving it aside as damaged (only the default .memsearch/milvus.db was checked)."""
+    db = workspace.parent / "idx" / "mydb"
+    monkeypatch.setenv("MEMSEARCH_MILVUS_URI", str(db))
+    memory = make_memory(workspace)
+    memory.index()
+    memory.close()
+    assert checks(workspace)["index"].detail.endswith(f"chunks in 13 files in the local index at {db}")
+    for path in (db / "collections").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\xae\x00garbage" * 10)
+    index = checks(workspace)["index"]
+    assert index.status == "fail" and "mydb.broken-" in index.detail and "remote" not in index.detail, index
+
+
 def test_a_remote_index_that_does_not_answer_is_a_problem(tmp_path: Path) -> None:
     """milvus.uri (a user setting) is contacted as every command would, not reported as fine unseen."""
     init_workspace(tmp_path)
