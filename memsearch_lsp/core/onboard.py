@@ -47,7 +47,7 @@ class NoMemoryHere(Exception):
     """The folder has neither a memory folder nor a `.memsearch.toml`."""
 
     def __init__(self, root: Path, config: Config | None = None, searched: bool = False):
-        folders = " or ".join(f"{p}/" for p in (config or Config()).memory.paths)
+        folders = " or ".join(p if p.endswith((".md", "/")) else f"{p}/" for p in (config or Config()).memory.paths)
         where = f"{root} and its parent folders have" if searched else f"{root} has"
         super().__init__(f"{NO_MEMORY} ({where} no {folders or 'memory folder'} and no {CONFIG_FILE})")
         self.root = root
