@@ -37,9 +37,9 @@ MAX_ERROR_CHARS = 300
 #: The pygls releases this module was written and tested against (pyproject pins the same range). It overrides private
 #: parts of pygls, each named here with what it is for (no public hook does it: pygls 2.1 has none for answering a
 #: request whose params do not parse, nor for the error a handler's ValueError becomes, nor for a reply with a null id:
-#: its converter leaves a None id out); a release that moved one
-#: stops the server at start with PyglsDrift, naming pygls, its version and this range
-#: (tests/unit/test_pygls_contract.py checks them against the installed pygls).
+#: its converter leaves a None id out); a release that moved one, or whose stdio reader (`io_.run_async`: no hook reads
+#: a header otherwise) no longer reads a frame as TolerantHeaders hands it, stops the server at start with PyglsDrift,
+#: naming pygls, its version and this range (tests/unit/test_pygls_contract.py checks them against the installed pygls).
 PYGLS_SUPPORTED = ">=2.0,<2.2"
 PRIVATE = {
     (LanguageServerProtocol, "_send_response"): ("msg_id", "result", "error"),  # every error message one line
@@ -47,6 +47,7 @@ PRIVATE = {
     (LanguageServerProtocol, "_send_data"): ("data",),  # an error for a message without an id says `"id": null`
     (Workspace, "_create_text_document"): ("doc_uri", "source", "version", "language_id"),  # LSP's line model
 }
+READER = rb"^Content-Length: (\d+)\r\n$"  # the one header line pygls' stdio reader matches (TolerantHeaders hands it)
 PRIVATE_STATE = (
     "_request_futures",
     "_workspace",
@@ -62,15 +63,20 @@ def check_pygls() -> None:
     import inspect
     from importlib import metadata
 
+    from pygls import io_
+
+    reader = io_.run_async.__code__  # (its header pattern, a line for each header, `n` bytes for a body)
+    same = READER in reader.co_consts and {"readline", "readexactly"} <= set(reader.co_names)
+    moved = [] if same else ["io_.run_async"]
     for (cls, name), wanted in PRIVATE.items():
         method = getattr(cls, name, None)
         found = tuple(inspect.signature(method).parameters)[1:] if callable(method) else ()
-        if found != wanted:
-            raise PyglsDrift(
-                f"pygls {metadata.version('pygls')} is installed, but memsearch-lsp supports pygls{PYGLS_SUPPORTED}: "
-                f"{cls.__name__}.{name} is not as it was ({found or 'gone'}); install a supported version: "
-                f"pip install 'pygls{PYGLS_SUPPORTED}'"
-            )
+        moved += [f"{cls.__name__}.{name} ({found or 'gone'})"] if found != wanted else []
+    if moved:
+        raise PyglsDrift(
+            f"pygls {metadata.version('pygls')} is installed, but memsearch-lsp supports pygls{PYGLS_SUPPORTED}: "
+            f"{moved[0]} is not as it was; install a supported version: pip install 'pygls{PYGLS_SUPPORTED}'"
+        )
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -138,25 +144,45 @@ def _msg_id(data: Any) -> Any:
 
 _NOT_REQUESTS = {"dict": 'an object without "jsonrpc": "2.0"', "list": "an array (LSP has no batches)"}
 
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([0-9]+)[ \t]*", re.IGNORECASE)
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*0*([1-9][0-9]*)[ \t]*$", re.IGNORECASE)
+_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:")
 
 
 class TolerantHeaders:
     """stdin as pygls' reader takes it (`readline` for each header line, `read` for a body), each header line as that
     reader matches it (only `Content-Length: N\\r\\n` byte for byte): a header named in another case, without the
     space, or ended by LF alone made it skip the body, then read it as a header glued to the next: no reply ever
-    again. Passed to pygls' public `start_io(stdin)`."""
+    again. A wrong length did the same (the rest of a body glued to the next header, `}Content-Length: 52`): the
+    header is found at the end of any line, and what came before it (a block without a valid length, what is left of a
+    body) is skipped, said once when the next message is read. Passed to pygls' public `start_io(stdin)`."""
 
     def __init__(self, stream: BinaryIO):
         self.stream = stream
+        self.length = False  # the header block being read has a valid Content-Length
+        self.block = 0  # the bytes of its other header lines (skipped if it ends without one)
+        self.skipped = 0  # the bytes that were no message since the last one read
 
     def readline(self) -> bytes:
         line = self.stream.readline()
         if not line.endswith(b"\n"):  # the end of the stream
             return line
-        line = line.rstrip(b"\r\n")
-        found = _CONTENT_LENGTH.fullmatch(line)
-        return b"Content-Length: %d\r\n" % int(found.group(1)) if found else line + b"\r\n"
+        text = line.rstrip(b"\r\n")
+        if found := _CONTENT_LENGTH.search(text):
+            self.skipped, self.length = self.skipped + found.start(), True
+            return b"Content-Length: %d\r\n" % int(found.group(1))
+        if text.strip():
+            if self.length or _HEADER.match(text):
+                self.block += len(line)
+            else:
+                self.skipped += len(line)
+            return text + b"\r\n"
+        if not self.length:  # (pygls reads no body: what comes up to the next header is skipped)
+            self.skipped, self.block = self.skipped + self.block, 0
+            return b"\r\n"
+        if self.skipped:
+            log.warning("skipped %d byte(s) that were no LSP message (a wrong Content-Length?)", self.skipped)
+        self.length, self.block, self.skipped = False, 0, 0
+        return b"\r\n"
 
     def read(self, n: int) -> bytes:
         return self.stream.read(n)

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -313,6 +314,43 @@ async def test_headers_in_another_case_spacing_or_line_end_are_read(shared: Raw)
     assert "result" in await shared.request("workspace/symbol", {"query": "x"})
 
 
+async def test_a_frame_with_a_wrong_content_length_costs_that_frame_only(shared: Raw) -> None:
+    """A Content-Length one byte short (a client counting characters: one `é`) or no number at all left the rest of
+    the body glued to the next header line, which was never read as one: no request was ever answered again."""
+    assert shared.proc.stdin is not None
+    symbol = {"jsonrpc": "2.0", "id": 60, "method": "workspace/symbol", "params": {"query": "café"}}
+    body = json.dumps(symbol, ensure_ascii=False).encode()
+    shared.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % (len(body) - 1) + body)
+    assert_error(await shared.reply(None), None, -32700)
+    assert "result" in await shared.request("workspace/symbol", {"query": "x"})
+    shared.proc.stdin.write(b"Content-Length: abc\r\n\r\n{}")
+    assert "result" in await shared.request("workspace/symbol", {"query": "x"})
+    assert "result" in await shared.request("workspace/symbol", {"query": "x"})
+
+
+async def test_two_hundred_malformed_frames_then_a_request_is_answered(tmp_path: Path) -> None:
+    """Issue 8: 200 random or malformed messages (a length too short, too long, no number or none; bytes that are no
+    JSON), then valid requests: all but one the last frame's excess length swallowed are answered."""
+    server = await Raw.start(tmp_path)
+    try:
+        await server.initialize(None)
+        assert server.proc.stdin is not None
+        rng = random.Random(8)
+        symbol = {"jsonrpc": "2.0", "id": 0, "method": "workspace/symbol", "params": {"query": "café"}}
+        request = json.dumps(symbol, ensure_ascii=False).encode()
+        for _ in range(200):
+            body = rng.choice([request, rng.randbytes(rng.randint(1, 60)), b"{}", b"[" * 3000])
+            length = len(body) + rng.choice([-3, -1, 0, 1, 4])
+            header = rng.choice([b"Content-Length: %d" % length, b"content-length:%d" % length, b"Content-Length: abc"])
+            server.proc.stdin.write(rng.choice([header + b"\r\n\r\n", b"", b"\r\n"]) + body)
+        for n in (61, 62, 63):
+            server.send({"id": n, "method": "workspace/symbol", "params": {"query": "x"}})
+        assert "result" in await server.reply(63)
+        assert "result" in await server.request("workspace/symbol", {"query": "x"})
+    finally:
+        await server.stop()
+
+
 async def test_what_is_no_jsonrpc_request_is_answered_and_never_shown(shared: Raw) -> None:
     """JSON-RPC 2.0: a body that is not JSON gets ParseError (-32700), anything that is no request InvalidRequest
     (-32600), with its id when it has one; neither pops up a server error before the user."""
@@ -379,11 +417,15 @@ async def test_what_the_client_got_wrong_is_logged_on_one_line(tmp_path: Path) -
             server.send({"method": "textDocument/didOpen", "params": {"textDocument": 3}})
             server.write(b"{bad}")
             assert_error(await server.reply(None), None, -32700)
+            assert server.proc.stdin is not None
+            server.proc.stdin.write(b"Content-Length: 1\r\n\r\n{}")  # (one byte short: `}` before the next header)
+            assert_error(await server.reply(None), None, -32700)
             assert "result" in await server.request("workspace/symbol", {"query": "x"})
         finally:
             await server.stop()
     log = err.read_text()
     assert "Traceback" not in log and "ERROR" not in log, log
+    assert len([line for line in log.splitlines() if "no LSP message" in line]) == 1, log
     told = [n["params"]["message"] for n in server.notifications if n["method"] == "window/logMessage"]
     assert not [m for m in told if "no/such" in m or "memsearch.nope" in m], told
     assert len([m for m in told if "+1 added" in m]) == 1, told

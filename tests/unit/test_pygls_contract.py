@@ -43,3 +43,18 @@ def test_pygls_logs_an_unreadable_message_as_the_filter_expects() -> None:
     source = inspect.getsource(json_rpc.JsonRPCProtocol)
     assert f'logger.error("{unread}%s", traceback.format_exc())' in source
     assert f"logger.exception('{protocol.PYGLS_ANSWERED}', msg_id)" in source
+
+
+def test_a_stdio_reader_that_reads_headers_otherwise_stops_with_one_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lsp/protocol.py's TolerantHeaders hands pygls' stdio reader each header line in the one form its pattern
+    matches, a blank line to end the block, and a body by `read(n)`; a reader that reads otherwise (a wrong length
+    would leave it deaf again, or every header unread) stops the server at start."""
+    from pygls import io_
+
+    async def other_reader(stop_event: object, reader: object, protocol: object) -> None:
+        return None
+
+    monkeypatch.setattr(io_, "run_async", other_reader)
+    with pytest.raises(protocol.PyglsDrift, match=r"io_\.run_async is not as it was") as info:
+        protocol.check_pygls()
+    assert protocol.PYGLS_SUPPORTED in str(info.value) and "\n" not in str(info.value)
