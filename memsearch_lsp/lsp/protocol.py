@@ -336,7 +336,8 @@ class ReportingServer(LanguageServer):
             return
         if source is JsonRpcException and isinstance(error, UNREADABLE):  # the body is no JSON (pygls' reader)
             assert isinstance(self.protocol, MemsearchProtocol)
-            self.protocol.refuse(None, JsonRpcParseError(f"the message is not JSON: {error}"))
+            why = "nested too deeply to read" if isinstance(error, RecursionError) else f"not JSON: {error}"
+            self.protocol.refuse(None, JsonRpcParseError(f"the message is {why}"))
         elif source is FeatureNotificationError:  # read, then its handler failed (said on one line, as pygls has it)
             log.warning("handling a notification failed: %s", error)
         elif isinstance(error, JsonRpcException):
@@ -345,7 +346,8 @@ class ReportingServer(LanguageServer):
             self.report(f"{type(error).__name__}: {error}", error)
 
 
-UNREADABLE = (json.JSONDecodeError, UnicodeDecodeError)  # what json.loads raises for a body that is not JSON
+#: what json.loads raises for a body that is not JSON, or nested deeper than Python's reader goes
+UNREADABLE = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
 #: pygls' log lines with a traceback for what the client got wrong (pygls 2.1's wording, checked against its source by
 #: tests/unit/test_pygls_contract.py: a release that rewords one brings its traceback back, nothing worse): a message it
 #: could not read (this module answers or logs it on one line), a request answered with a JSON-RPC error

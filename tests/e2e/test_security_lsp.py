@@ -366,6 +366,7 @@ async def test_what_is_no_jsonrpc_request_is_answered_and_never_shown(shared: Ra
         (b"null", -32600),
         (b"{bad}", -32700),
         (b"\xff\xfe{", -32700),
+        (b'{"jsonrpc": "2.0", "id": 52, "params": {"query": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", -32700),
     ]:
         shared.write(body)
         reply = await shared.reply(None)
@@ -416,6 +417,8 @@ async def test_what_the_client_got_wrong_is_logged_on_one_line(tmp_path: Path) -
             assert_error(await server.reply(72), 72, -32602)
             server.send({"method": "textDocument/didOpen", "params": {"textDocument": 3}})
             server.write(b"{bad}")
+            assert_error(await server.reply(None), None, -32700)
+            server.write(b"[" * 100_000 + b"]" * 100_000)  # (deeper than Python's JSON reader goes)
             assert_error(await server.reply(None), None, -32700)
             assert server.proc.stdin is not None
             server.proc.stdin.write(b"Content-Length: 1\r\n\r\n{}")  # (one byte short: `}` before the next header)
