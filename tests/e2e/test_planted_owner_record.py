@@ -70,6 +70,26 @@ def test_a_planted_record_naming_pid_1_stops_no_command_and_is_removed_saying_so
     assert said.count(SAID) == 1 and "server.json" in said, said
 
 
+@pytest.mark.parametrize("pid", [None, 1, 2**22 + 12345], ids=["not-json", "pid-1", "dead-pid"])
+def test_a_record_open_to_others_in_a_folder_of_ours_is_removed_saying_so_once(
+    workspace: Path, pid: int | None
+) -> None:
+    """A record written by `echo >` or git (mode 0644) in the private `.memsearch/` of ours was refused by every
+    command, naming it again each time, and never removed: no owner writes one (an owner's is private)."""
+    assert cli(workspace, "index").returncode == 0
+    record = workspace / ".memsearch" / "server.json"
+    sock = socket_path_for(workspace.resolve())
+    record.write_text("{garbage\n" if pid is None else json.dumps({"pid": pid, "socket": str(sock)}))
+    record.chmod(0o644)
+    said = ""
+    for _ in range(3):
+        result = cli(workspace, "search", "Redis cache config", timeout=120)
+        assert result.returncode == 0 and "Redis" in result.stdout, result.stderr
+        said += result.stderr
+    assert not record.exists()
+    assert "refusing" not in said and said.count(SAID) == 1 and "server.json" in said, said
+
+
 def test_doctor_calls_a_planted_record_stale_never_pid_1_an_owner_to_stop(workspace: Path) -> None:
     assert cli(workspace, "index").returncode == 0
     plant(workspace, 1)

@@ -95,18 +95,28 @@ def pid_alive(pid: int) -> bool:
 
 
 def read_record(root: Path) -> dict[str, Any] | None:
-    """The owner record of `root`, when there is one this user may trust (UntrustedOwner for one it may not)."""
+    """The owner record of `root`, when there is one this user may trust (UntrustedOwner for one it may not); one of
+    this user's in its private folder that no owner wrote (no JSON naming a socket, or open to others) is removed."""
     path = record_path(root)
     if not os.path.lexists(path):
         return None
     _private(path.parent, stat.S_ISDIR)
-    _private(path, stat.S_ISREG)
     try:
+        _private(path, stat.S_ISREG)
         with folder_fd(path.parent) as fd:
             data = json.loads(read_file(fd, RECORD, 1 << 16))
-    except (OSError, ValueError):
+    except (UntrustedOwner, ValueError) as exc:  # (another user's, or a folder, is refused: never removed)
+        info = path.lstat()
+        if isinstance(exc, UntrustedOwner) and (info.st_uid != os.geteuid() or stat.S_ISDIR(info.st_mode)):
+            raise
+        data = None
+    except OSError:
         return None
-    return data if isinstance(data, dict) and "socket" in data else None
+    if isinstance(data, dict) and "socket" in data:
+        return data
+    log.warning("removing the index owner record %s: no index owner wrote it", path)
+    _remove_stale(root)
+    return None
 
 
 def _remove_stale(root: Path, owner: bool = False) -> None:
