@@ -10,6 +10,9 @@ from concurrent.futures import Future
 from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
 
+from cattrs import transform_error
+from cattrs.errors import ClassValidationError
+from cattrs.v import format_exception
 from lsprotocol import types
 from pygls.exceptions import (
     FeatureNotificationError,
@@ -25,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
+from memsearch_lsp.config.model import _camel
 from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.store.folder import StoreError
 from memsearch_lsp.lsp.convert import normalize_uri
@@ -142,6 +146,19 @@ def _msg_id(data: Any) -> Any:
     return msg_id if isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool) else None
 
 
+def _invalid(exc: BaseException) -> str:
+    """What is wrong in a request's params, each field named as LSP spells it (`params.position: Position.line should
+    be in range [0:2147483647], but was -1.`); not `ClassValidationError: While structuring HoverRequest`."""
+    if not isinstance(exc, ClassValidationError):
+        return f"{type(exc).__name__}: {exc}"
+    found = transform_error(
+        exc, path="$", format_exception=lambda e, t: str(e) if type(e) is ValueError else format_exception(e, t)
+    )
+    return "; ".join(
+        f"{_camel(path.removeprefix('$.'))}: {what}" for what, _, path in (f.rpartition(" @ ") for f in found)
+    )
+
+
 _NOT_REQUESTS = {"dict": 'an object without "jsonrpc": "2.0"', "list": "an array (LSP has no batches)"}
 
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*0*([1-9][0-9]*)[ \t]*$", re.IGNORECASE)
@@ -238,6 +255,13 @@ class MemsearchProtocol(LanguageServerProtocol):
                 return _Refused(_msg_id(data), JsonRpcInvalidParams(reason))
         if data.get("id") is not None and _msg_id(data) is None:  # an object, an array, true: no id (JSON-RPC)
             return _Refused(None, JsonRpcInvalidRequest("a request id must be a number or a string"))
+        if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
+            return _Refused(_msg_id(data), JsonRpcInvalidRequest("a method must be a string"))
+        arguments = params.get("arguments") if isinstance(params, dict) else None  # (a string: each letter one)
+        if data.get("method") == types.WORKSPACE_EXECUTE_COMMAND and not isinstance(arguments, (list, type(None))):
+            reason = "invalid params for workspace/executeCommand: arguments must be a list"
+            if _msg_id(data) is not None:
+                return _Refused(_msg_id(data), JsonRpcInvalidParams(reason))
         if "jsonrpc" in data and "id" in data and not {"method", "result", "error"} & data.keys():
             if data["id"] in self._request_futures:  # the client's reply to the server's request, its null result left
                 data = {**data, "result": None}  # out (`{"jsonrpc", "id"}` after client/registerCapability)
@@ -247,8 +271,7 @@ class MemsearchProtocol(LanguageServerProtocol):
             return super().structure_message(data)
         except Exception as exc:
             if "jsonrpc" in data and "method" in data and _msg_id(data) is not None:
-                cause = exc.__cause__ or exc
-                reason = f"invalid params for {data['method']}: {type(cause).__name__}: {cause}"
+                reason = f"invalid params for {data['method']}: {_invalid(exc.__cause__ or exc)}"
                 return _Refused(data["id"], JsonRpcInvalidParams(reason))
             raise
 

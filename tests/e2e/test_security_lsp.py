@@ -296,6 +296,26 @@ async def test_malformed_requests_get_invalid_params_with_their_ids(shared: Raw,
         assert ok["result"][0]["name"] == "Redis Caching"
 
 
+async def test_a_wrong_argument_or_field_is_named_at_once(shared: Raw, tmp_path: Path) -> None:
+    """Misleading answers: arguments sent as a string were counted as its letters, a root that is no path was "no
+    memory here in 7", a planId of another shape was looked for (seconds) then "the memory changed since", a line
+    below 0 named the class that could not be built, not the field."""
+    async with started(shared, tmp_path) as (server, ws):
+        uri = from_fs_path(str(ws / "memory" / "MEMORY.md"))
+        for method, params, said in [
+            ("workspace/executeCommand", {"command": "memsearch.search", "arguments": "redis"}, "must be a list"),
+            ("workspace/executeCommand", {"command": "memsearch.status", "arguments": {}}, "must be a list"),
+            ("workspace/executeCommand", {"command": "memsearch.compact", "arguments": [{"root": 7}]}, "root must be"),
+            ("workspace/executeCommand", {"command": "memsearch.compact", "arguments": [{"planId": "zz"}]}, "plan_id"),
+            ("textDocument/hover", hover(uri, -1, 0), "params.position: Position.line"),
+            ("textDocument/definition", hover(uri, 0, -3), "params.position: Position.character"),
+            ("textDocument/hover", {"textDocument": {"uri": uri}}, "params.position: required field missing"),
+        ]:
+            reply = await server.request(method, params)
+            assert_error(reply, server._next, -32602)
+            assert said in reply["error"]["message"], (params, reply)
+
+
 async def test_headers_in_another_case_spacing_or_line_end_are_read(shared: Raw) -> None:
     """pygls' reader takes only `Content-Length: N\\r\\n` byte for byte: any other spelling skipped the body, then
     read it as a header glued to the next one, and the server never answered again."""
@@ -371,6 +391,8 @@ async def test_what_is_no_jsonrpc_request_is_answered_and_never_shown(shared: Ra
         shared.write(body)
         reply = await shared.reply(None)
         assert "id" in reply and reply["error"]["code"] == code, (body, reply)
+    shared.write(b'{"jsonrpc": "2.0", "id": 53, "method": 5}')  # (its method no string: no request)
+    assert_error(await shared.reply(53), 53, -32600)
     assert "result" in await shared.request("workspace/symbol", {"query": "x"})
     assert len([n for n in shared.notifications if n["method"] == "window/showMessage"]) == popups
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -213,7 +214,9 @@ def memory_file(root: Root) -> str:
 
 
 def _root_named(ls: MemsearchServer, name: Any) -> Root:
-    root = ls.root_holding(name) if isinstance(name, str) and name else None
+    if not isinstance(name, str):  # (a number: never "no memory here in 7")
+        raise CompactCommandError("memsearch.compact: root must be a path or a file: URI")
+    root = ls.root_holding(name) if name else None
     if root is None:  # (an open folder with no memory too: it is no root)
         raise CompactCommandError(f"{NO_MEMORY} in {name!r}")
     return root
@@ -271,13 +274,15 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         raise CompactCommandError(f"memsearch.compact: dryRun must be true or false, got {options['dryRun']!r:.40}")
     days = older_than_days(options.get("olderThanDays"))
     root, files = _files(ls, options.get("files"))
-    if options.get("root"):
+    if options.get("root") not in (None, ""):
         root = _root_named(ls, options["root"])
     if root is None:
         if not ls.roots:
             raise CompactCommandError(f"{NO_MEMORY} in a workspace folder")
         root = next(iter(ls.roots.values()))
     reviewed = options.get("planId")
+    if reviewed is not None and not re.fullmatch(r"(?:[0-9a-f]{16})?", str(reviewed)):  # (never searched for)
+        raise CompactCommandError(f"memsearch.compact: planId must be a dry run's plan_id, got {reviewed!r:.40}")
     plan = REVIEWED.pop((root.path, reviewed), None) if reviewed else None  # the very plan shown (no new LLM call)
     try:
         plan = plan or await make_plan(ls, root, days, files, say_failure=False)
