@@ -494,7 +494,7 @@ def test_an_answer_cut_off_mid_body_is_said_as_such(settings: Callable[..., Embe
 def test_an_endpoint_that_quotes_the_api_key_back_never_has_it_shown(server: EmbeddingServer, workspace: Path) -> None:
     """Some endpoints quote the Authorization header in their errors ("Incorrect API key provided: Bearer sk-..."):
     index, search (its warning, twice in --json) and doctor printed the key whole. What memsearch sent is hidden."""
-    secret = "sk-test-quoted-back-0123456789"
+    secret = "sk-proj-" + "AbCdEfGh12345678" * 10  # (as long as real keys: one that runs past where a quote is cut)
     settings = {"provider": "openai", "base_url": server.url, "model": "fake-a", "max_retries": "0"}
     env = {f"MEMSEARCH_EMBEDDING_{k.upper()}": v for k, v in settings.items()}
     env |= {"MEMSEARCH_EMBEDDING_API_KEY_ENV": "QUOTED_TEST_KEY", "QUOTED_TEST_KEY": secret}

@@ -164,7 +164,7 @@ class OpenAIEmbedder:
             data = sorted(answer["data"], key=lambda d: int(d["index"]))
             raw = [d["embedding"] for d in data]
         except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError and UnicodeDecodeError too
-            start = _short(self.api.hidden(body[:200].decode("utf-8", "replace"))[:120])
+            start = _short(self.api.hidden(body.decode("utf-8", "replace")))
             raise EmbeddingError(
                 f"{where} sent an answer that is not an embeddings list "
                 f"({type(exc).__name__}: {_short(str(exc))}): {start}"
