@@ -161,7 +161,7 @@ def _invalid(exc: BaseException) -> str:
 
 _NOT_REQUESTS = {"dict": 'an object without "jsonrpc": "2.0"', "list": "an array (LSP has no batches)"}
 
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*0*([1-9][0-9]*)[ \t]*$", re.IGNORECASE)
+_CONTENT_LENGTH = re.compile(rb"(?<![A-Za-z0-9-])content-length[ \t]*:[ \t]*0*([1-9][0-9]*)[ \t]*$", re.IGNORECASE)
 _HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:")
 
 

@@ -346,6 +346,10 @@ async def test_a_frame_with_a_wrong_content_length_costs_that_frame_only(shared:
     shared.proc.stdin.write(b"Content-Length: abc\r\n\r\n{}")
     assert "result" in await shared.request("workspace/symbol", {"query": "x"})
     assert "result" in await shared.request("workspace/symbol", {"query": "x"})
+    # (a header whose name only ends in Content-Length is another header: review F, 3)
+    body = json.dumps({"jsonrpc": "2.0", "id": 64, "method": "workspace/symbol", "params": {"query": "x"}}).encode()
+    shared.proc.stdin.write(b"X-Original-Content-Length: 10\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    assert "result" in await shared.reply(64)
 
 
 async def test_two_hundred_malformed_frames_then_a_request_is_answered(tmp_path: Path) -> None:
