@@ -13,7 +13,7 @@ from typing import Any
 
 from memsearch_lsp.config import CONFIG_FILE, SECTIONS, USER_ONLY_KEYS, Config, load_config
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.files import PathError, inside
+from memsearch_lsp.core.files import SUFFIXES, PathError, inside
 
 log = logging.getLogger(__name__)
 INDEX_GITIGNORE = ".memsearch/"
@@ -47,7 +47,8 @@ class NoMemoryHere(Exception):
     """The folder has neither a memory folder nor a `.memsearch.toml`."""
 
     def __init__(self, root: Path, config: Config | None = None, searched: bool = False):
-        folders = " or ".join(p if p.endswith((".md", "/")) else f"{p}/" for p in (config or Config()).memory.paths)
+        paths = (config or Config()).memory.paths
+        folders = " or ".join(p if p.lower().endswith((*SUFFIXES, "/")) else f"{p}/" for p in paths)
         where = f"{root} and its parent folders have" if searched else f"{root} has"
         super().__init__(f"{NO_MEMORY} ({where} no {folders or 'memory folder'} and no {CONFIG_FILE})")
         self.root = root

@@ -148,9 +148,9 @@ def test_no_memory_here_names_the_configured_memory_folders(tmp_path: Path) -> N
     (tmp_path / "memory").mkdir()
     said = run_cli("search", "redis", cwd=tmp_path).stderr
     assert "no memory here" in said and "no notes/ and no .memsearch.toml" in said and "memory/" not in said, said
-    user.write_text('[memory]\npaths = ["notes/", "TODO.md"]\n')  # (a folder written with its slash, and a file)
+    user.write_text('[memory]\npaths = ["notes/", "TODO.md", "J.markdown", "N.MD"]\n')  # (folder with its slash, files)
     said = run_cli("search", "redis", cwd=tmp_path).stderr
-    assert "no notes/ or TODO.md and no .memsearch.toml" in said, said
+    assert "no notes/ or TODO.md or J.markdown or N.MD and no .memsearch.toml" in said, said
 
 
 def test_memory_workspace_markers(tmp_path: Path) -> None:
