@@ -40,14 +40,16 @@ LOCAL_PROVIDERS = ("bundled", "onnx")
 WORKSPACE_PATH_KEYS = frozenset({"compact.prompt_file", "embedding.model"})
 
 
-def _camel(name: str) -> str:
-    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
+def editor_key(key: str) -> str:
+    """A setting's name as editors spell it, snake_case -> camelCase ('embedding.batch_size' -> 'embedding.batchSize');
+    a camelCase name stays as it is."""
+    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key)
 
 
-_KEYS = frozenset(_camel(k) for k in USER_ONLY_KEYS)
-_VALUES = frozenset((_camel(k), v) for k, v in USER_ONLY_VALUES)
-_PATHS = frozenset(_camel(k) for k in WORKSPACE_PATH_KEYS)
-PROVIDER_BOUND = frozenset(_camel(k) for k in PROVIDER_BOUND_KEYS)
+_KEYS = frozenset(editor_key(k) for k in USER_ONLY_KEYS)
+_VALUES = frozenset((editor_key(k), v) for k, v in USER_ONLY_VALUES)
+_PATHS = frozenset(editor_key(k) for k in WORKSPACE_PATH_KEYS)
+PROVIDER_BOUND = frozenset(editor_key(k) for k in PROVIDER_BOUND_KEYS)
 
 
 def untrusted(key: str, value: Any, root: Path) -> bool:

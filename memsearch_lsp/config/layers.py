@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memsearch_lsp.config.model import SECTIONS, Config, _camel, _names
+from memsearch_lsp.config.model import SECTIONS, Config, _names, editor_key
 from memsearch_lsp.config.sections import CONFIG_FILE, ENV_NOT_SETTINGS, ENV_PREFIX, USER_CONFIG, ConfigError, tomllib
 from memsearch_lsp.trust import LOCAL_PROVIDERS, PROVIDER_BOUND, untrusted
 
@@ -60,9 +60,9 @@ def _flat(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _ignored(flat: Sequence[tuple[str, Any]], root: Path) -> tuple[str, ...]:
-    ignored = {key for key, value in flat if untrusted(_camel(key), value, root)}
-    if any(_camel(key) == "embedding.model" for key in ignored):  # (a provider without the model it was set with
-        ignored |= {key for key, _ in flat if _camel(key) == "embedding.provider"}  # would load another, or none)
+    ignored = {key for key, value in flat if untrusted(editor_key(key), value, root)}
+    if any(editor_key(key) == "embedding.model" for key in ignored):  # (a provider without the model it was set with
+        ignored |= {key for key, _ in flat if editor_key(key) == "embedding.provider"}  # would load another, or none)
     return tuple(sorted(ignored))
 
 
@@ -128,14 +128,14 @@ def merge_layer(config: Config, data: Mapping[str, Any], origin: str, errors: li
     errors.extend(bad.values())
     rest = [(key, value) for key, value in flat if key not in bad]
     for n in range(len(TIED) + 1):
-        tied = {_camel(key) for group in TIED[:n] for key in group}
+        tied = {editor_key(key) for group in TIED[:n] for key in group}
         try:
-            merged = config.merged({key: value for key, value in rest if _camel(key) not in tied}, origin)
+            merged = config.merged({key: value for key, value in rest if editor_key(key) not in tied}, origin)
         except ConfigError as exc:
             said = str(exc)
             continue
         if n:
-            errors.append(f"{said} (left out: {', '.join(key for key, _ in rest if _camel(key) in tied)})")
+            errors.append(f"{said} (left out: {', '.join(key for key, _ in rest if editor_key(key) in tied)})")
         return merged
     return config
 
@@ -164,7 +164,7 @@ def load_config(
         (origin, overrides or {}),
     ]
     config = _apply(layers, errors)
-    bound = tuple(sorted(key for key in layers[1][1] if _camel(key) in PROVIDER_BOUND))
+    bound = tuple(sorted(key for key in layers[1][1] if editor_key(key) in PROVIDER_BOUND))
     if bound and config.embedding.provider not in LOCAL_PROVIDERS:
         _warn_once(
             path, bound, f"ignoring %s: provider {config.embedding.provider!r} is the user's (%s), and so is its model"

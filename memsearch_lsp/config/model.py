@@ -28,6 +28,7 @@ from memsearch_lsp.config.sections import (
     WarmConfig,
     WatchConfig,
 )
+from memsearch_lsp.trust import editor_key
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Config:
         written: dict[tuple[str, str], str] = {}  # (section, camelCase key) -> the key as the user wrote it
         for section, values in _nest(overrides, origin, written).items():
             for key, value in values.items():
-                data[section][_camel(key)] = value
+                data[section][editor_key(key)] = value
         try:
             config = CONVERTER.structure(data, Config)
         except ClassValidationError as exc:
@@ -98,23 +99,13 @@ _RANGES = {
 _ALIASES = {"lsp": ""}  # lsp.show_notifications is "showNotifications" at the top level of editors
 
 
-def _camel(name: str) -> str:
-    """snake_case -> camelCase ('vector_weight' -> 'vectorWeight'); a camelCase name stays as it is."""
-    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
-
-
-def editor_key(key: str) -> str:
-    """A setting's dotted name as editors spell it: 'embedding.batch_size' -> 'embedding.batchSize'."""
-    return _camel(key)
-
-
 def settings_keys() -> list[str]:
     """Every setting as an editor names it (camelCase, dotted), e.g. `search.vectorWeight`."""
     keys = []
     for section, cls in SECTIONS.items():
         prefix = _ALIASES.get(section, section)
         for f in fields(cls):
-            keys.append(f"{prefix}.{_camel(f.name)}" if prefix else _camel(f.name))
+            keys.append(f"{prefix}.{editor_key(f.name)}" if prefix else editor_key(f.name))
     return keys
 
 
@@ -126,7 +117,7 @@ def _nest(
     `written` collects each key as the user wrote it, for messages."""
     out: dict[str, dict[str, Any]] = {}
     seen = {} if written is None else written
-    lsp_keys = {_camel(f.name) for f in fields(LspConfig)}
+    lsp_keys = {editor_key(f.name) for f in fields(LspConfig)}
     for key, value in data.items():
         key = str(key)
         section, dot, name = key.partition(".")
@@ -137,13 +128,13 @@ def _nest(
                 raise ConfigError(f"{origin}: {key}: expected a table of settings, got {value!r}")
             for inner, item in value.items():
                 out.setdefault(section, {})[str(inner)] = item
-                seen[(section, _camel(str(inner)))] = f"{section}.{inner}"
+                seen[(section, editor_key(str(inner)))] = f"{section}.{inner}"
         elif section in SECTIONS:
             out.setdefault(section, {})[name] = value
-            seen[(section, _camel(name))] = key
-        elif _camel(key) in lsp_keys:
+            seen[(section, editor_key(name))] = key
+        elif editor_key(key) in lsp_keys:
             out.setdefault("lsp", {})[key] = value
-            seen[("lsp", _camel(key))] = key
+            seen[("lsp", editor_key(key))] = key
         else:
             raise ConfigError(f"{origin}: unknown setting '{key}'")
     return out
@@ -253,14 +244,14 @@ def _structure_section(cls: type[Any], converter: Converter) -> Callable[[Any, A
     """A section from camelCase keys (as jedi-language-server's initialization options), every value checked."""
     section, types = _SECTION_OF[cls], get_type_hints(cls)
     renamed: dict[str, Any] = {
-        f.name: override(rename=_camel(f.name), struct_hook=_checked(converter, section, f.name, types[f.name]))
+        f.name: override(rename=editor_key(f.name), struct_hook=_checked(converter, section, f.name, types[f.name]))
         for f in fields(cls)
     }
     return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **renamed)
 
 
 def _unstructure_section(cls: type[Any], converter: Converter) -> Callable[[Any], dict[str, Any]]:
-    renamed: dict[str, Any] = {f.name: override(rename=_camel(f.name)) for f in fields(cls)}
+    renamed: dict[str, Any] = {f.name: override(rename=editor_key(f.name)) for f in fields(cls)}
     return make_dict_unstructure_fn(cls, converter, **renamed)
 
 
@@ -285,7 +276,7 @@ def _messages(exc: ClassValidationError, origin: str, written: Mapping[tuple[str
                 for key in sorted(text.removeprefix(_EXTRA).split(","))
             ]
         else:
-            key = written.get((section, _camel(name)), f"{section}.{name}") if name else section
+            key = written.get((section, editor_key(name)), f"{section}.{name}") if name else section
             lines.append(f"{origin}: {key}: {text}")
     return lines
 

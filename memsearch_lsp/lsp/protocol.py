@@ -28,7 +28,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
-from memsearch_lsp.config.model import _camel
+from memsearch_lsp.config import editor_key
 from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.store.folder import StoreError
 from memsearch_lsp.lsp.convert import normalize_uri
@@ -155,7 +155,7 @@ def _invalid(exc: BaseException) -> str:
         exc, path="$", format_exception=lambda e, t: str(e) if type(e) is ValueError else format_exception(e, t)
     )
     return "; ".join(
-        f"{_camel(path.removeprefix('$.'))}: {what}" for what, _, path in (f.rpartition(" @ ") for f in found)
+        f"{editor_key(path.removeprefix('$.'))}: {what}" for what, _, path in (f.rpartition(" @ ") for f in found)
     )
 
 
