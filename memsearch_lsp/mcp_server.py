@@ -7,7 +7,6 @@ Imported only by the `mcp` command, so the SDK stays an optional extra (`memsear
 
 from __future__ import annotations
 
-import datetime as dt
 import inspect
 import logging
 import os
@@ -29,6 +28,7 @@ from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import Config, load_config
+from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData, StatusData
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.onboard import NoMemoryHere
@@ -269,9 +269,9 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         filters: dict[str, Any] = {
             k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
         }
-        try:  # said before the index is reconciled
-            make_filter(**filters, today=dt.date.today())
-        except FilterError as exc:
+        try:  # said before the index is reconciled (today by the clock the search counts from: MEMSEARCH_NOW too)
+            make_filter(**filters, today=clock.now().date())
+        except ValueError as exc:  # (FilterError is one)
             raise ToolError(f"memory_search: {exc}") from exc
         if archived:
             filters["archived"] = True
@@ -325,7 +325,10 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         def recent() -> list[NoteData]:
             return [n.to_dict() for n in within(recent_notes(MemoryFiles(door.root, config=config), days), chars)]
 
-        return {"notes": await anyio.to_thread.run_sync(recent)}
+        try:
+            return {"notes": await anyio.to_thread.run_sync(recent)}
+        except ValueError as exc:  # (a MEMSEARCH_NOW that is no date and time, said as memory_remember says it)
+            raise ToolError(f"memory_recent: {exc}") from exc
 
     @server.memory_tool(title="Remember", annotations=ADDITIVE)
     async def memory_remember(

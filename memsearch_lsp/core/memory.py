@@ -34,7 +34,7 @@ from memsearch_lsp.core.notes import (
     same_note,
 )
 from memsearch_lsp.core.onboard import require_memory_workspace
-from memsearch_lsp.core.search.filters import FILTER_KEYS, make_filter, sources_of_day
+from memsearch_lsp.core.search.filters import FILTER_KEYS, caller_day, make_filter, sources_of_day
 from memsearch_lsp.core.search.headings import TIME_HEADING, display_heading
 from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
 from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri, open_store
@@ -214,14 +214,16 @@ class Memory(MemoryFiles):
         before today; inclusive) and `source` (one glob or a list of them). Both legs take their candidates
         from the chunks that pass, so a filter never empties the top k; with a date filter, chunks outside
         daily logs and summaries (undated) are left out. An archived original whose summary holds the same
-        match is left out (the summary comes first); `archived=True` keeps it, below its summary.
+        match is left out (the summary comes first); `archived=True` keeps it, below its summary. `today` (a date or
+        'YYYY-MM-DD'): the day relative dates and named days count from, when not this memory's clock's.
         """
         if (hits := self.beyond(query, top_k, scope, overrides)) is not None:
             return hits
         self._refilled()
         archived = bool(overrides.pop("archived", False))  # archived originals beside their summaries too
         wanted = {k: overrides.pop(k) for k in FILTER_KEYS if k in overrides}
-        where = make_filter(**wanted, today=self.clock().date(), root=self.root) if wanted else None
+        today = caller_day(overrides.pop("today", None)) or self.clock().date()  # (a follower's: its clock may differ)
+        where = make_filter(**wanted, today=today, root=self.root) if wanted else None
         settings = replace(self.config.search, **overrides) if overrides else self.config.search
         settings = replace(settings, candidates=min(settings.candidates, MAX_TOP_K))
         manifest = self.indexer.manifest()
@@ -238,7 +240,7 @@ class Memory(MemoryFiles):
                 archive_dir=self.archive_dir,
                 only=only,
                 archived=archived,
-                dated=None if where else sources_of_day(query, self.clock().date(), manifest),
+                dated=None if where else sources_of_day(query, today, manifest),
             )
         )
 

@@ -4,6 +4,7 @@ inputs: session context through the CLI, prompt recall that keeps curated notes 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import signal
@@ -1106,3 +1107,29 @@ def test_a_prompt_of_unclosed_tags_is_read_in_time_in_proportion_to_its_length()
 
     small, larger = seconds(30_000, tries=3), seconds(300_000, tries=2)
     assert larger < 30 * small + 0.2, f"{small:.3f} s for 30 KB, {larger:.3f} s for 300 KB"
+
+
+def test_a_capture_writes_to_the_day_of_its_heading_however_long_it_takes(workspace: Path, tmp_path: Path) -> None:
+    """The heading's time was stamped before `remember --summarize` ran, the log's day after it: a turn captured at
+    23:59 whose summary took a minute went into the next day's log under "23:59". The CLI is given the moment."""
+    fake = tmp_path / "fake_cli.py"
+    seen = tmp_path / "seen.json"
+    fake.write_text(
+        "import json, os, sys\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps({{k: os.environ.get(k) for k in"
+        " ('MEMSEARCH_NOW', 'MEMSEARCH_HOOK_HEADING')}))\n"
+    )
+    answer = "We switched the cache to Redis 7.2."
+    done = capture(
+        workspace,
+        tmp_path,
+        "How did the cache go?",
+        answer,
+        MEMSEARCH_NOW="",
+        MEMSEARCH_HOOK_CLI=f"{sys.executable} {fake}",
+    )
+    assert done.returncode == 0, done.stderr
+    said = json.loads(seen.read_text())
+    moment = dt.datetime.fromisoformat(said["MEMSEARCH_NOW"])  # the real clock's moment, not a fixed one
+    assert abs((dt.datetime.now() - moment).total_seconds()) < 120
+    assert said["MEMSEARCH_HOOK_HEADING"].startswith(f"{moment:%H:%M} ")

@@ -142,6 +142,16 @@ def test_the_one_day_a_query_names_is_read_in_the_forms_people_write_it() -> Non
         assert named_day(query, today) is None, query
 
 
+def test_a_29_february_without_a_year_is_the_last_one_up_to_today() -> None:
+    """(audit S, 3) "February 29th" in a year without one named no day at all: the notes of the last one never came
+    first. It is the last 29 February up to today, 8 years back at most (1900 and 2100 have none)."""
+    assert named_day("otter standup on February 29th", dt.date(2026, 12, 7)) == dt.date(2024, 2, 29)
+    assert named_day("29 Feb notes", dt.date(2028, 2, 10)) == dt.date(2024, 2, 29)
+    assert named_day("29 Feb notes", dt.date(2028, 3, 1)) == dt.date(2028, 2, 29)
+    assert named_day("29 Feb notes", dt.date(2103, 3, 1)) == dt.date(2096, 2, 29)
+    assert named_day("30 Feb", dt.date(2028, 3, 1)) is None
+
+
 def test_a_search_that_names_a_day_gives_that_days_notes_first(tmp_path: Path, make_memory) -> None:
     """ "What happened on 11 November" shares no word with the notes of that day: they come first all the same,
     then the best other note; a day without a log changes nothing, nor does an explicit date filter."""

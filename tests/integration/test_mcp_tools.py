@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memsearch_lsp.config import load_config
@@ -193,3 +194,26 @@ async def test_an_id_prefix_of_a_note_in_each_memory_is_refused_by_expand_and_fo
     finally:
         door.close()
         server.user.close()
+
+
+async def test_memory_search_reads_dates_by_memsearch_now_and_recent_names_a_bad_one(
+    server: MemoryMCPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(audit S, 2 and 4) memory_search checked `since`/`until` against the real date, not MEMSEARCH_NOW ("the range is
+    empty ... until <the real today>" where the CLI answered); memory_recent with a bad MEMSEARCH_NOW failed with no
+    reason and a traceback in the log, where memory_remember names the setting."""
+    monkeypatch.setenv("MEMSEARCH_NOW", "2030-03-01T10:00")
+    (tmp_path / "memory" / "2030-02-27.md").write_text("# 2030-02-27\n\n## 09:00\n\nChose the wombat queue.\n")
+    async with Client(server) as client:  # (in-process: memory_search reports progress to its client)
+        result = await client.call_tool(
+            "memory_search", {"query": "wombat queue", "since": "2030-02-25", "until": "today"}
+        )
+    assert not result.is_error, result.content
+    assert [h["source"] for h in result.structured_content["hits"]] == ["memory/2030-02-27.md"]
+    monkeypatch.setenv("MEMSEARCH_NOW", "someday")
+    async with Client(server) as client:
+        for tool, arguments in (("memory_recent", {}), ("memory_search", {"query": "wombat", "since": "2d"})):
+            said = await client.call_tool(tool, arguments)
+            text = said.content[0].text  # type: ignore[union-attr]
+            assert said.is_error and f"{tool}: MEMSEARCH_NOW='someday' is not an ISO 8601 date and time" in text, text
+            assert "Traceback" not in text and "ValueError" not in text

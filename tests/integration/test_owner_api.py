@@ -131,3 +131,21 @@ def test_a_reset_asked_of_the_owner_is_rebuilt_by_its_next_read(workspace: Path,
         assert owner.status()["chunks"] == 0
         assert [h.id for h in owner.search("Redis cache config", top_k=3)] == before
         assert owner.status()["chunks"] > 0 and owner.headings()
+
+
+def test_a_followers_relative_dates_count_from_its_own_clock_not_the_owners(workspace: Path, make_memory) -> None:
+    """A CLI in another time zone (or with MEMSEARCH_NOW) beside a running owner: `remember` writes to the caller's
+    day, and `--since today` / "yesterday" in a query are the caller's days too, as when no owner runs."""
+    owner = make_memory(workspace)
+    owner.clock = lambda: dt.datetime(2026, 12, 7, 10, 0)  # the owner's day is already the 7th
+    with owner_and_client(workspace, owner) as client:
+        client.clock = lambda: dt.datetime(2026, 12, 6, 22, 0)  # still the 6th here
+        note = client.remember("Chose the marmot queue for ingest retries")
+        assert note.source == "memory/2026-12-06.md"
+        assert [h.source for h in client.search("marmot queue", since="today")] == ["memory/2026-12-06.md"]
+        assert owner.search("marmot queue", since="today") == []  # (the owner's own today is another day)
+        assert "memory/2026-12-06.md" not in {h.source for h in client.search("marmot queue", until="1d")}
+        (workspace / "memory" / "2026-12-05.md").write_text("# 2026-12-05\n\n## 09:00\n\nMarmot queue sizing.\n")
+        client.index_file("memory/2026-12-05.md")
+        assert client.search("marmot queue yesterday")[0].source == "memory/2026-12-05.md"
+        assert owner.search("marmot queue yesterday")[0].source == "memory/2026-12-06.md"

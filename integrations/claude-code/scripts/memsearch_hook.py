@@ -1061,11 +1061,12 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     limit = setting("TURN_CHARS", 1500)
     note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {outcome(said, limit)}"
     note += left_out(prompt, answer, WHOLE_TURN_BYTES - len(note.encode("utf-8")))
-    heading = f"{now():%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
+    when = now()  # (the note's day is the heading's, however long the summariser takes: past midnight too)
+    heading = f"{when:%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
     while True:  # an owner that stalls a moment (a long embed) is asked again while this capture has time
         try:
             # (the heading in the environment: a command line is readable by any local user, an environment is not)
-            env = {**summary_budget(), "MEMSEARCH_HOOK_HEADING": heading}
+            env = {**summary_budget(), "MEMSEARCH_HOOK_HEADING": heading, "MEMSEARCH_NOW": when.isoformat()}
             cli(event, "remember", "-", "--summarize", stdin=note, env=env)
             return None
         except NoMemory:

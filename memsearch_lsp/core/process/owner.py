@@ -403,6 +403,7 @@ class RemoteMemory(MemoryFiles):
         if any(key in overrides for key in FILTER_KEYS):  # a floor set here is none asked: a narrow filter drops it
             mine.pop("min_score", None)
         settings = {**mine, **overrides}
+        settings.setdefault("today", self.clock().date().isoformat())  # (this process's day: its clock may be set)
         wanted = settings.pop("top_k", None)
         return self.mine(self._search(query, top_k if top_k is not None else wanted, **settings))
 

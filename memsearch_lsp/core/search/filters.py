@@ -8,6 +8,7 @@ set of allowed sources, and the search legs take their candidates from those sou
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import posixpath
@@ -145,6 +146,17 @@ class SearchFilter:
         }
 
 
+def caller_day(value: str | dt.date | None) -> dt.date | None:
+    """The day a search counts from, as another process sends it (`today=`: the caller's clock, which may differ
+    from the owner's); None when not sent. FilterError for a value that is no date."""
+    if value is None or isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise FilterError(f"today={value!r} is not a date (YYYY-MM-DD)") from None
+
+
 def make_filter(
     since: str | dt.date | None = None,
     until: str | dt.date | None = None,
@@ -253,8 +265,11 @@ def _day_of(match: re.Match[str], today: dt.date) -> dt.date:
     day, year = int(match["day"] or match["day2"]), match["year"] or match["year2"]
     if year:
         return dt.date(int(year), month, day)
-    date = dt.date(today.year, month, day)
-    return date if date <= today else dt.date(today.year - 1, month, day)
+    for year in range(today.year, today.year - 9, -1):  # the last such day up to today (a 29 February: up to 8 back)
+        with contextlib.suppress(ValueError):
+            if (date := dt.date(year, month, day)) <= today:
+                return date
+    raise ValueError(f"no {day} of month {month}")
 
 
 def sources_of_day(query: str, today: dt.date, sources: Collection[str]) -> frozenset[str] | None:
