@@ -420,3 +420,30 @@ def test_edits_reclaim_the_slots_of_deleted_rows_and_answer_as_a_fresh_index(
     fresh.index_file("memory/2026-03-01.md")
     assert _answers(fresh) == edited
     assert fresh.store.model.chunks.ids == order  # type: ignore[attr-defined]  # (slot for slot)
+
+
+def test_the_engines_process_leaves_quietly_when_its_owner_is_gone() -> None:
+    """(audit Q, 1) After kill -9 of the language server, its engine's process wrote a BrokenPipeError traceback into
+    the editor's output (the reply it was writing had nobody to read it): it ends with nothing said."""
+    import subprocess
+
+    from memsearch_lsp.core import launch
+    from memsearch_lsp.core.store import writer
+
+    child = subprocess.Popen(
+        writer.command(),
+        cwd=launch.ROOT_FOLDER,
+        env=launch.environment(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    child.stdout.close()  # the owner is gone: nobody reads the replies
+    ask = {"jsonrpc": "2.0", "id": 1, "method": "write", "params": {}}
+    child.stdin.write((json.dumps(ask) + "\n").encode() * 3)
+    child.stdin.close()
+    assert child.stderr is not None
+    said = child.stderr.read()
+    child.wait(timeout=60)
+    assert b"Traceback" not in said and b"BrokenPipe" not in said, said.decode()

@@ -184,9 +184,13 @@ def main() -> None:
     try:
         while (message := wire.receive(sys.stdin.buffer)) is not None and message.get("method") != "close":
             wire.answer(replies, message, handle, code)
+    except BrokenPipeError:  # the owner is gone (killed): nobody to answer, nothing to say in its editor's output
+        pass
     finally:
         for engine in engines:
             engine.close()
+        with contextlib.suppress(OSError):  # (what was left unsent has nowhere to go)
+            replies.close()
 
 
 if __name__ == "__main__":
