@@ -27,6 +27,7 @@ MAX_WINDOWS = 128
 DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:\.(\d{1,3}))?\.md$")
 CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
 ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: an ATX opening sequence
+_UNDERLINE = re.compile(r"^\s{0,3}(=+|-+)\s*$")  # a setext underline, or a thematic break: tree-sitter tells
 
 
 def valid_unicode(text: str) -> str:
@@ -305,6 +306,20 @@ def chunk_markdown(text: str, source: str, model: str = "", max_chars: int = MAX
                 )
             )
     return chunks
+
+
+def heading_rows(content: str) -> int:
+    """How many of a chunk's first lines are a heading: 1 for an ATX one, its text and underline for a setext one (as
+    tree-sitter reads it: `- item` or `> quote` over `---` is a list or quote and a thematic break), 0 for a chunk
+    that opens with none (a preamble, the next piece of a long section)."""
+    lines = content.split("\n")
+    if ATX_OPENING.match(lines[0]):
+        return 1
+    block = lines[: next((n for n, line in enumerate(lines) if not line.strip()), len(lines))]  # its first paragraph
+    if not any(_UNDERLINE.match(line) for line in block[1:]):
+        return 0
+    headings = outline(block)[0]
+    return headings[0].end_row + 1 if headings and headings[0].row == 0 else 0
 
 
 def body_of(content: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pygls.workspace import PositionCodec
 
-from memsearch_lsp.core.chunks import Chunk
+from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.lsp.convert import document_symbols
 
 SECTIONS = 200_000  # `##` notes under one day: 5 MB of log; the outline's time grew with the square of this
@@ -43,3 +43,20 @@ def test_the_outline_of_a_log_of_many_notes_nests_them_under_the_day() -> None:
     first = with_parts[0]
     assert (first.children or [])[0].name == "detail" and first.range.end == (first.children or [])[0].range.end
     assert [n.detail for n in (day, notes[1], (first.children or [])[0])] == ["h1", "h2", "h3"]
+
+
+def test_the_pieces_of_a_long_section_merge_and_a_repeated_heading_stays_its_own() -> None:
+    """(audit R, 1) a chunk with the heading path of the one before was taken as the next piece of a long section:
+    the second `## Monday` vanished into the first. A piece is merged only when it does not open with a heading."""
+    long_body = "\n\n".join(f"paragraph {n} about the release train and its rollback plan" for n in range(60))
+    text = f"# Standup\n\n## Monday\n\n{long_body}\n\n## Monday\n\nsecond Monday\n\nMonday\n------\n\nthird, setext\n"
+    chunks = chunk_markdown(text, "memory/standup.md")
+    assert sum(c.heading == "Monday" for c in chunks) > 3  # the first Monday in pieces
+    (standup,) = document_symbols(PositionCodec(), chunks)
+    lines = text.split("\n")
+    first_end = lines.index("## Monday", 3) - 2  # (its last paragraph; a blank line before the next heading)
+    assert [(s.name, s.range.start.line, s.range.end.line) for s in standup.children or []] == [
+        ("Monday", 2, first_end),
+        ("Monday", first_end + 2, first_end + 4),
+        ("Monday", first_end + 6, first_end + 9),
+    ]
