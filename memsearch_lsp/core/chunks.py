@@ -324,12 +324,7 @@ def heading_rows(content: str) -> int:
 
 def body_of(content: str) -> str:
     """A chunk's text without its heading line(s), on one line."""
-    lines = content.split("\n")
-    if lines and ATX_OPENING.match(lines[0]):
-        lines = lines[1:]
-    elif len(lines) > 1 and re.match(r"^\s{0,3}(=+|-+)\s*$", lines[1]):
-        lines = lines[2:]
-    return " ".join(" ".join(lines).split())
+    return " ".join(" ".join(content.split("\n")[heading_rows(content) :]).split())
 
 
 def empty_section(content: str) -> bool:

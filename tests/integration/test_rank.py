@@ -32,7 +32,7 @@ from memsearch_lsp.core.search.rank import (
 )
 from memsearch_lsp.core.store.schema import sparse_dict
 from tests.fakes import FakeEmbedder
-from tests.helpers import LONG, engine_rows, long_workspace, query_idf
+from tests.helpers import BM25, LONG, engine_rows, long_workspace, query_idf
 
 
 def test_minmax_rescales_each_leg_over_its_candidates() -> None:
@@ -463,3 +463,20 @@ def test_a_hits_relevance_does_not_depend_on_the_fusion_weights(workspace: Path,
     floor = sorted(fused.values())[len(fused) // 2]
     kept = {h.id for h in memory.search(query, top_k=10, min_score=floor, vector_weight=0.0)}
     assert kept and all(fused.get(k, floor) >= floor for k in kept)
+
+
+def test_a_list_item_or_quote_over_a_thematic_break_is_found(tmp_path: Path, make_memory) -> None:
+    """(audit R, 2) `- item` then `---` (a rule after a note, common in logs) was read as a setext heading: the chunk
+    held "no text" and search never returned it, even with no relevance floor."""
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    (mem / "prelist.md").write_text(
+        "- Call the vet about the quetzal vaccination on Friday\n---\n\n# Other\n\nunrelated text\n"
+    )
+    (mem / "quote.md").write_text("> the axolotl tank needs a new filter\n---\n")
+    memory = make_memory(tmp_path)
+    memory.index()
+    found = memory.search("quetzal vaccination vet", top_k=3, **BM25)
+    assert [(h.source, h.start_line, h.end_line) for h in found][:1] == [("memory/prelist.md", 1, 2)]
+    assert "quetzal vaccination" in found[0].snippet
+    assert [h.source for h in memory.search("axolotl tank filter", top_k=3, **BM25)][:1] == ["memory/quote.md"]

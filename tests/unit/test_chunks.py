@@ -7,7 +7,16 @@ import re
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memsearch_lsp.core.chunks import MAX_CHARS, chunk_id, chunk_markdown, log_date, normalize_newlines
+from memsearch_lsp.core.chunks import (
+    MAX_CHARS,
+    body_of,
+    chunk_id,
+    chunk_markdown,
+    empty_section,
+    heading_rows,
+    log_date,
+    normalize_newlines,
+)
 
 DOC = """---
 title: notes
@@ -179,3 +188,16 @@ def test_a_heading_whose_body_is_one_block_over_the_limit_goes_with_it() -> None
         ("Short", 7, 9),
     ]
     assert chunks[1].content.startswith("## Cache decision\n\nWe chose Redis")
+
+
+def test_a_list_item_or_quote_over_a_rule_is_text_and_a_setext_heading_is_not() -> None:
+    """(audit R, 2) any second line of `---` was taken for a setext underline: a list item or a quote before a
+    thematic break (common in logs) was dropped as a heading, the chunk "empty". Tree-sitter says which it is."""
+    item = "- Call the vet about the quetzal vaccination on Friday\n---"
+    assert [c.level for c in chunk_markdown(item + "\n\n# Other\n\ntext\n", "memory/a.md")] == [0, 1]
+    assert body_of(item) == "- Call the vet about the quetzal vaccination on Friday ---" and not empty_section(item)
+    assert body_of("> a quote\n---") == "> a quote ---" and body_of("1. step\n===\nmore") == "1. step === more"
+    assert heading_rows("Title\n---\nbody") == 2 and body_of("Title\n---\nbody") == "body"
+    assert heading_rows("A title\non two lines\n===\n\nbody") == 3 and body_of("A title\non two lines\n===") == ""
+    assert empty_section("Setext\n======") and empty_section("## Atx") and not empty_section("text\n\n---")
+    assert heading_rows("```\n# in a fence\n```") == 0 and heading_rows("- a\n- b\n\nTitle\n---") == 0
