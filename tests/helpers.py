@@ -32,6 +32,7 @@ from memsearch_lsp.core.compact.summarize import LogText
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.memory import Memory
+    from tests.fakes import EmbeddingServer
 
 T = TypeVar("T")
 
@@ -164,6 +165,19 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def endpoint_env(endpoint: EmbeddingServer) -> dict[str, str]:
+    """Embed through a local /v1/embeddings endpoint (bag-of-words vectors; set these in the environment of the
+    processes a test starts): fast, and the test controls when an embedding call answers (kill -9 at a known point
+    of the index, not after a sleep)."""
+    return {
+        "MEMSEARCH_EMBEDDING_PROVIDER": "openai",
+        "MEMSEARCH_EMBEDDING_BASE_URL": endpoint.url,
+        "MEMSEARCH_EMBEDDING_MODEL": "fake-a",
+        "MEMSEARCH_EMBEDDING_API_KEY_ENV": "",
+        "MEMSEARCH_EMBEDDING_BATCH_SIZE": "64",
+    }
 
 
 def wait_until(condition: Callable[[], T], what: str, timeout: float = 30.0, every: float = 0.1) -> T:

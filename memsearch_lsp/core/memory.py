@@ -18,7 +18,7 @@ from memsearch_lsp.config import Config
 from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.embedding import Embedder, probed_dim, reads_what
-from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, glob_match, private_folder, read_text, unsaved
+from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, private_folder, read_text, unsaved
 from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.kept_ids import forget_ids, heading_made, keep_id, prune_ids, remembered_row
@@ -35,8 +35,9 @@ from memsearch_lsp.core.notes import (
 )
 from memsearch_lsp.core.onboard import require_memory_workspace
 from memsearch_lsp.core.search.filters import FILTER_KEYS, caller_day, make_filter, sources_of_day
-from memsearch_lsp.core.search.headings import TIME_HEADING, display_heading
+from memsearch_lsp.core.search.headings import HEADINGS_LIMIT, display_heading
 from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_search, to_expanded
+from memsearch_lsp.core.search.listing import every_heading
 from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri, open_store
 from memsearch_lsp.core.store.folder import remove_index
 from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES
@@ -285,35 +286,11 @@ class Memory(MemoryFiles):
             archive_dir=self.archive_dir,
         )
 
-    def headings(self, limit: int = 5000) -> list[Hit]:
-        """Every indexed heading chunk, by file and line (the empty workspace/symbol query)."""
+    def headings(self, limit: int = HEADINGS_LIMIT) -> list[Hit]:
+        """Every indexed heading, one entry a section, the newest daily logs first (the empty workspace/symbol
+        query)."""
         self._refilled()
-        rows = [
-            r
-            for r in self.store.scan(["source", "heading", "start_line", "end_line", "level", "date"])
-            if int(r["level"]) > 0
-        ]
-        archive = self.archive_dir
-        hits = [
-            Hit(
-                id=r["id"],
-                source=r["source"],
-                heading=r["heading"],
-                start_line=int(r["start_line"]),
-                end_line=int(r["end_line"]),
-                rank_score=0.0,
-                snippet="",
-                date=r["date"] or None,
-                archived=bool(archive) and glob_match(archive, r["source"]),
-            )
-            for r in rows
-        ]
-        hits.sort(key=lambda h: (h.source, h.start_line))
-        timed = {r.id: r for r in self.store.rows([h.id for h in hits[:limit] if TIME_HEADING.match(h.heading)])}
-        return [
-            replace(h, title=display_heading(h.heading, timed[h.id].content if h.id in timed else ""))
-            for h in hits[:limit]
-        ]
+        return every_heading(self.store, self.archive_dir, limit)
 
     def status(self) -> dict[str, Any]:
         files = self.store.files(self.embedder.model_name).values()

@@ -14,7 +14,9 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.helpers import Session, added_folder, make_workspace, start_shared
+from memsearch_lsp.core.search.headings import HEADINGS_LIMIT
+from tests.fakes import EmbeddingServer
+from tests.helpers import Session, added_folder, endpoint_env, lsp_session, make_workspace, start_shared
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SETTINGS = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
@@ -73,3 +75,64 @@ async def test_a_repeated_sibling_heading_is_its_own_symbol_in_the_outline(serve
             (1, "Monday", "6:0-8:24"),
             (1, "Tuesday", "10:0-12:6"),
         ]
+
+
+PARAGRAPHS = "\n\n".join(f"paragraph {n} about the release train and its rollback plan" for n in range(60))
+LISTED = {
+    "2026-01-05.md": "# 2026-01-05\n\n## Old\n\nold note\n",
+    "2026-01-07.md": "# 2026-01-07\n\n## New\n\nnew note\n",
+    "MEMORY.md": "# Long term\n\n## Stack\n\nPostgres.\n",
+    "long.md": f"# Long\n\n## Big\n\n{PARAGRAPHS}\n\n## Big\n\nagain\n",
+}
+
+
+@pytest.mark.clients("visual_studio_code")  # (no capability changes workspace symbols)
+async def test_every_heading_lists_the_newest_logs_first_and_a_long_section_once(
+    server: Session, tmp_path: Path
+) -> None:
+    """(audit R, 3-4) the empty query listed headings by file name, so past its cap the newest daily logs were the
+    ones left out; and a long section was listed once per piece (the outline merges them)."""
+    async with folder(server, tmp_path, LISTED) as session:
+        listed = [
+            (s.location.uri.rsplit("/", 1)[-1], s.name, span(s.location.range))
+            for s in await session.symbols("")
+            if isinstance(s.location, types.Location)
+        ]
+        long_end = 2 + 2 * 60  # (the 60th paragraph's line, 0-based)
+        assert listed == [
+            ("2026-01-07.md", "2026-01-07", "0:0-0:12"),
+            ("2026-01-07.md", "New", "2:0-4:8"),
+            ("2026-01-05.md", "2026-01-05", "0:0-0:12"),
+            ("2026-01-05.md", "Old", "2:0-4:8"),
+            ("MEMORY.md", "Long term", "0:0-0:11"),
+            ("MEMORY.md", "Stack", "2:0-4:9"),
+            ("long.md", "Long", "0:0-0:6"),
+            ("long.md", "Big", f"2:0-{long_end}:{len(PARAGRAPHS.rsplit(chr(10), 1)[-1])}"),
+            ("long.md", "Big", f"{long_end + 2}:0-{long_end + 4}:5"),
+        ]
+
+
+@pytest.mark.clients("visual_studio_code")
+async def test_past_the_cap_the_oldest_headings_are_left_out_and_it_is_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(audit R, 3) past 5,000 headings the empty query stopped without a word, and the newest logs were the ones
+    left out (sorted by file name). Embedded through a local endpoint: 6,000 sections in seconds."""
+    ws = make_workspace(tmp_path, examples=False)
+    for day in ("2026-01-01", "2026-01-02"):
+        notes = "".join(f"## note {n}\n\nsaid {n}\n\n" for n in range(2999))
+        (ws / "memory" / f"{day}.md").write_text(f"# {day}\n\n{notes}")
+    endpoint = EmbeddingServer()
+    for name, value in endpoint_env(endpoint).items():
+        monkeypatch.setenv(name, value)  # (the server started below inherits it)
+    try:
+        async with lsp_session(ws) as session:
+            await session.wait_indexed(timeout=240)
+            listed = [s.container_name for s in await session.symbols("")]
+            assert len(listed) == HEADINGS_LIMIT and len(await session.symbols("")) == HEADINGS_LIMIT
+            assert listed.count("memory/2026-01-02.md · 2026-01-02") == 3000  # the newest day whole, first
+            assert set(listed[3000:]) == {"memory/2026-01-01.md · 2026-01-01"}
+            said = [m.message for m in session.client.log_messages if "workspace/symbol" in m.message]
+            assert len(said) == 1 and f"the first {HEADINGS_LIMIT} (the newest daily logs first)" in said[0]
+    finally:
+        endpoint.close()

@@ -26,6 +26,7 @@ from tests.helpers import (
     Session,
     cli,
     document_frequencies,
+    endpoint_env,
     make_workspace,
     send_raw,
     server_pid,
@@ -218,18 +219,6 @@ def _chunks_done(reports: dict[Any, list[Any]]) -> int:
     """The most chunks a `$/progress` report of the index pass said were done ("N/M chunks")."""
     said = [getattr(v, "message", None) or "" for vs in reports.values() for v in vs]
     return max((int(m.split("/")[0]) for m in said if m.endswith(" chunks") and m.split("/")[0].isdigit()), default=0)
-
-
-def endpoint_env(endpoint: EmbeddingServer) -> dict[str, str]:
-    """Embed through a local /v1/embeddings endpoint (bag-of-words vectors): the test controls when an
-    embedding call answers, so it kills the server at a known point of the index, not after a sleep."""
-    return {
-        "MEMSEARCH_EMBEDDING_PROVIDER": "openai",
-        "MEMSEARCH_EMBEDDING_BASE_URL": endpoint.url,
-        "MEMSEARCH_EMBEDDING_MODEL": "fake-a",
-        "MEMSEARCH_EMBEDDING_API_KEY_ENV": "",
-        "MEMSEARCH_EMBEDDING_BATCH_SIZE": "64",
-    }
 
 
 @pytest.fixture(scope="module")

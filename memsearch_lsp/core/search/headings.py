@@ -12,6 +12,9 @@ TIME_HEADING = re.compile(r"^(\d{1,2}:\d{2})(?:\s+\((\d+)\))?$")
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\([^()\s]*\)")  # an inline link (not an image)
 _MARKUP = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+|\*\*|__|`+")
 TITLE_CHARS = 60
+# The most headings the empty workspace/symbol query lists (a root's; the newest daily logs first): editors choke on
+# larger symbol lists (README, "Language server").
+HEADINGS_LIMIT = 5000
 
 
 def display_heading(heading: str, content: str) -> str:

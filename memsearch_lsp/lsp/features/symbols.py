@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from memsearch_lsp.core.files import read_text
 from memsearch_lsp.core.process.door import READY_WAIT_S  # (the bound every search's wait for an index pass has)
+from memsearch_lsp.core.search.headings import HEADINGS_LIMIT
 from memsearch_lsp.core.search.hybrid import Hit
 from memsearch_lsp.core.store import IndexBusy
 from memsearch_lsp.lsp import convert
@@ -72,6 +73,24 @@ def lines_of(ls: MemsearchServer, root: Root | UserRoot, source: str, disk: bool
 def _disk_lines(path: str, mtime_ns: int, size: int, inode: int) -> tuple[str, ...]:
     text, _ = read_text(Path(path))
     return tuple(text.replace("\r\n", "\n").split("\n"))
+
+
+_CAPPED: set[Path] = set()  # the roots whose headings were more than HEADINGS_LIMIT (said once each)
+
+
+def capped(root: Root, headings: list[Hit]) -> list[Hit]:
+    """At most HEADINGS_LIMIT of a root's headings (asked for one more, to know); that the rest are left out is said
+    in the log once a root."""
+    if len(headings) > HEADINGS_LIMIT and root.path not in _CAPPED:
+        _CAPPED.add(root.path)
+        log.warning(
+            "%s: more than %d headings; workspace/symbol with an empty query lists the first %d (the newest daily logs"
+            " first); type a query to search them all",
+            root.path.name,
+            HEADINGS_LIMIT,
+            HEADINGS_LIMIT,
+        )
+    return headings[:HEADINGS_LIMIT]
 
 
 async def ready_roots(ls: MemsearchServer, roots: Sequence[Root] | None = None) -> list[Root]:
@@ -194,7 +213,8 @@ def register(server: MemsearchServer) -> None:
         pairs: list[tuple[Root | UserRoot, Hit]]
         if not query:
             roots = await ready_roots(ls)
-            pairs = [(r, h) for r in roots for h in await while_indexed(ls.read(r.memory.headings))]
+            listed = [capped(r, await while_indexed(ls.read(r.memory.headings, HEADINGS_LIMIT + 1))) for r in roots]
+            pairs = [(r, h) for r, headings in zip(roots, listed) for h in headings]
         else:
             limit = max((r.config.search.symbol_limit for r in ls.roots.values()), default=20)
             pairs = await search_all(ls, query, limit)
