@@ -149,6 +149,12 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def split_lines(text: str) -> list[str]:
+    """`text`'s lines as LSP counts them (CRLF, CR and LF each end one): the chunker's rule, for every range sent to
+    an editor."""
+    return normalize_newlines(text).split("\n")
+
+
 @dataclass(frozen=True)
 class Heading:
     row: int  # 0-based first line

@@ -136,3 +136,30 @@ async def test_past_the_cap_the_oldest_headings_are_left_out_and_it_is_said_once
             assert len(said) == 1 and f"the first {HEADINGS_LIMIT} (the newest daily logs first)" in said[0]
     finally:
         endpoint.close()
+
+
+CR = "# CR One\r\rCR body about puffins.\r\r## CR Two\r\rCR two body about gannets.\r"
+
+
+async def test_lone_carriage_returns_end_lines_in_every_range(server: Session, tmp_path: Path) -> None:
+    """(audit R, 5) a file with old Mac line ends (CR alone): the chunker counted its lines, while the ranges of
+    workspace/symbol and memsearch/search split the disk file or the open buffer on LF only, so they fell on line 0."""
+    async with folder(server, tmp_path, {"cr.md": CR}) as session:
+        want = {"CR One": "0:0-2:22", "CR Two": "4:0-6:26"}
+        every = {
+            s.name: span(s.location.range) for s in await session.symbols("") if isinstance(s.location, types.Location)
+        }
+        assert every == want
+        for opened in (False, True):
+            if opened:
+                session.open(session.workspace / "memory/cr.md", CR)
+            hits = await session.client.protocol.send_request_async("memsearch/search", {"query": "gannets"})
+            got = hits[0]["range"]
+            assert (hits[0]["heading"], got["start"]["line"], got["end"]["line"], got["end"]["character"]) == (
+                "CR Two",
+                4,
+                6,
+                26,
+            )
+            (found,) = [s for s in await session.symbols("gannets") if s.name == "CR Two"]
+            assert span(found.location.range) == want["CR Two"]  # type: ignore[union-attr]

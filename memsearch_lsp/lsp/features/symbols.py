@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from memsearch_lsp.core.chunks import split_lines
 from memsearch_lsp.core.files import read_text
 from memsearch_lsp.core.process.door import READY_WAIT_S  # (the bound every search's wait for an index pass has)
 from memsearch_lsp.core.search.headings import HEADINGS_LIMIT
@@ -54,11 +55,11 @@ def query_text(value: Any) -> str:
 
 
 def lines_of(ls: MemsearchServer, root: Root | UserRoot, source: str, disk: bool = True) -> Sequence[str] | None:
-    """The current lines of a memory file: the open buffer, else (with `disk`) the disk, read again only
-    when the file's size, time or inode changed."""
+    """The current lines of a memory file (split as the chunker splits them: CRLF, CR, LF): the open buffer, else
+    (with `disk`) the disk, read again only when the file's size, time or inode changed."""
     text = ls.open_text(convert.uri_of(root.path, source))
     if text is not None:
-        return text.split("\n")
+        return split_lines(text)
     if not disk:
         return None
     path = root.path / source
@@ -72,7 +73,7 @@ def lines_of(ls: MemsearchServer, root: Root | UserRoot, source: str, disk: bool
 @functools.lru_cache(maxsize=256)
 def _disk_lines(path: str, mtime_ns: int, size: int, inode: int) -> tuple[str, ...]:
     text, _ = read_text(Path(path))
-    return tuple(text.replace("\r\n", "\n").split("\n"))
+    return tuple(split_lines(text))
 
 
 _CAPPED: set[Path] = set()  # the roots whose headings were more than HEADINGS_LIMIT (said once each)
