@@ -12,7 +12,7 @@ from pathlib import Path
 
 from memsearch_lsp.core.files import folder_fd, read_file, read_text, write_file
 from memsearch_lsp.core.store import Store
-from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES, Row
+from memsearch_lsp.core.store.schema import Row, cut_short
 
 KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the note's first line[, its heading])
 MAX_KEPT_IDS = 500
@@ -130,7 +130,7 @@ def remembered_row(store: Store, index_dir: Path, key: str, row: Row | None) -> 
     for later in (r for r in rows if r.start_line > first.end_line):
         joined = content + "\n" * (later.start_line - end) + later.content  # (the blank lines between, as in the file)
         same = (later.heading, later.level) == (first.heading, first.level) and not later.content.startswith("#")
-        if not same or len(joined.encode("utf-8")) > MAX_CONTENT_BYTES - 4:  # (as stored: longer is read from its file)
+        if not same or cut_short(joined):  # (as stored: longer is read from its file)
             break
         content, end = joined, later.end_line
     return replace(first, end_line=end, content=content)

@@ -40,7 +40,7 @@ from memsearch_lsp.core.search.hybrid import AmbiguousId, Expanded, Hit, hybrid_
 from memsearch_lsp.core.search.listing import every_heading
 from memsearch_lsp.core.store import IndexBusy, Store, StoreError, is_local_uri, open_store
 from memsearch_lsp.core.store.folder import remove_index
-from memsearch_lsp.core.store.schema import MAX_CONTENT_BYTES
+from memsearch_lsp.core.store.schema import cut_short
 from memsearch_lsp.core.workspace import MemoryFiles, index_settings_changed, index_uri
 from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
@@ -265,7 +265,7 @@ class Memory(MemoryFiles):
         row = remembered_row(self.store, self.index_dir, key, row)  # a note remember answered for: all of it
         if row is None:
             return None
-        if len(row.content.encode("utf-8")) > MAX_CONTENT_BYTES - 4:  # stored cut short: the whole from the file
+        if cut_short(row.content):  # the whole from the file
             with contextlib.suppress(OSError, PathError):  # (gone or changed since: the stored text it is)
                 text = self.indexer.overlays.get(row.source) or read_text(self.path_of(row.source))[0]
                 whole = next((c.content for c in self.indexer.chunk(row.source, text) if c.id == row.id), row.content)

@@ -163,3 +163,19 @@ async def test_lone_carriage_returns_end_lines_in_every_range(server: Session, t
             )
             (found,) = [s for s in await session.symbols("gannets") if s.name == "CR Two"]
             assert span(found.location.range) == want["CR Two"]  # type: ignore[union-attr]
+
+
+BLOB = " ".join(f"blob{n:05d}" for n in range(11000)) + " lyrebird"
+
+
+@pytest.mark.clients("visual_studio_code")  # (no capability changes it; the column is UTF-16's and ASCII)
+async def test_a_range_ends_after_a_line_longer_than_the_stored_text(server: Session, tmp_path: Path) -> None:
+    """(audit R, 6) the store keeps 60,000 bytes of a chunk's text: the range of a hit whose last line is longer ended
+    where the stored text was cut (2:59985), not at the line's end."""
+    files = {"huge.md": f"# Pasted blob\n\n{BLOB}\n\n## After\n\nafter text about bowerbirds.\n"}
+    async with folder(server, tmp_path, files) as session:
+        assert len(BLOB) > 100_000
+        hits = await session.client.protocol.send_request_async("memsearch/search", {"query": "lyrebird"})
+        assert hits[0]["heading"] == "Pasted blob" and hits[0]["range"]["end"] == {"line": 2, "character": len(BLOB)}
+        (found,) = [s for s in await session.symbols("lyrebird") if s.name == "Pasted blob"]
+        assert span(found.location.range) == f"0:0-2:{len(BLOB)}"  # type: ignore[union-attr]

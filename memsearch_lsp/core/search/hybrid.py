@@ -22,7 +22,7 @@ from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, 
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
 from memsearch_lsp.core.search.screen import boundary, columns, fit
 from memsearch_lsp.core.store import Store
-from memsearch_lsp.core.store.schema import Row, idf
+from memsearch_lsp.core.store.schema import Row, cut_short, idf
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -94,7 +94,7 @@ class Hit:
     date: str | None = None  # YYYY-MM-DD of a daily log or a summary's first day; None for other files
     heading_path: str = ""
     archived: bool = False  # from a compacted log in the archive folder
-    # The chunk's last line as indexed (an editor's range ends after it); None when not known.
+    # The chunk's last line as indexed (an editor's range ends after it); None when not known or stored cut short.
     last_line: str | None = field(default=None, compare=False, repr=False)
     scope: str = "workspace"  # whose memory: "workspace" or "user" (core/scopes.py)
     # rank.relevance, 0..1: comparable across searches and indexes (rank_score is relative to one search); what
@@ -201,7 +201,7 @@ def to_hit(row: Row, query: str, width: int) -> Hit:
         snippet=snippet(row.content, query, width),
         date=row.date or source_date(row.source),
         heading_path=row.heading_path,
-        last_line=row.content.rsplit("\n", 1)[-1],
+        last_line=None if cut_short(row.content) else row.content.rsplit("\n", 1)[-1],  # (else read from the file)
         title=display_heading(row.heading, row.content),
     )
 

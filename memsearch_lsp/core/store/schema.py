@@ -78,6 +78,12 @@ def idf(n_docs: int, df: int) -> float:
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def cut_short(content: str) -> bool:
+    """Whether a stored text may be its chunk's cut at MAX_CONTENT_BYTES (a character cut in two is left out: up to 3
+    bytes less): its whole, and its last line, are then in its file."""
+    return len(content.encode("utf-8")) > MAX_CONTENT_BYTES - 4
+
+
 def clip(text: str) -> str:
     data = text.encode("utf-8")
     if len(data) <= MAX_CONTENT_BYTES:
