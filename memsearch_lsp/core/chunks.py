@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 MAX_CHARS = 1500
 MAX_FILE_CHUNKS = 5000  # chunks indexed of one file (a 1 MiB log of 200-character sections has 5,000)
-CHUNKING = "2"  # bump when the chunks of a text change: an index of another chunking is rewritten (core/index.py)
+CHUNKING = "3"  # bump when the chunks of a text change: an index of another chunking is rewritten (core/index.py)
 # The dense leg embeds a chunk in windows of about this many characters and scores the chunk by its
 # best window: the model reads 256 tokens (~1000 characters), and a shorter window keeps one topic of a
 # long chunk from being averaged away by the rest (bench/README.md: dense recall@5 0.53 -> 0.62).
@@ -145,8 +145,9 @@ def _parser() -> Parser:
 
 
 def normalize_newlines(text: str) -> str:
-    """LSP and tree-sitter agree on lines only once CRLF and CR are plain LF."""
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    """LSP and tree-sitter agree on lines only once CRLF and CR are plain LF; a leading byte order mark (kept by a
+    file's replacement decoding, sent in some editors' buffers) is no text of its first line."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def split_lines(text: str) -> list[str]:

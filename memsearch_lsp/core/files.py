@@ -367,7 +367,8 @@ def read_text(path: Path) -> tuple[str, str]:
     try:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
-        return data.decode("utf-8", "replace"), f"invalid UTF-8 at byte {exc.start}, decoded with replacement"
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")  # (no byte order mark, as utf-8-sig)
+        return text, f"invalid UTF-8 at byte {exc.start}, decoded with replacement"
 
 
 def read_memory_file(item: MemoryFile) -> tuple[str, Skipped | None]:

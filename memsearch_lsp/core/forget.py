@@ -28,7 +28,7 @@ def read_exact(path: Path, name: str) -> str:
 def as_indexed(exact: str) -> str:
     """`exact` (read_exact) as the index reads it: invalid UTF-8 replaced, no byte order mark, newlines plain LF."""
     text = exact.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return normalize_newlines(text.removeprefix("\ufeff"))
+    return normalize_newlines(text)
 
 
 def notes_of(lines: list[str]) -> list[tuple[int, int]]:

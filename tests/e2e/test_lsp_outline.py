@@ -179,3 +179,23 @@ async def test_a_range_ends_after_a_line_longer_than_the_stored_text(server: Ses
         assert hits[0]["heading"] == "Pasted blob" and hits[0]["range"]["end"] == {"line": 2, "character": len(BLOB)}
         (found,) = [s for s in await session.symbols("lyrebird") if s.name == "Pasted blob"]
         assert span(found.location.range) == f"0:0-2:{len(BLOB)}"  # type: ignore[union-attr]
+
+
+LATIN_BOM = (
+    b"\xef\xbb\xbf# Caf\xe9 notes\n\nWe met at the caf\xe9 to discuss the toucans.\n\n## Second\n\nMore on toucans.\n"
+)
+
+
+@pytest.mark.clients("visual_studio_code")  # (hierarchical symbols)
+async def test_a_byte_order_mark_is_no_part_of_the_first_heading(server: Session, tmp_path: Path) -> None:
+    """(audit R, 7) a file with a byte order mark and a byte that is not UTF-8 (decoded with replacement), or an
+    editor's buffer starting with one: its first heading was '\\ufeff# Café notes' (the mark and the `# `), in search,
+    snippets, the child's heading path and the outline."""
+    async with folder(server, tmp_path, {"bomlatin.md": LATIN_BOM}) as session:
+        hits = await session.client.protocol.send_request_async("memsearch/search", {"query": "toucans", "topK": 2})
+        first = next(h for h in hits if h["start_line"] == 1)
+        assert first["heading"] == "Caf\ufffd notes" and first["snippet"].startswith("We met at the caf")
+        every = [s.name for s in await session.symbols("")]
+        assert every == ["Caf\ufffd notes", "Second"]
+        doc = session.open(session.workspace / "memory/buffer.md", "\ufeff# BOM Title\n\nbody\n\n## Child\n\nmore\n")
+        assert [(depth, name) for depth, name, _ in await outline(session, doc)] == [(0, "BOM Title"), (1, "Child")]

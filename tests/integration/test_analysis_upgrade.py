@@ -169,3 +169,24 @@ def test_a_damaged_analysis_record_is_rewritten_never_an_error(tmp_path: Path, m
     assert memory.index().chunks_embedded == 0
     assert not record.is_symlink() and record.read_text().strip() == memory.indexer.written_by
     assert outside.read_text().strip() == memory.indexer.written_by  # (untouched)
+
+
+def test_an_index_of_chunking_2_is_rechunked_without_the_byte_order_mark(tmp_path: Path, make_memory) -> None:
+    """(audit R, 7) chunking 2 kept a file's byte order mark when the file also held a byte that is not UTF-8: its
+    first heading was '\\ufeff# Café notes' in every row below it. Chunking 3 leaves it out, and an index that
+    chunking 2 wrote is rewritten by the next pass (its files unchanged, so read only for this)."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "bom.md").write_bytes(b"\xef\xbb\xbf# Caf\xe9 notes\n\ntoucans\n\n## Second\n\nmore toucans\n")
+    memory = make_memory(ws)
+    memory.index()
+    record = next((ws / ".memsearch").glob("analysis-*.txt"))
+    record.write_text(f"{analysis.Analyzer().name} chunks-2\n")  # as chunking 2 wrote it
+    assert memory.indexer.analysis_stale()
+    stats = memory.index()
+    assert stats.files_modified == 1 and stats.chunks_embedded == 0 and not memory.indexer.analysis_stale()
+    rows = memory.store.rows([h.id for h in memory.headings()])
+    assert [(r.heading, r.heading_path, r.content.split("\n")[0]) for r in rows] == [
+        ("Caf\ufffd notes", "Caf\ufffd notes", "# Caf\ufffd notes"),
+        ("Second", "Caf\ufffd notes > Second", "## Second"),
+    ]

@@ -201,3 +201,14 @@ def test_a_list_item_or_quote_over_a_rule_is_text_and_a_setext_heading_is_not() 
     assert heading_rows("A title\non two lines\n===\n\nbody") == 3 and body_of("A title\non two lines\n===") == ""
     assert empty_section("Setext\n======") and empty_section("## Atx") and not empty_section("text\n\n---")
     assert heading_rows("```\n# in a fence\n```") == 0 and heading_rows("- a\n- b\n\nTitle\n---") == 0
+
+
+def test_a_byte_order_mark_is_no_text_of_the_first_line() -> None:
+    """(audit R, 7) a buffer or a file decoded with replacement may start with U+FEFF: the first heading was
+    '\\ufeff# Title' (no heading at all to tree-sitter); the lines keep their numbers."""
+    chunks = chunk_markdown("\ufeff# BOM Title\r\n\r\nbody\r\n## Child\r\nmore\r\n", "memory/a.md")
+    assert [(c.heading, c.heading_path, c.start_line, c.end_line, c.content[:2]) for c in chunks] == [
+        ("BOM Title", ("BOM Title",), 1, 3, "# "),
+        ("Child", ("BOM Title", "Child"), 4, 5, "##"),
+    ]
+    assert normalize_newlines("\ufeffa\rb") == "a\nb" and normalize_newlines("a\ufeff") == "a\ufeff"

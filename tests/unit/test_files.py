@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch_lsp.config import Config, MemoryConfig
-from memsearch_lsp.core.files import find_memory_files
+from memsearch_lsp.core.files import find_memory_files, read_text
 
 
 def test_the_walk_checks_links_and_keeps_plain_files(tmp_path: Path) -> None:
@@ -100,3 +100,11 @@ def test_a_memory_path_that_is_not_there_is_said(tmp_path: Path) -> None:
     found, skipped = find_memory_files(tmp_path, Config(memory=MemoryConfig(paths=("memory", '["memory"]'))))
     assert [f.source for f in found] == ["memory/a.md"]
     assert [(s.source, s.reason) for s in skipped] == [('["memory"]', "not found (memory.paths names it)")]
+
+
+def test_a_file_decoded_with_replacement_keeps_no_byte_order_mark(tmp_path: Path) -> None:
+    """(audit R, 7) utf-8-sig drops the mark; the replacement decoding of a file with a byte that is not UTF-8 kept
+    it."""
+    path = tmp_path / "bom.md"
+    path.write_bytes(b"\xef\xbb\xbf# Caf\xe9 notes\n")
+    assert read_text(path) == ("# Caf\ufffd notes\n", "invalid UTF-8 at byte 5, decoded with replacement")
