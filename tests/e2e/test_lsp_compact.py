@@ -571,3 +571,22 @@ async def test_files_open_unmodified_follow_the_disk_the_server_compacted(limite
             types.ExecuteCommandParams(command="memsearch.expand", arguments=[top["id"]])
         )
         assert fact["text"] in chunk["content"], (fact["text"], chunk["content"])
+
+
+async def test_a_summary_with_cr_only_line_ends_is_appended_to_at_its_end(vscode_session: Session) -> None:
+    """(review of audit R, 5) The edit that appends a week's summary to the one already there counted lines by LF
+    alone: in a file whose lines end with CR (an old Mac's), the end was "line 0, character N", which an editor reads
+    as the end of the first line: the new summary went in after the title."""
+    session = vscode_session
+    summary = session.workspace / "memory" / "summary-2026-W07.md"
+    summary.write_bytes(b"# Summary 2026-W07\r\rEarlier: the cache TTL is 24 hours.\r")
+    (action, *_) = await code_actions(session, session.workspace / "memory" / "2026-02-09.md", ["source.compact"])
+    resolved = await session.client.code_action_resolve_async(action)
+    assert resolved.edit is not None
+    (change,) = [
+        c
+        for c in resolved.edit.document_changes or []
+        if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("/summary-2026-W07.md")
+    ]
+    (edit,) = change.edits
+    assert edit.range.start == edit.range.end == types.Position(line=3, character=0)

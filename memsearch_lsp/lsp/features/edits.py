@@ -3,6 +3,7 @@ MEMORY.md, every change annotated so the editor shows it for review before apply
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lsprotocol import types
@@ -22,9 +23,12 @@ def previews(ls: MemsearchServer) -> bool:
 
 # -- the WorkspaceEdit ------------------------------------------------------------------------
 def end_position(ls: MemsearchServer, text: str) -> types.Position:
-    lines = text.split("\n")
-    last = lines[-1].rstrip("\r")
-    return types.Position(line=len(lines) - 1, character=ls.workspace.position_codec.client_num_units(last))
+    """Where `text` ends, as LSP counts lines (CRLF, CR and LF each end one: an old Mac file's CR-only lines too)."""
+    lines = _LINE_END.split(text)
+    return types.Position(line=len(lines) - 1, character=ls.workspace.position_codec.client_num_units(lines[-1]))
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 SUMMARIES, ARCHIVE, PROMOTED = "memsearch.summaries", "memsearch.archive", "memsearch.promoted"
