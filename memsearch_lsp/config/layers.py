@@ -16,9 +16,11 @@ from memsearch_lsp.trust import LOCAL_PROVIDERS, PROVIDER_BOUND, untrusted
 T = TypeVar("T")
 
 
-def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """MEMSEARCH_SEARCH_TOP_K=5 -> {'search': {'top_k': '5'}}; unknown names raise ConfigError."""
+def from_env(env: Mapping[str, str], errors: list[str] | None = None) -> dict[str, dict[str, str]]:
+    """MEMSEARCH_SEARCH_TOP_K=5 -> {'search': {'top_k': '5'}}. Unknown names: one ConfigError naming them all, or,
+    when `errors` is given (the language server, doctor), each left out and said there, the others kept."""
     out: dict[str, dict[str, str]] = {}
+    unknown = []
     for key, value in env.items():
         if not key.startswith(ENV_PREFIX) or key.startswith(ENV_NOT_SETTINGS):
             continue
@@ -26,8 +28,13 @@ def from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
         section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
         name = rest[len(section) + 1 :] if section else ""
         if section is None or name not in _names(section):
-            raise ConfigError(f"environment: unknown setting {key}")
+            unknown.append(f"environment: unknown setting {key}")
+            continue
         out.setdefault(section, {})[name] = value
+    if unknown and errors is None:
+        raise ConfigError("; ".join(sorted(unknown)))
+    if unknown and errors is not None:
+        errors.extend(sorted(unknown))
     return out
 
 
@@ -160,7 +167,7 @@ def load_config(
     layers: list[tuple[str, Mapping[str, Any]]] = [
         (str(user), mine or {}),
         (str(path), _workspace_settings(theirs, path) if theirs else {}),
-        ("environment", _lenient(errors, lambda: from_env(os.environ if env is None else env)) or {}),
+        ("environment", from_env(os.environ if env is None else env, errors)),
         (origin, overrides or {}),
     ]
     config = _apply(layers, errors)
