@@ -577,14 +577,17 @@ async def hover_text(session: Session, doc: str, line: int, character: int) -> s
 FAST = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
 
 
-async def start(workspace: Path, profile: str = "visual_studio_code", now: str | None = None) -> Session:
-    """A server started by hand; `now`: its clock (MEMSEARCH_NOW), else the real one."""
+async def start(
+    workspace: Path, profile: str = "visual_studio_code", now: str | None = None, settings: dict[str, Any] | None = None
+) -> Session:
+    """A server started by hand; `now`: its clock (MEMSEARCH_NOW), else the real one; `settings`: the editor's
+    (start-up options and the answer to workspace/configuration), else FAST."""
     client = LanguageClient()
     for method, handler in DEFAULT_CLIENT_FEATURES.items():
         client.feature(method)(handler)
     await client.start_io(*SERVER, env=None if now is None else {**os.environ, "MEMSEARCH_NOW": now})
     session = Session(client, workspace, profile)
-    await session.start(capabilities(profile), FAST)
+    await session.start(capabilities(profile), FAST if settings is None else settings)
     return session
 
 

@@ -20,15 +20,13 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from memsearch_lsp.config import Config, editor_key, load_config
+from memsearch_lsp.config import Config, load_config, merge_layer
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.process.owner import OwnerGone
-from memsearch_lsp.core.workspace import index_settings_changed
-from memsearch_lsp.lsp.convert import options_from
 from memsearch_lsp.lsp.protocol import MemsearchProtocol, ReportingServer
 from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
@@ -279,50 +277,38 @@ class MemsearchServer(ReportingServer):
         return asyncio.ensure_future(guarded())
 
     def report(self, message: str, exc: BaseException | None = None) -> None:
-        """Log an error and show it to the user once for what failed (the message up to its first colon) and once for
-        its cause (`exc`: opening an index and indexing it fail with the same cause, said once)."""
+        """Log an error and show it to the user once for each distinct failure, and once for its cause (`exc`: opening
+        an index and indexing it fail with the same cause, said once)."""
         log.error(message, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
         if exc is None or f"(cause) {exc}" not in self._shown:
-            self._show_once(message.split(":")[0], types.MessageType.Error, message)
-        self._shown.update([f"(cause) {exc}"] if exc is not None else [])
+            self._show_once(message, types.MessageType.Error, message)
+        if exc is not None and message in self._shown:
+            self._shown.add(f"(cause) {exc}")
 
-    def warn(self, message: str) -> None:
-        """Log a warning and show it to the user (window/showMessage), once."""
+    def warn(self, message: str, show: bool | None = None) -> None:
+        """Log a warning and show it to the user (window/showMessage), once; `show`: the showNotifications of the
+        settings it is about (those sent with it), else of those in force."""
         if message not in self._shown:
             log.warning(message)
-        self._show_once(message, types.MessageType.Warning, message)
+        self._show_once(message, types.MessageType.Warning, message, show)
 
-    def _show_once(self, key: str, kind: types.MessageType, message: str) -> None:
-        if key not in self._shown:
+    def _show_once(self, key: str, kind: types.MessageType, message: str, show: bool | None = None) -> None:
+        """A message held back (showNotifications false) is not counted as shown: it shows once they are on."""
+        if key not in self._shown and (self.config_show_notifications() if show is None else show):
             self._shown.add(key)
-            if self.config_show_notifications():
-                self.window_show_message(
-                    types.ShowMessageParams(type=kind, message=f"memsearch: {hide_credentials(message)}")
-                )
+            self.window_show_message(
+                types.ShowMessageParams(type=kind, message=f"memsearch: {hide_credentials(message)}")
+            )
 
     @property
     def process_name(self) -> str:
         return f"memsearch-lsp serve for {self.client_name or 'an editor'}"
 
-    async def refuse_index_settings(self, root: Root, config: Config) -> None:
-        """In a window that is the index owner's client, the settings that shape the index (what is
-        indexed, how, where) cannot change: say so once, naming the owner; the rest still apply here."""
-        if root.door.current is None or not root.memory.remote:
-            return
-        refused = index_settings_changed(root.memory.config, config)
-        if refused:
-            try:
-                owner = await asyncio.to_thread(root.memory.owner_process)
-            except (OwnerGone, OSError, RuntimeError):
-                owner = "another process"
-            self.warn(
-                f"{root.path.name}: {', '.join(editor_key(k) for k in refused)} cannot change in this window: "
-                f"the index is owned by {owner}, whose settings for them stay in force (search, watch and "
-                f"compaction settings do apply here). Change them there, or close it and reload this window."
-            )
-
     def config_show_notifications(self) -> bool:
-        return all(r.config.lsp.show_notifications for r in self.roots.values()) if self.roots else True
+        """Every root's showNotifications; before any root is open, the editor's own."""
+        if self.roots:
+            return all(r.config.lsp.show_notifications for r in self.roots.values())
+        return merge_layer(Config(), self.overrides, "editor settings", []).lsp.show_notifications
 
     # -- start-up --------------------------------------------------------------------------
     async def reconcile(self, root: Root, force: bool = False, title: str = "Indexing memory") -> IndexStats:
@@ -359,29 +345,13 @@ class MemsearchServer(ReportingServer):
         )
         return token
 
-    async def load_settings(self) -> None:
-        """initializationOptions, then workspace/configuration (section `memsearch`) when supported."""
-        workspace = self.client_capabilities.workspace
-        if not (workspace and workspace.configuration):
-            return
-        try:
-            items = [types.ConfigurationItem(section="memsearch")]
-            result = await asyncio.wait_for(
-                self.workspace_configuration_async(types.ConfigurationParams(items=items)), timeout=5
-            )
-        except Exception as exc:
-            log.debug("workspace/configuration failed: %s", exc)
-            return
-        if result and isinstance(result[0], dict):  # complete; `{}` (lsp-mode's for a section it does not hold): the
-            self.overrides = options_from(result[0]) or self.init_options  # start-up options or the last push stay
-
     def settings_of(self, path: Path) -> Config:
         """The settings for a folder: a bad key (in the editor's settings or a file) is left out, every other applies,
         and each bad one is said once, with its source (the editor's settings are every folder's: said once)."""
         errors: list[str] = []
         config = load_config(path, self.overrides, errors=errors, origin="editor settings")
         for error in errors:
-            self.warn(f"{error}; left out (the rest applies)")
+            self.warn(f"{error}; left out (the rest applies)", show=config.lsp.show_notifications)
         return config
 
     async def open_roots(self, root_path: bool = True) -> None:

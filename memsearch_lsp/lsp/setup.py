@@ -14,7 +14,7 @@ from lsprotocol import types
 
 from memsearch_lsp.lsp import lifeline
 from memsearch_lsp.lsp.convert import options_from
-from memsearch_lsp.lsp.features import actions, commands, hover, symbols, sync
+from memsearch_lsp.lsp.features import actions, commands, hover, settings, symbols, sync
 from memsearch_lsp.lsp.protocol import quiet_pygls
 from memsearch_lsp.lsp.server import ClientLogHandler, MemsearchServer
 from memsearch_lsp.trust import HidingFormatter
@@ -23,7 +23,7 @@ from memsearch_lsp.trust import HidingFormatter
 def create_server() -> MemsearchServer:
     """The server with every feature and the lifecycle handlers registered."""
     server = MemsearchServer()
-    for feature in (sync, symbols, hover, commands, actions):
+    for feature in (sync, settings, symbols, hover, commands, actions):
         feature.register(server)
 
     @server.feature(types.INITIALIZE)
@@ -37,24 +37,10 @@ def create_server() -> MemsearchServer:
     async def on_initialized(ls: MemsearchServer, params: types.InitializedParams) -> None:
         ls.initialized = True
         try:
-            await ls.load_settings()
+            await settings.load_settings(ls)
             await sync.start_roots(ls)
         finally:
             ls.started.set()  # the requests that came meanwhile go on (MemsearchServer.settled)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def on_configuration(ls: MemsearchServer, params: types.DidChangeConfigurationParams) -> None:
-        pushed = params.settings  # (none, or none of ours: the client is asked)
-        if isinstance(pushed, dict) and ("memsearch" in pushed or options_from(pushed)):
-            ls.init_options = ls.overrides = options_from(pushed)  # complete: a setting the user removed is gone
-        await ls.load_settings()
-        for root in list(ls.roots.values()):
-            config = ls.settings_of(root.path)
-            await ls.refuse_index_settings(root, config)
-            heavy = await ls.in_writer(root.door.reconfigure, config)
-            if heavy:
-                await sync.watch(ls, root)
-                ls.background(ls.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: MemsearchServer, params: None) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
-from tests.helpers import Session, make_workspace, start, stop
+from tests.helpers import Session, make_workspace, start, stop, until
 
 
 async def search(session: Session, query: str) -> list[dict[str, Any]]:
@@ -31,5 +32,58 @@ async def test_an_unknown_environment_variable_is_left_out_alone_and_each_is_nam
         assert len(hits) == 3 and all(len(h["snippet"]) <= 21 for h in hits), hits
         said = " | ".join(m.message for m in session.client.messages)
         assert "MEMSEARCH_SEARCH_SNIPPETCHARS" in said and "MEMSEARCH_SEARCH_TOPK" in said, said
+    finally:
+        await stop(session)
+
+
+def push(session: Session, settings: dict[str, Any]) -> None:
+    """didChangeConfiguration with the whole settings (and the same answer to workspace/configuration)."""
+    session.client._configuration["memsearch"] = settings
+    session.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"memsearch": settings})
+    )
+
+
+async def test_show_notifications_follows_the_settings_sent_with_it(tmp_path: Path) -> None:
+    """`showNotifications: false` sent with a bad setting still popped it up (the settings in force before were
+    read); once true again, the warning held back was never shown (it had been marked as shown)."""
+    session = await start(make_workspace(tmp_path), settings={"showNotifications": False, "search": {"topK": "x"}})
+    try:
+        await session.wait_indexed()
+        await search(session, "Redis cache config")
+        assert not [m.message for m in session.client.messages], "a popup while showNotifications is false"
+        assert any("search.topK" in m.message for m in session.client.log_messages)  # (in the log all the same)
+        push(session, {"showNotifications": True, "search": {"topK": "x"}})
+        await until(
+            lambda: [m for m in session.client.messages if "search.topK" in m.message],
+            "the warning shown once notifications are on",
+            timeout=10,
+        )
+    finally:
+        await stop(session)
+
+
+async def test_each_distinct_failure_is_shown_and_status_answers_while_a_setting_keeps_the_index_shut(
+    tmp_path: Path,
+) -> None:
+    """A second, different re-index failure was only logged (messages were told apart by what failed, "re-indexing
+    ws failed", not by why); while a bad embedding.model was set, memsearch.status failed (-32602) instead of
+    saying what is wrong."""
+    session = await start(make_workspace(tmp_path))
+    try:
+        await session.wait_indexed()
+        push(session, {"embedding": {"model": "no-such-model"}})
+
+        def said(text: str) -> list[str]:
+            return [m.message for m in session.client.messages if text in m.message]
+
+        await until(lambda: said("no-such-model"), "the bad model said", timeout=20)
+        status = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memsearch.status")
+        )
+        (root,) = status["roots"]
+        assert root["root"] == str(session.workspace) and "no-such-model" in root["error"], root
+        push(session, {"memory": {"paths": ["memroy"]}})
+        await until(lambda: said("none of memroy"), "the second, different failure shown", timeout=20)
     finally:
         await stop(session)

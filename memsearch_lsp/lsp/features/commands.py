@@ -10,6 +10,7 @@ from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.hover import find_chunk
 from memsearch_lsp.lsp.features.symbols import located, param, search_all, search_filters, top_k_of
 from memsearch_lsp.lsp.server import MemsearchServer  # pygls reads command handlers' type hints
+from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
 
 FILTERS = ("since", "until", "source", "archived", "scope")  # memsearch.search's third argument (as memsearch/search)
@@ -110,10 +111,10 @@ def register(server: MemsearchServer) -> None:
                 data: dict[str, Any] = (
                     await ls.read(root.memory.status) if root.ready.is_set() else {"root": str(root.path)}
                 )
-            except Exception:
-                if any(r is root for r in ls.roots.values()):
-                    raise
-                continue  # its folder was removed (and its index closed) while we asked
+            except Exception as exc:
+                if not any(r is root for r in ls.roots.values()):
+                    continue  # its folder was removed (and its index closed) while we asked
+                data = {"root": str(root.path), "error": hide_credentials(str(exc))}  # (what a user asks status for)
             data["indexing"] = not root.ready.is_set()
             data["root_uri"] = convert.uri_of(root.path, "")
             roots.append(data)
