@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memsearch_lsp.config.model import SECTIONS, Config, _names, editor_key
+from memsearch_lsp.config.model import SECTIONS, Config, _names, editor_key, spelled_twice
 from memsearch_lsp.config.sections import CONFIG_FILE, ENV_NOT_SETTINGS, ENV_PREFIX, USER_CONFIG, ConfigError, tomllib
 from memsearch_lsp.trust import LOCAL_PROVIDERS, PROVIDER_BOUND, untrusted
 
@@ -46,10 +46,14 @@ def user_config_path() -> Path:
 
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
+    """A settings file's settings; None when there is none; ConfigError when it is not one (a folder) or does not
+    parse. A UTF-8 byte order mark (Windows' Notepad writes one) is no part of the settings."""
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory, not a settings file")
     if not path.is_file():
         return None
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
 
@@ -132,7 +136,9 @@ def merge_layer(config: Config, data: Mapping[str, Any], origin: str, errors: li
             Config().merged({key: value}, origin, between=False)
         except ConfigError as exc:
             bad[key] = str(exc)
-    errors.extend(bad.values())
+    for keys in _same_setting(key for key, _ in flat):
+        bad.update(dict.fromkeys(keys, spelled_twice(origin, *keys)))
+    errors.extend(dict.fromkeys(bad.values()))
     rest = [(key, value) for key, value in flat if key not in bad]
     for n in range(len(TIED) + 1):
         tied = {editor_key(key) for group in TIED[:n] for key in group}
@@ -145,6 +151,14 @@ def merge_layer(config: Config, data: Mapping[str, Any], origin: str, errors: li
             errors.append(f"{said} (left out: {', '.join(key for key, _ in rest if editor_key(key) in tied)})")
         return merged
     return config
+
+
+def _same_setting(keys: Iterable[str]) -> list[list[str]]:
+    """The keys of one layer that name one setting, each group as written (`search.top_k`, `search.topK`)."""
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        groups.setdefault(editor_key(key), []).append(key)
+    return [group for group in groups.values() if len(group) > 1]
 
 
 # the settings a rule between settings ties (Config.merged): left out together, the least needed first

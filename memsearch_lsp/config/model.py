@@ -127,17 +127,30 @@ def _nest(
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{origin}: {key}: expected a table of settings, got {value!r}")
             for inner, item in value.items():
+                _once(seen, (section, editor_key(str(inner))), f"{section}.{inner}", origin)
                 out.setdefault(section, {})[str(inner)] = item
-                seen[(section, editor_key(str(inner)))] = f"{section}.{inner}"
         elif section in SECTIONS:
+            _once(seen, (section, editor_key(name)), key, origin)
             out.setdefault(section, {})[name] = value
-            seen[(section, editor_key(name))] = key
         elif editor_key(key) in lsp_keys:
+            _once(seen, ("lsp", editor_key(key)), key, origin)
             out.setdefault("lsp", {})[key] = value
-            seen[("lsp", editor_key(key))] = key
         else:
             raise ConfigError(f"{origin}: unknown setting '{key}'")
     return out
+
+
+def _once(seen: dict[tuple[str, str], str], setting: tuple[str, str], written: str, origin: str) -> None:
+    """Note how `setting` is written; ConfigError when the layer wrote it already in another spelling."""
+    if setting in seen and seen[setting] != written:
+        raise ConfigError(spelled_twice(origin, seen[setting], written))
+    seen[setting] = written
+
+
+def spelled_twice(origin: str, *keys: str) -> str:
+    """The message for one setting written twice in one layer (`top_k` and `topK`): which one was meant is not
+    known, so neither applies."""
+    return f"{origin}: {' and '.join(keys)} are one setting, written twice: keep one"
 
 
 # -- the converter: strict scalar hooks (text forms for environment variables), camelCase names, checks

@@ -75,6 +75,9 @@ def config_sources(root: Path, env: dict[str, str] | None = None) -> list[Config
     if user.is_file():
         sources.append(ConfigSource("user file", str(user), _toml_keys(user)))
     path = root / CONFIG_FILE
+    for origin, folder in (("user file", user), ("workspace file", path)):
+        if folder.is_dir():  # (check_config says so: the settings do not load)
+            sources.append(ConfigSource(origin, str(folder), (), note="a directory, not a settings file"))
     if path.is_file():
         try:
             ignored = ignored_workspace_keys(path)
@@ -109,7 +112,7 @@ def _workspace_ignored(path: Path, keys: tuple[str, ...], root: Path) -> tuple[s
 
 def _toml_keys(path: Path) -> tuple[str, ...]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return ()
     keys: list[str] = []

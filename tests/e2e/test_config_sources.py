@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.helpers import cli, make_workspace
@@ -15,3 +16,32 @@ def test_the_cli_names_every_unknown_environment_variable(tmp_path: Path) -> Non
     assert result.returncode == 1
     assert "MEMSEARCH_SEARCH_SNIPPETCHARS" in result.stderr and "MEMSEARCH_SEARCH_TOPK" in result.stderr, result.stderr
     assert "MEMSEARCH_SEARCH_TOP_K" not in result.stderr
+
+
+def test_a_settings_file_that_is_a_directory_is_said_and_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A user config.toml that is a directory was skipped silently (doctor: "no user file"); a `.memsearch.toml`
+    starting with a UTF-8 byte order mark failed with "Invalid statement (at line 1, column 1)"."""
+    ws = make_workspace(tmp_path)
+    xdg = tmp_path / "xdg"
+    (xdg / "memsearch-lsp" / "config.toml").mkdir(parents=True)
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+    status = cli(ws, "status", env=env)
+    assert status.returncode == 1 and "config.toml is a directory, not a settings file" in status.stderr
+    doctor = cli(ws, "doctor", "--json", env=env)
+    (config,) = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "config"]
+    assert config["status"] == "fail" and "is a directory, not a settings file" in config["detail"], config
+    assert any("a directory" in s["note"] for s in config["data"]["sources"])
+    (xdg / "memsearch-lsp" / "config.toml").rmdir()
+    (ws / ".memsearch.toml").write_bytes("\ufeff[search]\ntop_k = 2\n".encode())
+    found = cli(ws, "search", "Redis cache config", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    assert len(json.loads(found.stdout)["hits"]) == 2
+
+
+def test_one_setting_written_twice_in_a_file_is_an_error_naming_both(tmp_path: Path) -> None:
+    """`top_k` and `topK` in one file: the later one won, silently."""
+    ws = make_workspace(tmp_path)
+    (ws / ".memsearch.toml").write_text("[search]\ntop_k = 2\ntopK = 4\n")
+    result = cli(ws, "search", "Redis cache config", env={})
+    assert result.returncode == 1
+    assert ".memsearch.toml: search.top_k and search.topK are one setting" in result.stderr, result.stderr
