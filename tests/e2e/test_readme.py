@@ -142,3 +142,14 @@ def test_the_python_api_example_recalls_a_note_on_its_first_turn(
     finally:
         scope["memory"].close()
     assert "5 min TTL" in prompts[0]
+
+
+def test_the_readme_lists_what_a_workspace_file_may_not_set() -> None:
+    """The README's list of what `.memsearch.toml` cannot set left out `compact.model` (trust.USER_ONLY_KEYS)."""
+    from memsearch_lsp.config import USER_ONLY_VALUES, WORKSPACE_PATH_KEYS
+
+    part = README.split("A workspace file cannot set", 1)[1].split("it ignores them", 1)[0]
+    named = set(re.findall(r"`([\w.]+)`", part))
+    values = {(key, value) for key, value in re.findall(r'`([\w.]+) = "(\w+)"`', part)}
+    assert named >= USER_ONLY_KEYS | WORKSPACE_PATH_KEYS, sorted((USER_ONLY_KEYS | WORKSPACE_PATH_KEYS) - named)
+    assert values >= USER_ONLY_VALUES, sorted(USER_ONLY_VALUES - values)
