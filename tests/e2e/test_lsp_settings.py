@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.helpers import Session, make_workspace, start, stop, until
+from tests.helpers import Session, make_workspace, start, stop, until, uri, watches
 
 
 async def search(session: Session, query: str) -> list[dict[str, Any]]:
@@ -85,5 +85,38 @@ async def test_each_distinct_failure_is_shown_and_status_answers_while_a_setting
         assert root["root"] == str(session.workspace) and "no-such-model" in root["error"], root
         push(session, {"memory": {"paths": ["memroy"]}})
         await until(lambda: said("none of memroy"), "the second, different failure shown", timeout=20)
+    finally:
+        await stop(session)
+
+
+async def test_an_edited_workspace_file_applies_when_the_editor_says_it_changed(tmp_path: Path) -> None:
+    """Editing `.memsearch.toml` while the server ran had no effect until the editor sent didChangeConfiguration:
+    the watcher did not cover it, and a change or a save of it was not read as new settings."""
+    ws = make_workspace(tmp_path)
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        assert any(watches(r, ws / ".memsearch.toml") for r in session.registrations), "the file is not watched"
+        assert len(await search(session, "Redis cache config")) > 1
+        (ws / ".memsearch.toml").write_text("[search]\ntop_k = 1\n")
+        session.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=uri(ws / ".memsearch.toml"), type=types.FileChangeType.Changed)]
+            )
+        )
+
+        async def one() -> bool:
+            return len(await search(session, "Redis cache config")) == 1
+
+        await until(one, "the edited file's top_k to apply", timeout=10, every=0.2)
+        (ws / ".memsearch.toml").write_text("[search]\ntop_k = 2\n")
+        session.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri(ws / ".memsearch.toml")))
+        )
+
+        async def two() -> bool:
+            return len(await search(session, "Redis cache config")) == 2
+
+        await until(two, "the saved file's top_k to apply", timeout=10, every=0.2)
     finally:
         await stop(session)

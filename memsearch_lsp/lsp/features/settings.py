@@ -14,7 +14,7 @@ from memsearch_lsp.config import Config, editor_key
 from memsearch_lsp.core.process.owner import OwnerGone
 from memsearch_lsp.core.workspace import index_settings_changed
 from memsearch_lsp.lsp.convert import options_from
-from memsearch_lsp.lsp.features import sync
+from memsearch_lsp.lsp.features.watch import watch
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
@@ -66,7 +66,7 @@ async def apply_settings(ls: MemsearchServer) -> None:
         await refuse_index_settings(ls, root, config)
         heavy = await ls.in_writer(root.door.reconfigure, config)
         if heavy:
-            await sync.watch(ls, root)
+            await watch(ls, root)
             ls.background(ls.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
 
 

@@ -1,28 +1,29 @@
-"""Document sync (open/change/save/close, debounced) and watched files (registration or polling)."""
+"""Document sync (open/change/save/close, debounced) and the changes watched files report (features/watch.py: what
+is watched); a change of a workspace's `.memsearch.toml` reloads the settings."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-import os
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import to_fs_path
 
-from memsearch_lsp.core.files import MAX_FILE_BYTES, SUFFIXES, changed_ns, memory_folders
+from memsearch_lsp.config import CONFIG_FILE
+from memsearch_lsp.core.files import MAX_FILE_BYTES
 from memsearch_lsp.core.onboard import find_workspace
 from memsearch_lsp.lsp.features.forward import forwarded
+from memsearch_lsp.lsp.features.settings import apply_settings
+from memsearch_lsp.lsp.features.watch import WHOLE_FOLDER, unwatch, watch
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
 
 log = logging.getLogger(__name__)
-UNREGISTER_S = 5.0  # a client that never answers an unregistration holds up no folder change longer
 
 
 def _bump(ls: MemsearchServer, root: Root, source: str) -> int:
@@ -94,7 +95,10 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: MemsearchServer, params: types.DidSaveTextDocumentParams) -> None:
-        index_now(ls, params.text_document.uri, "indexing a saved file")
+        if settings_file(ls, params.text_document.uri):
+            ls.background(apply_settings(ls), "applying the changed settings")
+        else:
+            index_now(ls, params.text_document.uri, "indexing a saved file")
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: MemsearchServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -109,7 +113,10 @@ def register(server: MemsearchServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched(ls: MemsearchServer, params: types.DidChangeWatchedFilesParams) -> None:
         touched: dict[Path, list[str]] = {}
-        for change in params.changes:
+        changes = [change for change in params.changes if not settings_file(ls, change.uri)]
+        if len(changes) < len(params.changes):
+            ls.background(apply_settings(ls), "applying the changed settings")
+        for change in changes:
             found = ls.locate(change.uri)
             if found is None:
                 continue
@@ -129,12 +136,17 @@ def register(server: MemsearchServer) -> None:
         await start_roots(ls, removed=params.event.removed)
 
 
+def settings_file(ls: MemsearchServer, uri: str) -> bool:
+    """`uri` is a root's own `.memsearch.toml`: its change is new settings, applied as a didChangeConfiguration's
+    (told without the root's memory: one its settings keep shut opens with the file fixed)."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return bool(path) and Path(path or "").name == CONFIG_FILE and Path(path or "").resolve().parent in ls.roots
+
+
 async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFolder] = ()) -> None:
     """Close the roots of removed folders; open a Root for each new memory folder, watch it and start its
     first index pass. One change at a time: a removal and an addition sent back to back would open the added
     folder's index twice, and a folder added while `initialized` runs would be watched and indexed twice."""
-    from pygls.uris import to_fs_path
-
     async with ls.folders_changing:
         for folder in removed:
             path = Path(to_fs_path(folder.uri) or "").resolve()
@@ -153,9 +165,6 @@ async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFold
             if path not in started:
                 await watch(ls, root)
                 ls.background(ls.reconcile(root), f"indexing {root.path.name}")
-
-
-WHOLE_FOLDER = ""  # a folder deleted or created (moved in or out) whole: a pass over the root follows it
 
 
 def whole_folder(kind: types.FileChangeType, path: Path, memory_file: bool) -> bool:
@@ -184,118 +193,3 @@ async def _read_again(ls: MemsearchServer, root: Root, source: str) -> None:
         return
     if root.memory.is_memory(source) or await ls.read(root.memory.is_indexed, source):
         await ls.write(root, "index_file", source)
-
-
-# -- watching --------------------------------------------------------------------------------
-def _dynamic(ls: MemsearchServer) -> tuple[bool, bool]:
-    workspace = ls.client_capabilities.workspace
-    watched = workspace.did_change_watched_files if workspace else None
-    if watched is None or not watched.dynamic_registration:
-        return False, False
-    return True, bool(watched.relative_pattern_support)
-
-
-async def watch(ls: MemsearchServer, root: Root) -> None:
-    """Ask the client to watch the memory folders; poll them when it cannot."""
-    dynamic, relative = _dynamic(ls)
-    await unwatch(ls, root)
-    if not dynamic:
-        root.poller = asyncio.ensure_future(poll(ls, root))
-        return
-    registration = f"memsearch-watch-{uuid.uuid4().hex[:12]}"  # never one a removed folder's may still hold
-    try:
-        await ls.client_register_capability_async(
-            types.RegistrationParams(
-                registrations=[
-                    types.Registration(
-                        id=registration,
-                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                            watchers=watchers(root.path, root.config.memory.paths, relative)
-                        ),
-                    )
-                ]
-            )
-        )
-        root.registration = registration
-    except Exception as exc:
-        log.warning("the editor refused to watch files (%s); polling instead", exc)
-        root.poller = asyncio.ensure_future(poll(ls, root))
-
-
-async def unwatch(ls: MemsearchServer, root: Root) -> None:
-    """Withdraw the root's watcher: unregister it with the client, or stop polling."""
-    if root.registration:
-        unregistration = types.Unregistration(id=root.registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-        root.registration = ""
-        try:
-            unregister = ls.client_unregister_capability_async(
-                types.UnregistrationParams(unregisterations=[unregistration])
-            )
-            await asyncio.wait_for(unregister, UNREGISTER_S)
-        except Exception as exc:
-            log.debug("unregister failed: %s", exc)
-    if root.poller:
-        root.poller.cancel()
-        root.poller = None
-
-
-def watchers(workspace: Path, paths: Sequence[str], relative: bool) -> list[types.FileSystemWatcher]:
-    """What a client watches for a root: the Markdown files (every suffix the indexer reads) under each memory
-    folder, a memory path that names one file, and any creation or deletion under a memory folder (a folder moved
-    in or out, or deleted whole, reports only itself). A RelativePattern is rooted at the memory folder (or a file's
-    folder), where a client that watches folders (Neovim on Linux) starts."""
-
-    def watcher(base: Path, pattern: str, kind: int | None = None) -> types.FileSystemWatcher:
-        glob: types.GlobPattern = (
-            types.RelativePattern(base_uri=from_fs_path(str(base)) or str(base), pattern=pattern)
-            if relative
-            else f"{base.as_posix()}/{pattern}"
-        )
-        return types.FileSystemWatcher(glob_pattern=glob, kind=kind)
-
-    found = []
-    for entry in paths:
-        base = workspace / entry
-        if base.name.endswith(SUFFIXES) and not base.is_dir():  # a memory path may name one Markdown file
-            found.append(watcher(base.parent, base.name))
-            continue
-        found += [watcher(base, f"**/*{suffix}") for suffix in SUFFIXES]
-        found.append(watcher(base, "**", types.WatchKind.Create | types.WatchKind.Delete))
-    return found
-
-
-def snapshot(root: Root) -> dict[str, tuple[int, int]]:
-    """The change stamp (`files.changed_ns`) and size of every Markdown file under the memory folders."""
-    state: dict[str, tuple[int, int]] = {}
-    for base in memory_folders(root.path, root.config)[0]:
-        for folder, _, names in os.walk(base):
-            for name in names:
-                if name.endswith(SUFFIXES):
-                    path = os.path.join(folder, name)
-                    try:
-                        st = os.stat(path)
-                    except OSError:
-                        continue
-                    state[path] = (changed_ns(st), st.st_size)
-    return state
-
-
-async def poll(ls: MemsearchServer, root: Root) -> None:
-    """The fallback watcher: a scan of change stamps every `watch.poll_interval_ms`. The first scan is taken before
-    the first index pass ends (not after), so a file written just after that pass is still a change."""
-    before = await asyncio.to_thread(snapshot, root)
-    await root.ready.wait()
-    while True:
-        await asyncio.sleep(max(0.1, root.config.watch.poll_interval_ms / 1000))
-        try:
-            now = await asyncio.to_thread(snapshot, root)
-        except Exception as exc:  # pragma: no cover - a vanished folder
-            log.debug("poll failed: %s", exc)
-            continue
-        if now != before:
-            before = now
-            try:
-                await forwarded(ls, root, WHOLE_FOLDER, functools.partial(ls.write, root, "index"))
-            except Exception as exc:
-                ls.report(f"indexing changed files failed: {exc}", exc)
