@@ -22,6 +22,7 @@ from memsearch_lsp.config import (
     Config,
     ConfigError,
     editor_key,
+    from_env,
     ignored_workspace_keys,
     load_config,
     merge_layer,
@@ -31,7 +32,7 @@ from memsearch_lsp.config import (
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.endpoint import models_answer
 from memsearch_lsp.doctor.report import NOT_LOADED, Check, Context
-from memsearch_lsp.trust import untrusted
+from memsearch_lsp.trust import hide_credentials, untrusted
 
 ENDPOINT_TIMEOUT_S = 3.0  # how long doctor waits for a configured endpoint
 EDITOR_PREFIX = "memsearch."
@@ -96,6 +97,39 @@ def config_sources(root: Path, env: dict[str, str] | None = None) -> list[Config
                 ConfigSource(origin, str(settings), keys, ignored, note="VS Code's server only, not the CLI")
             )
     return sources
+
+
+def in_effect(config: Config, sources: list[ConfigSource]) -> dict[str, dict[str, Any]]:
+    """Each setting the CLI's sources set (the files, MEMSEARCH_* variables), dotted in snake_case: the value in effect
+    and the source it comes from, the last that sets it (a secret shown as ***). Editor settings apply in that editor's
+    server only: not here."""
+    out: dict[str, dict[str, Any]] = {}
+    for source in sources:
+        if source.note:  # (VS Code's settings, a directory)
+            continue
+        for key in source.keys:
+            if key in source.ignored:
+                continue
+            named = from_env({key: ""}, []) if not source.path else _nested(key)
+            for section, names in named.items():
+                for name in names:
+                    value = getattr(getattr(config, section, None), name, _UNSET)
+                    if value is not _UNSET:
+                        shown = (
+                            "***" if name in _SECRETS else hide_credentials(value) if isinstance(value, str) else value
+                        )
+                        out[f"{section}.{name}"] = {"value": shown, "from": f"{source.origin} {source.path}".strip()}
+    return out
+
+
+def _nested(key: str) -> dict[str, list[str]]:
+    """A file's dotted key ('search.topK') as from_env gives a variable's: {'search': ['top_k']}."""
+    section, _, name = key.partition(".")
+    return {section: [re.sub(r"[A-Z]", lambda m: "_" + m.group().lower(), name)]} if name else {}
+
+
+_UNSET = object()
+_SECRETS = frozenset({"token"})  # milvus.token: said as set, never shown
 
 
 def _workspace_ignored(path: Path, keys: tuple[str, ...], root: Path) -> tuple[str, ...]:
@@ -223,6 +257,9 @@ def check_config(ctx: Context) -> Check:
             "config file, MEMSEARCH_* variables or editor settings): " + ", ".join(ignored)
         )
     data["ignored"] = [k for s in sources for k in s.ignored]
+    if ctx.config is not None and (effective := in_effect(ctx.config, sources)):
+        data["in_effect"] = effective
+        parts.append("in effect: " + ", ".join(f"{k} = {v['value']!r} ({v['from']})" for k, v in effective.items()))
     default = f"defaults (no user file at {user_config_path()}, no {CONFIG_FILE}, no MEMSEARCH_* variables)"
     detail = "; ".join(parts) or default
     if clock_now := os.environ.get(clock.ENV, "").strip():  # (a test's or a replay's fixed time; not a setting)

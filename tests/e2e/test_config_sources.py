@@ -45,3 +45,23 @@ def test_one_setting_written_twice_in_a_file_is_an_error_naming_both(tmp_path: P
     result = cli(ws, "search", "Redis cache config", env={})
     assert result.returncode == 1
     assert ".memsearch.toml: search.top_k and search.topK are one setting" in result.stderr, result.stderr
+
+
+def test_doctor_says_each_settings_value_in_effect_and_where_it_comes_from(tmp_path: Path) -> None:
+    """(audit Y, 8) doctor listed `search.top_k` under each source that set it, never the value in effect or which
+    source wins (the README: "doctor shows every setting and where it comes from"); a secret is said as set only."""
+    ws = make_workspace(tmp_path)
+    xdg = tmp_path / "xdg"
+    (xdg / "memsearch-lsp").mkdir(parents=True)
+    (xdg / "memsearch-lsp" / "config.toml").write_text('[search]\ntop_k = 6\n[milvus]\ntoken = "s3cr3t-token"\n')
+    (ws / ".memsearch.toml").write_text("[search]\ntopK = 2\nvector_weight = 0.6\n")
+    env = {"XDG_CONFIG_HOME": str(xdg), "MEMSEARCH_SEARCH_TOP_K": "4"}
+    doctor = cli(ws, "doctor", "--json", env=env)
+    (config,) = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "config"]
+    assert config["data"]["in_effect"] == {
+        "search.top_k": {"value": 4, "from": "environment"},
+        "milvus.token": {"value": "***", "from": f"user file {xdg / 'memsearch-lsp' / 'config.toml'}"},
+        "search.vector_weight": {"value": 0.6, "from": f"workspace file {ws / '.memsearch.toml'}"},
+    }
+    text = cli(ws, "doctor", env=env).stdout
+    assert "in effect: search.top_k = 4 (environment)" in text and "s3cr3t" not in text + doctor.stdout
