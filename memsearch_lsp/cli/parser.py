@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any, NoReturn
 
@@ -60,7 +61,8 @@ class _Parser(argparse.ArgumentParser):
 
     def _dashed(self, exc: UsageError, argv: list[str]) -> UsageError:
         """`exc`, with the hint to put "--" before the QUERY or TEXT that starts with "-" when it was read as an
-        option: an argument no option of the command takes, with which "--" before it makes the line whole."""
+        option: an argument no option of the command takes, with which "--" before it makes the line whole, or
+        "--" before it and the options given after it moved ahead of them (`search "--dry-run" -w ws`)."""
         for n, arg in enumerate(argv):
             if (
                 "--" in argv[:n]
@@ -69,23 +71,28 @@ class _Parser(argparse.ArgumentParser):
                 or not self._unknown([*argv[:n], "x", arg])
             ):
                 continue
-            try:
-                _, extra = self.parse_known_args([*argv[:n], "--", *argv[n:]])
-            except UsageError:
-                continue
-            if not extra:
-                return UsageError(
-                    str(exc), f'a QUERY or TEXT that starts with "-" goes after "--": {exc.prog} -- "{arg}"', exc.prog
-                )
+            after = argv[n + 1 :]  # the options given after it go ahead of "--" (`search "--dry-run" -w ws`)
+            for before, rest in [(after, []), ([], after)] if any(a.startswith("-") for a in after) else [([], after)]:
+                if self._extra([*argv[:n], *before, "--", arg, *rest]) == []:
+                    line = " ".join(
+                        [shlex.join(["memsearch-lsp", *argv[:n], *before]), "--", f'"{arg}"', shlex.join(rest)]
+                    ).rstrip()
+                    hint = f'a QUERY or TEXT that starts with "-" goes after the options and "--": {line}'
+                    return UsageError(
+                        f'"{arg}" was read as an option ({exc})', f"{hint} (or pipe it in as -)", exc.prog
+                    )
         return exc
+
+    def _extra(self, argv: list[str]) -> list[str] | None:
+        """What argparse leaves of `argv` unread; None when it refuses the line."""
+        try:
+            return self.parse_known_args(argv)[1]
+        except UsageError:
+            return None
 
     def _unknown(self, argv: list[str]) -> bool:
         """Whether the last of `argv` is an option no parser takes there (left over, not read or refused)."""
-        try:
-            _, extra = self.parse_known_args(argv)
-        except UsageError:
-            return False
-        return argv[-1] in extra
+        return argv[-1] in (self._extra(argv) or [])
 
 
 _ACTIONS = ("-", "-h", "--help", "--version")  # never tried as a query: argparse answers them (and exits) at once

@@ -74,9 +74,10 @@ def test_an_argument_no_command_takes_is_named_by_its_command() -> None:
 def test_a_query_or_note_that_starts_with_a_dash_is_told_to_come_after_two_dashes(argv: list[str], dashed: str) -> None:
     with pytest.raises(UsageError, match=r"arguments are required|unrecognized arguments") as caught:
         build_parser().parse_args(argv)
-    assert (
-        caught.value.hint
-        == f'a QUERY or TEXT that starts with "-" goes after "--": memsearch-lsp {argv[0]} -- "{dashed}"'
+    assert str(caught.value).startswith(f'"{dashed}" was read as an option (')
+    assert caught.value.hint == (
+        f'a QUERY or TEXT that starts with "-" goes after the options and "--": memsearch-lsp {argv[0]} -- "{dashed}"'
+        " (or pipe it in as -)"
     )
     parsed = build_parser().parse_args([argv[0], "--", dashed])
     assert (parsed.query if argv[0] == "search" else parsed.text) in (dashed, [dashed])
@@ -85,6 +86,29 @@ def test_a_query_or_note_that_starts_with_a_dash_is_told_to_come_after_two_dashe
     with pytest.raises(UsageError) as plain:  # a query forgotten, a known option given: the usual hint
         build_parser().parse_args(["search", "--json"])
     assert plain.value.hint == "see `memsearch-lsp search --help`"
+
+
+@pytest.mark.parametrize(
+    ("argv", "dashed", "line"),
+    [
+        (["search", "--dry-run", "--workspace", "."], "--dry-run", ["search", "--workspace", "."]),
+        (
+            ["--json", "search", "-k", "2", "--dry-run", "--json"],
+            "--dry-run",
+            ["--json", "search", "-k", "2", "--json"],
+        ),
+        (["remember", "-x", "--heading", "Rota"], "-x", ["remember", "--heading", "Rota"]),
+    ],
+)
+def test_a_dashed_query_before_options_is_told_to_go_last(argv: list[str], dashed: str, line: list[str]) -> None:
+    """`search "--dry-run" --workspace ws` gave the query, but read it as an option: the error names it and shows
+    the line that works, the options ahead of "--" (it said only that QUERY was missing)."""
+    with pytest.raises(UsageError) as caught:
+        build_parser().parse_args(argv)
+    assert str(caught.value).startswith(f'"{dashed}" was read as an option (')
+    assert caught.value.hint.endswith(f'memsearch-lsp {" ".join(line)} -- "{dashed}" (or pipe it in as -)')
+    fixed = build_parser().parse_args([*line, "--", dashed])
+    assert (fixed.query if "search" in argv else fixed.text) in (dashed, [dashed])
 
 
 @pytest.mark.parametrize(
