@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from memsearch_lsp.core.chunks import chunk_markdown
+from memsearch_lsp.core.embedding import EmbeddingError
 from memsearch_lsp.core.index import MAX_FILE_CHUNKS
 from tests.fakes import FakeEmbedder
 from tests.helpers import document_frequencies
@@ -313,3 +314,33 @@ def test_a_word_written_as_one_or_part_of_an_identifier_finds_its_note(tmp_path:
     for query, heading in (("NCCL", "GPU node"), ("oncall", "Rota"), ("ack wait", "Mail")):
         hits = memory.search(query, vector_weight=0.0)
         assert hits and hits[0].heading == heading, (query, hits)
+
+
+class Busy(FakeEmbedder):
+    """An endpoint that cannot embed queries now: the relevance (the floor) rests on the terms a note holds."""
+
+    def embed_query(self, query: str) -> list[float]:
+        raise EmbeddingError("busy")
+
+
+def test_a_version_is_found_whole_and_an_absent_one_finds_nothing(tmp_path: Path, make_memory) -> None:
+    """Two logs differ only in the order of a version's parts, a third names an address: each version asked for
+    ranks its own note first (their words were the same bag: 20, 11, 1), and a version or address no note holds is
+    answered with nothing (its numbers alone passed the floor)."""
+    (tmp_path / "memory").mkdir()
+    for day, version in (("2026-03-07", "20.11.1"), ("2026-03-08", "20.1.11")):
+        (tmp_path / "memory" / f"{day}.md").write_text(
+            f"# {day}\n\n## 10:00\nNode is pinned to {version} in .nvmrc on the build agents.\n", encoding="utf-8"
+        )
+    (tmp_path / "memory" / "MEMORY.md").write_text(
+        "# Memory\n\n## Infrastructure\n- The primary replica is at 10.0.3.17; numpy is pinned to 1.26.\n",
+        encoding="utf-8",
+    )
+    memory = make_memory(tmp_path, Busy())
+    memory.index()
+    for version, day in (("20.11.1", "2026-03-07"), ("20.1.11", "2026-03-08"), ("node 20.11.1", "2026-03-07")):
+        hits = memory.search(version, vector_weight=0.0)
+        assert hits and hits[0].source == f"memory/{day}.md" and hits[0].score > hits[1].score, (version, hits)
+    assert memory.search("10.0.3.17", min_score=0.25)[0].heading == "Infrastructure"
+    for absent in ("1.0.0", "10.9.9.9", "v20.1.1", "1.26.3"):
+        assert memory.search(absent, min_score=0.25) == [], absent

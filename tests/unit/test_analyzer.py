@@ -14,6 +14,7 @@ from memsearch_lsp.core.search.analyzer import (
     Analyzer,
     detect,
     fold,
+    loose_numbers,
     other_forms,
     stem,
 )
@@ -169,3 +170,39 @@ def test_compound_words_are_also_indexed_in_the_forms_a_reader_types() -> None:
     for query in ("NCCL", "ack wait", "oncall", "email", "nccl_p2p_disable", "on-call"):
         assert set(AUTO.query_terms(query)) <= set(AUTO.tokens(text)), query
     assert AUTO.query_terms("NCCL") == ["nccl"]  # the query is not split or joined: it is matched
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("What changed in v2.3.1.", ["2.3.1"]),  # a sentence's last dot is no part; a version's "v" is no part either
+        ("The replica is at 10.0.3.17, the other at 10.0.3.71", ["10.0.3.17", "10.0.3.71"]),
+        (
+            "Served at https://api.example.com:8443/v1 now",
+            ["api.example.com:8443/v1", "api.example.com:8443", "api.example.com"],
+        ),
+        ("Config in /etc/app/conf.d/main.toml", ["etc/app/conf.d/main.toml", "conf.d", "main.toml"]),
+        ("pinned `>=1.2,<2` and python:3.11.4", ["1.2", "python:3.11.4", "3.11.4"]),
+        ("版本2.3.1发布了", ["2.3.1"]),
+        ("e.g. at 3 p.m. the client/server and/or J.K. Rowling", []),  # initials, words joined by slashes alone
+    ],
+)
+def test_a_dotted_or_colon_joined_identifier_is_also_a_term_whole(text: str, whole: list[str]) -> None:
+    """`v2.3.1` was only v2, 3, 1, and `20.11.1` the same bag as `20.1.11`: the identifier is also one term, in a
+    note and a query alike, its words kept ("numpy 2" still meets "numpy 2.0")."""
+    tokens = AUTO.tokens(text)
+    assert [t for t in tokens if "." in t or ":" in t] == whole
+    assert set(whole) <= set(AUTO.query_terms(text)) and not {"e.g", "p.m", "j.k", "client/server"} & set(tokens)
+    assert AUTO.tokens("20.11.1") != AUTO.tokens("20.1.11") and {"numpi", "2"} <= set(AUTO.tokens("numpy 2.0"))
+
+
+def test_a_query_s_numbers_inside_its_identifiers_are_no_evidence_alone() -> None:
+    assert loose_numbers("1.0.0") == {"1", "0"} and loose_numbers("10.9.9.9") == {"10", "9"}
+    assert loose_numbers("numpy 2 or 2.0") == {"0"} and loose_numbers("numpy 2") == set()
+
+
+def test_a_word_after_two_dashes_is_also_written_as_one_and_a_symbol_is_a_term() -> None:
+    assert "dryrun" in AUTO.tokens("Every script must support `--dry-run` first.")
+    assert "bcd" not in AUTO.tokens("a-b-c-d-e") and "dryrun" in AUTO.tokens("--dry-run--")
+    assert AUTO.query_terms("🔥") == ["🔥"] and "🔥" in AUTO.tokens("🔥 Prod is down: the ingest queue is stuck")
+    assert AUTO.tokens("├── src │ └── main.py") == AUTO.tokens("src main.py")  # a tree's lines are no terms

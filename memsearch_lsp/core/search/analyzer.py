@@ -7,7 +7,9 @@ A chunk and a query go through the same steps (`Analyzer.tokens`, `Analyzer.quer
    lower-cased (Turkish `İ` is `i`). Words are runs of letters, digits and their marks (Tamil's vowel signs);
    Chinese, Japanese and Korean text (no spaces between words) becomes its characters plus each pair of
    neighbouring characters ("预约系统" -> 预 约 系 统 预约 约系 系统), so a question meets a note that shares a
-   word with it without a dictionary.
+   word with it without a dictionary. A symbol ("🔥", "✅"; not a box drawing's lines) is a term of its own, and a
+   dotted or colon-joined identifier is also one term whole (`identifiers`: "v2.3.1" as "2.3.1", "10.0.3.17",
+   "cache.internal:6380"), its words kept, so "20.11.1" is told from "20.1.11".
 2. The language of the text is detected (`detect`: function words and letters of each language, English when
    nothing else stands out) or fixed by `search.language`. Latin-script words are stemmed in that language;
    in a text that is not English each word also keeps its English stem, so the English technical words of a
@@ -36,7 +38,7 @@ from typing import Any
 
 from memsearch_lsp.config import SEARCH_LANGUAGES
 
-VERSION = "v6"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
+VERSION = "v7"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
 # search.language: a code, or "auto" (detect each text's). The stemmer each code uses (py_rust_stemmers).
 STEMMERS = {
     "en": "english",
@@ -71,8 +73,34 @@ _MARKS = (
     "\u0b3c-\u0b57\u0b82\u0bbe-\u0bcd\u0bd7\u0c00-\u0c04\u0c3e-\u0c56\u0c81-\u0c83\u0cbc-\u0cd6\u0d00-\u0d03"
     "\u0d3b-\u0d57\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 )
-_TOKEN = re.compile(f"[{_CJK}]+|(?:[^\\W{_CJK}]|[{_MARKS}])+", re.UNICODE)
-_WORD = re.compile(f"(?:\\w|[{_MARKS}])+", re.UNICODE)  # the same where a text has no CJK letter (most), and faster
+
+# the blocks whose symbols (Unicode category So) are terms of their own ("🔥", "✅", "⚠"): arrows, technical, dingbats,
+# emoji; not box drawing nor block elements (a tree's or a chart's lines)
+_SYMBOL_BLOCKS = ((0x2190, 0x2500), (0x25A0, 0x2C00), (0x1F000, 0x1FB00))
+
+
+def _symbols() -> str:
+    """The symbols of _SYMBOL_BLOCKS as a character class's ranges."""
+    runs: list[list[int]] = []
+    for code in (c for low, high in _SYMBOL_BLOCKS for c in range(low, high)):
+        if unicodedata.category(chr(code)) != "So":
+            continue
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return "".join(f"{chr(low)}-{chr(high)}" for low, high in runs)
+
+
+_TOKEN = f"[{_CJK}]+|(?:[^\\W{_CJK}]|[{_MARKS}])+"
+_WORD = f"(?:\\w|[{_MARKS}])+"  # the same where a text has no CJK letter (most), and faster
+# (cjk, symbols) -> the pattern of a text's words: a symbol's class is slow to test, so only where one may be
+_PATTERNS = {
+    (cjk, symbols): re.compile(f"{_TOKEN if cjk else _WORD}|[{_symbols()}]" if symbols else _TOKEN if cjk else _WORD)
+    for cjk in (False, True)
+    for symbols in (False, True)
+}
+_MAY_SYMBOL = re.compile("[\u2190-\u2bff\U0001f000-\U0001faff]")  # the span of _SYMBOL_BLOCKS: one quick test
 _HAS_CJK = re.compile(f"[{_CJK}]")
 _KANA = re.compile("[\u3040-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7af]")
@@ -285,6 +313,8 @@ class Analyzer:
         terms = _terms(words, lang, cjk)
         if "_" in lowered or "-" in lowered:  # "ack_wait" is also found as "ack" and "wait", "on-call" as "oncall"
             terms += _terms(compound_forms(lowered, words), lang, cjk)
+        if "." in lowered or ":" in lowered:  # "v2.3.1" is also found whole: "2.3.1" (its parts 3 and 1 as before)
+            terms += _terms(identifiers(lowered), lang, cjk)
         return terms
 
     def query_terms(self, text: str) -> list[str]:
@@ -297,7 +327,8 @@ class Analyzer:
         words = _words(lowered, cjk)
         kept = [w for w in words if w not in STOP_WORDS] or words
         lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
-        return [(word, _terms([word], lang, cjk)) for word in kept]
+        whole = identifiers(lowered) if "." in lowered or ":" in lowered else []
+        return [(word, _terms([word], lang, cjk)) for word in [*kept, *dict.fromkeys(whole)]]
 
 
 def other_forms(word: str) -> list[str]:
@@ -310,7 +341,9 @@ def other_forms(word: str) -> list[str]:
     return [form for form in dict.fromkeys(stem(word, lang) for lang in STEMMERS) if len(form) >= MIN_FORM]
 
 
-_HYPHENATED = re.compile(r"(?<![\w-])\w+(?:-\w+){1,3}(?![\w-])")
+# a word of two to four parts joined by hyphens, whole: not a part of a longer one ("a-b-c-d-e"), but after a dash
+# or two ("--dry-run")
+_HYPHENATED = re.compile(r"(?<!\w)(?<!\w-)\w+(?:-\w+){1,3}(?!-?\w)")
 
 
 def compound_forms(lowered: str, words: list[str]) -> list[str]:
@@ -328,4 +361,70 @@ def compound_forms(lowered: str, words: list[str]) -> list[str]:
 
 
 def _words(lowered: str, cjk: bool) -> list[str]:
-    return [w for w in (_TOKEN if cjk else _WORD).findall(lowered) if len(w) < 64]
+    symbols = not lowered.isascii() and _MAY_SYMBOL.search(lowered) is not None
+    return [w for w in _PATTERNS[cjk, symbols].findall(lowered) if len(w) < 64]
+
+
+_PART = f"[^\\W{_CJK}]+(?:-[^\\W{_CJK}]+)*"  # a word, or words joined by hyphens (2.0.0-beta.1, my-app.conf)
+_IDENTIFIER = re.compile(f"(?<![^\\W{_CJK}]){_PART}(?:[./:]{_PART})+")
+_JOINED = re.compile(r"[.:]\w")  # where one may be: the identifier's pattern is slow to try at every letter of a text
+_SPACE = re.compile(r"\s")
+_VERSION = re.compile(r"v\d+(?:\.\d+)+")
+_SEPARATORS = re.compile(r"[./:-]")
+_INITIALS = re.compile(r"[^\W\d](?:[.:][^\W\d])+")  # e.g, i.e, p.m, j.k: an abbreviation, no identifier
+
+
+def identifiers(lowered: str) -> list[str]:
+    """The dotted and colon-joined identifiers of a text, whole, as a reader types them: a version ("v2.3.1" as
+    "2.3.1"), an address ("10.0.3.17", "cache.internal:6380", with its host "cache.internal"), a path with a file
+    name ("/etc/app/conf.d/main.toml", with "conf.d" and "main.toml"), an image ("python:3.11.4", with "3.11.4").
+    Their words are terms as before ("numpy 2" meets "numpy 2.0"); the whole one tells "20.11.1" from "20.1.11" and
+    is missing from every note when the version or address asked for is (the floor, core/search/rank.py). A sentence's
+    last dot is no part ("in v2.3.1." is "2.3.1"); words joined by slashes alone ("client/server") and initials
+    ("e.g.", "p.m.") are none."""
+    found: list[str] = []
+    for match in _matches(lowered):
+        forms = [match]
+        for piece in match.split("/"):
+            if piece != match and ("." in piece or ":" in piece):
+                forms.append(piece)
+            forms += [part for part in piece.split(":") if part != piece and "." in part]
+        found += [form[1:] if _VERSION.fullmatch(form) else form for form in dict.fromkeys(forms) if len(form) < 64]
+    return found
+
+
+def loose_numbers(text: str) -> set[str]:
+    """The numbers a query names only as parts of its identifiers ("1" and "0" of "1.0.0", "9" of "10.9.9.9"): a note
+    that holds them and not the identifier holds nothing the query names, so the relevance (the floor) does not count
+    them (core/search/hybrid.py said_share); the identifier counts, and "numpy 2" keeps its "2"."""
+    lowered = normalized(text)
+    if "." not in lowered and ":" not in lowered:
+        return set()
+    parts = Counter(part for match in _matches(lowered) for part in _SEPARATORS.split(match) if part.isdigit())
+    words = Counter(_words(lowered, bool(_HAS_CJK.search(lowered))))
+    return {number for number, count in parts.items() if words[number] <= count}
+
+
+def _matches(lowered: str) -> list[str]:
+    return [
+        match
+        for piece in _pieces(lowered)
+        for match in _IDENTIFIER.findall(piece)
+        if ("." in match or ":" in match) and not _INITIALS.fullmatch(match)
+    ]
+
+
+def _pieces(lowered: str) -> list[str]:
+    """The pieces of a text between spaces (at most 128 characters before the join) that join words by a dot or a
+    colon."""
+    out, end = [], 0
+    for hit in _JOINED.finditer(lowered):
+        at = hit.start()
+        if at < end:
+            continue
+        low = max(0, at - 128)
+        start = max(lowered.rfind(" ", low, at), lowered.rfind("\n", low, at))
+        space = _SPACE.search(lowered, at)
+        end = space.start() if space else len(lowered)
+        out.append(lowered[start + 1 if start >= 0 else low : end])
+    return out

@@ -13,7 +13,7 @@ from typing_extensions import TypedDict
 from memsearch_lsp.config import SearchConfig
 from memsearch_lsp.core.chunks import body_of, empty_section, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
-from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, other_forms
+from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, loose_numbers, other_forms
 from memsearch_lsp.core.search.bm25 import term_id
 from memsearch_lsp.core.search.filters import MAX_QUERY_CHARS, day_first, source_date
 from memsearch_lsp.core.search.function_words import characters, function_terms
@@ -330,9 +330,10 @@ def said_share(
     store: Store, analyzer: Analyzer, query: str, terms: dict[int, float], ids: list[str], coverage: Scores
 ) -> Scores:
     """The share of the query's IDF mass each candidate holds that the relevance counts (`coverage`: of every term):
-    the query's words that say something ("receta de pastel" is not relevant to a note by its "de": function_words.py),
+    the query's words that say something ("receta de pastel" is not relevant to a note by its "de": function_words.py;
+    "1.0.0" to a note by its "1" and "0": analyzer.py loose_numbers),
     and the characters of its Chinese words beyond the heaviest one (one shared 天 is chance, several a paraphrase)."""
-    function = {term_id(t) for t in function_terms(analyzer, query)}
+    function = {term_id(t) for t in function_terms(analyzer, query) | loose_numbers(query)}
     content = {t: w for t, w in terms.items() if t not in function}
     single = {t: w for t in (term_id(c) for c in characters(analyzer, query)) if (w := content.get(t))}
     if not ids or (len(content) == len(terms) and not single):
