@@ -258,16 +258,17 @@ def check_memory_paths(root: Path, config: Config, indexed: Collection[str] = ()
     paths = config.memory.paths
     if not paths or any((root / path).exists() for path in paths):
         return
+    where = f"{CONFIG_FILE}, your user file, MEMSEARCH_MEMORY_PATHS or editor settings: `doctor` says which"
     if indexed and any(is_memory_source(config, source) for source in indexed):
         return
     if indexed:
         raise ConfigError(
             f"memory.paths: none of {', '.join(paths)} is in {root}, and the index holds notes from elsewhere (a "
-            f"typo?); fix it in {CONFIG_FILE} or create the folder (the index is left as it is)"
+            f"typo?); fix it where it is set ({where}) or create the folder (the index is left as it is)"
         )
     raise ConfigError(
-        f"memory.paths: none of {', '.join(paths)} is in {root} (a typo in {CONFIG_FILE}, or a folder deleted or not "
-        "on this branch); fix the setting or create the folder"
+        f"memory.paths: none of {', '.join(paths)} is in {root} (a typo, or a folder deleted or not on this branch); "
+        f"fix the setting where it is set ({where}) or create the folder"
     )
 
 

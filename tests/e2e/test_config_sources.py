@@ -65,3 +65,18 @@ def test_doctor_says_each_settings_value_in_effect_and_where_it_comes_from(tmp_p
     }
     text = cli(ws, "doctor", env=env).stdout
     assert "in effect: search.top_k = 4 (environment)" in text and "s3cr3t" not in text + doctor.stdout
+
+
+def test_a_memory_paths_typo_set_outside_the_workspace_file_is_not_blamed_on_it(tmp_path: Path) -> None:
+    """(audit Y, 4) `MEMSEARCH_MEMORY_PATHS=memroy` (or the editor's setting) was answered "fix it in .memsearch.toml"
+    in a workspace whose file sets no paths: the message names every place it may be set and how to tell which."""
+    ws = make_workspace(tmp_path)
+    (ws / ".memsearch.toml").write_text("[search]\ntop_k = 3\n")  # (it sets no paths)
+    assert cli(ws, "index").returncode == 0
+    result = cli(ws, "search", "redis", env={"MEMSEARCH_MEMORY_PATHS": "memroy"})
+    assert result.returncode == 1 and "none of memroy is in" in result.stderr, result.stderr
+    assert "MEMSEARCH_MEMORY_PATHS" in result.stderr and "`doctor` says which" in result.stderr
+    assert "a typo in .memsearch.toml" not in result.stderr and "fix it in .memsearch.toml" not in result.stderr
+    doctor = json.loads(cli(ws, "doctor", "--json", env={"MEMSEARCH_MEMORY_PATHS": "memroy"}).stdout)
+    (config,) = [c for c in doctor["checks"] if c["name"] == "config"]
+    assert config["data"]["in_effect"]["memory.paths"] == {"value": ["memroy"], "from": "environment"}
