@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 __all__ = ["BUNDLED_DIR", "ONNX_SHA256", "FastEmbedEmbedder", "bundled_model_dir", "by_length", "release_onnx_arena"]
 
 MAX_BATCH = 32
+# A batch of at least this many tokens (rows x its longest text) grows ONNX Runtime's arena by ~20 MB or more
+# (1 x 256: ~21 MB; 16 x 256: ~330 MB), which the run gives back after it (release_onnx_arena, ~15 ms and up);
+# a query's few tokens grow it by nothing worth a shrink run (bench/README.md, "Audit V").
+ARENA_RELEASE_TOKENS = 256
 BUNDLED_MAX_TOKENS = 256  # as all-MiniLM-L6-v2 was trained (its tokenizer_config.json)
 UNKNOWN_MODEL = (
     "embedding.model {model!r} is not available offline: provider 'bundled' runs only {default!r} and, with "
@@ -179,9 +183,14 @@ class FastEmbedEmbedder:
             return []
         model = self._load()
         out: list[list[float]] = [[] for _ in texts]
-        lengths = self._token_lengths(model, texts) if len(texts) > min(self.batch_size, MAX_BATCH) else None
+        lengths = self._token_lengths(model, texts)
         batches = by_length(texts, self.batch_size, lengths)
         count = 0
+        grown = (
+            len(texts) > 1
+            if lengths is None
+            else any(len(b) * max(lengths[i] for i in b) >= ARENA_RELEASE_TOKENS for b in batches)
+        )
         for batch in batches:
             vectors = model.embed([texts[i] for i in batch], batch_size=len(batch))
             for i, vector in zip(batch, vectors):
@@ -189,7 +198,7 @@ class FastEmbedEmbedder:
             count += len(batch)
             if done is not None:
                 done(count)
-        if len(batches) > 1:
+        if grown:  # an edit pass is one batch: without this its arena (~330 MB for 16 x 256 tokens) stays
             release_onnx_arena(model)
         return out
 
