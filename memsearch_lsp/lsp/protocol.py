@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import re
 import sys
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
@@ -50,6 +53,8 @@ PRIVATE = {
     (LanguageServerProtocol, "_send_handler_result"): ("future", "msg_id"),  # a handler's ValueError: InvalidParams
     (LanguageServerProtocol, "_send_data"): ("data",),  # an error for a message without an id says `"id": null`
     (Workspace, "_create_text_document"): ("doc_uri", "source", "version", "language_id"),  # LSP's line model
+    # a handler's future leaves `_request_futures` when done (pygls kept each notification's: ~3 KB a keystroke)
+    (LanguageServerProtocol, "_execute_handler"): ("msg_id", "handler", "callback", "args", "kwargs"),
 }
 READER = rb"^Content-Length: (\d+)\r\n$"  # the one header line pygls' stdio reader matches (TolerantHeaders hands it)
 PRIVATE_STATE = (
@@ -130,6 +135,10 @@ class LspWorkspace(Workspace):
             sync_kind=self._sync_kind,
             position_codec=self._position_codec,
         )
+
+
+def _now(function: Callable[..., Any], *args: Any) -> None:
+    function(*args)
 
 
 class _Refused:
@@ -317,6 +326,29 @@ class MemsearchProtocol(LanguageServerProtocol):
         if method == types.INITIALIZE and self._workspace is not None:
             ws = self._workspace
             self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()), ws.position_encoding)
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None) -> None:
+        """pygls files each handler's future under its message id (a notification's and each step of a generator
+        handler's under a fresh uuid) and takes it out only for a request's answer: the rest stayed forever. Taken
+        out once done, on the loop's next turn: `shutdown` cancels every future while it walks that dict."""
+        later: Callable[..., Any]
+        try:
+            later = asyncio.get_running_loop().call_soon_threadsafe
+        except RuntimeError:  # (not on the loop's thread: a thread handler's next step)
+            later = _now
+
+        def done(future: Any) -> None:
+            try:
+                callback(future)
+            finally:
+                with contextlib.suppress(RuntimeError):  # (the loop is closed: the process is ending)
+                    later(self._forget, msg_id, future)
+
+        super()._execute_handler(msg_id, handler, done, args, kwargs)
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         failure = None if future.cancelled() else future.exception()
