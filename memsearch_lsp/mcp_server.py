@@ -11,8 +11,6 @@ import inspect
 import logging
 import os
 import re
-import signal
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +30,7 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData, StatusData
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.onboard import NoMemoryHere
+from memsearch_lsp.core.process import end_on_signals
 from memsearch_lsp.core.process.door import Door
 from memsearch_lsp.core.recall import RECENT_CHARS, NoteData, recent_notes, within
 from memsearch_lsp.core.scopes import (
@@ -408,13 +407,7 @@ def serve(workspace: Path) -> None:
         finally:
             os._exit(0)  # (the stdio loop would wait for its thread reading stdin)
 
-    def ended(*_: Any) -> None:
-        """The client ends it: the index and its owner record let go, then out; in a thread of its own, as the
-        interrupted thread may hold a lock that closing takes."""
-        threading.Thread(target=leave, name="memsearch-mcp-exit", daemon=True).start()
-
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, ended)
+    end_on_signals(leave, "memsearch-mcp-exit")  # the client ends it: the index and its owner record let go
     try:
         server.run("stdio")
     finally:

@@ -12,6 +12,7 @@ import sys
 
 from lsprotocol import types
 
+from memsearch_lsp.core.process import end_on_signals
 from memsearch_lsp.lsp import lifeline
 from memsearch_lsp.lsp.convert import options_from
 from memsearch_lsp.lsp.features import actions, commands, hover, settings, symbols, sync
@@ -97,6 +98,7 @@ def run(tcp: str | None = None, verbose: bool = False) -> None:
     handler.setFormatter(HidingFormatter("%(message)s"))
     logging.getLogger("memsearch_lsp").addHandler(handler)
     lifeline.watch_parent(lambda: server.client_pid, server.close_all)
+    end_on_signals(lambda: lifeline.finish(server.close_all, 0), "memsearch-lsp-exit")  # as stdin's end does
     code = 0
     try:
         if address is None:

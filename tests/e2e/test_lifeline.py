@@ -40,35 +40,39 @@ def test_orphaned_sees_a_dead_client_or_a_new_parent() -> None:
         assert lifeline.orphaned(os.getppid() + 1, None)
 
 
-@pytest.mark.timeout(180)
-@pytest.mark.skipif(os.name == "nt", reason="POSIX process handling")
-def test_the_server_exits_when_its_client_process_dies_and_releases_the_index(tmp_path: Path) -> None:
-    (tmp_path / "memory").mkdir()
-    (tmp_path / "memory/MEMORY.md").write_text("# Memory\n\n## Fact\n\nThe quokka index owner test.\n")
-    editor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # stands for the editor
+def _indexed_server(workspace: Path, client_pid: int, stderr: int) -> subprocess.Popen[bytes]:
+    """`memsearch-lsp serve` on `workspace` (one fact in MEMORY.md), initialised for `client_pid`, its first
+    index done."""
+    (workspace / "memory").mkdir()
+    (workspace / "memory/MEMORY.md").write_text("# Memory\n\n## Fact\n\nThe quokka index owner test.\n")
     server = subprocess.Popen(
         [sys.executable, "-m", "memsearch_lsp", "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=tmp_path,
+        stderr=stderr,
+        cwd=workspace,
     )
     assert server.stdin is not None and server.stdout is not None
     try:
-        _send(
-            server.stdin,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"processId": editor.pid, "rootUri": tmp_path.as_uri(), "capabilities": {}},
-            },
-        )
+        params = {"processId": client_pid, "rootUri": workspace.as_uri(), "capabilities": {}}
+        _send(server.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
         while _read(server.stdout).get("id") != 1:
             pass
         _send(server.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
         while _read(server.stdout).get("method") != "memsearch/indexed":
             pass
+    except BaseException:
+        server.kill()
+        raise
+    return server
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(os.name == "nt", reason="POSIX process handling")
+def test_the_server_exits_when_its_client_process_dies_and_releases_the_index(tmp_path: Path) -> None:
+    editor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # stands for the editor
+    server = _indexed_server(tmp_path, editor.pid, subprocess.DEVNULL)
+    try:
         editor.kill()
         editor.wait()
         assert server.wait(timeout=60) == 0  # stdin is still open: only the lifeline can end it
@@ -83,3 +87,23 @@ def test_the_server_exits_when_its_client_process_dies_and_releases_the_index(tm
     )
     assert status.returncode == 0, status.stderr  # no IndexBusy: the index was released
     assert json.loads(status.stdout)["files"] == 1
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_sigterm_ends_the_server_as_its_editor_would_and_lets_the_index_go(tmp_path: Path) -> None:
+    """Editors stop a server with SIGTERM (Neovim's client:stop(true), VS Code after its shutdown timeout): it left
+    `.memsearch/server.json` and its socket behind (audit V); it closes as when stdin ends."""
+    import signal
+
+    server = _indexed_server(tmp_path, os.getpid(), subprocess.PIPE)
+    assert server.stderr is not None
+    try:
+        assert (tmp_path / ".memsearch/server.json").is_file()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        server.kill()
+    left = sorted(p.name for p in (tmp_path / ".memsearch").iterdir() if p.name.startswith("server."))
+    assert left == [], left
+    assert b"Traceback" not in server.stderr.read()
