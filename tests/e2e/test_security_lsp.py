@@ -20,6 +20,7 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.config import DEFAULT_MODEL
 from memsearch_lsp.core.chunks import chunk_markdown
+from tests.fakes import EmbeddingServer
 from tests.helpers import EXAMPLES, SERVER, make_workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -484,6 +485,46 @@ async def test_an_index_that_cannot_be_used_is_one_line_request_failed_without_t
             await server.stop()
     assert "Traceback" not in err.read_text()
     assert (tmp_path / "elsewhere").read_text() == "mine"
+
+
+async def test_a_search_cancelled_during_the_first_index_leaves_stderr_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace/symbol cancelled while the first index ran (VS Code's Ctrl+T cancels one at each keystroke) logged
+    "ERROR asyncio: _GatheringFuture exception was never retrieved" and a traceback on stderr each time (audit V)."""
+    ws = make_workspace(tmp_path, examples=False)
+    (ws / "memory" / "a.md").write_text("# A\n\nalpha\n")
+    endpoint = EmbeddingServer()  # holds the note's embedding: the first index runs until the test releases it
+    endpoint.hold = lambda texts: any("alpha" in t for t in texts)
+    for name, value in {
+        "MEMSEARCH_EMBEDDING_PROVIDER": "openai",
+        "MEMSEARCH_EMBEDDING_BASE_URL": endpoint.url,
+        "MEMSEARCH_EMBEDDING_MODEL": "fake-a",
+        "MEMSEARCH_EMBEDDING_API_KEY_ENV": "",
+    }.items():
+        monkeypatch.setenv(name, value)
+    err = tmp_path / "stderr"
+    try:
+        with err.open("wb") as sink:
+            server = await Raw.start(ws, stderr=sink)
+            try:
+                await server.initialize(ws)
+                await asyncio.wait_for(asyncio.to_thread(endpoint.held.wait, REPLY_S), REPLY_S)
+                for n in (90, 91, 92):
+                    server.send({"id": n, "method": "workspace/symbol", "params": {"query": "alph"[: n - 88]}})
+                    await asyncio.sleep(0.3)
+                    server.send({"method": "$/cancelRequest", "params": {"id": n}})
+                    assert_error(await server.reply(n), n, -32800)
+                endpoint.release()
+                await server.indexed()
+                assert "result" in await server.request("workspace/symbol", {"query": "alpha"})
+            finally:
+                await server.stop()
+    finally:
+        endpoint.release()
+        endpoint.close()
+    log = err.read_text()
+    assert "never retrieved" not in log and "Traceback" not in log, log
 
 
 # -- 11. LSP's line model: only CR, LF and CRLF end a line ----------------------------------------------

@@ -99,14 +99,19 @@ async def ready_roots(ls: MemsearchServer, roots: Sequence[Root] | None = None) 
     (a large memory, a slow embedding endpoint) then answers from the part indexed so far, rather than
     the request failing."""
     roots = list(ls.roots.values()) if roots is None else list(roots)
-    waiting = [r.ready.wait() for r in roots if not r.ready.is_set()]
+    waiting = [r for r in roots if not r.ready.is_set()]
     if waiting:
-        try:
-            await asyncio.wait_for(asyncio.gather(*waiting), timeout=READY_WAIT_S)
+        try:  # one task, awaited in turn (a gather a cancelled request left logged an ERROR with a traceback)
+            await asyncio.wait_for(_all_ready(waiting), timeout=READY_WAIT_S)
         except asyncio.TimeoutError:  # (not TimeoutError itself before Python 3.11)
             busy = ", ".join(r.path.name for r in roots if not r.ready.is_set())
             log.warning("%s: still indexing after %gs; answering from the part indexed so far", busy, READY_WAIT_S)
     return roots
+
+
+async def _all_ready(roots: Sequence[Root]) -> None:
+    for root in roots:
+        await root.ready.wait()
 
 
 def search_filters(params: Any) -> dict[str, Any]:
