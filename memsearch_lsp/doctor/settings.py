@@ -115,11 +115,20 @@ def in_effect(config: Config, sources: list[ConfigSource]) -> dict[str, dict[str
                 for name in names:
                     value = getattr(getattr(config, section, None), name, _UNSET)
                     if value is not _UNSET:
-                        shown = (
-                            "***" if name in _SECRETS else hide_credentials(value) if isinstance(value, str) else value
-                        )
-                        out[f"{section}.{name}"] = {"value": shown, "from": f"{source.origin} {source.path}".strip()}
+                        origin = f"{source.origin} {source.path}".strip()
+                        out[f"{section}.{name}"] = {"value": _shown(name, value), "from": origin}
     return out
+
+
+def _shown(name: str, value: Any) -> Any:
+    """A setting's value as doctor may show it (its output is pasted into bug reports): a token as ***, a URL without
+    its password or query (`?api_key=...`), a `*_env` that is no variable's name (a key pasted there) as ***."""
+    if not isinstance(value, str):
+        return value
+    if name in _SECRETS or (name.endswith("_env") and not _VARIABLE.fullmatch(value)):
+        return "***"
+    shown = hide_credentials(value)
+    return re.sub(r"([?#]).*", r"\1***", shown) if "://" in shown else shown
 
 
 def _nested(key: str) -> dict[str, list[str]]:
@@ -130,6 +139,7 @@ def _nested(key: str) -> dict[str, list[str]]:
 
 _UNSET = object()
 _SECRETS = frozenset({"token"})  # milvus.token: said as set, never shown
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _workspace_ignored(path: Path, keys: tuple[str, ...], root: Path) -> tuple[str, ...]:

@@ -67,6 +67,29 @@ def test_doctor_says_each_settings_value_in_effect_and_where_it_comes_from(tmp_p
     assert "in effect: search.top_k = 4 (environment)" in text and "s3cr3t" not in text + doctor.stdout
 
 
+def test_doctor_never_shows_a_key_in_a_url_query_or_pasted_where_a_variables_name_goes(tmp_path: Path) -> None:
+    """(review G, 2) `in_effect` hid a URL's password and milvus.token, but printed `base_url = ...?api_key=sk-...`
+    and a key pasted into `api_key_env` (where the name of a variable goes) whole."""
+    ws = make_workspace(tmp_path)
+    xdg = tmp_path / "xdg"
+    (xdg / "memsearch-lsp").mkdir(parents=True)
+    (xdg / "memsearch-lsp" / "config.toml").write_text(
+        '[compact]\nbase_url = "https://proxy.example/v1?api_key=sk-live-QUERYSECRET"\n'
+        'api_key_env = "sk-proj-PASTEDKEYINSTEAD"\n[embedding]\napi_key_env = "MY_EMBED_KEY"\n'
+    )
+    env = {"XDG_CONFIG_HOME": str(xdg), "MEMSEARCH_MILVUS_URI": "http://root:hunter2@milvus.example:19530"}
+    answer, text = cli(ws, "doctor", "--json", env=env).stdout, cli(ws, "doctor", env=env).stdout
+    for secret in ("QUERYSECRET", "PASTEDKEYINSTEAD", "hunter2"):
+        assert secret not in answer + text
+    (config,) = [c for c in json.loads(answer)["checks"] if c["name"] == "config"]
+    effect = config["data"]["in_effect"]
+    assert effect["compact.base_url"]["value"] == "https://proxy.example/v1?***"
+    assert (
+        effect["compact.api_key_env"]["value"] == "***" and effect["embedding.api_key_env"]["value"] == "MY_EMBED_KEY"
+    )
+    assert effect["milvus.uri"]["value"] == "http://root:***@milvus.example:19530"
+
+
 def test_a_memory_paths_typo_set_outside_the_workspace_file_is_not_blamed_on_it(tmp_path: Path) -> None:
     """(audit Y, 4) `MEMSEARCH_MEMORY_PATHS=memroy` (or the editor's setting) was answered "fix it in .memsearch.toml"
     in a workspace whose file sets no paths: the message names every place it may be set and how to tell which."""

@@ -181,6 +181,19 @@ async def test_a_range_ends_after_a_line_longer_than_the_stored_text(server: Ses
         assert span(found.location.range) == f"0:0-2:{len(BLOB)}"  # type: ignore[union-attr]
 
 
+@pytest.mark.clients("visual_studio_code")
+async def test_a_long_last_line_ends_its_range_when_another_hit_of_the_file_comes_first(
+    server: Session, tmp_path: Path
+) -> None:
+    """(review G, 4) the lines of a file were read once per search, as its first hit needed them: a later hit of the
+    same file whose stored text was cut short ended at the start of the next line (4:0-7:0)."""
+    files = {"huge.md": f"# Lyrebird notes\n\nlyrebird lyrebird mimicry of the lyrebird\n\n## Pasted blob\n\n{BLOB}\n"}
+    async with folder(server, tmp_path, files) as session:
+        hits = await session.client.protocol.send_request_async("memsearch/search", {"query": "lyrebird", "topK": 5})
+        assert [h["heading"] for h in hits] == ["Lyrebird notes", "Pasted blob"]
+        assert hits[1]["range"]["end"] == {"line": 6, "character": len(BLOB)}
+
+
 LATIN_BOM = (
     b"\xef\xbb\xbf# Caf\xe9 notes\n\nWe met at the caf\xe9 to discuss the toucans.\n\n## Second\n\nMore on toucans.\n"
 )

@@ -202,12 +202,12 @@ def located(
     """Each hit with its range: from the editor's buffer when the file is open (it may differ from the
     index), else from the chunk's last line as indexed (the index follows the disk), else from the disk."""
     codec = ls.workspace.position_codec
-    cache: dict[tuple[Path, str], Sequence[str] | None] = {}
+    cache: dict[tuple[Path, str, bool], Sequence[str] | None] = {}
     out = []
     for root, hit in pairs:
-        key = (root.path, hit.source)
+        key = (root.path, hit.source, hit.last_line is None)  # (one hit of a file may need its disk lines, another not)
         if key not in cache:
-            cache[key] = lines_of(ls, root, hit.source, disk=hit.last_line is None)
+            cache[key] = lines_of(ls, root, hit.source, disk=key[2])
         out.append((root, hit, convert.hit_range(codec, hit, cache[key])))
     return out
 
