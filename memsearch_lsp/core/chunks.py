@@ -214,6 +214,34 @@ def outline(lines: list[str]) -> tuple[list[Heading], list[tuple[int, int]], int
     return headings, fences, body_start
 
 
+# CommonMark HTML blocks that end only at their end marker (types 1-5), and that marker (`{}`: the tag): every line
+# after one left open is its text, a heading included.
+_HTML_ENDS = (
+    (re.compile(r"<(pre|script|style|textarea)(?=[\s>]|$)", re.IGNORECASE), "</{}>"),
+    (re.compile(r"<!--"), "-->"),
+    (re.compile(r"<\?"), "?>"),
+    (re.compile(r"<!\[CDATA\["), "]]>"),
+    (re.compile(r"<![A-Za-z]"), ">"),
+)
+
+
+def open_block(lines: list[str]) -> str:
+    """The line that closes the code fence or HTML block (a comment, `<pre>`, `<?php`, ...) that `lines` leave open at
+    their end, so that it would take in every line after them (a heading too); '' when none is open."""
+    probe = [*lines, "", "# end"]
+    node = _parser().parse(("\n".join(probe) + "\n").encode("utf-8", "surrogatepass")).root_node
+    while node.type in ("document", "section") and node.children:
+        node = node.children[-1]
+    first = lines[node.start_point[0]].lstrip(" ") if node.start_point[0] < len(lines) else ""
+    if node.type == "fenced_code_block":
+        return first[: len(first) - len(first.lstrip(first[:1]))]
+    if node.type == "html_block":
+        for start, end in _HTML_ENDS:
+            if found := start.match(first):
+                return end.format(found.group(1).lower()) if found.groups() else end
+    return ""
+
+
 def _split(rows: range, lines: list[str], fences: list[tuple[int, int]], max_chars: int) -> list[range]:
     """Split rows into pieces of at most max_chars: at blank lines, then at line ends; fences stay whole."""
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsearch_lsp.config import Config
-from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, outline, valid_unicode
+from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, open_block, outline, valid_unicode
 from memsearch_lsp.core.files import not_all_indexed, read_text, writing
 from memsearch_lsp.core.filewrite import no_room, replace_file, write_all
 from memsearch_lsp.core.onboard import daily_log_text
@@ -67,14 +67,20 @@ def check_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
 
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
     """The note to append: cleaned, its `<private>` spans removed and its secrets redacted (core/redact.py),
-    stripped, its own open code fence closed, its own headings made bold lines; NoteError when empty or too long."""
+    stripped, a code fence or HTML block it leaves open closed (`-->`, `</pre>`, ...: what follows it in its file
+    stays outside it), its own headings made bold lines; NoteError when empty or too long."""
     body = safe_text(check_note(text, max_bytes)).strip()  # (a note too long is refused before secrets are looked for)
     _fits(body, max_bytes)
-    fence = open_fence(body)
-    body = one_section(f"{body}\n{fence}" if fence else body).strip()
+    closing = open_block(_in_log(body))
+    body = one_section(f"{body}\n{closing}" if closing else body).strip()
     if not body:
         raise NoteError(EMPTY_NOTE)
     return body
+
+
+def _in_log(body: str) -> list[str]:
+    """The lines of `body` as the note sits in its log: after its heading (so a leading `---` is no front matter)."""
+    return ["## note", "", *body.split("\n")]
 
 
 def _fits(body: str, max_bytes: int) -> None:
@@ -164,25 +170,25 @@ class Addition:
     last: int
 
 
-def _fence_close(lines: list[str]) -> list[str]:
-    fence = open_fence("\n".join(lines))
-    return [fence] if fence else []
+def _closing(lines: list[str]) -> list[str]:
+    closing = open_block(lines)  # (a code fence or HTML block a person left open: the note stays out of it)
+    return [closing] if closing else []
 
 
 def append_note(before: str, body: str, heading: str, source: str) -> Addition | None:
-    """`before` with `## heading` and `body` appended (a fence left open is closed first, the heading made
+    """`before` with `## heading` and `body` appended (a fence or HTML block left open is closed first, the heading made
     unique in the file); None when the note would not start a chunk of its own (the caller goes elsewhere)."""
     title = unique_heading(heading, {c.heading for c in chunk_markdown(before, source)})
     lines = before.split("\n")
     if lines[-1] == "":
         lines.pop()
-    new = [*_fence_close(lines), *([""] if lines else []), f"## {title}", "", *body.split("\n")]
+    new = [*_closing(lines), *([""] if lines else []), f"## {title}", "", *body.split("\n")]
     while lines and new[0] == "" and lines[-1].strip() == "":  # one blank line before the heading
         new.pop(0)
     joined = "\n".join(new) + "\n"
     appended = ("" if before.endswith("\n") or not before else "\n") + joined
     first = len(lines) + new.index(f"## {title}") + 1
-    return _checked(before + appended, appended, title, first, len(lines) + len(new), source)
+    return _checked(before + appended, appended, title, first, len(lines) + len(new), source, _kept(lines))
 
 
 def insert_in_section(before: str, body: str, section: str, source: str) -> Addition | None:
@@ -201,7 +207,7 @@ def insert_in_section(before: str, body: str, section: str, source: str) -> Addi
     end = stop
     while end > head.end_row + 1 and not lines[end - 1].strip():
         end -= 1
-    closing = _fence_close(lines[head.row : end])
+    closing = _closing(lines[head.row : end])
     bullet = "\n" not in body and not closing and end > head.end_row + 1 and BULLET.match(lines[end - 1])
     note = (body if body.lstrip().startswith(("-", "*", "+")) else f"- {body}") if bullet else body
     new = [*closing, *([] if bullet else [""]), *note.split("\n")]
@@ -211,17 +217,31 @@ def insert_in_section(before: str, body: str, section: str, source: str) -> Addi
     first = end + len(closing) + (0 if bullet else 1) + 1
     last = first + note.count("\n")
     appended = text[len(before) :] if text.startswith(before) else None
-    return _checked(text, appended, head.title, first, last, source, section_row=head.row + 1)
+    kept = _kept(lines[:end]) + _kept(lines[end:], end + len(new))
+    return _checked(text, appended, head.title, first, last, source, kept, section_row=head.row + 1)
+
+
+def _kept(lines: list[str], moved: int = 0) -> list[tuple[int, str]]:
+    """(line, title) of each heading of `lines` once they are `moved` down by that many lines."""
+    return [(h.row + 1 + moved, h.title) for h in (outline(lines)[0] if lines else [])]
 
 
 def _checked(
-    text: str, appended: str | None, heading: str, first: int, last: int, source: str, section_row: int = 0
+    text: str,
+    appended: str | None,
+    heading: str,
+    first: int,
+    last: int,
+    source: str,
+    kept: list[tuple[int, str]],
+    section_row: int = 0,
 ) -> Addition | None:
-    """The addition when the chunker sees the note where it was put (its heading starts a chunk)."""
-    start = section_row or first
-    if not any(c.start_line == start and c.heading == heading for c in chunk_markdown(text, source)):
+    """The addition when the chunker sees the file as meant: the note's heading and every heading `kept` (the ones
+    there before, where they are now) each start a chunk, and nothing is left open to take in what comes next."""
+    starts = {(c.start_line, c.heading) for c in chunk_markdown(text, source)}
+    if (section_row or first, heading) not in starts or not starts.issuperset(kept):
         return None
-    return Addition(text, appended, heading, first, last)
+    return None if open_block(text.removesuffix("\n").split("\n")) else Addition(text, appended, heading, first, last)
 
 
 # -- the files ---------------------------------------------------------------------------------------
