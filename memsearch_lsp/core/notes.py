@@ -96,13 +96,13 @@ def one_section(body: str) -> str:
     """`body` with each of its own headings (ATX or setext, any level) made a bold line of its own paragraph, so the
     note is one section under the heading `remember` gives it, and one chunk while it fits: the id `remember` answers
     holds the whole note, a search hit on its text names the note's heading, and `forget` takes the note out whole."""
-    lines = body.split("\n")
-    for head in reversed(outline(lines)[0]):
+    lines = _in_log(body)  # (read where it will be: `key: value` over `---` is a heading there, no front matter)
+    for head in reversed(outline(lines)[0][1:]):
         before = [""] if head.row > 0 and lines[head.row - 1].strip() else []
         after = [""] if head.end_row + 1 < len(lines) and lines[head.end_row + 1].strip() else []
         bold = [f"**{head.title}**"] if head.title else []
         lines[head.row : head.end_row + 1] = [*before, *bold, *after]  # (a blank line around: never a setext text)
-    return "\n".join(lines)
+    return "\n".join(lines[2:])
 
 
 def summarized(config: Config, root: Path, text: str) -> str:

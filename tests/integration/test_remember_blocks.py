@@ -74,3 +74,22 @@ def test_a_log_left_with_an_open_comment_by_hand_is_closed_before_the_note(works
     note = memory.remember("after the comment", now=NINE)
     assert log.read_text() == "# 2026-12-03\n\n## 08:00\n\n<!--\nhidden\n-->\n\n## 09:05\n\nafter the comment\n"
     assert note.source == LOG and note.chunks[0].heading == "09:05"
+
+
+FRONT_MATTER = "---\nstatus: decided\nowner: ana\n---\nWe chose Kafka for the event bus."
+
+
+def test_a_note_that_starts_like_front_matter_stays_one_section(workspace: Path, make_memory) -> None:
+    body = clean_note(FRONT_MATTER)
+    assert [c.heading for c in chunk_markdown(f"## ADR 7\n\n{body}\n", LOG)] == ["ADR 7"]  # as it sits in the log
+    log = workspace / LOG
+    log.write_text("# 2026-12-03\n\n## 09:00\n\nHuman note.\n")
+    before = log.read_bytes()
+    memory = make_memory(workspace)
+    note = memory.remember(FRONT_MATTER, heading="ADR 7", now=NINE)
+    assert [c.heading for c in note.chunks] == ["ADR 7"]
+    content = memory.expand(note.to_dict()["id"]).content
+    assert "status: decided" in content and content.endswith("We chose Kafka for the event bus.")
+    assert memory.search("Kafka event bus", top_k=1)[0].heading == "ADR 7"
+    memory.forget(note.to_dict()["id"])
+    assert log.read_bytes() == before  # the whole note goes, nothing of it left behind
