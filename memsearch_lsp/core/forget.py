@@ -3,32 +3,12 @@ for them (invalid UTF-8, CR and CRLF line ends as they were)."""
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 
 from memsearch_lsp.core.chunks import normalize_newlines, outline
-from memsearch_lsp.core.files import MAX_FILE_BYTES, writing
+from memsearch_lsp.core.files import writing
 from memsearch_lsp.core.filewrite import replace_file
-from memsearch_lsp.core.notes import BULLET, NoteError, read_note_file, sections
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line with its own ending, as normalize_newlines counts
-
-
-def read_exact(path: Path, name: str) -> str:
-    """The note file's text with every byte kept (invalid UTF-8 as lone surrogates, CR and CRLF as they are), for a
-    rewrite that changes only the lines it removes; '' when it is gone. NoteError when it is no regular file."""
-    if read_note_file(path, name) is None:
-        return ""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", "surrogateescape")
-
-
-def as_indexed(exact: str) -> str:
-    """`exact` (read_exact) as the index reads it: invalid UTF-8 replaced, no byte order mark, newlines plain LF."""
-    text = exact.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return normalize_newlines(text)
+from memsearch_lsp.core.notes import BULLET, LINE, NoteError, read_exact, sections
 
 
 def notes_of(lines: list[str]) -> list[tuple[int, int]]:
@@ -114,16 +94,17 @@ def section_of(text: str, line: int) -> tuple[int, int]:
 
 
 def without_section(exact: str, first: int, last: int) -> str:
-    """`exact` (read_exact) without lines `first`..`last` (1-based, inclusive), ending with a line end; every other
-    line keeps its bytes and its own line ending."""
-    lines = _LINE.findall(exact)
-    kept = lines[: first - 1] + lines[last:]
-    while 0 < first - 1 < len(kept) and not kept[first - 2].strip() and not kept[first - 1].strip():
-        del kept[first - 1]  # one blank line where the note was, not two
-    while kept and not kept[-1].strip():
-        kept.pop()
-    if kept and not kept[-1].endswith(("\n", "\r")):
-        kept[-1] += next((line[len(line.rstrip("\r\n")) :] for line in lines if line.endswith(("\n", "\r"))), "\n")
+    """`exact` (read_exact) without lines `first`..`last` (1-based, inclusive) and one blank line beside them (the one
+    `remember` put there); every other line keeps its bytes and its own line ending, and the file ends as it did."""
+    lines = LINE.findall(exact)
+    kept, at = lines[: first - 1] + lines[last:], first - 1  # (`at`: where the note was)
+    blank_before = at > 0 and not kept[at - 1].strip()
+    if blank_before and at < len(kept) and not kept[at].strip():
+        del kept[at]  # one blank line where the note was, not two
+    elif blank_before and at == len(kept) and kept[at - 1] in ("\n", "\r\n", "\r") and (at < 2 or kept[at - 2].strip()):
+        del kept[at - 1]  # the one empty line `remember` puts before a note it appends
+    if kept and last >= len(lines) and not lines[-1].endswith(("\n", "\r")):
+        kept[-1] = kept[-1].rstrip("\r\n")  # the file ends as it did: without a line end
     return "".join(kept)
 
 

@@ -19,7 +19,7 @@ from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.embedding import Embedder, probed_dim, reads_what
 from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, private_folder, read_text, unsaved
-from memsearch_lsp.core.forget import as_indexed, note_at, read_exact, rewrite_note_file, section_of, without_section
+from memsearch_lsp.core.forget import note_at, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.kept_ids import forget_ids, heading_made, keep_id, prune_ids, remembered_row
 from memsearch_lsp.core.notes import (
@@ -28,8 +28,10 @@ from memsearch_lsp.core.notes import (
     NoteError,
     add_long_term,
     append_to_day,
+    as_indexed,
     clean_heading,
     clean_note,
+    read_exact,
     read_note_file,
     same_note,
 )

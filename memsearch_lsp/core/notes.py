@@ -14,12 +14,12 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memsearch_lsp.config import Config
 from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, open_block, outline, valid_unicode
-from memsearch_lsp.core.files import not_all_indexed, read_text, writing
+from memsearch_lsp.core.files import MAX_FILE_BYTES, not_all_indexed, read_text, writing
 from memsearch_lsp.core.filewrite import no_room, replace_file, write_all
 from memsearch_lsp.core.onboard import daily_log_text
 from memsearch_lsp.core.redact import safe_text
@@ -160,14 +160,21 @@ def unique_heading(heading: str, taken: set[str]) -> str:
 
 @dataclass(frozen=True)
 class Addition:
-    """A file's new text; `appended` is what to append when the change only appends (else the file is
-    rewritten with `text`, every old line kept). The note's heading and lines (1-based, inclusive)."""
+    """A file's new text (LF lines); `appended` is what to append when the change only appends, else `lines` go in
+    before its line `at` (0-based), every other byte of the file kept. The note's heading and lines (1-based)."""
 
     text: str
     appended: str | None
     heading: str
     first: int
     last: int
+    at: int = 0
+    lines: tuple[str, ...] = ()
+
+
+def _end(before: str) -> str:
+    """The line end the new text ends with: none when `before` has a last line without one (the file's own way)."""
+    return "" if before and not before.endswith("\n") else "\n"
 
 
 def _closing(lines: list[str]) -> list[str]:
@@ -185,7 +192,7 @@ def append_note(before: str, body: str, heading: str, source: str) -> Addition |
     new = [*_closing(lines), *([""] if lines else []), f"## {title}", "", *body.split("\n")]
     while lines and new[0] == "" and lines[-1].strip() == "":  # one blank line before the heading
         new.pop(0)
-    joined = "\n".join(new) + "\n"
+    joined = "\n".join(new) + _end(before)
     appended = ("" if before.endswith("\n") or not before else "\n") + joined
     first = len(lines) + new.index(f"## {title}") + 1
     return _checked(before + appended, appended, title, first, len(lines) + len(new), source, _kept(lines))
@@ -213,12 +220,13 @@ def insert_in_section(before: str, body: str, section: str, source: str) -> Addi
     new = [*closing, *([] if bullet else [""]), *note.split("\n")]
     if stop < len(lines) and end == stop:  # no blank line before the next heading: keep one
         new.append("")
-    text = "\n".join(lines[:end] + new + lines[end:]) + "\n"
+    text = "\n".join(lines[:end] + new + lines[end:]) + _end(before)
     first = end + len(closing) + (0 if bullet else 1) + 1
     last = first + note.count("\n")
     appended = text[len(before) :] if text.startswith(before) else None
     kept = _kept(lines[:end]) + _kept(lines[end:], end + len(new))
-    return _checked(text, appended, head.title, first, last, source, kept, section_row=head.row + 1)
+    added = _checked(text, appended, head.title, first, last, source, kept, section_row=head.row + 1)
+    return added and replace(added, at=end, lines=tuple(new))
 
 
 def _kept(lines: list[str], moved: int = 0) -> list[tuple[int, str]]:
@@ -262,21 +270,33 @@ def read_note_file(path: Path, name: str) -> tuple[str, str] | None:
         return "", f"it cannot be read ({exc.strerror})"
 
 
+def line_end(text: str) -> str:
+    """The line end of `text`'s last line that has one (CRLF, CR or LF), LF when none has: the note's lines get it."""
+    found = re.search(r"(\r\n|\r|\n)[^\r\n]*\Z", text)
+    return found.group(1) if found else "\n"
+
+
 def write_note_file(path: Path, before: str | None, addition: Addition) -> None:
-    """Write `addition` to `path`: create it, append to it, or (a section insertion) replace it atomically
-    with a file of the same mode. Never follows a link; nothing is written when `path` is not regular, or is left
-    when a write fails."""
+    """Write `addition` to `path` (`before`: its text as read): create it, append to it, or (a section insertion)
+    replace it atomically with a file of the same mode that has every byte it had (a byte order mark, invalid UTF-8)
+    and the new lines, each with the file's own line end. Never follows a link; nothing is written when `path` is not
+    regular, or is left when a write fails."""
     flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if before is None:
         fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
         data = addition.text
     elif addition.appended is not None:
         fd = os.open(path, flags | os.O_APPEND)
-        data = addition.appended
-        if "\r\n" in before and "\r\n" not in data:  # a file of CRLF lines (Windows, WSL) gets CRLF lines
-            data = data.replace("\n", "\r\n")
+        data = addition.appended.replace("\n", line_end(before))  # (a file of CRLF or CR lines gets those)
     else:
-        replace_file(path, addition.text)
+        exact = read_exact(path, path.name)
+        rows = LINE.findall(exact)
+        if as_indexed(exact) != normalize_newlines(before) or not 0 < addition.at < len(rows):
+            raise NoteError(f"{path.name} changed meanwhile; nothing was written: try again")
+        end = line_end(rows[addition.at - 1])
+        replace_file(
+            path, "".join([*rows[: addition.at], *(line + end for line in addition.lines), *rows[addition.at :]])
+        )
         return
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -350,7 +370,8 @@ def write_note(
     if busy(source):
         raise _NextFile("an editor holds unsaved changes to it")
     found = read_note_file(path, source)
-    before = header if found is None else found[0]
+    raw = header if found is None else found[0]
+    before = normalize_newlines(raw)  # (lines as the chunker counts them; the file's own line ends are written back)
     if found is not None and found[1] and not found[0]:
         raise _NextFile(found[1])
     addition = add(before, source)
@@ -365,12 +386,31 @@ def write_note(
         raise _NextFile(why)
     try:
         with writing(path.parent):  # (a read-only memory folder: named, with what to do)
-            write_note_file(path, None if found is None else before, addition)
+            write_note_file(path, None if found is None else raw, addition)
     except OSError as exc:  # (the file is as it was: see files.write_all)
         if not (cause := no_room(exc)):
             raise
         raise NoteError(f"cannot write {path}: {cause} ({exc.strerror}); nothing was written") from exc
     return source, addition
+
+
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line with its own ending, as normalize_newlines counts
+
+
+def read_exact(path: Path, name: str) -> str:
+    """The note file's text with every byte kept (invalid UTF-8 as lone surrogates, CR and CRLF as they are), for a
+    rewrite that changes only the lines it adds or removes; '' when it is gone. NoteError when it is no regular file."""
+    if read_note_file(path, name) is None:
+        return ""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", "surrogateescape")
+
+
+def as_indexed(exact: str) -> str:
+    """`exact` (read_exact) as the index reads it: invalid UTF-8 replaced, no byte order mark, newlines plain LF."""
+    text = exact.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return normalize_newlines(text)
 
 
 # -- a note already there, a note taken out ----------------------------------------------------------

@@ -118,7 +118,8 @@ def test_notes_append_with_their_own_lines_and_headings(workspace: Path, make_me
     assert lines[second.chunks[0].start_line - 1] == "## 17:30"
     assert lines[2] == "no newline at the end" and lines[3] == ""  # the note starts on its own paragraph
     assert [c.heading for c in second.chunks] == ["17:30"] and "\n**Detail**\n" in second.chunks[0].content
-    assert second.to_dict()["end_line"] == len(lines) - 1 and second.to_dict()["id"] == second.chunks[0].id
+    assert second.to_dict()["end_line"] == len(lines) and second.to_dict()["id"] == second.chunks[0].id
+    assert lines[-1] == "more"  # (the file ends as it did, without a line end: forget gives it back byte for byte)
     assert {c.id for c in second.chunks} <= {h.id for h in memory.headings()}
 
 
