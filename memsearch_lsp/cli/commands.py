@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.cli import progress
-from memsearch_lsp.cli.parser import EXIT_OK, EXIT_USER, UserError
+from memsearch_lsp.cli.parser import EXIT_OK, EXIT_USER, UserError, note_text
 from memsearch_lsp.cli.terminal import printable
 
 if TYPE_CHECKING:
@@ -286,12 +286,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.notes import check_note, clean_heading, clean_note, summarized
     from memsearch_lsp.core.process.door import once_more
 
-    if args.text in ([], ["-"]):
-        if sys.stdin is None or sys.stdin.isatty():
-            raise UserError("give the note as TEXT, or pipe it in with `-`")
-        text = sys.stdin.read()
-    else:
-        text = " ".join(args.text)
+    text = note_text(args.text)  # (UserError: none, or not UTF-8)
     try:  # (redacted once: by `remember`; before a summariser reads it, here, and its summary by `remember`)
         body = clean_note(text) if args.summarize else check_note(text)
     except ValueError as exc:

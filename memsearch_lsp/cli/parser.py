@@ -39,6 +39,25 @@ class UsageError(UserError):
         self.prog = prog
 
 
+def note_text(words: list[str]) -> str:
+    """The note `remember` was given: its TEXT words, or with `-` (or none) what is piped in. UserError when there is
+    none, or when it is not UTF-8 (a Latin-1 pipe): a note goes into the user's Markdown as it came, never with `?` or
+    U+FFFD for a byte that could not be read, so nothing is written and the first such byte is named."""
+    if words in ([], ["-"]):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UserError("give the note as TEXT, or pipe it in with `-`")
+        data = sys.stdin.buffer.read()
+    else:
+        data = " ".join(words).encode("utf-8", "surrogateescape")  # (a word's bytes that are not UTF-8, as they came)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"the note is not UTF-8 text: byte {exc.start} (0x{data[exc.start]:02x}) is not; nothing was written "
+            "(convert it first, e.g. `iconv -f latin1 -t utf-8 | memsearch-lsp remember -`)"
+        ) from None
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, f"see `{self.prog} --help`", self.prog)

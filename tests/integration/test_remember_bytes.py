@@ -1,10 +1,15 @@
 """remember() and forget() keep every byte a person wrote: a byte order mark, CR or CRLF line ends, blank and
 white-space lines at the end, a last line without a line end; forget after remember gives the file back as it was
-(README: "what is there stays as written", "every other line of the file is written back byte for byte")."""
+(README: "what is there stays as written", "every other line of the file is written back byte for byte"); a note
+that is not UTF-8 is refused, never written with `?` for its bytes."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +80,28 @@ def test_forget_of_a_note_in_the_middle_keeps_the_end_of_the_file(workspace: Pat
     first = next(h for h in memory.headings() if h.heading == "09:00")
     memory.forget(first.id)
     assert log.read_bytes() == b"# 2026-12-03\n\n## 10:00\n\nSecond.\n\n\n"
+
+
+def remember_bytes(ws: Path, *args: str | bytes, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """`memsearch-lsp remember ARGS` with bytes as they come from a pipe or a shell (not UTF-8 ones too)."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")},
+        "MEMSEARCH_NOW": "2026-12-03T09:05",
+    }
+    argv = [sys.executable, "-m", "memsearch_lsp", "remember", *args, "--workspace", str(ws)]
+    return subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=300)
+
+
+def test_a_note_that_is_not_utf8_is_refused_naming_the_byte_and_nothing_is_written(workspace: Path) -> None:
+    log = workspace / LOG
+    latin1 = "Meeting with René at the café\n".encode("latin-1")
+    piped = remember_bytes(workspace, "-", stdin=latin1)
+    assert piped.returncode == 1 and b"byte 16 (0xe9)" in piped.stderr and b"UTF-8" in piped.stderr, piped.stderr
+    as_json = remember_bytes(workspace, "-", "--json", stdin=latin1)
+    error = json.loads(as_json.stdout)["error"]
+    assert as_json.returncode == 1 and "byte 16 (0xe9)" in error["message"] and "iconv" in error["message"]
+    argument = remember_bytes(workspace, b"caf\xe9 au lait")
+    assert argument.returncode == 1 and b"byte 3 (0xe9)" in argument.stderr
+    assert not log.exists()
+    done = remember_bytes(workspace, "-", stdin="Meeting with René at the café\n".encode())
+    assert done.returncode == 0 and "René at the café" in log.read_text()
