@@ -365,8 +365,11 @@ def _words(lowered: str, cjk: bool) -> list[str]:
     return [w for w in _PATTERNS[cjk, symbols].findall(lowered) if len(w) < 64]
 
 
-_PART = f"[^\\W{_CJK}]+(?:-[^\\W{_CJK}]+)*"  # a word, or words joined by hyphens (2.0.0-beta.1, my-app.conf)
-_IDENTIFIER = re.compile(f"(?<![^\\W{_CJK}]){_PART}(?:[./:]{_PART})+")
+_WORD_CHAR = f"[^\\W{_CJK}]"  # a word's character (CJK's are words of their own)
+_PART = f"{_WORD_CHAR}++(?:-{_WORD_CHAR}++)*+"  # a word, or words joined by hyphens (2.0.0-beta.1, my-app.conf)
+# begun at a word's first character only (not after "x-"), and never given back (possessive): no match begins or ends
+# inside a hyphen chain, so each character is tried once ("x.y!a-a-a-…" was tried from each "a" to the end: quadratic)
+_IDENTIFIER = re.compile(f"(?<!{_WORD_CHAR})(?<!{_WORD_CHAR}-){_PART}(?:[./:]{_PART})++")
 _JOINED = re.compile(r"[.:]\w")  # where one may be: the identifier's pattern is slow to try at every letter of a text
 _SPACE = re.compile(r"\s")
 _VERSION = re.compile(r"v\d+(?:\.\d+)+")
