@@ -357,6 +357,15 @@ def heading_rows(content: str) -> int:
     return headings[0].end_row + 1 if headings and headings[0].row == 0 else 0
 
 
+def opens_section(content: str, heading: str, level: int) -> bool:
+    """Whether a chunk opens its section (`## Monday` twice is two sections) rather than going on with a long one: its
+    first lines are a heading of its own title and level. A next piece may open inside a code block with a line that
+    reads as another heading (a script's `# step 2` comment, `text` over `===`): it is no heading of the section."""
+    rows = heading_rows(content)
+    found = outline(content.split("\n")[:rows])[0] if rows else []
+    return bool(found) and found[0].title == heading and found[0].level == level
+
+
 def body_of(content: str) -> str:
     """A chunk's text without its heading line(s), on one line."""
     return " ".join(" ".join(content.split("\n")[heading_rows(content) :]).split())

@@ -13,7 +13,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from memsearch_lsp.config import CLIENT_ONLY_SETTINGS, SECTIONS, settings_keys
-from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk, heading_rows, valid_unicode
+from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk, opens_section, valid_unicode
 from memsearch_lsp.core.search.headings import display_heading
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 
@@ -128,7 +128,7 @@ def document_symbols(codec: PositionCodec, chunks: Sequence[Chunk]) -> list[type
             and previous.heading_path == chunk.heading_path
             and previous.level == chunk.level
             and stack[-1][0] == chunk.level
-            and not heading_rows(chunk.content)
+            and not opens_section(chunk.content, chunk.heading, chunk.level)
         ):
             symbol = stack[-1][1]
             symbol.range = types.Range(start=symbol.range.start, end=rng.end)

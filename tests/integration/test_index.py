@@ -13,6 +13,7 @@ from memsearch_lsp.core.embedding import EmbeddingError
 from memsearch_lsp.core.index import MAX_FILE_CHUNKS
 from tests.fakes import FakeEmbedder
 from tests.helpers import document_frequencies
+from tests.unit.test_document_symbols import script_section
 
 
 def test_example_memory_search_ranks_the_right_chunks(workspace: Path, make_memory) -> None:
@@ -344,3 +345,13 @@ def test_a_version_is_found_whole_and_an_absent_one_finds_nothing(tmp_path: Path
     assert memory.search("10.0.3.17", min_score=0.25)[0].heading == "Infrastructure"
     for absent in ("1.0.0", "10.9.9.9", "v20.1.1", "1.26.3"):
         assert memory.search(absent, min_score=0.25) == [], absent
+
+
+def test_every_heading_lists_a_long_section_cut_inside_its_code_block_once(tmp_path: Path, make_memory) -> None:
+    """The empty query's listing merged a long section's pieces but took one opening on a script's `# step 27`
+    comment for a repeated heading: `Setup script` was listed three times."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "MEMORY.md").write_text(script_section())
+    memory = make_memory(tmp_path)
+    memory.index()
+    assert [h.heading for h in memory.headings()] == ["Notes", "Setup script", "Other"]

@@ -60,3 +60,26 @@ def test_the_pieces_of_a_long_section_merge_and_a_repeated_heading_stays_its_own
         ("Monday", first_end + 2, first_end + 4),
         ("Monday", first_end + 6, first_end + 9),
     ]
+
+
+def script_section() -> str:
+    """A note whose long section is a script: its `# step N` comments (and a `text` over `===`) are code, no heading."""
+    steps = "\n".join(
+        f"# step {n}: install package {n} and check it\nsudo apt-get install -y package-{n}" for n in range(90)
+    )
+    return f"# Notes\n\n## Setup script\n\n```bash\n{steps}\necho done\n===\n{steps}\n```\n\n## Other\n\nmore\n"
+
+
+def test_a_piece_that_opens_inside_a_code_block_is_no_heading_of_its_own() -> None:
+    """A long section cut into pieces inside its code block: a piece opening on a script's `# step 27` comment was
+    taken as a repeated heading, and the outline showed `Setup script` three times."""
+    text = script_section()
+    chunks = chunk_markdown(text, "memory/MEMORY.md")
+    pieces = [c for c in chunks if c.heading == "Setup script"]
+    assert len(pieces) > 2 and any(c.content.startswith("# step") for c in pieces[1:])
+    (notes,) = document_symbols(PositionCodec(), chunks)
+    end = text.split("\n").index("```", 5)
+    assert [(s.name, s.range.start.line, s.range.end.line) for s in notes.children or []] == [
+        ("Setup script", 2, end),
+        ("Other", end + 2, end + 4),
+    ]

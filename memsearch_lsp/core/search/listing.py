@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any
 
-from memsearch_lsp.core.chunks import heading_rows, log_order
+from memsearch_lsp.core.chunks import log_order, opens_section
 from memsearch_lsp.core.files import glob_match
 from memsearch_lsp.core.search.headings import HEADINGS_LIMIT, TIME_HEADING, display_heading
 from memsearch_lsp.core.search.hybrid import Hit
@@ -49,7 +49,7 @@ def _sections(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     same file, heading and path as the one before that does not open with a heading (`## Monday` twice is two)."""
     key = ("source", "heading", "heading_path", "level")
     maybe = [b["id"] for a, b in itertools.pairwise(rows) if all(a[k] == b[k] for k in key)]
-    pieces = {r.id for r in store.rows(maybe) if not heading_rows(r.content)}
+    pieces = {r.id for r in store.rows(maybe) if not opens_section(r.content, r.heading, r.level)}
     out: list[dict[str, Any]] = []
     for row in rows:
         if row["id"] in pieces and out:
