@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch_lsp.cli import progress
-from memsearch_lsp.cli.parser import EXIT_OK, EXIT_USER, UserError, note_text
+from memsearch_lsp.cli.parser import EXIT_OK, EXIT_USER, UserError, heading_text, note_text
 from memsearch_lsp.cli.terminal import printable
 
 if TYPE_CHECKING:
@@ -294,7 +294,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
     opened = (lambda: _user_memory(create=True)) if args.user else (lambda: _memory(args))
     with opened() as memory:  # type: ignore[union-attr]
         body = summarized(memory.config, memory.root, body) if args.summarize else body
-        named = args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING")
+        named = heading_text(args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING"))
         heading = clean_heading(named, text) or None  # (with the note as given: a summary may not name its secrets)
         when = memory.clock()  # (asked again, the same note of the same day: the one written, if it was)
         note = once_more(memory, opened, lambda m: m.remember(body, heading, now=when, long_term=args.long_term))

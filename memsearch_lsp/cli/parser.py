@@ -49,12 +49,21 @@ def note_text(words: list[str]) -> str:
         data = sys.stdin.buffer.read()
     else:
         data = " ".join(words).encode("utf-8", "surrogateescape")  # (a word's bytes that are not UTF-8, as they came)
+    return _utf8(data, "the note")
+
+
+def heading_text(heading: str | None) -> str | None:
+    """`--heading` (or the hook's) as given; UserError naming its first byte that is not UTF-8, as for the note."""
+    return None if heading is None else _utf8(heading.encode("utf-8", "surrogateescape"), "the heading")
+
+
+def _utf8(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(
-            f"the note is not UTF-8 text: byte {exc.start} (0x{data[exc.start]:02x}) is not; nothing was written "
-            "(convert it first, e.g. `iconv -f latin1 -t utf-8 | memsearch-lsp remember -`)"
+            f"{what} is not UTF-8 text: byte {exc.start} (0x{data[exc.start]:02x}) is not; nothing was written "
+            "(convert it first, e.g. with `iconv -f latin1 -t utf-8`)"
         ) from None
 
 

@@ -139,7 +139,9 @@ def _nested(key: str) -> dict[str, list[str]]:
 
 _UNSET = object()
 _SECRETS = frozenset({"token"})  # milvus.token: said as set, never shown
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: What a variable's name looks like (`OPENAI_API_KEY`): upper case, words joined by `_`; a value of another shape in
+#: `*_key_env` is taken for a key pasted there (`jina_4f3a...`, 40 letters and digits) and never shown.
+_VARIABLE = re.compile(r"(?=.{1,64}$)[A-Z][A-Z0-9]{0,15}(?:_[A-Z0-9]{1,15})*")
 
 
 def _workspace_ignored(path: Path, keys: tuple[str, ...], root: Path) -> tuple[str, ...]:

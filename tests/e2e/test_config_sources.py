@@ -78,6 +78,15 @@ def test_doctor_never_shows_a_key_in_a_url_query_or_pasted_where_a_variables_nam
         'api_key_env = "sk-proj-PASTEDKEYINSTEAD"\n[embedding]\napi_key_env = "MY_EMBED_KEY"\n'
     )
     env = {"XDG_CONFIG_HOME": str(xdg), "MEMSEARCH_MILVUS_URI": "http://root:hunter2@milvus.example:19530"}
+    for pasted in (
+        "jina_4f3a9c0b1d2e4f5a6b7c8d9e0f1a2b3cXyZ",
+        "AbCdEfGh1234567890AbCdEfGh1234567890AbCd",
+        "ABCDEF1234567890ABCDEF1234567890",
+    ):
+        said = cli(ws, "doctor", "--json", env={**env, "MEMSEARCH_EMBEDDING_API_KEY_ENV": pasted}).stdout
+        (config,) = [c for c in json.loads(said)["checks"] if c["name"] == "config"]
+        assert pasted not in said and config["data"]["in_effect"]["embedding.api_key_env"]["value"] == "***"
+    env = {"XDG_CONFIG_HOME": str(xdg), "MEMSEARCH_MILVUS_URI": "http://root:hunter2@milvus.example:19530"}
     answer, text = cli(ws, "doctor", "--json", env=env).stdout, cli(ws, "doctor", env=env).stdout
     for secret in ("QUERYSECRET", "PASTEDKEYINSTEAD", "hunter2"):
         assert secret not in answer + text

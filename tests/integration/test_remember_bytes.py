@@ -102,6 +102,8 @@ def test_a_note_that_is_not_utf8_is_refused_naming_the_byte_and_nothing_is_writt
     assert as_json.returncode == 1 and "byte 16 (0xe9)" in error["message"] and "iconv" in error["message"]
     argument = remember_bytes(workspace, b"caf\xe9 au lait")
     assert argument.returncode == 1 and b"byte 3 (0xe9)" in argument.stderr
+    heading = remember_bytes(workspace, "t", "--heading", b"caf\xe9")  # (review H, 3: it was written as "## caf?")
+    assert heading.returncode == 1 and b"the heading is not UTF-8 text: byte 3 (0xe9)" in heading.stderr
     assert not log.exists()
     done = remember_bytes(workspace, "-", stdin="Meeting with René at the café\n".encode())
     assert done.returncode == 0 and "René at the café" in log.read_text()
