@@ -696,3 +696,11 @@ OwnerServer(memory, "a test owner").start()
 print("ready", flush=True)
 sys.stdin.read()
 """
+
+
+def script_section() -> str:
+    """A note whose long section is a script: its `# step N` comments (and a `text` over `===`) are code, no heading."""
+    steps = "\n".join(
+        f"# step {n}: install package {n} and check it\nsudo apt-get install -y package-{n}" for n in range(90)
+    )
+    return f"# Notes\n\n## Setup script\n\n```bash\n{steps}\necho done\n===\n{steps}\n```\n\n## Other\n\nmore\n"

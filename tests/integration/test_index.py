@@ -12,8 +12,7 @@ from memsearch_lsp.core.chunks import chunk_markdown
 from memsearch_lsp.core.embedding import EmbeddingError
 from memsearch_lsp.core.index import MAX_FILE_CHUNKS
 from tests.fakes import FakeEmbedder
-from tests.helpers import document_frequencies
-from tests.unit.test_document_symbols import script_section
+from tests.helpers import document_frequencies, script_section
 
 
 def test_example_memory_search_ranks_the_right_chunks(workspace: Path, make_memory) -> None:

@@ -7,6 +7,7 @@ from pygls.workspace import PositionCodec
 
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.lsp.convert import document_symbols
+from tests.helpers import script_section
 
 SECTIONS = 200_000  # `##` notes under one day: 5 MB of log; the outline's time grew with the square of this
 
@@ -60,14 +61,6 @@ def test_the_pieces_of_a_long_section_merge_and_a_repeated_heading_stays_its_own
         ("Monday", first_end + 2, first_end + 4),
         ("Monday", first_end + 6, first_end + 9),
     ]
-
-
-def script_section() -> str:
-    """A note whose long section is a script: its `# step N` comments (and a `text` over `===`) are code, no heading."""
-    steps = "\n".join(
-        f"# step {n}: install package {n} and check it\nsudo apt-get install -y package-{n}" for n in range(90)
-    )
-    return f"# Notes\n\n## Setup script\n\n```bash\n{steps}\necho done\n===\n{steps}\n```\n\n## Other\n\nmore\n"
 
 
 def test_a_piece_that_opens_inside_a_code_block_is_no_heading_of_its_own() -> None:
