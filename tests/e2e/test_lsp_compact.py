@@ -72,7 +72,7 @@ def apply_edit(edit: types.WorkspaceEdit, encoding: str) -> None:
             new.parent.mkdir(parents=True, exist_ok=True)
             old.rename(new)
         elif isinstance(change, types.DeleteFile):
-            Path(to_fs_path(change.uri) or "").unlink()
+            raise AssertionError("compaction deletes no file: a rename takes along what a writer added meanwhile")
         elif isinstance(change, types.TextDocumentEdit):
             path = Path(to_fs_path(change.text_document.uri) or "")
             text = path.read_bytes().decode("utf-8")
@@ -403,16 +403,13 @@ async def test_compact_this_log_and_the_command(session: Session) -> None:
     (memory / "2026-02-09.md").write_bytes(b"# 2026-02-09\r\n\r\n## Recreated\r\n\r\n- Written after the archive.\r\n")
     rest: Any = await command(session)
     assert rest["applied"] is True and len(rest["archive"]) == 9  # [] means: older than the configured days
-    assert {"from": "memory/2026-02-09.md", "to": "memory/archive/2026-02-09.md", "merge": True} in rest["archive"]
+    assert {"from": "memory/2026-02-09.md", "to": "memory/archive/2026-02-09.2.md"} in rest["archive"]
     (appended,) = [s for s in rest["summaries"] if s["action"] == "append"]
     assert appended["path"] == "memory/summary-2026-W07.md"
     assert w07.read_text() == before + appended["content"] and appended["content"].startswith("\n\n---\n")
-    assert len(list((memory / "archive").iterdir())) == 12
-    assert (
-        (memory / "archive/2026-02-09.md")
-        .read_bytes()
-        .endswith(b"## Recreated\r\n\r\n- Written after the archive.\r\n")
-    )
+    assert len(list((memory / "archive").iterdir())) == 13  # the day's first archived copy stays as it was
+    recreated = b"# 2026-02-09\r\n\r\n## Recreated\r\n\r\n- Written after the archive.\r\n"
+    assert (memory / "archive/2026-02-09.2.md").read_bytes() == recreated
 
     nothing: Any = await command(session, olderThanDays=7)
     assert nothing["applied"] is False and nothing["summaries"] == [] and "nothing to compact" in nothing["note"]
@@ -590,3 +587,32 @@ async def test_a_summary_with_cr_only_line_ends_is_appended_to_at_its_end(vscode
     ]
     (edit,) = change.edits
     assert edit.range.start == edit.range.end == types.Position(line=3, character=0)
+
+
+async def test_a_log_written_during_the_preview_loses_nothing_and_is_said(vscode_session: Session) -> None:
+    """(audit Z1, 1) An editor renames the logs the user reviewed: it cannot check them first. A log recreated at an
+    archived date was copied into its archived copy and deleted, so a line a writer added during the preview was lost;
+    now every log moves whole to a name nothing holds (`2026-02-09.2.md`), and what a summary did not read is said."""
+    session = vscode_session
+    memory = session.workspace / "memory"
+    (memory / "archive").mkdir()
+    (memory / "2026-02-09.md").rename(memory / "archive/2026-02-09.md")  # archived by an earlier compaction
+    first = (memory / "archive/2026-02-09.md").read_bytes()
+    chatter = "".join(f"- Looked at the dashboards again, nothing new there (round {n}).\n" for n in range(12))
+    recreated = f"# 2026-02-09\n\n## Recreated\n\n- Decision: chose Postgres 17 for the ledger.\n{chatter}"
+    (memory / "2026-02-09.md").write_text(recreated)
+    actions = await code_actions(session, memory / "2026-02-09.md", only=["source.compact"])
+    (action,) = [a for a in actions if a.title == "Compact this log"]
+    resolved = await session.client.code_action_resolve_async(action)
+    assert resolved.edit is not None and resolved.command is not None
+    with (memory / "2026-02-09.md").open("a") as log:  # an agent writes while the user reviews the preview
+        log.write("- IMPORTANT-LATE-LINE: the ledger's replica is db-7.\n")
+    before = len(session.client.messages)
+    apply_edit(resolved.edit, session.encoding)
+    await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=resolved.command.command, arguments=resolved.command.arguments)
+    )
+    assert (memory / "archive/2026-02-09.md").read_bytes() == first  # the earlier copy untouched
+    assert "IMPORTANT-LATE-LINE" in (memory / "archive/2026-02-09.2.md").read_text()
+    (warning,) = [m for m in session.client.messages[before:] if "during the compaction's preview" in m.message]
+    assert warning.type == types.MessageType.Warning and "memory/archive/2026-02-09.2.md" in warning.message

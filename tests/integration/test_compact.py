@@ -471,28 +471,44 @@ LATE = (
 )
 
 
-def test_a_log_recreated_at_an_archived_date_is_merged_on_the_next_run(workspace: Path, make_memory) -> None:
+def test_a_log_recreated_at_an_archived_date_moves_to_the_day_s_next_free_name(workspace: Path, make_memory) -> None:
+    """The archived copy is never written into (an editor's edit could only copy the log's text and delete it,
+    losing what a writer added meanwhile): the recreated log moves whole to `2026-02-05.2.md`, linked from there."""
     memory = make_memory(workspace)
     apply_plan(memory, plan_compaction(memory, files=["memory/2026-02-05.md", "memory/2026-02-06.md"], today=FEB18))
     archived = workspace / "memory/archive/2026-02-05.md"
     old = archived.read_bytes()
     (workspace / "memory/2026-02-05.md").write_text(LATE)  # a writer recreated the log after it was archived
     plan = plan_compaction(memory, files=["memory/2026-02-05.md"], today=FEB18)
-    assert [(m.src, m.dst, m.action) for m in plan.archive] == [
-        ("memory/2026-02-05.md", "memory/archive/2026-02-05.md", "merge")
-    ]
-    assert plan.to_dict()["archive"][0]["merge"] is True and "merge   memory/2026-02-05.md" in plan.describe()
+    assert [(m.src, m.dst) for m in plan.archive] == [("memory/2026-02-05.md", "memory/archive/2026-02-05.2.md")]
+    assert plan.to_dict()["archive"] == [{"from": "memory/2026-02-05.md", "to": "memory/archive/2026-02-05.2.md"}]
+    assert "move    memory/2026-02-05.md -> memory/archive/2026-02-05.2.md" in plan.describe()
     apply_plan(memory, plan)
-    assert archived.read_bytes() == old + LATE.encode() and not (workspace / "memory/2026-02-05.md").exists()
-    assert not [p for p in (workspace / "memory").rglob(".*") if p.is_file()]  # no temporary files left
+    assert archived.read_bytes() == old and not (workspace / "memory/2026-02-05.md").exists()
+    assert (workspace / "memory/archive/2026-02-05.2.md").read_text() == LATE
     summary = (workspace / "memory/summary-2026-W06.md").read_text()
-    merged = archived.read_text().splitlines()
-    late = [(link, n, text) for link, n, text in provenance(summary) if n > old.count(b"\n")]
-    assert late, summary  # the new lines are cited where they start in the merged archive
-    for link, n, text in late:
-        assert link == "archive/2026-02-05.md" and n == old.count(b"\n") + 1
-        assert text.split(": ", 1)[-1] in " ".join(merged[n - 1 :])
-    assert any(h.source == "memory/archive/2026-02-05.md" for h in memory.search("consumer lag alert 5000", top_k=3))
+    late = [(link, text) for link, _, text in provenance(summary) if link.endswith(".2.md")]
+    assert late, summary  # the new lines are cited in their own archived copy
+    for link, text in late:
+        assert link == "archive/2026-02-05.2.md" and text.split(": ", 1)[-1] in LATE
+    hits = memory.search("consumer lag alert 5000", top_k=3)
+    assert any(h.source == "memory/archive/2026-02-05.2.md" for h in hits)
+
+
+def test_two_folders_logs_of_one_day_are_archived_side_by_side(workspace: Path, make_memory) -> None:
+    """(audit Z1, 2) memory/2026-02-05.md and memory/projects/2026-02-05.md both went to archive/2026-02-05.md: the
+    clash stopped every compaction, now and on any later run. The second takes the day's next free name."""
+    memory = make_memory(workspace)
+    (workspace / "memory/projects").mkdir()
+    (workspace / "memory/projects/2026-02-05.md").write_text(LATE)
+    memory.index()
+    plan = plan_compaction(memory, files=["memory/2026-02-05.md", "memory/projects/2026-02-05.md"], today=FEB18)
+    assert sorted((m.src, m.dst) for m in plan.archive) == [
+        ("memory/2026-02-05.md", "memory/archive/2026-02-05.md"),
+        ("memory/projects/2026-02-05.md", "memory/archive/2026-02-05.2.md"),
+    ]
+    apply_plan(memory, plan)
+    assert (workspace / "memory/archive/2026-02-05.2.md").read_text() == LATE
 
 
 def test_a_stale_plan_is_refused(workspace: Path, make_memory) -> None:

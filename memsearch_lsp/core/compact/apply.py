@@ -93,19 +93,28 @@ def _check(memory: MemoryApi, plan: CompactionPlan) -> dict[str, bytes]:
     for m in plan.archive:
         if not memory.path_of(m.src).is_file():
             raise CompactError(f"{m.src} disappeared since the plan was made; plan again")
-        _same(memory, m, memory.path_of(m.src))
+        _same(m, memory.path_of(m.src))
         dst = memory.path_of(m.dst)
-        if m.action == "move" and dst.exists():
+        if os.path.lexists(dst):
             raise CompactError(f"{m.dst} appeared since the plan was made; plan again")
-        if m.action == "merge" and (not dst.is_file() or sha256(dst.read_bytes()) != m.base_sha256):
-            raise CompactError(f"{m.dst} changed since the plan was made; plan again")
     return current
 
 
-def _same(memory: MemoryApi, move: ArchiveMove, path: Path) -> None:
+def _same(move: ArchiveMove, path: Path) -> None:
     """LogChanged unless `path` holds the text the summary was made from."""
-    if move.sha256 and _text_sha(path) != move.sha256:
+    if not _holds(path, move.sha256):
         raise LogChanged(move.src)
+
+
+def grown_archives(memory: MemoryApi, plan: CompactionPlan) -> list[str]:
+    """The archived copies of `plan` (applied by an editor, which cannot check a log before it renames it) that hold
+    other text than the summary read: a writer changed the log during the preview, and the rename took it along."""
+    return [m.dst for m in plan.archive if (path := memory.path_of(m.dst)).is_file() and not _holds(path, m.sha256)]
+
+
+def _holds(path: Path, digest: str) -> bool:
+    """`path` holds the text whose sha256 is `digest` (any text, with no digest)."""
+    return not digest or _text_sha(path) == digest
 
 
 def changed_logs(memory: MemoryApi, plan: CompactionPlan, texts: Mapping[str, str] | None = None) -> list[str]:
@@ -125,8 +134,8 @@ def changed_logs(memory: MemoryApi, plan: CompactionPlan, texts: Mapping[str, st
 
 def stale_since(memory: MemoryApi, plan: CompactionPlan, texts: Mapping[str, str]) -> list[str]:
     """What `plan` would write over that changed since it was made, for an editor applying it as an edit (`texts`: the
-    editor's open buffers by source): its logs, MEMORY.md (its buffer or file), the summaries it appends to and the
-    archived copies it merges into (their files)."""
+    editor's open buffers by source): its logs, MEMORY.md (its buffer or file), the summaries it appends to (their
+    files), and the archive names it moves logs to (that must still be free)."""
 
     def bytes_of(source: str) -> bytes | None:
         path = memory.path_of(source)
@@ -139,7 +148,7 @@ def stale_since(memory: MemoryApi, plan: CompactionPlan, texts: Mapping[str, str
         data = text.encode("utf-8") if text is not None else bytes_of(edit.path)
         if (data is not None) != (edit.action == "insert") or (data is not None and sha256(data) != edit.base_sha256):
             stale.append(edit.path)
-    written = [(s.path, s.base_sha256) for s in plan.summaries] + [(m.dst, m.base_sha256) for m in plan.archive]
+    written = [(s.path, s.base_sha256) for s in plan.summaries] + [(m.dst, "") for m in plan.archive]
     for path, base in written:  # (no base: a file the plan creates, that must not be there yet)
         data = bytes_of(path)
         if (data is None) != (not base) or (data is not None and sha256(data) != base):
@@ -165,31 +174,17 @@ def apply_exactly(memory: MemoryApi, plan: CompactionPlan) -> None:
 Undo = Callable[[], None]
 
 
-def _move(memory: MemoryApi, m: ArchiveMove, undo: list[Undo], made_dirs: list[Path], cleanup: list[Path]) -> None:
-    """Move (or merge) one log into the archive, checking its text right before and right after."""
+def _move(memory: MemoryApi, m: ArchiveMove, undo: list[Undo], made_dirs: list[Path]) -> None:
+    """Move one log into the archive, checking its text right before and right after."""
     src, dst = memory.path_of(m.src), memory.path_of(m.dst)
     if not dst.parent.is_dir():
         made_dirs.extend(_mkdirs(dst.parent))
-    _same(memory, m, src)
-    if m.action == "move" and dst.exists():
+    _same(m, src)
+    if os.path.lexists(dst):
         raise OSError(errno.EEXIST, f"{m.dst} already exists")
-    taken = dst if m.action == "move" else src.with_name(f".{src.name}.{uuid.uuid4().hex[:8]}.merged")
-    os.rename(src, taken)
-    undo.append(lambda: os.rename(taken, src))
-    _same(memory, m, taken)  # a writer that appended through an open handle between the check and the rename
-    if m.action == "merge":
-        base = dst.read_bytes()
-        if sha256(base) != m.base_sha256:
-            raise CompactError(f"{m.dst} changed since the plan was made; plan again")
-        temp = _write_temp(dst, base + (b"\n" if base and not base.endswith(b"\n") else b"") + taken.read_bytes())
-        backup = _backup(dst)
-        cleanup.extend((backup, taken))
-        try:
-            _install(temp, dst)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-        undo.append(lambda: _install(backup, dst))
+    os.rename(src, dst)
+    undo.append(lambda: os.rename(dst, src))
+    _same(m, dst)  # a writer that appended through an open handle between the check and the rename
 
 
 def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
@@ -217,7 +212,7 @@ def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
                 made_dirs.extend(_mkdirs(target.parent))
             temps[edit.path] = _write_temp(target, edit.content.encode("utf-8"))
         for m in plan.archive:  # 2. the originals into the archive
-            _move(memory, m, undo, made_dirs, cleanup)
+            _move(memory, m, undo, made_dirs)
         installs = [(s.path, s.action == "append") for s in plan.summaries]  # 3. the summaries in place
         installs += [(edit.path, edit.action == "insert")] if edit is not None else []  # 4. MEMORY.md, with the rest
         for name, replaces in installs:

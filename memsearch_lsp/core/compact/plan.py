@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -300,14 +301,21 @@ def _archive_targets(memory: MemoryApi, sources: Sequence[str]) -> dict[str, str
         if folder != "." and memory.path_of(folder).exists() and not memory.path_of(folder).is_dir():
             raise CompactError(f"{folder} exists and is not a folder: the originals cannot be archived; move it away")
     moves: dict[str, str] = {}
-    for source in sources:
-        dst = posixpath.join(archive_dir, posixpath.basename(source))
-        if dst in moves.values():
-            raise CompactError(f"{source}: another log named {posixpath.basename(source)} goes to {dst} too")
-        if memory.path_of(dst).exists() and not memory.path_of(dst).is_file():
-            raise CompactError(f"{source}: {dst} exists and is not a file; move it away")
-        moves[source] = dst
+    for source in sorted(sources, key=log_order):
+        moves[source] = _free_name(memory, archive_dir, source, set(moves.values()))
     return moves
+
+
+def _free_name(memory: MemoryApi, archive_dir: str, source: str, taken: set[str]) -> str:
+    """The log's name in the archive folder, else the day's next part nothing holds (`2026-02-05.2.md`, `.3.md`):
+    a log recreated at an archived date, or two folders' logs of one day, never go into or over another file."""
+    name, part = posixpath.basename(source), 1
+    while True:
+        dst = posixpath.join(archive_dir, name)
+        if dst not in taken and not os.path.lexists(memory.path_of(dst)):
+            return dst
+        part += 1
+        name = f"{log_date(source)}.{part}.md"
 
 
 def _index_folders(memory: MemoryApi) -> list[str]:
@@ -351,8 +359,7 @@ def _group_logs(
         move = _archive_move(memory, source, moves[source], text)
         archive.append(move)
         link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target
-        offset = _lines_in(memory.path_of(move.dst)) if move.action == "merge" else 0
-        logs.append(LogText(source, moves[source], link, log_date(source), safe_text(text, lines=True), offset))
+        logs.append(LogText(source, moves[source], link, log_date(source), safe_text(text, lines=True)))
     return logs
 
 
@@ -371,18 +378,7 @@ def group_floor(logs: int) -> int:
 
 
 def _archive_move(memory: MemoryApi, source: str, dst: str, text: str) -> ArchiveMove:
-    """Move into the archive, or merge into the archived copy of a log recreated at an archived date."""
-    digest = sha256(text.encode("utf-8"))
-    target = memory.path_of(dst)
-    if target.is_file():
-        return ArchiveMove(source, dst, digest, "merge", sha256(target.read_bytes()))
-    return ArchiveMove(source, dst, digest)
-
-
-def _lines_in(path: Path) -> int:
-    """Lines of an archived copy; text merged into it starts on the next line."""
-    data = path.read_bytes()
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    return ArchiveMove(source, dst, sha256(text.encode("utf-8")))
 
 
 def _noter(progress: Progress | None, done: int, total: int) -> Callable[[str], None] | None:

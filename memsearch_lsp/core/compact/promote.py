@@ -221,7 +221,7 @@ def promote(memory: MemoryApi, logs: Sequence[LogText], texts: Mapping[str, str]
         seen.add(key)
         link = quote(posixpath.relpath(log.archived, folder or "."), safe="/")
         words = EMPHASIS.sub(r"\2", text).rstrip()
-        bullet = f"{words} ([{log.date}]({link}#L{log.line(line)}))"
+        bullet = f"{words} ([{log.date}]({link}#L{line}))"
         section = _section(before, kind)
         additions.setdefault(section, []).append(Promotion(section, bullet, log.source, line, kind))
     if not additions:

@@ -46,16 +46,11 @@ class LogText:
     link: str  # the archived copy relative to the summary file: archive/2026-02-09.md
     date: str  # 2026-02-09
     text: str
-    offset: int = 0  # lines already in the archived copy before this text (a log merged into it)
-
-    def line(self, n: int) -> int:
-        """Line `n` of the text as a line of the archived copy."""
-        return n + self.offset
 
     def ref_log(self) -> str:
-        """A link to the archived original (where its text starts, when merged into an earlier copy), named by
-        the date: the one provenance link of the log's section in a summary."""
-        return f"[{self.date}]({self.link}{f'#L{self.line(1)}' if self.offset else ''})"
+        """A link to the archived original, named by the date: the one provenance link of the log's section in a
+        summary."""
+        return f"[{self.date}]({self.link})"
 
 
 class Summarizer(Protocol):
@@ -89,7 +84,7 @@ def _numbered(log_text: LogText) -> list[str]:
     lines = normalize_newlines(log_text.text).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [header] + [f"L{log_text.line(n)}: {line}" for n, line in enumerate(lines, 1)]
+    return [header] + [f"L{n}: {line}" for n, line in enumerate(lines, 1)]
 
 
 def pack(blocks: Sequence[list[str]], budget: int) -> list[str]:

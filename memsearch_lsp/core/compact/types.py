@@ -33,19 +33,15 @@ class SummaryFile:
 
 @dataclass(frozen=True)
 class ArchiveMove:
-    """Move a log into the archive, or merge it into its archived copy (a log recreated at an archived date)."""
+    """Move a log into the archive, to a name nothing holds (never into or over another file: what a writer adds to
+    the log until it moves goes with it, whoever applies the move)."""
 
     src: str
     dst: str
     sha256: str = ""  # of the text the summary was made from: the log must still hold it when moved
-    action: Literal["move", "merge"] = "move"
-    base_sha256: str = ""  # for "merge": the archived copy's sha256 when planned
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"from": self.src, "to": self.dst}
-        if self.action == "merge":
-            data["merge"] = True
-        return data
+        return {"from": self.src, "to": self.dst}
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,7 @@ class CompactionPlan:
         for s in self.summaries:
             digest.update(f"{s.path}\0{s.action}\0{s.base_sha256}\0{s.content}\0".encode())
         for m in self.archive:
-            digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0{m.action}\0{m.base_sha256}\0".encode())
+            digest.update(f"{m.src}\0{m.dst}\0{m.sha256}\0".encode())
         if self.memory_edit:
             e = self.memory_edit
             digest.update(f"{e.path}\0{e.action}\0{e.base_sha256}\0{e.content}\0".encode())
@@ -210,7 +206,7 @@ class CompactionPlan:
         for s in self.summaries:
             lines.append(f"  {s.action:<7} {s.path}  <- {', '.join(posixpath.basename(x) for x in s.sources)}")
         for m in self.archive:
-            lines.append(f"  {m.action:<7} {m.src} -> {m.dst}")
+            lines.append(f"  move    {m.src} -> {m.dst}")
         for p in self.promotions:
             lines.append(f"  promote {self.memory_edit.path if self.memory_edit else ''} ## {p.section}: {p.text}")
         lines.extend(u.describe() for u in self.unchanged)

@@ -14,7 +14,7 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.config import archive_folder
 from memsearch_lsp.core.api import MemoryApi
-from memsearch_lsp.core.compact.apply import stale_since
+from memsearch_lsp.core.compact.apply import grown_archives, stale_since
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
 from memsearch_lsp.core.compact.promote import MEMORY_FILE
 from memsearch_lsp.core.compact.types import plural
@@ -237,8 +237,30 @@ async def resolve(ls: MemsearchServer, action: types.CodeAction) -> types.CodeAc
         say(ls, types.MessageType.Info, f"memsearch: {plan.describe()}")
         return action
     action.edit = plan_edit(ls, root.path, plan)
-    action.command = types.Command(title="Index the compacted memory", command=REINDEX)  # runs after the edit
+    remember(root, plan)  # (the command after the edit checks what it archived)
+    after = [{"planId": plan.plan_id}]
+    action.command = types.Command(title="Index the compacted memory", command=REINDEX, arguments=after)
     return action
+
+
+def check_applied(ls: MemsearchServer, plan_id: str) -> None:
+    """The command run after a code action's edit: `say_grown` for the plan it applied."""
+    for root in ls.roots.values():
+        if (plan := REVIEWED.pop((root.path, plan_id), None)) is not None:
+            say_grown(ls, root, plan)
+
+
+def say_grown(ls: MemsearchServer, root: Root, plan: CompactionPlan) -> None:
+    """After an editor applied `plan` (it cannot check a log before renaming it): an archived log that holds more
+    than its summary read, because a writer changed it during the preview, is said, with where that text now is."""
+    if grown := grown_archives(root.memory, plan):
+        say(
+            ls,
+            types.MessageType.Warning,
+            f"memsearch: {', '.join(grown)} changed during the compaction's preview: the archive holds it "
+            "whole, but its summary does not have what was written meanwhile; copy that into a log to keep it "
+            "in live memory (or undo the compaction)",
+        )
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -306,6 +328,7 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
         if not response.applied:
             result["failureReason"] = response.failure_reason or "the editor did not apply the edit"
             return result
+        say_grown(ls, root, plan)
         await ls.reconcile(root, title="Indexing the compacted memory")
         return dict(result, applied=True, appliedBy="editor")
     if held := unsaved_in(ls, root, plan):  # the server writes the disk: the buffers' next save would undo it

@@ -64,7 +64,8 @@ def register(server: MemsearchServer) -> None:
 
     @server.command("memsearch.reindex")
     async def reindex(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
-        options = convert.command_arguments("memsearch.reindex", args, '[] or [{"force": true}]', 1, ("force",))
+        usage = '[] or [{"force": true}]'
+        options = convert.command_arguments("memsearch.reindex", args, usage, 1, ("force", "planId"))
         force = param(options, "force", default=False)
         if not isinstance(force, bool):
             raise CommandError(f"memsearch.reindex: force must be true or false (got {force!r:.40})")
@@ -84,6 +85,10 @@ def register(server: MemsearchServer) -> None:
                 setattr(total, name, getattr(total, name) + getattr(stats, name))
             total.skipped += stats.skipped
             total.warnings += stats.warnings
+        if isinstance(plan_id := param(options, "planId", default=None), str):  # (run after a compaction's edit)
+            from memsearch_lsp.lsp.features.actions import check_applied
+
+            check_applied(ls, plan_id)
         return total.to_dict()
 
     @server.command("memsearch.today")

@@ -32,7 +32,7 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 SUMMARIES, ARCHIVE, PROMOTED = "memsearch.summaries", "memsearch.archive", "memsearch.promoted"
-Change = types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile
+Change = types.TextDocumentEdit | types.CreateFile | types.RenameFile
 
 
 def summary_note(path: str) -> str:
@@ -118,7 +118,8 @@ def _append(ls: MemsearchServer, root: Path, path: str, text: str, note: str | N
 
 def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.WorkspaceEdit:
     """Create (or append to) each summary, add the lasting facts to MEMORY.md, then rename each original into the
-    archive (or merge it there): one edit, so one undo takes all of it back.
+    archive, under a name nothing holds (a rename takes whatever a writer added since with it: never a copy of the
+    text and a delete): one edit, so one undo takes all of it back.
 
     With a client that supports change annotations, every change needs confirmation (a preview).
     """
@@ -155,22 +156,14 @@ def plan_edit(ls: MemsearchServer, root: Path, plan: CompactionPlan) -> types.Wo
         changes.extend(memory_changes(ls, root, plan.memory_edit, PROMOTED if note else None))
     for move in plan.archive:
         src, dst = convert.uri_of(root, move.src), convert.uri_of(root, move.dst)
-        if move.action == "merge":  # a log recreated at an archived date: appended to its archived copy
-            log = ls.workspace.text_documents.get(src)  # (the editor's buffer is what the plan read)
-            text = log.source if log else disk_text(root, move.src)
-            existing = disk_text(root, move.dst)
-            lead = "\n" if existing and not existing.endswith("\n") else ""
-            changes.append(_append(ls, root, move.dst, lead + text, archive))
-            changes.append(types.DeleteFile(uri=src, annotation_id=archive))
-        else:
-            changes.append(
-                types.RenameFile(
-                    old_uri=src,
-                    new_uri=dst,
-                    options=types.RenameFileOptions(overwrite=False, ignore_if_exists=False),
-                    annotation_id=archive,
-                )
+        changes.append(
+            types.RenameFile(
+                old_uri=src,
+                new_uri=dst,
+                options=types.RenameFileOptions(overwrite=False, ignore_if_exists=False),
+                annotation_id=archive,
             )
+        )
     return types.WorkspaceEdit(document_changes=changes, change_annotations=review_notes(plan) if note else None)
 
 

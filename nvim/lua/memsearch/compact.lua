@@ -51,7 +51,7 @@ function M.format_compact(plan, review)
       lines[#lines + 1] = ('  %s %s <- %s'):format(str(s.action), str(s.path), table.concat(sources, ', '))
     end
     for _, m in ipairs(plan.archive) do
-      lines[#lines + 1] = ('  %s %s -> %s'):format(m.merge == true and 'merge' or 'move', str(m.from), str(m.to))
+      lines[#lines + 1] = ('  move %s -> %s'):format(str(m.from), str(m.to))
     end
     local promoted = type(plan.promoted) == 'table' and plan.promoted or {}
     for _, p in ipairs(promoted) do -- lasting facts added to MEMORY.md, each with its section and source
