@@ -146,3 +146,19 @@ def test_it_is_decides_only_after_what_was_chosen() -> None:
         "Leave the retry budget as it is.\n\nWe compared the brokers all morning. Kafka it is.\n",
     )
     assert [(kind, text) for kind, text, _, _ in durable_facts([log])] == [("decision", "Kafka it is.")]
+
+
+def test_a_french_label_with_its_space_before_the_colon_is_a_label() -> None:
+    """(audit Z1, 4) French sets a space (often a no-break one) before a colon: "Décision : ..." was no label, so the
+    decision was not proposed for MEMORY.md while the same line in Chinese or English was."""
+    log = log_text(
+        "2026-11-05",
+        "# 2026-11-05\n\n## Réunion\n\n"
+        "Décision : nous passons à PostgreSQL 17 parce que la réplication logique est meilleure.\n"
+        "Décision\u202f: les déploiements se font le mardi.\n",
+    )
+    found = [(kind, text) for kind, text, _, _ in durable_facts([log])]
+    assert found == [
+        ("decision", "nous passons à PostgreSQL 17 parce que la réplication logique est meilleure."),
+        ("decision", "les déploiements se font le mardi."),
+    ]

@@ -20,7 +20,10 @@ _KEY = re.compile(r"`[^`]+`|[^\s]*\d[^\s]*|\b[A-Z][\w.+-]*")
 NORM = re.compile(r"[\W_]+", re.UNICODE)
 # "Dana: ...", "Decision: ..." (after emphasis is gone); never across a sentence's end ("is not atomic. Fix: ...")
 # (or a short one before a full-width colon, with or without a space: "根本原因：", "用户：")
-_LABEL = re.compile(r"^((?:\S+(?<![.!?]) ){0,3}[^\s.!?]+?):\s+(?=\S)|^([^\s.!?。！？：:]{1,12})：\s*(?=\S)")
+# (French sets a space before the colon: "Décision : ...", a no-break one too)
+_LABEL = re.compile(
+    r"^((?:\S+(?<![.!?]) ){0,3}[^\s.!?]+?)[ \u00a0\u202f]?:\s+(?=\S)|^([^\s.!?。！？：:]{1,12})：\s*(?=\S)"
+)
 _LEAD_IN = re.compile(r"^([^:`()\n]{3,60}):\s+(?=\S)")  # "Rule from the user after this: ..."
 EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _STAMP = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}[T ]?)?\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:[AaPp][Mm]|UTC|Z))?\W*")
