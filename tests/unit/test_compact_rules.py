@@ -13,6 +13,7 @@ from memsearch_lsp.core.compact.extractive import choose, parse_log
 from memsearch_lsp.core.compact.facts import classify, label_kept, people, rules_for
 from memsearch_lsp.core.compact.parse import split_label, undated
 from memsearch_lsp.core.compact.rules import RULES
+from memsearch_lsp.core.compact.summarize import LogText
 from memsearch_lsp.core.compact.units import sentences_of, units_of
 from tests.helpers import log_text
 
@@ -123,6 +124,36 @@ Nothing else today. Tests pass, see you tomorrow.
     text = choose(parse_log(log), budget=160)
     assert "- Carol (product) wants the export feature by 2027-01-15.\n" in text, text
     assert "CI dashboard" not in text and "Lunch" not in text
+
+
+def test_a_sentence_each_log_repeats_is_kept_once_and_its_room_goes_to_other_facts() -> None:
+    """(audit Z1, 3) A standing line every day's log repeats ("Noor prefers small PRs ...") was kept again in each
+    log's section, in the room each day's deadline needed."""
+
+    def log(n: int, service: str) -> LogText:
+        return log_text(
+            f"2026-11-0{n + 2}",
+            f"""# 2026-11-0{n + 2}
+
+## 09:10 standup
+
+Talked about the {service} service. Tests are green, PR merged. Looked at dashboards, nothing unusual.
+Decision: the {service} consumer retries {n + 3} times with exponential backoff because the upstream flaps.
+
+## 14:30 incident
+
+Root cause: connection pool exhaustion in {service}-worker v{n}.4.1 after the deploy.
+Fix: bumped pool size to {40 + n} and added a circuit breaker.
+Carol (product) wants the {service} export feature by 2027-01-{10 + n}.
+Noor prefers small PRs and never runs migrations from a laptop.
+Some chatter about lunch and the weather, and a long discussion that went nowhere about naming.
+""",
+        )
+
+    logs = [log(n, service) for n, service in enumerate(("orders", "billing", "search", "auth"))]
+    text = choose([item for one in logs for item in parse_log(one)], budget=1450)
+    assert text.count("Noor prefers small PRs") == 1, text  # (it was there 4 times, and no deadline)
+    assert text.count("Carol (product) wants the") >= 3, text
 
 
 def test_an_aside_without_a_fact_is_left_out_one_with_a_fact_stays() -> None:

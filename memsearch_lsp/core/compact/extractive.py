@@ -224,13 +224,14 @@ def _line(item: Item, parts: Sequence[Unit]) -> str:
 
 def _drop_repeats(units: Sequence[Unit]) -> None:
     """A sentence said again, whole, inside a longer one ("Error rate 0.2%." and later "Error rate 0.2%, p99
-    205 ms.") is weak: the longer one carries it. Sentences only, not lines: `dedupe` compares whole lines."""
+    205 ms.") or word for word after its first time (a standing line each day's log repeats) is weak: the longer one,
+    or the first, carries it. Sentences only, not lines: `dedupe` compares whole lines."""
     keys = [f" {' '.join(NORM.sub(' ', u.text.lower()).split())} " for u in units]
     for n, unit in enumerate(units):
-        if unit.weak or unit.must or len(keys[n]) < 10:
+        if unit.weak or len(keys[n]) < 10 or (unit.must and keys[n] not in keys[:n]):
             continue
         unit.weak = any(
-            m != n and len(keys[m]) > len(keys[n]) and keys[n] in keys[m] and not units[m].weak
+            m != n and keys[n] in keys[m] and (len(keys[m]) > len(keys[n]) or m < n) and not units[m].weak
             for m in range(len(units))
         )
 
