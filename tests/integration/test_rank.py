@@ -30,6 +30,7 @@ from memsearch_lsp.core.search.rank import (
     relevance,
     share_sections,
 )
+from memsearch_lsp.core.search.screen import columns
 from memsearch_lsp.core.store.schema import sparse_dict
 from tests.fakes import FakeEmbedder
 from tests.helpers import BM25, LONG, engine_rows, long_workspace, query_idf
@@ -181,6 +182,21 @@ def test_a_snippet_shows_where_the_body_holds_most_of_the_query_s_content_words(
     assert "$0.12 extra per verification" in snippet(content, "what does a verification cost extra", width=120)
     assert snippet(content, "deploy", width=120).startswith("Naming")  # nothing matched: the beginning
     assert snippet("## 部署\n\n" + "很多别的事情。" * 40 + "周五不部署。", "部署", width=60).endswith("…周五不部署。")
+
+
+def test_a_snippet_finds_a_chinese_question_and_a_query_typed_without_accents_by_their_terms() -> None:
+    """It matched the query's literal words: a Chinese question is one unspaced word, "clinica" is not "clínica"
+    (audit Z2, 4); the analyzer reads both as the search did when it found the note."""
+    zh = "今天我们讨论了系统的性能问题和下一步的计划。大家认为需要更多的测试。" * 40
+    note = "## 长会议记录\n\n" + zh[:900] + "关键结论：支付网关的超时时间改为四十五秒。" + zh[900:]
+    for query in ("支付网关的超时时间是多少？", "支付网关 超时"):
+        shown = snippet(note, query)
+        assert "支付网关的超时时间改为四十五秒" in shown and columns(shown) <= 200, (query, shown)
+    filler = "A equipe revisou o planejamento do trimestre e os riscos do projeto. " * 10
+    fact = "A clínica São Lucas pediu a migração das integrações do laboratório para outubro. "
+    note = "## Reunião longa\n\n" + filler + fact + filler
+    for query in ("clínica integrações", "clinica integracoes", "CLINICA INTEGRACOES"):
+        assert snippet(note, query).startswith("…A clínica São Lucas pediu a migração das integrações"), query
 
 
 def test_windows_cover_the_text_and_respect_the_size() -> None:

@@ -330,6 +330,20 @@ class Analyzer:
         whole = identifiers(lowered) if "." in lowered or ":" in lowered else []
         return [(word, _terms([word], lang, cjk)) for word in [*kept, *dict.fromkeys(whole)]]
 
+    def placed_terms(self, text: str) -> tuple[str, list[tuple[int, str, str]]]:
+        """The language of `text` and its terms (as `tokens` gives them, less the compound and dotted forms), each with
+        its word (as `words` reads it) at that word's offset in `text`, a CJK run's character and pair at the
+        character's: where a text holds a query's terms, for a search's snippet."""
+        cjk = bool(_HAS_CJK.search(text))
+        pattern = _PATTERNS[cjk, not text.isascii() and _MAY_SYMBOL.search(text) is not None]
+        found = [(m.start(), normalized(m.group())) for m in pattern.finditer(text) if len(m.group()) < 64]
+        lang = self.language_of([word for _, word in found], text)
+        placed: list[tuple[int, str, str]] = []
+        for at, word in found:
+            terms, run = _terms([word], lang, cjk), len(word) if cjk and _is_cjk(word) else 0
+            placed += [(at + (n if n < run else n - run if run else 0), word, term) for n, term in enumerate(terms)]
+        return lang, placed  # (a run's terms are its characters, then the pairs from each: _terms)
+
 
 def other_forms(word: str) -> list[str]:
     """`word` stemmed in every language of STEMMERS, each form once: where a query word that the index holds in

@@ -154,8 +154,9 @@ _OPENINGS = (". ", "; ", " - ", "! ", "? ", "。")  # where a sentence or a list
 def snippet(content: str, query: str, width: int = 200) -> str:
     """`width` columns of the body where it holds the most of the query's words: its content words (not "in", "the"
     nor a word inside another: "in" of "Naming"), each counted once, matched at a word's start ("deploy" meets
-    "deployed"); the earliest such place, from the start of the sentence or item of its first match (a little before
-    that match at most)."""
+    "deployed") or by their terms as the analyzer reads them (core/search/analyzer.py: "clinica" meets "clínica", a
+    Chinese question by its pairs of characters); the earliest such place, from the start of the sentence or
+    item of its first match (a little before that match at most)."""
     text = body_of(content) or " ".join(content.split())
     if len(text) <= width // 2 or (len(text) <= 2 * width and columns(text) <= width):  # (a character takes 2 at most)
         return text
@@ -163,12 +164,17 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     words = {w.lower() for w in _WORD.findall(query) if len(w) > 1}
     words = {w for w in words if w not in STOP_WORDS} or words
     found = sorted(
-        (m.start(), word)
-        for word in words
-        for m in re.finditer(("(?<!\\w)" if word[0] < "\u2e80" else "") + re.escape(word), lowered)
+        {
+            (m.start(), w)
+            for w in words
+            for m in re.finditer(("(?<!\\w)" if w[0] < "\u2e80" else "") + re.escape(w), lowered)
+        }
+        | (set() if text.isascii() and query.isascii() else _term_matches(text, query))  # (accents, CJK, NFKC)
     )
-    lead, best, first, shown, end = width // 4, 0, 0, dict[str, int](), 0
-    span = max(width - lead - 2, 1)  # (a window holds its own first match, however narrow: snippetChars may be 1)
+    sample = text[: 8 * width]  # characters a column: 1/2 in Chinese, whose characters take two
+    scale = len(sample) / max(columns(sample), 1)
+    lead, best, first, shown, end = round(width // 4 * scale), 0, 0, dict[str, int](), 0
+    span = max(round((width - width // 4 - 2) * scale), 1)  # (a window holds its own first match: snippetChars 1 too)
     for at, word in found:  # each match as the first of a window: the distinct words the window shows
         while end < len(found) and found[end][0] < at + span:
             shown[found[end][1]] = shown.get(found[end][1], 0) + 1
@@ -188,6 +194,21 @@ def snippet(content: str, query: str, width: int = 200) -> str:
     start = boundary(text, start) if width > 2 else 0  # (under 3 columns no room for a "…" on each side: the start)
     piece = fit(text[start : start + width], width - (1 if start else 0) - 1).rstrip()  # (columns: CJK takes two)
     return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
+
+
+def _term_matches(text: str, query: str) -> set[tuple[int, str]]:
+    """Where `text` holds the query's terms as its analysis reads both (in the text's language: accents folded,
+    stems, CJK pairs), each as (offset, what a window counts once: the query's word, a CJK pair). A CJK character
+    counts alone only as a query's word (one shared 的 is chance, and would draw the window off its sentence); words
+    written in ASCII on both sides are left to the match at a word's start, as English snippets always were."""
+    lang, placed = Analyzer().placed_terms(text)
+    asked = {
+        term: term if word[0] >= "\u2e80" else word
+        for word, terms in Analyzer(lang).query_words(query)
+        for term in terms
+        if ((len(term) == 2 or len(word) == 1) if word[0] >= "\u2e80" else len(word) > 1)
+    }
+    return {(at, asked[t]) for at, word, t in placed if t in asked and not (word.isascii() and asked[t].isascii())}
 
 
 def to_hit(row: Row, query: str, width: int) -> Hit:
