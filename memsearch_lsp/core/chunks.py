@@ -25,7 +25,9 @@ WINDOW_CHARS = 500
 MAX_WINDOWS = 128
 # A daily log: YYYY-MM-DD.md, or the day's next file (YYYY-MM-DD.2.md ...) when `remember` found one full.
 DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:\.(\d{1,3}))?\.md$")
-CHUNK_ID_RE = re.compile(r"\b[0-9a-f]{16}\b")
+# 16 hex characters not inside a longer ASCII word (more hex, an identifier): after Chinese text (`详见<id>。`) too,
+# whose letters `\b` counts as a word's
+CHUNK_ID_RE = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{16}(?![0-9A-Za-z_])")
 ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: an ATX opening sequence
 _UNDERLINE = re.compile(r"^\s{0,3}(=+|-+)\s*$")  # a setext underline, or a thematic break: tree-sitter tells
 

@@ -267,6 +267,25 @@ def test_chunk_id_is_found_under_the_cursor_whatever_surrounds_it(before: str, a
     assert convert.id_at(line, len(before) + 1 + offset) == chunk
 
 
+def test_a_chunk_id_glued_to_chinese_text_is_found_and_one_inside_a_longer_word_is_not() -> None:
+    """Chinese is written without spaces: `详见<id>。` got no hover nor definition, as its letters count as a word's for
+    `\\b` (audit Z2, 5)."""
+    chunk = "bb29a87d6ca301db"
+    for before, after in (
+        ("详见", "。"),
+        ("見て", "を"),
+        ("참고", "를"),
+        ("🔥", "✅"),
+        ("«", "»"),
+        ("(", ")"),
+        ("é", "à"),
+    ):
+        line = f"{before}{chunk}{after}"
+        assert [convert.id_at(line, len(before) + n) for n in (0, 16)] == [chunk, chunk], line
+    for glued in (f"a{chunk}", f"{chunk}0", f"x_{chunk}", f"{chunk}Z", f"0x{chunk}"):
+        assert convert.id_at(glued, glued.index(chunk) + 3) is None, glued
+
+
 def test_secrets_are_never_logged_or_written_to_the_index(workspace: Path) -> None:
     import subprocess
     import sys
