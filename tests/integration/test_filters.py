@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,6 +108,26 @@ def test_filters_restrict_both_legs_candidates(tmp_path: Path, make_memory: Call
     assert memory.search("kafka broker", top_k=3, since="2027-01-01") == []
     with pytest.raises(FilterError):
         memory.search("kafka", since="last tuesday")
+
+
+def test_a_source_glob_meets_a_file_name_stored_decomposed_and_the_other_way_round(
+    tmp_path: Path, make_memory: Callable[..., Memory]
+) -> None:
+    """macOS (HFS+) and files synced from it store `orçamento-café.md` decomposed (NFD): a --source typed as a
+    keyboard writes it (NFC) never matched, though search printed the same-looking name (audit Z2, 6). The names stay
+    as stored."""
+    (tmp_path / "memory").mkdir()
+    stored = unicodedata.normalize("NFD", "memory/orçamento-café.md")
+    composed = "memory/ação-diária.md"
+    (tmp_path / stored).write_text("# Orçamento café\n\nO orçamento do café da equipe subiu.\n", encoding="utf-8")
+    (tmp_path / composed).write_text("# Ação diária\n\nO orçamento da ação diária caiu.\n", encoding="utf-8")
+    memory = make_memory(tmp_path)
+    memory.index()
+    assert {h.source for h in memory.search("orçamento", top_k=5)} == {stored, composed}
+    for glob in ("memory/orçamento-café.md", "memory/orçamento*", "**/*café.md", stored, "memory/orç*"):
+        assert [h.source for h in memory.search("orçamento", top_k=5, source=glob)] == [stored], glob
+    for glob in (unicodedata.normalize("NFD", "memory/ação*"), unicodedata.normalize("NFD", composed)):
+        assert [h.source for h in memory.search("orçamento", top_k=5, source=glob)] == [composed], glob
 
 
 def test_the_one_day_a_query_names_is_read_in_the_forms_people_write_it() -> None:

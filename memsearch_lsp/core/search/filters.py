@@ -13,6 +13,7 @@ import datetime as dt
 import os
 import posixpath
 import re
+import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +119,7 @@ class SearchFilter:
         return self.since is not None or self.until is not None
 
     def allows(self, source: str) -> bool:
-        if self.sources and not any(glob_match(pattern, source) for pattern in self.sources):
+        if self.sources and not any(glob_match(_nfc(pattern), _nfc(source)) for pattern in self.sources):
             return False
         if not self.dated:
             return True
@@ -144,6 +145,12 @@ class SearchFilter:
             "until": self.until.isoformat() if self.until else None,
             "source": list(self.sources),
         }
+
+
+def _nfc(name: str) -> str:
+    """A file name or a glob in Unicode's composed form, to match only: macOS (HFS+) and files synced from it store
+    `café.md` decomposed (an `e` and an accent) while a keyboard types it composed; each source keeps its own name."""
+    return name if name.isascii() else unicodedata.normalize("NFC", name)
 
 
 def caller_day(value: str | dt.date | None) -> dt.date | None:
