@@ -61,6 +61,7 @@ def test_each_platforms_key_is_replaced_by_a_marker_naming_its_kind(kind: str) -
         # an invisible character inside a key: the whole key goes, not only what comes before it
         ("key sk-proj-Ab3dEf6hIj9kLm2\u200bnOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk here", "nOp5qRs8tUv1"),
         ("ghp_Q3k9ZpL2mX7vN4bR8t\u2060Y1wE6uI0oA5sD3fG7h", "Y1wE6uI0oA5"),
+        (f"DOPPLER_TOKEN in CI is dp.pt.{KEY[:43]}", KEY[:12]),  # Doppler's personal token (`dp.pt.`)
     ],
 )
 def test_secrets_in_shapes_the_rules_missed_are_redacted(text: str, secret: str) -> None:

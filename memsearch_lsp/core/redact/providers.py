@@ -96,6 +96,6 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     Rule("grafana-token", token(r"glsa_", r"[A-Za-z0-9_]", 32), keep=_plain),
     Rule("grafana-token", token(r"glc_eyJ", r"[A-Za-z0-9+/=_-]", 30)),
     Rule("newrelic-key", token(r"NRAK-", r"[A-Z0-9]", 27)),
-    Rule("doppler-token", token(r"dp\.(?:st|ct|sa|scim|audit)\.", r"[A-Za-z0-9_.-]", 40), keep=_plain),
+    Rule("doppler-token", token(r"dp\.(?:st|ct|sa|scim|audit|pt)\.", r"[A-Za-z0-9_.-]", 40), keep=_plain),
     Rule("firecrawl-key", token(r"fc-", r"[a-f0-9]", 32, end=True), keep=_plain),
 )
