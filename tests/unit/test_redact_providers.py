@@ -118,3 +118,28 @@ def test_names_slugs_and_public_keys_that_look_like_keys_are_kept(text: str) -> 
 def test_a_secret_is_replaced_and_the_words_after_it_stay(text: str, kept: str) -> None:
     shown = safe_text(text)
     assert "[redacted: " in shown and shown.endswith(kept), shown
+
+
+@pytest.mark.parametrize(
+    "value",
+    [  # a bearer token of letters only, or shaped like a class's name, was kept (audit Z3, 6)
+        "QwErTyUiOpAsDfGhJkLzXcVb",
+        "TWfwXgedIkvvFxcoHUSdlvcvwKTXWhWCLdbWgVgs",
+        "SgAgWhcebsmi3S3SgJtPu4CgM6bvGeSw",
+        "550e8400-e29b-41d4-a716-446655440000",
+    ],
+)
+@pytest.mark.parametrize("said", ["Authorization: Bearer {}", "authorization: basic {}", "gh auth login --token {}"])
+def test_a_value_after_bearer_basic_or_a_token_flag_is_a_credential_whatever_its_alphabet(
+    said: str, value: str
+) -> None:
+    assert safe_text(said.format(value)) == said.format("[redacted: auth-header]")
+
+
+def test_placeholders_words_and_settings_after_bearer_basic_or_a_token_flag_are_kept() -> None:
+    text = (
+        'curl -H "Authorization: Bearer YOUR_ACCESS_TOKEN" -H "Authorization: Bearer your-access-token-here"\n'
+        "Authorization: Bearer xxxxxxxxxxxxxxxxxxxxxxxx and Basic dXNlcm5hbWU6cGFzc3dvcmQ= (username:password)\n"
+        "Basic internationalization comes first; AUTH=basic SESSION_COOKIE=sessionid; --token process.env.GH_TOKEN"
+    )
+    assert safe_text(text) == text

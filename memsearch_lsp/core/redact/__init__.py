@@ -25,10 +25,8 @@ from dataclasses import dataclass
 from memsearch_lsp.core.redact.providers import PROVIDER_RULES
 from memsearch_lsp.core.redact.rule import Rule
 from memsearch_lsp.core.redact.values import (
-    _IDENTIFIER,
-    _UUID,
-    _basic_stands_in,
     _code,
+    _kept_auth,
     _kept_said,
     _kept_setting,
     _luhn,
@@ -106,18 +104,11 @@ RULES: tuple[Rule, ...] = (
         group=1,
         keep=lambda m: not _luhn(m[1]),
     ),
-    Rule(  # an HTTP header's credentials: Authorization: Bearer <token>, Basic <base64>
+    Rule(  # an HTTP header's credentials: Authorization: Bearer <token>, Basic <base64>, `--token <token>`
         "auth-header",
-        re.compile(r"(?i:\b(?:bearer|basic|token))[ \t]+([A-Za-z0-9._~+/=-]{16,})"),
-        group=1,
-        keep=lambda m: (
-            not mixed(m[1])
-            or not _random(m[1])  # a name: "token gh-actions-release-2024"
-            or bool(_UUID.fullmatch(m[1]))  # an id: "the invalid token 550e8400-e29b-..."
-            or bool(_IDENTIFIER.fullmatch(m[1]))  # a class: "the bearer token TokenRefresherV2Client"
-            or _stands_in(m[1])
-            or _basic_stands_in(m[0], m[1])
-        ),
+        re.compile(r"(?i:(?P<sent>\bbearer|\bbasic|--token)|\btoken)[ \t]+([A-Za-z0-9._~+/=-]{16,})"),
+        group=2,
+        keep=lambda m: _kept_auth(m),
     ),
     Rule(  # a Cookie header's value, all its pairs, when a session's, a token's or a login's looks made:
         # `Cookie: sessionid=<random>; theme=dark` (not a signed `Set-Cookie: discount=BAhpMg==--<hex>`)

@@ -70,6 +70,27 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _DESCRIBED = re.compile(r"^\w+-(?:[a-z]+ed|based|free|only|safe)[.,;:!?)]*$")  # argon2id-hashed, 2FA-protected
 
 
+def _kept_auth(match: re.Match[str]) -> bool:
+    """After Bearer, Basic or `--token`, any value is a credential but a placeholder, lower-case words
+    (`your-token-here`, "basic internationalization") or a setting (`basic NAME=value`: a token's `=` only pads its
+    end); after "token" in prose only a value that looks made: not a name, an id or a class."""
+    value = match[2]
+    if match["sent"]:
+        return (
+            _stands_in(value)
+            or _basic_stands_in(match[0], value)
+            or bool(re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value))
+            or ("=" in value.rstrip("="))
+        )
+    return (
+        not mixed(value)
+        or not _random(value)  # a name: "token gh-actions-release-2024"
+        or bool(_UUID.fullmatch(value))  # an id: "the invalid token 550e8400-e29b-..."
+        or bool(_IDENTIFIER.fullmatch(value))  # a class: "the bearer token TokenRefresherV2Client"
+        or _stands_in(value)
+    )
+
+
 def _said(value: str) -> bool:
     """A value that describes how a secret is kept, not one: "argon2id-hashed", "v2-encoded"."""
     return bool(_DESCRIBED.match(value))
