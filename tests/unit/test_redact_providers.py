@@ -3,6 +3,9 @@ one redacted, and the names, slugs, prose and public keys that look like them ke
 
 from __future__ import annotations
 
+import base64
+import random
+
 import pytest
 
 from memsearch_lsp.core.redact import safe_text
@@ -143,3 +146,24 @@ def test_placeholders_words_and_settings_after_bearer_basic_or_a_token_flag_are_
         "Basic internationalization comes first; AUTH=basic SESSION_COOKIE=sessionid; --token process.env.GH_TOKEN"
     )
     assert safe_text(text) == text
+
+
+def _key_body(lines: int) -> list[str]:
+    """A private key's body as PEM wraps it: 64 characters of base64 a line (made-up bytes)."""
+    body = base64.b64encode(random.Random(7).randbytes(48 * lines)).decode()
+    return [body[at : at + 64] for at in range(0, len(body), 64)]
+
+
+@pytest.mark.parametrize("quote", ["", "> ", "    "])
+def test_a_private_keys_tail_pasted_from_its_middle_with_its_end_line_is_redacted_whole(quote: str) -> None:
+    body = [*_key_body(13), "pfyuuw/6N6nAKhQS5WRdzQ==", "-----END RSA PRIVATE KEY-----"]  # (audit Z3, 5)
+    text = "the rest of the key:\n" + "\n".join(quote + line for line in body) + "\nRotated it today."
+    assert safe_text(text) == f"the rest of the key:\n{quote}[redacted: private-key]\nRotated it today."
+    assert safe_text(text, lines=True).count("\n") == text.count("\n")
+
+
+def test_an_end_line_after_words_or_a_whole_key_block_is_left_to_the_other_rules() -> None:
+    docs = "PEM files end with a line like\nExample\n-----END PRIVATE KEY-----\nand start with a BEGIN line."
+    whole = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(_key_body(4)) + "\n-----END PRIVATE KEY-----"
+    assert safe_text(docs) == docs
+    assert safe_text(f"key:\n{whole}\nthen\n{whole}") == "key:\n[redacted: private-key]\nthen\n[redacted: private-key]"

@@ -28,6 +28,7 @@ PATHOLOGICAL = [  # each took time growing with the square (or worse) of its len
     "curl -u a:",
     "pw:",
     "user a, pass" + "\t" * 30,  # a login said in prose
+    "QUJDRA==\n-----END PRIVATE KEY-----\n",  # a key's tail: read up from each END line
 ]
 
 

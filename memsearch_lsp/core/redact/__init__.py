@@ -20,10 +20,10 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from memsearch_lsp.core.redact.lines import key_tails, merged
 from memsearch_lsp.core.redact.providers import PROVIDER_RULES
-from memsearch_lsp.core.redact.rule import Rule
+from memsearch_lsp.core.redact.rule import Redaction, Rule
 from memsearch_lsp.core.redact.values import (
     _code,
     _kept_auth,
@@ -307,15 +307,6 @@ def _kept_key(match: re.Match[str]) -> bool:
     return not (_random(value) or " " in value or _password_name(name))
 
 
-@dataclass(frozen=True)
-class Redaction:
-    """A span of the text that was (or would be) replaced, and its kind."""
-
-    kind: str
-    start: int
-    end: int
-
-
 _INVISIBLE = re.compile("[\u200b\u2060\ufeff\u00ad]")  # zero-width space, word joiner, BOM, soft hyphen
 
 
@@ -346,6 +337,7 @@ def _find(text: str, known: Mapping[str, str] | None = None) -> list[Redaction]:
                 found.insert(n, Redaction(rule.kind, start, end))
                 starts.insert(n, start)
             at = max(match.end(), match.start() + 1)
+    found = merged(found, key_tails(text))
     return sorted(found + _repeated(text, found, known), key=lambda r: r.start)
 
 

@@ -8,6 +8,15 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Redaction:
+    """A span of the text that was (or would be) replaced, and its kind."""
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class Rule:
     """A kind of secret: `pattern`'s group `group` (or the first of several named groups that matched) is replaced;
     `keep(match)` True leaves a match alone."""
