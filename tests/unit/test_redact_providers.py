@@ -167,3 +167,43 @@ def test_an_end_line_after_words_or_a_whole_key_block_is_left_to_the_other_rules
     whole = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(_key_body(4)) + "\n-----END PRIVATE KEY-----"
     assert safe_text(docs) == docs
     assert safe_text(f"key:\n{whole}\nthen\n{whole}") == "key:\n[redacted: private-key]\nthen\n[redacted: private-key]"
+
+
+OPENAI = "sk-proj-Q8Zr2LmX7pTw4NvB9kYdQ8Zr2LmX7pTw4NvB9kYdAAzz91"  # made up
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJxOHpyMiIsImlhdCI6MTcwMDAwMDAwMH0."
+    "Q8Zr2LmX7pTw4NvB9kYdQ8Zr2LmX7pTw4NvB9kYdQ8"
+)
+GITHUB = "ghp_Q8Zr2LmX7pTw4NvB9kYdQ8Zr2LmX7pTw4NvB"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [  # each kept its second line, or all of it (audit Z3, 2)
+        (
+            f"The failing token was\n{JWT[:60]}\n{JWT[60:]}\nand more",
+            "The failing token was\n[redacted: jwt]\nand more",
+        ),
+        (
+            f"deploy token {GITHUB[:20]}\n{GITHUB[20:]}\nand the key",
+            "deploy token [redacted: github-token]\nand the key",
+        ),
+        (f"key {OPENAI[:30]}\n{OPENAI[30:]} was leaked", "key [redacted: openai-key] was leaked"),
+        (f"export OPENAI_API_KEY={OPENAI[:25]}\\\n{OPENAI[25:]}\n", "export OPENAI_API_KEY=[redacted: openai-key]\n"),
+        (f"> {OPENAI[:20]}\r\n{OPENAI[20:40]}\r\n{OPENAI[40:]}\r\n", "> [redacted: openai-key]\r\n"),
+        (f"| {GITHUB[:24]}\n{GITHUB[24:]} |", "| [redacted: github-token] |"),
+        (f"it was {OPENAI[:44]}\n{OPENAI[44:]}.", "it was [redacted: openai-key]."),
+    ],
+)
+def test_a_key_or_token_wrapped_over_lines_is_redacted_whole(text: str, shown: str) -> None:
+    assert safe_text(text) == shown
+    assert safe_text(text, lines=True).count("\n") == text.count("\n")
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["Thanks", "and the rest of the note", "v2 of the API is next", "README.md", "---", "OK", "- item-2", "Done."],
+)
+def test_the_line_after_a_key_that_ends_its_line_is_kept_when_it_is_prose(after: str) -> None:
+    assert safe_text(f"my key is {OPENAI}\n{after}") == f"my key is [redacted: openai-key]\n{after}"
+    assert safe_text(f"the build ran on\n{after}") == f"the build ran on\n{after}"

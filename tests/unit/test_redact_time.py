@@ -29,6 +29,8 @@ PATHOLOGICAL = [  # each took time growing with the square (or worse) of its len
     "pw:",
     "user a, pass" + "\t" * 30,  # a login said in prose
     "QUJDRA==\n-----END PRIVATE KEY-----\n",  # a key's tail: read up from each END line
+    "Ab3dEf6hIj9kLm2n\n",  # a token wrapped over every line: one chain of lines, read once
+    "x a1b2c3\nd4e5f6 y\n",  # a chain of two lines on every other line
 ]
 
 

@@ -21,7 +21,7 @@ import bisect
 import re
 from collections.abc import Mapping, Sequence
 
-from memsearch_lsp.core.redact.lines import key_tails, merged
+from memsearch_lsp.core.redact.lines import key_tails, merged, wrapped
 from memsearch_lsp.core.redact.providers import PROVIDER_RULES
 from memsearch_lsp.core.redact.rule import Redaction, Rule
 from memsearch_lsp.core.redact.values import (
@@ -64,6 +64,10 @@ def _valued(match: re.Match[str]) -> str:
 _SESSION = re.compile(r"(?i)sess|sid|token|auth|jwt|remember|csrf|xsrf|login")  # a cookie that says who you are
 
 
+# (a payload of `{"`, `{ ` or `{` and a new line)
+JWT = Rule("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.e[wy][A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}"))
+WRAPPED = (*PROVIDER_RULES, JWT)  # the tokens read across a line's end (lines.py `wrapped`)
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
@@ -86,9 +90,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("private-key", re.compile(r"Private-Lines: *\d+\n[A-Za-z0-9+/=]+(?:\n[A-Za-z0-9+/=]+)*\n?")),  # PuTTY .ppk
     *PROVIDER_RULES,
-    Rule(
-        "jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.e[wy][A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")
-    ),  # (a payload of `{"`, `{ ` or `{` and a new line; before a registry's auth: `auth=eyJ...` is a JWT)
+    JWT,  # (before a registry's auth: `auth=eyJ...` is a JWT)
     Rule(  # a registry's `auth`: base64 of user:password (docker config.json, .npmrc `_auth`)
         "registry-auth",
         re.compile(r"(?i:[\"']?_?auth[\"']?[ \t]*[:=][ \t]*[\"']?)([A-Za-z0-9+/]{8,}={0,2})"),
@@ -337,7 +339,7 @@ def _find(text: str, known: Mapping[str, str] | None = None) -> list[Redaction]:
                 found.insert(n, Redaction(rule.kind, start, end))
                 starts.insert(n, start)
             at = max(match.end(), match.start() + 1)
-    found = merged(found, key_tails(text))
+    found = merged(found, [*key_tails(text), *wrapped(text, WRAPPED)])
     return sorted(found + _repeated(text, found, known), key=lambda r: r.start)
 
 
