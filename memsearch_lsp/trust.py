@@ -72,10 +72,21 @@ def untrusted(key: str, value: Any, root: Path) -> bool:
 _URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/?#@]{0,256}:)(?!\d{1,5}(?:[/?#\s]|$))\S{0,1024}@")
 
 
+# a URL's query value whose name says a credential (`?api_key=...`, `&access_token=`, `&sig=`, `X-Amz-Signature=`)
+_QUERY_CREDENTIAL = re.compile(
+    r"(?i)([?&;](?:[\w.-]{0,64}[_.-])?(?:api_?key|key|token|secret|passw(?:or)?d|pwd|pass|sig|signature|auth|"
+    r"authorization|credentials?|session)=)"
+    r"(?!\*\*\*)[^\s&#;,)\"'<>`]+"
+)
+
+
 def hide_credentials(text: str) -> str:
-    """`text` with the password of every URL in it hidden (`http://root:***@host`): what the user set in
-    `milvus.uri` or a `base_url` is said in errors and logs, never its secret."""
-    return _URL_PASSWORD.sub(r"\1***@", text) if "://" in text else text
+    """`text` with the password of every URL in it hidden (`http://root:***@host`), and each value of its query whose
+    name says a credential (`?api_key=***`): what the user set in `milvus.uri` or a `base_url` is said in errors and
+    logs, never its secret."""
+    if "://" not in text:
+        return text
+    return _QUERY_CREDENTIAL.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
 
 
 class HidingFormatter(logging.Formatter):

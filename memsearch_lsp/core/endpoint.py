@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urljoin, urlsplit, urlunsplit
 
 from memsearch_lsp.trust import hide_credentials
 
@@ -131,13 +131,23 @@ class Endpoint:
         return f"; {hints[status]}" if status in hints else ""
 
 
+def endpoint_url(base_url: str, path: str) -> str:
+    """`path` under `base_url`, its query kept after it (`http://h/v1?api_key=k` -> `http://h/v1/embeddings?api_key=k`,
+    not `http://h/v1?api_key=k/embeddings`)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
+
+
 def openai_client(base_url: str, key: str, timeout_s: float, max_retries: int) -> Any:
     """The openai client an endpoint is asked through (the embedder, the summariser, doctor): a redirect answers
-    as an error instead of being followed, and each request sent is counted for `Endpoint.failures`."""
+    as an error instead of being followed, and each request sent is counted for `Endpoint.failures`. A query in
+    `base_url` is sent with every request, after its path (the client would append the path to the query)."""
     from openai import DefaultHttpxClient, OpenAI
 
+    parts = urlsplit(base_url)
     return OpenAI(
-        base_url=base_url,
+        base_url=urlunsplit(parts._replace(query="", fragment="")),
+        default_query=dict(parse_qsl(parts.query, keep_blank_values=True)) or None,
         api_key=key or "no-key",
         timeout=timeout_s,
         max_retries=max_retries,

@@ -19,6 +19,7 @@ from memsearch_lsp.core.embedding import openai as embedder_module
 from memsearch_lsp.core.embedding.calibration import PROBE
 from memsearch_lsp.core.embedding.openai import OpenAIEmbedder
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.trust import hide_credentials
 from tests.fakes import EmbeddingServer, FakeEmbedder
 from tests.helpers import cli, free_port
 
@@ -101,6 +102,22 @@ def test_failure_after_the_retries_names_the_endpoint(
     message = str(info.value)
     assert f"{server.url}/embeddings" in message and "HTTP 500" in message and "2 attempts" in message
     assert "scripted 500" in message
+
+
+def test_a_query_in_the_base_url_is_sent_after_the_path_and_its_key_never_shown(
+    server: EmbeddingServer, settings: Callable[..., EmbeddingConfig]
+) -> None:
+    """(audit Z3, 7) `base_url = "http://host/v1?api_key=..."` was asked at `/v1/?api_key=...embeddings`, and errors,
+    doctor and -v logs said the key."""
+    server.route = "/v1/embeddings?api_key=QueryKey000"
+    embedder = create_embedder(settings(base_url=f"{server.url}?api_key=QueryKey000", max_retries=0))
+    assert len(embedder.embed(["hello"])) == 1
+    assert [r["path"] for r in server.requests] == ["/v1/embeddings?api_key=QueryKey000"]
+    server.script = ["500"]
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(["doomed"])
+    assert f"{server.url}/embeddings?api_key=QueryKey000 answered HTTP 500" in str(info.value)
+    assert f"{server.url}/embeddings?api_key=*** answered" in hide_credentials(str(info.value))
 
 
 def test_unknown_model_and_timeout_and_unreachable_say_what_to_check(

@@ -286,6 +286,11 @@ def test_a_workspace_s_model_folder_outside_it_is_ignored_with_its_provider(tmp_
         ("http://localhost:8080/users/@alice and ?email=a@b.com", "http://localhost:8080/users/@alice and ?email"),
         ("postgres://app:Tr0ub4dor&3xK@db/x and https://api.openai.com/v1", "postgres://app:***@db/x and https://api"),
         ("http://host:8080/path and no password", "http://host:8080/path and no password"),
+        # a credential in the query (audit Z3, 7): the value of a name that says one, other values kept
+        ("POST http://h:1/v1/embeddings?api_key=Secr3t&model=x 500", "/v1/embeddings?api_key=***&model=x 500"),
+        ("https://acct.blob.core.windows.net/c?sv=2020&sig=Secr3t%2F&se=1", "/c?sv=2020&sig=***&se=1"),
+        ("http://h/v1?access_token=Secr3t, http://h/?page=2&q=tokenizer", "=***, http://h/?page=2&q=tokenizer"),
+        ("https://x/a?X-Amz-Signature=Secr3t&X-Amz-Credential=AKIA/x", "?X-Amz-Signature=***&X-Amz-Credential=***"),
     ],
 )
 def test_a_urls_password_is_never_shown(text: str, shown: str) -> None:

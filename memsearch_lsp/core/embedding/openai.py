@@ -13,7 +13,7 @@ from memsearch_lsp.config import EmbeddingConfig
 from memsearch_lsp.core.embedding.base import CHARS_PER_TOKEN, Calibration, EmbeddingError, variant
 from memsearch_lsp.core.embedding.calibration import measure
 from memsearch_lsp.core.embedding.dimension import record_dim
-from memsearch_lsp.core.endpoint import Endpoint
+from memsearch_lsp.core.endpoint import Endpoint, endpoint_url
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class OpenAIEmbedder:
         model = settings.model if settings.model != DEFAULT_MODEL else DEFAULT_OPENAI_MODEL
         self.settings = settings
         self.model = model
-        self.endpoint = settings.base_url.rstrip("/") + "/embeddings"
+        self.endpoint = endpoint_url(settings.base_url, "embeddings")
         self.batch_size = max(1, settings.batch_size)
         self.max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
         # The stored model name: chunk ids and the embedding cache follow it, so a change re-embeds.
