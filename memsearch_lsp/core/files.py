@@ -230,7 +230,7 @@ def memory_folders(root: Path, config: Config) -> tuple[list[Path], list[Skipped
     bases: list[Path] = []
     skipped: list[Skipped] = []
     for entry in config.memory.paths:
-        base = root / entry
+        base = root / os.path.expanduser(entry)  # (`~/notes` is the home folder's, not a folder named `~`)
         target = base.resolve()
         if target in refused:
             skipped.append(Skipped(entry, f"refusing to search {target} (the filesystem root or the home folder)"))

@@ -4,6 +4,7 @@ files, the embedder that names the model, the async twins); the settings that sh
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import fields, replace
@@ -145,8 +146,9 @@ class MemoryFiles:
         return chunk_markdown(text, source, model=model)
 
     def memory_folder(self) -> Path:
-        """The first memory folder (where daily logs and MEMORY.md are written)."""
-        return self.root / (self.config.memory.paths[0] if self.config.memory.paths else "memory")
+        """The first memory folder (where daily logs and MEMORY.md are written; `~/notes` is the home folder's, outside
+        the workspace as the index reads it: `memory_folders`)."""
+        return self.root / os.path.expanduser(self.config.memory.paths[0] if self.config.memory.paths else "memory")
 
     def today(self, date: dt.date | None = None) -> Path:
         """Today's daily log (created with a heading when missing)."""

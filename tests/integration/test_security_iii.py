@@ -154,6 +154,20 @@ def test_an_index_built_before_the_marker_is_signed_when_opened_then_reset(
     assert again.index().chunks_total == total
 
 
+def test_a_memory_path_under_the_home_folder_is_outside_the_workspace_for_remember_as_for_index(tmp_path: Path) -> None:
+    """`memory.paths = ["~/notes", ...]` in a cloned repository's .memsearch.toml: `remember` created a folder named
+    `~` in the workspace and wrote there (audit Z3). Like `index`, it reads `~` as the home folder: outside."""
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    (ws / "memory").mkdir(parents=True)
+    (home / "notes").mkdir(parents=True)
+    (ws / ".memsearch.toml").write_text('[memory]\npaths = ["~/notes", "memory"]\n', encoding="utf-8")
+    said = cli(ws, "remember", "probe note", env={"HOME": str(home)})
+    assert said.returncode == 1 and f"{home / 'notes'}/" in said.stderr and "is outside the workspace" in said.stderr
+    indexed = cli(ws, "index", env={"HOME": str(home)}, check=True)
+    assert f"skipped ~/notes: memory path {home / 'notes'} is outside the workspace" in indexed.stdout + indexed.stderr
+    assert not (ws / "~").exists() and list((home / "notes").iterdir()) == []
+
+
 # -- 3. init never creates anything through a link that leaves the workspace -------------------------
 def test_init_through_a_memory_link_outside_creates_nothing(tmp_path: Path) -> None:
     ws, outside = tmp_path / "ws", tmp_path / "outside"
