@@ -22,7 +22,7 @@ from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, open_b
 from memsearch_lsp.core.files import MAX_FILE_BYTES, not_all_indexed, read_text, writing
 from memsearch_lsp.core.filewrite import no_room, replace_file, write_all
 from memsearch_lsp.core.onboard import daily_log_text
-from memsearch_lsp.core.redact import safe_text
+from memsearch_lsp.core.redact import find_secrets, redact, safe_text, secret_values, without_private
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,9 @@ MAX_HEADING_CHARS = 200
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 BULLET = re.compile(r"^\s{0,3}[-*+]\s")
+# the Markdown marks a heading made from a text leaves out (the Claude Code hook's `topic`): `*`, backticks, brackets,
+# and underscores at a word's edge
+_MARKS = re.compile(r"[`*\[\]]|(?<!\w)_+|_+(?!\w)")
 
 
 TURN_PROMPT = (
@@ -121,10 +124,15 @@ def summarized(config: Config, root: Path, text: str) -> str:
 
 def clean_heading(heading: str | None, note: str = "") -> str:
     """A heading on one line: control characters and white space runs collapsed, `#` runs at the ends dropped, at
-    most MAX_HEADING_CHARS characters; secrets redacted with its `note`'s (a password the note names, here too)."""
+    most MAX_HEADING_CHARS characters; secrets redacted with its `note`'s (a password the note names, here too, and
+    as a heading says it without Markdown's marks: `Wq7*Rt5...`, `[Kx9]Lm2...` as `Wq7Rt5...`, `Kx9Lm2...`)."""
     line = " ".join(clean_text(heading or "").split())
-    text = (safe_text(f"{line}\n{note}").split("\n", 1)[0] if note else safe_text(line)) if line else ""
-    return text.strip("# ").strip()[:MAX_HEADING_CHARS].rstrip()
+    if not line or not note:
+        return safe_text(line).strip("# ").strip()[:MAX_HEADING_CHARS].rstrip() if line else ""
+    said = f"{line}\n{note}"  # (the heading too: a secret it alone says, found with the note's words around it)
+    known = secret_values(said, find_secrets(said))
+    known.update({plain: kind for value, kind in known.items() if len(plain := _MARKS.sub("", value)) >= 6})
+    return redact(without_private(line), known).strip("# ").strip()[:MAX_HEADING_CHARS].rstrip()
 
 
 def open_fence(text: str) -> str:

@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -705,6 +706,23 @@ def test_the_assistant_naming_the_private_tag_marks_nothing_private(workspace: P
     assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
     text = (workspace / "memory" / "2026-12-03.md").read_text()
     assert "config/prod.yaml pins Postgres 15.4 for the billing database." in text, text
+
+
+def test_a_password_holding_markdown_marks_never_reaches_the_heading(workspace: Path, tmp_path: Path) -> None:
+    """(audit Z3, 1) The heading's topic drops Markdown's marks (`*`, `[`, `]`, an underscore at a word's edge): a
+    password holding one, said on the prompt's first line, no longer read as the value the turn names as a password
+    (`DB_PASSWORD=Wq7*Rt5...`), and was written in the heading while the note's body redacted it."""
+    secrets = ("Wq7*Rt5Yu3Io1Pa9Sd", "[Kx9]Lm2Pq7Rs4Tv8", "_Gh6_Jk7_Lm8_", "[Ab3]_Cd4*Ef5", "*Hb4Nm8Jk2*")
+    for n, secret in enumerate(secrets):
+        prompt = f"login fails with {secret} on staging {n}\nDB_PASSWORD={secret} in .env, why?"
+        done = capture(workspace, tmp_path, prompt, f"The staging DB user {n} was locked; I unlocked it.")
+        assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    headings = [line for line in text.split("\n") if line.startswith("## ")]
+    assert len(headings) == len(secrets) and all("[redacted: secret]" in h for h in headings), headings
+    for secret in secrets:
+        for part in re.findall(r"[A-Za-z0-9]{3,}", secret):
+            assert part not in text, (part, text)
 
 
 def test_capture_skips_acknowledgements_of_several_words_in_each_language_and_keeps_short_requests(

@@ -846,7 +846,8 @@ def nothing_to_remember(prompt: str, answer: str) -> bool:
 def topic(prompt: str, limit: int = 72) -> str:
     """A heading that says what the turn was about: the prompt's first sentence, cut at a word. Only Markdown's
     marks go (`code`, *emphasis*, _emphasis_, # and > at the start, [links]): a name such as DB_PASSWORD=...
-    stays whole, so the CLI's redaction still knows it."""
+    stays whole, so the CLI's redaction still knows it; a password that held a mark (`Wq7*Rt5...`) the CLI knows
+    without it too (core/notes.py `_MARKS`: the same marks)."""
     first = next((line for line in prompt.split("\n") if line.strip() and not FENCE.match(line)), "")
     first = re.sub(r"^\s*(?:[#>]+\s*)+", "", first)
     first = re.sub(r"`+([^`]*\s[^`]*)`+", r'"\1"', first)  # a `quoted phrase` stays quoted: a pass phrase in it too
