@@ -725,6 +725,34 @@ def test_a_password_holding_markdown_marks_never_reaches_the_heading(workspace: 
             assert part not in text, (part, text)
 
 
+def test_the_tag_the_assistant_writes_neither_cuts_its_answer_nor_hides_its_words(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """(audit Z3, 3) An answer that only named the tag ("wrap it in a `<private>` tag. Also we fixed ...") was cut
+    there: the capture read the tag, left open, as a private span to the end of the answer. What the user's prompt
+    said in private stays out of the answer still."""
+    answers = (
+        "To keep text out of memory, wrap it in a `<private>` tag. Also we fixed the login bug by resetting the "
+        "session cache (cause: stale TTL).",
+        "Close it with `</private>` after `<private class=x>`: the cron job runs at 02:00 UTC since the change.",
+        "A `<\x01private>` tag the CLI reads as one; the 3 api pods were restarted after the rotation.",
+    )
+    for answer in answers:
+        done = capture(workspace, tmp_path, "how do I keep things out of memory, and what changed?", answer)
+        assert done.returncode == 0, done.stderr
+    done = capture(
+        workspace,
+        tmp_path,
+        "Why was the card declined? <private>card 4111 1111 1111 1111</private>",
+        "The card 4111 1111 1111 1111 was declined by the issuer; in a `<private>` span it stays out of the notes.",
+    )
+    assert done.returncode == 0, done.stderr
+    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    for kept in ("resetting the session cache (cause: stale TTL)", "runs at 02:00 UTC", "3 api pods were restarted"):
+        assert kept in text, text
+    assert "declined by the issuer" in text and "4111" not in text and "stays out of the notes" in text, text
+
+
 def test_capture_skips_acknowledgements_of_several_words_in_each_language_and_keeps_short_requests(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -108,6 +108,9 @@ WHOLE_TURN_BYTES = 60000  # a note and the turn that travels beside it, for reda
 PRIVATE_TAG = re.compile(r"<\s*(?:(/)\s*)?private\b[^<>]*>", re.IGNORECASE)  # <private>, </private >, <private a=b>
 # a span to its first close, one left open to the end (what an unbalanced text hides; group 1: what it says)
 PRIVATE_SPAN = re.compile(r"<\s*private\b[^<>/]*>(.*?)(?:<\s*/\s*private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+# the `<` of a tag the CLI reads as <private> or </private> (it deletes control characters first: `<\x01private>` too)
+QUIET = r"[\s\x00-\x08\x0b-\x1f\x7f-\x9f]*"
+TAG_OPENS = re.compile(rf"<(?={QUIET}(?:/{QUIET})?private\b[^<>]*>)", re.IGNORECASE)
 
 
 def typed(text: str) -> str:
@@ -151,6 +154,13 @@ def without_private(text: str) -> str:
     if depth:  # unbalanced ("<private> tags" said in prose): each span to its first close, the last to the end
         return PRIVATE_SPAN.sub("", text)
     return "".join(out) + text[at:]
+
+
+def as_written(said: str) -> str:
+    """What the assistant said, its `<private>` tags as text (`‹private>`): the tag it writes marks nothing, so no
+    tag it names ("wrap it in a `<private>` tag. Also we fixed ...") makes the rest of its answer private, here or in
+    the CLI. What the user's prompts said in private is kept out of it apart (`without_hidden`)."""
+    return TAG_OPENS.sub("\u2039", said)
 
 
 TIME_HEADING = re.compile(r"^\d{1,2}:\d{2}(?:\s+\(\d+\))?$")
@@ -1045,7 +1055,7 @@ def left_out(prompt: str, answer: str, room: int) -> str:
 
 
 def capture(event: dict[str, Any]) -> dict[str, Any] | None:
-    """Record the turn (run detached by `stop`); `<private>` spans never leave this process."""
+    """Record the turn (run detached by `stop`); what the user's `<private>` spans say never leaves this process."""
     workspace(event)  # (a code package named memory/ receives no turn)
     prompt, said, hidden = "", [], []
     last = str(event.get("last_assistant_message") or "").strip()
@@ -1055,7 +1065,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     if last not in "\n\n".join(said):
         said.append(last)
     prompt = without_private(whole(prompt)).strip()
-    said = [m for m in (without_hidden(hidden, without_private(whole(m)).strip()) for m in said) if m]
+    said = [m for m in (without_hidden(hidden, as_written(whole(m)).strip()) for m in said) if m]
     answer = "\n\n".join(said)
     if nothing_to_remember(prompt, answer) or not new_turn(event, prompt, answer):
         return None
