@@ -690,21 +690,26 @@ def test_what_an_earlier_prompt_of_the_session_said_in_private_stays_out_of_a_la
     assert "Gonzalez" not in text and "maria.g@" not in text
 
 
+def captured_session(workspace: Path, tmp_path: Path, said: list[tuple[str, str]]) -> str:
+    """The day's log after the capture of a session's messages (who, text), in order."""
+    transcript = tmp_path / "transcript.jsonl"
+    entries = [{"type": who, "message": {"content": [{"type": "text", "text": text}]}} for who, text in said]
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+    return (workspace / "memory" / "2026-12-03.md").read_text()
+
+
 def test_the_assistant_naming_the_private_tag_marks_nothing_private(workspace: Path, tmp_path: Path) -> None:
     """Spans were taken from every message of the session: an answer explaining "wrap it in a `<private>` tag" (a tag
     never closed) made the rest of it private, and a later turn's answer was written as "[private] pins [private]"."""
-    transcript = tmp_path / "transcript.jsonl"
     said = [
         ("user", "How do I keep something out of the memory?"),
         ("assistant", "Wrap it in a `<private>` tag: the Postgres 15.4 upgrade notes in config/prod.yaml stay out."),
         ("user", "Which Postgres version does config/prod.yaml pin?"),
         ("assistant", "config/prod.yaml pins Postgres 15.4 for the billing database."),
     ]
-    entries = [{"type": who, "message": {"content": [{"type": "text", "text": text}]}} for who, text in said]
-    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
-    done = hook("capture", recorded("stop.json", workspace, transcript_path=str(transcript)))
-    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
-    text = (workspace / "memory" / "2026-12-03.md").read_text()
+    text = captured_session(workspace, tmp_path, said)
     assert "config/prod.yaml pins Postgres 15.4 for the billing database." in text, text
 
 
@@ -751,6 +756,25 @@ def test_the_tag_the_assistant_writes_neither_cuts_its_answer_nor_hides_its_word
     for kept in ("resetting the session cache (cause: stale TTL)", "runs at 02:00 UTC", "3 api pods were restarted"):
         assert kept in text, text
     assert "declined by the issuer" in text and "4111" not in text and "stays out of the notes" in text, text
+
+
+def test_a_private_date_is_kept_out_of_the_answer_in_its_other_written_forms(workspace: Path, tmp_path: Path) -> None:
+    """(audit Z3, 8) A date of birth said in private ("born 7 March 1984") and repeated by the answer in another
+    form was written in part: "DOB [private]-03-07". A date the span did not say stays."""
+    said = [
+        ("user", "Patient is <private>Jon Smyth, born 7 March 1984, phone 555 0199</private>"),
+        ("assistant", "ok"),
+        ("user", "go ahead and book"),
+        (
+            "assistant",
+            "Booked the appointment for 2026-12-10 for Jon Smyth, DOB 1984-03-07 (03/07/1984, March 7th, 1984, "
+            "7.3.1984), phone 555-0199.",
+        ),
+    ]
+    text = captured_session(workspace, tmp_path, said)
+    assert "Booked the appointment for 2026-12-10" in text, text
+    for leaked in ("03-07", "03/07", "March 7", "7.3", "1984", "Smyth", "0199"):
+        assert leaked not in text, (leaked, text)
 
 
 def test_capture_skips_acknowledgements_of_several_words_in_each_language_and_keeps_short_requests(

@@ -942,6 +942,38 @@ def private_values(hidden: list[str]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:[a-z]{0,6}\.?)"  # January, Jan., Sept
+# a date as it is written: 1984-03-07 (or / or .), 07/03/1984 and 03/07/1984 (or - or .), 7 March 1984, March 7, 1984
+DATE = re.compile(
+    r"(?<![\w./-])(?:(?P<year>\d{4})(?P<s>[-/.])(?P<month>\d{1,2})(?P=s)(?P<day>\d{1,2})"
+    r"|(?P<a>\d{1,2})(?P<t>[-/.])(?P<b>\d{1,2})(?P=t)(?P<y>\d{4})"
+    rf"|(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<named>{MONTH}),?\s+(?P<of>\d{{4}})"
+    rf"|(?P<name>{MONTH})\s+(?P<on>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<in>\d{{4}}))(?!\d)",
+    re.IGNORECASE,
+)
+
+
+def days(date: re.Match[str]) -> set[tuple[int, int, int]]:
+    """The days (year, month, day) a DATE match may say: two for 03/07/1984 (7 March or 3 July)."""
+    said = date.groupdict()
+    if said["year"]:
+        read = [(said["year"], said["month"], said["day"])]
+    elif said["y"]:
+        read = [(said["y"], said["b"], said["a"]), (said["y"], said["a"], said["b"])]
+    else:
+        month = str(MONTHS.index((said["named"] or said["name"])[:3].lower()) + 1)
+        read = [(said["of"] or said["in"], month, said["d"] or said["on"])]
+    return {(int(y), int(m), int(d)) for y, m, d in read if 1 <= int(m) <= 12 and 1 <= int(d) <= 31}
+
+
+def without_private_dates(hidden: list[str], answer: str) -> str:
+    """`answer` with each date a `<private>` span said taken out, however it writes it ("born 7 March 1984" said in
+    private, "DOB 1984-03-07" in the answer): no part of it ("-03-07") is left once its year goes."""
+    private = {day for span in hidden for date in DATE.finditer(span) for day in days(date)}
+    return DATE.sub(lambda date: "[private]" if days(date) & private else date.group(), answer) if private else answer
+
+
 # words that say nothing alone: a phrase of a private span made of them alone ("is the") is no private phrase
 COMMON = {
     "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "to", "in", "on", "is", "are", "was",
@@ -987,6 +1019,7 @@ def without_private_phrases(hidden: list[str], answer: str) -> str:
 
 def without_hidden(hidden: list[str], message: str) -> str:
     """`message` without what the user kept private (`hidden`), repeated whole, in part or in its words."""
+    message = without_private_dates(hidden, message)  # (a date in another form, before its year alone goes)
     for said in private_values(hidden):  # what the user kept private, repeated in the answer (whole or in part)
         message = message.replace(said, "[private]")
     return without_private_phrases(hidden, message)  # ... or in its words: a name, a diagnosis
