@@ -43,3 +43,25 @@ def test_init_and_doctor_advise_the_multilingual_model_for_a_portuguese_memory(t
     chosen = run_cli("doctor", "--json", workspace=root, env={"MEMSEARCH_EMBEDDING_MODEL": "multilingual-e5-small"})
     (language,) = [c for c in json.loads(chosen.stdout)["checks"] if c["name"] == "language"]
     assert "multilingual-e5-small" not in language["detail"] and language["detail"].startswith("written in pt")
+
+
+TERSE = (
+    "# 2026-04-01\n\n## Standup\n"
+    "Tried a fix for the login bug: set retries to 3 as a quick hack. No luck. A race in the session cache, so a lock "
+    "is needed.\nUse Postgres as a DB, no Mongo. Do a backup at 2 a.m. via cron; a TTL of 30 min as default.\n\n"
+    "## Todo\n- a) update docs as agreed\n- b) tag a release, no breaking changes\n"
+    "- c) do a load test on staging as a smoke check\n"
+)
+
+
+def test_a_memory_of_terse_english_notes_is_english(tmp_path: Path) -> None:
+    """Its "a", "as", "no", "do" are Portuguese words too: it was "mostly not English (pt 95%)" and told to switch
+    to e5, which reads English worse."""
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    for day in range(1, 9):
+        (root / "memory" / f"2026-04-{day:02d}.md").write_text(TERSE, encoding="utf-8")
+    assert "multilingual" not in run_cli("init", str(root), env={}, check=True).stderr
+    doctor = run_cli("doctor", "--json", workspace=root, env={})
+    (language,) = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "language"]
+    assert language["data"]["shares"] == {"en": 1.0} and "multilingual" not in language["detail"]

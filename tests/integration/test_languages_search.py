@@ -52,15 +52,41 @@ TABLE = """| Field | Type | Null | Key |
 
 
 def test_a_chunk_has_a_language_only_when_the_detection_is_sure() -> None:
-    """A table of an English note: `detect` calls it Portuguese for its "no" (BM25 stems it so, harmlessly); the
-    fusion, which would take away its cosine or hand a question to the other leg, does not count on it."""
-    assert detect(Analyzer.words(TABLE), TABLE.lower()) == "pt" and sure_language(TABLE) == ""
+    """A table: `detect` calls it Portuguese for one "não" (BM25 stems it so, harmlessly); the fusion, which would
+    take away its cosine or hand a question to the other leg, does not count on it. Its "NO"s are English as much
+    as Portuguese: no evidence of either."""
+    table = TABLE.replace("| NO | |", "| não | |")
+    assert detect(Analyzer.words(table), table.lower()) == "pt" and sure_language(table) == ""
+    assert detect(Analyzer.words(TABLE), TABLE.lower()) == "en" and sure_language(TABLE) == ""
     assert sure_language(PORTUGUESE) == "pt" and sure_language(ENGLISH) == "en"
     assert sure_language("断网的情况下，手机端能显示几天内的看诊安排") == "zh"
     # A question holds two function words of its language or more; a few keywords say nothing of theirs.
     assert sure_language("Which legacy endpoint kept creating cache keys that never expired?", QUERY_SURE) == "en"
     assert sure_language("¿Qué porcentaje de mensajes falló?", QUERY_SURE) == "es"
     assert sure_language("deploy staging cache", QUERY_SURE) == ""
+
+
+TERSE = """# 2026-03-10
+
+## Storage
+
+Use Postgres as a DB, no Mongo. Do a backup at 2 a.m. via cron; a TTL of 30 min as default.
+"""
+
+
+def test_terse_english_notes_and_questions_are_english(tmp_path: Path, make_memory) -> None:
+    """ "a", "as", "no", "do" are English as much as Portuguese: a terse English note and a question holding them
+    were read as Portuguese for sure, and the English model's cosine was taken for noise on them (every such note
+    scored the same 0.240, and a question in other words found nothing)."""
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "2026-03-10.md").write_text(TERSE, encoding="utf-8")
+    memory = make_memory(root)
+    memory.index()
+    rows = [r for r in memory.store.rows([r["id"] for r in memory.store.scan(["id"])]) if "##" in r.content]
+    assert rows and set(candidate_languages(Analyzer("auto"), rows).values()) == {"en"}
+    for question in ("how do I do a release", "a list of no-go items", "Do we back up the DB at 2 a.m. or no?"):
+        assert sure_language(question, QUERY_SURE) == "en", question
 
 
 def test_each_candidate_is_detected_in_its_own_language(tmp_path: Path, make_memory) -> None:

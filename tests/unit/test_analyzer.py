@@ -138,6 +138,37 @@ def test_detection(text: str, lang: str) -> None:
     assert detect(AUTO.words(text), text.lower()) == lang
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Use Postgres as a DB, no Mongo. Do a backup at 2 a.m. e.g. via cron; a TTL of 30 min as default.",
+        "Plan A: ship as is. Plan B: no-go, do a rollback. Status: a few tests fail on CI, no data loss.",
+        "Tried a fix: set retries to 3 as a quick hack. No luck. A race in the cache layer, so a lock is needed.",
+        "TODO: a) update docs b) tag v2 c) no breaking changes d) e2e tests as smoke",
+        "Rate limit: 100 per minute, per user",
+        "my son and his son",
+    ],
+)
+def test_terse_english_is_english_though_its_words_are_other_languages_too(text: str) -> None:
+    """ "a", "as", "no", "do", "e" (of "e.g.") are Portuguese function words and English ones: they are evidence of
+    neither, so a memory of terse English notes is English (it was "pt 95%", and told to change models)."""
+    assert detect(AUTO.words(text), text.lower()) == "en"
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("Vi möts för mötet på fredag", "sv"),  # ä and ö are Swedish letters as much as German ones
+        ("Mötet flyttas till fredag för att Jörgen är sjuk", "sv"),
+        ("Il servizio è in manutenzione per due ore", "it"),  # è is Italian as much as French
+        ("Vamos a migrar a Postgres y a Redis", "es"),  # "a" is Spanish as much as Portuguese
+        ("Je pense que on va migrer", "fr"),
+    ],
+)
+def test_a_word_or_letter_of_several_languages_is_evidence_for_each(text: str, lang: str) -> None:
+    assert detect(AUTO.words(text), text.lower()) == lang
+
+
 def test_a_fixed_language_analyses_every_text_in_it() -> None:
     english_looking = "Deploy dos agendamentos"
     assert stem("agendamentos", "pt") in Analyzer("pt").tokens(english_looking)

@@ -38,7 +38,7 @@ from typing import Any
 
 from memsearch_lsp.config import SEARCH_LANGUAGES
 
-VERSION = "v7"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
+VERSION = "v8"  # bump when any step changes: stored BM25 weights are rewritten (core/index.py)
 # search.language: a code, or "auto" (detect each text's). The stemmer each code uses (py_rust_stemmers).
 STEMMERS = {
     "en": "english",
@@ -143,12 +143,23 @@ FUNCTION_WORDS = {
     "heeft wie waar",
     "sv": "och att det som en ett är på för med inte av till den har jag de om var men från vad vem",
 }
-_WORDS: dict[str, tuple[str, ...]] = {}  # a function word -> the languages it belongs to
-for _lang, _list in FUNCTION_WORDS.items():
+# Detection only: the words of one list that other languages (English too) use as often, and tokens of any note ("e"
+# of "e.g.", "com" of a web address). A word counts for each language it is written in, so only the words one language
+# alone uses tell it from another: terse English notes ("a", "as", "no", "do") were read as Portuguese.
+_SHARED = """en a no do so e per plus come men till met son non com
+pt por se ou
+es a o se nos
+fr a on se son je
+it a o in se quando quanto
+de in als
+nl in om"""  # a language a line: its code, then the words
+_WORDS: dict[str, tuple[str, ...]] = {}  # a word -> the languages it counts for
+for _lang, _list in [*FUNCTION_WORDS.items(), *(line.split(" ", 1) for line in _SHARED.splitlines())]:
     for _word in _list.split():
-        _WORDS[_word] = (*_WORDS.get(_word, ()), _lang)
-_LETTERS = {"pt": "ãõ", "es": "ñ¿¡", "de": "ßäöü", "fr": "èëœ", "it": "ìò", "sv": "å"}
-_OWN_LETTER = {letter: lang for lang, letters in _LETTERS.items() for letter in letters}
+        _WORDS[_word] = tuple(dict.fromkeys((*_WORDS.get(_word, ()), _lang)))
+# a language's letters (each counts for every language that has it: ä and ö are German and Swedish)
+_LETTERS = {"pt": "ãõ", "es": "ñ¿¡", "de": "ßäöü", "fr": "èëœ", "it": "èìò", "sv": "åäö", "nl": "ë"}
+_OWN_LETTER = {c: tuple(lang for lang, letters in _LETTERS.items() if c in letters) for c in "".join(_LETTERS.values())}
 _SPECIAL = re.compile(f"[{''.join(_OWN_LETTER)}]")
 # a shorter stem of another language meets unrelated words: "plug" of "plugh", "wo" of "wonk", "lem" of "lemon"
 MIN_FORM = 5
@@ -180,7 +191,7 @@ def fold(word: str) -> str:
 def detect(words: list[str], text: str = "", cjk: bool = True) -> str:
     """The language of a text from its lower-cased words (and `text`, for its letters): CJK when a fifth of
     the words are CJK runs, else the Latin-script language whose function words and letters score highest
-    when it beats English by a clear margin, else English."""
+    when it beats English by a clear margin, else English. A word or letter of several languages counts for each."""
     if not words:
         return "en"
     runs = [w for w in words if _is_cjk(w)] if cjk else []  # (cjk=False: the caller knows there is none)
@@ -192,15 +203,16 @@ def detect(words: list[str], text: str = "", cjk: bool = True) -> str:
         for lang in _WORDS.get(word, ()):
             scores[lang] += count
     for letter in _SPECIAL.findall(text[: DETECT_WORDS * 8]):
-        scores[_OWN_LETTER[letter]] += _LETTER_WEIGHT
+        for lang in _OWN_LETTER[letter]:
+            scores[lang] += _LETTER_WEIGHT
     best, score = max(scores.items(), key=lambda kv: (kv[1], kv[0] == "en"), default=("en", 0))
     return best if best != "en" and score >= max(2, scores["en"] + 1) else "en"
 
 
 def evidence(words: list[str], lang: str) -> int:
     """How many different function words of `lang` (detection's lists) are among the first words of a text: a
-    paragraph in that language holds many; a table or a code block that `detect` calls Portuguese for its "no"
-    and "a" holds one or two."""
+    paragraph in that language holds many; a table or a code block that `detect` calls Portuguese for its "não"
+    holds one or two."""
     return sum(1 for word in set(words[:DETECT_WORDS]) if lang in _WORDS.get(word, ()))
 
 
