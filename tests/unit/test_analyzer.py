@@ -38,6 +38,27 @@ def test_accents_fold_for_latin_greek_and_cyrillic_but_never_for_cjk() -> None:
     assert fold("が") == "が" and fold("한국") == "한국"  # kana and Hangul stay whole
 
 
+def test_letters_without_a_decomposition_fold_as_a_reader_types_them() -> None:
+    """œ, æ, ø, ł, đ, ı are no letter with an accent in Unicode: "coeur" met no "cœur", "Kobenhavn" no "København"."""
+    assert [fold(w) for w in ("cœur", "encyclopædia", "ørestad", "łodzi", "đức", "toplantı")] == [
+        "coeur",
+        "encyclopaedia",
+        "orestad",
+        "lodzi",
+        "duc",
+        "toplanti",
+    ]
+    assert fold("ŒÆØŁĐ") == "OEAEOLD" and fold("straße") == "strasse"
+    for note, query in (
+        ("Le cœur du système est prêt", "coeur"),
+        ("Le nœud principal est tombé", "noeud"),
+        ("Kontoret i København flytter til Ørestad", "Kobenhavn Orestad"),
+        ("Spotkanie w Łodzi o wdrożeniu", "Lodzi"),
+        ("Anh Đức phụ trách triển khai", "Duc"),
+    ):
+        assert set(AUTO.query_terms(query)) <= set(AUTO.tokens(note)), query
+
+
 def test_a_text_is_read_in_its_compatibility_form_and_marks_stay_in_their_word() -> None:
     """An accent typed as a combining mark (macOS file names, some pastes), full-width Latin letters and digits (a
     Chinese input method), Turkish dotted capitals and Tamil's vowel signs: each analysed as the word it is."""

@@ -174,8 +174,12 @@ def normalized(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower().replace("i\u0307", "i")
 
 
+# the letters Unicode does not decompose into a letter and an accent, as a reader types them without it
+_PLAIN = str.maketrans({**dict(zip("øØłŁđĐıðÐ", "oOlLdDidD")), "œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE", "ß": "ss"})
+
+
 def fold(word: str) -> str:
-    """The word without accents (é -> e, ç -> c, ß -> ss), for Latin, Greek and Cyrillic letters only."""
+    """The word without accents (é -> e, ß -> ss, œ -> oe, ł -> l), for Latin, Greek and Cyrillic letters only."""
     if word.isascii():
         return word
     out = []
@@ -185,7 +189,7 @@ def fold(word: str) -> str:
             continue
         decomposed = unicodedata.normalize("NFKD", char)
         out.append("".join(c for c in decomposed if not unicodedata.combining(c)))
-    return "".join(out).replace("ß", "ss")
+    return "".join(out).translate(_PLAIN)
 
 
 def detect(words: list[str], text: str = "", cjk: bool = True) -> str:
