@@ -24,10 +24,11 @@ WORDS = (1, 2, 3)
 
 def keywords(question: str, n: int) -> str:
     """The question's `n` longest words that are no function word (a CJK question whole)."""
-    from memsearch_lsp.core.search.analyzer import _WORDS, STOP_WORDS, Analyzer, _is_cjk
+    from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer
+    from memsearch_lsp.core.search.detection import _WORDS, is_cjk
 
     words = Analyzer.words(question)
-    if any(_is_cjk(w) for w in words):
+    if any(is_cjk(w) for w in words):
         return question
     content = [w for w in words if w not in _WORDS and w not in STOP_WORDS] or words
     return " ".join(sorted(content, key=len, reverse=True)[:n])

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from memsearch_lsp.config import SearchConfig
-from memsearch_lsp.core.search.analyzer import Analyzer, detect
+from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import query_ids
+from memsearch_lsp.core.search.detection import detect
 from memsearch_lsp.core.search.function_words import function_terms
 from memsearch_lsp.core.search.hybrid import query_weights
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language

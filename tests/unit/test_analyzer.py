@@ -15,13 +15,13 @@ from memsearch_lsp.core.search.analyzer import (
     NO_STEMMER,
     STEMMERS,
     Analyzer,
-    detect,
     fold,
     loose_numbers,
     other_forms,
     stem,
 )
 from memsearch_lsp.core.search.bm25 import doc_vector, query_ids, term_id
+from memsearch_lsp.core.search.detection import detect
 
 AUTO = Analyzer()
 

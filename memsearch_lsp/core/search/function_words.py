@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from memsearch_lsp.core.search.analyzer import FUNCTION_WORDS, STOP_WORDS, Analyzer, fold, other_forms
+from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, fold, other_forms
+from memsearch_lsp.core.search.detection import FUNCTION_WORDS
 from memsearch_lsp.core.search.language import QUERY_SURE, sure_language
 
 # Relevance only (detection does not use them: they are rare in notes): question words and possessives.

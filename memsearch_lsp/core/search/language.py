@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from memsearch_lsp.config import DEFAULT_MODEL, E5_MODEL, Config, ConfigError
 from memsearch_lsp.core.files import find_memory_files, read_text
-from memsearch_lsp.core.search.analyzer import NO_STEMMER, Analyzer, detect, evidence
+from memsearch_lsp.core.search.analyzer import NO_STEMMER, Analyzer
+from memsearch_lsp.core.search.detection import detect, evidence
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.store.schema import Row
