@@ -713,6 +713,19 @@ def test_the_assistant_naming_the_private_tag_marks_nothing_private(workspace: P
     assert "config/prod.yaml pins Postgres 15.4 for the billing database." in text, text
 
 
+def test_an_answer_that_opens_with_a_heading_is_captured_with_it_as_a_bold_line(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """(audit Z4) An answer opening with a heading was written `**Outcome:** ## Summary`: a literal `##` in the log."""
+    said = [
+        ("user", "Why did the nightly export fail?"),
+        ("assistant", "## Summary\n\nThe export failed because the S3 token expired; rotated it in Vault."),
+    ]
+    text = captured_session(workspace, tmp_path, said)
+    assert "## Summary" not in text and "**Outcome:**\n\n**Summary**" in text, text
+    assert "The export failed because the S3 token expired; rotated it in Vault." in text
+
+
 def test_a_password_holding_markdown_marks_never_reaches_the_heading(workspace: Path, tmp_path: Path) -> None:
     """(audit Z3, 1) The heading's topic drops Markdown's marks (`*`, `[`, `]`, an underscore at a word's edge): a
     password holding one, said on the prompt's first line, no longer read as the value the turn names as a password

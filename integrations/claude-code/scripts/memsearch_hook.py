@@ -795,6 +795,15 @@ def trim(text: str, limit: int) -> str:
     return "\n\n".join(kept).strip() or at_a_word(text.split("\n", 1)[0], limit)
 
 
+def labelled(label: str, text: str) -> str:
+    """`**Label:** text`; a text that opens with a heading (an answer's `## Summary`) starts on a line of its own, where
+    the CLI makes it a bold line, never a literal `##` after the label."""
+    return f"**{label}:**{chr(10) * 2 if HEADING_START.match(text) else ' '}{text}"
+
+
+HEADING_START = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+
+
 def outcome(said: list[str], limit: int) -> str:
     """What the assistant said in the turn (its messages, in order) within `limit` characters: all of it when it fits;
     else the last messages whole, as many as fit (the answer, and the cause found just before it), then the one
@@ -1103,7 +1112,7 @@ def capture(event: dict[str, Any]) -> dict[str, Any] | None:
     if nothing_to_remember(prompt, answer) or not new_turn(event, prompt, answer):
         return None
     limit = setting("TURN_CHARS", 1500)
-    note = f"**Asked:** {trim(prompt, limit)}\n\n**Outcome:** {outcome(said, limit)}"
+    note = f"{labelled('Asked', trim(prompt, limit))}\n\n{labelled('Outcome', outcome(said, limit))}"
     note += left_out(prompt, answer, WHOLE_TURN_BYTES - len(note.encode("utf-8")))
     when = now()  # (the note's day is the heading's, however long the summariser takes: past midnight too)
     heading = f"{when:%H:%M} {topic(answer if go_ahead(prompt) else prompt) or 'Turn'}"  # ("ok": what was done)
