@@ -126,7 +126,14 @@ Nothing else today. Tests pass, see you tomorrow.
     assert "CI dashboard" not in text and "Lunch" not in text
 
 
-def test_a_sentence_each_log_repeats_is_kept_once_and_its_room_goes_to_other_facts() -> None:
+@pytest.mark.parametrize(
+    "repeated",
+    [
+        "Noor prefers small PRs and never runs migrations from a laptop.",
+        "Decision: we deploy only from the main branch, never from a laptop.",  # (review: a labelled line too)
+    ],
+)
+def test_a_sentence_each_log_repeats_is_kept_once_and_its_room_goes_to_other_facts(repeated: str) -> None:
     """(audit Z1, 3) A standing line every day's log repeats ("Noor prefers small PRs ...") was kept again in each
     log's section, in the room each day's deadline needed."""
 
@@ -145,14 +152,14 @@ Decision: the {service} consumer retries {n + 3} times with exponential backoff 
 Root cause: connection pool exhaustion in {service}-worker v{n}.4.1 after the deploy.
 Fix: bumped pool size to {40 + n} and added a circuit breaker.
 Carol (product) wants the {service} export feature by 2027-01-{10 + n}.
-Noor prefers small PRs and never runs migrations from a laptop.
+{repeated}
 Some chatter about lunch and the weather, and a long discussion that went nowhere about naming.
 """,
         )
 
     logs = [log(n, service) for n, service in enumerate(("orders", "billing", "search", "auth"))]
     text = choose([item for one in logs for item in parse_log(one)], budget=1450)
-    assert text.count("Noor prefers small PRs") == 1, text  # (it was there 4 times, and no deadline)
+    assert text.count(repeated.split(": ")[-1]) == 1, text  # (it was there 4 times, and no deadline)
     assert text.count("Carol (product) wants the") >= 3, text
 
 

@@ -234,6 +234,7 @@ def _drop_repeats(units: Sequence[Unit]) -> None:
             m != n and keys[n] in keys[m] and (len(keys[m]) > len(keys[n]) or m < n) and not units[m].weak
             for m in range(len(units))
         )
+        unit.must = unit.must and not unit.weak  # (a labelled line said again: its first time stays)
 
 
 @dataclass
