@@ -781,12 +781,12 @@ def test_a_private_date_is_kept_out_of_the_answer_in_its_other_written_forms(wor
         (
             "assistant",
             "Booked the appointment for 2026-12-10 for Jon Smyth, DOB 1984-03-07 (03/07/1984, March 7th, 1984, "
-            "7.3.1984), phone 555-0199.",
+            "7.3.1984; review: 07-Mar-1984, 19840307, 07/03/84, 1984年3月7日), phone 555-0199.",
         ),
     ]
     text = captured_session(workspace, tmp_path, said)
     assert "Booked the appointment for 2026-12-10" in text, text
-    for leaked in ("03-07", "03/07", "March 7", "7.3", "1984", "Smyth", "0199"):
+    for leaked in ("03-07", "03/07", "March 7", "7.3", "1984", "Smyth", "0199", "Mar-", "0307", "84", "3月7日"):
         assert leaked not in text, (leaked, text)
 
 

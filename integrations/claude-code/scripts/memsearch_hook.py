@@ -953,12 +953,14 @@ def private_values(hidden: list[str]) -> list[str]:
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:[a-z]{0,6}\.?)"  # January, Jan., Sept
-# a date as it is written: 1984-03-07 (or / or .), 07/03/1984 and 03/07/1984 (or - or .), 7 March 1984, March 7, 1984
+# a date as it is written: 1984-03-07 (or / or .), 19840307, 1984年3月7日, 07/03/1984 and 03/07/1984 (or - or ., a
+# two-digit year too), 7 March 1984, 07-Mar-1984, March 7, 1984
 DATE = re.compile(
-    r"(?<![\w./-])(?:(?P<year>\d{4})(?P<s>[-/.])(?P<month>\d{1,2})(?P=s)(?P<day>\d{1,2})"
-    r"|(?P<a>\d{1,2})(?P<t>[-/.])(?P<b>\d{1,2})(?P=t)(?P<y>\d{4})"
-    rf"|(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<named>{MONTH}),?\s+(?P<of>\d{{4}})"
-    rf"|(?P<name>{MONTH})\s+(?P<on>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<in>\d{{4}}))(?!\d)",
+    r"(?<![\w./-])(?:(?P<year>\d{4})(?P<s>[-/.]?)(?P<month>\d{1,2})(?P=s)(?P<day>\d{1,2})"
+    r"|(?P<cjk>\d{4})\s*年\s*(?P<cm>\d{1,2})\s*月\s*(?P<cd>\d{1,2})\s*日?"
+    r"|(?P<a>\d{1,2})(?P<t>[-/.])(?P<b>\d{1,2})(?P=t)(?P<y>\d{4}|\d{2})"
+    rf"|(?P<d>\d{{1,2}})(?:st|nd|rd|th)?[\s-]+(?:of\s+)?(?P<named>{MONTH}),?[\s-]+(?P<of>\d{{4}})"
+    rf"|(?P<name>{MONTH})[\s-]+(?P<on>\d{{1,2}})(?:st|nd|rd|th)?,?[\s-]+(?P<in>\d{{4}}))(?!\d)",
     re.IGNORECASE,
 )
 
@@ -967,9 +969,14 @@ def days(date: re.Match[str]) -> set[tuple[int, int, int]]:
     """The days (year, month, day) a DATE match may say: two for 03/07/1984 (7 March or 3 July)."""
     said = date.groupdict()
     if said["year"]:
+        if not said["s"] and (len(said["month"]), len(said["day"])) != (2, 2):  # (19840307: no separator, 8 digits)
+            return set()
         read = [(said["year"], said["month"], said["day"])]
+    elif said["cjk"]:
+        read = [(said["cjk"], said["cm"], said["cd"])]
     elif said["y"]:
-        read = [(said["y"], said["b"], said["a"]), (said["y"], said["a"], said["b"])]
+        years = [said["y"]] if len(said["y"]) == 4 else [f"19{said['y']}", f"20{said['y']}"]  # (07/03/84)
+        read = [(y, m, d) for y in years for m, d in ((said["b"], said["a"]), (said["a"], said["b"]))]
     else:
         month = str(MONTHS.index((said["named"] or said["name"])[:3].lower()) + 1)
         read = [(said["of"] or said["in"], month, said["d"] or said["on"])]
