@@ -184,6 +184,7 @@ def test_terse_english_is_english_though_its_words_are_other_languages_too(text:
         ("Il servizio è in manutenzione per due ore", "it"),  # è is Italian as much as French
         ("Vamos a migrar a Postgres y a Redis", "es"),  # "a" is Spanish as much as Portuguese
         ("Je pense que on va migrer", "fr"),
+        ("Non so come fare per il deploy", "it"),  # (review R1: "so" is Italian too, "I know")
     ],
 )
 def test_a_word_or_letter_of_several_languages_is_evidence_for_each(text: str, lang: str) -> None:

@@ -34,7 +34,7 @@ _SHARED = """en a no do so e per plus come men till met son non com
 pt por se ou
 es a o se nos
 fr a on se son je
-it a o in se quando quanto
+it a o in se so quando quanto
 de in als
 nl in om"""  # a language a line: its code, then the words
 _WORDS: dict[str, tuple[str, ...]] = {}  # a word -> the languages it counts for
