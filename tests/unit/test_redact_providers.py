@@ -130,6 +130,8 @@ def test_a_secret_is_replaced_and_the_words_after_it_stay(text: str, kept: str) 
         "TWfwXgedIkvvFxcoHUSdlvcvwKTXWhWCLdbWgVgs",
         "SgAgWhcebsmi3S3SgJtPu4CgM6bvGeSw",
         "550e8400-e29b-41d4-a716-446655440000",
+        "Xk9pQ2mL7v=R4tZ8wN3bY6cF1hJ5",  # (review R2: an "=" inside was taken for a setting's)
+        "AAAAAAAAAAAAAAAAAAAAAMLheAAAAAAA0%2BuSeid%2BULvsea4JtiGRiSDSJSI%3DEUifiRBkKG5E2XzMDjRf",  # URL-encoded
     ],
 )
 @pytest.mark.parametrize("said", ["Authorization: Bearer {}", "authorization: basic {}", "gh auth login --token {}"])
@@ -143,7 +145,10 @@ def test_placeholders_words_and_settings_after_bearer_basic_or_a_token_flag_are_
     text = (
         'curl -H "Authorization: Bearer YOUR_ACCESS_TOKEN" -H "Authorization: Bearer your-access-token-here"\n'
         "Authorization: Bearer xxxxxxxxxxxxxxxxxxxxxxxx and Basic dXNlcm5hbWU6cGFzc3dvcmQ= (username:password)\n"
-        "Basic internationalization comes first; AUTH=basic SESSION_COOKIE=sessionid; --token process.env.GH_TOKEN"
+        "Basic internationalization comes first; AUTH=basic SESSION_COOKIE=sessionid; --token process.env.GH_TOKEN\n"
+        # (review R2: words, classes, headings and paths after the adjective "basic" or a bearer were redacted)
+        "Added a basic RateLimiterMiddleware; Supports Basic Internationalization; see Basic Setup/Configuration;\n"
+        "wire the Bearer TokenRefresherV2Client; ## Basic Troubleshooting-Guide-Steps; Basic v2.3.1-beta.4-release-cand"
     )
     assert safe_text(text) == text
 

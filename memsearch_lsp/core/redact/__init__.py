@@ -108,7 +108,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(  # an HTTP header's credentials: Authorization: Bearer <token>, Basic <base64>, `--token <token>`
         "auth-header",
-        re.compile(r"(?i:(?P<sent>\bbearer|\bbasic|--token)|\btoken)[ \t]+([A-Za-z0-9._~+/=-]{16,})"),
+        re.compile(r"(?i:(?P<sent>\bbearer|\bbasic|--token)|\btoken)[ \t]+([A-Za-z0-9._~+/=%-]{16,})"),
         group=2,
         keep=lambda m: _kept_auth(m),
     ),

@@ -80,7 +80,8 @@ def _kept_auth(match: re.Match[str]) -> bool:
             _stands_in(value)
             or _basic_stands_in(match[0], value)
             or bool(re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value))
-            or ("=" in value.rstrip("="))
+            or bool(_SETTING.fullmatch(value))
+            or _worded(value)
         )
     return (
         not mixed(value)
@@ -89,6 +90,19 @@ def _kept_auth(match: re.Match[str]) -> bool:
         or bool(_IDENTIFIER.fullmatch(value))  # a class: "the bearer token TokenRefresherV2Client"
         or _stands_in(value)
     )
+
+
+_SETTING = re.compile(r"(?:[A-Z][A-Z0-9_]*|[a-z][a-z0-9_]*)=\S*")  # SESSION_COOKIE=sessionid: one case, then =
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def _worded(value: str) -> bool:
+    """A value written in words, a class, a heading or a path ("RateLimiterMiddleware", "TokenRefresherV2Client",
+    "Setup/Configuration", "v2.3.1-beta.4-release-candidate"): nearly all of its letters are in words of 4 or more
+    with a vowel; a made one's letters are in short runs between case changes and digits ("Tq8Zr2LmX7pTw4NvB9kYd")."""
+    letters = sum(c.isalpha() for c in value)
+    worded = sum(len(w) for w in _WORDISH.findall(value) if re.search("[aeiouy]", w, re.I))
+    return letters > 0 and worded >= 0.85 * letters
 
 
 def _said(value: str) -> bool:
