@@ -74,9 +74,9 @@ _URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/?#@]{0,256}
 
 # a URL's query value whose name says a credential (`?api_key=...`, `&access_token=`, `&sig=`, `X-Amz-Signature=`)
 _QUERY_CREDENTIAL = re.compile(
-    r"(?i)([?&;](?:[\w.-]{0,64}[_.-])?(?:api_?key|key|token|secret|passw(?:or)?d|pwd|pass|sig|signature|auth|"
-    r"authorization|credentials?|session)=)"
-    r"(?!\*\*\*)[^\s&#;,)\"'<>`]+"
+    r"(?i)([?&;#][\w.-]{0,64}?(?:api_?key|key|token|secret|passw(?:or)?d|pwd|pass|sig|signature|auth|"
+    r"authorization|credentials?|session)=)"  # (any prefix: access_token, accessToken, X-Amz-Signature; a fragment's)
+    r"(?!\*\*\*)(?:[^\s&#;,)\"'<>`]|,(?=[^\s&#;,)\"'<>`]))+"  # (a comma inside the value; one a sentence puts after it)
 )
 
 

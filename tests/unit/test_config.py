@@ -291,6 +291,10 @@ def test_a_workspace_s_model_folder_outside_it_is_ignored_with_its_provider(tmp_
         ("https://acct.blob.core.windows.net/c?sv=2020&sig=Secr3t%2F&se=1", "/c?sv=2020&sig=***&se=1"),
         ("http://h/v1?access_token=Secr3t, http://h/?page=2&q=tokenizer", "=***, http://h/?page=2&q=tokenizer"),
         ("https://x/a?X-Amz-Signature=Secr3t&X-Amz-Credential=AKIA/x", "?X-Amz-Signature=***&X-Amz-Credential=***"),
+        # (review R2: a camelCase name, a fragment's, a comma inside the value)
+        ("https://h/v1?accessToken=Secr3t&authToken=Secr3t&x=1", "?accessToken=***&authToken=***&x=1"),
+        ("https://h/cb#access_token=Secr3t&state=ok", "#access_token=***&state=ok"),
+        ("https://h/v1?api_key=abc,Secr3t and more", "?api_key=*** and more"),
     ],
 )
 def test_a_urls_password_is_never_shown(text: str, shown: str) -> None:
