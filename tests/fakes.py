@@ -59,6 +59,23 @@ class FakeEmbedder:
         return sum(self.calls)
 
 
+class GatedEmbedder(FakeEmbedder):
+    """A FakeEmbedder whose index passes wait at a gate (as a first index of thousands of notes takes minutes):
+    `embed` sets `waiting` and waits until `opened` is set (a minute at most); queries are embedded at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting, self.opened = threading.Event(), threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.waiting.set()
+        self.opened.wait(60)
+        return super().embed(texts)
+
+    def embed_query(self, query: str) -> list[float]:
+        return super().embed([query])[0]
+
+
 DIMS = {"fake-a": 16, "fake-b": 32, "fake-c": 16, "fake-a-query": 16}
 
 

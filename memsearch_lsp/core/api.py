@@ -58,6 +58,8 @@ class RememberedData(TypedDict):
     chunks: list[NoteChunkData]
     scope: str
     """workspace or user: whose memory holds it"""
+    indexing: NotRequired[bool]
+    """true: written, and searchable once the index pass that is running (a first index) ends"""
 
 
 RememberedData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]
@@ -102,6 +104,7 @@ class Remembered:
     stats: IndexStats
     scope: str = "workspace"  # "user": the user memory's (core/scopes.py), set by the caller that chose it
     lines: tuple[int, int] | None = None  # a long-term note's own lines inside its section (what forget's line takes)
+    indexing: bool = False  # written while an index pass held the index, too long to wait for: that pass indexes it
 
     def to_dict(self) -> RememberedData:
         first, last = self.chunks[0], self.chunks[-1]
@@ -115,7 +118,7 @@ class Remembered:
             }
             for c in self.chunks
         ]  # (headings as a search hit on each chunk says them: a bare `## HH:MM` named by its first line)
-        return {
+        data: RememberedData = {
             "id": first.id,
             "source": self.source,
             "heading": chunks[0]["heading"],
@@ -124,11 +127,15 @@ class Remembered:
             "chunks": chunks,
             "scope": self.scope,
         }
+        if self.indexing:
+            data["indexing"] = True
+        return data
 
     def __str__(self) -> str:
         data = self.to_dict()
         where = f"{'user:' if self.scope == 'user' else ''}{self.source}:{data['start_line']}-{data['end_line']}"
-        return f"remembered {where}  {data['heading']}  id={data['id']}"
+        later = "  (searchable once the index pass running now ends)" if self.indexing else ""
+        return f"remembered {where}  {data['heading']}  id={data['id']}{later}"
 
 
 class ForgottenData(TypedDict):

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from memsearch_lsp.core.files import (
     read_memory_file,
     write_file,
 )
+from memsearch_lsp.core.passes import IndexStats, PassGate
 from memsearch_lsp.core.progress import ChunkProgress, Progress
 from memsearch_lsp.core.search.analyzer import Analyzer
 from memsearch_lsp.core.search.bm25 import doc_vector
@@ -32,47 +33,6 @@ log = logging.getLogger(__name__)
 SKIP_NOTE = "memsearch_skip_note"  # a log record's mark: a file skipped or cut, said once (`index` prints its own)
 GROUP_CHUNKS = 1024  # embed+write unit: bench/throughput showed 256 cost ~9% of throughput
 EMBED_SLICE = 64  # texts per embed() call while reporting, for an embedder that cannot report its own batches
-
-
-@dataclass
-class IndexStats:
-    files_added: int = 0
-    files_modified: int = 0
-    files_removed: int = 0
-    files_total: int = 0
-    chunks_total: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    seconds: float = 0.0
-    skipped: list[Skipped] = field(default_factory=list)
-    warnings: list[Skipped] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        text = (
-            f"+{self.files_added} added ~{self.files_modified} modified -{self.files_removed} removed, "
-            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
-            f"({self.chunks_total} chunks in {self.files_total} files, {self.seconds:.2f}s)"
-        )
-        for item in self.skipped:
-            text += f"\nskipped {item.source}: {item.reason}"
-        for item in self.warnings:
-            text += f"\nwarning {item.source}: {item.reason}"
-        return text
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.files_added or self.files_modified or self.files_removed)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["seconds"] = round(self.seconds, 3)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> IndexStats:
-        """The stats as `to_dict` (or `asdict`) gave them, from another process."""
-        notes = {key: [Skipped(**item) for item in data.get(key, [])] for key in ("skipped", "warnings")}
-        return cls(**{**data, **notes})
 
 
 @dataclass
@@ -101,6 +61,7 @@ class Indexer:
         # pass that finds another name there, or none beside rows, rewrites every row (nothing embedded).
         self.analysis = analysis
         self.lock = threading.RLock()
+        self.gate = PassGate(self.lock)  # a write that cannot wait for a whole pass leaves its file to that pass
         self.overlays: dict[str, str] = {}  # unsaved editor buffers: the truth for their files
         self._manifest: dict[str, _FileState] | None = None
         self._epoch = -1  # the store's epoch the manifest was read at
@@ -181,7 +142,14 @@ class Indexer:
     # -- public operations -----------------------------------------------------------------
     def reconcile(self, force: bool = False, progress: Progress | None = None) -> IndexStats:
         """Bring the index in line with the memory files: read the changed ones (a file whose size and change stamp
-        are as they were when it was indexed is not read again), write what changed, drop what is gone."""
+        are as they were when it was indexed is not read again), write what changed, drop what is gone; a file
+        written meanwhile that could not wait for the pass (`PassGate.index_soon`) is read again before it ends."""
+        first, *more = self.gate.run(lambda again: self._reconcile(force and not again, progress))
+        for stats in more:  # (the passes over what was written meanwhile)
+            first.add(stats)
+        return first
+
+    def _reconcile(self, force: bool, progress: Progress | None) -> IndexStats:
         started = time.perf_counter()
         stats = IndexStats()
         with self.lock:
@@ -204,7 +172,7 @@ class Indexer:
             self._drop_gone(manifest, kept | set(texts), {s.source for s in stats.skipped}, stats)
             self.store.flush(wait=True)  # a whole pass ends durable (a single file's write does not wait)
             if self.store.epoch != epoch:  # rebuilt during this pass (its engine, opened to write, was unreadable)
-                return self.reconcile(force=force, progress=progress)
+                return self._reconcile(force, progress)
             self._analysis_done()
             self._totals(stats)
         stats.seconds = time.perf_counter() - started

@@ -341,8 +341,8 @@ class Memory(MemoryFiles):
                         self.memory_folder(), when.date(), body, title, self.source_of, self.is_unsaved
                     )
                 after, first, last = addition.text, addition.first, addition.last
-            try:
-                stats = self.index_file(source)
+            try:  # (while a pass holds the index past PASS_WAIT_S, it is left to that pass: None)
+                stats = self.indexer.gate.index_soon(source, lambda: self.index_file(source))
             except Exception as exc:  # written: the file is the truth, and the next pass indexes the note
                 log.warning("%s: the note is written but not indexed yet (%s: %s)", source, type(exc).__name__, exc)
                 stats = IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
@@ -351,7 +351,8 @@ class Memory(MemoryFiles):
         made = after.split("\n")[first - 1] if long_term and found is None and own[0] > first else ""  # its heading
         if chunks:
             keep_id(self.index_dir, chunks[0].id, source, body, made)
-        return Remembered(source, tuple(chunks), stats, scope=self.scope, lines=own if long_term else None)
+        lines = own if long_term else None
+        return Remembered(source, tuple(chunks), stats or IndexStats(), self.scope, lines, indexing=stats is None)
 
     def _already(self, body: str, day: dt.date, long_term: bool) -> tuple[str, int, int] | None:
         """(source, first line, last line) of a note of the day's logs (or of MEMORY.md) that says `body`."""

@@ -41,6 +41,7 @@ CONVERTER.register_unstructure_hook(
         "chunks": CONVERTER.unstructure(r.chunks),
         "stats": CONVERTER.unstructure(r.stats),
         "lines": list(r.lines) if r.lines else None,
+        "indexing": r.indexing,
     },
 )
 CONVERTER.register_structure_hook(
@@ -50,6 +51,7 @@ CONVERTER.register_structure_hook(
         CONVERTER.structure(d["chunks"], tuple[Chunk, ...]),
         CONVERTER.structure(d["stats"], IndexStats),
         lines=tuple(d["lines"]) if d.get("lines") else None,
+        indexing=bool(d.get("indexing")),
     ),
 )
 
