@@ -11,6 +11,7 @@ import inspect
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -89,12 +90,14 @@ class MemoryMCPServer(MCPServer[Any]):
         super().__init__("memsearch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self.door, self.config = door, config
         self.user: Door | None = None  # the user memory (core/scopes.py), opened on first need
+        self._opening = threading.Lock()  # (tools run at once, each on a thread: one door for it)
 
     def user_memory(self, create: bool = False) -> Door | None:
         """The user memory's door; None when the user has none (and `create` is False)."""
-        if self.user is None and (create or user_memory_exists()):
-            self.user = user_door("memsearch-lsp mcp")
-        return self.user
+        with self._opening:
+            if self.user is None and (create or user_memory_exists()):
+                self.user = user_door("memsearch-lsp mcp")
+            return self.user
 
     def memory_tool(self, title: str, annotations: mcp_types.ToolAnnotations) -> Callable[[F], F]:
         """`tool()` with the function's docstring as its description, dedented and unwrapped."""
@@ -197,9 +200,10 @@ def json_default(spec: dict[str, Any]) -> str:
 
 
 def create_server(door: Door, config: Config) -> MemoryMCPServer:
-    """The MCP server with its six tools; every tool is one `Memory` call run off the event loop."""
+    """The MCP server with its six tools; every tool is one `Memory` call run off the event loop, each on its own
+    thread (as the owner's socket serves other processes): a call that waits (a remember during a first index, for
+    10 s at most) holds up no other."""
     server = MemoryMCPServer(door, config)
-    calls = anyio.Lock()  # one call at a time, like an editor's writer
 
     async def user_run(mine: Door, fn: Any, instead: str = "") -> Any:
         """`fn(memory)` of the door `mine`; every failure as a tool error that says it in one line (the SDK says
@@ -207,8 +211,7 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         with `instead`, the user memory asked beside the workspace's answer: None where it does not answer
         (core/scopes.py `beside`)."""
         try:
-            async with calls:
-                return await anyio.to_thread.run_sync(beside, lambda: mine.call(fn), bool(instead), instead)
+            return await anyio.to_thread.run_sync(beside, lambda: mine.call(fn), bool(instead), instead)
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
             raise ToolError(str(exc)) from exc
         except NoMemoryHere as exc:  # served in a folder with no memory yet (`init` there opens it at the next call)
@@ -346,8 +349,9 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         ] = "workspace",
     ) -> RememberedData:
         """Append a note to today's daily log (memory/YYYY-MM-DD.md), or a lasting fact to a section of
-        MEMORY.md (appended; what is there stays as written), and index it. Secrets in it are redacted and
-        <private>...</private> spans left out."""
+        MEMORY.md (appended; what is there stays as written), and index it (during a first index, at most 10 s are
+        waited for it: `indexing` true says the note is written and searchable once that index pass ends). Secrets in
+        it are redacted and <private>...</private> spans left out."""
 
         def remember(memory: MemoryApi) -> Any:
             return memory.remember(text, heading, long_term=long_term)

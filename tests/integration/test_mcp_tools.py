@@ -217,3 +217,37 @@ async def test_memory_search_reads_dates_by_memsearch_now_and_recent_names_a_bad
             text = said.content[0].text  # type: ignore[union-attr]
             assert said.is_error and f"{tool}: MEMSEARCH_NOW='someday' is not an ISO 8601 date and time" in text, text
             assert "Traceback" not in text and "ValueError" not in text
+
+
+async def test_memory_remember_during_a_first_index_answers_within_the_bound_and_holds_up_no_other_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(audit Z4) memory_remember during a first index waited for the whole pass (no answer after 484 s), and every
+    call sent after it waited behind it (one call at a time): memory_search and memory_status too."""
+    import asyncio
+
+    from tests.fakes import GatedEmbedder
+
+    monkeypatch.setattr("memsearch_lsp.core.passes.PASS_WAIT_S", 3.0)
+    init_workspace(tmp_path)
+    (tmp_path / "memory" / "2026-02-10.md").write_text("# 2026-02-10\n\n## Redis\n\nThe cache TTL is ten minutes.\n")
+    config, embedder = load_config(tmp_path), GatedEmbedder()
+    door = Door(tmp_path, config=config, process="memsearch-lsp mcp", embedder=embedder)
+    server = create_server(door, config)
+    try:
+        first = door.reconcile()  # the first index (a first memory_search starts it)
+        assert await asyncio.to_thread(embedder.waiting.wait, 30)
+        remember = asyncio.create_task(called(server, "memory_remember", text="Chose HashiCorp Vault for secrets."))
+        await asyncio.sleep(0.5)  # (it waits for the pass now)
+        status = await asyncio.wait_for(called(server, "memory_status"), 10)  # not behind the remember
+        assert not remember.done() and status["files"] >= 0
+        note = await asyncio.wait_for(remember, 15)
+        assert note["indexing"] is True and "Vault" in (tmp_path / note["source"]).read_text()
+        embedder.opened.set()
+        await asyncio.to_thread(first.result, 60)
+        assert door.memory.store.get(note["id"]) is not None  # indexed by that pass (a search starts another)
+        found = await called(server, "memory_search", query="HashiCorp Vault secrets", scope="workspace")
+        assert found["indexing"] is False and found["hits"][0]["id"] == note["id"]
+    finally:
+        embedder.opened.set()
+        door.close()
