@@ -132,10 +132,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         if args.scope != "user" and (workspace := _here(args, args.scope == "all")) is not None:
             opened.append(workspace)
-            from memsearch_lsp.core.process.door import index_what_it_can
+            from memsearch_lsp.core.process.door import READY_WAIT_S, index_what_it_can
 
-            with progress.bar(args, "indexing") as report:
-                index_what_it_can(opened[0], report, "searching")
+            with progress.bar(args, "indexing") as report:  # (an owner's first index: waited for 10 s at most)
+                index_what_it_can(opened[0], report, "searching", READY_WAIT_S)
         hits = search_scopes(opened[0] if opened else None, user, args.query, args.top_k, args.scope, **overrides)
         configured = opened[0].config.search.min_score if opened else 0.0
         if args.min_score is not None and args.min_score < configured:  # what the floor shows, then what it hides

@@ -23,6 +23,7 @@ from memsearch_lsp.core import launch
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process import protocol
 from memsearch_lsp.core.process.owner import (
     PING_TIMEOUT_S,
     OwnerGone,
@@ -271,11 +272,21 @@ def once_more(memory: MemoryApi, reopen: Callable[[], MemoryApi | None], fn: Cal
             return fn(again)
 
 
-def index_what_it_can(memory: MemoryApi, progress: Progress | None, then: str) -> None:
+def index_what_it_can(memory: MemoryApi, progress: Progress | None, then: str, wait_s: float | None = None) -> None:
     """Bring the index up to date; an embeddings endpoint that does not answer leaves the new text for later, said
-    once, and the caller goes on `then` ("searching", "serving") with what is indexed (queries by BM25 meanwhile)."""
+    once, and the caller goes on `then` ("searching", "serving") with what is indexed (queries by BM25 meanwhile).
+    With `wait_s`, an owner in another process that is silent that long (it waits for an index pass of its own: a
+    first index) is left to it, said once, and the caller goes on with the part indexed so far."""
     try:
-        memory.index(progress=progress)
+        if wait_s is not None and isinstance(memory, RemoteMemory):
+            quiet: Progress = lambda *_: None  # noqa: E731 (a pass run for this call reports: never left)
+            params, heard = protocol.request("index", (), {"progress": progress or quiet})
+            try:
+                memory.ask("index", params, heard, wait_s)
+            except protocol.OwnerBusy:
+                log.warning("%s: still indexing after %gs; %s the part indexed so far", memory.root.name, wait_s, then)
+        else:
+            memory.index(progress=progress)
     except EmbeddingError as exc:
         log.warning("%s; %s what is indexed already", exc, then)
 

@@ -34,7 +34,7 @@ from memsearch_lsp.core.files import folder_fd, read_file, remove_file, write_fi
 from memsearch_lsp.core.index import Progress
 from memsearch_lsp.core.memory import INDEX_DIR, Memory
 from memsearch_lsp.core.process import protocol
-from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerGone, asked_of_owner
+from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerBusy, OwnerGone, asked_of_owner
 from memsearch_lsp.core.search.filters import FILTER_KEYS
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store import is_local_uri
@@ -349,19 +349,26 @@ class RemoteMemory(MemoryFiles):
         self.socket_path = socket_path
         self.search_overrides: dict[str, Any] = {}  # search settings changed here: sent with each search
 
-    def ask(self, op: str, params: dict[str, Any], progress: Progress | None = None) -> Any:
+    def ask(
+        self, op: str, params: dict[str, Any], progress: Progress | None = None, wait_s: float | None = None
+    ) -> Any:
         """`op` asked of the owner; OwnerGone when it is gone or does not answer a ping within PING_TIMEOUT_S (a
-        stopped owner held a long-lived client, the MCP server, for CALL_TIMEOUT_S: 10 minutes)."""
+        stopped owner held a long-lived client, the MCP server, for CALL_TIMEOUT_S: 10 minutes); with `wait_s`,
+        OwnerBusy when, having answered the ping, it says nothing (no answer, no progress) for that long."""
         for attempt in range(5):
+            pinged = False
             try:
                 if op != "ping":
                     call(self.socket_path, "ping", {}, timeout=PING_TIMEOUT_S)
-                return call(self.socket_path, op, params, progress)
+                pinged = wait_s is not None
+                return call(self.socket_path, op, params, progress, wait_s or CALL_TIMEOUT_S)
             except (ConnectionRefusedError, BlockingIOError) as exc:  # a full backlog: try again
                 if attempt == 4:
                     raise OwnerGone(f"the process that owns the index of {self.root} does not answer ({exc})") from exc
                 time.sleep(0.05 * 2**attempt)
             except (ConnectionError, FileNotFoundError, TimeoutError) as exc:
+                if pinged and isinstance(exc, TimeoutError):
+                    raise OwnerBusy(f"the index owner did not answer {op} within {wait_s:g} s") from exc
                 raise OwnerGone(f"the process that owns the index of {self.root} is gone ({exc})") from exc
         raise AssertionError("unreachable")
 

@@ -72,6 +72,10 @@ class OwnerGone(RuntimeError):
     """The process that owns the index stopped answering."""
 
 
+class OwnerBusy(TimeoutError):
+    """The owner answered a ping, then nothing within the time its caller gives it (it waits for an index pass)."""
+
+
 # failures a caller handles by their kind, each under its own error code (JSON-RPC's range for a server's own)
 KINDS: dict[int, type[Exception]] = {-32001: EmbeddingError}  # an embeddings endpoint that does not answer
 
