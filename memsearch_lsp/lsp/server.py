@@ -395,7 +395,7 @@ class MemsearchServer(ReportingServer):
     def shutdown_roots(self) -> None:
         """Close every root; an editor that quits closes its buffers first (no didClose comes): the files they
         held are read from disk again, so no unsaved text stays in an index another window owns."""
-        for uri in list(self.workspace.text_documents):
+        for uri in list(self.workspace.text_documents) if self.initialized else []:  # (no workspace before it)
             if found := self.locate_memory(uri):
                 self.writer.submit(_closing, *found)
         for root in self.roots.values():

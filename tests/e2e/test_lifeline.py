@@ -107,3 +107,32 @@ def test_sigterm_ends_the_server_as_its_editor_would_and_lets_the_index_go(tmp_p
     left = sorted(p.name for p in (tmp_path / ".memsearch").iterdir() if p.name.startswith("server."))
     assert left == [], left
     assert b"Traceback" not in server.stderr.read()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["stdin closed", "SIGTERM"])
+def test_a_server_stopped_before_initialize_ends_quietly(tmp_path: Path, how: str) -> None:
+    """(audit Z4, 4) Stopped before `initialize` (the editor gave up on it), closing read the open documents of a
+    workspace that did not exist yet: a traceback of its closing thread on stderr."""
+    import signal
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memsearch_lsp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    try:
+        _send(server.stdin, {"jsonrpc": "2.0", "id": 1, "method": "workspace/symbol", "params": {"query": ""}})
+        assert _read(server.stdout)["error"]["code"] == -32002  # (serving: the request is early)
+        if how == "SIGTERM":
+            server.send_signal(signal.SIGTERM)
+        else:
+            server.stdin.close()
+        assert server.wait(timeout=60) == 0
+    finally:
+        server.kill()
+    said = server.stderr.read().decode()
+    assert "Traceback" not in said and "not available" not in said, said
