@@ -7,15 +7,12 @@ import contextlib
 import errno
 import os
 import stat
-import warnings
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-import pathspec
-
 from memsearch_lsp.config import CONFIG_FILE, Config, ConfigError, archive_folder
+from memsearch_lsp.config.globs import glob_match
 from memsearch_lsp.core.chunks import MAX_CHARS, MAX_FILE_CHUNKS, chunk_markdown, normalize_newlines
 
 MAX_FILE_BYTES = 1024 * 1024  # a bigger file is skipped: one 9 MB line cost ~1 GB to chunk and embed
@@ -142,38 +139,6 @@ def tighten(folder: Path) -> None:
             if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
                 continue
             os.chmod(path, 0o700 if stat.S_ISDIR(info.st_mode) else stat.S_IMODE(info.st_mode) & 0o700 or 0o600)
-
-
-MAX_GLOB = 512  # characters of one pattern
-MAX_STARS = 2  # `*` in one part of a pattern: each more multiplies the worst-case matching time by a name's length
-
-
-def check_glob(glob: str) -> None:
-    """ValueError for a pattern whose matching could take unbounded time (its regular expression backtracks:
-    `*a*a*a*a*b` took seconds a file name), or that is too long."""
-    if len(glob) > MAX_GLOB:
-        raise ValueError(f"the pattern {glob[:40]!r}... is longer than {MAX_GLOB} characters")
-    for part in glob.split("/"):
-        stars = part.count("*") if part != "**" else 0
-        if stars > MAX_STARS:
-            raise ValueError(
-                f"the pattern {glob!r} has {stars} `*` in {part!r}: use at most {MAX_STARS} in each part (between "
-                "slashes), e.g. 'memory/2026-02-*' or '**/*decision*.md'"
-            )
-
-
-@lru_cache(maxsize=256)
-def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    check_glob(pattern)
-    with warnings.catch_warnings():  # "[[:alpha:]]": re's FutureWarning on a nested set is no news for the user
-        warnings.simplefilter("ignore", FutureWarning)
-        return pathspec.GitIgnoreSpec.from_lines([pattern])
-
-
-def glob_match(pattern: str, source: str) -> bool:
-    """Gitignore rules (pathspec): `**` spans folders, a pattern naming a folder covers what is inside,
-    a pattern with a slash is anchored at the workspace root, one without matches at any depth."""
-    return bool(_spec(pattern.strip()).match_file(source))
 
 
 def excludes(config: Config) -> tuple[str, ...]:

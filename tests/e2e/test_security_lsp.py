@@ -311,6 +311,13 @@ async def test_a_wrong_argument_or_field_is_named_at_once(shared: Raw, tmp_path:
             ("textDocument/hover", hover(uri, -1, 0), "params.position: Position.line"),
             ("textDocument/definition", hover(uri, 0, -3), "params.position: Position.character"),
             ("textDocument/hover", {"textDocument": {"uri": uri}}, "params.position: required field missing"),
+            # (a range written backwards: the regular expression's own error was -32603 with no reason)
+            ("memsearch/search", {"query": "redis", "source": "memory/[z-a].md"}, "'memory/[z-a].md' is not a valid"),
+            (
+                "workspace/executeCommand",
+                {"command": "memsearch.search", "arguments": ["r", None, {"source": "[9-0]"}]},
+                "bad character range 9-0",
+            ),
         ]:
             reply = await server.request(method, params)
             assert_error(reply, server._next, -32602)

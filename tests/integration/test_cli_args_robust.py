@@ -46,6 +46,7 @@ def test_serve_says_so_when_the_port_is_taken() -> None:
         (("compact", "--dry-run", "--older-than", "99999999999999999999"), "at most 365000"),
         (("recent", "--days", "100000000"), "argument --days: must be a whole number of days"),
         (("search", "x", "--source", "a\\"), "the source pattern 'a\\\\' is not a valid gitignore-style glob"),
+        (("search", "x", "--source", "memory/[z-a].md"), "the source pattern 'memory/[z-a].md' is not a valid glob"),
         (("search", "x", "--source", "../elsewhere/x.md"), "the source '../elsewhere/x.md' is outside the workspace"),
         (("search", "x", "--source", "/etc/*.md"), "the source '/etc/*.md' is outside the workspace"),
         (("search", "x", "--since", ""), "argument --since: needs a date or a relative age like 7d"),

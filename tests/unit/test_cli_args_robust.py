@@ -52,6 +52,10 @@ TODAY = dt.date(2026, 3, 15)
         (["search", "x", "--source", "a\\"], "the source pattern 'a\\\\' is not a valid gitignore-style glob"),
         (["search", "x", "--source", "!"], "the source pattern '!' is not a valid gitignore-style glob"),
         (["search", "x", "--source", "*a*a*a*b"], "at most 2"),
+        (
+            ["search", "x", "--source", "memory/[z-a].md"],
+            "'memory/[z-a].md' is not a valid glob (bad character range z-a)",
+        ),
     ],
 )
 def test_bad_arguments_are_usage_errors_naming_the_argument(argv: list[str], needle: str) -> None:
@@ -188,6 +192,8 @@ def test_relative_dates_take_ascii_digits_of_any_length_within_the_calendar() ->
 def test_an_invalid_source_pattern_is_a_filter_error_naming_it() -> None:
     with pytest.raises(FilterError, match=r"the source pattern 'a\\\\' is not a valid gitignore-style glob"):
         make_filter(source=["memory/*", "a\\"], today=TODAY)
+    with pytest.raises(FilterError, match=r"the source pattern '\[9-0\]\*' is not a valid glob \(bad character range"):
+        make_filter(source="[9-0]*", today=TODAY)  # (a range backwards: re's own error came through, not a FilterError)
     assert make_filter(source=" ./memory/* ", today=TODAY).sources == ("memory/*",)
 
 
