@@ -16,6 +16,7 @@ from cattrs import Converter, transform_error
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from memsearch_lsp.config.globs import check_glob
 from memsearch_lsp.config.sections import (
     CLIENT_ONLY_SETTINGS,
     CompactConfig,
@@ -218,11 +219,12 @@ def _to_choice(value: Any, typ: Any) -> str:
 # Milvus: letters, digits and underscores, not starting with a digit, at most 255 characters; the index adds
 # "_windows" (core/store/schema.py WINDOW_SUFFIX) for its second collection, so a name keeps 8 for that.
 _COLLECTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,246}")
+_GLOBS = {("memory", "exclude"), ("compact", "archive_dir")}  # settings read as globs (config/globs.py)
 
 
 def _check(section: str, name: str, value: Any) -> None:
     """The range on the field (`ranged`; every number is finite and at least 0), run on each value after it is
-    structured; the Milvus collection's name as Milvus takes it; at least one memory folder."""
+    structured; the Milvus collection's name as Milvus takes it; at least one memory folder; globs that can be read."""
     if (section, name) == ("milvus", "collection") and not _COLLECTION.fullmatch(value):
         raise ValueError(
             "must be 1 to 247 letters, digits or underscores, not starting with a digit "
@@ -230,6 +232,9 @@ def _check(section: str, name: str, value: Any) -> None:
         )
     if (section, name) == ("memory", "paths") and not value:
         raise ValueError('names no folder: give at least one (the default is ["memory"])')
+    if (section, name) in _GLOBS:  # (matched as gitignore patterns: one that cannot be read would fail each search)
+        for glob in (value,) if isinstance(value, str) else value:
+            check_glob(glob.strip())
     if isinstance(value, float) and not math.isfinite(value):  # (nan passes every comparison; inf any upper bound)
         raise ValueError(f"must be a finite number, got {value!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):

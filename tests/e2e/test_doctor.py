@@ -392,6 +392,20 @@ def test_settings_that_do_not_load_are_why_later_checks_skip(tmp_path: Path) -> 
         assert "no memory workspace" not in found[name].detail  # type: ignore[attr-defined]
 
 
+def test_an_exclude_glob_that_cannot_be_read_is_a_config_failure_naming_the_file_and_key(tmp_path: Path) -> None:
+    """(audit Z4, 3) `[z-a]` in memory.exclude: doctor said "cannot list the memory files ... check the folder
+    permissions" and two more failures, each with re's bare message."""
+    init_workspace(tmp_path)
+    (tmp_path / ".memsearch.toml").write_text('[memory]\nexclude = ["memory/[z-a]*"]\n')
+    found = checks(tmp_path)
+    config, workspace = found["config"], found["workspace"]
+    assert config.status == "fail" and workspace.status == "ok", found  # type: ignore[attr-defined]
+    assert config.detail.startswith(  # type: ignore[attr-defined]
+        f"{tmp_path / '.memsearch.toml'}: memory.exclude: the pattern 'memory/[z-a]*' is not a valid glob"
+    )
+    assert all(found[name].status == "skip" for name in ("language", "index"))  # type: ignore[attr-defined]
+
+
 def test_the_clock_and_the_hooks_knobs_are_not_listed_as_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -46,6 +46,30 @@ def test_bad_settings_name_the_key(tmp_path: Path, toml: str, needle: str) -> No
         load_config(tmp_path, env={})
 
 
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        ('[memory]\nexclude = ["memory/[z-a]*"]\n', "memory.exclude: the pattern 'memory/[z-a]*' is not a valid glob"),
+        ('[memory]\nexclude = ["ok/*", " [9-0].md"]\n', "memory.exclude: the pattern '[9-0].md' is not a valid glob"),
+        ("[memory]\nexclude = ['a\\']\n", "memory.exclude: the pattern 'a\\\\' is not a valid gitignore-style glob"),
+        ('[memory]\nexclude = ["*a*a*b"]\n', "memory.exclude: the pattern '*a*a*b' has 3 `*`"),
+        ("[compact]\narchive_dir = 'memory/[z-a]'\n", "compact.archive_dir: the pattern 'memory/[z-a]' is not a valid"),
+    ],
+)
+def test_a_glob_setting_that_cannot_be_read_is_refused_when_settings_load(tmp_path: Path, toml: str, said: str) -> None:
+    """(audit Z4, 3) A range written backwards passed loading, then failed each command with re's bare error (doctor:
+    "cannot list the memory files ... check the folder permissions"); `remember` wrote the note and could not index it.
+    The file and the key are named, as for any bad value."""
+    (tmp_path / ".memsearch.toml").write_text(toml)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path, env={})
+    assert str(caught.value).startswith(f"{tmp_path / '.memsearch.toml'}: {said}"), caught.value
+    with pytest.raises(ConfigError, match=r"environment: memory\.exclude: the pattern '\[z-a\]' is not a valid glob"):
+        load_config(tmp_path / "elsewhere", env={"MEMSEARCH_MEMORY_EXCLUDE": "[z-a]"})
+    (tmp_path / ".memsearch.toml").write_text("[memory]\nexclude = ['memory/[a-z]*', 'x[!0-9]']\n")
+    assert load_config(tmp_path, env={}).memory.exclude == ("memory/[a-z]*", "x[!0-9]")
+
+
 def test_bad_env_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="MEMSEARCH_SEARCH_NOPE"):
         load_config(tmp_path, env={"MEMSEARCH_SEARCH_NOPE": "1"})
