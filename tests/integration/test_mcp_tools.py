@@ -69,6 +69,11 @@ def test_the_status_schema_names_what_status_reports(tmp_path: Path) -> None:
         ("memory_remember", {"text": "x", "long_term": "perhaps"}, "long_term must be true or false"),
         ("memory_search", {"query": "redis", "since": "last tuesday"}, "cannot read the date 'last tuesday'"),
         ("memory_search", {"query": "redis", "source": "*a*a*a*a"}, "the source pattern '*a*a*a*a' has 4 `*`"),
+        (
+            "memory_search",
+            {"query": "redis", "source": "memory/[z-a].md"},
+            "the source pattern 'memory/[z-a].md' is no",
+        ),
     ],
 )
 async def test_a_bad_argument_is_one_sentence_with_a_hint(
