@@ -46,6 +46,7 @@ from memsearch_lsp.core.scopes import (
 from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
+from memsearch_lsp.mcp_arguments import argument_error, hint, unexpected
 from memsearch_lsp.mcp_stdin import filter_stdin
 from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
@@ -108,6 +109,10 @@ class MemoryMCPServer(MCPServer[Any]):
         return register
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        schema = tool.parameters if tool is not None else {}
+        if said := unexpected(name, schema, arguments or {}) if tool is not None else "":  # (before the SDK's lax read)
+            raise ToolError(f"{said}. {hint(name, schema)}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -116,8 +121,6 @@ class MemoryMCPServer(MCPServer[Any]):
                 said, bad = str(bad), bad.__cause__
             if not isinstance(bad, ValidationError | FilterError):
                 raise
-            tool = self._tool_manager.get_tool(name)
-            schema = tool.parameters if tool is not None else {}
             said = argument_error(name, bad) if isinstance(bad, ValidationError) else said
             raise ToolError(f"{said.rstrip('.')}. {hint(name, schema)}") from bad
 
@@ -154,49 +157,6 @@ class MemoryMCPServer(MCPServer[Any]):
 def described(fn: Callable[..., Any]) -> str:
     """A docstring as a description: dedented, each paragraph on one line."""
     return re.sub(r"(?<!\n)\n(?!\n)", " ", inspect.cleandoc(fn.__doc__ or ""))
-
-
-_PROBLEMS = {
-    "missing": lambda e: "is required",
-    "greater_than_equal": lambda e: f"must be at least {e['ctx']['ge']} (got {e['input']!r})",
-    "less_than_equal": lambda e: f"must be at most {e['ctx']['le']} (got {e['input']!r})",
-    "string_too_short": lambda e: "must not be empty",
-    "string_too_long": lambda e: f"must be at most {e['ctx']['max_length']} characters",
-    "int_parsing": lambda e: f"must be a whole number (got {e['input']!r})",
-    "int_from_float": lambda e: f"must be a whole number (got {e['input']!r})",
-    "int_type": lambda e: f"must be a whole number (got {e['input']!r})",
-    "bool_parsing": lambda e: f"must be true or false (got {e['input']!r})",
-    "bool_type": lambda e: f"must be true or false (got {e['input']!r})",
-    "string_type": lambda e: f"must be text (got {e['input']!r})",
-    "literal_error": lambda e: f"must be one of {e['ctx']['expected']} (got {e['input']!r})",
-}
-
-
-def argument_error(tool: str, error: ValidationError) -> str:
-    """pydantic's validation error as one sentence naming each argument and what it must be (no pydantic type
-    names, no links)."""
-    said: dict[str, str] = {}
-    for item in error.errors():
-        name = str(item["loc"][0]) if item["loc"] else "the arguments"
-        explain = _PROBLEMS.get(item["type"])
-        problem = explain(item) if explain else str(item["msg"]).lower().replace("input should", "should")
-        said.setdefault(name, f"{name} {problem}")  # a union's several complaints: the first one
-    return f"{tool}: {'; '.join(said.values())}"
-
-
-def hint(tool: str, schema: dict[str, Any]) -> str:
-    """A bad argument's hint: the tool's arguments, with their defaults."""
-    required = set(schema.get("required", []))
-    arguments = [
-        name if name in required else f"{name}={json_default(spec)}"
-        for name, spec in schema.get("properties", {}).items()
-    ]
-    return f"Hint: call {tool}({', '.join(arguments)}); the tool's input schema says more."
-
-
-def json_default(spec: dict[str, Any]) -> str:
-    default = spec.get("default")
-    return "null" if default is None else repr(default) if isinstance(default, str) else str(default).lower()
 
 
 def create_server(door: Door, config: Config) -> MemoryMCPServer:

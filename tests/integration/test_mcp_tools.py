@@ -74,6 +74,15 @@ def test_the_status_schema_names_what_status_reports(tmp_path: Path) -> None:
             {"query": "redis", "source": "memory/[z-a].md"},
             "the source pattern 'memory/[z-a].md' is no",
         ),
+        # (audit Z4, 6) a name it does not take was dropped, and pydantic's lax reading took a value of another type
+        ("memory_search", {"query": "kafka", "topk": 10}, "there is no argument topk (did you mean top_k?)"),
+        ("memory_search", {"query": "kafka", "top_k": True}, "top_k must be a whole number (got True)"),
+        ("memory_search", {"query": "kafka", "archived": "yes"}, "archived must be true or false (got 'yes')"),
+        ("memory_search", {"query": "k", "source": ["a", 1]}, "source must be a list of text, text or null (got"),
+        ("memory_recent", {"days": "3"}, "days must be a whole number (got '3')"),
+        ("memory_remember", {"text": "x", "long_term": "true"}, "long_term must be true or false (got 'true')"),
+        ("memory_forget", {"id": "abcd", "line": 2.5}, "line must be a whole number or null (got 2.5)"),
+        ("memory_status", {"verbose": True}, "there is no argument verbose: it takes none"),
     ],
 )
 async def test_a_bad_argument_is_one_sentence_with_a_hint(
@@ -84,6 +93,17 @@ async def test_a_bad_argument_is_one_sentence_with_a_hint(
     message = str(caught.value)
     assert message.startswith(f"{tool}: {says}") and f"Hint: call {tool}(" in message
     assert "pydantic" not in message and "http" not in message and "\n" not in message
+
+
+async def test_a_value_of_another_type_writes_nothing_and_a_whole_number_may_be_written_3_0(
+    server: MemoryMCPServer, tmp_path: Path
+) -> None:
+    """(audit Z4, 6) long_term "true" (a string) wrote the note to MEMORY.md; JSON's one number type stays one."""
+    files = {p: p.read_text() for p in (tmp_path / "memory").iterdir()}
+    with pytest.raises(ToolError, match="long_term must be true or false"):
+        await server.call_tool("memory_remember", {"text": "lax typed fact", "long_term": "true"})
+    assert {p: p.read_text() for p in (tmp_path / "memory").iterdir()} == files
+    assert (await called(server, "memory_recent", days=3.0, chars=500))["notes"] is not None
 
 
 async def test_every_tool_is_listed_wherever_the_tools_are_listed(server: MemoryMCPServer) -> None:
