@@ -26,7 +26,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
-from memsearch_lsp.config import Config, load_config
+from memsearch_lsp.config import Config, ConfigError, load_config
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData, StatusData
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
@@ -87,11 +87,20 @@ class MemoryMCPServer(MCPServer[Any]):
     """MCPServer whose resources are the memory files found on disk at each listing, whose tools are described
     by their docstrings as written (dedented), and whose argument errors are one sentence with a hint."""
 
-    def __init__(self, door: Door, config: Config):
+    def __init__(self, door: Door, config: Config | None):
         super().__init__("memsearch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-        self.door, self.config = door, config
+        self.door, self.given = door, config
         self.user: Door | None = None  # the user memory (core/scopes.py), opened on first need
         self._opening = threading.Lock()  # (tools run at once, each on a thread: one door for it)
+
+    @property
+    def config(self) -> Config:
+        """The settings read at the start; when they did not load then, the open memory's, else read now (ConfigError
+        naming the file while it is still wrong)."""
+        if self.given is not None:
+            return self.given
+        memory = self.door.current
+        return memory.config if memory is not None else load_config(self.door.root)
 
     def user_memory(self, create: bool = False) -> Door | None:
         """The user memory's door; None when the user has none (and `create` is False)."""
@@ -159,10 +168,11 @@ def described(fn: Callable[..., Any]) -> str:
     return re.sub(r"(?<!\n)\n(?!\n)", " ", inspect.cleandoc(fn.__doc__ or ""))
 
 
-def create_server(door: Door, config: Config) -> MemoryMCPServer:
+def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
     """The MCP server with its six tools; every tool is one `Memory` call run off the event loop, each on its own
     thread (as the owner's socket serves other processes): a call that waits (a remember during a first index, for
-    10 s at most) holds up no other."""
+    10 s at most) holds up no other. `config` None: the settings did not load at the start; each tool says why until
+    they do."""
     server = MemoryMCPServer(door, config)
 
     async def user_run(mine: Door, fn: Any, instead: str = "") -> Any:
@@ -172,6 +182,8 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         (core/scopes.py `beside`)."""
         try:
             return await anyio.to_thread.run_sync(beside, lambda: mine.call(fn), bool(instead), instead)
+        except ConfigError as exc:  # (a settings file broken since the start: the memory opens once it loads)
+            raise ToolError(f"{exc}; fix the settings, then call the tool again") from exc
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
             raise ToolError(str(exc)) from exc
         except NoMemoryHere as exc:  # served in a folder with no memory yet (`init` there opens it at the next call)
@@ -285,7 +297,8 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
         note that does not fit and all older ones are left out: ask for more chars); read from the files, no search."""
 
         def recent() -> list[NoteData]:
-            return [n.to_dict() for n in within(recent_notes(MemoryFiles(door.root, config=config), days), chars)]
+            files = MemoryFiles(door.root, config=server.config)
+            return [n.to_dict() for n in within(recent_notes(files, days), chars)]
 
         try:
             return {"notes": await anyio.to_thread.run_sync(recent)}
@@ -356,7 +369,10 @@ def create_server(door: Door, config: Config) -> MemoryMCPServer:
 def serve(workspace: Path) -> None:
     """Serve MCP over stdio until the client closes it."""
     filter_stdin()
-    config = load_config(workspace)
+    try:
+        config: Config | None = load_config(workspace)
+    except ConfigError:  # (said once by the command: each tool says it until the file is fixed)
+        config = None
     door = Door(workspace, config=config, process="memsearch-lsp mcp")
     server = create_server(door, config)
 

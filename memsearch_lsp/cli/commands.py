@@ -409,13 +409,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UserError(
             f"the MCP server needs the mcp package ({exc}); install it: {mcp_install()}", mcp_install()
         ) from exc
+    from memsearch_lsp.config import ConfigError
     from memsearch_lsp.core.onboard import NoMemoryHere
 
     try:
         workspace = _workspace(args)
-    except NoMemoryHere as exc:  # (a plugin starts it in every project: it serves, each tool saying how to start one)
+    except (NoMemoryHere, ConfigError) as exc:  # (a plugin starts it in every project: it serves, each tool saying
+        # how to start one; settings that do not load: each tool says why until the file is fixed)
         workspace = Path(args.workspace or Path.cwd()).expanduser().resolve()
-        print(f"memsearch-lsp mcp: {exc}; serving anyway: each tool says so until then", file=sys.stderr)
+        until = "then" if isinstance(exc, NoMemoryHere) else "the settings load"
+        print(f"memsearch-lsp mcp: {exc}; serving anyway: each tool says so until {until}", file=sys.stderr)
     serve(workspace)
     return EXIT_OK
 

@@ -280,3 +280,21 @@ async def test_in_a_project_without_memory_it_serves_and_each_tool_says_how_to_s
         subprocess.run([sys.executable, "-m", "memsearch_lsp", "init", str(plain)], check=True, capture_output=True)
         await call(session, "memory_remember", text="We cache sessions in Redis for 5 minutes.")
         assert (await call(session, "memory_search", query="redis sessions"))["hits"]
+
+
+async def test_settings_that_do_not_load_at_start_are_each_tools_answer_until_the_file_is_fixed(tmp_path: Path) -> None:
+    """(audit Z4, 5) A `.memsearch.toml` with a syntax error when the client started the server: it exited (rc 1) and
+    the agent had no memory tools all session, even after the file was fixed. It serves; each tool names the file
+    and what is wrong in it until the file loads, then the memory opens."""
+    ws = make_workspace(tmp_path)
+    settings = ws / ".memsearch.toml"
+    settings.write_text("[search\ntop_k = 3\n")
+    async with mcp_session(ws) as session:
+        assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+        for tool, arguments in (("memory_search", {"query": "redis"}), ("memory_recent", {}), ("memory_status", {})):
+            result = await session.call_tool(tool, arguments)
+            said = result.content[0].text  # type: ignore[union-attr]
+            assert result.is_error and f"{settings}: Expected ']'" in said and "\n" not in said, said
+        settings.write_text("[search]\ntop_k = 2\n")
+        assert (await call(session, "memory_search", query="Redis cache config"))["hits"]
+        assert "notes" in await call(session, "memory_recent")
