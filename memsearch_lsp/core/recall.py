@@ -154,7 +154,7 @@ def within(notes: list[Note], budget: int) -> list[Note]:
             kept.append(note)
             left -= len(note.content) + 2
             continue
-        if not kept and left > 200:
+        if not kept:  # (however small the budget: README, "a first note longer than N is cut")
             kept.append(replace(note, content=cut_to(note.content, left)))
             left -= len(kept[-1].content) + 2
         if note.kind == "daily":

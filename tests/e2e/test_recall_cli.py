@@ -213,3 +213,14 @@ def test_a_sigterm_that_lands_while_the_owner_waits_never_hangs_it(workspace: Pa
     finally:
         owner.kill()
         owner.wait()
+
+
+@pytest.mark.parametrize("chars", [60, 150, 200])
+def test_a_first_note_over_a_small_budget_is_cut_not_left_out(workspace: Path, chars: int) -> None:
+    """(audit Z4, 7) `--chars` under ~200 gave no note at all, though a first note longer than N is cut."""
+    note = "Rollback finished; the root cause was a bad migration in the orders table, fixed in PR 812. " * 3
+    (workspace / "memory" / "2026-02-18.md").write_text(f"# 2026-02-18\n\n## 17:00\n\n{note}\n")
+    done = cli(workspace, "recent", "--days", "1", "--chars", str(chars), "--json", now="2026-02-18T18:00")
+    (first,) = json.loads(done.stdout)["notes"]
+    assert first["content"].startswith("## 17:00\n\nRollback finished;") and first["content"].endswith("…"), first
+    assert len(first["content"]) <= chars
