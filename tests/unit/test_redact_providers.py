@@ -132,6 +132,7 @@ def test_a_secret_is_replaced_and_the_words_after_it_stay(text: str, kept: str) 
         "550e8400-e29b-41d4-a716-446655440000",
         "Xk9pQ2mL7v=R4tZ8wN3bY6cF1hJ5",  # (review R2: an "=" inside was taken for a setting's)
         "AAAAAAAAAAAAAAAAAAAAAMLheAAAAAAA0%2BuSeid%2BULvsea4JtiGRiSDSJSI%3DEUifiRBkKG5E2XzMDjRf",  # URL-encoded
+        "12|aBcD3fGh1jKlMnOpQrStUvWxYz0123456789abcd",  # a Laravel Sanctum token: its id, a bar, its secret
     ],
 )
 @pytest.mark.parametrize("said", ["Authorization: Bearer {}", "authorization: basic {}", "gh auth login --token {}"])

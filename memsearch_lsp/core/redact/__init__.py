@@ -106,9 +106,9 @@ RULES: tuple[Rule, ...] = (
         group=1,
         keep=lambda m: not _luhn(m[1]),
     ),
-    Rule(  # an HTTP header's credentials: Authorization: Bearer <token>, Basic <base64>, `--token <token>`
+    Rule(  # an HTTP header's credentials: Authorization: Bearer <token> (`<id>|<token>` too), Basic <base64>, `--token`
         "auth-header",
-        re.compile(r"(?i:(?P<sent>\bbearer|\bbasic|--token)|\btoken)[ \t]+([A-Za-z0-9._~+/=%-]{16,})"),
+        re.compile(r"(?i:(?P<sent>\bbearer|\bbasic|--token)|\btoken)[ \t]+((?:\d{1,12}\|)?[A-Za-z0-9._~+/=%-]{16,})"),
         group=2,
         keep=lambda m: _kept_auth(m),
     ),
