@@ -298,3 +298,36 @@ async def test_settings_that_do_not_load_at_start_are_each_tools_answer_until_th
         settings.write_text("[search]\ntop_k = 2\n")
         assert (await call(session, "memory_search", query="Redis cache config"))["hits"]
         assert "notes" in await call(session, "memory_recent")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_ctrl_c_ends_the_server_and_lets_the_index_go(workspace: Path) -> None:
+    """`memsearch-lsp mcp` run by hand and stopped with Ctrl-C (SIGINT) hung: the stdio loop waited on its thread
+    reading stdin. It ends as when its client stops it, taking its owner record with it."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memsearch_lsp", "mcp", "--workspace", str(workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        search = {"name": "memory_search", "arguments": {"query": "Redis cache config"}}
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
+        ):
+            server.stdin.write(json.dumps(message).encode() + b"\n")
+        server.stdin.flush()
+        while json.loads(server.stdout.readline()).get("id") != 2:
+            pass
+        record = workspace / ".memsearch" / "server.json"
+        assert json.loads(record.read_text())["pid"] == server.pid
+        server.send_signal(signal.SIGINT)
+        assert server.wait(30) == 0 and not record.exists()
+    finally:
+        server.kill()
+        server.wait()
+    assert b"Traceback" not in server.stderr.read()

@@ -9,12 +9,13 @@ from typing import Any
 
 
 def end_on_signals(leave: Callable[[], None], name: str) -> None:
-    """SIGTERM or SIGHUP (a client stopping its server: Neovim's `client:stop(true)`, VS Code after its shutdown
-    timeout; a closed terminal) runs `leave` (let the index and its owner record go, then exit) in a thread named
-    `name`: the interrupted thread may hold a lock that closing takes. Main thread only (Python's signals)."""
+    """SIGTERM, SIGHUP or SIGINT (a client stopping its server: Neovim's `client:stop(true)`, VS Code after its
+    shutdown timeout; a closed terminal; Ctrl-C, which left the stdio loop waiting on its thread reading stdin)
+    runs `leave` (let the index and its owner record go, then exit) in a thread named `name`: the interrupted
+    thread may hold a lock that closing takes. Main thread only (Python's signals)."""
 
     def ended(*_: Any) -> None:
         threading.Thread(target=leave, name=name, daemon=True).start()
 
-    for number in (signal.SIGTERM, signal.SIGHUP):
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(number, ended)
