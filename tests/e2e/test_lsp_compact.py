@@ -616,3 +616,29 @@ async def test_a_log_written_during_the_preview_loses_nothing_and_is_said(vscode
     assert "IMPORTANT-LATE-LINE" in (memory / "archive/2026-02-09.2.md").read_text()
     (warning,) = [m for m in session.client.messages[before:] if "during the compaction's preview" in m.message]
     assert warning.type == types.MessageType.Warning and "memory/archive/2026-02-09.2.md" in warning.message
+
+
+@pytest.mark.clients("visual_studio_code")  # applied on disk by the server: no client capability is involved
+async def test_a_code_actions_command_compacts_the_folder_of_its_log(own_lsp: LanguageClient, tmp_path: Path) -> None:
+    """(audit Y1, 1) With two folders, the compaction actions offered on the second folder's log, run as the
+    commands the server gave (a client taking no edits), compacted the first folder's logs: they named no folder."""
+    caps = capabilities(own_lsp.profile)  # type: ignore[attr-defined]
+    assert caps.workspace is not None
+    caps.workspace.workspace_edit = types.WorkspaceEditClientCapabilities(document_changes=False)
+    accept_code_actions(own_lsp)
+    first, second = make_workspace(tmp_path / "one"), make_workspace(tmp_path / "two")
+    session = await open_session(own_lsp, first, SETTINGS, caps, wait=2, folders=[first, second])
+    untouched = without_index(snapshot(first))
+    actions = await code_actions(session, second / "memory/2026-02-09.md")
+    for title in ("Compact this log", "Compact logs older than 7 days (12 logs)"):
+        (action,) = [a for a in actions if a.title == title]
+        assert action.command is not None and action.command.arguments, action
+        assert action.command.arguments[0]["root"] == str(second)
+    (older,) = [a for a in actions if a.title.startswith("Compact logs older")]
+    assert older.command is not None
+    result: Any = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=older.command.command, arguments=older.command.arguments)
+    )
+    assert result["applied"] is True, result
+    assert (second / "memory/archive/2026-02-09.md").is_file() and not (second / "memory/2026-02-09.md").exists()
+    assert without_index(snapshot(first)) == untouched

@@ -162,8 +162,9 @@ def offers(ls: MemsearchServer, params: types.CodeActionParams) -> list[types.Co
     actions: list[types.CodeAction] = []
 
     def action(title: str, args: dict[str, Any]) -> types.CodeAction:
+        args = {"root": str(root.path), **args}  # (its folder: the command's default is the first one)
         if edits:  # the edit is computed in codeAction/resolve
-            return types.CodeAction(title=title, kind=COMPACT_KIND, data={"root": str(root.path), **args})
+            return types.CodeAction(title=title, kind=COMPACT_KIND, data=args)
         return types.CodeAction(
             title=title, kind=COMPACT_KIND, command=types.Command(title=title, command=COMMAND, arguments=[args])
         )
