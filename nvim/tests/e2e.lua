@@ -252,6 +252,58 @@ local function read_file(path)
   return data
 end
 
+--- Outside any memory workspace (cwd and buffer in a plain folder) while this workspace's server runs, every command
+--- says "no memory here" and acts on nothing; a buffer of the workspace (a file outside memory/, a buffer with no
+--- name, or any buffer while the cwd is in it) still gets its server.
+local function step5c_outside_a_memory()
+  local ms = require('memsearch')
+  local back = vim.api.nvim_get_current_buf()
+  local plain = vim.fs.normalize(vim.fn.tempname())
+  vim.fn.mkdir(plain, 'p')
+  vim.fn.writefile({ '# Notes', '', 'hello' }, plain .. '/notes.md')
+  vim.cmd.cd(vim.fn.fnameescape(plain))
+  vim.cmd.edit(vim.fn.fnameescape(plain .. '/notes.md'))
+  check(ms.find_root() == nil, 'a memory workspace above %s: %s', plain, tostring(ms.find_root()))
+  local today_log = ws .. '/memory/' .. os.date('%Y-%m-%d') .. '.md'
+  local log_before, archived = read_file(today_log), vim.uv.fs_stat(ws .. '/memory/archive')
+  vim.ui.select = function(_, _, on_choice)
+    on_choice('Apply')
+  end
+  for _, sub in ipairs({ 'remember a note typed outside any memory', 'today', 'status', 'search Kafka', 'compact' }) do
+    local start = #notes
+    vim.cmd('Memsearch ' .. sub)
+    wait_for(STEP_MS, function()
+      return #notes > start
+    end, ':Memsearch ' .. sub .. ' outside a memory to answer')
+    local said = notes[start + 1]
+    check(said.level == vim.log.levels.ERROR and said.msg:find('no memory here: run :Memsearch init', 1, true) ~= nil,
+      ':Memsearch %s outside a memory said %q', sub, said.msg)
+  end
+  vim.wait(500)
+  check(read_file(today_log) == log_before, 'a note typed outside any memory went to %s', today_log)
+  check(vim.uv.fs_stat(ws .. '/memory/archive') == archived, 'a compaction outside any memory archived logs of %s', ws)
+  check(vim.fs.normalize(vim.api.nvim_buf_get_name(0)) == plain .. '/notes.md', ':Memsearch today opened %s',
+    vim.api.nvim_buf_get_name(0))
+
+  check(ms.get_client() == nil, 'outside a memory, get_client() gave the client of %s', client.root_dir)
+
+  vim.fn.mkdir(ws .. '/notes', 'p') -- a file of the workspace outside its memory (cwd still outside)
+  vim.cmd.edit(vim.fn.fnameescape(ws .. '/notes/todo.txt'))
+  check(ms.get_client() == client, 'a file of the workspace did not get its server')
+  local start = #notes
+  vim.cmd('Memsearch status')
+  wait_for(STEP_MS, function()
+    return #notes > start
+  end, ':Memsearch status from a file of the workspace')
+  check(notes[start + 1].level < vim.log.levels.ERROR, ':Memsearch status there said %q', notes[start + 1].msg)
+  vim.cmd.cd(vim.fn.fnameescape(ws))
+  vim.cmd.enew() -- a buffer with no name: the cwd's workspace
+  check(ms.get_client() == client, 'a buffer with no name (cwd in the workspace) did not get its server')
+  vim.cmd.edit(vim.fn.fnameescape(plain .. '/notes.md')) -- a file of no workspace: the cwd's
+  check(ms.get_client() == client, 'a buffer of no workspace (cwd in the workspace) did not get its server')
+  vim.cmd.buffer(back)
+end
+
 local function step7_compact_reviewed_and_applied_on_disk()
   local ms = require('memsearch')
   local log_path = ws .. '/memory/2026-02-05.md'
@@ -341,6 +393,7 @@ local steps = {
   { '4 file written on disk becomes searchable', step4_file_on_disk },
   { '5 :Memsearch search fills quickfix', step5_search_command },
   { '5b :Memsearch status/reindex/compact/today', step5b_commands },
+  { '5c outside a memory: no command acts on this workspace', step5c_outside_a_memory },
   { '6 :checkhealth memsearch', step6_checkhealth },
   { '7 compaction: plan shown, confirmed, applied on disk', step7_compact_reviewed_and_applied_on_disk },
 }

@@ -2,47 +2,41 @@
 local M = require('memsearch')
 local util = require('memsearch.util')
 
---- The workspace root for `path` (default: the current buffer, else the cwd), by the root markers.
+--- The workspace root for `path` by the root markers; without `path`, the current buffer's (a file buffer), else
+--- the cwd's: nil outside any memory workspace.
 ---@param path? string
 ---@return string?
 function M.find_root(path)
   local cfg = M.lsp_config() or {}
   local markers = cfg.root_markers or M.root_markers
-  if not path then
-    local name = vim.api.nvim_buf_get_name(0)
-    path = (vim.bo.buftype == '' and name ~= '') and name or (vim.fn.getcwd() .. '/.')
+  if path then
+    return vim.fs.root(path, markers)
   end
-  return vim.fs.root(path, markers)
+  local name = vim.api.nvim_buf_get_name(0)
+  local root = (vim.bo.buftype == '' and name ~= '') and vim.fs.root(name, markers) or nil
+  return root or vim.fs.root(vim.fn.getcwd() .. '/.', markers)
 end
 
---- The memsearch client for the current buffer; else the one of the workspace the buffer (or the cwd) is in, nil
---- when that workspace has none running (with_client starts it: a note never goes to another workspace's log);
---- outside any workspace, the one whose root holds the cwd, else any.
+--- The memsearch client for the current buffer; else the one of the workspace the buffer (or the cwd) is in (see
+--- find_root), nil when that workspace has none running (with_client starts it) and outside any workspace
+--- (with_client says so): a command never acts on another workspace, a note never goes to another one's log.
 ---@return vim.lsp.Client?
 function M.get_client()
   local clients = vim.lsp.get_clients({ name = util.NAME, bufnr = 0 })
   if #clients > 0 then
     return clients[1]
   end
-  clients = vim.lsp.get_clients({ name = util.NAME })
   local here = M.find_root()
-  if here then
-    here = vim.fs.normalize(here)
-    for _, client in ipairs(clients) do
-      if client.root_dir and vim.fs.normalize(client.root_dir) == here then
-        return client
-      end
-    end
+  if not here then
     return nil
   end
-  local cwd = vim.fs.normalize(vim.fn.getcwd())
-  for _, client in ipairs(clients) do
-    local root = client.root_dir and vim.fs.normalize(client.root_dir)
-    if root and (cwd == root or vim.startswith(cwd, root .. '/')) then
+  here = vim.fs.normalize(here)
+  for _, client in ipairs(vim.lsp.get_clients({ name = util.NAME })) do
+    if client.root_dir and vim.fs.normalize(client.root_dir) == here then
       return client
     end
   end
-  return clients[1]
+  return nil
 end
 
 --- Calls `cb(client)` with an initialized client, starting one for the cwd's workspace if none
