@@ -178,6 +178,29 @@ local ok, err = xpcall(function()
     why = reason
   end)
   check(why and why:find('`memsearch%-lsp%-not%-installed` is not executable: run :lua') ~= nil, 'reason %s', tostring(why))
+
+  -- :Memsearch init reads its folder as Vim reads a file name (`new\ proj` is "new proj", `~` is home), and Tab
+  -- completes it so; the MEMORY.md it opens starts no server here
+  vim.lsp.enable('memsearch', false)
+  ms.setup({ cmd = { 'python3', '-m', 'memsearch_lsp', 'serve' }, enable = false })
+  local base = vim.fs.normalize(vim.fn.tempname())
+  vim.fn.mkdir(base .. '/new proj', 'p')
+  for _, typed in ipairs({ base .. '/ne', base .. [[/new\ p]] }) do
+    local got = vim.fn.getcompletion('Memsearch init ' .. typed, 'cmdline')
+    check(vim.deep_equal(got, { base .. [[/new\ proj/]] }), 'init %s completes to %s', typed, vim.inspect(got))
+  end
+  local function init_made(typed, dir)
+    vim.cmd('Memsearch init ' .. typed)
+    local memory = dir .. '/memory/MEMORY.md'
+    check(vim.wait(30000, function()
+      return vim.fs.normalize(vim.api.nvim_buf_get_name(0)) == memory
+    end, 50), ':Memsearch init %s opened %q, not %s', typed, vim.api.nvim_buf_get_name(0), memory)
+    check(vim.fn.filereadable(memory) == 1, ':Memsearch init %s made no %s', typed, memory)
+  end
+  init_made(base .. [[/new\ proj]], base .. '/new proj')
+  check(vim.fn.isdirectory(base .. [[/new\ proj]]) == 0, ':Memsearch init made a folder named with a backslash')
+  vim.env.HOME = base
+  init_made([[~/at\ home]], base .. '/at home')
 end, debug.traceback)
 
 if ok then

@@ -165,13 +165,14 @@ function M.command(args)
     return M.show_status()
   elseif sub == 'remember' then
     return M.remember(rest)
-  elseif sub == 'init' then
-    return M.init(rest)
+  elseif sub == 'init' then -- its folder as Vim reads a file name (`dir\ with\ space`); unescaped spaces kept too
+    return M.init(args.fargs and table.concat(vim.list_slice(args.fargs, 2), ' ') or rest)
   end
   notify(('unknown subcommand "%s"; use one of: %s'):format(sub, table.concat(M.subcommands, ', ')), vim.log.levels.ERROR)
 end
 
 function M.complete(arglead, cmdline, _)
+  cmdline = cmdline:gsub('\\.', '__') -- an escaped space (`dir\ with\ space`) is part of its word
   local words = vim.split(vim.trim(cmdline:gsub('^%s*%S+', '', 1)), '%s+', { trimempty = true })
   local after_space = cmdline:match('%s$') ~= nil
   local nth = #words + (after_space and 1 or 0)
@@ -182,8 +183,8 @@ function M.complete(arglead, cmdline, _)
     choices = { 'force' }
   elseif words[1] == 'compact' then
     choices = { 'dry-run' }
-  elseif words[1] == 'init' and nth == 2 then
-    return vim.fn.getcompletion(arglead, 'dir')
+  elseif words[1] == 'init' and nth == 2 then -- escaped as :Memsearch init reads them
+    return vim.tbl_map(vim.fn.fnameescape, vim.fn.getcompletion(arglead, 'dir'))
   end
   return vim.tbl_filter(function(c)
     return vim.startswith(c, arglead)
