@@ -50,6 +50,9 @@ _KEYS = frozenset(editor_key(k) for k in USER_ONLY_KEYS)
 _VALUES = frozenset((editor_key(k), v) for k, v in USER_ONLY_VALUES)
 _PATHS = frozenset(editor_key(k) for k in WORKSPACE_PATH_KEYS)
 PROVIDER_BOUND = frozenset(editor_key(k) for k in PROVIDER_BOUND_KEYS)
+#: Those keys and the keys of those values, as editors spell them (VS Code's `machine` scope): the user's alone, so a
+#: workspace folder's own editor settings never change them (lsp/features/settings.py: the window's apply).
+USER_ONLY_SETTINGS = _KEYS | frozenset(key for key, _ in _VALUES)
 
 
 def untrusted(key: str, value: Any, root: Path) -> bool:

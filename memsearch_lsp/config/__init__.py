@@ -3,7 +3,14 @@ file < .memsearch.toml < env MEMSEARCH_* < editor/API (config/layers.py) through
 
 from __future__ import annotations
 
-from memsearch_lsp.config.layers import from_env, ignored_workspace_keys, load_config, merge_layer, user_config_path
+from memsearch_lsp.config.layers import (
+    flat_settings,
+    from_env,
+    ignored_workspace_keys,
+    load_config,
+    merge_layer,
+    user_config_path,
+)
 from memsearch_lsp.config.model import (
     SECTIONS,
     CompactConfig,
@@ -63,6 +70,7 @@ __all__ = [
     "archive_folder",
     "choices",
     "editor_key",
+    "flat_settings",
     "from_env",
     "ignored_workspace_keys",
     "kwargs_to_settings",

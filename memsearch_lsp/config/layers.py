@@ -61,7 +61,7 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
 _warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
-def _flat(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def flat_settings(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """A layer's settings as (dotted key as written, value): `[search] topK = 5` -> ("search.topK", 5)."""
     return [
         (f"{key}.{name}", item) if key in SECTIONS and isinstance(value, Mapping) else (str(key), value)
@@ -81,7 +81,7 @@ def ignored_workspace_keys(path: Path) -> tuple[str, ...]:
     """The keys of the workspace file `path` that are not applied (user-only, see USER_ONLY_KEYS), as
     `section.key`; () when the file is missing. ConfigError when it cannot be read."""
     data = _read_toml(path)
-    return () if data is None else _ignored(_flat(data), path.parent)
+    return () if data is None else _ignored(flat_settings(data), path.parent)
 
 
 def _within(path: Path, workspace: Path) -> bool:
@@ -103,7 +103,7 @@ def _within(path: Path, workspace: Path) -> bool:
 
 def _workspace_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     """A workspace file's settings without the user-only ones (one warning names what was ignored)."""
-    flat = _flat(data)
+    flat = flat_settings(data)
     ignored = _ignored(flat, path.parent)
     _warn_once(
         path,
@@ -129,7 +129,7 @@ def merge_layer(config: Config, data: Mapping[str, Any], origin: str, errors: li
     except ConfigError:
         if errors is None:
             raise
-    flat = _flat(data)
+    flat = flat_settings(data)
     bad = {}
     for key, value in flat:
         try:

@@ -98,6 +98,7 @@ class MemsearchServer(ReportingServer):
         )
         self.roots: dict[Path, Root] = {}
         self.overrides: dict[str, Any] = {}  # editor settings in force
+        self.scoped: dict[Path, dict[str, Any]] = {}  # a workspace folder's own (features/settings.py load_settings)
         self.init_options: dict[str, Any] = {}
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsearch-writer")
         self.generations: dict[tuple[Path, str], int] = {}
@@ -347,9 +348,13 @@ class MemsearchServer(ReportingServer):
 
     def settings_of(self, path: Path) -> Config:
         """The settings for a folder: a bad key (in the editor's settings or a file) is left out, every other applies,
-        and each bad one is said once, with its source (the editor's settings are every folder's: said once)."""
+        and each bad one is said once, with its source (the editor's settings are every folder's: said once). The
+        editor's are the folder's own (or a folder's inside it, that serves it) when the client answered for it."""
         errors: list[str] = []
-        config = load_config(path, self.overrides, errors=errors, origin="editor settings")
+        own = sorted(folder for folder in self.scoped if folder == path or path in folder.parents)
+        config = load_config(
+            path, self.scoped[own[0]] if own else self.overrides, errors=errors, origin="editor settings"
+        )
         for error in errors:
             self.warn(f"{error}; left out (the rest applies)", show=config.lsp.show_notifications)
         return config

@@ -24,6 +24,7 @@ from tests.helpers import (
     start,
     stop,
     until,
+    uri,
     wait_until,
     watches,
     workspace_folder,
@@ -87,6 +88,52 @@ async def test_the_watchers_cover_what_is_indexed_and_go_with_their_folder(lsp: 
     change(types.DidChangeWorkspaceFoldersParams(event=back))
     await until(lambda: len(session.registrations) == 3, "the folder added again watched again")
     assert len({r.id for r in session.registrations}) == 3 and watches(session.registrations[-1], other / "memory/b.md")
+
+
+@pytest.mark.clients("visual_studio_code")  # (Neovim answers every folder with its one settings table)
+async def test_each_folder_has_its_own_editor_settings_but_the_users_own_keys(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """(audit Y1) VS Code's settings of a folder (its `.vscode/settings.json`) never reached the server: it asked
+    workspace/configuration once, without a scopeUri, and gave every root the window's settings, so a folder whose
+    memory.paths is ["notes"] was indexed at memory/ while the extension watched notes/. A folder's own value of a
+    setting only the user sets (where the index goes) does not apply; a folder added later is asked for its own."""
+    alpha, beta, gamma = tmp_path / "alpha", tmp_path / "beta", tmp_path / "gamma"
+    for ws, other, text in [
+        (alpha, "memory", "## Alpha\n\nplatypus alpha\n"),
+        (beta, "notes", "## Wombat\n\nwombat burrow notes\n"),
+        (gamma, "kept", "## Quokka\n\nquokka island notes\n"),
+    ]:
+        (ws / "memory").mkdir(parents=True)
+        (ws / "memory" / "MEMORY.md").write_text(f"# M\n\n## {ws.name} topic\n\nplatypus {ws.name}\n")
+        (ws / other).mkdir(exist_ok=True)
+        (ws / other / "n.md").write_text(f"# N\n\n{text}")
+    window = {**FAST, "milvus": {"collection": "mine"}}
+    session = Session(lsp, alpha, lsp.profile)  # type: ignore[attr-defined]
+    lsp._configuration = {  # type: ignore[attr-defined]  # (pytest-lsp answers a scopeUri by its longest prefix)
+        "": {"memsearch": window},
+        uri(beta): {"memsearch": {**FAST, "memory": {"paths": ["notes"]}, "milvus": {"collection": "theirs"}}},
+        uri(gamma): {"memsearch": {"memory": {"paths": ["kept"]}}},
+    }
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
+            root_uri=uri(alpha),
+            workspace_folders=[workspace_folder(alpha), workspace_folder(beta)],
+            initialization_options={"memsearch": window},
+        )
+    )
+    await session.wait_indexed(2)
+    wombat = await session.until_symbol("wombat burrow", "Wombat")
+    assert isinstance(wombat.location, types.Location) and "/beta/notes/" in wombat.location.uri
+    assert "beta topic" not in [s.name for s in await session.symbols("platypus beta")]  # (beta/memory: not its)
+    assert "alpha topic" in [s.name for s in await session.symbols("platypus alpha")]  # (the window's paths)
+    status = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="memsearch.status"))
+    assert {Path(r["root"]).name: r["collection"] for r in status["roots"]} == {"alpha": "mine", "beta": "mine"}
+    added = types.WorkspaceFoldersChangeEvent(added=[workspace_folder(gamma)], removed=[])
+    lsp.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(event=added))
+    quokka = await session.until_symbol("quokka island", "Quokka", timeout=60)
+    assert isinstance(quokka.location, types.Location) and "/gamma/kept/" in quokka.location.uri
 
 
 @pytest_asyncio.fixture

@@ -17,7 +17,7 @@ from memsearch_lsp.config import CONFIG_FILE
 from memsearch_lsp.core.files import MAX_FILE_BYTES
 from memsearch_lsp.core.onboard import find_workspace
 from memsearch_lsp.lsp.features.forward import forwarded
-from memsearch_lsp.lsp.features.settings import apply_settings
+from memsearch_lsp.lsp.features.settings import apply_settings, load_settings
 from memsearch_lsp.lsp.features.watch import WHOLE_FOLDER, unwatch, watch
 
 if TYPE_CHECKING:
@@ -133,6 +133,8 @@ def register(server: MemsearchServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_folders(ls: MemsearchServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        if params.event.added:
+            await load_settings(ls)  # the added folders' own settings
         await start_roots(ls, removed=params.event.removed)
 
 
