@@ -10,6 +10,7 @@ import {
     USER_ONLY_SETTINGS,
     PROVIDER_BOUND_SETTINGS,
     WORKSPACE_PATH_SETTINGS,
+    configurationAnswers,
     contributedSettingKeys,
     explicitValue,
     getInterpreterSetting,
@@ -27,7 +28,7 @@ import {
     type ConfigurationReader,
     type SettingInspection,
 } from '../src/common/settings';
-import { Uri, stub } from './stubs/vscode';
+import { Uri, stub, vsUri } from './stubs/vscode';
 
 function reader(values: Record<string, SettingInspection>): ConfigurationReader {
     return { inspect: (key) => values[key] };
@@ -165,6 +166,48 @@ describe('settings mapping', () => {
         assert.deepEqual(settingsAt(settings, 'milvus'), {}, 'an unset group is empty');
         assert.equal(settingsAt(settings, 'milvus.uri'), null, 'an unset key is null');
         assert.equal(settingsAt({}, 'showNotifications'), null);
+    });
+});
+
+describe('workspace/configuration in a multi-root workspace', () => {
+    const made: string[] = [];
+    beforeEach(() => stub.reset());
+    afterEach(() => {
+        for (const dir of made.splice(0)) {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
+    it("answers a folder's items with that folder's settings, the user's own for user-only keys (audit Y1)", () => {
+        const one = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-one-'));
+        const two = fs.mkdtempSync(path.join(os.tmpdir(), 'memsearch-two-'));
+        made.push(one, two);
+        stub.workspaceFolders = [
+            { uri: Uri.file(one), name: 'one', index: 0 },
+            { uri: Uri.file(two), name: 'two', index: 1 },
+        ];
+        stub.set('memsearch.search.topK', 4);
+        stub.set('memsearch.milvus.uri', 'http://localhost:19530');
+        // the second folder's .vscode/settings.json: its memory is notes/, and it names a Milvus server of its own
+        stub.setForFolder(Uri.file(two), 'memsearch.memory.paths', ['notes']);
+        stub.setForFolder(Uri.file(two), 'memsearch.compact.olderThanDays', 3);
+        stub.setForFolder(Uri.file(two), 'memsearch.milvus.uri', 'http://attacker.example:19530');
+        const user = { search: { topK: 4 }, milvus: { uri: 'http://localhost:19530' } };
+        const items = [
+            { section: 'memsearch' },
+            { section: 'memsearch', scopeUri: Uri.file(one).toString() },
+            { section: 'memsearch', scopeUri: Uri.file(two).toString() },
+            { section: 'memsearch.memory', scopeUri: Uri.file(two).toString() },
+            { section: 'files.exclude', scopeUri: Uri.file(two).toString() },
+        ];
+        assert.deepEqual(configurationAnswers(items, [null, null, null, null, { '**/.git': true }]), [
+            user,
+            user,
+            { ...user, memory: { paths: ['notes'] }, compact: { olderThanDays: 3 } },
+            { paths: ['notes'] },
+            { '**/.git': true },
+        ]);
+        assert.deepEqual(getMemoryPaths(vsUri(Uri.file(path.join(two, 'notes', 'a.md')))), ['notes'], 'what its watchers use');
     });
 });
 

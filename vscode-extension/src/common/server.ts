@@ -34,7 +34,7 @@ import {
 } from './python';
 import { carriedWheel, installState, type ServerHome } from './install';
 import { INSTALL_SERVER, installWithProgress, updateMemoryContext, type SetupHost } from './setup';
-import { getInterpreterSetting, getMemoryPaths, getServerSettings, memoryGlobs, ownSettingsPath, settingsAt } from './settings';
+import { configurationAnswers, getInterpreterSetting, getMemoryPaths, getServerSettings, memoryGlobs, ownSettingsPath } from './settings';
 import type { IndexStatus } from './status';
 
 function readText(file: string): string | undefined {
@@ -361,23 +361,15 @@ export class ServerManager implements ServerControl, SetupHost, vscode.Disposabl
                 // Answer `workspace/configuration` for our section with the user's values only
                 // (see settings.explicitValue); other sections get VS Code's answer.
                 configuration: async (params, token, next) => {
-                    const own = params.items.map((item) => ownSettingsPath(item.section));
                     let fallback: unknown[] = [];
-                    if (own.some((entry) => entry === undefined)) {
+                    if (params.items.some((item) => ownSettingsPath(item.section) === undefined)) {
                         const result: unknown = await next(params, token);
                         if (!Array.isArray(result)) {
                             return result as never;
                         }
                         fallback = result;
                     }
-                    return params.items.map((item, index) => {
-                        const settingsPath = own[index];
-                        if (settingsPath === undefined) {
-                            return fallback[index] ?? null;
-                        }
-                        const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
-                        return settingsAt(getServerSettings(scope), settingsPath);
-                    });
+                    return configurationAnswers(params.items, fallback);
                 },
                 // A server that registers for didChangeConfiguration itself gets our section as
                 // the nested object of the user's values too (not VS Code's defaults).

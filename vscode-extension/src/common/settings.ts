@@ -223,6 +223,29 @@ export function ownSettingsPath(section: string | null | undefined): string | un
     return undefined;
 }
 
+/** A `workspace/configuration` item (LSP's `ConfigurationItem`). */
+export interface ConfigurationItemLike {
+    readonly section?: string | null;
+    readonly scopeUri?: string | null;
+}
+
+/**
+ * The answers to `workspace/configuration`: an item of our section gets the user's values (see explicitValue) of the
+ * folder its `scopeUri` names (the server asks one item for the window, then one for each workspace folder, and
+ * applies each folder's to that folder's memory), else of the window; an item of another section gets `others`'
+ * answer at its index (VS Code's).
+ */
+export function configurationAnswers(items: readonly ConfigurationItemLike[], others: readonly unknown[] = []): unknown[] {
+    return items.map((item, index) => {
+        const settingsPath = ownSettingsPath(item.section);
+        if (settingsPath === undefined) {
+            return others[index] ?? null;
+        }
+        const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
+        return settingsAt(getServerSettings(scope), settingsPath);
+    });
+}
+
 /** The value at a dotted path of nested settings (`''` = all); null when unset. */
 export function settingsAt(settings: NestedSettings, path: string): JsonValue {
     let node: JsonValue = settings;

@@ -211,6 +211,8 @@ export interface FakeExtension {
 
 export const stub = {
     settings: new Map<string, SettingValues>(),
+    /** The values one workspace folder's settings set (its `.vscode/settings.json`), by the folder's path. */
+    folderSettings: new Map<string, Map<string, unknown>>(),
     messages: [] as ShownMessage[],
     /** Answers of the next show*Message calls, first in first out (undefined: dismissed). */
     answers: [] as (string | undefined)[],
@@ -228,6 +230,7 @@ export const stub = {
     activeTextEditor: undefined as unknown,
     reset(): void {
         this.settings.clear();
+        this.folderSettings.clear();
         this.messages = [];
         this.answers = [];
         this.quickPicks = [];
@@ -246,6 +249,10 @@ export const stub = {
     set(key: string, value: unknown, level: keyof SettingValues = 'globalValue'): void {
         this.settings.set(key, { ...this.settings.get(key), [level]: value });
     },
+    /** Set `key` in the settings of the workspace folder `folder` only: read with a resource inside it. */
+    setForFolder(folder: Uri, key: string, value: unknown): void {
+        this.folderSettings.set(folder.path, (this.folderSettings.get(folder.path) ?? new Map<string, unknown>()).set(key, value));
+    },
 };
 
 // --- Namespaces --------------------------------------------------------------------------------
@@ -257,22 +264,30 @@ for (const block of manifest.contributes.configuration) {
     }
 }
 
-function configuration(section?: string) {
+function configuration(section?: string, resource?: Uri) {
     const full = (key: string): string => (section ? `${section}.${key}` : key);
+    const folder = resource === undefined ? undefined : workspace.getWorkspaceFolder(resource);
+    // (read with a resource in a folder: that folder's own values are its workspaceFolderValue)
+    const valuesOf = (key: string): SettingValues | undefined => {
+        const own = folder === undefined ? undefined : stub.folderSettings.get(folder.uri.path)?.get(full(key));
+        const shared = stub.settings.get(full(key));
+        return own === undefined ? shared : { ...shared, workspaceFolderValue: own };
+    };
     return {
         get<T>(key: string, fallback?: T): T | undefined {
-            const values = stub.settings.get(full(key));
+            const values = valuesOf(key);
             const value = values?.workspaceFolderValue ?? values?.workspaceValue ?? values?.globalValue ?? defaults.get(full(key));
             return (value ?? fallback) as T | undefined;
         },
         inspect(key: string) {
-            if (!defaults.has(full(key)) && !stub.settings.has(full(key))) {
+            const values = valuesOf(key);
+            if (!defaults.has(full(key)) && values === undefined) {
                 return undefined;
             }
-            return { key: full(key), defaultValue: defaults.get(full(key)), ...stub.settings.get(full(key)) };
+            return { key: full(key), defaultValue: defaults.get(full(key)), ...values };
         },
         has(key: string): boolean {
-            return defaults.has(full(key)) || stub.settings.has(full(key));
+            return defaults.has(full(key)) || valuesOf(key) !== undefined;
         },
     };
 }
