@@ -25,7 +25,7 @@ from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
-from memsearch_lsp.core.process.door import Door
+from memsearch_lsp.core.process.door import Door, PassStopped
 from memsearch_lsp.core.process.owner import OwnerGone
 from memsearch_lsp.lsp.protocol import MemsearchProtocol, ReportingServer
 from memsearch_lsp.trust import hide_credentials
@@ -202,12 +202,15 @@ class MemsearchServer(ReportingServer):
 
         `op` names a Memory method (called with `args`/`kwargs`) or takes the memory; either way, when
         the index owner went away meanwhile, the very same operation runs again on whichever memory
-        this window holds after taking over.
+        this window holds after taking over. A root whose folder was removed (`close_root`) writes nothing more,
+        and is announced no more.
         """
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
 
         def run() -> IndexStats:
+            if root.door.halted:  # (queued before its close, or after it: the index is not opened again)
+                raise PassStopped(f"{root.path.name}: the folder was closed")
             memory = root.memory
             return getattr(memory, op)(*args, **kwargs) if isinstance(op, str) else op(memory)
 
@@ -217,6 +220,8 @@ class MemsearchServer(ReportingServer):
             await self.take_over(root, root.memory)
             stats = await loop.run_in_executor(self.writer, run)
         self.passes += 1
+        if self.roots.get(root.path) is not root:  # (removed while it ran)
+            return stats
         self.protocol.notify(
             INDEXED,
             {
@@ -271,6 +276,9 @@ class MemsearchServer(ReportingServer):
                 return await coro
             except asyncio.CancelledError:
                 raise
+            except PassStopped as exc:  # its folder was closed: nothing went wrong
+                log.info("%s: %s", what, exc)
+                return None
             except Exception as exc:
                 self.report(f"{what} failed: {exc}", exc)
                 return None
@@ -323,7 +331,7 @@ class MemsearchServer(ReportingServer):
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
 
         try:
-            stats = await self.write(root, "index", force=force, progress=progress)
+            stats = await self.write(root, "index", force=force, progress=root.door.stoppable(progress))
         finally:
             if token is not None:
                 self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
@@ -393,8 +401,11 @@ class MemsearchServer(ReportingServer):
             self.roots[path] = root
 
     def close_root(self, root: Root) -> None:
+        """Stop the root's index pass now (it would hold the index, and its owner record, to its end), then close
+        its memory once the writer has let it go."""
         if root.poller:
             root.poller.cancel()
+        root.door.halt()
         self.writer.submit(root.door.close)
 
     def shutdown_roots(self) -> None:

@@ -90,7 +90,8 @@ def test_the_indexed_notification_has_the_documented_fields(monkeypatch: pytest.
     server = MemsearchServer()
     sent: list[tuple[str, Any]] = []
     monkeypatch.setattr(server.protocol, "notify", lambda method, params=None: sent.append((method, params)))
-    root = Root(Path("/w"), SimpleNamespace(memory=SimpleNamespace(remote=False)))  # type: ignore[arg-type]
+    root = Root(Path("/w"), SimpleNamespace(memory=SimpleNamespace(remote=False), halted=False))  # type: ignore[arg-type]
+    server.roots[root.path] = root  # (a removed folder's pass is announced no more)
     try:
         asyncio.run(server.write(root, lambda memory: IndexStats()))
     finally:

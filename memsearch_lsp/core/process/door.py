@@ -191,13 +191,11 @@ class Door:
             return self._pass
 
     def _reconcile(self, done: Future[None]) -> None:
-        def progress(chunks: int, total: int, message: str) -> None:
-            if self._stop.is_set():  # (heard between embedder batches: the pass ends there, its groups written kept)
-                raise PassStopped(f"{self.root.name}: the index pass was stopped at {chunks}/{total} chunks")
+        def heard(chunks: int, total: int, message: str) -> None:
             self.progress = (chunks, total, message)
 
         try:
-            self.call(lambda memory: index_what_it_can(memory, progress, "searching"))
+            self.call(lambda memory: index_what_it_can(memory, self.stoppable(heard), "searching"))
         except BaseException as exc:  # (the caller that waits for it hears it; one that does not, the log)
             log.debug("%s: the index pass failed: %s", self.root, exc)
             done.set_exception(exc)
@@ -225,13 +223,33 @@ class Door:
     def last_call(self) -> float:
         return self.owner.last_call if self.owner is not None else time.monotonic()
 
+    def stoppable(self, progress: Progress | None = None) -> Progress:
+        """`progress` for an index pass that `halt` (or `stop`) ends: PassStopped at its next report, heard between
+        embedder batches; the groups it wrote are kept, and the next pass reads the files it did not finish."""
+
+        def heard(chunks: int, total: int, message: str) -> None:
+            if self._stop.is_set():
+                raise PassStopped(f"{self.root.name}: the index pass was stopped at {chunks}/{total} chunks")
+            if progress is not None:
+                progress(chunks, total, message)
+
+        return heard
+
+    def halt(self) -> None:
+        """No index pass goes on (a `stoppable` one stops at its next report) or starts after this; not waited for."""
+        with self._passing:
+            self._stop.set()
+
+    @property
+    def halted(self) -> bool:
+        return self._stop.is_set()
+
     def stop(self, wait_s: float = STOP_WAIT_S) -> bool:
         """Stop the index pass in the background, if one runs, and wait for it `wait_s` at most; no pass starts
         after this. False when it still runs (its thread must not outlive the memory it writes, nor the process's
         teardown, where a native thread still running aborts the interpreter)."""
-        with self._passing:
-            self._stop.set()
-            thread = self._thread
+        self.halt()
+        thread = self._thread  # (none starts once halted)
         if thread is None or thread is threading.current_thread():
             return True
         thread.join(wait_s)
