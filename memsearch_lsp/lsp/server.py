@@ -112,6 +112,9 @@ class MemsearchServer(ReportingServer):
         self.folders_changing = asyncio.Lock()  # roots open and close one change at a time (sync.start_roots)
         self.started = asyncio.Event()  # `initialized` has opened the workspace folders (or given up)
         self.user: Any = None  # the user memory (core/scopes.py) as features/symbols.py opens it
+        self.bare: dict[Path, Config] = {}  # the workspace folders with no memory (yet), with their settings
+        self.bare_watch = ""  # the client's watcher of what would make them memories (features/watch.py)
+        self.open_new: Callable[[], Awaitable[None]] | None = None  # opens new memory folders (lsp/setup.py)
 
     # -- requests before the folders are open ---------------------------------------------------
     def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
@@ -130,6 +133,7 @@ class MemsearchServer(ReportingServer):
         @functools.wraps(handler)
         async def settled_first(ls: MemsearchServer, *args: Any, **kwargs: Any) -> Any:
             await ls.settled()
+            await ls.open_woken()
             return await handler(ls, *args, **kwargs)
 
         return settled_first  # type: ignore[return-value]
@@ -143,6 +147,12 @@ class MemsearchServer(ReportingServer):
             await asyncio.wait_for(self.started.wait(), SETTLE_S)
         except asyncio.TimeoutError:  # (not TimeoutError itself before Python 3.11)
             log.warning("the workspace folders are not open after %gs; answering without them", SETTLE_S)
+
+    async def open_woken(self) -> None:
+        """Open the workspace folders that became memories since the server started (`memsearch-lsp init` run in
+        one): whatever comes next (the watcher's event, an opened file, a command) finds them open."""
+        if self.open_new is not None and any(is_memory_workspace(p, c) for p, c in self.bare.items() if p.is_dir()):
+            await self.open_new()
 
     # -- roots and paths -------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[Root, str] | None:
@@ -376,6 +386,7 @@ class MemsearchServer(ReportingServer):
         paths = [Path(to_fs_path(f.uri) or "") for f in folders]
         if not paths and root_path and self.workspace.root_path:
             paths = [Path(self.workspace.root_path)]
+        self.bare = {}
         for path in paths:
             path = path.resolve()
             if path in self.roots or not path.is_dir():
@@ -383,8 +394,9 @@ class MemsearchServer(ReportingServer):
             config = self.settings_of(path)
             if not is_memory_workspace(path, config):  # a folder inside a workspace serves that workspace
                 found = find_workspace(path)
-                if found is None:  # nothing is indexed or written there
+                if found is None:  # nothing is indexed or written there (until it is a memory: `open_woken`)
                     log.info("%s: %s; not indexed (no %s)", path.name, NO_MEMORY, " or ".join(memory_markers(config)))
+                    self.bare[path] = config
                     continue
                 log.info("%s is inside the memory workspace %s: serving that", path, found)
                 path = found

@@ -6,6 +6,7 @@ Features import the server class; the server class imports no feature; only this
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import sys
@@ -26,6 +27,7 @@ def create_server() -> MemsearchServer:
     server = MemsearchServer()
     for feature in (sync, settings, symbols, hover, commands, actions):
         feature.register(server)
+    server.open_new = functools.partial(sync.start_roots, server)  # (a folder made a memory while the server runs)
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: MemsearchServer, params: types.InitializeParams) -> None:

@@ -5,14 +5,48 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.helpers import make_workspace, open_session, until, workspace_folder
+from tests.helpers import make_workspace, open_session, run_cli, until, uri, watches, workspace_folder
 
 FAST = {"watch": {"debounceMs": 200}}
+
+
+async def command(client: LanguageClient, name: str, *arguments: Any) -> Any:
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=list(arguments))
+    )
+
+
+@pytest.mark.clients("visual_studio_code")  # (its watcher: RelativePatterns; Neovim's request opens it the same way)
+async def test_a_folder_made_a_memory_while_the_server_runs_is_opened_and_indexed(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """`memsearch-lsp init` in a workspace folder that had no memory: the client watches for what makes one, and its
+    event opens the folder (indexed, in status, today's log), no restart needed."""
+    first, later = make_workspace(tmp_path / "one"), tmp_path / "later"
+    later.mkdir()
+    session = await open_session(lsp, first, FAST, folders=[first, later])
+    bare = [r for r in session.registrations if watches(r, later / ".memsearch.toml", kind=1)]
+    assert bare and watches(bare[0], later / "memory", kind=1)
+    run_cli("init", str(later), check=True)
+    (later / "memory" / "MEMORY.md").write_text("# Memory\n\n## Wombat\n\nwombat burrow notes\n")
+    session.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(later / ".memsearch.toml"), type=types.FileChangeType.Created)]
+        )
+    )
+    await until(lambda: any(n["root"] == str(later) for n in session.indexed), "the new memory's first pass", 60)
+    assert (await session.until_symbol("wombat burrow", "Wombat")).location.uri.startswith(uri(later))  # type: ignore[union-attr]
+    status = await command(session.client, "memsearch.status")
+    assert [r["root"] for r in status["roots"]] == [str(first), str(later)]
+    today = await command(session.client, "memsearch.today", {"root": uri(later)})
+    assert today["uri"].startswith(uri(later / "memory"))
+    assert any(u.id == bare[0].id for u in session.unregistrations)  # (no folder left without a memory)
 
 
 @pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks

@@ -18,7 +18,7 @@ from memsearch_lsp.core.files import MAX_FILE_BYTES
 from memsearch_lsp.core.onboard import find_workspace
 from memsearch_lsp.lsp.features.forward import forwarded
 from memsearch_lsp.lsp.features.settings import apply_settings, load_settings
-from memsearch_lsp.lsp.features.watch import WHOLE_FOLDER, unwatch, watch
+from memsearch_lsp.lsp.features.watch import WHOLE_FOLDER, unwatch, watch, watch_bare
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
@@ -167,6 +167,7 @@ async def start_roots(ls: MemsearchServer, removed: Sequence[types.WorkspaceFold
             if path not in started:
                 await watch(ls, root)
                 ls.background(ls.reconcile(root), f"indexing {root.path.name}")
+        await watch_bare(ls)
 
 
 def whole_folder(kind: types.FileChangeType, path: Path, memory_file: bool) -> bool:

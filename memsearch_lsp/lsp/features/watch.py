@@ -17,6 +17,7 @@ from pygls.uris import from_fs_path
 
 from memsearch_lsp.config import CONFIG_FILE
 from memsearch_lsp.core.files import SUFFIXES, changed_ns, memory_folders
+from memsearch_lsp.core.onboard import memory_markers
 from memsearch_lsp.lsp.features.forward import forwarded
 
 if TYPE_CHECKING:
@@ -42,67 +43,96 @@ async def watch(ls: MemsearchServer, root: Root) -> None:
     if not dynamic:
         root.poller = asyncio.ensure_future(poll(ls, root))
         return
-    registration = f"memsearch-watch-{uuid.uuid4().hex[:12]}"  # never one a removed folder's may still hold
     try:
-        await ls.client_register_capability_async(
-            types.RegistrationParams(
-                registrations=[
-                    types.Registration(
-                        id=registration,
-                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                            watchers=watchers(root.path, root.config.memory.paths, relative)
-                        ),
-                    )
-                ]
-            )
-        )
-        root.registration = registration
+        root.registration = await _register(ls, watchers(root.path, root.config.memory.paths, relative))
     except Exception as exc:
         log.warning("the editor refused to watch files (%s); polling instead", exc)
         root.poller = asyncio.ensure_future(poll(ls, root))
 
 
+async def watch_bare(ls: MemsearchServer) -> None:
+    """Ask the client to watch the workspace folders with no memory for what would make them one (a memory folder
+    or `.memsearch.toml` created: `memsearch-lsp init`); its event opens them (`MemsearchServer.open_woken`), as
+    does any request when the client cannot watch."""
+    dynamic, relative = _dynamic(ls)
+    await _unregister(ls, ls.bare_watch)
+    ls.bare_watch = ""
+    if not dynamic or not ls.bare:
+        return
+    found = [
+        _watcher(path, marker.strip("/"), relative, types.WatchKind.Create)
+        for path, config in ls.bare.items()
+        for marker in memory_markers(config)
+    ]
+    try:
+        ls.bare_watch = await _register(ls, found)
+    except Exception as exc:  # (the next request opens a folder made a memory)
+        log.debug("the editor refused to watch the folders with no memory: %s", exc)
+
+
+async def _register(ls: MemsearchServer, found: list[types.FileSystemWatcher]) -> str:
+    """Register `found` with the client; the registration's id."""
+    registration = f"memsearch-watch-{uuid.uuid4().hex[:12]}"  # never one a removed folder's may still hold
+    await ls.client_register_capability_async(
+        types.RegistrationParams(
+            registrations=[
+                types.Registration(
+                    id=registration,
+                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=found),
+                )
+            ]
+        )
+    )
+    return registration
+
+
+async def _unregister(ls: MemsearchServer, registration: str) -> None:
+    if not registration:
+        return
+    unregistration = types.Unregistration(id=registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    try:
+        unregister = ls.client_unregister_capability_async(
+            types.UnregistrationParams(unregisterations=[unregistration])
+        )
+        await asyncio.wait_for(unregister, UNREGISTER_S)
+    except Exception as exc:
+        log.debug("unregister failed: %s", exc)
+
+
 async def unwatch(ls: MemsearchServer, root: Root) -> None:
     """Withdraw the root's watcher: unregister it with the client, or stop polling."""
-    if root.registration:
-        unregistration = types.Unregistration(id=root.registration, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-        root.registration = ""
-        try:
-            unregister = ls.client_unregister_capability_async(
-                types.UnregistrationParams(unregisterations=[unregistration])
-            )
-            await asyncio.wait_for(unregister, UNREGISTER_S)
-        except Exception as exc:
-            log.debug("unregister failed: %s", exc)
+    registration, root.registration = root.registration, ""
+    await _unregister(ls, registration)
     if root.poller:
         root.poller.cancel()
         root.poller = None
 
 
+def _watcher(base: Path, pattern: str, relative: bool, kind: int | None = None) -> types.FileSystemWatcher:
+    """`pattern` under `base`: a RelativePattern rooted there (where a client that watches folders, Neovim on
+    Linux, starts), else a plain glob."""
+    glob: types.GlobPattern = (
+        types.RelativePattern(base_uri=from_fs_path(str(base)) or str(base), pattern=pattern)
+        if relative
+        else f"{base.as_posix()}/{pattern}"
+    )
+    return types.FileSystemWatcher(glob_pattern=glob, kind=kind)
+
+
 def watchers(workspace: Path, paths: Sequence[str], relative: bool) -> list[types.FileSystemWatcher]:
     """What a client watches for a root: the Markdown files (every suffix the indexer reads) under each memory
     folder, a memory path that names one file, and any creation or deletion under a memory folder (a folder moved
-    in or out, or deleted whole, reports only itself). A RelativePattern is rooted at the memory folder (or a file's
-    folder), where a client that watches folders (Neovim on Linux) starts."""
-
-    def watcher(base: Path, pattern: str, kind: int | None = None) -> types.FileSystemWatcher:
-        glob: types.GlobPattern = (
-            types.RelativePattern(base_uri=from_fs_path(str(base)) or str(base), pattern=pattern)
-            if relative
-            else f"{base.as_posix()}/{pattern}"
-        )
-        return types.FileSystemWatcher(glob_pattern=glob, kind=kind)
-
+    in or out, or deleted whole, reports only itself), rooted at the memory folder (or a file's folder)."""
     found = []
     for entry in paths:
         base = workspace / entry
         if base.name.endswith(SUFFIXES) and not base.is_dir():  # a memory path may name one Markdown file
-            found.append(watcher(base.parent, base.name))
+            found.append(_watcher(base.parent, base.name, relative))
             continue
-        found += [watcher(base, f"**/*{suffix}") for suffix in SUFFIXES]
-        found.append(watcher(base, "**", types.WatchKind.Create | types.WatchKind.Delete))
-    return [*found, watcher(workspace, CONFIG_FILE)]  # (its settings: features/sync.py reloads them)
+        found += [_watcher(base, f"**/*{suffix}", relative) for suffix in SUFFIXES]
+        found.append(_watcher(base, "**", relative, types.WatchKind.Create | types.WatchKind.Delete))
+    return [*found, _watcher(workspace, CONFIG_FILE, relative)]  # (its settings: features/sync.py reloads them)
 
 
 def snapshot(root: Root) -> dict[str, tuple[int, int]]:
