@@ -83,3 +83,29 @@ async def test_a_folder_removed_during_its_first_pass_is_let_go_at_once(lsp: Lan
     await until(lambda: any(n["root"] == str(big) for n in session.indexed), "the folder's pass, again", 120)
     again = next(n for n in session.indexed if n["root"] == str(big))
     assert again["files"] == 80 and again["chunks"] >= 80  # (the stopped pass's work resumed, nothing lost)
+
+
+@pytest.mark.clients("visual_studio_code")  # no client capability changes what it checks
+async def test_a_chunk_id_two_folders_share_resolves_in_the_folder_it_is_written_in(
+    lsp: LanguageClient, tmp_path: Path
+) -> None:
+    """Two worktrees of one repository hold the same memory, so the same chunk ids: definition and hover on an id
+    in B's file go to B's chunk, and memsearch.expand with `{"root"}` looks there first."""
+    a, b = make_workspace(tmp_path / "a"), make_workspace(tmp_path / "b")
+    session = await open_session(lsp, a, FAST, wait=2, folders=[a, b])
+    hits = await command(session.client, "memsearch.search", "Redis cache config", 4)
+    chunk_id = hits[0]["id"]
+    assert {h["uri"] for h in hits if h["id"] == chunk_id} == {uri(a / "memory/MEMORY.md"), uri(b / "memory/MEMORY.md")}
+    for here, there in ((b, a), (a, b)):
+        path = here / "memory" / "MEMORY.md"
+        text = path.read_text() + f"\nSee {chunk_id}.\n"
+        doc = session.open(path, text)
+        at = types.Position(line=text.count("\n") - 1, character=6)
+        found = await session.client.text_document_definition_async(
+            types.DefinitionParams(text_document=types.TextDocumentIdentifier(uri=doc), position=at)
+        )
+        assert isinstance(found, types.Location) and found.uri == doc, (here.name, found)
+        expanded = await command(session.client, "memsearch.expand", chunk_id, {"root": str(here)})
+        assert expanded["uri"] == doc
+        other = await command(session.client, "memsearch.expand", chunk_id, {"root": uri(there / "memory")})
+        assert other["uri"] == uri(there / "memory/MEMORY.md")

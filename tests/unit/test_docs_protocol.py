@@ -121,7 +121,7 @@ def test_the_expand_and_reindex_answers_have_the_documented_fields(monkeypatch: 
                      content="# A\nx")  # fmt: skip
     root = SimpleNamespace(path=Path("/w"))
 
-    async def find_chunk(ls: Any, chunk_id: str) -> Any:
+    async def find_chunk(ls: Any, chunk_id: str, near: Any = None) -> Any:
         return root, chunk
 
     async def reconcile(root: Any, force: bool = False, title: str = "") -> IndexStats:

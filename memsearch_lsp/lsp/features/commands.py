@@ -20,6 +20,14 @@ class CommandError(ValueError):
     """Bad command arguments; returned to the client as a JSON-RPC error."""
 
 
+def root_argument(options: dict[str, Any]) -> str:
+    """A command's `{"root": path or URI}`: a folder of the workspace or a file in one ("": none)."""
+    where = param(options, "root", default="")
+    if not isinstance(where, str):
+        raise ValueError("root must be a path or a file: URI")
+    return where
+
+
 def register(server: MemsearchServer) -> None:
     @server.command("memsearch.search")
     async def search(ls: MemsearchServer, *args: Any) -> list[dict[str, Any]]:
@@ -45,8 +53,11 @@ def register(server: MemsearchServer) -> None:
     async def expand(ls: MemsearchServer, *args: Any) -> dict[str, Any]:
         if not args or not isinstance(args[0], str):
             raise CommandError("memsearch.expand needs a chunk id")
-        convert.command_arguments("memsearch.expand", args, "[chunkId]", 1)
-        found = await find_chunk(ls, args[0].strip().lower())
+        convert.command_arguments("memsearch.expand", args, '[chunkId] or [chunkId, {"root": path or URI}]', 2)
+        if len(args) > 1:  # the folder it was read in (its id may be another folder's too: two worktrees)
+            convert.command_arguments("memsearch.expand", args[1:], '{"root": path or URI}', 1, ("root",))
+        where = root_argument(args[1]) if len(args) > 1 else ""
+        found = await find_chunk(ls, args[0].strip().lower(), ls.root_holding(where) if where else None)
         if found is None:
             raise CommandError(
                 f"memsearch.expand: no chunk with id {args[0]!r:.80} (ids come from memsearch.search; the files may "
@@ -98,9 +109,7 @@ def register(server: MemsearchServer) -> None:
         first = convert.command_arguments("memsearch.today", args, '[], [{"root": path or URI}] or [path or URI]', 1)
         if isinstance(first, dict):  # (a path or URI alone too)
             convert.command_arguments("memsearch.today", [first], '{"root": path or URI}', 1, ("root",))
-        where = param(first, "root", default="") if isinstance(first, dict) else first or ""
-        if not isinstance(where, str):
-            raise ValueError("root must be a path or a file: URI")
+        where = root_argument(first if isinstance(first, dict) else {"root": first})
         root = ls.root_holding(where) if where else next(iter(ls.roots.values()), None)
         if root is None:
             raise CommandError(f"{NO_MEMORY} in {where or 'a workspace folder'}")

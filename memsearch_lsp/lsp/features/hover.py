@@ -40,10 +40,14 @@ async def cursor(ls: MemsearchServer, uri: str, position: types.Position) -> tup
     return lines, where.character
 
 
-async def find_chunk(ls: MemsearchServer, chunk_id: str) -> tuple[Root | UserRoot, Expanded] | None:
-    """Look a chunk id up in every root, then in the user memory, whose hits search shows beside them (ids are
-    unique across roots in practice)."""
+async def find_chunk(
+    ls: MemsearchServer, chunk_id: str, near: Root | None = None
+) -> tuple[Root | UserRoot, Expanded] | None:
+    """Look a chunk id up in the root `near` (the one of the file it is written in), then every other root, then in
+    the user memory, whose hits search shows beside them: two folders holding one memory (two worktrees of a
+    repository) hold the same ids, and a file's own folder answers for the ids in it."""
     roots = await ready_roots(ls)
+    roots.sort(key=lambda root: root is not near)  # (stable: the others keep their order)
     found = await asyncio.gather(*(ls.read(r.memory.expand, chunk_id) for r in roots))
     for root, chunk in zip(roots, found):
         if chunk is not None:
@@ -66,7 +70,7 @@ async def chunk_under_cursor(
         return None
     lines, column = at
     chunk_id = convert.id_at(lines[position.line].rstrip("\r\n"), column)
-    return await find_chunk(ls, chunk_id) if chunk_id else None
+    return await find_chunk(ls, chunk_id, ls.root_holding(uri)) if chunk_id else None
 
 
 _LINK, _BOLD, _CODE = (
