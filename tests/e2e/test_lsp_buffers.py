@@ -210,6 +210,32 @@ async def test_a_folder_deleted_outside_the_editor_leaves_search(tmp_path: Path)
         await stop(session)
 
 
+async def test_a_memory_file_made_a_link_out_of_the_workspace_leaves_search(tmp_path: Path) -> None:
+    """(audit Y4, 4) A memory file replaced by a link to a file outside the workspace: the outside file is never
+    read, and its watched event was skipped, so the file's old text stayed searchable until a manual reindex."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "memory/projects").mkdir()
+    (ws / "memory/projects/ocelot.md").write_text("# Ocelot\n\n## Ocelot transport\n\nocelot transport layer\n")
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\n\n## Platypus\n\nplatypus outside token\n")
+    session = await start(ws)
+    try:
+        await session.wait_indexed()
+        await session.until_symbol("ocelot transport layer", "Ocelot transport")
+        (ws / "memory/projects/ocelot.md").unlink()
+        (ws / "memory/projects/ocelot.md").symlink_to(outside)
+        event = types.FileEvent(uri=uri(ws / "memory/projects/ocelot.md"), type=types.FileChangeType.Changed)
+        session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[event]))
+
+        async def gone() -> bool:
+            return "Ocelot transport" not in [s.name for s in await session.symbols("ocelot transport layer")]
+
+        await until(gone, "the linked file's old text to leave search")
+        assert "Platypus" not in [s.name for s in await session.symbols("platypus outside token")]
+    finally:
+        await stop(session)
+
+
 async def test_a_folder_moved_into_memory_is_searchable_and_leaves_when_moved_out(tmp_path: Path) -> None:
     """`mv inbox/trip memory/trip` reports one created folder, none of its files: a client that filters by the
     registered watchers must report it, and the notes in it are indexed; moved out again, they leave search."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -119,6 +120,8 @@ def register(server: MemsearchServer) -> None:
         for change in changes:
             found = ls.locate(change.uri)
             if found is None:
+                if (linked := _named_in(ls, change.uri)) is not None:  # a file of a root made a link out of it: read
+                    touched.setdefault(linked.path, []).append(WHOLE_FOLDER)  # again, its old text leaves the index
                 continue
             root, source = found
             if whole_folder(change.type, root.path / source, root.memory.is_memory(source)):
@@ -136,6 +139,13 @@ def register(server: MemsearchServer) -> None:
         if params.event.added:
             await load_settings(ls)  # the added folders' own settings
         await start_roots(ls, removed=params.event.removed)
+
+
+def _named_in(ls: MemsearchServer, uri: str) -> Root | None:
+    """The root whose folder names `uri`'s path, links not followed (`locate` follows them)."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    named = Path(os.path.normpath(path)) if path else None
+    return next((r for r in ls.roots.values() if named is not None and r.path in named.parents), None)
 
 
 def settings_file(ls: MemsearchServer, uri: str) -> bool:
