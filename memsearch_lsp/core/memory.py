@@ -378,13 +378,13 @@ class Memory(MemoryFiles):
         re-index that file; with `line` (to `end_line`), only the paragraphs or list items at those lines; `dry_run`:
         only say what would go. NoteError for a chunk that is no note (a file's preamble or `#` title), a MEMORY.md
         section of several notes (without `line`), an id nobody has, a file held unsaved or changed since indexed."""
-        chunk = self.expand(chunk_id)
-        if chunk is None:
-            raise NoteError(f"no chunk with id {chunk_id!r}: ids (or a prefix of 4+ characters) come from search")
-        source, path = chunk.source, self.path_of(chunk.source)
-        if self.is_unsaved(source):
-            raise NoteError(f"{source} has unsaved changes in an editor: save or close it first")
-        with self._appending:
+        with self._appending:  # (the chunk found after the forget before it: its lines as that one left them)
+            chunk = self.expand(chunk_id)
+            if chunk is None:
+                raise NoteError(f"no chunk with id {chunk_id!r}: ids (or a prefix of 4+ characters) come from search")
+            source, path = chunk.source, self.path_of(chunk.source)
+            if self.is_unsaved(source):
+                raise NoteError(f"{source} has unsaved changes in an editor: save or close it first")
             exact = read_exact(path, source)  # (written back byte for byte but for the note's lines)
             text = as_indexed(exact)
             lines = text.split("\n")
