@@ -1,5 +1,6 @@
 """Writing a file without leaving half a write behind (a new file removed, an append taken back, a whole file
-replaced atomically), and what ran out when the disk could not take a write."""
+replaced atomically), what ran out when the disk could not take a write, and the lock every writer of a memory file
+holds, in every process."""
 
 from __future__ import annotations
 
@@ -8,13 +9,23 @@ import errno
 import os
 import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+from memsearch_lsp.core.files import NO_FOLLOW, folder_fd
 
 NO_ROOM = {
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "your disk quota is used up",
     errno.EFBIG: "the file size limit is reached",
 }
+WRITES_LOCK = "writes.lock"  # in the private index folder: held (flock) while a memory file is written
+WRITES_WAIT_S = 30.0  # a writer waits this long for the one writing (a compaction moving its logs), then gives up
+
+
+class WritesBusy(TimeoutError):
+    """Another writer held the memory's files longer than WRITES_WAIT_S; nothing was written."""
 
 
 def no_room(exc: BaseException) -> str:
@@ -54,3 +65,32 @@ def replace_file(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def memory_writes(index_dir: Path, wait_s: float = WRITES_WAIT_S) -> Iterator[None]:
+    """Held while a memory file is read and written back (remember, forget, a compaction's apply), by every process
+    and thread of a workspace (`index_dir`: its private index folder): a writer waits for the one writing, so none
+    installs a file read before another's change (a compaction's MEMORY.md over a fact just remembered). An flock of
+    its own descriptor: threads wait for each other too, and a process that ends lets it go. WritesBusy after
+    `wait_s`. Never taken twice by one thread (it would wait for itself)."""
+    import fcntl
+
+    with folder_fd(index_dir) as dir_fd:
+        fd = os.open(WRITES_LOCK, os.O_CREAT | os.O_RDWR | NO_FOLLOW, 0o600, dir_fd=dir_fd)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WritesBusy(
+                        f"another process kept writing the memory files for {wait_s:g} s; nothing was written: try "
+                        "again"
+                    ) from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # (closing it lets the lock go)

@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -19,6 +20,7 @@ from memsearch_lsp.core.api import Forgotten, Remembered
 from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.embedding import Embedder, probed_dim, reads_what
 from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, private_folder, read_text, unsaved
+from memsearch_lsp.core.filewrite import WritesBusy, memory_writes
 from memsearch_lsp.core.forget import note_at, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
 from memsearch_lsp.core.kept_ids import forget_ids, heading_made, keep_id, prune_ids, remembered_row
@@ -329,18 +331,21 @@ class Memory(MemoryFiles):
         when = now or self.clock()
         title = clean_heading(heading, text) or ("Notes" if long_term else when.strftime("%H:%M"))
         with self._appending:
-            found = self._already(body, when.date(), long_term)
-            if found is not None:  # the same note again: the one there is the answer
-                source, first, last = found
-                after = read_text(self.path_of(source))[0]
-            else:
-                if long_term:
-                    source, addition = add_long_term(self.memory_folder(), body, title, self.source_of, self.is_unsaved)
+            with self._writing():  # (the files alone: indexing may wait for a pass)
+                found = self._already(body, when.date(), long_term)
+                if found is not None:  # the same note again: the one there is the answer
+                    source, first, last = found
+                    after = read_text(self.path_of(source))[0]
                 else:
-                    source, addition = append_to_day(
-                        self.memory_folder(), when.date(), body, title, self.source_of, self.is_unsaved
-                    )
-                after, first, last = addition.text, addition.first, addition.last
+                    if long_term:
+                        source, addition = add_long_term(
+                            self.memory_folder(), body, title, self.source_of, self.is_unsaved
+                        )
+                    else:
+                        source, addition = append_to_day(
+                            self.memory_folder(), when.date(), body, title, self.source_of, self.is_unsaved
+                        )
+                    after, first, last = addition.text, addition.first, addition.last
             try:  # (while a pass holds the index past PASS_WAIT_S, it is left to that pass: None)
                 stats = self.indexer.gate.index_soon(source, lambda: self.index_file(source))
             except Exception as exc:  # written: the file is the truth, and the next pass indexes the note
@@ -370,6 +375,16 @@ class Memory(MemoryFiles):
                 return self.source_of(folder / name), *lines
         return None
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The memory's files to this writer alone, in every process (`filewrite.memory_writes`: a compaction that
+        another process applies included); NoteError when another writer keeps them too long."""
+        try:
+            with memory_writes(self.index_dir):
+                yield
+        except WritesBusy as exc:
+            raise NoteError(str(exc)) from None
+
     def forget(
         self, chunk_id: str, dry_run: bool = False, line: int | None = None, end_line: int | None = None
     ) -> Forgotten:
@@ -385,24 +400,28 @@ class Memory(MemoryFiles):
             source, path = chunk.source, self.path_of(chunk.source)
             if self.is_unsaved(source):
                 raise NoteError(f"{source} has unsaved changes in an editor: save or close it first")
-            exact = read_exact(path, source)  # (written back byte for byte but for the note's lines)
-            text = as_indexed(exact)
-            lines = text.split("\n")
-            if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.content:
-                raise NoteError(f"{source} changed since it was indexed: run `memsearch-lsp index` and search again")
-            first, last = section_of(text, chunk.start_line)
-            while last > first and not lines[last - 1].strip():
-                last -= 1
-            section = lines[first - 1 : last]  # (its heading as every surface shows it: display_heading)
-            heading = display_heading(section[0].lstrip("#").strip(), "\n".join(section))
-            ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
-            wanted = (line, end_line or line) if line is not None else None
-            made = heading_made(self.index_dir, source, section)  # (recorded in MEMORY.md alone)
-            first, last = note_at(lines, first, last, wanted, PurePosixPath(source).name == LONG_TERM, source, made)
-            content = "\n".join(lines[first - 1 : last])
-            gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
+            with self._writing():
+                exact = read_exact(path, source)  # (written back byte for byte but for the note's lines)
+                text = as_indexed(exact)
+                lines = text.split("\n")
+                if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.content:
+                    raise NoteError(
+                        f"{source} changed since it was indexed: run `memsearch-lsp index` and search again"
+                    )
+                first, last = section_of(text, chunk.start_line)
+                while last > first and not lines[last - 1].strip():
+                    last -= 1
+                section = lines[first - 1 : last]  # (its heading as every surface shows it: display_heading)
+                heading = display_heading(section[0].lstrip("#").strip(), "\n".join(section))
+                ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
+                wanted = (line, end_line or line) if line is not None else None
+                made = heading_made(self.index_dir, source, section)  # (recorded in MEMORY.md alone)
+                first, last = note_at(lines, first, last, wanted, PurePosixPath(source).name == LONG_TERM, source, made)
+                content = "\n".join(lines[first - 1 : last])
+                gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
+                if not dry_run:
+                    rewrite_note_file(path, source, exact, without_section(exact, first, last))
             if not dry_run:
-                rewrite_note_file(path, source, exact, without_section(exact, first, last))
                 forget_ids(self.index_dir, source, content, section)
                 self.index_file(source)
         return gone

@@ -4,11 +4,78 @@ a long-term fact remembered meanwhile, forgets sent together; each writer waits 
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from memsearch_lsp.core.compact import apply as compact_apply
+from memsearch_lsp.core.compact.plan import CompactError, apply_plan, plan_compaction
 from memsearch_lsp.core.onboard import init_workspace
+from tests.helpers import snapshot
+from tests.integration.test_compact_promote import MAR1, write
+
+FACT = "The team convention lt0x20q holds for every service."
+
+
+def test_a_fact_remembered_while_a_compaction_installs_memory_md_is_kept(
+    tmp_path: Path, make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(audit Y2, 1) `remember --long-term` in the index's owner while `compact` (another process) applied its plan:
+    the fact was written after the plan's check of MEMORY.md, then the planned MEMORY.md was renamed over it (compact
+    said applied, remember said saved, the fact was gone). Now the remember waits for the compaction, and adds its
+    fact to the compacted MEMORY.md."""
+    write(tmp_path)
+    memory = make_memory(tmp_path)
+    plan = plan_compaction(memory, today=MAR1)
+    assert plan.memory_edit is not None and plan.promotions
+    path, real, saved = tmp_path / "memory/MEMORY.md", compact_apply._install, []
+    agent = threading.Thread(target=lambda: saved.append(memory.remember(FACT, "Conventions", long_term=True)))
+
+    def install(source: Path, target: Path) -> None:
+        if target.name == "MEMORY.md" and not agent.is_alive() and not saved:  # the agent's fact, right now
+            agent.start()
+            deadline = time.monotonic() + 3  # (it is written within milliseconds when nothing holds it back)
+            while FACT not in path.read_text() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        real(source, target)
+
+    monkeypatch.setattr(compact_apply, "_install", install)
+    apply_plan(memory, plan)
+    agent.join(30)
+    assert saved and saved[0].source == "memory/MEMORY.md"
+    text = path.read_text()
+    assert text.count(FACT) == 1, text  # the fact remember answered for is there ...
+    assert all(p.text in text for p in plan.promotions)  # ... beside the facts the compaction promoted
+    assert not (tmp_path / "memory/2026-10-13.md").exists()  # (the compaction applied)
+
+
+def test_a_compaction_waits_for_a_writer_in_another_process_and_refuses_a_changed_memory_md(
+    tmp_path: Path, make_memory
+) -> None:
+    """(audit Y2, 1) the lock is one of every process: a compaction applied while another process writes MEMORY.md
+    waits for it, then finds MEMORY.md changed and changes nothing."""
+    write(tmp_path)
+    memory = make_memory(tmp_path)
+    plan = plan_compaction(memory, today=MAR1)
+    script = (
+        "import sys, time\nfrom pathlib import Path\nfrom memsearch_lsp.core.filewrite import memory_writes\n"
+        "(folder := Path(sys.argv[1]) / '.memsearch').mkdir(mode=0o700, exist_ok=True)\n"
+        "with memory_writes(folder):\n"
+        "    print('held', flush=True)\n    time.sleep(1)\n"
+        "    with open(Path(sys.argv[1]) / 'memory/MEMORY.md', 'a') as f:\n        f.write('- written meanwhile\\n')\n"
+    )
+    before = snapshot(tmp_path)
+    writer = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None and writer.stdout.readline() == "held\n"
+    with pytest.raises(CompactError, match=r"MEMORY\.md changed since the plan was made"):
+        apply_plan(memory, plan)
+    assert writer.wait(30) == 0
+    before["memory/MEMORY.md"] += b"- written meanwhile\n"
+    assert snapshot(tmp_path) == before  # the other's write, and nothing compacted
 
 
 def test_forgets_sent_together_are_each_applied_in_turn(tmp_path: Path, make_memory) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsearch_lsp.core.compact.summarize import CompactError
-from memsearch_lsp.core.files import not_writable, read_text
+from memsearch_lsp.core.files import INDEX_DIR, not_writable, private_folder, read_text
+from memsearch_lsp.core.filewrite import WritesBusy, memory_writes
 
 if TYPE_CHECKING:
     from memsearch_lsp.core.api import MemoryApi
@@ -192,8 +193,18 @@ def apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
     failure, undo and raise.
 
     Each log is checked right before and right after it moves: one that no longer holds the text
-    its summary was made from raises LogChanged, with everything rolled back.
+    its summary was made from raises LogChanged, with everything rolled back. The files are checked and written
+    holding the memory's writes lock (`filewrite.memory_writes`): a note that `remember` or `forget` writes in another
+    process (the index's owner) comes before the check, and refuses the plan, or after the compaction, into its files.
     """
+    try:
+        with memory_writes(private_folder(memory.root / INDEX_DIR)):
+            _apply_files(memory, plan)
+    except WritesBusy as exc:
+        raise CompactError(str(exc)) from None
+
+
+def _apply_files(memory: MemoryApi, plan: CompactionPlan) -> None:
     current = _check(memory, plan)
     temps: dict[str, Path] = {}
     undo: list[Undo] = []
