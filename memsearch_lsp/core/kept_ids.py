@@ -1,21 +1,24 @@
 """The ids `remember` answered: kept in the private index folder (id -> the note's source and first line), so an id
 still finds its note after its section changed (a second fact joins its MEMORY.md section) and expands to all of it
-(a note longer than a chunk), and goes when the note does (`forget`, deleted by hand)."""
+(a note longer than a chunk), and goes when the note does (`forget`, deleted by hand); so are the ids search gave the
+chunks a `forget` moved to other lines."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from memsearch_lsp.core.chunks import Chunk
 from memsearch_lsp.core.files import folder_fd, read_file, read_text, write_file
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row, cut_short
 
 KEPT_IDS = "remembered.json"  # in the private index folder: id -> (source, the note's first line[, its heading])
 MAX_KEPT_IDS = 500
+MAX_MOVED_IDS = 100  # the old ids a forget keeps, of the first chunks it moved (the rest of the 500 are remember's)
 
 
 def _kept(fd: int) -> dict[str, list[str]]:
@@ -84,6 +87,22 @@ def forget_ids(folder: Path, source: str, removed: str, section: list[str] | Non
         }
 
     _update_kept(folder, change)
+
+
+def keep_moved(folder: Path, before: Sequence[Chunk], after: Sequence[Chunk]) -> None:
+    """The chunks a `forget` moved to other lines (`before`: those below the note, as they were; `after`: the file's
+    chunks after it; the same text on other lines has a new id) are still found by the ids search gave them (an agent
+    forgets its hits one after the other): each old id is kept as a note's, by a line of its text that no other chunk
+    of the file has."""
+    now, texts = {c.id for c in after}, [c.content for c in after]
+    moved: dict[str, list[str]] = {}
+    for chunk in (c for c in before if c.id not in now and c.content in texts):
+        lines = [s.strip() for s in chunk.content.splitlines() if s.strip()]
+        line = next((s for s in lines if not s.startswith("#")), lines[0] if lines else "")[:200]
+        if line and sum(line in t for t in texts) == 1 and len(moved) < MAX_MOVED_IDS:
+            moved[chunk.id] = [chunk.source, line]
+    if moved:
+        _update_kept(folder, lambda kept: {**kept, **{k: v for k, v in moved.items() if k not in kept}})
 
 
 def prune_ids(folder: Path, path_of: Callable[[str], Path]) -> None:

@@ -23,7 +23,7 @@ from memsearch_lsp.core.files import INDEX_DIR, PathError, Skipped, private_fold
 from memsearch_lsp.core.filewrite import WritesBusy, memory_writes
 from memsearch_lsp.core.forget import note_at, rewrite_note_file, section_of, without_section
 from memsearch_lsp.core.index import Indexer, IndexStats, Progress
-from memsearch_lsp.core.kept_ids import forget_ids, heading_made, keep_id, prune_ids, remembered_row
+from memsearch_lsp.core.kept_ids import forget_ids, heading_made, keep_id, keep_moved, prune_ids, remembered_row
 from memsearch_lsp.core.notes import (
     LONG_TERM,
     MAX_DAY_FILES,
@@ -413,16 +413,19 @@ class Memory(MemoryFiles):
                     last -= 1
                 section = lines[first - 1 : last]  # (its heading as every surface shows it: display_heading)
                 heading = display_heading(section[0].lstrip("#").strip(), "\n".join(section))
-                ids = tuple(c.id for c in self.indexer.chunk(source, text) if first <= c.start_line <= last)
+                before = self.indexer.chunk(source, text)
+                ids = tuple(c.id for c in before if first <= c.start_line <= last)
                 wanted = (line, end_line or line) if line is not None else None
                 made = heading_made(self.index_dir, source, section)  # (recorded in MEMORY.md alone)
                 first, last = note_at(lines, first, last, wanted, PurePosixPath(source).name == LONG_TERM, source, made)
                 content = "\n".join(lines[first - 1 : last])
                 gone = Forgotten(chunk.id, source, heading, first, last, content, ids, not dry_run)
                 if not dry_run:
-                    rewrite_note_file(path, source, exact, without_section(exact, first, last))
+                    rewrite_note_file(path, source, exact, after := without_section(exact, first, last))
             if not dry_run:
                 forget_ids(self.index_dir, source, content, section)
+                moved = [c for c in before if c.start_line > last]  # (the ids search gave them still find them)
+                keep_moved(self.index_dir, moved, self.indexer.chunk(source, as_indexed(after)))
                 self.index_file(source)
         return gone
 
