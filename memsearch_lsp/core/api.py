@@ -88,6 +88,8 @@ class StatusData(TypedDict):
     """unsaved editor buffers indexed in place of their files"""
     damaged_vectors: int
     """stored vectors changed on disk (not of unit length): searches leave them out; `index --force` mends them"""
+    error: NotRequired[str]
+    """why the index cannot be written now (searches answer from what was indexed; it is tried again)"""
     served_by_pid: NotRequired[int]
     """the process that owns the index, when it is another one"""
 

@@ -313,6 +313,7 @@ class Memory(MemoryFiles):
             "chunks": counts[1],
             "pending_buffers": sorted(self.indexer.overlays),
             "damaged_vectors": self.store.damaged(),  # (values changed on disk: searches leave them out)
+            **({"error": str(self.store.failure)} if self.store.failure else {}),  # (the index cannot be written)
         }
 
     def remember(

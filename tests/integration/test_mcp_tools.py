@@ -50,13 +50,13 @@ async def test_every_tool_has_a_plain_description_and_an_output_schema(server: M
         assert schema.get("properties"), f"{tool.name} has no output schema"
     status = next(t for t in tools if t.name == "memory_status").output_schema or {}
     assert set(status["properties"]) == set(StatusData.__annotations__)
-    assert status["required"] == [k for k in StatusData.__annotations__ if k != "served_by_pid"]
+    assert status["required"] == [k for k in StatusData.__annotations__ if k not in ("error", "served_by_pid")]
 
 
 def test_the_status_schema_names_what_status_reports(tmp_path: Path) -> None:
     init_workspace(tmp_path)
     with Memory(tmp_path, embedder=FakeEmbedder()) as memory:
-        assert set(memory.status()) == set(StatusData.__annotations__) - {"served_by_pid"}
+        assert set(memory.status()) == set(StatusData.__annotations__) - {"error", "served_by_pid"}
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,9 @@ class Store(Protocol):
     # a local index this store found unreadable (or not its own) and started afresh: (the name of the copy it was moved
     # to beside it, "" when it was gone; why); None while it holds what it opened
     moved_aside: tuple[str, str] | None = None
+    # why the index cannot be written now (a local store's writer keeps what it could not write and tries again, or
+    # keeps the read model while its folder cannot be made); None while writes go through
+    failure: BaseException | None = None
 
     def open(self) -> None: ...
     def close(self) -> None: ...

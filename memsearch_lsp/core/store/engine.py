@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from memsearch_lsp.core.filewrite import no_room
 from memsearch_lsp.core.memory_use import (
     arrow_system_pool,
     arrow_without_pandas,
@@ -22,6 +23,7 @@ from memsearch_lsp.core.memory_use import (
     release_unused_memory,
     steady_mmap_threshold,
 )
+from memsearch_lsp.core.store.folder import StoreError
 from memsearch_lsp.core.store.schema import CHUNK_FIELDS, FIELDS, WINDOW_FIELDS
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,17 @@ def check_engine() -> None:
 def drift(exc: BaseException) -> bool:
     """An error that says the engine's code changed (a renamed attribute, another signature, a moved module)."""
     return isinstance(exc, EngineDrift | AttributeError | TypeError | ImportError | NameError)
+
+
+def explained(uri: str, exc: Exception) -> Exception:
+    """A writer's failure (of the index at `uri`) as the user should read it: drift names the engine's version; damaged
+    files and our own errors pass; anything else is a bug to report, never taken for damage."""
+    if drift(exc) or isinstance(exc, StoreError):
+        return EngineDrift.of(exc) if drift(exc) else exc
+    said = str(exc) if type(exc) is RuntimeError else f"{type(exc).__name__}: {exc}"  # (the engine's process said)
+    if cause := no_room(exc):  # (no bug: free some space)
+        return StoreError(f"writing the index at {uri} failed: {cause} ({said}); it is left as it is")
+    return StoreError(f"writing the index at {uri} failed ({said}); it is left as it is: please report this")
 
 
 def corrupt(exc: BaseException) -> bool:

@@ -23,6 +23,8 @@ MARKER = ".memsearch-lsp-index"  # written into every local index folder this pr
 LOCK = "memsearch.lock"  # held (flock) by the process that owns the index, engine open or not
 ENGINE_LOCK = "LOCK"  # Milvus Lite's own, held while its engine is open
 ASIDE = {"broken": 3, "previous": 1}  # copies moved aside kept, the newest: damaged (for a bug report), incompatible
+SHOWN = "memsearch_shown"  # a log record's mark: a warning about the index an editor shows the user (once)
+TOLD = {SHOWN: True}
 
 
 class StoreError(RuntimeError):
@@ -122,7 +124,11 @@ def claim(folder: Path) -> tuple[int, bool]:
             f"index (no {MARKER} in it), so it is left as it is: set milvus.uri to an empty or new folder"
         )
     with writing(folder):  # (a read-only index folder: named, not its lock file)
-        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # (a file where one of its folders goes)
+            blocker = next((p for p in reversed(folder.parents) if os.path.lexists(p) and not p.is_dir()), exc.filename)
+            raise StoreError(f"cannot make the index folder {folder}: {blocker} is a file (move or remove it)") from exc
         try:
             private_folder(folder)  # a real folder of this user, owner-only (never a link)
         except UnsafeFolder as exc:
@@ -238,16 +244,15 @@ def _undeletable(folder: Path, exc: OSError) -> NoReturn:
 
 def move_aside(folder: Path, why: str, kind: str = "broken") -> Path | None:
     """Keep a damaged (`broken`) or incompatible (`previous`: another dimension or layout) local index beside it with
-    the newest of its kind (ASIDE): where it went (None when it was gone already); only a folder memsearch-lsp
-    created is moved, another is left with a StoreError."""
+    the newest of its kind (ASIDE): where it went (None when it was gone already: the caller says it); only a folder
+    memsearch-lsp created is moved, another is left with a StoreError."""
     if folder.exists() and not ours(folder):
         raise StoreError(
             f"the index at {folder} {why}, and it is not a folder memsearch-lsp created "
             f"(no {MARKER} in it), so it is left as it is: move or delete it yourself, "
             "or set milvus.uri to another path"
         )
-    if not os.path.lexists(folder):
-        log.warning("the index at %s is gone because %s; rebuilding it from the Markdown", folder, why)
+    if not os.path.lexists(folder):  # (said by the caller, once it could make it again)
         return None
     if folder.is_dir() and not folder.is_symlink():
         with contextlib.suppress(OSError):
@@ -261,5 +266,11 @@ def move_aside(folder: Path, why: str, kind: str = "broken") -> Path | None:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now // 10**9)) + f".{now % 10**9:09d}"
     aside = folder.with_name(f"{folder.name}.{kind}-{stamp}")
     os.rename(folder, aside)  # a rename moves a link itself, never what it points to
-    log.warning("the index at %s was moved to %s because %s; rebuilding it from the Markdown", folder, aside.name, why)
+    log.warning(
+        "the index at %s was moved to %s because %s; rebuilding it from the Markdown",
+        folder,
+        aside.name,
+        why,
+        extra=TOLD,
+    )
     return aside

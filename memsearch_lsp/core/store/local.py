@@ -17,14 +17,12 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import numpy as np
-
 from memsearch_lsp.core.files import links_in
-from memsearch_lsp.core.filewrite import no_room
 from memsearch_lsp.core.memory_use import release_unused_memory
 from memsearch_lsp.core.store import Store, saved
-from memsearch_lsp.core.store.engine import EngineDrift, Incompatible, drift, engine_files
+from memsearch_lsp.core.store.engine import Incompatible, engine_files, explained
 from memsearch_lsp.core.store.folder import (
+    TOLD,
     IndexBusy,
     StoreError,
     claim,
@@ -35,7 +33,7 @@ from memsearch_lsp.core.store.folder import (
     still_held,
 )
 from memsearch_lsp.core.store.readmodel import ReadModel
-from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, sparse_arrays, stored
+from memsearch_lsp.core.store.schema import WINDOW_SUFFIX, Row, stored, with_arrays
 from memsearch_lsp.core.store.writer import Damaged, EngineProcess
 
 log = logging.getLogger(__name__)
@@ -159,7 +157,7 @@ class LocalStore(Store):
                 return
             except BaseException as exc:
                 self.engine.close()
-                raise self._explained(exc) if isinstance(exc, Exception) else exc from exc
+                raise explained(self.uri, exc) if isinstance(exc, Exception) else exc from exc
         self._model = saved.load(self.folder, self.identity, self.dim)
         if self._model is None:
             raise StoreError(f"the read model rebuilt from {self.uri} cannot be read back (see the warning above)")
@@ -168,29 +166,70 @@ class LocalStore(Store):
         self._close_engine()
 
     def _move_aside(self, why: str, kind: str = "broken") -> None:
-        assert self._held is not None
-        let_go(self._held)
+        if self._held is not None:
+            let_go(self._held)
         self._held = None
         aside = move_aside(self.folder, why, kind)
         self.moved_aside = (aside.name if aside else "", why)
         self._held, _ = claim(self.folder)
+        if aside is None:
+            log.warning(
+                "the index at %s is gone because %s; rebuilding it from the Markdown", self.uri, why, extra=TOLD
+            )
         self._start_empty()
+
+    def _afresh(self, why: str) -> None:
+        """The index damaged or deleted in use (`why`) started afresh as at open; when its folder cannot be made again,
+        the read model is kept for the searches and that failure said once (the next write or `keep_folder` retries)."""
+        self._queue = []
+        try:
+            self._move_aside(why)
+            self.failure = None
+        except (StoreError, OSError) as exc:
+            self._cannot_write(exc)
+
+    def _take_again(self) -> None:
+        """The folder taken again after `_afresh` could not: the index (and read model: a read fills it) afresh."""
+        self._queue = []
+        try:
+            self._held, fresh = claim(self.folder)
+        except (StoreError, OSError) as exc:
+            self._cannot_write(exc)
+            return
+        if fresh:
+            self._start_empty()
+            self.failure = None
+            log.info("the index at %s can be written again; rebuilding it from the Markdown", self.folder)
+        else:  # (another process made an index there meanwhile: not the one this read model holds)
+            self._afresh("it was made again by another process")
+
+    def _cannot_write(self, exc: BaseException) -> None:
+        said = str(exc) if isinstance(exc, StoreError) else f"cannot write the index at {self.uri}: {exc}"
+        failure = StoreError(
+            f"{said}; until it can be, searches answer from what was indexed and nothing is saved (the next change or "
+            "reindex tries again)"
+        )
+        if str(failure) != str(self.failure):  # (said once, not at every try)
+            log.warning("%s", failure, extra=TOLD)
+        self.failure = failure
 
     def keep_folder(self) -> bool:
         """True while this store holds its folder; one deleted under it (`rm -rf .memsearch`, `git clean -xfd`) is made
         again at once and its lock taken, the index started afresh as after a failed write (so no other process opens
         a second index there); False while another process holds the one there (it is tried again at the next call)."""
         with self._engine_lock, self._lock:
-            if self._held is None or still_held(self._held, self.folder):
+            if self._model is None or (self._held is not None and still_held(self._held, self.folder)):
                 return self._held is not None
             if locked_by_other(self.folder):
                 return False
             self.engine.close()
-            self._queue, self.failure = [], None
-            self._move_aside(
-                "it was deleted while in use" + (", then made again by another process" * self.folder.exists())
-            )
-            return True
+            if self._held is None:  # (its folder could not be made again: tried again now)
+                self._take_again()
+            else:
+                self._afresh(
+                    "it was deleted while in use" + (", then made again by another process" * self.folder.exists())
+                )
+            return self._held is not None
 
     def close(self) -> None:
         """Write what is queued, save the read model when it changed, close the engine and let the folder go (once
@@ -204,7 +243,7 @@ class LocalStore(Store):
             if store is self:
                 del _shared[key]
         with self._lock:
-            if self._held is None:
+            if self._held is None and self._model is None:
                 return
             self._closing = True
             self._wake.notify_all()
@@ -239,7 +278,7 @@ class LocalStore(Store):
         """Chunk rows (`id`, `source`, the scalar fields, `dense`, `sparse`), then their extra window rows (`id`
         "<chunk id>:<n>", `chunk_id`, `source`, `embed_hash`, `model`, `dense`): searchable at once, written to the
         engine by the writer."""
-        clipped, windows = _arrays([stored(r) for r in rows], self.dim), _arrays(list(windows), self.dim)
+        clipped, windows = with_arrays([stored(r) for r in rows], self.dim), with_arrays(list(windows), self.dim)
         with self._lock:
             model = self._writing(len(clipped) + len(windows))
             for row in clipped:
@@ -289,21 +328,12 @@ class LocalStore(Store):
         if self.failure is not None:
             raise self.failure
 
-    def _explained(self, exc: Exception) -> Exception:
-        """A writer's failure as the user should read it: drift names the engine's version; damaged files and our
-        own errors pass; anything else is a bug to report, never taken for damage."""
-        if drift(exc) or isinstance(exc, StoreError):
-            return EngineDrift.of(exc) if drift(exc) else exc
-        said = str(exc) if type(exc) is RuntimeError else f"{type(exc).__name__}: {exc}"  # (the engine's process said)
-        if cause := no_room(exc):  # (no bug: free some space)
-            return StoreError(f"writing the index at {self.uri} failed: {cause} ({said}); it is left as it is")
-        return StoreError(f"writing the index at {self.uri} failed ({said}); it is left as it is: please report this")
-
     def _write_loop(self) -> None:
         """The writer: drains the queue into the engine and, once no write came for ENGINE_IDLE_S, saves the read model
         (after large writes) and closes the engine."""
         with self._engine_lock, contextlib.suppress(Exception):  # (a failure to open is said by the drain)
-            self.engine.open()
+            if self._held is not None:  # (never a folder this process does not hold)
+                self.engine.open()
         while True:
             with self._lock:
                 if not self._queue and not self._closing:
@@ -328,6 +358,9 @@ class LocalStore(Store):
         with self._engine_lock:
             with self._lock:
                 batch, self._queue = self._queue, []
+                if self._held is None and self._model is not None:  # its folder could not be made again: tried again
+                    self._take_again()  # (the batch is in the read model, started afresh once it can be written)
+                    return
             if not batch:
                 return
             try:
@@ -343,12 +376,11 @@ class LocalStore(Store):
             except Damaged as exc:  # its files were damaged or deleted while in use: started afresh, as at open
                 self.engine.close()
                 with self._lock:
-                    self._queue, self.failure = [], None
-                    self._move_aside(f"it was damaged or deleted while in use ({exc})")
+                    self._afresh(f"it was damaged or deleted while in use ({exc})")
             except Exception as exc:
                 with self._lock:
                     self._queue[:0] = batch  # kept, and tried again with the next write or at close
-                failure = self._explained(exc)
+                failure = explained(self.uri, exc)
                 if str(failure) != str(self.failure):  # said once, not at every try
                     log.warning("%s; the write is tried again with the next one", failure)
                 self.failure = failure
@@ -412,17 +444,6 @@ class LocalStore(Store):
     def count(self) -> int:
         with self._lock:
             return self.model.docs
-
-
-def _arrays(rows: list[dict[str, Any]], dim: int) -> list[dict[str, Any]]:
-    """Rows with their vectors converted once, for the read model and the wire alike: `dense` a float32 row of one
-    matrix, `sparse` (when given) its (terms, weights) arrays."""
-    dense = np.asarray([r["dense"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
-    for row, vector in zip(rows, dense, strict=True):
-        row["dense"] = vector
-        if "sparse" in row:
-            row["sparse"] = sparse_arrays(row["sparse"])
-    return rows
 
 
 __all__ = ["IndexBusy", "LocalStore", "StoreError"]

@@ -137,3 +137,16 @@ def where(exclude_source: str, only: Collection[str] | None = None) -> str:
     if only is not None:
         parts.append(f"source in [{', '.join(quote(s) for s in sorted(only))}]")
     return " and ".join(parts)
+
+
+def with_arrays(rows: list[dict[str, Any]], dim: int) -> list[dict[str, Any]]:
+    """Rows with their vectors converted once, for the read model and the wire alike: `dense` a float32 row of one
+    matrix, `sparse` (when given) its (terms, weights) arrays."""
+    import numpy as np
+
+    dense = np.asarray([r["dense"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
+    for row, vector in zip(rows, dense, strict=True):
+        row["dense"] = vector
+        if "sparse" in row:
+            row["sparse"] = sparse_arrays(row["sparse"])
+    return rows
