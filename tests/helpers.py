@@ -578,14 +578,18 @@ FAST = {"watch": {"debounceMs": 200, "pollIntervalMs": 1000}}
 
 
 async def start(
-    workspace: Path, profile: str = "visual_studio_code", now: str | None = None, settings: dict[str, Any] | None = None
+    workspace: Path,
+    profile: str = "visual_studio_code",
+    now: str | None = None,
+    settings: dict[str, Any] | None = None,
+    prefix: tuple[str, ...] = (),
 ) -> Session:
     """A server started by hand; `now`: its clock (MEMSEARCH_NOW), else the real one; `settings`: the editor's
-    (start-up options and the answer to workspace/configuration), else FAST."""
+    (start-up options and the answer to workspace/configuration), else FAST; `prefix`: what runs it (`read_only`'s)."""
     client = LanguageClient()
     for method, handler in DEFAULT_CLIENT_FEATURES.items():
         client.feature(method)(handler)
-    await client.start_io(*SERVER, env=None if now is None else {**os.environ, "MEMSEARCH_NOW": now})
+    await client.start_io(*prefix, *SERVER, env=None if now is None else {**os.environ, "MEMSEARCH_NOW": now})
     session = Session(client, workspace, profile)
     await session.start(capabilities(profile), FAST if settings is None else settings)
     return session

@@ -16,7 +16,7 @@ from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import Remembered, ScopeError, check_scope
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
 from memsearch_lsp.core.embedding import Embedder, create_embedder
-from memsearch_lsp.core.files import INDEX_DIR, is_memory_source, relative_source
+from memsearch_lsp.core.files import INDEX_DIR, is_memory_source, relative_source, writing
 from memsearch_lsp.core.onboard import daily_log_text
 
 if TYPE_CHECKING:
@@ -151,14 +151,21 @@ class MemoryFiles:
         return self.root / os.path.expanduser(self.config.memory.paths[0] if self.config.memory.paths else "memory")
 
     def today(self, date: dt.date | None = None) -> Path:
-        """Today's daily log (created with a heading when missing)."""
+        """Today's daily log (created with a heading when missing); an OSError when it cannot be: NotWritable naming the
+        folder when it is read-only or not this user's, else one naming the log (a folder in its place)."""
         day = (date or self.clock().date()).isoformat()
         folder = self.memory_folder()
         path = folder / f"{day}.md"
         self.source_of(path)  # PathError before anything is written outside the workspace
-        if not path.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(daily_log_text(day), encoding="utf-8")
+        if not path.is_file():
+            try:
+                with writing(folder):
+                    folder.mkdir(parents=True, exist_ok=True)
+                    with open(path, "x", encoding="utf-8") as file:  # (never over what is there)
+                        file.write(daily_log_text(day))
+            except FileExistsError:
+                if not path.is_file():
+                    raise
         return path
 
     def __enter__(self: T) -> T:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from tests import helpers
 from tests.helpers import Session, make_workspace, start, stop, until, uri
 
 
@@ -80,5 +81,45 @@ async def test_an_index_deleted_while_in_use_is_rebuilt_and_the_user_is_told_onc
         kinds = {m.type for m in session.client.messages if m.message in told}
         assert kinds == {types.MessageType.Warning}, kinds
         await session.until_symbol("Redis cache config", "Redis Caching")  # rebuilt from the Markdown
+    finally:
+        await stop(session)
+
+
+async def test_today_in_a_read_only_memory_folder_fails_in_one_line_naming_it(tmp_path: Path) -> None:
+    """memsearch.today on a read-only memory folder answered an internal error, "OSError: [Errno 30] Read-only file
+    system: '.../memory/2026-03-15.md'", with a traceback on stderr. Now RequestFailed, naming the folder and what to
+    do; the server goes on serving."""
+    ws = make_workspace(tmp_path)
+    with helpers.read_only(ws / "memory") as prefix:
+        session = await start(ws, now="2026-03-15T10:00", prefix=prefix)
+        try:
+            await session.wait_indexed()
+            with pytest.raises(Exception) as failed:
+                await command(session, "memsearch.today")
+            said = str(failed.value)
+            assert getattr(failed.value, "code", None) == types.LSPErrorCodes.RequestFailed, said
+            assert f"{ws / 'memory'} is " in said and "OSError" not in said and "Errno" not in said, said
+            await session.until_symbol("Redis cache config", "Redis Caching")
+        finally:
+            await stop(session)
+    assert not (ws / "memory" / "2026-03-15.md").exists()
+
+
+async def test_today_with_a_folder_in_the_place_of_its_log_fails_instead_of_answering_the_folder(
+    tmp_path: Path,
+) -> None:
+    """A folder named like today's log (`memory/2026-03-15.md/`): memsearch.today answered it as the log, for the
+    editor to open a folder. Now RequestFailed naming it; the folder is left as it is."""
+    ws = make_workspace(tmp_path)
+    (ws / "memory" / "2026-03-15.md").mkdir()
+    session = await start(ws, now="2026-03-15T10:00")
+    try:
+        await session.wait_indexed()
+        with pytest.raises(Exception) as failed:
+            await command(session, "memsearch.today")
+        said = str(failed.value)
+        assert getattr(failed.value, "code", None) == types.LSPErrorCodes.RequestFailed, said
+        assert str(ws / "memory" / "2026-03-15.md") in said and "OSError" not in said, said
+        assert (ws / "memory" / "2026-03-15.md").is_dir()
     finally:
         await stop(session)

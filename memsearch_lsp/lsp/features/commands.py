@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from memsearch_lsp.core.files import NotWritable
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY
 from memsearch_lsp.lsp import convert
@@ -113,7 +117,11 @@ def register(server: MemsearchServer) -> None:
         root = ls.root_holding(where) if where else next(iter(ls.roots.values()), None)
         if root is None:
             raise CommandError(f"{NO_MEMORY} in {where or 'a workspace folder'}")
-        path = await ls.read(root.memory.today)
+        try:
+            path = await ls.read(root.memory.today)
+        except OSError as exc:  # (a read-only memory folder, a folder in the log's place: said in one line)
+            said = str(exc) if isinstance(exc, NotWritable) else f"{exc.filename}: {exc.strerror or exc}"
+            raise JsonRpcException(f"cannot create today's log: {said}", types.LSPErrorCodes.RequestFailed) from exc
         return {"uri": convert.uri_of(root.path, root.memory.source_of(path)), "path": str(path)}
 
     @server.command("memsearch.status")
