@@ -27,7 +27,6 @@ from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
 from memsearch_lsp.core.process.door import Door, PassStopped
 from memsearch_lsp.core.process.owner import OwnerGone
-from memsearch_lsp.core.store.folder import SHOWN
 from memsearch_lsp.lsp.protocol import MemsearchProtocol, ReportingServer
 from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
@@ -62,35 +61,6 @@ class Root:
         config = self.door.current.config if self.door.current is not None else self.door.config
         assert config is not None  # (a Root's door is made with its settings)
         return config
-
-
-class ClientLogHandler(logging.Handler):
-    """Forwards log records to the client as window/logMessage (thread-safe); a record marked SHOWN (a warning about
-    the index the user must see) is shown too (window/showMessage), once."""
-
-    LEVELS = {
-        logging.ERROR: types.MessageType.Error,
-        logging.WARNING: types.MessageType.Warning,
-        logging.INFO: types.MessageType.Info,
-    }
-
-    def __init__(self, server: MemsearchServer):
-        super().__init__(level=logging.INFO)
-        self.server = server
-
-    def emit(self, record: logging.LogRecord) -> None:
-        loop = self.server.loop
-        if loop is None or not self.server.initialized:
-            return
-        kind = self.LEVELS.get(record.levelno, types.MessageType.Log)
-        message = self.format(record)
-        params = types.LogMessageParams(type=kind, message=message)
-        try:
-            loop.call_soon_threadsafe(self.server.window_log_message, params)
-            if getattr(record, SHOWN, False):  # (an index moved aside or that cannot be written: shown once too)
-                loop.call_soon_threadsafe(self.server._show_once, message, kind, message)
-        except RuntimeError:
-            pass  # the loop is closed: we are shutting down
 
 
 class MemsearchServer(ReportingServer):

@@ -14,11 +14,12 @@ import sys
 from lsprotocol import types
 
 from memsearch_lsp.core.process import end_on_signals
+from memsearch_lsp.core.store.folder import SHOWN
 from memsearch_lsp.lsp import lifeline
 from memsearch_lsp.lsp.convert import options_from
 from memsearch_lsp.lsp.features import actions, commands, hover, settings, symbols, sync
 from memsearch_lsp.lsp.protocol import quiet_pygls
-from memsearch_lsp.lsp.server import ClientLogHandler, MemsearchServer
+from memsearch_lsp.lsp.server import MemsearchServer
 from memsearch_lsp.trust import HidingFormatter
 
 
@@ -58,6 +59,35 @@ def create_server() -> MemsearchServer:
 
 
 LOG_FORMAT = "memsearch-lsp %(levelname)s %(name)s: %(message)s"
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards log records to the client as window/logMessage (thread-safe); a record marked SHOWN (a warning about
+    the index the user must see) is shown too (window/showMessage), once."""
+
+    LEVELS = {
+        logging.ERROR: types.MessageType.Error,
+        logging.WARNING: types.MessageType.Warning,
+        logging.INFO: types.MessageType.Info,
+    }
+
+    def __init__(self, server: MemsearchServer):
+        super().__init__(level=logging.INFO)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        loop = self.server.loop
+        if loop is None or not self.server.initialized:
+            return
+        kind = self.LEVELS.get(record.levelno, types.MessageType.Log)
+        message = self.format(record)
+        params = types.LogMessageParams(type=kind, message=message)
+        try:
+            loop.call_soon_threadsafe(self.server.window_log_message, params)
+            if getattr(record, SHOWN, False):  # (an index moved aside or that cannot be written: shown once too)
+                loop.call_soon_threadsafe(self.server._show_once, message, kind, message)
+        except RuntimeError:
+            pass  # the loop is closed: we are shutting down
 
 
 def configure_logging(verbose: bool = False) -> None:
