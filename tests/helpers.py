@@ -56,6 +56,43 @@ $ uv run pytest -q
 All green. Nothing else to report today; the dashboards look the same as this morning. See you tomorrow.
 """  # what an agent writes around its facts: compaction has something to gain
 
+# -- logs of lasting facts, compaction promotes (tests/integration/test_compact_promote.py) ---
+LASTING_TODAY = dt.date(2026, 11, 2)
+LASTING_LOGS = {
+    "2026-10-12": """# 2026-10-12
+
+## 09:30
+
+Morning. Let me read the handover first.
+Ines prefers small PRs, under 400 lines of diff, one concern per PR.
+The Redis cache uses maxmemory-policy allkeys-lru with a 2gb limit.
+""",
+    "2026-10-13": """# 2026-10-13
+
+## Database
+
+Decision: we keep PostgreSQL and do not move to DynamoDB, because reporting needs joins.
+Carol (product) wants the export feature by 2027-03-15.
+""",
+    "2026-10-14": """# 2026-10-14
+
+## Tests
+
+The user told me to always run the migrations through the deploy pipeline, never from a laptop.
+Kafka topic `parcel.events` has 12 partitions and a retention of 3 days.
+""",
+}
+LASTING_MEMORY = "# Memory\n\n## Decisions\n\n- 2027-01-04: chose Kafka.\n\n## Preferences\n\n- Dates as YYYY-MM-DD.\n"
+
+
+def write_lasting_logs(ws: Path, memory_md: str | None = LASTING_MEMORY) -> None:
+    """Three logs of lasting facts (a preference, a decision, a deadline with its person) and a MEMORY.md."""
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    for day, text in LASTING_LOGS.items():
+        (ws / "memory" / f"{day}.md").write_text(text + NOISE, encoding="utf-8")
+    if memory_md is not None:
+        (ws / "memory/MEMORY.md").write_text(memory_md, encoding="utf-8")
+
 
 # -- workspaces ----------------------------------------------------------------------------------
 def make_workspace(base: Path, examples: bool = True) -> Path:

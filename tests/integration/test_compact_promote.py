@@ -17,42 +17,17 @@ from memsearch_lsp import cli
 from memsearch_lsp.core.compact import apply as compact_apply
 from memsearch_lsp.core.compact.plan import CompactError, apply_plan, plan_compaction
 from tests.fakes import FakeEmbedder
-from tests.helpers import BM25, NOISE, snapshot
+from tests.helpers import (
+    BM25,
+    LASTING_LOGS,
+    LASTING_MEMORY,
+    LASTING_TODAY,
+    NOISE,
+    snapshot,
+    write_lasting_logs,
+)
 
-MAR1 = dt.date(2026, 11, 2)
-LOGS = {
-    "2026-10-12": """# 2026-10-12
-
-## 09:30
-
-Morning. Let me read the handover first.
-Ines prefers small PRs, under 400 lines of diff, one concern per PR.
-The Redis cache uses maxmemory-policy allkeys-lru with a 2gb limit.
-""",
-    "2026-10-13": """# 2026-10-13
-
-## Database
-
-Decision: we keep PostgreSQL and do not move to DynamoDB, because reporting needs joins.
-Carol (product) wants the export feature by 2027-03-15.
-""",
-    "2026-10-14": """# 2026-10-14
-
-## Tests
-
-The user told me to always run the migrations through the deploy pipeline, never from a laptop.
-Kafka topic `parcel.events` has 12 partitions and a retention of 3 days.
-""",
-}
-MEMORY = "# Memory\n\n## Decisions\n\n- 2027-01-04: chose Kafka.\n\n## Preferences\n\n- Dates as YYYY-MM-DD.\n"
-
-
-def write(ws: Path, memory_md: str | None = MEMORY) -> None:
-    (ws / "memory").mkdir(parents=True, exist_ok=True)
-    for day, text in LOGS.items():
-        (ws / "memory" / f"{day}.md").write_text(text + NOISE, encoding="utf-8")
-    if memory_md is not None:
-        (ws / "memory/MEMORY.md").write_text(memory_md, encoding="utf-8")
+MAR1, LOGS, MEMORY, write = LASTING_TODAY, LASTING_LOGS, LASTING_MEMORY, write_lasting_logs
 
 
 def test_lasting_facts_are_proposed_under_their_sections_with_their_sources(tmp_path: Path, make_memory) -> None:

@@ -15,8 +15,7 @@ import pytest
 from memsearch_lsp.core.compact import apply as compact_apply
 from memsearch_lsp.core.compact.plan import CompactError, apply_plan, plan_compaction
 from memsearch_lsp.core.onboard import init_workspace
-from tests.helpers import snapshot
-from tests.integration.test_compact_promote import MAR1, write
+from tests.helpers import LASTING_TODAY, snapshot, write_lasting_logs
 
 FACT = "The team convention lt0x20q holds for every service."
 
@@ -28,9 +27,9 @@ def test_a_fact_remembered_while_a_compaction_installs_memory_md_is_kept(
     the fact was written after the plan's check of MEMORY.md, then the planned MEMORY.md was renamed over it (compact
     said applied, remember said saved, the fact was gone). Now the remember waits for the compaction, and adds its
     fact to the compacted MEMORY.md."""
-    write(tmp_path)
+    write_lasting_logs(tmp_path)
     memory = make_memory(tmp_path)
-    plan = plan_compaction(memory, today=MAR1)
+    plan = plan_compaction(memory, today=LASTING_TODAY)
     assert plan.memory_edit is not None and plan.promotions
     path, real, saved = tmp_path / "memory/MEMORY.md", compact_apply._install, []
     agent = threading.Thread(target=lambda: saved.append(memory.remember(FACT, "Conventions", long_term=True)))
@@ -58,9 +57,9 @@ def test_a_compaction_waits_for_a_writer_in_another_process_and_refuses_a_change
 ) -> None:
     """(audit Y2, 1) the lock is one of every process: a compaction applied while another process writes MEMORY.md
     waits for it, then finds MEMORY.md changed and changes nothing."""
-    write(tmp_path)
+    write_lasting_logs(tmp_path)
     memory = make_memory(tmp_path)
-    plan = plan_compaction(memory, today=MAR1)
+    plan = plan_compaction(memory, today=LASTING_TODAY)
     script = (
         "import sys, time\nfrom pathlib import Path\nfrom memsearch_lsp.core.filewrite import memory_writes\n"
         "(folder := Path(sys.argv[1]) / '.memsearch').mkdir(mode=0o700, exist_ok=True)\n"
