@@ -574,6 +574,21 @@ def test_a_capture_the_cli_could_not_write_is_asked_again_and_never_marked_done(
     assert "not a regular file" in done.stderr and calls.read_text().count("x") == 1
 
 
+def test_a_capture_the_cli_never_answered_says_how_long_it_waited(workspace: Path, tmp_path: Path) -> None:
+    """(audit Y2, F8) a capture that waited 120 s for the CLI said it "did not answer within 10 s": the prompt
+    hooks' time, not the capture's (12 times it)."""
+    hung = tmp_path / "hung-cli"
+    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    hung.chmod(0o755)
+    begin = time.monotonic()
+    done = capture(
+        workspace, tmp_path, "Staging gateway port?", "8443.", MEMSEARCH_HOOK_CLI=str(hung), MEMSEARCH_HOOK_TIMEOUT="1"
+    )
+    waited = re.search(r"did not answer within (\d+) s \(this hook's calls get 12 s\)", done.stderr)
+    assert done.returncode == 0 and waited is not None, done.stderr
+    assert 10 <= int(waited.group(1)) <= 12 and time.monotonic() - begin < 30
+
+
 def test_a_second_go_ahead_of_a_session_that_led_to_other_work_is_another_turn(workspace: Path, tmp_path: Path) -> None:
     """One note per turn was keyed by session and prompt: a second "go ahead" whose answer reported other work was
     taken for the first one captured again, and lost."""

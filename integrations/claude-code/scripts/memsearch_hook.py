@@ -166,6 +166,7 @@ def as_written(said: str) -> str:
 TIME_HEADING = re.compile(r"^\d{1,2}:\d{2}(?:\s+\(\d+\))?$")
 TURNS_KEPT_S = 3 * 86400  # how long the record of a captured turn is kept (one note per turn)
 DEADLINE = [0.0]  # when this hook's calls must have ended (time.monotonic); set by main
+BUDGET_S = [10]  # the seconds they get in all (MEMSEARCH_HOOK_TIMEOUT; a detached capture's, 12 times that)
 PING_S = 2.0  # how long an index owner may take to say it is there (a stopped one never does)
 INDEX_WAIT_S = 0.8  # how long a prompt waits for the owner to bring its index up to date (a first index: longer)
 EMPTY_WAIT_S = 4.0  # and, when the part indexed so far has no hit, how much longer (a small memory's first pass)
@@ -195,7 +196,7 @@ def left() -> float:
     """Seconds this hook's calls may still take; Stuck when none are left."""
     remaining = DEADLINE[0] - time.monotonic()
     if remaining <= 0.05:
-        raise Stuck(f"memory calls took more than {setting('TIMEOUT', 10)} s")
+        raise Stuck(f"memory calls took more than {BUDGET_S[0]} s")
     return remaining
 
 
@@ -261,11 +262,12 @@ def command(event: dict[str, Any], subcommand: str, *args: str, where: Path | No
 def cli(
     event: dict[str, Any], subcommand: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> str:
-    argv = command(event, subcommand, *args)
+    argv, wait_s = command(event, subcommand, *args), left()
     try:
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=left(), check=False, env=env)
-    except subprocess.TimeoutExpired as exc:
-        raise Stuck(f"`{argv[0]} {subcommand}` did not answer within {setting('TIMEOUT', 10)} s") from exc
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=wait_s, check=False, env=env)
+    except subprocess.TimeoutExpired as exc:  # (the time this call had: what was left of the hook's)
+        said = f"`{argv[0]} {subcommand}` did not answer within {wait_s:.0f} s (this hook's calls get {BUDGET_S[0]} s)"
+        raise Stuck(said) from exc
     except OSError as exc:
         raise HookError(f"{argv[0]} failed: {exc}") from exc
     if done.returncode != 0:  # with --json the CLI's error is {"error": {"message", "hint"}} on stdout
@@ -351,8 +353,9 @@ def owner_call(sock: str, op: str, wait_s: float | None = None, **params: Any) -
     answer within the hook's time, or `wait_s` (a `ping` within PING_S: a stopped owner costs a prompt that, not the
     hook's whole time, and the user memory's does not take the workspace's recall with it)."""
     wait_s = PING_S if op == "ping" and wait_s is None else wait_s
+    timeout = min(left(), wait_s) if wait_s is not None else left()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(min(left(), wait_s) if wait_s is not None else left())
+        conn.settimeout(timeout)
         try:
             conn.connect(sock)
             if hasattr(socket, "SO_PEERCRED"):
@@ -365,8 +368,7 @@ def owner_call(sock: str, op: str, wait_s: float | None = None, **params: Any) -
                 while reply.get("method") == "$/progress":  # notifications before the reply
                     reply = json.loads(reader.readline() or b"{}")
         except socket.timeout as exc:  # noqa: UP041 (TimeoutError only from Python 3.10; this runs on 3.8)
-            within = f"{wait_s:g}" if wait_s is not None else str(setting("TIMEOUT", 10))
-            raise Stuck(f"the index owner did not answer `{op}` within {within} s") from exc
+            raise Stuck(f"the index owner did not answer `{op}` within {round(timeout, 1):g} s") from exc
     if "result" not in reply:
         raise ValueError((reply.get("error") or {}).get("message") or "the index owner did not answer")
     return reply["result"]
@@ -1167,7 +1169,8 @@ def main(argv: list[str]) -> int:
         event = json.loads(sys.stdin.read() or "{}")
         if not isinstance(event, dict):
             raise HookError("the hook input is not a JSON object")
-        DEADLINE[0] = time.monotonic() + setting("TIMEOUT", 10) * (12 if argv[0] == "capture" else 1)
+        BUDGET_S[0] = setting("TIMEOUT", 10) * (12 if argv[0] == "capture" else 1)
+        DEADLINE[0] = time.monotonic() + BUDGET_S[0]
         output = HOOKS[argv[0]](event)
         if output:
             sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
