@@ -496,3 +496,29 @@ def test_a_list_item_or_quote_over_a_thematic_break_is_found(tmp_path: Path, mak
     assert [(h.source, h.start_line, h.end_line) for h in found][:1] == [("memory/prelist.md", 1, 2)]
     assert "quetzal vaccination" in found[0].snippet
     assert [h.source for h in memory.search("axolotl tank filter", top_k=3, **BM25)][:1] == ["memory/quote.md"]
+
+
+@pytest.mark.parametrize(
+    ("query", "note", "other"),
+    [
+        ("on-call", "Wen runs the on-call rotation.", "The billing service is called ledger."),
+        ("check-in", "The daily check-in is at 9.", "Check the logs in the morning."),
+        ("follow-up", "Send the follow-up to Ana.", "Follow the release steps; the build is up."),
+        ("log-in", "The log-in page needs SSO.", "Log the errors in Sentry."),
+        ("e-mail", "E-mail the invoice to Kofi.", "The mail room closes at 5."),
+    ],
+)
+def test_a_hyphenated_query_meets_the_note_that_writes_it_so(
+    tmp_path: Path, make_memory, query: str, note: str, other: str
+) -> None:
+    """A hyphenated word is indexed in its joined form too ("on-call" as "oncall"); the query's joined form is a term
+    as well, so the note that says "on-call" outranks one that says "called" (the query's "on" is a stop word: it
+    was searched as "call" alone), and a query typed "oncall" still meets it."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "2026-03-03.md").write_text(f"# 2026-03-03\n\n## 10:15 Team\n{other}\n", encoding="utf-8")
+    (tmp_path / "memory" / "2026-03-04.md").write_text(f"# 2026-03-04\n\n## 10:15 Team\n{note}\n", encoding="utf-8")
+    memory = make_memory(tmp_path, search={"vector_weight": 0.0})
+    memory.index()
+    for typed in (query, query.replace("-", "")):
+        hits = memory.search(typed, top_k=2)
+        assert hits and hits[0].source == "memory/2026-03-04.md", (typed, [h.source for h in hits])

@@ -266,13 +266,16 @@ class Analyzer:
         return [term for _, terms in self.query_words(text) for term in terms]
 
     def query_words(self, text: str) -> list[tuple[str, list[str]]]:
-        """Each word of the query (English stop words left out, unless nothing else is left) with its terms."""
+        """Each word of the query (English stop words left out, unless nothing else is left) with its terms, then its
+        hyphenated words written as one and its dotted identifiers whole (as a document's terms hold them)."""
         lowered, cjk = normalized(text), bool(_HAS_CJK.search(text))
         words = _words(lowered, cjk)
         kept = [w for w in words if w not in STOP_WORDS] or words
         lang = detect(words, lowered, cjk) if self.language == "auto" else self.language
         whole = identifiers(lowered) if "." in lowered or ":" in lowered else []
-        return [(word, _terms([word], lang, cjk)) for word in [*kept, *dict.fromkeys(whole)]]
+        joined = joined_forms(lowered) if "-" in lowered else []  # "on-call" also as "oncall", as documents hold it
+        extra = [word for word in dict.fromkeys(joined + whole) if word not in kept]
+        return [(word, _terms([word], lang, cjk)) for word in [*kept, *extra]]
 
     def placed_terms(self, text: str) -> tuple[str, list[tuple[int, str, str]]]:
         """The language of `text` and its terms (as `tokens` gives them, less the compound and dotted forms), each with
@@ -309,13 +312,20 @@ def compound_forms(lowered: str, words: list[str]) -> list[str]:
     underscores ("nccl_p2p_disable": nccl, p2p, disable) and a hyphenated word written as one ("on-call": oncall,
     "e-mail": email). A query finds them as it finds any word: "NCCL", "ack wait", "oncall"."""
     parts = [part for word in words if "_" in word for part in word.split("_") if part]
+    return [form for form in parts if len(form) < 64 and not form.isdigit()] + joined_forms(lowered)
+
+
+def joined_forms(lowered: str) -> list[str]:
+    """The hyphenated words of a text written as one ("on-call": oncall, "e-mail": email), dates ("2026-11-11") left
+    out: a document's (compound_forms) and a query's, so "on-call" meets "oncall" and the notes that say "on-call"
+    rather than the ones that say "called" (its "on" is an English stop word)."""
     joined = [  # (the pattern run on each piece with a hyphen between spaces: a third of the time of the whole text)
         match.replace("-", "")
         for piece in lowered.split()
         if "-" in piece and len(piece) > 2
         for match in _HYPHENATED.findall(piece)
     ]
-    return [form for form in parts + joined if len(form) < 64 and not form.isdigit()]
+    return [form for form in joined if len(form) < 64 and not form.isdigit()]
 
 
 def _words(lowered: str, cjk: bool) -> list[str]:
