@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from memsearch_lsp.config import SearchConfig
-from memsearch_lsp.core.search.analyzer import Analyzer
+from memsearch_lsp.core.search.analyzer import Analyzer, fold
 from memsearch_lsp.core.search.bm25 import query_ids
 from memsearch_lsp.core.search.detection import detect
 from memsearch_lsp.core.search.function_words import function_terms
 from memsearch_lsp.core.search.hybrid import query_weights
-from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
+from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, query_language, sure_language
 from tests.fakes import FakeEmbedder
 
 PORTUGUESE = """# 2026-01-05
@@ -231,3 +231,53 @@ def test_a_portuguese_plural_in_oes_meets_its_singular_in_ao(tmp_path: Path, mak
     for query in ("migrações", "migracoes", "conexão", "decisão"):
         hits = memory.search(query, top_k=3)
         assert hits and hits[0].source == "memory/2026-01-09.md", query
+
+
+DENTIST = """# 2026-10-02
+
+## 08:30 Dentist
+
+Booked a dentist appointment with Dr. Mendes for October 15 at 10:00. The clinic is at Rua Augusta 120.
+"""
+
+VET = """# 2026-11-20
+
+## 15:00 Clínica veterinária
+
+Levei o gato Bolinhas à clínica veterinária. Precisa de vacina contra a raiva em janeiro; a consulta custou 65 euros.
+"""
+
+
+class SubwordEmbedder(EnglishEmbedder):
+    """An English model reads a word it does not know by its pieces: "clínica" as the "clinic" it knows."""
+
+    def _one(self, text: str) -> list[float]:
+        return super()._one(" ".join(fold(word)[:6] for word in text.lower().split()))
+
+
+def test_a_few_words_of_another_language_find_the_note_that_holds_them(tmp_path: Path, make_memory) -> None:
+    """(audit Y3, 1) "clínica veterinária" has no function word to tell its language: it was read as English, and
+    the English model's cosine with an English note ("The clinic is at...") outranked the Portuguese note holding
+    both words (BM25 alone finds that note only). A query whose words only notes in a language the model cannot
+    read hold is read in that language: BM25 ranks. Words English notes hold as well keep the query English."""
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "2026-10-02.md").write_text(DENTIST, encoding="utf-8")
+    (root / "memory" / "2026-11-20.md").write_text(VET, encoding="utf-8")
+    (root / "memory" / "MEMORY.md").write_text("# Memory\n\n## About me\n- I am Laura; I live in Lisbon.\n")
+    memory = make_memory(root, SubwordEmbedder(), search={"min_score": 0.0})  # the order, whatever the floor
+    memory.index()
+    for query in ("clínica veterinária", "clinica veterinaria", "veterinário do gato", "clinica"):
+        hits = memory.search(query, top_k=3)
+        assert [h.source for h in hits][:1] == ["memory/2026-11-20.md"], (query, [h.source for h in hits])
+    hits = memory.search("dentist clinic", top_k=3)
+    assert hits and hits[0].source == "memory/2026-10-02.md"
+
+
+def test_a_query_is_read_in_the_language_of_the_notes_that_alone_hold_its_words() -> None:
+    english = ("en",)
+    assert query_language("en", False, english, {"vet": "pt", "den": "en"}, {"vet": 1.0, "den": 0.0}) == "pt"
+    assert query_language("en", False, english, {"vet": "pt", "den": "en"}, {"vet": 1.0, "den": 0.6}) == "en"
+    assert query_language("en", False, english, {"vet": "pt", "den": ""}, {"vet": 1.0, "den": 0.6}) == "en"
+    assert query_language("en", True, english, {"vet": "pt"}, {"vet": 1.0}) == "en"  # a sure question
+    assert query_language("en", False, (), {"vet": "pt"}, {"vet": 1.0}) == "en"  # a model of every language

@@ -18,7 +18,7 @@ from memsearch_lsp.core.search.bm25 import term_id
 from memsearch_lsp.core.search.filters import MAX_QUERY_CHARS, day_first, source_date
 from memsearch_lsp.core.search.function_words import characters, function_terms
 from memsearch_lsp.core.search.headings import display_heading
-from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, sure_language
+from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, query_language, sure_language
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
 from memsearch_lsp.core.search.screen import boundary, columns, fit
 from memsearch_lsp.core.store import Store
@@ -317,7 +317,7 @@ def hybrid_search(
     limit = top_k + ARCHIVE_EXTRA if archive_dir else top_k
     calibration = calibration_of(embedder) if cosines else REFERENCE
     found = {r.id: r for r in store.rows(ids)} if ids else {}
-    languages = _languages(analyzer, query, embedder, dense, found)
+    languages = _languages(analyzer, query, embedder, dense, found, said)
     every = rank(dense, sparse, coverage, store.sections, settings, calibration, languages, said, cosines)
     # relevance: comparable across indexes and models (the dense cosines read through the model's calibration)
     score, relevant = dict(every), relevance(cosines, said, calibration, languages)
@@ -388,18 +388,19 @@ def query_weights(store: Store, query: str, analyzer: Analyzer) -> dict[int, flo
 
 
 def _languages(
-    analyzer: Analyzer, query: str, embedder: Embedder, dense: dict[str, float], rows: dict[str, Row]
+    analyzer: Analyzer, query: str, embedder: Embedder, dense: dict[str, float], rows: dict[str, Row], said: Scores
 ) -> Languages:
-    """The query's language, the candidates', and the model's, for the fusion's language rules (rank.Languages).
-    A model that reads every language needs only its best candidate's (does the dense leg decide?); one that
-    reads some needs every candidate's (whose cosines are noise)."""
+    """The query's language (or its words': language.query_language), the candidates', and the model's, for the
+    fusion's language rules (rank.Languages). A model that reads every language needs only its best candidate's
+    (does the dense leg decide?); one that reads some needs every candidate's (whose cosines are noise)."""
     spoken = analyzer.language_of(analyzer.words(query), query)
     if embedder.languages:
         needed = list(rows.values())
     else:
         needed = [rows[best]] if dense and (best := max(dense, key=lambda k: dense[k])) in rows else []
     sure = analyzer.language != "auto" or sure_language(query, QUERY_SURE) == spoken
-    return Languages(spoken, candidate_languages(analyzer, needed), tuple(embedder.languages), sure)
+    of, model = candidate_languages(analyzer, needed), tuple(embedder.languages)
+    return Languages(query_language(spoken, sure, model, of, said), of, model, sure)
 
 
 def calibration_of(embedder: Embedder) -> Calibration:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ KEPT = 65_536  # chunks whose language a process remembers (a chunk id changes w
 SURE_CHARS = 1_500  # what sure_language reads of a text
 SURE = 3  # a chunk is said to be in a Latin-script language when it holds this many of its function words
 QUERY_SURE = 2  # and a query (a question holds two or more; a few keywords none)
+HELD = 0.5  # query_language: a note the model reads that holds this share of what another language's note holds
 _LOCK = threading.Lock()
 _OF: dict[str, str] = {}
 
@@ -52,6 +53,28 @@ def candidate_languages(analyzer: Analyzer, rows: Iterable[Row]) -> dict[str, st
             _OF.update(detected)
         found.update(detected)
     return found
+
+
+def query_language(
+    spoken: str, sure: bool, model: tuple[str, ...], of: Mapping[str, str], said: Mapping[str, float]
+) -> str:
+    """The language of a query that does not say its own (a few keywords, no function word: "clínica veterinária" and
+    "clinica veterinaria" are detected English) when its words do: the language of the candidate holding the most
+    of them (`said`, each candidate's share of the query's terms; `of`, their sure languages) when the model
+    (`model`, the languages it reads; () every one) cannot read that language and no candidate it reads holds HELD
+    of as much. The English model's cosines then have no say on the order (core/search/rank.py): BM25 ranks the
+    note that holds the query's words first, not an English note the model finds near ("The clinic is at...").
+    Otherwise `spoken`, as detected (a sure query, a model of every language, words English notes hold too)."""
+    if sure or not model:
+        return spoken
+    held, found, read = 0.0, spoken, 0.0
+    for key, share in said.items():
+        language = of.get(key, "")
+        if language and language not in model:
+            held, found = max((held, found), (share, language))
+        else:
+            read = max(read, share)
+    return found if held > 0 and read < HELD * held else spoken
 
 
 def language_shares(texts: Iterable[str]) -> tuple[dict[str, float], int]:
