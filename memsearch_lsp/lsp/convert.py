@@ -28,6 +28,33 @@ def normalize_uri(uri: str) -> str:
     return (from_fs_path(os.path.normpath(path)) or uri) if path else uri
 
 
+def uri_places(params: Any) -> list[Any]:
+    """The objects of `params` holding a file URI that locates something: a text document, a workspace folder (the
+    root's too), a watched file's event; each is normalised once (`file://localhost/`, `%2F`, `..`)."""
+    places = [getattr(params, "text_document", None), *(getattr(params, "workspace_folders", None) or [])]
+    places += getattr(params, "changes", None) or []  # didChangeWatchedFiles
+    event = getattr(params, "event", None)  # didChangeWorkspaceFolders
+    places += [*(getattr(event, "added", None) or []), *(getattr(event, "removed", None) or [])]
+    if isinstance(getattr(params, "root_uri", None), str):
+        places.append(_RootUri(params))
+    return [p for p in places if isinstance(getattr(p, "uri", None), str)]
+
+
+class _RootUri:
+    """initialize's rootUri as a place with a `uri`."""
+
+    def __init__(self, params: Any):
+        self.params = params
+
+    @property
+    def uri(self) -> str:
+        return str(self.params.root_uri)
+
+    @uri.setter
+    def uri(self, value: str) -> None:
+        self.params.root_uri = value
+
+
 @functools.lru_cache(maxsize=4096)
 def uri_of(root: Path, source: str) -> str:
     """The URI of a memory file (cached: a workspace/symbol answer asks for each hit's, twice)."""

@@ -34,7 +34,7 @@ from pygls.workspace import TextDocument, Workspace
 from memsearch_lsp.config import editor_key
 from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.store.folder import StoreError
-from memsearch_lsp.lsp.convert import normalize_uri
+from memsearch_lsp.lsp.convert import normalize_uri, uri_places
 from memsearch_lsp.trust import hide_credentials
 
 log = logging.getLogger(__name__)
@@ -214,33 +214,6 @@ class TolerantHeaders:
         return self.stream.read(n)
 
 
-def _uris(params: Any) -> list[Any]:
-    """The objects of `params` holding a file URI that locates something: a text document, a workspace folder (the
-    root's too), a watched file's event; each is normalised once (`file://localhost/`, `%2F`, `..`)."""
-    places = [getattr(params, "text_document", None), *(getattr(params, "workspace_folders", None) or [])]
-    places += getattr(params, "changes", None) or []  # didChangeWatchedFiles
-    event = getattr(params, "event", None)  # didChangeWorkspaceFolders
-    places += [*(getattr(event, "added", None) or []), *(getattr(event, "removed", None) or [])]
-    if isinstance(getattr(params, "root_uri", None), str):
-        places.append(_RootUri(params))
-    return [p for p in places if isinstance(getattr(p, "uri", None), str)]
-
-
-class _RootUri:
-    """initialize's rootUri as a place with a `uri`."""
-
-    def __init__(self, params: Any):
-        self.params = params
-
-    @property
-    def uri(self) -> str:
-        return str(self.params.root_uri)
-
-    @uri.setter
-    def uri(self, value: str) -> None:
-        self.params.root_uri = value
-
-
 class MemsearchProtocol(LanguageServerProtocol):
     """Answers malformed requests (-32602), early ones (-32002), late ones, those of another JSON-RPC and anything
     that is no JSON-RPC message (-32600), unreadable JSON (-32700); error messages are one line."""
@@ -320,7 +293,7 @@ class MemsearchProtocol(LanguageServerProtocol):
             self._send_response(message.id, error=JsonRpcInvalidRequest(f"{method}: {why}").to_response_error())
             return
         self.shut_down = self.shut_down or method == types.SHUTDOWN
-        for place in _uris(getattr(message, "params", None)):
+        for place in uri_places(getattr(message, "params", None)):
             place.uri = normalize_uri(place.uri)
         super().handle_message(message)
         if method == types.INITIALIZE and self._workspace is not None:
