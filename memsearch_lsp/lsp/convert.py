@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
-from pygls.workspace.position_codec import PositionCodec
+from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 
 from memsearch_lsp.config import CLIENT_ONLY_SETTINGS, SECTIONS, settings_keys
 from memsearch_lsp.core.chunks import CHUNK_ID_RE, Chunk, opens_section, valid_unicode
@@ -59,6 +60,54 @@ class _RootUri:
 def uri_of(root: Path, source: str) -> str:
     """The URI of a memory file (cached: a workspace/symbol answer asks for each hit's, twice)."""
     return from_fs_path(str(root / source)) or f"file://{root / source}"
+
+
+class LineCodec(PositionCodec):
+    """pygls' position codec (its public class, as `TextDocument` takes it), counting a line in C: pygls walked the
+    line character by character in Python to place each edit, 2 s a keystroke on a 5 MB line, the whole server
+    waiting. The same answers in UTF-8, UTF-16 and UTF-32 (tests/unit/test_line_codec.py holds them to pygls')."""
+
+    def __init__(self, encoding: types.PositionEncodingKind | str | None = types.PositionEncodingKind.Utf16):
+        super().__init__(encoding)
+        wide: dict[Any, str] = {types.PositionEncodingKind.Utf8: "utf-8", types.PositionEncodingKind.Utf32: ""}
+        self.wide = wide.get(encoding, "utf-16-le")  # ("": one unit a character; any other encoding UTF-16, as pygls)
+        self.size = 2 if self.wide == "utf-16-le" else 1  # bytes a unit
+
+    def client_num_units(self, string: str) -> int:
+        if not self.wide or string.isascii():
+            return len(string)
+        return len(string.encode(self.wide, "surrogatepass")) // self.size
+
+    def position_from_client_units(self, lines: Sequence[str], position: types.Position) -> ServerTextPosition:
+        """pygls' answer, its quirks kept (a line past the end: the last line's length in units; a character past a
+        line's end: one unit before it); a position inside a character (half a surrogate pair) counts it."""
+        if not lines:
+            return ServerTextPosition(0, 0)
+        if position.line >= len(lines):
+            return ServerTextPosition(len(lines) - 1, self.client_num_units(lines[-1]))
+        line = lines[position.line].replace("\r\n", "\n")
+        length = self.client_num_units(line)
+        wanted = length - 1 if position.character > length else position.character
+        if wanted <= 0 or not self.wide or line.isascii():
+            return ServerTextPosition(position.line, max(wanted, 0))
+        return ServerTextPosition(position.line, self._column(line, wanted))
+
+    def _column(self, line: str, wanted: int) -> int:
+        """The characters of `line` that its first `wanted` units (0 < wanted <= its units) reach into."""
+        data = line.encode(self.wide, "surrogatepass")
+        end = cut = wanted * self.size
+        while 0 < cut < len(data) and self._inside(data, cut):
+            cut -= self.size  # (to the start of the character the cut is in)
+        head = data[:cut].decode(self.wide, "surrogatepass")
+        if line.startswith(head):
+            return len(head) + (cut < end)
+        # two lone surrogates side by side read back as one character: counted in C, a prefix at a time
+        return bisect.bisect_left(range(len(line) + 1), wanted, key=lambda n: self.client_num_units(line[:n]))
+
+    def _inside(self, data: bytes, cut: int) -> bool:
+        if self.size == 1:
+            return 0x80 <= data[cut] < 0xC0  # a UTF-8 continuation byte
+        return 0xDC <= data[cut + 1] <= 0xDF and 0xD8 <= data[cut - 1] <= 0xDB  # a low surrogate after a high one
 
 
 def num_units(codec: PositionCodec, text: str) -> int:

@@ -29,12 +29,12 @@ from pygls.exceptions import (
 )
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
-from pygls.workspace import TextDocument, Workspace
+from pygls.workspace import PositionCodec, TextDocument, Workspace
 
 from memsearch_lsp.config import editor_key
 from memsearch_lsp.core.embedding.base import EmbeddingError
 from memsearch_lsp.core.store.folder import StoreError
-from memsearch_lsp.lsp.convert import normalize_uri, uri_places
+from memsearch_lsp.lsp.convert import LineCodec, normalize_uri, uri_places
 from memsearch_lsp.trust import hide_credentials
 
 log = logging.getLogger(__name__)
@@ -57,10 +57,7 @@ PRIVATE = {
     (LanguageServerProtocol, "_execute_handler"): ("msg_id", "handler", "callback", "args", "kwargs"),
 }
 READER = rb"^Content-Length: (\d+)\r\n$"  # the one header line pygls' stdio reader matches (TolerantHeaders hands it)
-PRIVATE_STATE = (
-    "_request_futures",
-    "_workspace",
-)  # the protocol's, and the workspace's "_sync_kind", "_position_codec"
+PRIVATE_STATE = ("_request_futures", "_workspace")  # the protocol's, and the workspace's "_sync_kind"
 
 
 class PyglsDrift(RuntimeError):
@@ -111,6 +108,17 @@ class LspTextDocument(TextDocument):
 
 
 class LspWorkspace(Workspace):
+    """Documents split as LSP splits them, their positions counted by convert.LineCodec (in C, not a character at a
+    time in Python at each keystroke)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.codec = LineCodec(self.position_encoding)
+
+    @property
+    def position_codec(self) -> PositionCodec:
+        return self.codec
+
     def update_text_document(
         self, text_doc: types.VersionedTextDocumentIdentifier, change: types.TextDocumentContentChangeEvent
     ) -> None:
@@ -133,7 +141,7 @@ class LspWorkspace(Workspace):
             version=version,
             language_id=language_id,
             sync_kind=self._sync_kind,
-            position_codec=self._position_codec,
+            position_codec=self.codec,
         )
 
 
