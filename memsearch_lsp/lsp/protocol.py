@@ -176,6 +176,19 @@ def _invalid(exc: BaseException) -> str:
     )
 
 
+def _no_text(params: dict[str, Any]) -> str | None:
+    """The field of `params` that should hold a string and does not: workspace/symbol's query, a document's text
+    (didOpen's, each of didChange's changes, didSave's unless left null: it is optional)."""
+    changes = params.get("contentChanges")
+    places = [("textDocument.text", params.get("textDocument")), ("query", params), ("text", params)]
+    places += [(f"contentChanges[{n}].text", c) for n, c in enumerate(changes)] if isinstance(changes, list) else []
+    for path, place in places:
+        value = place.get(path.rpartition(".")[2], "") if isinstance(place, dict) else ""
+        if not isinstance(value, str) and (place is not params or value is not None):
+            return path
+    return None
+
+
 _NOT_REQUESTS = {"dict": 'an object without "jsonrpc": "2.0"', "list": "an array (LSP has no batches)"}
 
 _CONTENT_LENGTH = re.compile(rb"(?<![A-Za-z0-9-])content-length[ \t]*:[ \t]*0*([1-9][0-9]*)[ \t]*$", re.IGNORECASE)
@@ -236,13 +249,14 @@ class MemsearchProtocol(LanguageServerProtocol):
         self.shut_down = False  # after `shutdown`, a request gets InvalidRequest (LSP), not silence
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        params = data.get("params")
-        if data.get("method") == types.WORKSPACE_SYMBOL and isinstance(params, dict):
-            if params.get("query") is None:
-                params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
-            elif not isinstance(params["query"], str) and "jsonrpc" in data and _msg_id(data) is not None:
-                reason = "invalid params for workspace/symbol: query must be a string"  # (cattrs would search 5 as "5")
-                return _Refused(_msg_id(data), JsonRpcInvalidParams(reason))
+        params, method = data.get("params"), data.get("method")
+        if method == types.WORKSPACE_SYMBOL and isinstance(params, dict) and params.get("query") is None:
+            params["query"] = ""  # a null query lists the headings as an empty one does (cattrs would read "None")
+        if "jsonrpc" in data and isinstance(method, str) and isinstance(params, dict) and (bad := _no_text(params)):
+            reason = f"invalid params for {method}: {bad} must be a string"  # (cattrs read null as "None", 5 as "5")
+            if _msg_id(data) is None:
+                raise JsonRpcInvalidParams(reason)  # a notification: left out, said on one line (report_server_error)
+            return _Refused(_msg_id(data), JsonRpcInvalidParams(reason))
         if data.get("id") is not None and _msg_id(data) is None:  # an object, an array, true: no id (JSON-RPC)
             return _Refused(None, JsonRpcInvalidRequest("a request id must be a number or a string"))
         if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):

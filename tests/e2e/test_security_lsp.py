@@ -324,6 +324,31 @@ async def test_a_wrong_argument_or_field_is_named_at_once(shared: Raw, tmp_path:
             assert said in reply["error"]["message"], (params, reply)
 
 
+def names(reply: dict[str, Any]) -> list[str]:
+    return [symbol["name"] for symbol in reply["result"]]
+
+
+async def test_a_text_that_is_no_string_leaves_the_buffer_as_it_was(shared: Raw, tmp_path: Path) -> None:
+    """(audit Y4, 3) didOpen or didChange with `"text": null` (or 5) replaced the buffer with the text "None" ("5"):
+    its outline and its notes left. Such a notification is left out (said in the log), the buffer as it was."""
+    async with started(shared, tmp_path) as (server, ws):
+        on_disk, unsaved = (from_fs_path(str(ws / "memory" / name)) for name in ("MEMORY.md", "unsaved.md"))
+        item = {"languageId": "markdown", "version": 1}
+        server.send(
+            {"method": "textDocument/didOpen", "params": {"textDocument": {"uri": on_disk, **item, "text": None}}}
+        )
+        opened = {"uri": unsaved, **item, "text": "# Kept\n\nalpha\n"}
+        server.send({"method": "textDocument/didOpen", "params": {"textDocument": opened}})
+        whole = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}}}
+        for version, changes in enumerate([[{"text": None}], [{**whole, "text": 5}], [{"text": "# x"}, {"text": []}]]):
+            params = {"textDocument": {"uri": unsaved, "version": version + 2}, "contentChanges": changes}
+            server.send({"method": "textDocument/didChange", "params": params})
+        outline = await server.request("textDocument/documentSymbol", {"textDocument": {"uri": unsaved}})
+        assert names(outline) == ["Kept"], outline
+        outline = await server.request("textDocument/documentSymbol", {"textDocument": {"uri": on_disk}})
+        assert names(outline)[:2] == ["Project Memory", "Team"], outline  # (not opened: the file on disk)
+
+
 async def test_headers_in_another_case_spacing_or_line_end_are_read(shared: Raw) -> None:
     """pygls' reader takes only `Content-Length: N\\r\\n` byte for byte: any other spelling skipped the body, then
     read it as a header glued to the next one, and the server never answered again."""
