@@ -257,6 +257,8 @@ class MemsearchProtocol(LanguageServerProtocol):
             if _msg_id(data) is None:
                 raise JsonRpcInvalidParams(reason)  # a notification: left out, said on one line (report_server_error)
             return _Refused(_msg_id(data), JsonRpcInvalidParams(reason))
+        if "jsonrpc" in data and isinstance(method, str) and "params" not in data and not self.get_message_type(method):
+            data = {**data, "params": None}  # (pygls' message of a method it has no type for requires params)
         if data.get("id") is not None and _msg_id(data) is None:  # an object, an array, true: no id (JSON-RPC)
             return _Refused(None, JsonRpcInvalidRequest("a request id must be a number or a string"))
         if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):

@@ -349,6 +349,22 @@ async def test_a_text_that_is_no_string_leaves_the_buffer_as_it_was(shared: Raw,
         assert names(outline)[:2] == ["Project Memory", "Team"], outline  # (not opened: the file on disk)
 
 
+async def test_a_request_without_params_is_answered_as_one_with_them(shared: Raw) -> None:
+    """(audit Y4, 4) a request of a method the server does not know, its params left out, got -32602 naming pygls'
+    own class (`JsonRPCRequestMessage.__init__() missing 1 required positional argument`), not -32601; one of
+    another JSON-RPC got the same, not -32600."""
+    shared.send({"id": 90, "method": "no/such"})
+    assert_error(await shared.reply(90), 90, -32601)
+    shared.send({"jsonrpc": "1.0", "id": 91, "method": "no/such"})
+    assert_error(await shared.reply(91), 91, -32600)
+    shared.send({"id": 92, "method": "memsearch/search"})
+    reply = await shared.reply(92)
+    assert_error(reply, 92, -32602)
+    assert "takes an object" in reply["error"]["message"], reply
+    shared.send({"method": "no/such/notification"})
+    assert "result" in await shared.request("workspace/symbol", {"query": "x"})
+
+
 async def test_headers_in_another_case_spacing_or_line_end_are_read(shared: Raw) -> None:
     """pygls' reader takes only `Content-Length: N\\r\\n` byte for byte: any other spelling skipped the body, then
     read it as a header glued to the next one, and the server never answered again."""
