@@ -4,6 +4,7 @@ One server for the module, one workspace folder per test."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -212,3 +213,38 @@ async def test_a_byte_order_mark_is_no_part_of_the_first_heading(server: Session
         assert every == ["Caf\ufffd notes", "Second"]
         doc = session.open(session.workspace / "memory/buffer.md", "\ufeff# BOM Title\n\nbody\n\n## Child\n\nmore\n")
         assert [(depth, name) for depth, name, _ in await outline(session, doc)] == [(0, "BOM Title"), (1, "Child")]
+
+
+HEADINGS = "".join(f"## H{n}\n\nthe heading number {n}\n\n" for n in range(6000))
+
+
+@pytest.mark.clients("visual_studio_code")
+async def test_a_long_outline_is_made_while_other_requests_are_answered(server: Session, tmp_path: Path) -> None:
+    """(audit Y4, 2) the outline of a file of 20,000 headings (and a hover on one of them) was chunked on the event
+    loop: every request waited seconds behind it. A request sent after them is answered first now."""
+    async with folder(server, tmp_path, {"a.md": "# A\n\nalpha\n"}) as session:
+        doc = session.open(session.workspace / "memory/heads.md", HEADINGS)
+        client = session.client
+        heavy = [
+            asyncio.ensure_future(
+                client.text_document_document_symbol_async(
+                    types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=doc))
+                )
+            ),
+            asyncio.ensure_future(
+                client.text_document_hover_async(
+                    types.HoverParams(
+                        text_document=types.TextDocumentIdentifier(uri=doc),
+                        position=types.Position(line=4 * 5000, character=3),
+                    )
+                )
+            ),
+        ]
+        elsewhere = types.TextDocumentIdentifier(uri=(tmp_path / "outside.md").as_uri())  # (no file of a root)
+        light = asyncio.ensure_future(
+            client.text_document_hover_async(types.HoverParams(text_document=elsewhere, position=types.Position(0, 0)))
+        )
+        done, _ = await asyncio.wait([*heavy, light], return_when=asyncio.FIRST_COMPLETED)
+        assert done == {light} and await light is None
+        symbols, hover = await asyncio.gather(*heavy)
+        assert len(symbols or []) == 6000 and hover is not None and "H5000" in str(hover.contents)

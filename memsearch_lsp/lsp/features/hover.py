@@ -113,7 +113,7 @@ def register(server: MemsearchServer) -> None:
         root, source = located
         lines, _ = at
         line_no = params.position.line + 1
-        chunks = root.memory.outline(source, "".join(lines))
+        chunks = await ls.read(root.memory.outline, source, "".join(lines))  # (off the event loop: a long file's)
         heading = next((c for c in chunks if c.level > 0 and c.start_line == line_no), None)
         if heading is None:
             return None
