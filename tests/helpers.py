@@ -547,6 +547,38 @@ def send_raw(client: LanguageClient, message: dict[str, Any] | bytes) -> None:
     client.protocol.writer.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # type: ignore[union-attr]
 
 
+def frame(message: dict[str, Any]) -> bytes:
+    """A JSON-RPC message as LSP frames it on stdio."""
+    import json
+
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+@contextlib.contextmanager
+def server_in_process(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
+    """The real server on stdio pipes, in this process (its state open to the test), its home and caches in `home`:
+    the server and the pipe a client writes to (its answers are read and dropped); the pipe is closed at the end and
+    the server awaited."""
+    import threading
+
+    from memsearch_lsp.lsp.setup import create_server
+
+    for name in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(name, str(home / name.lower()))
+    server = create_server()
+    to_server, from_client = os.pipe()
+    to_client, from_server = os.pipe()
+    stdin, stdout = os.fdopen(to_server, "rb"), os.fdopen(from_server, "wb")
+    answers = os.fdopen(to_client, "rb")
+    threading.Thread(target=lambda: [None for _ in iter(lambda: answers.read(4096), b"")], daemon=True).start()
+    serving = threading.Thread(target=server.start_io, args=(stdin, stdout), daemon=True)
+    serving.start()
+    with os.fdopen(from_client, "wb") as client:
+        yield server, client
+    serving.join(30)
+
+
 async def open_session(
     client: LanguageClient,
     workspace: Path,

@@ -3,8 +3,6 @@ a character at a time in Python at each keystroke, 2 s an edit on a 5 MB line, e
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from lsprotocol import types
 from pygls.workspace import PositionCodec, position_codec
 
 from memsearch_lsp.lsp.protocol import LspWorkspace
-from tests.helpers import wait_until
+from tests.helpers import frame, server_in_process, wait_until
 
 ENCODINGS = ["utf-8", "utf-16", "utf-32"]
 #: ASCII, two- and three-byte characters, astral ones (a UTF-16 surrogate pair), lone surrogates (a buffer may hold
@@ -71,43 +69,23 @@ def test_an_edit_in_a_long_line_is_placed_without_walking_it(no_walk: None, enco
         assert ws.get_text_document("file:///x.md").source == f"# One\r\n\r\n{before}y|tail\n"
 
 
-def _frame(message: dict[str, object]) -> bytes:
-    import json
-
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
 def test_the_server_places_keystrokes_in_a_long_line_without_walking_it(
     no_walk: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real server on stdio pipes, in this process (UTF-16, the encoding every client speaks): a buffer of one
     long line with surrogate pairs, edited as an editor sends each keystroke."""
-    from memsearch_lsp.lsp.setup import create_server
-
-    for name in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    server = create_server()
-    to_server, from_client = os.pipe()
-    to_client, from_server = os.pipe()
-    stdin, stdout = os.fdopen(to_server, "rb"), os.fdopen(from_server, "wb")
-    answers = os.fdopen(to_client, "rb")
-    threading.Thread(target=lambda: [None for _ in iter(lambda: answers.read(4096), b"")], daemon=True).start()
-    serving = threading.Thread(target=server.start_io, args=(stdin, stdout), daemon=True)
-    serving.start()
     line = "😋 word " * 100_000  # (8 UTF-16 units, 7 characters each)
     uri = (tmp_path / "notes.md").as_uri()
-    with os.fdopen(from_client, "wb") as client:
-        client.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}))
-        client.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    with server_in_process(tmp_path, monkeypatch) as (server, client):
+        client.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}))
+        client.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         document = {"uri": uri, "languageId": "markdown", "version": 1, "text": f"# Log\n{line}\n"}
-        client.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}}))
+        client.write(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}}))
         for version, character in enumerate((800_000, 8 * 50_000 + 1, 8 * 50_000), start=2):
             where = {"line": 1, "character": character}  # (the end, inside a surrogate pair, before it)
             change = {"range": {"start": where, "end": where}, "text": "x"}
             params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}
-            client.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params}))
+            client.write(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params}))
         client.flush()
         edited = f"# Log\n{'😋 word ' * 50_000}x😋x word {'😋 word ' * 49_999}x\n"
         wait_until(lambda: server.open_text(uri) == edited, "the 3 edits placed", 30)
-    serving.join(30)

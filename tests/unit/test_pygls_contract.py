@@ -10,7 +10,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from memsearch_lsp.config import tomllib
 from memsearch_lsp.lsp import protocol
-from tests.helpers import ROOT, wait_until
+from tests.helpers import ROOT, frame, server_in_process, wait_until
 
 
 def test_the_installed_pygls_has_every_private_part_overridden() -> None:
@@ -62,42 +62,19 @@ def test_a_stdio_reader_that_reads_headers_otherwise_stops_with_one_message(monk
     assert protocol.PYGLS_SUPPORTED in str(info.value) and "\n" not in str(info.value)
 
 
-def _frame(message: dict[str, object]) -> bytes:
-    import json
-
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
 def test_handled_notifications_leave_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """pygls kept each notification's future and task (its own and its generator step's) under a fresh id for good:
     ~3 KB a keystroke, 34 MB after 11,500 edits (audit V). The real server on stdio pipes, in this process."""
-    import os
-    import threading
-
-    from memsearch_lsp.lsp.setup import create_server
-
-    for name in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    server = create_server()
-    to_server, from_client = os.pipe()
-    to_client, from_server = os.pipe()
-    stdin, stdout = os.fdopen(to_server, "rb"), os.fdopen(from_server, "wb")
-    answers = os.fdopen(to_client, "rb")
-    threading.Thread(target=lambda: [None for _ in iter(lambda: answers.read(4096), b"")], daemon=True).start()
-    serving = threading.Thread(target=server.start_io, args=(stdin, stdout), daemon=True)
-    serving.start()
-    with os.fdopen(from_client, "wb") as client:
-        client.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}))
-        client.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    with server_in_process(tmp_path, monkeypatch) as (server, client):
+        client.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}))
+        client.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         uri = (tmp_path / "notes.md").as_uri()
         document = {"uri": uri, "languageId": "markdown", "version": 1, "text": "# Log\n"}
-        client.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}}))
+        client.write(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}}))
         for version in range(2, 302):
             change = {"range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}}, "text": "x"}
             params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}
-            client.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params}))
+            client.write(frame({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params}))
         client.flush()
         wait_until(lambda: len(server.workspace.get_text_document(uri).source) == 306, "the 300 edits applied")
         wait_until(lambda: len(server.protocol._request_futures) <= 2, "the handlers' futures to be let go", 10)
-    serving.join(30)
