@@ -4,7 +4,7 @@ Layout, in `<index>/read-model/`: one raw little-endian file per array (vectors,
 and postings, and every string column as a UTF-8 blob with its offsets), `files.json` (each file's record) and
 `meta.json`, written last, which makes them valid: it names each file's dtype, shape, size and CRC-32, the model's
 identity and the engine's files as they stood (`fingerprint`: path, size, mtime and inode of each). Nothing is
-code: no pickle, no marshal. A load checks every file against `meta.json` (size, checksum, dtype, shape) and every
+code (no serialised objects). A load checks every file against `meta.json` (size, checksum, dtype, shape) and every
 index into another array against its bounds; anything that does not hold is reported once and the read model is
 rebuilt from the engine, never served half-right. Every file is opened through the folder's descriptor without
 following a link (core/store/folder.py). Before the first write after a save the store removes `meta.json`
@@ -33,7 +33,7 @@ from memsearch_lsp.core.store.schema import INTS, TEXTS
 log = logging.getLogger(__name__)
 
 FOLDER = "read-model"
-OLD_FOLDER = "search-cache"  # the saved mirror of earlier versions (marshal rows): never read, removed
+OLD_FOLDER = "search-cache"  # the saved mirror of earlier versions (serialised rows): never read, removed
 META = "meta.json"
 FORMAT = 3
 
