@@ -33,6 +33,8 @@ from pygls.workspace import PositionCodec, TextDocument, Workspace
 
 from memsearch_lsp.config import editor_key
 from memsearch_lsp.core.embedding.base import EmbeddingError
+from memsearch_lsp.core.onboard import NoMemoryHere
+from memsearch_lsp.core.process.door import PassStopped
 from memsearch_lsp.core.store.folder import StoreError
 from memsearch_lsp.lsp.convert import LineCodec, normalize_uri, uri_places
 from memsearch_lsp.trust import hide_credentials
@@ -353,7 +355,8 @@ class MemsearchProtocol(LanguageServerProtocol):
             self._request_futures.pop(msg_id, None)
             self._send_response(msg_id, error=JsonRpcInvalidParams(str(failure)).to_response_error())
             return
-        if isinstance(failure, (StoreError, EmbeddingError)):  # an index or model that cannot be used, said as it is
+        # an index or model that cannot be used, a folder closed while the request ran (or with no memory): said as is
+        if isinstance(failure, (StoreError, EmbeddingError, PassStopped, NoMemoryHere)):
             self._request_futures.pop(msg_id, None)
             log.warning("%s", hide_credentials(str(failure)))
             failed = types.ResponseError(code=types.LSPErrorCodes.RequestFailed, message=str(failure))

@@ -342,9 +342,10 @@ class MemsearchServer(ReportingServer):
     def settings_of(self, path: Path) -> Config:
         """The settings for a folder: a bad key (in the editor's settings or a file) is left out, every other applies,
         and each bad one is said once, with its source (the editor's settings are every folder's: said once). The
-        editor's are the folder's own (or a folder's inside it, that serves it) when the client answered for it."""
+        editor's are the folder's own (or a folder's inside it, with no memory of its own: it serves this one) when the
+        client answered for it."""
         errors: list[str] = []
-        own = sorted(folder for folder in self.scoped if folder == path or path in folder.parents)
+        own = [f for f in self.scoped if f == path or (path in f.parents and find_workspace(f) == path)]
         config = load_config(
             path, self.scoped[own[0]] if own else self.overrides, errors=errors, origin="editor settings"
         )

@@ -136,6 +136,37 @@ async def test_each_folder_has_its_own_editor_settings_but_the_users_own_keys(
     assert isinstance(quokka.location, types.Location) and "/gamma/kept/" in quokka.location.uri
 
 
+@pytest.mark.clients("visual_studio_code")  # (Neovim answers every folder with its one settings table)
+async def test_a_nested_folders_own_settings_stay_its_own(lsp: LanguageClient, tmp_path: Path) -> None:
+    """(review R1b, 1) A memory workspace open beside a folder inside it that is a memory of its own took that
+    folder's settings when its own answer was empty (VS Code's with nothing set): indexed at the inner folder's
+    `notes/`, it had no memory, and every search failed."""
+    outer, inner = tmp_path / "ws", tmp_path / "ws" / "sub"
+    for ws, text in [(outer, "## Platypus\n\nplatypus outer notes\n"), (inner, "## Okapi\n\nokapi inner notes\n")]:
+        (ws / "memory").mkdir(parents=True)
+        (ws / "memory" / "MEMORY.md").write_text(f"# M\n\n{text}")
+    (inner / "notes").mkdir()
+    (inner / "notes" / "n.md").write_text("# N\n\n## Wombat\n\nwombat inner notes\n")
+    session = Session(lsp, outer, lsp.profile)  # type: ignore[attr-defined]
+    lsp._configuration = {  # type: ignore[attr-defined]
+        "": {"memsearch": {}},
+        uri(inner): {"memsearch": {**FAST, "memory": {"paths": ["notes"]}}},
+    }
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
+            root_uri=uri(outer),
+            workspace_folders=[workspace_folder(outer), workspace_folder(inner)],
+            initialization_options={"memsearch": FAST},
+        )
+    )
+    await session.wait_indexed(2)
+    platypus = await session.until_symbol("platypus outer", "Platypus")
+    assert isinstance(platypus.location, types.Location) and "/ws/memory/" in platypus.location.uri
+    wombat = await session.until_symbol("wombat inner", "Wombat")
+    assert isinstance(wombat.location, types.Location) and "/sub/notes/" in wombat.location.uri
+
+
 @pytest_asyncio.fixture
 async def session(lsp: LanguageClient, tmp_path: Path):
     return await open_session(lsp, make_workspace(tmp_path), FAST)

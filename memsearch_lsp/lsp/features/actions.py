@@ -298,7 +298,10 @@ async def compact_command(ls: MemsearchServer, args: Sequence[Any]) -> dict[str,
     days = older_than_days(options.get("olderThanDays"))
     root, files = _files(ls, options.get("files"))
     if options.get("root") not in (None, ""):
-        root = _root_named(ls, options["root"])
+        named = _root_named(ls, options["root"])
+        if root is not None and root is not named:  # (never a log of another folder under this folder's name)
+            raise CompactCommandError(f"memsearch.compact: files are in {root.path}, not in root {named.path}")
+        root = named
     if root is None:
         if not ls.roots:
             raise CompactCommandError(f"{NO_MEMORY} in a workspace folder")
