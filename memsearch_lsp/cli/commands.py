@@ -61,10 +61,10 @@ def _workspace(args: argparse.Namespace) -> Path:
 
 
 def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
-    """The running server's index when one owns it, else this process opens it (and serves it while it is open)."""
+    """The running server's index when one owns it, else this process opens it."""
     from memsearch_lsp.core.process.door import open_memory
 
-    return open_memory(_workspace(args), serve=f"memsearch-lsp {args.command}", **settings)
+    return open_memory(_workspace(args), **settings)
 
 
 def _user_memory(beside: MemoryApi | None = None, create: bool = False) -> MemoryApi | None:

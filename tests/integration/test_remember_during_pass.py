@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memsearch_lsp.core.memory import Memory
-from tests.fakes import EmbeddingServer, GatedEmbedder
-from tests.helpers import cli, endpoint_env, make_workspace, owner_process, wait_until
+from tests.fakes import GatedEmbedder
+from tests.helpers import cli, owner_process, wait_until
 
 TODAY, TOMORROW = dt.datetime(2026, 12, 3, 9, 5), dt.datetime(2026, 12, 4, 9, 5)
 
@@ -106,44 +104,3 @@ def test_the_cli_beside_an_owner_in_its_first_pass_remembers_and_searches_within
             return bool(hits) and hits[0]["id"] == note["id"]
 
         wait_until(searched, "the note indexed by the owner's pass", timeout=90, every=1.0)
-
-
-def test_remember_beside_a_first_index_the_cli_runs_is_written_at_once_and_that_pass_indexes_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """(audit Y2, F8) `memsearch-lsp index` (no editor, no warm owner) held the index through a long first pass and
-    served nobody: a `remember` beside it (the Stop hook's capture) waited 30 s for the lock, exited 1 "another
-    process holds the index", and the turn was lost. The CLI's index serves it while it runs: the note is written at
-    once, said `indexing`, and that pass indexes it before it ends."""
-    ws = make_workspace(tmp_path)
-    (ws / "memory" / "2026-11-30.md").write_text("# 2026-11-30\n\n## 08:00\n\nThe gnu migration starts Monday.\n")
-    endpoint = EmbeddingServer()
-    endpoint.hold = lambda texts: any("gnu migration" in t for t in texts)  # (a pass of minutes, in the test's hand)
-    for name, value in endpoint_env(endpoint).items():
-        monkeypatch.setenv(name, value)  # (the CLIs started below inherit it)
-    index = subprocess.Popen(
-        [sys.executable, "-m", "memsearch_lsp", "index", "--json", "--workspace", str(ws)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        wait_until(endpoint.held.is_set, "the first index embedding", timeout=120)
-        begin = time.monotonic()
-        said = cli(ws, "remember", "We chose Postgres 16 for billing.", "--json", timeout=120)
-        assert said.returncode == 0, said.stderr
-        assert time.monotonic() - begin < 25  # (the pass is waited for 10 s, then left to index the note)
-        note = json.loads(said.stdout)
-        assert note["indexing"] is True and index.poll() is None
-        assert (ws / note["source"]).read_text().count("We chose Postgres 16 for billing.") == 1
-        endpoint.release()
-        err = index.communicate(timeout=120)[1]
-        assert index.returncode == 0, err
-    finally:
-        endpoint.close()
-        if index.poll() is None:
-            index.kill()
-            index.communicate()
-    assert not (ws / ".memsearch" / "server.json").exists()  # (it served while it ran, no longer)
-    found = json.loads(cli(ws, "expand", note["id"], "--json", check=True).stdout)  # (expand indexes nothing)
-    assert "Postgres 16" in found["content"]

@@ -1,16 +1,13 @@
 """One door into the process model: own a workspace's index (and serve it to the others) or follow its owner.
 
 The language server, the MCP server, `memsearch-lsp warm` and the CLI all come in here: `open_memory` gives the
-owner's client (`RemoteMemory`) when another process owns the index, else a `Memory` that owns it (the CLI's, a
-`ServedMemory`, serves it while it is open: a `remember` beside a long `index` is written at once, and that pass
-indexes it); a `Door`, for a process that lives on, also serves the index it owns (`OwnerServer`, so editors and
-the CLI started later become its clients) and opens again when the owner it followed goes away (following the new
-owner, or owning it).
+owner's client (`RemoteMemory`) when another process owns the index, else a `Memory` that owns it; a `Door`, for a
+process that lives on, also serves the index it owns (`OwnerServer`, so editors and the CLI started later become
+its clients) and opens again when the owner it followed goes away (following the new owner, or owning it).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import subprocess
@@ -53,15 +50,9 @@ class PassStopped(Exception):
 
 
 def open_memory(
-    workspace: str | Path,
-    *,
-    wait_s: float = 30.0,
-    config: Config | None = None,
-    serve: str | None = None,
-    **settings: Any,
+    workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None, **settings: Any
 ) -> MemoryApi:
-    """The index owner's RemoteMemory when one runs, else a local Memory that owns the index; with `serve` (what this
-    process is: "memsearch-lsp index"), a ServedMemory, which other processes follow while it is open.
+    """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
 
     A local open waits (up to `wait_s`) while another short-lived process holds the folder; an owner that runs but
     does not answer is asked again for at most BUSY_OWNER_S (one starting on a loaded machine answers late), then
@@ -78,13 +69,7 @@ def open_memory(
     require_memory_workspace(root, config)
     started = time.monotonic()
     deadline = started + wait_s
-
-    def local() -> Memory:
-        if serve is None:
-            return Memory(root, config=config, **settings)
-        return ServedMemory(root, config=config, process=serve, **settings)
-
-    memory = local()  # (opens nothing yet) its index: where an owner holds the lock
+    memory = Memory(root, config=config, **settings)  # (opens nothing yet) its index: where an owner holds the lock
     while True:
         try:
             sock = find_owner(root, memory.uri)
@@ -102,78 +87,13 @@ def open_memory(
         try:
             memory.claim()
             log.info("%s: opened the index at %s (%d chunks)", root.name, memory.uri, memory.store.count())
+            return memory
         except IndexBusy:
             memory.close()
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
-            memory = local()
-            continue
-        if isinstance(memory, ServedMemory):
-            memory.serve()
-        return memory
-
-
-class ServedMemory(Memory):
-    """A local memory of a process that does not live on (the CLI's `index`, `search`, `remember`...): while it holds
-    the index it serves it to other processes, so that a `remember` (the Stop hook's capture) beside a long first
-    `index` follows it, is written at once and indexed by that pass, instead of waiting for the lock until IndexBusy
-    and losing the turn; closing it stops serving first, after the calls it answers (STOP_WAIT_S at most)."""
-
-    def __init__(self, workspace: str | Path, *, process: str, **settings: Any):
-        super().__init__(workspace, **settings)
-        self.process = process
-        self.owner: OwnerServer | None = None
-        self._resetting = threading.local()  # (reset closes the index to delete it, and goes on serving)
-
-    def serve(self) -> None:
-        with contextlib.suppress(UntrustedOwner, OwnerGone):  # a record left when the folder was refused: said, removed
-            find_owner(self.root, self.uri)
-        owner = _Answering(self, self.process)
-        try:
-            owner.start()
-            self.owner = owner
-        except OSError as exc:
-            log.warning("cannot serve %s to other processes: %s", self.root, exc)
-
-    def reset(self) -> None:
-        self._resetting.now = True
-        try:
-            super().reset()
-        finally:
-            self._resetting.now = False
-
-    def close(self) -> None:
-        owner = None if getattr(self._resetting, "now", False) else self.owner
-        if owner is not None:
-            self.owner = None
-            owner.close()
-        super().close()
-
-
-class _Answering(OwnerServer):
-    """An OwnerServer whose `close` waits for the calls it is answering (STOP_WAIT_S at most), so that the memory
-    is not closed under a note being indexed."""
-
-    def __init__(self, memory: Memory, process: str):
-        super().__init__(memory, process)
-        self._calls, self._ended = 0, threading.Condition()
-
-    def dispatch(self, op: str, params: dict[str, Any], progress: Progress) -> Any:
-        with self._ended:
-            self._calls += 1
-        try:
-            return super().dispatch(op, params, progress)
-        finally:
-            with self._ended:
-                self._calls -= 1
-                self._ended.notify_all()
-
-    def close(self) -> None:
-        super().close()  # (no call comes after this one)
-        with self._ended:
-            if not self._ended.wait_for(lambda: self._calls == 0, STOP_WAIT_S):
-                log.warning("%s: closing with a call still answered after %gs", self.memory.root.name, STOP_WAIT_S)
+            memory = Memory(root, config=config, **settings)
 
 
 class Door:
