@@ -77,7 +77,13 @@ def memory_writes(index_dir: Path, wait_s: float = WRITES_WAIT_S) -> Iterator[No
     import fcntl
 
     with folder_fd(index_dir) as dir_fd:
-        fd = os.open(WRITES_LOCK, os.O_CREAT | os.O_RDWR | NO_FOLLOW, 0o600, dir_fd=dir_fd)
+        try:
+            fd = os.open(WRITES_LOCK, os.O_CREAT | os.O_RDWR | NO_FOLLOW, 0o600, dir_fd=dir_fd)
+        except OSError as exc:  # a link planted in the private folder: never followed, replaced by the lock file
+            if exc.errno != errno.ELOOP:
+                raise
+            os.unlink(WRITES_LOCK, dir_fd=dir_fd)
+            fd = os.open(WRITES_LOCK, os.O_CREAT | os.O_EXCL | os.O_RDWR | NO_FOLLOW, 0o600, dir_fd=dir_fd)
     try:
         deadline = time.monotonic() + wait_s
         while True:

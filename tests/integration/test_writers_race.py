@@ -102,3 +102,18 @@ def test_forgets_sent_together_are_each_applied_in_turn(tmp_path: Path, make_mem
     assert results == {i: True for i in ids[:3]}, results
     text = (tmp_path / "memory" / f"{now.date()}.md").read_text()
     assert [f"zz{i}qq" in text for i in range(4)] == [False, False, False, True], text
+
+
+def test_a_link_planted_at_the_writes_lock_is_replaced_and_never_followed(tmp_path: Path, make_memory) -> None:
+    """(review R2b, 3) A link at `.memsearch/writes.lock` made every remember fail with a raw OSError (ELOOP): the
+    lock is the index folder's own file, so the link is replaced, its target untouched, and the note written."""
+    (tmp_path / "memory").mkdir()
+    memory = make_memory(tmp_path)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not ours\n")
+    lock = memory.index_dir / "writes.lock"
+    lock.unlink(missing_ok=True)
+    lock.symlink_to(target)
+    memory.remember("The okapi feeding schedule moved to 9am.")
+    assert any("okapi feeding" in log.read_text() for log in tmp_path.rglob("*.md") if log != target)
+    assert target.read_text() == "not ours\n" and not lock.is_symlink() and lock.stat().st_mode & 0o777 == 0o600
