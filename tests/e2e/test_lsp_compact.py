@@ -642,3 +642,6 @@ async def test_a_code_actions_command_compacts_the_folder_of_its_log(own_lsp: La
     assert result["applied"] is True, result
     assert (second / "memory/archive/2026-02-09.md").is_file() and not (second / "memory/2026-02-09.md").exists()
     assert without_index(snapshot(first)) == untouched
+    # (review R1b, 3) a log of one folder named with another folder's root planned the other folder's log
+    with pytest.raises(Exception, match="not in root"):
+        await command(session, root=str(second), files=[str(first / "memory/2026-02-10.md")], dryRun=True)
