@@ -85,6 +85,15 @@ async def test_an_index_deleted_while_in_use_is_rebuilt_and_the_user_is_told_onc
         await stop(session)
 
 
+async def _today_fails(session: Session) -> str:
+    """What memsearch.today's RequestFailed says."""
+    with pytest.raises(Exception) as failed:
+        await command(session, "memsearch.today")
+    said = str(failed.value)
+    assert getattr(failed.value, "code", None) == types.LSPErrorCodes.RequestFailed, said
+    return said
+
+
 async def test_today_in_a_read_only_memory_folder_fails_in_one_line_naming_it(tmp_path: Path) -> None:
     """memsearch.today on a read-only memory folder answered an internal error, "OSError: [Errno 30] Read-only file
     system: '.../memory/2026-03-15.md'", with a traceback on stderr. Now RequestFailed, naming the folder and what to
@@ -94,10 +103,7 @@ async def test_today_in_a_read_only_memory_folder_fails_in_one_line_naming_it(tm
         session = await start(ws, now="2026-03-15T10:00", prefix=prefix)
         try:
             await session.wait_indexed()
-            with pytest.raises(Exception) as failed:
-                await command(session, "memsearch.today")
-            said = str(failed.value)
-            assert getattr(failed.value, "code", None) == types.LSPErrorCodes.RequestFailed, said
+            said = await _today_fails(session)
             assert f"{ws / 'memory'} is " in said and "OSError" not in said and "Errno" not in said, said
             await session.until_symbol("Redis cache config", "Redis Caching")
         finally:
@@ -115,10 +121,7 @@ async def test_today_with_a_folder_in_the_place_of_its_log_fails_instead_of_answ
     session = await start(ws, now="2026-03-15T10:00")
     try:
         await session.wait_indexed()
-        with pytest.raises(Exception) as failed:
-            await command(session, "memsearch.today")
-        said = str(failed.value)
-        assert getattr(failed.value, "code", None) == types.LSPErrorCodes.RequestFailed, said
+        said = await _today_fails(session)
         assert str(ws / "memory" / "2026-03-15.md") in said and "OSError" not in said, said
         assert (ws / "memory" / "2026-03-15.md").is_dir()
     finally:

@@ -90,6 +90,25 @@ async def test_the_watchers_cover_what_is_indexed_and_go_with_their_folder(lsp: 
     assert len({r.id for r in session.registrations}) == 3 and watches(session.registrations[-1], other / "memory/b.md")
 
 
+async def _open_with_folder_answers(
+    lsp: LanguageClient, folders: list[Path], answers: dict[str, Any], options: dict[str, Any]
+) -> Session:
+    """Open `folders` with `options` at start-up; workspace/configuration is answered from `answers` (pytest-lsp
+    answers a scopeUri by its longest prefix, "" the window's); their first index passes done."""
+    session = Session(lsp, folders[0], lsp.profile)  # type: ignore[attr-defined]
+    lsp._configuration = answers  # type: ignore[attr-defined]
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
+            root_uri=uri(folders[0]),
+            workspace_folders=[workspace_folder(f) for f in folders],
+            initialization_options={"memsearch": options},
+        )
+    )
+    await session.wait_indexed(len(folders))
+    return session
+
+
 @pytest.mark.clients("visual_studio_code")  # (Neovim answers every folder with its one settings table)
 async def test_each_folder_has_its_own_editor_settings_but_the_users_own_keys(
     lsp: LanguageClient, tmp_path: Path
@@ -109,21 +128,12 @@ async def test_each_folder_has_its_own_editor_settings_but_the_users_own_keys(
         (ws / other).mkdir(exist_ok=True)
         (ws / other / "n.md").write_text(f"# N\n\n{text}")
     window = {**FAST, "milvus": {"collection": "mine"}}
-    session = Session(lsp, alpha, lsp.profile)  # type: ignore[attr-defined]
-    lsp._configuration = {  # type: ignore[attr-defined]  # (pytest-lsp answers a scopeUri by its longest prefix)
+    answers = {
         "": {"memsearch": window},
         uri(beta): {"memsearch": {**FAST, "memory": {"paths": ["notes"]}, "milvus": {"collection": "theirs"}}},
         uri(gamma): {"memsearch": {"memory": {"paths": ["kept"]}}},
     }
-    await lsp.initialize_session(
-        types.InitializeParams(
-            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
-            root_uri=uri(alpha),
-            workspace_folders=[workspace_folder(alpha), workspace_folder(beta)],
-            initialization_options={"memsearch": window},
-        )
-    )
-    await session.wait_indexed(2)
+    session = await _open_with_folder_answers(lsp, [alpha, beta], answers, window)
     wombat = await session.until_symbol("wombat burrow", "Wombat")
     assert isinstance(wombat.location, types.Location) and "/beta/notes/" in wombat.location.uri
     assert "beta topic" not in [s.name for s in await session.symbols("platypus beta")]  # (beta/memory: not its)
@@ -147,20 +157,8 @@ async def test_a_nested_folders_own_settings_stay_its_own(lsp: LanguageClient, t
         (ws / "memory" / "MEMORY.md").write_text(f"# M\n\n{text}")
     (inner / "notes").mkdir()
     (inner / "notes" / "n.md").write_text("# N\n\n## Wombat\n\nwombat inner notes\n")
-    session = Session(lsp, outer, lsp.profile)  # type: ignore[attr-defined]
-    lsp._configuration = {  # type: ignore[attr-defined]
-        "": {"memsearch": {}},
-        uri(inner): {"memsearch": {**FAST, "memory": {"paths": ["notes"]}}},
-    }
-    await lsp.initialize_session(
-        types.InitializeParams(
-            capabilities=capabilities(lsp.profile),  # type: ignore[attr-defined]
-            root_uri=uri(outer),
-            workspace_folders=[workspace_folder(outer), workspace_folder(inner)],
-            initialization_options={"memsearch": FAST},
-        )
-    )
-    await session.wait_indexed(2)
+    answers = {"": {"memsearch": {}}, uri(inner): {"memsearch": {**FAST, "memory": {"paths": ["notes"]}}}}
+    session = await _open_with_folder_answers(lsp, [outer, inner], answers, FAST)
     platypus = await session.until_symbol("platypus outer", "Platypus")
     assert isinstance(platypus.location, types.Location) and "/ws/memory/" in platypus.location.uri
     wombat = await session.until_symbol("wombat inner", "Wombat")
