@@ -175,13 +175,14 @@ def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
     they do."""
     server = MemoryMCPServer(door, config)
 
-    async def user_run(mine: Door, fn: Any, instead: str = "") -> Any:
+    async def user_run(mine: Door, fn: Any, instead: str = "", write: bool = False) -> Any:
         """`fn(memory)` of the door `mine`; every failure as a tool error that says it in one line (the SDK says
         only "Error executing tool ..." for any other exception: an owner that does not answer, a broken index);
         with `instead`, the user memory asked beside the workspace's answer: None where it does not answer
         (core/scopes.py `beside`)."""
         try:
-            return await anyio.to_thread.run_sync(beside, lambda: mine.call(fn), bool(instead), instead)
+            done = mine.write if write else mine.call  # (a note: the Markdown alone while another's pass holds it)
+            return await anyio.to_thread.run_sync(beside, lambda: done(fn), bool(instead), instead)
         except ConfigError as exc:  # (a settings file broken since the start: the memory opens once it loads)
             raise ToolError(f"{exc}; fix the settings, then call the tool again") from exc
         except ValueError as exc:  # bad input, said plainly (ToolError keeps the message as it is)
@@ -192,10 +193,10 @@ def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
             log.warning("%s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             raise ToolError(hide_credentials(f"{type(exc).__name__}: {exc}")) from exc
 
-    async def run(fn: Any, mine_instead: bool = False) -> Any:
+    async def run(fn: Any, mine_instead: bool = False, write: bool = False) -> Any:
         """`fn(memory)` of the workspace; with `mine_instead`, None where it has none and the user has one."""
         try:
-            return await user_run(door, fn)
+            return await user_run(door, fn, write=write)
         except ToolError as exc:  # (a project without memory/: the user memory stays in reach, as from the CLI)
             if not (mine_instead and isinstance(exc.__cause__, NoMemoryHere) and server.user_memory() is not None):
                 raise
@@ -330,7 +331,7 @@ def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
             return memory.remember(text, heading, long_term=long_term)
 
         mine = server.user_memory(create=True) if scope == "user" else None
-        note = await (user_run(mine, remember) if mine is not None else run(remember))
+        note = await (user_run(mine, remember, write=True) if mine is not None else run(remember, write=True))
         data: RememberedData = replace(note, scope="user").to_dict() if mine is not None else note.to_dict()
         return data
 

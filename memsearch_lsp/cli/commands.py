@@ -67,13 +67,13 @@ def _memory(args: argparse.Namespace, **settings: Any) -> MemoryApi:
     return open_memory(_workspace(args), **settings)
 
 
-def _user_memory(beside: MemoryApi | None = None, create: bool = False) -> MemoryApi | None:
+def _user_memory(beside: MemoryApi | None = None, create: bool = False, **opening: Any) -> MemoryApi | None:
     """The user memory (None when there is none yet and `create` is False); it borrows the embedder of
     `beside` (a local memory of the same model) instead of loading the model twice."""
     from memsearch_lsp.core.scopes import open_user_memory, user_config
 
     same = beside is not None and not beside.remote and beside.config.embedding == user_config().embedding
-    return open_user_memory(create=create, **({"embedder": beside.embedder} if same and beside else {}))
+    return open_user_memory(create=create, **opening, **({"embedder": beside.embedder} if same and beside else {}))
 
 
 def _format_hits(hits: Sequence[Any], floor: bool = False, filters: str = "") -> str:
@@ -284,14 +284,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_remember(args: argparse.Namespace) -> int:
     from memsearch_lsp.core.notes import check_note, clean_heading, clean_note, summarized
-    from memsearch_lsp.core.process.door import once_more
+    from memsearch_lsp.core.process.door import WRITE_WAIT_S, once_more
 
     text = note_text(args.text)  # (UserError: none, or not UTF-8)
     try:  # (redacted once: by `remember`; before a summariser reads it, here, and its summary by `remember`)
         body = clean_note(text) if args.summarize else check_note(text)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    opened = (lambda: _user_memory(create=True)) if args.user else (lambda: _memory(args))
+    beside: dict[str, Any] = {"wait_s": WRITE_WAIT_S, "files_alone": True}  # (another's long pass: the Markdown)
+    opened = (lambda: _user_memory(create=True, **beside)) if args.user else (lambda: _memory(args, **beside))
     with opened() as memory:  # type: ignore[union-attr]
         body = summarized(memory.config, memory.root, body) if args.summarize else body
         named = heading_text(args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING"))

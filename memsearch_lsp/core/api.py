@@ -59,7 +59,8 @@ class RememberedData(TypedDict):
     scope: str
     """workspace or user: whose memory holds it"""
     indexing: NotRequired[bool]
-    """true: written, and searchable once the index pass that is running (a first index) ends"""
+    """true: written, and searchable once the index pass that is running (a first index) ends, or, beside another
+    process holding the index (`memsearch-lsp index`), once the next pass (a search brings one) indexes it"""
 
 
 RememberedData.__pydantic_config__ = {"use_attribute_docstrings": True}  # type: ignore[attr-defined]

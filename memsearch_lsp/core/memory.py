@@ -185,8 +185,9 @@ class Memory(MemoryFiles):
         return source in self.indexer.overlays
 
     def is_unsaved(self, source: str) -> bool:
-        """True when an editor holds `source` with changes not on disk (its next save would undo a write there)."""
-        buffer = self.indexer.overlays.get(source)
+        """True when an editor holds `source` with changes not on disk (its next save would undo a write there); never
+        before this process opened its index (no editor's buffer reached it: a note written beside another's pass)."""
+        buffer = self._indexer.overlays.get(source) if self._indexer is not None else None
         return buffer is not None and unsaved(self.path_of(source), buffer)
 
     def is_indexed(self, source: str) -> bool:
@@ -351,7 +352,8 @@ class Memory(MemoryFiles):
                 stats = self.indexer.gate.index_soon(source, lambda: self.index_file(source))
             except Exception as exc:  # written: the file is the truth, and the next pass indexes the note
                 log.warning("%s: the note is written but not indexed yet (%s: %s)", source, type(exc).__name__, exc)
-                stats = IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
+                later = isinstance(exc, IndexBusy)  # (held by another process's pass: the next pass indexes it)
+                stats = None if later else IndexStats(warnings=[Skipped(source, f"written, not indexed yet: {exc}")])
         chunks = [c for c in self.outline(source, after) if c.end_line >= first and c.start_line <= last]
         own = (max(first, last - body.count("\n")), last)  # the note's own lines (not the heading it created)
         made = after.split("\n")[first - 1] if long_term and found is None and own[0] > first else ""  # its heading

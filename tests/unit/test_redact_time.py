@@ -145,7 +145,7 @@ def test_remember_on_the_command_line_looks_for_secrets_in_a_text_once(
             notes.clean_note(text)
             return SimpleNamespace(to_dict=dict)
 
-    monkeypatch.setattr(commands, "_memory", lambda args: Cleaning())
+    monkeypatch.setattr(commands, "_memory", lambda args, **opening: Cleaning())
     monkeypatch.setattr(commands, "_emit", lambda args, data, text: None)
     (tmp_path / "memory").mkdir()
     note = f"deploy with {'ghp_' + 'Q3k9ZpL2mX7vN4bR8tY1wE6uI0oA5sD3fG7h'} today"

@@ -49,12 +49,23 @@ class PassStopped(Exception):
     """The index pass in the background was stopped: the process is leaving (`Door.close`)."""
 
 
+WRITE_WAIT_S = 10.0  # how long a note waits for a process holding the index before it writes the Markdown alone
+
+
 def open_memory(
-    workspace: str | Path, *, wait_s: float = 30.0, config: Config | None = None, **settings: Any
+    workspace: str | Path,
+    *,
+    wait_s: float = 30.0,
+    config: Config | None = None,
+    files_alone: bool = False,
+    **settings: Any,
 ) -> MemoryApi:
     """The index owner's RemoteMemory when one runs, else a local Memory that owns the index.
 
-    A local open waits (up to `wait_s`) while another short-lived process holds the folder; an owner that runs but
+    A local open waits (up to `wait_s`) while another short-lived process holds the folder (then IndexBusy; with
+    `files_alone`, for a writer, the local Memory unopened: it writes the Markdown, the truth, and the holder's pass
+    or the next one indexes it, as a note written by hand; `memsearch-lsp index` of a large memory runs minutes,
+    and an agent's note waited, failed busy and was lost); an owner that runs but
     does not answer is asked again for at most BUSY_OWNER_S (one starting on a loaded machine answers late), then
     IndexBusy. A record or socket that is not this user's own is refused with one warning naming it, and the memory
     is opened here. `~` is expanded; a folder that is no memory workspace
@@ -88,8 +99,11 @@ def open_memory(
             memory.claim()
             log.info("%s: opened the index at %s (%d chunks)", root.name, memory.uri, memory.store.count())
             return memory
-        except IndexBusy:
+        except IndexBusy as exc:
             memory.close()
+            if time.monotonic() > deadline and files_alone:
+                log.info("%s; writing the Markdown alone, for the next index pass", exc)
+                return Memory(root, config=config, **settings)  # (unopened: it opens the index once it is free)
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
@@ -134,9 +148,9 @@ class Door:
         """The memory when it is open (None before the first use or after close)."""
         return self._memory
 
-    def _open(self, gone: MemoryApi | None = None) -> MemoryApi:
+    def _open(self, gone: MemoryApi | None = None, **opening: Any) -> MemoryApi:
         config = gone.config if gone is not None else self.config
-        memory = open_memory(self.root, config=config, **self.settings)
+        memory = open_memory(self.root, config=config, **opening, **self.settings)
         if isinstance(gone, RemoteMemory) and isinstance(memory, RemoteMemory):
             memory.search_overrides = dict(gone.search_overrides)  # this process's search settings
         if not memory.remote:
@@ -174,6 +188,22 @@ class Door:
         except OwnerGone:
             log.info("%s: the index owner went away; opening it again", self.root)
             return fn(self.take_over(memory))
+
+    def write(self, fn: Callable[[MemoryApi], T]) -> T:
+        """`call(fn)` for a note: while another process holds the index past WRITE_WAIT_S and serves no one
+        (`memsearch-lsp index` of a large memory), `fn` writes the Markdown alone, as the CLI's `remember` does."""
+        alone = None
+        with self._lock:
+            if self._memory is None:
+                try:
+                    self._memory = self._open(wait_s=WRITE_WAIT_S)
+                except IndexBusy as exc:
+                    log.info("%s; writing the Markdown alone, for the next index pass", exc)
+                    alone = Memory(self.root, config=self.config, **self.settings)  # (opened again at the next call)
+        if alone is None:
+            return self.call(fn)
+        with alone:
+            return fn(alone)
 
     def reconcile(self) -> Future[None]:
         """Bring the index up to date on a thread of its own (`index_what_it_can`; searches meanwhile read the part
