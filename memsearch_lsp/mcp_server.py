@@ -271,7 +271,12 @@ def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
         """(the memory whose chunk `id` names, the chunk): the workspace's, else the user's; a prefix of a chunk in
         each is refused, as is one of several chunks in one (core/scopes.py `one_memory`); one of the workspace's
         chunks is its own where the user memory does not answer."""
-        chunk = await run(lambda memory: memory.expand(id), mine_instead=True)
+
+        def current(memory: MemoryApi) -> Any:  # (after a `git checkout`, the id of a note no longer there is none)
+            door.reconciled()  # brought up to date first, as a search is (READY_WAIT_S at most)
+            return memory.expand(id)
+
+        chunk = await run(current, mine_instead=True)
         mine = server.user_memory() if chunk is None or looks_beyond(door.root, id) else None
         beside_ours = UNCHECKED.format(id) if chunk is not None else ""  # (ours stands where theirs does not answer)
         theirs = await user_run(mine, lambda memory: memory.expand(id), beside_ours) if mine is not None else None

@@ -31,6 +31,8 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 from memsearch_lsp.core.compact.summarize import LogText
 
 if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
+
     from memsearch_lsp.core.memory import Memory
     from tests.fakes import EmbeddingServer
 
@@ -283,6 +285,20 @@ def owner_process(workspace: Path, script: str = OWNER_SCRIPT) -> Iterator[subpr
         if owner.poll() is None:
             os.kill(owner.pid, signal.SIGCONT)
             owner.communicate("", timeout=60)
+
+
+# -- the MCP server ------------------------------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def mcp_client(workspace: Path, **env: str) -> AsyncIterator[ClientSession]:
+    """`memsearch-lsp mcp --workspace W` (this environment plus `env`), driven by the mcp SDK's stdio client."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    arguments = ["-m", "memsearch_lsp", "mcp", "--workspace", str(workspace)]
+    params = StdioServerParameters(command=sys.executable, args=arguments, env={**os.environ, **env})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
 
 
 # -- Neovim --------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The `memsearch-lsp` command: serve | index | search | expand | compact | status | reset | init | doctor |
-remember | recent | warm | mcp (arguments in cli/parser.py, the commands in cli/commands.py)."""
+remember | recent | warm | mcp (arguments in cli/parser.py, the commands in cli/commands.py and cli/servers.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memsearch_lsp.cli.commands import COMMANDS, json_line
+from memsearch_lsp.cli.commands import COMMANDS as ONE_SHOT
+from memsearch_lsp.cli.commands import json_line
 from memsearch_lsp.cli.parser import EXIT_USER, UsageError, UserError, build_parser
+from memsearch_lsp.cli.servers import SERVING
 from memsearch_lsp.cli.terminal import ShownFormatter, printable
 from memsearch_lsp.trust import hide_credentials
 
 __all__ = ["COMMANDS", "UsageError", "UserError", "main"]
+
+COMMANDS = {**ONE_SHOT, **SERVING}
 
 
 def _hint(exc: BaseException, command: str = "") -> str:

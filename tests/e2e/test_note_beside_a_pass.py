@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.helpers import cli, owner_process
+from tests.helpers import cli, mcp_client, owner_process
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -54,13 +50,7 @@ def test_remember_beside_a_process_holding_the_index_writes_the_note_and_says_it
 
 def test_mcp_remember_beside_a_process_holding_the_index_writes_the_note(workspace: Path) -> None:
     async def remember() -> dict[str, object]:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "memsearch_lsp", "mcp", "--workspace", str(workspace)],
-            env=dict(os.environ),
-        )
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+        async with mcp_client(workspace) as session:
             result = await session.call_tool("memory_remember", {"text": NOTE})
             assert not result.is_error and result.structured_content is not None, result.content
             return result.structured_content
