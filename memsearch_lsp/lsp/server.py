@@ -49,6 +49,8 @@ class Root:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     poller: asyncio.Task[None] | None = None
     registration: str = ""
+    watching: asyncio.Lock = field(default_factory=asyncio.Lock)  # one registration asked at a time (features/watch)
+    watched: frozenset[Path] = frozenset()  # the memory folders there when the client was asked to watch them
     behind: dict[str, Any] = field(default_factory=dict)  # changes the owner did not take yet (features/forward.py)
 
     @property

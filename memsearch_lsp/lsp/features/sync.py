@@ -19,7 +19,7 @@ from memsearch_lsp.core.files import MAX_FILE_BYTES
 from memsearch_lsp.core.onboard import find_workspace
 from memsearch_lsp.lsp.features.forward import forwarded
 from memsearch_lsp.lsp.features.settings import apply_settings, load_settings
-from memsearch_lsp.lsp.features.watch import WHOLE_FOLDER, unwatch, watch, watch_bare
+from memsearch_lsp.lsp.features.watch import WHOLE_FOLDER, stale, unwatch, watch, watch_bare
 
 if TYPE_CHECKING:
     from memsearch_lsp.lsp.server import MemsearchServer, Root
@@ -130,6 +130,11 @@ def register(server: MemsearchServer) -> None:
             if change.type == types.FileChangeType.Created and not root.memory.is_memory(source):
                 continue  # another kind of file created in a memory folder
             touched.setdefault(root.path, []).append(source)
+        named = [path for change in params.changes if (path := _path_of(change.uri)) is not None]
+        for root in list(ls.roots.values()):
+            if stale(root, named):  # its memory folder went or came: watched again, then read whole
+                touched.pop(root.path, None)
+                ls.background(_watch_again(ls, root), "watching a memory folder again")
         for path, sources in touched.items():
             root = ls.roots[path]
             ls.background(_reindex(ls, root, sources), "indexing changed files")
@@ -141,10 +146,15 @@ def register(server: MemsearchServer) -> None:
         await start_roots(ls, removed=params.event.removed)
 
 
+def _path_of(uri: str) -> Path | None:
+    """The path a file: URI names, links not followed."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return Path(os.path.normpath(path)) if path else None
+
+
 def _named_in(ls: MemsearchServer, uri: str) -> Root | None:
     """The root whose folder names `uri`'s path, links not followed (`locate` follows them)."""
-    path = to_fs_path(uri) if uri.startswith("file:") else None
-    named = Path(os.path.normpath(path)) if path else None
+    named = _path_of(uri)
     return next((r for r in ls.roots.values() if named is not None and r.path in named.parents), None)
 
 
@@ -186,6 +196,13 @@ def whole_folder(kind: types.FileChangeType, path: Path, memory_file: bool) -> b
     if kind == types.FileChangeType.Deleted:
         return not memory_file
     return kind == types.FileChangeType.Created and path.is_dir()
+
+
+async def _watch_again(ls: MemsearchServer, root: Root) -> None:
+    """Ask the client to watch the root's memory folders as they are now, then read them whole (what was written
+    before the client watched the folder that came back is read by this pass)."""
+    await watch(ls, root)
+    await _reindex(ls, root, [WHOLE_FOLDER])
 
 
 async def _reindex(ls: MemsearchServer, root: Root, sources: list[str]) -> None:

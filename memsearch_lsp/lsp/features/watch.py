@@ -37,17 +37,34 @@ def _dynamic(ls: MemsearchServer) -> tuple[bool, bool]:
 
 
 async def watch(ls: MemsearchServer, root: Root) -> None:
-    """Ask the client to watch the memory folders; poll them when it cannot."""
-    dynamic, relative = _dynamic(ls)
-    await unwatch(ls, root)
-    if not dynamic:
-        root.poller = asyncio.ensure_future(poll(ls, root))
-        return
-    try:
-        root.registration = await _register(ls, watchers(root.path, root.config.memory.paths, relative))
-    except Exception as exc:
-        log.warning("the editor refused to watch files (%s); polling instead", exc)
-        root.poller = asyncio.ensure_future(poll(ls, root))
+    """Ask the client to watch the memory folders (again: the registration it had is withdrawn); poll them when it
+    cannot. One at a time: two asked at once would leave the client one registration the server never withdraws."""
+    async with root.watching:
+        dynamic, relative = _dynamic(ls)
+        await unwatch(ls, root)
+        if not dynamic:
+            root.poller = asyncio.ensure_future(poll(ls, root))
+            return
+        root.watched = present(root.path, root.config.memory.paths)
+        try:
+            root.registration = await _register(ls, watchers(root.path, root.config.memory.paths, relative))
+        except Exception as exc:
+            log.warning("the editor refused to watch files (%s); polling instead", exc)
+            root.poller = asyncio.ensure_future(poll(ls, root))
+
+
+def stale(root: Root, named: Sequence[Path]) -> bool:
+    """The client must be asked again to watch the root: an event `named` one of its memory folders or a folder above
+    one (deleted or created whole: `git checkout` of a branch without it and back, `git stash -u`; a client stops
+    watching under a folder deleted, and never starts under the one that comes back), or the memory folders there
+    are not those it was asked to watch (it may report nothing but `.memsearch.toml`)."""
+    if not root.registration:  # (polled, or not watched yet)
+        return False
+    paths = root.config.memory.paths
+    return (
+        any(root.path / folder in named for folder in anchors(root.path, paths))
+        or present(root.path, paths) != root.watched
+    )
 
 
 async def watch_bare(ls: MemsearchServer) -> None:
@@ -120,18 +137,49 @@ def _watcher(base: Path, pattern: str, relative: bool, kind: int | None = None) 
     return types.FileSystemWatcher(glob_pattern=glob, kind=kind)
 
 
+def _where(workspace: Path, entry: str) -> tuple[Path, str]:
+    """The folder a memory path is watched under, and the one Markdown file it names ('': a memory folder)."""
+    base = workspace / entry
+    if base.name.endswith(SUFFIXES) and not base.is_dir():  # a memory path may name one Markdown file
+        return base.parent, base.name
+    return base, ""
+
+
+def present(workspace: Path, paths: Sequence[str]) -> frozenset[Path]:
+    """The folders of the memory paths that are there (a client watches under those only)."""
+    return frozenset(folder for folder, _ in (_where(workspace, entry) for entry in paths) if folder.is_dir())
+
+
+def anchors(workspace: Path, paths: Sequence[str]) -> list[str]:
+    """The workspace-relative folders whose deletion or creation takes a memory path's folder with it: that folder
+    and each one above it in the workspace (`docs/log`: `docs`, `docs/log`)."""
+    found: dict[str, None] = {}
+    for entry in paths:
+        folder = Path(os.path.normpath(_where(workspace, entry)[0]))
+        parts = folder.relative_to(workspace).parts if folder.is_relative_to(workspace) else ()
+        found.update((Path(*parts[: n + 1]).as_posix(), None) for n in range(len(parts)))
+    return list(found)
+
+
 def watchers(workspace: Path, paths: Sequence[str], relative: bool) -> list[types.FileSystemWatcher]:
     """What a client watches for a root: the Markdown files (every suffix the indexer reads) under each memory
     folder, a memory path that names one file, and any creation or deletion under a memory folder (a folder moved
-    in or out, or deleted whole, reports only itself), rooted at the memory folder (or a file's folder)."""
+    in or out, or deleted whole, reports only itself), rooted at the memory folder (or a file's folder) when it is
+    there; and, rooted at the workspace (whose watch outlives them), the creation or deletion of each memory path's
+    folder and the folders above it: the server asks again then (`stale`), so the client watches the folder that
+    came back."""
     found = []
     for entry in paths:
-        base = workspace / entry
-        if base.name.endswith(SUFFIXES) and not base.is_dir():  # a memory path may name one Markdown file
-            found.append(_watcher(base.parent, base.name, relative))
+        folder, name = _where(workspace, entry)
+        if not folder.is_dir():  # (a client cannot watch under it; asked again when it comes)
             continue
-        found += [_watcher(base, f"**/*{suffix}", relative) for suffix in SUFFIXES]
-        found.append(_watcher(base, "**", relative, types.WatchKind.Create | types.WatchKind.Delete))
+        if name:
+            found.append(_watcher(folder, name, relative))
+            continue
+        found += [_watcher(folder, f"**/*{suffix}", relative) for suffix in SUFFIXES]
+        found.append(_watcher(folder, "**", relative, types.WatchKind.Create | types.WatchKind.Delete))
+    moved = types.WatchKind.Create | types.WatchKind.Delete
+    found += [_watcher(workspace, folder, relative, moved) for folder in anchors(workspace, paths)]
     return [*found, _watcher(workspace, CONFIG_FILE, relative)]  # (its settings: features/sync.py reloads them)
 
 
