@@ -197,10 +197,12 @@ def check_index(ctx: Context) -> Check:
         UntrustedOwner,
         call,
         holds_index,
+        other_protocol,
         read_record,
         record_pid,
         socket_path_for,
     )
+    from memsearch_lsp.core.process.protocol import speaks
     from memsearch_lsp.core.store.folder import locked_by_other
 
     if ctx.config.milvus.uri:
@@ -236,6 +238,10 @@ def check_index(ctx: Context) -> Check:
         try:
             if str(record["socket"]) != str(socket_path_for(ctx.root)):  # (only ever the socket this program names)
                 raise UntrustedOwner(f"{record['socket']} is not the socket of this workspace's index owner")
+            if not speaks(about := call(str(record["socket"]), "ping", {}, timeout=10)):  # (asked nothing more)
+                if (other := other_protocol(pid, str(db), about)) is not None:
+                    return Check("index", "fail", other.problem, other.fix, data)
+                raise ValueError(f"pid {pid} does not answer as an owner of the index")  # (a stale record)
             status = call(str(record["socket"]), "status", {}, timeout=10)
             data.update(files=status.get("files"), chunks=status.get("chunks"))
             if damaged := _damaged(status, data):
@@ -247,6 +253,8 @@ def check_index(ctx: Context) -> Check:
                 data=data,
             )
         except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
+            if isinstance(exc, OwnerGone) and (other := other_protocol(pid, str(db))) is not None:
+                return Check("index", "fail", other.problem, other.fix, data)  # (one before the index lock)
             if holds_index(pid, str(db)):  # (never what the record says: its pid may be any, 1 included)
                 return Check(
                     "index",

@@ -168,6 +168,7 @@ TURNS_KEPT_S = 3 * 86400  # how long the record of a captured turn is kept (one 
 DEADLINE = [0.0]  # when this hook's calls must have ended (time.monotonic); set by main
 BUDGET_S = [10]  # the seconds they get in all (MEMSEARCH_HOOK_TIMEOUT; a detached capture's, 12 times that)
 PING_S = 2.0  # how long an index owner may take to say it is there (a stopped one never does)
+OWNER_PROTOCOL = 1  # memsearch_lsp/core/process/protocol.py PROTOCOL: an owner that says another is asked nothing
 INDEX_WAIT_S = 0.8  # how long a prompt waits for the owner to bring its index up to date (a first index: longer)
 EMPTY_WAIT_S = 4.0  # and, when the part indexed so far has no hit, how much longer (a small memory's first pass)
 INDEXING = [False]  # an owner asked for this prompt was still indexing (its hits: of the part indexed so far)
@@ -374,6 +375,18 @@ def owner_call(sock: str, op: str, wait_s: float | None = None, **params: Any) -
     return reply["result"]
 
 
+def owner_ping(sock: str) -> None:
+    """The owner at `sock` answers a ping in this release's protocol; HookError (this prompt's recall is skipped,
+    said once) for one of another release, whose operations may take other arguments or answer another shape."""
+    about = owner_call(sock, "ping")
+    if not isinstance(about, dict) or about.get("protocol") != OWNER_PROTOCOL:
+        pid = about.get("pid", "?") if isinstance(about, dict) else "?"
+        raise HookError(
+            f"the index is served by pid {pid}, a memsearch-lsp of another version: restart it (close and reopen "
+            f"the editor, or `kill {pid}`)"
+        )
+
+
 def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]]:
     """Hits for `query`: straight from a running index owner (no process to start), else through the CLI
     (which opens the index, or waits for the owner SessionStart started)."""
@@ -384,7 +397,7 @@ def search(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, Any]
     sock = owner_socket(event)
     if sock is not None:
         try:
-            owner_call(sock, "ping")
+            owner_ping(sock)
             hits = indexed_hits(sock, query, top_k)
             return merge(hits, user_hits(event, query, top_k), top_k)
         except Stuck:
@@ -431,7 +444,7 @@ def user_hits(event: dict[str, Any], query: str, top_k: int) -> list[dict[str, A
             warm(event)
             said = cli(event, "search", "--scope", "user", "-k", str(top_k), "--json", "-", stdin=query)
             return [dict(h, scope="user") for h in json.loads(said)["hits"]]
-        owner_call(sock, "ping")
+        owner_ping(sock)
         return [dict(h, scope="user") for h in indexed_hits(sock, query, top_k)]
     except (OSError, ValueError, HookError) as exc:
         sys.stderr.write(f"memsearch hook: the user memory did not answer ({exc})\n")

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import logging
 import os
 import socket
 import socketserver
 import stat
-import tempfile
 import threading
 import time
 from dataclasses import fields, replace
@@ -30,110 +28,44 @@ from typing import Any
 from memsearch_lsp.config import Config, load_config
 from memsearch_lsp.core import wire
 from memsearch_lsp.core.api import IndexApi, MemoryApi, Remembered
-from memsearch_lsp.core.files import folder_fd, read_file, remove_file, write_file
+from memsearch_lsp.core.files import folder_fd, write_file
 from memsearch_lsp.core.index import Progress
-from memsearch_lsp.core.memory import INDEX_DIR, Memory
+from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.process import protocol
-from memsearch_lsp.core.process.protocol import OPERATIONS, OwnerBusy, OwnerGone, asked_of_owner
+from memsearch_lsp.core.process.protocol import OPERATIONS, OtherProtocol, OwnerBusy, OwnerGone, asked_of_owner
+from memsearch_lsp.core.process.record import (
+    RECORD,
+    UntrustedOwner,
+    holds_index,
+    other_protocol,
+    private,
+    read_record,
+    record_path,
+    record_pid,
+    remove_stale,
+    socket_path_for,
+)
+from memsearch_lsp.core.process.record import (
+    pid_alive as pid_alive,  # (its callers import it from here)
+)
 from memsearch_lsp.core.search.filters import FILTER_KEYS
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store import is_local_uri
-from memsearch_lsp.core.store.folder import LOCK, lock_holder
+from memsearch_lsp.core.store.folder import LOCK
 from memsearch_lsp.core.workspace import MemoryFiles, index_uri, with_index_settings
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
 
-RECORD = "server.json"
-MAX_SOCKET_PATH = 100
 CALL_TIMEOUT_S = 600.0
 PING_TIMEOUT_S = 2.0
 KEEP_S = 0.5  # how often an owner checks that its index folder, record and socket are still there
 
 
-class UntrustedOwner(PermissionError):
-    """An owner record, socket or folder that is not this user's own, private: never used."""
-
-
-def record_path(root: Path) -> Path:
-    return root / INDEX_DIR / RECORD
-
-
-def socket_path_for(root: Path) -> Path:
-    """`.memsearch/server.sock`, or a short private path when that one is too long for AF_UNIX."""
-    preferred = root / INDEX_DIR / "server.sock"
-    if len(str(preferred)) <= MAX_SOCKET_PATH:
-        return preferred
-    folder = Path(tempfile.gettempdir()) / f"memsearch-{os.getuid()}"
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
-    _private(folder, stat.S_ISDIR)
-    return folder / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".sock")
-
-
-def _private(path: Path, kind: Any) -> None:
-    """`path` is of `kind` (stat.S_ISDIR, ...), no link, this user's, and no one else may read or write it."""
-    info = path.lstat()
-    if not kind(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o077:
-        what = {stat.S_ISDIR: "folder (mode 0700)", stat.S_ISSOCK: "socket (mode 0600)"}.get(kind, "file (mode 0600)")
-        raise UntrustedOwner(
-            f"refusing {path}: it must be a {what} of uid {os.geteuid()} that no one else may use (found uid "
-            f"{info.st_uid}, mode {stat.S_IMODE(info.st_mode):o}); remove it and try again"
-        )
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:  # (0 and -1 name process groups, not a process)
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def read_record(root: Path) -> dict[str, Any] | None:
-    """The owner record of `root`, when there is one this user may trust (UntrustedOwner for one it may not); one of
-    this user's in its private folder that no owner wrote (no JSON naming a socket, or open to others) is removed."""
-    path = record_path(root)
-    if not os.path.lexists(path):
-        return None
-    _private(path.parent, stat.S_ISDIR)
-    try:
-        _private(path, stat.S_ISREG)
-        with folder_fd(path.parent) as fd:
-            data = json.loads(read_file(fd, RECORD, 1 << 16))
-    except (UntrustedOwner, ValueError) as exc:  # (another user's, or a folder, is refused: never removed)
-        info = path.lstat()
-        if isinstance(exc, UntrustedOwner) and (info.st_uid != os.geteuid() or stat.S_ISDIR(info.st_mode)):
-            raise
-        data = None
-    except OSError:
-        return None
-    if isinstance(data, dict) and "socket" in data:
-        return data
-    log.warning("removing the index owner record %s: no index owner wrote it", path)
-    _remove_stale(root)
-    return None
-
-
-def _remove_stale(root: Path, owner: bool = False) -> None:
-    """Remove this program's record and socket for `root` (the socket only when it is one; for the owner, which holds
-    the index, anything there but a folder: a file committed as `server.sock` would keep every owner from listening)."""
-    with contextlib.suppress(OSError):
-        path = socket_path_for(root)
-        if stat.S_ISSOCK(mode := path.lstat().st_mode) or (owner and not stat.S_ISDIR(mode)):
-            path.unlink()
-    with contextlib.suppress(OSError), folder_fd(root / INDEX_DIR) as fd:
-        remove_file(fd, RECORD)
-
-
 def connect(sock_path: str, timeout: float) -> socket.socket:
     """A connection to the owner's socket, its peer checked to be this user (UntrustedOwner otherwise)."""
     path = Path(sock_path)
-    _private(path, stat.S_ISSOCK)
+    private(path, stat.S_ISSOCK)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.settimeout(timeout)
@@ -162,34 +94,14 @@ def call(
             raise OwnerGone(f"the index owner closed the connection ({exc})") from exc
 
 
-def holds_index(pid: int, index: str) -> bool:
-    """Process `pid` runs and holds the index at `index`: this process's own path for it (its settings), never the
-    one a record names. A local folder's lock is held, by `pid` as the holder wrote it there, or by a holder that
-    wrote no pid of a live process (a reused pid, or pid 1, holds no lock; a stopped owner still does); an index on
-    a server has no lock: `pid` runs."""
-    if not pid_alive(pid):
-        return False
-    if not is_local_uri(index):
-        return True
-    holder = lock_holder(Path(index))  # (a pid the holder did not write yet, or one of a holder gone: not known)
-    return holder is not None and (holder == pid or not pid_alive(holder))
-
-
-def record_pid(record: dict[str, Any]) -> int:
-    """The pid a record names (0 for none, or for one that is no number)."""
-    try:
-        return int(record.get("pid", 0) or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
 def find_owner(root: Path, index: str | None = None) -> str | None:
     """The socket of a live owner of `root`'s index (at `index`, the caller's own path for it: by default its
     settings'); stale records and sockets are removed. UntrustedOwner for a record or socket that is not this
     user's; an owner that holds the index but does not answer raises OwnerGone (busy or stuck: the caller does not
-    wait for it longer than one ping), one that refuses or drops the call is closing: None. A record is stale when
-    its socket is not there, or its pid does not hold the index: it is removed (said once) and the caller goes on
-    alone (a live owner whose socket was deleted publishes both again: core/process/owner.py `_keep`)."""
+    wait for it longer than one ping), one that refuses or drops the call is closing: None; one of another protocol
+    (another release's, or a build's before this lock: `older_owner`) raises OtherProtocol and is asked nothing
+    more. A record is stale when its socket is not there, or its pid does not hold the index: it is removed (said
+    once) and the caller goes on alone (a live owner whose socket was deleted publishes both again: `_keep`)."""
     record = read_record(root)
     if record is None:
         return None
@@ -198,12 +110,13 @@ def find_owner(root: Path, index: str | None = None) -> str | None:
     try:
         if str(record["socket"]) != sock:  # only ever talk to (or remove) the socket this program names
             raise UntrustedOwner(f"{record_path(root)} names a socket other than {sock}")
-        call(sock, "ping", {}, timeout=PING_TIMEOUT_S)
-        return sock
+        about = call(sock, "ping", {}, timeout=PING_TIMEOUT_S)
     except (OSError, OwnerGone, ValueError, RuntimeError) as exc:
         if isinstance(exc, FileNotFoundError):  # (a record no owner wrote: committed, copied; or a socket deleted)
             log.warning("removing the index owner record %s of pid %s: its socket is not there", record_path(root), pid)
         elif not holds_index(pid, index):
+            if isinstance(exc, OwnerGone) and (other := other_protocol(pid, index)):  # (answered, in no JSON-RPC)
+                raise other from exc
             log.info("removing a stale index owner record (pid %s does not hold the index): %s", pid, exc)
         else:
             if isinstance(exc, UntrustedOwner):
@@ -211,8 +124,15 @@ def find_owner(root: Path, index: str | None = None) -> str | None:
             if isinstance(exc, ConnectionError):  # refused or reset: it is closing (the caller waits for its lock)
                 return None
             raise OwnerGone(f"the process that owns the index of {root} (pid {pid}) does not answer ({exc})") from exc
-        _remove_stale(root)
+        remove_stale(root)
         return None
+    if protocol.speaks(about):
+        return sock
+    if other := other_protocol(pid, index, about):
+        raise other
+    log.info("removing a stale index owner record (pid %s does not hold the index, nor answers as its owner)", pid)
+    remove_stale(root)
+    return None
 
 
 # -- the owner side ----------------------------------------------------------------------------
@@ -265,7 +185,7 @@ class OwnerServer:
         """Listen on the socket (owner-only) and write the record naming it: at start, and again once they were
         deleted (the socket listened on before is closed: a path unlinked reaches it no more)."""
         _ = self.memory.index_dir  # a real private folder of this user, never a link (files.UnsafeFolder)
-        _remove_stale(self.memory.root, owner=True)
+        remove_stale(self.memory.root, owner=True)
         self.socket = socket_path_for(self.memory.root)
         old = os.umask(0o077)
         try:
@@ -324,14 +244,14 @@ class OwnerServer:
         with contextlib.suppress(UntrustedOwner):
             record = read_record(self.memory.root)
             if record and record.get("pid") == os.getpid():
-                _remove_stale(self.memory.root)
+                remove_stale(self.memory.root)
 
     def dispatch(self, op: str, params: dict[str, Any], progress: Progress) -> Any:
         """Run one IndexApi operation of the memory (its arguments structured by their types, its result
         unstructured); `ping` says who answers."""
         self.last_call = time.monotonic()
         if op == "ping":
-            about = {"pid": os.getpid(), "version": __version__, "process": self.process}
+            about = {"pid": os.getpid(), "version": __version__, "protocol": protocol.PROTOCOL, "process": self.process}
             return about if self.idle_s is None else dict(about, idle_s=self.idle_s)
         if op not in OPERATIONS:
             raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
@@ -359,7 +279,9 @@ class RemoteMemory(MemoryFiles):
             pinged = False
             try:
                 if op != "ping":
-                    call(self.socket_path, "ping", {}, timeout=PING_TIMEOUT_S)
+                    about = call(self.socket_path, "ping", {}, timeout=PING_TIMEOUT_S)
+                    if not protocol.speaks(about):  # (never asked `op`: its arguments may mean another thing there)
+                        raise OtherProtocol(record_pid(about if isinstance(about, dict) else {}))
                 pinged = wait_s is not None
                 return call(self.socket_path, op, params, progress, wait_s or CALL_TIMEOUT_S)
             except (ConnectionRefusedError, BlockingIOError) as exc:  # a full backlog: try again
