@@ -39,6 +39,8 @@ from memsearch_lsp.config.sections import (
     ENV_PREFIX,
     SEARCH_LANGUAGES,
     ConfigError,
+    is_local_uri,
+    milvus_uri_problem,
     tomllib,
 )
 from memsearch_lsp.trust import USER_ONLY_KEYS, USER_ONLY_VALUES, WORKSPACE_PATH_KEYS
@@ -73,9 +75,11 @@ __all__ = [
     "flat_settings",
     "from_env",
     "ignored_workspace_keys",
+    "is_local_uri",
     "kwargs_to_settings",
     "load_config",
     "merge_layer",
+    "milvus_uri_problem",
     "settings_keys",
     "tomllib",
     "user_config_path",

@@ -28,6 +28,7 @@ from memsearch_lsp.config.sections import (
     SearchConfig,
     WarmConfig,
     WatchConfig,
+    milvus_uri_problem,
 )
 from memsearch_lsp.trust import editor_key
 
@@ -224,12 +225,15 @@ _GLOBS = {("memory", "exclude"), ("compact", "archive_dir")}  # settings read as
 
 def _check(section: str, name: str, value: Any) -> None:
     """The range on the field (`ranged`; every number is finite and at least 0), run on each value after it is
-    structured; the Milvus collection's name as Milvus takes it; at least one memory folder; globs that can be read."""
+    structured; the Milvus collection's name as Milvus takes it, and its URI (sections.py milvus_uri_problem); at
+    least one memory folder; globs that can be read."""
     if (section, name) == ("milvus", "collection") and not _COLLECTION.fullmatch(value):
         raise ValueError(
             "must be 1 to 247 letters, digits or underscores, not starting with a digit "
             f"(a Milvus collection name), got {value!r}"
         )
+    if (section, name) == ("milvus", "uri") and (problem := milvus_uri_problem(value)):
+        raise ValueError(problem)
     if (section, name) == ("memory", "paths") and not value:
         raise ValueError('names no folder: give at least one (the default is ["memory"])')
     if (section, name) in _GLOBS:  # (matched as gitignore patterns: one that cannot be read would fail each search)

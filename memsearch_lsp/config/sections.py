@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,9 +74,31 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class MilvusConfig:
-    uri: str = ""
+    uri: str = ""  # "" = <workspace>/.memsearch/milvus.db; an absolute local folder (or ~/...); a server's URI
     token: str = ""
     collection: str = "memsearch"
+
+
+def is_local_uri(uri: str) -> bool:
+    """A local folder (else a server reached by URI)."""
+    return "://" not in uri and not uri.startswith("unix:")
+
+
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}(/\S*)?")
+
+
+def milvus_uri_problem(uri: str) -> str:
+    """What is wrong with `milvus.uri` as written, or "": a server's address without its scheme (`localhost:19530`,
+    else a folder of that name) and a relative folder (else relative to each process's current folder) are refused;
+    an absolute folder, `~/...` and a server's URI are taken."""
+    if not uri or not is_local_uri(uri) or os.path.isabs(os.path.expanduser(uri)):
+        return ""
+    if _HOST_PORT.fullmatch(uri):
+        return f"{uri!r} is a server's address without a scheme: write http://{uri} (a local folder: an absolute path)"
+    return (
+        f"{uri!r} is a relative path: write an absolute path (or ~/...) for a local index folder, "
+        "or http://HOST:PORT for a Milvus server"
+    )
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,15 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memsearch_lsp.config import Config, ConfigError, archive_folder, kwargs_to_settings, load_config
+from memsearch_lsp.config import (
+    Config,
+    ConfigError,
+    archive_folder,
+    is_local_uri,
+    kwargs_to_settings,
+    load_config,
+    milvus_uri_problem,
+)
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.api import Remembered, ScopeError, check_scope
 from memsearch_lsp.core.chunks import Chunk, chunk_markdown
@@ -52,8 +60,14 @@ def index_settings_changed(old: Config, new: Config) -> list[str]:
 
 def index_uri(root: Path, config: Config) -> str:
     """Where the index of the workspace `root` is with `config`: a local folder (`.memsearch/milvus.db` unless
-    `milvus.uri` names another) or a server's URI."""
-    return config.milvus.uri or str(root / INDEX_DIR / "milvus.db")
+    `milvus.uri` names another, `~` expanded) or a server's URI; ConfigError for a `milvus.uri` that names neither
+    (a Config made in code is not checked as settings are read: nothing is ever written under the current folder)."""
+    uri = config.milvus.uri
+    if not uri:
+        return str(root / INDEX_DIR / "milvus.db")
+    if problem := milvus_uri_problem(uri):
+        raise ConfigError(f"milvus.uri: {problem}")
+    return os.path.expanduser(uri) if is_local_uri(uri) else uri
 
 
 def with_index_settings(config: Config, source: Config) -> Config:

@@ -365,3 +365,47 @@ def test_leniently_the_good_keys_of_a_layer_apply_together(tmp_path: Path) -> No
         "memory/archive",
     )
     assert len(errors) == 2 and "(left out: compact.archiveDir)" in errors[1]
+
+
+@pytest.mark.parametrize(
+    ("uri", "needle"),
+    [
+        (
+            "127.0.0.1:19999",
+            r"'127\.0\.0\.1:19999' is a server's address without a scheme: write http://127\.0\.0\.1:19999",
+        ),
+        ("localhost:19555", r"write http://localhost:19555"),
+        ("[::1]:19530", r"write http://\[::1\]:19530"),
+        ("mydb/milvus.db", r"'mydb/milvus\.db' is a relative path: write an absolute path \(or ~/\.\.\.\)"),
+    ],
+)
+def test_a_milvus_uri_that_is_no_server_uri_nor_absolute_folder_is_refused_in_every_layer(
+    tmp_path: Path, uri: str, needle: str
+) -> None:
+    """Audit U 1: a server's address without `http://`, or a relative folder, was taken for a folder relative to
+    each process's current folder (the read model in the CWD, Milvus Lite's data under `/`)."""
+    with pytest.raises(ConfigError, match=rf"environment: milvus\.uri: .*{needle}"):
+        load_config(tmp_path, env={"MEMSEARCH_MILVUS_URI": uri})
+    user_config(f'[milvus]\nuri = "{uri}"\n')
+    with pytest.raises(ConfigError, match=rf"milvus\.uri: .*{needle}"):
+        load_config(tmp_path, env={})
+    user_config("")
+    with pytest.raises(ConfigError, match=rf"editor settings: milvus\.uri: .*{needle}"):
+        load_config(tmp_path, {"milvus": {"uri": uri}}, env={}, origin="editor settings")
+
+
+def test_a_milvus_uri_under_home_is_expanded_and_an_unchecked_relative_one_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsearch_lsp.config import MilvusConfig
+    from memsearch_lsp.core.workspace import index_uri
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for uri in ("~/mydb/milvus.db", "/srv/index", "http://localhost:19530", "https://x.zillizcloud.com"):
+        assert load_config(tmp_path, env={"MEMSEARCH_MILVUS_URI": uri}).milvus.uri == uri
+    config = load_config(tmp_path, env={"MEMSEARCH_MILVUS_URI": "~/mydb/milvus.db"})
+    assert index_uri(tmp_path, config) == str(tmp_path / "home" / "mydb" / "milvus.db")
+    assert index_uri(tmp_path, Config()) == str(tmp_path / ".memsearch" / "milvus.db")
+    made_in_code = Config(milvus=MilvusConfig(uri="localhost:19530"))  # (not read as settings are: still refused)
+    with pytest.raises(ConfigError, match=r"milvus\.uri: .*write http://localhost:19530"):
+        index_uri(tmp_path, made_in_code)

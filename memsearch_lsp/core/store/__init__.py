@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memsearch_lsp.config.sections import is_local_uri
 from memsearch_lsp.core.store.folder import IndexBusy, StoreError
 
 if TYPE_CHECKING:
@@ -68,11 +69,6 @@ class Store(Protocol):
     def vectors_for(self, embed_hashes: Sequence[str], model: str) -> dict[str, list[Any]]: ...
     def count(self) -> int: ...
     def damaged(self) -> int: ...  # stored vectors that are not of unit length (a local store's; a server's: 0)
-
-
-def is_local_uri(uri: str) -> bool:
-    """A local folder (else a server reached by URI)."""
-    return "://" not in uri and not uri.startswith("unix:")
 
 
 def open_store(uri: str, collection: str, dim: int, token: str = "") -> Store:
