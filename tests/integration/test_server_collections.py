@@ -131,3 +131,41 @@ def test_an_index_of_an_earlier_version_is_rebuilt_and_an_own_index_reset(
     memory.reset()
     assert client.has_collection(mine) and memory.status()["chunks"] == 0
     assert memory.index().chunks_total == stats.chunks_total
+
+
+def released(client: Any, memory: Memory) -> None:
+    """What an administrator's release_collection (or a restart that does not load them again) leaves."""
+    for name in (memory.collection, f"{memory.collection}_windows"):
+        client.release_collection(name)
+        assert str(client.get_load_state(name)["state"]) != "Loaded"
+
+
+def test_collections_the_server_released_are_loaded_again_by_the_open_index(
+    workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
+) -> None:
+    """Audit U 2: a language server's (or MCP server's) open index failed every search with "Collection ... is in
+    state 'released'; call load()" once the server had released its collections, until it was restarted."""
+    memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="released")
+    memory.index()
+    before = [(h.source, h.heading) for h in memory.search("redis cache")]
+    assert before
+    released(client, memory)
+    assert [(h.source, h.heading) for h in memory.search("redis cache")] == before
+    released(client, memory)
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n\n## Kafka\n\nthe kafka topic keeps 7 days\n")
+    assert memory.index().files_modified == 1  # (reads the stored rows, then writes)
+    assert memory.search("kafka topic")[0].source == "memory/MEMORY.md"
+    assert memory.store.count() > 0
+
+
+def test_a_failure_loading_cannot_mend_is_said_as_it_came(
+    workspace: Path, make_memory: Callable[..., Memory], milvus_server: str, client: Any
+) -> None:
+    memory = make_memory(workspace, milvus_uri=milvus_server, milvus_collection="dropped")
+    memory.index()
+    for name in (memory.collection, f"{memory.collection}_windows"):
+        client.drop_collection(name)
+    with pytest.raises(Exception, match=r"(?i)not (found|exist)") as failed:
+        memory.search("redis cache")
+    assert "load" not in str(failed.value).lower()
+    assert not client.has_collection(memory.collection), "nothing made again by a search"

@@ -3,6 +3,9 @@ MilvusClient: the same Store contract as the local store, every read and both se
 
 The BM25 document frequencies (global statistics: core/search/bm25.py) are counted from the stored weights when the
 store opens and kept as rows are written and deleted.
+
+The server may release the collections while the store is open (an administrator's release_collection, a restart
+that does not load them again): a call that fails while they are not loaded loads them and is asked once more.
 """
 
 from __future__ import annotations
@@ -90,13 +93,39 @@ class ServerStore(Store):
             names = {f.get("name") for f in info.get("fields", [])}
             dims = [int(f.get("params", {}).get("dim", 0)) for f in info.get("fields", []) if f.get("name") == "dense"]
             if names == FIELDS and dims == [self.dim] and client.has_collection(self.windows):
-                client.load_collection(self.collection)
-                client.load_collection(self.windows)
+                self._load()
                 return
             log.warning(
                 "collection %s was built by another version or for another dimension: rebuilding it", self.collection
             )
         self._create()
+
+    def _load(self) -> None:
+        for name in (self.collection, self.windows):
+            self._client.load_collection(name)
+
+    def _ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """The client's `method` called; when it fails while a collection is not loaded, once more after loading
+        them (any other failure, or one loading cannot mend, is raised as it came)."""
+        try:
+            return getattr(self.client, method)(*args, **kwargs)
+        except Exception:
+            if not self._reloaded():
+                raise
+        return getattr(self.client, method)(*args, **kwargs)
+
+    def _reloaded(self) -> bool:
+        """The collections loaded again when the server had released one; False when none was released or they
+        cannot be asked about or loaded (gone, the server down)."""
+        try:
+            states = [self._client.get_load_state(name).get("state") for name in (self.collection, self.windows)]
+            if all(getattr(state, "name", str(state)) == "Loaded" for state in states):
+                return False
+            log.warning("the server had released collection %s: loading it again", self.collection)
+            self._load()
+        except Exception:
+            return False
+        return True
 
     def _ours(self, name: str, ours: frozenset[str]) -> dict[str, Any] | None:
         """The description of collection `name`, None when there is none; StoreError when it is not this program's
@@ -161,11 +190,11 @@ class ServerStore(Store):
         for start in range(0, len(rows), _BATCH):
             batch = [dict(stored(r), dense=_list(r["dense"])) for r in rows[start : start + _BATCH]]
             self._count([r["sparse"] for r in self._get([r["id"] for r in batch], ["sparse"])], -1)
-            self.client.upsert(self.collection, batch)
+            self._ask("upsert", self.collection, batch)
             self._count([r["sparse"] for r in batch], 1)
         for start in range(0, len(windows), _BATCH):
-            self.client.upsert(
-                self.windows, [dict(w, dense=_list(w["dense"])) for w in windows[start : start + _BATCH]]
+            self._ask(
+                "upsert", self.windows, [dict(w, dense=_list(w["dense"])) for w in windows[start : start + _BATCH]]
             )
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -174,8 +203,8 @@ class ServerStore(Store):
         for start in range(0, len(ids), _BATCH):
             part = ids[start : start + _BATCH]
             self._count([r["sparse"] for r in self._get(part, ["sparse"])], -1)
-            self.client.delete(self.collection, ids=part)
-            self.client.delete(self.windows, filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
+            self._ask("delete", self.collection, ids=part)
+            self._ask("delete", self.windows, filter=f"chunk_id in [{', '.join(quote(i) for i in part)}]")
 
     def _count(self, vectors: Iterable[Any], sign: int) -> None:
         for vector in vectors:
@@ -183,17 +212,19 @@ class ServerStore(Store):
                 self.df[term] += sign
 
     def flush(self, wait: bool = False) -> None:
-        self.client.flush(self.collection)
+        self._ask("flush", self.collection)
 
     def note_file(self, source: str, size: int, mtime_ns: int) -> None:
         """(Files are read again at every pass: a server store keeps no record of their sizes and times.)"""
 
     # -- reads ---------------------------------------------------------------------------------
     def _get(self, ids: Sequence[str], fields: list[str], collection: str = "") -> list[dict[str, Any]]:
-        return list(self.client.get(collection or self.collection, ids=list(ids), output_fields=fields)) if ids else []
+        return list(self._ask("get", collection or self.collection, ids=list(ids), output_fields=fields)) if ids else []
 
     def _all(self, fields: Sequence[str], expr: str = "") -> Iterator[dict[str, Any]]:
-        iterator = self.client.query_iterator(self.collection, batch_size=4096, filter=expr, output_fields=list(fields))
+        iterator = self._ask(
+            "query_iterator", self.collection, batch_size=4096, filter=expr, output_fields=list(fields)
+        )
         try:
             while page := iterator.next():
                 yield from page
@@ -208,9 +239,15 @@ class ServerStore(Store):
             return {}
         expr = where(exclude_source, only)
         vector = _list(vector)
-        found = self.client.search(self.collection, [vector], anns_field="dense", limit=limit, filter=expr)
-        tails = self.client.search(
-            self.windows, [vector], anns_field="dense", limit=3 * limit, filter=expr, output_fields=["chunk_id"]
+        found = self._ask("search", self.collection, [vector], anns_field="dense", limit=limit, filter=expr)
+        tails = self._ask(
+            "search",
+            self.windows,
+            [vector],
+            anns_field="dense",
+            limit=3 * limit,
+            filter=expr,
+            output_fields=["chunk_id"],
         )
         windows = ((str(h["entity"]["chunk_id"]), float(h["distance"])) for h in tails[0] if h.get("entity"))
         return best_windows(((str(h["id"]), float(h["distance"])) for h in found[0]), windows, limit)
@@ -220,7 +257,8 @@ class ServerStore(Store):
     ) -> dict[str, float]:
         if not terms or (only is not None and not only):
             return {}
-        hits = self.client.search(
+        hits = self._ask(
+            "search",
             self.collection,
             [dict(terms)],
             anns_field="sparse",
@@ -266,7 +304,8 @@ class ServerStore(Store):
         unique = sorted(set(embed_hashes))
         for start in range(0, len(unique), _BATCH):
             part = ", ".join(quote(h) for h in unique[start : start + _BATCH])
-            rows = self.client.query(
+            rows = self._ask(
+                "query",
                 self.collection,
                 filter=f"model == {quote(model)} and embed_hash in [{part}]",
                 output_fields=["embed_hash", "dense", "windows"],
@@ -285,7 +324,7 @@ class ServerStore(Store):
         return 0
 
     def count(self) -> int:
-        rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        rows = self._ask("query", self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
 
