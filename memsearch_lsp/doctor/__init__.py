@@ -2,8 +2,8 @@
 model and index, in that order.
 
 Each check returns a `Check` (doctor/report.py); the first failed one is the problem the CLI exits with, with
-its fix. Doctor creates nothing in the workspace: no index where there is none, and a stale owner record is
-reported, not removed.
+its fix. Doctor creates nothing in the workspace nor on a server: no index where there is none, and a stale owner
+record is reported, not removed.
 """
 
 from __future__ import annotations
@@ -335,11 +335,24 @@ def _remote_index(ctx: Context) -> Check:
     """The index at milvus.uri (a Milvus server, or a local folder): opened as every command would, and what it
     holds."""
     from memsearch_lsp.core.memory import Memory
+    from memsearch_lsp.core.store import is_local_uri
+    from memsearch_lsp.core.store.server import ServerStore
 
     assert ctx.config is not None
     uri = hide_credentials(ctx.config.milvus.uri)  # (its password is never said)
     try:
         with Memory(ctx.root, config=ctx.config, embedder=ctx.embedder) as memory:
+            if (
+                not is_local_uri(memory.uri)
+                and not ServerStore(memory.uri, memory.collection, 0, ctx.config.milvus.token).exists()
+            ):
+                return Check(
+                    "index",
+                    "ok",
+                    f"no index yet on the server: the editor or `memsearch-lsp index` builds it (collection "
+                    f"{memory.collection} on remote Milvus at {uri})",
+                    data={"uri": uri, "collection": memory.collection},
+                )  # (opening it would make its collections: doctor only reads)
             status, moved, local, db = memory.status(), memory.store.moved_aside, memory.store.is_local, memory.uri
     except Exception as exc:
         return Check(

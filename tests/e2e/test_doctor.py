@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from memsearch_lsp.config import user_config_path
+from memsearch_lsp.core.memory import Memory
 from memsearch_lsp.core.onboard import init_workspace
 from memsearch_lsp.doctor import run_doctor
 from tests import helpers
@@ -300,6 +301,31 @@ def test_a_remote_index_that_does_not_answer_is_a_problem(tmp_path: Path) -> Non
     index = checks(tmp_path)["index"]
     assert index.status == "fail" and "cannot reach the index on remote Milvus" in index.detail
     assert "milvus.uri" in index.fix
+
+
+def test_a_server_never_indexed_for_the_workspace_is_no_index_yet_and_doctor_makes_nothing(tmp_path: Path) -> None:
+    """Audit U 3: doctor said "ok 0 chunks in 0 files" on a server the workspace was never indexed on, and made the
+    index's two empty collections there by opening it."""
+    from pymilvus import MilvusClient
+
+    (tmp_path / "ws").mkdir()
+    init_workspace(tmp_path / "ws")
+    with helpers.milvus_lite_server(tmp_path / "server-data") as uri:
+        user_file(f'[milvus]\nuri = "{uri}"\n')
+        client = MilvusClient(uri=uri)
+        try:
+            index = checks(tmp_path / "ws")["index"]
+            assert index.status == "ok" and index.detail.startswith("no index yet on the server"), index
+            assert client.list_collections() == [], "doctor only reads"
+            (tmp_path / "ws" / "memory" / "MEMORY.md").write_text("# Memory\n\n## Queue\n\nThe okapi queue drains.\n")
+            with Memory(tmp_path / "ws", embedder=FakeEmbedder()) as memory:
+                memory.index()
+            made = sorted(client.list_collections())
+            index = checks(tmp_path / "ws")["index"]
+            assert index.status == "ok" and index.data["chunks"] > 0 and "on remote Milvus" in index.detail, index
+            assert sorted(client.list_collections()) == made and len(made) == 2
+        finally:
+            client.close()
 
 
 def test_a_read_only_index_folder_is_a_permissions_problem_not_damage(tmp_path: Path) -> None:

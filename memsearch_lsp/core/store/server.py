@@ -169,6 +169,20 @@ class ServerStore(Store):
         self.epoch += 1
         self.df = Counter()
 
+    def exists(self) -> bool:
+        """Both collections of the index are on the server: asked without making or loading anything (doctor's
+        question); StoreError when the server cannot be asked."""
+        connected = self._client is not None
+        if not connected:
+            self._connect()
+        try:
+            return all(self._client.has_collection(name) for name in (self.collection, self.windows))
+        except Exception as exc:
+            raise StoreError(f"cannot open the index at {self.uri}: {exc}") from exc
+        finally:
+            if not connected:
+                self.close()
+
     def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:
