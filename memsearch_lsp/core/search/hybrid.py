@@ -21,6 +21,7 @@ from memsearch_lsp.core.search.headings import display_heading
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, query_language, sure_language
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
 from memsearch_lsp.core.search.screen import boundary, columns, fit
+from memsearch_lsp.core.search.spelling import corrected
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row, cut_short, idf
 
@@ -339,12 +340,12 @@ def hybrid_search(
     log.debug(
         "search %r: %d hits of %d candidates (dense %d, BM25 %d)",
         query[:80],
-        len(hits),
-        len(ids),
-        len(dense),
-        len(sparse),
+        *[len(c) for c in (hits, ids, dense, sparse)],
     )
-    return hits
+    if hits or not settings.min_score or (typed := corrected(store, analyzer, query, terms)) == query:
+        return hits
+    # nothing relevant enough, and words the index holds in no form: searched again as the index's nearest words
+    return hybrid_search(store, embedder, typed, settings, top_k, exclude_source, archive_dir, only, archived)
 
 
 def said_share(
