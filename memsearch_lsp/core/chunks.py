@@ -30,6 +30,8 @@ DATE_RE = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:\.(\d{1,3}))?\.md$")
 CHUNK_ID_RE = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{16}(?![0-9A-Za-z_])")
 ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: an ATX opening sequence
 _UNDERLINE = re.compile(r"^\s{0,3}(=+|-+)\s*$")  # a setext underline, or a thematic break: tree-sitter tells
+_CONFLICT_START = re.compile(r"^<{7}(?: |$)")  # the lines git writes around a merge conflict
+_CONFLICT_END = re.compile(r"^>{7}(?: |$)")
 
 
 def valid_unicode(text: str) -> str:
@@ -377,3 +379,17 @@ def empty_section(content: str) -> bool:
     """A chunk that is a heading alone (a daily log's `# 2026-12-05` title, a template's empty section): it says
     nothing, so search never returns it (workspace symbols and outlines still list it)."""
     return not body_of(content) and bool(content.strip())
+
+
+def merge_conflict(text: str) -> bool:
+    """Whether `text` holds an unresolved merge conflict as git writes one: a `<<<<<<< ours` line, later `=======`,
+    later `>>>>>>> theirs` (diff3's `||||||| base` between the first two); a lone `=======` is a setext underline."""
+    step = 0  # the markers seen of the conflict being read: 0 none, 1 its start, 2 its separator too
+    for line in normalize_newlines(text).split("\n"):
+        if _CONFLICT_START.match(line):
+            step = 1
+        elif step == 1 and line == "=======":
+            step = 2
+        elif step == 2 and _CONFLICT_END.match(line):
+            return True
+    return False

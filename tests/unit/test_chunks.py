@@ -15,6 +15,7 @@ from memsearch_lsp.core.chunks import (
     empty_section,
     heading_rows,
     log_date,
+    merge_conflict,
     normalize_newlines,
 )
 
@@ -201,6 +202,13 @@ def test_a_list_item_or_quote_over_a_rule_is_text_and_a_setext_heading_is_not() 
     assert heading_rows("A title\non two lines\n===\n\nbody") == 3 and body_of("A title\non two lines\n===") == ""
     assert empty_section("Setext\n======") and empty_section("## Atx") and not empty_section("text\n\n---")
     assert heading_rows("```\n# in a fence\n```") == 0 and heading_rows("- a\n- b\n\nTitle\n---") == 0
+
+
+def test_a_merge_conflict_is_its_three_markers_in_order() -> None:
+    assert merge_conflict("x\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> alice\n")
+    assert merge_conflict("<<<<<<< HEAD\r\na\r\n||||||| base\r\no\r\n=======\r\n>>>>>>> 1a2b3c (theirs)")  # diff3, CRLF
+    assert not merge_conflict("Title\n=======\n") and not merge_conflict("<<<<<<< a\n>>>>>>> b\n")
+    assert not merge_conflict("=======\n<<<<<<< a\n>>>>>>> b") and not merge_conflict("<<<<<<<a\n=======\n>>>>>>>b")
 
 
 def test_a_byte_order_mark_is_no_text_of_the_first_line() -> None:

@@ -15,12 +15,13 @@ from urllib.parse import quote
 
 from memsearch_lsp.config import CompactConfig, ConfigError, archive_clash, archive_folder
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.chunks import log_date, log_order, normalize_newlines, outline
+from memsearch_lsp.core.chunks import log_date, log_order, merge_conflict, normalize_newlines, outline
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.compact.facts import classify
 from memsearch_lsp.core.compact.promote import promote
 from memsearch_lsp.core.compact.summarize import (
+    CONFLICTED,
     KEEP_SHARE,
     LOG_FLOOR,
     MIN_BUDGET,
@@ -250,14 +251,15 @@ def plan_compaction(
 def _readable(
     memory: MemoryApi, sources: Sequence[str], texts: Mapping[str, str] | None
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """(the logs that can be read, (source, why) of those that cannot: binary, too large, no regular file)."""
+    """(the logs to compact, (source, why) of the others: binary, too large, no regular file, mid-merge)."""
     readable, skipped = [], []
     for source in sources:
         try:
-            text, problem = ("", "") if texts and source in texts else read_text(memory.path_of(source))
+            text, problem = (texts[source], "") if texts and source in texts else read_text(memory.path_of(source))
         except OSError as exc:
             text, problem = "", exc.strerror or str(exc)
-        if problem and not text:
+        problem = problem if problem and not text else CONFLICTED if merge_conflict(text) else ""
+        if problem:
             log.warning("%s: %s; left in place, not compacted", source, problem)
             skipped.append((source, problem))
         else:
@@ -356,6 +358,8 @@ def _group_logs(
             text, problem = read_text(memory.path_of(source))
             if problem and not text:
                 raise CompactError(f"{source}: {problem}")
+        if merge_conflict(text):  # (a log named, or one that a merge reached since it was planned)
+            raise CompactError(f"{source}: {CONFLICTED}")
         move = _archive_move(memory, source, moves[source], text)
         archive.append(move)
         link = quote(posixpath.relpath(moves[source], folder or "."), safe="/")  # a Markdown link target

@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from memsearch_lsp.core.chunks import outline
+from memsearch_lsp.core.chunks import merge_conflict, outline
 from memsearch_lsp.core.compact.apply import sha256
 from memsearch_lsp.core.compact.facts import announces, classify, label_kept
 from memsearch_lsp.core.compact.languages import cues, with_colon, words
 from memsearch_lsp.core.compact.parse import ASKED, EMPHASIS, NORM, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH, short_runs
-from memsearch_lsp.core.compact.summarize import LogText
+from memsearch_lsp.core.compact.summarize import CONFLICTED, CompactError, LogText
 from memsearch_lsp.core.compact.types import MemoryEdit, Promotion
 from memsearch_lsp.core.compact.units import sentences_of
 from memsearch_lsp.core.files import read_text
@@ -198,7 +198,8 @@ def _key(text: str) -> str:
 
 def promote(memory: MemoryApi, logs: Sequence[LogText], texts: Mapping[str, str] | None = None) -> MemoryEdit | None:
     """The durable facts of `logs` as an edit of MEMORY.md (an open buffer's text first); None when there are
-    none, or when MEMORY.md holds them all already."""
+    none, or when MEMORY.md holds them all already; CompactError when it is mid-merge (the plan would write into one
+    side of its conflict)."""
     path = memory.memory_folder() / MEMORY_FILE
     source = memory.source_of(path)
     current = texts.get(source) if texts else None
@@ -226,6 +227,8 @@ def promote(memory: MemoryApi, logs: Sequence[LogText], texts: Mapping[str, str]
         additions.setdefault(section, []).append(Promotion(section, bullet, log.source, line, kind))
     if not additions:
         return None
+    if merge_conflict(before):
+        raise CompactError(f"{source}: {CONFLICTED}")
     inserts = insertions(before if exists else NEW_FILE, {s: [p.text for p in ps] for s, ps in additions.items()})
     base = before if exists else NEW_FILE
     content = applied(base, inserts)

@@ -33,6 +33,9 @@ class CompactError(ValueError):
     """Compaction cannot go ahead (a bad file, a conflict, a failed write); the memory is unchanged."""
 
 
+CONFLICTED = "unresolved merge conflict: resolve it first"  # why a log mid-merge is not compacted, nor MEMORY.md edited
+
+
 class SummarizerError(CompactError):
     """The summariser failed (endpoint unreachable, errors after the retries, an empty answer)."""
 
