@@ -371,12 +371,17 @@ def opens_section(content: str, heading: str, level: int) -> bool:
 
 
 def body_of(content: str) -> str:
-    """A chunk's text without its heading line(s), on one line."""
-    return " ".join(" ".join(content.split("\n")[heading_rows(content) :]).split())
+    """A chunk's text without its heading line(s), on one line; a setext heading with nothing under it, its text: a
+    line a person wrote over a `---` rule, or over a merge conflict's `=======`, is read as one (CommonMark), but it is
+    a note, never "a heading alone"."""
+    lines = content.split("\n")
+    rows = heading_rows(content)
+    body = " ".join(" ".join(lines[rows:]).split())
+    return body if body or rows < 2 else " ".join(" ".join(lines[: rows - 1]).split())  # (rows - 1: its underline)
 
 
 def empty_section(content: str) -> bool:
-    """A chunk that is a heading alone (a daily log's `# 2026-12-05` title, a template's empty section): it says
+    """A chunk that is an ATX heading alone (a daily log's `# 2026-12-05` title, a template's empty section): it says
     nothing, so search never returns it (workspace symbols and outlines still list it)."""
     return not body_of(content) and bool(content.strip())
 

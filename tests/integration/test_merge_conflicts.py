@@ -1,12 +1,15 @@
-"""Markdown under git (audit G): a log or MEMORY.md mid-merge is never compacted nor written by compaction."""
+"""Markdown under git (audit G): a log or MEMORY.md mid-merge is never compacted nor written by compaction, and a line
+over `---` or over a conflict's `=======` (a setext heading to CommonMark) is a note that search and `recent` find."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
 
 from memsearch_lsp.core.compact.plan import CompactError, plan_compaction
+from memsearch_lsp.core.recall import recent_notes
 from tests.helpers import FEB18, LASTING_MEMORY, LASTING_TODAY, snapshot, write_lasting_logs
 
 CONFLICTED = "unresolved merge conflict: resolve it first"
@@ -23,6 +26,23 @@ Decision: the message broker is RabbitMQ (Bob).
 Decision: the message broker is undecided.
 =======
 Decision: the message broker is Kafka (Alice).
+>>>>>>> alice
+"""
+NOTES = """# 2026-11-06
+
+## 09:00
+Standup notes: the team agreed on trunk-based development.
+
+<<<<<<< HEAD
+## 10:05
+Bob: the payment gateway is Adyen for EU customers.
+=======
+## 10:00
+Chose Postgres for the billing ledger.
+---
+
+## 11:00
+The quokka cache lives in eu-west-1.
 >>>>>>> alice
 """
 
@@ -63,3 +83,19 @@ def test_memory_md_mid_merge_is_never_written_by_compaction(tmp_path: Path, make
     assert snapshot(tmp_path) == before
     off = make_memory(tmp_path, compact={"promote": False})  # nothing to write into it: the logs are compacted
     assert plan_compaction(off, today=LASTING_TODAY).archive
+
+
+def test_a_line_over_a_rule_or_a_conflict_separator_is_found_by_search_and_recent(tmp_path: Path, make_memory) -> None:
+    """CommonMark reads `text` over `---` (or over git's `=======`) as a setext heading: the note was "a heading
+    alone", dropped by search and `recent`; its text is what a person wrote. An ATX heading alone still says nothing."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "2026-11-06.md").write_text(NOTES, encoding="utf-8")
+    memory = make_memory(tmp_path)
+    memory.index()
+    for query, line in (("billing ledger Postgres", "Chose Postgres"), ("payment gateway Adyen", "Bob: the payment")):
+        hits = memory.search(query, top_k=3, min_score=0.0)
+        assert hits and hits[0].snippet.startswith(line), (query, [h.snippet for h in hits])
+        assert "---" not in hits[0].snippet and "===" not in hits[0].snippet
+    notes = [n.content for n in recent_notes(memory, days=1, today=dt.date(2026, 11, 6))]
+    assert any(n.startswith("Chose Postgres") for n in notes) and any(n.startswith("Bob: the payment") for n in notes)
+    assert not any(n in ("## 10:00", "## 10:05", "# 2026-11-06") for n in notes), notes  # (ATX headings alone)

@@ -199,9 +199,17 @@ def test_a_list_item_or_quote_over_a_rule_is_text_and_a_setext_heading_is_not() 
     assert body_of(item) == "- Call the vet about the quetzal vaccination on Friday ---" and not empty_section(item)
     assert body_of("> a quote\n---") == "> a quote ---" and body_of("1. step\n===\nmore") == "1. step === more"
     assert heading_rows("Title\n---\nbody") == 2 and body_of("Title\n---\nbody") == "body"
-    assert heading_rows("A title\non two lines\n===\n\nbody") == 3 and body_of("A title\non two lines\n===") == ""
-    assert empty_section("Setext\n======") and empty_section("## Atx") and not empty_section("text\n\n---")
+    assert heading_rows("A title\non two lines\n===\n\nbody") == 3
+    assert empty_section("## Atx") and not empty_section("text\n\n---")
     assert heading_rows("```\n# in a fence\n```") == 0 and heading_rows("- a\n- b\n\nTitle\n---") == 0
+
+
+def test_a_setext_heading_alone_is_its_text_never_an_empty_section() -> None:
+    """(audit G, 2) a note over a `---` rule, or over the `=======` of a merge conflict, is a setext heading to
+    CommonMark: alone, it was "a heading alone" and search, `recent` and the session's context dropped it."""
+    assert body_of("A title\non two lines\n===") == "A title on two lines" and body_of("Title\n---\nbody") == "body"
+    assert not empty_section("Chose Postgres for the billing ledger.\n---") and not empty_section("Setext\n======")
+    assert empty_section("## 10:00") and empty_section("# 2026-11-06\n")
 
 
 def test_a_merge_conflict_is_its_three_markers_in_order() -> None:
