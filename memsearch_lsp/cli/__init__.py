@@ -31,6 +31,7 @@ def _hint(exc: BaseException, command: str = "") -> str:
     from memsearch_lsp.core.files import NotWritable
     from memsearch_lsp.core.notes import NoteError
     from memsearch_lsp.core.onboard import INIT_HINT, NestedWorkspace, NoMemoryHere, NotAProject
+    from memsearch_lsp.core.process.protocol import OtherProtocol
     from memsearch_lsp.core.search.filters import DATE_FORMS, FilterError
 
     if isinstance(exc, UserError):
@@ -51,6 +52,8 @@ def _hint(exc: BaseException, command: str = "") -> str:
         return "correct or remove that setting; `memsearch-lsp doctor` shows where each setting comes from"
     if isinstance(exc, EmbeddingError):
         return "`memsearch-lsp doctor` checks the model and the embedding settings"
+    if isinstance(exc, OtherProtocol):
+        return exc.fix
     return "run the command with -v for details; `memsearch-lsp doctor` checks the install, settings and index"
 
 

@@ -44,9 +44,12 @@ def cmd_warm(args: argparse.Namespace) -> int:
 def _serving(workspace: Path) -> dict[str, Any] | None:
     """The record of the live process that owns `workspace`'s index (one that answers), else None."""
     from memsearch_lsp.core.process.owner import find_owner, read_record
+    from memsearch_lsp.core.process.protocol import OtherProtocol
 
     try:
         record = read_record(workspace) if find_owner(workspace) is not None else None
+    except OtherProtocol:  # (said in one line: a warm one would end at once)
+        raise
     except (OSError, ValueError, RuntimeError):  # not answering, or not this user's: a warm one finds out
         return None
     return record if record and int(record.get("pid", 0) or 0) > 0 else None

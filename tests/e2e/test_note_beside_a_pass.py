@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli, mcp_client, owner_process
+from tests.helpers import OWNER_SCRIPT, cli, mcp_client, owner_process
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -23,6 +25,23 @@ memory.claim()
 print("ready", flush=True)
 sys.stdin.read()
 memory.close()
+"""
+# an owner of another release: its ping says no protocol (tests/e2e/test_owner_protocol.py has one that answers more)
+OLD_PROTOCOL_OWNER = """
+import os, sys
+from memsearch_lsp.core.memory import Memory
+from memsearch_lsp.core.process.owner import OwnerServer
+from tests.fakes import FakeEmbedder
+
+class Earlier(OwnerServer):
+    def dispatch(self, op, params, progress):
+        return {"pid": os.getpid(), "version": "0.1.0"}
+
+memory = Memory(sys.argv[1], embedder=FakeEmbedder())
+memory.index()
+Earlier(memory, "an earlier release").start()
+print("ready", flush=True)
+sys.stdin.read()
 """
 NOTE = "The staging gateway listens on port 8443 behind the blue load balancer."
 
@@ -59,3 +78,25 @@ def test_mcp_remember_beside_a_process_holding_the_index_writes_the_note(workspa
         note = asyncio.run(remember())
         assert note["indexing"] is True and NOTE in (workspace / str(note["source"])).read_text()
     found_later(workspace, str(note["id"]))
+
+
+@pytest.mark.parametrize("how", ["stopped", "of another release"])
+def test_mcp_remember_beside_an_owner_that_serves_the_index_never_writes_around_it(workspace: Path, how: str) -> None:
+    """(review R3, 1) Beside an owner that serves the index but is stopped (Ctrl-Z of the terminal running Neovim) or
+    is of another release, `memory_remember` wrote the log itself: the editor behind that owner may hold the log
+    unsaved (its next save drops the note), and only that owner can say so. The tool fails, saying why, and the
+    Markdown is untouched; only a holder that serves no one is written beside."""
+    script = OWNER_SCRIPT if how == "stopped" else OLD_PROTOCOL_OWNER
+
+    async def remember() -> tuple[bool, str]:
+        async with mcp_client(workspace) as session:
+            result = await session.call_tool("memory_remember", {"text": NOTE})
+            return result.is_error, str(result.content[0].text)  # type: ignore[union-attr]
+
+    before = sorted((p.name, p.read_bytes()) for p in (workspace / "memory").iterdir() if p.is_file())
+    with owner_process(workspace, script) as owner:
+        if how == "stopped":
+            os.kill(owner.pid, signal.SIGSTOP)
+        failed, said = asyncio.run(remember())
+    assert failed, said
+    assert sorted((p.name, p.read_bytes()) for p in (workspace / "memory").iterdir() if p.is_file()) == before

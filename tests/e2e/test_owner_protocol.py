@@ -99,3 +99,14 @@ def test_the_ping_answer_and_the_record_carry_the_protocol(workspace: Path) -> N
         assert record["protocol"] == protocol.PROTOCOL and record["pid"] == owner.pid != os.getpid()
         about = call(str(socket_path_for(workspace.resolve())), "ping", {})
         assert about["protocol"] == protocol.PROTOCOL
+
+
+def test_warm_and_a_json_error_beside_an_owner_of_another_protocol_name_it(workspace: Path) -> None:
+    """(review R3, 3-4) `warm --detach` (the SessionStart hook's) started a warm owner that ended at once and named that
+    child's pid; a JSON error's hint was the generic "run the command with -v"."""
+    with owner_process(workspace, OLD_OWNER) as owner:
+        warm = cli(workspace, "warm", "--detach", timeout=120)
+        assert warm.returncode == 1 and f"served by pid {owner.pid}" in one_line(warm.stderr), warm.stderr
+        failed = cli(workspace, "expand", "0123456789abcdef", "--json", timeout=120)
+        error = json.loads(failed.stdout)["error"]
+        assert error["hint"] == f"restart it (close and reopen the editor, or `kill {owner.pid}`)", error

@@ -49,6 +49,12 @@ class PassStopped(Exception):
     """The index pass in the background was stopped: the process is leaving (`Door.close`)."""
 
 
+class HeldAlone(IndexBusy):
+    """Another process holds the index and serves it to no one (a one-shot `memsearch-lsp index`): a note may go to
+    the Markdown alone. Never an owner that serves it (stopped, busy, of another release: its editor may hold the log
+    unsaved, and only it can say so)."""
+
+
 WRITE_WAIT_S = 10.0  # how long a note waits for a process holding the index before it writes the Markdown alone
 
 
@@ -105,7 +111,7 @@ def open_memory(
                 log.info("%s; writing the Markdown alone, for the next index pass", exc)
                 return Memory(root, config=config, **settings)  # (unopened: it opens the index once it is free)
             if time.monotonic() > deadline:
-                raise
+                raise HeldAlone(str(exc)) from exc
             time.sleep(0.2)
             memory = Memory(root, config=config, **settings)
 
@@ -197,7 +203,7 @@ class Door:
             if self._memory is None:
                 try:
                     self._memory = self._open(wait_s=WRITE_WAIT_S)
-                except IndexBusy as exc:
+                except HeldAlone as exc:
                     log.info("%s; writing the Markdown alone, for the next index pass", exc)
                     alone = Memory(self.root, config=self.config, **self.settings)  # (opened again at the next call)
         if alone is None:
