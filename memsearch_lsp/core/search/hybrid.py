@@ -21,7 +21,6 @@ from memsearch_lsp.core.search.headings import display_heading
 from memsearch_lsp.core.search.language import QUERY_SURE, candidate_languages, query_language, sure_language
 from memsearch_lsp.core.search.rank import Languages, Scores, rank, relevance
 from memsearch_lsp.core.search.screen import boundary, columns, fit
-from memsearch_lsp.core.search.spelling import corrected
 from memsearch_lsp.core.store import Store
 from memsearch_lsp.core.store.schema import Row, cut_short, idf
 
@@ -342,6 +341,8 @@ def hybrid_search(
         query[:80],
         *[len(c) for c in (hits, ids, dense, sparse)],
     )
+    from memsearch_lsp.core.search.spelling import corrected  # (numpy: imported at a search, not at start-up)
+
     if hits or not settings.min_score or (typed := corrected(store, analyzer, query, terms)) == query:
         return hits
     # nothing relevant enough, and words the index holds in no form: searched again as the index's nearest words
