@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from memsearch_lsp.core.api import ForgottenData, MemoryApi, RememberedData, Sta
 from memsearch_lsp.core.files import PathError, find_memory_files, is_memory_source, read_text, relative_source
 from memsearch_lsp.core.onboard import NoMemoryHere
 from memsearch_lsp.core.process import end_on_signals
-from memsearch_lsp.core.process.door import Door
+from memsearch_lsp.core.process.door import READY_WAIT_S, Door
 from memsearch_lsp.core.recall import RECENT_CHARS, NoteData, recent_notes, within
 from memsearch_lsp.core.scopes import (
     UNCHECKED,
@@ -69,6 +70,7 @@ DESTRUCTIVE = mcp_types.ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
 Scope = Literal["workspace", "user", "all"]
+ANY_PASS_S = 1.0  # the least a search waits for the index pass (one with nothing to do ends within it)
 
 
 # The tools' output schemas are the result types' own wire shapes (core's TypedDicts), not copies.
@@ -241,6 +243,7 @@ def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
         it is from this workspace's memory or the user's. The index is brought up to date first, waiting at most
         10 s (a first index of a large memory takes longer): `indexing` true says the hits come from the part
         indexed so far."""
+        asked = time.monotonic()  # (the wait for the index pass counts from here, opening the memory included)
         filters: dict[str, Any] = {
             k: v for k, v in (("since", since), ("until", until), ("source", source)) if v is not None
         }
@@ -254,7 +257,8 @@ def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
         def searcher(at: Door) -> Callable[[MemoryApi], SearchResult]:
             def search(memory: MemoryApi) -> SearchResult:  # reconciled first, like the CLI, for READY_WAIT_S at most
                 heard = (lambda *said: anyio.from_thread.run(ctx.report_progress, *said)) if ctx is not None else None
-                indexed = at.reconciled(heard=heard)
+                left = asked + READY_WAIT_S - time.monotonic()  # (a pass that is done at once still is awaited)
+                indexed = at.reconciled(max(left, ANY_PASS_S), heard=heard)
                 mine = server.user_memory()
                 user = (lambda: mine.memory) if mine is not None else (lambda: None)
                 hits = [h.to_dict() for h in search_scopes(memory, user, query, top_k, scope, **filters)]
