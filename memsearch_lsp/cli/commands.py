@@ -289,7 +289,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    from memsearch_lsp.core.notes import check_note, clean_heading, clean_note, summarized
+    from memsearch_lsp.core.notes import check_note, clean_heading, clean_note
     from memsearch_lsp.core.process.door import WRITE_WAIT_S, once_more
 
     text = note_text(args.text)  # (UserError: none, or not UTF-8)
@@ -300,7 +300,10 @@ def cmd_remember(args: argparse.Namespace) -> int:
     beside: dict[str, Any] = {"wait_s": WRITE_WAIT_S, "files_alone": True}  # (another's long pass: the Markdown)
     opened = (lambda: _user_memory(create=True, **beside)) if args.user else (lambda: _memory(args, **beside))
     with opened() as memory:  # type: ignore[union-attr]
-        body = summarized(memory.config, memory.root, body) if args.summarize else body
+        if args.summarize:  # (the summariser's module only then)
+            from memsearch_lsp.core.compact.summarize import summarized
+
+            body = summarized(memory.config, memory.root, body)
         named = heading_text(args.heading if args.heading is not None else os.environ.get("MEMSEARCH_HOOK_HEADING"))
         heading = clean_heading(named, text) or None  # (with the note as given: a summary may not name its secrets)
         when = memory.clock()  # (asked again, the same note of the same day: the one written, if it was)

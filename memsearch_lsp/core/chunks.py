@@ -32,6 +32,7 @@ ATX_OPENING = re.compile(r"^\s{0,3}#{1,6}(\s+|$)")  # the one heading pattern: a
 _UNDERLINE = re.compile(r"^\s{0,3}(=+|-+)\s*$")  # a setext underline, or a thematic break: tree-sitter tells
 _CONFLICT_START = re.compile(r"^<{7}(?: |$)")  # the lines git writes around a merge conflict
 _CONFLICT_END = re.compile(r"^>{7}(?: |$)")
+CONFLICT_MARK = re.compile(r"^(?:<{7}|\|{7}|={7}|>{7})(?: |$)")  # any of them (diff3's `||||||| base` too)
 
 
 def valid_unicode(text: str) -> str:
@@ -384,6 +385,9 @@ def empty_section(content: str) -> bool:
     """A chunk that is an ATX heading alone (a daily log's `# 2026-12-05` title, a template's empty section): it says
     nothing, so search never returns it (workspace symbols and outlines still list it)."""
     return not body_of(content) and bool(content.strip())
+
+
+CONFLICTED = "unresolved merge conflict: resolve it first"  # why a file mid-merge is not compacted nor written
 
 
 def merge_conflict(text: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsearch_lsp.core.chunks import normalize_newlines, outline
+from memsearch_lsp.core.chunks import CONFLICT_MARK, CONFLICTED, merge_conflict, normalize_newlines, outline
 from memsearch_lsp.core.files import writing
 from memsearch_lsp.core.filewrite import replace_file
 from memsearch_lsp.core.notes import BULLET, LINE, NoteError, read_exact, sections
@@ -74,17 +74,19 @@ def note_at(
     return notes[0] if curated and notes and not made else (first, last)  # (a heading a person wrote stays)
 
 
-def section_of(text: str, line: int) -> tuple[int, int]:
+def section_of(text: str, line: int, where: str = "the file") -> tuple[int, int]:
     """The 1-based lines of the note that holds `line`: its outermost section below the file's title (heading to
     the line before the next heading of its level or above, blank lines after it included: its `###` parts, written
     by hand or by an older `remember`, go with it); NoteError with the reason when that is no
-    note: text before the first heading, or a file's `#` title."""
+    note: text before the first heading, or a file's `#` title, or a note with a line of a merge conflict in `where`."""
     lines = normalize_newlines(text).split("\n")
     found = [s for s in sections(lines) if s[0] <= line - 1 < s[2]]
     if not found:
         raise NoteError("it is the text before the file's first heading, not a note: edit the file to change it")
     notes = [s for s in found if s[3] >= 2]  # a note is its `##` section: a `###` part of it goes with it
     row, _, stop, level = min(notes, key=lambda s: (s[3], s[0])) if notes else max(found, key=lambda s: s[0])
+    if merge_conflict(text) and any(CONFLICT_MARK.match(said) for said in lines[row:stop]):
+        raise NoteError(f"{where}: the note is part of an {CONFLICTED}")  # (it would take git's markers)
     if level < 2:
         raise NoteError(
             f"it is the file's title ({lines[row].strip()!r}), not a note: forget its notes one by one, "

@@ -411,7 +411,7 @@ class Memory(MemoryFiles):
                     raise NoteError(
                         f"{source} changed since it was indexed: run `memsearch-lsp index` and search again"
                     )
-                first, last = section_of(text, chunk.start_line)
+                first, last = section_of(text, chunk.start_line, source)
                 while last > first and not lines[last - 1].strip():
                     last -= 1
                 section = lines[first - 1 : last]  # (its heading as every surface shows it: display_heading)

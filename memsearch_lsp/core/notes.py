@@ -17,8 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memsearch_lsp.config import Config
-from memsearch_lsp.core.chunks import chunk_markdown, normalize_newlines, open_block, outline, valid_unicode
+from memsearch_lsp.core.chunks import (
+    CONFLICTED,
+    chunk_markdown,
+    merge_conflict,
+    normalize_newlines,
+    open_block,
+    outline,
+    valid_unicode,
+)
 from memsearch_lsp.core.files import MAX_FILE_BYTES, not_all_indexed, read_text, writing
 from memsearch_lsp.core.filewrite import no_room, replace_file, write_all
 from memsearch_lsp.core.onboard import daily_log_text
@@ -36,14 +43,6 @@ BULLET = re.compile(r"^\s{0,3}[-*+]\s")
 # the Markdown marks a heading made from a text leaves out (the Claude Code hook's `topic`): `*`, backticks, brackets,
 # and underscores at a word's edge
 _MARKS = re.compile(r"[`*\[\]]|(?<!\w)_+|_+(?!\w)")
-
-
-TURN_PROMPT = (
-    "Rewrite this exchange between a user and a coding agent as a short note for the project's "
-    "long-term memory, in Markdown bullets: what was asked, what was decided or done and why, and every "
-    "fact worth keeping (names, versions, numbers and settings, dates, root causes and fixes, the user's "
-    "stated preferences). Leave out chatter and dead ends. Answer with the note only.\n\n"
-)
 
 
 EMPTY_NOTE = "nothing to remember: the text is empty (or all of it private)"
@@ -106,20 +105,6 @@ def one_section(body: str) -> str:
         bold = [f"**{head.title}**"] if head.title else []
         lines[head.row : head.end_row + 1] = [*before, *bold, *after]  # (a blank line around: never a setext text)
     return "\n".join(lines[2:])
-
-
-def summarized(config: Config, root: Path, text: str) -> str:
-    """`text` (a captured turn) rewritten as a note by the configured summariser endpoint (`compact.summarizer
-    = "openai"`, a user setting); `text` itself when none is configured or the endpoint fails (logged)."""
-    if config.compact.summarizer != "openai":
-        return text
-    from memsearch_lsp.core.compact.summarize import OpenAISummarizer, SummarizerError
-
-    try:
-        return OpenAISummarizer(config.compact, root).chat(TURN_PROMPT + text).strip() or text
-    except SummarizerError as exc:
-        log.warning("keeping the text as it is: %s", exc)
-        return text
 
 
 def clean_heading(heading: str | None, note: str = "") -> str:
@@ -382,6 +367,8 @@ def write_note(
     before = normalize_newlines(raw)  # (lines as the chunker counts them; the file's own line ends are written back)
     if found is not None and found[1] and not found[0]:
         raise _NextFile(found[1])
+    if merge_conflict(before):  # (`git checkout --theirs` of it would drop the note)
+        raise _NextFile(CONFLICTED)
     addition = add(before, source)
     if addition is None:
         raise _NextFile("the note would not start a section of its own there")

@@ -99,3 +99,36 @@ def test_a_line_over_a_rule_or_a_conflict_separator_is_found_by_search_and_recen
     notes = [n.content for n in recent_notes(memory, days=1, today=dt.date(2026, 11, 6))]
     assert any(n.startswith("Chose Postgres") for n in notes) and any(n.startswith("Bob: the payment") for n in notes)
     assert not any(n in ("## 10:00", "## 10:05", "# 2026-11-06") for n in notes), notes  # (ATX headings alone)
+
+
+def test_notes_beside_a_merge_conflict_keep_out_of_it(tmp_path: Path, make_memory) -> None:
+    """`remember --long-term` into a MEMORY.md mid-merge went into one side of the conflict (`git checkout --theirs`
+    dropped it); `forget` of a note of a conflict took git's `>>>>>>>` line with it. A fact is refused (nothing
+    written) and a day's note goes to the day's next file; a note with a conflict's line is refused, one outside
+    it is forgotten."""
+    from memsearch_lsp.core.notes import NoteError
+
+    sides = "<<<<<<< HEAD\n- chose Kafka.\n=======\n- chose RabbitMQ.\n>>>>>>> other\n"
+    write_lasting_logs(tmp_path, LASTING_MEMORY.replace("- 2027-01-04: chose Kafka.\n", sides))
+    (tmp_path / "memory" / "2026-11-06.md").write_text(MID_MERGE.replace("2026-02-08", "2026-11-06"), encoding="utf-8")
+    memory = make_memory(tmp_path)
+    memory.index()
+    before = snapshot(tmp_path)
+    with pytest.raises(NoteError, match=f"MEMORY.md cannot take the note \\({CONFLICTED}\\); nothing was written"):
+        memory.remember("We deploy on Tuesdays.", long_term=True)
+    assert snapshot(tmp_path) == before
+    note = memory.remember("The broker vote is on Friday.", now=dt.datetime(2026, 11, 6, 16, 0))
+    assert (
+        note.source == "memory/2026-11-06.2.md"
+        and snapshot(tmp_path)["memory/2026-11-06.md"] == before["memory/2026-11-06.md"]
+    )
+    hits = memory.search("message broker Kafka Alice", top_k=5, min_score=0.0)
+    inside = [h for h in hits if h.source == "memory/2026-11-06.md" and h.start_line > 6]  # (## 15:00's)
+    outside = memory.search("flaky integration tests checkout service", top_k=1, min_score=0.0)[0]
+    assert inside and outside.heading.startswith("09:00"), (inside, outside)
+    with pytest.raises(NoteError, match=f"memory/2026-11-06.md: the note is part of an {CONFLICTED}"):
+        memory.forget(inside[0].id)
+    assert snapshot(tmp_path)["memory/2026-11-06.md"] == before["memory/2026-11-06.md"]
+    memory.forget(outside.id)  # (its section ends before the conflict's first line)
+    after = snapshot(tmp_path)["memory/2026-11-06.md"].decode("utf-8")
+    assert MID_MERGE.split("## 15:00\n")[1] in after and "flaky integration tests" not in after

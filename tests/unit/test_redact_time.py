@@ -120,11 +120,12 @@ def test_remember_on_the_command_line_looks_for_secrets_in_a_text_once(
     from memsearch_lsp import cli
     from memsearch_lsp.cli import commands
     from memsearch_lsp.core import notes
+    from memsearch_lsp.core.compact import summarize
 
     looked: list[str] = []
     real = notes.safe_text
     monkeypatch.setattr(notes, "safe_text", lambda text: looked.append(text) or real(text))
-    monkeypatch.setattr(notes, "summarized", lambda config, root, body: f"Summary of {len(body)} characters.")
+    monkeypatch.setattr(summarize, "summarized", lambda config, root, body: f"Summary of {len(body)} characters.")
 
     class Cleaning:  # a memory that cleans what it is given, as Memory does
         config = root = None

@@ -15,13 +15,12 @@ from urllib.parse import quote
 
 from memsearch_lsp.config import CompactConfig, ConfigError, archive_clash, archive_folder
 from memsearch_lsp.core import clock
-from memsearch_lsp.core.chunks import log_date, log_order, merge_conflict, normalize_newlines, outline
+from memsearch_lsp.core.chunks import CONFLICTED, log_date, log_order, merge_conflict, normalize_newlines, outline
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
 from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
 from memsearch_lsp.core.compact.facts import classify
 from memsearch_lsp.core.compact.promote import promote
 from memsearch_lsp.core.compact.summarize import (
-    CONFLICTED,
     KEEP_SHARE,
     LOG_FLOOR,
     MIN_BUDGET,

@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from memsearch_lsp.core.chunks import merge_conflict, outline
+from memsearch_lsp.core.chunks import CONFLICTED, merge_conflict, outline
 from memsearch_lsp.core.compact.apply import sha256
 from memsearch_lsp.core.compact.facts import announces, classify, label_kept
 from memsearch_lsp.core.compact.languages import cues, with_colon, words
 from memsearch_lsp.core.compact.parse import ASKED, EMPHASIS, NORM, labelled, parse_log, split_label
 from memsearch_lsp.core.compact.rules import DECISION_TOLD, WISH, short_runs
-from memsearch_lsp.core.compact.summarize import CONFLICTED, CompactError, LogText
+from memsearch_lsp.core.compact.summarize import CompactError, LogText
 from memsearch_lsp.core.compact.types import MemoryEdit, Promotion
 from memsearch_lsp.core.compact.units import sentences_of
 from memsearch_lsp.core.files import read_text

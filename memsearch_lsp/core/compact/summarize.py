@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from memsearch_lsp.config import CompactConfig, ConfigError
+from memsearch_lsp.config import CompactConfig, Config, ConfigError
 from memsearch_lsp.core.chunks import normalize_newlines
 from memsearch_lsp.core.endpoint import Endpoint
 
@@ -31,9 +31,6 @@ Restore = Callable[[str, Sequence["LogText"]], str]  # (a model's summary, its l
 
 class CompactError(ValueError):
     """Compaction cannot go ahead (a bad file, a conflict, a failed write); the memory is unchanged."""
-
-
-CONFLICTED = "unresolved merge conflict: resolve it first"  # why a log mid-merge is not compacted, nor MEMORY.md edited
 
 
 class SummarizerError(CompactError):
@@ -231,3 +228,23 @@ def clean_markdown(text: str) -> str:
     text = "\n".join(out)
     text = re.split(r"(?m)^##\s+Sources\s*$", text)[0].rstrip()
     return text + "\n" if text else ""
+
+
+TURN_PROMPT = (
+    "Rewrite this exchange between a user and a coding agent as a short note for the project's "
+    "long-term memory, in Markdown bullets: what was asked, what was decided or done and why, and every "
+    "fact worth keeping (names, versions, numbers and settings, dates, root causes and fixes, the user's "
+    "stated preferences). Leave out chatter and dead ends. Answer with the note only.\n\n"
+)
+
+
+def summarized(config: Config, root: Path, text: str) -> str:
+    """`text` (a captured turn) rewritten as a note by the configured summariser endpoint (`compact.summarizer
+    = "openai"`, a user setting); `text` itself when none is configured or the endpoint fails (logged)."""
+    if config.compact.summarizer != "openai":
+        return text
+    try:
+        return OpenAISummarizer(config.compact, root).chat(TURN_PROMPT + text).strip() or text
+    except SummarizerError as exc:
+        log.warning("keeping the text as it is: %s", exc)
+        return text
