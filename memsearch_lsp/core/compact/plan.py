@@ -17,9 +17,6 @@ from memsearch_lsp.config import CompactConfig, ConfigError, archive_clash, arch
 from memsearch_lsp.core import clock
 from memsearch_lsp.core.chunks import CONFLICTED, log_date, log_order, merge_conflict, normalize_newlines, outline
 from memsearch_lsp.core.compact.apply import LogChanged, apply_exactly, apply_files, sha256
-from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled
-from memsearch_lsp.core.compact.facts import classify
-from memsearch_lsp.core.compact.promote import promote
 from memsearch_lsp.core.compact.summarize import (
     KEEP_SHARE,
     LOG_FLOOR,
@@ -60,6 +57,8 @@ log = logging.getLogger(__name__)
 
 def create_summarizer(config: CompactConfig, root: Path, embedder: Callable[[], Embedder]) -> Summarizer:
     """The configured summariser; `embedder` is called only when one is needed."""
+    from memsearch_lsp.core.compact.extractive import ExtractiveSummarizer, restore_labelled  # (its rules: 0.2 s)
+
     if config.summarizer == "openai":
         return OpenAISummarizer(config, root, restore=restore_labelled)
     if config.summarizer == "extractive":
@@ -167,11 +166,9 @@ def plan_compaction(
     texts: Mapping[str, str] | None = None,
     progress: Progress | None = None,
 ) -> CompactionPlan:
-    """Plan the compaction of `files`, or of the daily logs older than `older_than_days`.
-
-    Nothing is written. `texts` overrides the disk content of some sources (unsaved editor
-    buffers); `progress(done, total, message)` reports each summarised group.
-    """
+    """Plan the compaction of `files`, or of the daily logs older than `older_than_days`; nothing is written.
+    `texts` overrides the disk content of some sources (unsaved editor buffers); `progress(done, total, message)`
+    reports each summarised group."""
     config = memory.config.compact
     today = today or clock.now().date()  # (MEMSEARCH_NOW, as remember and recent read it)
     days = config.older_than_days if older_than_days is None else older_than_days
@@ -232,6 +229,8 @@ def plan_compaction(
         chars_after += len(summary.content)
     if progress:
         progress(len(groups), len(groups), f"{len(groups)} summaries planned")
+    from memsearch_lsp.core.compact.promote import promote  # (as late: it reads the rules too)
+
     kept = {m.src for m in archive}
     logs_kept = [x for _, _, logs, _ in planned for x in logs if x.source in kept]
     return CompactionPlan(
@@ -268,6 +267,8 @@ def _readable(
 
 def _only_headings(text: str) -> bool:
     """A log with no text beyond its headings (and front matter), none of which says a fact ("## Decision: X" does)."""
+    from memsearch_lsp.core.compact.facts import classify  # (not at start-up: its rules take 0.2 s to compile)
+
     lines = normalize_newlines(text).split("\n")
     headings, _, body_start = outline(lines)
     rows = {row for h in headings for row in range(h.row, h.end_row + 1)}

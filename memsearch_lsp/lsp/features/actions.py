@@ -16,10 +16,10 @@ from memsearch_lsp.config import archive_folder
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.compact.apply import grown_archives, stale_since
 from memsearch_lsp.core.compact.plan import CompactionPlan, apply_checked, compactable, old_logs, plan_compaction
-from memsearch_lsp.core.compact.promote import MEMORY_FILE
 from memsearch_lsp.core.compact.types import plural
 from memsearch_lsp.core.files import PathError, unsaved
 from memsearch_lsp.core.index import IndexStats
+from memsearch_lsp.core.notes import LONG_TERM
 from memsearch_lsp.core.onboard import NO_MEMORY
 from memsearch_lsp.lsp import convert
 from memsearch_lsp.lsp.features.edits import plan_edit, previews
@@ -211,7 +211,7 @@ def _state(ls: MemsearchServer, root: Root, logs: Sequence[str]) -> tuple[Path, 
 
 def memory_file(root: Root) -> str:
     """MEMORY.md's source in `root` (where compaction proposes its lasting facts)."""
-    return root.memory.source_of(root.memory.memory_folder() / MEMORY_FILE)
+    return root.memory.source_of(root.memory.memory_folder() / LONG_TERM)
 
 
 def _root_named(ls: MemsearchServer, name: Any) -> Root:
