@@ -8,6 +8,7 @@ of its own is never appended (`core.memory.Memory.remember` then takes the day's
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -175,10 +176,11 @@ def _closing(lines: list[str]) -> list[str]:
     return [closing] if closing else []
 
 
-def append_note(before: str, body: str, heading: str, source: str) -> Addition | None:
+def append_note(before: str, body: str, heading: str, source: str, taken: set[str] | None = None) -> Addition | None:
     """`before` with `## heading` and `body` appended (a fence or HTML block left open is closed first, the heading made
-    unique in the file); None when the note would not start a chunk of its own (the caller goes elsewhere)."""
-    title = unique_heading(heading, {c.heading for c in chunk_markdown(before, source)})
+    unique in the file and among `taken`); None when the note would not start a chunk of its own (the caller goes
+    elsewhere)."""
+    title = unique_heading(heading, {c.heading for c in chunk_markdown(before, source)} | (taken or set()))
     lines = before.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -320,18 +322,30 @@ def append_to_day(
     source_of: Callable[[Path], str],
     busy: Callable[[str], bool] = _free,
 ) -> tuple[str, Addition]:
-    """Append the note to the day's log in `folder` (under `title`), or to the day's next file when a log cannot
-    take it cleanly or is `busy` (an editor holds unsaved changes to it); its source and where it went."""
-    for n in range(1, MAX_DAY_FILES + 1):
-        name = f"{day.isoformat()}.md" if n == 1 else f"{day.isoformat()}.{n}.md"
+    """Append the note to the day's newest log in `folder` (under `title`, unique among the day's files), or to the
+    day's next file when it cannot take it cleanly or is `busy` (an editor holds unsaved changes to it); its source
+    and where it went. A day that went on in `.2.md` goes on there: its notes stay in the order they were written."""
+    names = [f"{day.isoformat()}.md", *(f"{day.isoformat()}.{n}.md" for n in range(2, MAX_DAY_FILES + 1))]
+    newest = max((n for n, name in enumerate(names) if os.path.lexists(folder / name)), default=0)
+    taken = set().union(*(_headings(folder / name) for name in names[:newest]))
+    for n, name in enumerate(names[newest:], newest + 1):
         header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
         try:
             return write_note(
-                folder / name, source_of, header, lambda before, src: append_note(before, body, title, src), busy
+                folder / name, source_of, header, lambda before, src: append_note(before, body, title, src, taken), busy
             )
         except _NextFile as why:
             log.info("%s: %s; the note goes to the day's next file", name, why)
+            taken.update(_headings(folder / name))
     raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
+
+
+def _headings(path: Path) -> set[str]:
+    """The headings of the note file at `path` (none when it cannot be read)."""
+    with contextlib.suppress(NoteError, OSError):
+        if found := read_note_file(path, path.name):
+            return {c.heading for c in chunk_markdown(normalize_newlines(found[0]), path.name)}
+    return set()
 
 
 def add_long_term(
