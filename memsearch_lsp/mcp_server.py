@@ -44,7 +44,7 @@ from memsearch_lsp.core.scopes import (
     user_door,
     user_memory_exists,
 )
-from memsearch_lsp.core.search.filters import FilterError, make_filter
+from memsearch_lsp.core.search.filters import make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.mcp_arguments import argument_error, hint, unexpected
@@ -130,9 +130,12 @@ class MemoryMCPServer(MCPServer[Any]):
             said, bad = str(exc), exc.__cause__
             if isinstance(bad, ToolError):  # (ours, raised by the tool: the SDK put its own around it)
                 said, bad = str(bad), bad.__cause__
-            if not isinstance(bad, ValidationError | FilterError):
+            elif isinstance(bad, ValueError):  # (raised by the tool itself)
+                said = str(bad)
+            if not isinstance(bad, ValueError) or isinstance(bad, ConfigError):  # (bad input: an id, a note, a filter)
                 raise
             said = argument_error(name, bad) if isinstance(bad, ValidationError) else said
+            said = said if said.startswith(f"{name}: ") else f"{name}: {said}"
             raise ToolError(f"{said.rstrip('.')}. {hint(name, schema)}") from bad
 
     async def list_resources(self) -> list[mcp_types.Resource]:
@@ -289,7 +292,7 @@ def create_server(door: Door, config: Config | None) -> MemoryMCPServer:
         except ValueError as exc:
             raise ToolError(str(exc)) from exc
         if chunk is None and (mine is None or theirs is None):
-            raise ToolError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
+            raise ValueError(f"no chunk with id {id!r} (ids come from memory_search; files may have changed since)")
         return (door, chunk) if chunk is not None else (cast(Door, mine), theirs)
 
     @server.memory_tool(title="Expand a memory", annotations=READ_ONLY)

@@ -83,6 +83,11 @@ def test_the_status_schema_names_what_status_reports(tmp_path: Path) -> None:
         ("memory_remember", {"text": "x", "long_term": "true"}, "long_term must be true or false (got 'true')"),
         ("memory_forget", {"id": "abcd", "line": 2.5}, "line must be a whole number or null (got 2.5)"),
         ("memory_status", {"verbose": True}, "there is no argument verbose: it takes none"),
+        # (audit RC) an id, a note: said by the tool, as the SDK's "Error executing tool memory_expand: ..."
+        ("memory_expand", {"id": "2f"}, "a prefix needs 4 characters: '2f' has 2"),
+        ("memory_forget", {"id": "ffffffff"}, "no chunk with id 'ffffffff'"),
+        ("memory_remember", {"text": "<private>all of it</private>"}, "nothing to remember: the text is empty"),
+        ("memory_remember", {"text": "x" * 70_000}, "the note is 70000 bytes; notes are limited to 64 KiB"),
     ],
 )
 async def test_a_bad_argument_is_one_sentence_with_a_hint(
