@@ -3,6 +3,7 @@ the files in them, never reached through a link."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import os
@@ -313,8 +314,28 @@ def unsaved(path: Path, buffer: str) -> bool:
     return disk is None or normalize_newlines(buffer) != normalize_newlines(disk)
 
 
+BINARY_PROBE = 8192  # the bytes of a file that say whether it is binary
+_CONTROLS = bytes(b for b in range(1, 32) if b not in b"\t\n\v\f\r\x1b")  # C0 controls but NUL that text never needs
+
+
+def binary(head: bytes) -> bool:
+    """Whether a file that begins with `head` is binary: a NUL in it with bytes that are not UTF-8 (a PNG, a zip,
+    UTF-16 after its byte order mark), with another control byte (SOH, STX, ...: not tab, line ends, form feed, ESC),
+    or with NULs a quarter of it or more (UTF-16 or UTF-32 text without one, zeros). A stray NUL in text is text: kept
+    as the character U+0000, read as U+FFFD by the Markdown parser (CommonMark), written back as the byte it was."""
+    if b"\x00" not in head:
+        return False
+    if head.count(0) * 4 >= len(head) or len(head.translate(None, _CONTROLS)) < len(head):
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # (a character cut at the end is no error)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
 def read_text(path: Path) -> tuple[str, str]:
-    """(text, problem): invalid UTF-8 is replaced; binary and oversized files give '' and a reason.
+    """(text, problem): invalid UTF-8 is replaced; binary (`binary`) and oversized files give '' and a reason.
 
     Only a regular file is read: a FIFO, device or socket gives '' and a reason without blocking.
     """
@@ -328,7 +349,7 @@ def read_text(path: Path) -> tuple[str, str]:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         return "", f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
-    if b"\x00" in data[:8192]:
+    if binary(data[:BINARY_PROBE]):
         return "", "binary file (contains NUL bytes)"
     try:
         return data.decode("utf-8-sig"), ""

@@ -115,7 +115,9 @@ def test_today_is_the_clock_remember_reads(workspace: Path, make_memory, monkeyp
 
 
 def test_an_old_log_that_cannot_be_read_is_left_in_place_and_the_others_compacted(workspace: Path, make_memory) -> None:
-    (workspace / "memory" / "2026-02-08.md").write_bytes(b"# 2026-02-08\n\n## a\nx\x00y\n")  # binary: NUL bytes
+    (workspace / "memory" / "2026-02-08.md").write_bytes(
+        b"# 2026-02-08\n\n## a\nx\x00\xffy\n"
+    )  # binary: NUL, not UTF-8
     memory = make_memory(workspace)
     plan = plan_compaction(memory, today=FEB18)
     assert plan.skipped == (("memory/2026-02-08.md", "binary file (contains NUL bytes)"),)

@@ -259,7 +259,7 @@ def test_a_skipped_file_is_warned_about_once_while_it_stays_as_it_is(tmp_path: P
     stats each time, and logs it once until what is wrong with it changes."""
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
-    (ws / "memory" / "2026-01-06.md").write_bytes(b"## a\nx\x00y\n")
+    (ws / "memory" / "2026-01-06.md").write_bytes(b"## a\nx\x00\xffy\n")  # NUL and a byte not UTF-8
     memory = make_memory(ws)
     for n in range(3):
         (ws / "memory" / "2026-11-01.md").write_text(f"# 2026-11-01\n\n## N\n\nnote number {n}\n")

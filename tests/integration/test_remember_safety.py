@@ -129,11 +129,11 @@ def test_a_log_with_as_many_sections_as_are_indexed_continues_in_the_days_next_f
 
 def test_a_log_that_reads_as_binary_is_left_alone(workspace: Path, make_memory) -> None:
     log = workspace / LOG
-    log.write_bytes(b"# 2026-12-03\n\n## 08:00\n\nold \x00 note\n")
+    log.write_bytes(b"# 2026-12-03\n\n## 08:00\n\nold \x00\xff note\n")
     memory = make_memory(workspace)
     note = memory.remember("a fresh note", now=NINE)
     assert note.source == "memory/2026-12-03.2.md"
-    assert log.read_bytes() == b"# 2026-12-03\n\n## 08:00\n\nold \x00 note\n"
+    assert log.read_bytes() == b"# 2026-12-03\n\n## 08:00\n\nold \x00\xff note\n"
 
 
 def test_a_log_that_cannot_be_read_continues_in_the_days_next_file(workspace: Path, make_memory, monkeypatch) -> None:

@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memsearch_lsp.config import Config, MemoryConfig
 from memsearch_lsp.core.files import find_memory_files, read_text
 
@@ -108,3 +110,20 @@ def test_a_file_decoded_with_replacement_keeps_no_byte_order_mark(tmp_path: Path
     path = tmp_path / "bom.md"
     path.write_bytes(b"\xef\xbb\xbf# Caf\xe9 notes\n")
     assert read_text(path) == ("# Caf\ufffd notes\n", "invalid UTF-8 at byte 5, decoded with replacement")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"# Notes\n\nplain\x00text\n",
+        b"\xef\xbb\xbf# Notes\n\nplain\x00text\n",  # a byte order mark
+        b"# N\nx\x00\n" + b"x" * 8184 + "\u65e5\u672c\n".encode(),  # its first 8 KiB end inside a character
+        b"## a\nx\x00y\n\x1b[1mbold\x1b[0m\f\n",  # with ESC and a form feed, as text may hold
+    ],
+)
+def test_text_with_a_stray_nul_reads_as_text(tmp_path: Path, data: bytes) -> None:
+    """(issue 13, 2) a NUL in a file's first 8 KiB made it binary, left out of the index: text with a stray NUL is
+    read as it is (the parser reads U+0000 as U+FFFD); tests/integration/test_nul_text.py has the binary files."""
+    path = tmp_path / "n.md"
+    path.write_bytes(data)
+    assert read_text(path) == (data.decode("utf-8-sig"), "")
