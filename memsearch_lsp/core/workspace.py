@@ -4,6 +4,7 @@ files, the embedder that names the model, the async twins); the settings that sh
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import threading
 from collections.abc import Callable
@@ -47,15 +48,33 @@ async def _to_thread(fn: Callable[..., T], *args: Any) -> T:
 INDEX_SETTINGS = ("memory", "embedding", "milvus", "search.language", "compact.index_archive", "compact.archive_dir")
 
 
-def index_settings_changed(old: Config, new: Config) -> list[str]:
-    """The INDEX_SETTINGS that differ between `old` and `new`, as `section.key`."""
-    changed = []
+def index_values(config: Config) -> dict[str, Any]:
+    """Each of the INDEX_SETTINGS of `config`, by `section.key`."""
+    values = {}
     for setting in INDEX_SETTINGS:
         section, _, key = setting.partition(".")
-        before, after = getattr(old, section), getattr(new, section)
-        names = [key] if key else [f.name for f in fields(before)]
-        changed += [f"{section}.{name}" for name in names if getattr(before, name) != getattr(after, name)]
-    return changed
+        settings = getattr(config, section)
+        names = [key] if key else [f.name for f in fields(settings)]
+        values.update({f"{section}.{name}": getattr(settings, name) for name in names})
+    return values
+
+
+def index_settings_changed(old: Config, new: Config) -> list[str]:
+    """The INDEX_SETTINGS that differ between `old` and `new`, as `section.key`."""
+    before = index_values(old)
+    return [name for name, value in index_values(new).items() if before[name] != value]
+
+
+def index_digests(config: Config) -> dict[str, str]:
+    """A digest of each of the INDEX_SETTINGS of `config`: what the index owner tells another process, which compares
+    its own (`index_settings_differ`) without learning a value (milvus.token is a password)."""
+    return {name: hashlib.sha256(repr(value).encode()).hexdigest()[:16] for name, value in index_values(config).items()}
+
+
+def index_settings_differ(digests: dict[str, str], config: Config) -> list[str]:
+    """The INDEX_SETTINGS of `config` that differ from those `digests` (`index_digests`) were made of, as `section.key`
+    (a setting the other process does not name is left out: a build before it)."""
+    return [name for name, digest in index_digests(config).items() if digests.get(name, digest) != digest]
 
 
 def index_uri(root: Path, config: Config) -> str:

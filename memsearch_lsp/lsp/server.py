@@ -20,13 +20,13 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from memsearch_lsp.config import Config, load_config, merge_layer
+from memsearch_lsp.config import Config, editor_key, load_config, merge_layer
 from memsearch_lsp.core.api import MemoryApi
 from memsearch_lsp.core.files import PathError, read_text
 from memsearch_lsp.core.index import IndexStats
 from memsearch_lsp.core.onboard import NO_MEMORY, find_workspace, is_memory_workspace, memory_markers
 from memsearch_lsp.core.process.door import Door, PassStopped
-from memsearch_lsp.core.process.owner import OwnerGone
+from memsearch_lsp.core.process.owner import OwnerGone, RemoteMemory
 from memsearch_lsp.lsp.protocol import MemsearchProtocol, ReportingServer
 from memsearch_lsp.trust import hide_credentials
 from memsearch_lsp.version import __version__
@@ -243,7 +243,7 @@ class MemsearchServer(ReportingServer):
             "following the new owner" if memory.remote else "this window owns the index now",
         )
         if memory.remote:
-            return
+            return await self.follow(root, self.settings_of(root.path))
         # the unsaved buffers of the owner that went away went with it: this window's own are the truth for their
         # files, the disk for the rest (a pass re-reads each file whose indexed text was a buffer's)
         for uri, document in list(self.workspace.text_documents.items()):
@@ -251,6 +251,25 @@ class MemsearchServer(ReportingServer):
             if found and found[0] is root:
                 await self.in_writer(memory.index_text, found[1], document.source)
         self.background(self.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
+
+    async def follow(self, root: Root, config: Config) -> None:
+        """A root whose index another process owns, with this window's settings `config`: the index's (what is
+        indexed, how, where) stay the owner's: those that differ are said once, naming the owner (the window's own
+        settings are not the owner's: the owner's are asked)."""
+        memory = root.door.current
+        if not isinstance(memory, RemoteMemory):
+            return
+        try:
+            owner, refused = await asyncio.to_thread(memory.refused_settings, config)
+        except (OwnerGone, OSError, RuntimeError):  # (gone: the next call takes the index over)
+            return
+        if refused:
+            self.warn(
+                f"{root.path.name}: {', '.join(editor_key(k) for k in refused)} cannot change in this window: "
+                f"the index is owned by {owner}, whose settings for them stay in force (search, watch and "
+                f"compaction settings do apply here). Change them there, or close it and reload this window.",
+                show=config.lsp.show_notifications,
+            )
 
     async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.writer, lambda: fn(*args))
@@ -386,6 +405,7 @@ class MemsearchServer(ReportingServer):
                 memory = await asyncio.to_thread(getattr, root.door, "memory")
                 if memory.remote:
                     log.info("%s: another memsearch-lsp owns this index; using it", path.name)
+                    await self.follow(root, config)
             except Exception as exc:  # opened again at the next use
                 self.report(f"opening the index of {path.name}: {exc}", exc)
             self.roots[path] = root

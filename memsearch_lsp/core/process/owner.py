@@ -52,7 +52,14 @@ from memsearch_lsp.core.search.filters import FILTER_KEYS
 from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from memsearch_lsp.core.store import is_local_uri
 from memsearch_lsp.core.store.folder import LOCK
-from memsearch_lsp.core.workspace import MemoryFiles, index_uri, with_index_settings
+from memsearch_lsp.core.workspace import (
+    MemoryFiles,
+    index_digests,
+    index_settings_changed,
+    index_settings_differ,
+    index_uri,
+    with_index_settings,
+)
 from memsearch_lsp.version import __version__
 
 log = logging.getLogger(__name__)
@@ -252,6 +259,8 @@ class OwnerServer:
         self.last_call = time.monotonic()
         if op == "ping":
             about = {"pid": os.getpid(), "version": __version__, "protocol": protocol.PROTOCOL, "process": self.process}
+            if params.get("settings"):  # (a follower that compares its index settings with these)
+                about["index"] = index_digests(self.memory.config)
             return about if self.idle_s is None else dict(about, idle_s=self.idle_s)
         if op not in OPERATIONS:
             raise RuntimeError(f"unknown operation {op!r}")  # a caller's bug, not bad input
@@ -352,8 +361,17 @@ class RemoteMemory(MemoryFiles):
 
     def owner_process(self) -> str:
         """What owns the index, for messages: e.g. "memsearch-lsp serve for Neovim (pid 4242)"."""
-        info = self.ask("ping", {})
-        return f"{info.get('process') or 'another process'} (pid {info['pid']})"
+        return self.refused_settings(self.config)[0]
+
+    def refused_settings(self, config: Config) -> tuple[str, list[str]]:
+        """What owns the index (`owner_process`) and the index settings of `config` that differ from the owner's, which
+        stay in force (`section.key`; from an owner of a build before it says them: those changed here)."""
+        info = self.ask("ping", {"settings": True})
+        theirs = info.get("index")
+        changed = (
+            index_settings_changed(self.config, config) if theirs is None else index_settings_differ(theirs, config)
+        )
+        return f"{info.get('process') or 'another process'} (pid {info['pid']})", changed
 
     def close(self) -> None:
         return None

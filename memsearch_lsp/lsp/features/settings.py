@@ -12,15 +12,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from memsearch_lsp.config import Config, editor_key, flat_settings
-from memsearch_lsp.core.process.owner import OwnerGone
-from memsearch_lsp.core.workspace import index_settings_changed
+from memsearch_lsp.config import editor_key, flat_settings
 from memsearch_lsp.lsp.convert import options_from
 from memsearch_lsp.lsp.features.watch import watch
 from memsearch_lsp.trust import USER_ONLY_SETTINGS
 
 if TYPE_CHECKING:
-    from memsearch_lsp.lsp.server import MemsearchServer, Root
+    from memsearch_lsp.lsp.server import MemsearchServer
 
 log = logging.getLogger(__name__)
 
@@ -60,31 +58,12 @@ def folder_settings(window: dict[str, Any], folder: dict[str, Any]) -> dict[str,
     return dict(own + users)
 
 
-async def refuse_index_settings(ls: MemsearchServer, root: Root, config: Config) -> None:
-    """In a window that is the index owner's client, the settings that shape the index (what is
-    indexed, how, where) cannot change: say so once, naming the owner; the rest still apply here."""
-    if root.door.current is None or not root.memory.remote:
-        return
-    refused = index_settings_changed(root.memory.config, config)
-    if refused:
-        try:
-            owner = await asyncio.to_thread(root.memory.owner_process)
-        except (OwnerGone, OSError, RuntimeError):
-            owner = "another process"
-        ls.warn(
-            f"{root.path.name}: {', '.join(editor_key(k) for k in refused)} cannot change in this window: "
-            f"the index is owned by {owner}, whose settings for them stay in force (search, watch and "
-            f"compaction settings do apply here). Change them there, or close it and reload this window.",
-            show=config.lsp.show_notifications,
-        )
-
-
 async def apply_settings(ls: MemsearchServer) -> None:
     """Ask the client for the settings (when it answers) and apply them to every root."""
     await load_settings(ls)
     for root in list(ls.roots.values()):
         config = ls.settings_of(root.path)
-        await refuse_index_settings(ls, root, config)
+        await ls.follow(root, config)
         heavy = await ls.in_writer(root.door.reconfigure, config)
         if heavy:
             await watch(ls, root)
