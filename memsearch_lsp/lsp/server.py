@@ -253,12 +253,13 @@ class MemsearchServer(ReportingServer):
         self.background(self.reconcile(root, title="Re-indexing memory"), f"re-indexing {root.path.name}")
 
     async def follow(self, root: Root, config: Config) -> None:
-        """A root whose index another process owns, with this window's settings `config`: the index's (what is
-        indexed, how, where) stay the owner's: those that differ are said once, naming the owner (the window's own
-        settings are not the owner's: the owner's are asked)."""
+        """A root whose index another process owns, with this window's settings `config`: its search settings go
+        with its searches; the index's (what is indexed, how, where) stay the owner's: those that differ are said
+        once, naming the owner (the window's own settings are not the owner's: the owner's are asked)."""
         memory = root.door.current
         if not isinstance(memory, RemoteMemory):
             return
+        memory.search_here(config)
         try:
             owner, refused = await asyncio.to_thread(memory.refused_settings, config)
         except (OwnerGone, OSError, RuntimeError):  # (gone: the next call takes the index over)

@@ -26,7 +26,7 @@ def warnings(session: Session) -> list[str]:
 
 
 @pytest.mark.model
-async def test_a_client_window_started_with_other_index_settings_is_told_once(
+async def test_a_client_window_started_with_other_index_settings_is_told_once_and_its_search_settings_apply(
     tmp_path: Path,
 ) -> None:
     ws = make_workspace(tmp_path)
@@ -48,8 +48,9 @@ async def test_a_client_window_started_with_other_index_settings_is_told_once(
         assert not warnings(same), warnings(same)
         served = await search(owner)
         assert await search(same) == served
-        hits = await search(other)  # the owner's index (its files)
+        hits = await search(other)  # the owner's index (its files), this window's weights
         assert "memory/2026-02-05.md" in [h["source"] for h in hits]
+        assert [h["score"] for h in hits] != [h["score"] for h in served], hits
         await search(other)
         assert len(warnings(other)) == 1
     finally:

@@ -373,6 +373,12 @@ class RemoteMemory(MemoryFiles):
         )
         return f"{info.get('process') or 'another process'} (pid {info['pid']})", changed
 
+    def search_here(self, config: Config) -> None:
+        """Every search setting of `config` travels with this process's searches from now on, not only those changed
+        here (a window that follows another's index searches with its own), search.language excepted (the index's)."""
+        here = {f.name: getattr(config.search, f.name) for f in fields(config.search) if f.name != "language"}
+        self.search_overrides.update(here)
+
     def close(self) -> None:
         return None
 
