@@ -83,7 +83,7 @@ def _format_hits(hits: Sequence[Any], floor: bool = False, filters: str = "") ->
     lines = []
     for n, hit in enumerate(hits, 1):
         where = f"{'user:' if hit.scope == 'user' else ''}{hit.source}:{hit.start_line}-{hit.end_line}"
-        name = hit.title or hit.heading or "(preamble)"
+        name = hit.heading or "(preamble)"
         lines.append(f"{n}. {where}  {name}  score={hit.score:.3f}  id={hit.id}")
         lines.append(f"   {hit.snippet}")
     return "\n".join(lines)

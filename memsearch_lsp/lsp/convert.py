@@ -165,7 +165,7 @@ def symbol_name(heading: str, snippet: str) -> str:
 def hit_symbol(root: Path, hit: Hit, rng: types.Range) -> types.WorkspaceSymbol:
     container = hit.source + (f" · {hit.date}" if hit.date else "") + (" · archived" if hit.archived else "")
     return types.WorkspaceSymbol(
-        name=symbol_name(hit.title or hit.heading, hit.snippet),
+        name=symbol_name(hit.heading, hit.snippet),
         kind=types.SymbolKind.String,
         location=types.Location(uri=uri_of(root, hit.source), range=rng),
         container_name=container,

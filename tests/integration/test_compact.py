@@ -275,9 +275,11 @@ def test_apply_archives_originals_byte_for_byte_and_index_matches(workspace: Pat
         "memory/summary-2026-W08.md",
     } | {f"memory/archive/{name}" for name in originals}
     assert not memory.index().changed  # a later reconcile agrees: the index matches the files
-    days = [h for h in memory.headings() if h.source == "memory/summary-2026-W06.md" and h.heading.startswith("[")]
+    days = [
+        h for h in memory.headings() if h.source == "memory/summary-2026-W06.md" and h.markdown_heading.startswith("[")
+    ]
     assert days and all(
-        h.title == h.heading[1:11] for h in days
+        h.heading == h.markdown_heading[1:11] for h in days
     )  # a day's link is shown as its date (outlines, symbols)
     for query in [
         "Kafka over RabbitMQ",

@@ -125,7 +125,7 @@ def test_notes_beside_a_merge_conflict_keep_out_of_it(tmp_path: Path, make_memor
     hits = memory.search("message broker Kafka Alice", top_k=5, min_score=0.0)
     inside = [h for h in hits if h.source == "memory/2026-11-06.md" and h.start_line > 6]  # (## 15:00's)
     outside = memory.search("flaky integration tests checkout service", top_k=1, min_score=0.0)[0]
-    assert inside and outside.heading.startswith("09:00"), (inside, outside)
+    assert inside and outside.markdown_heading.startswith("09:00"), (inside, outside)
     with pytest.raises(NoteError, match=f"memory/2026-11-06.md: the note is part of an {CONFLICTED}"):
         memory.forget(inside[0].id)
     assert snapshot(tmp_path)["memory/2026-11-06.md"] == before["memory/2026-11-06.md"]

@@ -77,7 +77,7 @@ def test_forget_of_a_note_in_the_middle_keeps_the_end_of_the_file(workspace: Pat
     log.write_bytes(b"# 2026-12-03\n\n## 09:00\n\nFirst.\n\n## 10:00\n\nSecond.\n\n\n")
     memory = make_memory(workspace)
     memory.index()
-    first = next(h for h in memory.headings() if h.heading == "09:00")
+    first = next(h for h in memory.headings() if h.markdown_heading == "09:00")
     memory.forget(first.id)
     assert log.read_bytes() == b"# 2026-12-03\n\n## 10:00\n\nSecond.\n\n\n"
 

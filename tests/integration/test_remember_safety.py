@@ -36,7 +36,7 @@ def test_an_unclosed_fence_never_breaks_later_notes(workspace: Path, make_memory
     assert open_fence(text) == ""
     for note in (first, *later):
         assert note.chunks and memory.expand(note.to_dict()["id"]).content.startswith(f"## {note.chunks[0].heading}")
-    headings = [h.heading for h in memory.headings() if h.source == LOG]
+    headings = [h.markdown_heading for h in memory.headings() if h.source == LOG]
     assert headings == ["2026-12-03", "09:05", "09:10", "09:11", "09:12"]
 
 

@@ -18,7 +18,7 @@ from memsearch_lsp.core.search.hybrid import Expanded, Hit
 from tests.helpers import ROOT
 
 #: PROTOCOL -> the fingerprint of the declarations it was bumped for (add a line with each bump)
-FINGERPRINTS = {1: "35c16ccd0022746c"}
+FINGERPRINTS = {1: "35c16ccd0022746c", 2: "49103557bbe1a120"}
 
 
 def fingerprint() -> str:

@@ -35,7 +35,7 @@ PROGRESS = "$/progress"
 #: The owner protocol's number: bump it whenever an IndexApi operation, one of its parameters, a search setting (a
 #: search's overrides) or the shape of a payload (Hit, Chunk, Expanded, IndexStats, Remembered, Forgotten, status)
 #: changes; tests/unit/test_owner_protocol.py fails, naming this line, when they change without a bump.
-PROTOCOL = 1
+PROTOCOL = 2
 
 CONVERTER = Converter()
 CONVERTER.register_unstructure_hook(dt.datetime, dt.datetime.isoformat)

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing_extensions import TypedDict
 
 from memsearch_lsp.config import SearchConfig
+from memsearch_lsp.config.globs import glob_match
 from memsearch_lsp.core.chunks import body_of, empty_section, valid_unicode
 from memsearch_lsp.core.embedding import REFERENCE, Calibration, Embedder, EmbeddingError, query_vector
 from memsearch_lsp.core.search.analyzer import STOP_WORDS, Analyzer, loose_numbers, other_forms
@@ -86,7 +87,7 @@ class Hit:
 
     id: str
     source: str
-    heading: str
+    heading: str  # as every surface shows it (display_heading): a bare `## HH:MM` named by its note's first line
     start_line: int
     end_line: int
     rank_score: float  # the fused ranking score: orders the hits of one search
@@ -100,13 +101,13 @@ class Hit:
     # rank.relevance, 0..1: comparable across searches and indexes (rank_score is relative to one search); what
     # search.min_score compares: "score" wherever a hit is sent (CLI, MCP, the language server), as here
     score: float = field(default=0.0, compare=False, repr=False)
-    title: str = field(default="", compare=False, repr=False)  # the heading as shown (display_heading)
+    markdown_heading: str = field(default="", compare=False, repr=False)  # the heading as written ("21:18")
 
     def to_dict(self) -> HitData:
         return {
             "id": self.id,
             "source": self.source,
-            "heading": self.title or self.heading,  # (a bare `## HH:MM` named by its first line: issue 38)
+            "heading": self.heading,
             "start_line": self.start_line,
             "end_line": self.end_line,
             "score": round(self.score, 4),
@@ -124,7 +125,7 @@ class Expanded:
 
     id: str
     source: str
-    heading: str
+    heading: str  # as a hit on it shows it (display_heading)
     heading_path: str
     start_line: int
     end_line: int
@@ -132,12 +133,13 @@ class Expanded:
     date: str | None = None  # YYYY-MM-DD of a daily log or a summary's first day; None for other files
     archived: bool = False  # from a compacted log in the archive folder
     scope: str = "workspace"  # whose memory: "workspace" or "user" (core/scopes.py)
+    markdown_heading: str = field(default="", compare=False, repr=False)  # the heading as written ("21:18")
 
     def to_dict(self) -> ChunkData:
         return {
             "id": self.id,
             "source": self.source,
-            "heading": display_heading(self.heading, self.content),  # as a hit on it says it
+            "heading": self.heading,
             "heading_path": self.heading_path,
             "start_line": self.start_line,
             "end_line": self.end_line,
@@ -215,7 +217,7 @@ def to_hit(row: Row, query: str, width: int) -> Hit:
     return Hit(
         id=row.id,
         source=row.source,
-        heading=row.heading,
+        heading=display_heading(row.heading, row.content),
         start_line=row.start_line,
         end_line=row.end_line,
         rank_score=row.score,
@@ -223,23 +225,22 @@ def to_hit(row: Row, query: str, width: int) -> Hit:
         date=row.date or source_date(row.source),
         heading_path=row.heading_path,
         last_line=None if cut_short(row.content) else row.content.rsplit("\n", 1)[-1],  # (else read from the file)
-        title=display_heading(row.heading, row.content),
+        markdown_heading=row.heading,
     )
 
 
 def to_expanded(row: Row, archive_dir: str = "") -> Expanded:
-    from memsearch_lsp.core.files import glob_match
-
     return Expanded(
         id=row.id,
         source=row.source,
-        heading=row.heading,
+        heading=display_heading(row.heading, row.content),
         heading_path=row.heading_path,
         start_line=row.start_line,
         end_line=row.end_line,
         content=row.content,
         date=row.date or source_date(row.source),
         archived=bool(archive_dir) and glob_match(archive_dir, row.source),
+        markdown_heading=row.heading,
     )
 
 
@@ -323,7 +324,6 @@ def hybrid_search(
     score, relevant = dict(every), relevance(cosines, said, calibration, languages)
     rows = [r for r in (found[k] for k, _ in every if k in found) if not empty_section(r.content)][:limit]
     if archive_dir:
-        from memsearch_lsp.core.files import glob_match
         from memsearch_lsp.core.search.archive import summaries_first
 
         moved = [glob_match(archive_dir, r.source) for r in rows]
@@ -441,8 +441,6 @@ def demote_archived(hits: list[Hit], archive_dir: str) -> list[Hit]:
     """Mark hits from the archive folder and rank them below live memory at equal relevance (after fusion)."""
     if not archive_dir:
         return hits
-    from memsearch_lsp.core.files import glob_match
-
     marked = [
         replace(h, archived=True, rank_score=h.rank_score * ARCHIVE_WEIGHT) if glob_match(archive_dir, h.source) else h
         for h in hits

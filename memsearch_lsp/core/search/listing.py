@@ -31,14 +31,14 @@ def every_heading(store: Store, archive_dir: str = "", limit: int = HEADINGS_LIM
         Hit(
             id=r["id"],
             source=r["source"],
-            heading=r["heading"],
+            heading=display_heading(r["heading"], timed[r["id"]].content if r["id"] in timed else ""),
             start_line=int(r["start_line"]),
             end_line=int(r["end_line"]),
             rank_score=0.0,
             snippet="",
             date=r["date"] or None,
             archived=bool(archive_dir) and glob_match(archive_dir, r["source"]),
-            title=display_heading(r["heading"], timed[r["id"]].content if r["id"] in timed else ""),
+            markdown_heading=r["heading"],
         )
         for r in sections[:limit]
     ]
