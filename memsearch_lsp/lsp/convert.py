@@ -257,7 +257,7 @@ def chunk_markdown_hover(root: Path, chunk: Expanded) -> str:
 
 def heading_markdown_hover(root: Path, chunk: Chunk, related: Sequence[Hit]) -> str:
     lines = [
-        f"**{chunk.heading or '(preamble)'}** · `{chunk.id}`",
+        f"**{display_heading(chunk.heading, chunk.content) or '(preamble)'}** · `{chunk.id}`",  # (as its symbol)
         "",
         f"- source: `{chunk.source}` lines {chunk.start_line}-{chunk.end_line}",
         f"- section: {' › '.join(chunk.heading_path) or '(preamble)'}",
