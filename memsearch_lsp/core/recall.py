@@ -112,8 +112,9 @@ def recent_notes(memory: MemoryFiles, days: int = 3, today: dt.date | None = Non
 def _newest_first(files: list[list[Note]]) -> list[Note]:
     """One day's notes, from its log and the parts `remember` went on in (`2026-02-09.2.md`: while the log was full,
     open unsaved or mid-merge, and back after), newest first: by the time a note's heading opens with (`## 17:00`,
-    `## 1:30 PM standup`, `## 17:00 (2)` after `## 17:00`); one without a time goes with the note before it in its file, or, first in
-    its file, with the first one that has a time; at equal times, the later file and the later place first."""
+    `## 1:30 PM standup`, `## 17:00 (2)` after `## 17:00`); one without a time goes with the note before it in its
+    file, or, first in its file, with the first one that has a time; at equal times, the later file and the later
+    place first."""
     timed: list[list[tuple[str, Note]]] = []
     for notes in files:
         times = [_time_of(note.heading) for note in notes]
