@@ -44,7 +44,7 @@ from memsearch_lsp.core.scopes import (
     user_door,
     user_memory_exists,
 )
-from memsearch_lsp.core.search.filters import make_filter
+from memsearch_lsp.core.search.filters import FilterError, make_filter
 from memsearch_lsp.core.search.hybrid import ChunkData, HitData
 from memsearch_lsp.core.workspace import MemoryFiles
 from memsearch_lsp.mcp_arguments import argument_error, hint, unexpected
@@ -135,8 +135,9 @@ class MemoryMCPServer(MCPServer[Any]):
             if not isinstance(bad, ValueError) or isinstance(bad, ConfigError):  # (bad input: an id, a note, a filter)
                 raise
             said = argument_error(name, bad) if isinstance(bad, ValidationError) else said
-            said = said if said.startswith(f"{name}: ") else f"{name}: {said}"
-            raise ToolError(f"{said.rstrip('.')}. {hint(name, schema)}") from bad
+            said = said if said.startswith(f"{name}: ") else f"{name}: {said}"  # (an id, a note: it says what to do)
+            about = isinstance(bad, ValidationError | FilterError)  # (the arguments: how to call it)
+            raise ToolError(f"{said.rstrip('.')}. {hint(name, schema)}" if about else said) from bad
 
     async def list_resources(self) -> list[mcp_types.Resource]:
         files = (await anyio.to_thread.run_sync(find_memory_files, self.door.root, self.config))[0]

@@ -25,6 +25,7 @@ from memsearch_lsp.core.chunks import (
     normalize_newlines,
     open_block,
     outline,
+    quote_conflict,
     valid_unicode,
 )
 from memsearch_lsp.core.files import MAX_FILE_BYTES, not_all_indexed, read_text, writing
@@ -71,11 +72,12 @@ def check_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
     """The note to append: cleaned, its `<private>` spans removed and its secrets redacted (core/redact.py),
     stripped, a code fence or HTML block it leaves open closed (`-->`, `</pre>`, ...: what follows it in its file
-    stays outside it), its own headings made bold lines; NoteError when empty or too long."""
+    stays outside it), its own headings made bold lines, a merge conflict it quotes escaped; NoteError when empty or
+    too long."""
     body = safe_text(check_note(text, max_bytes)).strip()  # (a note too long is refused before secrets are looked for)
     _fits(body, max_bytes)
     closing = open_block(_in_log(body))
-    body = one_section(f"{body}\n{closing}" if closing else body).strip()
+    body = one_section(quote_conflict(f"{body}\n{closing}" if closing else body)).strip()
     if not body:
         raise NoteError(EMPTY_NOTE)
     return body

@@ -83,11 +83,6 @@ def test_the_status_schema_names_what_status_reports(tmp_path: Path) -> None:
         ("memory_remember", {"text": "x", "long_term": "true"}, "long_term must be true or false (got 'true')"),
         ("memory_forget", {"id": "abcd", "line": 2.5}, "line must be a whole number or null (got 2.5)"),
         ("memory_status", {"verbose": True}, "there is no argument verbose: it takes none"),
-        # (audit RC) an id, a note: said by the tool, as the SDK's "Error executing tool memory_expand: ..."
-        ("memory_expand", {"id": "2f"}, "a prefix needs 4 characters: '2f' has 2"),
-        ("memory_forget", {"id": "ffffffff"}, "no chunk with id 'ffffffff'"),
-        ("memory_remember", {"text": "<private>all of it</private>"}, "nothing to remember: the text is empty"),
-        ("memory_remember", {"text": "x" * 70_000}, "the note is 70000 bytes; notes are limited to 64 KiB"),
     ],
 )
 async def test_a_bad_argument_is_one_sentence_with_a_hint(
@@ -98,6 +93,35 @@ async def test_a_bad_argument_is_one_sentence_with_a_hint(
     message = str(caught.value)
     assert message.startswith(f"{tool}: {says}") and f"Hint: call {tool}(" in message
     assert "pydantic" not in message and "http" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [  # (audit RC) said as the SDK's "Error executing tool memory_expand: ..."; each says what to do itself
+        ("memory_expand", {"id": "2f"}, "a prefix needs 4 characters: '2f' has 2"),
+        ("memory_forget", {"id": "ffffffff"}, "no chunk with id 'ffffffff' (ids come from memory_search"),
+        ("memory_remember", {"text": "<private>all of it</private>"}, "nothing to remember: the text is empty"),
+        ("memory_remember", {"text": "x" * 70_000}, "the note is 70000 bytes; notes are limited to 64 KiB"),
+    ],
+)
+async def test_a_bad_id_or_note_is_one_sentence_naming_the_tool(
+    server: MemoryMCPServer, tool: str, arguments: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ToolError) as caught:
+        await server.call_tool(tool, arguments)
+    message = str(caught.value)
+    assert message.startswith(f"{tool}: {says}") and "Hint: call" not in message and "\n" not in message
+
+
+async def test_a_memory_md_mid_merge_is_said_without_a_hint_to_call_it_otherwise(
+    server: MemoryMCPServer, tmp_path: Path
+) -> None:
+    """(review R24) a failed write is no bad argument: no "Hint: call memory_remember(...)" after it."""
+    (tmp_path / "memory" / "MEMORY.md").write_text("# Memory\n\n<<<<<<< HEAD\n- a\n=======\n- b\n>>>>>>> x\n")
+    with pytest.raises(ToolError) as caught:
+        await server.call_tool("memory_remember", {"text": "Use Postgres 16", "long_term": True})
+    assert str(caught.value).startswith("memory_remember: MEMORY.md cannot take the note (unresolved merge conflict")
+    assert "Hint" not in str(caught.value)
 
 
 async def test_a_value_of_another_type_writes_nothing_and_a_whole_number_may_be_written_3_0(

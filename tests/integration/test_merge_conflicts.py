@@ -132,3 +132,23 @@ def test_notes_beside_a_merge_conflict_keep_out_of_it(tmp_path: Path, make_memor
     memory.forget(outside.id)  # (its section ends before the conflict's first line)
     after = snapshot(tmp_path)["memory/2026-11-06.md"].decode("utf-8")
     assert MID_MERGE.split("## 15:00\n")[1] in after and "flaky integration tests" not in after
+
+
+def test_a_note_that_quotes_a_conflict_never_locks_its_own_file(workspace: Path, make_memory) -> None:
+    """(review R24) a note about resolving a conflict, with git's markers in a code block or as plain lines, made its
+    file "mid-merge": the day's later notes went to `.2.md`, the note could not be forgotten, and MEMORY.md took no
+    fact again. Markers in fenced code are no conflict; a note's own plain marker lines are escaped (`\\<<<<<<<`)."""
+    quoted = "We resolved the conflict in app.py:\n\n```\n<<<<<<< HEAD\nx = 1\n=======\nx = 2\n>>>>>>> feature\n```"
+    plain = "Merge notes:\n<<<<<<< HEAD\nkeep a\n=======\nkeep b\n>>>>>>> x\nKept b."
+    memory = make_memory(workspace)
+    first = memory.remember(quoted, heading="How I resolved the conflict", now=dt.datetime(2026, 11, 6, 10, 0))
+    second = memory.remember(plain, now=dt.datetime(2026, 11, 6, 10, 5))
+    third = memory.remember("Second note after that", now=dt.datetime(2026, 11, 6, 10, 6))
+    assert {first.source, second.source, third.source} == {"memory/2026-11-06.md"}
+    text = (workspace / "memory" / "2026-11-06.md").read_text()
+    assert "```\n<<<<<<< HEAD\nx = 1" in text and "\\<<<<<<< HEAD\nkeep a\n\\=======\nkeep b\n\\>>>>>>> x" in text
+    memory.remember(plain, long_term=True)
+    memory.remember("Use Postgres 16", long_term=True)  # (MEMORY.md still takes facts)
+    assert "Use Postgres 16" in (workspace / "memory" / "MEMORY.md").read_text()
+    assert memory.forget(first.to_dict()["id"]).removed
+    assert "x = 1" not in (workspace / "memory" / "2026-11-06.md").read_text()
