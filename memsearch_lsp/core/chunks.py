@@ -392,12 +392,10 @@ CONFLICTED = "unresolved merge conflict: resolve it first"  # why a file mid-mer
 
 def merge_conflict(text: str) -> bool:
     """Whether `text` holds an unresolved merge conflict as git writes one: a `<<<<<<< ours` line, later `=======`,
-    later `>>>>>>> theirs` (diff3's `||||||| base` between the first two), outside fenced code (a note that quotes
-    one); a lone `=======` is a setext underline."""
-    lines = normalize_newlines(text).split("\n")
-    fenced = _fenced(lines)
+    later `>>>>>>> theirs` (diff3's `||||||| base` between the first two), in code blocks too (git writes them where
+    the lines are); a lone `=======` is a setext underline."""
     step = 0  # the markers seen of the conflict being read: 0 none, 1 its start, 2 its separator too
-    for line in (line for row, line in enumerate(lines) if row not in fenced):
+    for line in normalize_newlines(text).split("\n"):
         if _CONFLICT_START.match(line):
             step = 1
         elif step == 1 and line == "=======":
@@ -407,17 +405,11 @@ def merge_conflict(text: str) -> bool:
     return False
 
 
-def _fenced(lines: list[str]) -> set[int]:
-    return {row for start, end in outline(lines)[1] for row in range(start, end + 1)}
-
-
 def quote_conflict(text: str) -> str:
-    """`text` (a note) with the marker lines of a merge conflict it quotes outside fenced code escaped
-    (`\\<<<<<<< HEAD`, shown as written): a note is never taken for its file's own conflict."""
-    if not merge_conflict(text):
-        return text
-    lines = text.split("\n")
-    fenced = _fenced(lines)
-    return "\n".join(
-        f"\\{line}" if row not in fenced and CONFLICT_MARK.match(line) else line for row, line in enumerate(lines)
+    """`text` (a note) with the marker lines of a merge conflict it quotes indented by a space (Markdown shows them
+    the same; a code block one space in): a note is never taken for its file's own conflict."""
+    return (
+        "\n".join(f" {line}" if CONFLICT_MARK.match(line) else line for line in text.split("\n"))
+        if merge_conflict(text)
+        else text
     )

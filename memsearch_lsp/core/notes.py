@@ -72,8 +72,8 @@ def check_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
 def clean_note(text: str, max_bytes: int = MAX_NOTE_BYTES) -> str:
     """The note to append: cleaned, its `<private>` spans removed and its secrets redacted (core/redact.py),
     stripped, a code fence or HTML block it leaves open closed (`-->`, `</pre>`, ...: what follows it in its file
-    stays outside it), its own headings made bold lines, a merge conflict it quotes escaped; NoteError when empty or
-    too long."""
+    stays outside it), its own headings made bold lines, the markers of a merge conflict it quotes indented; NoteError
+    when empty or too long."""
     body = safe_text(check_note(text, max_bytes)).strip()  # (a note too long is refused before secrets are looked for)
     _fits(body, max_bytes)
     closing = open_block(_in_log(body))

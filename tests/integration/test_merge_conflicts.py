@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memsearch_lsp.core.chunks import merge_conflict
 from memsearch_lsp.core.compact.plan import CompactError, plan_compaction
 from memsearch_lsp.core.recall import recent_notes
 from tests.helpers import FEB18, LASTING_MEMORY, LASTING_TODAY, snapshot, write_lasting_logs
@@ -137,7 +138,7 @@ def test_notes_beside_a_merge_conflict_keep_out_of_it(tmp_path: Path, make_memor
 def test_a_note_that_quotes_a_conflict_never_locks_its_own_file(workspace: Path, make_memory) -> None:
     """(review R24) a note about resolving a conflict, with git's markers in a code block or as plain lines, made its
     file "mid-merge": the day's later notes went to `.2.md`, the note could not be forgotten, and MEMORY.md took no
-    fact again. Markers in fenced code are no conflict; a note's own plain marker lines are escaped (`\\<<<<<<<`)."""
+    fact again. A note's own marker lines are indented by a space; a real conflict in a code block still counts."""
     quoted = "We resolved the conflict in app.py:\n\n```\n<<<<<<< HEAD\nx = 1\n=======\nx = 2\n>>>>>>> feature\n```"
     plain = "Merge notes:\n<<<<<<< HEAD\nkeep a\n=======\nkeep b\n>>>>>>> x\nKept b."
     memory = make_memory(workspace)
@@ -146,9 +147,14 @@ def test_a_note_that_quotes_a_conflict_never_locks_its_own_file(workspace: Path,
     third = memory.remember("Second note after that", now=dt.datetime(2026, 11, 6, 10, 6))
     assert {first.source, second.source, third.source} == {"memory/2026-11-06.md"}
     text = (workspace / "memory" / "2026-11-06.md").read_text()
-    assert "```\n<<<<<<< HEAD\nx = 1" in text and "\\<<<<<<< HEAD\nkeep a\n\\=======\nkeep b\n\\>>>>>>> x" in text
+    assert "```\n <<<<<<< HEAD\nx = 1\n =======\nx = 2\n >>>>>>> feature\n```" in text and not merge_conflict(text)
+    assert "keep b\n >>>>>>> x\nKept b." in text  # (its own `=======` under a line: a setext heading, made bold)
     memory.remember(plain, long_term=True)
     memory.remember("Use Postgres 16", long_term=True)  # (MEMORY.md still takes facts)
     assert "Use Postgres 16" in (workspace / "memory" / "MEMORY.md").read_text()
     assert memory.forget(first.to_dict()["id"]).removed
     assert "x = 1" not in (workspace / "memory" / "2026-11-06.md").read_text()
+    # git's own conflict inside a code block (two branches changed one command) is a conflict: the note goes on
+    log = workspace / "memory" / "2026-11-07.md"
+    log.write_text("# 2026-11-07\n\n## 09:00\n```bash\n<<<<<<< HEAD\nmake fast\n=======\nmake slow\n>>>>>>> b\n```\n")
+    assert memory.remember("Release freeze starts Friday", now=dt.datetime(2026, 11, 7, 10, 0)).source.endswith(".2.md")
