@@ -224,7 +224,7 @@ def build_parser() -> _Parser:
         default=None,
         help="how the two legs' scores are fused: learned (default: each leg weighted by its own "
         "confidence, BM25 also by term coverage), minmax (min-max normalised, weighted), "
-        "weighted (raw scores, weighted: the seed's 0.7/0.3 with --vector-weight 0.7) or rrf (reciprocal rank fusion)",
+        "weighted (raw scores; the seed's 0.7/0.3 with --vector-weight 0.7) or rrf (reciprocal rank fusion)",
     )
     search.add_argument(
         "--min-score",

@@ -70,7 +70,7 @@ def test_remember_and_forget_keep_a_nul_byte_for_byte(workspace: Path, make_memo
     memory.index()
     note = memory.remember("a fresh note about wombats", now=NINE)
     assert (note.source, log.read_bytes()) == (LOG, NUL_LOG + b"\n## 09:05\n\na fresh note about wombats\n")
-    with_nul = next(h for h in memory.headings() if h.source == LOG and h.heading == "08:00")
+    with_nul = next(h for h in memory.headings() if h.source == LOG and h.markdown_heading == "08:00")
     memory.forget(with_nul.id)
     assert log.read_bytes() == NUL_LOG.replace(b"## 08:00\n\nx\x00\n\n", b"") + (
         b"\n## 09:05\n\na fresh note about wombats\n"
