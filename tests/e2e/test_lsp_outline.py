@@ -218,6 +218,33 @@ async def test_a_byte_order_mark_is_no_part_of_the_first_heading(server: Session
 HEADINGS = "".join(f"## H{n}\n\nthe heading number {n}\n\n" for n in range(6000))
 
 
+TIMED = {
+    "2026-12-04.md": "# 2026-12-04\n\n## 09:00\n\nWe chose Kafka for the event bus.\n",
+    "2026-12-05.md": "# 2026-12-05\n\n## 10:40\n\nThe Kafka event bus keeps a week.\n",
+}
+
+
+@pytest.mark.clients("visual_studio_code")  # (no capability changes the names)
+async def test_a_hover_names_timed_notes_as_the_symbols_do(server: Session, tmp_path: Path) -> None:
+    """(audit RC, 2) a hover named a note under a bare `## HH:MM` by its time alone ("**10:40**", related
+    "[09:00](…)"), where workspace and document symbols say "We chose Kafka for the event bus. (09:00)"."""
+    async with folder(server, tmp_path, TIMED) as session:
+        names = {s.name for s in await session.symbols("")}
+        earlier, later = "We chose Kafka for the event bus. (09:00)", "The Kafka event bus keeps a week. (10:40)"
+        assert {earlier, later} <= names, names
+        doc = session.open(session.workspace / "memory/2026-12-05.md")
+        assert (1, later, "2:0-4:33") in await outline(session, doc)
+        text = await hover_text(session, doc, 2, 3)  # (on `## 10:40`: the note and its related memories)
+        assert text.startswith(f"**{later}** · `") and f"- [{earlier}](" in text, text
+        hits = await session.client.protocol.send_request_async("memsearch/search", {"query": "We chose Kafka"})
+        notes = session.workspace / "notes.md"
+        notes.write_text(f"see {hits[0]['id']}\n")
+        assert hits[0]["heading"] == earlier
+        shown = await hover_text(session, session.open(notes), 0, 6)  # (on a chunk id: the whole note)
+        assert shown.startswith(f"**{earlier}** · [memory/2026-12-04.md:3-5]("), shown
+
+
+# (last in the file: its 6,000-heading buffer keeps the shared server busy for a while after it)
 @pytest.mark.clients("visual_studio_code")
 async def test_a_long_outline_is_made_while_other_requests_are_answered(server: Session, tmp_path: Path) -> None:
     """(audit Y4, 2) the outline of a file of 20,000 headings (and a hover on one of them) was chunked on the event
@@ -248,29 +275,3 @@ async def test_a_long_outline_is_made_while_other_requests_are_answered(server: 
         assert done == {light} and await light is None
         symbols, hover = await asyncio.gather(*heavy)
         assert len(symbols or []) == 6000 and hover is not None and "H5000" in str(hover.contents)
-
-
-TIMED = {
-    "2026-12-04.md": "# 2026-12-04\n\n## 09:00\n\nWe chose Kafka for the event bus.\n",
-    "2026-12-05.md": "# 2026-12-05\n\n## 10:40\n\nThe Kafka event bus keeps a week.\n",
-}
-
-
-@pytest.mark.clients("visual_studio_code")  # (no capability changes the names)
-async def test_a_hover_names_timed_notes_as_the_symbols_do(server: Session, tmp_path: Path) -> None:
-    """(audit RC, 2) a hover named a note under a bare `## HH:MM` by its time alone ("**10:40**", related
-    "[09:00](…)"), where workspace and document symbols say "We chose Kafka for the event bus. (09:00)"."""
-    async with folder(server, tmp_path, TIMED) as session:
-        names = {s.name for s in await session.symbols("")}
-        earlier, later = "We chose Kafka for the event bus. (09:00)", "The Kafka event bus keeps a week. (10:40)"
-        assert {earlier, later} <= names, names
-        doc = session.open(session.workspace / "memory/2026-12-05.md")
-        assert (1, later, "2:0-4:33") in await outline(session, doc)
-        text = await hover_text(session, doc, 2, 3)  # (on `## 10:40`: the note and its related memories)
-        assert text.startswith(f"**{later}** · `") and f"- [{earlier}](" in text, text
-        hits = await session.client.protocol.send_request_async("memsearch/search", {"query": "We chose Kafka"})
-        notes = session.workspace / "notes.md"
-        notes.write_text(f"see {hits[0]['id']}\n")
-        assert hits[0]["heading"] == earlier
-        shown = await hover_text(session, session.open(notes), 0, 6)  # (on a chunk id: the whole note)
-        assert shown.startswith(f"**{earlier}** · [memory/2026-12-04.md:3-5]("), shown
