@@ -180,8 +180,7 @@ def _closing(lines: list[str]) -> list[str]:
 
 def append_note(before: str, body: str, heading: str, source: str, taken: set[str] | None = None) -> Addition | None:
     """`before` with `## heading` and `body` appended (a fence or HTML block left open is closed first, the heading made
-    unique in the file and among `taken`); None when the note would not start a chunk of its own (the caller goes
-    elsewhere)."""
+    unique in the file and among `taken`); None when the note would not start a chunk of its own."""
     title = unique_heading(heading, {c.heading for c in chunk_markdown(before, source)} | (taken or set()))
     lines = before.split("\n")
     if lines[-1] == "":
@@ -328,7 +327,7 @@ def append_to_day(
     minute's notes by it), or to the day's next file when a log cannot take it cleanly or is `busy` (an editor holds
     unsaved changes to it); its source and where it went."""
     names = [f"{day.isoformat()}.md", *(f"{day.isoformat()}.{n}.md" for n in range(2, MAX_DAY_FILES + 1))]
-    taken = {heading for name in names if os.path.lexists(folder / name) for heading in _headings(folder / name)}
+    taken = {heading for name in names[1:] if os.path.lexists(folder / name) for heading in _headings(folder / name)}
     for n, name in enumerate(names, 1):
         header = daily_log_text(day.isoformat() if n == 1 else f"{day.isoformat()} ({n})")
         try:
@@ -337,6 +336,7 @@ def append_to_day(
             )
         except _NextFile as why:
             log.info("%s: %s; the note goes to the day's next file", name, why)
+            taken.update(_headings(folder / name))  # (the log itself is read once when it takes the note)
     raise NoteError(f"{day.isoformat()} already has {MAX_DAY_FILES} full log files")
 
 
